@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: the default build (host execution mode + references, and
+# every .cu compiled and linked by nvcc for sm_80 and sm_90 when nvcc exists),
+# then host mode again under AddressSanitizer and ThreadSanitizer.
+# Tests that need a GPU are reported skipped (exit 77) on machines without one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
+jobs="${MF_JOBS:-$(nproc)}"
+export CTEST_OUTPUT_ON_FAILURE=1
+
+step() { printf '\n==== %s ====\n' "$*"; }
+
+step "default build"
+cmake --preset default
+cmake --build --preset default -j "$jobs"
+step "default tests (all labels; cuda-labelled tests skip without a GPU)"
+ctest --preset default -j "$jobs"
+
+for san in asan tsan; do
+  step "$san build (host execution mode)"
+  cmake --preset "$san"
+  cmake --build --preset "$san" -j "$jobs"
+  step "$san tests (label host)"
+  ctest --preset "$san" -j "$jobs" -L host -LE slow
+done

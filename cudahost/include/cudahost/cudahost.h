@@ -1,0 +1,391 @@
+// cudahost/cudahost.h: the compatibility header of host execution mode.
+//
+// Force-included (-include cudahost/cudahost.h) into every .cu source that cudahost-rewrite has turned into C++.
+// Order matters:
+//   1. the renaming macros (runtime and cuBLAS functions become cudahost_<name>);
+//   2. the CUDA keywords (__global__, __device__, __shared__, ...), defined before the toolkit's crt/host_defines.h,
+//      which only defines them when they are not defined yet;
+//   3. NVIDIA's own <cuda_runtime.h>, <cuda_fp16.h>, <cuda_bf16.h>, so every function defined by cudahost is
+//      checked against NVIDIA's declaration;
+//   4. the builtins (threadIdx, blockIdx, blockDim, gridDim, warpSize), barriers, warp shuffles and votes,
+//      the launch machinery used by the rewritten <<<...>>> launches, and the C++ convenience templates
+//      that NVIDIA's headers only provide to nvcc;
+//   5. cudahost/device_functions.h (atomics, math intrinsics, fp16/bf16 device functions).
+// Host-mode code sees __CUDAHOST__ defined, __CUDA_ARCH__ and __CUDACC__ undefined.
+#ifndef CUDAHOST_CUDAHOST_H
+#define CUDAHOST_CUDAHOST_H
+
+#ifndef __cplusplus
+/* C translation units of a host-mode program (e.g. compiled by cudahost-c++, which force-includes this header
+   everywhere) only need the renames, so that their CUDA runtime calls reach cudahost. */
+#if __has_include("cudahost/cublas_rename.h")
+#include "cudahost/cublas_rename.h"
+#endif
+#include "cudahost/runtime_rename.h"
+#include <cuda_runtime_api.h>
+#else
+#if defined(__CUDACC__) || defined(__CUDA_ARCH__)
+#error "cudahost/cudahost.h must not be used with nvcc: it is the host execution mode of CUDA sources"
+#endif
+
+#ifndef __CUDAHOST__
+#define __CUDAHOST__ 1
+#endif
+
+// ---- 1. renames --------------------------------------------------------------------------------------------------
+#if __has_include("cudahost/cublas_rename.h")
+#include "cudahost/cublas_rename.h"
+#endif
+#include "cudahost/runtime_rename.h"
+
+// ---- 2. keywords -------------------------------------------------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __grid_constant__
+#define __shared__ thread_local /* per block: a worker runs one block at a time; see README */
+#define __launch_bounds__(...)
+#define __cluster_dims__(...)
+#ifndef __forceinline__
+#define __forceinline__ inline __attribute__((always_inline))
+#endif
+
+// ---- 3. the toolkit's headers ------------------------------------------------------------------------------------
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <atomic>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- 4. builtins -------------------------------------------------------------------------------------------------
+#define CUDAHOST_TLS_ __attribute__((tls_model("initial-exec")))
+// Per fiber: the scheduler stores the running CUDA thread's values here at every switch.
+extern __thread uint3 threadIdx CUDAHOST_TLS_;
+extern __thread uint3 blockIdx CUDAHOST_TLS_;
+extern __thread uint3 blockDim CUDAHOST_TLS_;
+extern __thread uint3 gridDim CUDAHOST_TLS_;
+static constexpr int warpSize = 32;
+
+// Block-wide barriers (true semantics: every thread of the block must arrive; otherwise a deadlock is reported).
+void __syncthreads();
+int __syncthreads_count(int predicate);
+int __syncthreads_and(int predicate);
+int __syncthreads_or(int predicate);
+
+namespace cudahost {
+namespace detail {
+enum warp_kind : int {
+  wk_sync = 0, wk_shfl_idx, wk_shfl_up, wk_shfl_down, wk_shfl_xor, wk_ballot, wk_match_any, wk_match_all,
+  wk_red_add, wk_red_min_s, wk_red_max_s, wk_red_min_u, wk_red_max_u, wk_red_and, wk_red_or, wk_red_xor
+};
+// A warp-level barrier among the lanes named in mask (limited to lanes that exist in a partial warp), with a
+// per-lane 64-bit value exchanged. Returns the lane's result.
+unsigned long long warp_op(int kind, unsigned mask, unsigned long long value, int param, int width);
+unsigned active_mask();
+unsigned lane_id();
+template <class T>
+inline unsigned long long to_bits(const T& v) {
+  // (__half and __nv_bfloat16 are not trivially copyable in NVIDIA's host headers, but are plain 16-bit values)
+  static_assert(sizeof(T) <= 8, "warp shuffles take values of at most 8 bytes");
+  unsigned long long b = 0;
+  std::memcpy(&b, static_cast<const void*>(&v), sizeof(T));
+  return b;
+}
+template <class T>
+inline T from_bits(unsigned long long b) {
+  T v;
+  std::memcpy(static_cast<void*>(&v), &b, sizeof(T));
+  return v;
+}
+}  // namespace detail
+}  // namespace cudahost
+
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  (void)cudahost::detail::warp_op(cudahost::detail::wk_sync, mask, 0, 0, 32);
+}
+template <class T>
+inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32) {
+  return cudahost::detail::from_bits<T>(
+      cudahost::detail::warp_op(cudahost::detail::wk_shfl_idx, mask, cudahost::detail::to_bits(var), srcLane, width));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return cudahost::detail::from_bits<T>(cudahost::detail::warp_op(
+      cudahost::detail::wk_shfl_up, mask, cudahost::detail::to_bits(var), (int)delta, width));
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return cudahost::detail::from_bits<T>(cudahost::detail::warp_op(
+      cudahost::detail::wk_shfl_down, mask, cudahost::detail::to_bits(var), (int)delta, width));
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32) {
+  return cudahost::detail::from_bits<T>(
+      cudahost::detail::warp_op(cudahost::detail::wk_shfl_xor, mask, cudahost::detail::to_bits(var), laneMask, width));
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_ballot, mask, predicate != 0, 0, 32);
+}
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __all_sync(unsigned mask, int predicate) {
+  // every participating lane voted true: compare with the ballot of "true" of the same lanes
+  unsigned long long r = cudahost::detail::warp_op(cudahost::detail::wk_match_all, mask, predicate != 0 ? 1 : 0, 0, 32);
+  return (int)((r >> 32) & 1) && (predicate != 0);
+}
+inline int __uni_sync(unsigned mask, int predicate) {
+  unsigned long long r = cudahost::detail::warp_op(cudahost::detail::wk_match_all, mask, predicate != 0, 0, 32);
+  return (int)((r >> 32) & 1);
+}
+inline unsigned __activemask() { return cudahost::detail::active_mask(); }
+template <class T>
+inline unsigned __match_any_sync(unsigned mask, T value) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_match_any, mask, cudahost::detail::to_bits(value), 0, 32);
+}
+template <class T>
+inline unsigned __match_all_sync(unsigned mask, T value, int* pred) {
+  unsigned long long r =
+      cudahost::detail::warp_op(cudahost::detail::wk_match_all, mask, cudahost::detail::to_bits(value), 0, 32);
+  *pred = (int)((r >> 32) & 1);
+  return (unsigned)r;
+}
+inline unsigned __reduce_add_sync(unsigned mask, unsigned v) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_add, mask, v, 0, 32);
+}
+inline int __reduce_add_sync(unsigned mask, int v) {
+  return (int)(unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_add, mask, (unsigned)v, 0, 32);
+}
+inline unsigned __reduce_min_sync(unsigned mask, unsigned v) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_min_u, mask, v, 0, 32);
+}
+inline int __reduce_min_sync(unsigned mask, int v) {
+  return (int)(unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_min_s, mask, (unsigned)v, 0, 32);
+}
+inline unsigned __reduce_max_sync(unsigned mask, unsigned v) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_max_u, mask, v, 0, 32);
+}
+inline int __reduce_max_sync(unsigned mask, int v) {
+  return (int)(unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_max_s, mask, (unsigned)v, 0, 32);
+}
+inline unsigned __reduce_and_sync(unsigned mask, unsigned v) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_and, mask, v, 0, 32);
+}
+inline unsigned __reduce_or_sync(unsigned mask, unsigned v) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_or, mask, v, 0, 32);
+}
+inline unsigned __reduce_xor_sync(unsigned mask, unsigned v) {
+  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_xor, mask, v, 0, 32);
+}
+
+// Memory fences: the fibers of a block run on one OS thread; blocks run on several, so fences are real fences.
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_seq_cst); }
+inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+long long clock64();
+unsigned long long __globaltimer();
+// __nanosleep yields to the other threads of the block, so a spin-wait that sleeps makes progress in host mode.
+void __nanosleep(unsigned ns);
+// Abort the block and fail the launch (sticky cudaErrorLaunchFailure), as a device-side trap does.
+[[noreturn]] void __trap();
+inline void __brkpt() {}
+
+// ---- launch machinery (the rewriter's target) --------------------------------------------------------------------
+// The kernel's address where `&callee` is well-formed (nullptr otherwise, e.g. a template whose arguments are deduced
+// from the launch's arguments): used to look up cudaFuncSetAttribute settings and to convert arguments to the
+// kernel's parameter types once per launch.
+#define CUDAHOST_KADDR(...)                                 \
+  ([&](auto cudahost_z_) {                                  \
+    (void)cudahost_z_;                                      \
+    if constexpr (requires { &__VA_ARGS__; })               \
+      return &__VA_ARGS__;                                  \
+    else                                                    \
+      return nullptr;                                       \
+  }(0))
+
+namespace cudahost {
+
+struct launch_config {
+  const void* kaddr;
+  const char* name;
+  const char* file;
+  int line;
+  dim3 grid, block;
+  size_t smem;
+  cudaStream_t stream;
+};
+
+// Validates the configuration (records the error and returns false when the launch must not run).
+bool launch_begin_(const launch_config& c);
+// Reports and records a kernel pointer argument that is not device-accessible; returns false if so.
+bool check_pointer_arg_(const launch_config& c, int position, const void* p);
+void launch_fail_(const launch_config& c, cudaError_t e);
+// Runs every thread of the grid: body(ctx) per thread, with the builtins set.
+void launch_run_(const launch_config& c, void (*body)(void*), void* ctx);
+
+extern __thread void* dyn_smem_base_ CUDAHOST_TLS_;
+
+// Block-scope `extern __shared__ T name[];` becomes `T* name = cudahost::dyn_smem_ptr<T>();`.
+template <class T>
+inline T* dyn_smem_ptr() {
+  return static_cast<T*>(dyn_smem_base_);
+}
+// Namespace-scope `extern __shared__ T name[];` becomes `static cudahost::dyn_smem<T> name;`: a pointer-like object
+// that reads the running block's dynamic shared memory at every use.
+template <class T>
+struct dyn_smem {
+  T* get() const { return static_cast<T*>(dyn_smem_base_); }
+  operator T*() const { return get(); }
+  template <class U>
+  explicit operator U*() const {
+    return (U*)get();
+  }
+  T& operator[](std::ptrdiff_t i) const { return get()[i]; }
+  T& operator*() const { return *get(); }
+  T* operator+(std::ptrdiff_t i) const { return get() + i; }
+  T* operator-(std::ptrdiff_t i) const { return get() - i; }
+};
+
+namespace detail {
+template <class K, class... A>
+struct launch_args {
+  using type = std::tuple<std::decay_t<A>...>;
+};
+template <class R, class... P, class... A>
+  requires(sizeof...(P) == sizeof...(A))
+struct launch_args<R (*)(P...), A...> {
+  using type = std::tuple<std::remove_cv_t<P>...>;
+};
+template <class R, class... P, class... A>
+  requires(sizeof...(P) == sizeof...(A))
+struct launch_args<R (*)(P...) noexcept, A...> {
+  using type = std::tuple<std::remove_cv_t<P>...>;
+};
+template <class K>
+inline const void* kernel_address(K k) {
+  if constexpr (std::is_pointer_v<K> && std::is_function_v<std::remove_pointer_t<K>>)
+    return reinterpret_cast<const void*>(k);
+  else
+    return nullptr;
+}
+template <class F, class Args>
+struct launch_ctx {
+  F* fn;
+  Args* args;
+};
+template <class F, class Args>
+void thread_body(void* p) {
+  auto* c = static_cast<launch_ctx<F, Args>*>(p);
+  std::apply(*c->fn, *c->args);  // the kernel's by-value parameters copy the arguments for each thread
+}
+template <class E>
+inline bool check_arg(const launch_config& c, int pos, const E& e) {
+  if constexpr (std::is_pointer_v<E> && !std::is_function_v<std::remove_pointer_t<E>>)
+    return check_pointer_arg_(c, pos, (const void*)e);
+  else
+    return true;
+}
+}  // namespace detail
+
+template <class K, class F>
+struct launcher_ {
+  K kaddr;
+  F fn;
+  launch_config cfg;
+  template <class... A>
+  void operator()(A&&... a) {
+    if (!launch_begin_(cfg)) return;
+    using Args = typename detail::launch_args<K, A...>::type;
+    Args args(std::forward<A>(a)...);  // evaluated and converted once per launch, like a GPU's parameter buffer
+    bool ok = std::apply(
+        [&](const auto&... e) {
+          int pos = 0;
+          bool all = true;
+          ((all = detail::check_arg(cfg, ++pos, e) && all), ...);
+          return all;
+        },
+        args);
+    if (!ok) {
+      launch_fail_(cfg, cudaErrorIllegalAddress);
+      return;
+    }
+    detail::launch_ctx<F, Args> ctx{&fn, &args};
+    launch_run_(cfg, &detail::thread_body<F, Args>, &ctx);
+  }
+};
+
+template <class K, class F>
+inline launcher_<K, F> launch_(K kaddr, F fn, const char* name, const char* file, int line, dim3 grid, dim3 block,
+                               size_t smem = 0, cudaStream_t stream = 0) {
+  return launcher_<K, F>{kaddr, fn, launch_config{detail::kernel_address(kaddr), name, file, line, grid, block, smem, stream}};
+}
+
+// Sized symbol copies (the templates below check offset + count against sizeof(symbol)).
+cudaError_t memcpy_symbol_(void* symbol, size_t symsize, void* buf, size_t count, size_t offset, cudaMemcpyKind kind,
+                           bool to_symbol, const char* api);
+cudaError_t register_symbol_(const void* symbol, size_t size);
+
+}  // namespace cudahost
+
+// ---- C++ convenience templates that NVIDIA's headers only declare for nvcc ---------------------------------------
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, size_t count, size_t offset = 0,
+                                             cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+  return cudahost::memcpy_symbol_((void*)&symbol, sizeof(T), const_cast<void*>(src), count, offset, kind, true,
+                                  "cudaMemcpyToSymbol");
+}
+template <class T>
+static inline cudaError_t cudaMemcpyToSymbolAsync(const T& symbol, const void* src, size_t count, size_t offset = 0,
+                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t = 0) {
+  return cudahost::memcpy_symbol_((void*)&symbol, sizeof(T), const_cast<void*>(src), count, offset, kind, true,
+                                  "cudaMemcpyToSymbolAsync");
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t count, size_t offset = 0,
+                                               cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+  return cudahost::memcpy_symbol_((void*)&symbol, sizeof(T), dst, count, offset, kind, false, "cudaMemcpyFromSymbol");
+}
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, size_t count, size_t offset = 0,
+                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t = 0) {
+  return cudahost::memcpy_symbol_((void*)&symbol, sizeof(T), dst, count, offset, kind, false,
+                                  "cudaMemcpyFromSymbolAsync");
+}
+template <class T>
+static inline cudaError_t cudaGetSymbolAddress(void** devPtr, const T& symbol) {
+  if (!devPtr) return cudaErrorInvalidValue;
+  *devPtr = (void*)&symbol;
+  return cudahost::register_symbol_((const void*)&symbol, sizeof(T));
+}
+template <class T>
+static inline cudaError_t cudaGetSymbolSize(size_t* size, const T&) {
+  if (!size) return cudaErrorInvalidValue;
+  *size = sizeof(T);
+  return cudaSuccess;
+}
+template <class T>
+static inline cudaError_t cudaFuncSetAttribute(T* entry, cudaFuncAttribute attr, int value) {
+  return ::cudaFuncSetAttribute(cudahost::detail::kernel_address(entry), attr, value);
+}
+template <class T>
+static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T* entry) {
+  return ::cudaFuncGetAttributes(attr, cudahost::detail::kernel_address(entry));
+}
+template <class T>
+static inline cudaError_t cudaFuncSetCacheConfig(T* func, cudaFuncCache cacheConfig) {
+  return ::cudaFuncSetCacheConfig(cudahost::detail::kernel_address(func), cacheConfig);
+}
+// ---- 5. device functions (atomics, math, fp16/bf16) --------------------------------------------------------------
+#if __has_include("cudahost/device_functions.h")
+#include "cudahost/device_functions.h"
+#endif
+#include "cudahost/cooperative_groups.h"
+
+#endif  // __cplusplus
+#endif  // CUDAHOST_CUDAHOST_H

@@ -1,0 +1,72 @@
+// cudahost/runtime_rename.h: renames every CUDA runtime function that host execution mode defines to cudahost_<name>.
+// Included (by cudahost.h) BEFORE the toolkit headers, so NVIDIA's declarations declare the renamed functions and
+// check their signatures, and host-mode objects can be linked into one program together with the real libcudart.
+// Generated list; keep in sync with src/runtime.cpp.
+#ifndef CUDAHOST_RUNTIME_RENAME_H
+#define CUDAHOST_RUNTIME_RENAME_H
+#define cudaMalloc cudahost_cudaMalloc
+#define cudaFree cudahost_cudaFree
+#define cudaMallocHost cudahost_cudaMallocHost
+#define cudaFreeHost cudahost_cudaFreeHost
+#define cudaHostAlloc cudahost_cudaHostAlloc
+#define cudaMallocManaged cudahost_cudaMallocManaged
+#define cudaHostRegister cudahost_cudaHostRegister
+#define cudaHostUnregister cudahost_cudaHostUnregister
+#define cudaHostGetDevicePointer cudahost_cudaHostGetDevicePointer
+#define cudaMallocPitch cudahost_cudaMallocPitch
+#define cudaMallocAsync cudahost_cudaMallocAsync
+#define cudaFreeAsync cudahost_cudaFreeAsync
+#define cudaMemcpy cudahost_cudaMemcpy
+#define cudaMemcpyAsync cudahost_cudaMemcpyAsync
+#define cudaMemcpy2D cudahost_cudaMemcpy2D
+#define cudaMemcpy2DAsync cudahost_cudaMemcpy2DAsync
+#define cudaMemset cudahost_cudaMemset
+#define cudaMemsetAsync cudahost_cudaMemsetAsync
+#define cudaMemset2D cudahost_cudaMemset2D
+#define cudaMemcpyToSymbol cudahost_cudaMemcpyToSymbol
+#define cudaMemcpyFromSymbol cudahost_cudaMemcpyFromSymbol
+#define cudaMemcpyToSymbolAsync cudahost_cudaMemcpyToSymbolAsync
+#define cudaMemcpyFromSymbolAsync cudahost_cudaMemcpyFromSymbolAsync
+#define cudaGetSymbolAddress cudahost_cudaGetSymbolAddress
+#define cudaGetSymbolSize cudahost_cudaGetSymbolSize
+#define cudaStreamCreate cudahost_cudaStreamCreate
+#define cudaStreamCreateWithFlags cudahost_cudaStreamCreateWithFlags
+#define cudaStreamCreateWithPriority cudahost_cudaStreamCreateWithPriority
+#define cudaStreamDestroy cudahost_cudaStreamDestroy
+#define cudaStreamSynchronize cudahost_cudaStreamSynchronize
+#define cudaStreamQuery cudahost_cudaStreamQuery
+#define cudaStreamWaitEvent cudahost_cudaStreamWaitEvent
+#define cudaLaunchHostFunc cudahost_cudaLaunchHostFunc
+#define cudaEventCreate cudahost_cudaEventCreate
+#define cudaEventCreateWithFlags cudahost_cudaEventCreateWithFlags
+#define cudaEventRecord cudahost_cudaEventRecord
+#define cudaEventSynchronize cudahost_cudaEventSynchronize
+#define cudaEventElapsedTime cudahost_cudaEventElapsedTime
+#define cudaEventDestroy cudahost_cudaEventDestroy
+#define cudaEventQuery cudahost_cudaEventQuery
+#define cudaGetLastError cudahost_cudaGetLastError
+#define cudaPeekAtLastError cudahost_cudaPeekAtLastError
+#define cudaGetErrorString cudahost_cudaGetErrorString
+#define cudaGetErrorName cudahost_cudaGetErrorName
+#define cudaGetDeviceCount cudahost_cudaGetDeviceCount
+#define cudaGetDevice cudahost_cudaGetDevice
+#define cudaSetDevice cudahost_cudaSetDevice
+#define cudaGetDeviceProperties cudahost_cudaGetDeviceProperties
+#define cudaDeviceGetAttribute cudahost_cudaDeviceGetAttribute
+#define cudaDeviceSynchronize cudahost_cudaDeviceSynchronize
+#define cudaDeviceReset cudahost_cudaDeviceReset
+#define cudaDeviceGetLimit cudahost_cudaDeviceGetLimit
+#define cudaDeviceSetLimit cudahost_cudaDeviceSetLimit
+#define cudaDriverGetVersion cudahost_cudaDriverGetVersion
+#define cudaRuntimeGetVersion cudahost_cudaRuntimeGetVersion
+#define cudaSetDeviceFlags cudahost_cudaSetDeviceFlags
+#define cudaGetDeviceFlags cudahost_cudaGetDeviceFlags
+#define cudaFuncSetAttribute cudahost_cudaFuncSetAttribute
+#define cudaFuncGetAttributes cudahost_cudaFuncGetAttributes
+#define cudaFuncSetCacheConfig cudahost_cudaFuncSetCacheConfig
+#define cudaDeviceSetCacheConfig cudahost_cudaDeviceSetCacheConfig
+#define cudaMemGetInfo cudahost_cudaMemGetInfo
+#define cudaPointerGetAttributes cudahost_cudaPointerGetAttributes
+#define cudaLaunchKernel cudahost_cudaLaunchKernel
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessor cudahost_cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#endif

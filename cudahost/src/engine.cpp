@@ -1,0 +1,930 @@
+// cudahost execution engine: the grid's blocks over a persistent worker pool; the threads of a block as user-level
+// fibers on the worker that runs the block, with barrier semantics for __syncthreads and the warp operations.
+//
+// Scheduling within a block (one OS thread, cooperative):
+//   * threads start in linear order (reverse with CUDAHOST_THREAD_ORDER=reverse);
+//   * a thread that finishes without blocking hands its fiber (its stack) to the next unstarted thread, so a kernel
+//     without barriers runs its threads as plain calls, with no context switch;
+//   * a thread that blocks (barrier, warp operation, __nanosleep) switches directly to the next runnable thread:
+//     a released one from the ready queue, else a fresh fiber for the next unstarted thread;
+//   * when no thread can run and some are still alive, no barrier can complete: the deadlock is reported with the
+//     kernel, the block and the threads' indices, the block is abandoned and the launch fails (sticky error).
+#include "internal.h"
+
+#include <sys/mman.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(CUDAHOST_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(CUDAHOST_TSAN)
+#include <sanitizer/tsan_interface.h>
+#endif
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define CUDAHOST_VALGRIND 1
+#endif
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+// ---- builtins ----------------------------------------------------------------------------------------------------
+__thread uint3 threadIdx CUDAHOST_TLS_;
+__thread uint3 blockIdx CUDAHOST_TLS_;
+__thread uint3 blockDim CUDAHOST_TLS_;
+__thread uint3 gridDim CUDAHOST_TLS_;
+namespace cudahost {
+__thread void* dyn_smem_base_ CUDAHOST_TLS_;
+}
+
+// ---- context switch ----------------------------------------------------------------------------------------------
+#if defined(__x86_64__)
+extern "C" void cudahost_ctx_switch(void** save_sp, void* new_sp);
+extern "C" void cudahost_ctx_trampoline();
+// Saves the callee-saved registers on the current stack, stores the stack pointer in *save_sp, loads new_sp and
+// restores the registers saved there. A new fiber's stack is prepared so that the final `ret` enters the trampoline,
+// which calls r13(r12).
+asm(R"(
+  .pushsection .text
+  .globl cudahost_ctx_switch
+  .hidden cudahost_ctx_switch
+  .type cudahost_ctx_switch,@function
+  .p2align 4
+cudahost_ctx_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cudahost_ctx_switch,.-cudahost_ctx_switch
+  .globl cudahost_ctx_trampoline
+  .hidden cudahost_ctx_trampoline
+  .type cudahost_ctx_trampoline,@function
+  .p2align 4
+cudahost_ctx_trampoline:
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .size cudahost_ctx_trampoline,.-cudahost_ctx_trampoline
+  .popsection
+)");
+#endif
+
+namespace cudahost {
+namespace {
+
+namespace ci = internal;
+
+enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_DONE };
+enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD };
+
+struct ThreadRec;
+
+struct Fiber {
+  void* sp = nullptr;
+  char* mem = nullptr;  // mapping (guard page + stack); null for a worker's native context
+  size_t mem_size = 0;
+  char* stack_lo = nullptr;
+  size_t stack_size = 0;
+  ThreadRec* cur = nullptr;  // the CUDA thread running on this fiber
+  int assigned = -1;         // the thread to start when resumed idle
+  void* asan_fake = nullptr;
+  void* tsan = nullptr;
+  unsigned valgrind_id = 0;
+  size_t stagger = 0;  // stack top offset: spreads the fibers' hot stack lines over the cache sets
+#if !defined(__x86_64__)
+  ucontext_t uc;
+#endif
+};
+
+struct ThreadRec {
+  uint3 tid;
+  int index;
+  unsigned char state;
+  unsigned char wait;
+  unsigned short warp, lane;
+  Fiber* fiber;
+};
+
+struct WarpState {
+  unsigned arrived, exist, exited;
+  unsigned mask[32];
+  int kind[32];
+  int param[32];
+  int width[32];
+  unsigned long long val[32];
+  unsigned long long res[32];
+};
+
+struct Job {
+  const launch_config* cfg;
+  void (*body)(void*);
+  void* ctx;
+  size_t nblocks;
+  std::atomic<size_t> next{0};
+  int slots = 0;   // helpers still wanted
+  int active = 0;  // helpers running
+  std::atomic<bool> failed{false};
+  std::atomic<int> deadlocks{0};
+};
+
+struct Worker {
+  Fiber native;
+  // Fixed arrays, not std::vector: under TSan the fibers are separate threads and a vector's reallocation (an
+  // intercepted memmove) would be reported as a race between them.
+  static constexpr int kMaxFibers = 2 * 1024 + 8;
+  Fiber** all = nullptr;
+  Fiber** free_fibers = nullptr;
+  Fiber** used = nullptr;
+  int n_all = 0, n_free = 0, n_used = 0;
+  // the running block
+  Job* job = nullptr;
+  size_t block_linear = 0;
+  int n = 0, started = 0, live = 0;
+  unsigned bx = 1, by = 1;
+  bool reverse = false, aborted = false;
+  ThreadRec* th = nullptr;    // [1024]
+  WarpState* warps = nullptr; // [32]
+  int* rq = nullptr;          // ready ring [1024]
+  int rq_head = 0, rq_n = 0;
+  int* bar_waiters = nullptr; // [1024]
+  int bar_arrived = 0, bar_acc = 0, bar_result = 0;
+  char* smem = nullptr;
+  size_t smem_size = 0;
+  char tsan_block_start, tsan_block_end, tsan_bar;
+  // watchdog: progress changes at every thread start and fiber switch; busy while a block runs
+  std::atomic<unsigned long> progress{0};
+  std::atomic<bool> busy{false};
+};
+
+__thread Worker* tls_worker CUDAHOST_TLS_;
+__thread ThreadRec* tls_thread CUDAHOST_TLS_;
+__thread Fiber* tls_fiber CUDAHOST_TLS_;
+
+std::mutex& g_workers_mu = *new std::mutex;
+std::vector<Worker*>& g_workers = *new std::vector<Worker*>;  // kept reachable (leak checkers), never freed
+
+#if defined(CUDAHOST_TSAN)
+constexpr bool kTsan = true;
+#else
+constexpr bool kTsan = false;
+#endif
+
+inline void tsan_release(void* a) {
+#if defined(CUDAHOST_TSAN)
+  __tsan_release(a);
+#else
+  (void)a;
+#endif
+}
+inline void tsan_acquire(void* a) {
+#if defined(CUDAHOST_TSAN)
+  __tsan_acquire(a);
+#else
+  (void)a;
+#endif
+}
+
+void fiber_entry(void* arg);
+
+void init_context(Fiber* f) {
+#if defined(__x86_64__)
+  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack_lo) + f->stack_size - f->stagger) & ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top - 72);
+  sp[0] = nullptr;                                      // r15
+  sp[1] = nullptr;                                      // r14
+  sp[2] = reinterpret_cast<void*>(&fiber_entry);        // r13: entry
+  sp[3] = f;                                            // r12: argument
+  sp[4] = nullptr;                                      // rbx
+  sp[5] = nullptr;                                      // rbp (ends frame-pointer walks)
+  sp[6] = reinterpret_cast<void*>(&cudahost_ctx_trampoline);
+  sp[7] = nullptr;
+  sp[8] = nullptr;
+  f->sp = sp;
+#else
+  getcontext(&f->uc);
+  f->uc.uc_stack.ss_sp = f->stack_lo;
+  f->uc.uc_stack.ss_size = f->stack_size;
+  f->uc.uc_link = nullptr;
+  uintptr_t p = reinterpret_cast<uintptr_t>(f);
+  makecontext(&f->uc, reinterpret_cast<void (*)()>(&fiber_entry_uc), 2, (unsigned)(p >> 32), (unsigned)p);
+#endif
+}
+
+#if !defined(__x86_64__)
+void fiber_entry_uc(unsigned hi, unsigned lo) {
+  fiber_entry(reinterpret_cast<void*>((uintptr_t(hi) << 32) | lo));
+}
+#endif
+
+Fiber* new_fiber(Worker* w) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t ss = (ci::stack_size() + page - 1) / page * page;
+  void* m = mmap(nullptr, ss + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                 -1, 0);
+  if (m == MAP_FAILED) {
+    std::fprintf(stderr, "cudahost: cannot map a %zu-byte fiber stack: %s\n", ss + page, std::strerror(errno));
+    std::abort();
+  }
+  mprotect(m, page, PROT_NONE);  // guard page: a kernel that overflows its stack faults instead of corrupting
+  Fiber* f = new Fiber;
+  f->mem = static_cast<char*>(m);
+  f->mem_size = ss + page;
+  f->stack_lo = f->mem + page;
+  f->stack_size = ss;
+  {
+    // Stacks are page-aligned, so their tops would all fall into the same cache sets: offset each one.
+    size_t i = (size_t)w->n_all;
+    f->stagger = std::min(ss / 4, (i % 64) * 64 + ((i / 64) % 16) * 4096 + 64);
+  }
+#if defined(CUDAHOST_TSAN)
+  f->tsan = __tsan_create_fiber(0);
+#endif
+#if defined(CUDAHOST_VALGRIND)
+  f->valgrind_id = VALGRIND_STACK_REGISTER(f->stack_lo, f->stack_lo + f->stack_size);
+#endif
+  init_context(f);
+  if (w->n_all >= Worker::kMaxFibers) {
+    std::fprintf(stderr, "cudahost: internal error: more than %d fibers on one worker\n", Worker::kMaxFibers);
+    std::abort();
+  }
+  w->all[w->n_all++] = f;
+  return f;
+}
+
+// Makes an abandoned fiber (its thread was blocked or trapped) fresh again.
+void reset_fiber(Fiber* f) {
+#if defined(CUDAHOST_ASAN)
+  __asan_unpoison_memory_region(f->stack_lo, f->stack_size);
+#endif
+#if defined(CUDAHOST_TSAN)
+  __tsan_destroy_fiber(f->tsan);
+  f->tsan = __tsan_create_fiber(0);
+#endif
+  f->cur = nullptr;
+  f->assigned = -1;
+  f->asan_fake = nullptr;
+  init_context(f);
+}
+
+inline Fiber* get_fiber(Worker* w) {
+  if (w->n_free > 0) return w->free_fibers[--w->n_free];
+  return new_fiber(w);
+}
+
+inline void switch_to(Worker* w, Fiber* from, Fiber* to) {
+#if defined(CUDAHOST_ASAN)
+  __sanitizer_start_switch_fiber(&from->asan_fake, to->stack_lo, to->stack_size);
+#endif
+#if defined(CUDAHOST_TSAN)
+  // Fiber-to-fiber switches carry no synchronization: barriers are modelled explicitly (release on arrival, acquire
+  // on departure), so TSan sees a missing __syncthreads as a race.
+  __tsan_switch_to_fiber(to->tsan, (from == &w->native || to == &w->native) ? 0 : __tsan_switch_to_fiber_no_sync);
+#endif
+  tls_fiber = to;
+  w->progress.store(w->progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+#if defined(__x86_64__)
+  cudahost_ctx_switch(&from->sp, to->sp);
+#else
+  swapcontext(&from->uc, &to->uc);
+#endif
+#if defined(CUDAHOST_ASAN)
+  __sanitizer_finish_switch_fiber(from->asan_fake, nullptr, nullptr);
+#endif
+  // resumed as `from`
+  tls_fiber = from;
+  if (from->cur) {
+    tls_thread = from->cur;
+    threadIdx = from->cur->tid;
+  }
+}
+
+inline int take_unstarted(Worker* w) {
+  int i = w->started++;
+  int idx = w->reverse ? w->n - 1 - i : i;
+  ThreadRec* t = &w->th[idx];
+  t->index = idx;
+  unsigned x = (unsigned)idx % w->bx;
+  unsigned r = (unsigned)idx / w->bx;
+  t->tid = uint3{x, r % w->by, r / w->by};
+  t->state = TS_UNSTARTED;
+  t->wait = W_NONE;
+  t->warp = (unsigned short)(idx >> 5);
+  t->lane = (unsigned short)(idx & 31);
+  return idx;
+}
+
+inline void rq_push(Worker* w, int idx) {
+  int pos = w->rq_head + w->rq_n;
+  if (pos >= ci::kMaxThreadsPerBlock) pos -= ci::kMaxThreadsPerBlock;
+  w->rq[pos] = idx;
+  w->rq_n++;
+}
+inline int rq_pop(Worker* w) {
+  int idx = w->rq[w->rq_head];
+  if (++w->rq_head == ci::kMaxThreadsPerBlock) w->rq_head = 0;
+  w->rq_n--;
+  return idx;
+}
+
+std::string fmt_tid(const ThreadRec& t) {
+  char b[64];
+  std::snprintf(b, sizeof b, "(%u,%u,%u)", t.tid.x, t.tid.y, t.tid.z);
+  return b;
+}
+
+void report_deadlock(Worker* w) {
+  const launch_config* c = w->job->cfg;
+  if (w->job->deadlocks.fetch_add(1) > 0) return;  // the first block is reported in full, the others counted
+  std::string bar, warp, exited;
+  int nbar = 0, nwarp = 0, nexit = 0;
+  auto add = [](std::string& s, int& k, const std::string& item) {
+    if (k < 16) s += (k ? ", " : "") + item;
+    else if (k == 16) s += ", ...";
+    k++;
+  };
+  for (int i = 0; i < w->n; i++) {
+    ThreadRec& t = w->th[i];
+    if (t.state == TS_DONE) {
+      add(exited, nexit, fmt_tid(t));
+    } else if (t.state == TS_BLOCKED && t.wait == W_BAR) {
+      add(bar, nbar, fmt_tid(t));
+    } else if (t.state == TS_BLOCKED && t.wait == W_WARP) {
+      char m[32];
+      std::snprintf(m, sizeof m, " mask 0x%08x", w->warps[t.warp].mask[t.lane]);
+      add(warp, nwarp, fmt_tid(t) + m);
+    }
+  }
+  unsigned bl = (unsigned)(w->block_linear % c->grid.x);
+  unsigned br = (unsigned)(w->block_linear / c->grid.x);
+  std::fprintf(stderr,
+               "cudahost: deadlock in kernel '%s' (launched at %s:%d), block (%u,%u,%u) of a (%u,%u,%u)x(%u,%u,%u) "
+               "launch: every live thread waits and no barrier can complete\n",
+               c->name, c->file, c->line, bl, br % c->grid.y, br / c->grid.y, c->grid.x, c->grid.y, c->grid.z,
+               c->block.x, c->block.y, c->block.z);
+  if (nbar) std::fprintf(stderr, "  %d thread(s) wait at __syncthreads: %s\n", nbar, bar.c_str());
+  if (nwarp) std::fprintf(stderr, "  %d thread(s) wait at a warp operation (__syncwarp/__shfl*/vote): %s\n", nwarp, warp.c_str());
+  if (nexit) std::fprintf(stderr, "  %d thread(s) already exited: %s\n", nexit, exited.c_str());
+  std::fprintf(stderr, "  the block is abandoned and the launch fails with cudaErrorLaunchFailure\n");
+}
+
+// Switches from `from` to the next runnable fiber of the block (or back to the worker when the block is over).
+void schedule_next(Worker* w, Fiber* from, bool idle) {
+  if (idle) {
+    if (kTsan) w->used[w->n_used++] = from;  // under TSan a fiber (a TSan thread) runs one CUDA thread per block
+    else w->free_fibers[w->n_free++] = from;
+  }
+  Fiber* to;
+  if (w->rq_n > 0) {
+    to = w->th[rq_pop(w)].fiber;
+  } else if (w->started < w->n) {
+    to = get_fiber(w);
+    to->assigned = take_unstarted(w);
+  } else if (w->live == 0) {
+    to = &w->native;
+  } else {
+    report_deadlock(w);
+    w->aborted = true;
+    to = &w->native;
+  }
+  if (to == from) return;
+  switch_to(w, from, to);
+}
+
+inline void run_thread(Worker* w, Fiber* f, int idx) {
+  ThreadRec* t = &w->th[idx];
+  w->progress.store(w->progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  t->fiber = f;
+  t->state = TS_RUNNING;
+  f->cur = t;
+  tls_thread = t;
+  threadIdx = t->tid;
+  tsan_acquire(&w->tsan_block_start);
+  w->job->body(w->job->ctx);
+  tsan_release(&w->tsan_block_end);
+  t->state = TS_DONE;
+  w->warps[t->warp].exited |= 1u << t->lane;
+  f->cur = nullptr;
+  tls_thread = nullptr;
+  w->live--;
+}
+
+void fiber_entry(void* arg) {
+  Fiber* f = static_cast<Fiber*>(arg);
+#if defined(CUDAHOST_ASAN)
+  __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+  tls_fiber = f;
+  Worker* w = tls_worker;
+  for (;;) {
+    int idx = f->assigned;
+    for (;;) {
+      run_thread(w, f, idx);
+      if (!kTsan && w->rq_n == 0 && w->started < w->n) {
+        idx = take_unstarted(w);  // hand this fiber (its stack) to the next thread: no context switch
+        continue;
+      }
+      break;
+    }
+    schedule_next(w, f, true);
+  }
+}
+
+inline void block_wait(Worker* w, ThreadRec* t, unsigned char why) {
+  t->state = TS_BLOCKED;
+  t->wait = why;
+  schedule_next(w, t->fiber, false);
+  t->state = TS_RUNNING;
+  t->wait = W_NONE;
+}
+
+Worker* get_worker() {
+  Worker* w = tls_worker;
+  if (w) return w;
+  w = new Worker;
+  w->th = new ThreadRec[ci::kMaxThreadsPerBlock];
+  w->warps = new WarpState[ci::kMaxThreadsPerBlock / 32];
+  w->rq = new int[ci::kMaxThreadsPerBlock];
+  w->bar_waiters = new int[ci::kMaxThreadsPerBlock];
+  w->all = new Fiber*[Worker::kMaxFibers];
+  w->free_fibers = new Fiber*[Worker::kMaxFibers];
+  w->used = new Fiber*[Worker::kMaxFibers];
+#if defined(CUDAHOST_ASAN)
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    size_t size = 0;
+    pthread_attr_getstack(&attr, &addr, &size);
+    w->native.stack_lo = static_cast<char*>(addr);
+    w->native.stack_size = size;
+    pthread_attr_destroy(&attr);
+  }
+#endif
+#if defined(CUDAHOST_TSAN)
+  w->native.tsan = __tsan_get_current_fiber();
+#endif
+  {
+    std::lock_guard<std::mutex> lk(g_workers_mu);
+    g_workers.push_back(w);
+  }
+  tls_worker = w;
+  return w;
+}
+
+void run_block(Worker* w, Job* job, size_t linear) {
+  const launch_config* c = job->cfg;
+  w->block_linear = linear;
+  unsigned gx = c->grid.x, gy = c->grid.y;
+  blockIdx = uint3{(unsigned)(linear % gx), (unsigned)((linear / gx) % gy), (unsigned)(linear / ((size_t)gx * gy))};
+  w->n = (int)(c->block.x * c->block.y * c->block.z);
+  w->started = 0;
+  w->live = w->n;
+  w->rq_head = w->rq_n = 0;
+  w->bar_arrived = w->bar_acc = 0;
+  w->aborted = false;
+  int nw = (w->n + 31) / 32;
+  for (int i = 0; i < nw; i++) {
+    WarpState& ws = w->warps[i];
+    ws.arrived = 0;
+    ws.exited = 0;
+    int lanes = std::min(32, w->n - i * 32);
+    ws.exist = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
+  }
+  if (w->smem) std::memset(w->smem, 0xff, w->smem_size);  // garbage: NaN for floats, so read-before-write shows
+  if (kTsan) {
+    // Under TSan, create the block's fibers here: a fiber created by another fiber would inherit its history
+    // (happens-before), which hides the races between the CUDA threads that TSan must see.
+    while (w->n_free < w->n) w->free_fibers[w->n_free++] = new_fiber(w);
+  }
+  tsan_release(&w->tsan_block_start);
+  Fiber* f = get_fiber(w);
+  f->assigned = take_unstarted(w);
+  w->busy.store(true, std::memory_order_relaxed);
+  switch_to(w, &w->native, f);
+  w->busy.store(false, std::memory_order_relaxed);
+  tsan_acquire(&w->tsan_block_end);
+  if (w->aborted) {
+    job->failed.store(true);
+    for (int i = 0; i < w->n; i++) {
+      ThreadRec& t = w->th[i];
+      if ((t.state == TS_BLOCKED || t.state == TS_RUNNING) && t.fiber) {
+        reset_fiber(t.fiber);
+        w->free_fibers[w->n_free++] = t.fiber;
+        t.state = TS_DONE;
+      }
+    }
+  }
+  if (kTsan) {
+    for (int i = 0; i < w->n_used; i++) w->free_fibers[w->n_free++] = w->used[i];
+    w->n_used = 0;
+  }
+  tls_thread = nullptr;
+}
+
+void run_blocks(Job* job) {
+  Worker* w = get_worker();
+  const launch_config* c = job->cfg;
+  w->job = job;
+  w->bx = c->block.x;
+  w->by = c->block.y;
+  w->reverse = ci::reverse_order();
+  blockDim = uint3{c->block.x, c->block.y, c->block.z};
+  gridDim = uint3{c->grid.x, c->grid.y, c->grid.z};
+  w->smem_size = c->smem;
+  w->smem = c->smem ? static_cast<char*>(std::malloc(c->smem)) : nullptr;  // exact size: ASan sees overflows
+  dyn_smem_base_ = w->smem;
+  for (;;) {
+    size_t i = job->next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= job->nblocks) break;
+    run_block(w, job, i);
+  }
+  std::free(w->smem);
+  w->smem = nullptr;
+  dyn_smem_base_ = nullptr;
+  w->job = nullptr;
+}
+
+// ---- worker pool -------------------------------------------------------------------------------------------------
+// Never destroyed: detached pool threads may still wait on them while the process exits.
+std::mutex& g_pool_mu = *new std::mutex;
+std::condition_variable& g_pool_cv = *new std::condition_variable;
+std::condition_variable& g_done_cv = *new std::condition_variable;
+Job* g_job = nullptr;
+unsigned long g_gen = 0;
+int g_pool_size = 0;
+std::mutex& g_launch_mu = *new std::mutex;
+
+void pool_main() {
+  unsigned long seen = 0;
+  std::unique_lock<std::mutex> lk(g_pool_mu);
+  for (;;) {
+    g_pool_cv.wait(lk, [&] { return g_gen != seen; });
+    seen = g_gen;
+    Job* job = g_job;
+    if (!job || job->slots <= 0) continue;
+    job->slots--;
+    job->active++;
+    lk.unlock();
+    run_blocks(job);
+    lk.lock();
+    if (--job->active == 0) g_done_cv.notify_all();
+  }
+}
+
+void ensure_pool(int helpers) {
+  // called with g_launch_mu held
+  while (g_pool_size < helpers) {
+    std::thread(pool_main).detach();
+    g_pool_size++;
+  }
+}
+
+// ---- watchdog: a thread that spins on another thread of its block never yields (fibers are not preemptive) -------
+std::atomic<int> g_watchdog_pid{0};
+
+void watchdog_main(int limit) {
+  std::vector<unsigned long> last;
+  std::vector<int> stalled;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::lock_guard<std::mutex> lk(g_workers_mu);
+    last.resize(g_workers.size(), ~0ul);
+    stalled.resize(g_workers.size(), 0);
+    for (size_t i = 0; i < g_workers.size(); i++) {
+      Worker* w = g_workers[i];
+      unsigned long p = w->progress.load(std::memory_order_relaxed);
+      if (!w->busy.load(std::memory_order_relaxed) || p != last[i]) {
+        last[i] = p;
+        stalled[i] = 0;
+        continue;
+      }
+      if (++stalled[i] < limit) continue;
+      Job* job = w->job;
+      ThreadRec* t = nullptr;
+      for (int k = 0; k < w->n && job; k++)
+        if (w->th[k].state == TS_RUNNING) t = &w->th[k];
+      std::fprintf(stderr,
+                   "cudahost: kernel '%s' (launched at %s:%d): block %zu has run for %d s without any of its threads "
+                   "reaching a barrier or finishing%s%s. A thread that spin-waits on another thread of its own block "
+                   "never ends in host execution mode (the threads of a block are cooperative fibers): use a "
+                   "barrier, or __nanosleep() in the loop, which yields. (CUDAHOST_WATCHDOG=<seconds> sets this "
+                   "limit, 0 disables it.) Aborting.\n",
+                   job ? job->cfg->name : "?", job ? job->cfg->file : "?", job ? job->cfg->line : 0, w->block_linear,
+                   limit, t ? "; running thread " : "", t ? fmt_tid(*t).c_str() : "");
+      std::abort();
+    }
+  }
+}
+
+void ensure_watchdog() {
+  int pid = (int)getpid();
+  if (g_watchdog_pid.load(std::memory_order_relaxed) == pid) return;
+  static const int limit = [] {
+    const char* s = std::getenv("CUDAHOST_WATCHDOG");
+    return s ? (int)std::strtol(s, nullptr, 10) : 60;
+  }();
+  g_watchdog_pid.store(pid);
+  if (limit > 0) std::thread(watchdog_main, limit).detach();
+}
+
+// After fork() only the forking thread exists in the child: forget the pool (and the watchdog), and make sure no
+// lock is held by a thread that does not exist there.
+void atfork_child() {
+  new (&g_pool_mu) std::mutex;
+  new (&g_pool_cv) std::condition_variable;
+  new (&g_done_cv) std::condition_variable;
+  new (&g_launch_mu) std::mutex;
+  new (&g_workers_mu) std::mutex;
+  g_pool_size = 0;
+  g_job = nullptr;
+}
+[[maybe_unused]] const int g_atfork_registered = pthread_atfork(nullptr, nullptr, &atfork_child);
+
+}  // namespace
+
+// ---- launch ------------------------------------------------------------------------------------------------------
+void launch_run_(const launch_config& c, void (*body)(void*), void* ctx) {
+  std::lock_guard<std::mutex> launch_lock(g_launch_mu);
+  ensure_watchdog();
+  Job job;
+  job.cfg = &c;
+  job.body = body;
+  job.ctx = ctx;
+  job.nblocks = (size_t)c.grid.x * c.grid.y * c.grid.z;
+  int helpers = (int)std::min<size_t>((size_t)ci::workers(), job.nblocks) - 1;
+  if (helpers > 0) {
+    ensure_pool(helpers);
+    std::lock_guard<std::mutex> lk(g_pool_mu);
+    job.slots = helpers;
+    g_job = &job;
+    g_gen++;
+    g_pool_cv.notify_all();
+  }
+  // The launching thread runs blocks too (with CUDAHOST_WORKERS=1 everything runs on it).
+  Fiber* saved_fiber = tls_fiber;
+  run_blocks(&job);
+  tls_fiber = saved_fiber;
+  if (helpers > 0) {
+    std::unique_lock<std::mutex> lk(g_pool_mu);
+    job.slots = 0;
+    g_done_cv.wait(lk, [&] { return job.active == 0; });
+    g_job = nullptr;
+  }
+  if (int d = job.deadlocks.load(); d > 1)
+    std::fprintf(stderr, "cudahost: %d blocks of kernel '%s' (launched at %s:%d) deadlocked in all\n", d, c.name, c.file,
+                 c.line);
+  if (job.failed.load()) {
+    ci::set_sticky(cudaErrorLaunchFailure);
+    ci::record(cudaErrorLaunchFailure);
+  }
+}
+
+namespace detail {
+
+unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int param, int width) {
+  ThreadRec* t = tls_thread;
+  if (!t) return v;  // called outside a kernel: a single thread
+  Worker* w = tls_worker;
+  WarpState& ws = w->warps[t->warp];
+  const unsigned lane = t->lane, bit = 1u << lane;
+  const unsigned em = (mask & ws.exist) | bit;
+  tsan_release(&ws);
+  ws.mask[lane] = em;
+  ws.kind[lane] = kind;
+  ws.param[lane] = param;
+  ws.width[lane] = width;
+  ws.val[lane] = v;
+  ws.arrived |= bit;
+  bool complete = (ws.arrived & em) == em;
+  if (complete) {
+    for (unsigned m = em & ~bit; m; m &= m - 1) {
+      unsigned l = (unsigned)__builtin_ctz(m);
+      if (ws.mask[l] != em) {
+        complete = false;
+        break;
+      }
+    }
+  }
+  if (!complete) {
+    block_wait(w, t, W_WARP);
+  } else {
+    // every named lane has arrived: compute all results, release the others
+    unsigned ballot = 0;
+    for (unsigned m = em; m; m &= m - 1) {
+      unsigned l = (unsigned)__builtin_ctz(m);
+      if (ws.val[l]) ballot |= 1u << l;
+    }
+    unsigned long long red = 0;
+    int rk = ws.kind[lane];
+    if (rk >= wk_red_add) {
+      bool first = true;
+      for (unsigned m = em; m; m &= m - 1) {
+        unsigned l = (unsigned)__builtin_ctz(m);
+        unsigned x = (unsigned)ws.val[l];
+        unsigned r = (unsigned)red;
+        if (first) r = x;
+        else switch (rk) {
+          case wk_red_add: r += x; break;
+          case wk_red_min_s: r = (unsigned)std::min((int)r, (int)x); break;
+          case wk_red_max_s: r = (unsigned)std::max((int)r, (int)x); break;
+          case wk_red_min_u: r = std::min(r, x); break;
+          case wk_red_max_u: r = std::max(r, x); break;
+          case wk_red_and: r &= x; break;
+          case wk_red_or: r |= x; break;
+          default: r ^= x; break;
+        }
+        first = false;
+        red = r;
+      }
+    }
+    for (unsigned m = em; m; m &= m - 1) {
+      unsigned l = (unsigned)__builtin_ctz(m);
+      int k = ws.kind[l];
+      unsigned long long r = 0;
+      int wd = ws.width[l];
+      if (wd <= 0 || wd > 32 || (wd & (wd - 1))) wd = 32;
+      unsigned seg = l & ~(unsigned)(wd - 1);
+      int src = -1;
+      switch (k) {
+        case wk_sync: break;
+        case wk_shfl_idx: src = (int)(seg + ((unsigned)ws.param[l] & (unsigned)(wd - 1))); break;
+        case wk_shfl_up: {
+          unsigned d = (unsigned)ws.param[l];
+          src = (l - seg) >= d ? (int)(l - d) : (int)l;
+          break;
+        }
+        case wk_shfl_down: {
+          unsigned d = (unsigned)ws.param[l];
+          src = (l - seg) + d < (unsigned)wd ? (int)(l + d) : (int)l;
+          break;
+        }
+        case wk_shfl_xor: {
+          unsigned j = l ^ ((unsigned)ws.param[l] & 31u);
+          src = j <= seg + (unsigned)wd - 1 ? (int)j : (int)l;
+          break;
+        }
+        case wk_ballot: r = ballot; break;
+        case wk_match_any: {
+          unsigned mm = 0;
+          for (unsigned q = em; q; q &= q - 1) {
+            unsigned o = (unsigned)__builtin_ctz(q);
+            if (ws.val[o] == ws.val[l]) mm |= 1u << o;
+          }
+          r = mm;
+          break;
+        }
+        case wk_match_all: {
+          bool all = true;
+          for (unsigned q = em; q; q &= q - 1) {
+            unsigned o = (unsigned)__builtin_ctz(q);
+            if (ws.val[o] != ws.val[l]) all = false;
+          }
+          r = all ? ((1ull << 32) | em) : 0;
+          break;
+        }
+        default: r = red; break;
+      }
+      if (src >= 0) r = (em >> src) & 1u ? ws.val[src] : ws.val[l];  // a non-participating source: own value
+      ws.res[l] = r;
+    }
+    ws.arrived &= ~em;
+    unsigned others = em & ~bit;
+    const int base = t->warp * 32;
+    if (w->reverse) {
+      for (unsigned m = others; m; m &= ~(1u << (31 - __builtin_clz(m)))) rq_push(w, base + 31 - __builtin_clz(m));
+    } else {
+      for (unsigned m = others; m; m &= m - 1) rq_push(w, base + __builtin_ctz(m));
+    }
+  }
+  tsan_acquire(&ws);
+  return ws.res[lane];
+}
+
+unsigned active_mask() {
+  ThreadRec* t = tls_thread;
+  if (!t) return 1u;
+  WarpState& ws = tls_worker->warps[t->warp];
+  return (ws.exist & ~ws.exited) | (1u << t->lane);
+}
+
+unsigned lane_id() { return tls_thread ? tls_thread->lane : 0u; }
+
+}  // namespace detail
+
+namespace {
+int block_barrier(int pred) {
+  ThreadRec* t = tls_thread;
+  if (!t) return pred != 0;
+  Worker* w = tls_worker;
+  tsan_release(&w->tsan_bar);
+  w->bar_acc += pred != 0;
+  w->bar_waiters[w->bar_arrived++] = t->index;
+  if (w->bar_arrived == w->n) {
+    w->bar_result = w->bar_acc;
+    int others = w->bar_arrived - 1;
+    w->bar_acc = 0;
+    w->bar_arrived = 0;
+    if (w->reverse)
+      for (int i = others - 1; i >= 0; i--) rq_push(w, w->bar_waiters[i]);
+    else
+      for (int i = 0; i < others; i++) rq_push(w, w->bar_waiters[i]);
+  } else {
+    block_wait(w, t, W_BAR);
+  }
+  tsan_acquire(&w->tsan_bar);
+  return w->bar_result;
+}
+}  // namespace
+
+namespace internal {
+bool in_kernel() { return tls_thread != nullptr; }
+}  // namespace internal
+
+}  // namespace cudahost
+
+using namespace cudahost;
+
+void __syncthreads() { (void)block_barrier(1); }
+int __syncthreads_count(int predicate) { return block_barrier(predicate); }
+int __syncthreads_and(int predicate) {
+  int n = tls_thread ? tls_worker->n : 1;
+  return block_barrier(predicate) == n;
+}
+int __syncthreads_or(int predicate) { return block_barrier(predicate) != 0; }
+
+long long clock64() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;  // a 1 GHz "clock"
+}
+unsigned long long __globaltimer() { return (unsigned long long)clock64(); }
+
+void __nanosleep(unsigned ns) {
+  (void)ns;
+  ThreadRec* t = tls_thread;
+  if (!t) return;
+  Worker* w = tls_worker;
+  if (w->rq_n == 0 && w->started >= w->n) {
+    // nothing else in this block can run: let other blocks (workers) progress
+    w->progress.store(w->progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::this_thread::yield();
+    return;
+  }
+  // yield: the released threads first, then the next unstarted one, then this one again
+  rq_push(w, t->index);
+  t->state = TS_BLOCKED;
+  t->wait = W_YIELD;
+  if (w->rq_n == 1 && w->started < w->n) {
+    Fiber* to = get_fiber(w);
+    to->assigned = take_unstarted(w);
+    switch_to(w, t->fiber, to);
+  } else {
+    schedule_next(w, t->fiber, false);
+  }
+  t->state = TS_RUNNING;
+  t->wait = W_NONE;
+}
+
+void __trap() {
+  ThreadRec* t = tls_thread;
+  if (!t) {
+    std::fprintf(stderr, "cudahost: __trap() called outside a kernel\n");
+    std::abort();
+  }
+  Worker* w = tls_worker;
+  const launch_config* c = w->job->cfg;
+  std::fprintf(stderr, "cudahost: kernel '%s' (launched at %s:%d) called __trap() in block (%u,%u,%u), thread (%u,%u,%u); "
+               "the block is abandoned and the launch fails with cudaErrorLaunchFailure\n",
+               c->name, c->file, c->line, blockIdx.x, blockIdx.y, blockIdx.z, t->tid.x, t->tid.y, t->tid.z);
+  w->aborted = true;
+  Fiber* f = t->fiber;
+  switch_to(w, f, &w->native);
+  __builtin_unreachable();
+}

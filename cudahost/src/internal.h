@@ -1,0 +1,53 @@
+// Internal interface between the cudahost execution engine (engine.cpp) and the runtime API (runtime.cpp).
+#ifndef CUDAHOST_SRC_INTERNAL_H
+#define CUDAHOST_SRC_INTERNAL_H
+
+#include "cudahost/cudahost.h"
+
+#include <cstddef>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CUDAHOST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUDAHOST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CUDAHOST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CUDAHOST_TSAN 1
+#endif
+#endif
+
+namespace cudahost::internal {
+
+// errors: the per-host-thread last error and the process-wide sticky error (a failed launch, as after a GPU fault)
+cudaError_t record(cudaError_t e);  // records e (if not success) as the last error; returns e
+void set_sticky(cudaError_t e);
+cudaError_t sticky();
+void clear_sticky();
+
+// configuration (environment)
+int workers();
+size_t stack_size();
+bool reverse_order();
+size_t device_memory();
+
+// allocations and symbols
+bool device_accessible(const void* p);  // inside a live device/managed/pinned allocation or a registered symbol
+bool valid_stream(cudaStream_t s);
+int max_dynamic_smem(const void* kaddr);  // cudaFuncAttributeMaxDynamicSharedMemorySize opt-in (default 48 KiB)
+
+// engine
+bool in_kernel();
+void synchronize();  // waits for nothing today (launches are synchronous), kept for streams/events
+
+constexpr size_t kDefaultSmem = 48 * 1024;
+constexpr size_t kMaxSmemOptin = 227 * 1024;
+constexpr int kMaxThreadsPerBlock = 1024;
+
+}  // namespace cudahost::internal
+
+#endif

@@ -1,0 +1,25 @@
+# Runs a test program and checks its combined output (stdout + stderr) against regular expressions.
+#   cmake -DEXE=<program> [-DENV=VAR=value;...] -DMUST=<regex;regex...> [-DFAIL=ON] -P expect_output.cmake
+# Every regex in MUST has to match; with FAIL=ON the program must also exit non-zero (a sanitizer report).
+if(NOT EXE)
+  message(FATAL_ERROR "expect_output.cmake: EXE not set")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} ${EXE}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+set(all "${out}${err}")
+set(ok TRUE)
+foreach(re IN LISTS MUST)
+  if(NOT all MATCHES "${re}")
+    message("expect_output: no match for '${re}'")
+    set(ok FALSE)
+  endif()
+endforeach()
+if(FAIL AND rc EQUAL 0)
+  message("expect_output: the program exited 0, a failure (report) was expected")
+  set(ok FALSE)
+endif()
+if(NOT ok)
+  message("---- output of ${EXE} (exit ${rc}) ----\n${all}")
+  message(FATAL_ERROR "expect_output: FAILED")
+endif()
+message("expect_output: OK (exit ${rc})")

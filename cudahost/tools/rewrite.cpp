@@ -1,0 +1,557 @@
+// cudahost-rewrite: line-preserving source rewrite of a CUDA .cu file into C++ for host execution mode.
+//
+//   cudahost-rewrite [-I dir]... [--depfile file] in.cu out.cpp
+//
+// Rewrites, outside comments and string/character literals:
+//   callee<<<grid, block[, smem[, stream]]>>>(args)
+//       -> cudahost::launch_(CUDAHOST_KADDR(callee), [&](auto&&... cudahost_a_) { callee(cudahost_a_...); },
+//                            "callee", grid, block[, smem[, stream]])(args)
+//   extern __shared__ [__align__(n)|alignas(n)] T name[];
+//       -> block scope:      [[maybe_unused]] T* name = cudahost::dyn_smem_ptr<T>();
+//          namespace scope:  #define name (::cudahost::dyn_smem_ptr<T>())   (followed by #line)
+//   __noinline__ -> __attribute__((noinline))
+//   #include "x.cuh" / "x.cu" -> #include "<rewritten copy of x.cuh>" (recursively, so launches in headers work)
+// Every rewrite keeps the number of newlines, and the output starts with #line 1 "<absolute path of in.cu>",
+// so compiler diagnostics, sanitizer reports, gdb and gcov point at the original lines.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> g_include_dirs;
+std::set<std::string> g_deps;
+
+bool is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// If src[i] starts a comment, string literal or character literal, return the index just past it, else i.
+size_t skip_literal(const std::string& s, size_t i) {
+  const size_t n = s.size();
+  if (i >= n) return i;
+  char c = s[i];
+  if (c == '/' && i + 1 < n && s[i + 1] == '/') {
+    size_t j = i + 2;
+    while (j < n && s[j] != '\n') {
+      if (s[j] == '\\' && j + 1 < n && s[j + 1] == '\n') j++;  // continued line comment
+      j++;
+    }
+    return j;
+  }
+  if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+    size_t e = s.find("*/", i + 2);
+    return e == std::string::npos ? n : e + 2;
+  }
+  if (c == '"') {
+    // raw string?  prefix R, LR, uR, UR, u8R directly before the quote
+    size_t p = i;
+    bool raw = p >= 1 && s[p - 1] == 'R';
+    if (raw) {
+      size_t q = p - 1;  // start of prefix
+      while (q > 0 && (s[q - 1] == 'u' || s[q - 1] == 'U' || s[q - 1] == 'L' || s[q - 1] == '8')) q--;
+      if (q > 0 && is_ident(s[q - 1])) raw = false;  // part of a longer identifier, e.g. FOOR"..."
+    }
+    if (raw) {
+      size_t open = s.find('(', i + 1);
+      if (open != std::string::npos && open - i - 1 <= 16) {
+        std::string close = ")" + s.substr(i + 1, open - i - 1) + "\"";
+        size_t e = s.find(close, open + 1);
+        return e == std::string::npos ? n : e + close.size();
+      }
+    }
+    size_t j = i + 1;
+    while (j < n && s[j] != '"' && s[j] != '\n') {
+      if (s[j] == '\\') j++;
+      j++;
+    }
+    return j < n ? j + 1 : n;
+  }
+  if (c == '\'') {
+    // digit separator inside a number (1'000, 0xFF'FF)?
+    if (i > 0 && is_ident(s[i - 1])) {
+      size_t q = i;
+      while (q > 0 && (is_ident(s[q - 1]) || s[q - 1] == '\'' || s[q - 1] == '.')) q--;
+      if (s[q] >= '0' && s[q] <= '9') return i + 1;
+      // character literal prefixes u8'x', L'x' ... fall through
+    }
+    size_t j = i + 1;
+    while (j < n && s[j] != '\'' && s[j] != '\n') {
+      if (s[j] == '\\') j++;
+      j++;
+    }
+    return j < n ? j + 1 : n;
+  }
+  return i;
+}
+
+size_t skip_ws_comments(const std::string& s, size_t i) {
+  for (;;) {
+    while (i < s.size() && is_space(s[i])) i++;
+    if (i + 1 < s.size() && s[i] == '/' && (s[i + 1] == '/' || s[i + 1] == '*')) {
+      i = skip_literal(s, i);
+      continue;
+    }
+    if (i + 1 < s.size() && s[i] == '\\' && s[i + 1] == '\n') {
+      i += 2;
+      continue;
+    }
+    return i;
+  }
+}
+
+size_t count_nl(const std::string& s, size_t a, size_t b) {
+  size_t k = 0;
+  for (size_t i = a; i < b && i < s.size(); i++) k += s[i] == '\n';
+  return k;
+}
+
+std::string squeeze(const std::string& t) {  // collapse whitespace runs (incl. newlines) to one space
+  std::string r;
+  bool sp = false;
+  for (char c : t) {
+    if (is_space(c) || c == '\\') {
+      sp = true;
+      continue;
+    }
+    if (sp && !r.empty()) r += ' ';
+    sp = false;
+    r += c;
+  }
+  return r;
+}
+
+struct Fail {
+  std::string msg;
+};
+
+struct Rewriter {
+  std::string path;  // absolute path of the input
+  std::string out_dir;  // where rewritten headers go
+  const std::string& s;
+  std::string out;
+  // brace stack: true = namespace-like scope (namespace, extern "C"), false = anything else
+  std::vector<bool> braces;
+
+  Rewriter(std::string p, std::string od, const std::string& src) : path(std::move(p)), out_dir(std::move(od)), s(src) {}
+
+  int line_at(size_t pos) const { return 1 + (int)count_nl(s, 0, pos); }
+
+  [[noreturn]] void fail(size_t pos, const std::string& m) {
+    throw Fail{path + ":" + std::to_string(line_at(pos)) + ": cudahost-rewrite: " + m};
+  }
+
+  bool at_namespace_scope() const {
+    for (bool b : braces)
+      if (!b) return false;
+    return true;
+  }
+
+  // The text written to out since the last '{', ';' or '}' (to classify a '{').
+  bool brace_is_namespace() const {
+    size_t k = out.size();
+    while (k > 0 && out[k - 1] != ';' && out[k - 1] != '{' && out[k - 1] != '}' && out[k - 1] != ')') k--;
+    std::string head = squeeze(out.substr(k));
+    if (head.rfind("namespace", 0) == 0 || head.find(" namespace") != std::string::npos) return true;
+    if (head.find("extern \"C") != std::string::npos || head.find("extern\"C") != std::string::npos) return true;
+    return false;
+  }
+
+  void launch(size_t& i) {
+    // i points at "<<<"; the callee is at the end of out.
+    size_t e = out.size();
+    while (e > 0 && is_space(out[e - 1])) e--;
+    size_t b = e;
+    for (;;) {
+      // optional template argument list
+      if (b > 0 && out[b - 1] == '>') {
+        int depth = 0, paren = 0;
+        size_t k = b;
+        while (k > 0) {
+          char c = out[k - 1];
+          if (c == ')') paren++;
+          else if (c == '(') paren--;
+          else if (paren == 0 && c == '>') depth++;
+          else if (paren == 0 && c == '<') {
+            depth--;
+            if (depth == 0) break;
+          }
+          k--;
+        }
+        if (k == 0) fail(i, "cannot find the start of the template argument list of the launched kernel");
+        b = k - 1;
+        while (b > 0 && is_space(out[b - 1])) b--;
+      }
+      size_t id_end = b;
+      while (b > 0 && is_ident(out[b - 1])) b--;
+      if (b == id_end) fail(i, "cannot find the name of the launched kernel before <<<");
+      std::string word = out.substr(b, id_end - b);
+      size_t k = b;
+      while (k > 0 && is_space(out[k - 1])) k--;
+      if (k >= 2 && out[k - 1] == ':' && out[k - 2] == ':') {
+        k -= 2;
+        while (k > 0 && is_space(out[k - 1])) k--;
+        if (k > 0 && (is_ident(out[k - 1]) || out[k - 1] == '>')) {
+          b = k;
+          continue;
+        }
+        b = k;  // leading ::
+        break;
+      }
+      if (word == "template" || (k >= 2 && out[k - 1] == '.') || (k >= 2 && out[k - 1] == '>' && out[k - 2] == '-')) {
+        // obj.kernel / ptr->kernel / ns::template kernel: take the member/qualifier too
+        if (word == "template") {
+          b = k;
+          continue;
+        }
+      }
+      break;
+    }
+    std::string callee_raw = out.substr(b, e - b);
+    size_t callee_nl = count_nl(out, b, e);
+    std::string callee = squeeze(callee_raw);
+    if (callee.empty()) fail(i, "empty kernel name before <<<");
+    out.resize(b);
+    // config up to >>> at depth 0
+    size_t j = i + 3, cfg_begin = j;
+    int depth = 0;
+    size_t cfg_end = std::string::npos;
+    while (j < s.size()) {
+      size_t k = skip_literal(s, j);
+      if (k != j) {
+        j = k;
+        continue;
+      }
+      char c = s[j];
+      if (c == '(' || c == '[' || c == '{') depth++;
+      else if (c == ')' || c == ']' || c == '}') depth--;
+      else if (depth == 0 && c == '>' && s.compare(j, 3, ">>>") == 0) {
+        cfg_end = j;
+        break;
+      }
+      j++;
+    }
+    if (cfg_end == std::string::npos) fail(i, "unterminated <<< launch configuration (no matching >>>)");
+    std::string name_lit;
+    for (char c : callee) {
+      if (c == '"' || c == '\\') name_lit += '\\';
+      name_lit += c;
+    }
+    out += "cudahost::launch_(CUDAHOST_KADDR(" + callee + "), [&](auto&&... cudahost_a_) { " + callee +
+           "(cudahost_a_...); }, \"" + name_lit + "\", __FILE__, __LINE__, ";
+    // copy the configuration, rewriting nothing inside but keeping literals intact
+    out.append(s, cfg_begin, cfg_end - cfg_begin);
+    out += ")";
+    out.append(callee_nl, '\n');
+    i = cfg_end + 3;
+  }
+
+  // i points at 'extern'. Returns true if it was an extern __shared__ declaration (and consumed it).
+  bool extern_shared(size_t& i) {
+    size_t j = i + 6, semi = std::string::npos;
+    std::vector<std::string> toks;
+    std::vector<size_t> tokpos;
+    bool shared = false;
+    while (j < s.size() && j < i + 2000) {
+      j = skip_ws_comments(s, j);
+      if (j >= s.size()) break;
+      char c = s[j];
+      if (c == ';') {
+        semi = j;
+        break;
+      }
+      if (c == '{' || c == '}' || c == '"') return false;
+      if (is_ident(c)) {
+        size_t k = j;
+        while (k < s.size() && is_ident(s[k])) k++;
+        std::string w = s.substr(j, k - j);
+        if (w == "__shared__") shared = true;
+        toks.push_back(w);
+        tokpos.push_back(j);
+        j = k;
+        continue;
+      }
+      if (c == '(') {  // group a parenthesised attribute argument into one token
+        int d = 0;
+        size_t k = j;
+        while (k < s.size()) {
+          size_t l = skip_literal(s, k);
+          if (l != k) {
+            k = l;
+            continue;
+          }
+          if (s[k] == '(') d++;
+          else if (s[k] == ')' && --d == 0) break;
+          k++;
+        }
+        toks.push_back(s.substr(j, k + 1 - j));
+        tokpos.push_back(j);
+        j = k + 1;
+        continue;
+      }
+      if (c == ':' && j + 1 < s.size() && s[j + 1] == ':') {
+        toks.push_back("::");
+        tokpos.push_back(j);
+        j += 2;
+        continue;
+      }
+      toks.push_back(std::string(1, c));
+      tokpos.push_back(j);
+      j++;
+    }
+    if (!shared || semi == std::string::npos) return false;
+    // ... name [ ] ;
+    size_t n = toks.size();
+    if (n < 4 || toks[n - 1] != "]" || toks[n - 2] != "[" || !is_ident(toks[n - 3][0]))
+      fail(i, "unsupported extern __shared__ declaration (expected: extern __shared__ T name[];)");
+    std::string name = toks[n - 3];
+    std::string type;
+    for (size_t t = 0; t + 3 < n; t++) {
+      const std::string& w = toks[t];
+      if (w == "__shared__") continue;
+      if (w == "__align__" || w == "alignas" || w == "__attribute__" || w == "__builtin_align__") {
+        if (t + 1 < n - 3 && toks[t + 1][0] == '(') t++;
+        continue;
+      }
+      if (!type.empty() && (is_ident(w[0]) && (is_ident(type.back())))) type += ' ';
+      type += w;
+    }
+    if (type.empty()) fail(i, "extern __shared__ declaration without a type");
+    if (at_namespace_scope()) {
+      // A namespace-scope name must read the running block's buffer at every use, and still behave like an array
+      // (reinterpret_cast, arithmetic, indexing): it becomes a macro for a pointer prvalue. Directives need their
+      // own lines, so #line restores the numbering afterwards.
+      int line_after = line_at(semi);
+      std::string p;
+      for (char c : path) {
+        if (c == '"' || c == '\\') p += '\\';
+        p += c;
+      }
+      out += "\n#define " + name + " (::cudahost::dyn_smem_ptr<" + type + " >())\n#line " +
+             std::to_string(line_after) + " \"" + p + "\"\n";
+      i = semi + 1;
+      return true;
+    } else
+      out += "[[maybe_unused]] " + type + "* " + name + " = cudahost::dyn_smem_ptr<" + type + " >();";
+    out.append(count_nl(s, i, semi), '\n');
+    i = semi + 1;
+    return true;
+  }
+
+  // i at '#'. Handles #include "x.cuh"; copies other directives verbatim (they are still scanned for literals).
+  bool include(size_t& i) {
+    size_t j = i + 1;
+    while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) j++;
+    if (s.compare(j, 7, "include") != 0) return false;
+    j += 7;
+    while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) j++;
+    if (j >= s.size() || s[j] != '"') return false;
+    size_t q = s.find('"', j + 1);
+    if (q == std::string::npos) return false;
+    std::string inc = s.substr(j + 1, q - j - 1);
+    fs::path ip(inc);
+    std::string ext = ip.extension().string();
+    bool cuda = ext == ".cuh" || ext == ".cu";
+    fs::path found;
+    bool local = false;
+    std::vector<fs::path> cands;
+    cands.push_back(fs::path(path).parent_path() / ip);
+    for (auto& d : g_include_dirs) cands.push_back(fs::path(d) / ip);
+    for (size_t c = 0; c < cands.size(); c++) {
+      std::error_code ec;
+      if (fs::is_regular_file(cands[c], ec)) {
+        found = fs::weakly_canonical(fs::absolute(cands[c]));
+        local = c == 0;
+        break;
+      }
+    }
+    if (found.empty()) return false;  // leave it to the compiler
+    if (!cuda) {
+      if (!local) return false;
+      // the rewritten file lives in the build tree: make includes relative to the original file absolute
+      out.append(s, i, j - i);
+      out += "\"" + found.string() + "\"";
+      i = q + 1;
+      return true;
+    }
+    std::string mangled = found.string();
+    for (char& c : mangled)
+      if (c == '/' || c == '\\' || c == ':') c = '_';
+    fs::path outp = fs::path(out_dir) / (mangled + ".cpp");
+    rewrite_file(found.string(), outp.string(), out_dir, false);
+    out.append(s, i, j - i);
+    out += "\"" + outp.string() + "\"";
+    i = q + 1;
+    return true;
+  }
+
+  void run(bool main_file) {
+    std::string p;
+    for (char c : path) {
+      if (c == '"' || c == '\\') p += '\\';
+      p += c;
+    }
+    out.reserve(s.size() + s.size() / 4 + 256);
+    if (main_file) out += "#line 1 \"" + p + "\"\n";
+    else out += "#line 1 \"" + p + "\"\n";
+    size_t i = 0;
+    bool line_start = true;
+    while (i < s.size()) {
+      size_t k = skip_literal(s, i);
+      if (k != i) {
+        out.append(s, i, k - i);
+        i = k;
+        line_start = false;
+        continue;
+      }
+      char c = s[i];
+      if (c == '\n') {
+        out += c;
+        i++;
+        line_start = true;
+        continue;
+      }
+      if (is_space(c)) {
+        out += c;
+        i++;
+        continue;
+      }
+      if (c == '#' && line_start) {
+        line_start = false;
+        if (include(i)) continue;
+        out += c;
+        i++;
+        continue;
+      }
+      line_start = false;
+      if (c == '<' && s.compare(i, 3, "<<<") == 0) {
+        launch(i);
+        continue;
+      }
+      if (c == '{') {
+        braces.push_back(brace_is_namespace());
+        out += c;
+        i++;
+        continue;
+      }
+      if (c == '}') {
+        if (!braces.empty()) braces.pop_back();
+        out += c;
+        i++;
+        continue;
+      }
+      if (is_ident(c)) {
+        size_t e = i;
+        while (e < s.size() && is_ident(s[e])) e++;
+        if (i > 0 && is_ident(s[i - 1])) {  // not at a word start (cannot happen, kept for safety)
+          out.append(s, i, e - i);
+          i = e;
+          continue;
+        }
+        std::string w = s.substr(i, e - i);
+        if (w == "__noinline__") {
+          out += "__attribute__((noinline))";
+          i = e;
+          continue;
+        }
+        if (w == "extern" && extern_shared(i)) continue;
+        out += w;
+        i = e;
+        continue;
+      }
+      out += c;
+      i++;
+    }
+  }
+
+  static void rewrite_file(const std::string& in, const std::string& outp, const std::string& out_dir, bool main_file) {
+    std::ifstream f(in, std::ios::binary);
+    if (!f) throw Fail{"cudahost-rewrite: cannot read " + in + ": " + std::strerror(errno)};
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string src = ss.str();
+    g_deps.insert(in);
+    Rewriter r(in, out_dir, src);
+    r.run(main_file);
+    std::error_code ec;
+    fs::create_directories(fs::path(outp).parent_path(), ec);
+    // write atomically (parallel builds may rewrite the same header)
+    std::string tmp = outp + ".tmp" + std::to_string((long)getpid_portable());
+    {
+      std::ofstream o(tmp, std::ios::binary);
+      if (!o) throw Fail{"cudahost-rewrite: cannot write " + tmp};
+      o << r.out;
+      if (!o) throw Fail{"cudahost-rewrite: write failed: " + tmp};
+    }
+    // keep the old file (and its timestamp) when nothing changed
+    std::ifstream old(outp, std::ios::binary);
+    if (old) {
+      std::stringstream os;
+      os << old.rdbuf();
+      if (os.str() == r.out) {
+        fs::remove(tmp, ec);
+        return;
+      }
+    }
+    fs::rename(tmp, outp, ec);
+    if (ec) throw Fail{"cudahost-rewrite: cannot rename " + tmp + " to " + outp + ": " + ec.message()};
+  }
+
+  static long getpid_portable();
+};
+
+}  // namespace
+
+#include <unistd.h>
+long Rewriter::getpid_portable() { return (long)getpid(); }
+
+int main(int argc, char** argv) {
+  std::vector<std::string> pos;
+  std::string depfile;
+  for (int a = 1; a < argc; a++) {
+    std::string v = argv[a];
+    if (v == "-I" && a + 1 < argc) g_include_dirs.push_back(argv[++a]);
+    else if (v.rfind("-I", 0) == 0 && v.size() > 2) g_include_dirs.push_back(v.substr(2));
+    else if (v == "--depfile" && a + 1 < argc) depfile = argv[++a];
+    else if (v == "-h" || v == "--help") {
+      std::printf("usage: cudahost-rewrite [-I dir]... [--depfile file] in.cu out.cpp\n");
+      return 0;
+    } else pos.push_back(v);
+  }
+  if (pos.size() != 2) {
+    std::fprintf(stderr, "usage: cudahost-rewrite [-I dir]... [--depfile file] in.cu out.cpp\n");
+    return 2;
+  }
+  try {
+    std::string in = fs::weakly_canonical(fs::absolute(pos[0])).string();
+    std::string outp = fs::absolute(pos[1]).string();
+    Rewriter::rewrite_file(in, outp, outp + ".inc", true);
+    if (!depfile.empty()) {
+      std::ofstream d(depfile);
+      d << outp << ":";
+      for (auto& x : g_deps) {
+        d << " \\\n  ";
+        for (char c : x) {
+          if (c == ' ') d << '\\';
+          d << c;
+        }
+      }
+      d << "\n";
+    }
+  } catch (const Fail& f) {
+    std::fprintf(stderr, "%s\n", f.msg.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cudahost-rewrite: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

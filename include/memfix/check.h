@@ -1,0 +1,70 @@
+/* Checking support shared by the test suites, `memfix report` and `memfix verify`:
+ * the tolerance table, the one comparison routine, seeded inputs. */
+#ifndef MEMFIX_CHECK_H
+#define MEMFIX_CHECK_H
+
+#include "memfix/memfix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One row of the tolerance table (src/core/tolerance.c). Each entry carries a
+ * one-line justification. Lookup by name, e.g. "matmul.f32", "matmul.bf16". */
+typedef struct mf_tolerance {
+    const char *name;
+    double atol;
+    double rtol;
+    double nmse;      /* bound on sum((got-ref)^2) / max(sum(ref^2), tiny) */
+    const char *why;  /* one-line justification */
+} mf_tolerance;
+
+MF_API const mf_tolerance *mf_tolerance_get(const char *name); /* NULL if unknown */
+MF_API const mf_tolerance *mf_tolerance_table(size_t *count);
+
+/* Comparison: passes iff the NaN/Inf pattern of got equals that of ref, every
+ * |got-ref| <= atol + rtol*|ref| over finite entries, and the normalized MSE is
+ * <= nmse. An output that is all zeros while ref is not, or that still holds the
+ * NaN pre-fill, fails. */
+typedef struct mf_compare_result {
+    int pass;
+    size_t n;
+    size_t n_bad;            /* entries outside atol + rtol*|ref| */
+    size_t worst_index;      /* index of the largest |got-ref| / (atol + rtol*|ref|) */
+    double worst_got, worst_ref;
+    double max_abs_err;
+    double max_rel_err;      /* max |got-ref| / |ref| over entries with ref != 0 */
+    double nmse;
+    double budget_used_pct;  /* 100 * max over i of |got-ref| / (atol + rtol*|ref|) */
+    size_t nonfinite_mismatch; /* entries whose NaN/Inf class differs */
+    char reason[256];        /* human-readable verdict */
+} mf_compare_result;
+
+/* Compares n floats. If dump_path is non-NULL and the comparison fails, writes a
+ * text dump there (tolerance, summary, and every index with got, ref, error).
+ * Returns MF_OK when the comparison ran (check out->pass), an error status on bad
+ * arguments (NULL pointers, n == 0, negative/NaN/Inf tolerance bounds).
+ * Details: the verdict reason names the first failing criterion in the order
+ * NaN/Inf pattern, all-zero output, elementwise bound, NMSE. Entries whose
+ * NaN/Inf class differs count in nonfinite_mismatch (not n_bad), and make
+ * max_abs_err, max_rel_err and budget_used_pct +Inf with worst_index at the
+ * first such entry. The error statistics and the NMSE use finite pairs only;
+ * when ref is all zeros the NMSE criterion does not apply (nmse = 0). A dump
+ * that cannot be written leaves the verdict unchanged and says so in reason. */
+MF_API mf_status mf_compare_f32(const float *got, const float *ref, size_t n,
+                                const mf_tolerance *tol, const char *dump_path,
+                                mf_compare_result *out);
+
+/* Seeded inputs: uniform in [lo, hi) with no zero entries (|x| >= 1e-3*(hi-lo)).
+ * Deterministic for a given seed on every platform (splitmix64/xoshiro). */
+MF_API void mf_fill_uniform_f32(float *x, size_t n, uint64_t seed, float lo, float hi);
+/* The same values rounded to bf16 (stored as uint16_t). */
+MF_API void mf_fill_uniform_bf16(uint16_t *x, size_t n, uint64_t seed, float lo, float hi);
+MF_API void mf_fill_nan_f32(float *x, size_t n);
+MF_API void mf_bf16_to_f32_array(const uint16_t *in, float *out, size_t n);
+MF_API void mf_f32_to_bf16_array(const float *in, uint16_t *out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,222 @@
+/* memfix cross_entropy: linear cross-entropy (lm_head + loss) without the logits.
+ *
+ * Source: /work/shared/seeds/000_15d34a4d5aa90e13.txt, bug 1. A 4B model
+ * (hidden size D = 2560: the document's "+640 MB for hidden states" is
+ * 131072 x 2560 bf16 = 640 MiB) at 131,072 tokens with a 151,936-token
+ * vocabulary materializes 131072 x 151936 bf16 logits = 37.09 GiB ("37.09 GB"
+ * in the document; the exact value is 39,829,110,784 bytes = 37.09375 GiB), and
+ * F.cross_entropy adds fp32 intermediates of the same shape (~74 GiB). The
+ * document's chunked loss fixes the forward pass only; this op fixes forward
+ * and backward.
+ *
+ * Math (matches PyTorch's F.cross_entropy on hidden @ W^T + bias)
+ * ---------------------------------------------------------------
+ *   z[i,j]  = sum_d hidden[i,d] * W[j,d] + bias[j]         i < N, j < V
+ *   s[i,j]  = softcap > 0 ? softcap * tanh(z[i,j] / softcap) : z[i,j]
+ *   lse[i]  = log sum_j exp(s[i,j])
+ *   y[i]    = target of row i: labels[i], or with shift_labels the next label
+ *             in the same sequence (labels[i+1]; the last position of each
+ *             sequence of length seq_len has no target and is ignored)
+ *   valid i : y[i] != ignore_index
+ *   loss[i] = valid ? lse[i] - (1-eps) s[i,y] - (eps/V) sum_j s[i,j]
+ *                     + z_loss * lse[i]^2
+ *                   : 0
+ *   reduction mean: sum_i loss[i] / n_valid   (0 when n_valid == 0, see below)
+ *             sum : sum_i loss[i]
+ *             none: loss[i] per row (N floats; ignored rows 0)
+ * Backward, with g[i] = upstream gradient (mean: g/n_valid, sum: g, none: g[i];
+ * 0 for ignored rows), p = exp(s - lse):
+ *   dL/ds[i,j] = g[i] * (p[i,j] (1 + 2 z_loss lse[i]) - eps/V - (1-eps)[j == y[i]])
+ *   dL/dz      = dL/ds * (1 - (s/softcap)^2)       (softcap > 0)
+ *   grad_hidden = dL/dz . W        grad_W = dL/dz^T . hidden     grad_bias = sum_i dL/dz[i,:]
+ *
+ * Differences from PyTorch, on purpose:
+ *   - every row ignored with reduction mean: PyTorch returns NaN (0/0); memfix
+ *     returns loss 0 and zero gradients (a batch of padding must not poison
+ *     the optimizer state);
+ *   - ignored rows get an exact zero gradient even when their logits are NaN
+ *     (PyTorch's log_softmax backward would spread the NaN);
+ *   - a used label outside [0, V) that is not ignore_index returns
+ *     MF_ERR_OUT_OF_RANGE instead of a device-side assert.
+ *
+ * dtypes: hidden, W and bias are f32 or bf16 (the same dtype); labels are
+ * int64; loss, lse and every gradient are f32. All accumulation is fp32 in the
+ * optimized code (logits tiles are fp32 even for bf16 inputs: bf16 accumulation
+ * drifts at large vocabularies), double in the reference.
+ *
+ * Memory formulas (bytes; N rows, V vocabulary, C chunk rows)
+ * -----------------------------------------------------------
+ *   logits as the old code held them:  N * V * sizeof(dtype)
+ *       131072 x 151936 bf16 -> 39,829,110,784 B = 37.09 GiB (the document's figure)
+ *   reference (host scratch, exact):
+ *       forward  : N * V * 8                 (all logits, double)
+ *       backward : N * V * 8 + N * V * 8     (all logits and the N x V gradient, double)
+ *   optimized "chunked" (device scratch, upper bound, exact for the call that
+ *   needs the most: forward or fused forward+backward with mean/sum):
+ *       C * V * 4 + 4 * N + 16
+ *       (one fp32 logits/gradient tile; per-row losses before the reduction;
+ *        two int64 counters.) The cuBLAS workspace is allocated with the
+ *       context (mf_context_options.cublas_workspace_bytes) and is not part of
+ *       the call's scratch. With a caller budget B:
+ *       C = min(N, max_chunk_rows, floor((B - 4N - 16) / (4V)))
+ *   so for a fixed C the scratch grows by 4 bytes per row, never by V per row.
+ *   Seed threshold (verify_chunked_loss.py): with B = 10 GiB, V = 151936,
+ *   N = 4096 runs as one chunk (C = N) and N = 40000 is chunked (C = 17667,
+ *   three chunks). The
+ *   document chunked when bf16 logits exceeded 10 GB; memfix sizes the fp32 tile
+ *   against the budget instead, so the switch point differs (17,667 rows vs
+ *   ~35,300) while both of the document's test points behave the same.
+ *
+ * Variants: MF_CE_VARIANT_CHUNKED (cuBLAS logits tile per chunk in device
+ * scratch, one block per row, cuBLAS accumulation of the gradients). The enum
+ * reserves MF_CE_VARIANT_SMEM for a Cut Cross-Entropy style variant that keeps
+ * logits tiles in shared memory only; it is not implemented and returns
+ * MF_ERR_INVALID_ARGUMENT.
+ */
+#ifndef MEMFIX_CROSS_ENTROPY_H
+#define MEMFIX_CROSS_ENTROPY_H
+
+#include "memfix/memfix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mf_ce_reduction {
+    MF_CE_REDUCTION_MEAN = 0, /* loss: 1 float */
+    MF_CE_REDUCTION_SUM = 1,  /* loss: 1 float */
+    MF_CE_REDUCTION_NONE = 2  /* loss: N floats; grad_loss: N floats */
+} mf_ce_reduction;
+
+typedef enum mf_ce_variant {
+    MF_CE_VARIANT_CHUNKED = 0, /* logits tile per chunk in device scratch (cuBLAS) */
+    MF_CE_VARIANT_SMEM = 1     /* reserved: logits tiles in shared memory only (not implemented) */
+} mf_ce_variant;
+
+#define MF_CE_DEFAULT_IGNORE_INDEX (-100)
+#define MF_CE_DEFAULT_BUDGET ((size_t)1 << 30) /* 1 GiB of device scratch */
+
+typedef struct mf_cross_entropy_options {
+    int64_t ignore_index;      /* default -100 */
+    mf_ce_reduction reduction; /* default MF_CE_REDUCTION_MEAN */
+    int shift_labels;          /* 0 (default) or 1: row i predicts labels[i+1] within its sequence */
+    int64_t seq_len;           /* sequence length T when shift_labels (N % T == 0); 0 = N (default) */
+    float label_smoothing;     /* eps in [0, 1]; default 0 */
+    float z_loss;              /* lambda >= 0 of lambda * lse^2; default 0 */
+    float softcap;             /* c >= 0; 0 = off (default) */
+    mf_ce_variant variant;     /* default MF_CE_VARIANT_CHUNKED */
+    size_t scratch_budget;     /* device scratch bytes the optimized call may use; default 1 GiB */
+    int64_t max_chunk_rows;    /* 0 = no limit (default); > 0 caps the chunk (tests, tuning) */
+} mf_cross_entropy_options;
+
+MF_API void mf_cross_entropy_options_init(mf_cross_entropy_options *opts);
+/* MF_OK, or MF_ERR_INVALID_ARGUMENT naming the bad field (NaN or out-of-range
+ * values, unknown enums). NULL is MF_ERR_NULL_POINTER. */
+MF_API mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts);
+
+/* ---- planner --------------------------------------------------------------- */
+typedef struct mf_cross_entropy_plan_info {
+    int64_t chunk_rows;   /* C: rows per chunk */
+    int64_t n_chunks;     /* ceil(N / C) */
+    int chunked;          /* n_chunks > 1 */
+    size_t tile_bytes;    /* C * V * 4 */
+    size_t fixed_bytes;   /* 4 * N + 16 */
+    size_t scratch_bytes; /* tile_bytes + fixed_bytes: the ceiling of the call */
+} mf_cross_entropy_plan_info;
+
+/* Chunk size for opts->scratch_budget (opts NULL = defaults). MF_ERR_BUDGET when
+ * the budget cannot hold one row (4V + 4N + 16 bytes); MF_ERR_INVALID_SIZE /
+ * MF_ERR_OVERFLOW on bad shapes. Shapes only: nothing is allocated. */
+MF_API mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
+                                       const mf_cross_entropy_options *opts,
+                                       mf_cross_entropy_plan_info *out);
+
+/* ---- memory formulas (SIZE_MAX on overflow or non-positive sizes) ---------- */
+/* N * V * sizeof(dtype): the logits the old code materialized. */
+MF_API size_t mf_cross_entropy_logits_bytes(int64_t n_rows, int64_t vocab, mf_dtype dtype);
+/* Reference host scratch, exact: N*V*8 (forward), 2*N*V*8 (backward). */
+MF_API size_t mf_ref_cross_entropy_scratch_bytes(int64_t n_rows, int64_t vocab, int backward);
+/* Optimized chunked variant, upper bound: C*V*4 + 4*N + 16. */
+MF_API size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab,
+                                                       int64_t chunk_rows);
+
+/* ---- optimized entries (device pointers of ctx's backend) ------------------
+ * hidden N x D, weight V x D, bias V (or NULL), all row-major in 'dtype';
+ * labels N int64. opts NULL = defaults. Gradients are overwritten (not
+ * accumulated); any of grad_hidden / grad_weight / grad_bias may be NULL to
+ * skip it (grad_bias needs bias), but not all three. */
+
+/* Forward only. loss: 1 float (mean/sum) or N floats (none). lse: N floats of
+ * per-row logsumexp for a later mf_cross_entropy_backward, or NULL. */
+MF_API mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                          int64_t vocab, mf_dtype dtype, const void *hidden,
+                                          const void *weight, const void *bias,
+                                          const int64_t *labels,
+                                          const mf_cross_entropy_options *opts, float *loss,
+                                          float *lse);
+
+/* Fused forward + backward: one pass over the chunks. grad_loss: the upstream
+ * gradient (1 float for mean/sum, N floats for none), or NULL for 1. */
+MF_API mf_status mf_cross_entropy_forward_backward(
+    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+    const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+    const mf_cross_entropy_options *opts, const float *grad_loss, float *loss, float *lse,
+    float *grad_hidden, float *grad_weight, float *grad_bias);
+
+/* Backward from the lse (N floats) saved by mf_cross_entropy_forward with the
+ * same inputs and options: recomputes each logits tile, never the whole. */
+MF_API mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                           int64_t vocab, mf_dtype dtype, const void *hidden,
+                                           const void *weight, const void *bias,
+                                           const int64_t *labels,
+                                           const mf_cross_entropy_options *opts,
+                                           const float *lse, const float *grad_loss,
+                                           float *grad_hidden, float *grad_weight,
+                                           float *grad_bias);
+
+/* ---- reference (HOST pointers; scratch via the context's host allocator) ---
+ * Same arguments as above. The forward writes lse when non-NULL; the backward
+ * recomputes all logits (it takes no lse). opts->variant, scratch_budget and
+ * max_chunk_rows are ignored. */
+MF_API mf_status mf_ref_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                              int64_t vocab, mf_dtype dtype, const void *hidden,
+                                              const void *weight, const void *bias,
+                                              const int64_t *labels,
+                                              const mf_cross_entropy_options *opts, float *loss,
+                                              float *lse);
+MF_API mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                               int64_t vocab, mf_dtype dtype, const void *hidden,
+                                               const void *weight, const void *bias,
+                                               const int64_t *labels,
+                                               const mf_cross_entropy_options *opts,
+                                               const float *grad_loss, float *grad_hidden,
+                                               float *grad_weight, float *grad_bias);
+
+/* ---- internal: the entry exported by optimized/cross_entropy.cu ------------
+ * (mf_host_cross_entropy_chunked / mf_cuda_cross_entropy_chunked). Arguments are
+ * validated by the public functions above; call those instead. */
+typedef enum mf_ce_mode {
+    MF_CE_MODE_FORWARD = 0,
+    MF_CE_MODE_FORWARD_BACKWARD = 1,
+    MF_CE_MODE_BACKWARD = 2
+} mf_ce_mode;
+
+typedef struct mf_ce_args {
+    mf_ce_mode mode;
+    int64_t n_rows, hidden_dim, vocab;
+    mf_dtype dtype;
+    const void *hidden, *weight, *bias;
+    const int64_t *labels;
+    mf_cross_entropy_options opts; /* validated */
+    mf_cross_entropy_plan_info plan;
+    const float *grad_loss;        /* NULL = 1 */
+    const float *lse_in;           /* backward */
+    float *loss, *lse_out;
+    float *grad_hidden, *grad_weight, *grad_bias;
+} mf_ce_args;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMFIX_CROSS_ENTROPY_H */

@@ -1,0 +1,51 @@
+/* The registry of fixes: each op registers its variants and built-in cases once;
+ * `memfix report`, the test suites and later tools share it. Adding a fix is
+ * adding one mf_op_desc and one line in src/core/registry.c. */
+#ifndef MEMFIX_REGISTRY_H
+#define MEMFIX_REGISTRY_H
+
+#include "memfix/memfix.h"
+#include "memfix/check.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One row of `memfix report`. */
+typedef struct mf_case_result {
+    char op[32];
+    char variant[32];
+    char backend[8];
+    char dtype[8];
+    char shape[128];        /* e.g. "M=1 N=1 K=1 ta=0 tb=0" */
+    double max_abs_err;
+    double max_rel_err;
+    double atol;
+    double rtol;
+    int pass;               /* equivalence and memory (opt <= ceiling) both hold */
+    size_t ref_peak_bytes;  /* host scratch peak of the reference */
+    size_t opt_peak_bytes;  /* device scratch peak of the optimized variant */
+    size_t ceiling_bytes;   /* the header's formula at this shape */
+    char message[256];      /* why it failed, or "" */
+} mf_case_result;
+
+typedef struct mf_op_desc {
+    const char *name;                 /* "matmul" */
+    const char *summary;              /* one line, cites the seed document */
+    int n_variants;
+    const char *const *variants;      /* "naive", "tiled", "cublas" */
+    int n_cases;
+    /* Runs built-in case 'case_index' for 'variant' on ctx: seeded inputs,
+     * the reference on the host, the variant on ctx's backend, mf_compare_f32,
+     * and scratch peaks through the context's allocators. Fills *out (always,
+     * also on failure). Returns MF_OK when the case ran, whatever its verdict. */
+    mf_status (*run_case)(mf_context *ctx, int variant, int case_index, mf_case_result *out);
+} mf_op_desc;
+
+MF_API const mf_op_desc *const *mf_registry(size_t *count);
+MF_API const mf_op_desc *mf_registry_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

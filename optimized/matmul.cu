@@ -1,0 +1,246 @@
+// Optimized matmul: the shared-memory tiled matmul fix of seed document 002
+// ("Memory Optimization Fixes for Pythia-70M", issue 3 "Unoptimized CUDA
+// Kernels": "Simple matmul kernel without shared memory tiling" -> "shared
+// memory tiled matmul with 16x16 tiles", "Coalesced memory access", "Loop
+// unrolling with #pragma unroll").
+//
+//   C[i][j] = sum_k op(A)[i][k] * op(B)[k][j]   (row-major; see include/memfix/matmul.h)
+//
+// Three variants, each a kernel (or library call), a static launcher and one
+// exported entry point MF_FN(matmul_<variant>) (mf_host_* in host execution
+// mode, mf_cuda_* under nvcc). The public mf_matmul (src/ops/matmul.c) has
+// validated every argument before these run; the launchers still compute grid
+// sizes in size_t and check them against the device limits.
+//
+// None of the variants allocates device scratch: the tiles live in shared
+// memory, and cuBLAS uses the context's workspace. The ceilings in matmul.h are
+// therefore 0 bytes.
+#include "mf_cuda.h"
+#include "memfix/matmul.h"
+
+#include <cuda_bf16.h>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+
+// `#pragma unroll` under nvcc; GCC's spelling in host execution mode (the host
+// compiler would warn about an unknown pragma).
+#if defined(__CUDACC__)
+#define MF_MATMUL_UNROLL _Pragma("unroll")
+#else
+#define MF_MATMUL_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+namespace MF_NS {
+
+constexpr int kTile = MF_MATMUL_TILE;  // 16: tile edge and block edge
+constexpr size_t kMaxGridX = 2147483647u;
+constexpr size_t kMaxGridY = 65535u;
+
+// Storage type -> fp32.
+template <typename T>
+__device__ __forceinline__ float to_f32(T x);
+template <>
+__device__ __forceinline__ float to_f32<float>(float x) {
+    return x;
+}
+template <>
+__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
+    return __bfloat162float(x);
+}
+
+// op(A)[i][k] and op(B)[k][j] (see matmul.h for the layouts).
+template <typename T>
+__device__ __forceinline__ float load_a(const T *A, size_t M, size_t K, int trans_a, size_t i,
+                                        size_t k) {
+    return to_f32(trans_a ? A[k * M + i] : A[i * K + k]);
+}
+template <typename T>
+__device__ __forceinline__ float load_b(const T *B, size_t N, size_t K, int trans_b, size_t k,
+                                        size_t j) {
+    return to_f32(trans_b ? B[j * K + k] : B[k * N + j]);
+}
+
+// ---- variant 1: one thread per output (the document's "before") -------------
+// Blocks of 16x16 threads; block (bx, by) covers output rows by*16 .. +15 and
+// columns bx*16 .. +15; threadIdx.x runs along a row of C so that consecutive
+// threads read consecutive elements of B (non-transposed). When the grid had to
+// be capped, blocks stride over the remaining tiles.
+template <typename T>
+__global__ void matmul_naive_kernel(const T *__restrict__ A, const T *__restrict__ B,
+                                    float *__restrict__ C, size_t M, size_t N, size_t K,
+                                    int trans_a, int trans_b, size_t row_tiles,
+                                    size_t col_tiles) {
+    for (size_t tr = blockIdx.y; tr < row_tiles; tr += gridDim.y) {
+        for (size_t tc = blockIdx.x; tc < col_tiles; tc += gridDim.x) {
+            const size_t i = tr * kTile + threadIdx.y;
+            const size_t j = tc * kTile + threadIdx.x;
+            if (i < M && j < N) {
+                float acc = 0.0f;
+                for (size_t k = 0; k < K; ++k)
+                    acc += load_a(A, M, K, trans_a, i, k) * load_b(B, N, K, trans_b, k, j);
+                C[i * N + j] = acc;
+            }
+        }
+    }
+}
+
+// ---- variant 2: 16x16 shared-memory tiles (the document's fix) --------------
+// Each block computes one 16x16 tile of C. For every 16-wide slice of K it
+// stages the matching 16x16 tiles of op(A) and op(B) in shared memory (each
+// operand element is read from global memory once per block instead of once
+// per thread), synchronises, accumulates 16 products per thread from shared
+// memory, and synchronises again before the tiles are overwritten.
+// Loads are coalesced for both layouts: threadIdx.x runs along the contiguous
+// dimension of the stored matrix, and a transposed operand is stored into the
+// tile transposed (the +1 column of padding keeps those stores free of shared
+// memory bank conflicts). Elements outside M, N or K are staged as 0, so sizes
+// that are not multiples of 16 need no special path. The loop bounds depend on
+// blockIdx only, so every thread of a block reaches every __syncthreads.
+template <typename T>
+__global__ void matmul_tiled_kernel(const T *__restrict__ A, const T *__restrict__ B,
+                                    float *__restrict__ C, size_t M, size_t N, size_t K,
+                                    int trans_a, int trans_b, size_t row_tiles,
+                                    size_t col_tiles) {
+    __shared__ float As[kTile][kTile + 1];  // As[r][kk] = op(A)[row0 + r][k0 + kk]
+    __shared__ float Bs[kTile][kTile + 1];  // Bs[kk][c] = op(B)[k0 + kk][col0 + c]
+    const unsigned tx = threadIdx.x, ty = threadIdx.y;
+    for (size_t tr = blockIdx.y; tr < row_tiles; tr += gridDim.y) {
+        for (size_t tc = blockIdx.x; tc < col_tiles; tc += gridDim.x) {
+            const size_t row0 = tr * kTile, col0 = tc * kTile;
+            float acc = 0.0f;
+            for (size_t k0 = 0; k0 < K; k0 += kTile) {
+                if (!trans_a) {  // A is M x K: tx along k
+                    const size_t i = row0 + ty, k = k0 + tx;
+                    As[ty][tx] = (i < M && k < K) ? to_f32(A[i * K + k]) : 0.0f;
+                } else {  // A is K x M: tx along i
+                    const size_t k = k0 + ty, i = row0 + tx;
+                    As[tx][ty] = (i < M && k < K) ? to_f32(A[k * M + i]) : 0.0f;
+                }
+                if (!trans_b) {  // B is K x N: tx along j
+                    const size_t k = k0 + ty, j = col0 + tx;
+                    Bs[ty][tx] = (k < K && j < N) ? to_f32(B[k * N + j]) : 0.0f;
+                } else {  // B is N x K: tx along k
+                    const size_t j = col0 + ty, k = k0 + tx;
+                    Bs[tx][ty] = (k < K && j < N) ? to_f32(B[j * K + k]) : 0.0f;
+                }
+                __syncthreads();  // both tiles staged
+                MF_MATMUL_UNROLL
+                for (int kk = 0; kk < kTile; ++kk) acc += As[ty][kk] * Bs[kk][tx];
+                __syncthreads();  // everyone done before the next slice overwrites the tiles
+            }
+            const size_t i = row0 + ty, j = col0 + tx;
+            if (i < M && j < N) C[i * N + j] = acc;
+        }
+    }
+}
+
+// Grid of 16x16 blocks covering an M x N output: x over column tiles, y over
+// row tiles, each capped at its limit (the kernels stride over the rest).
+static void tile_grid(size_t M, size_t N, size_t *row_tiles, size_t *col_tiles, dim3 *grid) {
+    *row_tiles = M / kTile + (M % kTile != 0);
+    *col_tiles = N / kTile + (N % kTile != 0);
+    const size_t gx = *col_tiles < kMaxGridX ? *col_tiles : kMaxGridX;
+    const size_t gy = *row_tiles < kMaxGridY ? *row_tiles : kMaxGridY;
+    *grid = dim3((unsigned)gx, (unsigned)gy, 1u);
+}
+
+template <typename T>
+static mf_status launch_naive(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
+                              size_t K, const void *A, const void *B, float *C) {
+    size_t row_tiles, col_tiles;
+    dim3 grid;
+    tile_grid(M, N, &row_tiles, &col_tiles, &grid);
+    const dim3 block(kTile, kTile, 1);
+    cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
+    matmul_naive_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(A),
+                                                       static_cast<const T *>(B), C, M, N, K,
+                                                       trans_a, trans_b, row_tiles, col_tiles);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
+}
+
+template <typename T>
+static mf_status launch_tiled(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
+                              size_t K, const void *A, const void *B, float *C) {
+    size_t row_tiles, col_tiles;
+    dim3 grid;
+    tile_grid(M, N, &row_tiles, &col_tiles, &grid);
+    const dim3 block(kTile, kTile, 1);
+    cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
+    matmul_tiled_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(A),
+                                                       static_cast<const T *>(B), C, M, N, K,
+                                                       trans_a, trans_b, row_tiles, col_tiles);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
+}
+
+// ---- variant 3: cuBLAS -------------------------------------------------------
+// cuBLAS is column-major. A row-major R x S matrix is, read column-major, its
+// S x R transpose, so the row-major product C = op(A) op(B) (M x N) is the
+// column-major product C^T = op(B)^T op(A)^T (N x M, ldc = N):
+//   op(B)^T: B stored K x N (row-major) reads column-major as N x K = B^T
+//            -> CUBLAS_OP_N, ldb = N; B stored N x K reads as K x N, whose
+//            transpose is wanted -> CUBLAS_OP_T, ldb = K.
+//   op(A)^T: A stored M x K reads as K x M = A^T -> CUBLAS_OP_N, lda = K;
+//            A stored K x M reads as M x K -> CUBLAS_OP_T, lda = M.
+// bf16 inputs go in as CUDA_R_16BF (no converted copy); products and sums are
+// fp32 (CUBLAS_COMPUTE_32F; the default math mode does not use TF32).
+static mf_status launch_cublas(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
+                               size_t M, size_t N, size_t K, const void *A, const void *B,
+                               float *C) {
+    if (M > (size_t)INT_MAX || N > (size_t)INT_MAX || K > (size_t)INT_MAX)
+        return mf_set_error(MF_ERR_INVALID_SIZE, __func__, __FILE__, __LINE__,
+                            "cuBLAS needs M, N, K <= INT_MAX (got M=%zu N=%zu K=%zu)", M, N, K);
+    cublasHandle_t handle = (cublasHandle_t)mf_context_cublas(ctx);
+    if (handle == NULL)
+        return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__,
+                            "the context has no cuBLAS handle");
+    const cudaDataType_t in_type = dtype == MF_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    const int m = (int)N, n = (int)M, k = (int)K;
+    const int ldb = trans_b ? (int)K : (int)N;
+    const int lda = trans_a ? (int)M : (int)K;
+    const float alpha = 1.0f, beta = 0.0f;
+    MF_CUBLAS_CHECK(cublasGemmEx(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &alpha, B, in_type,
+                                 ldb, A, in_type, lda, &beta, C, CUDA_R_32F, (int)N,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return MF_OK;
+}
+
+}  // namespace MF_NS
+
+// ---- exported entry points (called by mf_matmul after validation) -----------
+// Signature shared by the three, declared again in src/ops/matmul.c:
+//   mf_status MF_FN(matmul_<variant>)(mf_context *ctx, mf_dtype dtype, int trans_a,
+//       int trans_b, int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C);
+extern "C" {
+
+MF_API mf_status MF_FN(matmul_naive)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
+                                     int64_t M, int64_t N, int64_t K, const void *A,
+                                     const void *B, float *C) {
+    if (dtype == MF_DTYPE_BF16)
+        return MF_NS::launch_naive<__nv_bfloat16>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
+                                                   (size_t)K, A, B, C);
+    return MF_NS::launch_naive<float>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
+                                      B, C);
+}
+
+MF_API mf_status MF_FN(matmul_tiled)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
+                                     int64_t M, int64_t N, int64_t K, const void *A,
+                                     const void *B, float *C) {
+    if (dtype == MF_DTYPE_BF16)
+        return MF_NS::launch_tiled<__nv_bfloat16>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
+                                                   (size_t)K, A, B, C);
+    return MF_NS::launch_tiled<float>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
+                                      B, C);
+}
+
+MF_API mf_status MF_FN(matmul_cublas)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
+                                      int64_t M, int64_t N, int64_t K, const void *A,
+                                      const void *B, float *C) {
+    return MF_NS::launch_cublas(ctx, dtype, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
+                                B, C);
+}
+
+}  // extern "C"

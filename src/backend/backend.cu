@@ -1,0 +1,129 @@
+/* Backend operations over the CUDA runtime and cuBLAS.
+ *
+ * Compiled twice: by nvcc for the CUDA backend (exports mf_cuda_backend_ops)
+ * and by the host compiler through cudahost (exports mf_host_backend_ops),
+ * where the same runtime calls run in host execution mode. Each function
+ * reports failures through MF_CUDA_CHECK / MF_CUBLAS_CHECK, which record the
+ * statement, file and line. */
+#include "mf_cuda.h"
+#include "mf_backend.h"
+
+namespace MF_NS {
+
+static mf_status device_count(int *out)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* no driver / no device: not sticky, just none */
+        *out = 0;
+        return MF_OK;
+    }
+    *out = n;
+    return MF_OK;
+}
+
+static mf_status device_malloc(void **out, size_t bytes)
+{
+    *out = NULL;
+    cudaError_t e = cudaMalloc(out, bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *out = NULL;
+        return mf_set_error(e == cudaErrorMemoryAllocation ? MF_ERR_OUT_OF_MEMORY : MF_ERR_BACKEND,
+                            __func__, __FILE__, __LINE__, "cudaMalloc(%zu bytes) failed: %s (%s)",
+                            bytes, cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    return MF_OK;
+}
+
+static mf_status device_free(void *ptr)
+{
+    MF_CUDA_CHECK(cudaFree(ptr));
+    return MF_OK;
+}
+
+static mf_status stream_create(void **out)
+{
+    cudaStream_t s = NULL;
+    MF_CUDA_CHECK(cudaStreamCreate(&s));
+    *out = (void *)s;
+    return MF_OK;
+}
+
+static mf_status stream_destroy(void *stream)
+{
+    MF_CUDA_CHECK(cudaStreamDestroy((cudaStream_t)stream));
+    return MF_OK;
+}
+
+static mf_status stream_synchronize(void *stream)
+{
+    MF_CUDA_CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+    return MF_OK;
+}
+
+static mf_status upload(void *stream, void *dst_dev, const void *src_host, size_t bytes)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    MF_CUDA_CHECK(cudaMemcpyAsync(dst_dev, src_host, bytes, cudaMemcpyHostToDevice, s));
+    /* The caller may reuse src_host as soon as we return. */
+    MF_CUDA_CHECK(cudaStreamSynchronize(s));
+    return MF_OK;
+}
+
+static mf_status download(void *stream, void *dst_host, const void *src_dev, size_t bytes)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    MF_CUDA_CHECK(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, s));
+    MF_CUDA_CHECK(cudaStreamSynchronize(s));
+    return MF_OK;
+}
+
+static mf_status memset_(void *stream, void *dst_dev, int byte, size_t bytes)
+{
+    MF_CUDA_CHECK(cudaMemsetAsync(dst_dev, byte, bytes, (cudaStream_t)stream));
+    return MF_OK;
+}
+
+static mf_status cublas_create(void **out, void *stream, void *workspace, size_t workspace_bytes)
+{
+    cublasHandle_t h = NULL;
+    *out = NULL;
+    MF_CUBLAS_CHECK(cublasCreate(&h));
+    cublasStatus_t st = cublasSetStream(h, (cudaStream_t)stream);
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasSetWorkspace(h, workspace, workspace_bytes);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        (void)cublasDestroy(h);
+        return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__,
+                            "cublasSetStream/cublasSetWorkspace(%zu bytes) failed: cublas status %d",
+                            workspace_bytes, (int)st);
+    }
+    *out = (void *)h;
+    return MF_OK;
+}
+
+static mf_status cublas_destroy(void *handle)
+{
+    MF_CUBLAS_CHECK(cublasDestroy((cublasHandle_t)handle));
+    return MF_OK;
+}
+
+} // namespace MF_NS
+
+extern "C" const mf_backend_ops *MF_FN(backend_ops)(void)
+{
+    static const mf_backend_ops ops = {
+#ifdef __CUDAHOST__
+        "host",
+#else
+        "cuda",
+#endif
+        MF_NS::device_count,   MF_NS::device_malloc,      MF_NS::device_free,
+        MF_NS::stream_create,  MF_NS::stream_destroy,     MF_NS::stream_synchronize,
+        MF_NS::upload,         MF_NS::download,           MF_NS::memset_,
+        MF_NS::cublas_create,  MF_NS::cublas_destroy,
+    };
+    return &ops;
+}

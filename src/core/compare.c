@@ -1,0 +1,159 @@
+/* The one comparison routine used by every suite and by `memfix report`.
+ *
+ * Verdict, in this order of precedence:
+ *   1. the NaN/Inf pattern of got equals that of ref (class by class: finite,
+ *      NaN, +Inf, -Inf); a NaN where ref is finite usually means the output
+ *      was never written (outputs are pre-filled with NaN);
+ *   2. got is not all zeros while ref has a nonzero entry;
+ *   3. every finite pair has |got-ref| <= atol + rtol*|ref|;
+ *   4. nmse = sum (got-ref)^2 / max(sum ref^2, DBL_MIN) <= tol->nmse, over
+ *      finite pairs (skipped when ref is all zeros: then only 1-3 apply).
+ * Error statistics accumulate in double. */
+#define _POSIX_C_SOURCE 200809L
+#include "mf_internal.h"
+#include "memfix/check.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { CLS_FINITE = 0, CLS_NAN = 1, CLS_PINF = 2, CLS_NINF = 3 };
+
+static int fclass(float x)
+{
+    if (isnan(x)) return CLS_NAN;
+    if (isinf(x)) return x > 0 ? CLS_PINF : CLS_NINF;
+    return CLS_FINITE;
+}
+
+static const char *class_name(int c)
+{
+    static const char *const names[] = {"finite", "NaN", "+Inf", "-Inf"};
+    return names[c];
+}
+
+/* |got-ref| / (atol + rtol*|ref|) for a finite pair; +Inf when the bound is 0
+ * and the error is not. */
+static double budget_ratio(double err, double bound)
+{
+    if (bound > 0) return err / bound;
+    return err > 0 ? INFINITY : 0.0;
+}
+
+static void write_dump(const char *path, const float *got, const float *ref, size_t n,
+                       const mf_tolerance *tol, mf_compare_result *r)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        size_t len = strlen(r->reason);
+        snprintf(r->reason + len, sizeof r->reason - len, " (dump to %s failed)", path);
+        return;
+    }
+    fprintf(f, "# memfix comparison dump\n");
+    fprintf(f, "# tolerance %s: atol=%.9g rtol=%.9g nmse<=%.9g (%s)\n", tol->name ? tol->name : "(unnamed)",
+            tol->atol, tol->rtol, tol->nmse, tol->why ? tol->why : "");
+    fprintf(f, "# verdict: %s\n", r->pass ? "PASS" : "FAIL");
+    fprintf(f, "# reason: %s\n", r->reason);
+    fprintf(f, "# n=%zu n_bad=%zu nonfinite_mismatch=%zu\n", r->n, r->n_bad, r->nonfinite_mismatch);
+    fprintf(f, "# max_abs_err=%.9g max_rel_err=%.9g nmse=%.9g budget_used=%.3f%%\n", r->max_abs_err,
+            r->max_rel_err, r->nmse, r->budget_used_pct);
+    fprintf(f, "# worst index %zu: got=%.9g ref=%.9g\n", r->worst_index, r->worst_got, r->worst_ref);
+    fprintf(f, "# columns: index got ref abs_err bound(atol+rtol*|ref|) budget_pct flag('*' = out of tolerance)\n");
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], rf = ref[i];
+        int cg = fclass(got[i]), cr = fclass(ref[i]);
+        double bound = tol->atol + tol->rtol * fabs(rf);
+        if (cg != CLS_FINITE || cr != CLS_FINITE) {
+            fprintf(f, "%zu %.9g %.9g - - - %s\n", i, g, rf, cg != cr ? "*" : "");
+            continue;
+        }
+        double err = fabs(g - rf);
+        fprintf(f, "%zu %.9g %.9g %.9g %.9g %.3f %s\n", i, g, rf, err, bound,
+                100.0 * budget_ratio(err, bound), err > bound ? "*" : "");
+    }
+    fclose(f);
+}
+
+mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
+                         const char *dump_path, mf_compare_result *out)
+{
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof *out);
+    snprintf(out->reason, sizeof out->reason, "comparison did not run");
+    MF_CHECK_NOT_NULL(got);
+    MF_CHECK_NOT_NULL(ref);
+    MF_CHECK_NOT_NULL(tol);
+    if (n == 0) MF_FAIL(MF_ERR_INVALID_SIZE, "n must be > 0");
+    if (!(tol->atol >= 0) || !(tol->rtol >= 0) || !(tol->nmse >= 0) || isinf(tol->atol) ||
+        isinf(tol->rtol) || isinf(tol->nmse))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "tolerance '%s' needs finite atol, rtol, nmse >= 0 (got %g, %g, %g)",
+                tol->name ? tol->name : "(unnamed)", tol->atol, tol->rtol, tol->nmse);
+
+    out->n = n;
+    size_t first_class_mismatch = n, unwritten = 0, got_nonzero = 0, ref_nonzero = 0;
+    double worst_ratio = -1, sum_err2 = 0, sum_ref2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        int cg = fclass(got[i]), cr = fclass(ref[i]);
+        if (cg != cr) {
+            out->nonfinite_mismatch++;
+            if (cg == CLS_NAN && cr == CLS_FINITE) unwritten++;
+            if (first_class_mismatch == n) first_class_mismatch = i;
+            continue;
+        }
+        if (cg != CLS_FINITE) continue; /* same NaN/Inf class: equal by definition */
+        double g = got[i], r = ref[i];
+        if (g != 0) got_nonzero++;
+        if (r != 0) ref_nonzero++;
+        double err = fabs(g - r);
+        double bound = tol->atol + tol->rtol * fabs(r);
+        double ratio = budget_ratio(err, bound);
+        if (err > bound) out->n_bad++;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            out->worst_index = i;
+        }
+        if (err > out->max_abs_err) out->max_abs_err = err;
+        if (r != 0 && err / fabs(r) > out->max_rel_err) out->max_rel_err = err / fabs(r);
+        sum_err2 += err * err;
+        sum_ref2 += r * r;
+    }
+    out->nmse = sum_ref2 > 0 ? sum_err2 / fmax(sum_ref2, DBL_MIN) : 0.0;
+    out->budget_used_pct = worst_ratio > 0 ? 100.0 * worst_ratio : 0.0;
+    if (out->nonfinite_mismatch > 0) {
+        /* A class mismatch has no finite error: it uses more than the whole budget. */
+        out->worst_index = first_class_mismatch;
+        out->max_abs_err = INFINITY;
+        out->max_rel_err = INFINITY;
+        out->budget_used_pct = INFINITY;
+    }
+    out->worst_got = got[out->worst_index];
+    out->worst_ref = ref[out->worst_index];
+
+    const size_t w = out->worst_index;
+    if (out->nonfinite_mismatch > 0) {
+        snprintf(out->reason, sizeof out->reason,
+                 "NaN/Inf pattern differs at %zu of %zu entries (first [%zu]: got %s, ref %s)%s",
+                 out->nonfinite_mismatch, n, w, class_name(fclass(got[w])), class_name(fclass(ref[w])),
+                 unwritten > 0 ? "; NaN where ref is finite: output not written?" : "");
+    } else if (got_nonzero == 0 && ref_nonzero > 0) {
+        snprintf(out->reason, sizeof out->reason, "output is all zeros while ref has %zu nonzero entries",
+                 ref_nonzero);
+    } else if (out->n_bad > 0) {
+        snprintf(out->reason, sizeof out->reason,
+                 "%zu of %zu entries outside atol+rtol*|ref|; worst [%zu] got %.9g ref %.9g |err| %.3g > "
+                 "%.3g (%.1f%% of budget)",
+                 out->n_bad, n, w, out->worst_got, out->worst_ref, fabs((double)out->worst_got - out->worst_ref),
+                 tol->atol + tol->rtol * fabs(out->worst_ref), out->budget_used_pct);
+    } else if (out->nmse > tol->nmse) {
+        snprintf(out->reason, sizeof out->reason, "normalized MSE %.3g exceeds %.3g (max |err| %.3g)", out->nmse,
+                 tol->nmse, out->max_abs_err);
+    } else {
+        out->pass = 1;
+        snprintf(out->reason, sizeof out->reason,
+                 "pass: max |err| %.3g, max rel %.3g, worst [%zu] at %.1f%% of budget, nmse %.3g <= %.3g",
+                 out->max_abs_err, out->max_rel_err, w, out->budget_used_pct, out->nmse, tol->nmse);
+    }
+    if (!out->pass && dump_path != NULL) write_dump(dump_path, got, ref, n, tol, out);
+    return MF_OK;
+}

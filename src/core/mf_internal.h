@@ -1,0 +1,65 @@
+/* Internal helpers shared by the core, the references and the optimized code.
+ * Not installed; not part of the public API. C11 and C++ compatible. */
+#ifndef MEMFIX_INTERNAL_H
+#define MEMFIX_INTERNAL_H
+
+#include "memfix/memfix.h"
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Record a thread-local error message "<func>: <formatted reason> [file:line]"
+ * and return 'status' (so callers can 'return mf_set_error(...)'). */
+mf_status mf_set_error(mf_status status, const char *func, const char *file, int line,
+                       const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* MF_FAIL(status, "fmt", ...) inside a function: set the error, return status. */
+#define MF_FAIL(status, ...) return mf_set_error((status), __func__, __FILE__, __LINE__, __VA_ARGS__)
+
+/* Argument validation. Each returns from the enclosing function on failure. */
+#define MF_CHECK_NOT_NULL(p)                                                        \
+    do {                                                                            \
+        if ((p) == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "%s is NULL", #p);            \
+    } while (0)
+#define MF_CHECK_POSITIVE(n)                                                        \
+    do {                                                                            \
+        if ((n) <= 0)                                                               \
+            MF_FAIL(MF_ERR_INVALID_SIZE, "%s must be > 0 (got %lld)", #n, (long long)(n)); \
+    } while (0)
+/* Propagate a failing status (the callee already set the message). */
+#define MF_TRY(expr)                                                                \
+    do {                                                                            \
+        mf_status mf_try_s_ = (expr);                                               \
+        if (mf_try_s_ != MF_OK) return mf_try_s_;                                   \
+    } while (0)
+
+/* Product of n int64 dims as size_t, with overflow detection. Returns MF_OK
+ * or MF_ERR_OVERFLOW / MF_ERR_INVALID_SIZE (with a message naming 'what'). */
+/* Each variadic dim must be an int64_t: cast literals, e.g. (int64_t)4. */
+mf_status mf_dims_product(const char *func, const char *what, size_t *out, int n, ...);
+
+/* Context internals for implementations (C and .cu): the backend stream and
+ * cuBLAS handle as void* (also declared, with their CUDA meaning, in
+ * mf_cuda.h) and the size of the counted cuBLAS workspace. NULL/0 for a NULL
+ * context. */
+void *mf_context_stream(mf_context *ctx);
+void *mf_context_cublas(mf_context *ctx);
+size_t mf_context_cublas_workspace_bytes(const mf_context *ctx);
+
+/* Test hook for the registry (src/core/registry.c): when ops != NULL, the
+ * registry lists exactly these n ops instead of the built-in list; NULL
+ * restores the built-in list. Not thread-safe; tests and tools only. */
+struct mf_op_desc;
+void mf_registry_override(const struct mf_op_desc *const *ops, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

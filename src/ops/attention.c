@@ -1,0 +1,368 @@
+/* mf_attention_*: argument validation, backend dispatch, memory formulas, the
+ * document's theoretical memory table and the registry entry of the attention
+ * fix (seed document 003; see include/memfix/attention.h, reference/attention.c,
+ * optimized/attention.cu). */
+#include "memfix/attention.h"
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entry points of optimized/attention.cu (mf_host_* via cudahost, mf_cuda_* via
+ * nvcc); arguments are validated before the call. */
+#define MF_ATTN_FWD_ENTRY(prefix)                                                               \
+    mf_status prefix##attention_tiled_forward(mf_context *ctx, mf_dtype dtype, int causal,     \
+                                              int64_t B, int64_t H, int64_t N, int64_t D,       \
+                                              int64_t Dv, const void *q, const void *k,         \
+                                              const void *v, float *out, float *lse)
+#define MF_ATTN_BWD_ENTRY(prefix)                                                               \
+    mf_status prefix##attention_tiled_backward(                                                 \
+        mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, \
+        int64_t Dv, const void *q, const void *k, const void *v, const float *out,              \
+        const void *dout, const float *lse, float *dq, float *dk, float *dv)
+MF_ATTN_FWD_ENTRY(mf_host_);
+MF_ATTN_BWD_ENTRY(mf_host_);
+#ifdef MF_HAVE_CUDA
+MF_ATTN_FWD_ENTRY(mf_cuda_);
+MF_ATTN_BWD_ENTRY(mf_cuda_);
+#endif
+
+static const char *const attention_variant_names[MF_ATTENTION_N_VARIANTS] = {"tiled"};
+
+const char *mf_attention_variant_name(mf_attention_variant v) {
+    if ((int)v < 0 || (int)v >= MF_ATTENTION_N_VARIANTS) return NULL;
+    return attention_variant_names[v];
+}
+
+/* ---- memory formulas ---------------------------------------------------------------- */
+size_t mf_attention_tiled_forward_scratch_ceiling(int64_t B, int64_t H, int64_t N) {
+    return (B > 0 && H > 0 && N > 0) ? 0 : SIZE_MAX;
+}
+/* Delta: one float per query row. */
+size_t mf_attention_tiled_backward_scratch_ceiling(int64_t B, int64_t H, int64_t N) {
+    if (B <= 0 || H <= 0 || N <= 0) return SIZE_MAX;
+    size_t x;
+    if (!mf_size_mul((size_t)B, (size_t)H, &x) || !mf_size_mul(x, (size_t)N, &x) ||
+        !mf_size_mul(x, sizeof(float), &x))
+        return SIZE_MAX;
+    return x;
+}
+
+static int mul_all(size_t *out, size_t a, size_t b, size_t c, size_t d, size_t e) {
+    size_t x;
+    if (!mf_size_mul(a, b, &x) || !mf_size_mul(x, c, &x) || !mf_size_mul(x, d, &x) ||
+        !mf_size_mul(x, e, &x))
+        return 0;
+    *out = x;
+    return 1;
+}
+
+mf_status mf_attention_theoretical_memory(int64_t B, int64_t H, int64_t N, int64_t D,
+                                          size_t elem_bytes, mf_attention_memory_row *out) {
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    MF_CHECK_POSITIVE(B);
+    MF_CHECK_POSITIVE(H);
+    MF_CHECK_POSITIVE(N);
+    MF_CHECK_POSITIVE(D);
+    if (elem_bytes == 0) MF_FAIL(MF_ERR_INVALID_SIZE, "elem_bytes must be > 0");
+    const size_t b = (size_t)B, h = (size_t)H, n = (size_t)N, d = (size_t)D;
+    out->seq_len = N;
+    /* The document's theoretical_memory(), in bytes instead of MB. */
+    if (!mul_all(&out->inputs, 3 * b, h, n, d, elem_bytes) ||
+        !mul_all(&out->standard_scores, b, h, n, n, elem_bytes) ||
+        !mul_all(&out->linear_bidir_state, b, h, d, d, elem_bytes) ||
+        !mul_all(&out->linear_causal_state, b * h, n, d, d, elem_bytes) ||
+        !mf_size_add(out->inputs, out->standard_scores, &out->standard_peak) ||
+        !mf_size_add(out->inputs, out->linear_bidir_state, &out->linear_bidir_peak) ||
+        !mf_size_add(out->inputs, out->linear_causal_state, &out->linear_causal_peak))
+        MF_FAIL(MF_ERR_OVERFLOW, "the memory table overflows size_t (B=%lld H=%lld N=%lld D=%lld)",
+                (long long)B, (long long)H, (long long)N, (long long)D);
+    return MF_OK;
+}
+
+/* ---- validation and dispatch ---------------------------------------------------------- */
+static mf_status check_common(const char *func, mf_context *ctx, mf_attention_variant variant,
+                              mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                              int64_t D, int64_t Dv) {
+    if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
+    if ((int)variant < 0 || (int)variant >= MF_ATTENTION_N_VARIANTS)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                            "variant %d is not MF_ATTENTION_TILED (0)", (int)variant);
+    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
+        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
+                            "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
+    if (causal != 0 && causal != 1)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                            "causal must be 0 or 1 (got %d)", causal);
+    const int64_t dims[5] = {B, H, N, D, Dv};
+    const char *names[5] = {"B", "H", "N", "D", "Dv"};
+    for (int i = 0; i < 5; i++)
+        if (dims[i] <= 0)
+            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                                "%s must be > 0 (got %lld)", names[i], (long long)dims[i]);
+    if (D > MF_ATTENTION_MAX_HEAD_DIM || Dv > MF_ATTENTION_MAX_HEAD_DIM)
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "the tiled kernels support D, Dv <= %d (got D=%lld Dv=%lld)",
+                            MF_ATTENTION_MAX_HEAD_DIM, (long long)D, (long long)Dv);
+    size_t bytes;
+    const int64_t es = (int64_t)mf_dtype_size(dtype);
+    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
+    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
+    MF_TRY(mf_dims_product(func, "dq/dk bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
+    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
+    return MF_OK;
+}
+
+typedef mf_status (*attn_fwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
+                                 int64_t, const void *, const void *, const void *, float *,
+                                 float *);
+typedef mf_status (*attn_bwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
+                                 int64_t, const void *, const void *, const void *, const float *,
+                                 const void *, const float *, float *, float *, float *);
+
+static mf_status pick_backend(const char *func, mf_context *ctx, int *is_cuda) {
+    switch (mf_context_backend(ctx)) {
+    case MF_BACKEND_HOST: *is_cuda = 0; return MF_OK;
+    case MF_BACKEND_CUDA:
+#ifdef MF_HAVE_CUDA
+        *is_cuda = 1;
+        return MF_OK;
+#else
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
+                            "memfix was built without the CUDA backend");
+#endif
+    default: break;
+    }
+    return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
+                        "the context's backend %d has no attention kernels",
+                        (int)mf_context_backend(ctx));
+}
+
+mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
+                               int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                               const void *q, const void *k, const void *v, float *out,
+                               float *lse) {
+    MF_TRY(check_common(__func__, ctx, variant, dtype, causal, B, H, N, D, Dv));
+    MF_CHECK_NOT_NULL(q);
+    MF_CHECK_NOT_NULL(k);
+    MF_CHECK_NOT_NULL(v);
+    MF_CHECK_NOT_NULL(out);
+    int is_cuda = 0;
+    MF_TRY(pick_backend(__func__, ctx, &is_cuda));
+    attn_fwd_fn fn = mf_host_attention_tiled_forward;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_attention_tiled_forward;
+#endif
+    return fn(ctx, dtype, causal, B, H, N, D, Dv, q, k, v, out, lse);
+}
+
+mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
+                                int causal, int64_t B, int64_t H, int64_t N, int64_t D,
+                                int64_t Dv, const void *q, const void *k, const void *v,
+                                const float *out, const void *dout, const float *lse, float *dq,
+                                float *dk, float *dv) {
+    MF_TRY(check_common(__func__, ctx, variant, dtype, causal, B, H, N, D, Dv));
+    MF_CHECK_NOT_NULL(q);
+    MF_CHECK_NOT_NULL(k);
+    MF_CHECK_NOT_NULL(v);
+    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_NOT_NULL(dout);
+    MF_CHECK_NOT_NULL(lse);
+    MF_CHECK_NOT_NULL(dq);
+    MF_CHECK_NOT_NULL(dk);
+    MF_CHECK_NOT_NULL(dv);
+    int is_cuda = 0;
+    MF_TRY(pick_backend(__func__, ctx, &is_cuda));
+    attn_bwd_fn fn = mf_host_attention_tiled_backward;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_attention_tiled_backward;
+#endif
+    return fn(ctx, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq, dk, dv);
+}
+
+/* ---- registry entry: built-in cases for `memfix report` ------------------------------------ */
+typedef struct attention_case {
+    int64_t B, H, N, D, Dv;
+    int causal;
+    mf_dtype dtype;
+} attention_case;
+
+/* Small shapes (host mode runs them on the CPU): N = 1, N not a multiple of the
+ * 16-row tile, causal and not, D != Dv, and the largest head dimension. */
+static const attention_case attention_cases[] = {
+    {1, 1, 1, 8, 8, 1, MF_DTYPE_F32},      {2, 2, 37, 16, 8, 0, MF_DTYPE_F32},
+    {2, 2, 37, 16, 8, 1, MF_DTYPE_F32},    {1, 3, 50, 32, 24, 1, MF_DTYPE_BF16},
+    {1, 2, 33, 8, 40, 0, MF_DTYPE_BF16},   {1, 1, 20, 128, 128, 1, MF_DTYPE_F32},
+};
+#define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
+
+static void copy_msg(char *dst, size_t cap, const char *src) {
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+static void *make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi) {
+    void *p = malloc(n * mf_dtype_size(dtype));
+    if (p == NULL) return NULL;
+    if (dtype == MF_DTYPE_BF16)
+        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
+    else
+        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
+    return p;
+}
+
+/* Compares one output; folds the result into *out. Returns the comparison status. */
+static mf_status fold_compare(const float *got, const float *ref, size_t n, const char *what,
+                              const char *tol_base, mf_dtype dtype, mf_case_result *out,
+                              int *all_pass) {
+    char tol_name[64];
+    snprintf(tol_name, sizeof tol_name, "%s.%s", tol_base, mf_dtype_name(dtype));
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
+    mf_compare_result cmp;
+    MF_TRY(mf_compare_f32(got, ref, n, tol, NULL, &cmp));
+    if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
+    if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
+    if (!cmp.pass && *all_pass) {
+        snprintf(out->message, sizeof(out->message), "%s: %.200s", what, cmp.reason);
+        *all_pass = 0;
+    }
+    return MF_OK;
+}
+
+static mf_status attention_run_case(mf_context *ctx, int variant, int case_index,
+                                    mf_case_result *out) {
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    copy_msg(out->op, sizeof(out->op), "attention");
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant < 0 || variant >= MF_ATTENTION_N_VARIANTS)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
+                MF_ATTENTION_N_VARIANTS);
+    if (case_index < 0 || case_index >= ATTENTION_N_CASES)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
+                ATTENTION_N_CASES);
+    const attention_case *c = &attention_cases[case_index];
+    copy_msg(out->variant, sizeof(out->variant), attention_variant_names[variant]);
+    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d fwd+bwd",
+             (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv,
+             c->causal);
+    const mf_tolerance *tol =
+        mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16" : "attention.out.f32");
+    if (tol != NULL) {
+        out->atol = tol->atol;
+        out->rtol = tol->rtol;
+    }
+    out->ceiling_bytes = mf_attention_tiled_backward_scratch_ceiling(c->B, c->H, c->N);
+
+    const size_t rows = (size_t)(c->B * c->H * c->N);
+    const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
+    const size_t es = mf_dtype_size(c->dtype);
+    const uint64_t seed = 0x6174746e00000000ull + (uint64_t)case_index * 8u;
+    mf_status st = MF_OK;
+    void *q = make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    /* host results: ref (r_*) and got (g_*), in one block */
+    const size_t n_host = 2 * (nv + rows + 2 * nqk + nv);
+    float *hb = (float *)malloc(n_host * sizeof(float));
+    void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
+    float *d_out = NULL, *d_lse = NULL, *d_dq = NULL, *d_dk = NULL, *d_dv = NULL;
+    if (q == NULL || k == NULL || v == NULL || dout == NULL || hb == NULL) {
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
+                          "host buffers for case %d", case_index);
+        goto done;
+    }
+    mf_fill_nan_f32(hb, n_host);
+    float *r_out = hb, *r_lse = r_out + nv, *r_dq = r_lse + rows, *r_dk = r_dq + nqk, *r_dv = r_dk + nqk;
+    float *g_out = r_dv + nv, *g_lse = g_out + nv, *g_dq = g_lse + rows, *g_dk = g_dq + nqk,
+          *g_dv = g_dk + nqk;
+
+    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
+        (st = mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q,
+                                       k, v, r_out, r_lse)) != MF_OK ||
+        (st = mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv,
+                                        q, k, v, dout, r_dq, r_dk, r_dv)) != MF_OK)
+        goto done;
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+
+    if ((st = mf_buffer_alloc(ctx, nqk * es, &d_q)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nqk * es, &d_k)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * es, &d_v)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * es, &d_do)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_out)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, rows * 4, (void **)&d_lse)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dq)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dk)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_dv)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_q, q, nqk * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_k, k, nqk * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_v, v, nv * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_do, dout, nv * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_out, g_out, nv * 4)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_lse, g_lse, rows * 4)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_dq, g_dq, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_dk, g_dk, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_dv, g_dv, nv * 4)) != MF_OK)
+        goto done;
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+        (st = mf_attention_forward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
+                                   c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
+        (st = mf_attention_backward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
+                                    c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse,
+                                    d_dq, d_dk, d_dv)) != MF_OK ||
+        (st = mf_context_synchronize(ctx)) != MF_OK)
+        goto done;
+    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if ((st = mf_buffer_download(ctx, g_out, d_out, nv * 4)) != MF_OK ||
+        (st = mf_buffer_download(ctx, g_lse, d_lse, rows * 4)) != MF_OK ||
+        (st = mf_buffer_download(ctx, g_dq, d_dq, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_download(ctx, g_dk, d_dk, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_download(ctx, g_dv, d_dv, nv * 4)) != MF_OK)
+        goto done;
+
+    int pass = 1;
+    if ((st = fold_compare(g_out, r_out, nv, "out", "attention.out", c->dtype, out, &pass)) != MF_OK ||
+        (st = fold_compare(g_lse, r_lse, rows, "lse", "attention.lse", c->dtype, out, &pass)) != MF_OK ||
+        (st = fold_compare(g_dq, r_dq, nqk, "dq", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
+        (st = fold_compare(g_dk, r_dk, nqk, "dk", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
+        (st = fold_compare(g_dv, r_dv, nv, "dv", "attention.grad", c->dtype, out, &pass)) != MF_OK)
+        goto done;
+    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
+    out->pass = pass && mem_ok;
+    if (pass && !mem_ok)
+        snprintf(out->message, sizeof(out->message),
+                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
+                 out->ceiling_bytes);
+
+done:
+    if (st != MF_OK) {
+        out->pass = 0;
+        copy_msg(out->message, sizeof(out->message), mf_last_error());
+    }
+    void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
+    free(hb);
+    free(dout);
+    free(v);
+    free(k);
+    free(q);
+    return st;
+}
+
+const mf_op_desc mf_op_attention = {
+    "attention",
+    "softmax(q k^T / sqrt(D)) v, fwd+bwd: tiled online softmax vs materialized N x N scores (seed 003)",
+    MF_ATTENTION_N_VARIANTS,
+    attention_variant_names,
+    ATTENTION_N_CASES,
+    attention_run_case,
+};

@@ -1,0 +1,431 @@
+/* mf_cross_entropy: options, planner, memory formulas, argument validation,
+ * backend dispatch and the registry entry of the chunked linear cross-entropy
+ * fix (seed 000, bug 1; see include/memfix/cross_entropy.h,
+ * reference/cross_entropy.c, optimized/cross_entropy.cu). */
+#include "memfix/cross_entropy.h"
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entry points of optimized/cross_entropy.cu (host mode always; CUDA when built). */
+mf_status mf_host_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
+#ifdef MF_HAVE_CUDA
+mf_status mf_cuda_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
+#endif
+
+/* ---- memory formula of the chunked variant (cross_entropy.h) -------------------- */
+static size_t mul3(size_t a, size_t b, size_t c)
+{
+    size_t r;
+    if (!mf_size_mul(a, b, &r) || !mf_size_mul(r, c, &r)) return SIZE_MAX;
+    return r;
+}
+
+/* Fixed (per-row) part of the chunked variant: per-row losses + two int64 counters. */
+static size_t chunked_fixed_bytes(int64_t n_rows)
+{
+    size_t r;
+    if (!mf_size_mul((size_t)n_rows, sizeof(float), &r) || !mf_size_add(r, 2 * sizeof(int64_t), &r))
+        return SIZE_MAX;
+    return r;
+}
+
+size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab, int64_t chunk_rows)
+{
+    if (n_rows <= 0 || vocab <= 0 || chunk_rows <= 0) return SIZE_MAX;
+    size_t tile = mul3((size_t)chunk_rows, (size_t)vocab, sizeof(float)), total;
+    size_t fixed = chunked_fixed_bytes(n_rows);
+    if (tile == SIZE_MAX || fixed == SIZE_MAX || !mf_size_add(tile, fixed, &total)) return SIZE_MAX;
+    return total;
+}
+
+/* ---- planner ---------------------------------------------------------------------- */
+mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
+                                const mf_cross_entropy_options *opts,
+                                mf_cross_entropy_plan_info *out)
+{
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    MF_CHECK_POSITIVE(n_rows);
+    MF_CHECK_POSITIVE(vocab);
+    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
+        MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
+    mf_cross_entropy_options defaults;
+    if (opts == NULL) {
+        mf_cross_entropy_options_init(&defaults);
+        opts = &defaults;
+    }
+    MF_TRY(mf_cross_entropy_options_validate(opts));
+    size_t row_bytes, fixed = chunked_fixed_bytes(n_rows), one_row;
+    MF_TRY(mf_dims_product(__func__, "one logits row (V x 4)", &row_bytes, 2, vocab, (int64_t)4));
+    if (fixed == SIZE_MAX || !mf_size_add(fixed, row_bytes, &one_row))
+        MF_FAIL(MF_ERR_OVERFLOW, "scratch for N = %lld rows overflows size_t", (long long)n_rows);
+    if (opts->scratch_budget < one_row)
+        MF_FAIL(MF_ERR_BUDGET,
+                "scratch budget of %zu bytes cannot hold one row: needs at least %zu bytes "
+                "(one fp32 logits row 4*V = %zu, plus 4*N + 16 = %zu for N = %lld)",
+                opts->scratch_budget, one_row, row_bytes, fixed, (long long)n_rows);
+    size_t rows = (opts->scratch_budget - fixed) / row_bytes;
+    int64_t chunk = n_rows;
+    if (rows < (size_t)chunk) chunk = (int64_t)rows;
+    if (opts->max_chunk_rows > 0 && opts->max_chunk_rows < chunk) chunk = opts->max_chunk_rows;
+    out->chunk_rows = chunk;
+    out->n_chunks = (n_rows + chunk - 1) / chunk;
+    out->chunked = out->n_chunks > 1;
+    out->tile_bytes = (size_t)chunk * row_bytes;
+    out->fixed_bytes = fixed;
+    out->scratch_bytes = out->tile_bytes + fixed;
+    return MF_OK;
+}
+
+/* ---- validation and dispatch ------------------------------------------------------ */
+static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
+                        const mf_cross_entropy_options *opts)
+{
+    if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
+    if (a->hidden == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "hidden is NULL");
+    if (a->weight == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "weight is NULL");
+    if (a->labels == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "labels is NULL");
+    if (a->mode != MF_CE_MODE_BACKWARD && a->loss == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "loss is NULL");
+    if (a->mode == MF_CE_MODE_BACKWARD && a->lse_in == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__,
+                            "lse is NULL (pass the lse written by mf_cross_entropy_forward)");
+    if (a->mode != MF_CE_MODE_FORWARD) {
+        if (a->grad_hidden == NULL && a->grad_weight == NULL && a->grad_bias == NULL)
+            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__,
+                                "grad_hidden, grad_weight and grad_bias are all NULL");
+        if (a->grad_bias != NULL && a->bias == NULL)
+            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__,
+                                "grad_bias is given but bias is NULL");
+    }
+    if (a->n_rows <= 0 || a->hidden_dim <= 0 || a->vocab <= 0)
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "sizes must be > 0 (n_rows=%lld hidden_dim=%lld vocab=%lld)",
+                            (long long)a->n_rows, (long long)a->hidden_dim, (long long)a->vocab);
+    if (a->dtype != MF_DTYPE_F32 && a->dtype != MF_DTYPE_BF16)
+        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
+                            "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)a->dtype);
+    const int64_t es = (int64_t)mf_dtype_size(a->dtype);
+    size_t bytes;
+    MF_TRY(mf_dims_product(func, "hidden bytes (N x D x dtype size)", &bytes, 3, a->n_rows, a->hidden_dim, es));
+    MF_TRY(mf_dims_product(func, "weight bytes (V x D x dtype size)", &bytes, 3, a->vocab, a->hidden_dim, es));
+    MF_TRY(mf_dims_product(func, "grad_hidden bytes (N x D x 4)", &bytes, 3, a->n_rows, a->hidden_dim, (int64_t)4));
+    MF_TRY(mf_dims_product(func, "grad_weight bytes (V x D x 4)", &bytes, 3, a->vocab, a->hidden_dim, (int64_t)4));
+    /* The cuBLAS API takes int sizes; the bf16 gradient tile has a leading
+     * dimension of 2V (see optimized/cross_entropy.cu). */
+    if (a->vocab > INT_MAX / 2 || a->hidden_dim > INT_MAX)
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "vocab must be <= %d and hidden_dim <= %d for cuBLAS (got %lld, %lld)",
+                            INT_MAX / 2, INT_MAX, (long long)a->vocab, (long long)a->hidden_dim);
+    if (opts == NULL) {
+        mf_cross_entropy_options_init(&a->opts);
+    } else {
+        MF_TRY(mf_cross_entropy_options_validate(opts));
+        a->opts = *opts;
+    }
+    if (a->opts.variant == MF_CE_VARIANT_SMEM)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                            "variant MF_CE_VARIANT_SMEM (shared-memory tiles, Cut Cross-Entropy "
+                            "style) is reserved and not implemented yet; use MF_CE_VARIANT_CHUNKED");
+    if (a->opts.shift_labels && a->opts.seq_len > 0 && a->n_rows % a->opts.seq_len != 0)
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "n_rows %lld is not a multiple of seq_len %lld",
+                            (long long)a->n_rows, (long long)a->opts.seq_len);
+    MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
+    if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
+        a->plan.chunk_rows = INT_MAX;
+        a->plan.n_chunks = (a->n_rows + a->plan.chunk_rows - 1) / a->plan.chunk_rows;
+        a->plan.chunked = 1;
+        a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
+        a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
+    }
+
+    switch (mf_context_backend(ctx)) {
+    case MF_BACKEND_HOST: return mf_host_cross_entropy_chunked(ctx, a);
+    case MF_BACKEND_CUDA:
+#ifdef MF_HAVE_CUDA
+        return mf_cuda_cross_entropy_chunked(ctx, a);
+#else
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
+                            "memfix was built without the CUDA backend");
+#endif
+    default: break;
+    }
+    return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
+                        "the context's backend %d has no cross_entropy", (int)mf_context_backend(ctx));
+}
+
+static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim,
+                         int64_t vocab, mf_dtype dtype, const void *hidden, const void *weight,
+                         const void *bias, const int64_t *labels)
+{
+    memset(a, 0, sizeof(*a));
+    a->mode = mode;
+    a->n_rows = n_rows;
+    a->hidden_dim = hidden_dim;
+    a->vocab = vocab;
+    a->dtype = dtype;
+    a->hidden = hidden;
+    a->weight = weight;
+    a->bias = bias;
+    a->labels = labels;
+}
+
+mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                   int64_t vocab, mf_dtype dtype, const void *hidden,
+                                   const void *weight, const void *bias, const int64_t *labels,
+                                   const mf_cross_entropy_options *opts, float *loss, float *lse)
+{
+    mf_ce_args a;
+    ce_args_init(&a, MF_CE_MODE_FORWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight, bias,
+                 labels);
+    a.loss = loss;
+    a.lse_out = lse;
+    return ce_run(__func__, ctx, &a, opts);
+}
+
+mf_status mf_cross_entropy_forward_backward(
+    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+    const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+    const mf_cross_entropy_options *opts, const float *grad_loss, float *loss, float *lse,
+    float *grad_hidden, float *grad_weight, float *grad_bias)
+{
+    mf_ce_args a;
+    ce_args_init(&a, MF_CE_MODE_FORWARD_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden,
+                 weight, bias, labels);
+    a.grad_loss = grad_loss;
+    a.loss = loss;
+    a.lse_out = lse;
+    a.grad_hidden = grad_hidden;
+    a.grad_weight = grad_weight;
+    a.grad_bias = grad_bias;
+    return ce_run(__func__, ctx, &a, opts);
+}
+
+mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                    int64_t vocab, mf_dtype dtype, const void *hidden,
+                                    const void *weight, const void *bias, const int64_t *labels,
+                                    const mf_cross_entropy_options *opts, const float *lse,
+                                    const float *grad_loss, float *grad_hidden,
+                                    float *grad_weight, float *grad_bias)
+{
+    mf_ce_args a;
+    ce_args_init(&a, MF_CE_MODE_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight,
+                 bias, labels);
+    a.lse_in = lse;
+    a.grad_loss = grad_loss;
+    a.grad_hidden = grad_hidden;
+    a.grad_weight = grad_weight;
+    a.grad_bias = grad_bias;
+    return ce_run(__func__, ctx, &a, opts);
+}
+
+/* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
+static const char *const ce_variant_names[] = {"chunked"};
+
+typedef struct ce_case {
+    int64_t n_rows, hidden_dim, vocab, chunk_rows;
+    mf_dtype dtype;
+    mf_ce_reduction reduction;
+    int shift, bias;
+    int64_t seq_len;
+    float smoothing, z_loss, softcap;
+} ce_case;
+
+/* Small shapes (fast in host mode): the document's shifted mean loss over two
+ * sequences in four chunks, fp32 and bf16; every option with a ragged last
+ * chunk and a per-row upstream gradient; a one-row chunk. */
+static const ce_case ce_cases[] = {
+    {64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
+    {64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
+    {45, 24, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.1f, 1e-3f, 15.0f},
+    {45, 24, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 15, 0.1f, 1e-3f, 15.0f},
+    {7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f},
+};
+#define CE_N_CASES ((int)(sizeof(ce_cases) / sizeof(ce_cases[0])))
+
+static void copy_msg(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+static void *ce_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi)
+{
+    void *p = malloc(n * mf_dtype_size(dtype));
+    if (p == NULL) return NULL;
+    if (dtype == MF_DTYPE_BF16)
+        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
+    else
+        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
+    return p;
+}
+
+/* Compare one output; keeps the worst errors in *out. */
+static int ce_compare(const float *got, const float *ref, size_t n, const char *tol_name,
+                      const char *what, mf_case_result *out)
+{
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) {
+        snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
+        return 0;
+    }
+    mf_compare_result cmp;
+    if (mf_compare_f32(got, ref, n, tol, NULL, &cmp) != MF_OK) {
+        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, mf_last_error());
+        return 0;
+    }
+    if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
+    if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
+    if (tol->atol > out->atol) out->atol = tol->atol;
+    if (tol->rtol > out->rtol) out->rtol = tol->rtol;
+    if (!cmp.pass && out->message[0] == '\0')
+        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, cmp.reason);
+    return cmp.pass;
+}
+
+static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    copy_msg(out->op, sizeof(out->op), "cross_entropy");
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
+    if (case_index < 0 || case_index >= CE_N_CASES)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
+    const ce_case *c = &ce_cases[case_index];
+    copy_msg(out->variant, sizeof(out->variant), ce_variant_names[variant]);
+    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    static const char *const red_names[] = {"mean", "sum", "none"};
+    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g",
+             (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
+             (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
+             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap);
+
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.reduction = c->reduction;
+    o.shift_labels = c->shift;
+    o.seq_len = c->seq_len;
+    o.label_smoothing = c->smoothing;
+    o.z_loss = c->z_loss;
+    o.softcap = c->softcap;
+    /* The budget that makes the planner pick exactly chunk_rows. */
+    o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, c->chunk_rows);
+    out->ceiling_bytes = o.scratch_budget;
+
+    const size_t n = (size_t)c->n_rows, d = (size_t)c->hidden_dim, v = (size_t)c->vocab;
+    const size_t es = mf_dtype_size(c->dtype);
+    const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
+    const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u;
+    mf_status st = MF_OK;
+    void *h = ce_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
+    void *w = ce_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
+    void *b = c->bias ? ce_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
+    float *gl = (float *)malloc(n_loss * sizeof(float));
+    int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
+    float *host_out = (float *)malloc(2 * (n_loss + n * d + v * d + v) * sizeof(float));
+    void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL;
+    if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lab == NULL ||
+        host_out == NULL) {
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
+                          "host buffers for case %d", case_index);
+        goto done;
+    }
+    mf_fill_uniform_f32(gl, n_loss, seed + 3, 0.5f, 1.5f);
+    for (size_t i = 0; i < n; ++i) /* every 7th label ignored, the rest spread over V */
+        lab[i] = i % 7 == 3 ? MF_CE_DEFAULT_IGNORE_INDEX
+                            : (int64_t)((i * 2654435761u + (size_t)case_index) % v);
+
+    const size_t n_out = n_loss + n * d + v * d + v;
+    float *ref = host_out, *got = host_out + n_out;
+    float *r_loss = ref, *r_gh = ref + n_loss, *r_gw = r_gh + n * d, *r_gb = r_gw + v * d;
+    float *g_loss = got, *g_gh = got + n_loss, *g_gw = g_gh + n * d, *g_gb = g_gw + v * d;
+    mf_fill_nan_f32(host_out, 2 * n_out);
+
+    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
+    if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w,
+                                           b, lab, &o, r_loss, NULL)) != MF_OK)
+        goto done;
+    if ((st = mf_ref_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h,
+                                            w, b, lab, &o, gl, r_gh, r_gw,
+                                            c->bias ? r_gb : NULL)) != MF_OK)
+        goto done;
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+    if (!c->bias) r_gb[0] = 0.0f; /* unused */
+
+    if ((st = mf_buffer_alloc(ctx, n * d * es, &dh)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, v * d * es, &dw)) != MF_OK ||
+        (c->bias && (st = mf_buffer_alloc(ctx, v * es, &db)) != MF_OK) ||
+        (st = mf_buffer_alloc(ctx, n * sizeof(int64_t), &dlab)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, n_loss * sizeof(float), &dgl)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, n_out * sizeof(float), &dout)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dh, h, n * d * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dw, w, v * d * es)) != MF_OK ||
+        (c->bias && (st = mf_buffer_upload(ctx, db, b, v * es)) != MF_OK) ||
+        (st = mf_buffer_upload(ctx, dlab, lab, n * sizeof(int64_t))) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dgl, gl, n_loss * sizeof(float))) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK)
+        goto done;
+    float *d_loss = (float *)dout, *d_gh = d_loss + n_loss, *d_gw = d_gh + n * d,
+          *d_gb = d_gw + v * d;
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
+    if ((st = mf_cross_entropy_forward_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype,
+                                                dh, dw, db, (const int64_t *)dlab, &o,
+                                                (const float *)dgl, d_loss, NULL, d_gh, d_gw,
+                                                c->bias ? d_gb : NULL)) != MF_OK ||
+        (st = mf_context_synchronize(ctx)) != MF_OK)
+        goto done;
+    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if ((st = mf_buffer_download(ctx, got, dout, n_out * sizeof(float))) != MF_OK) goto done;
+    if (!c->bias) g_gb[0] = 0.0f;
+
+    const int bf = c->dtype == MF_DTYPE_BF16;
+    int ok = ce_compare(g_loss, r_loss, n_loss, bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32", "loss", out);
+    ok &= ce_compare(g_gh, r_gh, n * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_hidden", out);
+    ok &= ce_compare(g_gw, r_gw, v * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_weight", out);
+    if (c->bias)
+        ok &= ce_compare(g_gb, r_gb, v, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_bias", out);
+    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
+    out->pass = ok && mem_ok;
+    if (ok && !mem_ok)
+        snprintf(out->message, sizeof(out->message),
+                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
+                 out->ceiling_bytes);
+
+done:
+    if (st != MF_OK) {
+        out->pass = 0;
+        copy_msg(out->message, sizeof(out->message), mf_last_error());
+    }
+    mf_buffer_free(ctx, dout);
+    mf_buffer_free(ctx, dgl);
+    mf_buffer_free(ctx, dlab);
+    mf_buffer_free(ctx, db);
+    mf_buffer_free(ctx, dw);
+    mf_buffer_free(ctx, dh);
+    free(host_out);
+    free(lab);
+    free(gl);
+    free(b);
+    free(w);
+    free(h);
+    return st;
+}
+
+const mf_op_desc mf_op_cross_entropy = {
+    "cross_entropy",
+    "linear cross-entropy forward+backward in chunks, never the N x V logits (seed 000, bug 1)",
+    1,
+    ce_variant_names,
+    CE_N_CASES,
+    ce_run_case,
+};

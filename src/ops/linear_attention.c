@@ -1,0 +1,358 @@
+/* mf_linear_attention_*: argument validation, backend dispatch, the memory
+ * ceilings and the registry entry of the linear attention fix (seed document
+ * 003; see include/memfix/linear_attention.h, reference/linear_attention.c,
+ * optimized/linear_attention.cu). */
+#include "memfix/linear_attention.h"
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entry points of optimized/linear_attention.cu (mf_host_* via cudahost,
+ * mf_cuda_* via nvcc); arguments are validated before the call. */
+#define MF_LA_FWD_ENTRY(prefix)                                                                \
+    mf_status prefix##linear_attention_forward(                                                \
+        mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,      \
+        int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,         \
+        const mf_linear_attention_state *state, float *out)
+#define MF_LA_BWD_ENTRY(prefix)                                                                \
+    mf_status prefix##linear_attention_backward(                                               \
+        mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,      \
+        int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,         \
+        const float *out, const void *dout, const mf_linear_attention_state *state,            \
+        const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
+MF_LA_FWD_ENTRY(mf_host_);
+MF_LA_BWD_ENTRY(mf_host_);
+#ifdef MF_HAVE_CUDA
+MF_LA_FWD_ENTRY(mf_cuda_);
+MF_LA_BWD_ENTRY(mf_cuda_);
+#endif
+
+typedef mf_status (*la_fwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
+                               int64_t, int64_t, const void *, const void *, const void *,
+                               const mf_linear_attention_state *, float *);
+typedef mf_status (*la_bwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
+                               int64_t, int64_t, const void *, const void *, const void *,
+                               const float *, const void *, const mf_linear_attention_state *,
+                               const mf_linear_attention_state_grad *, float *, float *, float *);
+
+int mf_linear_attention_chunk_valid(int64_t chunk) {
+    return chunk >= MF_LINEAR_ATTENTION_MIN_CHUNK && chunk <= MF_LINEAR_ATTENTION_MAX_CHUNK &&
+           (chunk & (chunk - 1)) == 0;
+}
+
+/* ---- memory ceilings (include/memfix/linear_attention.h) ------------------------------ */
+size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
+                                           int64_t N, int64_t D, int64_t Dv) {
+    (void)causal;
+    if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
+    if (!backward) return 0; /* state slices live in shared memory */
+    size_t x;                /* den_n and dd_n: 2 floats per position */
+    if (!mf_size_mul((size_t)B, (size_t)H, &x) || !mf_size_mul(x, (size_t)N, &x) ||
+        !mf_size_mul(x, 2 * sizeof(float), &x))
+        return SIZE_MAX;
+    return x;
+}
+
+/* ---- validation and dispatch ------------------------------------------------------------- */
+static int state_any(const mf_linear_attention_state *s) {
+    return s != NULL && (s->initial_kv != NULL || s->initial_z != NULL || s->final_kv != NULL ||
+                         s->final_z != NULL);
+}
+static int grad_any(const mf_linear_attention_state_grad *g) {
+    return g != NULL && (g->d_final_kv != NULL || g->d_final_z != NULL ||
+                         g->d_initial_kv != NULL || g->d_initial_z != NULL);
+}
+
+static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype, int causal,
+                              int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
+                              int64_t Dv, int has_state) {
+    if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
+    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
+        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
+                            "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
+    if (causal != 0 && causal != 1)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                            "causal must be 0 or 1 (got %d)", causal);
+    const int64_t dims[5] = {B, H, N, D, Dv};
+    const char *names[5] = {"B", "H", "N", "D", "Dv"};
+    for (int i = 0; i < 5; i++)
+        if (dims[i] <= 0)
+            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                                "%s must be > 0 (got %lld)", names[i], (long long)dims[i]);
+    if (D > MF_LINEAR_ATTENTION_MAX_HEAD_DIM || Dv > MF_LINEAR_ATTENTION_MAX_HEAD_DIM)
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "the kernels support D, Dv <= %d (got D=%lld Dv=%lld)",
+                            MF_LINEAR_ATTENTION_MAX_HEAD_DIM, (long long)D, (long long)Dv);
+    if (causal && !mf_linear_attention_chunk_valid(chunk))
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "chunk must be a power of two in [%d, %d] (got %lld)",
+                            MF_LINEAR_ATTENTION_MIN_CHUNK, MF_LINEAR_ATTENTION_MAX_CHUNK,
+                            (long long)chunk);
+    if (!causal && has_state)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                            "a recurrent state (or its gradient) needs causal == 1");
+    size_t bytes;
+    const int64_t es = (int64_t)mf_dtype_size(dtype);
+    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
+    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
+    MF_TRY(mf_dims_product(func, "dq/dk bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
+    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
+    MF_TRY(mf_dims_product(func, "row statistics (B*H*N*8)", &bytes, 4, B, H, N, (int64_t)8));
+    return MF_OK;
+}
+
+static mf_status pick_backend(const char *func, mf_context *ctx, int *is_cuda) {
+    switch (mf_context_backend(ctx)) {
+    case MF_BACKEND_HOST: *is_cuda = 0; return MF_OK;
+    case MF_BACKEND_CUDA:
+#ifdef MF_HAVE_CUDA
+        *is_cuda = 1;
+        return MF_OK;
+#else
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
+                            "memfix was built without the CUDA backend");
+#endif
+    default: break;
+    }
+    return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
+                        "the context's backend %d has no linear attention kernels",
+                        (int)mf_context_backend(ctx));
+}
+
+mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
+                                      int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                      const void *q, const void *k, const void *v,
+                                      const mf_linear_attention_state *state, float *out) {
+    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, state_any(state)));
+    MF_CHECK_NOT_NULL(q);
+    MF_CHECK_NOT_NULL(k);
+    MF_CHECK_NOT_NULL(v);
+    MF_CHECK_NOT_NULL(out);
+    int is_cuda = 0;
+    MF_TRY(pick_backend(__func__, ctx, &is_cuda));
+    la_fwd_fn fn = mf_host_linear_attention_forward;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_linear_attention_forward;
+#endif
+    return fn(ctx, dtype, causal, chunk, B, H, N, D, Dv, q, k, v, state, out);
+}
+
+mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
+                                       int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                       const void *q, const void *k, const void *v,
+                                       const float *out, const void *dout,
+                                       const mf_linear_attention_state *state,
+                                       const mf_linear_attention_state_grad *grad, float *dq,
+                                       float *dk, float *dv) {
+    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv,
+                        state_any(state) || grad_any(grad)));
+    MF_CHECK_NOT_NULL(q);
+    MF_CHECK_NOT_NULL(k);
+    MF_CHECK_NOT_NULL(v);
+    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_NOT_NULL(dout);
+    MF_CHECK_NOT_NULL(dq);
+    MF_CHECK_NOT_NULL(dk);
+    MF_CHECK_NOT_NULL(dv);
+    if (state != NULL && (state->final_kv != NULL || state->final_z != NULL))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT,
+                "the backward pass reads only state->initial_kv/initial_z; final_kv/final_z must be NULL");
+    int is_cuda = 0;
+    MF_TRY(pick_backend(__func__, ctx, &is_cuda));
+    la_bwd_fn fn = mf_host_linear_attention_backward;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_linear_attention_backward;
+#endif
+    return fn(ctx, dtype, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad, dq, dk,
+              dv);
+}
+
+/* ---- registry entry: built-in cases for `memfix report` -------------------------------------- */
+#define LA_N_VARIANTS 2
+static const char *const la_variant_names[LA_N_VARIANTS] = {"causal_chunked", "bidirectional"};
+
+typedef struct la_case {
+    int64_t B, H, N, D, Dv, chunk;
+    mf_dtype dtype;
+} la_case;
+
+/* Small shapes: N = 1, N not a multiple of the chunk, every chunk size, D != Dv,
+ * and the largest head dimension. The bidirectional variant ignores chunk. */
+static const la_case la_cases[] = {
+    {1, 1, 1, 8, 8, 16, MF_DTYPE_F32},    {2, 2, 37, 16, 8, 16, MF_DTYPE_F32},
+    {1, 2, 70, 8, 40, 32, MF_DTYPE_BF16}, {1, 1, 100, 32, 24, 64, MF_DTYPE_F32},
+    {1, 1, 150, 8, 8, 128, MF_DTYPE_BF16}, {1, 1, 20, 128, 128, 16, MF_DTYPE_F32},
+};
+#define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
+
+static void copy_msg(char *dst, size_t cap, const char *src) {
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+static void *make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi) {
+    void *p = malloc(n * mf_dtype_size(dtype));
+    if (p == NULL) return NULL;
+    if (dtype == MF_DTYPE_BF16)
+        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
+    else
+        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
+    return p;
+}
+
+static mf_status fold_compare(const float *got, const float *ref, size_t n, const char *what,
+                              const char *tol_base, mf_dtype dtype, mf_case_result *out,
+                              int *all_pass) {
+    char tol_name[64];
+    snprintf(tol_name, sizeof tol_name, "%s.%s", tol_base, mf_dtype_name(dtype));
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
+    mf_compare_result cmp;
+    MF_TRY(mf_compare_f32(got, ref, n, tol, NULL, &cmp));
+    if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
+    if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
+    if (!cmp.pass && *all_pass) {
+        snprintf(out->message, sizeof(out->message), "%s: %.200s", what, cmp.reason);
+        *all_pass = 0;
+    }
+    return MF_OK;
+}
+
+static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    copy_msg(out->op, sizeof(out->op), "linear_attention");
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant < 0 || variant >= LA_N_VARIANTS)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant, LA_N_VARIANTS);
+    if (case_index < 0 || case_index >= LA_N_CASES)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, LA_N_CASES);
+    const la_case *c = &la_cases[case_index];
+    const int causal = variant == 0;
+    copy_msg(out->variant, sizeof(out->variant), la_variant_names[variant]);
+    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    if (causal)
+        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld fwd+bwd",
+                 (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
+                 (long long)c->Dv, (long long)c->chunk);
+    else
+        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld fwd+bwd",
+                 (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
+                 (long long)c->Dv);
+    const mf_tolerance *tol = mf_tolerance_get(
+        c->dtype == MF_DTYPE_BF16 ? "linear_attention.out.bf16" : "linear_attention.out.f32");
+    if (tol != NULL) {
+        out->atol = tol->atol;
+        out->rtol = tol->rtol;
+    }
+    out->ceiling_bytes = mf_linear_attention_scratch_ceiling(causal, 1, c->B, c->H, c->N, c->D, c->Dv);
+
+    const size_t rows = (size_t)(c->B * c->H * c->N);
+    const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
+    const size_t es = mf_dtype_size(c->dtype);
+    const uint64_t seed = 0x6c696e6100000000ull + (uint64_t)case_index * 8u;
+    mf_status st = MF_OK;
+    void *q = make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    const size_t n_host = 2 * (2 * nv + 2 * nqk);
+    float *hb = (float *)malloc(n_host * sizeof(float));
+    void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
+    float *d_out = NULL, *d_dq = NULL, *d_dk = NULL, *d_dv = NULL;
+    if (q == NULL || k == NULL || v == NULL || dout == NULL || hb == NULL) {
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
+                          "host buffers for case %d", case_index);
+        goto done;
+    }
+    mf_fill_nan_f32(hb, n_host);
+    float *r_out = hb, *r_dq = r_out + nv, *r_dk = r_dq + nqk, *r_dv = r_dk + nqk;
+    float *g_out = r_dv + nv, *g_dq = g_out + nv, *g_dk = g_dq + nqk, *g_dv = g_dk + nqk;
+
+    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
+        (st = mf_ref_linear_attention_forward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D, c->Dv,
+                                              q, k, v, NULL, r_out)) != MF_OK ||
+        (st = mf_ref_linear_attention_backward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D,
+                                               c->Dv, q, k, v, dout, NULL, NULL, r_dq, r_dk,
+                                               r_dv)) != MF_OK)
+        goto done;
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+
+    if ((st = mf_buffer_alloc(ctx, nqk * es, &d_q)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nqk * es, &d_k)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * es, &d_v)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * es, &d_do)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_out)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dq)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dk)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_dv)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_q, q, nqk * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_k, k, nqk * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_v, v, nv * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_do, dout, nv * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_out, g_out, nv * 4)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_dq, g_dq, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_dk, g_dk, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_dv, g_dv, nv * 4)) != MF_OK)
+        goto done;
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+        (st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D,
+                                          c->Dv, d_q, d_k, d_v, NULL, d_out)) != MF_OK ||
+        (st = mf_linear_attention_backward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N,
+                                           c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, NULL, NULL,
+                                           d_dq, d_dk, d_dv)) != MF_OK ||
+        (st = mf_context_synchronize(ctx)) != MF_OK)
+        goto done;
+    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if ((st = mf_buffer_download(ctx, g_out, d_out, nv * 4)) != MF_OK ||
+        (st = mf_buffer_download(ctx, g_dq, d_dq, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_download(ctx, g_dk, d_dk, nqk * 4)) != MF_OK ||
+        (st = mf_buffer_download(ctx, g_dv, d_dv, nv * 4)) != MF_OK)
+        goto done;
+
+    int pass = 1;
+    if ((st = fold_compare(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK ||
+        (st = fold_compare(g_dq, r_dq, nqk, "dq",
+                           (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
+                                                    : "linear_attention.grad",
+                           c->dtype, out, &pass)) != MF_OK ||
+        (st = fold_compare(g_dk, r_dk, nqk, "dk",
+                           c->N == 1 ? "linear_attention.grad_degenerate" : "linear_attention.grad",
+                           c->dtype, out, &pass)) != MF_OK ||
+        (st = fold_compare(g_dv, r_dv, nv, "dv", "linear_attention.grad", c->dtype, out, &pass)) != MF_OK)
+        goto done;
+    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
+    out->pass = pass && mem_ok;
+    if (pass && !mem_ok)
+        snprintf(out->message, sizeof(out->message),
+                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
+                 out->ceiling_bytes);
+
+done:
+    if (st != MF_OK) {
+        out->pass = 0;
+        copy_msg(out->message, sizeof(out->message), mf_last_error());
+    }
+    void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
+    free(hb);
+    free(dout);
+    free(v);
+    free(k);
+    free(q);
+    return st;
+}
+
+const mf_op_desc mf_op_linear_attention = {
+    "linear_attention",
+    "elu+1 linear attention fwd+bwd: causal chunked state carry vs materialized cumsum; bidirectional (seed 003)",
+    LA_N_VARIANTS,
+    la_variant_names,
+    LA_N_CASES,
+    la_run_case,
+};

@@ -1,0 +1,257 @@
+/* mf_matmul: argument validation, backend dispatch, the memory ceilings and the
+ * registry entry of the matmul fix (seed document 002; see
+ * include/memfix/matmul.h, reference/matmul.c, optimized/matmul.cu). */
+#include "memfix/matmul.h"
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entry points of optimized/matmul.cu, compiled once by cudahost (mf_host_*)
+ * and, when the CUDA backend is built, once by nvcc (mf_cuda_*). The signature
+ * must match the definitions there. Arguments are validated before the call. */
+#define MF_MATMUL_ENTRY(prefix, variant)                                                      \
+    mf_status prefix##matmul_##variant(mf_context *ctx, mf_dtype dtype, int trans_a,          \
+                                       int trans_b, int64_t M, int64_t N, int64_t K,          \
+                                       const void *A, const void *B, float *C)
+typedef mf_status (*mf_matmul_entry)(mf_context *, mf_dtype, int, int, int64_t, int64_t, int64_t,
+                                     const void *, const void *, float *);
+MF_MATMUL_ENTRY(mf_host_, naive);
+MF_MATMUL_ENTRY(mf_host_, tiled);
+MF_MATMUL_ENTRY(mf_host_, cublas);
+#ifdef MF_HAVE_CUDA
+MF_MATMUL_ENTRY(mf_cuda_, naive);
+MF_MATMUL_ENTRY(mf_cuda_, tiled);
+MF_MATMUL_ENTRY(mf_cuda_, cublas);
+#endif
+
+static const char *const matmul_variant_names[MF_MATMUL_N_VARIANTS] = {"naive", "tiled",
+                                                                       "cublas"};
+
+const char *mf_matmul_variant_name(mf_matmul_variant v) {
+    if ((int)v < 0 || (int)v >= MF_MATMUL_N_VARIANTS) return NULL;
+    return matmul_variant_names[v];
+}
+
+/* ---- memory ceilings (include/memfix/matmul.h) -------------------------------- */
+static int shape_valid(int64_t M, int64_t N, int64_t K) { return M > 0 && N > 0 && K > 0; }
+
+/* One thread per output, operands read from global memory: no scratch. */
+size_t mf_matmul_naive_scratch_ceiling(int64_t M, int64_t N, int64_t K) {
+    return shape_valid(M, N, K) ? 0 : SIZE_MAX;
+}
+/* Tiles in on-chip shared memory (2*16*17 floats per block): no global scratch. */
+size_t mf_matmul_tiled_scratch_ceiling(int64_t M, int64_t N, int64_t K) {
+    return shape_valid(M, N, K) ? 0 : SIZE_MAX;
+}
+/* cublasGemmEx reads bf16 directly and works in the context's (baseline) workspace. */
+size_t mf_matmul_cublas_scratch_ceiling(int64_t M, int64_t N, int64_t K) {
+    return shape_valid(M, N, K) ? 0 : SIZE_MAX;
+}
+size_t mf_matmul_scratch_ceiling(mf_matmul_variant variant, int64_t M, int64_t N, int64_t K) {
+    switch (variant) {
+    case MF_MATMUL_NAIVE: return mf_matmul_naive_scratch_ceiling(M, N, K);
+    case MF_MATMUL_TILED: return mf_matmul_tiled_scratch_ceiling(M, N, K);
+    case MF_MATMUL_CUBLAS: return mf_matmul_cublas_scratch_ceiling(M, N, K);
+    }
+    return SIZE_MAX;
+}
+
+/* ---- the public entry ---------------------------------------------------------- */
+mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, int trans_a,
+                    int trans_b, int64_t M, int64_t N, int64_t K, const void *A, const void *B,
+                    float *C) {
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(A);
+    MF_CHECK_NOT_NULL(B);
+    MF_CHECK_NOT_NULL(C);
+    if ((int)variant < 0 || (int)variant >= MF_MATMUL_N_VARIANTS)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT,
+                "variant %d is not MF_MATMUL_NAIVE (0), MF_MATMUL_TILED (1) or MF_MATMUL_CUBLAS (2)",
+                (int)variant);
+    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
+        MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
+    MF_CHECK_POSITIVE(M);
+    MF_CHECK_POSITIVE(N);
+    MF_CHECK_POSITIVE(K);
+    size_t bytes;
+    const int64_t esize = (int64_t)mf_dtype_size(dtype);
+    MF_TRY(mf_dims_product(__func__, "A bytes (M*K*dtype size)", &bytes, 3, M, K, esize));
+    MF_TRY(mf_dims_product(__func__, "B bytes (K*N*dtype size)", &bytes, 3, K, N, esize));
+    MF_TRY(mf_dims_product(__func__, "C bytes (M*N*4)", &bytes, 3, M, N, (int64_t)4));
+    if (variant == MF_MATMUL_CUBLAS && (M > INT_MAX || N > INT_MAX || K > INT_MAX))
+        MF_FAIL(MF_ERR_INVALID_SIZE,
+                "the cublas variant needs M, N, K <= INT_MAX (got M=%lld N=%lld K=%lld)",
+                (long long)M, (long long)N, (long long)K);
+
+    mf_matmul_entry fn = NULL;
+    switch (mf_context_backend(ctx)) {
+    case MF_BACKEND_HOST: {
+        static const mf_matmul_entry host[MF_MATMUL_N_VARIANTS] = {
+            mf_host_matmul_naive, mf_host_matmul_tiled, mf_host_matmul_cublas};
+        fn = host[variant];
+        break;
+    }
+    case MF_BACKEND_CUDA: {
+#ifdef MF_HAVE_CUDA
+        static const mf_matmul_entry cuda[MF_MATMUL_N_VARIANTS] = {
+            mf_cuda_matmul_naive, mf_cuda_matmul_tiled, mf_cuda_matmul_cublas};
+        fn = cuda[variant];
+        break;
+#else
+        MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "memfix was built without the CUDA backend");
+#endif
+    }
+    default: break;
+    }
+    if (fn == NULL)
+        MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "the context's backend %d has no matmul",
+                (int)mf_context_backend(ctx));
+    return fn(ctx, dtype, trans_a != 0, trans_b != 0, M, N, K, A, B, C);
+}
+
+/* ---- registry entry: built-in cases for `memfix report` -------------------------- */
+typedef struct matmul_case {
+    int64_t M, N, K;
+    int trans_a, trans_b;
+    mf_dtype dtype;
+} matmul_case;
+
+/* Small shapes (fast in host mode) covering: the degenerate 1x1x1, sizes that
+ * are not multiples of the 16x16 tile with every transpose combination, tall
+ * and skinny outputs, a thin K = 4096 reduction, and one multi-tile shape. */
+static const matmul_case matmul_cases[] = {
+    {1, 1, 1, 0, 0, MF_DTYPE_F32},       {1, 1, 1, 1, 1, MF_DTYPE_BF16},
+    {17, 33, 19, 0, 0, MF_DTYPE_F32},    {17, 33, 19, 1, 0, MF_DTYPE_F32},
+    {17, 33, 19, 0, 1, MF_DTYPE_BF16},   {17, 33, 19, 1, 1, MF_DTYPE_BF16},
+    {1000, 3, 5, 0, 0, MF_DTYPE_F32},    {3, 1000, 7, 0, 1, MF_DTYPE_BF16},
+    {4, 5, 4096, 0, 0, MF_DTYPE_F32},    {4, 5, 4096, 1, 1, MF_DTYPE_BF16},
+    {64, 48, 80, 0, 0, MF_DTYPE_BF16},
+};
+#define MATMUL_N_CASES ((int)(sizeof(matmul_cases) / sizeof(matmul_cases[0])))
+
+/* Seeded, non-zero inputs in [-1, 1) of 'dtype' (host memory, malloc'd). */
+static void *matmul_make_input(mf_dtype dtype, size_t n, uint64_t seed) {
+    void *p = malloc(n * mf_dtype_size(dtype));
+    if (p == NULL) return NULL;
+    if (dtype == MF_DTYPE_BF16)
+        mf_fill_uniform_bf16((uint16_t *)p, n, seed, -1.0f, 1.0f);
+    else
+        mf_fill_uniform_f32((float *)p, n, seed, -1.0f, 1.0f);
+    return p;
+}
+
+static void copy_msg(char *dst, size_t cap, const char *src) {
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
+                                 mf_case_result *out) {
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    copy_msg(out->op, sizeof(out->op), "matmul");
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant < 0 || variant >= MF_MATMUL_N_VARIANTS)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
+                MF_MATMUL_N_VARIANTS);
+    if (case_index < 0 || case_index >= MATMUL_N_CASES)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
+                MATMUL_N_CASES);
+    const matmul_case *c = &matmul_cases[case_index];
+    const mf_matmul_variant v = (mf_matmul_variant)variant;
+    copy_msg(out->variant, sizeof(out->variant), matmul_variant_names[variant]);
+    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    snprintf(out->shape, sizeof(out->shape), "M=%lld N=%lld K=%lld ta=%d tb=%d",
+             (long long)c->M, (long long)c->N, (long long)c->K, c->trans_a, c->trans_b);
+    const char *tol_name = c->dtype == MF_DTYPE_BF16 ? "matmul.out.bf16" : "matmul.out.f32";
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) {
+        snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
+        MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
+    }
+    out->atol = tol->atol;
+    out->rtol = tol->rtol;
+    out->ceiling_bytes = mf_matmul_scratch_ceiling(v, c->M, c->N, c->K);
+
+    const size_t m = (size_t)c->M, n = (size_t)c->N, k = (size_t)c->K;
+    const size_t esize = mf_dtype_size(c->dtype);
+    const uint64_t seed = 0x6d61746d756c0000ull + (uint64_t)case_index * 2u;
+    mf_status st = MF_OK;
+    void *a = matmul_make_input(c->dtype, m * k, seed);
+    void *b = matmul_make_input(c->dtype, k * n, seed + 1u);
+    float *c_ref = (float *)malloc(m * n * sizeof(float));
+    float *c_got = (float *)malloc(m * n * sizeof(float));
+    void *d_a = NULL, *d_b = NULL, *d_c = NULL;
+    if (a == NULL || b == NULL || c_ref == NULL || c_got == NULL) {
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
+                          "host buffers for case %d", case_index);
+        goto done;
+    }
+    mf_fill_nan_f32(c_ref, m * n);
+    mf_fill_nan_f32(c_got, m * n);
+
+    /* The reference, with its host scratch measured. */
+    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
+    if ((st = mf_ref_matmul(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, a, b,
+                            c_ref)) != MF_OK)
+        goto done;
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+
+    /* The variant on the context's backend, output pre-filled with NaN. */
+    if ((st = mf_buffer_alloc(ctx, m * k * esize, &d_a)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, k * n * esize, &d_b)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, m * n * sizeof(float), &d_c)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_a, a, m * k * esize)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_b, b, k * n * esize)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_c, c_got, m * n * sizeof(float))) != MF_OK)
+        goto done;
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
+    if ((st = mf_matmul(ctx, v, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, d_a, d_b,
+                        (float *)d_c)) != MF_OK ||
+        (st = mf_context_synchronize(ctx)) != MF_OK)
+        goto done;
+    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if ((st = mf_buffer_download(ctx, c_got, d_c, m * n * sizeof(float))) != MF_OK) goto done;
+
+    mf_compare_result cmp;
+    if ((st = mf_compare_f32(c_got, c_ref, m * n, tol, NULL, &cmp)) != MF_OK) goto done;
+    out->max_abs_err = cmp.max_abs_err;
+    out->max_rel_err = cmp.max_rel_err;
+    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
+    out->pass = cmp.pass && mem_ok;
+    if (!cmp.pass)
+        snprintf(out->message, sizeof(out->message), "%s", cmp.reason);
+    else if (!mem_ok)
+        snprintf(out->message, sizeof(out->message),
+                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
+                 out->ceiling_bytes);
+
+done:
+    if (st != MF_OK) {
+        out->pass = 0;
+        copy_msg(out->message, sizeof(out->message), mf_last_error());
+    }
+    mf_buffer_free(ctx, d_c);
+    mf_buffer_free(ctx, d_b);
+    mf_buffer_free(ctx, d_a);
+    free(c_got);
+    free(c_ref);
+    free(b);
+    free(a);
+    return st;
+}
+
+const mf_op_desc mf_op_matmul = {
+    "matmul",
+    "C = op(A) op(B), fp32/bf16 in, fp32 out: 16x16 shared-memory tiled matmul (seed 002)",
+    MF_MATMUL_N_VARIANTS,
+    matmul_variant_names,
+    MATMUL_N_CASES,
+    matmul_run_case,
+};

@@ -1,0 +1,440 @@
+/* NPT per-token weight delta (seeds/004_96b9c85fa124076d.txt): public entry
+ * points, memory formulas, and the registry entry for `memfix report`.
+ *
+ * The public mf_npt_forward / mf_npt_backward validate every argument, resolve
+ * the token chunk, and dispatch to the factored kernel of the context's backend
+ * (optimized/npt.cu, compiled for host execution mode and for CUDA). The math
+ * and the formulas are documented in include/memfix/npt.h.
+ */
+#include "memfix/npt.h"
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the factored variant, per backend ----------------------------------------- */
+#define MF_NPT_DECLARE_BACKEND(prefix)                                                             \
+    mf_status prefix##npt_factored_forward(                                                        \
+        mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, int64_t chunk, const void *h,         \
+        const void *W, const void *A, const void *B, const void *m, const void *bias, void *out);  \
+    mf_status prefix##npt_factored_backward(                                                       \
+        mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, int64_t chunk, const void *h,         \
+        const void *W, const void *A, const void *B, const void *m, const void *grad_out,          \
+        void *grad_h, void *grad_W, void *grad_A, void *grad_B, void *grad_m, void *grad_bias);
+MF_NPT_DECLARE_BACKEND(mf_host_)
+#ifdef MF_HAVE_CUDA
+MF_NPT_DECLARE_BACKEND(mf_cuda_)
+#endif
+
+/* ---- shapes and formulas ------------------------------------------------------- */
+void mf_npt_options_init(mf_npt_options *opts)
+{
+    if (opts == NULL) return;
+    opts->chunk_tokens = 0;
+    opts->scratch_budget_bytes = 0;
+}
+
+/* Every dim > 0 and T = batch*seq without overflow. */
+static mf_status check_shape(const char *func, mf_npt_shape s, size_t *T)
+{
+    const int64_t dims[5] = {s.batch, s.seq, s.d_model, s.d_ffn, s.rank};
+    static const char *const names[5] = {"batch", "seq", "d_model", "d_ffn", "rank"};
+    for (int i = 0; i < 5; ++i)
+        if (dims[i] <= 0)
+            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                                "shape.%s must be > 0 (got %lld)", names[i], (long long)dims[i]);
+    return mf_dims_product(func, "batch*seq", T, 2, s.batch, s.seq);
+}
+
+/* Ceiling of the factored variant = fixed + chunk * per_token (header comment).
+ * Returns 0 when a term overflows size_t. */
+static int factored_terms(mf_npt_pass pass, mf_dtype dtype, mf_npt_shape s, size_t *per_token,
+                          size_t *fixed)
+{
+    const size_t es = mf_dtype_size(dtype), r = (size_t)s.rank;
+    if (pass == MF_NPT_FORWARD) {
+        *fixed = 0;
+        return mf_size_mul(r, 4 + es, per_token);
+    }
+    *fixed = 0;
+    if (!mf_size_mul(r, 8 + 2 * es, per_token)) return 0;
+    if (dtype != MF_DTYPE_BF16) return 1;
+    return mf_size_mul((size_t)s.d_model + (size_t)s.d_ffn, r, fixed) &&
+           mf_size_mul(*fixed, 4, fixed);
+}
+
+/* mf_npt_resolve_chunk, reporting errors under the caller's name. */
+static mf_status resolve_chunk(const char *fn, mf_npt_pass pass, mf_dtype dtype, mf_npt_shape shape,
+                               const mf_npt_options *opts, int64_t *chunk_out)
+{
+    if (chunk_out == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, fn, __FILE__, __LINE__, "chunk_out is NULL");
+    if (pass != MF_NPT_FORWARD && pass != MF_NPT_BACKWARD)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, fn, __FILE__, __LINE__,
+                            "pass %d is neither MF_NPT_FORWARD nor MF_NPT_BACKWARD", (int)pass);
+    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
+        return mf_set_error(MF_ERR_DTYPE, fn, __FILE__, __LINE__,
+                            "unsupported dtype %d (f32 or bf16)", (int)dtype);
+    size_t T = 0;
+    MF_TRY(check_shape(fn, shape, &T));
+    /* cuBLAS dimensions are int. */
+    if (shape.d_model > INT_MAX || shape.d_ffn > INT_MAX || shape.rank > INT_MAX || T > INT_MAX)
+        return mf_set_error(MF_ERR_INVALID_SIZE, fn, __FILE__, __LINE__,
+                            "d_model, d_ffn, rank and batch*seq must be <= %d for cuBLAS "
+                            "(d_model=%lld d_ffn=%lld rank=%lld batch*seq=%zu)",
+                            INT_MAX, (long long)shape.d_model, (long long)shape.d_ffn,
+                            (long long)shape.rank, T);
+    mf_npt_options o;
+    mf_npt_options_init(&o);
+    if (opts) o = *opts;
+    if (o.chunk_tokens < 0)
+        return mf_set_error(MF_ERR_INVALID_SIZE, fn, __FILE__, __LINE__,
+                            "opts->chunk_tokens must be >= 0 (got %lld)",
+                            (long long)o.chunk_tokens);
+    size_t chunk;
+    if (o.chunk_tokens > 0) {
+        chunk = (size_t)o.chunk_tokens;
+    } else if (o.scratch_budget_bytes > 0) {
+        size_t per_token, fixed;
+        if (!factored_terms(pass, dtype, shape, &per_token, &fixed))
+            return mf_set_error(MF_ERR_OVERFLOW, fn, __FILE__, __LINE__,
+                                "scratch per token overflows size_t (rank %lld)",
+                                (long long)shape.rank);
+        if (o.scratch_budget_bytes < fixed || o.scratch_budget_bytes - fixed < per_token)
+            return mf_set_error(MF_ERR_BUDGET, fn, __FILE__, __LINE__,
+                                "scratch budget %zu bytes is below the minimum %zu bytes for one "
+                                "token (%zu fixed + %zu per token; rank %lld, dtype %s)",
+                                o.scratch_budget_bytes, fixed + per_token, fixed, per_token,
+                                (long long)shape.rank, mf_dtype_name(dtype));
+        chunk = (o.scratch_budget_bytes - fixed) / per_token;
+    } else {
+        chunk = (size_t)MF_NPT_DEFAULT_CHUNK_TOKENS;
+    }
+    if (chunk > T) chunk = T;
+    *chunk_out = (int64_t)chunk;
+    return MF_OK;
+}
+
+mf_status mf_npt_resolve_chunk(mf_npt_pass pass, mf_dtype dtype, mf_npt_shape shape,
+                               const mf_npt_options *opts, int64_t *chunk_out)
+{
+    return resolve_chunk("mf_npt_resolve_chunk", pass, dtype, shape, opts, chunk_out);
+}
+
+static size_t factored_ceiling(mf_npt_pass pass, mf_dtype dtype, mf_npt_shape shape,
+                               const mf_npt_options *opts)
+{
+    int64_t chunk = 0;
+    if (mf_npt_resolve_chunk(pass, dtype, shape, opts, &chunk) != MF_OK) {
+        mf_clear_error();
+        return SIZE_MAX;
+    }
+    size_t per_token, fixed, x;
+    if (!factored_terms(pass, dtype, shape, &per_token, &fixed) ||
+        !mf_size_mul((size_t)chunk, per_token, &x) || !mf_size_add(x, fixed, &x))
+        return SIZE_MAX;
+    return x;
+}
+
+size_t mf_npt_factored_forward_scratch_ceiling(mf_dtype dtype, mf_npt_shape shape,
+                                               const mf_npt_options *opts)
+{
+    return factored_ceiling(MF_NPT_FORWARD, dtype, shape, opts);
+}
+
+size_t mf_npt_factored_backward_scratch_ceiling(mf_dtype dtype, mf_npt_shape shape,
+                                                const mf_npt_options *opts)
+{
+    return factored_ceiling(MF_NPT_BACKWARD, dtype, shape, opts);
+}
+
+/* ---- public entry points --------------------------------------------------------- */
+#define NPT_CHECK_PTR(func, p)                                                                     \
+    do {                                                                                           \
+        if ((p) == NULL)                                                                           \
+            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", #p);  \
+    } while (0)
+
+mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                         const void *W, const void *A, const void *B, const void *m,
+                         const void *bias, void *out, const mf_npt_options *opts)
+{
+    static const char *const fn = "mf_npt_forward";
+    NPT_CHECK_PTR(fn, ctx);
+    NPT_CHECK_PTR(fn, h);
+    NPT_CHECK_PTR(fn, W);
+    NPT_CHECK_PTR(fn, A);
+    NPT_CHECK_PTR(fn, B);
+    NPT_CHECK_PTR(fn, m);
+    NPT_CHECK_PTR(fn, out);
+    int64_t chunk = 0;
+    MF_TRY(resolve_chunk(fn, MF_NPT_FORWARD, dtype, shape, opts, &chunk));
+    switch (mf_context_backend(ctx)) {
+    case MF_BACKEND_HOST:
+        return mf_host_npt_factored_forward(ctx, dtype, shape, chunk, h, W, A, B, m, bias, out);
+    case MF_BACKEND_CUDA:
+#ifdef MF_HAVE_CUDA
+        return mf_cuda_npt_factored_forward(ctx, dtype, shape, chunk, h, W, A, B, m, bias, out);
+#else
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, fn, __FILE__, __LINE__,
+                            "the CUDA backend is not built into this library");
+#endif
+    default:
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, fn, __FILE__, __LINE__,
+                            "context has an unknown backend %d", (int)mf_context_backend(ctx));
+    }
+}
+
+mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                          const void *W, const void *A, const void *B, const void *m,
+                          const void *grad_out, void *grad_h, void *grad_W, void *grad_A,
+                          void *grad_B, void *grad_m, void *grad_bias, const mf_npt_options *opts)
+{
+    static const char *const fn = "mf_npt_backward";
+    NPT_CHECK_PTR(fn, ctx);
+    NPT_CHECK_PTR(fn, h);
+    NPT_CHECK_PTR(fn, W);
+    NPT_CHECK_PTR(fn, A);
+    NPT_CHECK_PTR(fn, B);
+    NPT_CHECK_PTR(fn, m);
+    NPT_CHECK_PTR(fn, grad_out);
+    if (!grad_h && !grad_W && !grad_A && !grad_B && !grad_m && !grad_bias)
+        return mf_set_error(MF_ERR_NULL_POINTER, fn, __FILE__, __LINE__,
+                            "no gradient requested (every grad_* output is NULL)");
+    int64_t chunk = 0;
+    MF_TRY(resolve_chunk(fn, MF_NPT_BACKWARD, dtype, shape, opts, &chunk));
+    switch (mf_context_backend(ctx)) {
+    case MF_BACKEND_HOST:
+        return mf_host_npt_factored_backward(ctx, dtype, shape, chunk, h, W, A, B, m, grad_out,
+                                             grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias);
+    case MF_BACKEND_CUDA:
+#ifdef MF_HAVE_CUDA
+        return mf_cuda_npt_factored_backward(ctx, dtype, shape, chunk, h, W, A, B, m, grad_out,
+                                             grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias);
+#else
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, fn, __FILE__, __LINE__,
+                            "the CUDA backend is not built into this library");
+#endif
+    default:
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, fn, __FILE__, __LINE__,
+                            "context has an unknown backend %d", (int)mf_context_backend(ctx));
+    }
+}
+
+/* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
+typedef struct npt_case {
+    mf_npt_pass pass;
+    mf_dtype dtype;
+    mf_npt_shape shape;
+    int bias;             /* forward: with a bias vector (backward: unused) */
+    int64_t chunk_tokens; /* 0 = default */
+} npt_case;
+
+/* Small shapes, none a multiple of a tile; several chunks where chunk_tokens is set. */
+static const npt_case npt_cases[] = {
+    {MF_NPT_FORWARD, MF_DTYPE_F32, {2, 7, 19, 23, 8}, 1, 0},
+    {MF_NPT_BACKWARD, MF_DTYPE_F32, {2, 7, 19, 23, 8}, 0, 5},
+    {MF_NPT_FORWARD, MF_DTYPE_BF16, {3, 5, 17, 29, 16}, 1, 4},
+    {MF_NPT_BACKWARD, MF_DTYPE_BF16, {3, 5, 17, 29, 16}, 0, 4},
+    {MF_NPT_FORWARD, MF_DTYPE_F32, {1, 9, 33, 21, 64}, 0, 0},
+    {MF_NPT_BACKWARD, MF_DTYPE_F32, {2, 3, 13, 11, 1}, 0, 0},
+};
+#define NPT_N_CASES ((int)(sizeof(npt_cases) / sizeof(npt_cases[0])))
+static const char *const npt_variants[] = {"factored"};
+
+/* Tensors of one case: index order h, W, A, B, m, bias/grad_out (inputs), then
+ * the outputs (forward: out; backward: grad_h, grad_W, grad_A, grad_B, grad_m,
+ * grad_bias). */
+enum { NPT_IN = 6, NPT_MAX_OUT = 6 };
+
+typedef struct npt_buffers {
+    size_t in_n[NPT_IN], out_n[NPT_MAX_OUT];
+    void *in_host[NPT_IN], *in_dev[NPT_IN];
+    void *ref_host[NPT_MAX_OUT], *got_host[NPT_MAX_OUT], *out_dev[NPT_MAX_OUT];
+    float *ref_f32, *got_f32;
+    int n_out;
+} npt_buffers;
+
+static void npt_buffers_free(mf_context *ctx, npt_buffers *b)
+{
+    for (int i = 0; i < NPT_IN; ++i) {
+        free(b->in_host[i]);
+        mf_buffer_free(ctx, b->in_dev[i]);
+    }
+    for (int i = 0; i < NPT_MAX_OUT; ++i) {
+        free(b->ref_host[i]);
+        free(b->got_host[i]);
+        mf_buffer_free(ctx, b->out_dev[i]);
+    }
+    free(b->ref_f32);
+    free(b->got_f32);
+}
+
+static void npt_to_f32(mf_dtype dt, const void *src, float *dst, size_t n)
+{
+    if (dt == MF_DTYPE_F32)
+        memcpy(dst, src, n * sizeof(float));
+    else
+        mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
+}
+
+static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
+    static const char *const fn = "npt_run_case";
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    snprintf(out->op, sizeof(out->op), "npt");
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
+    if (case_index < 0 || case_index >= NPT_N_CASES)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, NPT_N_CASES);
+    const npt_case *c = &npt_cases[case_index];
+    const mf_npt_shape s = c->shape;
+    const int fwd = c->pass == MF_NPT_FORWARD;
+    mf_npt_options opts;
+    mf_npt_options_init(&opts);
+    opts.chunk_tokens = c->chunk_tokens;
+    snprintf(out->variant, sizeof(out->variant), "%s", npt_variants[variant]);
+    snprintf(out->backend, sizeof(out->backend), "%s", mf_backend_name(mf_context_backend(ctx)));
+    snprintf(out->dtype, sizeof(out->dtype), "%s", mf_dtype_name(c->dtype));
+    int64_t chunk = 0;
+    MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
+    snprintf(out->shape, sizeof(out->shape), "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld",
+             fwd ? "fwd" : "bwd", (long long)s.batch, (long long)s.seq, (long long)s.d_model,
+             (long long)s.d_ffn, (long long)s.rank, (fwd && c->bias) ? " bias" : "",
+             (long long)chunk);
+    char tol_name[64];
+    snprintf(tol_name, sizeof(tol_name), "npt.%s.%s", fwd ? "forward" : "backward",
+             mf_dtype_name(c->dtype));
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "tolerance row '%s' is missing", tol_name);
+    out->atol = tol->atol;
+    out->rtol = tol->rtol;
+
+    const size_t T = (size_t)s.batch * (size_t)s.seq, D = (size_t)s.d_model, F = (size_t)s.d_ffn,
+                 R = (size_t)s.rank, es = mf_dtype_size(c->dtype);
+    npt_buffers b;
+    memset(&b, 0, sizeof(b));
+    const size_t in_n[NPT_IN] = {T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F};
+    const float lo[NPT_IN] = {-1.0f, -0.5f, -0.5f, -0.5f, -1.0f, fwd ? -0.5f : -1.0f};
+    b.n_out = fwd ? 1 : 6;
+    const size_t out_fwd[1] = {T * F};
+    const size_t out_bwd[6] = {T * D, D * F, D * R, R * F, T * R, F};
+    mf_status st = MF_OK;
+    size_t max_out = 0;
+    for (int i = 0; i < b.n_out; ++i) {
+        b.out_n[i] = fwd ? out_fwd[i] : out_bwd[i];
+        if (b.out_n[i] > max_out) max_out = b.out_n[i];
+    }
+    for (int i = 0; i < NPT_IN && st == MF_OK; ++i) {
+        b.in_n[i] = in_n[i];
+        if (fwd && i == 5 && !c->bias) continue; /* no bias */
+        b.in_host[i] = malloc(in_n[i] * es);
+        if (b.in_host[i] == NULL) {
+            st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host inputs");
+            break;
+        }
+        const uint64_t seed = 0x6e7074ull * 1000u + (uint64_t)case_index * 16u + (uint64_t)i;
+        if (c->dtype == MF_DTYPE_F32)
+            mf_fill_uniform_f32((float *)b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
+        else
+            mf_fill_uniform_bf16((uint16_t *)b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
+        st = mf_buffer_alloc(ctx, in_n[i] * es, &b.in_dev[i]);
+        if (st == MF_OK) st = mf_buffer_upload(ctx, b.in_dev[i], b.in_host[i], in_n[i] * es);
+    }
+    /* Outputs: NaN pre-filled on the device, so an unwritten entry fails. */
+    for (int i = 0; i < b.n_out && st == MF_OK; ++i) {
+        const size_t n = b.out_n[i];
+        b.ref_host[i] = malloc(n * es);
+        b.got_host[i] = malloc(n * es);
+        if (!b.ref_host[i] || !b.got_host[i]) {
+            st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host outputs");
+            break;
+        }
+        if (c->dtype == MF_DTYPE_F32) {
+            mf_fill_nan_f32((float *)b.got_host[i], n);
+        } else {
+            for (size_t k = 0; k < n; ++k) ((uint16_t *)b.got_host[i])[k] = 0x7fc0u;
+        }
+        st = mf_buffer_alloc(ctx, n * es, &b.out_dev[i]);
+        if (st == MF_OK) st = mf_buffer_upload(ctx, b.out_dev[i], b.got_host[i], n * es);
+    }
+    if (st == MF_OK) {
+        b.ref_f32 = (float *)malloc(max_out * sizeof(float));
+        b.got_f32 = (float *)malloc(max_out * sizeof(float));
+        if (!b.ref_f32 || !b.got_f32)
+            st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host compare buffers");
+    }
+    /* The reference on the host, then the variant on ctx's backend. */
+    if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_HOST);
+    if (st == MF_OK)
+        st = fwd ? mf_ref_npt_forward(ctx, c->dtype, s, b.in_host[0], b.in_host[1], b.in_host[2],
+                                      b.in_host[3], b.in_host[4], b.in_host[5], b.ref_host[0])
+                 : mf_ref_npt_backward(ctx, c->dtype, s, b.in_host[0], b.in_host[1], b.in_host[2],
+                                       b.in_host[3], b.in_host[4], b.in_host[5], b.ref_host[0],
+                                       b.ref_host[1], b.ref_host[2], b.ref_host[3], b.ref_host[4],
+                                       b.ref_host[5]);
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+    if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_DEVICE);
+    if (st == MF_OK)
+        st =
+            fwd ? mf_npt_forward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2],
+                                 b.in_dev[3], b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
+                : mf_npt_backward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2],
+                                  b.in_dev[3], b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1],
+                                  b.out_dev[2], b.out_dev[3], b.out_dev[4], b.out_dev[5], &opts);
+    if (st == MF_OK) st = mf_context_synchronize(ctx);
+    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    out->ceiling_bytes = fwd ? mf_npt_factored_forward_scratch_ceiling(c->dtype, s, &opts)
+                             : mf_npt_factored_backward_scratch_ceiling(c->dtype, s, &opts);
+    /* Compare every output; report the worst. */
+    static const char *const out_names[6] = {"grad_h", "grad_W", "grad_A",
+                                             "grad_B", "grad_m", "grad_bias"};
+    int all_pass = st == MF_OK;
+    for (int i = 0; i < b.n_out && st == MF_OK; ++i) {
+        const size_t n = b.out_n[i];
+        st = mf_buffer_download(ctx, b.got_host[i], b.out_dev[i], n * es);
+        if (st != MF_OK) break;
+        npt_to_f32(c->dtype, b.got_host[i], b.got_f32, n);
+        npt_to_f32(c->dtype, b.ref_host[i], b.ref_f32, n);
+        mf_compare_result cr;
+        st = mf_compare_f32(b.got_f32, b.ref_f32, n, tol, NULL, &cr);
+        if (st != MF_OK) break;
+        if (cr.max_abs_err > out->max_abs_err) out->max_abs_err = cr.max_abs_err;
+        if (cr.max_rel_err > out->max_rel_err) out->max_rel_err = cr.max_rel_err;
+        if (!cr.pass && all_pass) {
+            snprintf(out->message, sizeof(out->message), "%s: %.200s", fwd ? "out" : out_names[i],
+                     cr.reason);
+            all_pass = 0;
+        }
+    }
+    if (st != MF_OK) {
+        all_pass = 0;
+        snprintf(out->message, sizeof(out->message), "%s: %.200s", mf_status_name(st),
+                 mf_last_error());
+    } else if (all_pass && out->opt_peak_bytes > out->ceiling_bytes) {
+        all_pass = 0;
+        snprintf(out->message, sizeof(out->message),
+                 "optimized scratch peak %zu bytes exceeds the ceiling %zu bytes",
+                 out->opt_peak_bytes, out->ceiling_bytes);
+    }
+    out->pass = all_pass;
+    npt_buffers_free(ctx, &b);
+    return st;
+}
+
+const mf_op_desc mf_op_npt = {
+    "npt",
+    "NPT per-token rank-r weight delta: 4D einsum reference vs factored h.W + ((h.A)*m).B, "
+    "forward and backward (seeds/004_96b9c85fa124076d.txt)",
+    1,
+    npt_variants,
+    NPT_N_CASES,
+    npt_run_case,
+};

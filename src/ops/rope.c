@@ -1,0 +1,408 @@
+/* Public RoPE entry points (include/memfix/rope.h): argument validation, the
+ * position check, dispatch to the host-mode or CUDA build of
+ * optimized/rope.cu, the device cos/sin cache object, the memory formulas and
+ * the registry entry mf_op_rope (seed document 000, bug #2). */
+#include "memfix/rope.h"
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the kernels' exported entry points (optimized/rope.cu) ---------------- */
+#define MF_ROPE_DECLARE(prefix)                                                                   \
+    mf_status prefix##rope_fused(mf_context *ctx, const mf_rope_config *cfg,                      \
+                                 mf_rope_direction dir, const mf_rope_tensors *t,                 \
+                                 const mf_rope_positions *pos);                                   \
+    mf_status prefix##rope_cache_build(mf_context *ctx, float *table, int64_t capacity,           \
+                                       const mf_rope_config *cfg);                                \
+    mf_status prefix##rope_cache_apply(mf_context *ctx, const float *table, int64_t capacity,     \
+                                       const mf_rope_config *cfg, mf_rope_direction dir,          \
+                                       const mf_rope_tensors *t, const mf_rope_positions *pos);
+MF_ROPE_DECLARE(mf_host_)
+#ifdef MF_HAVE_CUDA
+MF_ROPE_DECLARE(mf_cuda_)
+#endif
+
+/* Argument validation, defined in reference/rope.c (always built). */
+mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg);
+mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
+                                    mf_rope_direction dir, const mf_rope_tensors *t,
+                                    const mf_rope_positions *pos);
+mf_status mf_rope_internal_max_position(const char *func, mf_context *device_ctx,
+                                        const mf_rope_positions *pos, int64_t batch,
+                                        int64_t seq_len, int64_t *max_pos);
+
+#define ROPE_ERR(status, ...) return mf_set_error((status), func, __FILE__, __LINE__, __VA_ARGS__)
+
+/* ---- memory formulas ---------------------------------------------------------- */
+size_t mf_rope_fused_scratch_ceiling(int64_t batch, int64_t seq_len, int64_t heads_q,
+                                     int64_t heads_k, int64_t head_dim) {
+    if (batch <= 0 || seq_len <= 0 || heads_q <= 0 || heads_k <= 0 || head_dim <= 0) return SIZE_MAX;
+    return 0; /* angles on the fly: registers only */
+}
+
+size_t mf_rope_cache_bytes(int64_t capacity, int64_t rotary_dim) {
+    if (capacity <= 0 || rotary_dim <= 0 || (rotary_dim % 2) != 0) return SIZE_MAX;
+    size_t elems, bytes;
+    /* cos and sin: capacity x rd/2 floats each = capacity x rd floats */
+    if (!mf_size_mul((size_t)capacity, (size_t)rotary_dim, &elems) ||
+        !mf_size_mul(elems, sizeof(float), &bytes))
+        return SIZE_MAX;
+    return bytes;
+}
+
+int64_t mf_rope_cache_grown_capacity(int64_t capacity, int64_t needed) {
+    if (capacity <= 0 || needed <= 0) return -1;
+    if (needed <= capacity) return capacity;
+    if (capacity > INT64_MAX / 2) return -1;
+    return needed > 2 * capacity ? needed : 2 * capacity;
+}
+
+size_t mf_rope_cache_scratch_ceiling(int64_t initial_capacity, int64_t table_len, int64_t rotary_dim) {
+    const int64_t cap = mf_rope_cache_grown_capacity(initial_capacity, table_len);
+    if (cap <= 0) return SIZE_MAX;
+    return mf_rope_cache_bytes(cap, rotary_dim);
+}
+
+static mf_status check_backend(const char *func, mf_context *ctx) {
+    const mf_backend b = mf_context_backend(ctx);
+    if (b == MF_BACKEND_HOST) return MF_OK;
+#ifdef MF_HAVE_CUDA
+    if (b == MF_BACKEND_CUDA) return MF_OK;
+#endif
+    ROPE_ERR(MF_ERR_BACKEND_UNAVAILABLE, "backend %s is not built into this library",
+             mf_backend_name(b) ? mf_backend_name(b) : "?");
+}
+
+/* ---- fused ---------------------------------------------------------------------- */
+mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
+                        const mf_rope_tensors *t, const mf_rope_positions *pos) {
+    const char *func = __func__;
+    if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
+    MF_TRY(mf_rope_internal_validate(func, cfg, dir, t, pos));
+    MF_TRY(check_backend(func, ctx));
+    if (pos->kind != MF_ROPE_POS_OFFSET && !(pos->flags & MF_ROPE_NO_POSITION_CHECK)) {
+        int64_t mx;
+        MF_TRY(mf_rope_internal_max_position(func, ctx, pos, t->batch, t->seq_len, &mx));
+    }
+#ifdef MF_HAVE_CUDA
+    if (mf_context_backend(ctx) == MF_BACKEND_CUDA) return mf_cuda_rope_fused(ctx, cfg, dir, t, pos);
+#endif
+    return mf_host_rope_fused(ctx, cfg, dir, t, pos);
+}
+
+/* ---- cache ---------------------------------------------------------------------- */
+struct mf_rope_cache {
+    mf_context *ctx;
+    mf_rope_config cfg;
+    int64_t capacity;
+    float *table; /* device: cos[capacity][rd/2] then sin[capacity][rd/2] */
+};
+
+/* Allocates and builds a table of 'capacity' positions; on failure the cache
+ * keeps no table (the caller restores or reports). */
+static mf_status cache_build(const char *func, mf_rope_cache *c, int64_t capacity) {
+    const size_t bytes = mf_rope_cache_bytes(capacity, c->cfg.rotary_dim);
+    if (bytes == SIZE_MAX)
+        ROPE_ERR(MF_ERR_OVERFLOW, "cache of %lld positions x rotary_dim %lld overflows size_t",
+                 (long long)capacity, (long long)c->cfg.rotary_dim);
+    void *p = NULL;
+    MF_TRY(mf_scratch_alloc(c->ctx, MF_MEM_DEVICE, bytes, &p));
+    mf_status st;
+#ifdef MF_HAVE_CUDA
+    if (mf_context_backend(c->ctx) == MF_BACKEND_CUDA)
+        st = mf_cuda_rope_cache_build(c->ctx, (float *)p, capacity, &c->cfg);
+    else
+#endif
+        st = mf_host_rope_cache_build(c->ctx, (float *)p, capacity, &c->cfg);
+    if (st != MF_OK) {
+        mf_scratch_free(c->ctx, MF_MEM_DEVICE, p);
+        return st;
+    }
+    c->table = (float *)p;
+    c->capacity = capacity;
+    return MF_OK;
+}
+
+/* Grows to cover positions < needed: the old table is freed first (its
+ * contents are regenerated on the device, not copied), so the peak is the new
+ * table alone. If the new one cannot be built, the old capacity is rebuilt. */
+static mf_status cache_grow(const char *func, mf_rope_cache *c, int64_t needed) {
+    if (needed <= c->capacity) return MF_OK;
+    const int64_t old_cap = c->capacity;
+    const int64_t new_cap = mf_rope_cache_grown_capacity(old_cap, needed);
+    if (new_cap <= 0 || mf_rope_cache_bytes(new_cap, c->cfg.rotary_dim) == SIZE_MAX)
+        ROPE_ERR(MF_ERR_OVERFLOW, "growing the cache to %lld positions overflows", (long long)needed);
+    MF_TRY(mf_context_synchronize(c->ctx)); /* no kernel may still read the old table */
+    mf_scratch_free(c->ctx, MF_MEM_DEVICE, c->table);
+    c->table = NULL;
+    c->capacity = 0;
+    mf_status st = cache_build(func, c, new_cap);
+    if (st != MF_OK) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s", mf_last_error());
+        if (cache_build(func, c, old_cap) != MF_OK) {
+            c->table = NULL;
+            c->capacity = 0;
+        }
+        return mf_set_error(st, func, __FILE__, __LINE__, "growing the cache to %lld positions: %s",
+                            (long long)new_cap, msg);
+    }
+    return MF_OK;
+}
+
+mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg, int64_t capacity,
+                               mf_rope_cache **out) {
+    const char *func = __func__;
+    if (out == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "out is NULL");
+    *out = NULL;
+    if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
+    MF_TRY(mf_rope_internal_validate_config(func, cfg));
+    if (capacity <= 0) ROPE_ERR(MF_ERR_INVALID_SIZE, "capacity must be > 0 (got %lld)", (long long)capacity);
+    if (capacity - 1 > MF_ROPE_MAX_POSITION)
+        ROPE_ERR(MF_ERR_OUT_OF_RANGE, "capacity %lld exceeds MF_ROPE_MAX_POSITION + 1", (long long)capacity);
+    MF_TRY(check_backend(func, ctx));
+    mf_rope_cache *c = (mf_rope_cache *)calloc(1, sizeof(*c));
+    if (c == NULL) ROPE_ERR(MF_ERR_OUT_OF_MEMORY, "cannot allocate the cache object");
+    c->ctx = ctx;
+    c->cfg = *cfg;
+    mf_status st = cache_build(func, c, capacity);
+    if (st != MF_OK) {
+        free(c);
+        return st;
+    }
+    *out = c;
+    return MF_OK;
+}
+
+void mf_rope_cache_destroy(mf_rope_cache *cache) {
+    if (cache == NULL) return;
+    if (cache->table != NULL) {
+        (void)mf_context_synchronize(cache->ctx);
+        mf_scratch_free(cache->ctx, MF_MEM_DEVICE, cache->table);
+    }
+    free(cache);
+}
+
+mf_status mf_rope_cache_reserve(mf_rope_cache *cache, int64_t n_positions) {
+    const char *func = __func__;
+    if (cache == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cache is NULL");
+    if (n_positions <= 0)
+        ROPE_ERR(MF_ERR_INVALID_SIZE, "n_positions must be > 0 (got %lld)", (long long)n_positions);
+    if (n_positions - 1 > MF_ROPE_MAX_POSITION)
+        ROPE_ERR(MF_ERR_OUT_OF_RANGE, "n_positions %lld exceeds MF_ROPE_MAX_POSITION + 1",
+                 (long long)n_positions);
+    if (cache->table == NULL) ROPE_ERR(MF_ERR_OUT_OF_MEMORY, "the cache lost its table in a failed growth");
+    return cache_grow(func, cache, n_positions);
+}
+
+int64_t mf_rope_cache_capacity(const mf_rope_cache *cache) {
+    return cache == NULL ? -1 : cache->capacity;
+}
+
+size_t mf_rope_cache_size_bytes(const mf_rope_cache *cache) {
+    if (cache == NULL || cache->table == NULL) return 0;
+    return mf_rope_cache_bytes(cache->capacity, cache->cfg.rotary_dim);
+}
+
+const mf_rope_config *mf_rope_cache_config(const mf_rope_cache *cache) {
+    return cache == NULL ? NULL : &cache->cfg;
+}
+
+mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const mf_rope_tensors *t,
+                              const mf_rope_positions *pos) {
+    const char *func = __func__;
+    if (cache == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cache is NULL");
+    MF_TRY(mf_rope_internal_validate(func, &cache->cfg, dir, t, pos));
+    if (cache->table == NULL) ROPE_ERR(MF_ERR_OUT_OF_MEMORY, "the cache lost its table in a failed growth");
+    if (pos->kind == MF_ROPE_POS_OFFSET || !(pos->flags & MF_ROPE_NO_POSITION_CHECK)) {
+        int64_t mx;
+        MF_TRY(mf_rope_internal_max_position(func, cache->ctx, pos, t->batch, t->seq_len, &mx));
+        MF_TRY(cache_grow(func, cache, mx + 1)); /* the seed's path: now a device rebuild */
+    }
+#ifdef MF_HAVE_CUDA
+    if (mf_context_backend(cache->ctx) == MF_BACKEND_CUDA)
+        return mf_cuda_rope_cache_apply(cache->ctx, cache->table, cache->capacity, &cache->cfg, dir, t, pos);
+#endif
+    return mf_host_rope_cache_apply(cache->ctx, cache->table, cache->capacity, &cache->cfg, dir, t, pos);
+}
+
+/* ---- registry entry (memfix report) ------------------------------------------ */
+static const char *const rope_variant_names[2] = {"fused", "cache"};
+
+typedef struct rope_case {
+    int64_t B, T, Hq, Hk, Dh, rd;
+    double base, scaling;
+    mf_rope_layout layout;
+    mf_rope_direction dir;
+    mf_dtype dtype;
+    int64_t offset;  /* >= 0: offset positions; -1: the explicit int64 ids below */
+    int64_t ids[4];  /* one row shared by all batches (batch_stride 0), T <= 4 */
+} rope_case;
+
+/* Small shapes (fast in host mode): GQA with the rotate_half layout; GPT-J
+ * interleaved partial rotary in bf16, backward, decoding at an offset; and
+ * explicit ids up to the seed's 131,071 (131072-token context). The cache
+ * variant starts at a quarter of the table each case needs, so every case
+ * also regrows the table on the device (the seed's crash path). */
+static const rope_case rope_cases[] = {
+    {2, 16, 4, 2, 32, 32, 1e4, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, 0, {0}},
+    {1, 8, 2, 1, 24, 16, 1e6, 1.0, MF_ROPE_INTERLEAVED, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 5, {0}},
+    {2, 4, 2, 1, 8, 8, 1e6, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, -1, {131071, 0, 65536, 131000}},
+    {1, 12, 3, 3, 16, 12, 1e4, 4.0, MF_ROPE_HALF, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 100, {0}},
+};
+#define ROPE_N_CASES ((int)(sizeof(rope_cases) / sizeof(rope_cases[0])))
+
+static void rope_copy_msg(char *dst, size_t cap, const char *src) {
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    rope_copy_msg(out->op, sizeof(out->op), "rope");
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant < 0 || variant > 1) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 2)", variant);
+    if (case_index < 0 || case_index >= ROPE_N_CASES)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, ROPE_N_CASES);
+    const rope_case *c = &rope_cases[case_index];
+    rope_copy_msg(out->variant, sizeof(out->variant), rope_variant_names[variant]);
+    rope_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    rope_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    int64_t max_pos = c->offset >= 0 ? c->offset + c->T - 1 : 0;
+    if (c->offset < 0)
+        for (int64_t t = 0; t < c->T; ++t) max_pos = c->ids[t] > max_pos ? c->ids[t] : max_pos;
+    const int64_t L = max_pos + 1, cap0 = L / 4 > 0 ? L / 4 : 1;
+    snprintf(out->shape, sizeof(out->shape), "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld",
+             (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
+             (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
+             (long long)L);
+    const char *tol_name = c->dtype == MF_DTYPE_BF16 ? "rope.out.bf16" : "rope.out.f32";
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) {
+        snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
+        MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
+    }
+    out->atol = tol->atol;
+    out->rtol = tol->rtol;
+    out->ceiling_bytes = variant == 0 ? mf_rope_fused_scratch_ceiling(c->B, c->T, c->Hq, c->Hk, c->Dh)
+                                      : mf_rope_cache_scratch_ceiling(cap0, L, c->rd);
+
+    mf_rope_config cfg;
+    mf_rope_config_init(&cfg, c->Dh);
+    cfg.rotary_dim = c->rd;
+    cfg.base = c->base;
+    cfg.scaling = c->scaling;
+    cfg.layout = c->layout;
+    const size_t nq = (size_t)(c->B * c->T * c->Hq * c->Dh), nk = (size_t)(c->B * c->T * c->Hk * c->Dh);
+    const size_t n = nq + nk, esize = mf_dtype_size(c->dtype);
+    const uint64_t seed = 0x726f706500000000ull + (uint64_t)case_index * 2u;
+    mf_status st = MF_OK;
+    float *x32 = (float *)malloc(n * sizeof(float));   /* q then k, widened */
+    void *x = malloc(n * esize);                       /* q then k, storage dtype */
+    float *ref = (float *)malloc(n * sizeof(float));
+    float *got = (float *)malloc(n * sizeof(float));
+    void *got_raw = malloc(n * esize);
+    void *d_x = NULL, *d_y = NULL, *d_ids = NULL;
+    mf_rope_cache *cache = NULL;
+    if (x32 == NULL || x == NULL || ref == NULL || got == NULL || got_raw == NULL) {
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
+                          case_index);
+        goto done;
+    }
+    if (c->dtype == MF_DTYPE_BF16) {
+        mf_fill_uniform_bf16((uint16_t *)x, n, seed, -1.0f, 1.0f);
+        mf_bf16_to_f32_array((const uint16_t *)x, x32, n);
+    } else {
+        mf_fill_uniform_f32(x32, n, seed, -1.0f, 1.0f);
+        memcpy(x, x32, n * sizeof(float));
+    }
+    mf_fill_nan_f32(ref, n);
+    mf_fill_nan_f32(got, n);
+    mf_rope_positions pos = c->offset >= 0 ? mf_rope_positions_offset(c->offset)
+                                           : mf_rope_positions_ids(MF_ROPE_POS_I64, c->ids, 0);
+
+    /* The reference, with its host scratch measured. */
+    mf_rope_tensors th = {c->B, c->T, c->Hq, c->Hk, MF_DTYPE_F32, x32, x32 + nq, ref, ref + nq};
+    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
+    if ((st = mf_ref_rope(ctx, &cfg, c->dir, &th, &pos)) != MF_OK) goto done;
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+
+    /* The variant, outputs pre-filled with NaN (bf16 NaN is 0x7fc0). */
+    if ((st = mf_buffer_alloc(ctx, n * esize, &d_x)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, n * esize, &d_y)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, d_x, x, n * esize)) != MF_OK)
+        goto done;
+    if (c->dtype == MF_DTYPE_BF16) {
+        for (size_t i = 0; i < n; ++i) ((uint16_t *)got_raw)[i] = 0x7fc0u;
+    } else {
+        memcpy(got_raw, got, n * sizeof(float));
+    }
+    if ((st = mf_buffer_upload(ctx, d_y, got_raw, n * esize)) != MF_OK) goto done;
+    if (c->offset < 0) {
+        if ((st = mf_buffer_alloc(ctx, sizeof(c->ids), &d_ids)) != MF_OK ||
+            (st = mf_buffer_upload(ctx, d_ids, c->ids, sizeof(c->ids))) != MF_OK)
+            goto done;
+        pos.ids = d_ids;
+    }
+    mf_rope_tensors td = {c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, (char *)d_x + nq * esize,
+                          d_y, (char *)d_y + nq * esize};
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
+    if (variant == 0) {
+        st = mf_rope_fused(ctx, &cfg, c->dir, &td, &pos);
+    } else {
+        st = mf_rope_cache_create(ctx, &cfg, cap0, &cache);
+        if (st == MF_OK) st = mf_rope_cache_apply(cache, c->dir, &td, &pos);
+    }
+    if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
+    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if ((st = mf_buffer_download(ctx, got_raw, d_y, n * esize)) != MF_OK) goto done;
+    if (c->dtype == MF_DTYPE_BF16)
+        mf_bf16_to_f32_array((const uint16_t *)got_raw, got, n);
+    else
+        memcpy(got, got_raw, n * sizeof(float));
+
+    mf_compare_result cmp;
+    if ((st = mf_compare_f32(got, ref, n, tol, NULL, &cmp)) != MF_OK) goto done;
+    out->max_abs_err = cmp.max_abs_err;
+    out->max_rel_err = cmp.max_rel_err;
+    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
+    out->pass = cmp.pass && mem_ok;
+    if (!cmp.pass)
+        snprintf(out->message, sizeof(out->message), "%s", cmp.reason);
+    else if (!mem_ok)
+        snprintf(out->message, sizeof(out->message), "scratch %zu bytes exceeds the ceiling of %zu bytes",
+                 out->opt_peak_bytes, out->ceiling_bytes);
+
+done:
+    if (st != MF_OK) {
+        out->pass = 0;
+        rope_copy_msg(out->message, sizeof(out->message), mf_last_error());
+    }
+    mf_rope_cache_destroy(cache);
+    mf_buffer_free(ctx, d_ids);
+    mf_buffer_free(ctx, d_y);
+    mf_buffer_free(ctx, d_x);
+    free(got_raw);
+    free(got);
+    free(ref);
+    free(x);
+    free(x32);
+    return st;
+}
+
+const mf_op_desc mf_op_rope = {
+    "rope",
+    "RoPE with device-generated positions, double angles: fused (no table) and device cos/sin cache vs "
+    "the host-built table (seed 000, bug #2)",
+    2,
+    rope_variant_names,
+    ROPE_N_CASES,
+    rope_run_case,
+};

@@ -1,0 +1,11 @@
+# The core's own tests (owned by the core): unit label, host backend, plus the
+# .cuda registration of the skip test to prove cuda tests skip without a device.
+mf_add_check_test(test_core SOURCES unit/test_core.c LABELS unit)
+mf_add_check_test(test_core_memory SOURCES unit/test_core_memory.c LABELS unit memory)
+mf_add_check_test(test_harness SOURCES unit/test_harness.c LABELS unit)
+mf_add_check_test(test_harness_backend SOURCES unit/test_harness_backend.c LABELS unit BACKENDS host cuda)
+# The memfix command: in-process (test-only ops) and end to end (the binary).
+mf_add_check_test(test_tool SOURCES unit/test_tool.c LABELS unit TIMEOUT 300)
+target_link_libraries(test_tool PRIVATE mf_cli)
+target_compile_definitions(test_tool PRIVATE MF_TOOL_PATH="$<TARGET_FILE:memfix-cli>")
+add_dependencies(test_tool memfix-cli)

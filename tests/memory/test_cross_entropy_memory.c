@@ -1,0 +1,231 @@
+/* Memory of the chunked linear cross-entropy (seed 000, bug 1).
+ *
+ *  - the header's formulas at the document's shapes (never allocated): the
+ *    37.09 GiB of bf16 logits at 131,072 x 151,936, the table's 1.16 / 11.32 GiB,
+ *    the hidden states of the 4B model (D = 2560), and the chunked ceiling;
+ *  - the seed's threshold test (verify_chunked_loss.py): with a 10 GiB budget,
+ *    V = 151,936 and bf16, N = 4,096 runs as one chunk, N = 40,000 is chunked;
+ *  - measured through the context's allocators: optimized <= ceiling <
+ *    reference at the same shape, the reference's scratch equals its formula,
+ *    and at a fixed chunk the optimized scratch grows by 4 bytes per row when N
+ *    doubles while the reference grows by 16 * V bytes per row.
+ */
+#include "mf_test.h"
+
+#include "memfix/check.h"
+#include "memfix/cross_entropy.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB ((double)(1u << 30))
+#define V_DOC 151936
+#define N_DOC 131072
+#define D_4B 2560
+
+/* Round to 2 decimals, as the document prints GiB. */
+static double gib2(size_t bytes) { return round(bytes / GIB * 100.0) / 100.0; }
+
+START_TEST(test_formula_document_shapes)
+{
+    /* "37.09 GB per GPU (batch=1, seq=131k, vocab=151k, bfloat16)": the true
+     * value is 39,829,110,784 bytes = 37.09375 GiB, which the document rounds. */
+    const size_t logits = mf_cross_entropy_logits_bytes(N_DOC, V_DOC, MF_DTYPE_BF16);
+    ck_assert_uint_eq(logits, (size_t)39829110784ull);
+    ck_assert_uint_eq(logits, (size_t)N_DOC * V_DOC * 2);
+    ck_assert(gib2(logits) == 37.09);
+    /* "~74 GB intermediate tensors (float32)": one fp32 copy of the logits. */
+    ck_assert(gib2(mf_cross_entropy_logits_bytes(N_DOC, V_DOC, MF_DTYPE_F32)) == 74.19);
+    /* The results table: 4,096 -> 1.16 GB, 40,000 -> 11.32 GB. */
+    ck_assert(gib2(mf_cross_entropy_logits_bytes(4096, V_DOC, MF_DTYPE_BF16)) == 1.16);
+    ck_assert(gib2(mf_cross_entropy_logits_bytes(40000, V_DOC, MF_DTYPE_BF16)) == 11.32);
+    /* "+640 MB for hidden states": 131072 x 2560 bf16 = 640 MiB, so D = 2560. */
+    ck_assert_uint_eq((size_t)N_DOC * D_4B * 2, (size_t)640 << 20);
+
+    /* The reference holds N x V doubles (forward) and twice that (backward). */
+    ck_assert_uint_eq(mf_ref_cross_entropy_scratch_bytes(N_DOC, V_DOC, 0), logits * 4);
+    ck_assert_uint_eq(mf_ref_cross_entropy_scratch_bytes(N_DOC, V_DOC, 1), logits * 8);
+
+    /* The chunked variant at the document's shape with a 10 GiB budget. */
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.scratch_budget = (size_t)10 << 30;
+    mf_cross_entropy_plan_info p;
+    MF_ASSERT_OK(mf_cross_entropy_plan(N_DOC, V_DOC, MF_DTYPE_BF16, &o, &p));
+    /* C = floor((10 GiB - 4N - 16) / 4V) */
+    ck_assert_int_eq(p.chunk_rows, (int64_t)((((size_t)10 << 30) - 4 * (size_t)N_DOC - 16) /
+                                             (4 * (size_t)V_DOC)));
+    ck_assert_int_eq(p.chunk_rows, 17666);
+    ck_assert_int_eq(p.n_chunks, 8);
+    const size_t ceil = mf_cross_entropy_chunked_scratch_ceiling(N_DOC, V_DOC, p.chunk_rows);
+    ck_assert_uint_eq(ceil, p.scratch_bytes);
+    ck_assert_uint_eq(ceil, (size_t)p.chunk_rows * V_DOC * 4 + 4 * (size_t)N_DOC + 16);
+    ck_assert_uint_le(ceil, o.scratch_budget);
+    ck_assert_uint_lt(ceil, logits); /* below the bf16 logits the old code held */
+
+    /* Overflowing or invalid shapes give SIZE_MAX, never a wrapped value. */
+    ck_assert_uint_eq(mf_cross_entropy_logits_bytes(INT64_MAX, INT64_MAX, MF_DTYPE_F32), SIZE_MAX);
+    ck_assert_uint_eq(mf_cross_entropy_logits_bytes(0, 10, MF_DTYPE_F32), SIZE_MAX);
+    ck_assert_uint_eq(mf_ref_cross_entropy_scratch_bytes(INT64_MAX, 3, 1), SIZE_MAX);
+    ck_assert_uint_eq(mf_cross_entropy_chunked_scratch_ceiling(10, 10, 0), SIZE_MAX);
+    ck_assert_uint_eq(mf_cross_entropy_chunked_scratch_ceiling(INT64_MAX, 2, 2), SIZE_MAX);
+}
+END_TEST
+
+/* verify_chunked_loss.py: "Test 1: seq_len=4096, logits=1.16GB, should_chunk=False";
+ * "Test 2: seq_len=40000, logits=11.32GB, should_chunk=True". */
+START_TEST(test_seed_threshold)
+{
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.scratch_budget = (size_t)10 << 30;
+    mf_cross_entropy_plan_info p;
+    MF_ASSERT_OK(mf_cross_entropy_plan(4096, V_DOC, MF_DTYPE_BF16, &o, &p));
+    ck_assert_int_eq(p.chunked, 0);
+    ck_assert_int_eq(p.n_chunks, 1);
+    ck_assert_int_eq(p.chunk_rows, 4096);
+    ck_assert_uint_le(p.scratch_bytes, o.scratch_budget);
+    MF_ASSERT_OK(mf_cross_entropy_plan(40000, V_DOC, MF_DTYPE_BF16, &o, &p));
+    ck_assert_int_eq(p.chunked, 1);
+    ck_assert_int_eq(p.n_chunks, 3);
+    ck_assert_int_lt(p.chunk_rows, 40000);
+    ck_assert_uint_le(p.scratch_bytes, o.scratch_budget);
+    /* One byte short of one row fails with a status and a message. */
+    o.scratch_budget = 4 * (size_t)V_DOC + 4 * 40000 + 16 - 1;
+    MF_ASSERT_STATUS(mf_cross_entropy_plan(40000, V_DOC, MF_DTYPE_BF16, &o, &p), MF_ERR_BUDGET);
+    o.scratch_budget += 1;
+    MF_ASSERT_OK(mf_cross_entropy_plan(40000, V_DOC, MF_DTYPE_BF16, &o, &p));
+    ck_assert_int_eq(p.chunk_rows, 1);
+    ck_assert_int_eq(p.n_chunks, 40000);
+}
+END_TEST
+
+typedef struct measured {
+    size_t ref_fwd, ref_bwd, opt_fused, opt_fwd, opt_bwd, ceiling;
+} measured;
+
+/* Runs reference and optimized at (n, D=16, v) with a fixed chunk; returns the
+ * scratch peaks measured by the context's allocators. */
+static measured measure(int64_t n, int64_t v, int64_t chunk, mf_dtype dt)
+{
+    mf_context *ctx = mf_test_ctx();
+    const int64_t d = 16;
+    const size_t es = mf_dtype_size(dt);
+    void *h = malloc((size_t)(n * d) * es), *w = malloc((size_t)(v * d) * es);
+    int64_t *lab = malloc((size_t)n * sizeof(int64_t));
+    float *loss = malloc(sizeof(float)), *gh = malloc((size_t)(n * d) * sizeof(float));
+    float *gw = malloc((size_t)(v * d) * sizeof(float)), *lse = malloc((size_t)n * sizeof(float));
+    ck_assert(h && w && lab && loss && gh && gw && lse);
+    if (dt == MF_DTYPE_BF16) {
+        mf_fill_uniform_bf16(h, (size_t)(n * d), 1, -1.0f, 1.0f);
+        mf_fill_uniform_bf16(w, (size_t)(v * d), 2, -1.0f, 1.0f);
+    } else {
+        mf_fill_uniform_f32(h, (size_t)(n * d), 1, -1.0f, 1.0f);
+        mf_fill_uniform_f32(w, (size_t)(v * d), 2, -1.0f, 1.0f);
+    }
+    for (int64_t i = 0; i < n; ++i) lab[i] = (i * 7) % v;
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.max_chunk_rows = chunk;
+    measured m;
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
+    MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, n, d, v, dt, h, w, NULL, lab, &o, loss, NULL));
+    m.ref_fwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
+    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, n, d, v, dt, h, w, NULL, lab, &o, NULL, gh, gw,
+                                               NULL));
+    m.ref_bwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+
+    void *dh, *dw, *dlab, *dloss, *dgh, *dgw, *dlse;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(n * d) * es, &dh));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(v * d) * es, &dw));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)n * sizeof(int64_t), &dlab));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, sizeof(float), &dloss));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(n * d) * sizeof(float), &dgh));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(v * d) * sizeof(float), &dgw));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)n * sizeof(float), &dlse));
+    MF_ASSERT_OK(mf_buffer_upload(ctx, dh, h, (size_t)(n * d) * es));
+    MF_ASSERT_OK(mf_buffer_upload(ctx, dw, w, (size_t)(v * d) * es));
+    MF_ASSERT_OK(mf_buffer_upload(ctx, dlab, lab, (size_t)n * sizeof(int64_t)));
+
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
+    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, NULL,
+                                                   dloss, NULL, dgh, dgw, NULL));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    m.opt_fused = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
+    MF_ASSERT_OK(mf_cross_entropy_forward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, dloss, dlse));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    m.opt_fwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
+    MF_ASSERT_OK(mf_cross_entropy_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, dlse, NULL,
+                                           dgh, dgw, NULL));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    m.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    m.ceiling = mf_cross_entropy_chunked_scratch_ceiling(n, v, chunk < n ? chunk : n);
+
+    void *bufs[] = {dh, dw, dlab, dloss, dgh, dgw, dlse};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) mf_buffer_free(ctx, bufs[i]);
+    free(h);
+    free(w);
+    free(lab);
+    free(loss);
+    free(gh);
+    free(gw);
+    free(lse);
+    return m;
+}
+
+/* optimized <= ceiling < reference, and the reference equals its formula. */
+START_TEST(test_measured_against_formulas)
+{
+    const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    const int64_t n = 48, v = 300, chunk = 8;
+    measured m = measure(n, v, chunk, dt);
+    ck_assert_uint_eq(m.ref_fwd, mf_ref_cross_entropy_scratch_bytes(n, v, 0));
+    ck_assert_uint_eq(m.ref_bwd, mf_ref_cross_entropy_scratch_bytes(n, v, 1));
+    /* The fused call with mean reduction allocates exactly the ceiling's terms. */
+    ck_assert_uint_eq(m.opt_fused, m.ceiling);
+    ck_assert_uint_le(m.opt_fwd, m.ceiling);
+    ck_assert_uint_le(m.opt_bwd, m.ceiling);
+    ck_assert_uint_lt(m.ceiling, m.ref_fwd);
+    ck_assert_uint_lt(m.ceiling, m.ref_bwd);
+    /* Backward keeps only the lse between calls: no per-row loss buffer. */
+    ck_assert_uint_eq(m.opt_bwd, (size_t)chunk * v * 4 + 16);
+}
+END_TEST
+
+/* At a fixed chunk, doubling N adds 4 bytes per row to the optimized scratch
+ * (the per-row losses) and 16 * V bytes per row to the reference. */
+START_TEST(test_scaling_with_n)
+{
+    const int64_t v = 256, chunk = 8;
+    measured a = measure(32, v, chunk, MF_DTYPE_F32);
+    measured b = measure(64, v, chunk, MF_DTYPE_F32);
+    ck_assert_uint_eq(b.opt_fused - a.opt_fused, 4 * 32);
+    ck_assert_uint_eq(b.opt_bwd, a.opt_bwd); /* backward: independent of N */
+    ck_assert_uint_eq(b.ref_bwd - a.ref_bwd, (size_t)32 * v * 16);
+    ck_assert_uint_le(a.opt_fused, a.ceiling);
+    ck_assert_uint_le(b.opt_fused, b.ceiling);
+}
+END_TEST
+
+static Suite *cross_entropy_memory_suite(void)
+{
+    Suite *s = suite_create("cross_entropy_memory");
+    TCase *tf = tcase_create("formulas");
+    tcase_add_test(tf, test_formula_document_shapes);
+    tcase_add_test(tf, test_seed_threshold);
+    suite_add_tcase(s, tf);
+    TCase *tc = tcase_create("measured");
+    tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+    tcase_add_loop_test(tc, test_measured_against_formulas, 0, 2);
+    tcase_add_test(tc, test_scaling_with_n);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return mf_test_run(cross_entropy_memory_suite()); }

@@ -1,0 +1,311 @@
+/* memfix test harness: see mf_test.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "mf_test.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef MF_FIXTURES_DIR
+#error "MF_FIXTURES_DIR must be defined (tests/CMakeLists.txt does it)"
+#endif
+#ifndef MF_TEST_DUMP_DIR_DEFAULT
+#define MF_TEST_DUMP_DIR_DEFAULT "test-dumps"
+#endif
+
+/* ---- backend and fixture context -------------------------------------------------- */
+mf_backend mf_test_backend(void)
+{
+    const char *b = getenv("MF_TEST_BACKEND");
+    if (b == NULL || b[0] == '\0' || strcmp(b, "host") == 0) return MF_BACKEND_HOST;
+    if (strcmp(b, "cuda") == 0) return MF_BACKEND_CUDA;
+    fprintf(stderr, "mf_test: MF_TEST_BACKEND='%s' is not host or cuda; using host\n", b);
+    return MF_BACKEND_HOST;
+}
+
+static mf_context *mf_test_context;
+
+mf_context *mf_test_ctx(void) { return mf_test_context; }
+
+void mf_test_setup(void)
+{
+    mf_context *ctx = NULL;
+    mf_backend b = mf_test_backend();
+    mf_status s = mf_context_create(&ctx, b);
+    ck_assert_msg(s == MF_OK, "mf_context_create(%s) failed: %s: %s", mf_backend_name(b), mf_status_name(s),
+                  mf_last_error());
+    mf_test_context = ctx;
+}
+
+void mf_test_teardown(void)
+{
+    mf_context_destroy(mf_test_context);
+    mf_test_context = NULL;
+}
+
+int mf_test_run(Suite *s)
+{
+    if (s == NULL) {
+        fprintf(stderr, "mf_test_run: suite is NULL\n");
+        return 1;
+    }
+    mf_backend b = mf_test_backend();
+    if (b == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
+        /* srunner_free frees the suite too; make one just to release s. */
+        SRunner *sr = srunner_create(s);
+        srunner_free(sr);
+        printf("SKIP: backend cuda requested (MF_TEST_BACKEND=cuda) but %s\n",
+#ifdef MF_HAVE_CUDA
+               "no CUDA device is present"
+#else
+               "memfix was built without CUDA"
+#endif
+        );
+        return MF_TEST_SKIP;
+    }
+    SRunner *sr = srunner_create(s);
+    const char *fork_env = getenv("CK_FORK");
+    if (fork_env == NULL || strcmp(fork_env, "no") != 0) srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
+
+/* ---- comparison -------------------------------------------------------------------- */
+static int mkdir_p(const char *dir)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof buf) return 0;
+    memcpy(buf, dir, len + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return 0;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) == 0 || errno == EEXIST;
+}
+
+const char *mf_test_dump_dir(void)
+{
+    const char *d = getenv("MF_TEST_DUMP_DIR");
+    if (d == NULL || d[0] == '\0') d = MF_TEST_DUMP_DIR_DEFAULT;
+    (void)mkdir_p(d);
+    return d;
+}
+
+static void sanitize(char *s)
+{
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
+              *s == '-'))
+            *s = '_';
+}
+
+int mf_test_check_close(const float *got, const float *ref, size_t n, const char *tol_name, const char *file,
+                        int line, char *msg, size_t msg_cap)
+{
+    if (msg == NULL || msg_cap == 0) return 0;
+    msg[0] = '\0';
+    const mf_tolerance *tol = tol_name ? mf_tolerance_get(tol_name) : NULL;
+    if (tol == NULL) {
+        snprintf(msg, msg_cap, "unknown tolerance '%s' (add a row to src/core/tolerance.c)",
+                 tol_name ? tol_name : "(null)");
+        return 0;
+    }
+    const char *base = file ? strrchr(file, '/') : NULL;
+    base = base ? base + 1 : (file ? file : "test");
+    char name[256];
+    const char *tc = tcase_name();
+    snprintf(name, sizeof name, "%s_%s_%s_L%d.txt", tc ? tc : "test", base, tol_name, line);
+    sanitize(name);
+    char dump[PATH_MAX + 256];
+    snprintf(dump, sizeof dump, "%s/%s", mf_test_dump_dir(), name);
+
+    mf_compare_result r;
+    mf_status s = mf_compare_f32(got, ref, n, tol, dump, &r);
+    if (s != MF_OK) {
+        snprintf(msg, msg_cap, "mf_compare_f32 could not run: %s: %s", mf_status_name(s), mf_last_error());
+        return 0;
+    }
+    if (r.pass) return 1;
+    snprintf(msg, msg_cap,
+             "outputs differ beyond tolerance '%s' (atol %g, rtol %g, nmse %g): %s; max abs %.3g, max rel %.3g, "
+             "nmse %.3g; dump: %s",
+             tol->name, tol->atol, tol->rtol, tol->nmse, r.reason, r.max_abs_err, r.max_rel_err, r.nmse, dump);
+    return 0;
+}
+
+/* ---- fixtures ---------------------------------------------------------------------- */
+const char *mf_fixture_path(const char *rel)
+{
+    static _Thread_local char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s/%s", MF_FIXTURES_DIR, rel ? rel : "");
+    return buf;
+}
+
+int mf_fixture_read_raw(const char *path, void **data, size_t *bytes)
+{
+    if (path == NULL || data == NULL || bytes == NULL) {
+        fprintf(stderr, "mf_fixture_read_raw: NULL argument\n");
+        return 0;
+    }
+    *data = NULL;
+    *bytes = 0;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "mf_fixture: cannot open %s: %s\n", path, strerror(errno));
+        return 0;
+    }
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf != NULL) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap) break;
+        unsigned char *nb = realloc(buf, cap * 2);
+        if (nb == NULL) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (buf == NULL || err) {
+        free(buf);
+        fprintf(stderr, "mf_fixture: reading %s failed\n", path);
+        return 0;
+    }
+    *data = buf;
+    *bytes = len;
+    return 1;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+static size_t fixture_elem_size(uint32_t dtype)
+{
+    switch (dtype) {
+    case MF_FIXTURE_F32: case MF_FIXTURE_I32: return 4;
+    case MF_FIXTURE_BF16: return 2;
+    case MF_FIXTURE_I64: case MF_FIXTURE_F64: return 8;
+    }
+    return 0;
+}
+
+static int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+int mf_fixture_read(const char *path, mf_fixture_tensor *out)
+{
+    if (out == NULL) return 0;
+    memset(out, 0, sizeof *out);
+    void *raw = NULL;
+    size_t bytes = 0;
+    if (!mf_fixture_read_raw(path, &raw, &bytes)) return 0;
+    const unsigned char *p = raw;
+    if (bytes < 16 || memcmp(p, "MFT1", 4) != 0) {
+        fprintf(stderr, "mf_fixture: %s is not an MFT1 tensor file\n", path);
+        free(raw);
+        return 0;
+    }
+    uint32_t dtype = le32(p + 4), ndim = le32(p + 8);
+    size_t esize = fixture_elem_size(dtype);
+    if (esize == 0 || ndim > MF_FIXTURE_MAX_DIMS || bytes < 16 + 8 * (size_t)ndim) {
+        fprintf(stderr, "mf_fixture: %s: bad header (dtype %u, ndim %u)\n", path, dtype, ndim);
+        free(raw);
+        return 0;
+    }
+    size_t count = 1;
+    for (uint32_t i = 0; i < ndim; i++) {
+        int64_t d = (int64_t)le64(p + 16 + 8 * i);
+        if (d < 0 || !mf_size_mul(count, (size_t)d, &count)) {
+            fprintf(stderr, "mf_fixture: %s: bad dim %u (%lld)\n", path, i, (long long)d);
+            free(raw);
+            return 0;
+        }
+        out->dims[i] = d;
+    }
+    size_t off = 16 + 8 * (size_t)ndim, need = 0;
+    if (!mf_size_mul(count, esize, &need) || bytes - off != need) {
+        fprintf(stderr, "mf_fixture: %s: %zu data bytes, expected %zu\n", path, bytes - off, need);
+        free(raw);
+        return 0;
+    }
+    void *data = malloc(need ? need : 1);
+    if (data == NULL) {
+        free(raw);
+        return 0;
+    }
+    memcpy(data, p + off, need);
+    if (!host_is_little_endian()) {
+        unsigned char *d = data;
+        for (size_t i = 0; i < count; i++)
+            for (size_t a = 0, b = esize - 1; a < b; a++, b--) {
+                unsigned char t = d[i * esize + a];
+                d[i * esize + a] = d[i * esize + b];
+                d[i * esize + b] = t;
+            }
+    }
+    free(raw);
+    out->dtype = (mf_fixture_dtype)dtype;
+    out->ndim = (int)ndim;
+    out->count = count;
+    out->data = data;
+    return 1;
+}
+
+void mf_fixture_free(mf_fixture_tensor *t)
+{
+    if (t == NULL) return;
+    free(t->data);
+    t->data = NULL;
+}
+
+static int read_typed(const char *path, mf_fixture_dtype want, void **data, size_t *n)
+{
+    if (data == NULL || n == NULL) return 0;
+    *data = NULL;
+    *n = 0;
+    mf_fixture_tensor t;
+    if (!mf_fixture_read(path, &t)) return 0;
+    if (t.dtype != want) {
+        fprintf(stderr, "mf_fixture: %s holds dtype %d, expected %d\n", path, (int)t.dtype, (int)want);
+        mf_fixture_free(&t);
+        return 0;
+    }
+    *data = t.data;
+    *n = t.count;
+    return 1;
+}
+
+#define MF_FIXTURE_TYPED(fn, ctype, code)                                        \
+    int fn(const char *path, ctype **data, size_t *n)                            \
+    {                                                                            \
+        void *p = NULL;                                                          \
+        if (data == NULL) return 0;                                              \
+        int ok = read_typed(path, code, &p, n);                                  \
+        *data = (ctype *)p;                                                      \
+        return ok;                                                               \
+    }
+MF_FIXTURE_TYPED(mf_fixture_read_f32, float, MF_FIXTURE_F32)
+MF_FIXTURE_TYPED(mf_fixture_read_f64, double, MF_FIXTURE_F64)
+MF_FIXTURE_TYPED(mf_fixture_read_i32, int32_t, MF_FIXTURE_I32)
+MF_FIXTURE_TYPED(mf_fixture_read_i64, int64_t, MF_FIXTURE_I64)
+MF_FIXTURE_TYPED(mf_fixture_read_bf16, uint16_t, MF_FIXTURE_BF16)

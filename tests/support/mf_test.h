@@ -1,0 +1,127 @@
+/* memfix test harness for Check suites.
+ *
+ *   static void setup(void) ...  or use the provided fixture:
+ *   TCase *tc = tcase_create("matmul");
+ *   tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+ *   ... in a test: mf_context *ctx = mf_test_ctx();
+ *   MF_ASSERT_CLOSE(got, ref, n, "matmul.f32");
+ *   MF_ASSERT_STATUS(mf_matmul(NULL, ...), MF_ERR_NULL_POINTER);
+ *   int main(void) { return mf_test_run(matmul_suite()); }
+ *
+ * Rules: CUDA must not be touched in main() or in unchecked fixtures (Check
+ * forks each test; CUDA does not survive a fork after initialisation). The
+ * backend comes from MF_TEST_BACKEND (host|cuda; default host), set by
+ * mf_add_check_test for the .host/.cuda registrations. mf_test_run returns 77
+ * (CTest: skipped) when the backend is cuda and no device is present. */
+#ifndef MF_TEST_H
+#define MF_TEST_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memfix/check.h"
+#include "memfix/memfix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MF_TEST_SKIP 77
+
+/* MF_TEST_BACKEND=host|cuda (default host). Anything else: host, with a
+ * warning on stderr. */
+mf_backend mf_test_backend(void);
+/* The context made by mf_test_setup for the current test (NULL outside one). */
+mf_context *mf_test_ctx(void);
+/* Checked fixture: creates / destroys mf_test_ctx() on mf_test_backend(). */
+void mf_test_setup(void);
+void mf_test_teardown(void);
+
+/* Runs the suite (CK_FORK unless CK_FORK=no in the environment) and frees it.
+ * Returns MF_TEST_SKIP when the backend is cuda and no device is present
+ * (probed in a forked child), 0 when every test passed, 1 otherwise. */
+int mf_test_run(Suite *s);
+
+/* The comparison behind MF_ASSERT_CLOSE: looks up 'tol_name', compares with
+ * mf_compare_f32, and on failure writes a dump file named after the test case,
+ * the tolerance and the line into mf_test_dump_dir(). Returns 1 on pass; on
+ * failure 0 with a readable report (verdict, worst index, dump path) in msg. */
+int mf_test_check_close(const float *got, const float *ref, size_t n, const char *tol_name,
+                        const char *file, int line, char *msg, size_t msg_cap);
+/* $MF_TEST_DUMP_DIR, else the build tree's test-dumps/ (created on demand). */
+const char *mf_test_dump_dir(void);
+
+#define MF_ASSERT_CLOSE(got, ref, n, tol_name)                                                     \
+    do {                                                                                           \
+        char mf_close_msg_[1024];                                                                  \
+        int mf_close_ok_ = mf_test_check_close((got), (ref), (n), (tol_name), __FILE__, __LINE__,  \
+                                               mf_close_msg_, sizeof mf_close_msg_);               \
+        ck_assert_msg(mf_close_ok_, "%s", mf_close_msg_);                                          \
+    } while (0)
+
+/* Asserts the status; for a failure status also that mf_last_error() says why. */
+#define MF_ASSERT_STATUS(expr, expected)                                                           \
+    do {                                                                                           \
+        mf_clear_error();                                                                          \
+        mf_status mf_as_got_ = (expr);                                                             \
+        mf_status mf_as_exp_ = (expected);                                                         \
+        ck_assert_msg(mf_as_got_ == mf_as_exp_, "%s returned %s, expected %s (last error: '%s')",  \
+                      #expr, mf_status_name(mf_as_got_), mf_status_name(mf_as_exp_),               \
+                      mf_last_error());                                                            \
+        if (mf_as_exp_ != MF_OK)                                                                   \
+            ck_assert_msg(mf_last_error()[0] != '\0', "%s returned %s with an empty error message", \
+                          #expr, mf_status_name(mf_as_got_));                                      \
+    } while (0)
+
+/* Convenience: MF_ASSERT_OK(expr) == MF_ASSERT_STATUS(expr, MF_OK). */
+#define MF_ASSERT_OK(expr) MF_ASSERT_STATUS(expr, MF_OK)
+
+/* ---- fixtures (files under the source tree's fixtures/) ------------------------
+ * Binary tensor format ("MFT1"), little-endian, written by
+ * tests/support/mftensor.py (write_tensor(path, array)):
+ *   char     magic[4] = "MFT1"
+ *   uint32   dtype    (0 f32, 1 bf16 (raw uint16), 2 i32, 3 i64, 4 f64)
+ *   uint32   ndim     (0..8)
+ *   uint32   reserved (0)
+ *   int64    dims[ndim]
+ *   data     prod(dims) elements, row-major, little-endian
+ */
+typedef enum mf_fixture_dtype {
+    MF_FIXTURE_F32 = 0,
+    MF_FIXTURE_BF16 = 1,
+    MF_FIXTURE_I32 = 2,
+    MF_FIXTURE_I64 = 3,
+    MF_FIXTURE_F64 = 4
+} mf_fixture_dtype;
+
+#define MF_FIXTURE_MAX_DIMS 8
+
+typedef struct mf_fixture_tensor {
+    mf_fixture_dtype dtype;
+    int ndim;
+    int64_t dims[MF_FIXTURE_MAX_DIMS];
+    size_t count;   /* product of dims (1 for ndim 0) */
+    void *data;     /* malloc'd; free with mf_fixture_free */
+} mf_fixture_tensor;
+
+/* Absolute path of 'rel' under fixtures/ (MF_FIXTURES_DIR); a thread-local
+ * buffer, valid until the next call. */
+const char *mf_fixture_path(const char *rel);
+/* Readers: return 1 on success; on failure 0 with a message on stderr (use
+ * with ck_assert). 'path' is a full path (use mf_fixture_path). */
+int mf_fixture_read(const char *path, mf_fixture_tensor *out);
+void mf_fixture_free(mf_fixture_tensor *t);
+/* Typed shortcuts: the file must hold that dtype; *data is malloc'd (free()). */
+int mf_fixture_read_f32(const char *path, float **data, size_t *n);
+int mf_fixture_read_f64(const char *path, double **data, size_t *n);
+int mf_fixture_read_i32(const char *path, int32_t **data, size_t *n);
+int mf_fixture_read_i64(const char *path, int64_t **data, size_t *n);
+int mf_fixture_read_bf16(const char *path, uint16_t **data, size_t *n);
+/* Whole file as bytes (for op-specific formats); *data is malloc'd. */
+int mf_fixture_read_raw(const char *path, void **data, size_t *bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

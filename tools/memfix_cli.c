@@ -1,0 +1,389 @@
+/* `memfix`: run the registered fixes and report equivalence and memory.
+ *
+ *   memfix --help
+ *   memfix report [--op NAME] [--backend auto|host|cuda] [--json]
+ *
+ * Subcommands live in one dispatch table (mf_cli_commands); plan, verify and
+ * bench (issue 8) are added there. */
+#define _POSIX_C_SOURCE 200809L
+#include "memfix_cli.h"
+
+#include "memfix/check.h"
+#include "memfix/memfix.h"
+#include "memfix/registry.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct mf_cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv, FILE *out, FILE *err); /* argv[0] is the command name */
+    void (*help)(FILE *out);
+} mf_cli_command;
+
+/* ---- report ------------------------------------------------------------------------- */
+static void report_help(FILE *out)
+{
+    fprintf(out,
+            "usage: memfix report [--op NAME] [--backend auto|host|cuda] [--json]\n"
+            "\n"
+            "Runs, for every registered fix (or only NAME), the reference and each\n"
+            "optimized variant on the fix's built-in cases, compares the outputs with the\n"
+            "fix's tolerance, and measures scratch memory through the context's tracked\n"
+            "allocators. One row per (variant, case):\n"
+            "  op, variant, backend, dtype, shape, max abs err, max rel err, atol, rtol,\n"
+            "  verdict, ref peak (reference host scratch bytes), opt peak (optimized device\n"
+            "  scratch bytes), ceiling (the op header's formula at that shape, bytes).\n"
+            "A row passes when the outputs are equivalent AND opt peak <= ceiling.\n"
+            "\n"
+            "options:\n"
+            "  --op NAME         only this fix (see the list below)\n"
+            "  --backend B       auto (default: CUDA when a device is present, else host\n"
+            "                    execution mode), host, or cuda\n"
+            "  --json            print a JSON array of objects with the keys op, variant,\n"
+            "                    backend, dtype, shape, max_abs_err, max_rel_err, atol, rtol,\n"
+            "                    pass, ref_peak_bytes, opt_peak_bytes, ceiling_bytes\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "exit status: 0 every row passed, 1 some row failed, 2 usage error or unknown\n"
+            "op, 3 the backend is unavailable.\n"
+            "\n"
+            "registered fixes:\n");
+    size_t n = 0;
+    const mf_op_desc *const *ops = mf_registry(&n);
+    if (n == 0) fprintf(out, "  (none: this build has no optimized kernels)\n");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "  %-16s %s\n", ops[i]->name, ops[i]->summary ? ops[i]->summary : "");
+        fprintf(out, "  %-16s variants:", "");
+        for (int v = 0; v < ops[i]->n_variants; v++) fprintf(out, " %s", ops[i]->variants[v]);
+        fprintf(out, "; %d built-in cases\n", ops[i]->n_cases);
+    }
+}
+
+static void list_ops(FILE *f)
+{
+    size_t n = 0;
+    const mf_op_desc *const *ops = mf_registry(&n);
+    fprintf(f, "registered ops:");
+    if (n == 0) fprintf(f, " (none)");
+    for (size_t i = 0; i < n; i++) fprintf(f, "%s %s", i ? "," : "", ops[i]->name);
+    fprintf(f, "\n");
+}
+
+/* --name VALUE or --name=VALUE; returns the value or NULL (and *i advanced). */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    size_t len = strlen(name);
+    const char *a = argv[*i];
+    *missing = 0;
+    if (strncmp(a, name, len) != 0) return NULL;
+    if (a[len] == '=') return a + len + 1;
+    if (a[len] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static void fmt_num(char *buf, size_t cap, double x)
+{
+    if (isinf(x))
+        snprintf(buf, cap, x > 0 ? "inf" : "-inf");
+    else if (isnan(x))
+        snprintf(buf, cap, "nan");
+    else
+        snprintf(buf, cap, "%.3g", x);
+}
+
+enum { NCOL = 13 };
+static const char *const col_names[NCOL] = {"op",      "variant", "backend", "dtype",   "shape",
+                                            "max abs err", "max rel err", "atol", "rtol", "verdict",
+                                            "ref peak", "opt peak", "ceiling"};
+
+static void row_cells(const mf_case_result *r, char cells[NCOL][160])
+{
+    snprintf(cells[0], 160, "%s", r->op);
+    snprintf(cells[1], 160, "%s", r->variant);
+    snprintf(cells[2], 160, "%s", r->backend);
+    snprintf(cells[3], 160, "%s", r->dtype);
+    snprintf(cells[4], 160, "%s", r->shape);
+    fmt_num(cells[5], 160, r->max_abs_err);
+    fmt_num(cells[6], 160, r->max_rel_err);
+    fmt_num(cells[7], 160, r->atol);
+    fmt_num(cells[8], 160, r->rtol);
+    snprintf(cells[9], 160, "%s", r->pass ? "PASS" : "FAIL");
+    snprintf(cells[10], 160, "%zu", r->ref_peak_bytes);
+    snprintf(cells[11], 160, "%zu", r->opt_peak_bytes);
+    if (r->ceiling_bytes == SIZE_MAX)
+        snprintf(cells[12], 160, "n/a");
+    else
+        snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
+}
+
+static void print_table(FILE *out, const mf_case_result *rows, size_t n)
+{
+    static char cells[NCOL][160];
+    size_t width[NCOL];
+    for (int c = 0; c < NCOL; c++) width[c] = strlen(col_names[c]);
+    for (size_t i = 0; i < n; i++) {
+        row_cells(&rows[i], cells);
+        for (int c = 0; c < NCOL; c++)
+            if (strlen(cells[c]) > width[c]) width[c] = strlen(cells[c]);
+    }
+    /* numbers right-aligned, text left-aligned */
+    const int right[NCOL] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1};
+    for (int c = 0; c < NCOL; c++)
+        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], col_names[c]);
+    fprintf(out, "\n");
+    for (int c = 0; c < NCOL; c++) {
+        fprintf(out, "%s", c ? "  " : "");
+        for (size_t k = 0; k < width[c]; k++) fputc('-', out);
+    }
+    fprintf(out, "\n");
+    for (size_t i = 0; i < n; i++) {
+        row_cells(&rows[i], cells);
+        for (int c = 0; c < NCOL; c++)
+            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cells[c]);
+        fprintf(out, "\n");
+    }
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++) failed += !rows[i].pass;
+    fprintf(out, "\n%zu rows, %zu passed, %zu failed", n, n - failed, failed);
+    fprintf(out, "  (bytes: scratch beyond inputs and outputs; ceiling: the op header's formula)\n");
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].pass)
+            fprintf(out, "FAIL %s/%s [%s %s]: %s\n", rows[i].op, rows[i].variant, rows[i].dtype, rows[i].shape,
+                    rows[i].message[0] ? rows[i].message : "(no message)");
+}
+
+static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (arr == NULL) {
+        fprintf(err, "memfix report: out of memory building JSON\n");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const mf_case_result *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        if (o == NULL) break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "op", r->op);
+        cJSON_AddStringToObject(o, "variant", r->variant);
+        cJSON_AddStringToObject(o, "backend", r->backend);
+        cJSON_AddStringToObject(o, "dtype", r->dtype);
+        cJSON_AddStringToObject(o, "shape", r->shape);
+        /* non-finite errors (a NaN/Inf mismatch) have no JSON number: null */
+        if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
+        else cJSON_AddNullToObject(o, "max_abs_err");
+        if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
+        else cJSON_AddNullToObject(o, "max_rel_err");
+        cJSON_AddNumberToObject(o, "atol", r->atol);
+        cJSON_AddNumberToObject(o, "rtol", r->rtol);
+        cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
+        cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
+        cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
+        if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
+        else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+    }
+    char *text = cJSON_Print(arr);
+    cJSON_Delete(arr);
+    if (text == NULL) {
+        fprintf(err, "memfix report: out of memory printing JSON\n");
+        return 0;
+    }
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return 1;
+}
+
+static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
+{
+    const char *op_name = NULL, *backend_name = "auto";
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int missing = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            report_help(out);
+            return MF_CLI_OK;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else if ((v = option_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
+            if (missing) {
+                fprintf(err, "memfix report: --op needs a value\n");
+                return MF_CLI_USAGE;
+            }
+            op_name = v;
+        } else if ((v = option_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
+            if (missing) {
+                fprintf(err, "memfix report: --backend needs a value (auto, host or cuda)\n");
+                return MF_CLI_USAGE;
+            }
+            backend_name = v;
+        } else {
+            fprintf(err, "memfix report: unknown argument '%s' (see memfix report --help)\n", a);
+            return MF_CLI_USAGE;
+        }
+    }
+
+    mf_backend backend;
+    if (strcmp(backend_name, "auto") == 0) backend = MF_BACKEND_AUTO;
+    else if (strcmp(backend_name, "host") == 0) backend = MF_BACKEND_HOST;
+    else if (strcmp(backend_name, "cuda") == 0) backend = MF_BACKEND_CUDA;
+    else {
+        fprintf(err, "memfix report: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
+        return MF_CLI_USAGE;
+    }
+
+    size_t n_ops = 0;
+    const mf_op_desc *const *all = mf_registry(&n_ops);
+    const mf_op_desc *only = NULL;
+    if (op_name != NULL) {
+        only = mf_registry_find(op_name);
+        if (only == NULL) {
+            fprintf(err, "memfix report: unknown op '%s'; ", op_name);
+            list_ops(err);
+            return MF_CLI_USAGE;
+        }
+    }
+
+    if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
+        fprintf(err,
+                "memfix report: backend cuda is not available: %s (use --backend host, or auto)\n",
+#ifdef MF_HAVE_CUDA
+                "no CUDA device is present"
+#else
+                "this build has no CUDA backend (MF_CUDA=OFF or no nvcc)"
+#endif
+        );
+        return MF_CLI_UNAVAILABLE;
+    }
+    mf_context *ctx = NULL;
+    mf_status s = mf_context_create(&ctx, backend);
+    if (s != MF_OK) {
+        fprintf(err, "memfix report: cannot create a %s context: %s: %s\n", backend_name, mf_status_name(s),
+                mf_last_error());
+        return MF_CLI_UNAVAILABLE;
+    }
+
+    size_t cap = 0, n = 0;
+    for (size_t i = 0; i < n_ops; i++)
+        if (only == NULL || all[i] == only) cap += (size_t)all[i]->n_variants * (size_t)all[i]->n_cases;
+    mf_case_result *rows = calloc(cap ? cap : 1, sizeof *rows);
+    if (rows == NULL) {
+        mf_context_destroy(ctx);
+        fprintf(err, "memfix report: out of memory\n");
+        return MF_CLI_UNAVAILABLE;
+    }
+    const char *resolved = mf_backend_name(mf_context_backend(ctx));
+    for (size_t i = 0; i < n_ops; i++) {
+        const mf_op_desc *op = all[i];
+        if (only != NULL && op != only) continue;
+        for (int v = 0; v < op->n_variants; v++) {
+            for (int c = 0; c < op->n_cases; c++) {
+                mf_case_result *r = &rows[n++];
+                mf_clear_error();
+                s = op->run_case(ctx, v, c, r);
+                /* fill what the op left empty, so every row is identifiable */
+                if (r->op[0] == '\0') snprintf(r->op, sizeof r->op, "%s", op->name);
+                if (r->variant[0] == '\0') snprintf(r->variant, sizeof r->variant, "%s", op->variants[v]);
+                if (r->backend[0] == '\0') snprintf(r->backend, sizeof r->backend, "%s", resolved);
+                if (r->shape[0] == '\0') snprintf(r->shape, sizeof r->shape, "case %d", c);
+                if (s != MF_OK) {
+                    r->pass = 0;
+                    if (r->message[0] == '\0')
+                        snprintf(r->message, sizeof r->message, "%s: %s", mf_status_name(s), mf_last_error());
+                }
+            }
+        }
+    }
+    mf_context_destroy(ctx);
+
+    int any_failed = 0;
+    for (size_t i = 0; i < n; i++) any_failed |= !rows[i].pass;
+    int ok = 1;
+    if (json)
+        ok = print_json(out, err, rows, n);
+    else if (n == 0)
+        fprintf(out, "no registered fixes in this build (reference-only build: no optimized kernels)\n");
+    else
+        print_table(out, rows, n);
+    free(rows);
+    if (!ok) return MF_CLI_UNAVAILABLE;
+    return any_failed ? MF_CLI_FAILED : MF_CLI_OK;
+}
+
+/* ---- dispatch ------------------------------------------------------------------------- */
+static const mf_cli_command mf_cli_commands[] = {
+    {"report", "run every fix's built-in cases: equivalence and scratch memory vs ceiling", cmd_report,
+     report_help},
+    /* issue 8: {"plan", ...}, {"verify", ...}, {"bench", ...} */
+};
+#define MF_CLI_NCOMMANDS (sizeof mf_cli_commands / sizeof mf_cli_commands[0])
+
+static void main_help(FILE *out)
+{
+    fprintf(out,
+            "usage: memfix <command> [options]\n"
+            "       memfix <command> --help\n"
+            "\n"
+            "memfix: reference kernels and a regression suite for the memory fixes that make\n"
+            "long-context LLM training fit on a GPU. Each fix has a naive C reference (the\n"
+            "executable specification) and optimized CUDA variants; memfix checks that they\n"
+            "agree within a stated tolerance and stay under a stated scratch-memory ceiling.\n"
+            "\n"
+            "commands:\n");
+    for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", mf_cli_commands[i].name, mf_cli_commands[i].summary);
+    fprintf(out,
+            "\n"
+            "options:\n"
+            "  -h, --help  this help\n"
+            "  --version   print the version\n"
+            "\n"
+            "environment: CUDAHOST_WORKERS, CUDAHOST_DEVICE_MEMORY (host execution mode),\n"
+            "MF_DISABLE_CUDA=1 (treat the CUDA backend as unavailable).\n");
+}
+
+int mf_cli_main(int argc, char **argv, FILE *out, FILE *err)
+{
+    if (out == NULL) out = stdout;
+    if (err == NULL) err = stderr;
+    if (argc < 2 || argv == NULL) {
+        main_help(err);
+        return MF_CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        if (strcmp(cmd, "help") == 0 && argc > 2) {
+            for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++)
+                if (strcmp(argv[2], mf_cli_commands[i].name) == 0) {
+                    mf_cli_commands[i].help(out);
+                    return MF_CLI_OK;
+                }
+            fprintf(err, "memfix: unknown command '%s'\n", argv[2]);
+            return MF_CLI_USAGE;
+        }
+        main_help(out);
+        return MF_CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+#ifdef MF_VERSION
+        fprintf(out, "memfix %s\n", MF_VERSION);
+#else
+        fprintf(out, "memfix\n");
+#endif
+        return MF_CLI_OK;
+    }
+    for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++)
+        if (strcmp(cmd, mf_cli_commands[i].name) == 0) return mf_cli_commands[i].run(argc - 1, argv + 1, out, err);
+    fprintf(err, "memfix: unknown command '%s' (commands:", cmd);
+    for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++) fprintf(err, " %s", mf_cli_commands[i].name);
+    fprintf(err, "; see memfix --help)\n");
+    return MF_CLI_USAGE;
+}

@@ -1,0 +1,23 @@
+/* The `memfix` command, as a library so its tests can drive it in-process.
+ * tools/memfix.c is just main() calling mf_cli_main(argc, argv, stdout, stderr).
+ *
+ * Exit codes: 0 success (every row passed); 1 some row failed; 2 usage error
+ * (unknown command, option, backend or op); 3 cannot run (backend unavailable,
+ * context creation failed). */
+#ifndef MEMFIX_CLI_H
+#define MEMFIX_CLI_H
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { MF_CLI_OK = 0, MF_CLI_FAILED = 1, MF_CLI_USAGE = 2, MF_CLI_UNAVAILABLE = 3 };
+
+int mf_cli_main(int argc, char **argv, FILE *out, FILE *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
