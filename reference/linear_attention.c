@@ -42,7 +42,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 /* 8 * B*H*L*D*(Dv+1) * copies, with L = N (causal) or 1 (bidir). */
 static size_t la_bytes(int64_t B, int64_t H, int64_t L, int64_t D, int64_t Dv, size_t bytes_per) {
@@ -140,17 +139,19 @@ static void build_states(mf_dtype dtype, int causal, size_t n, size_t d, size_t 
     }
 }
 
-/* num_n = q'_n^T S_n (into num, nv doubles) and returns den_n = q'_n . z_n + eps. */
-static double apply_row(mf_dtype dtype, size_t d, size_t nv, const void *q, size_t qrow,
-                        const double *S, const double *z, double *num) {
+/* den_n = q'_n . z_n + eps. */
+static double den_row(mf_dtype dtype, size_t d, const void *q, size_t qrow, const double *z) {
     double den = 0.0;
-    for (size_t c = 0; c < nv; c++) num[c] = 0.0;
-    for (size_t a = 0; a < d; a++) {
-        const double qp = phi(ld(q, dtype, qrow + a));
-        den += qp * z[a];
-        for (size_t c = 0; c < nv; c++) num[c] += qp * S[a * nv + c];
-    }
+    for (size_t a = 0; a < d; a++) den += phi(ld(q, dtype, qrow + a)) * z[a];
     return den + MF_LINEAR_ATTENTION_EPS;
+}
+
+/* num_n[c] = (q'_n^T S_n)[c]. */
+static double num_elem(mf_dtype dtype, size_t d, size_t nv, const void *q, size_t qrow,
+                       const double *S, size_t c) {
+    double num = 0.0;
+    for (size_t a = 0; a < d; a++) num += phi(ld(q, dtype, qrow + a)) * S[a * nv + c];
+    return num;
 }
 
 mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
@@ -166,7 +167,7 @@ mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int c
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, nv = (size_t)Dv;
     const size_t L = causal ? n : 1, sz = d * nv;
-    double *kv = NULL, *ks = NULL, *num = NULL;
+    double *kv = NULL, *ks = NULL;
     /* kv_cumsum / kv and k_cumsum / k_sum for all (b, h), as the document holds them. */
     MF_TRY(mf_scratch_alloc(ctx, MF_MEM_HOST, bh * L * sz * sizeof(double), (void **)&kv));
     mf_status st = mf_scratch_alloc(ctx, MF_MEM_HOST, bh * L * d * sizeof(double), (void **)&ks);
@@ -174,19 +175,13 @@ mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int c
     for (size_t g = 0; g < bh; g++)
         build_states(dtype, causal, n, d, nv, k, v, g * n * d, g * n * nv, g, state,
                      kv + g * L * sz, ks + g * L * d);
-    /* A row of the numerator: Dv doubles on the stack-equivalent heap (not
-     * scratch: O(Dv), not part of the formula). */
-    num = (double *)malloc(nv * sizeof(double));
-    if (num == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "row buffer");
-        goto done;
-    }
     for (size_t g = 0; g < bh; g++) {
         for (size_t i = 0; i < n; i++) {
-            const size_t s = causal ? i : 0;
-            const double den = apply_row(dtype, d, nv, q, (g * n + i) * d, kv + (g * L + s) * sz,
-                                         ks + (g * L + s) * d, num);
-            for (size_t c = 0; c < nv; c++) out[(g * n + i) * nv + c] = (float)(num[c] / den);
+            const size_t s = causal ? i : 0, qrow = (g * n + i) * d;
+            const double *S = kv + (g * L + s) * sz;
+            const double den = den_row(dtype, d, q, qrow, ks + (g * L + s) * d);
+            for (size_t c = 0; c < nv; c++)
+                out[(g * n + i) * nv + c] = (float)(num_elem(dtype, d, nv, q, qrow, S, c) / den);
         }
         if (causal && state != NULL) {
             const double *S = kv + (g * L + n - 1) * sz, *z = ks + (g * L + n - 1) * d;
@@ -197,7 +192,6 @@ mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int c
         }
     }
 done:
-    free(num);
     mf_scratch_free(ctx, MF_MEM_HOST, ks);
     mf_scratch_free(ctx, MF_MEM_HOST, kv);
     return st;
@@ -222,17 +216,12 @@ mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int 
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, nv = (size_t)Dv;
     const size_t L = causal ? n : 1, sz = d * nv;
-    double *kv = NULL, *ks = NULL, *dkv = NULL, *dks = NULL, *num = NULL;
+    double *kv = NULL, *ks = NULL, *dkv = NULL, *dks = NULL;
     mf_status st = mf_scratch_alloc(ctx, MF_MEM_HOST, bh * L * sz * sizeof(double), (void **)&kv);
     if (st == MF_OK) st = mf_scratch_alloc(ctx, MF_MEM_HOST, bh * L * d * sizeof(double), (void **)&ks);
     if (st == MF_OK) st = mf_scratch_alloc(ctx, MF_MEM_HOST, bh * L * sz * sizeof(double), (void **)&dkv);
     if (st == MF_OK) st = mf_scratch_alloc(ctx, MF_MEM_HOST, bh * L * d * sizeof(double), (void **)&dks);
     if (st != MF_OK) goto done;
-    num = (double *)malloc(nv * sizeof(double));
-    if (num == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "row buffer");
-        goto done;
-    }
     for (size_t g = 0; g < bh; g++) {
         const size_t qk = g * n * d, vo = g * n * nv;
         double *S = kv + g * L * sz, *z = ks + g * L * d, *dS = dkv + g * L * sz, *dz = dks + g * L * d;
@@ -243,9 +232,11 @@ mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int 
          * (it needs S_n and z_n, which are at hand). */
         for (size_t i = 0; i < n; i++) {
             const size_t s = causal ? i : 0;
-            const double den = apply_row(dtype, d, nv, q, qk + i * d, S + s * sz, z + s * d, num);
+            const double den = den_row(dtype, d, q, qk + i * d, z + s * d);
             double dot = 0.0; /* dout_n . out_n */
-            for (size_t c = 0; c < nv; c++) dot += ld(dout, dtype, vo + i * nv + c) * (num[c] / den);
+            for (size_t c = 0; c < nv; c++)
+                dot += ld(dout, dtype, vo + i * nv + c) *
+                       (num_elem(dtype, d, nv, q, qk + i * d, S + s * sz, c) / den);
             const double dd = -dot / den;
             for (size_t a = 0; a < d; a++) {
                 const double qx = ld(q, dtype, qk + i * d + a), qp = phi(qx);
@@ -293,7 +284,6 @@ mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int 
         }
     }
 done:
-    free(num);
     mf_scratch_free(ctx, MF_MEM_HOST, dks);
     mf_scratch_free(ctx, MF_MEM_HOST, dkv);
     mf_scratch_free(ctx, MF_MEM_HOST, ks);

@@ -37,3 +37,13 @@ if(MF_HAVE_HOST_KERNELS)
     BACKENDS host cuda
     TIMEOUT 60)
 endif()
+
+if(MF_HAVE_HOST_KERNELS)
+  # The same suite on multi-tile shapes (N up to 256, D up to 128): label slow.
+  mf_add_check_test(test_attention_equiv_large
+    SOURCES equivalence/test_attention_equiv.c
+    LABELS equivalence slow
+    BACKENDS host cuda
+    TIMEOUT 600)
+  target_compile_definitions(test_attention_equiv_large PRIVATE MF_LARGE_SHAPES=1)
+endif()

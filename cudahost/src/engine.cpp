@@ -103,7 +103,7 @@ namespace {
 namespace ci = internal;
 
 enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_DONE };
-enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD };
+enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK };
 
 struct ThreadRec;
 
@@ -135,6 +135,9 @@ struct ThreadRec {
 
 struct WarpState {
   unsigned arrived, exist, exited;
+  // __activemask: lanes waiting in it, and the number of lanes that may still run before they block or exit
+  unsigned am;
+  int pending;
   unsigned mask[32];
   int kind[32];
   int param[32];
@@ -179,6 +182,12 @@ struct Worker {
   char* smem = nullptr;
   size_t smem_size = 0;
   char tsan_block_start, tsan_block_end, tsan_bar;
+  // static __shared__ variables filled with garbage this block (cudahost::shared_fill_)
+  static constexpr int kMaxFills = 64;
+  void* fill_ptr[kMaxFills];
+  unsigned long fill_gen[kMaxFills];
+  int n_fill = 0;
+  unsigned long block_gen = 0;
   // watchdog: progress changes at every thread start and fiber switch; busy while a block runs
   std::atomic<unsigned long> progress{0};
   std::atomic<bool> busy{false};
@@ -354,6 +363,38 @@ inline int rq_pop(Worker* w) {
   return idx;
 }
 
+// A blocked thread becomes runnable: it counts as pending for its warp again.
+inline void release(Worker* w, int idx) {
+  rq_push(w, idx);
+  w->warps[idx >> 5].pending++;
+}
+
+// __activemask's group forms when no lane of the warp can run any more: every lane has exited, blocks somewhere
+// else, or waits in __activemask; the waiting lanes are the active (converged) ones.
+// `self` (a lane, or -1) is the calling lane when it completes the group itself: it keeps running.
+inline void complete_activemask(Worker* w, int warp, int self) {
+  WarpState& ws = w->warps[warp];
+  unsigned m = ws.am;
+  ws.am = 0;
+  for (unsigned q = m; q; q &= q - 1) {
+    unsigned l = (unsigned)__builtin_ctz(q);
+    ws.res[l] = m;
+  }
+  unsigned others = self >= 0 ? m & ~(1u << self) : m;
+  if (self >= 0) ws.pending++;
+  if (w->reverse) {
+    for (unsigned q = others; q; q &= ~(1u << (31 - __builtin_clz(q)))) release(w, warp * 32 + 31 - __builtin_clz(q));
+  } else {
+    for (unsigned q = others; q; q &= q - 1) release(w, warp * 32 + __builtin_ctz(q));
+  }
+}
+
+// A lane stops being runnable (it blocks or exits).
+inline void lane_idle(Worker* w, int warp) {
+  WarpState& ws = w->warps[warp];
+  if (--ws.pending == 0 && ws.am) complete_activemask(w, warp, -1);
+}
+
 std::string fmt_tid(const ThreadRec& t) {
   char b[64];
   std::snprintf(b, sizeof b, "(%u,%u,%u)", t.tid.x, t.tid.y, t.tid.z);
@@ -431,6 +472,7 @@ inline void run_thread(Worker* w, Fiber* f, int idx) {
   tsan_release(&w->tsan_block_end);
   t->state = TS_DONE;
   w->warps[t->warp].exited |= 1u << t->lane;
+  lane_idle(w, t->warp);
   f->cur = nullptr;
   tls_thread = nullptr;
   w->live--;
@@ -460,6 +502,7 @@ void fiber_entry(void* arg) {
 inline void block_wait(Worker* w, ThreadRec* t, unsigned char why) {
   t->state = TS_BLOCKED;
   t->wait = why;
+  if (why != W_ACTIVEMASK) lane_idle(w, t->warp);
   schedule_next(w, t->fiber, false);
   t->state = TS_RUNNING;
   t->wait = W_NONE;
@@ -501,6 +544,7 @@ Worker* get_worker() {
 void run_block(Worker* w, Job* job, size_t linear) {
   const launch_config* c = job->cfg;
   w->block_linear = linear;
+  w->block_gen++;
   unsigned gx = c->grid.x, gy = c->grid.y;
   blockIdx = uint3{(unsigned)(linear % gx), (unsigned)((linear / gx) % gy), (unsigned)(linear / ((size_t)gx * gy))};
   w->n = (int)(c->block.x * c->block.y * c->block.z);
@@ -514,7 +558,9 @@ void run_block(Worker* w, Job* job, size_t linear) {
     WarpState& ws = w->warps[i];
     ws.arrived = 0;
     ws.exited = 0;
+    ws.am = 0;
     int lanes = std::min(32, w->n - i * 32);
+    ws.pending = lanes;
     ws.exist = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
   }
   if (w->smem) std::memset(w->smem, 0xff, w->smem_size);  // garbage: NaN for floats, so read-before-write shows
@@ -818,9 +864,9 @@ unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int pa
     unsigned others = em & ~bit;
     const int base = t->warp * 32;
     if (w->reverse) {
-      for (unsigned m = others; m; m &= ~(1u << (31 - __builtin_clz(m)))) rq_push(w, base + 31 - __builtin_clz(m));
+      for (unsigned m = others; m; m &= ~(1u << (31 - __builtin_clz(m)))) release(w, base + 31 - __builtin_clz(m));
     } else {
-      for (unsigned m = others; m; m &= m - 1) rq_push(w, base + __builtin_ctz(m));
+      for (unsigned m = others; m; m &= m - 1) release(w, base + __builtin_ctz(m));
     }
   }
   tsan_acquire(&ws);
@@ -830,8 +876,17 @@ unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int pa
 unsigned active_mask() {
   ThreadRec* t = tls_thread;
   if (!t) return 1u;
-  WarpState& ws = tls_worker->warps[t->warp];
-  return (ws.exist & ~ws.exited) | (1u << t->lane);
+  Worker* w = tls_worker;
+  WarpState& ws = w->warps[t->warp];
+  // Wait until no lane of the warp can run any more; the lanes waiting here are the converged ones (lanes that
+  // exited, or block at a barrier or another warp operation, are not active here).
+  ws.am |= 1u << t->lane;
+  if (--ws.pending == 0) {
+    complete_activemask(w, t->warp, (int)t->lane);  // this lane completes the group and continues
+  } else {
+    block_wait(w, t, W_ACTIVEMASK);
+  }
+  return (unsigned)ws.res[t->lane];
 }
 
 unsigned lane_id() { return tls_thread ? tls_thread->lane : 0u; }
@@ -852,9 +907,9 @@ int block_barrier(int pred) {
     w->bar_acc = 0;
     w->bar_arrived = 0;
     if (w->reverse)
-      for (int i = others - 1; i >= 0; i--) rq_push(w, w->bar_waiters[i]);
+      for (int i = others - 1; i >= 0; i--) release(w, w->bar_waiters[i]);
     else
-      for (int i = 0; i < others; i++) rq_push(w, w->bar_waiters[i]);
+      for (int i = 0; i < others; i++) release(w, w->bar_waiters[i]);
   } else {
     block_wait(w, t, W_BAR);
   }
@@ -862,6 +917,27 @@ int block_barrier(int pred) {
   return w->bar_result;
 }
 }  // namespace
+
+void shared_fill_bytes_(void* p, size_t n) {
+  if (!tls_thread) return;
+  Worker* w = tls_worker;
+  int k = 0;
+  while (k < w->n_fill && w->fill_ptr[k] != p) k++;
+  if (k == w->n_fill) {
+    if (k == Worker::kMaxFills) return;  // table full: leave the variable as it is (never refill mid-block)
+    w->fill_ptr[w->n_fill++] = p;
+    w->fill_gen[k] = 0;
+  }
+  if (w->fill_gen[k] == w->block_gen) return;  // another thread of this block got here first
+  w->fill_gen[k] = w->block_gen;
+#if defined(CUDAHOST_TSAN)
+  // not memset (TSan intercepts it, and would see the fill as a racing write of this CUDA thread)
+  volatile unsigned char* b = static_cast<volatile unsigned char*>(p);
+  for (size_t i = 0; i < n; i++) b[i] = 0xff;
+#else
+  std::memset(p, 0xff, n);
+#endif
+}
 
 namespace internal {
 bool in_kernel() { return tls_thread != nullptr; }

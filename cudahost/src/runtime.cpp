@@ -894,9 +894,26 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const 
                                                           size_t dynamicSMemSize) {
   if (!numBlocks || blockSize <= 0) return record(cudaErrorInvalidValue);
   if (!func) return record(cudaErrorInvalidDeviceFunction);
+  if (blockSize > ci::kMaxThreadsPerBlock) {
+    *numBlocks = 0;
+    return cudaSuccess;
+  }
   int n = std::min(32, 2048 / blockSize);
   if (dynamicSMemSize) n = std::min<int>(n, (int)((228 * 1024) / (dynamicSMemSize + 1024)));
   *numBlocks = n;
+  return cudaSuccess;
+}
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, const void* func, int blockSize,
+                                                                   size_t dynamicSMemSize, unsigned int) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize);
+}
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, const void* func, int numBlocks,
+                                                      int blockSize) {
+  if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return record(cudaErrorInvalidValue);
+  if (!func) return record(cudaErrorInvalidDeviceFunction);
+  size_t per = (228 * 1024) / (size_t)numBlocks;
+  per = per > 1024 ? per - 1024 : 0;
+  *dynamicSmemSize = std::min<size_t>(per, (size_t)ci::max_dynamic_smem(func));
   return cudaSuccess;
 }
 cudaError_t cudaLaunchKernel(const void* func, dim3, dim3, void**, size_t, cudaStream_t) {

@@ -140,6 +140,7 @@ struct Rewriter {
   std::string out;
   // brace stack: true = namespace-like scope (namespace, extern "C"), false = anything else
   std::vector<bool> braces;
+  bool in_directive = false;
 
   Rewriter(std::string p, std::string od, const std::string& src) : path(std::move(p)), out_dir(std::move(od)), s(src) {}
 
@@ -346,6 +347,50 @@ struct Rewriter {
     return true;
   }
 
+  // i at '__shared__' of a block-scope declaration `[static] __shared__ T name[dims];` (one declarator, no
+  // initializer): appends `cudahost::shared_fill_(name);` on the same line, which fills the variable with garbage
+  // once per block (the first thread that reaches the declaration), as a GPU's shared memory is not zero nor left
+  // over from the previous block. Other forms are left alone (and keep thread-local storage's contents).
+  bool static_shared(size_t& i) {
+    if (in_directive || at_namespace_scope()) return false;
+    int depth = 0, angle = 0;
+    size_t j = i + 10, semi = std::string::npos, bracket = std::string::npos;
+    while (j < s.size() && j < i + 1000) {
+      size_t k = skip_literal(s, j);
+      if (k != j) return false;  // a literal in a declaration: not the simple form
+      char c = s[j];
+      if (c == '(' || c == '[') {
+        if (c == '[' && depth == 0 && angle == 0 && bracket == std::string::npos) bracket = j;
+        depth++;
+      } else if (c == ')' || c == ']') {
+        depth--;
+      } else if (c == '<' && depth == 0) {
+        angle++;
+      } else if (c == '>' && depth == 0) {
+        angle--;
+      } else if (c == '{' || c == '}') {
+        return false;
+      } else if (depth == 0 && angle == 0 && (c == ',' || c == '=')) {
+        return false;
+      } else if (c == ';' && depth == 0) {
+        semi = j;
+        break;
+      }
+      j++;
+    }
+    if (semi == std::string::npos || angle != 0) return false;
+    size_t e = bracket == std::string::npos ? semi : bracket;
+    while (e > i && is_space(s[e - 1])) e--;
+    size_t b = e;
+    while (b > i && is_ident(s[b - 1])) b--;
+    if (b == e || b <= i + 10 || (s[b] >= '0' && s[b] <= '9')) return false;
+    std::string name = s.substr(b, e - b);
+    out.append(s, i, semi + 1 - i);
+    out += " cudahost::shared_fill_(" + name + ");";
+    i = semi + 1;
+    return true;
+  }
+
   // i at '#'. Handles #include "x.cuh"; copies other directives verbatim (they are still scanned for literals).
   bool include(size_t& i) {
     size_t j = i + 1;
@@ -414,6 +459,7 @@ struct Rewriter {
       }
       char c = s[i];
       if (c == '\n') {
+        if (!(i > 0 && s[i - 1] == '\\')) in_directive = false;
         out += c;
         i++;
         line_start = true;
@@ -426,6 +472,7 @@ struct Rewriter {
       }
       if (c == '#' && line_start) {
         line_start = false;
+        in_directive = true;
         if (include(i)) continue;
         out += c;
         i++;
@@ -463,6 +510,7 @@ struct Rewriter {
           continue;
         }
         if (w == "extern" && extern_shared(i)) continue;
+        if (w == "__shared__" && static_shared(i)) continue;
         out += w;
         i = e;
         continue;

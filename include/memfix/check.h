@@ -56,7 +56,9 @@ MF_API mf_status mf_compare_f32(const float *got, const float *ref, size_t n,
                                 mf_compare_result *out);
 
 /* Seeded inputs: uniform in [lo, hi) with no zero entries (|x| >= 1e-3*(hi-lo)).
- * Deterministic for a given seed on every platform (splitmix64/xoshiro). */
+ * Deterministic for a given seed on every platform (splitmix64/xoshiro).
+ * Invalid arguments (NULL x, lo >= hi, non-finite bounds) write nothing and
+ * set mf_last_error(); n == 0 writes nothing. */
 MF_API void mf_fill_uniform_f32(float *x, size_t n, uint64_t seed, float lo, float hi);
 /* The same values rounded to bf16 (stored as uint16_t). */
 MF_API void mf_fill_uniform_bf16(uint16_t *x, size_t n, uint64_t seed, float lo, float hi);

@@ -42,7 +42,11 @@
  * dtypes: hidden, W and bias are f32 or bf16 (the same dtype); labels are
  * int64; loss, lse and every gradient are f32. All accumulation is fp32 in the
  * optimized code (logits tiles are fp32 even for bf16 inputs: bf16 accumulation
- * drifts at large vocabularies), double in the reference.
+ * drifts at large vocabularies), double in the reference. With bf16 inputs the
+ * gradient tile dL/dz is rounded to bf16 (relative 2^-8) before the two
+ * gradient GEMMs, because cuBLAS multiplies operands of one type (Liger-Kernel
+ * does the same); the products still accumulate in fp32 into fp32 gradients.
+ * The loss and lse never see that rounding.
  *
  * Memory formulas (bytes; N rows, V vocabulary, C chunk rows)
  * -----------------------------------------------------------

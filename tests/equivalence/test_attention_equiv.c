@@ -31,6 +31,14 @@ typedef struct config {
     mf_dtype dtype;
 } config;
 
+#ifdef MF_LARGE_SHAPES
+/* test_attention_equiv_large (label slow): multi-tile shapes closer to real use. */
+static const config configs[] = {
+    {1, 2, 256, 64, 64, 1, MF_DTYPE_F32},
+    {1, 1, 200, 128, 128, 0, MF_DTYPE_BF16},
+    {2, 2, 130, 32, 48, 1, MF_DTYPE_BF16},
+};
+#else
 static const config configs[] = {
     {1, 1, 1, 8, 8, 1, MF_DTYPE_F32},       /* N = 1 */
     {1, 2, 1, 4, 6, 0, MF_DTYPE_BF16},      /* N = 1, bf16 */
@@ -44,6 +52,7 @@ static const config configs[] = {
     {1, 1, 3, 128, 96, 0, MF_DTYPE_BF16},
     {1, 1, 17, 1, 1, 1, MF_DTYPE_F32},      /* D = Dv = 1 */
 };
+#endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 #define GUARD 32
 

@@ -33,6 +33,7 @@ typedef struct ce_spec {
     int all_ignored;
     int64_t nan_row; /* -1: none; else hidden[nan_row][1] = NaN */
     int only_grad_weight;
+    int null_upstream; /* pass grad_loss = NULL (means 1) to the optimized calls */
 } ce_spec;
 
 static ce_spec base_spec(void)
@@ -142,7 +143,9 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     float *gl = malloc(n_loss * sizeof(float));
     int64_t *lab = malloc(n * sizeof(int64_t));
     ck_assert(gl && lab);
-    if (s->red == MF_CE_REDUCTION_NONE)
+    if (s->null_upstream)
+        for (size_t i = 0; i < n_loss; ++i) gl[i] = 1.0f; /* what NULL means */
+    else if (s->red == MF_CE_REDUCTION_NONE)
         mf_fill_uniform_f32(gl, n_loss, seed + 3, -1.5f, 1.5f); /* random upstream, both signs */
     else
         gl[0] = 0.75f;
@@ -192,6 +195,7 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     void *db = s->bias ? upload(ctx, b, v * es) : NULL;
     int64_t *dlab = upload(ctx, lab, n * sizeof(int64_t));
     float *dgl = upload(ctx, gl, n_loss * sizeof(float));
+    const float *up = s->null_upstream ? NULL : dgl;
     const int want_gh = !s->only_grad_weight, want_gb = s->bias && !s->only_grad_weight;
 
     /* (a) fused forward + backward. */
@@ -199,7 +203,7 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     float *d_gh = nan_buffer(ctx, n * d), *d_gw = nan_buffer(ctx, v * d), *d_gb = nan_buffer(ctx, v);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db,
-                                                   dlab, &o, dgl, d_loss, d_lse,
+                                                   dlab, &o, up, d_loss, d_lse,
                                                    want_gh ? d_gh : NULL, d_gw,
                                                    want_gb ? d_gb : NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
@@ -218,7 +222,7 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     MF_ASSERT_OK(mf_cross_entropy_forward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o,
                                           d_loss2, d_lse2));
     MF_ASSERT_OK(mf_cross_entropy_backward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o,
-                                           d_lse2, dgl, want_gh ? d_gh2 : NULL, d_gw2,
+                                           d_lse2, up, want_gh ? d_gh2 : NULL, d_gw2,
                                            want_gb ? d_gb2 : NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     const size_t peak_split = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
@@ -376,6 +380,34 @@ START_TEST(test_loss_is_informative)
 }
 END_TEST
 
+/* grad_loss = NULL means an upstream gradient of 1 (per row for 'none'). */
+START_TEST(test_null_upstream)
+{
+    ce_spec s = base_spec();
+    s.null_upstream = 1;
+    s.red = (mf_ce_reduction)_i;
+    s.bias = 1;
+    run_spec(&s, 1000 + (uint64_t)_i, NULL);
+}
+END_TEST
+
+/* The document's vocabulary, V = 151,936 (a few rows, small D): every row
+ * kernel loop runs ~594 strides per thread, the fp32 softmax sums 151,936
+ * terms, and grad_W accumulates over three chunks (12 = 5 + 5 + 2). */
+START_TEST(test_document_vocabulary)
+{
+    ce_spec s = base_spec();
+    s.n = 12;
+    s.d = 8;
+    s.v = 151936;
+    s.chunk = 5;
+    s.shift = 1;
+    s.seq_len = 6;
+    s.dtype = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    run_spec(&s, 1100 + (uint64_t)_i, NULL);
+}
+END_TEST
+
 static Suite *cross_entropy_equiv_suite(void)
 {
     Suite *s = suite_create("cross_entropy_equiv");
@@ -390,6 +422,8 @@ static Suite *cross_entropy_equiv_suite(void)
     tcase_add_loop_test(tc, test_nan_in_hidden, 0, 2);
     tcase_add_test(tc, test_only_grad_weight);
     tcase_add_test(tc, test_loss_is_informative);
+    tcase_add_loop_test(tc, test_null_upstream, 0, 3);
+    tcase_add_loop_test(tc, test_document_vocabulary, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

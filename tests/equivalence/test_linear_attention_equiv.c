@@ -44,6 +44,15 @@ typedef struct config {
     mf_dtype dtype;
 } config;
 
+#ifdef MF_LARGE_SHAPES
+/* test_linear_attention_equiv_large (label slow): many chunks, large heads. */
+static const config configs[] = {
+    {1, 2, 512, 64, 64, 64, 1, MF_DTYPE_F32},
+    {1, 1, 300, 128, 128, 128, 1, MF_DTYPE_BF16},
+    {1, 1, 257, 48, 80, 16, 1, MF_DTYPE_F32},
+    {1, 2, 400, 64, 64, 0, 0, MF_DTYPE_F32},
+};
+#else
 static const config configs[] = {
     {1, 1, 1, 8, 8, 16, 1, MF_DTYPE_F32},      /* N = 1 */
     {1, 2, 1, 4, 6, 64, 1, MF_DTYPE_BF16},
@@ -62,6 +71,7 @@ static const config configs[] = {
     {1, 1, 150, 8, 12, 0, 0, MF_DTYPE_F32},
     {1, 1, 5, 128, 128, 0, 0, MF_DTYPE_F32},
 };
+#endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 
 static void *make_input(mf_dtype dt, size_t n, uint64_t seed, float lo, float hi) {

@@ -9,8 +9,9 @@
  * tolerance row. Every device buffer carries a NaN guard region after its
  * data: the guard after C must stay untouched (a write past M*N fails), and a
  * read past the end of A or B brings a NaN into the result (even where the
- * stray value is multiplied by a zero-padded tile entry). Shapes are small so that host
- * execution mode (~10 ns per GPU thread) keeps the suite fast.
+ * stray value is multiplied by a zero-padded tile entry). Shapes are small so
+ * that host execution mode (~10 ns per GPU thread) keeps the suite fast; the
+ * grid-cap case (> 65535 row tiles) is tagged slow.
  */
 #include "mf_test.h"
 
@@ -41,8 +42,7 @@ static const shape shapes[] = {
 #define N_SHAPES ((int)(sizeof(shapes) / sizeof(shapes[0])))
 #define N_TRANS 4
 #define N_DTYPES 2
-#define N_COMBOS (N_SHAPES * N_TRANS * N_DTYPES)
-#define GUARD 64 /* floats of NaN after C that must survive */
+#define GUARD 64 /* NaN elements after every buffer */
 
 static const mf_dtype dtypes[N_DTYPES] = {MF_DTYPE_F32, MF_DTYPE_BF16};
 
@@ -109,30 +109,41 @@ static void run_matmul(mf_matmul_variant v, mf_dtype dt, int ta, int tb, const s
     free(a);
 }
 
-/* Loop index -> (shape, transposes, dtype), then compare. */
-static void check_combo(mf_matmul_variant v, int i) {
-    const shape *s = &shapes[i / (N_TRANS * N_DTYPES)];
-    const int t = (i / N_DTYPES) % N_TRANS;
-    const int ta = t & 1, tb = (t >> 1) & 1;
-    const mf_dtype dt = dtypes[i % N_DTYPES];
+/* Loop index -> shape; every transpose combination and dtype of that shape in
+ * one test (a forked test costs more than these small shapes). A failure
+ * names the configuration. */
+static void check_shape(mf_matmul_variant v, int shape_index) {
+    const shape *s = &shapes[shape_index];
     const size_t mn = (size_t)s->M * (size_t)s->N;
     float *got = malloc(mn * sizeof(float));
     float *ref = malloc(mn * sizeof(float));
     ck_assert_ptr_nonnull(got);
     ck_assert_ptr_nonnull(ref);
-    run_matmul(v, dt, ta, tb, s, 0x6d6d0000ull + (uint64_t)i, got, ref);
-    MF_ASSERT_CLOSE(got, ref, mn, tol_name(dt));
+    for (int t = 0; t < N_TRANS; ++t) {
+        for (int d = 0; d < N_DTYPES; ++d) {
+            const int ta = t & 1, tb = (t >> 1) & 1;
+            const mf_dtype dt = dtypes[d];
+            const uint64_t seed = 0x6d6d0000ull + (uint64_t)(shape_index * 16 + t * 2 + d);
+            run_matmul(v, dt, ta, tb, s, seed, got, ref);
+            char msg[1024];
+            const int ok =
+                mf_test_check_close(got, ref, mn, tol_name(dt), __FILE__, __LINE__, msg, sizeof msg);
+            ck_assert_msg(ok, "%s M=%lld N=%lld K=%lld trans_a=%d trans_b=%d %s: %s",
+                          mf_matmul_variant_name(v), (long long)s->M, (long long)s->N,
+                          (long long)s->K, ta, tb, mf_dtype_name(dt), msg);
+        }
+    }
     free(ref);
     free(got);
 }
 
-START_TEST(test_naive_matches_reference) { check_combo(MF_MATMUL_NAIVE, _i); }
+START_TEST(test_naive_matches_reference) { check_shape(MF_MATMUL_NAIVE, _i); }
 END_TEST
 
-START_TEST(test_tiled_matches_reference) { check_combo(MF_MATMUL_TILED, _i); }
+START_TEST(test_tiled_matches_reference) { check_shape(MF_MATMUL_TILED, _i); }
 END_TEST
 
-START_TEST(test_cublas_matches_reference) { check_combo(MF_MATMUL_CUBLAS, _i); }
+START_TEST(test_cublas_matches_reference) { check_shape(MF_MATMUL_CUBLAS, _i); }
 END_TEST
 
 /* The comparison can fail: the tiled result for trans_a = 1 compared against a
@@ -158,6 +169,24 @@ START_TEST(test_wrong_transpose_is_detected) {
     free(dummy);
     free(ref_n);
     free(ref_t);
+    free(got);
+}
+END_TEST
+
+/* More row tiles than gridDim.y allows (65535): the launchers cap the grid and
+ * the kernels' blocks stride over the remaining tiles. 65537 row tiles, so
+ * blocks 0 and 1 each take a second tile. */
+START_TEST(test_grid_y_cap) {
+    const mf_matmul_variant v = _i == 0 ? MF_MATMUL_NAIVE : MF_MATMUL_TILED;
+    const shape s = {(int64_t)65535 * MF_MATMUL_TILE + 17, 2, 3};
+    const size_t mn = (size_t)s.M * (size_t)s.N;
+    float *got = malloc(mn * sizeof(float));
+    float *ref = malloc(mn * sizeof(float));
+    ck_assert_ptr_nonnull(got);
+    ck_assert_ptr_nonnull(ref);
+    run_matmul(v, MF_DTYPE_F32, 1, 0, &s, 7, got, ref);
+    MF_ASSERT_CLOSE(got, ref, mn, "matmul.out.f32");
+    free(ref);
     free(got);
 }
 END_TEST
@@ -197,13 +226,21 @@ static Suite *matmul_equiv_suite(void) {
     for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); ++i) {
         TCase *tc = tcase_create(variants[i].name);
         tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
-        tcase_add_loop_test(tc, variants[i].fn, 0, N_COMBOS);
+        tcase_add_loop_test(tc, variants[i].fn, 0, N_SHAPES);
         suite_add_tcase(s, tc);
     }
     TCase *tc = tcase_create("checks");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
     tcase_add_test(tc, test_wrong_transpose_is_detected);
     tcase_add_test(tc, test_registry_cases_pass);
+    suite_add_tcase(s, tc);
+    /* ~16.8M GPU threads: a few seconds in host mode. Registered separately with
+     * the slow label (tests/matmul.cmake); the default registration excludes the
+     * Check tag "slow" (CK_EXCLUDE_TAGS). */
+    tc = tcase_create("grid_cap");
+    tcase_set_tags(tc, "slow");
+    tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+    tcase_add_loop_test(tc, test_grid_y_cap, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

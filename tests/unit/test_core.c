@@ -1,10 +1,12 @@
 /* Core unit tests: status names and error messages, size helpers, dtypes and
  * bf16, contexts, buffers, and bad input to every core public function. */
+#define _POSIX_C_SOURCE 200809L
 #include "mf_test.h"
 #include "mf_internal.h"
 #include "memfix/registry.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -206,6 +208,22 @@ START_TEST(test_context_cuda_without_device)
 }
 END_TEST
 
+START_TEST(test_disable_cuda_env)
+{
+    /* Each Check test is a fresh fork whose probe has not run yet (main()
+     * only probes for .cuda runs): MF_DISABLE_CUDA=1 makes CUDA unavailable
+     * and AUTO resolve to host, even on a GPU machine. */
+    if (mf_test_backend() == MF_BACKEND_CUDA) return;
+    setenv("MF_DISABLE_CUDA", "1", 1);
+    ck_assert_int_eq(mf_backend_available(MF_BACKEND_CUDA), 0);
+    mf_context *ctx = NULL;
+    MF_ASSERT_OK(mf_context_create(&ctx, MF_BACKEND_AUTO));
+    ck_assert_int_eq(mf_context_backend(ctx), MF_BACKEND_HOST);
+    mf_context_destroy(ctx);
+    MF_ASSERT_STATUS(mf_context_create(&ctx, MF_BACKEND_CUDA), MF_ERR_BACKEND_UNAVAILABLE);
+}
+END_TEST
+
 START_TEST(test_context_options)
 {
     mf_context_options o;
@@ -392,6 +410,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_context_host);
     tcase_add_test(tc, test_context_auto);
     tcase_add_test(tc, test_context_cuda_without_device);
+    tcase_add_test(tc, test_disable_cuda_env);
     tcase_add_test(tc, test_context_options);
     tcase_add_test(tc, test_context_bad_input);
     suite_add_tcase(s, tc);

@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <cstring>
 #include <atomic>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -230,6 +231,14 @@ void launch_fail_(const launch_config& c, cudaError_t e);
 void launch_run_(const launch_config& c, void (*body)(void*), void* ctx);
 
 extern __thread void* dyn_smem_base_ CUDAHOST_TLS_;
+
+// Block-scope `__shared__ T name[...];` is followed (by the rewriter) by `cudahost::shared_fill_(name);`: the first
+// thread of each block that reaches the declaration fills the variable with garbage (0xff bytes: NaN for floats).
+void shared_fill_bytes_(void* p, size_t n);
+template <class T>
+inline void shared_fill_(T& v) {
+  shared_fill_bytes_(const_cast<void*>(static_cast<const volatile void*>(std::addressof(v))), sizeof(T));
+}
 
 // Block-scope `extern __shared__ T name[];` becomes `T* name = cudahost::dyn_smem_ptr<T>();`.
 template <class T>

@@ -554,7 +554,7 @@ CUDAHOST_DF_ float fdividef(float x, float y) { return x / y; }
 CUDAHOST_DF_ float __saturatef(float x) { return cudahost_detail::sat01(x); }
 CUDAHOST_DF_ float __frsqrt_rn(float x) { return (float)(1.0 / std::sqrt((double)x)); }
 
-#define CUDAHOST_RMODES_(F, M) \
+#define CUDAHOST_RMODES_(F) \
   F(rn, cudahost_detail::RN) \
   F(rz, cudahost_detail::RZ) \
   F(ru, cudahost_detail::RU) \
@@ -596,7 +596,7 @@ CUDAHOST_DF_ float __frsqrt_rn(float x) { return (float)(1.0 / std::sqrt((double
   CUDAHOST_DF_ double __ull2double_##sfx(unsigned long long int x) { \
     return cudahost_detail::ld2_r<double>((long double)x, m); \
   }
-CUDAHOST_RMODES_(CUDAHOST_FOPS_, )
+CUDAHOST_RMODES_(CUDAHOST_FOPS_)
 #undef CUDAHOST_FOPS_
 #undef CUDAHOST_RMODES_
 CUDAHOST_DF_ float __fmaf_ieee_rn(float x, float y, float z) { return fmaf(x, y, z); }
