@@ -59,19 +59,33 @@ static void write_dump(const char *path, const float *got, const float *ref, siz
     fprintf(f, "# max_abs_err=%.9g max_rel_err=%.9g nmse=%.9g budget_used=%.3f%%\n", r->max_abs_err,
             r->max_rel_err, r->nmse, r->budget_used_pct);
     fprintf(f, "# worst index %zu: got=%.9g ref=%.9g\n", r->worst_index, r->worst_got, r->worst_ref);
+    /* Small outputs: every index. Large ones: only the flagged entries, at
+     * most MF_DUMP_MAX_LINES of them, so a failing multi-million-element
+     * comparison does not write hundreds of megabytes. */
+    enum { MF_DUMP_MAX_LINES = 65536 };
+    const int only_flagged = n > MF_DUMP_MAX_LINES;
+    if (only_flagged)
+        fprintf(f, "# n > %d: only out-of-tolerance entries are listed (at most %d)\n", MF_DUMP_MAX_LINES,
+                MF_DUMP_MAX_LINES);
     fprintf(f, "# columns: index got ref abs_err bound(atol+rtol*|ref|) budget_pct flag('*' = out of tolerance)\n");
-    for (size_t i = 0; i < n; i++) {
+    size_t lines = 0;
+    for (size_t i = 0; i < n && lines < MF_DUMP_MAX_LINES; i++) {
         double g = got[i], rf = ref[i];
         int cg = fclass(got[i]), cr = fclass(ref[i]);
         double bound = tol->atol + tol->rtol * fabs(rf);
         if (cg != CLS_FINITE || cr != CLS_FINITE) {
+            if (only_flagged && cg == cr) continue;
             fprintf(f, "%zu %.9g %.9g - - - %s\n", i, g, rf, cg != cr ? "*" : "");
+            lines++;
             continue;
         }
         double err = fabs(g - rf);
+        if (only_flagged && !(err > bound)) continue;
         fprintf(f, "%zu %.9g %.9g %.9g %.9g %.3f %s\n", i, g, rf, err, bound,
                 100.0 * budget_ratio(err, bound), err > bound ? "*" : "");
+        lines++;
     }
+    if (lines == MF_DUMP_MAX_LINES) fprintf(f, "# ... truncated after %d lines\n", MF_DUMP_MAX_LINES);
     fclose(f);
 }
 
