@@ -8,7 +8,8 @@
 # ${CMAKE_CURRENT_BINARY_DIR}/cudahost_gen/<path>.cpp (line-preserving, with #line pointing at the original .cu,
 # so diagnostics, sanitizer reports, gdb and gcov show the .cu lines), then compiled as C++20 with
 # -include cudahost/cudahost.h and -D__CUDAHOST__; the target links cudahost::cudahost (OpenBLAS, Threads).
-# Other sources are compiled normally. Quoted #includes of .cuh/.cu files are rewritten too (recursively).
+# Other C/C++ sources are compiled normally, with -include cudahost/renames.h (the renaming macros only) so that
+# their CUDA runtime and cuBLAS calls reach cudahost. Quoted #includes of .cuh/.cu files are rewritten too (recursively).
 include_guard(GLOBAL)
 
 function(cudahost_target_sources target)
@@ -37,6 +38,10 @@ function(cudahost_target_sources target)
         COMPILE_DEFINITIONS "__CUDAHOST__=1")
       list(APPEND srcs "${gen}")
     else()
+      # Host sources of a host-mode target call cudahost's runtime: force-include the renames (macros only).
+      if(abs MATCHES "\\.(c|cc|cpp|cxx|C)$")
+        set_property(SOURCE "${abs}" APPEND PROPERTY COMPILE_OPTIONS "-include;cudahost/renames.h")
+      endif()
       list(APPEND srcs "${abs}")
     endif()
   endforeach()

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
+#include <errno.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,7 +42,10 @@
 #define CUDAHOST_VALGRIND 1
 #endif
 
-#if !defined(__x86_64__)
+// The hand-written context switch is for x86-64; elsewhere (or with -DCUDAHOST_USE_UCONTEXT) swapcontext is used.
+#if defined(__x86_64__) && !defined(CUDAHOST_USE_UCONTEXT)
+#define CUDAHOST_ASM_SWITCH 1
+#else
 #include <ucontext.h>
 #endif
 
@@ -55,7 +59,7 @@ __thread void* dyn_smem_base_ CUDAHOST_TLS_;
 }
 
 // ---- context switch ----------------------------------------------------------------------------------------------
-#if defined(__x86_64__)
+#if defined(CUDAHOST_ASM_SWITCH)
 extern "C" void cudahost_ctx_switch(void** save_sp, void* new_sp);
 extern "C" void cudahost_ctx_trampoline();
 // Saves the callee-saved registers on the current stack, stores the stack pointer in *save_sp, loads new_sp and
@@ -102,7 +106,7 @@ namespace {
 
 namespace ci = internal;
 
-enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_DONE };
+enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_READY, TS_DONE };
 enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK };
 
 struct ThreadRec;
@@ -119,7 +123,7 @@ struct Fiber {
   void* tsan = nullptr;
   unsigned valgrind_id = 0;
   size_t stagger = 0;  // stack top offset: spreads the fibers' hot stack lines over the cache sets
-#if !defined(__x86_64__)
+#if !defined(CUDAHOST_ASM_SWITCH)
   ucontext_t uc;
 #endif
 };
@@ -135,9 +139,8 @@ struct ThreadRec {
 
 struct WarpState {
   unsigned arrived, exist, exited;
-  // __activemask: lanes waiting in it, and the number of lanes that may still run before they block or exit
+  // __activemask: the lanes waiting in it
   unsigned am;
-  int pending;
   unsigned mask[32];
   int kind[32];
   int param[32];
@@ -156,6 +159,7 @@ struct Job {
   int active = 0;  // helpers running
   std::atomic<bool> failed{false};
   std::atomic<int> deadlocks{0};
+  std::atomic<bool> asserted{false};
 };
 
 struct Worker {
@@ -171,7 +175,8 @@ struct Worker {
   Job* job = nullptr;
   size_t block_linear = 0;
   int n = 0, started = 0, live = 0;
-  unsigned bx = 1, by = 1;
+  unsigned bx = 1, by = 1, bz = 1;
+  uint3 next_tid{0, 0, 0};  // the thread index of the next thread to start
   bool reverse = false, aborted = false;
   ThreadRec* th = nullptr;    // [1024]
   WarpState* warps = nullptr; // [32]
@@ -222,9 +227,12 @@ inline void tsan_acquire(void* a) {
 }
 
 void fiber_entry(void* arg);
+#if !defined(CUDAHOST_ASM_SWITCH)
+void fiber_entry_uc(unsigned hi, unsigned lo);
+#endif
 
 void init_context(Fiber* f) {
-#if defined(__x86_64__)
+#if defined(CUDAHOST_ASM_SWITCH)
   uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack_lo) + f->stack_size - f->stagger) & ~uintptr_t(15);
   void** sp = reinterpret_cast<void**>(top - 72);
   sp[0] = nullptr;                                      // r15
@@ -247,7 +255,7 @@ void init_context(Fiber* f) {
 #endif
 }
 
-#if !defined(__x86_64__)
+#if !defined(CUDAHOST_ASM_SWITCH)
 void fiber_entry_uc(unsigned hi, unsigned lo) {
   fiber_entry(reinterpret_cast<void*>((uintptr_t(hi) << 32) | lo));
 }
@@ -319,7 +327,7 @@ inline void switch_to(Worker* w, Fiber* from, Fiber* to) {
 #endif
   tls_fiber = to;
   w->progress.store(w->progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-#if defined(__x86_64__)
+#if defined(CUDAHOST_ASM_SWITCH)
   cudahost_ctx_switch(&from->sp, to->sp);
 #else
   swapcontext(&from->uc, &to->uc);
@@ -340,9 +348,26 @@ inline int take_unstarted(Worker* w) {
   int idx = w->reverse ? w->n - 1 - i : i;
   ThreadRec* t = &w->th[idx];
   t->index = idx;
-  unsigned x = (unsigned)idx % w->bx;
-  unsigned r = (unsigned)idx / w->bx;
-  t->tid = uint3{x, r % w->by, r / w->by};
+  // the thread index advances with the start order (no division per thread)
+  t->tid = w->next_tid;
+  uint3& c = w->next_tid;
+  if (!w->reverse) {
+    if (++c.x == w->bx) {
+      c.x = 0;
+      if (++c.y == w->by) {
+        c.y = 0;
+        ++c.z;
+      }
+    }
+  } else {
+    if (c.x-- == 0) {
+      c.x = w->bx - 1;
+      if (c.y-- == 0) {
+        c.y = w->by - 1;
+        --c.z;
+      }
+    }
+  }
   t->state = TS_UNSTARTED;
   t->wait = W_NONE;
   t->warp = (unsigned short)(idx >> 5);
@@ -363,16 +388,30 @@ inline int rq_pop(Worker* w) {
   return idx;
 }
 
-// A blocked thread becomes runnable: it counts as pending for its warp again.
+// A blocked thread becomes runnable.
 inline void release(Worker* w, int idx) {
   rq_push(w, idx);
-  w->warps[idx >> 5].pending++;
+  w->th[idx].state = TS_READY;
+}
+
+// Whether a lane of the warp other than `self` may still run before it blocks or exits.
+bool warp_has_runnable(Worker* w, int warp, int self) {
+  int lanes = std::min(32, w->n - warp * 32);
+  for (int l = 0; l < lanes; l++) {
+    int idx = warp * 32 + l;
+    if (l == self) continue;
+    bool started = w->reverse ? idx >= w->n - w->started : idx < w->started;
+    if (!started) return true;
+    const ThreadRec& t = w->th[idx];
+    if (t.state == TS_RUNNING || t.state == TS_READY || (t.state == TS_BLOCKED && t.wait == W_YIELD)) return true;
+  }
+  return false;
 }
 
 // __activemask's group forms when no lane of the warp can run any more: every lane has exited, blocks somewhere
 // else, or waits in __activemask; the waiting lanes are the active (converged) ones.
 // `self` (a lane, or -1) is the calling lane when it completes the group itself: it keeps running.
-inline void complete_activemask(Worker* w, int warp, int self) {
+__attribute__((noinline)) void complete_activemask(Worker* w, int warp, int self) {
   WarpState& ws = w->warps[warp];
   unsigned m = ws.am;
   ws.am = 0;
@@ -381,7 +420,6 @@ inline void complete_activemask(Worker* w, int warp, int self) {
     ws.res[l] = m;
   }
   unsigned others = self >= 0 ? m & ~(1u << self) : m;
-  if (self >= 0) ws.pending++;
   if (w->reverse) {
     for (unsigned q = others; q; q &= ~(1u << (31 - __builtin_clz(q)))) release(w, warp * 32 + 31 - __builtin_clz(q));
   } else {
@@ -389,10 +427,9 @@ inline void complete_activemask(Worker* w, int warp, int self) {
   }
 }
 
-// A lane stops being runnable (it blocks or exits).
+// A lane stops being runnable (it blocks or exits): lanes waiting in __activemask may now form their group.
 inline void lane_idle(Worker* w, int warp) {
-  WarpState& ws = w->warps[warp];
-  if (--ws.pending == 0 && ws.am) complete_activemask(w, warp, -1);
+  if (__builtin_expect(w->warps[warp].am != 0, 0) && !warp_has_runnable(w, warp, -1)) complete_activemask(w, warp, -1);
 }
 
 std::string fmt_tid(const ThreadRec& t) {
@@ -550,6 +587,7 @@ void run_block(Worker* w, Job* job, size_t linear) {
   w->n = (int)(c->block.x * c->block.y * c->block.z);
   w->started = 0;
   w->live = w->n;
+  w->next_tid = w->reverse ? uint3{w->bx - 1, w->by - 1, w->bz - 1} : uint3{0, 0, 0};
   w->rq_head = w->rq_n = 0;
   w->bar_arrived = w->bar_acc = 0;
   w->aborted = false;
@@ -560,7 +598,6 @@ void run_block(Worker* w, Job* job, size_t linear) {
     ws.exited = 0;
     ws.am = 0;
     int lanes = std::min(32, w->n - i * 32);
-    ws.pending = lanes;
     ws.exist = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
   }
   if (w->smem) std::memset(w->smem, 0xff, w->smem_size);  // garbage: NaN for floats, so read-before-write shows
@@ -600,6 +637,7 @@ void run_blocks(Job* job) {
   w->job = job;
   w->bx = c->block.x;
   w->by = c->block.y;
+  w->bz = c->block.z;
   w->reverse = ci::reverse_order();
   blockDim = uint3{c->block.x, c->block.y, c->block.z};
   gridDim = uint3{c->grid.x, c->grid.y, c->grid.z};
@@ -747,8 +785,10 @@ void launch_run_(const launch_config& c, void (*body)(void*), void* ctx) {
     std::fprintf(stderr, "cudahost: %d blocks of kernel '%s' (launched at %s:%d) deadlocked in all\n", d, c.name, c.file,
                  c.line);
   if (job.failed.load()) {
-    ci::set_sticky(cudaErrorLaunchFailure);
-    ci::record(cudaErrorLaunchFailure);
+    cudaError_t e = job.asserted.load() ? cudaErrorAssert : cudaErrorLaunchFailure;
+    ci::set_sticky(e);
+    ci::record(e);
+    set_launch_status_(e);
   }
 }
 
@@ -881,7 +921,7 @@ unsigned active_mask() {
   // Wait until no lane of the warp can run any more; the lanes waiting here are the converged ones (lanes that
   // exited, or block at a barrier or another warp operation, are not active here).
   ws.am |= 1u << t->lane;
-  if (--ws.pending == 0) {
+  if (!warp_has_runnable(w, t->warp, (int)t->lane)) {
     complete_activemask(w, t->warp, (int)t->lane);  // this lane completes the group and continues
   } else {
     block_wait(w, t, W_ACTIVEMASK);
@@ -986,6 +1026,25 @@ void __nanosleep(unsigned ns) {
   }
   t->state = TS_RUNNING;
   t->wait = W_NONE;
+}
+
+// A failed assert() inside a kernel behaves as a device-side assert: the message names the block and thread, the
+// block is abandoned and the launch fails with the sticky cudaErrorAssert; outside kernels, glibc's behaviour.
+extern "C" [[noreturn]] void __assert_fail(const char* expr, const char* file, unsigned int line,
+                                           const char* func) noexcept {
+  ThreadRec* t = tls_thread;
+  if (!t) {
+    std::fprintf(stderr, "%s: %s:%u: %s: Assertion `%s' failed.\n", program_invocation_short_name, file, line,
+                 func ? func : "?", expr);
+    std::abort();
+  }
+  Worker* w = tls_worker;
+  std::fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line,
+               func ? func : "?", blockIdx.x, blockIdx.y, blockIdx.z, t->tid.x, t->tid.y, t->tid.z, expr);
+  w->aborted = true;
+  w->job->asserted.store(true);
+  switch_to(w, t->fiber, &w->native);
+  __builtin_unreachable();
 }
 
 void __trap() {

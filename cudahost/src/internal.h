@@ -42,6 +42,11 @@ int max_dynamic_smem(const void* kaddr);  // cudaFuncAttributeMaxDynamicSharedMe
 
 // engine
 bool in_kernel();
+}  // namespace cudahost::internal
+namespace cudahost {
+void set_launch_status_(cudaError_t e);
+}
+namespace cudahost::internal {
 void synchronize();  // waits for nothing today (launches are synchronous), kept for streams/events
 
 constexpr size_t kDefaultSmem = 48 * 1024;

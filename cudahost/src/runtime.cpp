@@ -300,31 +300,37 @@ void synchronize() {}
 namespace ci = internal;
 
 // ---- launch checks (called by the code the rewriter generates) ---------------------------------------------------
+namespace {
+thread_local cudaError_t t_launch_status = cudaSuccess;
+bool launch_error(cudaError_t e) {
+  t_launch_status = e;
+  ci::record(e);
+  return false;
+}
+}  // namespace
+
+cudaError_t last_launch_status_() { return t_launch_status; }
+void set_launch_status_(cudaError_t e) { t_launch_status = e; }
+
 bool launch_begin_(const launch_config& c) {
+  t_launch_status = cudaSuccess;
   if (ci::in_kernel()) {
     std::fprintf(stderr, "cudahost: kernel '%s' launched from device code (%s:%d): dynamic parallelism is not "
                  "supported in host execution mode\n", c.name, c.file, c.line);
-    ci::record(cudaErrorNotSupported);
-    return false;
+    return launch_error(cudaErrorNotSupported);
   }
-  if (cudaError_t s = ci::sticky()) {
-    ci::record(s);
-    return false;
-  }
+  if (cudaError_t s = ci::sticky()) return launch_error(s);
   const dim3 &g = c.grid, &b = c.block;
   if (b.x == 0 || b.y == 0 || b.z == 0 || g.x == 0 || g.y == 0 || g.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 ||
       (unsigned long long)b.x * b.y * b.z > (unsigned long long)ci::kMaxThreadsPerBlock || g.x > 2147483647u ||
       g.y > 65535 || g.z > 65535) {
-    ci::record(cudaErrorInvalidConfiguration);
-    return false;
+    return launch_error(cudaErrorInvalidConfiguration);
   }
   if (c.smem > (size_t)ci::max_dynamic_smem(c.kaddr)) {
-    ci::record(cudaErrorInvalidValue);
-    return false;
+    return launch_error(cudaErrorInvalidValue);
   }
   if (!ci::valid_stream(c.stream)) {
-    ci::record(cudaErrorInvalidResourceHandle);
-    return false;
+    return launch_error(cudaErrorInvalidResourceHandle);
   }
   return true;
 }
@@ -340,7 +346,7 @@ bool check_pointer_arg_(const launch_config& c, int position, const void* p) {
 
 void launch_fail_(const launch_config&, cudaError_t e) {
   ci::set_sticky(e);
-  ci::record(e);
+  launch_error(e);
 }
 
 cudaError_t memcpy_symbol_(void* symbol, size_t symsize, void* buf, size_t count, size_t offset, cudaMemcpyKind kind,
@@ -528,6 +534,20 @@ cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
   return cudaSuccess;
 }
 
+cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation, unsigned int, cudaStream_t stream) {
+  if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
+  if (count && !devPtr) return record(cudaErrorInvalidValue);
+  return cudaSuccess;  // one memory: nothing to move
+}
+cudaError_t cudaMemAdvise(const void* devPtr, size_t count, cudaMemoryAdvise, cudaMemLocation) {
+  if (count && !devPtr) return record(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
+  if (dstDevice != 0 || srcDevice != 0) return record(cudaErrorInvalidDevice);
+  return ci::copy(dst, src, count, cudaMemcpyDeviceToDevice, "cudaMemcpyPeer");
+}
+
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   std::lock_guard<std::mutex> lk(ci::g_mu);
   size_t t = ci::device_memory();
@@ -637,6 +657,37 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   return cudaSuccess;
 }
 
+cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags) {
+  if (!flags) return record(cudaErrorInvalidValue);
+  if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
+  *flags = (hStream && hStream != cudaStreamLegacy && hStream != cudaStreamPerThread)
+               ? reinterpret_cast<ci::Stream*>(hStream)->flags
+               : 0u;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
+  if (!priority) return record(cudaErrorInvalidValue);
+  if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
+  *priority = (hStream && hStream != cudaStreamLegacy && hStream != cudaStreamPerThread)
+                  ? reinterpret_cast<ci::Stream*>(hStream)->priority
+                  : 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  if (leastPriority) *leastPriority = 0;
+  if (greatestPriority) *greatestPriority = -5;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData, unsigned int) {
+  if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
+  if (!callback) return record(cudaErrorInvalidValue);
+  callback(stream, ci::sticky(), userData);
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int) {
+  return cudaEventRecord(event, stream);
+}
+
 // ---- errors ------------------------------------------------------------------------------------------------------
 cudaError_t cudaGetLastError() {
   if (cudaError_t s = ci::sticky()) return s;
@@ -720,6 +771,17 @@ cudaError_t cudaSetDevice(int device) {
   return cudaSuccess;
 }
 cudaError_t cudaSetDeviceFlags(unsigned int) { return cudaSuccess; }
+cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp*) {
+  if (!device) return record(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
+  if (!pciBusId || len <= 0) return record(cudaErrorInvalidValue);
+  if (device != 0) return record(cudaErrorInvalidDevice);
+  std::snprintf(pciBusId, (size_t)len, "0000:00:00.0");
+  return cudaSuccess;
+}
 cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
   if (!flags) return record(cudaErrorInvalidValue);
   *flags = cudaDeviceScheduleAuto;

@@ -539,16 +539,8 @@ struct Rewriter {
       o << r.out;
       if (!o) throw Fail{"cudahost-rewrite: write failed: " + tmp};
     }
-    // keep the old file (and its timestamp) when nothing changed
-    std::ifstream old(outp, std::ios::binary);
-    if (old) {
-      std::stringstream os;
-      os << old.rdbuf();
-      if (os.str() == r.out) {
-        fs::remove(tmp, ec);
-        return;
-      }
-    }
+    // Always replace the output (a new timestamp): the build tool restats it, and a change in an included .cuh must
+    // make the .cu's object rebuild even when the .cu's own rewrite is unchanged.
     fs::rename(tmp, outp, ec);
     if (ec) throw Fail{"cudahost-rewrite: cannot rename " + tmp + " to " + outp + ": " + ec.message()};
   }

@@ -18,10 +18,7 @@
 #ifndef __cplusplus
 /* C translation units of a host-mode program (e.g. compiled by cudahost-c++, which force-includes this header
    everywhere) only need the renames, so that their CUDA runtime calls reach cudahost. */
-#if __has_include("cudahost/cublas_rename.h")
-#include "cudahost/cublas_rename.h"
-#endif
-#include "cudahost/runtime_rename.h"
+#include "cudahost/renames.h"
 #include <cuda_runtime_api.h>
 #else
 #if defined(__CUDACC__) || defined(__CUDA_ARCH__)
@@ -33,10 +30,7 @@
 #endif
 
 // ---- 1. renames --------------------------------------------------------------------------------------------------
-#if __has_include("cudahost/cublas_rename.h")
-#include "cudahost/cublas_rename.h"
-#endif
-#include "cudahost/runtime_rename.h"
+#include "cudahost/renames.h"
 
 // ---- 2. keywords -------------------------------------------------------------------------------------------------
 #define __global__
@@ -227,6 +221,8 @@ bool launch_begin_(const launch_config& c);
 // Reports and records a kernel pointer argument that is not device-accessible; returns false if so.
 bool check_pointer_arg_(const launch_config& c, int position, const void* p);
 void launch_fail_(const launch_config& c, cudaError_t e);
+// The result of the calling host thread's latest launch (for cudaLaunchKernel's return value).
+cudaError_t last_launch_status_();
 // Runs every thread of the grid: body(ctx) per thread, with the builtins set.
 void launch_run_(const launch_config& c, void (*body)(void*), void* ctx);
 
@@ -245,8 +241,9 @@ template <class T>
 inline T* dyn_smem_ptr() {
   return static_cast<T*>(dyn_smem_base_);
 }
-// Namespace-scope `extern __shared__ T name[];` becomes `static cudahost::dyn_smem<T> name;`: a pointer-like object
-// that reads the running block's dynamic shared memory at every use.
+// Namespace-scope `extern __shared__ T name[];` becomes `#define name (::cudahost::dyn_smem_ptr<T>())`.
+// dyn_smem<T> is a pointer-like object reading the running block's dynamic shared memory at every use, for code
+// that wants an object (not used by the rewriter).
 template <class T>
 struct dyn_smem {
   T* get() const { return static_cast<T*>(dyn_smem_base_); }
@@ -390,6 +387,23 @@ template <class T>
 static inline cudaError_t cudaFuncSetCacheConfig(T* func, cudaFuncCache cacheConfig) {
   return ::cudaFuncSetCacheConfig(cudahost::detail::kernel_address(func), cacheConfig);
 }
+// cudaLaunchKernel with a typed kernel (more specialized than the toolkit's `T*` template): the arguments are read
+// from `args` with the kernel's parameter types and the launch goes through the same machinery as <<<...>>>.
+// (The untyped C function, `cudaLaunchKernel(const void*, ...)`, cannot know the parameter types and fails with
+// cudaErrorNotSupported.)
+template <class... P>
+static inline cudaError_t cudaLaunchKernel(void (*func)(P...), dim3 gridDim, dim3 blockDim, void** args,
+                                           size_t sharedMem = 0, cudaStream_t stream = 0) {
+  if (!func) return cudaErrorInvalidDeviceFunction;
+  if (sizeof...(P) > 0 && !args) return cudaErrorInvalidValue;
+  auto fn = [func](auto&&... a) { func(a...); };
+  auto l = cudahost::launch_(func, fn, "cudaLaunchKernel", __FILE__, __LINE__, gridDim, blockDim, sharedMem, stream);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    l(*static_cast<std::remove_cv_t<P>*>(args[I])...);
+  }(std::index_sequence_for<P...>{});
+  return cudahost::last_launch_status_();
+}
+
 // ---- 5. device functions (atomics, math, fp16/bf16) --------------------------------------------------------------
 #if __has_include("cudahost/device_functions.h")
 #include "cudahost/device_functions.h"
