@@ -22,6 +22,7 @@
 // depend on blockIdx and kernel arguments only, so every thread of a block
 // reaches every __syncthreads.
 #include "mf_cuda.h"
+#include "mf_device.cuh"
 #include "memfix/attention.h"
 
 #include <cuda_bf16.h>
@@ -36,18 +37,6 @@ constexpr int kMaxD = MF_ATTENTION_MAX_HEAD_DIM;    // 128
 constexpr int kPad = kMaxD + 1;                     // padded row length in shared memory
 constexpr int kThreads = 128;
 constexpr int kAcc = kTile * kMaxD / kThreads;      // 16 accumulator elements per thread
-constexpr size_t kMaxGrid = 2147483647u;
-
-template <typename T>
-__device__ __forceinline__ float to_f32(T x);
-template <>
-__device__ __forceinline__ float to_f32<float>(float x) {
-    return x;
-}
-template <>
-__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
-    return __bfloat162float(x);
-}
 
 // Stage rows [row0, row0 + kTile) of an (N x width) matrix into tile[kTile][kPad]
 // as fp32 (times 'mul'); rows at or beyond N are zero.
@@ -73,6 +62,7 @@ __device__ __forceinline__ bool visible(size_t i, size_t j, size_t N, int causal
 }
 
 // ---- forward ------------------------------------------------------------------
+// mf-budget: regs<=72 smem<=26624 spill=0  (sm_90 measured: regs 64 smem 26048)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -159,6 +149,7 @@ attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__res
 
 // ---- backward ------------------------------------------------------------------
 // Delta[row] = sum_c dout[row, c] * out[row, c]
+// mf-budget: regs<=40 smem<=0 spill=0  (sm_90 measured: regs 30 smem 0)
 template <typename T>
 __global__ void attn_delta_kernel(const T *__restrict__ dout, const float *__restrict__ out,
                                   float *__restrict__ delta, size_t rows, int Dv) {
@@ -204,6 +195,7 @@ __device__ __forceinline__ void load_row_stats(float *lse_s, float *delta_s,
     }
 }
 
+// mf-budget: regs<=80 smem<=35840 stack<=128 spill=0  (sm_90 measured: regs 71 smem 35328 stack 128)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 attn_dkdv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -265,6 +257,7 @@ attn_dkdv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__re
     }
 }
 
+// mf-budget: regs<=96 smem<=34816 spill=0  (sm_90 measured: regs 80 smem 34240)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 attn_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -336,7 +329,7 @@ static Shape make_shape(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv) 
     return s;
 }
 
-static dim3 item_grid(size_t total) { return dim3((unsigned)(total < kMaxGrid ? total : kMaxGrid)); }
+static dim3 item_grid(size_t total) { return dim3(grid_cap(total, kMaxGridX)); }
 
 template <typename T>
 static mf_status launch_forward(mf_context *ctx, int causal, const Shape &s, const void *q,

@@ -27,6 +27,7 @@
 // occupy the first half of row r's fp32 storage (leading dimension 2V in bf16
 // elements), so the bf16 GEMM operands need no second buffer.
 #include "mf_cuda.h"
+#include "mf_device.cuh"
 #include "memfix/cross_entropy.h"
 
 #include <cuda_bf16.h>
@@ -37,17 +38,6 @@
 namespace MF_NS {
 
 constexpr int kBlock = 256;  // threads per block; a power of two (tree reductions)
-
-template <typename T>
-__device__ __forceinline__ float to_f32(T x);
-template <>
-__device__ __forceinline__ float to_f32<float>(float x) {
-    return x;
-}
-template <>
-__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
-    return __bfloat162float(x);
-}
 
 // max that propagates NaN (fmaxf drops it): a NaN logit must make the loss NaN.
 __device__ __forceinline__ float nan_max(float a, float b) {
@@ -94,6 +84,7 @@ __device__ float block_max(float v, float *sh) {
 // ---- label pre-pass: count valid rows, find the first bad label ---------------
 // One block. counters[0] = number of rows whose target is not ignore_index;
 // counters[1] = first row whose target is outside [0, V) (n_rows if none).
+// mf-budget: regs<=40 smem<=5120 spill=0  (sm_90 measured: regs 30 smem 4096)
 __global__ void ce_count_kernel(const int64_t *__restrict__ labels, size_t n_rows,
                                 int64_t shift_len, int64_t ignore_index, int64_t vocab,
                                 int64_t *__restrict__ counters) {
@@ -143,6 +134,7 @@ struct RowParams {
     float grad_scale;     // 1/n_valid (mean, 0 if none valid) or 1
 };
 
+// mf-budget: regs<=40 smem<=2048 spill=0  (sm_90 measured: regs 32 smem 1024)
 template <typename T>
 __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bias,
                               const int64_t *__restrict__ labels, RowParams p) {
@@ -217,6 +209,7 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
 }
 
 // ---- grad_bias += column sums of the gradient tile (fixed order: deterministic)
+// mf-budget: regs<=32 smem<=0 spill=0  (sm_90 measured: regs 28 smem 0)
 __global__ void ce_bias_grad_kernel(const float *__restrict__ tile, size_t ldt, size_t rows,
                                     size_t vocab, float *__restrict__ grad_bias) {
     const size_t j = (size_t)blockIdx.x * kBlock + threadIdx.x;
@@ -232,6 +225,7 @@ __global__ void ce_bias_grad_kernel(const float *__restrict__ tile, size_t ldt, 
 // every thread reads its element of the slice, the block synchronises, then
 // every thread writes. A write of slice k touches fp32 elements < (k+1)*kBlock/2,
 // all of which were read in slices <= k, and never an element of a later slice.
+// mf-budget: regs<=16 smem<=0 spill=0  (sm_90 measured: regs 14 smem 0)
 __global__ void ce_tile_to_bf16_kernel(float *__restrict__ tile, size_t ldt, size_t vocab) {
     float *row = tile + (size_t)blockIdx.x * ldt;
     __nv_bfloat16 *out = reinterpret_cast<__nv_bfloat16 *>(row);
@@ -239,11 +233,12 @@ __global__ void ce_tile_to_bf16_kernel(float *__restrict__ tile, size_t ldt, siz
         const size_t j = base + threadIdx.x;
         const float v = j < vocab ? row[j] : 0.0f;
         __syncthreads();
-        if (j < vocab) out[j] = __float2bfloat16(v);
+        if (j < vocab) out[j] = from_f32<__nv_bfloat16>(v);
     }
 }
 
 // ---- loss = scale * sum of per-row losses (one block, double accumulation) ------
+// mf-budget: regs<=32 smem<=3072 spill=0  (sm_90 measured: regs 22 smem 2048)
 __global__ void ce_reduce_kernel(const float *__restrict__ row_loss, size_t n_rows, double scale,
                                  float *__restrict__ loss) {
     __shared__ double sh[kBlock];

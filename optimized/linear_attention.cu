@@ -26,6 +26,7 @@
 // intra-chunk term. Loop bounds depend on blockIdx and kernel arguments only,
 // so every thread of a block reaches every __syncthreads.
 #include "mf_cuda.h"
+#include "mf_device.cuh"
 #include "memfix/linear_attention.h"
 
 #include <cuda_bf16.h>
@@ -41,19 +42,7 @@ constexpr int kMaxD = MF_LINEAR_ATTENTION_MAX_HEAD_DIM;  // 128
 constexpr int kPad = kMaxD + 1;
 constexpr int kThreads = 128;
 constexpr int kOut = kSub * kSlice / kThreads;  // 4 outputs per thread per sub-tile
-constexpr size_t kMaxGrid = 2147483647u;
 constexpr float kEps = (float)MF_LINEAR_ATTENTION_EPS;
-
-template <typename T>
-__device__ __forceinline__ float to_f32(T x);
-template <>
-__device__ __forceinline__ float to_f32<float>(float x) {
-    return x;
-}
-template <>
-__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
-    return __bfloat162float(x);
-}
 
 // phi(x) = elu(x) + 1 and its derivative (expf, not the approximate __expf).
 __device__ __forceinline__ float phi(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
@@ -96,6 +85,7 @@ static __device__ __forceinline__ size_t chunk_end(size_t c0, const Dims &s) {
 }
 
 // ---- forward: one block per (b, h, 32 columns of S) ----------------------------------
+// mf-budget: regs<=88 smem<=37888 spill=0  (sm_90 measured: regs 77 smem 36672)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -215,6 +205,7 @@ la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restr
 // ---- backward 1: row statistics, one block per (b, h) ------------------------------------
 // den_n = q'_n . z_n + eps, dd_n = -(dout_n . out_n) / den_n. Thread d < D owns z[d]
 // (D <= kThreads).
+// mf-budget: regs<=40 smem<=17408 spill=0  (sm_90 measured: regs 32 smem 16512)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float *__restrict__ out,
@@ -264,6 +255,7 @@ la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float
 // ---- backward 2: dq, one block per (b, h, 32 rows of S), forward sweep -----------------------
 // dq'_n[d] = sum_c S_prev[d][c] dnum_n[c] + dd_n z_prev[d]
 //          + sum_{m<=n in chunk} k'_m[d] (v_m . dnum_n + dd_n)
+// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 80 smem 36416)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -371,6 +363,7 @@ la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 // ---- backward 3: dk (and the initial state's gradients), one block per (b, h, 32 rows
 // of G), reverse sweep ------------------------------------------------------------------------
 // dk'_m[d] = sum_c G_next[d][c] v_m[c] + g_next[d] + sum_{n>=m in chunk} q'_n[d] (dnum_n . v_m + dd_n)
+// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 79 smem 36416)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -486,6 +479,7 @@ la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 
 // ---- backward 4: dv, one block per (b, h, 32 columns of G), reverse sweep ----------------
 // dv_m[c] = sum_d G_next[d][c] k'_m[d] + sum_{n>=m in chunk} (q'_n . k'_m) dnum_n[c]
+// mf-budget: regs<=96 smem<=36864 spill=0  (sm_90 measured: regs 79 smem 36096)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
 la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ dout,
@@ -580,7 +574,7 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 
 // ---- launchers -----------------------------------------------------------------------------
 static size_t slices(int n) { return (size_t)(n / kSlice + (n % kSlice != 0)); }
-static dim3 item_grid(size_t total) { return dim3((unsigned)(total < kMaxGrid ? total : kMaxGrid)); }
+static dim3 item_grid(size_t total) { return dim3(grid_cap(total, kMaxGridX)); }
 
 static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t Dv) {
     Dims s;

@@ -16,6 +16,7 @@
 // memory, and cuBLAS uses the context's workspace. The ceilings in matmul.h are
 // therefore 0 bytes.
 #include "mf_cuda.h"
+#include "mf_device.cuh"  // to_f32, MF_UNROLL, kMaxGridX/Y, grid_cap
 #include "memfix/matmul.h"
 
 #include <cuda_bf16.h>
@@ -23,31 +24,9 @@
 #include <cstddef>
 #include <cstdint>
 
-// `#pragma unroll` under nvcc; GCC's spelling in host execution mode (the host
-// compiler would warn about an unknown pragma).
-#if defined(__CUDACC__)
-#define MF_MATMUL_UNROLL _Pragma("unroll")
-#else
-#define MF_MATMUL_UNROLL _Pragma("GCC unroll 16")
-#endif
-
 namespace MF_NS {
 
 constexpr int kTile = MF_MATMUL_TILE;  // 16: tile edge and block edge
-constexpr size_t kMaxGridX = 2147483647u;
-constexpr size_t kMaxGridY = 65535u;
-
-// Storage type -> fp32.
-template <typename T>
-__device__ __forceinline__ float to_f32(T x);
-template <>
-__device__ __forceinline__ float to_f32<float>(float x) {
-    return x;
-}
-template <>
-__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
-    return __bfloat162float(x);
-}
 
 // op(A)[i][k] and op(B)[k][j] (see matmul.h for the layouts).
 template <typename T>
@@ -66,6 +45,7 @@ __device__ __forceinline__ float load_b(const T *B, size_t N, size_t K, int tran
 // columns bx*16 .. +15; threadIdx.x runs along a row of C so that consecutive
 // threads read consecutive elements of B (non-transposed). When the grid had to
 // be capped, blocks stride over the remaining tiles.
+// mf-budget: regs<=40 smem<=0 spill=0  (sm_90 measured: regs 32 smem 0)
 template <typename T>
 __global__ void matmul_naive_kernel(const T *__restrict__ A, const T *__restrict__ B,
                                     float *__restrict__ C, size_t M, size_t N, size_t K,
@@ -97,6 +77,7 @@ __global__ void matmul_naive_kernel(const T *__restrict__ A, const T *__restrict
 // memory bank conflicts). Elements outside M, N or K are staged as 0, so sizes
 // that are not multiples of 16 need no special path. The loop bounds depend on
 // blockIdx only, so every thread of a block reaches every __syncthreads.
+// mf-budget: regs<=40 smem<=3072 spill=0  (sm_90 measured: regs 30 smem 2176)
 template <typename T>
 __global__ void matmul_tiled_kernel(const T *__restrict__ A, const T *__restrict__ B,
                                     float *__restrict__ C, size_t M, size_t N, size_t K,
@@ -125,7 +106,7 @@ __global__ void matmul_tiled_kernel(const T *__restrict__ A, const T *__restrict
                     Bs[tx][ty] = (k < K && j < N) ? to_f32(B[j * K + k]) : 0.0f;
                 }
                 __syncthreads();  // both tiles staged
-                MF_MATMUL_UNROLL
+                MF_UNROLL
                 for (int kk = 0; kk < kTile; ++kk) acc += As[ty][kk] * Bs[kk][tx];
                 __syncthreads();  // everyone done before the next slice overwrites the tiles
             }
@@ -140,9 +121,7 @@ __global__ void matmul_tiled_kernel(const T *__restrict__ A, const T *__restrict
 static void tile_grid(size_t M, size_t N, size_t *row_tiles, size_t *col_tiles, dim3 *grid) {
     *row_tiles = M / kTile + (M % kTile != 0);
     *col_tiles = N / kTile + (N % kTile != 0);
-    const size_t gx = *col_tiles < kMaxGridX ? *col_tiles : kMaxGridX;
-    const size_t gy = *row_tiles < kMaxGridY ? *row_tiles : kMaxGridY;
-    *grid = dim3((unsigned)gx, (unsigned)gy, 1u);
+    *grid = dim3(grid_cap(*col_tiles, kMaxGridX), grid_cap(*row_tiles, kMaxGridY), 1u);
 }
 
 template <typename T>

@@ -30,6 +30,7 @@
 #include "memfix/npt.h"
 
 #include "mf_cuda.h"
+#include "mf_device.cuh"  // to_f32, from_f32, grid_blocks
 
 #include <cuda_bf16.h>
 
@@ -38,21 +39,11 @@
 
 namespace MF_NS {
 
-// ---- storage dtype conversions -------------------------------------------------
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x)
-{
-    return __float2bfloat16_rn(x);
-}
-
 // ---- kernels -------------------------------------------------------------------
 // v[i] = u[i] * m[i] over n = tokens * rank entries (the modulation of the
 // factored forward: ((h . A) * m), rounded once to the storage dtype for the
 // following GEMM with B).
+// mf-budget: regs<=16 smem<=0 spill=0  (sm_90 measured: regs 14 smem 0)
 template <typename T>
 __global__ void modulate_kernel(const float *__restrict__ u, const T *__restrict__ m,
                                 T *__restrict__ v, size_t n)
@@ -65,6 +56,7 @@ __global__ void modulate_kernel(const float *__restrict__ u, const T *__restrict
 // One pass over the chunk's n = tokens * rank entries of u = h.A and gB = g.B^T:
 //   grad_m = u * gB, p = gB * m (for grad_h and grad_A), q = u * m (for grad_B).
 // Any output may be null when its gradient is not requested.
+// mf-budget: regs<=24 smem<=0 spill=0  (sm_90 measured: regs 20 smem 0)
 template <typename T>
 __global__ void backward_modulation_kernel(const float *__restrict__ u,
                                            const float *__restrict__ gb, const T *__restrict__ m,
@@ -81,6 +73,7 @@ __global__ void backward_modulation_kernel(const float *__restrict__ u,
 }
 
 // out[t, f] = bias[f] for rows x cols entries.
+// mf-budget: regs<=24 smem<=0 spill=0  (sm_90 measured: regs 20 smem 0)
 template <typename T>
 __global__ void bias_broadcast_kernel(const T *__restrict__ bias, T *__restrict__ out, size_t rows,
                                       size_t cols)
@@ -97,6 +90,7 @@ __global__ void bias_broadcast_kernel(const T *__restrict__ bias, T *__restrict_
 constexpr int kSumCols = 32;
 constexpr int kSumRows = 8;
 
+// mf-budget: regs<=32 smem<=2048 spill=0  (sm_90 measured: regs 28 smem 1056)
 template <typename T>
 __global__ void column_sum_kernel(const T *__restrict__ g, T *__restrict__ out, size_t rows,
                                   size_t cols)
@@ -116,6 +110,7 @@ __global__ void column_sum_kernel(const T *__restrict__ g, T *__restrict__ out, 
 }
 
 // dst[i] = src[i] rounded to the storage dtype (bf16 gradient accumulators).
+// mf-budget: regs<=16 smem<=0 spill=0  (sm_90 measured: regs 10 smem 0)
 template <typename T>
 __global__ void convert_kernel(const float *__restrict__ src, T *__restrict__ dst, size_t n)
 {
@@ -128,13 +123,7 @@ __global__ void convert_kernel(const float *__restrict__ src, T *__restrict__ ds
 constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 4096; // grid-stride loops cover the rest
 
-static unsigned blocks_for(size_t n)
-{
-    size_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1) b = 1;
-    if (b > kMaxBlocks) b = kMaxBlocks;
-    return (unsigned)b;
-}
+static unsigned blocks_for(size_t n) { return grid_blocks(n, kThreads, kMaxBlocks); }
 
 template <typename T>
 static mf_status launch_modulate(cudaStream_t s, const float *u, const void *m, void *v, size_t n)

@@ -63,8 +63,7 @@ static mf_status ref_validate(const char *func, mf_context *ctx, int64_t n_rows,
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "sizes must be > 0 (n_rows=%lld hidden_dim=%lld vocab=%lld)",
                             (long long)n_rows, (long long)hidden_dim, (long long)vocab);
-    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
-        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__, "unsupported dtype %d", (int)dtype);
+    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
     size_t bytes;
     MF_TRY(mf_dims_product(func, "hidden (N x D x 8)", &bytes, 3, n_rows, hidden_dim, (int64_t)8));
     MF_TRY(mf_dims_product(func, "weight (V x D x 8)", &bytes, 3, vocab, hidden_dim, (int64_t)8));
@@ -280,9 +279,7 @@ mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts
     if ((int)opts->reduction < 0 || (int)opts->reduction > (int)MF_CE_REDUCTION_NONE)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                 "opts->reduction %d is not MEAN (0), SUM (1) or NONE (2)", (int)opts->reduction);
-    if (opts->shift_labels != 0 && opts->shift_labels != 1)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->shift_labels must be 0 or 1 (got %d)",
-                opts->shift_labels);
+    MF_TRY(mf_check_bool(__func__, "opts->shift_labels", opts->shift_labels));
     if (opts->seq_len < 0)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->seq_len must be >= 0 (got %lld)",
                 (long long)opts->seq_len);

@@ -80,18 +80,11 @@ static int grad_any(const mf_linear_attention_state_grad *g) {
 
 static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
                             int64_t N, int64_t D, int64_t Dv, int backward, int has_state) {
-    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
-        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
-                            "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
-    if (causal != 0 && causal != 1)
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
-                            "causal must be 0 or 1 (got %d)", causal);
+    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
+    MF_TRY(mf_check_bool(func, "causal", causal));
     const int64_t dims[5] = {B, H, N, D, Dv};
-    const char *names[5] = {"B", "H", "N", "D", "Dv"};
-    for (int i = 0; i < 5; i++)
-        if (dims[i] <= 0)
-            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
-                                "%s must be > 0 (got %lld)", names[i], (long long)dims[i]);
+    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
+    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
     if (!causal && has_state)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
                             "a recurrent state (or its gradient) needs causal == 1");

@@ -56,8 +56,7 @@ mf_status mf_ref_matmul(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_
     MF_CHECK_NOT_NULL(A_host);
     MF_CHECK_NOT_NULL(B_host);
     MF_CHECK_NOT_NULL(C_host);
-    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
-        MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
+    MF_TRY(mf_check_dtype_f32_bf16(__func__, dtype));
     MF_CHECK_POSITIVE(M);
     MF_CHECK_POSITIVE(N);
     MF_CHECK_POSITIVE(K);

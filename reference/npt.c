@@ -57,10 +57,7 @@ static mf_status check_dims(const char *func, mf_npt_shape s, size_t *T)
 {
     const int64_t dims[5] = {s.batch, s.seq, s.d_model, s.d_ffn, s.rank};
     static const char *const names[5] = {"batch", "seq", "d_model", "d_ffn", "rank"};
-    for (int i = 0; i < 5; ++i)
-        if (dims[i] <= 0)
-            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
-                                "shape.%s must be > 0 (got %lld)", names[i], (long long)dims[i]);
+    MF_TRY(mf_check_dims_positive(func, "shape.", 5, dims, names));
     return mf_dims_product(func, "batch*seq", T, 2, s.batch, s.seq);
 }
 
@@ -71,9 +68,7 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
 {
     if (ctx == NULL)
         return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
-    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
-        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
-                            "unsupported dtype %d (f32 or bf16)", (int)dtype);
+    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
     MF_TRY(check_dims(func, s, T));
     size_t bytes = 0;
     if (!mf_size_mul(*T, (size_t)s.d_model, tdf) || !mf_size_mul(*tdf, (size_t)s.d_ffn, tdf) ||

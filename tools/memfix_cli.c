@@ -322,7 +322,12 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
 static const mf_cli_command mf_cli_commands[] = {
     {"report", "run every fix's built-in cases: equivalence and scratch memory vs ceiling", cmd_report,
      report_help},
-    /* issue 8: {"plan", ...}, {"verify", ...}, {"bench", ...} */
+    {"plan", "memory arithmetic: per-fix bytes and a training-memory breakdown per GPU", mf_cli_plan,
+     mf_cli_plan_help},
+    {"bench", "time and measure scratch of reference and optimized over a size sweep (CSV)", mf_cli_bench,
+     mf_cli_bench_help},
+    {"verify", "check your own kernel (a shared library) against the reference, with defenses", mf_cli_verify,
+     mf_cli_verify_help},
 };
 #define MF_CLI_NCOMMANDS (sizeof mf_cli_commands / sizeof mf_cli_commands[0])
 

@@ -17,6 +17,14 @@ enum { MF_CLI_OK = 0, MF_CLI_FAILED = 1, MF_CLI_USAGE = 2, MF_CLI_UNAVAILABLE = 
 
 int mf_cli_main(int argc, char **argv, FILE *out, FILE *err);
 
+/* Subcommands in tools/cmd_<name>.c (argv[0] is the command name). */
+int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err);
+void mf_cli_plan_help(FILE *out);
+int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err);
+void mf_cli_bench_help(FILE *out);
+int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err);
+void mf_cli_verify_help(FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,6 +39,19 @@ mf_status mf_set_error(mf_status status, const char *func, const char *file, int
         if (mf_try_s_ != MF_OK) return mf_try_s_;                                   \
     } while (0)
 
+/* Shared argument checks (src/core/validate.c). Each returns MF_OK, or sets the
+ * thread-local error "<func>: <reason>" and returns the status named below, so
+ * every op (public entry point and reference alike) words them the same way. */
+/* dtype is MF_DTYPE_F32 or MF_DTYPE_BF16; else MF_ERR_DTYPE
+ * "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16". */
+mf_status mf_check_dtype_f32_bf16(const char *func, mf_dtype dtype);
+/* flag is 0 or 1; else MF_ERR_INVALID_ARGUMENT "<name> must be 0 or 1 (got %d)". */
+mf_status mf_check_bool(const char *func, const char *name, int flag);
+/* dims[i] > 0 for i < n; else, for the first that is not, MF_ERR_INVALID_SIZE
+ * "<prefix><names[i]> must be > 0 (got %lld)" (prefix may be NULL: ""). */
+mf_status mf_check_dims_positive(const char *func, const char *prefix, int n,
+                                 const int64_t *dims, const char *const *names);
+
 /* Product of n int64 dims as size_t, with overflow detection. Returns MF_OK
  * or MF_ERR_OVERFLOW / MF_ERR_INVALID_SIZE (with a message naming 'what'). */
 /* Each variadic dim must be an int64_t: cast literals, e.g. (int64_t)4. */

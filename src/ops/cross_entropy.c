@@ -6,7 +6,9 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
+#include "memfix/verify.h"
 #include "mf_internal.h"
+#include "op_common.h"
 
 #include <limits.h>
 #include <math.h>
@@ -55,8 +57,7 @@ mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
     memset(out, 0, sizeof(*out));
     MF_CHECK_POSITIVE(n_rows);
     MF_CHECK_POSITIVE(vocab);
-    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
-        MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
+    MF_TRY(mf_check_dtype_f32_bf16(__func__, dtype));
     mf_cross_entropy_options defaults;
     if (opts == NULL) {
         mf_cross_entropy_options_init(&defaults);
@@ -110,9 +111,7 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "sizes must be > 0 (n_rows=%lld hidden_dim=%lld vocab=%lld)",
                             (long long)a->n_rows, (long long)a->hidden_dim, (long long)a->vocab);
-    if (a->dtype != MF_DTYPE_F32 && a->dtype != MF_DTYPE_BF16)
-        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
-                            "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)a->dtype);
+    MF_TRY(mf_check_dtype_f32_bf16(func, a->dtype));
     const int64_t es = (int64_t)mf_dtype_size(a->dtype);
     size_t bytes;
     MF_TRY(mf_dims_product(func, "hidden bytes (N x D x dtype size)", &bytes, 3, a->n_rows, a->hidden_dim, es));
@@ -148,19 +147,12 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
     }
 
-    switch (mf_context_backend(ctx)) {
-    case MF_BACKEND_HOST: return mf_host_cross_entropy_chunked(ctx, a);
-    case MF_BACKEND_CUDA:
+    int is_cuda = 0;
+    MF_TRY(mf_op_pick_backend(func, ctx, "cross_entropy", &is_cuda));
 #ifdef MF_HAVE_CUDA
-        return mf_cuda_cross_entropy_chunked(ctx, a);
-#else
-        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
-                            "memfix was built without the CUDA backend");
+    if (is_cuda) return mf_cuda_cross_entropy_chunked(ctx, a);
 #endif
-    default: break;
-    }
-    return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
-                        "the context's backend %d has no cross_entropy", (int)mf_context_backend(ctx));
+    return mf_host_cross_entropy_chunked(ctx, a);
 }
 
 static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim,
@@ -252,22 +244,6 @@ static const ce_case ce_cases[] = {
 };
 #define CE_N_CASES ((int)(sizeof(ce_cases) / sizeof(ce_cases[0])))
 
-static void copy_msg(char *dst, size_t cap, const char *src)
-{
-    snprintf(dst, cap, "%s", src != NULL ? src : "");
-}
-
-static void *ce_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi)
-{
-    void *p = malloc(n * mf_dtype_size(dtype));
-    if (p == NULL) return NULL;
-    if (dtype == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
-    return p;
-}
-
 /* Compare one output; keeps the worst errors in *out. */
 static int ce_compare(const float *got, const float *ref, size_t n, const char *tol_name,
                       const char *what, mf_case_result *out)
@@ -282,8 +258,7 @@ static int ce_compare(const float *got, const float *ref, size_t n, const char *
         snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, mf_last_error());
         return 0;
     }
-    if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
-    if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
+    mf_op_fold_errors(out, &cmp);
     if (tol->atol > out->atol) out->atol = tol->atol;
     if (tol->rtol > out->rtol) out->rtol = tol->rtol;
     if (!cmp.pass && out->message[0] == '\0')
@@ -295,15 +270,13 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    copy_msg(out->op, sizeof(out->op), "cross_entropy");
+    mf_op_copy_msg(out->op, sizeof(out->op), "cross_entropy");
     MF_CHECK_NOT_NULL(ctx);
     if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
     if (case_index < 0 || case_index >= CE_N_CASES)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
     const ce_case *c = &ce_cases[case_index];
-    copy_msg(out->variant, sizeof(out->variant), ce_variant_names[variant]);
-    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
-    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    mf_op_case_labels(out, ctx, ce_variant_names[variant], c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
     snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
@@ -327,9 +300,9 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
     const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u;
     mf_status st = MF_OK;
-    void *h = ce_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
-    void *w = ce_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
-    void *b = c->bias ? ce_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
+    void *h = mf_op_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
+    void *w = mf_op_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
+    void *b = c->bias ? mf_op_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
     float *gl = (float *)malloc(n_loss * sizeof(float));
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
     float *host_out = (float *)malloc(2 * (n_loss + n * d + v * d + v) * sizeof(float));
@@ -394,18 +367,10 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     ok &= ce_compare(g_gw, r_gw, v * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_weight", out);
     if (c->bias)
         ok &= ce_compare(g_gb, r_gb, v, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_bias", out);
-    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
-    out->pass = ok && mem_ok;
-    if (ok && !mem_ok)
-        snprintf(out->message, sizeof(out->message),
-                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
-                 out->ceiling_bytes);
+    mf_op_case_verdict(out, ok);
 
 done:
-    if (st != MF_OK) {
-        out->pass = 0;
-        copy_msg(out->message, sizeof(out->message), mf_last_error());
-    }
+    mf_op_case_error(out, st);
     mf_buffer_free(ctx, dout);
     mf_buffer_free(ctx, dgl);
     mf_buffer_free(ctx, dlab);
@@ -415,6 +380,105 @@ done:
     free(host_out);
     free(lab);
     free(gl);
+    free(b);
+    free(w);
+    free(h);
+    return st;
+}
+
+/* memfix verify (include/memfix/verify.h): built-in case 'case_index', forward
+ * only (loss and lse) computed by 'entry' with ce_run_case's inputs, options
+ * and ceiling (opts->scratch_budget states the ceiling to the candidate).
+ * seed_salt != 0 draws other inputs and labels of the same shape. */
+mf_status mf_cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn entry,
+                                       int case_index, uint64_t seed_salt, mf_case_result *out)
+{
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    mf_op_copy_msg(out->op, sizeof(out->op), "cross_entropy");
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(entry);
+    if (case_index < 0 || case_index >= CE_N_CASES)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
+    const ce_case *c = &ce_cases[case_index];
+    mf_op_case_labels(out, ctx, "candidate", c->dtype);
+    static const char *const red_names[] = {"mean", "sum", "none"};
+    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g fwd",
+             (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
+             (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
+             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap);
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.reduction = c->reduction;
+    o.shift_labels = c->shift;
+    o.seq_len = c->seq_len;
+    o.label_smoothing = c->smoothing;
+    o.z_loss = c->z_loss;
+    o.softcap = c->softcap;
+    o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, c->chunk_rows);
+    out->ceiling_bytes = o.scratch_budget;
+
+    const size_t n = (size_t)c->n_rows, d = (size_t)c->hidden_dim, v = (size_t)c->vocab;
+    const size_t es = mf_dtype_size(c->dtype);
+    const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
+    const size_t n_out = n_loss + n;
+    const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
+    mf_status st = MF_OK;
+    void *h = mf_op_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
+    void *w = mf_op_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
+    void *b = c->bias ? mf_op_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
+    int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
+    float *host_out = (float *)malloc(2 * n_out * sizeof(float));
+    void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dout = NULL;
+    if (h == NULL || w == NULL || (c->bias && b == NULL) || lab == NULL || host_out == NULL) {
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
+                          case_index);
+        goto done;
+    }
+    for (size_t i = 0; i < n; ++i)
+        lab[i] = i % 7 == 3 ? MF_CE_DEFAULT_IGNORE_INDEX
+                            : (int64_t)((i * 2654435761u + (size_t)case_index + (size_t)seed_salt * 7919u) % v);
+    float *ref = host_out, *got = host_out + n_out;
+    mf_fill_nan_f32(host_out, 2 * n_out);
+    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
+    if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w, b, lab,
+                                           &o, ref, ref + n_loss)) != MF_OK)
+        goto done;
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+
+    if ((st = mf_buffer_alloc(ctx, n * d * es, &dh)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, v * d * es, &dw)) != MF_OK ||
+        (c->bias && (st = mf_buffer_alloc(ctx, v * es, &db)) != MF_OK) ||
+        (st = mf_buffer_alloc(ctx, n * sizeof(int64_t), &dlab)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, n_out * sizeof(float), &dout)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dh, h, n * d * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dw, w, v * d * es)) != MF_OK ||
+        (c->bias && (st = mf_buffer_upload(ctx, db, b, v * es)) != MF_OK) ||
+        (st = mf_buffer_upload(ctx, dlab, lab, n * sizeof(int64_t))) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK)
+        goto done;
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
+    if ((st = entry(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o,
+                    (float *)dout, (float *)dout + n_loss)) != MF_OK ||
+        (st = mf_context_synchronize(ctx)) != MF_OK)
+        goto done;
+    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if ((st = mf_buffer_download(ctx, got, dout, n_out * sizeof(float))) != MF_OK) goto done;
+    const int bf = c->dtype == MF_DTYPE_BF16;
+    const char *tol = bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32";
+    int ok = ce_compare(got, ref, n_loss, tol, "loss", out);
+    ok &= ce_compare(got + n_loss, ref + n_loss, n, tol, "lse", out);
+    mf_op_case_verdict(out, ok);
+
+done:
+    mf_op_case_error(out, st);
+    mf_buffer_free(ctx, dout);
+    mf_buffer_free(ctx, dlab);
+    mf_buffer_free(ctx, db);
+    mf_buffer_free(ctx, dw);
+    mf_buffer_free(ctx, dh);
+    free(host_out);
+    free(lab);
     free(b);
     free(w);
     free(h);

@@ -7,6 +7,7 @@
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
+#include "op_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,18 +73,11 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
                               int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
                               int64_t Dv, int has_state) {
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
-    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
-        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
-                            "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
-    if (causal != 0 && causal != 1)
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
-                            "causal must be 0 or 1 (got %d)", causal);
+    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
+    MF_TRY(mf_check_bool(func, "causal", causal));
     const int64_t dims[5] = {B, H, N, D, Dv};
-    const char *names[5] = {"B", "H", "N", "D", "Dv"};
-    for (int i = 0; i < 5; i++)
-        if (dims[i] <= 0)
-            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
-                                "%s must be > 0 (got %lld)", names[i], (long long)dims[i]);
+    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
+    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
     if (D > MF_LINEAR_ATTENTION_MAX_HEAD_DIM || Dv > MF_LINEAR_ATTENTION_MAX_HEAD_DIM)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "the kernels support D, Dv <= %d (got D=%lld Dv=%lld)",
@@ -106,24 +100,6 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
     return MF_OK;
 }
 
-static mf_status pick_backend(const char *func, mf_context *ctx, int *is_cuda) {
-    switch (mf_context_backend(ctx)) {
-    case MF_BACKEND_HOST: *is_cuda = 0; return MF_OK;
-    case MF_BACKEND_CUDA:
-#ifdef MF_HAVE_CUDA
-        *is_cuda = 1;
-        return MF_OK;
-#else
-        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
-                            "memfix was built without the CUDA backend");
-#endif
-    default: break;
-    }
-    return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, func, __FILE__, __LINE__,
-                        "the context's backend %d has no linear attention kernels",
-                        (int)mf_context_backend(ctx));
-}
-
 mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
                                       int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
                                       const void *q, const void *k, const void *v,
@@ -134,7 +110,7 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
     MF_CHECK_NOT_NULL(v);
     MF_CHECK_NOT_NULL(out);
     int is_cuda = 0;
-    MF_TRY(pick_backend(__func__, ctx, &is_cuda));
+    MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
     la_fwd_fn fn = mf_host_linear_attention_forward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_linear_attention_forward;
@@ -163,7 +139,7 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                 "the backward pass reads only state->initial_kv/initial_z; final_kv/final_z must be NULL");
     int is_cuda = 0;
-    MF_TRY(pick_backend(__func__, ctx, &is_cuda));
+    MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
     la_bwd_fn fn = mf_host_linear_attention_backward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_linear_attention_backward;
@@ -190,42 +166,10 @@ static const la_case la_cases[] = {
 };
 #define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
 
-static void copy_msg(char *dst, size_t cap, const char *src) {
-    snprintf(dst, cap, "%s", src != NULL ? src : "");
-}
-
-static void *make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi) {
-    void *p = malloc(n * mf_dtype_size(dtype));
-    if (p == NULL) return NULL;
-    if (dtype == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
-    return p;
-}
-
-static mf_status fold_compare(const float *got, const float *ref, size_t n, const char *what,
-                              const char *tol_base, mf_dtype dtype, mf_case_result *out,
-                              int *all_pass) {
-    char tol_name[64];
-    snprintf(tol_name, sizeof tol_name, "%s.%s", tol_base, mf_dtype_name(dtype));
-    const mf_tolerance *tol = mf_tolerance_get(tol_name);
-    if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
-    mf_compare_result cmp;
-    MF_TRY(mf_compare_f32(got, ref, n, tol, NULL, &cmp));
-    if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
-    if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
-    if (!cmp.pass && *all_pass) {
-        snprintf(out->message, sizeof(out->message), "%s: %.200s", what, cmp.reason);
-        *all_pass = 0;
-    }
-    return MF_OK;
-}
-
 static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    copy_msg(out->op, sizeof(out->op), "linear_attention");
+    mf_op_copy_msg(out->op, sizeof(out->op), "linear_attention");
     MF_CHECK_NOT_NULL(ctx);
     if (variant < 0 || variant >= LA_N_VARIANTS)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant, LA_N_VARIANTS);
@@ -233,9 +177,7 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, LA_N_CASES);
     const la_case *c = &la_cases[case_index];
     const int causal = variant == 0;
-    copy_msg(out->variant, sizeof(out->variant), la_variant_names[variant]);
-    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
-    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    mf_op_case_labels(out, ctx, la_variant_names[variant], c->dtype);
     if (causal)
         snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld fwd+bwd",
                  (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
@@ -257,10 +199,10 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     const size_t es = mf_dtype_size(c->dtype);
     const uint64_t seed = 0x6c696e6100000000ull + (uint64_t)case_index * 8u;
     mf_status st = MF_OK;
-    void *q = make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    void *q = mf_op_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = mf_op_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = mf_op_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_op_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
     const size_t n_host = 2 * (2 * nv + 2 * nqk);
     float *hb = (float *)malloc(n_host * sizeof(float));
     void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
@@ -316,28 +258,20 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
         goto done;
 
     int pass = 1;
-    if ((st = fold_compare(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK ||
-        (st = fold_compare(g_dq, r_dq, nqk, "dq",
+    if ((st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq",
                            (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
                                                     : "linear_attention.grad",
                            c->dtype, out, &pass)) != MF_OK ||
-        (st = fold_compare(g_dk, r_dk, nqk, "dk",
+        (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk",
                            c->N == 1 ? "linear_attention.grad_degenerate" : "linear_attention.grad",
                            c->dtype, out, &pass)) != MF_OK ||
-        (st = fold_compare(g_dv, r_dv, nv, "dv", "linear_attention.grad", c->dtype, out, &pass)) != MF_OK)
+        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", "linear_attention.grad", c->dtype, out, &pass)) != MF_OK)
         goto done;
-    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
-    out->pass = pass && mem_ok;
-    if (pass && !mem_ok)
-        snprintf(out->message, sizeof(out->message),
-                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
-                 out->ceiling_bytes);
+    mf_op_case_verdict(out, pass);
 
 done:
-    if (st != MF_OK) {
-        out->pass = 0;
-        copy_msg(out->message, sizeof(out->message), mf_last_error());
-    }
+    mf_op_case_error(out, st);
     void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
     free(hb);

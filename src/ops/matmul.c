@@ -5,6 +5,7 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
+#include "memfix/verify.h"
 #include "mf_internal.h"
 
 #include <limits.h>
@@ -150,12 +151,15 @@ static void copy_msg(char *dst, size_t cap, const char *src) {
     snprintf(dst, cap, "%s", src != NULL ? src : "");
 }
 
-static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
-                                 mf_case_result *out) {
+/* One case: 'variant' through mf_matmul (report), or, when 'entry' != NULL, the
+ * candidate 'entry' (memfix verify) with the ceiling of the tiled fix. */
+static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_entry entry,
+                                      int case_index, uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
     copy_msg(out->op, sizeof(out->op), "matmul");
     MF_CHECK_NOT_NULL(ctx);
+    if (entry != NULL) variant = MF_MATMUL_TILED;
     if (variant < 0 || variant >= MF_MATMUL_N_VARIANTS)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
                 MF_MATMUL_N_VARIANTS);
@@ -164,7 +168,8 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
                 MATMUL_N_CASES);
     const matmul_case *c = &matmul_cases[case_index];
     const mf_matmul_variant v = (mf_matmul_variant)variant;
-    copy_msg(out->variant, sizeof(out->variant), matmul_variant_names[variant]);
+    copy_msg(out->variant, sizeof(out->variant),
+             entry != NULL ? "candidate" : matmul_variant_names[variant]);
     copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
     copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
     snprintf(out->shape, sizeof(out->shape), "M=%lld N=%lld K=%lld ta=%d tb=%d",
@@ -181,7 +186,8 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
 
     const size_t m = (size_t)c->M, n = (size_t)c->N, k = (size_t)c->K;
     const size_t esize = mf_dtype_size(c->dtype);
-    const uint64_t seed = 0x6d61746d756c0000ull + (uint64_t)case_index * 2u;
+    const uint64_t seed =
+        0x6d61746d756c0000ull + (uint64_t)case_index * 2u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
     void *a = matmul_make_input(c->dtype, m * k, seed);
     void *b = matmul_make_input(c->dtype, k * n, seed + 1u);
@@ -212,8 +218,10 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
         (st = mf_buffer_upload(ctx, d_c, c_got, m * n * sizeof(float))) != MF_OK)
         goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
-    if ((st = mf_matmul(ctx, v, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, d_a, d_b,
-                        (float *)d_c)) != MF_OK ||
+    if ((st = entry != NULL ? entry(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K,
+                                    d_a, d_b, (float *)d_c)
+                            : mf_matmul(ctx, v, c->dtype, c->trans_a, c->trans_b, c->M, c->N,
+                                        c->K, d_a, d_b, (float *)d_c)) != MF_OK ||
         (st = mf_context_synchronize(ctx)) != MF_OK)
         goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
@@ -245,6 +253,22 @@ done:
     free(b);
     free(a);
     return st;
+}
+
+static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
+                                 mf_case_result *out) {
+    return matmul_run_case_impl(ctx, variant, NULL, case_index, 0, out);
+}
+
+/* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
+ * mf_matmul_entry's signature. */
+mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, int case_index,
+                                uint64_t seed_salt, mf_case_result *out) {
+    if (entry == NULL) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
+    }
+    return matmul_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
 }
 
 const mf_op_desc mf_op_matmul = {

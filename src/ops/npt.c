@@ -11,6 +11,7 @@
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
+#include "op_common.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -45,10 +46,7 @@ static mf_status check_shape(const char *func, mf_npt_shape s, size_t *T)
 {
     const int64_t dims[5] = {s.batch, s.seq, s.d_model, s.d_ffn, s.rank};
     static const char *const names[5] = {"batch", "seq", "d_model", "d_ffn", "rank"};
-    for (int i = 0; i < 5; ++i)
-        if (dims[i] <= 0)
-            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
-                                "shape.%s must be > 0 (got %lld)", names[i], (long long)dims[i]);
+    MF_TRY(mf_check_dims_positive(func, "shape.", 5, dims, names));
     return mf_dims_product(func, "batch*seq", T, 2, s.batch, s.seq);
 }
 
@@ -78,9 +76,7 @@ static mf_status resolve_chunk(const char *fn, mf_npt_pass pass, mf_dtype dtype,
     if (pass != MF_NPT_FORWARD && pass != MF_NPT_BACKWARD)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, fn, __FILE__, __LINE__,
                             "pass %d is neither MF_NPT_FORWARD nor MF_NPT_BACKWARD", (int)pass);
-    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
-        return mf_set_error(MF_ERR_DTYPE, fn, __FILE__, __LINE__,
-                            "unsupported dtype %d (f32 or bf16)", (int)dtype);
+    MF_TRY(mf_check_dtype_f32_bf16(fn, dtype));
     size_t T = 0;
     MF_TRY(check_shape(fn, shape, &T));
     /* cuBLAS dimensions are int. */
@@ -276,20 +272,12 @@ static void npt_buffers_free(mf_context *ctx, npt_buffers *b)
     free(b->got_f32);
 }
 
-static void npt_to_f32(mf_dtype dt, const void *src, float *dst, size_t n)
-{
-    if (dt == MF_DTYPE_F32)
-        memcpy(dst, src, n * sizeof(float));
-    else
-        mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
-}
-
 static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
 {
     static const char *const fn = "npt_run_case";
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    snprintf(out->op, sizeof(out->op), "npt");
+    mf_op_copy_msg(out->op, sizeof(out->op), "npt");
     MF_CHECK_NOT_NULL(ctx);
     if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
     if (case_index < 0 || case_index >= NPT_N_CASES)
@@ -300,9 +288,7 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
     mf_npt_options opts;
     mf_npt_options_init(&opts);
     opts.chunk_tokens = c->chunk_tokens;
-    snprintf(out->variant, sizeof(out->variant), "%s", npt_variants[variant]);
-    snprintf(out->backend, sizeof(out->backend), "%s", mf_backend_name(mf_context_backend(ctx)));
-    snprintf(out->dtype, sizeof(out->dtype), "%s", mf_dtype_name(c->dtype));
+    mf_op_case_labels(out, ctx, npt_variants[variant], c->dtype);
     int64_t chunk = 0;
     MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
     snprintf(out->shape, sizeof(out->shape), "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld",
@@ -341,10 +327,7 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
             break;
         }
         const uint64_t seed = 0x6e7074ull * 1000u + (uint64_t)case_index * 16u + (uint64_t)i;
-        if (c->dtype == MF_DTYPE_F32)
-            mf_fill_uniform_f32((float *)b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
-        else
-            mf_fill_uniform_bf16((uint16_t *)b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
+        mf_op_fill_uniform(c->dtype, b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
         st = mf_buffer_alloc(ctx, in_n[i] * es, &b.in_dev[i]);
         if (st == MF_OK) st = mf_buffer_upload(ctx, b.in_dev[i], b.in_host[i], in_n[i] * es);
     }
@@ -357,11 +340,7 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
             st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host outputs");
             break;
         }
-        if (c->dtype == MF_DTYPE_F32) {
-            mf_fill_nan_f32((float *)b.got_host[i], n);
-        } else {
-            for (size_t k = 0; k < n; ++k) ((uint16_t *)b.got_host[i])[k] = 0x7fc0u;
-        }
+        mf_op_fill_nan(c->dtype, b.got_host[i], n);
         st = mf_buffer_alloc(ctx, n * es, &b.out_dev[i]);
         if (st == MF_OK) st = mf_buffer_upload(ctx, b.out_dev[i], b.got_host[i], n * es);
     }
@@ -401,18 +380,10 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
         const size_t n = b.out_n[i];
         st = mf_buffer_download(ctx, b.got_host[i], b.out_dev[i], n * es);
         if (st != MF_OK) break;
-        npt_to_f32(c->dtype, b.got_host[i], b.got_f32, n);
-        npt_to_f32(c->dtype, b.ref_host[i], b.ref_f32, n);
-        mf_compare_result cr;
-        st = mf_compare_f32(b.got_f32, b.ref_f32, n, tol, NULL, &cr);
-        if (st != MF_OK) break;
-        if (cr.max_abs_err > out->max_abs_err) out->max_abs_err = cr.max_abs_err;
-        if (cr.max_rel_err > out->max_rel_err) out->max_rel_err = cr.max_rel_err;
-        if (!cr.pass && all_pass) {
-            snprintf(out->message, sizeof(out->message), "%s: %.200s", fwd ? "out" : out_names[i],
-                     cr.reason);
-            all_pass = 0;
-        }
+        mf_op_to_f32(c->dtype, b.got_host[i], b.got_f32, n);
+        mf_op_to_f32(c->dtype, b.ref_host[i], b.ref_f32, n);
+        st = mf_op_fold_compare(b.got_f32, b.ref_f32, n, tol, fwd ? "out" : out_names[i], out,
+                                &all_pass);
     }
     if (st != MF_OK) {
         all_pass = 0;

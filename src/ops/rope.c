@@ -7,6 +7,7 @@
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
+#include "op_common.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -259,22 +260,16 @@ static const rope_case rope_cases[] = {
 };
 #define ROPE_N_CASES ((int)(sizeof(rope_cases) / sizeof(rope_cases[0])))
 
-static void rope_copy_msg(char *dst, size_t cap, const char *src) {
-    snprintf(dst, cap, "%s", src != NULL ? src : "");
-}
-
 static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    rope_copy_msg(out->op, sizeof(out->op), "rope");
+    mf_op_copy_msg(out->op, sizeof(out->op), "rope");
     MF_CHECK_NOT_NULL(ctx);
     if (variant < 0 || variant > 1) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 2)", variant);
     if (case_index < 0 || case_index >= ROPE_N_CASES)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, ROPE_N_CASES);
     const rope_case *c = &rope_cases[case_index];
-    rope_copy_msg(out->variant, sizeof(out->variant), rope_variant_names[variant]);
-    rope_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
-    rope_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    mf_op_case_labels(out, ctx, rope_variant_names[variant], c->dtype);
     int64_t max_pos = c->offset >= 0 ? c->offset + c->T - 1 : 0;
     if (c->offset < 0)
         for (int64_t t = 0; t < c->T; ++t) max_pos = c->ids[t] > max_pos ? c->ids[t] : max_pos;
@@ -339,11 +334,7 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
         (st = mf_buffer_alloc(ctx, n * esize, &d_y)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_x, x, n * esize)) != MF_OK)
         goto done;
-    if (c->dtype == MF_DTYPE_BF16) {
-        for (size_t i = 0; i < n; ++i) ((uint16_t *)got_raw)[i] = 0x7fc0u;
-    } else {
-        memcpy(got_raw, got, n * sizeof(float));
-    }
+    mf_op_fill_nan(c->dtype, got_raw, n);
     if ((st = mf_buffer_upload(ctx, d_y, got_raw, n * esize)) != MF_OK) goto done;
     if (c->offset < 0) {
         if ((st = mf_buffer_alloc(ctx, sizeof(c->ids), &d_ids)) != MF_OK ||
@@ -363,28 +354,17 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if ((st = mf_buffer_download(ctx, got_raw, d_y, n * esize)) != MF_OK) goto done;
-    if (c->dtype == MF_DTYPE_BF16)
-        mf_bf16_to_f32_array((const uint16_t *)got_raw, got, n);
-    else
-        memcpy(got, got_raw, n * sizeof(float));
+    mf_op_to_f32(c->dtype, got_raw, got, n);
 
     mf_compare_result cmp;
     if ((st = mf_compare_f32(got, ref, n, tol, NULL, &cmp)) != MF_OK) goto done;
     out->max_abs_err = cmp.max_abs_err;
     out->max_rel_err = cmp.max_rel_err;
-    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
-    out->pass = cmp.pass && mem_ok;
-    if (!cmp.pass)
-        snprintf(out->message, sizeof(out->message), "%s", cmp.reason);
-    else if (!mem_ok)
-        snprintf(out->message, sizeof(out->message), "scratch %zu bytes exceeds the ceiling of %zu bytes",
-                 out->opt_peak_bytes, out->ceiling_bytes);
+    if (!cmp.pass) mf_op_copy_msg(out->message, sizeof(out->message), cmp.reason);
+    mf_op_case_verdict(out, cmp.pass);
 
 done:
-    if (st != MF_OK) {
-        out->pass = 0;
-        rope_copy_msg(out->message, sizeof(out->message), mf_last_error());
-    }
+    mf_op_case_error(out, st);
     mf_rope_cache_destroy(cache);
     mf_buffer_free(ctx, d_ids);
     mf_buffer_free(ctx, d_y);

@@ -65,41 +65,14 @@ static const char *tol(const char *what, mf_dtype dt) {
     return b;
 }
 
-static void *make_input(mf_dtype dt, size_t n, uint64_t seed, float lo, float hi) {
-    void *p = malloc(n * mf_dtype_size(dt));
-    ck_assert_ptr_nonnull(p);
-    if (dt == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
-    return p;
-}
 
-static void *dev_upload(mf_context *ctx, const void *host, size_t bytes) {
-    void *d = NULL;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, bytes, &d));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d, host, bytes));
-    return d;
-}
 
 /* A device output of n floats + GUARD, NaN-filled. */
-static float *dev_nan(mf_context *ctx, size_t n) {
-    float *h = malloc((n + GUARD) * sizeof(float));
-    ck_assert_ptr_nonnull(h);
-    mf_fill_nan_f32(h, n + GUARD);
-    float *d = dev_upload(ctx, h, (n + GUARD) * sizeof(float));
-    free(h);
-    return d;
-}
+static float *dev_nan(mf_context *ctx, size_t n) { return mf_test_dev_nan(ctx, n + GUARD); }
 
 /* Downloads n + GUARD floats and checks that the guard is still NaN. */
 static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what) {
-    float *h = malloc((n + GUARD) * sizeof(float));
-    ck_assert_ptr_nonnull(h);
-    MF_ASSERT_OK(mf_buffer_download(ctx, h, d, (n + GUARD) * sizeof(float)));
-    for (size_t i = n; i < n + GUARD; i++)
-        ck_assert_msg(isnan(h[i]), "%s: write past the end at element %zu", what, i);
-    return h;
+    return mf_test_dev_fetch(ctx, d, n, GUARD, what);
 }
 
 START_TEST(test_tiled_matches_reference) {
@@ -109,10 +82,10 @@ START_TEST(test_tiled_matches_reference) {
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
     const size_t es = mf_dtype_size(c->dtype);
     const uint64_t seed = 0xa77e000000ull + (uint64_t)_i * 16u;
-    void *q = make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    void *q = mf_test_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = mf_test_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = mf_test_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_test_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
 
     float *r_out = malloc(nv * 4), *r_lse = malloc(rows * 4), *r_dq = malloc(nqk * 4),
           *r_dk = malloc(nqk * 4), *r_dv = malloc(nv * 4);
@@ -124,8 +97,8 @@ START_TEST(test_tiled_matches_reference) {
     MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv,
                                            q, k, v, dout, r_dq, r_dk, r_dv));
 
-    void *d_q = dev_upload(ctx, q, nqk * es), *d_k = dev_upload(ctx, k, nqk * es);
-    void *d_v = dev_upload(ctx, v, nv * es), *d_do = dev_upload(ctx, dout, nv * es);
+    void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
+    void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
     float *d_out = dev_nan(ctx, nv), *d_lse = dev_nan(ctx, rows);
     float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
     MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, c->causal, c->B, c->H,
@@ -156,14 +129,14 @@ START_TEST(test_forward_without_lse) {
     mf_context *ctx = mf_test_ctx();
     const int64_t B = 1, H = 2, N = 21, D = 8, Dv = 8;
     const size_t nqk = (size_t)(B * H * N * D), nv = (size_t)(B * H * N * Dv);
-    void *q = make_input(MF_DTYPE_F32, nqk, 91, -1.5f, 1.5f);
-    void *k = make_input(MF_DTYPE_F32, nqk, 92, -1.5f, 1.5f);
-    void *v = make_input(MF_DTYPE_F32, nv, 93, -1.0f, 1.0f);
+    void *q = mf_test_make_input(MF_DTYPE_F32, nqk, 91, -1.5f, 1.5f);
+    void *k = mf_test_make_input(MF_DTYPE_F32, nqk, 92, -1.5f, 1.5f);
+    void *v = mf_test_make_input(MF_DTYPE_F32, nv, 93, -1.0f, 1.0f);
     float *ref = malloc(nv * 4);
     ck_assert_ptr_nonnull(ref);
     MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_F32, 1, B, H, N, D, Dv, q, k, v, ref, NULL));
-    void *d_q = dev_upload(ctx, q, nqk * 4), *d_k = dev_upload(ctx, k, nqk * 4),
-         *d_v = dev_upload(ctx, v, nv * 4);
+    void *d_q = mf_test_dev_upload(ctx, q, nqk * 4), *d_k = mf_test_dev_upload(ctx, k, nqk * 4),
+         *d_v = mf_test_dev_upload(ctx, v, nv * 4);
     float *d_out = dev_nan(ctx, nv);
     MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 1, B, H, N, D, Dv, d_q,
                                       d_k, d_v, d_out, NULL));

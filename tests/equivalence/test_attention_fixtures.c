@@ -19,17 +19,9 @@ static const char *const cases[] = {
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t) {
-    char rel[160];
-    snprintf(rel, sizeof rel, "attention/%s.%s.mft", name, part);
-    ck_assert_msg(mf_fixture_read(mf_fixture_path(rel), t), "cannot read fixture %s", rel);
+    mf_test_read_fixture("attention", name, part, t);
 }
 
-static float *nan_buffer(size_t n) {
-    float *p = malloc(n * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    mf_fill_nan_f32(p, n);
-    return p;
-}
 
 START_TEST(test_reference_matches_torch) {
     const char *name = cases[_i];
@@ -68,8 +60,8 @@ START_TEST(test_reference_matches_torch) {
     ck_assert_uint_eq(dv.count, nv);
 
     mf_context *ctx = mf_test_ctx();
-    float *g_out = nan_buffer(nv), *g_lse = nan_buffer(nr);
-    float *g_dq = nan_buffer(nqk), *g_dk = nan_buffer(nqk), *g_dv = nan_buffer(nv);
+    float *g_out = mf_test_nan_host(nv), *g_lse = mf_test_nan_host(nr);
+    float *g_dq = mf_test_nan_host(nqk), *g_dk = mf_test_nan_host(nqk), *g_dv = mf_test_nan_host(nv);
     MF_ASSERT_OK(mf_ref_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data, v.data,
                                           g_out, g_lse));
     MF_ASSERT_CLOSE(g_out, (const float *)out.data, nv, "attention.torch.f32");

@@ -59,42 +59,9 @@ static const char *grad_tol(mf_dtype dt)
     return dt == MF_DTYPE_BF16 ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32";
 }
 
-static void *make_input(mf_dtype dt, size_t n, uint64_t seed, float lo, float hi)
-{
-    void *p = malloc(n * mf_dtype_size(dt));
-    ck_assert_ptr_nonnull(p);
-    if (dt == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
-    return p;
-}
-
-static void *upload(mf_context *ctx, const void *src, size_t bytes)
-{
-    void *d = NULL;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, bytes, &d));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d, src, bytes));
-    return d;
-}
-
-/* A device buffer of n floats filled with NaN. */
-static float *nan_buffer(mf_context *ctx, size_t n)
-{
-    float *host = malloc(n * sizeof(float));
-    ck_assert_ptr_nonnull(host);
-    mf_fill_nan_f32(host, n);
-    float *d = upload(ctx, host, n * sizeof(float));
-    free(host);
-    return d;
-}
-
 static float *download(mf_context *ctx, const float *d, size_t n)
 {
-    float *host = malloc(n * sizeof(float));
-    ck_assert_ptr_nonnull(host);
-    MF_ASSERT_OK(mf_buffer_download(ctx, host, d, n * sizeof(float)));
-    return host;
+    return mf_test_dev_fetch(ctx, d, n, 0, "download");
 }
 
 typedef struct ce_outputs {
@@ -131,9 +98,9 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     const size_t es = mf_dtype_size(s->dtype);
     const size_t n_loss = s->red == MF_CE_REDUCTION_NONE ? n : 1;
 
-    void *h = make_input(s->dtype, n * d, seed, -1.0f, 1.0f);
-    void *w = make_input(s->dtype, v * d, seed + 1, -0.5f, 0.5f);
-    void *b = s->bias ? make_input(s->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
+    void *h = mf_test_make_input(s->dtype, n * d, seed, -1.0f, 1.0f);
+    void *w = mf_test_make_input(s->dtype, v * d, seed + 1, -0.5f, 0.5f);
+    void *b = s->bias ? mf_test_make_input(s->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
     if (s->nan_row >= 0) {
         if (s->dtype == MF_DTYPE_BF16)
             ((uint16_t *)h)[(size_t)s->nan_row * d + 1] = mf_f32_to_bf16(NAN);
@@ -191,16 +158,16 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
                                                gl, ref.gh, ref.gw, s->bias ? ref.gb : NULL));
 
     /* Device inputs. */
-    void *dh = upload(ctx, h, n * d * es), *dw = upload(ctx, w, v * d * es);
-    void *db = s->bias ? upload(ctx, b, v * es) : NULL;
-    int64_t *dlab = upload(ctx, lab, n * sizeof(int64_t));
-    float *dgl = upload(ctx, gl, n_loss * sizeof(float));
+    void *dh = mf_test_dev_upload(ctx, h, n * d * es), *dw = mf_test_dev_upload(ctx, w, v * d * es);
+    void *db = s->bias ? mf_test_dev_upload(ctx, b, v * es) : NULL;
+    int64_t *dlab = mf_test_dev_upload(ctx, lab, n * sizeof(int64_t));
+    float *dgl = mf_test_dev_upload(ctx, gl, n_loss * sizeof(float));
     const float *up = s->null_upstream ? NULL : dgl;
     const int want_gh = !s->only_grad_weight, want_gb = s->bias && !s->only_grad_weight;
 
     /* (a) fused forward + backward. */
-    float *d_loss = nan_buffer(ctx, n_loss), *d_lse = nan_buffer(ctx, n);
-    float *d_gh = nan_buffer(ctx, n * d), *d_gw = nan_buffer(ctx, v * d), *d_gb = nan_buffer(ctx, v);
+    float *d_loss = mf_test_dev_nan(ctx, n_loss), *d_lse = mf_test_dev_nan(ctx, n);
+    float *d_gh = mf_test_dev_nan(ctx, n * d), *d_gw = mf_test_dev_nan(ctx, v * d), *d_gb = mf_test_dev_nan(ctx, v);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db,
                                                    dlab, &o, up, d_loss, d_lse,
@@ -216,8 +183,8 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     compare_all(s, &fused, &ref, n_loss, 1);
 
     /* (b) forward saving lse, then backward from it. */
-    float *d_loss2 = nan_buffer(ctx, n_loss), *d_lse2 = nan_buffer(ctx, n);
-    float *d_gh2 = nan_buffer(ctx, n * d), *d_gw2 = nan_buffer(ctx, v * d), *d_gb2 = nan_buffer(ctx, v);
+    float *d_loss2 = mf_test_dev_nan(ctx, n_loss), *d_lse2 = mf_test_dev_nan(ctx, n);
+    float *d_gh2 = mf_test_dev_nan(ctx, n * d), *d_gw2 = mf_test_dev_nan(ctx, v * d), *d_gb2 = mf_test_dev_nan(ctx, v);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     MF_ASSERT_OK(mf_cross_entropy_forward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o,
                                           d_loss2, d_lse2));

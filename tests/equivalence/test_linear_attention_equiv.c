@@ -74,15 +74,6 @@ static const config configs[] = {
 #endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 
-static void *make_input(mf_dtype dt, size_t n, uint64_t seed, float lo, float hi) {
-    void *p = malloc(n * mf_dtype_size(dt));
-    ck_assert_ptr_nonnull(p);
-    if (dt == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
-    return p;
-}
 
 static float *make_f32(size_t n, uint64_t seed, float lo, float hi) {
     float *p = malloc(n * sizeof(float));
@@ -91,34 +82,12 @@ static float *make_f32(size_t n, uint64_t seed, float lo, float hi) {
     return p;
 }
 
-static float *nan_host(size_t n) {
-    float *p = malloc(n * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    mf_fill_nan_f32(p, n);
-    return p;
-}
 
-static void *dev_upload(mf_context *ctx, const void *host, size_t bytes) {
-    void *d = NULL;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, bytes, &d));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d, host, bytes));
-    return d;
-}
 
-static float *dev_nan(mf_context *ctx, size_t n) {
-    float *h = nan_host(n + GUARD);
-    float *d = dev_upload(ctx, h, (n + GUARD) * sizeof(float));
-    free(h);
-    return d;
-}
+static float *dev_nan(mf_context *ctx, size_t n) { return mf_test_dev_nan(ctx, n + GUARD); }
 
 static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what) {
-    float *h = malloc((n + GUARD) * sizeof(float));
-    ck_assert_ptr_nonnull(h);
-    MF_ASSERT_OK(mf_buffer_download(ctx, h, d, (n + GUARD) * sizeof(float)));
-    for (size_t i = n; i < n + GUARD; i++)
-        ck_assert_msg(isnan(h[i]), "%s: write past the end at element %zu", what, i);
-    return h;
+    return mf_test_dev_fetch(ctx, d, n, GUARD, what);
 }
 
 START_TEST(test_kernels_match_reference) {
@@ -128,18 +97,19 @@ START_TEST(test_kernels_match_reference) {
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
     const size_t es = mf_dtype_size(c->dtype);
     const uint64_t seed = 0x11a0000000ull + (uint64_t)_i * 16u;
-    void *q = make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
-    float *r_out = nan_host(nv), *r_dq = nan_host(nqk), *r_dk = nan_host(nqk), *r_dv = nan_host(nv);
+    void *q = mf_test_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = mf_test_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = mf_test_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_test_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    float *r_out = mf_test_nan_host(nv), *r_dq = mf_test_nan_host(nqk);
+    float *r_dk = mf_test_nan_host(nqk), *r_dv = mf_test_nan_host(nv);
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D,
                                                  c->Dv, q, k, v, NULL, r_out));
     MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D,
                                                   c->Dv, q, k, v, dout, NULL, NULL, r_dq, r_dk, r_dv));
 
-    void *d_q = dev_upload(ctx, q, nqk * es), *d_k = dev_upload(ctx, k, nqk * es);
-    void *d_v = dev_upload(ctx, v, nv * es), *d_do = dev_upload(ctx, dout, nv * es);
+    void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
+    void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
     float *d_out = dev_nan(ctx, nv), *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk),
           *d_dv = dev_nan(ctx, nv);
     MF_ASSERT_OK(mf_linear_attention_forward(ctx, c->dtype, c->causal, c->chunk, c->B, c->H, c->N,
@@ -189,16 +159,16 @@ START_TEST(test_state_matches_reference) {
     const size_t ns = bh * (size_t)c->D * (size_t)c->Dv, nz = bh * (size_t)c->D;
     const size_t es = mf_dtype_size(c->dtype);
     const uint64_t seed = 0x57a7e00000ull + (uint64_t)_i * 16u;
-    void *q = make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    void *q = mf_test_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = mf_test_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = mf_test_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_test_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
     float *h0 = make_f32(ns, seed + 4, -1.0f, 1.0f), *z0 = make_f32(nz, seed + 5, 0.5f, 2.0f);
     float *dht = make_f32(ns, seed + 6, -0.5f, 0.5f), *dzt = make_f32(nz, seed + 7, -0.5f, 0.5f);
 
-    float *r_out = nan_host(nv), *r_ht = nan_host(ns), *r_zt = nan_host(nz);
-    float *r_dq = nan_host(nqk), *r_dk = nan_host(nqk), *r_dv = nan_host(nv);
-    float *r_dh0 = nan_host(ns), *r_dz0 = nan_host(nz);
+    float *r_out = mf_test_nan_host(nv), *r_ht = mf_test_nan_host(ns), *r_zt = mf_test_nan_host(nz);
+    float *r_dq = mf_test_nan_host(nqk), *r_dk = mf_test_nan_host(nqk), *r_dv = mf_test_nan_host(nv);
+    float *r_dh0 = mf_test_nan_host(ns), *r_dz0 = mf_test_nan_host(nz);
     mf_linear_attention_state rs = {h0, z0, r_ht, r_zt};
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, c->dtype, 1, c->B, c->H, c->N, c->D, c->Dv, q,
                                                  k, v, &rs, r_out));
@@ -207,10 +177,10 @@ START_TEST(test_state_matches_reference) {
     MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, c->dtype, 1, c->B, c->H, c->N, c->D, c->Dv, q,
                                                   k, v, dout, &rs_in, &rg, r_dq, r_dk, r_dv));
 
-    void *d_q = dev_upload(ctx, q, nqk * es), *d_k = dev_upload(ctx, k, nqk * es);
-    void *d_v = dev_upload(ctx, v, nv * es), *d_do = dev_upload(ctx, dout, nv * es);
-    float *d_h0 = dev_upload(ctx, h0, ns * 4), *d_z0 = dev_upload(ctx, z0, nz * 4);
-    float *d_dht = dev_upload(ctx, dht, ns * 4), *d_dzt = dev_upload(ctx, dzt, nz * 4);
+    void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
+    void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
+    float *d_h0 = mf_test_dev_upload(ctx, h0, ns * 4), *d_z0 = mf_test_dev_upload(ctx, z0, nz * 4);
+    float *d_dht = mf_test_dev_upload(ctx, dht, ns * 4), *d_dzt = mf_test_dev_upload(ctx, dzt, nz * 4);
     float *d_out = dev_nan(ctx, nv), *d_ht = dev_nan(ctx, ns), *d_zt = dev_nan(ctx, nz);
     float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
     float *d_dh0 = dev_nan(ctx, ns), *d_dz0 = dev_nan(ctx, nz);
@@ -268,14 +238,14 @@ START_TEST(test_two_calls_equal_one) {
     const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
     const size_t ns = bh * (size_t)D * (size_t)Dv, nz = bh * (size_t)D;
     const uint64_t seed = 0x2ca115ull + (uint64_t)_i;
-    float *q = make_input(MF_DTYPE_F32, nqk, seed, -1.5f, 1.5f);
-    float *k = make_input(MF_DTYPE_F32, nqk, seed + 1, -1.5f, 1.5f);
-    float *v = make_input(MF_DTYPE_F32, nv, seed + 2, -1.0f, 1.0f);
-    float *dout = make_input(MF_DTYPE_F32, nv, seed + 3, -1.0f, 1.0f);
+    float *q = mf_test_make_input(MF_DTYPE_F32, nqk, seed, -1.5f, 1.5f);
+    float *k = mf_test_make_input(MF_DTYPE_F32, nqk, seed + 1, -1.5f, 1.5f);
+    float *v = mf_test_make_input(MF_DTYPE_F32, nv, seed + 2, -1.0f, 1.0f);
+    float *dout = mf_test_make_input(MF_DTYPE_F32, nv, seed + 3, -1.0f, 1.0f);
 
     /* one call */
-    float *d_q = dev_upload(ctx, q, nqk * 4), *d_k = dev_upload(ctx, k, nqk * 4);
-    float *d_v = dev_upload(ctx, v, nv * 4), *d_do = dev_upload(ctx, dout, nv * 4);
+    float *d_q = mf_test_dev_upload(ctx, q, nqk * 4), *d_k = mf_test_dev_upload(ctx, k, nqk * 4);
+    float *d_v = mf_test_dev_upload(ctx, v, nv * 4), *d_do = mf_test_dev_upload(ctx, dout, nv * 4);
     float *d_out = dev_nan(ctx, nv), *d_ht = dev_nan(ctx, ns), *d_zt = dev_nan(ctx, nz);
     float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
     mf_linear_attention_state one = {NULL, NULL, d_ht, d_zt};
@@ -292,17 +262,17 @@ START_TEST(test_two_calls_equal_one) {
     const size_t len[2] = {(size_t)split, (size_t)(N - split)};
     const size_t off[2] = {0, (size_t)split};
     float *p_ht[2], *p_zt[2], *p_dh0 = dev_nan(ctx, ns), *p_dz0 = dev_nan(ctx, nz);
-    float *t_out = nan_host(nv), *t_dq = nan_host(nqk), *t_dk = nan_host(nqk), *t_dv = nan_host(nv);
+    float *t_out = mf_test_nan_host(nv), *t_dq = mf_test_nan_host(nqk), *t_dk = mf_test_nan_host(nqk), *t_dv = mf_test_nan_host(nv);
     float *pq[2], *pk[2], *pv[2], *pdo[2], *pout[2], *pdq[2], *pdk[2], *pdv[2];
     for (int p = 0; p < 2; p++) {
         void *hq = slice_rows(q, bh, (size_t)N, (size_t)D, 4, off[p], len[p]);
         void *hk = slice_rows(k, bh, (size_t)N, (size_t)D, 4, off[p], len[p]);
         void *hv = slice_rows(v, bh, (size_t)N, (size_t)Dv, 4, off[p], len[p]);
         void *hdo = slice_rows(dout, bh, (size_t)N, (size_t)Dv, 4, off[p], len[p]);
-        pq[p] = dev_upload(ctx, hq, bh * len[p] * (size_t)D * 4);
-        pk[p] = dev_upload(ctx, hk, bh * len[p] * (size_t)D * 4);
-        pv[p] = dev_upload(ctx, hv, bh * len[p] * (size_t)Dv * 4);
-        pdo[p] = dev_upload(ctx, hdo, bh * len[p] * (size_t)Dv * 4);
+        pq[p] = mf_test_dev_upload(ctx, hq, bh * len[p] * (size_t)D * 4);
+        pk[p] = mf_test_dev_upload(ctx, hk, bh * len[p] * (size_t)D * 4);
+        pv[p] = mf_test_dev_upload(ctx, hv, bh * len[p] * (size_t)Dv * 4);
+        pdo[p] = mf_test_dev_upload(ctx, hdo, bh * len[p] * (size_t)Dv * 4);
         free(hq);
         free(hk);
         free(hv);

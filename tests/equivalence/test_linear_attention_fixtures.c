@@ -23,17 +23,9 @@ static const char *const cases[] = {
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t) {
-    char rel[160];
-    snprintf(rel, sizeof rel, "linear_attention/%s.%s.mft", name, part);
-    ck_assert_msg(mf_fixture_read(mf_fixture_path(rel), t), "cannot read fixture %s", rel);
+    mf_test_read_fixture("linear_attention", name, part, t);
 }
 
-static float *nan_buffer(size_t n) {
-    float *p = malloc(n * sizeof(float));
-    ck_assert_ptr_nonnull(p);
-    mf_fill_nan_f32(p, n);
-    return p;
-}
 
 START_TEST(test_reference_matches_torch) {
     const char *name = cases[_i];
@@ -70,8 +62,8 @@ START_TEST(test_reference_matches_torch) {
     ck_assert_uint_eq(dv.count, nv);
 
     mf_context *ctx = mf_test_ctx();
-    float *g_out = nan_buffer(nv);
-    float *g_dq = nan_buffer(nqk), *g_dk = nan_buffer(nqk), *g_dv = nan_buffer(nv);
+    float *g_out = mf_test_nan_host(nv);
+    float *g_dq = mf_test_nan_host(nqk), *g_dk = mf_test_nan_host(nqk), *g_dv = mf_test_nan_host(nv);
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data,
                                                  v.data, NULL, g_out));
     MF_ASSERT_CLOSE(g_out, (const float *)out.data, nv, "linear_attention.torch.f32");
@@ -114,9 +106,9 @@ START_TEST(test_reference_state_matches_torch) {
     ck_assert_uint_eq(t[Z0].count, nz);
 
     mf_context *ctx = mf_test_ctx();
-    float *out = nan_buffer(nv), *ht = nan_buffer(ns), *zt = nan_buffer(nz);
-    float *dq = nan_buffer(nqk), *dk = nan_buffer(nqk), *dv = nan_buffer(nv);
-    float *dh0 = nan_buffer(ns), *dz0 = nan_buffer(nz);
+    float *out = mf_test_nan_host(nv), *ht = mf_test_nan_host(ns), *zt = mf_test_nan_host(nz);
+    float *dq = mf_test_nan_host(nqk), *dk = mf_test_nan_host(nqk), *dv = mf_test_nan_host(nv);
+    float *dh0 = mf_test_nan_host(ns), *dz0 = mf_test_nan_host(nz);
     mf_linear_attention_state st = {t[H0].data, t[Z0].data, ht, zt};
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, 1, B, H, N, D, Dv, t[Q].data, t[K].data,
                                                  t[V].data, &st, out));

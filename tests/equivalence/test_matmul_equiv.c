@@ -52,17 +52,11 @@ static const char *tol_name(mf_dtype dt) {
 
 /* n seeded values in [-1, 1) followed by GUARD NaNs. */
 static void *make_input(mf_dtype dt, size_t n, uint64_t seed) {
-    void *p = malloc((n + GUARD) * mf_dtype_size(dt));
+    const size_t es = mf_dtype_size(dt);
+    void *p = malloc((n + GUARD) * es);
     ck_assert_ptr_nonnull(p);
-    if (dt == MF_DTYPE_BF16) {
-        uint16_t *q = (uint16_t *)p;
-        mf_fill_uniform_bf16(q, n, seed, -1.0f, 1.0f);
-        for (size_t g = 0; g < GUARD; ++g) q[n + g] = 0x7fc0; /* bf16 quiet NaN */
-    } else {
-        float *q = (float *)p;
-        mf_fill_uniform_f32(q, n, seed, -1.0f, 1.0f);
-        mf_fill_nan_f32(q + n, GUARD);
-    }
+    mf_test_fill_uniform(dt, p, n, seed, -1.0f, 1.0f);
+    mf_test_fill_nan(dt, (char *)p + n * es, GUARD); /* guard NaNs after the data */
     return p;
 }
 

@@ -21,9 +21,7 @@ static const char *const cases[] = {
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t) {
-    char rel[128];
-    snprintf(rel, sizeof rel, "matmul/%s.%s.mft", name, part);
-    ck_assert_msg(mf_fixture_read(mf_fixture_path(rel), t), "cannot read fixture %s", rel);
+    mf_test_read_fixture("matmul", name, part, t);
 }
 
 START_TEST(test_reference_matches_torch) {

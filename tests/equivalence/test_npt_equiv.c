@@ -65,31 +65,10 @@ static const char *const out_names[7] = {"out",    "grad_h", "grad_W",   "grad_A
 
 static void *make_input(mf_dtype dt, size_t n, uint64_t seed, float scale)
 {
-    void *p = malloc(n * mf_dtype_size(dt));
-    ck_assert_ptr_nonnull(p);
-    if (dt == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, -scale, scale);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, -scale, scale);
-    return p;
+    return mf_test_make_input(dt, n, seed, -scale, scale);
 }
 
-static void fill_nan(mf_dtype dt, void *p, size_t n)
-{
-    if (dt == MF_DTYPE_F32) {
-        mf_fill_nan_f32((float *)p, n);
-    } else {
-        for (size_t i = 0; i < n; ++i) ((uint16_t *)p)[i] = 0x7fc0u;
-    }
-}
 
-static void to_f32(mf_dtype dt, const void *src, float *dst, size_t n)
-{
-    if (dt == MF_DTYPE_F32)
-        memcpy(dst, src, n * sizeof(float));
-    else
-        mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
-}
 
 /* Runs the reference and the kernel on the same seeded inputs and compares
  * every requested output. If 'kernel_m_seed' is non-zero, the kernel gets a
@@ -134,8 +113,8 @@ static int run_and_compare(const run_spec *rs, uint64_t seed, uint64_t kernel_m_
         got[k] = malloc((out_n[k] + GUARD) * es);
         ck_assert_ptr_nonnull(ref[k]);
         ck_assert_ptr_nonnull(got[k]);
-        fill_nan(dt, ref[k], out_n[k]);
-        fill_nan(dt, got[k], out_n[k] + GUARD);
+        mf_test_fill_nan(dt, ref[k], out_n[k]);
+        mf_test_fill_nan(dt, got[k], out_n[k] + GUARD);
         MF_ASSERT_OK(mf_buffer_alloc(ctx, (out_n[k] + GUARD) * es, &d_out[k]));
         MF_ASSERT_OK(mf_buffer_upload(ctx, d_out[k], got[k], (out_n[k] + GUARD) * es));
     }
@@ -164,8 +143,8 @@ static int run_and_compare(const run_spec *rs, uint64_t seed, uint64_t kernel_m_
         float *g32 = malloc((n + GUARD) * sizeof(float)), *r32 = malloc(n * sizeof(float));
         ck_assert_ptr_nonnull(g32);
         ck_assert_ptr_nonnull(r32);
-        to_f32(dt, got[k], g32, n + GUARD);
-        to_f32(dt, ref[k], r32, n);
+        mf_test_to_f32(dt, got[k], g32, n + GUARD);
+        mf_test_to_f32(dt, ref[k], r32, n);
         for (size_t i = 0; i < GUARD; ++i)
             ck_assert_msg(isnan(g32[n + i]), "%s: wrote past the end (guard element %zu is %g)",
                           out_names[k], i, (double)g32[n + i]);

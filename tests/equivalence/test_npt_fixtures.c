@@ -62,13 +62,6 @@ static mf_npt_shape read_inputs(const fixture_case *c, mf_fixture_tensor in[N_IN
     return s;
 }
 
-static void to_f32(mf_dtype dt, const void *src, float *dst, size_t n)
-{
-    if (dt == MF_DTYPE_F32)
-        memcpy(dst, src, n * sizeof(float));
-    else
-        mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
-}
 
 /* Runs the reference forward and backward on fixture case 'ci' and compares
  * the seven results with the PyTorch ones written under 'prefix'. */
@@ -102,7 +95,7 @@ static void check_case(int ci, const char *prefix)
         ck_assert_uint_eq(n, n_out[k]);
         have = malloc(n * sizeof(float));
         ck_assert_ptr_nonnull(have);
-        to_f32(c->dtype, got[k], have, n);
+        mf_test_to_f32(c->dtype, got[k], have, n);
         MF_ASSERT_CLOSE(have, want, n, tol);
         free(have);
         free(want);

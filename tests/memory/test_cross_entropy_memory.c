@@ -119,13 +119,8 @@ static measured measure(int64_t n, int64_t v, int64_t chunk, mf_dtype dt)
     float *loss = malloc(sizeof(float)), *gh = malloc((size_t)(n * d) * sizeof(float));
     float *gw = malloc((size_t)(v * d) * sizeof(float)), *lse = malloc((size_t)n * sizeof(float));
     ck_assert(h && w && lab && loss && gh && gw && lse);
-    if (dt == MF_DTYPE_BF16) {
-        mf_fill_uniform_bf16(h, (size_t)(n * d), 1, -1.0f, 1.0f);
-        mf_fill_uniform_bf16(w, (size_t)(v * d), 2, -1.0f, 1.0f);
-    } else {
-        mf_fill_uniform_f32(h, (size_t)(n * d), 1, -1.0f, 1.0f);
-        mf_fill_uniform_f32(w, (size_t)(v * d), 2, -1.0f, 1.0f);
-    }
+    mf_test_fill_uniform(dt, h, (size_t)(n * d), 1, -1.0f, 1.0f);
+    mf_test_fill_uniform(dt, w, (size_t)(v * d), 2, -1.0f, 1.0f);
     for (int64_t i = 0; i < n; ++i) lab[i] = (i * 7) % v;
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);

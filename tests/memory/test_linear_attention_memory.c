@@ -63,17 +63,10 @@ static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
     void *q = malloc(nqk * es), *k = malloc(nqk * es), *v = malloc(nv * es), *dout = malloc(nv * es);
     float *out = malloc(nv * 4), *dq = malloc(nqk * 4), *dk = malloc(nqk * 4), *dv = malloc(nv * 4);
     ck_assert(q && k && v && dout && out && dq && dk && dv);
-    if (dt == MF_DTYPE_BF16) {
-        mf_fill_uniform_bf16(q, nqk, 1, -1.f, 1.f);
-        mf_fill_uniform_bf16(k, nqk, 2, -1.f, 1.f);
-        mf_fill_uniform_bf16(v, nv, 3, -1.f, 1.f);
-        mf_fill_uniform_bf16(dout, nv, 4, -1.f, 1.f);
-    } else {
-        mf_fill_uniform_f32(q, nqk, 1, -1.f, 1.f);
-        mf_fill_uniform_f32(k, nqk, 2, -1.f, 1.f);
-        mf_fill_uniform_f32(v, nv, 3, -1.f, 1.f);
-        mf_fill_uniform_f32(dout, nv, 4, -1.f, 1.f);
-    }
+    mf_test_fill_uniform(dt, q, nqk, 1, -1.f, 1.f);
+    mf_test_fill_uniform(dt, k, nqk, 2, -1.f, 1.f);
+    mf_test_fill_uniform(dt, v, nv, 3, -1.f, 1.f);
+    mf_test_fill_uniform(dt, dout, nv, 4, -1.f, 1.f);
     peaks p;
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, NULL, out));

@@ -32,13 +32,8 @@ static mem_result measure(mf_matmul_variant v, mf_dtype dt, int ta, int tb, int6
     ck_assert_ptr_nonnull(a);
     ck_assert_ptr_nonnull(b);
     ck_assert_ptr_nonnull(c);
-    if (dt == MF_DTYPE_BF16) {
-        mf_fill_uniform_bf16(a, m * k, 11, -1.0f, 1.0f);
-        mf_fill_uniform_bf16(b, k * n, 12, -1.0f, 1.0f);
-    } else {
-        mf_fill_uniform_f32(a, m * k, 11, -1.0f, 1.0f);
-        mf_fill_uniform_f32(b, k * n, 12, -1.0f, 1.0f);
-    }
+    mf_test_fill_uniform(dt, a, m * k, 11, -1.0f, 1.0f);
+    mf_test_fill_uniform(dt, b, k * n, 12, -1.0f, 1.0f);
     mf_fill_nan_f32(c, m * n);
     mem_result r;
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,3 +310,78 @@ MF_FIXTURE_TYPED(mf_fixture_read_f64, double, MF_FIXTURE_F64)
 MF_FIXTURE_TYPED(mf_fixture_read_i32, int32_t, MF_FIXTURE_I32)
 MF_FIXTURE_TYPED(mf_fixture_read_i64, int64_t, MF_FIXTURE_I64)
 MF_FIXTURE_TYPED(mf_fixture_read_bf16, uint16_t, MF_FIXTURE_BF16)
+
+void mf_test_read_fixture(const char *op, const char *name, const char *part, mf_fixture_tensor *t)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/%s.%s.mft", op, name, part);
+    ck_assert_msg(mf_fixture_read(mf_fixture_path(rel), t), "cannot read fixture %s", rel);
+}
+
+/* ---- seeded inputs and device round trips ------------------------------------------ */
+void mf_test_fill_uniform(mf_dtype dt, void *p, size_t n, uint64_t seed, float lo, float hi)
+{
+    if (dt == MF_DTYPE_BF16)
+        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
+    else
+        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
+}
+
+void *mf_test_make_input(mf_dtype dt, size_t n, uint64_t seed, float lo, float hi)
+{
+    void *p = malloc(n * mf_dtype_size(dt));
+    ck_assert_ptr_nonnull(p);
+    mf_test_fill_uniform(dt, p, n, seed, lo, hi);
+    return p;
+}
+
+void mf_test_fill_nan(mf_dtype dt, void *p, size_t n)
+{
+    if (dt == MF_DTYPE_BF16) {
+        for (size_t i = 0; i < n; ++i) ((uint16_t *)p)[i] = 0x7fc0u;
+    } else {
+        mf_fill_nan_f32((float *)p, n);
+    }
+}
+
+float *mf_test_nan_host(size_t n)
+{
+    float *p = malloc(n * sizeof(float));
+    ck_assert_ptr_nonnull(p);
+    mf_fill_nan_f32(p, n);
+    return p;
+}
+
+void mf_test_to_f32(mf_dtype dt, const void *src, float *dst, size_t n)
+{
+    if (dt == MF_DTYPE_BF16)
+        mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
+    else
+        memcpy(dst, src, n * sizeof(float));
+}
+
+void *mf_test_dev_upload(mf_context *ctx, const void *host, size_t bytes)
+{
+    void *d = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, bytes, &d));
+    MF_ASSERT_OK(mf_buffer_upload(ctx, d, host, bytes));
+    return d;
+}
+
+float *mf_test_dev_nan(mf_context *ctx, size_t n)
+{
+    float *h = mf_test_nan_host(n);
+    float *d = (float *)mf_test_dev_upload(ctx, h, n * sizeof(float));
+    free(h);
+    return d;
+}
+
+float *mf_test_dev_fetch(mf_context *ctx, const float *d, size_t n, size_t guard, const char *what)
+{
+    float *h = malloc((n + guard) * sizeof(float));
+    ck_assert_ptr_nonnull(h);
+    MF_ASSERT_OK(mf_buffer_download(ctx, h, d, (n + guard) * sizeof(float)));
+    for (size_t i = n; i < n + guard; i++)
+        ck_assert_msg(isnan(h[i]), "%s: write past the end at element %zu", what, i);
+    return h;
+}

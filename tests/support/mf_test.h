@@ -77,6 +77,29 @@ const char *mf_test_dump_dir(void);
 /* Convenience: MF_ASSERT_OK(expr) == MF_ASSERT_STATUS(expr, MF_OK). */
 #define MF_ASSERT_OK(expr) MF_ASSERT_STATUS(expr, MF_OK)
 
+/* ---- seeded inputs and device round trips ---------------------------------------
+ * Each helper fails the current test (ck_assert) when memory or a memfix call
+ * fails; the returned buffers are malloc'd (host: free()) or mf_buffer_alloc'd
+ * on ctx (device: mf_buffer_free()). bf16 NaN is 0x7fc0. */
+/* n seeded uniform values in [lo, hi) of dt (F32 or BF16) into p. */
+void mf_test_fill_uniform(mf_dtype dt, void *p, size_t n, uint64_t seed, float lo, float hi);
+/* malloc(n * dtype size) filled by mf_test_fill_uniform. */
+void *mf_test_make_input(mf_dtype dt, size_t n, uint64_t seed, float lo, float hi);
+/* n NaNs of dt into p, so an unwritten output fails. */
+void mf_test_fill_nan(mf_dtype dt, void *p, size_t n);
+/* malloc'd host buffer of n fp32 NaNs. */
+float *mf_test_nan_host(size_t n);
+/* n values of dt at src widened to fp32 into dst. */
+void mf_test_to_f32(mf_dtype dt, const void *src, float *dst, size_t n);
+/* A device buffer of 'bytes' holding a copy of host. */
+void *mf_test_dev_upload(mf_context *ctx, const void *host, size_t bytes);
+/* A device buffer of n fp32 NaNs. */
+float *mf_test_dev_nan(mf_context *ctx, size_t n);
+/* The n + guard floats of device buffer d, downloaded into a malloc'd host
+ * buffer; asserts that the guard floats after the first n are still NaN
+ * ("<what>: write past the end at element i"). */
+float *mf_test_dev_fetch(mf_context *ctx, const float *d, size_t n, size_t guard, const char *what);
+
 /* ---- fixtures (files under the source tree's fixtures/) ------------------------
  * Binary tensor format ("MFT1"), little-endian, written by
  * tests/support/mftensor.py (write_tensor(path, array)):
@@ -120,6 +143,9 @@ int mf_fixture_read_i64(const char *path, int64_t **data, size_t *n);
 int mf_fixture_read_bf16(const char *path, uint16_t **data, size_t *n);
 /* Whole file as bytes (for op-specific formats); *data is malloc'd. */
 int mf_fixture_read_raw(const char *path, void **data, size_t *bytes);
+/* Reads fixtures/<op>/<name>.<part>.mft into *t, failing the current test
+ * ("cannot read fixture <op>/<name>.<part>.mft") when it cannot. */
+void mf_test_read_fixture(const char *op, const char *name, const char *part, mf_fixture_tensor *t);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,179 @@
+/* memfix plan: memory arithmetic before a job is launched.
+ *
+ * Two kinds of numbers, both in exact bytes (size_t):
+ *
+ * 1. Per fix, the naive and optimized bytes of the big intermediate at a
+ *    shape, taken from the SAME formula functions the memory tests assert
+ *    (include/memfix/<op>.h): mf_cross_entropy_logits_bytes and
+ *    mf_cross_entropy_chunked_scratch_ceiling (000), mf_ref_rope_scratch_bytes
+ *    and mf_rope_cache_bytes (000), mf_attention_theoretical_memory and
+ *    mf_attention_tiled_backward_scratch_ceiling (003),
+ *    mf_linear_attention_scratch_ceiling (003), mf_npt_delta_w_bytes and
+ *    mf_npt_factored_forward_scratch_ceiling (004). Optimized ceilings exist
+ *    only in builds with the kernels (MF_HAVE_HOST_KERNELS); a reference-only
+ *    build reports SIZE_MAX ("n/a") for them.
+ *
+ * 2. A training-memory breakdown for a decoder-only transformer, per GPU.
+ *    Conventions (stated so the numbers can be checked by hand):
+ *    - Parameters: embedding V*d (+ LM head V*d unless tied) (+ learned
+ *      positions P*d); per layer: q and o projections d*(h*dh) each, k and v
+ *      d*(kv*dh) each, MLP 3*d*f (gated: SwiGLU) or 2*d*f, biases (optional:
+ *      h*dh + 2*kv*dh + d for attention, f + d for the MLP; 2f + d gated), two
+ *      norms of d (RMSNorm) or 2d (LayerNorm) each (+ 2*dh with q/k norms),
+ *      plus the final norm.
+ *      Checks: Llama-2-7B 6,738,415,616; Llama-3-8B 8,030,261,248; Pythia-70M
+ *      70,426,624 (tests/unit/test_plan.c).
+ *    - Mixed-precision AdamW, as in ZeRO (Rajbhandari et al., 2020, sec. 3.1):
+ *      weights and gradients in the training dtype (e bytes each per
+ *      parameter); optimizer states m and v in fp32 (8 bytes) plus an fp32
+ *      master copy when the dtype is not fp32 (12 bytes in all for bf16).
+ *      With data-parallel degree Nd, ZeRO stage 1 shards the optimizer
+ *      states, 2 also the gradients, 3 also the weights (ceil(bytes / Nd)).
+ *      Activations are never sharded by ZeRO.
+ *    - Activations per layer: the term-by-term count of Korthikanti et al.,
+ *      "Reducing Activation Recomputation in Large Transformer Models" (2022),
+ *      sec. 4.1, generalized to an element size e, GQA, head_dim, d_ffn and a
+ *      gated MLP. With s tokens per sequence, b sequences, a heads:
+ *        attention: LN input e*sbd, QKV input e*sbd, Q e*sb*a*dh,
+ *                   K and V e*sb*kv*dh each, output-projection input e*sb*a*dh,
+ *                   + standard: softmax output e*b*a*s^2 (the scores: the
+ *                     same B*H*N*N*e as mf_attention_theoretical_memory)
+ *                     and, with dropout, its mask b*a*s^2 and output
+ *                     e*b*a*s^2, and the attention dropout mask s*b*d;
+ *                   + tiled (FlashAttention): the logsumexp 4*b*a*s instead
+ *                     of the scores;
+ *        MLP:       LN input e*sbd, first-linear input e*sbd, activation
+ *                   input and output e*sbf each (gated: gate, up and product,
+ *                   3*e*sbf), + dropout mask s*b*d with dropout.
+ *      With e = 2, dropout, f = 4d, kv = a, dh = d/a and standard attention
+ *      this is exactly Korthikanti's sbd(34 + 5as/d) (asserted in the tests).
+ *      Outside the layers: the final norm's input and the LM head's input,
+ *      e*sbd each. Full activation checkpointing keeps each layer's input
+ *      (e*sbd per layer) plus one layer's activations recomputed during the
+ *      backward pass.
+ *    - Logits and loss, N = b*s rows: the naive path holds the logits in the
+ *      dtype (N*V*e: mf_cross_entropy_logits_bytes) plus F.cross_entropy's
+ *      fp32 copy (N*V*4) -- seed 000's "37.09 GB + ~74 GB = 111 GB"; the
+ *      chunked path holds mf_cross_entropy_chunked_scratch_ceiling at the
+ *      chunk mf_cross_entropy_plan picks for the scratch budget.
+ */
+#ifndef MEMFIX_PLAN_H
+#define MEMFIX_PLAN_H
+
+#include "memfix/memfix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mf_plan_config {
+    /* model */
+    int64_t layers;        /* L */
+    int64_t d_model;       /* d */
+    int64_t d_ffn;         /* f */
+    int64_t heads;         /* a: query heads */
+    int64_t kv_heads;      /* kv; 0 = heads (multi-head attention) */
+    int64_t head_dim;      /* dh; 0 = d_model / heads */
+    int64_t vocab;         /* V */
+    int64_t max_positions; /* rows of learned position embeddings; 0 = none (RoPE) */
+    int tied_embeddings;   /* 1: the LM head shares the embedding matrix */
+    int gated_mlp;         /* 1: SwiGLU (3 matrices), 0: GELU MLP (2 matrices) */
+    int linear_bias;       /* 1: every linear layer has a bias (except the LM head) */
+    int layernorm;         /* 1: LayerNorm (weight and bias), 0: RMSNorm (weight) */
+    int qk_norm;           /* 1: RMSNorm of q and k per head (Qwen3): 2*head_dim per layer */
+    int dropout;           /* 1: dropout masks are stored (Korthikanti's count) */
+    /* training step, per GPU */
+    int64_t batch;         /* b: micro-batch sequences per GPU */
+    int64_t seq;           /* s: tokens per sequence */
+    mf_dtype dtype;        /* weights, gradients and activations */
+    int64_t dp;            /* data-parallel degree Nd (>= 1) */
+    int zero;              /* ZeRO stage 0..3 */
+    size_t ce_budget;      /* chunked loss scratch budget (bytes); 0 = MF_CE_DEFAULT_BUDGET */
+    /* optional fixes that need more shape */
+    int64_t npt_rank;      /* > 0: plan the NPT weight delta (seed 004) at rank r */
+    int nsa;               /* 1: plan NSA's attention scores (seed 001) */
+    int64_t nsa_l, nsa_d, nsa_l_sel, nsa_n_sel, nsa_w; /* compression block, stride,
+                                                          selection block, blocks, window */
+} mf_plan_config;
+
+/* A small dense model: 12 layers, d 768, f 3072, 12 heads, V 50304, b 1,
+ * s 1024, bf16, dp 1, ZeRO 0, everything else 0/off. */
+MF_API void mf_plan_config_init(mf_plan_config *cfg);
+/* MF_OK, or MF_ERR_INVALID_SIZE / MF_ERR_INVALID_ARGUMENT naming the field. */
+MF_API mf_status mf_plan_config_validate(const mf_plan_config *cfg);
+
+typedef struct mf_plan_memory {
+    /* parameter counts */
+    int64_t params;            /* total */
+    int64_t embedding_params;  /* token (+ position) embeddings + untied LM head */
+    int64_t layer_params;      /* one layer */
+    /* whole model, replicated (ZeRO 0) */
+    size_t weights_bytes;      /* params * e */
+    size_t grads_bytes;        /* params * e */
+    size_t optimizer_bytes;    /* params * (8, or 12 when e < 4) */
+    /* per GPU after ZeRO sharding */
+    size_t weights_gpu, grads_gpu, optimizer_gpu;
+    /* activations per GPU */
+    size_t act_layer_standard; /* one layer, scores materialized */
+    size_t act_layer_tiled;    /* one layer, tiled attention */
+    size_t act_outside_layers; /* final norm input + LM head input */
+    size_t act_standard;       /* L layers + outside, no checkpointing */
+    size_t act_tiled;
+    size_t act_ckpt_standard;  /* checkpointing: L layer inputs + one layer + outside */
+    size_t act_ckpt_tiled;
+    /* logits and loss */
+    size_t logits_bytes;       /* N * V * e */
+    size_t loss_naive;         /* logits + fp32 copy N*V*4 */
+    size_t loss_chunked;       /* chunked ceiling (SIZE_MAX without kernels) */
+    int64_t loss_chunk_rows;   /* C (0 without kernels) */
+    /* totals per GPU */
+    size_t total_naive;        /* weights + grads + optimizer + act_standard + loss_naive */
+    size_t total_optimized;    /* weights + grads + optimizer + act_ckpt_tiled + loss_chunked */
+} mf_plan_memory;
+
+MF_API mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out);
+MF_API int64_t mf_plan_param_count(const mf_plan_config *cfg); /* -1 on bad config/overflow */
+
+/* Bytes of NSA's attention scores, b*a*s*k*e with k keys per query: the
+ * compressed tokens floor((s - l)/d) + 1 (0 when s < l), min(s, n_sel*l_sel)
+ * selected and min(s, w) in the window (Yuan et al., "Native Sparse
+ * Attention", 2025, sec. 3). SIZE_MAX on bad input or overflow. */
+MF_API size_t mf_plan_nsa_scores_bytes(int64_t b, int64_t a, int64_t s, size_t elem_bytes,
+                                       int64_t l, int64_t d, int64_t l_sel, int64_t n_sel,
+                                       int64_t w);
+
+/* One row of the per-fix table. */
+typedef struct mf_plan_fix_row {
+    char fix[24];          /* "cross_entropy", "rope", "attention", ... */
+    char shape[96];
+    char naive_what[64];   /* what the naive code materializes */
+    size_t naive_bytes;
+    char optimized_what[64];
+    size_t optimized_bytes; /* SIZE_MAX: n/a (no kernels in this build) */
+} mf_plan_fix_row;
+
+#define MF_PLAN_MAX_FIX_ROWS 8
+/* Rows for cfg (cross_entropy, rope, attention, linear_attention, plus npt when
+ * npt_rank > 0 and nsa when nsa): writes at most MF_PLAN_MAX_FIX_ROWS. */
+MF_API mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t *n_rows);
+
+/* Presets reproducing the seed documents' cases. */
+typedef enum mf_plan_preset_kind {
+    MF_PLAN_PRESET_MODEL = 0,      /* a config: breakdown + fixes */
+    MF_PLAN_PRESET_ATTENTION_SWEEP /* seed 003: B=4, H=8, D=64, fp16, N = 512..8192 */
+} mf_plan_preset_kind;
+
+typedef struct mf_plan_preset {
+    const char *name;       /* "000", "001-1k", ... */
+    const char *summary;
+    mf_plan_preset_kind kind;
+    mf_plan_config cfg;     /* MODEL presets */
+} mf_plan_preset;
+
+MF_API const mf_plan_preset *mf_plan_presets(size_t *count);
+MF_API const mf_plan_preset *mf_plan_preset_find(const char *name); /* NULL if unknown */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMFIX_PLAN_H */

@@ -1,0 +1,116 @@
+/* memfix verify: check a candidate kernel of your own against memfix's
+ * reference, on the op's built-in cases, with defenses against a kernel that
+ * only looks right (the weaknesses reported against KernelBench).
+ *
+ * A candidate is a C function with the op's candidate signature below: the
+ * op's optimized entry point (e.g. mf_matmul) minus the variant. It receives
+ * the context and device pointers of that context's backend, may take device
+ * scratch only through mf_scratch_alloc(ctx, MF_MEM_DEVICE, ...), and returns
+ * MF_OK or an error status. `memfix verify --op OP --lib PATH --symbol NAME`
+ * loads one from a shared library; docs/verify.md shows how to build one for
+ * host execution mode and for a GPU.
+ *
+ * Defenses, in the order they are checked for each case (the name is the row's
+ * 'defense' when it rejects the candidate):
+ *   error              the candidate returned a status other than MF_OK, or the
+ *                      backend reported an error (e.g. a bad launch);
+ *   guard-band         it wrote outside a buffer: every input and output lies
+ *                      between two 1 KiB canary regions, compared after the call;
+ *   input-mutation     it changed an input (every input byte is compared with a
+ *                      host copy after the call);
+ *   hidden-allocation  the device's used memory (cudaMemGetInfo, sampled by a
+ *                      thread during the call and once after it) grew by more
+ *                      than the scratch the context's allocator tracked, plus a
+ *                      slack (4 KiB in host mode, 2 MiB on a GPU);
+ *   determinism        a second call on the same inputs, with the output
+ *                      re-filled with NaN, did not give the same bits;
+ *   nan-prefill        part of the output was never written (outputs are
+ *                      pre-filled with NaN, so it differs from the reference's
+ *                      NaN/Inf pattern);
+ *   all-zero           the output is all zeros while the reference is not;
+ *   equivalence        the output differs from the reference beyond the op's
+ *                      tolerance (src/core/tolerance.c);
+ *   scratch-ceiling    its peak device scratch, measured through the context's
+ *                      allocator, exceeds the ceiling formula of the op's fix;
+ *   rerun              every check passed, but a second sweep over the cases in
+ *                      reverse order, with fresh buffers and different inputs,
+ *                      failed one (stale buffers or cached results).
+ * Limits: a candidate that crashes takes the process with it; a hidden
+ * allocation freed again within the call is caught only if the sampler sees
+ * it (it samples every ~50 us; any allocation alive across a kernel launch in
+ * host mode is seen), and on a GPU only above cudaMemGetInfo's granularity. */
+#ifndef MEMFIX_VERIFY_H
+#define MEMFIX_VERIFY_H
+
+#include "memfix/memfix.h"
+#include "memfix/cross_entropy.h"
+#include "memfix/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- candidate signatures ------------------------------------------------------ */
+/* matmul (include/memfix/matmul.h): C = op(A) op(B); A holds M*K and B K*N
+ * elements of dtype (f32 or bf16 bit patterns), C M*N floats, row-major; all
+ * three are device buffers; C must be overwritten (beta = 0). */
+typedef mf_status (*mf_matmul_candidate_fn)(mf_context *ctx, mf_dtype dtype, int trans_a,
+                                            int trans_b, int64_t M, int64_t N, int64_t K,
+                                            const void *A, const void *B, float *C);
+
+/* cross_entropy forward (include/memfix/cross_entropy.h): the arguments of
+ * mf_cross_entropy_forward. hidden N x D, weight V x D, bias V (or NULL) in
+ * dtype, labels N int64, all device buffers; opts honoured in full (ignore
+ * index, reduction, shift_labels/seq_len, label smoothing, z-loss, softcap);
+ * opts->scratch_budget is the ceiling the candidate's scratch must respect.
+ * Writes loss (1 float, or N for MF_CE_REDUCTION_NONE) and lse (N floats). */
+typedef mf_status (*mf_cross_entropy_forward_candidate_fn)(
+    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+    const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+    const mf_cross_entropy_options *opts, float *loss, float *lse);
+
+/* ---- results --------------------------------------------------------------------- */
+#define MF_VERIFY_DEFENSE_MAX 24
+
+/* One row per built-in case: the `memfix report` row (variant "candidate",
+ * message = the reason it was rejected) and the defense that rejected it. */
+typedef struct mf_verify_row {
+    mf_case_result result;
+    char defense[MF_VERIFY_DEFENSE_MAX]; /* "" when it passed; else a name above */
+} mf_verify_row;
+
+/* 1 if 'op' takes candidates in this build (matmul, cross_entropy), else 0. */
+MF_API int mf_verify_supported(const char *op);
+/* The ops that take candidates, comma-separated ("matmul, cross_entropy"); "" in a build
+ * without host kernels. */
+MF_API const char *mf_verify_supported_ops(void);
+
+/* Runs 'candidate' (a function of op's candidate signature, cast to
+ * void (*)(void)) on every built-in case of 'op' with all defenses, on ctx.
+ * rows must hold the op's n_cases rows (mf_registry_find(op)->n_cases);
+ * *n_rows receives how many were written. Returns MF_OK when the verification
+ * ran, whatever the verdicts; MF_ERR_INVALID_ARGUMENT for an op without
+ * candidate support, MF_ERR_INVALID_SIZE when cap is too small. */
+MF_API mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void),
+                           mf_verify_row *rows, size_t cap, size_t *n_rows);
+
+/* The per-op hook (src/ops/<op>.c): runs built-in case 'case_index' exactly as
+ * `memfix report` does (seeded inputs, reference, NaN-filled output,
+ * comparison, scratch peak vs the fix's ceiling) with the optimized call
+ * replaced by 'entry'; no defenses beyond report's. seed_salt != 0 draws
+ * different inputs of the same shape. */
+MF_API mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry,
+                                       int case_index, uint64_t seed_salt,
+                                       mf_case_result *out);
+
+/* The same for the cross_entropy forward: loss and lse against the reference's
+ * forward, the ceiling of the chunked variant at the case's chunk size. */
+MF_API mf_status mf_cross_entropy_verify_case(mf_context *ctx,
+                                              mf_cross_entropy_forward_candidate_fn entry,
+                                              int case_index, uint64_t seed_salt,
+                                              mf_case_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMFIX_VERIFY_H */

@@ -1,0 +1,65 @@
+// Device-side helpers shared by the optimized/<op>.cu kernels.
+//
+// Included after "mf_cuda.h" (which defines MF_NS). Every .cu file is compiled
+// twice, by nvcc (namespace mf_cuda) and by the host compiler through cudahost
+// (namespace mf_host), and both builds live in one library: everything here is
+// a macro, or inline / constexpr inside namespace MF_NS, so neither build
+// defines a symbol the other also defines.
+#ifndef MEMFIX_MF_DEVICE_CUH
+#define MEMFIX_MF_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <cstddef>
+
+// `#pragma unroll` under nvcc; GCC's spelling in host execution mode (the host
+// compiler would warn about an unknown pragma).
+#if defined(__CUDACC__)
+#define MF_UNROLL _Pragma("unroll")
+#else
+#define MF_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+namespace MF_NS {
+
+// Launch limits: gridDim.x and gridDim.y / gridDim.z maxima (sm_80, sm_90).
+constexpr size_t kMaxGridX = 2147483647u;
+constexpr size_t kMaxGridY = 65535u;
+
+// Storage type <-> fp32. from_f32 rounds to nearest even for bf16.
+template <typename T>
+__device__ __forceinline__ float to_f32(T x);
+template <>
+__device__ __forceinline__ float to_f32<float>(float x) {
+    return x;
+}
+template <>
+__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
+    return __bfloat162float(x);
+}
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) {
+    return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+    return __float2bfloat16_rn(x);
+}
+
+// A grid dimension of n blocks, capped at 'cap' (kernels loop over the rest
+// with a stride of gridDim). n == 0 stays 0.
+static inline unsigned grid_cap(size_t n, size_t cap) { return (unsigned)(n < cap ? n : cap); }
+
+// Blocks of 'threads' threads covering n items, at least 1 and at most 'cap'
+// (grid-stride loops cover the rest).
+static inline unsigned grid_blocks(size_t n, size_t threads, size_t cap) {
+    size_t b = (n + threads - 1) / threads;
+    if (b < 1) b = 1;
+    return grid_cap(b, cap);
+}
+
+}  // namespace MF_NS
+
+#endif

@@ -1,0 +1,384 @@
+/* memfix plan: the memory arithmetic of include/memfix/plan.h (conventions and
+ * sources are stated there). Every byte count is exact size_t arithmetic with
+ * overflow detection; per-fix numbers come from the ops' own formula
+ * functions, the ones the memory tests assert. */
+#include "mf_internal.h"
+#include "memfix/plan.h"
+
+#include "memfix/attention.h"
+#include "memfix/cross_entropy.h"
+#include "memfix/linear_attention.h"
+#include "memfix/npt.h"
+#include "memfix/rope.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- checked arithmetic: any overflow (or a SIZE_MAX operand) sets *ovf ---- */
+static size_t mul(int *ovf, size_t a, size_t b)
+{
+    size_t r;
+    if (a == SIZE_MAX || b == SIZE_MAX || !mf_size_mul(a, b, &r)) {
+        *ovf = 1;
+        return SIZE_MAX;
+    }
+    return r;
+}
+static size_t mul3(int *ovf, size_t a, size_t b, size_t c) { return mul(ovf, mul(ovf, a, b), c); }
+static size_t add(int *ovf, size_t a, size_t b)
+{
+    size_t r;
+    if (a == SIZE_MAX || b == SIZE_MAX || !mf_size_add(a, b, &r)) {
+        *ovf = 1;
+        return SIZE_MAX;
+    }
+    return r;
+}
+static size_t ceil_div(size_t a, size_t b) { return a == SIZE_MAX ? SIZE_MAX : a / b + (a % b != 0); }
+
+void mf_plan_config_init(mf_plan_config *cfg)
+{
+    if (cfg == NULL) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->layers = 12;
+    cfg->d_model = 768;
+    cfg->d_ffn = 3072;
+    cfg->heads = 12;
+    cfg->vocab = 50304;
+    cfg->batch = 1;
+    cfg->seq = 1024;
+    cfg->dtype = MF_DTYPE_BF16;
+    cfg->dp = 1;
+}
+
+static int64_t kv_heads_of(const mf_plan_config *c) { return c->kv_heads > 0 ? c->kv_heads : c->heads; }
+static int64_t head_dim_of(const mf_plan_config *c) { return c->head_dim > 0 ? c->head_dim : c->d_model / c->heads; }
+
+mf_status mf_plan_config_validate(const mf_plan_config *cfg)
+{
+    MF_CHECK_NOT_NULL(cfg);
+#define POS(field)                                                                                          \
+    if (cfg->field <= 0)                                                                                    \
+        MF_FAIL(MF_ERR_INVALID_SIZE, #field " must be > 0 (got %lld)", (long long)cfg->field);
+    POS(layers) POS(d_model) POS(d_ffn) POS(heads) POS(vocab) POS(batch) POS(seq) POS(dp)
+#undef POS
+    if (cfg->kv_heads < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "kv_heads must be >= 0 (got %lld)", (long long)cfg->kv_heads);
+    if (cfg->head_dim < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "head_dim must be >= 0 (got %lld)", (long long)cfg->head_dim);
+    if (cfg->max_positions < 0)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "max_positions must be >= 0 (got %lld)", (long long)cfg->max_positions);
+    if (cfg->npt_rank < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "npt_rank must be >= 0 (got %lld)", (long long)cfg->npt_rank);
+    if (cfg->head_dim == 0 && cfg->d_model % cfg->heads != 0)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "d_model %lld is not a multiple of heads %lld (give head_dim)",
+                (long long)cfg->d_model, (long long)cfg->heads);
+    if (cfg->heads % kv_heads_of(cfg) != 0)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "heads %lld is not a multiple of kv_heads %lld", (long long)cfg->heads,
+                (long long)kv_heads_of(cfg));
+    if (cfg->dtype != MF_DTYPE_F32 && cfg->dtype != MF_DTYPE_BF16)
+        MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)cfg->dtype);
+    if (cfg->zero < 0 || cfg->zero > 3) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "zero must be 0..3 (got %d)", cfg->zero);
+    const int flags[] = {cfg->tied_embeddings, cfg->gated_mlp, cfg->linear_bias, cfg->layernorm,
+                         cfg->qk_norm,         cfg->dropout,   cfg->nsa};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i] != 0 && flags[i] != 1)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "flags (tied_embeddings, gated_mlp, linear_bias, layernorm, qk_norm, dropout, "
+                                             "nsa) must be 0 or 1");
+    if (cfg->nsa && (cfg->nsa_l <= 0 || cfg->nsa_d <= 0 || cfg->nsa_l_sel <= 0 || cfg->nsa_n_sel <= 0 || cfg->nsa_w <= 0))
+        MF_FAIL(MF_ERR_INVALID_SIZE, "nsa needs nsa_l, nsa_d, nsa_l_sel, nsa_n_sel and nsa_w > 0");
+    return MF_OK;
+}
+
+/* Parameter counts in size_t; *ovf on overflow. */
+static void count_params(const mf_plan_config *c, int *ovf, size_t *layer, size_t *embed, size_t *total)
+{
+    const size_t d = (size_t)c->d_model, f = (size_t)c->d_ffn, V = (size_t)c->vocab;
+    const size_t qd = mul(ovf, (size_t)c->heads, (size_t)head_dim_of(c));
+    const size_t kvd = mul(ovf, (size_t)kv_heads_of(c), (size_t)head_dim_of(c));
+    const size_t norm = c->layernorm ? 2 * d : d;
+    /* attention: q and o (d x qd each), k and v (d x kvd each) */
+    size_t attn = add(ovf, mul3(ovf, 2, d, qd), mul3(ovf, 2, d, kvd));
+    size_t mlp = mul3(ovf, c->gated_mlp ? 3 : 2, d, f);
+    if (c->linear_bias) {
+        attn = add(ovf, attn, add(ovf, add(ovf, qd, mul(ovf, 2, kvd)), d)); /* q, k, v, o biases */
+        mlp = add(ovf, mlp, add(ovf, mul(ovf, c->gated_mlp ? 2 : 1, f), d));
+    }
+    *layer = add(ovf, add(ovf, attn, mlp), mul(ovf, 2, norm));
+    if (c->qk_norm) *layer = add(ovf, *layer, mul(ovf, 2, (size_t)head_dim_of(c)));
+    *embed = mul3(ovf, c->tied_embeddings ? 1 : 2, V, d);
+    *embed = add(ovf, *embed, mul(ovf, (size_t)c->max_positions, d));
+    *total = add(ovf, add(ovf, mul(ovf, (size_t)c->layers, *layer), *embed), norm /* final norm */);
+    if (*total > (size_t)INT64_MAX) *ovf = 1;
+}
+
+int64_t mf_plan_param_count(const mf_plan_config *cfg)
+{
+    if (mf_plan_config_validate(cfg) != MF_OK) return -1;
+    int ovf = 0;
+    size_t layer, embed, total;
+    count_params(cfg, &ovf, &layer, &embed, &total);
+    return ovf ? -1 : (int64_t)total;
+}
+
+/* b*a*s*s*e: the softmax output of standard attention; the same product as
+ * mf_attention_theoretical_memory's standard_scores (asserted in test_plan). */
+static size_t scores_bytes(int *ovf, size_t b, size_t a, size_t s, size_t e)
+{
+    return mul(ovf, mul3(ovf, b, a, s), mul(ovf, s, e));
+}
+
+size_t mf_plan_nsa_scores_bytes(int64_t b, int64_t a, int64_t s, size_t elem_bytes, int64_t l, int64_t d,
+                                int64_t l_sel, int64_t n_sel, int64_t w)
+{
+    if (b <= 0 || a <= 0 || s <= 0 || elem_bytes == 0 || l <= 0 || d <= 0 || l_sel <= 0 || n_sel <= 0 || w <= 0)
+        return SIZE_MAX;
+    int ovf = 0;
+    size_t cmp = s < l ? 0 : (size_t)((s - l) / d + 1);
+    size_t sel = mul(&ovf, (size_t)n_sel, (size_t)l_sel);
+    if (sel > (size_t)s) sel = (size_t)s;
+    size_t win = w < s ? (size_t)w : (size_t)s;
+    size_t keys = add(&ovf, add(&ovf, cmp, sel), win);
+    size_t r = mul(&ovf, mul3(&ovf, (size_t)b, (size_t)a, (size_t)s), mul(&ovf, keys, elem_bytes));
+    return ovf ? SIZE_MAX : r;
+}
+
+mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out)
+{
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof *out);
+    MF_TRY(mf_plan_config_validate(cfg));
+    int ovf = 0;
+    const size_t e = mf_dtype_size(cfg->dtype);
+    size_t layer, embed, total;
+    count_params(cfg, &ovf, &layer, &embed, &total);
+    if (ovf) MF_FAIL(MF_ERR_OVERFLOW, "the parameter count overflows");
+    out->params = (int64_t)total;
+    out->embedding_params = (int64_t)embed;
+    out->layer_params = (int64_t)layer;
+
+    /* weights, gradients, AdamW states (ZeRO's mixed-precision accounting) */
+    out->weights_bytes = mul(&ovf, total, e);
+    out->grads_bytes = mul(&ovf, total, e);
+    out->optimizer_bytes = mul(&ovf, total, e < 4 ? 12 : 8);
+    const size_t dp = (size_t)cfg->dp;
+    out->weights_gpu = cfg->zero >= 3 ? ceil_div(out->weights_bytes, dp) : out->weights_bytes;
+    out->grads_gpu = cfg->zero >= 2 ? ceil_div(out->grads_bytes, dp) : out->grads_bytes;
+    out->optimizer_gpu = cfg->zero >= 1 ? ceil_div(out->optimizer_bytes, dp) : out->optimizer_bytes;
+
+    /* activations (Korthikanti et al. 2022, generalized; see plan.h) */
+    const size_t s = (size_t)cfg->seq, b = (size_t)cfg->batch, d = (size_t)cfg->d_model, f = (size_t)cfg->d_ffn;
+    const size_t a = (size_t)cfg->heads, kv = (size_t)kv_heads_of(cfg), dh = (size_t)head_dim_of(cfg);
+    const size_t sb = mul(&ovf, s, b), sbd = mul(&ovf, sb, d);
+    const size_t e_sbd = mul(&ovf, e, sbd);
+    const size_t mask = cfg->dropout ? sbd : 0; /* 1-byte dropout masks */
+    size_t attn = mul(&ovf, 2, e_sbd);                                  /* LN input, QKV input */
+    attn = add(&ovf, attn, mul3(&ovf, 2 * e, sb, mul(&ovf, a, dh)));   /* Q, output-proj input */
+    attn = add(&ovf, attn, mul3(&ovf, 2 * e, sb, mul(&ovf, kv, dh)));  /* K, V */
+    attn = add(&ovf, attn, mask);                                       /* attention dropout */
+    size_t mlp = mul(&ovf, 2, e_sbd);                                   /* LN input, fc1 input */
+    mlp = add(&ovf, mlp, mul3(&ovf, (cfg->gated_mlp ? 3 : 2) * e, sb, f));
+    mlp = add(&ovf, mlp, mask);
+    size_t scores = scores_bytes(&ovf, b, a, s, e);
+    if (cfg->dropout) /* mask (1 byte) and dropout output (e bytes) of the probabilities */
+        scores = add(&ovf, scores, add(&ovf, scores_bytes(&ovf, b, a, s, 1), scores_bytes(&ovf, b, a, s, e)));
+    const size_t lse = mul3(&ovf, 4, mul(&ovf, b, a), s);
+    const size_t base = add(&ovf, attn, mlp);
+    out->act_layer_standard = add(&ovf, base, scores);
+    out->act_layer_tiled = add(&ovf, base, lse);
+    out->act_outside_layers = mul(&ovf, 2, e_sbd);
+    const size_t L = (size_t)cfg->layers;
+    out->act_standard = add(&ovf, mul(&ovf, L, out->act_layer_standard), out->act_outside_layers);
+    out->act_tiled = add(&ovf, mul(&ovf, L, out->act_layer_tiled), out->act_outside_layers);
+    const size_t inputs = add(&ovf, mul(&ovf, L, e_sbd), out->act_outside_layers);
+    out->act_ckpt_standard = add(&ovf, inputs, out->act_layer_standard);
+    out->act_ckpt_tiled = add(&ovf, inputs, out->act_layer_tiled);
+    if (ovf) MF_FAIL(MF_ERR_OVERFLOW, "the activation memory overflows size_t");
+
+    /* logits and loss over N = b*s rows */
+    const int64_t N = cfg->batch * cfg->seq; /* both validated > 0; the product checked below */
+    if (cfg->batch > INT64_MAX / cfg->seq) MF_FAIL(MF_ERR_OVERFLOW, "batch * seq overflows");
+    out->logits_bytes = mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype);
+    out->loss_naive = add(&ovf, out->logits_bytes, mf_cross_entropy_logits_bytes(N, cfg->vocab, MF_DTYPE_F32));
+    out->loss_chunked = SIZE_MAX;
+#ifdef MF_HAVE_HOST_KERNELS
+    mf_cross_entropy_options ce;
+    mf_cross_entropy_options_init(&ce);
+    if (cfg->ce_budget > 0) ce.scratch_budget = cfg->ce_budget;
+    mf_cross_entropy_plan_info info;
+    MF_TRY(mf_cross_entropy_plan(N, cfg->vocab, cfg->dtype, &ce, &info));
+    out->loss_chunk_rows = info.chunk_rows;
+    out->loss_chunked = mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows);
+#endif
+
+    const size_t states = add(&ovf, add(&ovf, out->weights_gpu, out->grads_gpu), out->optimizer_gpu);
+    out->total_naive = add(&ovf, add(&ovf, states, out->act_standard), out->loss_naive);
+    out->total_optimized = out->loss_chunked == SIZE_MAX
+                               ? SIZE_MAX
+                               : add(&ovf, add(&ovf, states, out->act_ckpt_tiled), out->loss_chunked);
+    if (ovf) MF_FAIL(MF_ERR_OVERFLOW, "the memory totals overflow size_t");
+    return MF_OK;
+}
+
+static void set_row(mf_plan_fix_row *r, const char *fix, const char *naive_what, size_t naive, const char *opt_what,
+                    size_t opt)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->fix, sizeof r->fix, "%s", fix);
+    snprintf(r->naive_what, sizeof r->naive_what, "%s", naive_what);
+    snprintf(r->optimized_what, sizeof r->optimized_what, "%s", opt_what);
+    r->naive_bytes = naive;
+    r->optimized_bytes = opt;
+}
+
+mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t *n_rows)
+{
+    MF_CHECK_NOT_NULL(rows);
+    MF_CHECK_NOT_NULL(n_rows);
+    *n_rows = 0;
+    MF_TRY(mf_plan_config_validate(cfg));
+    if (cfg->batch > INT64_MAX / cfg->seq) MF_FAIL(MF_ERR_OVERFLOW, "batch * seq overflows");
+    int ovf = 0;
+    const size_t e = mf_dtype_size(cfg->dtype);
+    const char *dt = mf_dtype_name(cfg->dtype);
+    const int64_t N = cfg->batch * cfg->seq, B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = head_dim_of(cfg);
+    size_t n = 0;
+    size_t opt = SIZE_MAX;
+    char what[64];
+
+    /* 000 bug 1: logits vs the chunked fused loss */
+    snprintf(what, sizeof what, "fp32 logits tile (budget %zu)", cfg->ce_budget ? cfg->ce_budget : MF_CE_DEFAULT_BUDGET);
+#ifdef MF_HAVE_HOST_KERNELS
+    {
+        mf_cross_entropy_options ce;
+        mf_cross_entropy_options_init(&ce);
+        if (cfg->ce_budget > 0) ce.scratch_budget = cfg->ce_budget;
+        mf_cross_entropy_plan_info info;
+        MF_TRY(mf_cross_entropy_plan(N, cfg->vocab, cfg->dtype, &ce, &info));
+        opt = mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows);
+        snprintf(what, sizeof what, "fp32 tile, C=%lld rows (%lld chunks)", (long long)info.chunk_rows,
+                 (long long)info.n_chunks);
+    }
+#endif
+    set_row(&rows[n], "cross_entropy", "logits N*V*e", mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype), what,
+            opt);
+    snprintf(rows[n++].shape, sizeof rows[0].shape, "N=%lld V=%lld %s", (long long)N, (long long)cfg->vocab, dt);
+
+    /* 000 bug 2: host position and cos/sin tables vs the device cache */
+    opt = SIZE_MAX;
+#ifdef MF_HAVE_HOST_KERNELS
+    opt = mf_rope_cache_bytes(S, Dh);
+#endif
+    set_row(&rows[n], "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
+            "device cos/sin cache (fp32)", opt);
+    snprintf(rows[n++].shape, sizeof rows[0].shape, "L=%lld rotary_dim=%lld", (long long)S, (long long)Dh);
+
+    /* 003: standard attention scores vs tiled (one layer) */
+    opt = SIZE_MAX;
+#ifdef MF_HAVE_HOST_KERNELS
+    opt = mf_attention_tiled_backward_scratch_ceiling(B, H, S);
+#endif
+    set_row(&rows[n], "attention", "scores B*H*N*N*e (per layer)", scores_bytes(&ovf, (size_t)B, (size_t)H, (size_t)S, e),
+            "tiled: backward Delta 4*B*H*N", opt);
+    snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld H=%lld N=%lld D=%lld %s", (long long)B, (long long)H,
+             (long long)S, (long long)Dh, dt);
+
+    /* 003: causal linear attention's cumulative state vs the chunked form */
+    opt = SIZE_MAX;
+#ifdef MF_HAVE_HOST_KERNELS
+    opt = mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh);
+#endif
+    set_row(&rows[n], "linear_attention", "kv cumsum B*H*N*D*D*e (causal)",
+            mul(&ovf, mul3(&ovf, (size_t)B, (size_t)H, (size_t)S), mul3(&ovf, (size_t)Dh, (size_t)Dh, e)),
+            "chunked: backward 8*B*H*N", opt);
+    snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld H=%lld N=%lld D=Dv=%lld %s", (long long)B, (long long)H,
+             (long long)S, (long long)Dh, dt);
+
+    /* 004: NPT per-token weight delta vs the factored form */
+    if (cfg->npt_rank > 0) {
+        mf_npt_shape sh = {cfg->batch, cfg->seq, cfg->d_model, cfg->d_ffn, cfg->npt_rank};
+        opt = SIZE_MAX;
+#ifdef MF_HAVE_HOST_KERNELS
+        opt = mf_npt_factored_forward_scratch_ceiling(cfg->dtype, sh, NULL);
+#endif
+        set_row(&rows[n], "npt", "delta_w B*S*D*F*e", mf_npt_delta_w_bytes(cfg->dtype, sh),
+                "factored: c*r*(4+e) per chunk", opt);
+        snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld S=%lld D=%lld F=%lld r=%lld %s", (long long)sh.batch,
+                 (long long)sh.seq, (long long)sh.d_model, (long long)sh.d_ffn, (long long)sh.rank, dt);
+    }
+
+    /* 001: NSA's three branches vs dense scores (NSA itself is not implemented) */
+    if (cfg->nsa) {
+        set_row(&rows[n], "nsa", "dense scores B*H*N*N*e (per layer)",
+                scores_bytes(&ovf, (size_t)B, (size_t)H, (size_t)S, e), "cmp+sel+win scores B*H*N*k*e",
+                mf_plan_nsa_scores_bytes(B, H, S, e, cfg->nsa_l, cfg->nsa_d, cfg->nsa_l_sel, cfg->nsa_n_sel,
+                                         cfg->nsa_w));
+        snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld",
+                 (long long)B, (long long)H, (long long)S, (long long)cfg->nsa_l, (long long)cfg->nsa_d,
+                 (long long)cfg->nsa_l_sel, (long long)cfg->nsa_n_sel, (long long)cfg->nsa_w);
+    }
+    (void)ovf; /* an overflowing row holds SIZE_MAX, printed as "overflow" */
+    *n_rows = n;
+    return MF_OK;
+}
+
+/* ---- presets: the seed documents' cases ------------------------------------------ */
+#define MODEL(L, D, F, A, KV, DH, V, POS, TIED, GATED, BIAS, LN) \
+    .layers = L, .d_model = D, .d_ffn = F, .heads = A, .kv_heads = KV, .head_dim = DH, .vocab = V, \
+    .max_positions = POS, .tied_embeddings = TIED, .gated_mlp = GATED, .linear_bias = BIAS, .layernorm = LN
+#define STEP(Bt, S, DT, DP) .batch = Bt, .seq = S, .dtype = DT, .dp = DP
+
+static const mf_plan_preset presets[] = {
+    /* Seed 000: the "4B model" at 131,072 tokens, vocabulary 151,936. The seed
+     * gives only D = 2560 ("+640 MB for hidden states" = 131072 x 2560 bf16)
+     * and the vocabulary; the rest is Qwen3-4B's published config (36 layers,
+     * 32 query / 8 KV heads of 128, SwiGLU 9728, tied, q/k norms):
+     * 4,022,468,096 parameters. The seed's "8.72 GB ... 3.92B params in
+     * bfloat16" is not consistent with itself (3.92e9 x 2 B = 7.84 GB); the
+     * computed weights are 8,044,936,192 B = 7.49 GiB. Logits:
+     * 39,829,110,784 B = 37.09 GiB. */
+    {"000", "seed 000: 4B model (Qwen3-4B shapes), 131,072 tokens, vocab 151,936, bf16", MF_PLAN_PRESET_MODEL,
+     {MODEL(36, 2560, 9728, 32, 8, 128, 151936, 0, 1, 1, 0, 0), STEP(1, 131072, MF_DTYPE_BF16, 1), .qk_norm = 1}},
+    /* Seed 001: the M7C 125M NSA model: 768 hidden, 12 layers, 12 heads, 2 KV
+     * groups, vocabulary 50,304; micro-batch 2 per GPU, 2 GPUs (DDP), bf16; NSA
+     * l=32, d=16, l'=64, n=16, w=512. d_ffn is not stated: 4 x 768 (GPT-2). The
+     * seed's "~95.3M parameters" does not follow from the stated dimensions
+     * (no FFN width); it is not asserted. */
+    {"001-1k", "seed 001: 125M NSA model at seq 1024 (2 GPUs, micro-batch 2)", MF_PLAN_PRESET_MODEL,
+     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 1024, MF_DTYPE_BF16, 2), .nsa = 1,
+      .nsa_l = 32, .nsa_d = 16, .nsa_l_sel = 64, .nsa_n_sel = 16, .nsa_w = 512}},
+    {"001-4k", "seed 001: 125M NSA model at seq 4096 (the run that went OOM)", MF_PLAN_PRESET_MODEL,
+     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 4096, MF_DTYPE_BF16, 2), .nsa = 1,
+      .nsa_l = 32, .nsa_d = 16, .nsa_l_sel = 64, .nsa_n_sel = 16, .nsa_w = 512}},
+    /* Seed 002: Pythia-70M (6 layers, d 512, 8 heads, d_ffn 2048, LayerNorm,
+     * biases, untied head), fp32, batch 32, seq 128, with the seed's learned
+     * position embeddings (128 x 512). Full vocabulary: Pythia's 50,304 (the
+     * seed says "50K"). */
+    {"002-full", "seed 002: Pythia-70M, full vocabulary 50,304, fp32, batch 32 x 128", MF_PLAN_PRESET_MODEL,
+     {MODEL(6, 512, 2048, 8, 0, 0, 50304, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1)}},
+    {"002-10k", "seed 002: Pythia-70M, vocabulary capped at 10,000, fp32, batch 32 x 128", MF_PLAN_PRESET_MODEL,
+     {MODEL(6, 512, 2048, 8, 0, 0, 10000, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1)}},
+    /* Seed 003: the theoretical memory table, B=4, H=8, D=64, fp16, N=512..8192. */
+    {"003", "seed 003: attention memory at B=4, H=8, D=64, fp16, N = 512..8192", MF_PLAN_PRESET_ATTENTION_SWEEP,
+     {MODEL(1, 512, 2048, 8, 0, 64, 1, 0, 0, 0, 0, 0), STEP(4, 512, MF_DTYPE_BF16, 1)}},
+    /* Seed 004: NPT at Llama-3-8B shapes (d_model 4096, d_ffn 14336), batch 4 x
+     * 512, rank 16, fp32 (the seed's example dtype). */
+    {"004", "seed 004: NPT at Llama-3-8B shapes (4096 x 14336), batch 4 x 512, rank 16, fp32", MF_PLAN_PRESET_MODEL,
+     {MODEL(32, 4096, 14336, 32, 8, 128, 128256, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), .npt_rank = 16}},
+    /* Seed 004's own example: 4 x 512 x 4096 x 11008 (Llama-2-7B shapes), fp32:
+     * delta_w = 369,367,187,456 B = 344 GiB (the seed says "~448 GB"). */
+    {"004-doc", "seed 004's example: NPT at 4 x 512 x 4096 x 11008 (Llama-2-7B), rank 16, fp32",
+     MF_PLAN_PRESET_MODEL,
+     {MODEL(32, 4096, 11008, 32, 0, 0, 32000, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), .npt_rank = 16}},
+};
+
+const mf_plan_preset *mf_plan_presets(size_t *count)
+{
+    if (count) *count = sizeof presets / sizeof presets[0];
+    return presets;
+}
+
+const mf_plan_preset *mf_plan_preset_find(const char *name)
+{
+    if (name == NULL) return NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (strcmp(presets[i].name, name) == 0) return &presets[i];
+    return NULL;
+}

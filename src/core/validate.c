@@ -1,0 +1,33 @@
+/* Argument checks shared by the public op entry points (src/ops/) and the
+ * references (reference/): one wording per check (see mf_internal.h). Part of
+ * the core, so a reference-only build (no src/ops) links them too. */
+#include "mf_internal.h"
+
+#include <stdint.h>
+
+mf_status mf_check_dtype_f32_bf16(const char *func, mf_dtype dtype)
+{
+    if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16)
+        return mf_set_error(MF_ERR_DTYPE, func, __FILE__, __LINE__,
+                            "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)dtype);
+    return MF_OK;
+}
+
+mf_status mf_check_bool(const char *func, const char *name, int flag)
+{
+    if (flag != 0 && flag != 1)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                            "%s must be 0 or 1 (got %d)", name, flag);
+    return MF_OK;
+}
+
+mf_status mf_check_dims_positive(const char *func, const char *prefix, int n,
+                                 const int64_t *dims, const char *const *names)
+{
+    for (int i = 0; i < n; i++)
+        if (dims[i] <= 0)
+            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                                "%s%s must be > 0 (got %lld)", prefix != NULL ? prefix : "",
+                                names[i], (long long)dims[i]);
+    return MF_OK;
+}

@@ -1,0 +1,241 @@
+/* memfix bench: a tiny sweep produces a well-formed CSV (the documented header,
+ * a row per op x variant x size, ok rows, the host-wall timer label), a failing
+ * op's rows are marked failed with exit status 1, and usage errors exit 2/3. */
+#define _POSIX_C_SOURCE 200809L
+#include "mf_test.h"
+#include "mf_internal.h"
+#include "memfix/registry.h"
+#include "memfix_cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const HEADER =
+    "op,variant,backend,timer,timed,dtype,shape,size,reps,ref_ms,opt_ms,ref_peak_bytes,opt_peak_bytes,"
+    "ceiling_bytes,max_abs_err,status,message";
+enum { N_COLS = 17 };
+
+typedef struct {
+    int rc;
+    char *out, *err;
+} run_result;
+
+static run_result run(int argc, const char **argv)
+{
+    run_result r = {0, NULL, NULL};
+    size_t on = 0, en = 0;
+    FILE *out = open_memstream(&r.out, &on), *err = open_memstream(&r.err, &en);
+    r.rc = mf_cli_main(argc, (char **)argv, out, err);
+    fclose(out);
+    fclose(err);
+    return r;
+}
+#define RUN(...) run((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), (const char *[]){__VA_ARGS__})
+#define FREE(r) (free((r).out), free((r).err))
+
+/* Splits one CSV line into fields (double-quoted fields may hold commas and
+ * doubled quotes). Returns the field count; fields are copied into f[i]. */
+static int split_csv(const char *line, char f[][256], int cap)
+{
+    int n = 0;
+    const char *p = line;
+    for (;;) {
+        ck_assert_int_lt(n, cap);
+        size_t k = 0;
+        if (*p == '"') {
+            p++;
+            for (; *p && !(*p == '"' && p[1] != '"'); p++) {
+                if (*p == '"') p++;
+                if (k < 255) f[n][k++] = *p;
+            }
+            ck_assert_msg(*p == '"', "unterminated quote in %s", line);
+            p++;
+        } else {
+            for (; *p && *p != ','; p++)
+                if (k < 255) f[n][k++] = *p;
+        }
+        f[n++][k] = '\0';
+        if (*p != ',') break;
+        p++;
+    }
+    return n;
+}
+
+/* Reads the CSV at path, checks the header and every row's shape; returns the
+ * number of rows and counts rows per status. */
+static int check_csv(const char *text, int *n_ok, int *n_failed, const char *want_op)
+{
+    char *copy = strdup(text), *save = NULL;
+    char *line = strtok_r(copy, "\n", &save);
+    ck_assert_ptr_nonnull(line);
+    ck_assert_str_eq(line, HEADER);
+    int rows = 0;
+    *n_ok = *n_failed = 0;
+    static char f[N_COLS + 2][256];
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        int n = split_csv(line, f, N_COLS + 2);
+        ck_assert_msg(n == N_COLS, "row %d has %d fields: %s", rows, n, line);
+        if (want_op) ck_assert_str_eq(f[0], want_op);
+        ck_assert_str_eq(f[2], "host");
+        ck_assert_str_eq(f[3], "host-wall");
+        ck_assert(strcmp(f[4], "separate") == 0 || strcmp(f[4], "run_case") == 0);
+        ck_assert(atof(f[10]) >= 0.0 && f[10][0] != '\0'); /* opt_ms always measured */
+        if (strcmp(f[4], "separate") == 0) ck_assert(f[9][0] != '\0');
+        else ck_assert(f[9][0] == '\0'); /* run_case rows: no separate reference time */
+        if (strcmp(f[15], "ok") == 0) {
+            (*n_ok)++;
+            ck_assert_str_eq(f[16], "");
+            /* ok rows: optimized scratch within the ceiling, reference above it */
+            ck_assert_uint_le(strtoull(f[12], NULL, 10), strtoull(f[13], NULL, 10));
+        } else {
+            ck_assert_str_eq(f[15], "failed");
+            ck_assert_msg(f[16][0] != '\0', "a failed row without a message: %s", line);
+            (*n_failed)++;
+        }
+        rows++;
+    }
+    free(copy);
+    return rows;
+}
+
+START_TEST(test_matmul_sweep_to_file)
+{
+    char path[] = "/tmp/mf_bench_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,20", "--reps", "2",
+                       "--out", path);
+    ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "6 rows (0 failed, timer host-wall)"));
+    FREE(r);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = '\0';
+    fclose(f);
+    unlink(path);
+    int ok, failed;
+    ck_assert_int_eq(check_csv(text, &ok, &failed, "matmul"), 6); /* 3 variants x 2 sizes */
+    ck_assert_int_eq(ok, 6);
+    ck_assert_ptr_nonnull(strstr(text, "matmul,tiled,host,host-wall,separate,f32,\"M=20 N=20 K=20\",20,2,"));
+    /* the reference's scratch is 8(MK + KN + MN) = 9600 bytes at n = 20 */
+    ck_assert_ptr_nonnull(strstr(text, ",9600,0,0,"));
+}
+END_TEST
+
+/* Every registered op at one tiny size (sweeps and run_case rows): all ok. */
+START_TEST(test_all_ops_tiny)
+{
+    run_result r = RUN("memfix", "bench", "--backend", "host", "--sizes", "16", "--reps", "1");
+    ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+    int ok, failed;
+    int rows = check_csv(r.out, &ok, &failed, NULL);
+    ck_assert_int_eq(failed, 0);
+    size_t n_ops = 0;
+    const mf_op_desc *const *ops = mf_registry(&n_ops);
+    int expect = 0;
+    for (size_t i = 0; i < n_ops; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "\n%s,", ops[i]->name);
+        ck_assert_msg(strstr(r.out, needle) != NULL, "no rows for %s", ops[i]->name);
+        /* rope has no sweep: one row per built-in case and variant */
+        expect += ops[i]->n_variants * (strcmp(ops[i]->name, "rope") == 0 ? ops[i]->n_cases : 1);
+    }
+    ck_assert_int_eq(rows, expect);
+    FREE(r);
+}
+END_TEST
+
+/* ---- a failing op (registry override): rows marked failed, exit status 1 ------------ */
+static const char *const fake_variants[] = {"good", "bad"};
+static mf_status fake_run(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
+    (void)ctx;
+    memset(out, 0, sizeof *out);
+    snprintf(out->dtype, sizeof out->dtype, "f32");
+    snprintf(out->shape, sizeof out->shape, "n=%d", case_index);
+    out->ref_peak_bytes = 4096;
+    out->ceiling_bytes = 256;
+    out->pass = !(variant == 1 && case_index == 1);
+    if (!out->pass) snprintf(out->message, sizeof out->message, "1 of 11 entries outside atol+rtol*|ref|");
+    return MF_OK;
+}
+static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
+    (void)ctx, (void)variant, (void)case_index;
+    memset(out, 0, sizeof *out);
+    MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
+}
+static const mf_op_desc fake_op = {"fake", "test-only", 2, fake_variants, 2, fake_run};
+static const mf_op_desc broken_op = {"broken", "test-only", 1, fake_variants, 1, broken_run};
+static const mf_op_desc *const test_ops[] = {&fake_op, &broken_op};
+
+START_TEST(test_failed_rows)
+{
+    mf_registry_override(test_ops, 2);
+    run_result r = RUN("memfix", "bench", "--backend", "host", "--reps", "1");
+    mf_registry_override(NULL, 0);
+    ck_assert_int_eq(r.rc, MF_CLI_FAILED);
+    int ok, failed;
+    ck_assert_int_eq(check_csv(r.out, &ok, &failed, NULL), 5);
+    ck_assert_int_eq(ok, 3);
+    ck_assert_int_eq(failed, 2);
+    ck_assert_ptr_nonnull(strstr(r.out, "fake,bad,host,host-wall,run_case,f32,\"n=1\",1,1,"));
+    ck_assert_ptr_nonnull(strstr(r.err, "FAIL fake/bad"));
+    ck_assert_ptr_nonnull(strstr(r.err, "deliberately broken op"));
+    FREE(r);
+    /* only the passing op: exit 0 */
+    mf_registry_override(test_ops, 2);
+    r = RUN("memfix", "bench", "--op", "fake", "--backend", "host", "--reps", "1");
+    mf_registry_override(NULL, 0);
+    ck_assert_int_eq(r.rc, MF_CLI_FAILED); /* its "bad" variant fails case 1 */
+    FREE(r);
+}
+END_TEST
+
+START_TEST(test_usage)
+{
+    run_result r = RUN("memfix", "bench", "--help");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    ck_assert_ptr_nonnull(strstr(r.out, "host-wall"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ceiling_bytes"));
+    FREE(r);
+    const char *bad[][3] = {{"--reps", "0", NULL},   {"--reps", "x", NULL},   {"--sizes", "1,,2", NULL},
+                            {"--sizes", "-4", NULL}, {"--op", "nosuch", NULL}, {"--backend", "tpu", NULL},
+                            {"--frob", NULL, NULL},  {"--out", NULL, NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *argv[4] = {"memfix", "bench", bad[i][0], bad[i][1]};
+        r = run(bad[i][1] ? 4 : 3, argv);
+        ck_assert_msg(r.rc == MF_CLI_USAGE, "%s %s: rc %d", bad[i][0], bad[i][1] ? bad[i][1] : "", r.rc);
+        ck_assert(r.err[0] != '\0');
+        FREE(r);
+    }
+    r = RUN("memfix", "bench", "--op", "matmul", "--sizes", "4", "--out", "/nonexistent-dir/x.csv");
+    ck_assert_int_eq(r.rc, MF_CLI_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(r.err, "cannot open"));
+    FREE(r);
+    if (!mf_backend_available(MF_BACKEND_CUDA)) {
+        r = RUN("memfix", "bench", "--backend", "cuda");
+        ck_assert_int_eq(r.rc, MF_CLI_UNAVAILABLE);
+        FREE(r);
+    }
+}
+END_TEST
+
+Suite *bench_suite(void)
+{
+    Suite *s = suite_create("bench");
+    TCase *tc = tcase_create("bench");
+    tcase_add_test(tc, test_matmul_sweep_to_file);
+    tcase_add_test(tc, test_all_ops_tiny);
+    tcase_add_test(tc, test_failed_rows);
+    tcase_add_test(tc, test_usage);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return mf_test_run(bench_suite()); }

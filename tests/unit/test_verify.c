@@ -1,0 +1,336 @@
+/* memfix verify (include/memfix/verify.h, tools/cmd_verify.c): the example
+ * candidates of examples/candidates/ loaded with dlopen, as `memfix verify`
+ * does. The correct one is accepted on every case; each wrong one is rejected,
+ * and only by the defense it was written to trip. Host execution mode only:
+ * the candidates are host-mode libraries. */
+#define _POSIX_C_SOURCE 200809L
+#include "mf_test.h"
+#include "memfix/registry.h"
+#include "memfix/verify.h"
+#include "memfix_cli.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MF_CANDIDATE_DIR
+#error "MF_CANDIDATE_DIR must name the directory of the host-mode example candidates"
+#endif
+
+static void (*load_symbol(const char *lib, const char *symbol))(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/lib%s.so", MF_CANDIDATE_DIR, lib);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "dlopen(%s): %s", path, dlerror());
+    void *sym = dlsym(h, symbol);
+    ck_assert_msg(sym != NULL, "dlsym(%s) in %s: %s", symbol, path, dlerror());
+    void (*fn)(void);
+    memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
+/* matmul example 'name': examples/candidates/matmul_<name>.cu */
+static void (*load_candidate(const char *name))(void)
+{
+    char lib[256];
+    snprintf(lib, sizeof lib, "matmul_%s", name);
+    return load_symbol(lib, "matmul_candidate");
+}
+
+/* Verifies 'fn' on 'op'; returns the number of rejected rows and checks that
+ * every rejected row names 'defense' (NULL: none may be rejected). */
+static size_t verify_fn_expect(const char *op_name, const char *name, void (*fn)(void), const char *defense)
+{
+    const mf_op_desc *op = mf_registry_find(op_name);
+    ck_assert_ptr_nonnull(op);
+    mf_verify_row *rows = calloc((size_t)op->n_cases, sizeof *rows);
+    ck_assert_ptr_nonnull(rows);
+    size_t n = 0;
+    MF_ASSERT_OK(mf_verify(mf_test_ctx(), op_name, fn, rows, (size_t)op->n_cases, &n));
+    ck_assert_uint_eq(n, (size_t)op->n_cases);
+    size_t rejected = 0;
+    for (size_t i = 0; i < n; i++) {
+        const mf_verify_row *r = &rows[i];
+        ck_assert_str_eq(r->result.op, op_name);
+        ck_assert_str_eq(r->result.variant, "candidate");
+        if (r->result.pass) {
+            ck_assert_msg(r->defense[0] == '\0', "%s [%s]: passed with defense '%s'", name, r->result.shape,
+                          r->defense);
+            continue;
+        }
+        rejected++;
+        ck_assert_msg(defense != NULL, "%s [%s %s] rejected by %s: %s", name, r->result.dtype, r->result.shape,
+                      r->defense, r->result.message);
+        ck_assert_msg(strcmp(r->defense, defense) == 0, "%s [%s %s]: rejected by '%s', expected '%s': %s", name,
+                      r->result.dtype, r->result.shape, r->defense, defense, r->result.message);
+        ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name, r->result.shape);
+    }
+    free(rows);
+    return rejected;
+}
+
+static size_t verify_expect(const char *name, const char *defense)
+{
+    return verify_fn_expect("matmul", name, load_candidate(name), defense);
+}
+
+START_TEST(test_correct_accepted) { ck_assert_uint_eq(verify_expect("correct", NULL), 0); }
+END_TEST
+
+/* Every case trips these. */
+START_TEST(test_mutates_input) { ck_assert_uint_eq(verify_expect("mutates_input", "input-mutation"), 11); }
+END_TEST
+START_TEST(test_overrun) { ck_assert_uint_eq(verify_expect("overrun", "guard-band"), 11); }
+END_TEST
+START_TEST(test_all_zero) { ck_assert_uint_eq(verify_expect("all_zero", "all-zero"), 11); }
+END_TEST
+START_TEST(test_unwritten) { ck_assert_uint_eq(verify_expect("unwritten", "nan-prefill"), 11); }
+END_TEST
+START_TEST(test_scratch) { ck_assert_uint_eq(verify_expect("scratch", "scratch-ceiling"), 11); }
+END_TEST
+START_TEST(test_stale) { ck_assert_uint_eq(verify_expect("stale", "rerun"), 11); }
+END_TEST
+
+/* Only some cases: K > 1 for a reordered sum; trans_b with a non-square B;
+ * an allocation alive long enough for the sampler in at least one case. */
+START_TEST(test_nondeterministic) { ck_assert_uint_ge(verify_expect("nondeterministic", "determinism"), 1); }
+END_TEST
+START_TEST(test_wrong) { ck_assert_uint_ge(verify_expect("wrong", "equivalence"), 4); }
+END_TEST
+START_TEST(test_hidden_alloc) { ck_assert_uint_ge(verify_expect("hidden_alloc", "hidden-allocation"), 1); }
+END_TEST
+
+/* In-process candidates (mf_verify without a shared library): one that rejects
+ * its arguments, one that returns without writing C. */
+static mf_status refuses(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                         const void *A, const void *B, float *C)
+{
+    (void)ctx, (void)dtype, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)B, (void)C;
+    return MF_ERR_INVALID_SIZE;
+}
+
+static mf_status does_nothing(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                              const void *A, const void *B, float *C)
+{
+    (void)ctx, (void)dtype, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)B, (void)C;
+    return MF_OK;
+}
+
+/* Host execution mode only: device buffers are host memory, so plain C can
+ * write just before C, as an underrunning kernel would. */
+static mf_status writes_before(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
+                               const void *A, const void *B, float *C)
+{
+    (void)ctx, (void)dtype, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)B;
+    C[-1] = 0.0f;
+    return MF_OK;
+}
+
+static void expect_all(mf_matmul_candidate_fn fn, const char *defense, const char *reason_part)
+{
+    mf_verify_row rows[32];
+    size_t n = 0;
+    void (*generic)(void);
+    memcpy(&generic, &fn, sizeof generic);
+    MF_ASSERT_OK(mf_verify(mf_test_ctx(), "matmul", generic, rows, 32, &n));
+    ck_assert_uint_eq(n, (size_t)mf_registry_find("matmul")->n_cases);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(rows[i].result.pass, 0);
+        ck_assert_str_eq(rows[i].defense, defense);
+        ck_assert_msg(strstr(rows[i].result.message, reason_part) != NULL, "[%s] reason '%s' lacks '%s'",
+                      rows[i].result.shape, rows[i].result.message, reason_part);
+    }
+}
+
+START_TEST(test_in_process_error) { expect_all(refuses, "error", "MF_ERR_INVALID_SIZE"); }
+END_TEST
+START_TEST(test_in_process_unwritten) { expect_all(does_nothing, "nan-prefill", "NaN where ref is finite"); }
+END_TEST
+
+START_TEST(test_in_process_underrun)
+{
+    ck_assert_int_eq(mf_context_backend(mf_test_ctx()), MF_BACKEND_HOST);
+    expect_all(writes_before, "guard-band", "wrote before C: byte -4");
+}
+END_TEST
+
+/* cross_entropy forward: examples/candidates/ce_forward_*.cu */
+START_TEST(test_ce_correct_accepted)
+{
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy", "ce_forward_correct",
+                                       load_symbol("ce_forward_correct", "ce_forward_candidate"), NULL),
+                      0);
+}
+END_TEST
+
+/* wrong on the two cases with label smoothing */
+START_TEST(test_ce_no_smoothing)
+{
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy", "ce_forward_no_smoothing",
+                                       load_symbol("ce_forward_no_smoothing", "ce_forward_candidate"),
+                                       "equivalence"),
+                      2);
+}
+END_TEST
+
+static mf_status ce_does_nothing(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+                                 const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+                                 const mf_cross_entropy_options *opts, float *loss, float *lse)
+{
+    (void)ctx, (void)n_rows, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight, (void)bias;
+    (void)labels, (void)opts, (void)loss, (void)lse;
+    return MF_OK;
+}
+
+/* host mode: plain C may touch device buffers; one past the end of lse */
+static mf_status ce_overruns_lse(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+                                 const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+                                 const mf_cross_entropy_options *opts, float *loss, float *lse)
+{
+    (void)ctx, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight, (void)bias;
+    (void)labels, (void)opts, (void)loss;
+    lse[n_rows] = 0.0f;
+    return MF_OK;
+}
+
+START_TEST(test_ce_in_process)
+{
+    mf_cross_entropy_forward_candidate_fn a = ce_does_nothing, b = ce_overruns_lse;
+    void (*fa)(void), (*fb)(void);
+    memcpy(&fa, &a, sizeof fa);
+    memcpy(&fb, &b, sizeof fb);
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy", "ce_does_nothing", fa, "nan-prefill"), 5);
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy", "ce_overruns_lse", fb, "guard-band"), 5);
+}
+END_TEST
+
+START_TEST(test_bad_arguments)
+{
+    mf_context *ctx = mf_test_ctx();
+    mf_verify_row rows[16];
+    size_t n = 99;
+    void (*fn)(void) = load_candidate("correct");
+    MF_ASSERT_STATUS(mf_verify(NULL, "matmul", fn, rows, 16, &n), MF_ERR_NULL_POINTER);
+    ck_assert_uint_eq(n, 0);
+    MF_ASSERT_STATUS(mf_verify(ctx, NULL, fn, rows, 16, &n), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_verify(ctx, "matmul", NULL, rows, 16, &n), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_verify(ctx, "matmul", fn, NULL, 16, &n), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_verify(ctx, "matmul", fn, rows, 16, NULL), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_verify(ctx, "matmul", fn, rows, 2, &n), MF_ERR_INVALID_SIZE);
+    MF_ASSERT_STATUS(mf_verify(ctx, "rope", fn, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(mf_last_error(), "takes no candidates") != NULL, "%s", mf_last_error());
+    MF_ASSERT_STATUS(mf_verify(ctx, "nosuchop", fn, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_verify_supported("matmul"), 1);
+    ck_assert_int_eq(mf_verify_supported("rope"), 0);
+    ck_assert_int_eq(mf_verify_supported(NULL), 0);
+    mf_case_result r;
+    MF_ASSERT_STATUS(mf_matmul_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_cross_entropy_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    ck_assert_int_eq(mf_verify_supported("cross_entropy"), 1);
+}
+END_TEST
+
+/* ---- the command, in process ---------------------------------------------------------- */
+static int cli(const char *const *args, int n, char **out_text, char **err_text)
+{
+    char *argv[16];
+    argv[0] = (char *)"memfix";
+    for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
+    size_t olen = 0, elen = 0;
+    FILE *out = open_memstream(out_text, &olen), *err = open_memstream(err_text, &elen);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_ptr_nonnull(err);
+    int rc = mf_cli_main(n + 1, argv, out, err);
+    fclose(out);
+    fclose(err);
+    return rc;
+}
+
+START_TEST(test_cli)
+{
+    char lib_ok[1024], lib_bad[1024];
+    snprintf(lib_ok, sizeof lib_ok, "%s/libmatmul_correct.so", MF_CANDIDATE_DIR);
+    snprintf(lib_bad, sizeof lib_bad, "%s/libmatmul_overrun.so", MF_CANDIDATE_DIR);
+    char *o = NULL, *e = NULL;
+    int rc;
+#define RUN(...)                                                                                   \
+    do {                                                                                           \
+        const char *a_[] = {__VA_ARGS__};                                                          \
+        free(o);                                                                                   \
+        free(e);                                                                                   \
+        o = e = NULL;                                                                              \
+        rc = cli(a_, (int)(sizeof a_ / sizeof a_[0]), &o, &e);                                     \
+    } while (0)
+    RUN("verify", "--help");
+    ck_assert_int_eq(rc, MF_CLI_OK);
+    ck_assert_ptr_nonnull(strstr(o, "hidden-allocation"));
+    RUN("verify", "--op", "matmul", "--lib", lib_ok, "--symbol", "matmul_candidate", "--backend", "host");
+    ck_assert_msg(rc == MF_CLI_OK, "rc %d: %s%s", rc, o, e);
+    ck_assert_ptr_nonnull(strstr(o, "candidate ACCEPTED"));
+    RUN("verify", "--op=matmul", "--lib", lib_bad, "--symbol=matmul_candidate", "--backend=host", "--json");
+    ck_assert_msg(rc == MF_CLI_FAILED, "rc %d: %s%s", rc, o, e);
+    ck_assert_ptr_nonnull(strstr(o, "\"defense\":\t\"guard-band\""));
+    ck_assert_ptr_nonnull(strstr(o, "\"reason\":\t\"wrote past the end of C"));
+    ck_assert_ptr_nonnull(strstr(o, "\"ceiling_bytes\""));
+    RUN("verify", "--op", "matmul", "--lib", lib_bad, "--symbol", "matmul_candidate", "--backend", "host");
+    ck_assert_int_eq(rc, MF_CLI_FAILED);
+    ck_assert_ptr_nonnull(strstr(o, "by guard-band"));
+    /* usage errors */
+    RUN("verify", "--op", "matmul", "--lib", lib_ok);
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    ck_assert_ptr_nonnull(strstr(e, "required"));
+    RUN("verify", "--op", "rope", "--lib", lib_ok, "--symbol", "matmul_candidate");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    ck_assert_ptr_nonnull(strstr(e, "takes no candidates"));
+    RUN("verify", "--op", "nosuch", "--lib", lib_ok, "--symbol", "matmul_candidate");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    RUN("verify", "--op", "matmul", "--lib", "/nonexistent/libx.so", "--symbol", "matmul_candidate");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    ck_assert_ptr_nonnull(strstr(e, "cannot load"));
+    RUN("verify", "--op", "matmul", "--lib", lib_ok, "--symbol", "no_such_symbol", "--backend", "host");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    ck_assert_ptr_nonnull(strstr(e, "no symbol 'no_such_symbol'"));
+    RUN("verify", "--op", "matmul", "--lib", lib_ok, "--symbol", "matmul_candidate", "--backend", "gpu");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    RUN("verify", "--op");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    RUN("verify", "--frobnicate");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+#undef RUN
+    free(o);
+    free(e);
+}
+END_TEST
+
+static Suite *verify_suite(void)
+{
+    Suite *s = suite_create("verify");
+    TCase *tc = tcase_create("candidates");
+    tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+    tcase_add_test(tc, test_correct_accepted);
+    tcase_add_test(tc, test_mutates_input);
+    tcase_add_test(tc, test_overrun);
+    tcase_add_test(tc, test_all_zero);
+    tcase_add_test(tc, test_unwritten);
+    tcase_add_test(tc, test_scratch);
+    tcase_add_test(tc, test_stale);
+    tcase_add_test(tc, test_nondeterministic);
+    tcase_add_test(tc, test_wrong);
+    tcase_add_test(tc, test_hidden_alloc);
+    tcase_add_test(tc, test_in_process_error);
+    tcase_add_test(tc, test_in_process_unwritten);
+    tcase_add_test(tc, test_in_process_underrun);
+    tcase_add_test(tc, test_ce_correct_accepted);
+    tcase_add_test(tc, test_ce_no_smoothing);
+    tcase_add_test(tc, test_ce_in_process);
+    tcase_add_test(tc, test_bad_arguments);
+    suite_add_tcase(s, tc);
+    TCase *tcli = tcase_create("cli");
+    tcase_add_test(tcli, test_cli);
+    suite_add_tcase(s, tcli);
+    return s;
+}
+
+int main(void) { return mf_test_run(verify_suite()); }

@@ -1,0 +1,451 @@
+/* `memfix plan`: memory arithmetic for a configuration, before launching a job.
+ * The numbers come from include/memfix/plan.h (src/core/plan.c), which takes
+ * every per-fix byte count from the op headers' formula functions. */
+#define _POSIX_C_SOURCE 200809L
+#include "memfix_cli.h"
+
+#include "memfix/attention.h"
+#include "memfix/linear_attention.h"
+#include "memfix/memfix.h"
+#include "memfix/plan.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mf_cli_plan_help(FILE *out)
+{
+    fprintf(out,
+            "usage: memfix plan [--preset NAME] [model and step options] [--json]\n"
+            "       memfix plan --list-presets\n"
+            "\n"
+            "Memory arithmetic for a decoder-only transformer training step, per GPU, from\n"
+            "the same formula functions the memory tests assert:\n"
+            "  - per fix, the bytes of the big intermediate the naive code materializes and\n"
+            "    the optimized implementation's scratch ceiling (cross_entropy, rope,\n"
+            "    attention, linear_attention; npt with --npt-rank; nsa with --nsa 1);\n"
+            "  - parameters, gradients and AdamW states (mixed precision: 12 bytes of fp32\n"
+            "    master weights and moments per parameter for bf16, 8 for fp32), sharded by\n"
+            "    ZeRO stage 1/2/3 over --dp GPUs;\n"
+            "  - activations per layer (Korthikanti et al. 2022's count, generalized) with\n"
+            "    standard or tiled attention, with and without full checkpointing;\n"
+            "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked.\n"
+            "A preset fills every option; options given after it override its values.\n"
+            "Bytes are exact; GiB = 2^30 bytes.\n"
+            "\n"
+            "options:\n"
+            "  --preset NAME      a seed document's case (see --list-presets)\n"
+            "  --list-presets     list the presets and exit\n"
+            "  --layers N  --d-model N  --d-ffn N  --heads N\n"
+            "  --kv-heads N       key/value heads (default: heads)\n"
+            "  --head-dim N       (default: d-model / heads)\n"
+            "  --vocab N          vocabulary\n"
+            "  --max-positions N  learned position embeddings (default 0: RoPE)\n"
+            "  --tied 0|1         tied input/output embeddings\n"
+            "  --gated 0|1        SwiGLU MLP (3 matrices) instead of GELU (2)\n"
+            "  --bias 0|1         biases on the linear layers\n"
+            "  --layernorm 0|1    LayerNorm (weight and bias) instead of RMSNorm\n"
+            "  --qk-norm 0|1      per-head RMSNorm of q and k (Qwen3)\n"
+            "  --dropout 0|1      count dropout masks in the activations\n"
+            "  --batch N          micro-batch sequences per GPU\n"
+            "  --seq N            tokens per sequence\n"
+            "  --dtype f32|bf16   weights, gradients and activations\n"
+            "  --dp N             data-parallel degree (GPUs)\n"
+            "  --zero 0..3        ZeRO stage: 1 shards optimizer states, 2 + gradients,\n"
+            "                     3 + weights\n"
+            "  --ce-budget BYTES  scratch budget of the chunked loss (default 1 GiB)\n"
+            "  --npt-rank R       also plan the NPT weight delta at rank R (seed 004)\n"
+            "  --nsa 0|1          also plan NSA's attention scores (seed 001's l=32 d=16\n"
+            "                     l'=64 n=16 w=512 unless a preset set them)\n"
+            "  --json             print one JSON object instead of tables\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "exit status: 0 success, 2 usage error or invalid configuration.\n");
+}
+
+static void list_presets(FILE *out)
+{
+    size_t n = 0;
+    const mf_plan_preset *p = mf_plan_presets(&n);
+    for (size_t i = 0; i < n; i++) fprintf(out, "  %-9s %s\n", p[i].name, p[i].summary);
+}
+
+/* "1234 (1.15 GiB)"; "n/a" for SIZE_MAX */
+static const char *fmt_bytes(char *buf, size_t cap, size_t b)
+{
+    if (b == SIZE_MAX) {
+        snprintf(buf, cap, "n/a");
+        return buf;
+    }
+    double x = (double)b;
+    if (x >= 1024.0 * 1024 * 1024)
+        snprintf(buf, cap, "%zu (%.2f GiB)", b, x / (1024.0 * 1024 * 1024));
+    else if (x >= 1024.0 * 1024)
+        snprintf(buf, cap, "%zu (%.2f MiB)", b, x / (1024.0 * 1024));
+    else if (x >= 1024.0)
+        snprintf(buf, cap, "%zu (%.2f KiB)", b, x / 1024.0);
+    else
+        snprintf(buf, cap, "%zu B", b);
+    return buf;
+}
+
+static int parse_i64(const char *s, int64_t *out)
+{
+    if (s == NULL || *s == '\0') return 0;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0') return 0;
+    *out = (int64_t)v;
+    return 1;
+}
+
+static void add_bytes(cJSON *o, const char *key, size_t b)
+{
+    if (b == SIZE_MAX) cJSON_AddNullToObject(o, key);
+    else cJSON_AddNumberToObject(o, key, (double)b);
+}
+
+/* ---- the seed 003 sweep -------------------------------------------------------------- */
+static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, int json, FILE *out, FILE *err)
+{
+#ifdef MF_HAVE_HOST_KERNELS
+    const int64_t B = cfg->batch, H = cfg->heads, D = cfg->head_dim > 0 ? cfg->head_dim : cfg->d_model / cfg->heads;
+    const size_t e = 2; /* fp16, as the document */
+    cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    if (!json) {
+        fprintf(out, "attention memory (seed 003's theoretical_memory, fp16, B=%lld H=%lld D=%lld), bytes:\n",
+                (long long)B, (long long)H, (long long)D);
+        fprintf(out, "%6s  %14s  %14s  %14s  %12s  %16s  %14s  %12s  %14s\n", "N", "inputs", "std scores",
+                "std peak", "bidir state", "causal cumsum", "causal peak", "tiled bwd", "chunked bwd");
+    }
+    for (int64_t N = 512; N <= 8192; N *= 2) {
+        mf_attention_memory_row r;
+        mf_status s = mf_attention_theoretical_memory(B, H, N, D, e, &r);
+        if (s != MF_OK) {
+            fprintf(err, "memfix plan: %s\n", mf_last_error());
+            cJSON_Delete(arr);
+            return MF_CLI_USAGE;
+        }
+        size_t tiled = mf_attention_tiled_backward_scratch_ceiling(B, H, N);
+        size_t chunked = mf_linear_attention_scratch_ceiling(1, 1, B, H, N, D, D);
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(arr, o);
+            cJSON_AddNumberToObject(o, "seq_len", (double)N);
+            add_bytes(o, "inputs", r.inputs);
+            add_bytes(o, "standard_scores", r.standard_scores);
+            add_bytes(o, "standard_peak", r.standard_peak);
+            add_bytes(o, "linear_bidir_state", r.linear_bidir_state);
+            add_bytes(o, "linear_bidir_peak", r.linear_bidir_peak);
+            add_bytes(o, "linear_causal_state", r.linear_causal_state);
+            add_bytes(o, "linear_causal_peak", r.linear_causal_peak);
+            add_bytes(o, "tiled_backward_ceiling", tiled);
+            add_bytes(o, "linear_chunked_backward_ceiling", chunked);
+        } else {
+            fprintf(out, "%6lld  %14zu  %14zu  %14zu  %12zu  %16zu  %14zu  %12zu  %14zu\n", (long long)N, r.inputs,
+                    r.standard_scores, r.standard_peak, r.linear_bidir_state, r.linear_causal_state,
+                    r.linear_causal_peak, tiled, chunked);
+        }
+    }
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "preset", p->name);
+        cJSON_AddNumberToObject(root, "batch", (double)B);
+        cJSON_AddNumberToObject(root, "heads", (double)H);
+        cJSON_AddNumberToObject(root, "head_dim", (double)D);
+        cJSON_AddNumberToObject(root, "elem_bytes", (double)e);
+        cJSON_AddItemToObject(root, "attention", arr);
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        if (text == NULL) return MF_CLI_UNAVAILABLE;
+        fprintf(out, "%s\n", text);
+        cJSON_free(text);
+    } else if (B == 4 && H == 8 && D == 64) {
+        fprintf(out,
+                "\nThe document's prose says the bidirectional KV state is \"2 MB\" and the causal\n"
+                "cumulative state at N=8192 \"17 GB\"; its own formula gives %zu B (0.26 MB) and\n"
+                "2,147,483,648 B (2.1 GB). The N=8192 scores, 4.3 GB, are right.\n",
+                (size_t)B * (size_t)H * (size_t)D * (size_t)D * e);
+    }
+    return MF_CLI_OK;
+#else
+    (void)p;
+    (void)cfg;
+    (void)json;
+    (void)out;
+    fprintf(err, "memfix plan: the attention sweep needs the op formulas of a build with kernels\n");
+    return MF_CLI_UNAVAILABLE;
+#endif
+}
+
+/* ---- model output ---------------------------------------------------------------------- */
+static int print_model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
+                            const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (preset) cJSON_AddStringToObject(root, "preset", preset);
+    else cJSON_AddNullToObject(root, "preset");
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    cJSON_AddNumberToObject(cfg, "layers", (double)c->layers);
+    cJSON_AddNumberToObject(cfg, "d_model", (double)c->d_model);
+    cJSON_AddNumberToObject(cfg, "d_ffn", (double)c->d_ffn);
+    cJSON_AddNumberToObject(cfg, "heads", (double)c->heads);
+    cJSON_AddNumberToObject(cfg, "kv_heads", (double)(c->kv_heads > 0 ? c->kv_heads : c->heads));
+    cJSON_AddNumberToObject(cfg, "head_dim", (double)(c->head_dim > 0 ? c->head_dim : c->d_model / c->heads));
+    cJSON_AddNumberToObject(cfg, "vocab", (double)c->vocab);
+    cJSON_AddNumberToObject(cfg, "max_positions", (double)c->max_positions);
+    cJSON_AddBoolToObject(cfg, "tied_embeddings", c->tied_embeddings);
+    cJSON_AddBoolToObject(cfg, "gated_mlp", c->gated_mlp);
+    cJSON_AddBoolToObject(cfg, "linear_bias", c->linear_bias);
+    cJSON_AddBoolToObject(cfg, "layernorm", c->layernorm);
+    cJSON_AddBoolToObject(cfg, "qk_norm", c->qk_norm);
+    cJSON_AddBoolToObject(cfg, "dropout", c->dropout);
+    cJSON_AddNumberToObject(cfg, "batch", (double)c->batch);
+    cJSON_AddNumberToObject(cfg, "seq", (double)c->seq);
+    cJSON_AddStringToObject(cfg, "dtype", mf_dtype_name(c->dtype));
+    cJSON_AddNumberToObject(cfg, "dp", (double)c->dp);
+    cJSON_AddNumberToObject(cfg, "zero", c->zero);
+    cJSON_AddNumberToObject(cfg, "npt_rank", (double)c->npt_rank);
+    cJSON_AddBoolToObject(cfg, "nsa", c->nsa);
+    cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddNumberToObject(mem, "params", (double)m->params);
+    cJSON_AddNumberToObject(mem, "embedding_params", (double)m->embedding_params);
+    cJSON_AddNumberToObject(mem, "layer_params", (double)m->layer_params);
+    add_bytes(mem, "weights_bytes", m->weights_bytes);
+    add_bytes(mem, "grads_bytes", m->grads_bytes);
+    add_bytes(mem, "optimizer_bytes", m->optimizer_bytes);
+    add_bytes(mem, "weights_gpu", m->weights_gpu);
+    add_bytes(mem, "grads_gpu", m->grads_gpu);
+    add_bytes(mem, "optimizer_gpu", m->optimizer_gpu);
+    add_bytes(mem, "act_layer_standard", m->act_layer_standard);
+    add_bytes(mem, "act_layer_tiled", m->act_layer_tiled);
+    add_bytes(mem, "act_outside_layers", m->act_outside_layers);
+    add_bytes(mem, "act_standard", m->act_standard);
+    add_bytes(mem, "act_tiled", m->act_tiled);
+    add_bytes(mem, "act_ckpt_standard", m->act_ckpt_standard);
+    add_bytes(mem, "act_ckpt_tiled", m->act_ckpt_tiled);
+    add_bytes(mem, "logits_bytes", m->logits_bytes);
+    add_bytes(mem, "loss_naive", m->loss_naive);
+    add_bytes(mem, "loss_chunked", m->loss_chunked);
+    cJSON_AddNumberToObject(mem, "loss_chunk_rows", (double)m->loss_chunk_rows);
+    add_bytes(mem, "total_naive", m->total_naive);
+    add_bytes(mem, "total_optimized", m->total_optimized);
+    cJSON *fixes = cJSON_AddArrayToObject(root, "fixes");
+    for (size_t i = 0; i < n_rows; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(fixes, o);
+        cJSON_AddStringToObject(o, "fix", rows[i].fix);
+        cJSON_AddStringToObject(o, "shape", rows[i].shape);
+        cJSON_AddStringToObject(o, "naive", rows[i].naive_what);
+        add_bytes(o, "naive_bytes", rows[i].naive_bytes);
+        cJSON_AddStringToObject(o, "optimized", rows[i].optimized_what);
+        add_bytes(o, "optimized_bytes", rows[i].optimized_bytes);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (text == NULL) return MF_CLI_UNAVAILABLE;
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return MF_CLI_OK;
+}
+
+static void print_model_table(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
+                              const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
+{
+    char b1[64], b2[64];
+    const int64_t kv = c->kv_heads > 0 ? c->kv_heads : c->heads;
+    const int64_t dh = c->head_dim > 0 ? c->head_dim : c->d_model / c->heads;
+    fprintf(out, "plan%s%s: %lld layers, d_model %lld, d_ffn %lld (%s), heads %lld/%lld x %lld, vocab %lld%s\n",
+            preset ? " " : "", preset ? preset : "", (long long)c->layers, (long long)c->d_model,
+            (long long)c->d_ffn, c->gated_mlp ? "gated" : "2-matrix", (long long)c->heads, (long long)kv,
+            (long long)dh, (long long)c->vocab, c->tied_embeddings ? " (tied)" : "");
+    fprintf(out, "step per GPU: batch %lld x seq %lld = %lld tokens, %s, dp %lld, ZeRO %d\n\n", (long long)c->batch,
+            (long long)c->seq, (long long)(c->batch * c->seq), mf_dtype_name(c->dtype), (long long)c->dp, c->zero);
+
+    fprintf(out, "per fix: the big intermediate, naive vs optimized (bytes)\n");
+    fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", "fix", "shape", "naive materializes", "naive",
+            "optimized", "optimized");
+    for (size_t i = 0; i < n_rows; i++)
+        fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", rows[i].fix, rows[i].shape, rows[i].naive_what,
+                fmt_bytes(b1, sizeof b1, rows[i].naive_bytes), rows[i].optimized_what,
+                fmt_bytes(b2, sizeof b2, rows[i].optimized_bytes));
+
+    fprintf(out, "\ntraining memory per GPU (bytes)\n");
+    fprintf(out, "  %-44s  %lld (embeddings %lld, per layer %lld)\n", "parameters", (long long)m->params,
+            (long long)m->embedding_params, (long long)m->layer_params);
+#define ROW(label, v) fprintf(out, "  %-44s  %s\n", label, fmt_bytes(b1, sizeof b1, v))
+#define ROW2(label, whole, gpu)                                                                                  \
+    fprintf(out, "  %-44s  %s  (unsharded %s)\n", label, fmt_bytes(b1, sizeof b1, gpu), fmt_bytes(b2, sizeof b2, whole))
+    ROW2("weights", m->weights_bytes, m->weights_gpu);
+    ROW2("gradients", m->grads_bytes, m->grads_gpu);
+    ROW2("AdamW states (fp32 m, v [+ master])", m->optimizer_bytes, m->optimizer_gpu);
+    ROW("activations, one layer, standard attention", m->act_layer_standard);
+    ROW("activations, one layer, tiled attention", m->act_layer_tiled);
+    ROW("activations outside the layers", m->act_outside_layers);
+    ROW("activations, standard, no checkpointing", m->act_standard);
+    ROW("activations, tiled, no checkpointing", m->act_tiled);
+    ROW("activations, standard, checkpointing", m->act_ckpt_standard);
+    ROW("activations, tiled, checkpointing", m->act_ckpt_tiled);
+    ROW("logits (N x V in dtype)", m->logits_bytes);
+    ROW("loss, naive (logits + fp32 copy)", m->loss_naive);
+    ROW("loss, chunked (fp32 tile + 4N + 16)", m->loss_chunked);
+    ROW("total, naive (standard, no ckpt, naive loss)", m->total_naive);
+    ROW("total, optimized (tiled, ckpt, chunked loss)", m->total_optimized);
+#undef ROW
+#undef ROW2
+}
+
+/* ---- argument parsing ------------------------------------------------------------------- */
+typedef struct {
+    const char *name;
+    int kind; /* 0: int64 field, 1: int flag, 2: size_t */
+    size_t offset;
+} plan_opt;
+
+#define I64(name, field) {name, 0, offsetof(mf_plan_config, field)}
+#define FLAG(name, field) {name, 1, offsetof(mf_plan_config, field)}
+static const plan_opt plan_opts[] = {
+    I64("--layers", layers),       I64("--d-model", d_model),     I64("--d-ffn", d_ffn),
+    I64("--heads", heads),         I64("--kv-heads", kv_heads),   I64("--head-dim", head_dim),
+    I64("--vocab", vocab),         I64("--max-positions", max_positions), I64("--batch", batch),
+    I64("--seq", seq),             I64("--dp", dp),               I64("--npt-rank", npt_rank),
+    FLAG("--tied", tied_embeddings), FLAG("--gated", gated_mlp), FLAG("--bias", linear_bias),
+    FLAG("--layernorm", layernorm), FLAG("--qk-norm", qk_norm), FLAG("--dropout", dropout), FLAG("--nsa", nsa),
+    FLAG("--zero", zero),          {"--ce-budget", 2, offsetof(mf_plan_config, ce_budget)},
+};
+#undef I64
+#undef FLAG
+
+int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
+{
+    mf_plan_config cfg;
+    mf_plan_config_init(&cfg);
+    const char *preset_name = NULL;
+    const mf_plan_preset *preset = NULL;
+    int json = 0;
+    /* the preset first, whatever its position, so options override it */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            mf_cli_plan_help(out);
+            return MF_CLI_OK;
+        }
+        if (strcmp(a, "--list-presets") == 0) {
+            fprintf(out, "presets:\n");
+            list_presets(out);
+            return MF_CLI_OK;
+        }
+        if (strcmp(a, "--preset") == 0 || strncmp(a, "--preset=", 9) == 0) {
+            if (a[8] == '=') preset_name = a + 9;
+            else if (i + 1 < argc) preset_name = argv[++i];
+            else {
+                fprintf(err, "memfix plan: --preset needs a value\n");
+                return MF_CLI_USAGE;
+            }
+        }
+    }
+    if (preset_name != NULL) {
+        preset = mf_plan_preset_find(preset_name);
+        if (preset == NULL) {
+            fprintf(err, "memfix plan: unknown preset '%s'; presets:\n", preset_name);
+            list_presets(err);
+            return MF_CLI_USAGE;
+        }
+        cfg = preset->cfg;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--preset") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(a, "--preset=", 9) == 0) continue;
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
+        }
+        /* --name VALUE or --name=VALUE */
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        const char *val = NULL;
+        int matched = 0;
+        if (len == 7 && strncmp(a, "--dtype", 7) == 0) {
+            val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (val == NULL) {
+                fprintf(err, "memfix plan: --dtype needs a value (f32 or bf16)\n");
+                return MF_CLI_USAGE;
+            }
+            if (strcmp(val, "f32") == 0 || strcmp(val, "fp32") == 0) cfg.dtype = MF_DTYPE_F32;
+            else if (strcmp(val, "bf16") == 0) cfg.dtype = MF_DTYPE_BF16;
+            else {
+                fprintf(err, "memfix plan: unknown dtype '%s' (f32 or bf16)\n", val);
+                return MF_CLI_USAGE;
+            }
+            continue;
+        }
+        for (size_t k = 0; k < sizeof plan_opts / sizeof plan_opts[0] && !matched; k++) {
+            const plan_opt *o = &plan_opts[k];
+            if (strlen(o->name) != len || strncmp(a, o->name, len) != 0) continue;
+            matched = 1;
+            val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            int64_t v;
+            if (val == NULL || !parse_i64(val, &v)) {
+                fprintf(err, "memfix plan: %s needs an integer value%s%s%s\n", o->name, val ? " (got '" : "",
+                        val ? val : "", val ? "')" : "");
+                return MF_CLI_USAGE;
+            }
+            char *field = (char *)&cfg + o->offset;
+            if (o->kind == 0) {
+                memcpy(field, &v, sizeof v);
+            } else if (o->kind == 1) {
+                if (v < INT32_MIN || v > INT32_MAX) v = -1; /* rejected by validation */
+                int iv = (int)v;
+                memcpy(field, &iv, sizeof iv);
+            } else {
+                if (v <= 0) {
+                    fprintf(err, "memfix plan: %s must be > 0\n", o->name);
+                    return MF_CLI_USAGE;
+                }
+                size_t sv = (size_t)v;
+                memcpy(field, &sv, sizeof sv);
+            }
+        }
+        if (!matched) {
+            fprintf(err, "memfix plan: unknown argument '%s' (see memfix plan --help)\n", a);
+            return MF_CLI_USAGE;
+        }
+    }
+    if (cfg.nsa && cfg.nsa_l == 0) { /* seed 001's NSA configuration */
+        cfg.nsa_l = 32;
+        cfg.nsa_d = 16;
+        cfg.nsa_l_sel = 64;
+        cfg.nsa_n_sel = 16;
+        cfg.nsa_w = 512;
+    }
+
+    if (preset != NULL && preset->kind == MF_PLAN_PRESET_ATTENTION_SWEEP) {
+        if (mf_plan_config_validate(&cfg) != MF_OK) {
+            fprintf(err, "memfix plan: invalid configuration: %s\n", mf_last_error());
+            return MF_CLI_USAGE;
+        }
+        return attention_sweep(preset, &cfg, json, out, err);
+    }
+
+    mf_plan_memory m;
+    mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];
+    size_t n_rows = 0;
+    mf_status s = mf_plan_training_memory(&cfg, &m);
+    if (s == MF_OK) s = mf_plan_fixes(&cfg, rows, &n_rows);
+    if (s != MF_OK) {
+        fprintf(err, "memfix plan: invalid configuration: %s: %s\n", mf_status_name(s), mf_last_error());
+        return MF_CLI_USAGE;
+    }
+    if (json) return print_model_json(preset ? preset->name : NULL, &cfg, &m, rows, n_rows, out);
+    print_model_table(preset ? preset->name : NULL, &cfg, &m, rows, n_rows, out);
+    return MF_CLI_OK;
+}

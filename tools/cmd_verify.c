@@ -1,0 +1,315 @@
+/* `memfix verify`: a candidate kernel from a shared library against the
+ * reference, with defenses against a kernel that only looks right
+ * (include/memfix/verify.h, docs/verify.md).
+ *
+ *   memfix verify --op OP --lib PATH --symbol NAME [--backend auto|host|cuda] [--json]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "memfix_cli.h"
+
+#include "memfix/memfix.h"
+#include "memfix/registry.h"
+#include "memfix/verify.h"
+
+#include <cJSON.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void mf_cli_verify_help(FILE *out)
+{
+    fprintf(out,
+            "usage: memfix verify --op OP --lib PATH --symbol NAME [--backend auto|host|cuda] [--json]\n"
+            "\n"
+            "Loads NAME from the shared library PATH (dlopen/dlsym): your kernel, a C function\n"
+            "with the op's candidate signature (include/memfix/verify.h; for matmul\n"
+            "mf_matmul_candidate_fn, mf_matmul's arguments minus the variant). Runs it on the\n"
+            "op's built-in cases like `memfix report` (seeded inputs, the reference, the op's\n"
+            "tolerance, scratch measured through the context's allocator against the fix's\n"
+            "ceiling) and with defenses against a kernel that only looks right. A row is\n"
+            "rejected by the first defense that fails:\n"
+            "  error              the candidate returned an error, or the device reported one\n"
+            "  guard-band         it wrote into the canary regions around a buffer\n"
+            "  input-mutation     it changed an input\n"
+            "  hidden-allocation  device memory grew beyond what went through mf_scratch_alloc\n"
+            "  determinism        a second call on the same inputs gave different bits\n"
+            "  nan-prefill        part of the output (pre-filled with NaN) was never written\n"
+            "  all-zero           the output is all zeros\n"
+            "  equivalence        the output differs from the reference beyond the tolerance\n"
+            "  scratch-ceiling    tracked device scratch exceeds the fix's ceiling formula\n"
+            "  rerun              a second sweep (reverse order, different inputs) failed:\n"
+            "                     stale buffers or cached results\n"
+            "\n"
+            "options:\n"
+            "  --op OP           the op the candidate implements (supported: %s)\n"
+            "  --lib PATH        the shared library (a path; a bare file name in the current\n"
+            "                    directory is found too)\n"
+            "  --symbol NAME     the candidate's symbol (declare it extern \"C\" in C++/CUDA)\n"
+            "  --backend B       auto (default: cuda when a device is present, else host),\n"
+            "                    host (a library built with cudahost) or cuda (built with nvcc)\n"
+            "  --json            print a JSON array: report's keys plus candidate, defense\n"
+            "                    and reason\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "exit status: 0 every case passed, 1 the candidate was rejected, 2 usage error\n"
+            "(unknown op, op without candidates, library or symbol not found), 3 the\n"
+            "backend is unavailable. See docs/verify.md for building a candidate.\n",
+            mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
+}
+
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+    size_t len = strlen(name);
+    const char *a = argv[*i];
+    *missing = 0;
+    if (strncmp(a, name, len) != 0) return NULL;
+    if (a[len] == '=') return a + len + 1;
+    if (a[len] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        *missing = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static void num_cell(char *buf, size_t cap, double x)
+{
+    if (isnan(x)) snprintf(buf, cap, "nan");
+    else if (isinf(x)) snprintf(buf, cap, x > 0 ? "inf" : "-inf");
+    else snprintf(buf, cap, "%.3g", x);
+}
+
+enum { VCOL = 13 };
+static const char *const vcol_names[VCOL] = {"op",       "backend",  "dtype",   "shape",   "max abs err",
+                                             "max rel err", "atol",   "rtol",    "verdict", "defense",
+                                             "ref peak", "opt peak", "ceiling"};
+
+static void vrow_cells(const mf_verify_row *v, char cells[VCOL][160])
+{
+    const mf_case_result *r = &v->result;
+    snprintf(cells[0], 160, "%s", r->op);
+    snprintf(cells[1], 160, "%s", r->backend);
+    snprintf(cells[2], 160, "%s", r->dtype);
+    snprintf(cells[3], 160, "%s", r->shape);
+    num_cell(cells[4], 160, r->max_abs_err);
+    num_cell(cells[5], 160, r->max_rel_err);
+    num_cell(cells[6], 160, r->atol);
+    num_cell(cells[7], 160, r->rtol);
+    snprintf(cells[8], 160, "%s", r->pass ? "PASS" : "FAIL");
+    snprintf(cells[9], 160, "%s", v->defense[0] ? v->defense : "-");
+    snprintf(cells[10], 160, "%zu", r->ref_peak_bytes);
+    snprintf(cells[11], 160, "%zu", r->opt_peak_bytes);
+    if (r->ceiling_bytes == SIZE_MAX) snprintf(cells[12], 160, "n/a");
+    else snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
+}
+
+static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n)
+{
+    static char cells[VCOL][160];
+    static const int right[VCOL] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1};
+    size_t width[VCOL];
+    for (int c = 0; c < VCOL; c++) width[c] = strlen(vcol_names[c]);
+    for (size_t i = 0; i < n; i++) {
+        vrow_cells(&rows[i], cells);
+        for (int c = 0; c < VCOL; c++)
+            if (strlen(cells[c]) > width[c]) width[c] = strlen(cells[c]);
+    }
+    fprintf(out, "candidate %s\n", symbol);
+    for (int c = 0; c < VCOL; c++)
+        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], vcol_names[c]);
+    fprintf(out, "\n");
+    for (int c = 0; c < VCOL; c++) {
+        fprintf(out, "%s", c ? "  " : "");
+        for (size_t k = 0; k < width[c]; k++) fputc('-', out);
+    }
+    fprintf(out, "\n");
+    for (size_t i = 0; i < n; i++) {
+        vrow_cells(&rows[i], cells);
+        for (int c = 0; c < VCOL; c++)
+            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cells[c]);
+        fprintf(out, "\n");
+    }
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++) failed += !rows[i].result.pass;
+    fprintf(out, "\n%zu cases, %zu passed, %zu rejected: %s\n", n, n - failed, failed,
+            failed ? "candidate REJECTED" : "candidate ACCEPTED");
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].result.pass)
+            fprintf(out, "REJECTED [%s %s] by %s: %s\n", rows[i].result.dtype, rows[i].result.shape,
+                    rows[i].defense[0] ? rows[i].defense : "?",
+                    rows[i].result.message[0] ? rows[i].result.message : "(no message)");
+}
+
+static int verify_json(FILE *out, FILE *err, const char *symbol, const mf_verify_row *rows, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (arr == NULL) goto oom;
+    for (size_t i = 0; i < n; i++) {
+        const mf_case_result *r = &rows[i].result;
+        cJSON *o = cJSON_CreateObject();
+        if (o == NULL) break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "op", r->op);
+        cJSON_AddStringToObject(o, "variant", r->variant);
+        cJSON_AddStringToObject(o, "candidate", symbol);
+        cJSON_AddStringToObject(o, "backend", r->backend);
+        cJSON_AddStringToObject(o, "dtype", r->dtype);
+        cJSON_AddStringToObject(o, "shape", r->shape);
+        if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
+        else cJSON_AddNullToObject(o, "max_abs_err");
+        if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
+        else cJSON_AddNullToObject(o, "max_rel_err");
+        cJSON_AddNumberToObject(o, "atol", r->atol);
+        cJSON_AddNumberToObject(o, "rtol", r->rtol);
+        cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
+        cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
+        cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
+        if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
+        else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+        if (rows[i].defense[0]) cJSON_AddStringToObject(o, "defense", rows[i].defense);
+        else cJSON_AddNullToObject(o, "defense");
+        cJSON_AddStringToObject(o, "reason", r->message);
+    }
+    char *text = cJSON_Print(arr);
+    cJSON_Delete(arr);
+    if (text == NULL) goto oom;
+    fprintf(out, "%s\n", text);
+    cJSON_free(text);
+    return 1;
+oom:
+    cJSON_Delete(arr);
+    fprintf(err, "memfix verify: out of memory building JSON\n");
+    return 0;
+}
+
+int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
+{
+    const char *op_name = NULL, *lib = NULL, *symbol = NULL, *backend_name = "auto";
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int missing = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            mf_cli_verify_help(out);
+            return MF_CLI_OK;
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else if ((v = opt_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
+            if (missing) goto needs_value;
+            op_name = v;
+        } else if ((v = opt_value(argc, argv, &i, "--lib", &missing)) != NULL || missing) {
+            if (missing) goto needs_value;
+            lib = v;
+        } else if ((v = opt_value(argc, argv, &i, "--symbol", &missing)) != NULL || missing) {
+            if (missing) goto needs_value;
+            symbol = v;
+        } else if ((v = opt_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
+            if (missing) goto needs_value;
+            backend_name = v;
+        } else {
+            fprintf(err, "memfix verify: unknown argument '%s' (see memfix verify --help)\n", a);
+            return MF_CLI_USAGE;
+        }
+        continue;
+    needs_value:
+        fprintf(err, "memfix verify: %s needs a value\n", a);
+        return MF_CLI_USAGE;
+    }
+    if (op_name == NULL || lib == NULL || symbol == NULL) {
+        fprintf(err, "memfix verify: --op, --lib and --symbol are required (see memfix verify --help)\n");
+        return MF_CLI_USAGE;
+    }
+    mf_backend backend;
+    if (strcmp(backend_name, "auto") == 0) backend = MF_BACKEND_AUTO;
+    else if (strcmp(backend_name, "host") == 0) backend = MF_BACKEND_HOST;
+    else if (strcmp(backend_name, "cuda") == 0) backend = MF_BACKEND_CUDA;
+    else {
+        fprintf(err, "memfix verify: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
+        return MF_CLI_USAGE;
+    }
+    const mf_op_desc *desc = mf_registry_find(op_name);
+    if (desc == NULL) {
+        fprintf(err, "memfix verify: unknown op '%s'\n", op_name);
+        return MF_CLI_USAGE;
+    }
+    if (!mf_verify_supported(op_name)) {
+        fprintf(err, "memfix verify: op '%s' takes no candidates yet (supported: %s)\n", op_name,
+                mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
+        return MF_CLI_USAGE;
+    }
+    if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
+        fprintf(err, "memfix verify: backend cuda is not available (no CUDA backend or no device; use --backend host)\n");
+        return MF_CLI_UNAVAILABLE;
+    }
+
+    /* dlopen searches the library path for a name without '/': a file in the
+     * current directory is meant, as a user would expect. */
+    char path[4096];
+    struct stat sb;
+    if (strchr(lib, '/') == NULL && stat(lib, &sb) == 0) snprintf(path, sizeof path, "./%s", lib);
+    else snprintf(path, sizeof path, "%s", lib);
+    dlerror();
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *e = dlerror();
+        fprintf(err, "memfix verify: cannot load '%s': %s\n", lib, e ? e : "unknown error");
+        if (e && (strstr(e, "undefined symbol") || strstr(e, "static TLS")))
+            fprintf(err, "  (a host-mode candidate takes cudahost_* and mf_* from memfix itself: link it "
+                         "without libcudahost.a, see docs/verify.md)\n");
+        return MF_CLI_USAGE;
+    }
+    dlerror();
+    void *sym = dlsym(handle, symbol);
+    const char *e = dlerror();
+    if (sym == NULL || e != NULL) {
+        fprintf(err, "memfix verify: no symbol '%s' in '%s'%s%s (declare it extern \"C\")\n", symbol, lib,
+                e ? ": " : "", e ? e : "");
+        dlclose(handle);
+        return MF_CLI_USAGE;
+    }
+    /* dlsym on the handle searches the library and its dependencies, not the
+     * memfix executable: a cudahost runtime found there is a second copy, which
+     * would know none of memfix's device buffers. */
+    if (dlsym(handle, "cudahost_cudaMalloc") != NULL) {
+        fprintf(err,
+                "memfix verify: '%s' contains its own copy of the cudahost runtime (libcudahost.a linked in): "
+                "link the candidate without cudahost, so that it uses memfix's (see docs/verify.md)\n",
+                lib);
+        dlclose(handle);
+        return MF_CLI_USAGE;
+    }
+    void (*candidate)(void);
+    memcpy(&candidate, &sym, sizeof candidate); /* object to function pointer (POSIX) */
+
+    mf_context *ctx = NULL;
+    mf_status s = mf_context_create(&ctx, backend);
+    if (s != MF_OK) {
+        fprintf(err, "memfix verify: cannot create a %s context: %s: %s\n", backend_name, mf_status_name(s),
+                mf_last_error());
+        dlclose(handle);
+        return MF_CLI_UNAVAILABLE;
+    }
+    const size_t cap = (size_t)desc->n_cases;
+    mf_verify_row *rows = calloc(cap ? cap : 1, sizeof *rows);
+    size_t n = 0;
+    if (rows == NULL) s = MF_ERR_OUT_OF_MEMORY;
+    else s = mf_verify(ctx, op_name, candidate, rows, cap, &n);
+    mf_context_destroy(ctx);
+    /* The library stays loaded: a candidate may have registered destructors or
+     * left threads behind; unloading it under them would crash at exit. */
+    if (s != MF_OK) {
+        fprintf(err, "memfix verify: %s: %s\n", mf_status_name(s), mf_last_error());
+        free(rows);
+        return MF_CLI_UNAVAILABLE;
+    }
+    int failed = 0;
+    for (size_t i = 0; i < n; i++) failed |= !rows[i].result.pass;
+    int ok = 1;
+    if (json) ok = verify_json(out, err, symbol, rows, n);
+    else verify_table(out, symbol, rows, n);
+    free(rows);
+    if (!ok) return MF_CLI_UNAVAILABLE;
+    return failed ? MF_CLI_FAILED : MF_CLI_OK;
+}
