@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: the default build (host execution mode + references, and
 # every .cu compiled and linked by nvcc for sm_80 and sm_90 when nvcc exists),
-# then host mode again under AddressSanitizer and ThreadSanitizer.
+# then host mode again under AddressSanitizer and ThreadSanitizer, then line
+# coverage (ci/coverage.sh: fails below 90% of reference/, optimized/, src/core/,
+# src/ops/).
 # Tests that need a GPU are reported skipped (exit 77) on machines without one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,3 +26,6 @@ for san in asan tsan; do
   step "$san tests (label host)"
   ctest --preset "$san" -j "$jobs" -L host -LE slow
 done
+
+step "coverage (fails below 90% line coverage of reference/, optimized/, src/core/, src/ops/)"
+MF_JOBS="$jobs" ci/coverage.sh

@@ -9,3 +9,7 @@ mf_add_check_test(test_tool SOURCES unit/test_tool.c LABELS unit TIMEOUT 300)
 target_link_libraries(test_tool PRIVATE mf_cli)
 target_compile_definitions(test_tool PRIVATE MF_TOOL_PATH="$<TARGET_FILE:memfix-cli>")
 add_dependencies(test_tool memfix-cli)
+# Every registered op's built-in cases through the registry (what `memfix report` runs).
+if(MF_HAVE_HOST_KERNELS)
+  mf_add_check_test(test_registry SOURCES unit/test_registry.c LABELS unit equivalence memory BACKENDS host cuda TIMEOUT 300)
+endif()
