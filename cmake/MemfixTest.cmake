@@ -63,7 +63,7 @@ function(mf_add_check_test name)
     # bad-input tests ask for SIZE_MAX bytes and expect MF_ERR_OUT_OF_MEMORY
     list(APPEND extra_env "ASAN_OPTIONS=allocator_may_return_null=1")
   elseif(MF_SANITIZER STREQUAL "thread")
-    list(APPEND extra_env "TSAN_OPTIONS=allocator_may_return_null=1")
+    list(APPEND extra_env "TSAN_OPTIONS=allocator_may_return_null=1:suppressions=${PROJECT_SOURCE_DIR}/tests/support/tsan.supp")
   endif()
   foreach(backend IN LISTS ARG_BACKENDS)
     add_test(NAME ${name}.${backend} COMMAND ${name})
