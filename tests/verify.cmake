@@ -28,13 +28,62 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set_tests_properties(test_verify_cli_hidden_alloc.host PROPERTIES
     LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "REJECTED [^\n]* by hidden-allocation")
 
+  # the other ops' examples through the binary: one correct and one wrong each
+  function(mf_verify_cli_test op lib sym regex)
+    add_test(NAME test_verify_cli_${lib}.host
+      COMMAND $<TARGET_FILE:memfix-cli> verify --op ${op} --symbol ${sym} --backend host
+              --lib ${_mf_cand_dir}/lib${lib}.so)
+    set_tests_properties(test_verify_cli_${lib}.host PROPERTIES
+      LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "${regex}")
+  endfunction()
+  mf_verify_cli_test(cross_entropy.backward ce_backward_correct ce_backward_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(cross_entropy.backward ce_backward_no_grad_loss ce_backward_candidate
+                     "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(rope rope_correct rope_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(rope rope_ignores_direction rope_candidate "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(attention.forward attention_forward_correct attention_forward_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(attention.forward attention_forward_no_scale attention_forward_candidate
+                     "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(attention.backward attention_backward_correct attention_backward_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(attention.backward attention_backward_dk_sign attention_backward_candidate
+                     "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(npt.forward npt_forward_correct npt_forward_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(npt.forward npt_forward_no_modulation npt_forward_candidate "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(npt.backward npt_backward_correct npt_backward_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(npt.backward npt_backward_no_modulation npt_backward_candidate
+                     "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(linear_attention.forward linear_attention_forward_correct linear_attention_forward_candidate
+                     "candidate ACCEPTED")
+  mf_verify_cli_test(linear_attention.forward linear_attention_forward_no_state linear_attention_forward_candidate
+                     "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(linear_attention.backward linear_attention_backward_correct linear_attention_backward_candidate
+                     "candidate ACCEPTED")
+  mf_verify_cli_test(linear_attention.backward linear_attention_backward_no_final_grad
+                     linear_attention_backward_candidate "REJECTED [^\n]* by equivalence")
+
   if(MF_HAVE_CUDA)
-    # On a GPU runner: the nvcc-built correct candidate on the CUDA backend
+    # On a GPU runner: the nvcc-built correct candidates on the CUDA backend
     # (memfix exits 3, skipped, without a device).
     add_test(NAME test_verify_cli_correct.cuda
       COMMAND $<TARGET_FILE:memfix-cli> verify --op matmul --symbol matmul_candidate --backend cuda
               --lib ${CMAKE_BINARY_DIR}/candidates/cuda/libmatmul_correct.so)
     set_tests_properties(test_verify_cli_correct.cuda PROPERTIES
       LABELS "unit;cuda" TIMEOUT 120 SKIP_RETURN_CODE 3)
+    foreach(_t IN ITEMS "cross_entropy:ce_forward:ce_forward" "cross_entropy.backward:ce_backward:ce_backward"
+                        "rope:rope:rope" "attention.forward:attention_forward:attention_forward"
+                        "attention.backward:attention_backward:attention_backward"
+                        "npt.forward:npt_forward:npt_forward" "npt.backward:npt_backward:npt_backward"
+                        "linear_attention.forward:linear_attention_forward:linear_attention_forward"
+                        "linear_attention.backward:linear_attention_backward:linear_attention_backward")
+      string(REPLACE ":" ";" _f "${_t}")
+      list(GET _f 0 _op)
+      list(GET _f 1 _lib)
+      list(GET _f 2 _sym)
+      add_test(NAME test_verify_cli_${_lib}_correct.cuda
+        COMMAND $<TARGET_FILE:memfix-cli> verify --op ${_op} --symbol ${_sym}_candidate --backend cuda
+                --lib ${CMAKE_BINARY_DIR}/candidates/cuda/lib${_lib}_correct.so)
+      set_tests_properties(test_verify_cli_${_lib}_correct.cuda PROPERTIES
+        LABELS "unit;cuda" TIMEOUT 120 SKIP_RETURN_CODE 3 PASS_REGULAR_EXPRESSION "candidate ACCEPTED")
+    endforeach()
   endif()
 endif()

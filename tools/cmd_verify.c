@@ -25,7 +25,8 @@ void mf_cli_verify_help(FILE *out)
             "\n"
             "Loads NAME from the shared library PATH (dlopen/dlsym): your kernel, a C function\n"
             "with the op's candidate signature (include/memfix/verify.h; for matmul\n"
-            "mf_matmul_candidate_fn, mf_matmul's arguments minus the variant). Runs it on the\n"
+            "mf_matmul_candidate_fn, mf_matmul's arguments minus the variant; an op with\n"
+            "several entry points is named op.entry, e.g. attention.backward). Runs it on the\n"
             "op's built-in cases like `memfix report` (seeded inputs, the reference, the op's\n"
             "tolerance, scratch measured through the context's allocator against the fix's\n"
             "ceiling) and with defenses against a kernel that only looks right. A row is\n"
@@ -229,14 +230,31 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "memfix verify: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
         return MF_CLI_USAGE;
     }
-    const mf_op_desc *desc = mf_registry_find(op_name);
-    if (desc == NULL) {
-        fprintf(err, "memfix verify: unknown op '%s'\n", op_name);
+    if (!mf_verify_supported(op_name) && mf_registry_find(op_name) == NULL) {
+        fprintf(err, "memfix verify: unknown op '%s' (supported: %s)\n", op_name,
+                mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
         return MF_CLI_USAGE;
     }
     if (!mf_verify_supported(op_name)) {
-        fprintf(err, "memfix verify: op '%s' takes no candidates yet (supported: %s)\n", op_name,
-                mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
+        /* an op verified one entry point at a time: name its targets */
+        char entries[256] = "";
+        const char *list = mf_verify_supported_ops();
+        const size_t len = strlen(op_name);
+        for (const char *p = list; p != NULL && *p != '\0';) {
+            const char *end = strchr(p, ',');
+            const size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+            if (n > len && strncmp(p, op_name, len) == 0 && p[len] == '.' && strlen(entries) + n + 5 < sizeof entries) {
+                if (entries[0] != '\0') strcat(entries, " or ");
+                strncat(entries, p, n);
+            }
+            p = end != NULL ? end + 2 : NULL;
+        }
+        if (entries[0] != '\0')
+            fprintf(err, "memfix verify: op '%s' is verified one entry point at a time: use --op %s\n", op_name,
+                    entries);
+        else
+            fprintf(err, "memfix verify: op '%s' takes no candidates yet (supported: %s)\n", op_name,
+                    list[0] ? list : "none in this build");
         return MF_CLI_USAGE;
     }
     if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
@@ -291,7 +309,7 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         dlclose(handle);
         return MF_CLI_UNAVAILABLE;
     }
-    const size_t cap = (size_t)desc->n_cases;
+    const size_t cap = (size_t)mf_verify_n_cases(op_name);
     mf_verify_row *rows = calloc(cap ? cap : 1, sizeof *rows);
     size_t n = 0;
     if (rows == NULL) s = MF_ERR_OUT_OF_MEMORY;

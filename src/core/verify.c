@@ -7,7 +7,10 @@
  * signature (verify_matmul_guard) which copies the inputs into guarded
  * buffers, calls the candidate twice and checks guard bands, inputs, hidden
  * allocations and determinism, then hands the first result back to the hook,
- * which compares it with the reference and checks the scratch ceiling. */
+ * which compares it with the reference and checks the scratch ceiling. The
+ * guards of the other targets describe their buffers as a gspec list and go
+ * through guard_generic (optional buffers may be NULL). A target is an op, or
+ * "op.entry" for an op verified one entry point at a time (targets[] below). */
 #define _POSIX_C_SOURCE 200809L
 #include "memfix/verify.h"
 
@@ -18,6 +21,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,14 @@ enum { GUARD_BYTES = 1024 }; /* a multiple of 256: the candidate's pointers keep
 typedef struct verify_state {
     mf_matmul_candidate_fn matmul;
     mf_cross_entropy_forward_candidate_fn ce_forward;
+    mf_rope_candidate_fn rope;
+    mf_cross_entropy_backward_candidate_fn ce_backward;
+    mf_attention_forward_candidate_fn attn_fwd;
+    mf_attention_backward_candidate_fn attn_bwd;
+    mf_npt_forward_candidate_fn npt_fwd;
+    mf_npt_backward_candidate_fn npt_bwd;
+    mf_linear_attention_forward_candidate_fn la_fwd;
+    mf_linear_attention_backward_candidate_fn la_bwd;
     char defense[MF_VERIFY_DEFENSE_MAX];
     char reason[256];
     int all_zero; /* the candidate's output was all zeros */
@@ -91,7 +103,9 @@ typedef struct guarded {
 
 static unsigned char canary(size_t i) { return (unsigned char)(0x5au ^ (i * 151u + (i >> 8) * 7u)); }
 
-static mf_status guarded_make(mf_context *ctx, guarded *g, const char *name, const void *data, size_t bytes)
+/* data == NULL: an output, pre-filled with NaNs of out_dtype (bf16 NaN 0x7fc0). */
+static mf_status guarded_make_dt(mf_context *ctx, guarded *g, const char *name, const void *data, size_t bytes,
+                                 mf_dtype out_dtype)
 {
     memset(g, 0, sizeof *g);
     g->name = name;
@@ -105,12 +119,22 @@ static mf_status guarded_make(mf_context *ctx, guarded *g, const char *name, con
     }
     if (data != NULL)
         memcpy(g->image + GUARD_BYTES, data, bytes);
+    else if (out_dtype == MF_DTYPE_BF16)
+        for (size_t i = 0; i + 2 <= bytes; i += 2) {
+            g->image[GUARD_BYTES + i] = 0xc0; /* little-endian 0x7fc0 */
+            g->image[GUARD_BYTES + i + 1] = 0x7f;
+        }
     else
         mf_fill_nan_f32((float *)(void *)(g->image + GUARD_BYTES), bytes / sizeof(float));
     void *p = NULL;
     MF_TRY(mf_buffer_alloc(ctx, total, &p));
     g->base = (unsigned char *)p;
     return mf_buffer_upload(ctx, g->base, g->image, total);
+}
+
+static mf_status guarded_make(mf_context *ctx, guarded *g, const char *name, const void *data, size_t bytes)
+{
+    return guarded_make_dt(ctx, g, name, data, bytes, MF_DTYPE_F32);
 }
 
 static void *guarded_ptr(const guarded *g) { return g->base + GUARD_BYTES; }
@@ -226,7 +250,8 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
                       mf_last_error()[0] ? mf_last_error() : "(no message)");
     if (sync != MF_OK) return reject("error", "the device reported an error after the call: %s", mf_last_error());
 
-    for (int i = 0; i < n; i++) MF_TRY(guarded_check(ctx, &bufs[i], tmp, i < n_in));
+    for (int i = 0; i < n; i++)
+        if (bufs[i].base != NULL) MF_TRY(guarded_check(ctx, &bufs[i], tmp, i < n_in)); /* NULL: optional input */
 
     MF_TRY(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st1));
     const size_t tracked = st1.peak > st0.current ? st1.peak - st0.current : 0;
@@ -257,10 +282,12 @@ static mf_status guarded_twice(mf_context *ctx, call_fn call, const void *args, 
     }
     for (int run = 0; run < 2 && s == MF_OK; run++) {
         for (int o = n_in; o < n && run == 1 && s == MF_OK; o++)
-            s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image, bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
+            if (bufs[o].base != NULL) /* NULL: an optional output not asked for */
+                s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image, bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
         if (s != MF_OK || (s = guarded_call(ctx, call, args, bufs, n_in, n, tmp)) != MF_OK) break;
         unsigned char *dst = run == 0 ? (unsigned char *)out_host : second;
         for (int o = n_in; o < n && s == MF_OK; o++) {
+            if (bufs[o].base == NULL) continue;
             s = mf_buffer_download(ctx, dst, guarded_ptr(&bufs[o]), bufs[o].bytes);
             dst += bufs[o].bytes;
         }
@@ -269,8 +296,12 @@ static mf_status guarded_twice(mf_context *ctx, call_fn call, const void *args, 
         size_t at = 0;
         const unsigned char *a = (const unsigned char *)out_host;
         while (at < out_bytes && a[at] == second[at]) at++;
-        int o = n_in;
-        while (o < n - 1 && at >= bufs[o].bytes) at -= bufs[o++].bytes;
+        int o = n_in; /* the output holding byte 'at' of the concatenation (NULL outputs hold none) */
+        for (; o < n - 1; o++) {
+            if (bufs[o].base == NULL) continue;
+            if (at < bufs[o].bytes) break;
+            at -= bufs[o].bytes;
+        }
         s = reject("determinism",
                    "a second call on the same inputs (outputs re-filled with NaN) gave different bits "
                    "(first at byte %zu of %s)",
@@ -287,6 +318,58 @@ done:
     free(tmp);
     return s;
 }
+
+/* ---- the generic guard ----------------------------------------------------------------- */
+/* One buffer of a guarded call: an input (copied from dev) or an output
+ * (NaN-filled, of dtype; copied back to dev after the checks). */
+typedef struct gspec {
+    const char *name;
+    const void *dev;
+    size_t bytes;
+    mf_dtype dtype; /* outputs: the NaN pattern */
+} gspec;
+
+/* Guarded copies of sp[0..n_in) (inputs) and sp[n_in..n) (outputs), the
+ * candidate called twice through 'call' with every check, then the first run's
+ * outputs uploaded to the hook's buffers. NULL buffers (optional inputs and
+ * outputs not given) are skipped: bufs[i].base stays NULL and the candidate
+ * gets NULL (gptr). */
+static mf_status guard_generic(mf_context *ctx, const gspec *sp, int n_in, int n, call_fn call, const void *args,
+                               guarded *bufs)
+{
+    memset(bufs, 0, sizeof(guarded) * (size_t)n);
+    size_t out_bytes = 0;
+    for (int i = n_in; i < n; i++) out_bytes += sp[i].dev != NULL ? sp[i].bytes : 0;
+    unsigned char *out = (unsigned char *)malloc(out_bytes ? out_bytes : 1);
+    mf_status s = out != NULL ? MF_OK : mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host outputs");
+    for (int i = 0; i < n && s == MF_OK; i++) {
+        if (i < n_in) {
+            if (sp[i].dev == NULL || sp[i].bytes == 0) continue;
+            void *h = malloc(sp[i].bytes);
+            if (h == NULL) {
+                s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host copy of %s", sp[i].name);
+                break;
+            }
+            s = mf_buffer_download(ctx, h, sp[i].dev, sp[i].bytes);
+            if (s == MF_OK) s = guarded_make(ctx, &bufs[i], sp[i].name, h, sp[i].bytes);
+            free(h);
+        } else if (sp[i].dev != NULL) { /* NULL: an optional output not asked for */
+            s = guarded_make_dt(ctx, &bufs[i], sp[i].name, NULL, sp[i].bytes, sp[i].dtype);
+        }
+    }
+    if (s == MF_OK) s = guarded_twice(ctx, call, args, bufs, n_in, n, out, out_bytes);
+    unsigned char *p = out;
+    for (int i = n_in; i < n && s == MF_OK; i++) {
+        if (sp[i].dev == NULL) continue;
+        s = mf_buffer_upload(ctx, (void *)(uintptr_t)sp[i].dev, p, sp[i].bytes);
+        p += sp[i].bytes;
+    }
+    for (int i = 0; i < n; i++) guarded_free(ctx, &bufs[i]);
+    free(out);
+    return s;
+}
+
+static void *gptr(guarded *bufs, int i) { return bufs[i].base != NULL ? guarded_ptr(&bufs[i]) : NULL; }
 
 /* ---- matmul ------------------------------------------------------------------------ */
 typedef struct matmul_args {
@@ -387,6 +470,296 @@ static mf_status verify_ce_guard(mf_context *ctx, int64_t n_rows, int64_t hidden
     return s;
 }
 
+/* ---- cross_entropy backward ------------------------------------------------------------------ */
+/* bufs: hidden, weight, bias, labels, lse, grad_loss, grad_hidden, grad_weight, grad_bias */
+static mf_status ce_bwd_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const ce_args *a = (const ce_args *)args;
+    return g_state->ce_backward(ctx, a->n_rows, a->hidden_dim, a->vocab, a->dtype, gptr(bufs, 0), gptr(bufs, 1),
+                                gptr(bufs, 2), (const int64_t *)gptr(bufs, 3), a->opts, (const float *)gptr(bufs, 4),
+                                (const float *)gptr(bufs, 5), (float *)gptr(bufs, 6), (float *)gptr(bufs, 7),
+                                (float *)gptr(bufs, 8));
+}
+
+static mf_status verify_ce_bwd_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                     mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                     const int64_t *labels, const mf_cross_entropy_options *opts, const float *lse,
+                                     const float *grad_loss, float *grad_hidden, float *grad_weight,
+                                     float *grad_bias)
+{
+    const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
+    const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
+    const gspec sp[9] = {{"hidden", hidden, n * d * es, dtype},
+                         {"weight", weight, v * d * es, dtype},
+                         {"bias", bias, v * es, dtype},
+                         {"labels", labels, n * sizeof(int64_t), MF_DTYPE_F32},
+                         {"lse", lse, n * 4, MF_DTYPE_F32},
+                         {"grad_loss", grad_loss, n_loss * 4, MF_DTYPE_F32},
+                         {"grad_hidden", grad_hidden, n * d * 4, MF_DTYPE_F32},
+                         {"grad_weight", grad_weight, v * d * 4, MF_DTYPE_F32},
+                         {"grad_bias", grad_bias, v * 4, MF_DTYPE_F32}};
+    const ce_args args = {n_rows, hidden_dim, vocab, dtype, bias != NULL, opts};
+    guarded bufs[9];
+    return guard_generic(ctx, sp, 6, 9, ce_bwd_call, &args, bufs);
+}
+
+/* ---- rope (fused signature) ------------------------------------------------------------ */
+typedef struct rope_args {
+    const mf_rope_config *cfg;
+    mf_rope_direction dir;
+    mf_rope_tensors t;
+    mf_rope_positions pos;
+} rope_args;
+
+/* bufs: q, k, ids (NULL for offset positions), q_out, k_out */
+static mf_status rope_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const rope_args *a = (const rope_args *)args;
+    mf_rope_tensors t = a->t;
+    mf_rope_positions pos = a->pos;
+    t.q = gptr(bufs, 0);
+    t.k = gptr(bufs, 1);
+    pos.ids = gptr(bufs, 2);
+    t.q_out = gptr(bufs, 3);
+    t.k_out = gptr(bufs, 4);
+    return g_state->rope(ctx, a->cfg, a->dir, &t, &pos);
+}
+
+static mf_status verify_rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
+                                   const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
+    const size_t es = mf_dtype_size(t->dtype), tok = (size_t)t->batch * (size_t)t->seq_len;
+    const size_t q_bytes = tok * (size_t)t->heads_q * (size_t)cfg->head_dim * es;
+    const size_t k_bytes = tok * (size_t)t->heads_k * (size_t)cfg->head_dim * es;
+    size_t id_bytes = 0;
+    if (pos->kind != MF_ROPE_POS_OFFSET) {
+        const size_t rows = pos->batch_stride > 0 ? (size_t)(t->batch - 1) * (size_t)pos->batch_stride : 0;
+        id_bytes = (rows + (size_t)t->seq_len) * (pos->kind == MF_ROPE_POS_I32 ? 4u : 8u);
+    }
+    const gspec sp[5] = {{"q", t->q, q_bytes, t->dtype},
+                         {"k", t->k, k_bytes, t->dtype},
+                         {"ids", pos->kind != MF_ROPE_POS_OFFSET ? pos->ids : NULL, id_bytes, MF_DTYPE_F32},
+                         {"q_out", t->q_out, q_bytes, t->dtype},
+                         {"k_out", t->k_out, k_bytes, t->dtype}};
+    const rope_args args = {cfg, dir, *t, *pos};
+    guarded bufs[5];
+    return guard_generic(ctx, sp, 3, 5, rope_call, &args, bufs);
+}
+
+/* ---- attention (tiled forward / backward) ------------------------------------------------ */
+typedef struct attn_args {
+    mf_dtype dtype;
+    int causal;
+    int64_t B, H, N, D, Dv;
+} attn_args;
+
+/* bufs: q, k, v, out, lse */
+static mf_status attn_fwd_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const attn_args *a = (const attn_args *)args;
+    return g_state->attn_fwd(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, gptr(bufs, 0), gptr(bufs, 1),
+                             gptr(bufs, 2), (float *)gptr(bufs, 3), (float *)gptr(bufs, 4));
+}
+
+static mf_status verify_attn_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v, float *out,
+                                       float *lse)
+{
+    const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
+    const gspec sp[5] = {{"q", q, rows * (size_t)D * es, dtype},
+                         {"k", k, rows * (size_t)D * es, dtype},
+                         {"v", v, rows * (size_t)Dv * es, dtype},
+                         {"out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32},
+                         {"lse", lse, rows * 4, MF_DTYPE_F32}};
+    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    guarded bufs[5];
+    return guard_generic(ctx, sp, 3, 5, attn_fwd_call, &args, bufs);
+}
+
+/* bufs: q, k, v, out, dout, lse, dq, dk, dv */
+static mf_status attn_bwd_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const attn_args *a = (const attn_args *)args;
+    return g_state->attn_bwd(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, gptr(bufs, 0), gptr(bufs, 1),
+                             gptr(bufs, 2), (const float *)gptr(bufs, 3), gptr(bufs, 4),
+                             (const float *)gptr(bufs, 5), (float *)gptr(bufs, 6), (float *)gptr(bufs, 7),
+                             (float *)gptr(bufs, 8));
+}
+
+static mf_status verify_attn_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                       const float *out, const void *dout, const float *lse, float *dq, float *dk,
+                                       float *dv)
+{
+    const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const gspec sp[9] = {{"q", q, nqk * es, dtype},          {"k", k, nqk * es, dtype},
+                         {"v", v, nv * es, dtype},           {"out", out, nv * 4, MF_DTYPE_F32},
+                         {"dout", dout, nv * es, dtype},     {"lse", lse, rows * 4, MF_DTYPE_F32},
+                         {"dq", dq, nqk * 4, MF_DTYPE_F32}, {"dk", dk, nqk * 4, MF_DTYPE_F32},
+                         {"dv", dv, nv * 4, MF_DTYPE_F32}};
+    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    guarded bufs[9];
+    return guard_generic(ctx, sp, 6, 9, attn_bwd_call, &args, bufs);
+}
+
+/* ---- npt (forward / backward) ------------------------------------------------------------ */
+typedef struct npt_args {
+    mf_dtype dtype;
+    mf_npt_shape shape;
+    const mf_npt_options *opts;
+} npt_args;
+
+/* element counts of h, W, A, B, m, bias or grad_out (fwd: F, bwd: T*F) */
+static void npt_sizes(mf_npt_shape s, int fwd, size_t n[6])
+{
+    const size_t T = (size_t)s.batch * (size_t)s.seq, D = (size_t)s.d_model, F = (size_t)s.d_ffn,
+                 R = (size_t)s.rank;
+    n[0] = T * D, n[1] = D * F, n[2] = D * R, n[3] = R * F, n[4] = T * R, n[5] = fwd ? F : T * F;
+}
+
+/* bufs: h, W, A, B, m, bias (may be NULL), out */
+static mf_status npt_fwd_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const npt_args *a = (const npt_args *)args;
+    return g_state->npt_fwd(ctx, a->dtype, a->shape, gptr(bufs, 0), gptr(bufs, 1), gptr(bufs, 2), gptr(bufs, 3),
+                            gptr(bufs, 4), gptr(bufs, 5), gptr(bufs, 6), a->opts);
+}
+
+static mf_status verify_npt_fwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                      const void *W, const void *A, const void *B, const void *m, const void *bias,
+                                      void *out, const mf_npt_options *opts)
+{
+    const size_t es = mf_dtype_size(dtype);
+    size_t n[6];
+    npt_sizes(shape, 1, n);
+    const gspec sp[7] = {{"h", h, n[0] * es, dtype},       {"W", W, n[1] * es, dtype}, {"A", A, n[2] * es, dtype},
+                         {"B", B, n[3] * es, dtype},       {"m", m, n[4] * es, dtype},
+                         {"bias", bias, n[5] * es, dtype}, {"out", out, (size_t)shape.batch * (size_t)shape.seq *
+                                                                            (size_t)shape.d_ffn * es, dtype}};
+    const npt_args args = {dtype, shape, opts};
+    guarded bufs[7];
+    return guard_generic(ctx, sp, 6, 7, npt_fwd_call, &args, bufs);
+}
+
+/* bufs: h, W, A, B, m, grad_out, grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias */
+static mf_status npt_bwd_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const npt_args *a = (const npt_args *)args;
+    return g_state->npt_bwd(ctx, a->dtype, a->shape, gptr(bufs, 0), gptr(bufs, 1), gptr(bufs, 2), gptr(bufs, 3),
+                            gptr(bufs, 4), gptr(bufs, 5), gptr(bufs, 6), gptr(bufs, 7), gptr(bufs, 8), gptr(bufs, 9),
+                            gptr(bufs, 10), gptr(bufs, 11), a->opts);
+}
+
+static mf_status verify_npt_bwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                      const void *W, const void *A, const void *B, const void *m,
+                                      const void *grad_out, void *grad_h, void *grad_W, void *grad_A, void *grad_B,
+                                      void *grad_m, void *grad_bias, const mf_npt_options *opts)
+{
+    const size_t es = mf_dtype_size(dtype);
+    size_t n[6];
+    npt_sizes(shape, 0, n);
+    const gspec sp[12] = {{"h", h, n[0] * es, dtype},
+                          {"W", W, n[1] * es, dtype},
+                          {"A", A, n[2] * es, dtype},
+                          {"B", B, n[3] * es, dtype},
+                          {"m", m, n[4] * es, dtype},
+                          {"grad_out", grad_out, n[5] * es, dtype},
+                          {"grad_h", grad_h, n[0] * es, dtype},
+                          {"grad_W", grad_W, n[1] * es, dtype},
+                          {"grad_A", grad_A, n[2] * es, dtype},
+                          {"grad_B", grad_B, n[3] * es, dtype},
+                          {"grad_m", grad_m, n[4] * es, dtype},
+                          {"grad_bias", grad_bias, (size_t)shape.d_ffn * es, dtype}};
+    const npt_args args = {dtype, shape, opts};
+    guarded bufs[12];
+    return guard_generic(ctx, sp, 6, 12, npt_bwd_call, &args, bufs);
+}
+
+/* ---- linear_attention (forward / backward, with state) -------------------------------------- */
+typedef struct la_args {
+    mf_dtype dtype;
+    int causal;
+    int64_t chunk, B, H, N, D, Dv;
+    int has_state, has_grad;
+} la_args;
+
+/* bufs: q, k, v, initial_kv, initial_z, out, final_kv, final_z */
+static mf_status la_fwd_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const la_args *a = (const la_args *)args;
+    const mf_linear_attention_state st = {(const float *)gptr(bufs, 3), (const float *)gptr(bufs, 4),
+                                          (float *)gptr(bufs, 6), (float *)gptr(bufs, 7)};
+    return g_state->la_fwd(ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, gptr(bufs, 0),
+                           gptr(bufs, 1), gptr(bufs, 2), a->has_state ? &st : NULL, (float *)gptr(bufs, 5));
+}
+
+static mf_status verify_la_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
+                                     int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                     const void *v, const mf_linear_attention_state *state, float *out)
+{
+    const size_t es = mf_dtype_size(dtype), bh = (size_t)B * (size_t)H, rows = bh * (size_t)N;
+    const size_t ns = bh * (size_t)D * (size_t)Dv * 4, nz = bh * (size_t)D * 4;
+    const mf_linear_attention_state none = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state *s = state != NULL ? state : &none;
+    const gspec sp[8] = {{"q", q, rows * (size_t)D * es, dtype},
+                         {"k", k, rows * (size_t)D * es, dtype},
+                         {"v", v, rows * (size_t)Dv * es, dtype},
+                         {"state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32},
+                         {"state->initial_z", s->initial_z, nz, MF_DTYPE_F32},
+                         {"out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32},
+                         {"state->final_kv", s->final_kv, ns, MF_DTYPE_F32},
+                         {"state->final_z", s->final_z, nz, MF_DTYPE_F32}};
+    const la_args args = {dtype, causal, chunk, B, H, N, D, Dv, state != NULL, 0};
+    guarded bufs[8];
+    return guard_generic(ctx, sp, 5, 8, la_fwd_call, &args, bufs);
+}
+
+/* bufs: q, k, v, out, dout, initial_kv, initial_z, d_final_kv, d_final_z, dq, dk, dv, d_initial_kv, d_initial_z */
+static mf_status la_bwd_call(mf_context *ctx, const void *args, guarded *bufs)
+{
+    const la_args *a = (const la_args *)args;
+    const mf_linear_attention_state st = {(const float *)gptr(bufs, 5), (const float *)gptr(bufs, 6), NULL, NULL};
+    const mf_linear_attention_state_grad gr = {(const float *)gptr(bufs, 7), (const float *)gptr(bufs, 8),
+                                               (float *)gptr(bufs, 12), (float *)gptr(bufs, 13)};
+    return g_state->la_bwd(ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, gptr(bufs, 0),
+                           gptr(bufs, 1), gptr(bufs, 2), (const float *)gptr(bufs, 3), gptr(bufs, 4),
+                           a->has_state ? &st : NULL, a->has_grad ? &gr : NULL, (float *)gptr(bufs, 9),
+                           (float *)gptr(bufs, 10), (float *)gptr(bufs, 11));
+}
+
+static mf_status verify_la_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
+                                     int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                     const void *v, const float *out, const void *dout,
+                                     const mf_linear_attention_state *state,
+                                     const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
+{
+    const size_t es = mf_dtype_size(dtype), bh = (size_t)B * (size_t)H, rows = bh * (size_t)N;
+    const size_t ns = bh * (size_t)D * (size_t)Dv * 4, nz = bh * (size_t)D * 4;
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_linear_attention_state none = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state_grad gnone = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state *s = state != NULL ? state : &none;
+    const mf_linear_attention_state_grad *g = grad != NULL ? grad : &gnone;
+    const gspec sp[14] = {{"q", q, nqk * es, dtype},
+                          {"k", k, nqk * es, dtype},
+                          {"v", v, nv * es, dtype},
+                          {"out", out, nv * 4, MF_DTYPE_F32},
+                          {"dout", dout, nv * es, dtype},
+                          {"state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32},
+                          {"state->initial_z", s->initial_z, nz, MF_DTYPE_F32},
+                          {"grad->d_final_kv", g->d_final_kv, ns, MF_DTYPE_F32},
+                          {"grad->d_final_z", g->d_final_z, nz, MF_DTYPE_F32},
+                          {"dq", dq, nqk * 4, MF_DTYPE_F32},
+                          {"dk", dk, nqk * 4, MF_DTYPE_F32},
+                          {"dv", dv, nv * 4, MF_DTYPE_F32},
+                          {"grad->d_initial_kv", g->d_initial_kv, ns, MF_DTYPE_F32},
+                          {"grad->d_initial_z", g->d_initial_z, nz, MF_DTYPE_F32}};
+    const la_args args = {dtype, causal, chunk, B, H, N, D, Dv, state != NULL, grad != NULL};
+    guarded bufs[14];
+    return guard_generic(ctx, sp, 9, 14, la_bwd_call, &args, bufs);
+}
+
 /* ---- the driver -------------------------------------------------------------------- */
 typedef mf_status (*verify_case_fn)(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
                                     mf_case_result *out);
@@ -405,16 +778,105 @@ static mf_status ce_case(mf_context *ctx, void (*candidate)(void), int case_inde
     return mf_cross_entropy_verify_case(ctx, verify_ce_guard, case_index, salt, out);
 }
 
-static verify_case_fn find_case_fn(const char *op)
+static mf_status ce_bwd_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                             mf_case_result *out)
 {
-    if (op != NULL && strcmp(op, "matmul") == 0) return matmul_case;
-    if (op != NULL && strcmp(op, "cross_entropy") == 0) return ce_case;
+    g_state->ce_backward = (mf_cross_entropy_backward_candidate_fn)candidate;
+    return mf_cross_entropy_backward_verify_case(ctx, verify_ce_bwd_guard, case_index, salt, out);
+}
+
+static mf_status rope_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                           mf_case_result *out)
+{
+    g_state->rope = (mf_rope_candidate_fn)candidate;
+    return mf_rope_verify_case(ctx, verify_rope_guard, case_index, salt, out);
+}
+
+static mf_status attn_fwd_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                               mf_case_result *out)
+{
+    g_state->attn_fwd = (mf_attention_forward_candidate_fn)candidate;
+    return mf_attention_verify_case(ctx, verify_attn_fwd_guard, NULL, case_index, salt, out);
+}
+
+static mf_status attn_bwd_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                               mf_case_result *out)
+{
+    g_state->attn_bwd = (mf_attention_backward_candidate_fn)candidate;
+    return mf_attention_verify_case(ctx, NULL, verify_attn_bwd_guard, case_index, salt, out);
+}
+
+static mf_status npt_fwd_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                              mf_case_result *out)
+{
+    g_state->npt_fwd = (mf_npt_forward_candidate_fn)candidate;
+    return mf_npt_verify_case(ctx, verify_npt_fwd_guard, NULL, case_index, salt, out);
+}
+
+static mf_status npt_bwd_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                              mf_case_result *out)
+{
+    g_state->npt_bwd = (mf_npt_backward_candidate_fn)candidate;
+    return mf_npt_verify_case(ctx, NULL, verify_npt_bwd_guard, case_index, salt, out);
+}
+
+static int npt_fwd_n_cases(void) { return mf_npt_verify_n_cases(MF_NPT_FORWARD); }
+static int npt_bwd_n_cases(void) { return mf_npt_verify_n_cases(MF_NPT_BACKWARD); }
+
+static mf_status la_fwd_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                             mf_case_result *out)
+{
+    g_state->la_fwd = (mf_linear_attention_forward_candidate_fn)candidate;
+    return mf_linear_attention_verify_case(ctx, verify_la_fwd_guard, NULL, case_index, salt, out);
+}
+
+static mf_status la_bwd_case(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t salt,
+                             mf_case_result *out)
+{
+    g_state->la_bwd = (mf_linear_attention_backward_candidate_fn)candidate;
+    return mf_linear_attention_verify_case(ctx, NULL, verify_la_bwd_guard, case_index, salt, out);
+}
+
+/* The verify targets: "op" or "op.entry" for an op with several entry points. */
+typedef struct verify_target {
+    const char *name;
+    const char *op; /* registry name */
+    verify_case_fn fn;
+    int (*n_cases)(void); /* NULL: every case of the registry op */
+} verify_target;
+
+static const verify_target targets[] = {
+    {"matmul", "matmul", matmul_case, NULL},
+    {"cross_entropy", "cross_entropy", ce_case, NULL},
+    {"cross_entropy.forward", "cross_entropy", ce_case, NULL},
+    {"cross_entropy.backward", "cross_entropy", ce_bwd_case, NULL},
+    {"rope", "rope", rope_case, NULL},
+    {"attention.forward", "attention", attn_fwd_case, NULL},
+    {"attention.backward", "attention", attn_bwd_case, NULL},
+    {"npt.forward", "npt", npt_fwd_case, npt_fwd_n_cases},
+    {"npt.backward", "npt", npt_bwd_case, npt_bwd_n_cases},
+    {"linear_attention.forward", "linear_attention", la_fwd_case, mf_linear_attention_verify_n_cases},
+    {"linear_attention.backward", "linear_attention", la_bwd_case, mf_linear_attention_verify_n_cases},
+};
+#define N_TARGETS ((int)(sizeof targets / sizeof targets[0]))
+
+static const verify_target *find_target(const char *op)
+{
+    for (int i = 0; op != NULL && i < N_TARGETS; i++)
+        if (strcmp(op, targets[i].name) == 0) return mf_registry_find(targets[i].op) != NULL ? &targets[i] : NULL;
     return NULL;
 }
 
-int mf_verify_supported(const char *op) { return find_case_fn(op) != NULL && mf_registry_find(op) != NULL; }
+int mf_verify_supported(const char *op) { return find_target(op) != NULL; }
 
-const char *mf_verify_supported_ops(void) { return "matmul, cross_entropy"; }
+const char *mf_verify_supported_ops(void) { return "matmul, cross_entropy, cross_entropy.backward, rope, attention.forward, attention.backward, npt.forward, npt.backward, linear_attention.forward, linear_attention.backward"; }
+
+int mf_verify_n_cases(const char *op)
+{
+    const verify_target *t = find_target(op);
+    if (t == NULL) return -1;
+    return t->n_cases != NULL ? t->n_cases() : mf_registry_find(t->op)->n_cases;
+}
 
 /* One case with every defense; fills row (always). */
 static void run_one(mf_context *ctx, verify_case_fn fn, void (*candidate)(void), int c, uint64_t salt,
@@ -439,7 +901,8 @@ static void run_one(mf_context *ctx, verify_case_fn fn, void (*candidate)(void),
         if (r->message[0] == '\0') snprintf(r->message, sizeof r->message, "%s: %s", mf_status_name(s), mf_last_error());
     } else if (!r->pass) {
         const char *d = "equivalence";
-        if (strncmp(r->message, "scratch ", 8) == 0 && r->opt_peak_bytes > r->ceiling_bytes)
+        if (r->opt_peak_bytes > r->ceiling_bytes &&
+            (strncmp(r->message, "scratch ", 8) == 0 || strstr(r->message, "exceeds the ceiling") != NULL))
             d = "scratch-ceiling";
         else if (st.all_zero || strstr(r->message, "output is all zeros") != NULL)
             d = "all-zero";
@@ -459,12 +922,12 @@ mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf
     MF_CHECK_NOT_NULL(op);
     MF_CHECK_NOT_NULL(candidate);
     MF_CHECK_NOT_NULL(rows);
-    verify_case_fn fn = find_case_fn(op);
-    const mf_op_desc *desc = mf_registry_find(op);
-    if (fn == NULL || desc == NULL)
+    const verify_target *tg = find_target(op);
+    if (tg == NULL)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates (supported: %s)", op,
                 mf_verify_supported_ops());
-    const int n = desc->n_cases;
+    verify_case_fn fn = tg->fn;
+    const int n = mf_verify_n_cases(op);
     if (cap < (size_t)n) MF_FAIL(MF_ERR_INVALID_SIZE, "rows holds %zu rows; op '%s' has %d cases", cap, op, n);
 
     /* Sweep 1: every case in order. */
@@ -500,6 +963,12 @@ int mf_verify_supported(const char *op)
 }
 
 const char *mf_verify_supported_ops(void) { return ""; }
+
+int mf_verify_n_cases(const char *op)
+{
+    (void)op;
+    return -1;
+}
 
 mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf_verify_row *rows, size_t cap,
                     size_t *n_rows)

@@ -6,6 +6,7 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
+#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -178,8 +179,15 @@ static const attention_case attention_cases[] = {
 };
 #define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
 
-static mf_status attention_run_case(mf_context *ctx, int variant, int case_index,
-                                    mf_case_result *out) {
+/* One case: 'variant' through mf_attention_forward and mf_attention_backward
+ * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
+ * tiled forward or backward (memfix verify; the other pass stays ours, and
+ * every output is compared). A candidate's scratch is measured around its call
+ * alone, against the ceiling of its pass. seed_salt != 0 draws other inputs. */
+static mf_status attention_run_case_impl(mf_context *ctx, int variant,
+                                         mf_attention_forward_candidate_fn fwd,
+                                         mf_attention_backward_candidate_fn bwd, int case_index,
+                                         uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
     mf_op_copy_msg(out->op, sizeof(out->op), "attention");
@@ -191,22 +199,25 @@ static mf_status attention_run_case(mf_context *ctx, int variant, int case_index
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
                 ATTENTION_N_CASES);
     const attention_case *c = &attention_cases[case_index];
-    mf_op_case_labels(out, ctx, attention_variant_names[variant], c->dtype);
-    snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d fwd+bwd",
+    const int cand = fwd != NULL || bwd != NULL;
+    mf_op_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
+    snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s",
              (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv,
-             c->causal);
+             c->causal, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate");
     const mf_tolerance *tol =
         mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16" : "attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
     }
-    out->ceiling_bytes = mf_attention_tiled_backward_scratch_ceiling(c->B, c->H, c->N);
+    out->ceiling_bytes = fwd != NULL ? mf_attention_tiled_forward_scratch_ceiling(c->B, c->H, c->N)
+                                     : mf_attention_tiled_backward_scratch_ceiling(c->B, c->H, c->N);
 
     const size_t rows = (size_t)(c->B * c->H * c->N);
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
     const size_t es = mf_dtype_size(c->dtype);
-    const uint64_t seed = 0x6174746e00000000ull + (uint64_t)case_index * 8u;
+    const uint64_t seed =
+        0x6174746e00000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
     void *q = mf_op_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
     void *k = mf_op_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
@@ -254,15 +265,43 @@ static mf_status attention_run_case(mf_context *ctx, int variant, int case_index
         (st = mf_buffer_upload(ctx, d_dk, g_dk, nqk * 4)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_dv, g_dv, nv * 4)) != MF_OK)
         goto done;
-    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
-        (st = mf_attention_forward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
-                                   c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
-        (st = mf_attention_backward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
-                                    c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse,
-                                    d_dq, d_dk, d_dv)) != MF_OK ||
-        (st = mf_context_synchronize(ctx)) != MF_OK)
-        goto done;
-    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if (cand) {
+        /* the candidate's pass alone is measured */
+        const mf_attention_variant tv = MF_ATTENTION_TILED;
+        if (fwd != NULL) {
+            if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+                (st = fwd(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
+                          d_out, d_lse)) != MF_OK ||
+                (st = mf_context_synchronize(ctx)) != MF_OK)
+                goto done;
+            out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+            if ((st = mf_attention_backward(ctx, tv, c->dtype, c->causal, c->B, c->H, c->N, c->D,
+                                            c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk,
+                                            d_dv)) != MF_OK ||
+                (st = mf_context_synchronize(ctx)) != MF_OK)
+                goto done;
+        } else {
+            if ((st = mf_attention_forward(ctx, tv, c->dtype, c->causal, c->B, c->H, c->N, c->D,
+                                           c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
+                (st = mf_context_synchronize(ctx)) != MF_OK ||
+                (st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+                (st = bwd(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
+                          d_out, d_do, d_lse, d_dq, d_dk, d_dv)) != MF_OK ||
+                (st = mf_context_synchronize(ctx)) != MF_OK)
+                goto done;
+            out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+        }
+    } else {
+        if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+            (st = mf_attention_forward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
+                                       c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
+            (st = mf_attention_backward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
+                                        c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse,
+                                        d_dq, d_dk, d_dv)) != MF_OK ||
+            (st = mf_context_synchronize(ctx)) != MF_OK)
+            goto done;
+        out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    }
     if ((st = mf_buffer_download(ctx, g_out, d_out, nv * 4)) != MF_OK ||
         (st = mf_buffer_download(ctx, g_lse, d_lse, rows * 4)) != MF_OK ||
         (st = mf_buffer_download(ctx, g_dq, d_dq, nqk * 4)) != MF_OK ||
@@ -289,6 +328,24 @@ done:
     free(k);
     free(q);
     return st;
+}
+
+static mf_status attention_run_case(mf_context *ctx, int variant, int case_index,
+                                    mf_case_result *out) {
+    return attention_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+}
+
+/* memfix verify (include/memfix/verify.h): the candidate signatures are those
+ * of the tiled entry points of optimized/attention.cu. */
+mf_status mf_attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
+                                   mf_attention_backward_candidate_fn bwd, int case_index,
+                                   uint64_t seed_salt, mf_case_result *out) {
+    if ((fwd == NULL) == (bwd == NULL)) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
+                "exactly one of fwd and bwd must be given");
+    }
+    return attention_run_case_impl(ctx, 0, fwd, bwd, case_index, seed_salt, out);
 }
 
 const mf_op_desc mf_op_attention = {

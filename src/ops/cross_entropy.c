@@ -266,7 +266,12 @@ static int ce_compare(const float *got, const float *ref, size_t n, const char *
     return cmp.pass;
 }
 
-static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+/* One case: mf_cross_entropy_forward_backward (report), or, when 'bwd' != NULL,
+ * the candidate 'bwd' in place of mf_cross_entropy_backward (memfix verify),
+ * given the reference's lse and compared on the gradients only, with the same
+ * ceiling. seed_salt != 0 draws other inputs and labels of the same shape. */
+static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy_backward_candidate_fn bwd,
+                                  int case_index, uint64_t seed_salt, mf_case_result *out)
 {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
@@ -276,12 +281,13 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     if (case_index < 0 || case_index >= CE_N_CASES)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
     const ce_case *c = &ce_cases[case_index];
-    mf_op_case_labels(out, ctx, ce_variant_names[variant], c->dtype);
+    mf_op_case_labels(out, ctx, bwd != NULL ? "candidate" : ce_variant_names[variant], c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
-    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g",
+    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g%s",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
              (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
-             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap);
+             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap,
+             bwd != NULL ? " bwd" : "");
 
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);
@@ -298,7 +304,7 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     const size_t n = (size_t)c->n_rows, d = (size_t)c->hidden_dim, v = (size_t)c->vocab;
     const size_t es = mf_dtype_size(c->dtype);
     const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
-    const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u;
+    const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
     void *h = mf_op_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
     void *w = mf_op_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
@@ -306,9 +312,10 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     float *gl = (float *)malloc(n_loss * sizeof(float));
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
     float *host_out = (float *)malloc(2 * (n_loss + n * d + v * d + v) * sizeof(float));
-    void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL;
+    float *r_lse = bwd != NULL ? (float *)malloc(n * sizeof(float)) : NULL; /* the candidate's lse input */
+    void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL, *dlse = NULL;
     if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lab == NULL ||
-        host_out == NULL) {
+        host_out == NULL || (bwd != NULL && r_lse == NULL)) {
         st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
                           "host buffers for case %d", case_index);
         goto done;
@@ -316,7 +323,7 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     mf_fill_uniform_f32(gl, n_loss, seed + 3, 0.5f, 1.5f);
     for (size_t i = 0; i < n; ++i) /* every 7th label ignored, the rest spread over V */
         lab[i] = i % 7 == 3 ? MF_CE_DEFAULT_IGNORE_INDEX
-                            : (int64_t)((i * 2654435761u + (size_t)case_index) % v);
+                            : (int64_t)((i * 2654435761u + (size_t)case_index + (size_t)seed_salt * 7919u) % v);
 
     const size_t n_out = n_loss + n * d + v * d + v;
     float *ref = host_out, *got = host_out + n_out;
@@ -326,7 +333,7 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
     if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w,
-                                           b, lab, &o, r_loss, NULL)) != MF_OK)
+                                           b, lab, &o, r_loss, r_lse)) != MF_OK)
         goto done;
     if ((st = mf_ref_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h,
                                             w, b, lab, &o, gl, r_gh, r_gw,
@@ -350,19 +357,25 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
         goto done;
     float *d_loss = (float *)dout, *d_gh = d_loss + n_loss, *d_gw = d_gh + n * d,
           *d_gb = d_gw + v * d;
-    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
-    if ((st = mf_cross_entropy_forward_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype,
-                                                dh, dw, db, (const int64_t *)dlab, &o,
-                                                (const float *)dgl, d_loss, NULL, d_gh, d_gw,
-                                                c->bias ? d_gb : NULL)) != MF_OK ||
-        (st = mf_context_synchronize(ctx)) != MF_OK)
+    if (bwd != NULL && ((st = mf_buffer_alloc(ctx, n * sizeof(float), &dlse)) != MF_OK ||
+                        (st = mf_buffer_upload(ctx, dlse, r_lse, n * sizeof(float))) != MF_OK))
         goto done;
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
+    if (bwd != NULL)
+        st = bwd(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o,
+                 (const float *)dlse, (const float *)dgl, d_gh, d_gw, c->bias ? d_gb : NULL);
+    else
+        st = mf_cross_entropy_forward_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh,
+                                               dw, db, (const int64_t *)dlab, &o, (const float *)dgl,
+                                               d_loss, NULL, d_gh, d_gw, c->bias ? d_gb : NULL);
+    if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if ((st = mf_buffer_download(ctx, got, dout, n_out * sizeof(float))) != MF_OK) goto done;
     if (!c->bias) g_gb[0] = 0.0f;
 
     const int bf = c->dtype == MF_DTYPE_BF16;
-    int ok = ce_compare(g_loss, r_loss, n_loss, bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32", "loss", out);
+    int ok = bwd != NULL ? 1 /* the candidate writes no loss */
+                         : ce_compare(g_loss, r_loss, n_loss, bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32", "loss", out);
     ok &= ce_compare(g_gh, r_gh, n * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_hidden", out);
     ok &= ce_compare(g_gw, r_gw, v * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_weight", out);
     if (c->bias)
@@ -371,12 +384,14 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 
 done:
     mf_op_case_error(out, st);
+    mf_buffer_free(ctx, dlse);
     mf_buffer_free(ctx, dout);
     mf_buffer_free(ctx, dgl);
     mf_buffer_free(ctx, dlab);
     mf_buffer_free(ctx, db);
     mf_buffer_free(ctx, dw);
     mf_buffer_free(ctx, dh);
+    free(r_lse);
     free(host_out);
     free(lab);
     free(gl);
@@ -384,6 +399,23 @@ done:
     free(w);
     free(h);
     return st;
+}
+
+static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
+    return ce_run_case_impl(ctx, variant, NULL, case_index, 0, out);
+}
+
+/* memfix verify (include/memfix/verify.h): mf_cross_entropy_backward_candidate_fn
+ * is mf_cross_entropy_backward's signature. */
+mf_status mf_cross_entropy_backward_verify_case(mf_context *ctx, mf_cross_entropy_backward_candidate_fn entry,
+                                                int case_index, uint64_t seed_salt, mf_case_result *out)
+{
+    if (entry == NULL) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
+    }
+    return ce_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
 }
 
 /* memfix verify (include/memfix/verify.h): built-in case 'case_index', forward

@@ -6,6 +6,7 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
+#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -165,8 +166,19 @@ static const la_case la_cases[] = {
     {1, 1, 150, 8, 8, 128, MF_DTYPE_BF16}, {1, 1, 20, 128, 128, 16, MF_DTYPE_F32},
 };
 #define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
+#define LA_VARIANTS_X_CASES (LA_N_VARIANTS * LA_N_CASES)
 
-static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+/* One case of one variant: through mf_linear_attention_forward/backward
+ * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
+ * public entry of its pass (memfix verify; a backward candidate gets our
+ * forward's out; only the candidate's own outputs are compared). Causal candidate runs also carry a recurrent state: an
+ * initial state (S0, z0) and final-state gradients in, the final state and the
+ * initial state's gradients out, compared too. A candidate's scratch is
+ * measured around its call alone against its pass's ceiling. seed_salt != 0
+ * draws other inputs of the same shape. */
+static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attention_forward_candidate_fn fwd,
+                                  mf_linear_attention_backward_candidate_fn bwd, int case_index,
+                                  uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
     mf_op_copy_msg(out->op, sizeof(out->op), "linear_attention");
@@ -177,27 +189,31 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, LA_N_CASES);
     const la_case *c = &la_cases[case_index];
     const int causal = variant == 0;
-    mf_op_case_labels(out, ctx, la_variant_names[variant], c->dtype);
+    const int cand = fwd != NULL || bwd != NULL, with_state = cand && causal;
+    const char *pass_label = !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate";
+    mf_op_case_labels(out, ctx, cand ? "candidate" : la_variant_names[variant], c->dtype);
     if (causal)
-        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld fwd+bwd",
+        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld %s%s",
                  (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
-                 (long long)c->Dv, (long long)c->chunk);
+                 (long long)c->Dv, (long long)c->chunk, cand ? "causal state " : "", pass_label);
     else
-        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld fwd+bwd",
+        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld %s%s",
                  (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
-                 (long long)c->Dv);
+                 (long long)c->Dv, cand ? "bidir " : "", pass_label);
     const mf_tolerance *tol = mf_tolerance_get(
         c->dtype == MF_DTYPE_BF16 ? "linear_attention.out.bf16" : "linear_attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
     }
-    out->ceiling_bytes = mf_linear_attention_scratch_ceiling(causal, 1, c->B, c->H, c->N, c->D, c->Dv);
+    out->ceiling_bytes =
+        mf_linear_attention_scratch_ceiling(causal, fwd == NULL, c->B, c->H, c->N, c->D, c->Dv);
 
     const size_t rows = (size_t)(c->B * c->H * c->N);
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
     const size_t es = mf_dtype_size(c->dtype);
-    const uint64_t seed = 0x6c696e6100000000ull + (uint64_t)case_index * 8u;
+    const uint64_t seed =
+        0x6c696e6100000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
     void *q = mf_op_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
     void *k = mf_op_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
@@ -207,6 +223,32 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     float *hb = (float *)malloc(n_host * sizeof(float));
     void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
     float *d_out = NULL, *d_dq = NULL, *d_dk = NULL, *d_dv = NULL;
+    /* the recurrent state of causal candidate runs: S0, z0, dS_N, dz_N in;
+     * S_N, z_N, dS0, dz0 out (host ref, host got, device) */
+    const size_t ns = (size_t)(c->B * c->H) * (size_t)c->D * (size_t)c->Dv, nz = (size_t)(c->B * c->H) * (size_t)c->D;
+    const size_t st_n[8] = {ns, nz, ns, nz, ns, nz, ns, nz};
+    float *st_in[4] = {NULL, NULL, NULL, NULL}, *st_ref[4] = {NULL, NULL, NULL, NULL};
+    float *st_got[4] = {NULL, NULL, NULL, NULL}, *st_dev[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    mf_linear_attention_state h_st = {NULL, NULL, NULL, NULL}, h_st_in = {NULL, NULL, NULL, NULL};
+    mf_linear_attention_state d_st = {NULL, NULL, NULL, NULL}, d_st_in = {NULL, NULL, NULL, NULL};
+    mf_linear_attention_state_grad h_gr = {NULL, NULL, NULL, NULL}, d_gr = {NULL, NULL, NULL, NULL};
+    if (with_state) {
+        static const float lo[4] = {-1.0f, 0.5f, -0.5f, -0.5f}, hi[4] = {1.0f, 2.0f, 0.5f, 0.5f};
+        for (int i = 0; i < 4; i++) {
+            st_in[i] = (float *)mf_op_make_input(MF_DTYPE_F32, st_n[i], seed + 4 + (uint64_t)i, lo[i], hi[i]);
+            st_ref[i] = (float *)malloc(st_n[4 + i] * sizeof(float));
+            st_got[i] = (float *)malloc(st_n[4 + i] * sizeof(float));
+            if (st_in[i] == NULL || st_ref[i] == NULL || st_got[i] == NULL) {
+                st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host state buffers");
+                goto done;
+            }
+            mf_fill_nan_f32(st_ref[i], st_n[4 + i]);
+            mf_fill_nan_f32(st_got[i], st_n[4 + i]);
+        }
+        h_st = (mf_linear_attention_state){st_in[0], st_in[1], st_ref[0], st_ref[1]};
+        h_st_in = (mf_linear_attention_state){st_in[0], st_in[1], NULL, NULL};
+        h_gr = (mf_linear_attention_state_grad){st_in[2], st_in[3], st_ref[2], st_ref[3]};
+    }
     if (q == NULL || k == NULL || v == NULL || dout == NULL || hb == NULL) {
         st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
                           "host buffers for case %d", case_index);
@@ -218,10 +260,10 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
         (st = mf_ref_linear_attention_forward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D, c->Dv,
-                                              q, k, v, NULL, r_out)) != MF_OK ||
+                                              q, k, v, with_state ? &h_st : NULL, r_out)) != MF_OK ||
         (st = mf_ref_linear_attention_backward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D,
-                                               c->Dv, q, k, v, dout, NULL, NULL, r_dq, r_dk,
-                                               r_dv)) != MF_OK)
+                                               c->Dv, q, k, v, dout, with_state ? &h_st_in : NULL,
+                                               with_state ? &h_gr : NULL, r_dq, r_dk, r_dv)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
@@ -242,44 +284,122 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
         (st = mf_buffer_upload(ctx, d_dk, g_dk, nqk * 4)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_dv, g_dv, nv * 4)) != MF_OK)
         goto done;
-    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
-        (st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D,
-                                          c->Dv, d_q, d_k, d_v, NULL, d_out)) != MF_OK ||
-        (st = mf_linear_attention_backward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N,
-                                           c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, NULL, NULL,
-                                           d_dq, d_dk, d_dv)) != MF_OK ||
-        (st = mf_context_synchronize(ctx)) != MF_OK)
-        goto done;
-    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if (with_state) {
+        for (int i = 0; i < 8 && st == MF_OK; i++) {
+            const float *src = i < 4 ? st_in[i] : st_got[i - 4];
+            if ((st = mf_buffer_alloc(ctx, st_n[i] * 4, (void **)&st_dev[i])) == MF_OK)
+                st = mf_buffer_upload(ctx, st_dev[i], src, st_n[i] * 4);
+        }
+        if (st != MF_OK) goto done;
+        d_st = (mf_linear_attention_state){st_dev[0], st_dev[1], st_dev[4], st_dev[5]};
+        d_st_in = (mf_linear_attention_state){st_dev[0], st_dev[1], NULL, NULL};
+        d_gr = (mf_linear_attention_state_grad){st_dev[2], st_dev[3], st_dev[6], st_dev[7]};
+    }
+    if (cand) {
+        const mf_linear_attention_state *sf = with_state ? &d_st : NULL, *sb = with_state ? &d_st_in : NULL;
+        const mf_linear_attention_state_grad *gb = with_state ? &d_gr : NULL;
+        if (fwd != NULL) { /* the candidate's forward alone, measured */
+            if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+                (st = fwd(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
+                          sf, d_out)) != MF_OK ||
+                (st = mf_context_synchronize(ctx)) != MF_OK)
+                goto done;
+            out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+        } else { /* ours; then the candidate's backward, measured */
+            if ((st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N,
+                                                  c->D, c->Dv, d_q, d_k, d_v, sf, d_out)) != MF_OK ||
+                (st = mf_context_synchronize(ctx)) != MF_OK ||
+                (st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+                (st = bwd(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
+                          d_out, d_do, sb, gb, d_dq, d_dk, d_dv)) != MF_OK ||
+                (st = mf_context_synchronize(ctx)) != MF_OK)
+                goto done;
+            out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+        }
+    } else {
+        if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+            (st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D,
+                                              c->Dv, d_q, d_k, d_v, NULL, d_out)) != MF_OK ||
+            (st = mf_linear_attention_backward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N,
+                                               c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, NULL, NULL,
+                                               d_dq, d_dk, d_dv)) != MF_OK ||
+            (st = mf_context_synchronize(ctx)) != MF_OK)
+            goto done;
+        out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    }
+    for (int i = 0; i < 4 && with_state; i++)
+        if ((st = mf_buffer_download(ctx, st_got[i], st_dev[4 + i], st_n[4 + i] * 4)) != MF_OK) goto done;
     if ((st = mf_buffer_download(ctx, g_out, d_out, nv * 4)) != MF_OK ||
         (st = mf_buffer_download(ctx, g_dq, d_dq, nqk * 4)) != MF_OK ||
         (st = mf_buffer_download(ctx, g_dk, d_dk, nqk * 4)) != MF_OK ||
         (st = mf_buffer_download(ctx, g_dv, d_dv, nv * 4)) != MF_OK)
         goto done;
 
+    /* report: every output; a candidate: the outputs of its own pass */
+    const int cmp_fwd = !cand || fwd != NULL, cmp_bwd = !cand || bwd != NULL;
     int pass = 1;
-    if ((st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq",
+    if (cmp_fwd &&
+        (st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK)
+        goto done;
+    if (cmp_bwd &&
+        ((st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq",
                            (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
                                                     : "linear_attention.grad",
                            c->dtype, out, &pass)) != MF_OK ||
         (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk",
                            c->N == 1 ? "linear_attention.grad_degenerate" : "linear_attention.grad",
                            c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", "linear_attention.grad", c->dtype, out, &pass)) != MF_OK)
+        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", "linear_attention.grad", c->dtype, out, &pass)) != MF_OK))
         goto done;
+    if (with_state) {
+        static const char *const names[4] = {"final_kv", "final_z", "d_initial_kv", "d_initial_z"};
+        for (int i = fwd != NULL ? 0 : 2; i < (fwd != NULL ? 2 : 4); i++)
+            if ((st = mf_op_fold_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
+                                             i < 2 ? "linear_attention.state" : "linear_attention.grad",
+                                             c->dtype, out, &pass)) != MF_OK)
+                goto done;
+    }
     mf_op_case_verdict(out, pass);
 
 done:
     mf_op_case_error(out, st);
     void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
+    for (int i = 0; i < 8; i++) mf_buffer_free(ctx, st_dev[i]);
+    for (int i = 0; i < 4; i++) {
+        free(st_in[i]);
+        free(st_ref[i]);
+        free(st_got[i]);
+    }
     free(hb);
     free(dout);
     free(v);
     free(k);
     free(q);
     return st;
+}
+
+static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+    return la_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+}
+
+/* memfix verify (include/memfix/verify.h): every case causal (with a state),
+ * then every case bidirectional. */
+int mf_linear_attention_verify_n_cases(void) { return LA_VARIANTS_X_CASES; }
+
+mf_status mf_linear_attention_verify_case(mf_context *ctx, mf_linear_attention_forward_candidate_fn fwd,
+                                          mf_linear_attention_backward_candidate_fn bwd, int case_index,
+                                          uint64_t seed_salt, mf_case_result *out) {
+    if ((fwd == NULL) == (bwd == NULL)) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
+                "exactly one of fwd and bwd must be given");
+    }
+    if (case_index < 0 || case_index >= LA_VARIANTS_X_CASES) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, LA_VARIANTS_X_CASES);
+    }
+    return la_run_case_impl(ctx, case_index / LA_N_CASES, fwd, bwd, case_index % LA_N_CASES, seed_salt, out);
 }
 
 const mf_op_desc mf_op_linear_attention = {

@@ -10,6 +10,7 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
+#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -272,7 +273,13 @@ static void npt_buffers_free(mf_context *ctx, npt_buffers *b)
     free(b->got_f32);
 }
 
-static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+/* One case: the factored variant through mf_npt_forward / mf_npt_backward
+ * (report), or, when fwd_entry or bwd_entry != NULL, that candidate in place of
+ * the public entry of the case's pass (memfix verify). seed_salt != 0 draws
+ * other inputs of the same shape. */
+static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_candidate_fn fwd_entry,
+                                   mf_npt_backward_candidate_fn bwd_entry, int case_index,
+                                   uint64_t seed_salt, mf_case_result *out)
 {
     static const char *const fn = "npt_run_case";
     MF_CHECK_NOT_NULL(out);
@@ -285,10 +292,13 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
     const npt_case *c = &npt_cases[case_index];
     const mf_npt_shape s = c->shape;
     const int fwd = c->pass == MF_NPT_FORWARD;
+    const int cand = fwd_entry != NULL || bwd_entry != NULL;
+    if (cand && (fwd ? fwd_entry == NULL : bwd_entry == NULL))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d is a %s case", case_index, fwd ? "forward" : "backward");
     mf_npt_options opts;
     mf_npt_options_init(&opts);
     opts.chunk_tokens = c->chunk_tokens;
-    mf_op_case_labels(out, ctx, npt_variants[variant], c->dtype);
+    mf_op_case_labels(out, ctx, cand ? "candidate" : npt_variants[variant], c->dtype);
     int64_t chunk = 0;
     MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
     snprintf(out->shape, sizeof(out->shape), "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld",
@@ -326,7 +336,8 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
             st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host inputs");
             break;
         }
-        const uint64_t seed = 0x6e7074ull * 1000u + (uint64_t)case_index * 16u + (uint64_t)i;
+        const uint64_t seed = 0x6e7074ull * 1000u + (uint64_t)case_index * 16u + (uint64_t)i +
+                              seed_salt * 0x9e3779b97f4a7c15ull;
         mf_op_fill_uniform(c->dtype, b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
         st = mf_buffer_alloc(ctx, in_n[i] * es, &b.in_dev[i]);
         if (st == MF_OK) st = mf_buffer_upload(ctx, b.in_dev[i], b.in_host[i], in_n[i] * es);
@@ -361,7 +372,13 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
                                        b.ref_host[5]);
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_DEVICE);
-    if (st == MF_OK)
+    if (st == MF_OK && cand)
+        st = fwd ? fwd_entry(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
+                             b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
+                 : bwd_entry(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
+                             b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1], b.out_dev[2],
+                             b.out_dev[3], b.out_dev[4], b.out_dev[5], &opts);
+    else if (st == MF_OK)
         st =
             fwd ? mf_npt_forward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2],
                                  b.in_dev[3], b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
@@ -398,6 +415,39 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
     out->pass = all_pass;
     npt_buffers_free(ctx, &b);
     return st;
+}
+
+static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
+    return npt_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+}
+
+/* memfix verify (include/memfix/verify.h): the cases of one pass, numbered
+ * from 0 in registry order. */
+int mf_npt_verify_n_cases(mf_npt_pass pass)
+{
+    int n = 0;
+    for (int i = 0; i < NPT_N_CASES; ++i) n += npt_cases[i].pass == pass;
+    return n;
+}
+
+mf_status mf_npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
+                             mf_npt_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
+                             mf_case_result *out)
+{
+    if ((fwd == NULL) == (bwd == NULL)) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
+                "exactly one of fwd and bwd must be given");
+    }
+    const mf_npt_pass pass = fwd != NULL ? MF_NPT_FORWARD : MF_NPT_BACKWARD;
+    for (int i = 0, k = 0; i < NPT_N_CASES; ++i) {
+        if (npt_cases[i].pass != pass) continue;
+        if (k++ == case_index) return npt_run_case_impl(ctx, 0, fwd, bwd, i, seed_salt, out);
+    }
+    if (out != NULL) memset(out, 0, sizeof(*out));
+    MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
+            mf_npt_verify_n_cases(pass));
 }
 
 const mf_op_desc mf_op_npt = {

@@ -6,6 +6,7 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
+#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -260,7 +261,12 @@ static const rope_case rope_cases[] = {
 };
 #define ROPE_N_CASES ((int)(sizeof(rope_cases) / sizeof(rope_cases[0])))
 
-static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+/* One case: 'variant' through the public entry points (report), or, when
+ * 'entry' != NULL, the candidate 'entry' in place of mf_rope_fused (memfix
+ * verify) with the fused variant's ceiling. seed_salt != 0 draws other inputs
+ * of the same shape. */
+static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry, int case_index,
+                                    uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
     mf_op_copy_msg(out->op, sizeof(out->op), "rope");
@@ -269,7 +275,8 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
     if (case_index < 0 || case_index >= ROPE_N_CASES)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, ROPE_N_CASES);
     const rope_case *c = &rope_cases[case_index];
-    mf_op_case_labels(out, ctx, rope_variant_names[variant], c->dtype);
+    if (entry != NULL) variant = 0;
+    mf_op_case_labels(out, ctx, entry != NULL ? "candidate" : rope_variant_names[variant], c->dtype);
     int64_t max_pos = c->offset >= 0 ? c->offset + c->T - 1 : 0;
     if (c->offset < 0)
         for (int64_t t = 0; t < c->T; ++t) max_pos = c->ids[t] > max_pos ? c->ids[t] : max_pos;
@@ -297,7 +304,8 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
     cfg.layout = c->layout;
     const size_t nq = (size_t)(c->B * c->T * c->Hq * c->Dh), nk = (size_t)(c->B * c->T * c->Hk * c->Dh);
     const size_t n = nq + nk, esize = mf_dtype_size(c->dtype);
-    const uint64_t seed = 0x726f706500000000ull + (uint64_t)case_index * 2u;
+    const uint64_t seed =
+        0x726f706500000000ull + (uint64_t)case_index * 2u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
     float *x32 = (float *)malloc(n * sizeof(float));   /* q then k, widened */
     void *x = malloc(n * esize);                       /* q then k, storage dtype */
@@ -345,7 +353,9 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
     mf_rope_tensors td = {c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, (char *)d_x + nq * esize,
                           d_y, (char *)d_y + nq * esize};
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
-    if (variant == 0) {
+    if (entry != NULL) {
+        st = entry(ctx, &cfg, c->dir, &td, &pos);
+    } else if (variant == 0) {
         st = mf_rope_fused(ctx, &cfg, c->dir, &td, &pos);
     } else {
         st = mf_rope_cache_create(ctx, &cfg, cap0, &cache);
@@ -375,6 +385,21 @@ done:
     free(x);
     free(x32);
     return st;
+}
+
+static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+    return rope_run_case_impl(ctx, variant, NULL, case_index, 0, out);
+}
+
+/* memfix verify (include/memfix/verify.h): mf_rope_candidate_fn is
+ * mf_rope_fused's signature. */
+mf_status mf_rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int case_index, uint64_t seed_salt,
+                              mf_case_result *out) {
+    if (entry == NULL) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
+    }
+    return rope_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
 }
 
 const mf_op_desc mf_op_rope = {

@@ -10,6 +10,7 @@
 #include "memfix_cli.h"
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +44,22 @@ static void (*load_candidate(const char *name))(void)
  * every rejected row names 'defense' (NULL: none may be rejected). */
 static size_t verify_fn_expect(const char *op_name, const char *name, void (*fn)(void), const char *defense)
 {
-    const mf_op_desc *op = mf_registry_find(op_name);
-    ck_assert_ptr_nonnull(op);
-    mf_verify_row *rows = calloc((size_t)op->n_cases, sizeof *rows);
+    const int n_cases = mf_verify_n_cases(op_name);
+    ck_assert_int_gt(n_cases, 0);
+    mf_verify_row *rows = calloc((size_t)n_cases, sizeof *rows);
     ck_assert_ptr_nonnull(rows);
     size_t n = 0;
-    MF_ASSERT_OK(mf_verify(mf_test_ctx(), op_name, fn, rows, (size_t)op->n_cases, &n));
-    ck_assert_uint_eq(n, (size_t)op->n_cases);
+    MF_ASSERT_OK(mf_verify(mf_test_ctx(), op_name, fn, rows, (size_t)n_cases, &n));
+    ck_assert_uint_eq(n, (size_t)n_cases);
+    /* the registry op: the target's name up to a '.' (attention.backward -> attention) */
+    char reg_op[64];
+    snprintf(reg_op, sizeof reg_op, "%s", op_name);
+    if (strchr(reg_op, '.') != NULL) *strchr(reg_op, '.') = '\0';
+    ck_assert_ptr_nonnull(mf_registry_find(reg_op));
     size_t rejected = 0;
     for (size_t i = 0; i < n; i++) {
         const mf_verify_row *r = &rows[i];
-        ck_assert_str_eq(r->result.op, op_name);
+        ck_assert_str_eq(r->result.op, reg_op);
         ck_assert_str_eq(r->result.variant, "candidate");
         if (r->result.pass) {
             ck_assert_msg(r->defense[0] == '\0', "%s [%s]: passed with defense '%s'", name, r->result.shape,
@@ -219,16 +225,333 @@ START_TEST(test_bad_arguments)
     MF_ASSERT_STATUS(mf_verify(ctx, "matmul", fn, NULL, 16, &n), MF_ERR_NULL_POINTER);
     MF_ASSERT_STATUS(mf_verify(ctx, "matmul", fn, rows, 16, NULL), MF_ERR_NULL_POINTER);
     MF_ASSERT_STATUS(mf_verify(ctx, "matmul", fn, rows, 2, &n), MF_ERR_INVALID_SIZE);
-    MF_ASSERT_STATUS(mf_verify(ctx, "rope", fn, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(mf_verify(ctx, "matmul.backward", fn, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(mf_last_error(), "takes no candidates") != NULL, "%s", mf_last_error());
     MF_ASSERT_STATUS(mf_verify(ctx, "nosuchop", fn, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_verify_supported("matmul"), 1);
-    ck_assert_int_eq(mf_verify_supported("rope"), 0);
+    ck_assert_int_eq(mf_verify_supported("matmul.backward"), 0);
+    ck_assert_int_eq(mf_verify_n_cases("matmul.backward"), -1);
+    ck_assert_int_eq(mf_verify_n_cases(NULL), -1);
+    ck_assert_int_eq(mf_verify_n_cases("matmul"), mf_registry_find("matmul")->n_cases);
     ck_assert_int_eq(mf_verify_supported(NULL), 0);
     mf_case_result r;
     MF_ASSERT_STATUS(mf_matmul_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
     MF_ASSERT_STATUS(mf_cross_entropy_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
     ck_assert_int_eq(mf_verify_supported("cross_entropy"), 1);
+    ck_assert_int_eq(mf_verify_supported("rope"), 1);
+    MF_ASSERT_STATUS(mf_rope_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_cross_entropy_backward_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_linear_attention_verify_case(ctx, NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_npt_verify_case(ctx, NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_attention_verify_case(ctx, NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    ck_assert_int_eq(mf_verify_supported("attention"), 0); /* attention.forward / attention.backward */
+    ck_assert_int_eq(mf_verify_supported("attention.backward"), 1);
+    ck_assert_int_eq(mf_verify_n_cases("attention.forward"), mf_registry_find("attention")->n_cases);
+}
+END_TEST
+
+/* cross_entropy backward: examples/candidates/ce_backward_*.cu */
+START_TEST(test_ce_backward_candidates)
+{
+    ck_assert_int_eq(mf_verify_n_cases("cross_entropy.backward"), 5);
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy.backward", "ce_backward_correct",
+                                       load_symbol("ce_backward_correct", "ce_backward_candidate"), NULL),
+                      0);
+    /* grad_loss ignored: wrong on every case */
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy.backward", "ce_backward_no_grad_loss",
+                                       load_symbol("ce_backward_no_grad_loss", "ce_backward_candidate"),
+                                       "equivalence"),
+                      5);
+    /* "cross_entropy.forward" names the same target as "cross_entropy" */
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy.forward", "ce_forward_correct",
+                                       load_symbol("ce_forward_correct", "ce_forward_candidate"), NULL),
+                      0);
+}
+END_TEST
+
+/* host mode: a backward that overwrites lse (an input) */
+static mf_status ce_bwd_writes_lse(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+                                   const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+                                   const mf_cross_entropy_options *opts, const float *lse, const float *grad_loss,
+                                   float *grad_hidden, float *grad_weight, float *grad_bias)
+{
+    (void)ctx, (void)n_rows, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight, (void)bias;
+    (void)labels, (void)opts, (void)grad_loss, (void)grad_hidden, (void)grad_weight, (void)grad_bias;
+    ((float *)(uintptr_t)lse)[n_rows - 1] = 0.0f;
+    return MF_OK;
+}
+
+START_TEST(test_ce_backward_in_process)
+{
+    mf_cross_entropy_backward_candidate_fn a = ce_bwd_writes_lse;
+    void (*fa)(void);
+    memcpy(&fa, &a, sizeof fa);
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy.backward", "ce_bwd_writes_lse", fa, "input-mutation"), 5);
+}
+END_TEST
+
+/* rope (fused signature): examples/candidates/rope_*.cu */
+START_TEST(test_rope_correct_accepted)
+{
+    ck_assert_uint_eq(verify_fn_expect("rope", "rope_correct", load_symbol("rope_correct", "rope_candidate"), NULL),
+                      0);
+}
+END_TEST
+
+/* wrong on the two backward cases */
+START_TEST(test_rope_ignores_direction)
+{
+    ck_assert_uint_eq(verify_fn_expect("rope", "rope_ignores_direction",
+                                       load_symbol("rope_ignores_direction", "rope_candidate"), "equivalence"),
+                      2);
+}
+END_TEST
+
+/* host mode: plain C may touch device buffers; writes into k (an input) */
+static mf_status rope_writes_k(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
+                               const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
+    (void)ctx, (void)cfg, (void)dir, (void)pos;
+    ((unsigned char *)(uintptr_t)t->k)[0] ^= 1u;
+    return MF_OK;
+}
+
+/* writes nothing: the bf16 outputs too are pre-filled with (bf16) NaNs */
+static mf_status rope_does_nothing(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
+                                   const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
+    (void)ctx, (void)cfg, (void)dir, (void)t, (void)pos;
+    return MF_OK;
+}
+
+START_TEST(test_rope_in_process)
+{
+    mf_rope_candidate_fn a = rope_writes_k, b = rope_does_nothing;
+    void (*fa)(void), (*fb)(void);
+    memcpy(&fa, &a, sizeof fa);
+    memcpy(&fb, &b, sizeof fb);
+    ck_assert_uint_eq(verify_fn_expect("rope", "rope_writes_k", fa, "input-mutation"), 4);
+    ck_assert_uint_eq(verify_fn_expect("rope", "rope_does_nothing", fb, "nan-prefill"), 4);
+}
+END_TEST
+
+/* attention (tiled forward / backward): examples/candidates/attention_*.cu */
+START_TEST(test_attention_correct_accepted)
+{
+    ck_assert_uint_eq(verify_fn_expect("attention.forward", "attention_forward_correct",
+                                       load_symbol("attention_forward_correct", "attention_forward_candidate"), NULL),
+                      0);
+    ck_assert_uint_eq(verify_fn_expect("attention.backward", "attention_backward_correct",
+                                       load_symbol("attention_backward_correct", "attention_backward_candidate"),
+                                       NULL),
+                      0);
+}
+END_TEST
+
+/* no 1/sqrt(D): every case (N = 1 through lse); dk's sign: every case but N = 1 */
+START_TEST(test_attention_wrong)
+{
+    ck_assert_uint_eq(verify_fn_expect("attention.forward", "attention_forward_no_scale",
+                                       load_symbol("attention_forward_no_scale", "attention_forward_candidate"),
+                                       "equivalence"),
+                      6);
+    ck_assert_uint_eq(verify_fn_expect("attention.backward", "attention_backward_dk_sign",
+                                       load_symbol("attention_backward_dk_sign", "attention_backward_candidate"),
+                                       "equivalence"),
+                      5);
+}
+END_TEST
+
+/* host mode: a backward that overwrites lse (the forward's output, an input
+ * here) and one that takes more than 4*B*H*N bytes of scratch */
+static mf_status attn_writes_lse(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                 int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
+                                 const void *dout, const float *lse, float *dq, float *dk, float *dv)
+{
+    (void)ctx, (void)dtype, (void)causal, (void)B, (void)H, (void)N, (void)D, (void)Dv, (void)q, (void)k, (void)v;
+    (void)out, (void)dout, (void)dq, (void)dk, (void)dv;
+    ((float *)(uintptr_t)lse)[0] = 0.0f;
+    return MF_OK;
+}
+
+static mf_status attn_big_scratch(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                  int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
+                                  const void *dout, const float *lse, float *dq, float *dk, float *dv)
+{
+    void *p = NULL;
+    mf_status s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, (size_t)(B * H * N) * 4 + 64, &p);
+    if (s != MF_OK) return s;
+    mf_scratch_free(ctx, MF_MEM_DEVICE, p);
+    void (*fn)(void) = load_symbol("attention_backward_correct", "attention_backward_candidate");
+    mf_attention_backward_candidate_fn ok;
+    memcpy(&ok, &fn, sizeof ok);
+    return ok(ctx, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq, dk, dv);
+}
+
+START_TEST(test_attention_in_process)
+{
+    mf_attention_backward_candidate_fn a = attn_writes_lse, b = attn_big_scratch;
+    void (*fa)(void), (*fb)(void);
+    memcpy(&fa, &a, sizeof fa);
+    memcpy(&fb, &b, sizeof fb);
+    ck_assert_uint_eq(verify_fn_expect("attention.backward", "attn_writes_lse", fa, "input-mutation"), 6);
+    ck_assert_uint_eq(verify_fn_expect("attention.backward", "attn_big_scratch", fb, "scratch-ceiling"), 6);
+}
+END_TEST
+
+/* npt (forward / backward): examples/candidates/npt_*.cu; three cases per pass */
+START_TEST(test_npt_candidates)
+{
+    ck_assert_int_eq(mf_verify_n_cases("npt.forward"), 3);
+    ck_assert_int_eq(mf_verify_n_cases("npt.backward"), 3);
+    ck_assert_uint_eq(verify_fn_expect("npt.forward", "npt_forward_correct",
+                                       load_symbol("npt_forward_correct", "npt_forward_candidate"), NULL),
+                      0);
+    ck_assert_uint_eq(verify_fn_expect("npt.backward", "npt_backward_correct",
+                                       load_symbol("npt_backward_correct", "npt_backward_candidate"), NULL),
+                      0);
+    ck_assert_uint_eq(verify_fn_expect("npt.forward", "npt_forward_no_modulation",
+                                       load_symbol("npt_forward_no_modulation", "npt_forward_candidate"),
+                                       "equivalence"),
+                      3);
+    ck_assert_uint_eq(verify_fn_expect("npt.backward", "npt_backward_no_modulation",
+                                       load_symbol("npt_backward_no_modulation", "npt_backward_candidate"),
+                                       "equivalence"),
+                      3);
+}
+END_TEST
+
+/* a forward that takes 64 bytes more scratch than the ceiling at opts' chunk */
+static mf_status npt_big_scratch(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h, const void *W,
+                                 const void *A, const void *B, const void *m, const void *bias, void *out,
+                                 const mf_npt_options *opts)
+{
+    void *p = NULL;
+    mf_status s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, mf_npt_factored_forward_scratch_ceiling(dtype, shape, opts) + 64,
+                                   &p);
+    if (s != MF_OK) return s;
+    mf_scratch_free(ctx, MF_MEM_DEVICE, p);
+    void (*fn)(void) = load_symbol("npt_forward_correct", "npt_forward_candidate");
+    mf_npt_forward_candidate_fn ok;
+    memcpy(&ok, &fn, sizeof ok);
+    return ok(ctx, dtype, shape, h, W, A, B, m, bias, out, opts);
+}
+
+START_TEST(test_npt_in_process)
+{
+    mf_npt_forward_candidate_fn a = npt_big_scratch;
+    void (*fa)(void);
+    memcpy(&fa, &a, sizeof fa);
+    ck_assert_uint_eq(verify_fn_expect("npt.forward", "npt_big_scratch", fa, "scratch-ceiling"), 3);
+    mf_case_result r;
+    MF_ASSERT_STATUS(mf_npt_verify_case(mf_test_ctx(), a, NULL, 3, 0, &r), MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(mf_npt_verify_case(mf_test_ctx(), NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+}
+END_TEST
+
+/* linear_attention (forward / backward with a state): examples/candidates/linear_attention_*.cu;
+ * 12 rows: the 6 cases causal with a state, then bidirectional */
+#define LA_EXPECT(target, lib, sym, defense, n)                                                          \
+    ck_assert_uint_eq(verify_fn_expect(target, lib, load_symbol(lib, sym), defense), n)
+START_TEST(test_linear_attention_forward_correct)
+{
+    ck_assert_int_eq(mf_verify_n_cases("linear_attention.forward"), 12);
+    LA_EXPECT("linear_attention.forward", "linear_attention_forward_correct", "linear_attention_forward_candidate",
+              NULL, 0);
+}
+END_TEST
+START_TEST(test_linear_attention_backward_correct)
+{
+    LA_EXPECT("linear_attention.backward", "linear_attention_backward_correct", "linear_attention_backward_candidate",
+              NULL, 0);
+}
+END_TEST
+/* the state is ignored: wrong on exactly the six causal rows */
+START_TEST(test_linear_attention_forward_no_state)
+{
+    LA_EXPECT("linear_attention.forward", "linear_attention_forward_no_state", "linear_attention_forward_candidate",
+              "equivalence", 6);
+}
+END_TEST
+START_TEST(test_linear_attention_backward_no_final_grad)
+{
+    LA_EXPECT("linear_attention.backward", "linear_attention_backward_no_final_grad",
+              "linear_attention_backward_candidate", "equivalence", 6);
+}
+END_TEST
+
+/* host mode: a backward that writes into grad->d_final_kv (an input) when given */
+static mf_status la_writes_dfinal(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,
+                                  int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                  const float *out, const void *dout, const mf_linear_attention_state *state,
+                                  const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
+{
+    void (*fn)(void) = load_symbol("linear_attention_backward_correct", "linear_attention_backward_candidate");
+    mf_linear_attention_backward_candidate_fn ok;
+    memcpy(&ok, &fn, sizeof ok);
+    mf_status s = ok(ctx, dtype, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad, dq, dk, dv);
+    if (s == MF_OK && grad != NULL && grad->d_final_kv != NULL) {
+        mf_context_synchronize(ctx);
+        ((float *)(uintptr_t)grad->d_final_kv)[0] += 1.0f;
+    }
+    return s;
+}
+
+START_TEST(test_linear_attention_in_process)
+{
+    mf_linear_attention_backward_candidate_fn a = la_writes_dfinal;
+    void (*fa)(void);
+    memcpy(&fa, &a, sizeof fa);
+    ck_assert_uint_eq(verify_fn_expect("linear_attention.backward", "la_writes_dfinal", fa, "input-mutation"), 6);
+}
+END_TEST
+
+/* memfix's own optimized entry points, as candidates of the targets whose
+ * signature they have (or through a wrapper adding the variant), are accepted:
+ * verify's cases, ceilings and tolerances agree with report's. */
+static mf_status own_attn_fwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
+                              int64_t Dv, const void *q, const void *k, const void *v, float *out, float *lse)
+{
+    return mf_attention_forward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, lse);
+}
+static mf_status own_attn_bwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
+                              int64_t Dv, const void *q, const void *k, const void *v, const float *out,
+                              const void *dout, const float *lse, float *dq, float *dk, float *dv)
+{
+    return mf_attention_backward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq,
+                                 dk, dv);
+}
+
+static void own_expect(const char *target, void (*fn)(void)) { ck_assert_uint_eq(verify_fn_expect(target, target, fn, NULL), 0); }
+
+START_TEST(test_own_entries_accepted)
+{
+    mf_rope_candidate_fn rope = mf_rope_fused;
+    mf_attention_forward_candidate_fn af = own_attn_fwd;
+    mf_attention_backward_candidate_fn ab = own_attn_bwd;
+    mf_npt_forward_candidate_fn nf = mf_npt_forward;
+    mf_npt_backward_candidate_fn nb = mf_npt_backward;
+    mf_linear_attention_forward_candidate_fn lf = mf_linear_attention_forward;
+    mf_cross_entropy_forward_candidate_fn cf = mf_cross_entropy_forward;
+    mf_cross_entropy_backward_candidate_fn cb = mf_cross_entropy_backward;
+    void (*f[8])(void);
+    memcpy(&f[0], &rope, sizeof f[0]);
+    memcpy(&f[1], &af, sizeof f[1]);
+    memcpy(&f[2], &ab, sizeof f[2]);
+    memcpy(&f[3], &nf, sizeof f[3]);
+    memcpy(&f[4], &nb, sizeof f[4]);
+    memcpy(&f[5], &lf, sizeof f[5]);
+    memcpy(&f[6], &cf, sizeof f[6]);
+    memcpy(&f[7], &cb, sizeof f[7]);
+    static const char *const targets[8] = {"rope",          "attention.forward",       "attention.backward",
+                                           "npt.forward",   "npt.backward",            "linear_attention.forward",
+                                           "cross_entropy", "cross_entropy.backward"};
+    for (int i = 0; i < 8; i++) own_expect(targets[i], f[i]);
+    /* Not linear_attention.backward: memfix's fp32 chunked backward, given a
+     * final-state gradient (dS_N in [-0.5, 0.5)) at D = Dv = 128, misses the
+     * linear_attention.grad.f32 bound on 2 of 2560 dv entries (|err| 1.6e-6 vs
+     * 1.2e-6): a gap the equivalence suite's state cases (D <= 40) do not
+     * cover; reported, not hidden by a wider tolerance. */
 }
 END_TEST
 
@@ -281,11 +604,14 @@ START_TEST(test_cli)
     RUN("verify", "--op", "matmul", "--lib", lib_ok);
     ck_assert_int_eq(rc, MF_CLI_USAGE);
     ck_assert_ptr_nonnull(strstr(e, "required"));
-    RUN("verify", "--op", "rope", "--lib", lib_ok, "--symbol", "matmul_candidate");
+    RUN("verify", "--op", "matmul.backward", "--lib", lib_ok, "--symbol", "matmul_candidate");
     ck_assert_int_eq(rc, MF_CLI_USAGE);
-    ck_assert_ptr_nonnull(strstr(e, "takes no candidates"));
+    ck_assert_ptr_nonnull(strstr(e, "unknown op"));
     RUN("verify", "--op", "nosuch", "--lib", lib_ok, "--symbol", "matmul_candidate");
     ck_assert_int_eq(rc, MF_CLI_USAGE);
+    RUN("verify", "--op", "attention", "--lib", lib_ok, "--symbol", "matmul_candidate");
+    ck_assert_int_eq(rc, MF_CLI_USAGE);
+    ck_assert_msg(strstr(e, "use --op attention.forward or attention.backward") != NULL, "%s", e);
     RUN("verify", "--op", "matmul", "--lib", "/nonexistent/libx.so", "--symbol", "matmul_candidate");
     ck_assert_int_eq(rc, MF_CLI_USAGE);
     ck_assert_ptr_nonnull(strstr(e, "cannot load"));
@@ -325,6 +651,22 @@ static Suite *verify_suite(void)
     tcase_add_test(tc, test_ce_correct_accepted);
     tcase_add_test(tc, test_ce_no_smoothing);
     tcase_add_test(tc, test_ce_in_process);
+    tcase_add_test(tc, test_ce_backward_candidates);
+    tcase_add_test(tc, test_ce_backward_in_process);
+    tcase_add_test(tc, test_rope_correct_accepted);
+    tcase_add_test(tc, test_rope_ignores_direction);
+    tcase_add_test(tc, test_rope_in_process);
+    tcase_add_test(tc, test_attention_correct_accepted);
+    tcase_add_test(tc, test_attention_wrong);
+    tcase_add_test(tc, test_attention_in_process);
+    tcase_add_test(tc, test_npt_candidates);
+    tcase_add_test(tc, test_npt_in_process);
+    tcase_add_test(tc, test_linear_attention_forward_correct);
+    tcase_add_test(tc, test_linear_attention_backward_correct);
+    tcase_add_test(tc, test_linear_attention_forward_no_state);
+    tcase_add_test(tc, test_linear_attention_backward_no_final_grad);
+    tcase_add_test(tc, test_linear_attention_in_process);
+    tcase_add_test(tc, test_own_entries_accepted);
     tcase_add_test(tc, test_bad_arguments);
     suite_add_tcase(s, tc);
     TCase *tcli = tcase_create("cli");
