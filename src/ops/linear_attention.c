@@ -337,6 +337,9 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
 
     /* report: every output; a candidate: the outputs of its own pass */
     const int cmp_fwd = !cand || fwd != NULL, cmp_bwd = !cand || bwd != NULL;
+    /* Given a final-state gradient, dk and dv sum Dv- or D-term dots of its
+     * O(1) terms (not divided by den; nor ~0 at N = 1): linear_attention.grad_state */
+    const char *grad_kv = with_state ? "linear_attention.grad_state" : "linear_attention.grad";
     int pass = 1;
     if (cmp_fwd &&
         (st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK)
@@ -347,9 +350,9 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
                                                     : "linear_attention.grad",
                            c->dtype, out, &pass)) != MF_OK ||
         (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk",
-                           c->N == 1 ? "linear_attention.grad_degenerate" : "linear_attention.grad",
+                           (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
                            c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", "linear_attention.grad", c->dtype, out, &pass)) != MF_OK))
+        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, out, &pass)) != MF_OK))
         goto done;
     if (with_state) {
         static const char *const names[4] = {"final_kv", "final_z", "d_initial_kv", "d_initial_z"};

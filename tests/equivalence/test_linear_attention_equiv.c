@@ -9,7 +9,7 @@
  * every chunk size (16, 32, 64, 128), a ragged last chunk, N = 1, N < C, fp32
  * and bf16, D != Dv, D = Dv = 128 with N tiny, D = 1; bidirectional likewise.
  * State: an initial state and final-state gradients against the reference
- * (out, final state, dq, dk, dv, d initial state), and a sequence processed
+ * (out, final state, dq, dk, dv, d initial state; up to D = Dv = 128), and a sequence processed
  * in two calls (the second starting from the first's final state; backward
  * chaining the second's initial-state gradient into the first) equal to one
  * call (flash-linear-attention issue #494). The registry's built-in cases.
@@ -146,6 +146,7 @@ static const state_case state_cases[] = {
     {1, 2, 37, 16, 8, 16, MF_DTYPE_F32},
     {2, 1, 50, 40, 36, 32, MF_DTYPE_BF16},
     {1, 1, 1, 8, 8, 128, MF_DTYPE_F32},
+    {1, 1, 27, 128, 128, 16, MF_DTYPE_F32}, /* D = Dv = 128: 128-term dots of dS_N; ragged chunk */
 };
 #define N_STATE_CASES ((int)(sizeof(state_cases) / sizeof(state_cases[0])))
 
@@ -201,8 +202,9 @@ START_TEST(test_state_matches_reference) {
     MF_ASSERT_CLOSE(g_ht, r_ht, ns, tol("state", c->dtype));
     MF_ASSERT_CLOSE(g_zt, r_zt, nz, tol("state", c->dtype));
     MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c->dtype));
-    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad", c->dtype));
-    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad", c->dtype));
+    /* dk, dv: D- or Dv-term dots of the final-state gradient's O(1) terms */
+    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad_state", c->dtype));
+    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad_state", c->dtype));
     MF_ASSERT_CLOSE(g_dh0, r_dh0, ns, tol("grad", c->dtype));
     MF_ASSERT_CLOSE(g_dz0, r_dz0, nz, tol("grad", c->dtype));
 

@@ -532,26 +532,23 @@ START_TEST(test_own_entries_accepted)
     mf_npt_forward_candidate_fn nf = mf_npt_forward;
     mf_npt_backward_candidate_fn nb = mf_npt_backward;
     mf_linear_attention_forward_candidate_fn lf = mf_linear_attention_forward;
+    mf_linear_attention_backward_candidate_fn lb = mf_linear_attention_backward;
     mf_cross_entropy_forward_candidate_fn cf = mf_cross_entropy_forward;
     mf_cross_entropy_backward_candidate_fn cb = mf_cross_entropy_backward;
-    void (*f[8])(void);
+    void (*f[9])(void);
     memcpy(&f[0], &rope, sizeof f[0]);
     memcpy(&f[1], &af, sizeof f[1]);
     memcpy(&f[2], &ab, sizeof f[2]);
     memcpy(&f[3], &nf, sizeof f[3]);
     memcpy(&f[4], &nb, sizeof f[4]);
     memcpy(&f[5], &lf, sizeof f[5]);
-    memcpy(&f[6], &cf, sizeof f[6]);
-    memcpy(&f[7], &cb, sizeof f[7]);
-    static const char *const targets[8] = {"rope",          "attention.forward",       "attention.backward",
-                                           "npt.forward",   "npt.backward",            "linear_attention.forward",
-                                           "cross_entropy", "cross_entropy.backward"};
-    for (int i = 0; i < 8; i++) own_expect(targets[i], f[i]);
-    /* Not linear_attention.backward: memfix's fp32 chunked backward, given a
-     * final-state gradient (dS_N in [-0.5, 0.5)) at D = Dv = 128, misses the
-     * linear_attention.grad.f32 bound on 2 of 2560 dv entries (|err| 1.6e-6 vs
-     * 1.2e-6): a gap the equivalence suite's state cases (D <= 40) do not
-     * cover; reported, not hidden by a wider tolerance. */
+    memcpy(&f[6], &lb, sizeof f[6]);
+    memcpy(&f[7], &cf, sizeof f[7]);
+    memcpy(&f[8], &cb, sizeof f[8]);
+    static const char *const targets[9] = {"rope",          "attention.forward",        "attention.backward",
+                                           "npt.forward",   "npt.backward",             "linear_attention.forward",
+                                           "linear_attention.backward", "cross_entropy", "cross_entropy.backward"};
+    for (int i = 0; i < 9; i++) own_expect(targets[i], f[i]);
 }
 END_TEST
 
