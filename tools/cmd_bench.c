@@ -2,9 +2,9 @@
  * optimized variants over a size sweep, re-validate after timing, write CSV.
  *
  * Ops with a sweep below (matmul, attention, linear_attention, cross_entropy,
- * npt: forward passes) are timed separately: the reference on the host, the
- * optimized variant on the context's backend. Any other registered op (rope,
- * and ops added later) is timed through its run_case on its built-in cases,
+ * npt, rope: forward passes) are timed separately: the reference on the host,
+ * the optimized variant on the context's backend. Any other registered op (ops
+ * added later without a sweep) is timed through its run_case on its built-in cases,
  * which runs reference and variant together: those rows say so
  * (timed = run_case) and leave ref_ms empty. */
 #define _POSIX_C_SOURCE 200809L
@@ -19,6 +19,7 @@
 #include "memfix/linear_attention.h"
 #include "memfix/matmul.h"
 #include "memfix/npt.h"
+#include "memfix/rope.h"
 #endif
 
 #include <errno.h>
@@ -48,8 +49,14 @@ void mf_cli_bench_help(FILE *out)
             "  linear_attention  causal, chunk 16, B=1 H=2 N=n D=16  default 64,128,256\n"
             "  cross_entropy     N=n rows, D=32, V=512, mean         default 64,128,256\n"
             "  npt               1 x n tokens, 32 x 48, rank 4       default 16,32,64\n"
-            "  other ops         their built-in cases, timed through run_case (reference\n"
-            "                    and variant together; --sizes does not apply)\n"
+            "  rope              B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,   default 64,256,1024\n"
+            "                    positions 0..n-1 (table length n); fused: angles on the\n"
+            "                    fly; cache: each call creates a table of max(n/4,1)\n"
+            "                    positions, regrows it on the device to n, applies and\n"
+            "                    destroys it (table build included in opt_ms)\n"
+            "  other ops         ops without a sweep (none today): their built-in cases,\n"
+            "                    timed through run_case (reference and variant together;\n"
+            "                    --sizes does not apply)\n"
             "\n"
             "options:\n"
             "  --op NAME         only this fix\n"
@@ -380,6 +387,50 @@ static mf_status sweep_npt(mf_context *ctx, int variant, int64_t n, int reps, be
     return s;
 }
 
+/* A rope call of the cache variant: a table of cap0 positions created on the
+ * device, regrown to the call's positions by apply (the seed's crash path,
+ * now a device-only rebuild), destroyed again; its peak is exactly
+ * mf_rope_cache_scratch_ceiling(cap0, L, rd). */
+static mf_status rope_cache_call(mf_context *ctx, const mf_rope_config *cfg, int64_t cap0, const mf_rope_tensors *t,
+                                 const mf_rope_positions *pos)
+{
+    mf_rope_cache *cache = NULL;
+    mf_status s = mf_rope_cache_create(ctx, cfg, cap0, &cache);
+    if (s == MF_OK) s = mf_rope_cache_apply(cache, MF_ROPE_FORWARD, t, pos);
+    mf_rope_cache_destroy(cache);
+    return s;
+}
+
+static mf_status sweep_rope(mf_context *ctx, int variant, int64_t n, int reps, bench_row *r)
+{
+    const int64_t B = 1, Hq = 4, Hk = 2, Dh = 32, L = n, cap0 = n / 4 > 0 ? n / 4 : 1;
+    const int cache = variant == 1; /* variants: fused, cache */
+    const size_t nq = (size_t)(B * n * Hq * Dh), nk = (size_t)(B * n * Hk * Dh), m = nq + nk;
+    snprintf(r->shape, sizeof r->shape, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=rd=%lld half fwd pos<%lld%s", (long long)B,
+             (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L, cache ? " cache0=n/4" : "");
+    r->ceiling = cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
+    mf_rope_config cfg;
+    mf_rope_config_init(&cfg, Dh); /* rd = Dh, base 1e4, scaling 1, rotate_half */
+    const mf_rope_positions pos = mf_rope_positions_offset(0);
+    float *x = host_uniform(m, 61), *ref = malloc(m * 4); /* q then k */
+    devbufs d = {ctx, {0}, 0};
+    mf_status s = (x && ref) ? MF_OK : MF_ERR_OUT_OF_MEMORY;
+    if (ref) mf_fill_nan_f32(ref, m);
+    const mf_rope_tensors th = {B, n, Hq, Hk, MF_DTYPE_F32, x, x ? x + nq : NULL, ref, ref ? ref + nq : NULL};
+    TIME_REF(ctx, r, reps, mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &th, &pos));
+    float *dx = dev_upload(&d, x, m * 4, &s);
+    float *out_dev = dev_upload(&d, NULL, m * 4, &s);
+    size_t out_n = m;
+    const mf_rope_tensors td = {B, n, Hq, Hk, MF_DTYPE_F32, dx, dx ? dx + nq : NULL, out_dev,
+                                out_dev ? out_dev + nq : NULL};
+    TIME_OPT(ctx, r, reps,
+             cache ? rope_cache_call(ctx, &cfg, cap0, &td, &pos) : mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &pos));
+    if (s == MF_OK) finish_row(ctx, r, out_dev, ref, m, "rope.out.f32");
+    dev_free_all(&d);
+    free(x), free(ref);
+    return s;
+}
+
 typedef struct {
     const char *op;
     mf_status (*fn)(mf_context *, int, int64_t, int, bench_row *);
@@ -393,6 +444,7 @@ static const sweep_desc sweeps[] = {
     {"linear_attention", sweep_linear_attention, {64, 128, 256}, 3},
     {"cross_entropy", sweep_cross_entropy, {64, 128, 256}, 3},
     {"npt", sweep_npt, {16, 32, 64}, 3},
+    {"rope", sweep_rope, {64, 256, 1024}, 3},
 };
 
 static const sweep_desc *find_sweep(const char *op)

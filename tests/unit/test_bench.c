@@ -142,10 +142,49 @@ START_TEST(test_all_ops_tiny)
         char needle[64];
         snprintf(needle, sizeof needle, "\n%s,", ops[i]->name);
         ck_assert_msg(strstr(r.out, needle) != NULL, "no rows for %s", ops[i]->name);
-        /* rope has no sweep: one row per built-in case and variant */
-        expect += ops[i]->n_variants * (strcmp(ops[i]->name, "rope") == 0 ? ops[i]->n_cases : 1);
+        /* every registered op has a sweep now: one row per variant at the one size */
+        expect += ops[i]->n_variants;
     }
     ck_assert_int_eq(rows, expect);
+    ck_assert_ptr_null(strstr(r.out, ",run_case,")); /* no op falls back to run_case */
+    FREE(r);
+}
+END_TEST
+
+/* rope is swept like the others (issue 8): reference and variants timed
+ * separately (ref_ms present), exact scratch peaks, outputs re-validated. */
+START_TEST(test_rope_sweep)
+{
+    run_result r = RUN("memfix", "bench", "--op", "rope", "--backend", "host", "--sizes", "16,40", "--reps", "2");
+    ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+    int ok, failed;
+    ck_assert_int_eq(check_csv(r.out, &ok, &failed, "rope"), 4); /* fused, cache x 2 sizes */
+    ck_assert_int_eq(ok, 4);
+    ck_assert_ptr_null(strstr(r.out, "run_case"));
+    static char f[N_COLS + 2][256];
+    char *copy = strdup(r.out), *save = NULL;
+    int rows = 0;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "rope,", 5) != 0) continue;
+        ck_assert_int_eq(split_csv(line, f, N_COLS + 2), N_COLS);
+        ck_assert_str_eq(f[4], "separate");
+        ck_assert_str_eq(f[5], "f32");
+        ck_assert_msg(f[9][0] != '\0' && atof(f[9]) >= 0.0, "no ref_ms: %s", line);
+        const long long n = atoll(f[7]), cap0 = n / 4;
+        ck_assert(n == 16 || n == 40);
+        /* reference: 8 * (L + rd/2 + 2 * L * rd), L = n, rd = 32 */
+        ck_assert_uint_eq(strtoull(f[11], NULL, 10), (unsigned long long)(8 * (n + 16 + 2 * n * 32)));
+        /* fused: no scratch; cache: the table regrown from n/4 to max(n, 2 n/4) = n positions */
+        const unsigned long long want = strcmp(f[1], "cache") == 0 ? (unsigned long long)(4 * n * 32) : 0;
+        ck_assert(cap0 < n);
+        ck_assert_uint_eq(strtoull(f[12], NULL, 10), want);
+        ck_assert_uint_eq(strtoull(f[13], NULL, 10), want);
+        ck_assert(f[14][0] != '\0' && atof(f[14]) <= 1e-5); /* re-validated against the reference */
+        rows++;
+    }
+    free(copy);
+    ck_assert_int_eq(rows, 4);
+    ck_assert_ptr_nonnull(strstr(r.out, "rope,cache,host,host-wall,separate,f32,\"B=1 T=40 Hq=4 Hk=2 Dh=rd=32 half fwd pos<40 cache0=n/4\",40,2,"));
     FREE(r);
 }
 END_TEST
@@ -232,6 +271,7 @@ Suite *bench_suite(void)
     TCase *tc = tcase_create("bench");
     tcase_add_test(tc, test_matmul_sweep_to_file);
     tcase_add_test(tc, test_all_ops_tiny);
+    tcase_add_test(tc, test_rope_sweep);
     tcase_add_test(tc, test_failed_rows);
     tcase_add_test(tc, test_usage);
     suite_add_tcase(s, tc);
