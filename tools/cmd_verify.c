@@ -60,21 +60,6 @@ void mf_cli_verify_help(FILE *out)
             mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-    size_t len = strlen(name);
-    const char *a = argv[*i];
-    *missing = 0;
-    if (strncmp(a, name, len) != 0) return NULL;
-    if (a[len] == '=') return a + len + 1;
-    if (a[len] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 static void num_cell(char *buf, size_t cap, double x)
 {
     if (isnan(x)) snprintf(buf, cap, "nan");
@@ -197,16 +182,16 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
             return MF_CLI_OK;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
             if (missing) goto needs_value;
             op_name = v;
-        } else if ((v = opt_value(argc, argv, &i, "--lib", &missing)) != NULL || missing) {
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--lib", &missing)) != NULL || missing) {
             if (missing) goto needs_value;
             lib = v;
-        } else if ((v = opt_value(argc, argv, &i, "--symbol", &missing)) != NULL || missing) {
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--symbol", &missing)) != NULL || missing) {
             if (missing) goto needs_value;
             symbol = v;
-        } else if ((v = opt_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
             if (missing) goto needs_value;
             backend_name = v;
         } else {

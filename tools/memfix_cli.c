@@ -73,8 +73,7 @@ static void list_ops(FILE *f)
     fprintf(f, "\n");
 }
 
-/* --name VALUE or --name=VALUE; returns the value or NULL (and *i advanced). */
-static const char *option_value(int argc, char **argv, int *i, const char *name, int *missing)
+const char *mf_cli_option_value(int argc, char **argv, int *i, const char *name, int *missing)
 {
     size_t len = strlen(name);
     const char *a = argv[*i];
@@ -213,13 +212,13 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
             return MF_CLI_OK;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
-        } else if ((v = option_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
             if (missing) {
                 fprintf(err, "memfix report: --op needs a value\n");
                 return MF_CLI_USAGE;
             }
             op_name = v;
-        } else if ((v = option_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
             if (missing) {
                 fprintf(err, "memfix report: --backend needs a value (auto, host or cuda)\n");
                 return MF_CLI_USAGE;

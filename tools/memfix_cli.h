@@ -17,6 +17,11 @@ enum { MF_CLI_OK = 0, MF_CLI_FAILED = 1, MF_CLI_USAGE = 2, MF_CLI_UNAVAILABLE = 
 
 int mf_cli_main(int argc, char **argv, FILE *out, FILE *err);
 
+/* Shared option parsing for the subcommands: "--name VALUE" or "--name=VALUE".
+ * Returns the value (advancing *i past a separate VALUE), or NULL when argv[*i]
+ * is not that option, or when VALUE is missing (then *missing = 1). */
+const char *mf_cli_option_value(int argc, char **argv, int *i, const char *name, int *missing);
+
 /* Subcommands in tools/cmd_<name>.c (argv[0] is the command name). */
 int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err);
 void mf_cli_plan_help(FILE *out);
