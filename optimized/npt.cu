@@ -1,6 +1,6 @@
 // NPT per-token weight delta, factored: never forms delta_w.
 //
-// Source: seeds/004_96b9c85fa124076d.txt, "Efficient Forward Pass":
+// Source: 004_96b9c85fa124076d.txt, "Efficient Forward Pass":
 //     # Old: h @ (W + dW) = h @ W + h @ dW
 //     # New: h @ W + (h @ A) * mod @ B  (no full dW needed)
 // The reference (reference/npt.c) materializes delta_w = A . diag(m[t]) . B for

@@ -1,6 +1,6 @@
 /* Reference linear cross-entropy: the old code, which materializes every logit.
  *
- * Source: /work/shared/seeds/000_15d34a4d5aa90e13.txt, bug 1 ("OLD CODE"):
+ * Source: seed document 000_15d34a4d5aa90e13.txt, bug 1 ("OLD CODE"):
  *
  *     logits = self.lm_head(hidden_states)            # N x V: 37 GB at 131k x 151,936
  *     shift_logits = logits[..., :-1, :].contiguous()

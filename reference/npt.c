@@ -1,6 +1,6 @@
 /* Reference NPT per-token weight delta: the old code, on the CPU.
  *
- * Source: seeds/004_96b9c85fa124076d.txt. The original Neuro-Plastic
+ * Source: 004_96b9c85fa124076d.txt. The original Neuro-Plastic
  * Transformer built the rank-r weight delta of every token at once,
  *
  *     delta_w = torch.einsum('bsr,dr,rf->bsdf', modulation, self.A, self.B)

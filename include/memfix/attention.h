@@ -1,6 +1,6 @@
 /* memfix attention: standard (materialized scores) vs tiled exact attention.
  *
- * Source: /work/shared/seeds/003_40f96492a408fbef.txt ("Memory Profiling"),
+ * Source: seed document 003_40f96492a408fbef.txt ("Memory Profiling"),
  * function standard_attention:
  *     scores  = q @ k^T / sqrt(d_k)          # B x H x N x N: the big intermediate
  *     weights = softmax(scores, dim=-1)

@@ -1,6 +1,6 @@
 /* memfix cross_entropy: linear cross-entropy (lm_head + loss) without the logits.
  *
- * Source: /work/shared/seeds/000_15d34a4d5aa90e13.txt, bug 1. A 4B model
+ * Source: seed document 000_15d34a4d5aa90e13.txt, bug 1. A 4B model
  * (hidden size D = 2560: the document's "+640 MB for hidden states" is
  * 131072 x 2560 bf16 = 640 MiB) at 131,072 tokens with a 151,936-token
  * vocabulary materializes 131072 x 151936 bf16 logits = 37.09 GiB ("37.09 GB"

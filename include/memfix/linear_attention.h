@@ -1,7 +1,7 @@
 /* memfix linear_attention: bidirectional and causal linear attention; the causal
  * form from the materialized cumsum to chunks.
  *
- * Source: /work/shared/seeds/003_40f96492a408fbef.txt ("Memory Profiling"),
+ * Source: seed document 003_40f96492a408fbef.txt ("Memory Profiling"),
  * functions linear_attention_bidir and linear_attention_causal:
  *     q = F.elu(q) + 1;  k = F.elu(k) + 1
  *     bidir : kv = einsum('bhnd,bhnv->bhdv', k, v); k_sum = k.sum(dim=2)

@@ -1,7 +1,7 @@
 /* NPT (Neuro-Plastic Transformer) per-token weight delta: the 4D reference and
  * the factored kernel, forward and backward.
  *
- * Source document: seeds/004_96b9c85fa124076d.txt ("NPT Memory Optimization
+ * Source document: 004_96b9c85fa124076d.txt ("NPT Memory Optimization
  * Fix"). The NPT modulates an MLP weight W per token with a rank-r delta. The
  * original code built the delta for every token at once,
  *

@@ -1,4 +1,4 @@
-/* NPT per-token weight delta (seeds/004_96b9c85fa124076d.txt): public entry
+/* NPT per-token weight delta (004_96b9c85fa124076d.txt): public entry
  * points, memory formulas, and the registry entry for `memfix report`.
  *
  * The public mf_npt_forward / mf_npt_backward validate every argument, resolve
@@ -453,7 +453,7 @@ mf_status mf_npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
 const mf_op_desc mf_op_npt = {
     "npt",
     "NPT per-token rank-r weight delta: 4D einsum reference vs factored h.W + ((h.A)*m).B, "
-    "forward and backward (seeds/004_96b9c85fa124076d.txt)",
+    "forward and backward (004_96b9c85fa124076d.txt)",
     1,
     npt_variants,
     NPT_N_CASES,

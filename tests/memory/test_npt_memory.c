@@ -26,7 +26,7 @@
 /* ---- formulas at the document's shapes (nothing allocated) ------------------- */
 START_TEST(test_document_shapes_formula)
 {
-    /* seeds/004: batch 4, seq 512, d_model 4096, d_ffn 11008; rank 16 ("Memory: ~32 KB
+    /* 004_96b9c85fa124076d.txt: batch 4, seq 512, d_model 4096, d_ffn 11008; rank 16 ("Memory: ~32 KB
      * (for rank=16)"). */
     const mf_npt_shape doc = {4, 512, 4096, 11008, 16};
     /* The document says "~448 GB" for this tensor; its own shapes give
