@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: the default build (host execution mode + references, and
 # every .cu compiled and linked by nvcc for sm_80 and sm_90 when nvcc exists),
+# a build with CMake's default generator (Unix Makefiles; build only),
 # then host mode again under AddressSanitizer and ThreadSanitizer, then line
 # coverage (ci/coverage.sh: fails below 90% of reference/, optimized/, src/core/,
 # src/ops/).
@@ -18,6 +19,13 @@ cmake --preset default
 cmake --build --preset default -j "$jobs"
 step "default tests (all labels; cuda-labelled tests skip without a GPU)"
 ctest --preset default -j "$jobs"
+
+# Plain `cmake -S . -B build` (no preset) uses the default generator, Unix Makefiles, which
+# computes language dialects differently from Ninja: configure and build once with it (no tests
+# run; the default preset above already ran them).
+step "default-generator build (Unix Makefiles, build/make)"
+cmake -S . -B build/make -G "Unix Makefiles"
+cmake --build build/make -j "$jobs"
 
 for san in asan tsan; do
   step "$san build (host execution mode)"
