@@ -102,7 +102,10 @@ attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__res
             if (tid < kTile) {  // online softmax, one thread per query row
                 const float m_old = row_m[tid];
                 float mx = m_old;
-                for (int s = 0; s < kTile; ++s) mx = fmaxf(mx, Ss[tid][s]);
+                for (int s = 0; s < kTile; ++s) {  // NaN-propagating max (fmaxf drops NaN)
+                    const float x = Ss[tid][s];
+                    mx = (x != x || x > mx) ? x : mx;
+                }
                 float alpha = 1.0f, l = row_l[tid];
                 if (mx == -INFINITY) {  // nothing visible yet (padding rows)
                     for (int s = 0; s < kTile; ++s) Ss[tid][s] = 0.0f;

@@ -166,7 +166,8 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
         float acc = 0.0f;
         for (size_t j = t; j < V; j += kBlock) acc += expf(s[j] - m);
         acc = block_sum(acc, sh);
-        lse = m + logf(acc);
+        // Every logit -inf: the empty sum, lse = log 0 = -inf (m - m would be NaN).
+        lse = m == -INFINITY ? -INFINITY : m + logf(acc);
     }
     if (p.eps > 0.0f) sum_s = block_sum(sum_s, sh);
     const float s_y = valid ? s[y] : 0.0f;

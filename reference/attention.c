@@ -72,7 +72,10 @@ static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_
 
 /* p[i, :] = softmax_j(q_i . k_j / sqrt(D)) over the visible keys (j <= i when
  * causal; masked entries exactly 0) for one (b, h): 'p' is N x N. Returns
- * lse[i] = log sum_j exp(s[i, j]) through 'lse' (N doubles' worth, may be NULL). */
+ * lse[i] = log sum_j exp(s[i, j]) through 'lse' (N doubles' worth, may be NULL).
+ * Non-finite scores (include/memfix/attention.h): a NaN score makes the row's
+ * max, p and lse NaN (a plain '>' max would skip it); every visible score -inf
+ * gives p = NaN (0/0, as F.softmax) and lse = -inf (log of an empty sum). */
 static void softmax_rows(mf_dtype dtype, int causal, size_t N, size_t D, const void *q,
                          const void *k, size_t qk_off, double *p, float *lse) {
     const double scale = 1.0 / sqrt((double)D);
@@ -89,12 +92,12 @@ static void softmax_rows(mf_dtype dtype, int causal, size_t N, size_t D, const v
             for (size_t d = 0; d < D; d++)
                 s += ld(q, dtype, qk_off + i * D + d) * ld(k, dtype, qk_off + j * D + d);
             row[j] = s * scale;
-            if (row[j] > m) m = row[j];
+            if (isnan(row[j]) || row[j] > m) m = row[j]; /* once NaN, stays NaN */
         }
         double sum = 0.0;
         for (size_t j = 0; j < visible; j++) sum += exp(row[j] - m);
         for (size_t j = 0; j < N; j++) row[j] = j < visible ? exp(row[j] - m) / sum : 0.0;
-        if (lse != NULL) lse[i] = (float)(m + log(sum));
+        if (lse != NULL) lse[i] = (float)(m == -INFINITY ? -INFINITY : m + log(sum));
     }
 }
 
@@ -177,7 +180,10 @@ mf_status mf_ref_attention_backward(mf_context *ctx, mf_dtype dtype, int causal,
                 dpg[i * n + j] = acc;
                 delta += pg[i * n + j] * acc;
             }
-            for (size_t j = 0; j < n; j++) dpg[i * n + j] = pg[i * n + j] * (dpg[i * n + j] - delta);
+            /* masked entries: exactly 0, like masked_fill's backward (0 * NaN would be NaN) */
+            const size_t visible = causal ? i + 1 : n;
+            for (size_t j = 0; j < n; j++)
+                dpg[i * n + j] = j < visible ? pg[i * n + j] * (dpg[i * n + j] - delta) : 0.0;
         }
         /* dq = ds k * scale, dk = ds^T q * scale */
         for (size_t i = 0; i < n; i++)

@@ -23,6 +23,21 @@
  *   dq[i,d] = sum_j ds[i,j] k[j,d] / sqrt(D)
  *   dk[j,d] = sum_i ds[i,j] q[i,d] / sqrt(D)
  *
+ * Non-finite values (the same in the tiled kernels and the reference; as
+ * PyTorch's softmax and logsumexp do):
+ *   - a NaN among a row's visible scores makes that row's out and lse NaN
+ *     (the max propagates NaN; fmaxf would drop it);
+ *   - every visible score of a row -inf: out NaN (0/0, as F.softmax gives)
+ *     and lse = -inf (the log of an empty sum, as torch.logsumexp gives);
+ *   - a +inf score: out and lse NaN (exp(inf - inf); torch.logsumexp would
+ *     say +inf, but then the backward's p = exp(s - lse) would not be NaN
+ *     where F.softmax's gradient is);
+ *   - keys the causal mask hides get p = 0 and ds = 0 exactly (masked_fill's
+ *     backward), so a NaN row spreads to dk/dv only through visible keys.
+ *   NaN/Inf in v or dout, or in rows hidden by the mask, meets a zero weight
+ *   in some products; whether 0 * NaN is formed there depends on the tiling
+ *   and is not specified.
+ *
  * Layouts: q, k are (B, H, N, D), v and dout are (B, H, N, Dv), row-major and
  * contiguous. out, dq, dk, dv are float (fp32) with the shapes of dout, q, k, v;
  * lse is (B, H, N) float (natural log). q, k, v and dout share one storage

@@ -37,7 +37,15 @@
  *   - ignored rows get an exact zero gradient even when their logits are NaN
  *     (PyTorch's log_softmax backward would spread the NaN);
  *   - a used label outside [0, V) that is not ignore_index returns
- *     MF_ERR_OUT_OF_RANGE instead of a device-side assert.
+ *     MF_ERR_OUT_OF_RANGE instead of a device-side assert;
+ *   - a +inf logit gives lse NaN (torch.logsumexp: +inf); loss and gradient
+ *     are NaN as in PyTorch (exp(inf - inf)).
+ * Non-finite logits otherwise follow PyTorch (optimized and reference alike):
+ * a NaN logit makes the row's lse, loss and gradient NaN (the max propagates
+ * NaN); every logit of a row -inf gives lse = -inf (torch.logsumexp), loss
+ * NaN and gradient NaN (F.cross_entropy: log_softmax is -inf - -inf); the
+ * target's logit alone -inf gives loss +inf with a finite gradient. Ignored
+ * rows stay exactly 0 (above).
  *
  * dtypes: hidden, W and bias are f32 or bf16 (the same dtype); labels are
  * int64; loss, lse and every gradient are f32. All accumulation is fp32 in the

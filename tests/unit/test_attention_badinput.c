@@ -9,6 +9,7 @@
 #include "memfix/attention.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -140,6 +141,110 @@ START_TEST(test_bad_enums) {
 }
 END_TEST
 
+/* Non-finite scores (include/memfix/attention.h): the tiled kernels and the
+ * reference agree, as PyTorch's softmax/logsumexp do. N = 20 spans two query
+ * and key tiles. Row 3: q = (-inf, 0, 0, 0) with k[:, 0] > 0, so every score is
+ * -inf: out NaN, lse -inf. Row 9: q = (+inf, 0, 0, 0): out and lse NaN. Row 17:
+ * a NaN in q, so every score is NaN: out and lse NaN (fmaxf would drop it and
+ * give lse -inf). Causal: k row 18 is NaN as well, which only rows 18 and 19
+ * see. Every other row stays finite and within tolerance. The backward (not
+ * causal: the NaN rows reach every key through visible entries) agrees too. */
+enum { NF_N = 20, NF_D = 4 };
+
+static void nonfinite_inputs(int causal, float *q, float *k, float *v, float *dout) {
+    const size_t n = NF_N * NF_D;
+    mf_test_fill_uniform(MF_DTYPE_F32, q, n, 71, -1.0f, 1.0f);
+    mf_test_fill_uniform(MF_DTYPE_F32, k, n, 72, 0.1f, 1.0f); /* k[:, 0] > 0 */
+    mf_test_fill_uniform(MF_DTYPE_F32, v, n, 73, -1.0f, 1.0f);
+    mf_test_fill_uniform(MF_DTYPE_F32, dout, n, 74, -1.0f, 1.0f);
+    for (int d = 0; d < NF_D; d++) q[3 * NF_D + d] = q[9 * NF_D + d] = 0.0f;
+    q[3 * NF_D] = -INFINITY;
+    q[9 * NF_D] = INFINITY;
+    q[17 * NF_D + 2] = NAN;
+    if (causal) k[18 * NF_D + 1] = NAN;
+}
+
+static void check_nonfinite_forward(int causal) {
+    mf_context *ctx = mf_test_ctx();
+    const size_t n = NF_N * NF_D;
+    float q[NF_N * NF_D], k[NF_N * NF_D], v[NF_N * NF_D], dout[NF_N * NF_D];
+    nonfinite_inputs(causal, q, k, v, dout);
+    float ref_out[NF_N * NF_D], ref_lse[NF_N];
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_F32, causal, 1, 1, NF_N, NF_D, NF_D, q, k,
+                                          v, ref_out, ref_lse));
+    void *dq = mf_test_dev_upload(ctx, q, sizeof q), *dk = mf_test_dev_upload(ctx, k, sizeof k);
+    void *dv = mf_test_dev_upload(ctx, v, sizeof v);
+    float *dout_dev = mf_test_dev_nan(ctx, n + 8), *dlse = mf_test_dev_nan(ctx, NF_N + 8);
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, causal, 1, 1, NF_N,
+                                      NF_D, NF_D, dq, dk, dv, dout_dev, dlse));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *out = mf_test_dev_fetch(ctx, dout_dev, n, 8, "out");
+    float *lse = mf_test_dev_fetch(ctx, dlse, NF_N, 8, "lse");
+    const int rows[] = {3, 9, 17};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        const int i = rows[r];
+        ck_assert_msg(isnan(out[i * NF_D]) && isnan(ref_out[i * NF_D]),
+                      "causal=%d row %d: out %g, reference %g (want NaN)", causal, i,
+                      out[i * NF_D], ref_out[i * NF_D]);
+    }
+    ck_assert_msg(lse[3] == -INFINITY && ref_lse[3] == -INFINITY,
+                  "causal=%d all -inf row: lse %g, reference %g (want -inf)", causal, lse[3], ref_lse[3]);
+    ck_assert_msg(isnan(lse[9]) && isnan(ref_lse[9]), "+inf row: lse %g, reference %g (want NaN)",
+                  lse[9], ref_lse[9]);
+    ck_assert_msg(isnan(lse[17]) && isnan(ref_lse[17]), "NaN row: lse %g, reference %g (want NaN)",
+                  lse[17], ref_lse[17]);
+    ck_assert_msg(isfinite(lse[16]) && isfinite(out[16 * NF_D]), "row 16 must stay finite");
+    if (causal) ck_assert_msg(isnan(lse[18]) && isfinite(lse[15]), "NaN key 18: rows 18, 19 only");
+    /* Every entry: the same NaN/Inf pattern, finite ones within tolerance. */
+    MF_ASSERT_CLOSE(out, ref_out, n, "attention.out.f32");
+    MF_ASSERT_CLOSE(lse, ref_lse, NF_N, "attention.lse.f32");
+    free(out);
+    free(lse);
+    mf_buffer_free(ctx, dq);
+    mf_buffer_free(ctx, dk);
+    mf_buffer_free(ctx, dv);
+    mf_buffer_free(ctx, dout_dev);
+    mf_buffer_free(ctx, dlse);
+}
+
+START_TEST(test_nonfinite_forward) {
+    check_nonfinite_forward(0);
+    check_nonfinite_forward(1);
+}
+END_TEST
+
+START_TEST(test_nonfinite_backward) {
+    mf_context *ctx = mf_test_ctx();
+    const size_t n = NF_N * NF_D;
+    float q[NF_N * NF_D], k[NF_N * NF_D], v[NF_N * NF_D], dout[NF_N * NF_D];
+    nonfinite_inputs(0, q, k, v, dout);
+    float rdq[NF_N * NF_D], rdk[NF_N * NF_D], rdv[NF_N * NF_D];
+    MF_ASSERT_OK(mf_ref_attention_backward(ctx, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D, NF_D, q, k, v,
+                                           dout, rdq, rdk, rdv));
+    void *dq = mf_test_dev_upload(ctx, q, sizeof q), *dk = mf_test_dev_upload(ctx, k, sizeof k);
+    void *dv = mf_test_dev_upload(ctx, v, sizeof v), *ddo = mf_test_dev_upload(ctx, dout, sizeof dout);
+    float *o = mf_test_dev_nan(ctx, n), *l = mf_test_dev_nan(ctx, NF_N);
+    float *gq = mf_test_dev_nan(ctx, n + 8), *gk = mf_test_dev_nan(ctx, n + 8), *gv = mf_test_dev_nan(ctx, n + 8);
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D,
+                                      NF_D, dq, dk, dv, o, l));
+    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D,
+                                       NF_D, dq, dk, dv, o, ddo, l, gq, gk, gv));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *hq = mf_test_dev_fetch(ctx, gq, n, 8, "dq"), *hk = mf_test_dev_fetch(ctx, gk, n, 8, "dk");
+    float *hv = mf_test_dev_fetch(ctx, gv, n, 8, "dv");
+    ck_assert_msg(isfinite(hq[0]) && isnan(hq[3 * NF_D]) && isnan(hq[17 * NF_D]),
+                  "dq: finite rows stay finite, non-finite rows are NaN");
+    MF_ASSERT_CLOSE(hq, rdq, n, "attention.grad.f32");
+    MF_ASSERT_CLOSE(hk, rdk, n, "attention.grad.f32");
+    MF_ASSERT_CLOSE(hv, rdv, n, "attention.grad.f32");
+    free(hq);
+    free(hk);
+    free(hv);
+    void *bufs[] = {dq, dk, dv, ddo, o, l, gq, gk, gv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
+}
+END_TEST
+
 static Suite *attention_badinput_suite(void) {
     Suite *s = suite_create("attention_badinput");
     TCase *tc = tcase_create("badinput");
@@ -148,6 +253,8 @@ static Suite *attention_badinput_suite(void) {
     tcase_add_test(tc, test_null_pointers);
     tcase_add_test(tc, test_bad_sizes);
     tcase_add_test(tc, test_bad_enums);
+    tcase_add_test(tc, test_nonfinite_forward);
+    tcase_add_test(tc, test_nonfinite_backward);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -255,6 +255,67 @@ START_TEST(test_budget_too_small)
 }
 END_TEST
 
+/* Non-finite logits (include/memfix/cross_entropy.h): optimized and reference
+ * agree, as PyTorch does. Logits z = hidden . W^T with W[:, 0] > 0: row 0
+ * hidden (+inf, 0, 0, 0) -> every logit +inf: lse NaN, loss NaN; row 2
+ * (-inf, 0, 0, 0) -> every logit -inf: lse -inf (it was NaN in the optimized
+ * code: exp(-inf - -inf)), loss NaN; row 4 has a NaN: lse and loss NaN; row 3
+ * is ignored (loss 0); rows 1 and 5 stay finite. The fused backward agrees:
+ * grad_hidden rows 0, 2, 4 NaN, others finite. Small chunks (2 rows) so that
+ * the non-finite rows fall into different chunks. */
+START_TEST(test_nonfinite_logits)
+{
+    mf_context *ctx = mf_test_ctx();
+    float hh[N * D], ww[V * D];
+    mf_fill_uniform_f32(hh, N * D, 41, -1.0f, 1.0f);
+    mf_fill_uniform_f32(ww, V * D, 42, 0.1f, 1.0f); /* W[:, 0] > 0 */
+    for (int d = 0; d < D; d++) hh[0 * D + d] = hh[2 * D + d] = 0.0f;
+    hh[0 * D] = INFINITY;
+    hh[2 * D] = -INFINITY;
+    hh[4 * D + 1] = NAN;
+    const int64_t lab[N] = {1, 2, 3, MF_CE_DEFAULT_IGNORE_INDEX, 4, 5};
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.reduction = MF_CE_REDUCTION_NONE;
+    o.max_chunk_rows = 2;
+
+    float ref_loss[N], ref_lse[N], ref_gh[N * D], ref_gw[V * D];
+    MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, lab, &o,
+                                              ref_loss, ref_lse));
+    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, lab, &o,
+                                               NULL, ref_gh, ref_gw, NULL));
+    void *h = mf_test_dev_upload(ctx, hh, sizeof hh), *w = mf_test_dev_upload(ctx, ww, sizeof ww);
+    void *l = mf_test_dev_upload(ctx, lab, sizeof lab);
+    float *loss = mf_test_dev_nan(ctx, N + 4), *lse = mf_test_dev_nan(ctx, N + 4);
+    float *gh = mf_test_dev_nan(ctx, N * D + 4), *gw = mf_test_dev_nan(ctx, V * D + 4);
+    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, h, w, NULL, l, &o,
+                                                   NULL, loss, lse, gh, gw, NULL));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *hl = mf_test_dev_fetch(ctx, loss, N, 4, "loss"), *hs = mf_test_dev_fetch(ctx, lse, N, 4, "lse");
+    float *hgh = mf_test_dev_fetch(ctx, gh, N * D, 4, "grad_hidden");
+    float *hgw = mf_test_dev_fetch(ctx, gw, V * D, 4, "grad_weight");
+    ck_assert_msg(hs[2] == -INFINITY && ref_lse[2] == -INFINITY,
+                  "every logit -inf: lse %g, reference %g (want -inf)", hs[2], ref_lse[2]);
+    ck_assert_msg(isnan(hl[2]) && isnan(ref_loss[2]), "every logit -inf: loss %g, reference %g (want NaN)",
+                  hl[2], ref_loss[2]);
+    ck_assert_msg(isnan(hs[0]) && isnan(ref_lse[0]) && isnan(hs[4]) && isnan(ref_lse[4]),
+                  "+inf / NaN logits: lse %g %g, reference %g %g (want NaN)", hs[0], hs[4], ref_lse[0],
+                  ref_lse[4]);
+    ck_assert_msg(hl[3] == 0.0f && isfinite(hl[1]) && isfinite(hl[5]), "ignored row 0, others finite");
+    ck_assert_msg(isnan(hgh[2 * D]) && isfinite(hgh[1 * D]), "grad_hidden: row 2 NaN, row 1 finite");
+    MF_ASSERT_CLOSE(hl, ref_loss, N, "cross_entropy.loss.f32");
+    MF_ASSERT_CLOSE(hs, ref_lse, N, "cross_entropy.loss.f32");
+    MF_ASSERT_CLOSE(hgh, ref_gh, N * D, "cross_entropy.grad.f32");
+    MF_ASSERT_CLOSE(hgw, ref_gw, V * D, "cross_entropy.grad.f32");
+    free(hl);
+    free(hs);
+    free(hgh);
+    free(hgw);
+    void *all[] = {h, w, l, loss, lse, gh, gw};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_buffer_free(ctx, all[i]);
+}
+END_TEST
+
 static Suite *cross_entropy_badinput_suite(void)
 {
     Suite *s = suite_create("cross_entropy_badinput");
@@ -265,6 +326,7 @@ static Suite *cross_entropy_badinput_suite(void)
     tcase_add_test(tc, test_dtype_and_options);
     tcase_add_test(tc, test_labels_out_of_range);
     tcase_add_test(tc, test_budget_too_small);
+    tcase_add_test(tc, test_nonfinite_logits);
     suite_add_tcase(s, tc);
     return s;
 }
