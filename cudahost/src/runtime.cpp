@@ -7,6 +7,7 @@
 
 #include <new>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -274,8 +275,55 @@ bool reverse_order() {
   return r;
 }
 
+// The first number in the file at path; false when it is missing or holds no number (cgroup "max").
+static bool read_number_file(const char* path, size_t* out) {
+  FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  unsigned long long v = 0;
+  const bool ok = std::fscanf(f, "%llu", &v) == 1;
+  std::fclose(f);
+  if (ok) *out = (size_t)v;
+  return ok;
+}
+
+// Bytes this machine can back right now: MemAvailable (/proc/meminfo; else the available pages), capped by what
+// the memory cgroup (v2, else v1) still allows this process's group. SIZE_MAX when nothing can be read.
+static size_t backable_memory() {
+  size_t avail = SIZE_MAX;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+        avail = (size_t)kb * 1024;
+        break;
+      }
+    std::fclose(f);
+  }
+  if (avail == SIZE_MAX) {
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) avail = (size_t)pages * (size_t)page;
+  }
+  size_t limit = 0, used = 0;
+  if ((read_number_file("/sys/fs/cgroup/memory.max", &limit) &&
+       read_number_file("/sys/fs/cgroup/memory.current", &used)) ||
+      (read_number_file("/sys/fs/cgroup/memory/memory.limit_in_bytes", &limit) &&
+       read_number_file("/sys/fs/cgroup/memory/memory.usage_in_bytes", &used)))
+    avail = std::min(avail, limit > used ? limit - used : 0);
+  return avail;
+}
+
+// The device size: CUDAHOST_DEVICE_MEMORY when set; else what the machine can back (3/4 of backable_memory() at
+// the first query, leaving room for the host side), at most 80 GiB (an H100), at least 64 MiB. Every allocation is
+// real host memory filled with garbage, so an 80 GiB default on a smaller machine let allocations that each fit
+// but together exceed RAM get the process killed instead of failing with cudaErrorMemoryAllocation.
 size_t device_memory() {
-  static const size_t n = parse_size(std::getenv("CUDAHOST_DEVICE_MEMORY"), (size_t)80 << 30);
+  static const size_t n = [] {
+    const size_t cap = (size_t)80 << 30, floor = (size_t)64 << 20;
+    const size_t backable = backable_memory();
+    const size_t dflt = backable == SIZE_MAX ? cap : std::max(floor, std::min(cap, backable / 4 * 3));
+    return parse_size(std::getenv("CUDAHOST_DEVICE_MEMORY"), dflt);
+  }();
   return n;
 }
 
