@@ -626,6 +626,19 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
   return cudaSuccess;
 }
 
+// cudahost extension (the runtime API has no equivalent; the driver's is cuMemGetAddressRange): the live allocation
+// (cudaMalloc, cudaMallocManaged, cudaMallocHost, a __device__ symbol) that contains ptr, as its start and size.
+// cudaErrorInvalidValue when ptr is inside none (freed, or host memory); not recorded as the last error. memfix
+// checks a kernel argument's extent with it before launching (src/backend/backend.cu).
+extern "C" cudaError_t cudahostGetAllocationRange(const void* ptr, void** base, size_t* size) {
+  std::lock_guard<std::mutex> lk(ci::g_mu);
+  auto a = ci::find_alloc(ptr);
+  if (!a) return cudaErrorInvalidValue;
+  if (base) *base = reinterpret_cast<void*>(a->first);
+  if (size) *size = a->second.size;
+  return cudaSuccess;
+}
+
 // ---- streams and events (execution is synchronous) ---------------------------------------------------------------
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority) {
   if (!pStream) return record(cudaErrorInvalidValue);

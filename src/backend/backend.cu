@@ -137,6 +137,41 @@ extern "C" mf_status MF_FN(mem_get_info)(size_t *free_bytes, size_t *total_bytes
     return MF_OK;
 }
 
+#ifdef __CUDAHOST__
+/* cudahost's allocation table (cudahost/src/runtime.cpp). */
+extern "C" cudaError_t cudahostGetAllocationRange(const void *ptr, void **base, size_t *size);
+#endif
+
+/* mf_check_device_extent (src/core/context.c): what the runtime knows of a
+ * pointer the context did not allocate. *kind: 0 not device-accessible (freed,
+ * a host array), 1 device or managed memory, 2 page-locked host memory;
+ * *bytes_after: bytes from ptr to the end of its allocation, SIZE_MAX when the
+ * runtime cannot tell (CUDA's runtime API has no range query). Clears any error
+ * the query itself raised (older runtimes fail on unregistered pointers). */
+extern "C" mf_status MF_FN(pointer_query)(const void *ptr, int *kind, size_t *bytes_after)
+{
+    *kind = 0;
+    *bytes_after = SIZE_MAX;
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return MF_OK;
+    }
+    switch (a.type) {
+    case cudaMemoryTypeDevice:
+    case cudaMemoryTypeManaged: *kind = 1; break;
+    case cudaMemoryTypeHost: *kind = 2; break;
+    default: *kind = 0; break;
+    }
+#ifdef __CUDAHOST__
+    void *base = NULL;
+    size_t size = 0;
+    if (*kind != 0 && cudahostGetAllocationRange(ptr, &base, &size) == cudaSuccess)
+        *bytes_after = size - (size_t)((const char *)ptr - (const char *)base);
+#endif
+    return MF_OK;
+}
+
 extern "C" mf_status MF_FN(device_synchronize)(void)
 {
     MF_CUDA_CHECK(cudaDeviceSynchronize());

@@ -47,6 +47,12 @@ mf_status mf_host_device_synchronize(void);
 mf_status mf_cuda_mem_get_info(size_t *free_bytes, size_t *total_bytes);
 mf_status mf_cuda_device_synchronize(void);
 #endif
+/* mf_check_device_extent (src/core/context.c): is ptr device memory, and how
+ * many bytes follow it in its allocation (backend.cu has the details). */
+mf_status mf_host_pointer_query(const void *ptr, int *kind, size_t *bytes_after);
+#ifdef MF_HAVE_CUDA
+mf_status mf_cuda_pointer_query(const void *ptr, int *kind, size_t *bytes_after);
+#endif
 
 #ifdef __cplusplus
 }

@@ -325,6 +325,53 @@ static mf_status check_range(const char *func, mf_context *ctx, const void *dev,
     return s;
 }
 
+/* Kernel arguments, before any launch (ops call it from their argument checks;
+ * mf_internal.h). A pointer inside a live buffer or device scratch of ctx must
+ * have 'bytes' left in it; any other pointer must be live device memory of
+ * ctx's backend (a freed buffer or a host array would make the launch fail with
+ * a sticky error that poisons the whole process), with 'bytes' left where the
+ * runtime can tell (host execution mode). */
+mf_status mf_check_device_extent(const char *func, mf_context *ctx, const void *ptr, size_t bytes,
+                                 const char *name)
+{
+    if (ctx == NULL || ptr == NULL || bytes == 0) return MF_OK; /* the caller's own checks */
+    pthread_mutex_lock(&ctx->lock);
+    const mf_record *r = record_containing(&ctx->buffers, ptr);
+    const char *kind = "mf_buffer_alloc buffer";
+    if (r == NULL) {
+        r = record_containing(&ctx->scratch[MF_MEM_DEVICE].live, ptr);
+        kind = "device scratch allocation";
+    }
+    size_t size = r ? r->bytes : 0, offset = r ? (size_t)((uintptr_t)ptr - (uintptr_t)r->ptr) : 0;
+    pthread_mutex_unlock(&ctx->lock);
+    if (r == NULL) {
+        int where = 1; /* 0 not device memory, 1 device memory, 2 page-locked host memory */
+        size_t after = SIZE_MAX;
+#ifdef MF_HAVE_CUDA
+        if (ctx->backend == MF_BACKEND_CUDA) MF_TRY(mf_cuda_pointer_query(ptr, &where, &after));
+#endif
+#ifdef MF_HAVE_HOST_KERNELS
+        if (ctx->backend == MF_BACKEND_HOST) MF_TRY(mf_host_pointer_query(ptr, &where, &after));
+#endif
+        if (where == 0)
+            return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                                "%s (%p) is not device memory of this %s context: not a live buffer "
+                                "or scratch of it, nor a live cudaMalloc allocation (freed? a host "
+                                "array?); nothing was launched",
+                                name, ptr, mf_backend_name(ctx->backend));
+        if (after == SIZE_MAX) return MF_OK; /* the runtime cannot tell its size */
+        kind = where == 2 ? "cudaMallocHost allocation" : "cudaMalloc allocation";
+        size = after;
+        offset = 0;
+    }
+    if (bytes > size - offset)
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "%s is too small for this shape: it needs %zu bytes from %p, only %zu "
+                            "are left in its %s; nothing was launched",
+                            name, bytes, ptr, size - offset, kind);
+    return MF_OK;
+}
+
 mf_status mf_buffer_upload(mf_context *ctx, void *dst_dev, const void *src_host, size_t bytes)
 {
     MF_CHECK_NOT_NULL(ctx);

@@ -52,6 +52,16 @@ mf_status mf_check_bool(const char *func, const char *name, int flag);
 mf_status mf_check_dims_positive(const char *func, const char *prefix, int n,
                                  const int64_t *dims, const char *const *names);
 
+/* Before any launch: 'ptr' (a kernel argument named 'name') can hold 'bytes'.
+ * NULL ptr or 0 bytes: MF_OK (the caller checks those). Inside a live buffer
+ * or device scratch of ctx: MF_ERR_INVALID_SIZE when fewer than 'bytes' are
+ * left in it. Otherwise the backend is asked: MF_ERR_INVALID_ARGUMENT when ptr
+ * is not live device memory (a freed buffer, a host array: launching would
+ * leave a sticky error), MF_ERR_INVALID_SIZE when the runtime knows its
+ * allocation and it is too short (host execution mode). src/core/context.c. */
+mf_status mf_check_device_extent(const char *func, mf_context *ctx, const void *ptr, size_t bytes,
+                                 const char *name);
+
 /* Product of n int64 dims as size_t, with overflow detection. Returns MF_OK
  * or MF_ERR_OVERFLOW / MF_ERR_INVALID_SIZE (with a message naming 'what'). */
 /* Each variadic dim must be an int64_t: cast literals, e.g. (int64_t)4. */

@@ -130,6 +130,13 @@ mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf
     MF_CHECK_NOT_NULL(k);
     MF_CHECK_NOT_NULL(v);
     MF_CHECK_NOT_NULL(out);
+    /* Extents before any launch (the products fit: check_common). */
+    const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
+    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, lse, rows * 4, "lse"));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
     attn_fwd_fn fn = mf_host_attention_tiled_forward;
@@ -154,6 +161,17 @@ mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, m
     MF_CHECK_NOT_NULL(dq);
     MF_CHECK_NOT_NULL(dk);
     MF_CHECK_NOT_NULL(dv);
+    /* Extents before any launch (the products fit: check_common). */
+    const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
+    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dout, rows * (size_t)Dv * es, "dout"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, lse, rows * 4, "lse"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dq, rows * (size_t)D * 4, "dq"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dk, rows * (size_t)D * 4, "dk"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dv, rows * (size_t)Dv * 4, "dv"));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
     attn_bwd_fn fn = mf_host_attention_tiled_backward;

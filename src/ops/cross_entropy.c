@@ -146,6 +146,20 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
         a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
     }
+    /* Extents before any launch (the products fit: checked above). */
+    const size_t n = (size_t)a->n_rows, d = (size_t)a->hidden_dim, v = (size_t)a->vocab;
+    const size_t per_row = a->opts.reduction == MF_CE_REDUCTION_NONE ? n * 4 : 4;
+    MF_TRY(mf_check_device_extent(func, ctx, a->hidden, n * d * (size_t)es, "hidden"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->weight, v * d * (size_t)es, "weight"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->bias, v * (size_t)es, "bias"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->labels, n * 8, "labels"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->loss, per_row, "loss"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->lse_out, n * 4, "lse"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->lse_in, n * 4, "lse"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->grad_loss, per_row, "grad_loss"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->grad_hidden, n * d * 4, "grad_hidden"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->grad_weight, v * d * 4, "grad_weight"));
+    MF_TRY(mf_check_device_extent(func, ctx, a->grad_bias, v * 4, "grad_bias"));
 
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(func, ctx, "cross_entropy", &is_cuda));

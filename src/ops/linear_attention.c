@@ -110,6 +110,19 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
     MF_CHECK_NOT_NULL(k);
     MF_CHECK_NOT_NULL(v);
     MF_CHECK_NOT_NULL(out);
+    /* Extents before any launch (the products fit: check_common). */
+    const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
+    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4, z = heads * (size_t)D * 4;
+    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
+    if (state != NULL) {
+        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_kv, kv, "state->initial_kv"));
+        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_z, z, "state->initial_z"));
+        MF_TRY(mf_check_device_extent(__func__, ctx, state->final_kv, kv, "state->final_kv"));
+        MF_TRY(mf_check_device_extent(__func__, ctx, state->final_z, z, "state->final_z"));
+    }
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
     la_fwd_fn fn = mf_host_linear_attention_forward;
@@ -139,6 +152,27 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
     if (state != NULL && (state->final_kv != NULL || state->final_z != NULL))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                 "the backward pass reads only state->initial_kv/initial_z; final_kv/final_z must be NULL");
+    /* Extents before any launch (the products fit: check_common). */
+    const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
+    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4, z = heads * (size_t)D * 4;
+    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dout, rows * (size_t)Dv * es, "dout"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dq, rows * (size_t)D * 4, "dq"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dk, rows * (size_t)D * 4, "dk"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, dv, rows * (size_t)Dv * 4, "dv"));
+    if (state != NULL) {
+        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_kv, kv, "state->initial_kv"));
+        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_z, z, "state->initial_z"));
+    }
+    if (grad != NULL) {
+        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_final_kv, kv, "grad->d_final_kv"));
+        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_final_z, z, "grad->d_final_z"));
+        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_initial_kv, kv, "grad->d_initial_kv"));
+        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_initial_z, z, "grad->d_initial_z"));
+    }
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
     la_bwd_fn fn = mf_host_linear_attention_backward;

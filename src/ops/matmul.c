@@ -89,6 +89,10 @@ mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, 
         MF_FAIL(MF_ERR_INVALID_SIZE,
                 "the cublas variant needs M, N, K <= INT_MAX (got M=%lld N=%lld K=%lld)",
                 (long long)M, (long long)N, (long long)K);
+    /* Extents before any launch (the products fit: checked above). */
+    MF_TRY(mf_check_device_extent(__func__, ctx, A, (size_t)M * (size_t)K * (size_t)esize, "A"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, B, (size_t)K * (size_t)N * (size_t)esize, "B"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, C, (size_t)M * (size_t)N * 4, "C"));
 
     mf_matmul_entry fn = NULL;
     switch (mf_context_backend(ctx)) {

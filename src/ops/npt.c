@@ -172,6 +172,24 @@ mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, co
     NPT_CHECK_PTR(fn, out);
     int64_t chunk = 0;
     MF_TRY(resolve_chunk(fn, MF_NPT_FORWARD, dtype, shape, opts, &chunk));
+    /* Extents before any launch (T = batch*seq fits: resolve_chunk). */
+    const int64_t es = (int64_t)mf_dtype_size(dtype), T = shape.batch * shape.seq;
+    const int64_t D = shape.d_model, F = shape.d_ffn, R = shape.rank;
+    size_t n = 0;
+    MF_TRY(mf_dims_product(fn, "h bytes", &n, 3, T, D, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, h, n, "h"));
+    MF_TRY(mf_dims_product(fn, "W bytes", &n, 3, D, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, W, n, "W"));
+    MF_TRY(mf_dims_product(fn, "A bytes", &n, 3, D, R, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, A, n, "A"));
+    MF_TRY(mf_dims_product(fn, "B bytes", &n, 3, R, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, B, n, "B"));
+    MF_TRY(mf_dims_product(fn, "m bytes", &n, 3, T, R, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, m, n, "m"));
+    MF_TRY(mf_dims_product(fn, "bias bytes", &n, 2, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, bias, n, "bias"));
+    MF_TRY(mf_dims_product(fn, "out bytes", &n, 3, T, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, out, n, "out"));
     switch (mf_context_backend(ctx)) {
     case MF_BACKEND_HOST:
         return mf_host_npt_factored_forward(ctx, dtype, shape, chunk, h, W, A, B, m, bias, out);
@@ -206,6 +224,34 @@ mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, c
                             "no gradient requested (every grad_* output is NULL)");
     int64_t chunk = 0;
     MF_TRY(resolve_chunk(fn, MF_NPT_BACKWARD, dtype, shape, opts, &chunk));
+    /* Extents before any launch (T = batch*seq fits: resolve_chunk). */
+    const int64_t es = (int64_t)mf_dtype_size(dtype), T = shape.batch * shape.seq;
+    const int64_t D = shape.d_model, F = shape.d_ffn, R = shape.rank;
+    size_t n = 0;
+    MF_TRY(mf_dims_product(fn, "h bytes", &n, 3, T, D, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, h, n, "h"));
+    MF_TRY(mf_dims_product(fn, "W bytes", &n, 3, D, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, W, n, "W"));
+    MF_TRY(mf_dims_product(fn, "A bytes", &n, 3, D, R, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, A, n, "A"));
+    MF_TRY(mf_dims_product(fn, "B bytes", &n, 3, R, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, B, n, "B"));
+    MF_TRY(mf_dims_product(fn, "m bytes", &n, 3, T, R, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, m, n, "m"));
+    MF_TRY(mf_dims_product(fn, "grad_out bytes", &n, 3, T, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, grad_out, n, "grad_out"));
+    MF_TRY(mf_dims_product(fn, "grad_h bytes", &n, 3, T, D, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, grad_h, n, "grad_h"));
+    MF_TRY(mf_dims_product(fn, "grad_W bytes", &n, 3, D, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, grad_W, n, "grad_W"));
+    MF_TRY(mf_dims_product(fn, "grad_A bytes", &n, 3, D, R, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, grad_A, n, "grad_A"));
+    MF_TRY(mf_dims_product(fn, "grad_B bytes", &n, 3, R, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, grad_B, n, "grad_B"));
+    MF_TRY(mf_dims_product(fn, "grad_m bytes", &n, 3, T, R, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, grad_m, n, "grad_m"));
+    MF_TRY(mf_dims_product(fn, "grad_bias bytes", &n, 2, F, es));
+    MF_TRY(mf_check_device_extent(fn, ctx, grad_bias, n, "grad_bias"));
     switch (mf_context_backend(ctx)) {
     case MF_BACKEND_HOST:
         return mf_host_npt_factored_backward(ctx, dtype, shape, chunk, h, W, A, B, m, grad_out,

@@ -82,6 +82,24 @@ static mf_status check_backend(const char *func, mf_context *ctx) {
              mf_backend_name(b) ? mf_backend_name(b) : "?");
 }
 
+/* Extents of q, k, q_out, k_out and the ids before any launch or position check
+ * (after mf_rope_internal_validate: the products fit). */
+static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_config *cfg,
+                               const mf_rope_tensors *t, const mf_rope_positions *pos) {
+    const size_t tok = (size_t)t->batch * (size_t)t->seq_len;
+    const size_t row = (size_t)cfg->head_dim * mf_dtype_size(t->dtype);
+    MF_TRY(mf_check_device_extent(func, ctx, t->q, tok * (size_t)t->heads_q * row, "t->q"));
+    MF_TRY(mf_check_device_extent(func, ctx, t->k, tok * (size_t)t->heads_k * row, "t->k"));
+    MF_TRY(mf_check_device_extent(func, ctx, t->q_out, tok * (size_t)t->heads_q * row, "t->q_out"));
+    MF_TRY(mf_check_device_extent(func, ctx, t->k_out, tok * (size_t)t->heads_k * row, "t->k_out"));
+    if (pos->kind == MF_ROPE_POS_OFFSET) return MF_OK;
+    const size_t ids = pos->batch_stride == 0
+                           ? (size_t)t->seq_len
+                           : (size_t)(t->batch - 1) * (size_t)pos->batch_stride + (size_t)t->seq_len;
+    return mf_check_device_extent(func, ctx, pos->ids, ids * (pos->kind == MF_ROPE_POS_I32 ? 4 : 8),
+                                  "pos->ids");
+}
+
 /* ---- fused ---------------------------------------------------------------------- */
 mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
                         const mf_rope_tensors *t, const mf_rope_positions *pos) {
@@ -89,6 +107,7 @@ mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_dire
     if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
     MF_TRY(mf_rope_internal_validate(func, cfg, dir, t, pos));
     MF_TRY(check_backend(func, ctx));
+    MF_TRY(check_extents(func, ctx, cfg, t, pos));
     if (pos->kind != MF_ROPE_POS_OFFSET && !(pos->flags & MF_ROPE_NO_POSITION_CHECK)) {
         int64_t mx;
         MF_TRY(mf_rope_internal_max_position(func, ctx, pos, t->batch, t->seq_len, &mx));
@@ -223,6 +242,7 @@ mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const
     if (cache == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cache is NULL");
     MF_TRY(mf_rope_internal_validate(func, &cache->cfg, dir, t, pos));
     if (cache->table == NULL) ROPE_ERR(MF_ERR_OUT_OF_MEMORY, "the cache lost its table in a failed growth");
+    MF_TRY(check_extents(func, cache->ctx, &cache->cfg, t, pos));
     if (pos->kind == MF_ROPE_POS_OFFSET || !(pos->flags & MF_ROPE_NO_POSITION_CHECK)) {
         int64_t mx;
         MF_TRY(mf_rope_internal_max_position(func, cache->ctx, pos, t->batch, t->seq_len, &mx));

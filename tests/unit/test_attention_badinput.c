@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Small valid device buffers (B=1, H=1, N=4, D=Dv=4). */
 static void *dq_, *dk_, *dv_, *ddo_;
@@ -141,6 +142,41 @@ START_TEST(test_bad_enums) {
 }
 END_TEST
 
+/* Bad pointers: checked against the shape's extent before any launch, naming
+ * the argument; a freed buffer or a host array is refused without launching,
+ * so the process goes on working. The fixture's buffers hold 64 bytes
+ * (B=H=1, N=4, D=Dv=4 in f32). */
+START_TEST(test_bad_pointers) {
+    mf_context *ctx = mf_test_ctx();
+    const mf_attention_variant T = MF_ATTENTION_TILED;
+    const mf_dtype F = MF_DTYPE_F32;
+    MF_ASSERT_STATUS(FWD(ctx, T, F, 0, 1, 1, 8, 4, 4, dq_, dk_, dv_, dout_, dlse_), MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "q is too small"));
+    MF_ASSERT_STATUS(FWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, dk_, (char *)dv_ + 4, dout_, dlse_),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "v is too small"));
+    MF_ASSERT_STATUS(BWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, dlse_, ddq_, ddk_,
+                         ddv_ + 1),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "dv is too small"));
+    void *freed = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, 64, &freed));
+    MF_ASSERT_OK(mf_buffer_free(ctx, freed));
+    float host[16] = {0};
+    MF_ASSERT_STATUS(FWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, freed, dv_, dout_, dlse_), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "k ("));
+    MF_ASSERT_STATUS(BWD(ctx, T, F, 1, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, host, ddq_, ddk_, ddv_),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "lse ("));
+    /* Nothing launched, nothing sticky. */
+    MF_ASSERT_OK(FWD(ctx, T, F, 1, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, dlse_));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    mf_context *fresh = NULL;
+    MF_ASSERT_OK(mf_context_create(&fresh, mf_test_backend()));
+    mf_context_destroy(fresh);
+}
+END_TEST
+
 /* Non-finite scores (include/memfix/attention.h): the tiled kernels and the
  * reference agree, as PyTorch's softmax/logsumexp do. N = 20 spans two query
  * and key tiles. Row 3: q = (-inf, 0, 0, 0) with k[:, 0] > 0, so every score is
@@ -253,6 +289,7 @@ static Suite *attention_badinput_suite(void) {
     tcase_add_test(tc, test_null_pointers);
     tcase_add_test(tc, test_bad_sizes);
     tcase_add_test(tc, test_bad_enums);
+    tcase_add_test(tc, test_bad_pointers);
     tcase_add_test(tc, test_nonfinite_forward);
     tcase_add_test(tc, test_nonfinite_backward);
     suite_add_tcase(s, tc);

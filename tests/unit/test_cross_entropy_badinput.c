@@ -255,6 +255,49 @@ START_TEST(test_budget_too_small)
 }
 END_TEST
 
+/* Bad pointers: every buffer is checked against the extent the shape needs
+ * before any launch (MF_ERR_INVALID_SIZE naming it); a freed buffer or a host
+ * array is refused (MF_ERR_INVALID_ARGUMENT) without launching, so later calls
+ * and new contexts still work. */
+START_TEST(test_bad_pointers)
+{
+    mf_context *ctx = mf_test_ctx();
+    bufs b = make_bufs();
+    const int64_t *lab = b.lab;
+    /* hidden holds N x D floats: N + 1 rows do not fit (labels are checked after). */
+    MF_ASSERT_STATUS(FWD(ctx, N, D + 1, V, MF_DTYPE_F32, b.h, b.w, lab, NULL, b.loss), MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "hidden is too small"));
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.reduction = MF_CE_REDUCTION_NONE; /* loss: N floats; b.gb holds V = 10 >= N, b.lab 6 int64 */
+    float *short_loss = (float *)b.loss + 1;
+    MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, short_loss), MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "loss is too small"));
+    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab,
+                                                       NULL, NULL, b.loss, NULL, b.gh, b.gb, NULL),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "grad_weight is too small"));
+    void *freed = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, 64, &freed));
+    MF_ASSERT_OK(mf_buffer_free(ctx, freed));
+    int64_t host_labels[N] = {0};
+    MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, host_labels, NULL, b.loss),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "labels ("));
+    MF_ASSERT_STATUS(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, NULL,
+                                               (const float *)freed, NULL, b.gh, NULL, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "lse ("));
+    /* Nothing launched, nothing sticky. */
+    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, b.b, lab, NULL,
+                                                   NULL, b.loss, b.lse, b.gh, b.gw, b.gb));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    mf_context *fresh = NULL;
+    MF_ASSERT_OK(mf_context_create(&fresh, mf_test_backend()));
+    mf_context_destroy(fresh);
+}
+END_TEST
+
 /* Non-finite logits (include/memfix/cross_entropy.h): optimized and reference
  * agree, as PyTorch does. Logits z = hidden . W^T with W[:, 0] > 0: row 0
  * hidden (+inf, 0, 0, 0) -> every logit +inf: lse NaN, loss NaN; row 2
@@ -326,6 +369,7 @@ static Suite *cross_entropy_badinput_suite(void)
     tcase_add_test(tc, test_dtype_and_options);
     tcase_add_test(tc, test_labels_out_of_range);
     tcase_add_test(tc, test_budget_too_small);
+    tcase_add_test(tc, test_bad_pointers);
     tcase_add_test(tc, test_nonfinite_logits);
     suite_add_tcase(s, tc);
     return s;

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void *dq_, *dk_, *dv_, *ddo_;
 static float *dout_, *ddq_, *ddk_, *ddv_, *dst_;
@@ -147,6 +148,40 @@ START_TEST(test_bad_enums_and_state) {
 }
 END_TEST
 
+/* Bad pointers: the fixture's buffers hold 256 bytes (64 floats). Tensors and
+ * the state are checked against the shape's extent before any launch, naming
+ * the argument; a freed buffer or a host array is refused without launching,
+ * and the process goes on working. */
+START_TEST(test_bad_pointers) {
+    mf_context *ctx = mf_test_ctx();
+    const mf_dtype F = MF_DTYPE_F32;
+    MF_ASSERT_STATUS(FWD(ctx, F, 1, 16, 1, 1, 16, 4, 8, dq_, dk_, dv_, NULL, dout_), MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "v is too small")); /* q, k: 64 floats fit */
+    mf_linear_attention_state st = {NULL, NULL, dst_ + 60, NULL};    /* final_kv: 16 floats, 4 left */
+    MF_ASSERT_STATUS(FWD(ctx, F, 1, 16, 1, 1, 4, 4, 4, dq_, dk_, dv_, &st, dout_), MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "state->final_kv is too small"));
+    mf_linear_attention_state_grad gr = {NULL, NULL, NULL, dst_ + 62}; /* d_initial_z: 4 floats, 2 left */
+    MF_ASSERT_STATUS(BWD(ctx, F, 1, 16, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, NULL, &gr, ddq_, ddk_, ddv_),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "grad->d_initial_z is too small"));
+    void *freed = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, 64, &freed));
+    MF_ASSERT_OK(mf_buffer_free(ctx, freed));
+    float host[64] = {0};
+    MF_ASSERT_STATUS(FWD(ctx, F, 0, 0, 1, 1, 4, 4, 4, dq_, dk_, freed, NULL, dout_), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "v ("));
+    MF_ASSERT_STATUS(BWD(ctx, F, 1, 16, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, host, NULL, NULL, ddq_, ddk_, ddv_),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "dout ("));
+    /* Nothing launched, nothing sticky. */
+    MF_ASSERT_OK(FWD(ctx, F, 1, 16, 1, 1, 4, 4, 4, dq_, dk_, dv_, NULL, dout_));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    mf_context *fresh = NULL;
+    MF_ASSERT_OK(mf_context_create(&fresh, mf_test_backend()));
+    mf_context_destroy(fresh);
+}
+END_TEST
+
 static Suite *linear_attention_badinput_suite(void) {
     Suite *s = suite_create("linear_attention_badinput");
     TCase *tc = tcase_create("badinput");
@@ -155,6 +190,7 @@ static Suite *linear_attention_badinput_suite(void) {
     tcase_add_test(tc, test_null_pointers);
     tcase_add_test(tc, test_bad_sizes_and_chunks);
     tcase_add_test(tc, test_bad_enums_and_state);
+    tcase_add_test(tc, test_bad_pointers);
     suite_add_tcase(s, tc);
     return s;
 }

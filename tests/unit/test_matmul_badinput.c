@@ -177,6 +177,95 @@ START_TEST(test_registry_entry_arguments) {
 }
 END_TEST
 
+/* Bad pointers (issue: SIGSEGV in every variant at M=N=K=2048 with a 16-byte A;
+ * a freed buffer or a host array poisoned the whole process with a sticky launch
+ * error). Every pointer is checked against the extent the shape needs before
+ * any launch, and the message names the argument. */
+START_TEST(test_buffer_too_small) {
+    mf_context *ctx = mf_test_ctx();
+    void *small = NULL, *big_b = NULL, *big_c = NULL;
+    const size_t n = (size_t)2048 * 2048;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, 16, &small));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, &big_b));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, &big_c));
+    for (int v = 0; v < MF_MATMUL_N_VARIANTS; v++) {
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 2048, 2048, 2048,
+                                   small, big_b, (float *)big_c),
+                         MF_ERR_INVALID_SIZE);
+        ASSERT_MSG_HAS("A is too small");
+        ASSERT_MSG_HAS("16777216 bytes");
+        /* B and C too; a pointer into the middle of a buffer has only the rest. */
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_BF16, 1, 1, 2048, 2048, 2048,
+                                   big_b, (char *)big_c + n * 4 - 4096, (float *)big_b),
+                         MF_ERR_INVALID_SIZE);
+        ASSERT_MSG_HAS("B is too small");
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 2048, 2048, 1,
+                                   big_b, big_c, (float *)small),
+                         MF_ERR_INVALID_SIZE);
+        ASSERT_MSG_HAS("C is too small");
+    }
+    /* Exactly big enough: runs. */
+    MF_ASSERT_OK(mf_matmul(ctx, MF_MATMUL_TILED, MF_DTYPE_F32, 0, 0, 2, 2, 1, small, small, (float *)small));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    /* Live device memory this context did not allocate (another context's
+     * buffer): in host mode the runtime knows its size too. */
+    mf_context *other = NULL;
+    void *foreign = NULL;
+    MF_ASSERT_OK(mf_context_create(&other, mf_test_backend()));
+    MF_ASSERT_OK(mf_buffer_alloc(other, 16, &foreign));
+    if (mf_test_backend() == MF_BACKEND_HOST) {
+        MF_ASSERT_STATUS(mf_matmul(ctx, MF_MATMUL_NAIVE, MF_DTYPE_F32, 0, 0, 64, 64, 64, foreign,
+                                   big_b, (float *)big_c),
+                         MF_ERR_INVALID_SIZE);
+        ASSERT_MSG_HAS("cudaMalloc allocation");
+    }
+    MF_ASSERT_OK(mf_matmul(ctx, MF_MATMUL_NAIVE, MF_DTYPE_F32, 0, 0, 2, 2, 1, foreign, foreign, (float *)big_c));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    mf_context_destroy(other);
+    mf_buffer_free(ctx, small);
+    mf_buffer_free(ctx, big_b);
+    mf_buffer_free(ctx, big_c);
+}
+END_TEST
+
+START_TEST(test_freed_or_host_pointer_then_process_works) {
+    mf_context *ctx = mf_test_ctx();
+    void *freed = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, 256, &freed));
+    MF_ASSERT_OK(mf_buffer_free(ctx, freed));
+    float host[64] = {0};
+    for (int v = 0; v < MF_MATMUL_N_VARIANTS; v++) {
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, freed, d_b,
+                                   (float *)d_c),
+                         MF_ERR_INVALID_ARGUMENT);
+        ASSERT_MSG_HAS("A (");
+        ASSERT_MSG_HAS("is not device memory");
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, host,
+                                   (float *)d_c),
+                         MF_ERR_INVALID_ARGUMENT);
+        ASSERT_MSG_HAS("B (");
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, d_b, host),
+                         MF_ERR_INVALID_ARGUMENT);
+        ASSERT_MSG_HAS("C (");
+    }
+    /* Nothing was launched, so nothing is sticky: the same context, a new one
+     * and every variant still work. */
+    float a[16], b[16], c[16];
+    for (int i = 0; i < 16; i++) a[i] = b[i] = (float)(i % 5) - 2.0f;
+    MF_ASSERT_OK(mf_buffer_upload(ctx, d_a, a, sizeof a));
+    MF_ASSERT_OK(mf_buffer_upload(ctx, d_b, b, sizeof b));
+    for (int v = 0; v < MF_MATMUL_N_VARIANTS; v++) {
+        MF_ASSERT_OK(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, d_b, (float *)d_c));
+        MF_ASSERT_OK(mf_buffer_download(ctx, c, d_c, sizeof c));
+        ck_assert_float_eq(c[0], a[0] * b[0] + a[1] * b[4] + a[2] * b[8] + a[3] * b[12]);
+    }
+    mf_context *fresh = NULL;
+    MF_ASSERT_OK(mf_context_create(&fresh, mf_test_backend()));
+    MF_ASSERT_OK(mf_context_synchronize(fresh));
+    mf_context_destroy(fresh);
+}
+END_TEST
+
 static Suite *matmul_badinput_suite(void) {
     Suite *s = suite_create("matmul_badinput");
     TCase *tc = tcase_create("badinput");
@@ -188,6 +277,8 @@ static Suite *matmul_badinput_suite(void) {
     tcase_add_test(tc, test_cublas_int_limit);
     tcase_add_test(tc, test_formulas);
     tcase_add_test(tc, test_registry_entry_arguments);
+    tcase_add_test(tc, test_buffer_too_small);
+    tcase_add_test(tc, test_freed_or_host_pointer_then_process_works);
     suite_add_tcase(s, tc);
     return s;
 }

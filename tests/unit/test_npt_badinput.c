@@ -12,6 +12,7 @@
 
 #include <check.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const mf_npt_shape good = {2, 3, 5, 7, 4};
@@ -230,6 +231,57 @@ START_TEST(test_bad_options)
 }
 END_TEST
 
+/* Bad pointers (ASan saw npt.cu read past a short buffer): every tensor is
+ * checked against the extent the shape needs before any launch, naming it; a
+ * freed buffer or a host array is refused without launching (it used to leave
+ * a sticky launch error behind), and the process goes on working. */
+START_TEST(test_bad_pointers)
+{
+    mf_context *ctx = mf_test_ctx();
+    const size_t T = 6, D = 5, F = 7, R = 4; /* good */
+    const size_t sizes[12] = {T * D, D * F, D * R, R * F, T * R, F, T * F, T * D, D * F, D * R, R * F, T * R};
+    void *t[12];
+    for (int i = 0; i < 12; i++) {
+        float *h = mf_test_nan_host(sizes[i]);
+        for (size_t j = 0; j < sizes[i]; j++) h[j] = 0.25f * (float)(j % 7) - 0.5f;
+        t[i] = mf_test_dev_upload(ctx, h, sizes[i] * 4);
+        free(h);
+    }
+    void *small = NULL, *freed = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, 16, &small));
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, 16, &freed));
+    MF_ASSERT_OK(mf_buffer_free(ctx, freed));
+    float host[64] = {0};
+    MF_ASSERT_STATUS(mf_npt_forward(ctx, MF_DTYPE_F32, good, t[0], t[1], t[2], small, t[4], NULL, t[6], NULL),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "B is too small"));
+    MF_ASSERT_STATUS(mf_npt_forward(ctx, MF_DTYPE_F32, good, t[0], t[1], t[2], t[3], t[4], small, t[6], NULL),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "bias is too small"));
+    MF_ASSERT_STATUS(mf_npt_backward(ctx, MF_DTYPE_F32, good, t[0], t[1], t[2], t[3], t[4], t[6], t[7], t[8],
+                                     t[9], t[10], small, NULL, NULL),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "grad_m is too small"));
+    MF_ASSERT_STATUS(mf_npt_forward(ctx, MF_DTYPE_F32, good, freed, t[1], t[2], t[3], t[4], NULL, t[6], NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "h ("));
+    MF_ASSERT_STATUS(mf_npt_backward(ctx, MF_DTYPE_F32, good, t[0], t[1], t[2], t[3], t[4], host, t[7], NULL,
+                                     NULL, NULL, NULL, NULL, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "grad_out ("));
+    /* Nothing launched, nothing sticky. */
+    MF_ASSERT_OK(mf_npt_forward(ctx, MF_DTYPE_F32, good, t[0], t[1], t[2], t[3], t[4], t[5], t[6], NULL));
+    MF_ASSERT_OK(mf_npt_backward(ctx, MF_DTYPE_F32, good, t[0], t[1], t[2], t[3], t[4], t[6], t[7], t[8],
+                                 t[9], t[10], t[11], NULL, NULL));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    mf_context *fresh = NULL;
+    MF_ASSERT_OK(mf_context_create(&fresh, mf_test_backend()));
+    mf_context_destroy(fresh);
+    for (int i = 0; i < 12; i++) mf_buffer_free(ctx, t[i]);
+    mf_buffer_free(ctx, small);
+}
+END_TEST
+
 static Suite *npt_badinput_suite(void)
 {
     Suite *s = suite_create("npt_badinput");
@@ -244,6 +296,7 @@ static Suite *npt_badinput_suite(void)
     tcase_add_test(tc, test_bad_dtype);
     tcase_add_test(tc, test_overflow_and_int_limits);
     tcase_add_test(tc, test_bad_options);
+    tcase_add_test(tc, test_bad_pointers);
     suite_add_tcase(s, tc);
     return s;
 }

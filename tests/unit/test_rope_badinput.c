@@ -264,6 +264,52 @@ START_TEST(cache_growth_too_big) {
 }
 END_TEST
 
+/* Bad pointers: q, k, q_out, k_out and the ids are checked against the extent
+ * the shape needs before any launch or position check (MF_ERR_INVALID_SIZE
+ * naming the tensor); a freed buffer or a host array is refused without
+ * launching, and the process goes on working. */
+START_TEST(bad_pointers) {
+    bad_env e;
+    env_init(&e);
+    mf_rope_tensors t0 = e.t;
+    /* 8 bytes before the end of the buffer: k_out needs 48 floats */
+    e.t.k_out = (char *)e.buf + 2 * (e.nq + e.nk) * sizeof(float) + 64 - 8;
+    EXPECT_FUSED(&e, MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "t->k_out is too small"));
+    e.t = t0;
+    void *small = NULL, *freed = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(e.ctx, 8, &small));
+    MF_ASSERT_OK(mf_buffer_alloc(e.ctx, 8, &freed));
+    MF_ASSERT_OK(mf_buffer_free(e.ctx, freed));
+    e.pos = mf_rope_positions_ids(MF_ROPE_POS_I64, small, 3); /* needs (B-1)*3 + 3 = 6 int64 */
+    EXPECT_FUSED(&e, MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "pos->ids is too small"));
+    e.pos = mf_rope_positions_offset(0);
+    e.t.q = freed;
+    EXPECT_FUSED(&e, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "t->q ("));
+    e.t = t0;
+    float host[96] = {0};
+    e.t.q_out = host;
+    mf_rope_cache *cache = NULL;
+    MF_ASSERT_OK(mf_rope_cache_create(e.ctx, &e.cfg, 4, &cache));
+    MF_ASSERT_STATUS(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "t->q_out ("));
+    e.t = t0;
+    assert_untouched(&e);
+    /* Nothing launched, nothing sticky. */
+    MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos));
+    MF_ASSERT_OK(mf_rope_fused(e.ctx, &e.cfg, MF_ROPE_FORWARD, &e.t, &e.pos));
+    MF_ASSERT_OK(mf_context_synchronize(e.ctx));
+    mf_context *fresh = NULL;
+    MF_ASSERT_OK(mf_context_create(&fresh, mf_test_backend()));
+    mf_context_destroy(fresh);
+    mf_rope_cache_destroy(cache);
+    mf_buffer_free(e.ctx, small);
+    env_free(&e);
+}
+END_TEST
+
 static Suite *rope_badinput_suite(void) {
     Suite *s = suite_create("rope_badinput");
     TCase *tc = tcase_create("badinput");
@@ -273,6 +319,7 @@ static Suite *rope_badinput_suite(void) {
     tcase_add_test(tc, sizes_dtype_overlap);
     tcase_add_test(tc, positions);
     tcase_add_test(tc, cache_growth_too_big);
+    tcase_add_test(tc, bad_pointers);
     suite_add_tcase(s, tc);
     return s;
 }
