@@ -5,6 +5,7 @@
 #include "memfix_cli.h"
 
 #include "memfix/attention.h"
+#include "memfix/cross_entropy.h"
 #include "memfix/linear_attention.h"
 #include "memfix/memfix.h"
 #include "memfix/plan.h"
@@ -35,6 +36,11 @@ void mf_cli_plan_help(FILE *out)
             "    standard or tiled attention, with and without full checkpointing;\n"
             "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked.\n"
             "A preset fills every option; options given after it override its values.\n"
+            "One integer option may take a comma-separated list (a sweep): the plan once per\n"
+            "value, as one table (--json: one object with a \"plans\" array), e.g.\n"
+            "  memfix plan --preset 000 --seq 4096,40000,131072 --ce-budget 10737418240\n"
+            "Figures that correct a seed document's are marked \"corrected\" with what the\n"
+            "document says; a fix whose optimized scratch exceeds the naive bytes is flagged.\n"
             "Bytes are exact; GiB = 2^30 bytes.\n"
             "\n"
             "options:\n"
@@ -183,9 +189,62 @@ static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, i
 #endif
 }
 
+/* ---- what the seed documents say, next to the corrected figure ----------------------- */
+/* The note for a figure of a preset whose seed document states a different value
+ * (docs/plan.md, "Where the documents' figures disagree with their shapes"), or
+ * NULL. 'what': "parameters", "weights", "npt". */
+static const char *seed_note(const char *preset, const char *what)
+{
+    if (preset == NULL) return NULL;
+    if (strcmp(preset, "000") == 0) {
+        if (strcmp(what, "parameters") == 0)
+            return "corrected: seed 000 says \"3.92B params\"; Qwen3-4B's shapes (d_model 2560 as the seed "
+                   "implies) give 4.02B";
+        if (strcmp(what, "weights") == 0)
+            return "corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB "
+                   "(3.92e9 x 2 B); these shapes give 7.49 GiB";
+    }
+    if (strncmp(preset, "001", 3) == 0 && strcmp(what, "parameters") == 0)
+        return "corrected: seed 001 says \"~95.3M parameters\"; its stated dimensions (12 x 768, vocab "
+               "50,304, tied; FFN 4 x 768 assumed) give 111.8M";
+    if (strncmp(preset, "002", 3) == 0 && strcmp(what, "parameters") == 0)
+        return strcmp(preset, "002-10k") == 0
+                   ? "corrected: seed 002 says \"6 x 11M = 66M\" for the layers and \"~76M params\"; a "
+                     "512-wide layer with a 2048 FFN has 3,152,384, so 29.2M in all"
+                   : "corrected: seed 002 says \"~200M params\" with a 50K vocabulary and \"6 x 11M\" for "
+                     "the layers; a layer has 3,152,384, so 70.5M (Pythia-70M's size)";
+    if (strcmp(what, "npt") == 0) {
+        if (strcmp(preset, "004-doc") == 0)
+            return "corrected: seed 004 says \"~448 GB\" for this shape; 4 x 512 x 4096 x 11008 fp32 is "
+                   "344 GiB (448 GiB is d_ffn 14336: preset 004)";
+        if (strcmp(preset, "004") == 0)
+            return "seed 004's \"~448 GB\" is this shape's figure (448 GiB), not its 4096 x 11008 example's "
+                   "(344 GiB: preset 004-doc)";
+    }
+    return NULL;
+}
+
+/* Why an optimized scratch can exceed the naive bytes it replaces, per fix. */
+static const char *exceeds_reason(const char *fix, mf_dtype dtype)
+{
+    if (strcmp(fix, "cross_entropy") == 0)
+        return dtype == MF_DTYPE_BF16
+                   ? "the budget holds every row in one fp32 tile (C = N), twice the bf16 logits; a smaller "
+                     "--ce-budget chunks it"
+                   : "the budget holds every row in one fp32 tile (C = N), as big as the f32 logits, plus "
+                     "4N + 16 bytes; a smaller --ce-budget chunks it";
+    if (strcmp(fix, "nsa") == 0) return "at this length a query sees more keys through NSA's branches than N";
+    return "the fix pays off only at larger shapes";
+}
+
+static int exceeds_naive(const mf_plan_fix_row *r)
+{
+    return r->naive_bytes != SIZE_MAX && r->optimized_bytes != SIZE_MAX && r->optimized_bytes > r->naive_bytes;
+}
+
 /* ---- model output ---------------------------------------------------------------------- */
-static int print_model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
-                            const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
+static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
+                         const mf_plan_fix_row *rows, size_t n_rows)
 {
     cJSON *root = cJSON_CreateObject();
     if (preset) cJSON_AddStringToObject(root, "preset", preset);
@@ -245,7 +304,24 @@ static int print_model_json(const char *preset, const mf_plan_config *c, const m
         add_bytes(o, "naive_bytes", rows[i].naive_bytes);
         cJSON_AddStringToObject(o, "optimized", rows[i].optimized_what);
         add_bytes(o, "optimized_bytes", rows[i].optimized_bytes);
+        cJSON_AddBoolToObject(o, "optimized_exceeds_naive", exceeds_naive(&rows[i]));
+        const char *note = strcmp(rows[i].fix, "npt") == 0 ? seed_note(preset, "npt") : NULL;
+        if (note) cJSON_AddStringToObject(o, "seed_note", note);
     }
+    /* the seed document's figures that the computed values correct */
+    cJSON *notes = cJSON_AddObjectToObject(root, "seed_notes");
+    static const char *const what[] = {"parameters", "weights", "npt"};
+    for (size_t i = 0; i < sizeof what / sizeof what[0]; i++) {
+        const char *note = seed_note(preset, what[i]);
+        if (note) cJSON_AddStringToObject(notes, what[i], note);
+    }
+    return root;
+}
+
+static int print_model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
+                            const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
+{
+    cJSON *root = model_json(preset, c, m, rows, n_rows);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (text == NULL) return MF_CLI_UNAVAILABLE;
@@ -270,18 +346,27 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
     fprintf(out, "per fix: the big intermediate, naive vs optimized (bytes)\n");
     fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", "fix", "shape", "naive materializes", "naive",
             "optimized", "optimized");
-    for (size_t i = 0; i < n_rows; i++)
+    for (size_t i = 0; i < n_rows; i++) {
         fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", rows[i].fix, rows[i].shape, rows[i].naive_what,
                 fmt_bytes(b1, sizeof b1, rows[i].naive_bytes), rows[i].optimized_what,
                 fmt_bytes(b2, sizeof b2, rows[i].optimized_bytes));
+        const char *note = strcmp(rows[i].fix, "npt") == 0 ? seed_note(preset, "npt") : NULL;
+        if (note) fprintf(out, "  %-16s  ^ naive: %s\n", "", note);
+        if (exceeds_naive(&rows[i]))
+            fprintf(out, "  %-16s  ^ optimized exceeds the naive bytes it replaces here (%.2fx): %s\n", "",
+                    (double)rows[i].optimized_bytes / (double)rows[i].naive_bytes,
+                    exceeds_reason(rows[i].fix, c->dtype));
+    }
 
     fprintf(out, "\ntraining memory per GPU (bytes)\n");
     fprintf(out, "  %-44s  %lld (embeddings %lld, per layer %lld)\n", "parameters", (long long)m->params,
             (long long)m->embedding_params, (long long)m->layer_params);
+    if (seed_note(preset, "parameters")) fprintf(out, "  %-44s  ^ %s\n", "", seed_note(preset, "parameters"));
 #define ROW(label, v) fprintf(out, "  %-44s  %s\n", label, fmt_bytes(b1, sizeof b1, v))
 #define ROW2(label, whole, gpu)                                                                                  \
     fprintf(out, "  %-44s  %s  (unsharded %s)\n", label, fmt_bytes(b1, sizeof b1, gpu), fmt_bytes(b2, sizeof b2, whole))
     ROW2("weights", m->weights_bytes, m->weights_gpu);
+    if (seed_note(preset, "weights")) fprintf(out, "  %-44s  ^ %s\n", "", seed_note(preset, "weights"));
     ROW2("gradients", m->grads_bytes, m->grads_gpu);
     ROW2("AdamW states (fp32 m, v [+ master])", m->optimizer_bytes, m->optimizer_gpu);
     ROW("activations, one layer, standard attention", m->act_layer_standard);
@@ -300,12 +385,105 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
 #undef ROW2
 }
 
-/* ---- argument parsing ------------------------------------------------------------------- */
+/* ---- sweeps: one option with a list of values ------------------------------------------ */
+#define PLAN_MAX_SWEEP 64
+
 typedef struct {
     const char *name;
     int kind; /* 0: int64 field, 1: int flag, 2: size_t */
     size_t offset;
 } plan_opt;
+
+static void set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
+{
+    char *field = (char *)cfg + o->offset;
+    if (o->kind == 0) {
+        memcpy(field, &v, sizeof v);
+    } else if (o->kind == 1) {
+        if (v < INT32_MIN || v > INT32_MAX) v = -1; /* rejected by validation */
+        int iv = (int)v;
+        memcpy(field, &iv, sizeof iv);
+    } else {
+        size_t sv = (size_t)v;
+        memcpy(field, &sv, sizeof sv);
+    }
+}
+
+/* `--seq 4096,40000,131072`: the plan once per value, as one table (seed 000's
+ * "Sequence Length | Logits Size | Method Used" with our numbers) or one JSON
+ * object {"preset", "sweep", "values", "plans": [plan objects]}. */
+static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o, const int64_t *vals, size_t n,
+                      int json, FILE *out, FILE *err)
+{
+    char b[4][64];
+    cJSON *root = NULL, *plans = NULL;
+    if (json) {
+        root = cJSON_CreateObject();
+        if (preset) cJSON_AddStringToObject(root, "preset", preset);
+        else cJSON_AddNullToObject(root, "preset");
+        cJSON_AddStringToObject(root, "sweep", o->name);
+        cJSON *v = cJSON_AddArrayToObject(root, "values");
+        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(v, cJSON_CreateNumber((double)vals[i]));
+        plans = cJSON_AddArrayToObject(root, "plans");
+    } else {
+        fprintf(out, "plan%s%s: sweep over %s, one row per value (bytes; loss chunked under --ce-budget %s)\n",
+                preset ? " " : "", preset ? preset : "", o->name,
+                fmt_bytes(b[0], sizeof b[0], cfg.ce_budget ? cfg.ce_budget : MF_CE_DEFAULT_BUDGET));
+        fprintf(out, "  %12s  %10s  %26s  %-22s  %26s  %26s  %26s\n", o->name, "tokens", "logits (naive)",
+                "loss method", "loss, chunked", "total, naive", "total, optimized");
+    }
+    int exceeded = 0;
+    for (size_t i = 0; i < n; i++) {
+        set_opt(&cfg, o, vals[i]);
+        mf_plan_memory m;
+        mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];
+        size_t n_rows = 0;
+        mf_status s = mf_plan_training_memory(&cfg, &m);
+        if (s == MF_OK) s = mf_plan_fixes(&cfg, rows, &n_rows);
+        if (s != MF_OK) {
+            fprintf(err, "memfix plan: invalid configuration at %s %lld: %s: %s\n", o->name, (long long)vals[i],
+                    mf_status_name(s), mf_last_error());
+            cJSON_Delete(root);
+            return MF_CLI_USAGE;
+        }
+        if (json) {
+            cJSON_AddItemToArray(plans, model_json(preset, &cfg, &m, rows, n_rows));
+            continue;
+        }
+        const int64_t tokens = cfg.batch * cfg.seq, C = m.loss_chunk_rows;
+        const int64_t chunks = C > 0 ? (tokens + C - 1) / C : 0;
+        char method[64];
+        if (chunks <= 1) snprintf(method, sizeof method, "one chunk");
+        else snprintf(method, sizeof method, "chunked: %lld x %lld", (long long)chunks, (long long)C);
+        const int over = m.loss_chunked != SIZE_MAX && m.loss_chunked > m.logits_bytes;
+        exceeded |= over;
+        fprintf(out, "  %12lld  %10lld  %26s  %-22s  %26s%s  %26s  %26s\n", (long long)vals[i], (long long)tokens,
+                fmt_bytes(b[0], sizeof b[0], m.logits_bytes), method, fmt_bytes(b[1], sizeof b[1], m.loss_chunked),
+                over ? "*" : " ", fmt_bytes(b[2], sizeof b[2], m.total_naive),
+                fmt_bytes(b[3], sizeof b[3], m.total_optimized));
+    }
+    if (json) {
+        static const char *const what[] = {"parameters", "weights"};
+        cJSON *notes = cJSON_AddObjectToObject(root, "seed_notes");
+        for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
+            if (seed_note(preset, what[i])) cJSON_AddStringToObject(notes, what[i], seed_note(preset, what[i]));
+        char *text = cJSON_Print(root);
+        cJSON_Delete(root);
+        if (text == NULL) return MF_CLI_UNAVAILABLE;
+        fprintf(out, "%s\n", text);
+        cJSON_free(text);
+        return MF_CLI_OK;
+    }
+    if (exceeded)
+        fprintf(out, "  * the chunked loss's scratch exceeds the logits it replaces: %s\n",
+                exceeds_reason("cross_entropy", cfg.dtype));
+    static const char *const what[] = {"parameters", "weights"};
+    for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
+        if (seed_note(preset, what[i])) fprintf(out, "  %s: %s\n", what[i], seed_note(preset, what[i]));
+    return MF_CLI_OK;
+}
+
+/* ---- argument parsing ------------------------------------------------------------------- */
 
 #define I64(name, field) {name, 0, offsetof(mf_plan_config, field)}
 #define FLAG(name, field) {name, 1, offsetof(mf_plan_config, field)}
@@ -328,6 +506,9 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
     const char *preset_name = NULL;
     const mf_plan_preset *preset = NULL;
     int json = 0;
+    const plan_opt *sweep = NULL; /* the option given a list of values, if any */
+    int64_t sweep_vals[PLAN_MAX_SWEEP];
+    size_t n_sweep = 0;
     /* the preset first, whatever its position, so options override it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -394,11 +575,37 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             matched = 1;
             val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             int64_t v;
+            if (val != NULL && strchr(val, ',') != NULL) { /* a list: sweep this option */
+                if (o->kind == 1 || (sweep != NULL && sweep != o)) {
+                    fprintf(err, "memfix plan: %s\n",
+                            o->kind == 1 ? "a 0|1 flag takes one value, not a list"
+                                         : "only one option may take a list of values");
+                    return MF_CLI_USAGE;
+                }
+                sweep = o;
+                n_sweep = 0;
+                for (const char *p = val; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+                    char item[32];
+                    const char *comma = strchr(p, ',');
+                    size_t l = comma ? (size_t)(comma - p) : strlen(p);
+                    int64_t x;
+                    if (l == 0 || l >= sizeof item || n_sweep == PLAN_MAX_SWEEP ||
+                        (memcpy(item, p, l), item[l] = '\0', !parse_i64(item, &x)) || (o->kind == 2 && x <= 0)) {
+                        fprintf(err, "memfix plan: %s needs a list of at most %d integers%s (got '%s')\n", o->name,
+                                PLAN_MAX_SWEEP, o->kind == 2 ? " > 0" : "", val);
+                        return MF_CLI_USAGE;
+                    }
+                    sweep_vals[n_sweep++] = x;
+                }
+                set_opt(&cfg, o, sweep_vals[0]);
+                continue;
+            }
             if (val == NULL || !parse_i64(val, &v)) {
                 fprintf(err, "memfix plan: %s needs an integer value%s%s%s\n", o->name, val ? " (got '" : "",
                         val ? val : "", val ? "')" : "");
                 return MF_CLI_USAGE;
             }
+            if (sweep == o) sweep = NULL; /* a later single value replaces the list */
             char *field = (char *)&cfg + o->offset;
             if (o->kind == 0) {
                 memcpy(field, &v, sizeof v);
@@ -433,8 +640,13 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             fprintf(err, "memfix plan: invalid configuration: %s\n", mf_last_error());
             return MF_CLI_USAGE;
         }
+        if (sweep != NULL) {
+            fprintf(err, "memfix plan: preset %s already sweeps N; it takes no list\n", preset->name);
+            return MF_CLI_USAGE;
+        }
         return attention_sweep(preset, &cfg, json, out, err);
     }
+    if (sweep != NULL) return plan_sweep(preset ? preset->name : NULL, cfg, sweep, sweep_vals, n_sweep, json, out, err);
 
     mf_plan_memory m;
     mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];

@@ -416,6 +416,110 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* The corrected seed figures say so, next to the figure, with what the document
+ * says; an optimized scratch larger than the naive bytes is flagged. */
+START_TEST(test_cli_seed_notes_and_exceeds)
+{
+    run_result r = RUN("memfix", "plan", "--preset", "004-doc");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    ck_assert_ptr_nonnull(strstr(r.out, "369367187456 (344.00 GiB)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "^ naive: corrected: seed 004 says \"~448 GB\""));
+    /* f32: one fp32 tile is the logits' size, plus 4N + 16 bytes: still more */
+    ck_assert_ptr_nonnull(strstr(r.out, "(1.00x): the budget holds every row in one fp32 tile (C = N), as big as"));
+    free(r.out), free(r.err);
+
+    r = RUN("memfix", "plan", "--preset", "000");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    const char *w = strstr(r.out, "\n  weights ");
+    ck_assert_ptr_nonnull(w);
+    const char *next = strchr(w + 1, '\n');
+    ck_assert_ptr_nonnull(strstr(next, "^ corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB"));
+    ck_assert_ptr_nonnull(strstr(r.out, "seed 000 says \"3.92B params\""));
+    ck_assert_ptr_null(strstr(r.out, "exceeds the naive")); /* 1 GiB tile vs 37 GiB of logits */
+    free(r.out), free(r.err);
+
+    r = RUN("memfix", "plan", "--preset", "001-1k");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"~95.3M parameters\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "111.8M"));
+    /* NSA at 1k sees 1599 keys > 1024: flagged */
+    ck_assert_ptr_nonnull(strstr(r.out, "more keys through NSA's branches"));
+    free(r.out), free(r.err);
+    r = RUN("memfix", "plan", "--preset", "002-10k");
+    ck_assert_ptr_nonnull(strstr(r.out, "\"6 x 11M = 66M\""));
+    ck_assert_ptr_nonnull(strstr(r.out, "3,152,384"));
+    free(r.out), free(r.err);
+
+    /* no preset: CE's one fp32 tile (196.5 MiB) vs the bf16 logits (98.25 MiB) */
+    r = RUN("memfix", "plan");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    ck_assert_ptr_nonnull(strstr(r.out, "103022592 (98.25 MiB)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "206049296 (196.50 MiB)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "^ optimized exceeds the naive bytes it replaces here (2.00x)"));
+    ck_assert_ptr_null(strstr(r.out, "corrected")); /* no preset, no seed figure */
+    free(r.out), free(r.err);
+
+    r = RUN("memfix", "plan", "--json");
+    cJSON *root = cJSON_Parse(r.out);
+    ck_assert_ptr_nonnull(root);
+    cJSON *fixes = cJSON_GetObjectItem(root, "fixes");
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fixes, 0), "optimized_exceeds_naive")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(fixes, 2), "optimized_exceeds_naive")));
+    cJSON_Delete(root);
+    free(r.out), free(r.err);
+    r = RUN("memfix", "plan", "--preset", "004-doc", "--json");
+    root = cJSON_Parse(r.out);
+    ck_assert_ptr_nonnull(root);
+    ck_assert_ptr_nonnull(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "seed_notes"), "npt")),
+                                 "~448 GB"));
+    cJSON_Delete(root);
+    free(r.out), free(r.err);
+}
+END_TEST
+
+/* Lists for sweeps: seed 000's table (logits, method) in one run. */
+START_TEST(test_cli_sweep)
+{
+    run_result r = RUN("memfix", "plan", "--preset", "000", "--seq", "4096,40000,131072", "--ce-budget",
+                       "10737418240");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    /* the document: 1.16 GB standard, 11.32 GB chunked, 37.09 GB chunked */
+    ck_assert_ptr_nonnull(strstr(r.out, "1244659712 (1.16 GiB)  one chunk"));
+    ck_assert_ptr_nonnull(strstr(r.out, "12154880000 (11.32 GiB)  chunked: 3 x 17667"));
+    ck_assert_ptr_nonnull(strstr(r.out, "39829110784 (37.09 GiB)  chunked: 8 x 17666"));
+    ck_assert_ptr_nonnull(strstr(r.out, "* the chunked loss's scratch exceeds the logits")); /* 4096: 2.32 GiB tile */
+    ck_assert_ptr_nonnull(strstr(r.out, "\"8.72 GB\""));
+    free(r.out), free(r.err);
+
+    r = RUN("memfix", "plan", "--preset", "000", "--seq=4096,131072", "--json");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    cJSON *root = cJSON_Parse(r.out);
+    ck_assert_ptr_nonnull(root);
+    ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(root, "sweep")), "--seq");
+    cJSON *plans = cJSON_GetObjectItem(root, "plans");
+    ck_assert_int_eq(cJSON_GetArraySize(plans), 2);
+    cJSON *mem = cJSON_GetObjectItem(cJSON_GetArrayItem(plans, 1), "memory");
+    ck_assert_double_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(mem, "logits_bytes")), 39829110784.0);
+    cJSON_Delete(root);
+    free(r.out), free(r.err);
+
+    /* a list on a 0|1 flag, two lists, a bad item, a list for the 003 sweep */
+    const char *bad[][4] = {{"--tied", "0,1", NULL, NULL},
+                            {"--seq", "1,2", "--batch", "3,4"},
+                            {"--seq", "1,,2", NULL, NULL},
+                            {"--seq", "1,x", NULL, NULL},
+                            {"--ce-budget", "1,0", NULL, NULL},
+                            {"--preset", "003", "--seq", "1,2"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = bad[i][2] ? RUN("memfix", "plan", bad[i][0], bad[i][1], bad[i][2], bad[i][3])
+                      : RUN("memfix", "plan", bad[i][0], bad[i][1]);
+        ck_assert_msg(r.rc == MF_CLI_USAGE, "case %zu: rc %d", i, r.rc);
+        ck_assert_msg(r.err[0] != '\0', "case %zu: no message", i);
+        free(r.out), free(r.err);
+    }
+}
+END_TEST
+
 Suite *plan_suite(void)
 {
     Suite *s = suite_create("plan");
@@ -431,6 +535,8 @@ Suite *plan_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("command");
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_cli_seed_notes_and_exceeds);
+    tcase_add_test(tc, test_cli_sweep);
     suite_add_tcase(s, tc);
     return s;
 }
