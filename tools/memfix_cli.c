@@ -330,6 +330,50 @@ static const mf_cli_command mf_cli_commands[] = {
 };
 #define MF_CLI_NCOMMANDS (sizeof mf_cli_commands / sizeof mf_cli_commands[0])
 
+/* The command closest to an unknown name ('rpeort', 'bnech', 'ver'), or NULL:
+ * a prefix of a command, or within an edit distance of max(2, len/3)
+ * (Levenshtein, adjacent swaps counting once). */
+static const char *closest_command(const char *name)
+{
+    const size_t n = strlen(name);
+    const char *best = NULL;
+    size_t best_d = n / 3 > 2 ? n / 3 : 2;
+    if (n == 0 || n > 32) return NULL;
+    for (size_t c = 0; c < MF_CLI_NCOMMANDS; c++) {
+        const char *cand = mf_cli_commands[c].name;
+        const size_t m = strlen(cand);
+        if (strncmp(cand, name, n) == 0) return cand;
+        size_t d[34][34];
+        for (size_t i = 0; i <= n; i++) d[i][0] = i;
+        for (size_t j = 0; j <= m; j++) d[0][j] = j;
+        for (size_t i = 1; i <= n; i++)
+            for (size_t j = 1; j <= m; j++) {
+                size_t v = d[i - 1][j - 1] + (name[i - 1] != cand[j - 1]);
+                if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+                if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+                if (i > 1 && j > 1 && name[i - 1] == cand[j - 2] && name[i - 2] == cand[j - 1] &&
+                    d[i - 2][j - 2] + 1 < v)
+                    v = d[i - 2][j - 2] + 1;
+                d[i][j] = v;
+            }
+        if (d[n][m] <= best_d) {
+            best_d = d[n][m];
+            best = cand;
+        }
+    }
+    return best;
+}
+
+static void unknown_command(FILE *err, const char *cmd)
+{
+    const char *guess = closest_command(cmd);
+    fprintf(err, "memfix: unknown command '%s'", cmd);
+    if (guess != NULL) fprintf(err, "; did you mean '%s'?", guess);
+    fprintf(err, " (commands:");
+    for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++) fprintf(err, " %s", mf_cli_commands[i].name);
+    fprintf(err, "; see memfix --help)\n");
+}
+
 static void main_help(FILE *out)
 {
     fprintf(out,
@@ -370,7 +414,7 @@ int mf_cli_main(int argc, char **argv, FILE *out, FILE *err)
                     mf_cli_commands[i].help(out);
                     return MF_CLI_OK;
                 }
-            fprintf(err, "memfix: unknown command '%s'\n", argv[2]);
+            unknown_command(err, argv[2]);
             return MF_CLI_USAGE;
         }
         main_help(out);
@@ -386,8 +430,6 @@ int mf_cli_main(int argc, char **argv, FILE *out, FILE *err)
     }
     for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++)
         if (strcmp(cmd, mf_cli_commands[i].name) == 0) return mf_cli_commands[i].run(argc - 1, argv + 1, out, err);
-    fprintf(err, "memfix: unknown command '%s' (commands:", cmd);
-    for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++) fprintf(err, " %s", mf_cli_commands[i].name);
-    fprintf(err, "; see memfix --help)\n");
+    unknown_command(err, cmd);
     return MF_CLI_USAGE;
 }

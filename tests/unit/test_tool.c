@@ -152,6 +152,31 @@ START_TEST(test_help)
 }
 END_TEST
 
+/* An unknown command gets the closest one: misspelt, swapped, a prefix; none
+ * for a name far from every command. */
+START_TEST(test_did_you_mean)
+{
+    static const char *const cases[][2] = {{"rpeort", "report"}, {"bnech", "bench"}, {"ver", "verify"},
+                                           {"plna", "plan"},     {"reports", "report"}, {"verfy", "verify"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cli_run r = RUN("memfix", cases[i][0]);
+        ck_assert_int_eq(r.rc, 2);
+        char want[64];
+        snprintf(want, sizeof want, "did you mean '%s'?", cases[i][1]);
+        ck_assert_msg(strstr(r.err, want) != NULL, "'%s': got '%s'", cases[i][0], r.err);
+        free_run(&r);
+    }
+    cli_run r = RUN("memfix", "frobnicate");
+    ck_assert_ptr_null(strstr(r.err, "did you mean"));
+    ck_assert_ptr_nonnull(strstr(r.err, "commands: report plan bench verify"));
+    free_run(&r);
+    r = RUN("memfix", "help", "bech");
+    ck_assert_int_eq(r.rc, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "did you mean 'bench'?"));
+    free_run(&r);
+}
+END_TEST
+
 START_TEST(test_usage_errors)
 {
     cli_run r = RUN("memfix");
@@ -333,6 +358,7 @@ Suite *tool_suite(void)
     tcase_add_checked_fixture(tc, use_test_ops, restore_ops);
     tcase_add_test(tc, test_help);
     tcase_add_test(tc, test_usage_errors);
+    tcase_add_test(tc, test_did_you_mean);
     tcase_add_test(tc, test_cuda_unavailable);
     tcase_add_test(tc, test_table_passing);
     tcase_add_test(tc, test_table_failing);
