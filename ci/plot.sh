@@ -3,13 +3,17 @@
 #
 # Renders the CSV written by `memfix bench --out BENCH.csv` as charts, one pair
 # per op that has a size sweep (rows with timed=separate):
-#   OUTDIR/<op>_memory.{png,svg}  scratch peak (bytes) vs size n: the reference,
-#                                 each optimized variant and its ceiling
+#   OUTDIR/<op>_memory.{png,svg}  scratch peak (bytes) vs size n: each distinct
+#                                 reference (one per variant when they differ,
+#                                 e.g. linear_attention's causal cumsum and
+#                                 bidirectional state), each optimized variant
+#                                 and its ceiling
 #   OUTDIR/<op>_time.{png,svg}    mean ms per call vs n (log-log): the reference
 #                                 and each optimized variant; the y label names
 #                                 the timer (host-wall: CPU time of host
 #                                 execution mode, not GPU time)
 # Rows timed through run_case (ops without a sweep) and failed rows are skipped.
+# Titles and legends are plain text (noenhanced: '_' stays '_').
 # OUTDIR defaults to the CSV's directory. Needs gnuplot (Debian: gnuplot-nox);
 # without it, exits 3 with a message. Exit 2 on usage errors.
 set -euo pipefail
@@ -50,15 +54,28 @@ if gnuplot -e 'set terminal' 2>&1 | grep -q pngcairo; then png_term='pngcairo si
 
 n=0
 while read -r op timer backend; do
-  mem_plot="" time_plot="" first=1
+  mem_plot="" time_plot=""
+  # Each variant is compared with its own reference (linear_attention: the causal
+  # cumsum for causal_chunked, the bidirectional state for bidirectional). One
+  # reference line per distinct reference, told apart by its memory series
+  # (matmul's variants share one reference: one line).
+  refs=() ref_vars=()
   for f in "$tmp/$op@"*.dat; do
     sort -n -k1,1 -o "$f" "$f"
     v=${f##*@}; v=${v%.dat}
-    if [ $first -eq 1 ]; then
-      mem_plot+="'$f' using 1:2 with linespoints lw 2 title 'reference (host scratch)', "
-      time_plot+="'$f' using 1:5 with linespoints lw 2 title 'reference', "
-      first=0
-    fi
+    key=$(awk '{ printf "%s:%s;", $1, $2 }' "$f")
+    seen=0
+    for k in "${refs[@]}"; do [ "$k" = "$key" ] && seen=1; done
+    if [ $seen -eq 0 ]; then refs+=("$key"); ref_vars+=("$v"); fi
+  done
+  for f in "$tmp/$op@"*.dat; do
+    v=${f##*@}; v=${v%.dat}
+    for r in "${ref_vars[@]}"; do
+      [ "$r" = "$v" ] || continue
+      if [ ${#ref_vars[@]} -gt 1 ]; then label="reference for $v"; else label="reference"; fi
+      mem_plot+="'$f' using 1:2 with linespoints lw 2 dt 3 title '$label (host scratch)', "
+      time_plot+="'$f' using 1:5 with linespoints lw 2 dt 3 title '$label', "
+    done
     mem_plot+="'$f' using 1:3 with linespoints lw 2 title '$v (device scratch)', "
     mem_plot+="'$f' using 1:4 with lines dt 2 title '$v ceiling', "
     time_plot+="'$f' using 1:6 with linespoints lw 2 title '$v', "
@@ -67,6 +84,7 @@ while read -r op timer backend; do
     if [ $ext = png ]; then term=$png_term; else term='svg size 900,560 dynamic'; fi
     gnuplot <<GP
 set terminal $term
+set termoption noenhanced
 set datafile missing 'NaN'
 set key top left
 set grid
