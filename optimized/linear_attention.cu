@@ -151,8 +151,11 @@ la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restr
                                 __syncthreads();
                                 for (int a = 0; a < kOut; ++a) {
                                     const int e = tid + a * kThreads, r = e / kSlice, cl = e % kSlice;
+                                    // masked keys (j > i, diagonal sub-tile) are skipped, not
+                                    // weighted by 0: 0 * NaN would leak a later v into row i
+                                    const int c_end = j0 == i0 ? r + 1 : kSub;
                                     float x = acc[a];
-                                    for (int c = 0; c < kSub; ++c) x += A[r][c] * Vs[c][cl];
+                                    for (int c = 0; c < c_end; ++c) x += A[r][c] * Vs[c][cl];
                                     acc[a] = x;
                                 }
                                 if (tid < kSub)
@@ -319,8 +322,9 @@ la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
                                 __syncthreads();
                                 for (int a = 0; a < kOut; ++a) {
                                     const int e = tid + a * kThreads, r = e / kSlice, dl = e % kSlice;
+                                    const int c_end = j0 == i0 ? r + 1 : kSub;  // skip masked keys
                                     float x = acc[a];
-                                    for (int c = 0; c < kSub; ++c) x += Bm[r][c] * Kd[c][dl];
+                                    for (int c = 0; c < c_end; ++c) x += Bm[r][c] * Kd[c][dl];
                                     acc[a] = x;
                                 }
                             }
@@ -428,8 +432,9 @@ la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
                                 __syncthreads();
                                 for (int a = 0; a < kOut; ++a) {
                                     const int e = tid + a * kThreads, m = e / kSlice, dl = e % kSlice;
+                                    const int r_begin = i0 == j0 ? m : 0;  // skip queries i < j
                                     float x = acc[a];
-                                    for (int r = 0; r < kSub; ++r) x += Bm[r][m] * Qd[r][dl];
+                                    for (int r = r_begin; r < kSub; ++r) x += Bm[r][m] * Qd[r][dl];
                                     acc[a] = x;
                                 }
                             }
@@ -538,8 +543,9 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
                                 __syncthreads();
                                 for (int a = 0; a < kOut; ++a) {
                                     const int e = tid + a * kThreads, m = e / kSlice, cl = e % kSlice;
+                                    const int r_begin = i0 == j0 ? m : 0;  // skip queries i < j
                                     float x = acc[a];
-                                    for (int r = 0; r < kSub; ++r) x += A[r][m] * dNc[r][cl];
+                                    for (int r = r_begin; r < kSub; ++r) x += A[r][m] * dNc[r][cl];
                                     acc[a] = x;
                                 }
                             }

@@ -34,6 +34,12 @@
  *   dS0 = G_1, dz0 = g_1  (gradients of the initial state)
  *   phi'(x) = x > 0 ? 1 : exp(x)
  *
+ * Non-finite inputs (chunked kernels and reference alike): a NaN or Inf
+ * reaches exactly the outputs whose sums above contain it. Causal: a NaN in
+ * v_m reaches out_n for n >= m only; one in q_n reaches out_n, dq_n and the
+ * dk_m, dv_m of m <= n (through G_m, g_m). The chunked kernels skip a chunk's
+ * masked (m > n) terms instead of weighting them by 0, which would make 0 * NaN.
+ *
  * Layouts: q, k (B,H,N,D); v, dout (B,H,N,Dv); storage dtype MF_DTYPE_F32 or
  * MF_DTYPE_BF16 shared by q, k, v, dout. out, dq, dk, dv are float with the
  * shapes of dout, q, k, v. States are float: S (B,H,D,Dv), z (B,H,D). fp32

@@ -31,6 +31,10 @@
  *   grad_B    = (u * m)^T.g
  *   grad_bias = sum over tokens of g
  *
+ * Non-finite inputs: NaN and Inf propagate through the products above, the same
+ * in the factored form and the per-token reference (a NaN in h[t] or m[t]
+ * reaches out[t]; one in W[:, f] or B[:, f] column f; one in A every output).
+ *
  * Storage dtypes: MF_DTYPE_F32 or MF_DTYPE_BF16; every tensor of one call has
  * the same dtype. Accumulation is fp32 in the optimized code, double in the
  * reference. With bf16 the optimized code stores its rank-r intermediates

@@ -43,6 +43,10 @@
  * rounded once to fp32. At p = 1048575 an angle from fp32 inv_freq and an fp32
  * product is off by up to ~0.1 rad; the double angle by ~1e-10 rad.
  *
+ * Non-finite inputs: a NaN or Inf in q or k reaches the two outputs of its
+ * rotation pair (fused, cache and reference alike); features beyond
+ * rotary_dim are copied.
+ *
  * Storage dtypes: MF_DTYPE_F32 or MF_DTYPE_BF16 (q, k and the outputs share
  * one dtype); the rotation is computed in fp32 (double in the reference).
  *

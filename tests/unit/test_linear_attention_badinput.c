@@ -9,6 +9,7 @@
 #include "memfix/linear_attention.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,51 @@ START_TEST(test_bad_pointers) {
 }
 END_TEST
 
+/* Non-finite inputs (include/memfix/linear_attention.h): a NaN reaches exactly
+ * the outputs that depend on it, in the chunked kernels as in the reference's
+ * cumsum. N = 40 spans three chunks of 16; the NaN sits at position 20, in the
+ * middle of the second chunk, so the positions before it in the same chunk
+ * (16..19), which the causal mask hides it from, must stay finite: a masked
+ * product 0 * NaN would make them NaN. _i: 0 NaN in q, 1 in k, 2 in v. */
+enum { LN_N = 40, LN_D = 8 };
+START_TEST(test_nonfinite_causal) {
+    mf_context *ctx = mf_test_ctx();
+    const size_t n = LN_N * LN_D;
+    float q[LN_N * LN_D], k[LN_N * LN_D], v[LN_N * LN_D], dout[LN_N * LN_D];
+    mf_test_fill_uniform(MF_DTYPE_F32, q, n, 81, -1.0f, 1.0f);
+    mf_test_fill_uniform(MF_DTYPE_F32, k, n, 82, -1.0f, 1.0f);
+    mf_test_fill_uniform(MF_DTYPE_F32, v, n, 83, -1.0f, 1.0f);
+    mf_test_fill_uniform(MF_DTYPE_F32, dout, n, 84, -1.0f, 1.0f);
+    float *which[3] = {q, k, v};
+    which[_i][20 * LN_D + 3] = NAN;
+    float ro[LN_N * LN_D], rdq[LN_N * LN_D], rdk[LN_N * LN_D], rdv[LN_N * LN_D];
+    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, 1, 1, 1, LN_N, LN_D, LN_D, q, k, v, NULL, ro));
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, MF_DTYPE_F32, 1, 1, 1, LN_N, LN_D, LN_D, q, k, v, dout,
+                                                  NULL, NULL, rdq, rdk, rdv));
+    for (int i = 16; i < 20; i++)
+        ck_assert_msg(isfinite(ro[i * LN_D]), "reference out row %d should not see position 20", i);
+    void *dq = mf_test_dev_upload(ctx, q, sizeof q), *dk = mf_test_dev_upload(ctx, k, sizeof k);
+    void *dv = mf_test_dev_upload(ctx, v, sizeof v), *ddo = mf_test_dev_upload(ctx, dout, sizeof dout);
+    float *o = mf_test_dev_nan(ctx, n + 8), *gq = mf_test_dev_nan(ctx, n + 8), *gk = mf_test_dev_nan(ctx, n + 8),
+          *gv = mf_test_dev_nan(ctx, n + 8);
+    MF_ASSERT_OK(FWD(ctx, MF_DTYPE_F32, 1, 16, 1, 1, LN_N, LN_D, LN_D, dq, dk, dv, NULL, o));
+    MF_ASSERT_OK(BWD(ctx, MF_DTYPE_F32, 1, 16, 1, 1, LN_N, LN_D, LN_D, dq, dk, dv, o, ddo, NULL, NULL, gq, gk, gv));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *ho = mf_test_dev_fetch(ctx, o, n, 8, "out"), *hq = mf_test_dev_fetch(ctx, gq, n, 8, "dq");
+    float *hk = mf_test_dev_fetch(ctx, gk, n, 8, "dk"), *hv = mf_test_dev_fetch(ctx, gv, n, 8, "dv");
+    MF_ASSERT_CLOSE(ho, ro, n, "linear_attention.out.f32");
+    MF_ASSERT_CLOSE(hq, rdq, n, "linear_attention.grad.f32");
+    MF_ASSERT_CLOSE(hk, rdk, n, "linear_attention.grad.f32");
+    MF_ASSERT_CLOSE(hv, rdv, n, "linear_attention.grad.f32");
+    free(ho);
+    free(hq);
+    free(hk);
+    free(hv);
+    void *all[] = {dq, dk, dv, ddo, o, gq, gk, gv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_buffer_free(ctx, all[i]);
+}
+END_TEST
+
 static Suite *linear_attention_badinput_suite(void) {
     Suite *s = suite_create("linear_attention_badinput");
     TCase *tc = tcase_create("badinput");
@@ -191,6 +237,7 @@ static Suite *linear_attention_badinput_suite(void) {
     tcase_add_test(tc, test_bad_sizes_and_chunks);
     tcase_add_test(tc, test_bad_enums_and_state);
     tcase_add_test(tc, test_bad_pointers);
+    tcase_add_loop_test(tc, test_nonfinite_causal, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

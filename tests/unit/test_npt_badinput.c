@@ -11,6 +11,7 @@
 #include "memfix/npt.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,51 @@ START_TEST(test_bad_pointers)
 }
 END_TEST
 
+/* Non-finite inputs: the factored form and the per-token reference agree on
+ * which outputs a NaN reaches. _i: the NaN in 0 h (token 2), 1 m (token 4),
+ * 2 W (column 3), 3 B (column 5), 4 A (every output). */
+START_TEST(test_nonfinite)
+{
+    mf_context *ctx = mf_test_ctx();
+    const size_t T = 6, D = 5, F = 7, R = 4; /* good */
+    float h[6 * 5], W[5 * 7], A[5 * 4], B[4 * 7], m[6 * 4], g[6 * 7];
+    mf_fill_uniform_f32(h, T * D, 91, -1.0f, 1.0f);
+    mf_fill_uniform_f32(W, D * F, 92, -1.0f, 1.0f);
+    mf_fill_uniform_f32(A, D * R, 93, -1.0f, 1.0f);
+    mf_fill_uniform_f32(B, R * F, 94, -1.0f, 1.0f);
+    mf_fill_uniform_f32(m, T * R, 95, -1.0f, 1.0f);
+    mf_fill_uniform_f32(g, T * F, 96, -1.0f, 1.0f);
+    float *where[5] = {&h[2 * D + 1], &m[4 * R + 2], &W[1 * F + 3], &B[2 * F + 5], &A[3 * R + 1]};
+    *where[_i] = NAN;
+    float ro[6 * 7], rgh[6 * 5], rgW[5 * 7], rgA[5 * 4], rgB[4 * 7], rgm[6 * 4];
+    MF_ASSERT_OK(mf_ref_npt_forward(ctx, MF_DTYPE_F32, good, h, W, A, B, m, NULL, ro));
+    MF_ASSERT_OK(mf_ref_npt_backward(ctx, MF_DTYPE_F32, good, h, W, A, B, m, g, rgh, rgW, rgA, rgB, rgm, NULL));
+    void *dh = mf_test_dev_upload(ctx, h, sizeof h), *dW = mf_test_dev_upload(ctx, W, sizeof W);
+    void *dA = mf_test_dev_upload(ctx, A, sizeof A), *dB = mf_test_dev_upload(ctx, B, sizeof B);
+    void *dm = mf_test_dev_upload(ctx, m, sizeof m), *dg = mf_test_dev_upload(ctx, g, sizeof g);
+    float *o = mf_test_dev_nan(ctx, T * F + 4), *gh = mf_test_dev_nan(ctx, T * D + 4);
+    float *gW = mf_test_dev_nan(ctx, D * F + 4), *gA = mf_test_dev_nan(ctx, D * R + 4);
+    float *gB = mf_test_dev_nan(ctx, R * F + 4), *gm = mf_test_dev_nan(ctx, T * R + 4);
+    MF_ASSERT_OK(mf_npt_forward(ctx, MF_DTYPE_F32, good, dh, dW, dA, dB, dm, NULL, o, NULL));
+    MF_ASSERT_OK(mf_npt_backward(ctx, MF_DTYPE_F32, good, dh, dW, dA, dB, dm, dg, gh, gW, gA, gB, gm, NULL, NULL));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *got[6] = {mf_test_dev_fetch(ctx, o, T * F, 4, "out"),      mf_test_dev_fetch(ctx, gh, T * D, 4, "grad_h"),
+                     mf_test_dev_fetch(ctx, gW, D * F, 4, "grad_W"),   mf_test_dev_fetch(ctx, gA, D * R, 4, "grad_A"),
+                     mf_test_dev_fetch(ctx, gB, R * F, 4, "grad_B"),   mf_test_dev_fetch(ctx, gm, T * R, 4, "grad_m")};
+    MF_ASSERT_CLOSE(got[0], ro, T * F, "npt.forward.f32");
+    MF_ASSERT_CLOSE(got[1], rgh, T * D, "npt.backward.f32");
+    MF_ASSERT_CLOSE(got[2], rgW, D * F, "npt.backward.f32");
+    MF_ASSERT_CLOSE(got[3], rgA, D * R, "npt.backward.f32");
+    MF_ASSERT_CLOSE(got[4], rgB, R * F, "npt.backward.f32");
+    MF_ASSERT_CLOSE(got[5], rgm, T * R, "npt.backward.f32");
+    ck_assert_msg(isnan(got[0][_i == 0 ? 2 * F : _i == 1 ? 4 * F : _i == 2 ? 3 : _i == 3 ? 5 : 0]),
+                  "the NaN must reach the output");
+    for (int i = 0; i < 6; i++) free(got[i]);
+    void *all[] = {dh, dW, dA, dB, dm, dg, o, gh, gW, gA, gB, gm};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_buffer_free(ctx, all[i]);
+}
+END_TEST
+
 static Suite *npt_badinput_suite(void)
 {
     Suite *s = suite_create("npt_badinput");
@@ -297,6 +343,7 @@ static Suite *npt_badinput_suite(void)
     tcase_add_test(tc, test_overflow_and_int_limits);
     tcase_add_test(tc, test_bad_options);
     tcase_add_test(tc, test_bad_pointers);
+    tcase_add_loop_test(tc, test_nonfinite, 0, 5);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -310,6 +310,36 @@ START_TEST(bad_pointers) {
 }
 END_TEST
 
+/* Non-finite inputs: the fused kernel, the cache and the reference agree on
+ * where a NaN / Inf lands (the rotation mixes feature i with i + rd/2). */
+START_TEST(nonfinite) {
+    bad_env e;
+    env_init(&e);
+    const size_t n = e.nq + e.nk;
+    float *host = malloc(3 * n * sizeof(float));
+    ck_assert(host != NULL);
+    mf_fill_uniform_f32(host, n, 7, -1.0f, 1.0f);
+    host[5] = NAN;            /* q: b0 t0 head 0, feature 5 */
+    host[e.nq + 17] = INFINITY; /* k: b0 t2 head 0, feature 1 */
+    float *ref = host + n, *got = host + 2 * n;
+    mf_rope_tensors th = {2, 3, 2, 1, MF_DTYPE_F32, host, host + e.nq, ref, ref + e.nq};
+    MF_ASSERT_OK(mf_ref_rope(e.ctx, &e.cfg, MF_ROPE_FORWARD, &th, &e.pos));
+    MF_ASSERT_OK(mf_buffer_upload(e.ctx, e.buf, host, n * sizeof(float)));
+    mf_rope_cache *cache = NULL;
+    MF_ASSERT_OK(mf_rope_cache_create(e.ctx, &e.cfg, 4, &cache));
+    for (int variant = 0; variant < 2; variant++) {
+        if (variant == 0) MF_ASSERT_OK(mf_rope_fused(e.ctx, &e.cfg, MF_ROPE_FORWARD, &e.t, &e.pos));
+        else MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos));
+        MF_ASSERT_OK(mf_buffer_download(e.ctx, got, e.q_out_dev, n * sizeof(float)));
+        ck_assert_msg(isnan(got[5]) && isnan(got[1]) && isfinite(got[0]), "the NaN pairs features 1 and 5");
+        MF_ASSERT_CLOSE(got, ref, n, "rope.out.f32");
+    }
+    mf_rope_cache_destroy(cache);
+    free(host);
+    env_free(&e);
+}
+END_TEST
+
 static Suite *rope_badinput_suite(void) {
     Suite *s = suite_create("rope_badinput");
     TCase *tc = tcase_create("badinput");
@@ -320,6 +350,7 @@ static Suite *rope_badinput_suite(void) {
     tcase_add_test(tc, positions);
     tcase_add_test(tc, cache_growth_too_big);
     tcase_add_test(tc, bad_pointers);
+    tcase_add_test(tc, nonfinite);
     suite_add_tcase(s, tc);
     return s;
 }
