@@ -334,7 +334,7 @@ inline Translation translate(const std::string& tmpl, std::vector<Operand> ops, 
     if (letter == "n") continue;
     std::string ty = letter == "h" ? "uint16_t" : (letter == "l" || letter == "d") ? "uint64_t" : "uint32_t";
     std::string init = (ops[k].out && !ops[k].inout) ? "0" : "::cudahost::ptx::bits<" + ty + ">(" + ops[k].expr + ")";
-    pro += ty + " " + c.opname(k) + " = " + init + "; ";
+    pro += ty + " " + c.opname(k) + " = " + init + "; (void)" + c.opname(k) + "; ";
     if (ops[k].out) epi += "::cudahost::ptx::set(" + ops[k].expr + ", " + c.opname(k) + "); ";
   }
   // strip comments
@@ -389,7 +389,7 @@ inline Translation translate(const std::string& tmpl, std::vector<Operand> ops, 
           cn += "_" + std::to_string(c.regs.size()) + "_";
           c.regs[n] = cn;
           if (cty == "bool") c.preds[n] = true;
-          pro += cty + " " + cn + " = 0; ";
+          pro += cty + " " + cn + " = 0; (void)" + cn + "; ";
         };
         if (count < 0) decl(nm);
         else
