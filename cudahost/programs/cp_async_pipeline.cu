@@ -196,6 +196,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMemcpy(got, dC, 4 * (size_t)M * N, cudaMemcpyDeviceToHost));
     fails += validate(names[v], got, ref, M * N);
   }
+  free(A), free(B), free(ref), free(got);
+  cudaFree(dA), cudaFree(dB), cudaFree(dC);
   printf("%s\n", fails ? "FAILED" : "all versions match the reference");
   return fails != 0;
 }

@@ -257,6 +257,8 @@ int main(int argc, char** argv) {
       fails += validate(name, got, ref, (int)n);
     }
   }
+  free(Q), free(K), free(V), free(ref), free(got), free(hb);
+  cudaFree(d), cudaFree(dO);
   printf("%s\n", fails ? "FAILED" : "all versions match the reference");
   return fails != 0;
 }

@@ -171,6 +171,8 @@ int main() {
     CUDA_CHECK(cudaMemcpy(got, dC, 4 * M * N, cudaMemcpyDeviceToHost));
     fails += validate(names[v], got, ref, M * N, 1e-5);
   }
+  free(A), free(B), free(C0), free(ref), free(got), free(Ab), free(Bb), free(Ah), free(Bh);
+  cudaFree(dA), cudaFree(dB), cudaFree(dC);
   printf("%s\n", fails ? "FAILED" : "all versions match the reference");
   return fails != 0;
 }

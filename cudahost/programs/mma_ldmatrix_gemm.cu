@@ -207,6 +207,8 @@ int main(int argc, char** argv) {
       fails += validate(name, got, ref, M * N);
     }
   }
+  free(hA), free(hB), free(hAb), free(hBb), free(hBt), free(hB_t), free(ref), free(got);
+  cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC);
   printf("%s\n", fails ? "FAILED" : "all versions match the reference");
   return fails != 0;
 }

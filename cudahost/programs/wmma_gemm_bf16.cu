@@ -162,6 +162,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaMemcpy(got, dC, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
     fails += validate(names[v], got, ref, M * N);
   }
+  free(hA), free(hB), free(hC0), free(ref), free(got), free(hAb), free(hBb);
+  cudaFree(dA), cudaFree(dB), cudaFree(dC);
   printf("%s\n", fails ? "FAILED" : "all versions match the reference");
   return fails != 0;
 }

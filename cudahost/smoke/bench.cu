@@ -79,6 +79,18 @@ __global__ void __launch_bounds__(128) bgemm_mma(int n, const __nv_bfloat16* A, 
         C[(size_t)(m0 + wm + i * 16 + g + (q >> 1) * 8) * n + n0 + wn + j * 8 + 2 * t + (q & 1)] = acc[i][j][q];
 }
 
+// one mma.sync after another (the accumulators chain them): the cost of one emulated mma.sync per warp
+__global__ void mma_k(float* p, int iters) {
+  float c[4] = {0.f, 0.f, 0.f, 0.f};
+  uint32_t a = 0x3f803f80u + threadIdx.x, b = 0x3f803f80u;
+  for (int i = 0; i < iters; i++)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%4,%4,%4}, {%5,%5}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a), "r"(b));
+  p[blockIdx.x * blockDim.x + threadIdx.x] = c[0] + c[1] + c[2] + c[3];
+}
+
 #include <time.h>
 // CPU time of the process (less sensitive to a loaded machine than wall time; with CUDAHOST_WORKERS=1 it is the
 // kernel's time), or wall time with CUDAHOST_BENCH_WALL=1.
@@ -117,7 +129,13 @@ int main() {
   t0 = now();
   shfl_k<<<64, 256>>>(d, 100);
   t1 = now();
-  std::printf("shuffle per thread:      %8.2f ns\n", (t1 - t0) / (64.0 * 256 * 100) * 1e9);
+  const double shfl_ns = (t1 - t0) / (64.0 * 256 * 100) * 1e9;
+  std::printf("shuffle per thread:      %8.2f ns\n", shfl_ns);
+  t0 = now();
+  mma_k<<<64, 256>>>(d, 100);
+  t1 = now();
+  const double mma_warp_ns = (t1 - t0) / (64.0 * 8 * 100) * 1e9, shfl_warp_ns = 32 * shfl_ns;
+  std::printf("mma.sync per warp:       %8.2f ns (%.1f warp-wide shuffles)\n", mma_warp_ns, mma_warp_ns / shfl_warp_ns);
   const int n = 256;
   float *A, *B, *C;
   cudaMalloc(&A, n * n * 4);

@@ -1084,24 +1084,29 @@ void __trap() {
 // ---- warp-collective (.aligned) operations: mma.sync, ldmatrix, stmatrix, movmatrix, WMMA ------------------------
 namespace cudahost {
 namespace {
+// (messages are built in fixed buffers: the failing fiber never returns, so nothing it allocated would be freed)
 [[noreturn]] void collective_fail(Worker* w, ThreadRec* t, const char* what, const char* file, int line,
-                                  const std::string& why) {
+                                  const char* why) {
   const launch_config* c = w->job->cfg;
   std::fprintf(stderr,
                "cudahost: kernel '%s' (launched at %s:%d): '%s' (%s:%d) is a warp-collective operation (.aligned) "
                "that needs all 32 lanes of the warp, converged: block (%u,%u,%u), warp %u, lane %u (thread "
                "(%u,%u,%u)): %s; the block is abandoned and the launch fails with cudaErrorLaunchFailure\n",
                c->name, c->file, c->line, what, file, line, blockIdx.x, blockIdx.y, blockIdx.z, (unsigned)t->warp,
-               (unsigned)t->lane, t->tid.x, t->tid.y, t->tid.z, why.c_str());
+               (unsigned)t->lane, t->tid.x, t->tid.y, t->tid.z, why);
   w->aborted = true;
   switch_to(w, t->fiber, &w->native);
   __builtin_unreachable();
 }
-std::string lane_list(unsigned m) {
-  std::string s;
-  for (unsigned q = m; q; q &= q - 1) s += (s.empty() ? "" : ",") + std::to_string(__builtin_ctz(q));
-  return s;
-}
+struct LaneList {
+  char s[100];
+  explicit LaneList(unsigned m) {
+    int n = 0;
+    s[0] = 0;
+    for (unsigned q = m; q; q &= q - 1)
+      n += std::snprintf(s + n, sizeof s - (size_t)n, "%s%d", n ? "," : "", __builtin_ctz(q));
+  }
+};
 }  // namespace
 
 namespace detail {
@@ -1115,30 +1120,35 @@ void warp_collective_(const char* what, const char* file, int line, void* io, vo
   Worker* w = tls_worker;
   WarpState& ws = w->warps[t->warp];
   const unsigned bit = 1u << t->lane;
-  if (ws.exist != 0xffffffffu)
-    collective_fail(w, t, what, file, line,
-                    "the warp has only " + std::to_string(__builtin_popcount(ws.exist)) +
-                        " threads (the block's thread count is not a multiple of 32)");
-  if (ws.exited)
-    collective_fail(w, t, what, file, line, "lane(s) " + lane_list(ws.exited) + " of the warp have already exited");
+  char why[300];
+  if (ws.exist != 0xffffffffu) {
+    std::snprintf(why, sizeof why,
+                  "the warp has only %d threads (the block's thread count is not a multiple of 32)",
+                  __builtin_popcount(ws.exist));
+    collective_fail(w, t, what, file, line, why);
+  }
+  if (ws.exited) {
+    std::snprintf(why, sizeof why, "lane(s) %s of the warp have already exited", LaneList(ws.exited).s);
+    collective_fail(w, t, what, file, line, why);
+  }
   if (ws.coll_arrived == 0) {
     ws.coll_what = what;
     ws.coll_file = file;
     ws.coll_line = line;
   } else if (ws.coll_line != line || std::strcmp(ws.coll_what, what) != 0 || std::strcmp(ws.coll_file, file) != 0) {
-    collective_fail(w, t, what, file, line,
-                    "lane(s) " + lane_list(ws.coll_arrived) + " of the warp wait at another one, '" + ws.coll_what +
-                        "' (" + ws.coll_file + ":" + std::to_string(ws.coll_line) + ")");
+    std::snprintf(why, sizeof why, "lane(s) %s of the warp wait at another one, '%s' (%s:%d)",
+                  LaneList(ws.coll_arrived).s, ws.coll_what, ws.coll_file, ws.coll_line);
+    collective_fail(w, t, what, file, line, why);
   }
   ws.coll_io[t->lane] = io;
   ws.coll_arrived |= bit;
   tsan_release(&ws.coll_io);
   if (ws.coll_arrived != 0xffffffffu) {
     if (!warp_has_runnable(w, t->warp, (int)t->lane)) {
-      unsigned missing = ~ws.coll_arrived;
-      collective_fail(w, t, what, file, line,
-                      "lane(s) " + lane_list(missing) +
-                          " of the warp cannot reach it (they wait at a barrier or another warp operation)");
+      std::snprintf(why, sizeof why,
+                    "lane(s) %s of the warp cannot reach it (they wait at a barrier or another warp operation)",
+                    LaneList(~ws.coll_arrived).s);
+      collective_fail(w, t, what, file, line, why);
     }
     block_wait(w, t, W_COLL);
   } else {

@@ -8,6 +8,8 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include <cuda_pipeline_primitives.h>
+
 #include <stdint.h>
 #include <string.h>
 
@@ -258,6 +260,19 @@ __global__ void cp_async_k(const float4* src, const float* srcf, float4* out, fl
   outf[64 + lane] = fb[2][lane];
 }
 
+// the __pipeline_* primitives (cp.async through the toolkit's C API): a 16-byte copy with 4 bytes zero-filled
+__global__ void pipeline_k(const float4* src, float4* out) {
+  __shared__ __align__(16) float4 buf[2][32];
+  const int lane = threadIdx.x;
+  __pipeline_memcpy_async(&buf[0][lane], &src[lane], sizeof(float4));
+  __pipeline_commit();
+  __pipeline_memcpy_async(&buf[1][lane], &src[32 + lane], sizeof(float4), 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  out[lane] = buf[0][lane];
+  out[32 + lane] = buf[1][lane];
+}
+
 // __cvta_generic_to_shared and cvta.to.shared agree, and the address converts back
 __global__ void cvta_k(int* ok) {
   __shared__ float s[64];
@@ -343,6 +358,14 @@ int main() {
     EXPECT(houtf[l] == hsrcf[l]);
     EXPECT(houtf[32 + l] == hsrcf[32 + l]);  // even lanes copy 8 bytes: their element and the next lane's
     EXPECT(houtf[64 + l] == ((l & 1) ? 0.f : hsrcf[l]));
+  }
+
+  pipeline_k<<<1, 32>>>(dsrc, dout);
+  CHECK_LAUNCH();
+  CHECK_CUDA(cudaMemcpy(hout, dout, sizeof hout, cudaMemcpyDeviceToHost));
+  for (int l = 0; l < 32; l++) {
+    EXPECT(memcmp(&hout[l], &hsrc[l], 16) == 0);
+    EXPECT(memcmp(&hout[32 + l], &hsrc[32 + l], 12) == 0 && hout[32 + l].w == 0.f);
   }
 
   int *dok, hok[32];

@@ -389,8 +389,11 @@ struct Rewriter {
     while (b > i && is_ident(s[b - 1])) b--;
     if (b == e || b <= i + 10 || (s[b] >= '0' && s[b] <= '9')) return false;
     std::string name = s.substr(b, e - b);
-    out.append(s, i, semi + 1 - i);
-    out += " cudahost::shared_fill_(" + name + ");";
+    // `= {}`: value-initialized thread-local storage (zero, static: no per-access initialization guard, which
+    // GCC emits even for trivially constructible element types such as __half and __nv_bfloat16 and which
+    // ThreadSanitizer would see racing between the fibers of a block); shared_fill_ then makes it garbage per block.
+    out.append(s, i, semi - i);
+    out += " = {}; cudahost::shared_fill_(" + name + ");";
     i = semi + 1;
     return true;
   }

@@ -142,8 +142,38 @@ inline std::string lit(const std::string& s) {
   return r + "\"";
 }
 
+// ldmatrix / stmatrix qualifiers in any order (ptxas accepts e.g. ldmatrix.sync.aligned.x4.m8n8.shared.b16): the
+// canonical order, or op unchanged.
+inline std::string canonical_matrix_op(const std::string& op) {
+  if (op.rfind("ldmatrix.", 0) != 0 && op.rfind("stmatrix.", 0) != 0) return op;
+  std::vector<std::string> q;
+  size_t p = 0;
+  while (p <= op.size()) {
+    size_t e = op.find('.', p);
+    if (e == std::string::npos) e = op.size();
+    q.push_back(op.substr(p, e - p));
+    p = e + 1;
+  }
+  std::string num, trans, space;
+  int sync = 0, aligned = 0, shape = 0, type = 0;
+  for (size_t i = 1; i < q.size(); i++) {
+    const std::string& x = q[i];
+    if (x == "sync") sync++;
+    else if (x == "aligned") aligned++;
+    else if (x == "m8n8") shape++;
+    else if (x == "b16") type++;
+    else if (x == "x1" || x == "x2" || x == "x4") num = x;
+    else if (x == "trans") trans = ".trans";
+    else if (x == "shared" || x == "shared::cta") space = x;
+    else return op;
+  }
+  if (sync != 1 || aligned != 1 || shape != 1 || type != 1 || num.empty() || space.empty()) return op;
+  return q[0] + ".sync.aligned.m8n8." + num + trans + "." + space + ".b16";
+}
+
 // One instruction (without guard) -> C++ statements; empty + c.err on error.
-inline std::string instr(Ctx& c, const std::string& op, const std::vector<std::string>& a) {
+inline std::string instr(Ctx& c, const std::string& op0, const std::vector<std::string>& a) {
+  const std::string op = canonical_matrix_op(op0);
   std::smatch m;
   auto need = [&](size_t n) {
     if (a.size() != n) c.err = "'" + op + "' takes " + std::to_string(n) + " operands, got " + std::to_string(a.size());
