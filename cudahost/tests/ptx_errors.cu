@@ -4,7 +4,8 @@
 //   * mma.sync reached by half a warp (the other half exited: a divergent warp);
 //   * two different collectives met by the lanes of one warp;
 //   * ldmatrix with a row address that is not 16-byte aligned, or not a shared-state-space address;
-//   * cp.async with a misaligned source.
+//   * cp.async with a misaligned source;
+//   * wmma::load_matrix_sync from a pointer that is not 256-bit aligned.
 // Host-mode behaviour (on a GPU these kernels are undefined behaviour): skipped when compiled by nvcc. The blocks are
 // abandoned mid-kernel, so ThreadSanitizer builds run it with report_bugs=0 (an abandoned fiber never synchronizes).
 #include <cuda_runtime.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 
 #include "check.h"
+
+#include <mma.h>
 
 __device__ void mma(float c[4]) {
   uint32_t a = 0, b = 0;
@@ -57,6 +60,12 @@ __global__ void cp_async_misaligned(const float* src, float* out) {
 }
 
 #ifdef __CUDAHOST__
+__global__ void wmma_misaligned(const __half* p, float* out) {
+  nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> a;
+  nvcuda::wmma::load_matrix_sync(a, p + 8, 16);
+  out[threadIdx.x] = __half2float(a.x[0]);
+}
+
 static char g_text[16384];
 static char g_path[64];
 
@@ -125,6 +134,11 @@ int main() {
   e = run_and_capture([](float* o, const float* s) { cp_async_misaligned<<<1, 32>>>(s, o); }, d, src);
   EXPECT(e == cudaErrorLaunchFailure);
   EXPECT(strstr(g_text, "cp.async") && strstr(g_text, "source is not aligned"));
+  CHECK_CUDA(cudaMalloc(&d, 1024 * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&src, 1024 * sizeof(float)));
+  e = run_and_capture([](float* o, const float* s) { wmma_misaligned<<<1, 32>>>((const __half*)s, o); }, d, src);
+  EXPECT(e == cudaErrorLaunchFailure);
+  EXPECT(strstr(g_text, "load_matrix_sync") && strstr(g_text, "256-bit"));
   remove(g_path);
   return report("ptx_errors", 0);
 #endif

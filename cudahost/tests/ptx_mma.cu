@@ -206,6 +206,48 @@ static int check_ldmatrix(const char* name, const uint32_t* out, int n, bool tra
   return bad != 0;
 }
 
+// ---- PTX wrapped in macros, as GEMM tutorials write it (qualifiers of ldmatrix in another order, too) -------------
+#define LDMATRIX_X2(R0, R1, addr) \
+  asm volatile("ldmatrix.sync.aligned.x2.m8n8.shared.b16 {%0, %1}, [%2];\n" : "=r"(R0), "=r"(R1) : "r"(addr))
+#define CP_ASYNC_CG(dst, src, bytes) \
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], %2;\n" ::"r"(dst), "l"(src), "n"(bytes))
+#define CP_ASYNC_COMMIT_GROUP() asm volatile("cp.async.commit_group;\n" ::)
+#define CP_ASYNC_WAIT_GROUP(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n))
+#define HMMA16816(RD0, RD1, RA0, RA1, RA2, RA3, RB0, RB1, RC0, RC1)                                        \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};\n" \
+               : "=r"(RD0), "=r"(RD1)                                                                     \
+               : "r"(RA0), "r"(RA1), "r"(RA2), "r"(RA3), "r"(RB0), "r"(RB1), "r"(RC0), "r"(RC1))
+
+// the two matrices (16-byte rows) come from global memory through cp.async, then ldmatrix.x2
+__global__ void macro_ldmatrix_k(const unsigned short* src, uint32_t* out) {
+  __shared__ __align__(16) unsigned short sm[2][8][8];
+  const int lane = threadIdx.x;
+  if (lane < 16) CP_ASYNC_CG((uint32_t)__cvta_generic_to_shared(&sm[lane / 8][lane % 8][0]), src + lane * 8, 16);
+  CP_ASYNC_COMMIT_GROUP();
+  CP_ASYNC_WAIT_GROUP(0);
+  __syncwarp();
+  uint32_t r0, r1;
+  LDMATRIX_X2(r0, r1, (uint32_t)__cvta_generic_to_shared(&sm[(lane / 8) % 2][lane % 8][0]));
+  out[lane * 4] = r0;
+  out[lane * 4 + 1] = r1;
+  out[lane * 4 + 2] = out[lane * 4 + 3] = 0;
+}
+__global__ void macro_hmma_k(float* D) {
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  uint32_t a[4], b[2];
+  float c[4];
+  k16_regs(false, lane, a, b, c);
+  uint32_t c01 = pack_f16(c[0], c[1]), c23 = pack_f16(c[2], c[3]), d01, d23;
+  HMMA16816(d01, d23, a[0], a[1], a[2], a[3], b[0], b[1], c01, c23);
+  __half2 h01, h23;
+  memcpy((void*)&h01, &d01, 4);
+  memcpy((void*)&h23, &d23, 4);
+  D[g * 8 + 2 * t] = __low2float(h01);
+  D[g * 8 + 2 * t + 1] = __high2float(h01);
+  D[(g + 8) * 8 + 2 * t] = __low2float(h23);
+  D[(g + 8) * 8 + 2 * t + 1] = __high2float(h23);
+}
+
 // ---- movmatrix: the transposed 8x8 matrix, in the same fragment layout ------------------------------------------
 __global__ void movmatrix_k(uint32_t* out) {
   const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
@@ -321,6 +363,23 @@ int main() {
   CHECK_CUDA(cudaMemcpy(hU, dU, sizeof hU, cudaMemcpyDeviceToHost));                    \
   fails += check_ldmatrix("ldmatrix x" #N " trans=" #T, hU, N, T);
   LDM(1, false) LDM(2, false) LDM(4, false) LDM(1, true) LDM(2, true) LDM(4, true)
+  {
+    unsigned short hm[128], *dm;
+    for (int j = 0; j < 2; j++)
+      for (int r = 0; r < 8; r++)
+        for (int c = 0; c < 8; c++) hm[j * 64 + r * 8 + c] = mval(j, r, c);
+    CHECK_CUDA(cudaMalloc(&dm, sizeof hm));
+    CHECK_CUDA(cudaMemcpy(dm, hm, sizeof hm, cudaMemcpyHostToDevice));
+    macro_ldmatrix_k<<<1, 32>>>(dm, dU);
+    CHECK_LAUNCH();
+    CHECK_CUDA(cudaMemcpy(hU, dU, sizeof hU, cudaMemcpyDeviceToHost));
+    fails += check_ldmatrix("macro cp.async + ldmatrix x2", hU, 2, false);
+    macro_hmma_k<<<1, 32>>>(dD);
+    CHECK_LAUNCH();
+    CHECK_CUDA(cudaMemcpy(hD, dD, sizeof hD, cudaMemcpyDeviceToHost));
+    fails += check_mma("macro HMMA16816", hD, 16);
+    cudaFree(dm);
+  }
   movmatrix_k<<<1, 32>>>(dU);
   CHECK_LAUNCH();
   CHECK_CUDA(cudaMemcpy(hU, dU, 32 * 4, cudaMemcpyDeviceToHost));

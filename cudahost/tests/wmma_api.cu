@@ -92,7 +92,7 @@ static int run_case(const char* name) {
   const int lda = (ar ? K : M) + 8, ldb = (br ? N : K) + 8;
   int fails = 0;
   for (int crm = 0; crm < 2; crm++) {
-    const int ldc = (crm ? N : M) + 4;
+    const int ldc = (crm ? N : M) + 8;  // ldm: a multiple of 16 bytes
     const int na = (ar ? M : K) * lda, nb = (br ? K : N) * ldb, nc = (crm ? M : N) * ldc;
     TStore* hA = (TStore*)calloc(na, sizeof(TStore));
     TStore* hB = (TStore*)calloc(nb, sizeof(TStore));

@@ -443,8 +443,22 @@ struct Rewriter {
 
   // i at 'asm' / '__asm__' / '__asm' (ending at kw_end) inside a function: the statement becomes the emulation of
   // its PTX (rewrite_asm.h). Returns false (and consumes nothing) when it is not an asm statement.
+  // Whether the output's current logical line (backslash continuations included) is a #define.
+  bool in_define_directive() const {
+    if (!in_directive) return false;
+    size_t k = out.size();
+    while (k > 0 && !(out[k - 1] == '\n' && !(k >= 2 && out[k - 2] == '\\'))) k--;
+    while (k < out.size() && (out[k] == ' ' || out[k] == '\t')) k++;
+    if (k >= out.size() || out[k] != '#') return false;
+    k++;
+    while (k < out.size() && (out[k] == ' ' || out[k] == '\t')) k++;
+    return out.compare(k, 6, "define") == 0;
+  }
+
   bool asm_statement(size_t& i, size_t kw_end) {
-    if (in_directive || at_namespace_scope()) return false;
+    // in a function, or in a macro definition (`#define MMA(...) asm volatile(...)`, expanded in functions)
+    const bool in_define = in_define_directive();
+    if (!in_define && (in_directive || at_namespace_scope())) return false;
     size_t j = skip_ws_comments(s, kw_end);
     for (;;) {
       size_t e = j;
@@ -484,6 +498,11 @@ struct Rewriter {
         continue;
       }
       char c = s[k];
+      if (c == '\\' && k + 1 < close && s[k + 1] == '\n') {  // a continued line (in a macro definition)
+        sec.back() += "  ";
+        k += 2;
+        continue;
+      }
       if (c == '(' || c == '[' || c == '{') d++;
       else if (c == ')' || c == ']' || c == '}') d--;
       if (c == ':' && d == 0) sec.emplace_back();
@@ -533,7 +552,7 @@ struct Rewriter {
       }
     }
     out += tr.code;
-    out.append(count_nl(s, i, close), '\n');
+    for (size_t n = count_nl(s, i, close); n > 0; n--) out += in_define ? " \\\n" : "\n";
     i = close + 1;
     return true;
   }

@@ -12,7 +12,8 @@
 // kernel that relies on one mapping (reads frag.x[i] as a given row and column) fails in one of the two runs.
 // Element-wise operations on frag.x[i] that do not depend on the position are correct under every mapping.
 //
-// load_matrix_sync and store_matrix_sync meet the warp first (__syncwarp), as the "_sync" in their names says;
+// load_matrix_sync and store_matrix_sync check CUDA's requirements (a 256-bit aligned pointer, ldm a multiple of 16
+// bytes; a violation is reported as a fault: the block is abandoned, the launch fails) and meet the warp first (__syncwarp), as the "_sync" in their names says;
 // mma_sync is a warp-collective operation: all 32 lanes must call it (a divergent or partial warp is a launch error).
 #ifndef CUDAHOST_WMMA_H
 #define CUDAHOST_WMMA_H
@@ -152,6 +153,15 @@ inline float __float_to_tf32(float in) {
 }
 
 namespace detail {
+// CUDA's requirements for load/store_matrix_sync: a 256-bit aligned pointer, ldm a multiple of 16 bytes.
+template <class P>
+inline void check_memory(const P* p, unsigned ldm, const char* what, const std::source_location& loc) {
+  if ((uintptr_t)p % 32 != 0)
+    cudahost::ptx::fault_(loc.file_name(), (int)loc.line(), what, "the pointer is not 256-bit (32-byte) aligned");
+  if ((ldm * sizeof(P)) % 16 != 0)
+    cudahost::ptx::fault_(loc.file_name(), (int)loc.line(), what,
+                          "ldm is not a multiple of 16 bytes (8 16-bit or 4 32-bit elements)");
+}
 template <class F, class P>
 inline void load(F& f, const P* p, unsigned ldm, bool row_major_mem) {
   constexpr int R = F::cudahost_rows, C = F::cudahost_cols;
@@ -166,21 +176,27 @@ inline void load(F& f, const P* p, unsigned ldm, bool row_major_mem) {
 
 template <class Use, int m, int n, int k, class T, class L, class P>
   requires(!std::is_same_v<Use, accumulator>)
-inline void load_matrix_sync(fragment<Use, m, n, k, T, L>& f, const P* p, unsigned ldm) {
+inline void load_matrix_sync(fragment<Use, m, n, k, T, L>& f, const P* p, unsigned ldm,
+                             std::source_location loc = std::source_location::current()) {
   static_assert(std::is_same_v<L, row_major> || std::is_same_v<L, col_major>,
                 "load_matrix_sync: a matrix_a/matrix_b fragment needs a row_major or col_major layout");
+  detail::check_memory(p, ldm, "nvcuda::wmma::load_matrix_sync", loc);
   __syncwarp();
   detail::load(f, p, ldm, std::is_same_v<L, row_major>);
 }
 template <int m, int n, int k, class T, class P>
-inline void load_matrix_sync(fragment<accumulator, m, n, k, T>& f, const P* p, unsigned ldm, layout_t layout) {
+inline void load_matrix_sync(fragment<accumulator, m, n, k, T>& f, const P* p, unsigned ldm, layout_t layout,
+                             std::source_location loc = std::source_location::current()) {
+  detail::check_memory(p, ldm, "nvcuda::wmma::load_matrix_sync", loc);
   __syncwarp();
   detail::load(f, p, ldm, layout == mem_row_major);
 }
 template <int m, int n, int k, class T, class P>
-inline void store_matrix_sync(P* p, const fragment<accumulator, m, n, k, T>& f, unsigned ldm, layout_t layout) {
+inline void store_matrix_sync(P* p, const fragment<accumulator, m, n, k, T>& f, unsigned ldm, layout_t layout,
+                              std::source_location loc = std::source_location::current()) {
   using F = fragment<accumulator, m, n, k, T>;
   constexpr int R = F::cudahost_rows, C = F::cudahost_cols;
+  detail::check_memory(p, ldm, "nvcuda::wmma::store_matrix_sync", loc);
   __syncwarp();
   const int lane = (int)cudahost::ptx::laneid();
   for (int i = 0; i < F::num_elements; i++) {
