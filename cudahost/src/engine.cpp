@@ -1135,7 +1135,9 @@ void warp_collective_(const char* what, const char* file, int line, void* io, vo
     ws.coll_what = what;
     ws.coll_file = file;
     ws.coll_line = line;
-  } else if (ws.coll_line != line || std::strcmp(ws.coll_what, what) != 0 || std::strcmp(ws.coll_file, file) != 0) {
+  } else if (ws.coll_line != line ||
+             ((ws.coll_what != what && std::strcmp(ws.coll_what, what) != 0) ||
+              (ws.coll_file != file && std::strcmp(ws.coll_file, file) != 0))) {
     std::snprintf(why, sizeof why, "lane(s) %s of the warp wait at another one, '%s' (%s:%d)",
                   LaneList(ws.coll_arrived).s, ws.coll_what, ws.coll_file, ws.coll_line);
     collective_fail(w, t, what, file, line, why);
@@ -1144,7 +1146,9 @@ void warp_collective_(const char* what, const char* file, int line, void* io, vo
   ws.coll_arrived |= bit;
   tsan_release(&ws.coll_io);
   if (ws.coll_arrived != 0xffffffffu) {
-    if (!warp_has_runnable(w, t->warp, (int)t->lane)) {
+    // When no thread of the block can run any more, the missing lanes cannot come: report it here (cheap test
+    // first; otherwise a lane that blocks elsewhere later ends in the deadlock report, which names this wait too).
+    if (w->rq_n == 0 && w->started >= w->n && !warp_has_runnable(w, t->warp, (int)t->lane)) {
       std::snprintf(why, sizeof why,
                     "lane(s) %s of the warp cannot reach it (they wait at a barrier or another warp operation)",
                     LaneList(~ws.coll_arrived).s);

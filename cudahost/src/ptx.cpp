@@ -164,6 +164,19 @@ void mma_fn(void* const* io, void* argp) {
         A[g + 8][t] = tf32_to_f(x.a[1]);
         B[t][g] = tf32_to_f(x.b[0]);
       }
+    } else if (arg.ab == t_bf16 && K == 16) {  // the common case, unrolled
+      A[g][2 * t] = bf16_to_f((uint16_t)x.a[0]);
+      A[g][2 * t + 1] = bf16_to_f((uint16_t)(x.a[0] >> 16));
+      A[g + 8][2 * t] = bf16_to_f((uint16_t)x.a[1]);
+      A[g + 8][2 * t + 1] = bf16_to_f((uint16_t)(x.a[1] >> 16));
+      A[g][2 * t + 8] = bf16_to_f((uint16_t)x.a[2]);
+      A[g][2 * t + 9] = bf16_to_f((uint16_t)(x.a[2] >> 16));
+      A[g + 8][2 * t + 8] = bf16_to_f((uint16_t)x.a[3]);
+      A[g + 8][2 * t + 9] = bf16_to_f((uint16_t)(x.a[3] >> 16));
+      B[2 * t][g] = bf16_to_f((uint16_t)x.b[0]);
+      B[2 * t + 1][g] = bf16_to_f((uint16_t)(x.b[0] >> 16));
+      B[2 * t + 8][g] = bf16_to_f((uint16_t)x.b[1]);
+      B[2 * t + 9][g] = bf16_to_f((uint16_t)(x.b[1] >> 16));
     } else {
       const int na = K == 16 ? 8 : 4, nb = K == 16 ? 4 : 2;
       for (int i = 0; i < na; i++) {
@@ -173,19 +186,29 @@ void mma_fn(void* const* io, void* argp) {
       }
       for (int i = 0; i < nb; i++) B[2 * t + (i & 1) + (i >= 2 ? 8 : 0)][g] = half_of(x.b[i >> 1], i & 1, arg.ab);
     }
-    for (int i = 0; i < 4; i++) {
-      int row = i < 2 ? g : g + 8, col = 2 * t + (i & 1);
-      C[row][col] = arg.ctype == t_f32 ? u2f(x.c[i]) : half_of(x.c[i >> 1], i & 1, t_f16);
+    if (arg.ctype == t_f32) {
+      C[g][2 * t] = u2f(x.c[0]);
+      C[g][2 * t + 1] = u2f(x.c[1]);
+      C[g + 8][2 * t] = u2f(x.c[2]);
+      C[g + 8][2 * t + 1] = u2f(x.c[3]);
+    } else {
+      for (int i = 0; i < 4; i++) C[i < 2 ? g : g + 8][2 * t + (i & 1)] = half_of(x.c[i >> 1], i & 1, t_f16);
     }
   }
   float D[16][8];
   for (int r = 0; r < 16; r++) {
-    float acc[8];
-    for (int n = 0; n < 8; n++) acc[n] = 0.f;
-    for (int kk = 0; kk < K; kk++) {
-      const float av = A[r][kk];
-      for (int n = 0; n < 8; n++) acc[n] += av * B[kk][n];
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (K == 16) {
+#pragma GCC unroll 16
+      for (int kk = 0; kk < 16; kk++)
+#pragma GCC unroll 8
+        for (int n = 0; n < 8; n++) acc[n] += A[r][kk] * B[kk][n];
+    } else {
+      for (int kk = 0; kk < K; kk++)
+#pragma GCC unroll 8
+        for (int n = 0; n < 8; n++) acc[n] += A[r][kk] * B[kk][n];
     }
+#pragma GCC unroll 8
     for (int n = 0; n < 8; n++) D[r][n] = acc[n] + C[r][n];
   }
   for (int l = 0; l < 32; l++) {

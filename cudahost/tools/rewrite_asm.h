@@ -334,6 +334,12 @@ inline std::string instr(Ctx& c, const std::string& op0, const std::vector<std::
              assign(r, "cudahost_t_") + " }";
     return "{ " + ct + " cudahost_t_ = (" + ct + ")(" + r + "); std::memcpy(" + p + ", &cudahost_t_, sizeof cudahost_t_); }";
   }
+  static const std::regex re_prefetch(R"(prefetchu?(\.global|\.local)?\.(L1|L2)(::evict_last|::evict_normal)?)");
+  if (std::regex_match(op, m, re_prefetch)) {  // a cache hint: nothing to do (the address is still evaluated)
+    if (!need(1)) return "";
+    std::string ad = c.addr(a[0]);
+    return ad.empty() ? "" : "(void)" + ad + ";";
+  }
   c.err = "not emulated";
   return "";
 }
