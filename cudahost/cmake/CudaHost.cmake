@@ -34,7 +34,7 @@ function(cudahost_target_sources target)
       set_source_files_properties("${gen}" PROPERTIES
         GENERATED TRUE
         LANGUAGE CXX
-        COMPILE_OPTIONS "-include;cudahost/cudahost.h"
+        COMPILE_OPTIONS "-include;cudahost/cudahost.h;-fno-strict-aliasing"  # CUDA code type-puns (uint4 copies)
         COMPILE_DEFINITIONS "__CUDAHOST__=1")
       list(APPEND srcs "${gen}")
     else()

@@ -107,7 +107,7 @@ namespace {
 namespace ci = internal;
 
 enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_READY, TS_DONE };
-enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK };
+enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK, W_COLL };
 
 struct ThreadRec;
 
@@ -135,6 +135,7 @@ struct ThreadRec {
   unsigned char wait;
   unsigned short warp, lane;
   Fiber* fiber;
+  void* ext = nullptr;  // per-thread state of the PTX emulation (cp.async queue), kept across blocks (ptx.cpp)
 };
 
 struct WarpState {
@@ -147,6 +148,12 @@ struct WarpState {
   int width[32];
   unsigned long long val[32];
   unsigned long long res[32];
+  // warp-collective (.aligned) operations (mma.sync, ldmatrix, ...): the lanes waiting, the operation and its site
+  unsigned coll_arrived;
+  const char* coll_what;
+  const char* coll_file;
+  int coll_line;
+  void* coll_io[32];
 };
 
 struct Job {
@@ -441,8 +448,9 @@ std::string fmt_tid(const ThreadRec& t) {
 void report_deadlock(Worker* w) {
   const launch_config* c = w->job->cfg;
   if (w->job->deadlocks.fetch_add(1) > 0) return;  // the first block is reported in full, the others counted
-  std::string bar, warp, exited;
-  int nbar = 0, nwarp = 0, nexit = 0;
+  std::string bar, warp, exited, coll;
+  int nbar = 0, nwarp = 0, nexit = 0, ncoll = 0;
+  const WarpState* coll_ws = nullptr;
   auto add = [](std::string& s, int& k, const std::string& item) {
     if (k < 16) s += (k ? ", " : "") + item;
     else if (k == 16) s += ", ...";
@@ -458,6 +466,9 @@ void report_deadlock(Worker* w) {
       char m[32];
       std::snprintf(m, sizeof m, " mask 0x%08x", w->warps[t.warp].mask[t.lane]);
       add(warp, nwarp, fmt_tid(t) + m);
+    } else if (t.state == TS_BLOCKED && t.wait == W_COLL) {
+      add(coll, ncoll, fmt_tid(t));
+      coll_ws = &w->warps[t.warp];
     }
   }
   unsigned bl = (unsigned)(w->block_linear % c->grid.x);
@@ -470,6 +481,11 @@ void report_deadlock(Worker* w) {
   if (nbar) std::fprintf(stderr, "  %d thread(s) wait at __syncthreads: %s\n", nbar, bar.c_str());
   if (nwarp) std::fprintf(stderr, "  %d thread(s) wait at a warp operation (__syncwarp/__shfl*/vote): %s\n", nwarp, warp.c_str());
   if (nexit) std::fprintf(stderr, "  %d thread(s) already exited: %s\n", nexit, exited.c_str());
+  if (ncoll)
+    std::fprintf(stderr,
+                 "  %d thread(s) wait at the warp-collective '%s' (%s:%d), which needs all 32 lanes of their warp "
+                 "(.aligned; a divergent or partial warp): %s\n",
+                 ncoll, coll_ws->coll_what, coll_ws->coll_file, coll_ws->coll_line, coll.c_str());
   std::fprintf(stderr, "  the block is abandoned and the launch fails with cudaErrorLaunchFailure\n");
 }
 
@@ -597,6 +613,7 @@ void run_block(Worker* w, Job* job, size_t linear) {
     ws.arrived = 0;
     ws.exited = 0;
     ws.am = 0;
+    ws.coll_arrived = 0;
     int lanes = std::min(32, w->n - i * 32);
     ws.exist = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1);
   }
@@ -1063,3 +1080,100 @@ void __trap() {
   switch_to(w, f, &w->native);
   __builtin_unreachable();
 }
+
+// ---- warp-collective (.aligned) operations: mma.sync, ldmatrix, stmatrix, movmatrix, WMMA ------------------------
+namespace cudahost {
+namespace {
+// (messages are built in fixed buffers: the failing fiber never returns, so nothing it allocated would be freed)
+[[noreturn]] void collective_fail(Worker* w, ThreadRec* t, const char* what, const char* file, int line,
+                                  const char* why) {
+  const launch_config* c = w->job->cfg;
+  std::fprintf(stderr,
+               "cudahost: kernel '%s' (launched at %s:%d): '%s' (%s:%d) is a warp-collective operation (.aligned) "
+               "that needs all 32 lanes of the warp, converged: block (%u,%u,%u), warp %u, lane %u (thread "
+               "(%u,%u,%u)): %s; the block is abandoned and the launch fails with cudaErrorLaunchFailure\n",
+               c->name, c->file, c->line, what, file, line, blockIdx.x, blockIdx.y, blockIdx.z, (unsigned)t->warp,
+               (unsigned)t->lane, t->tid.x, t->tid.y, t->tid.z, why);
+  w->aborted = true;
+  switch_to(w, t->fiber, &w->native);
+  __builtin_unreachable();
+}
+struct LaneList {
+  char s[100];
+  explicit LaneList(unsigned m) {
+    int n = 0;
+    s[0] = 0;
+    for (unsigned q = m; q; q &= q - 1)
+      n += std::snprintf(s + n, sizeof s - (size_t)n, "%s%d", n ? "," : "", __builtin_ctz(q));
+  }
+};
+}  // namespace
+
+namespace detail {
+void warp_collective_(const char* what, const char* file, int line, void* io, void (*fn)(void* const* io, void* arg),
+                      void* arg) {
+  ThreadRec* t = tls_thread;
+  if (!t) {
+    std::fprintf(stderr, "cudahost: '%s' (%s:%d) called outside a kernel\n", what, file, line);
+    std::abort();
+  }
+  Worker* w = tls_worker;
+  WarpState& ws = w->warps[t->warp];
+  const unsigned bit = 1u << t->lane;
+  char why[300];
+  if (ws.exist != 0xffffffffu) {
+    std::snprintf(why, sizeof why,
+                  "the warp has only %d threads (the block's thread count is not a multiple of 32)",
+                  __builtin_popcount(ws.exist));
+    collective_fail(w, t, what, file, line, why);
+  }
+  if (ws.exited) {
+    std::snprintf(why, sizeof why, "lane(s) %s of the warp have already exited", LaneList(ws.exited).s);
+    collective_fail(w, t, what, file, line, why);
+  }
+  if (ws.coll_arrived == 0) {
+    ws.coll_what = what;
+    ws.coll_file = file;
+    ws.coll_line = line;
+  } else if (ws.coll_line != line ||
+             ((ws.coll_what != what && std::strcmp(ws.coll_what, what) != 0) ||
+              (ws.coll_file != file && std::strcmp(ws.coll_file, file) != 0))) {
+    std::snprintf(why, sizeof why, "lane(s) %s of the warp wait at another one, '%s' (%s:%d)",
+                  LaneList(ws.coll_arrived).s, ws.coll_what, ws.coll_file, ws.coll_line);
+    collective_fail(w, t, what, file, line, why);
+  }
+  ws.coll_io[t->lane] = io;
+  ws.coll_arrived |= bit;
+  tsan_release(&ws.coll_io);
+  if (ws.coll_arrived != 0xffffffffu) {
+    // When no thread of the block can run any more, the missing lanes cannot come: report it here (cheap test
+    // first; otherwise a lane that blocks elsewhere later ends in the deadlock report, which names this wait too).
+    if (w->rq_n == 0 && w->started >= w->n && !warp_has_runnable(w, t->warp, (int)t->lane)) {
+      std::snprintf(why, sizeof why,
+                    "lane(s) %s of the warp cannot reach it (they wait at a barrier or another warp operation)",
+                    LaneList(~ws.coll_arrived).s);
+      collective_fail(w, t, what, file, line, why);
+    }
+    block_wait(w, t, W_COLL);
+  } else {
+    // every lane has arrived: this one computes the results of all 32 in one pass, then releases the others
+    tsan_acquire(&ws.coll_io);
+    fn(ws.coll_io, arg);
+    ws.coll_arrived = 0;
+    tsan_release(&ws.coll_io);
+    const int base = t->warp * 32;
+    unsigned others = 0xffffffffu & ~bit;
+    if (w->reverse) {
+      for (unsigned m = others; m; m &= ~(1u << (31 - __builtin_clz(m)))) release(w, base + 31 - __builtin_clz(m));
+    } else {
+      for (unsigned m = others; m; m &= m - 1) release(w, base + __builtin_ctz(m));
+    }
+  }
+  tsan_acquire(&ws.coll_io);
+}
+
+void** thread_ext_() { return tls_thread ? &tls_thread->ext : nullptr; }
+unsigned thread_linear_() { return tls_thread ? (unsigned)tls_thread->index : 0u; }
+unsigned long block_serial_() { return tls_thread ? tls_worker->block_gen : 0ul; }
+}  // namespace detail
+}  // namespace cudahost

@@ -10,6 +10,8 @@
 //       -> block scope:      [[maybe_unused]] T* name = cudahost::dyn_smem_ptr<T>();
 //          namespace scope:  #define name (::cudahost::dyn_smem_ptr<T>())   (followed by #line)
 //   __noinline__ -> __attribute__((noinline))
+//   asm [volatile] ("ptx" : outputs : inputs : clobbers);   (inside functions)
+//       -> do { ...calls of cudahost's emulation of each PTX instruction... } while (0);   (rewrite_asm.h)
 //   #include "x.cuh" / "x.cu" -> #include "<rewritten copy of x.cuh>" (recursively, so launches in headers work)
 // Every rewrite keeps the number of newlines, and the output starts with #line 1 "<absolute path of in.cu>",
 // so compiler diagnostics, sanitizer reports, gdb and gcov point at the original lines.
@@ -25,6 +27,8 @@
 #include <vector>
 
 namespace fs = std::filesystem;
+
+#include "rewrite_asm.h"
 
 namespace {
 
@@ -385,9 +389,171 @@ struct Rewriter {
     while (b > i && is_ident(s[b - 1])) b--;
     if (b == e || b <= i + 10 || (s[b] >= '0' && s[b] <= '9')) return false;
     std::string name = s.substr(b, e - b);
-    out.append(s, i, semi + 1 - i);
-    out += " cudahost::shared_fill_(" + name + ");";
+    // `= {}`: value-initialized thread-local storage (zero, static: no per-access initialization guard, which
+    // GCC emits even for trivially constructible element types such as __half and __nv_bfloat16 and which
+    // ThreadSanitizer would see racing between the fibers of a block); shared_fill_ then makes it garbage per block.
+    out.append(s, i, semi - i);
+    out += " = {}; cudahost::shared_fill_(" + name + ");";
     i = semi + 1;
+    return true;
+  }
+
+  // The C string value of a sequence of string literals (with escapes; raw strings too). False if t holds anything
+  // else.
+  static bool string_value(const std::string& t, std::string& v) {
+    size_t k = 0;
+    bool any = false;
+    for (;;) {
+      k = skip_ws_comments(t, k);
+      if (k >= t.size()) return any;
+      if (t[k] == 'R' && k + 1 < t.size() && t[k + 1] == '"') {
+        size_t open = t.find('(', k + 2);
+        if (open == std::string::npos) return false;
+        std::string close = ")" + t.substr(k + 2, open - k - 2) + "\"";
+        size_t e = t.find(close, open + 1);
+        if (e == std::string::npos) return false;
+        v += t.substr(open + 1, e - open - 1);
+        k = e + close.size();
+        any = true;
+        continue;
+      }
+      if (t[k] != '"') return false;
+      size_t j = k + 1;
+      while (j < t.size() && t[j] != '"') {
+        char c = t[j];
+        if (c == '\\' && j + 1 < t.size()) {
+          char e = t[++j];
+          switch (e) {
+            case 'n': v += '\n'; break;
+            case 't': v += '\t'; break;
+            case 'r': v += '\r'; break;
+            case '\n': break;  // line continuation
+            default: v += e; break;
+          }
+        } else {
+          v += c;
+        }
+        j++;
+      }
+      if (j >= t.size()) return false;
+      k = j + 1;
+      any = true;
+    }
+  }
+
+  // i at 'asm' / '__asm__' / '__asm' (ending at kw_end) inside a function: the statement becomes the emulation of
+  // its PTX (rewrite_asm.h). Returns false (and consumes nothing) when it is not an asm statement.
+  // Whether the output's current logical line (backslash continuations included) is a #define.
+  bool in_define_directive() const {
+    if (!in_directive) return false;
+    size_t k = out.size();
+    while (k > 0 && !(out[k - 1] == '\n' && !(k >= 2 && out[k - 2] == '\\'))) k--;
+    while (k < out.size() && (out[k] == ' ' || out[k] == '\t')) k++;
+    if (k >= out.size() || out[k] != '#') return false;
+    k++;
+    while (k < out.size() && (out[k] == ' ' || out[k] == '\t')) k++;
+    return out.compare(k, 6, "define") == 0;
+  }
+
+  bool asm_statement(size_t& i, size_t kw_end) {
+    // in a function, or in a macro definition (`#define MMA(...) asm volatile(...)`, expanded in functions)
+    const bool in_define = in_define_directive();
+    if (!in_define && (in_directive || at_namespace_scope())) return false;
+    size_t j = skip_ws_comments(s, kw_end);
+    for (;;) {
+      size_t e = j;
+      while (e < s.size() && is_ident(s[e])) e++;
+      std::string q = s.substr(j, e - j);
+      if (q == "volatile" || q == "__volatile__" || q == "__volatile" || q == "inline" || q == "goto") {
+        j = skip_ws_comments(s, e);
+        continue;
+      }
+      break;
+    }
+    if (j >= s.size() || s[j] != '(') return false;
+    size_t close = std::string::npos;
+    int d = 0;
+    for (size_t k = j; k < s.size();) {
+      size_t l = skip_literal(s, k);
+      if (l != k) {
+        k = l;
+        continue;
+      }
+      if (s[k] == '(') d++;
+      else if (s[k] == ')' && --d == 0) {
+        close = k;
+        break;
+      }
+      k++;
+    }
+    if (close == std::string::npos) fail(i, "unterminated asm statement");
+    // sections at the top-level colons (at this depth a "::" is two separators: `asm("..." :: "r"(x))`)
+    std::vector<std::string> sec(1);
+    d = 0;
+    for (size_t k = j + 1; k < close;) {
+      size_t l = skip_literal(s, k);
+      if (l != k) {
+        sec.back().append(s, k, l - k);
+        k = l;
+        continue;
+      }
+      char c = s[k];
+      if (c == '\\' && k + 1 < close && s[k + 1] == '\n') {  // a continued line (in a macro definition)
+        sec.back() += "  ";
+        k += 2;
+        continue;
+      }
+      if (c == '(' || c == '[' || c == '{') d++;
+      else if (c == ')' || c == ']' || c == '}') d--;
+      if (c == ':' && d == 0) sec.emplace_back();
+      else sec.back() += c;
+      k++;
+    }
+    const int line = line_at(i);
+    const std::string where = fs::path(path).filename().string() + ":" + std::to_string(line);
+    std::string tmpl;
+    asmx::Translation tr;
+    if (!string_value(sec[0], tmpl)) {
+      std::vector<asmx::Operand> none;
+      tr = asmx::translate("cudahost.not_a_string_literal", none, where, line);
+    } else {
+      std::vector<asmx::Operand> ops;
+      bool bad = false;
+      for (size_t si = 1; si <= 2 && si < sec.size(); si++) {
+        for (auto& o : asmx::split_top(sec[si])) {
+          if (o.empty()) continue;
+          asmx::Operand op;
+          std::string t = o;
+          size_t k = skip_ws_comments(t, 0);
+          if (k < t.size() && t[k] == '[') {
+            size_t e = t.find(']', k);
+            op.name = asmx::trim(t.substr(k + 1, e - k - 1));
+            k = e + 1;
+          }
+          k = skip_ws_comments(t, k);
+          size_t lit_end = skip_literal(t, k);
+          size_t paren = t.find('(', lit_end);
+          if (k >= t.size() || t[k] != '"' || paren == std::string::npos || t.back() != ')') {
+            bad = true;
+            break;
+          }
+          op.cons = t.substr(k + 1, lit_end - k - 2);
+          op.expr = t.substr(paren + 1, t.size() - paren - 2);
+          op.out = si == 1;
+          op.inout = op.cons.find('+') != std::string::npos;
+          ops.push_back(op);
+        }
+      }
+      if (bad) {
+        std::vector<asmx::Operand> none;
+        tr = asmx::translate("cudahost.unparsed_operand_list", none, where, line);
+      } else {
+        tr = asmx::translate(tmpl, ops, where, line);
+      }
+    }
+    out += tr.code;
+    for (size_t n = count_nl(s, i, close); n > 0; n--) out += in_define ? " \\\n" : "\n";
+    i = close + 1;
     return true;
   }
 
@@ -510,6 +676,7 @@ struct Rewriter {
           continue;
         }
         if (w == "extern" && extern_shared(i)) continue;
+        if ((w == "asm" || w == "__asm__" || w == "__asm") && asm_statement(i, e)) continue;
         if (w == "__shared__" && static_shared(i)) continue;
         out += w;
         i = e;

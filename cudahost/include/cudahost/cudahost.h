@@ -409,6 +409,8 @@ static inline cudaError_t cudaLaunchKernel(void (*func)(P...), dim3 gridDim, dim
 #include "cudahost/device_functions.h"
 #endif
 #include "cudahost/cooperative_groups.h"
+// inline PTX emulation (the targets of cudahost-rewrite's asm translation) and the __cvta_* conversions
+#include "cudahost/ptx.h"
 
 #endif  // __cplusplus
 #endif  // CUDAHOST_CUDAHOST_H
