@@ -28,7 +28,7 @@
 // elements), so the bf16 GEMM operands need no second buffer.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
-#include "memfix/cross_entropy.h"
+#include "cross_entropy.cuh"
 
 #include <cuda_bf16.h>
 #include <climits>

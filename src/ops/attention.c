@@ -4,6 +4,7 @@
  * optimized/attention.cu). */
 #include "memfix/attention.h"
 
+#include "attention.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "memfix/verify.h"
@@ -15,24 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/attention.cu (mf_host_* via cudahost, mf_cuda_* via
- * nvcc); arguments are validated before the call. */
-#define MF_ATTN_FWD_ENTRY(prefix)                                                               \
-    mf_status prefix##attention_tiled_forward(mf_context *ctx, mf_dtype dtype, int causal,     \
-                                              int64_t B, int64_t H, int64_t N, int64_t D,       \
-                                              int64_t Dv, const void *q, const void *k,         \
-                                              const void *v, float *out, float *lse)
-#define MF_ATTN_BWD_ENTRY(prefix)                                                               \
-    mf_status prefix##attention_tiled_backward(                                                 \
-        mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, \
-        int64_t Dv, const void *q, const void *k, const void *v, const float *out,              \
-        const void *dout, const float *lse, float *dq, float *dk, float *dv)
-MF_ATTN_FWD_ENTRY(mf_host_);
-MF_ATTN_BWD_ENTRY(mf_host_);
-#ifdef MF_HAVE_CUDA
-MF_ATTN_FWD_ENTRY(mf_cuda_);
-MF_ATTN_BWD_ENTRY(mf_cuda_);
-#endif
+/* The kernel entries (optimized/attention.cuh): mf_host_* from cudahost,
+ * mf_cuda_* from nvcc. Arguments are validated before the call. */
 
 static const char *const attention_variant_names[MF_ATTENTION_N_VARIANTS] = {"tiled"};
 
@@ -114,13 +99,6 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_attention_va
     return MF_OK;
 }
 
-typedef mf_status (*attn_fwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                                 int64_t, const void *, const void *, const void *, float *,
-                                 float *);
-typedef mf_status (*attn_bwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                                 int64_t, const void *, const void *, const void *, const float *,
-                                 const void *, const float *, float *, float *, float *);
-
 mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
                                int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
                                const void *q, const void *k, const void *v, float *out,
@@ -132,7 +110,7 @@ mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf
     MF_CHECK_NOT_NULL(out);
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
-    attn_fwd_fn fn = mf_host_attention_tiled_forward;
+    mf_attention_forward_kernel_fn *fn = mf_host_attention_tiled_forward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_attention_tiled_forward;
 #endif
@@ -156,7 +134,7 @@ mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, m
     MF_CHECK_NOT_NULL(dv);
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
-    attn_bwd_fn fn = mf_host_attention_tiled_backward;
+    mf_attention_backward_kernel_fn *fn = mf_host_attention_tiled_backward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_attention_tiled_backward;
 #endif

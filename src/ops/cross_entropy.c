@@ -4,6 +4,7 @@
  * reference/cross_entropy.c, optimized/cross_entropy.cu). */
 #include "memfix/cross_entropy.h"
 
+#include "cross_entropy.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "memfix/verify.h"
@@ -16,11 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/cross_entropy.cu (host mode always; CUDA when built). */
-mf_status mf_host_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
-#ifdef MF_HAVE_CUDA
-mf_status mf_cuda_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
-#endif
+/* The kernel entry and its argument struct: optimized/cross_entropy.cuh. */
 
 /* ---- memory formula of the chunked variant (cross_entropy.h) -------------------- */
 static size_t mul3(size_t a, size_t b, size_t c)

@@ -4,6 +4,7 @@
  * optimized/linear_attention.cu). */
 #include "memfix/linear_attention.h"
 
+#include "linear_attention.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "memfix/verify.h"
@@ -14,33 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/linear_attention.cu (mf_host_* via cudahost,
- * mf_cuda_* via nvcc); arguments are validated before the call. */
-#define MF_LA_FWD_ENTRY(prefix)                                                                \
-    mf_status prefix##linear_attention_forward(                                                \
-        mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,      \
-        int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,         \
-        const mf_linear_attention_state *state, float *out)
-#define MF_LA_BWD_ENTRY(prefix)                                                                \
-    mf_status prefix##linear_attention_backward(                                               \
-        mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,      \
-        int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,         \
-        const float *out, const void *dout, const mf_linear_attention_state *state,            \
-        const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
-MF_LA_FWD_ENTRY(mf_host_);
-MF_LA_BWD_ENTRY(mf_host_);
-#ifdef MF_HAVE_CUDA
-MF_LA_FWD_ENTRY(mf_cuda_);
-MF_LA_BWD_ENTRY(mf_cuda_);
-#endif
-
-typedef mf_status (*la_fwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t, const void *, const void *, const void *,
-                               const mf_linear_attention_state *, float *);
-typedef mf_status (*la_bwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t, const void *, const void *, const void *,
-                               const float *, const void *, const mf_linear_attention_state *,
-                               const mf_linear_attention_state_grad *, float *, float *, float *);
+/* The kernel entries (optimized/linear_attention.cuh): mf_host_* from cudahost,
+ * mf_cuda_* from nvcc. Arguments are validated before the call. */
 
 int mf_linear_attention_chunk_valid(int64_t chunk) {
     return chunk >= MF_LINEAR_ATTENTION_MIN_CHUNK && chunk <= MF_LINEAR_ATTENTION_MAX_CHUNK &&
@@ -112,7 +88,7 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
     MF_CHECK_NOT_NULL(out);
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
-    la_fwd_fn fn = mf_host_linear_attention_forward;
+    mf_linear_attention_forward_fn *fn = mf_host_linear_attention_forward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_linear_attention_forward;
 #endif
@@ -141,7 +117,7 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
                 "the backward pass reads only state->initial_kv/initial_z; final_kv/final_z must be NULL");
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
-    la_bwd_fn fn = mf_host_linear_attention_backward;
+    mf_linear_attention_backward_fn *fn = mf_host_linear_attention_backward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_linear_attention_backward;
 #endif

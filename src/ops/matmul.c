@@ -6,6 +6,7 @@
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "memfix/verify.h"
+#include "matmul.cuh"
 #include "mf_internal.h"
 
 #include <limits.h>
@@ -13,24 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/matmul.cu, compiled once by cudahost (mf_host_*)
- * and, when the CUDA backend is built, once by nvcc (mf_cuda_*). The signature
- * must match the definitions there. Arguments are validated before the call. */
-#define MF_MATMUL_ENTRY(prefix, variant)                                                      \
-    mf_status prefix##matmul_##variant(mf_context *ctx, mf_dtype dtype, int trans_a,          \
-                                       int trans_b, int64_t M, int64_t N, int64_t K,          \
-                                       const void *A, const void *B, float *C)
-typedef mf_status (*mf_matmul_entry)(mf_context *, mf_dtype, int, int, int64_t, int64_t, int64_t,
-                                     const void *, const void *, float *);
-MF_MATMUL_ENTRY(mf_host_, naive);
-MF_MATMUL_ENTRY(mf_host_, tiled);
-MF_MATMUL_ENTRY(mf_host_, cublas);
-#ifdef MF_HAVE_CUDA
-MF_MATMUL_ENTRY(mf_cuda_, naive);
-MF_MATMUL_ENTRY(mf_cuda_, tiled);
-MF_MATMUL_ENTRY(mf_cuda_, cublas);
-#endif
-
+/* The kernel entries (optimized/matmul.cuh): mf_host_* from cudahost, mf_cuda_*
+ * from nvcc. Arguments are validated before the call. */
 static const char *const matmul_variant_names[MF_MATMUL_N_VARIANTS] = {"naive", "tiled",
                                                                        "cublas"};
 
@@ -90,17 +75,17 @@ mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, 
                 "the cublas variant needs M, N, K <= INT_MAX (got M=%lld N=%lld K=%lld)",
                 (long long)M, (long long)N, (long long)K);
 
-    mf_matmul_entry fn = NULL;
+    mf_matmul_kernel_fn *fn = NULL;
     switch (mf_context_backend(ctx)) {
     case MF_BACKEND_HOST: {
-        static const mf_matmul_entry host[MF_MATMUL_N_VARIANTS] = {
+        static mf_matmul_kernel_fn *const host[MF_MATMUL_N_VARIANTS] = {
             mf_host_matmul_naive, mf_host_matmul_tiled, mf_host_matmul_cublas};
         fn = host[variant];
         break;
     }
     case MF_BACKEND_CUDA: {
 #ifdef MF_HAVE_CUDA
-        static const mf_matmul_entry cuda[MF_MATMUL_N_VARIANTS] = {
+        static mf_matmul_kernel_fn *const cuda[MF_MATMUL_N_VARIANTS] = {
             mf_cuda_matmul_naive, mf_cuda_matmul_tiled, mf_cuda_matmul_cublas};
         fn = cuda[variant];
         break;
@@ -153,7 +138,7 @@ static void copy_msg(char *dst, size_t cap, const char *src) {
 
 /* One case: 'variant' through mf_matmul (report), or, when 'entry' != NULL, the
  * candidate 'entry' (memfix verify) with the ceiling of the tiled fix. */
-static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_entry entry,
+static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_kernel_fn *entry,
                                       int case_index, uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
@@ -261,7 +246,7 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
 }
 
 /* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
- * mf_matmul_entry's signature. */
+ * mf_matmul_kernel_fn's signature. */
 mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, int case_index,
                                 uint64_t seed_salt, mf_case_result *out) {
     if (entry == NULL) {

@@ -8,6 +8,7 @@
  */
 #include "memfix/npt.h"
 
+#include "npt.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "memfix/verify.h"
@@ -20,19 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the factored variant, per backend ----------------------------------------- */
-#define MF_NPT_DECLARE_BACKEND(prefix)                                                             \
-    mf_status prefix##npt_factored_forward(                                                        \
-        mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, int64_t chunk, const void *h,         \
-        const void *W, const void *A, const void *B, const void *m, const void *bias, void *out);  \
-    mf_status prefix##npt_factored_backward(                                                       \
-        mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, int64_t chunk, const void *h,         \
-        const void *W, const void *A, const void *B, const void *m, const void *grad_out,          \
-        void *grad_h, void *grad_W, void *grad_A, void *grad_B, void *grad_m, void *grad_bias);
-MF_NPT_DECLARE_BACKEND(mf_host_)
-#ifdef MF_HAVE_CUDA
-MF_NPT_DECLARE_BACKEND(mf_cuda_)
-#endif
+/* The factored variant's kernel entries: optimized/npt.cuh. */
 
 /* ---- shapes and formulas ------------------------------------------------------- */
 void mf_npt_options_init(mf_npt_options *opts)

@@ -4,6 +4,7 @@
  * the registry entry mf_op_rope (seed document 000, bug #2). */
 #include "memfix/rope.h"
 
+#include "rope.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "memfix/verify.h"
@@ -16,20 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the kernels' exported entry points (optimized/rope.cu) ---------------- */
-#define MF_ROPE_DECLARE(prefix)                                                                   \
-    mf_status prefix##rope_fused(mf_context *ctx, const mf_rope_config *cfg,                      \
-                                 mf_rope_direction dir, const mf_rope_tensors *t,                 \
-                                 const mf_rope_positions *pos);                                   \
-    mf_status prefix##rope_cache_build(mf_context *ctx, float *table, int64_t capacity,           \
-                                       const mf_rope_config *cfg);                                \
-    mf_status prefix##rope_cache_apply(mf_context *ctx, const float *table, int64_t capacity,     \
-                                       const mf_rope_config *cfg, mf_rope_direction dir,          \
-                                       const mf_rope_tensors *t, const mf_rope_positions *pos);
-MF_ROPE_DECLARE(mf_host_)
-#ifdef MF_HAVE_CUDA
-MF_ROPE_DECLARE(mf_cuda_)
-#endif
+/* The kernels' entries: optimized/rope.cuh. */
 
 /* Argument validation, defined in reference/rope.c (always built). */
 mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg);
