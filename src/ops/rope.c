@@ -5,6 +5,7 @@
 #include "memfix/rope.h"
 
 #include "rope.cuh"
+#include "rope_args.h"
 #include "memfix/check.h"
 #include "memfix/registry.h"
 #include "memfix/verify.h"
@@ -18,15 +19,6 @@
 #include <string.h>
 
 /* The kernels' entries: optimized/rope.cuh. */
-
-/* Argument validation, defined in reference/rope.c (always built). */
-mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg);
-mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
-                                    mf_rope_direction dir, const mf_rope_tensors *t,
-                                    const mf_rope_positions *pos);
-mf_status mf_rope_internal_max_position(const char *func, mf_context *device_ctx,
-                                        const mf_rope_positions *pos, int64_t batch,
-                                        int64_t seq_len, int64_t *max_pos);
 
 #define ROPE_ERR(status, ...) return mf_set_error((status), func, __FILE__, __LINE__, __VA_ARGS__)
 
