@@ -43,12 +43,6 @@
 #define MEMFIX_VERIFY_H
 
 #include "memfix/memfix.h"
-#include "memfix/matmul.h"
-#include "memfix/cross_entropy.h"
-#include "memfix/attention.h"
-#include "memfix/linear_attention.h"
-#include "memfix/npt.h"
-#include "memfix/rope.h"
 #include "memfix/registry.h"
 
 #ifdef __cplusplus
@@ -56,13 +50,10 @@ extern "C" {
 #endif
 
 /* ---- candidate signatures ------------------------------------------------------ */
-/* Each op's header declares its candidate types next to the entry points they
- * mirror (the same function types the kernel entries in optimized/<op>.cuh are
- * declared with): mf_matmul_candidate_fn (memfix/matmul.h),
- * mf_cross_entropy_{forward,backward}_candidate_fn (memfix/cross_entropy.h),
- * mf_rope_candidate_fn (memfix/rope.h), mf_attention_{forward,backward}_candidate_fn
- * (memfix/attention.h), mf_npt_{forward,backward}_candidate_fn (memfix/npt.h),
- * mf_linear_attention_{forward,backward}_candidate_fn (memfix/linear_attention.h). */
+/* Each op's header (include/memfix/<op>.h) declares its candidate types next to
+ * the entry points they mirror: the same function types the kernel entries in
+ * optimized/<op>.cuh are declared with (e.g. mf_matmul_candidate_fn in
+ * memfix/matmul.h). The targets are the registry's (mf_op_desc.verify_targets). */
 
 /* ---- results --------------------------------------------------------------------- */
 #define MF_VERIFY_DEFENSE_MAX 24
@@ -74,8 +65,8 @@ typedef struct mf_verify_row {
     char defense[MF_VERIFY_DEFENSE_MAX]; /* "" when it passed; else a name above */
 } mf_verify_row;
 
-/* 1 if 'op' (a verify target: an op name, or "op.entry" for an op with
- * several entry points) takes candidates in this build, else 0. */
+/* 1 if 'op' (a verify target of a registered op: an op name, or "op.entry"
+ * for an op with several entry points) takes candidates in this build, else 0. */
 MF_API int mf_verify_supported(const char *op);
 /* The targets that take candidates, comma-separated ("matmul, cross_entropy, ...");
  * "" in a build without host kernels. */
@@ -92,57 +83,6 @@ MF_API int mf_verify_n_cases(const char *op);
  * candidate support, MF_ERR_INVALID_SIZE when cap is too small. */
 MF_API mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void),
                            mf_verify_row *rows, size_t cap, size_t *n_rows);
-
-/* The per-op hook (src/ops/<op>.c): runs built-in case 'case_index' exactly as
- * `memfix report` does (seeded inputs, reference, NaN-filled output,
- * comparison, scratch peak vs the fix's ceiling) with the optimized call
- * replaced by 'entry'; no defenses beyond report's. seed_salt != 0 draws
- * different inputs of the same shape. */
-MF_API mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry,
-                                       int case_index, uint64_t seed_salt,
-                                       mf_case_result *out);
-
-/* The same for the cross_entropy forward: loss and lse against the reference's
- * forward, the ceiling of the chunked variant at the case's chunk size. */
-MF_API mf_status mf_cross_entropy_verify_case(mf_context *ctx,
-                                              mf_cross_entropy_forward_candidate_fn entry,
-                                              int case_index, uint64_t seed_salt,
-                                              mf_case_result *out);
-
-/* cross_entropy backward: mf_cross_entropy_forward_backward of report's case
- * replaced by 'entry' (given the reference's lse), gradients compared. */
-MF_API mf_status mf_cross_entropy_backward_verify_case(mf_context *ctx,
-                                                       mf_cross_entropy_backward_candidate_fn entry,
-                                                       int case_index, uint64_t seed_salt,
-                                                       mf_case_result *out);
-
-/* rope: mf_rope_fused replaced by 'entry', the fused variant's ceiling (0). */
-MF_API mf_status mf_rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int case_index,
-                                     uint64_t seed_salt, mf_case_result *out);
-
-/* attention: exactly one of fwd, bwd (the other pass is memfix's tiled one);
- * every output (out, lse, dq, dk, dv) compared; the candidate's scratch is
- * measured around its own call against its pass's ceiling. */
-MF_API mf_status mf_attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
-                                          mf_attention_backward_candidate_fn bwd, int case_index,
-                                          uint64_t seed_salt, mf_case_result *out);
-
-/* npt: exactly one of fwd, bwd; case_index counts the built-in cases of that
- * pass (0 .. mf_npt_verify_n_cases(pass) - 1). */
-MF_API int mf_npt_verify_n_cases(mf_npt_pass pass);
-MF_API mf_status mf_npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
-                                    mf_npt_backward_candidate_fn bwd, int case_index,
-                                    uint64_t seed_salt, mf_case_result *out);
-
-/* linear_attention: exactly one of fwd, bwd; case_index in
- * [0, mf_linear_attention_verify_n_cases()): the built-in cases causal (with a
- * state), then the same cases bidirectional. */
-MF_API int mf_linear_attention_verify_n_cases(void);
-MF_API mf_status mf_linear_attention_verify_case(mf_context *ctx,
-                                                 mf_linear_attention_forward_candidate_fn fwd,
-                                                 mf_linear_attention_backward_candidate_fn bwd,
-                                                 int case_index, uint64_t seed_salt,
-                                                 mf_case_result *out);
 
 #ifdef __cplusplus
 }

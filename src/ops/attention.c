@@ -7,7 +7,6 @@
 #include "attention.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -168,7 +167,7 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
                                          uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "attention");
+    mf_tb_copy_msg(out->op, sizeof(out->op), "attention");
     MF_CHECK_NOT_NULL(ctx);
     if (variant < 0 || variant >= MF_ATTENTION_N_VARIANTS)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
@@ -178,7 +177,7 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
                 ATTENTION_N_CASES);
     const attention_case *c = &attention_cases[case_index];
     const int cand = fwd != NULL || bwd != NULL;
-    mf_op_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
+    mf_tb_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
     snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s",
              (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv,
              c->causal, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate");
@@ -197,10 +196,10 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
     const uint64_t seed =
         0x6174746e00000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
-    void *q = mf_op_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = mf_op_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = mf_op_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = mf_op_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    void *q = mf_tb_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = mf_tb_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = mf_tb_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_tb_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
     /* host results: ref (r_*) and got (g_*), in one block */
     const size_t n_host = 2 * (nv + rows + 2 * nqk + nv);
     float *hb = (float *)malloc(n_host * sizeof(float));
@@ -288,16 +287,16 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
         goto done;
 
     int pass = 1;
-    if ((st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "attention.out", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_lse, r_lse, rows, "lse", "attention.lse", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", "attention.grad", c->dtype, out, &pass)) != MF_OK)
+    if ((st = mf_tb_compare_row(g_out, r_out, nv, "out", "attention.out", c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_tb_compare_row(g_lse, r_lse, rows, "lse", "attention.lse", c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_tb_compare_row(g_dq, r_dq, nqk, "dq", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_tb_compare_row(g_dk, r_dk, nqk, "dk", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_tb_compare_row(g_dv, r_dv, nv, "dv", "attention.grad", c->dtype, out, &pass)) != MF_OK)
         goto done;
-    mf_op_case_verdict(out, pass);
+    mf_tb_verdict(out, pass);
 
 done:
-    mf_op_case_error(out, st);
+    mf_tb_case_error(out, st);
     void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
     free(hb);
@@ -315,7 +314,7 @@ static mf_status attention_run_case(mf_context *ctx, int variant, int case_index
 
 /* memfix verify (include/memfix/verify.h): the candidate signatures are those
  * of the tiled entry points of optimized/attention.cu. */
-mf_status mf_attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
+static mf_status attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
                                    mf_attention_backward_candidate_fn bwd, int case_index,
                                    uint64_t seed_salt, mf_case_result *out) {
     if ((fwd == NULL) == (bwd == NULL)) {
@@ -326,6 +325,78 @@ mf_status mf_attention_verify_case(mf_context *ctx, mf_attention_forward_candida
     return attention_run_case_impl(ctx, 0, fwd, bwd, case_index, seed_salt, out);
 }
 
+/* ---- memfix verify: the guard of attention (tiled forward / backward) candidates (src/testbed/testbed.h) -------------- */
+typedef struct attn_args {
+    mf_dtype dtype;
+    int causal;
+    int64_t B, H, N, D, Dv;
+} attn_args;
+
+/* bufs: q, k, v, out, lse */
+static mf_status attn_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const attn_args *a = (const attn_args *)args;
+    return ((mf_attention_forward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                             mf_tb_ptr(bufs, 2), (float *)mf_tb_ptr(bufs, 3), (float *)mf_tb_ptr(bufs, 4));
+}
+
+static mf_status attn_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v, float *out,
+                                       float *lse)
+{
+    const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
+    const mf_tb_buffer sp[5] = {{"q", q, rows * (size_t)D * es, dtype},
+                         {"k", k, rows * (size_t)D * es, dtype},
+                         {"v", v, rows * (size_t)Dv * es, dtype},
+                         {"out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32},
+                         {"lse", lse, rows * 4, MF_DTYPE_F32}};
+    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    mf_tb_guarded bufs[5];
+    return mf_tb_guard(ctx, sp, 3, 5, attn_fwd_call, &args, bufs);
+}
+
+/* bufs: q, k, v, out, dout, lse, dq, dk, dv */
+static mf_status attn_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const attn_args *a = (const attn_args *)args;
+    return ((mf_attention_backward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                             mf_tb_ptr(bufs, 2), (const float *)mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4),
+                             (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
+                             (float *)mf_tb_ptr(bufs, 8));
+}
+
+static mf_status attn_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                       const float *out, const void *dout, const float *lse, float *dq, float *dk,
+                                       float *dv)
+{
+    const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_tb_buffer sp[9] = {{"q", q, nqk * es, dtype},          {"k", k, nqk * es, dtype},
+                         {"v", v, nv * es, dtype},           {"out", out, nv * 4, MF_DTYPE_F32},
+                         {"dout", dout, nv * es, dtype},     {"lse", lse, rows * 4, MF_DTYPE_F32},
+                         {"dq", dq, nqk * 4, MF_DTYPE_F32}, {"dk", dk, nqk * 4, MF_DTYPE_F32},
+                         {"dv", dv, nv * 4, MF_DTYPE_F32}};
+    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    mf_tb_guarded bufs[9];
+    return mf_tb_guard(ctx, sp, 6, 9, attn_bwd_call, &args, bufs);
+}
+
+static mf_status attention_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                         uint64_t seed_salt, mf_case_result *out) {
+    return attention_verify_case(ctx, candidate != NULL ? attn_fwd_guard : NULL, NULL, case_index, seed_salt,
+                                 out);
+}
+
+static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                          uint64_t seed_salt, mf_case_result *out) {
+    return attention_verify_case(ctx, NULL, candidate != NULL ? attn_bwd_guard : NULL, case_index, seed_salt,
+                                 out);
+}
+
+static const mf_verify_target attention_targets[] = {{"attention.forward", attention_forward_verify, NULL},
+                                                     {"attention.backward", attention_backward_verify, NULL}};
+
 const mf_op_desc mf_op_attention = {
     "attention",
     "softmax(q k^T / sqrt(D)) v, fwd+bwd: tiled online softmax vs materialized N x N scores (seed 003)",
@@ -333,4 +404,6 @@ const mf_op_desc mf_op_attention = {
     attention_variant_names,
     ATTENTION_N_CASES,
     attention_run_case,
+    2,
+    attention_targets,
 };

@@ -7,7 +7,6 @@
 #include "cross_entropy.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -248,19 +247,19 @@ static int ce_compare(const float *got, const float *ref, size_t n, const char *
     const mf_tolerance *tol = mf_tolerance_get(tol_name);
     if (tol == NULL) {
         snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
+        out->failure = MF_FAILURE_ERROR;
         return 0;
     }
-    mf_compare_result cmp;
-    if (mf_compare_f32(got, ref, n, tol, NULL, &cmp) != MF_OK) {
-        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, mf_last_error());
-        return 0;
-    }
-    mf_op_fold_errors(out, &cmp);
     if (tol->atol > out->atol) out->atol = tol->atol;
     if (tol->rtol > out->rtol) out->rtol = tol->rtol;
-    if (!cmp.pass && out->message[0] == '\0')
-        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, cmp.reason);
-    return cmp.pass;
+    int pass = out->message[0] == '\0'; /* an earlier output failed: keep its message */
+    const int first = pass;
+    if (mf_tb_compare(got, ref, n, tol, what, out, &pass) != MF_OK) {
+        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, mf_last_error());
+        out->failure = MF_FAILURE_ERROR;
+        return 0;
+    }
+    return first ? pass : 0; /* the caller's verdict is already a failure */
 }
 
 /* One case: mf_cross_entropy_forward_backward (report), or, when 'bwd' != NULL,
@@ -272,13 +271,13 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
 {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "cross_entropy");
+    mf_tb_copy_msg(out->op, sizeof(out->op), "cross_entropy");
     MF_CHECK_NOT_NULL(ctx);
     if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
     if (case_index < 0 || case_index >= CE_N_CASES)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
     const ce_case *c = &ce_cases[case_index];
-    mf_op_case_labels(out, ctx, bwd != NULL ? "candidate" : ce_variant_names[variant], c->dtype);
+    mf_tb_case_labels(out, ctx, bwd != NULL ? "candidate" : ce_variant_names[variant], c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
     snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g%s",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
@@ -303,9 +302,9 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
     const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
-    void *h = mf_op_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
-    void *w = mf_op_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
-    void *b = c->bias ? mf_op_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
+    void *h = mf_tb_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
+    void *w = mf_tb_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
+    void *b = c->bias ? mf_tb_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
     float *gl = (float *)malloc(n_loss * sizeof(float));
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
     float *host_out = (float *)malloc(2 * (n_loss + n * d + v * d + v) * sizeof(float));
@@ -377,10 +376,10 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     ok &= ce_compare(g_gw, r_gw, v * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_weight", out);
     if (c->bias)
         ok &= ce_compare(g_gb, r_gb, v, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_bias", out);
-    mf_op_case_verdict(out, ok);
+    mf_tb_verdict(out, ok);
 
 done:
-    mf_op_case_error(out, st);
+    mf_tb_case_error(out, st);
     mf_buffer_free(ctx, dlse);
     mf_buffer_free(ctx, dout);
     mf_buffer_free(ctx, dgl);
@@ -405,7 +404,7 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 
 /* memfix verify (include/memfix/verify.h): mf_cross_entropy_backward_candidate_fn
  * is mf_cross_entropy_backward's signature. */
-mf_status mf_cross_entropy_backward_verify_case(mf_context *ctx, mf_cross_entropy_backward_candidate_fn entry,
+static mf_status cross_entropy_backward_verify_case(mf_context *ctx, mf_cross_entropy_backward_candidate_fn entry,
                                                 int case_index, uint64_t seed_salt, mf_case_result *out)
 {
     if (entry == NULL) {
@@ -419,18 +418,18 @@ mf_status mf_cross_entropy_backward_verify_case(mf_context *ctx, mf_cross_entrop
  * only (loss and lse) computed by 'entry' with ce_run_case's inputs, options
  * and ceiling (opts->scratch_budget states the ceiling to the candidate).
  * seed_salt != 0 draws other inputs and labels of the same shape. */
-mf_status mf_cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn entry,
+static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn entry,
                                        int case_index, uint64_t seed_salt, mf_case_result *out)
 {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "cross_entropy");
+    mf_tb_copy_msg(out->op, sizeof(out->op), "cross_entropy");
     MF_CHECK_NOT_NULL(ctx);
     MF_CHECK_NOT_NULL(entry);
     if (case_index < 0 || case_index >= CE_N_CASES)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
     const ce_case *c = &ce_cases[case_index];
-    mf_op_case_labels(out, ctx, "candidate", c->dtype);
+    mf_tb_case_labels(out, ctx, "candidate", c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
     snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g fwd",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
@@ -453,9 +452,9 @@ mf_status mf_cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward
     const size_t n_out = n_loss + n;
     const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
-    void *h = mf_op_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
-    void *w = mf_op_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
-    void *b = c->bias ? mf_op_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
+    void *h = mf_tb_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
+    void *w = mf_tb_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
+    void *b = c->bias ? mf_tb_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
     float *host_out = (float *)malloc(2 * n_out * sizeof(float));
     void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dout = NULL;
@@ -497,10 +496,10 @@ mf_status mf_cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward
     const char *tol = bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32";
     int ok = ce_compare(got, ref, n_loss, tol, "loss", out);
     ok &= ce_compare(got + n_loss, ref + n_loss, n, tol, "lse", out);
-    mf_op_case_verdict(out, ok);
+    mf_tb_verdict(out, ok);
 
 done:
-    mf_op_case_error(out, st);
+    mf_tb_case_error(out, st);
     mf_buffer_free(ctx, dout);
     mf_buffer_free(ctx, dlab);
     mf_buffer_free(ctx, db);
@@ -514,6 +513,90 @@ done:
     return st;
 }
 
+/* ---- memfix verify: the guards of cross_entropy candidates (src/testbed/testbed.h) --------- */
+typedef struct ce_guard_args {
+    int64_t n_rows, hidden_dim, vocab;
+    mf_dtype dtype;
+    int has_bias;
+    const mf_cross_entropy_options *opts;
+} ce_guard_args;
+
+/* bufs: hidden, weight, labels, bias, loss, lse */
+static mf_status ce_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const ce_guard_args *a = (const ce_guard_args *)args;
+    return ((mf_cross_entropy_forward_candidate_fn)mf_tb_candidate())(
+        ctx, a->n_rows, a->hidden_dim, a->vocab, a->dtype, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+        mf_tb_ptr(bufs, 3), (const int64_t *)mf_tb_ptr(bufs, 2), a->opts, (float *)mf_tb_ptr(bufs, 4),
+        (float *)mf_tb_ptr(bufs, 5));
+}
+
+static mf_status ce_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+                          const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+                          const mf_cross_entropy_options *opts, float *loss, float *lse)
+{
+    const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
+    const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
+    const mf_tb_buffer sp[6] = {{"hidden", hidden, n * d * es, dtype},
+                                {"weight", weight, v * d * es, dtype},
+                                {"labels", labels, n * sizeof(int64_t), MF_DTYPE_F32},
+                                {"bias", bias, v * es, dtype},
+                                {"loss", loss, n_loss * sizeof(float), MF_DTYPE_F32},
+                                {"lse", lse, n * sizeof(float), MF_DTYPE_F32}};
+    const ce_guard_args args = {n_rows, hidden_dim, vocab, dtype, bias != NULL, opts};
+    mf_tb_guarded bufs[6];
+    return mf_tb_guard(ctx, sp, 4, 6, ce_call, &args, bufs);
+}
+
+/* bufs: hidden, weight, bias, labels, lse, grad_loss, grad_hidden, grad_weight, grad_bias */
+static mf_status ce_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const ce_guard_args *a = (const ce_guard_args *)args;
+    return ((mf_cross_entropy_backward_candidate_fn)mf_tb_candidate())(ctx, a->n_rows, a->hidden_dim, a->vocab, a->dtype, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                                mf_tb_ptr(bufs, 2), (const int64_t *)mf_tb_ptr(bufs, 3), a->opts, (const float *)mf_tb_ptr(bufs, 4),
+                                (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
+                                (float *)mf_tb_ptr(bufs, 8));
+}
+
+static mf_status ce_bwd_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                     mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                     const int64_t *labels, const mf_cross_entropy_options *opts, const float *lse,
+                                     const float *grad_loss, float *grad_hidden, float *grad_weight,
+                                     float *grad_bias)
+{
+    const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
+    const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
+    const mf_tb_buffer sp[9] = {{"hidden", hidden, n * d * es, dtype},
+                         {"weight", weight, v * d * es, dtype},
+                         {"bias", bias, v * es, dtype},
+                         {"labels", labels, n * sizeof(int64_t), MF_DTYPE_F32},
+                         {"lse", lse, n * 4, MF_DTYPE_F32},
+                         {"grad_loss", grad_loss, n_loss * 4, MF_DTYPE_F32},
+                         {"grad_hidden", grad_hidden, n * d * 4, MF_DTYPE_F32},
+                         {"grad_weight", grad_weight, v * d * 4, MF_DTYPE_F32},
+                         {"grad_bias", grad_bias, v * 4, MF_DTYPE_F32}};
+    const ce_guard_args args = {n_rows, hidden_dim, vocab, dtype, bias != NULL, opts};
+    mf_tb_guarded bufs[9];
+    return mf_tb_guard(ctx, sp, 6, 9, ce_bwd_call, &args, bufs);
+}
+
+static mf_status ce_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                   uint64_t seed_salt, mf_case_result *out)
+{
+    return cross_entropy_verify_case(ctx, candidate != NULL ? ce_guard : NULL, case_index, seed_salt, out);
+}
+
+static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                    uint64_t seed_salt, mf_case_result *out)
+{
+    return cross_entropy_backward_verify_case(ctx, candidate != NULL ? ce_bwd_guard : NULL, case_index,
+                                              seed_salt, out);
+}
+
+static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verify, NULL},
+                                              {"cross_entropy.forward", ce_forward_verify, NULL},
+                                              {"cross_entropy.backward", ce_backward_verify, NULL}};
+
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
     "linear cross-entropy forward+backward in chunks, never the N x V logits (seed 000, bug 1)",
@@ -521,4 +604,6 @@ const mf_op_desc mf_op_cross_entropy = {
     ce_variant_names,
     CE_N_CASES,
     ce_run_case,
+    3,
+    ce_targets,
 };

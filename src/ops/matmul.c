@@ -5,9 +5,9 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "matmul.cuh"
 #include "mf_internal.h"
+#include "testbed/testbed.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -121,28 +121,13 @@ static const matmul_case matmul_cases[] = {
 };
 #define MATMUL_N_CASES ((int)(sizeof(matmul_cases) / sizeof(matmul_cases[0])))
 
-/* Seeded, non-zero inputs in [-1, 1) of 'dtype' (host memory, malloc'd). */
-static void *matmul_make_input(mf_dtype dtype, size_t n, uint64_t seed) {
-    void *p = malloc(n * mf_dtype_size(dtype));
-    if (p == NULL) return NULL;
-    if (dtype == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, -1.0f, 1.0f);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, -1.0f, 1.0f);
-    return p;
-}
-
-static void copy_msg(char *dst, size_t cap, const char *src) {
-    snprintf(dst, cap, "%s", src != NULL ? src : "");
-}
-
 /* One case: 'variant' through mf_matmul (report), or, when 'entry' != NULL, the
  * candidate 'entry' (memfix verify) with the ceiling of the tiled fix. */
 static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_kernel_fn *entry,
                                       int case_index, uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    copy_msg(out->op, sizeof(out->op), "matmul");
+    mf_tb_copy_msg(out->op, sizeof(out->op), "matmul");
     MF_CHECK_NOT_NULL(ctx);
     if (entry != NULL) variant = MF_MATMUL_TILED;
     if (variant < 0 || variant >= MF_MATMUL_N_VARIANTS)
@@ -153,10 +138,10 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
                 MATMUL_N_CASES);
     const matmul_case *c = &matmul_cases[case_index];
     const mf_matmul_variant v = (mf_matmul_variant)variant;
-    copy_msg(out->variant, sizeof(out->variant),
+    mf_tb_copy_msg(out->variant, sizeof(out->variant),
              entry != NULL ? "candidate" : matmul_variant_names[variant]);
-    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
-    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    mf_tb_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    mf_tb_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
     snprintf(out->shape, sizeof(out->shape), "M=%lld N=%lld K=%lld ta=%d tb=%d",
              (long long)c->M, (long long)c->N, (long long)c->K, c->trans_a, c->trans_b);
     const char *tol_name = c->dtype == MF_DTYPE_BF16 ? "matmul.out.bf16" : "matmul.out.f32";
@@ -174,8 +159,8 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
     const uint64_t seed =
         0x6d61746d756c0000ull + (uint64_t)case_index * 2u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
-    void *a = matmul_make_input(c->dtype, m * k, seed);
-    void *b = matmul_make_input(c->dtype, k * n, seed + 1u);
+    void *a = mf_tb_make_input(c->dtype, m * k, seed, -1.0f, 1.0f);
+    void *b = mf_tb_make_input(c->dtype, k * n, seed + 1u, -1.0f, 1.0f);
     float *c_ref = (float *)malloc(m * n * sizeof(float));
     float *c_got = (float *)malloc(m * n * sizeof(float));
     void *d_a = NULL, *d_b = NULL, *d_c = NULL;
@@ -212,24 +197,12 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if ((st = mf_buffer_download(ctx, c_got, d_c, m * n * sizeof(float))) != MF_OK) goto done;
 
-    mf_compare_result cmp;
-    if ((st = mf_compare_f32(c_got, c_ref, m * n, tol, NULL, &cmp)) != MF_OK) goto done;
-    out->max_abs_err = cmp.max_abs_err;
-    out->max_rel_err = cmp.max_rel_err;
-    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
-    out->pass = cmp.pass && mem_ok;
-    if (!cmp.pass)
-        snprintf(out->message, sizeof(out->message), "%s", cmp.reason);
-    else if (!mem_ok)
-        snprintf(out->message, sizeof(out->message),
-                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
-                 out->ceiling_bytes);
+    int pass = 1;
+    if ((st = mf_tb_compare(c_got, c_ref, m * n, tol, "C", out, &pass)) != MF_OK) goto done;
+    mf_tb_verdict(out, pass);
 
 done:
-    if (st != MF_OK) {
-        out->pass = 0;
-        copy_msg(out->message, sizeof(out->message), mf_last_error());
-    }
+    mf_tb_case_error(out, st);
     mf_buffer_free(ctx, d_c);
     mf_buffer_free(ctx, d_b);
     mf_buffer_free(ctx, d_a);
@@ -247,7 +220,7 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
 
 /* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
  * mf_matmul_kernel_fn's signature. */
-mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, int case_index,
+static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, int case_index,
                                 uint64_t seed_salt, mf_case_result *out) {
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
@@ -256,6 +229,40 @@ mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, i
     return matmul_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
 }
 
+/* ---- memfix verify: the guard of matmul candidates (src/testbed/testbed.h) ------------------ */
+typedef struct matmul_args {
+    mf_dtype dtype;
+    int trans_a, trans_b;
+    int64_t M, N, K;
+} matmul_args;
+
+/* bufs: A, B, C */
+static mf_status matmul_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs) {
+    const matmul_args *a = (const matmul_args *)args;
+    return ((mf_matmul_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->trans_a, a->trans_b, a->M, a->N,
+                                                        a->K, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                                                        (float *)mf_tb_ptr(bufs, 2));
+}
+
+/* The entry matmul_run_case_impl calls in place of the variant. */
+static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M,
+                              int64_t N, int64_t K, const void *A, const void *B, float *C) {
+    const size_t es = mf_dtype_size(dtype);
+    const mf_tb_buffer sp[3] = {{"A", A, (size_t)M * (size_t)K * es, dtype},
+                                {"B", B, (size_t)K * (size_t)N * es, dtype},
+                                {"C", C, (size_t)M * (size_t)N * sizeof(float), MF_DTYPE_F32}};
+    const matmul_args args = {dtype, trans_a, trans_b, M, N, K};
+    mf_tb_guarded bufs[3];
+    return mf_tb_guard(ctx, sp, 2, 3, matmul_call, &args, bufs);
+}
+
+static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                               uint64_t seed_salt, mf_case_result *out) {
+    return matmul_verify_case(ctx, candidate != NULL ? matmul_guard : NULL, case_index, seed_salt, out);
+}
+
+static const mf_verify_target matmul_targets[] = {{"matmul", matmul_verify, NULL}};
+
 const mf_op_desc mf_op_matmul = {
     "matmul",
     "C = op(A) op(B), fp32/bf16 in, fp32 out: 16x16 shared-memory tiled matmul (seed 002)",
@@ -263,4 +270,6 @@ const mf_op_desc mf_op_matmul = {
     matmul_variant_names,
     MATMUL_N_CASES,
     matmul_run_case,
+    1,
+    matmul_targets,
 };

@@ -8,7 +8,6 @@
 #include "rope_args.h"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -249,14 +248,14 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
                                     uint64_t seed_salt, mf_case_result *out) {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "rope");
+    mf_tb_copy_msg(out->op, sizeof(out->op), "rope");
     MF_CHECK_NOT_NULL(ctx);
     if (variant < 0 || variant > 1) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 2)", variant);
     if (case_index < 0 || case_index >= ROPE_N_CASES)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, ROPE_N_CASES);
     const rope_case *c = &rope_cases[case_index];
     if (entry != NULL) variant = 0;
-    mf_op_case_labels(out, ctx, entry != NULL ? "candidate" : rope_variant_names[variant], c->dtype);
+    mf_tb_case_labels(out, ctx, entry != NULL ? "candidate" : rope_variant_names[variant], c->dtype);
     int64_t max_pos = c->offset >= 0 ? c->offset + c->T - 1 : 0;
     if (c->offset < 0)
         for (int64_t t = 0; t < c->T; ++t) max_pos = c->ids[t] > max_pos ? c->ids[t] : max_pos;
@@ -322,7 +321,7 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
         (st = mf_buffer_alloc(ctx, n * esize, &d_y)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_x, x, n * esize)) != MF_OK)
         goto done;
-    mf_op_fill_nan(c->dtype, got_raw, n);
+    mf_tb_fill_nan(c->dtype, got_raw, n);
     if ((st = mf_buffer_upload(ctx, d_y, got_raw, n * esize)) != MF_OK) goto done;
     if (c->offset < 0) {
         if ((st = mf_buffer_alloc(ctx, sizeof(c->ids), &d_ids)) != MF_OK ||
@@ -344,17 +343,14 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if ((st = mf_buffer_download(ctx, got_raw, d_y, n * esize)) != MF_OK) goto done;
-    mf_op_to_f32(c->dtype, got_raw, got, n);
+    mf_tb_to_f32(c->dtype, got_raw, got, n);
 
-    mf_compare_result cmp;
-    if ((st = mf_compare_f32(got, ref, n, tol, NULL, &cmp)) != MF_OK) goto done;
-    out->max_abs_err = cmp.max_abs_err;
-    out->max_rel_err = cmp.max_rel_err;
-    if (!cmp.pass) mf_op_copy_msg(out->message, sizeof(out->message), cmp.reason);
-    mf_op_case_verdict(out, cmp.pass);
+    int pass = 1;
+    if ((st = mf_tb_compare(got, ref, n, tol, "q_out|k_out", out, &pass)) != MF_OK) goto done;
+    mf_tb_verdict(out, pass);
 
 done:
-    mf_op_case_error(out, st);
+    mf_tb_case_error(out, st);
     mf_rope_cache_destroy(cache);
     mf_buffer_free(ctx, d_ids);
     mf_buffer_free(ctx, d_y);
@@ -373,7 +369,7 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
 
 /* memfix verify (include/memfix/verify.h): mf_rope_candidate_fn is
  * mf_rope_fused's signature. */
-mf_status mf_rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int case_index, uint64_t seed_salt,
+static mf_status rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int case_index, uint64_t seed_salt,
                               mf_case_result *out) {
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
@@ -381,6 +377,56 @@ mf_status mf_rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int c
     }
     return rope_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
 }
+
+/* ---- memfix verify: the guard of rope (fused signature) candidates (src/testbed/testbed.h) ---------------------------- */
+typedef struct rope_args {
+    const mf_rope_config *cfg;
+    mf_rope_direction dir;
+    mf_rope_tensors t;
+    mf_rope_positions pos;
+} rope_args;
+
+/* bufs: q, k, ids (NULL for offset positions), q_out, k_out */
+static mf_status rope_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const rope_args *a = (const rope_args *)args;
+    mf_rope_tensors t = a->t;
+    mf_rope_positions pos = a->pos;
+    t.q = mf_tb_ptr(bufs, 0);
+    t.k = mf_tb_ptr(bufs, 1);
+    pos.ids = mf_tb_ptr(bufs, 2);
+    t.q_out = mf_tb_ptr(bufs, 3);
+    t.k_out = mf_tb_ptr(bufs, 4);
+    return ((mf_rope_candidate_fn)mf_tb_candidate())(ctx, a->cfg, a->dir, &t, &pos);
+}
+
+static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
+                                   const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
+    const size_t es = mf_dtype_size(t->dtype), tok = (size_t)t->batch * (size_t)t->seq_len;
+    const size_t q_bytes = tok * (size_t)t->heads_q * (size_t)cfg->head_dim * es;
+    const size_t k_bytes = tok * (size_t)t->heads_k * (size_t)cfg->head_dim * es;
+    size_t id_bytes = 0;
+    if (pos->kind != MF_ROPE_POS_OFFSET) {
+        const size_t rows = pos->batch_stride > 0 ? (size_t)(t->batch - 1) * (size_t)pos->batch_stride : 0;
+        id_bytes = (rows + (size_t)t->seq_len) * (pos->kind == MF_ROPE_POS_I32 ? 4u : 8u);
+    }
+    const mf_tb_buffer sp[5] = {{"q", t->q, q_bytes, t->dtype},
+                         {"k", t->k, k_bytes, t->dtype},
+                         {"ids", pos->kind != MF_ROPE_POS_OFFSET ? pos->ids : NULL, id_bytes, MF_DTYPE_F32},
+                         {"q_out", t->q_out, q_bytes, t->dtype},
+                         {"k_out", t->k_out, k_bytes, t->dtype}};
+    const rope_args args = {cfg, dir, *t, *pos};
+    mf_tb_guarded bufs[5];
+    return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
+}
+
+static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
+                             mf_case_result *out) {
+    return rope_verify_case(ctx, candidate != NULL ? rope_guard : NULL, case_index, seed_salt, out);
+}
+
+static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL}};
 
 const mf_op_desc mf_op_rope = {
     "rope",
@@ -390,4 +436,6 @@ const mf_op_desc mf_op_rope = {
     rope_variant_names,
     ROPE_N_CASES,
     rope_run_case,
+    1,
+    rope_targets,
 };

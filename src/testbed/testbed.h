@@ -1,0 +1,99 @@
+/* The testbed: what runs an op's built-in case for `memfix report`, `memfix
+ * verify` and the registry tests. Internal (not installed); used by the ops'
+ * descriptors (src/ops/<op>.c) and by memfix verify (src/testbed/verify.c).
+ *
+ * A case runs in the order of a CUTLASS testbed: seeded inputs
+ * (mf_tb_make_input), the reference on the host with its scratch measured,
+ * outputs pre-filled with NaN (mf_tb_fill_nan), the optimized entry or a
+ * candidate (through mf_tb_guard) with device scratch measured, every output
+ * compared with its tolerance row through mf_tb_compare (the one comparison
+ * path), and the verdict (mf_tb_verdict, mf_tb_case_error) with an mf_failure
+ * kind that memfix verify maps to a defense. */
+#ifndef MEMFIX_TESTBED_H
+#define MEMFIX_TESTBED_H
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- host buffers ------------------------------------------------------------------ */
+/* snprintf "%s" into dst (capacity cap), truncating; NULL src gives "". */
+void mf_tb_copy_msg(char *dst, size_t cap, const char *src);
+/* n seeded uniform values in [lo, hi) of dtype (F32 or BF16) into p. */
+void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi);
+/* malloc(n * dtype size) filled by mf_tb_fill_uniform; NULL when out of memory. */
+void *mf_tb_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi);
+/* n NaNs of dtype into p (bf16 NaN is 0x7fc0), so an unwritten output fails. */
+void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n);
+/* n values of dtype at src widened to fp32 into dst. */
+void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n);
+
+/* ---- the case result ----------------------------------------------------------------- */
+/* out->variant, out->backend (ctx's) and out->dtype. */
+void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant, mf_dtype dtype);
+/* The tolerance row "<base>.<dtype name>" (e.g. "attention.grad.bf16"); NULL
+ * and an MF_ERR_INTERNAL error when src/core/tolerance.c has none. */
+const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype);
+/* THE comparison of one output: mf_compare_f32 under tol, the worst absolute
+ * and relative errors kept in out; the first failing output (while *all_pass)
+ * writes "<what>: <reason>" to out->message, its kind to out->failure, and
+ * clears *all_pass. Returns the comparison's status (bad arguments). */
+mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
+                        const char *what, mf_case_result *out, int *all_pass);
+/* The same under the row mf_tb_tolerance(tol_base, dtype). */
+mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const char *what,
+                            const char *tol_base, mf_dtype dtype, mf_case_result *out, int *all_pass);
+/* The verdict: out->pass = pass && opt_peak <= ceiling; when only the memory
+ * check fails, out->message says so and out->failure is MF_FAILURE_SCRATCH_CEILING. */
+void mf_tb_verdict(mf_case_result *out, int pass);
+/* On a failing status: out->pass = 0, out->failure = MF_FAILURE_ERROR and
+ * out->message = the last error. */
+void mf_tb_case_error(mf_case_result *out, mf_status st);
+
+/* ---- guarded candidate calls (memfix verify) ------------------------------------------ */
+/* One buffer of a candidate's call: an input (its device bytes are copied into
+ * a guarded buffer) or an output (a NaN-filled guarded buffer of dtype, copied
+ * back to dev after the checks). dev == NULL: an optional buffer not given. */
+typedef struct mf_tb_buffer {
+    const char *name;
+    const void *dev;
+    size_t bytes;
+    mf_dtype dtype; /* outputs: the NaN pattern */
+} mf_tb_buffer;
+
+/* A guarded buffer: [1 KiB guard][bytes][1 KiB guard] on the device. */
+typedef struct mf_tb_guarded {
+    const char *name;
+    unsigned char *base;  /* device: [guard][bytes][guard] */
+    unsigned char *image; /* host: what base must hold (guards exact; interior = the data) */
+    size_t bytes;
+} mf_tb_guarded;
+
+/* Calls the candidate on the guarded buffers (mf_tb_ptr(bufs, i) in the order
+ * of the mf_tb_buffer list); args: the op's scalars. */
+typedef mf_status (*mf_tb_call_fn)(mf_context *ctx, const void *args, mf_tb_guarded *bufs);
+
+/* Guarded copies of sp[0..n_in) (inputs) and sp[n_in..n) (outputs); 'call'
+ * twice with every defense (guard bands, input mutation, hidden allocation,
+ * determinism); then the first run's outputs uploaded to sp[i].dev. bufs: n
+ * entries of scratch. On a rejection the status is MF_ERR_MISMATCH and memfix
+ * verify records the defense. */
+mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, mf_tb_call_fn call,
+                      const void *args, mf_tb_guarded *bufs);
+/* The device pointer of guarded buffer i (NULL for a buffer not given). */
+void *mf_tb_ptr(mf_tb_guarded *bufs, int i);
+/* The candidate memfix verify is running on this thread (cast it to the
+ * target's candidate type); NULL outside a verification. */
+void (*mf_tb_candidate(void))(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMFIX_TESTBED_H */
