@@ -26,8 +26,8 @@ typedef struct mf_ce_args {
     const int64_t *labels;
     mf_cross_entropy_options opts; /* validated */
     mf_cross_entropy_plan_info plan;
-    const float *grad_loss;        /* NULL = 1 */
-    const float *lse_in;           /* backward */
+    const float *grad_loss; /* NULL = 1 */
+    const float *lse_in;    /* backward */
     float *loss, *lse_out;
     float *grad_hidden, *grad_weight, *grad_bias;
 } mf_ce_args;

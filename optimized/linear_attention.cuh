@@ -15,8 +15,7 @@ extern "C" {
 #endif
 
 mf_linear_attention_forward_fn mf_host_linear_attention_forward, mf_cuda_linear_attention_forward;
-mf_linear_attention_backward_fn mf_host_linear_attention_backward,
-    mf_cuda_linear_attention_backward;
+mf_linear_attention_backward_fn mf_host_linear_attention_backward, mf_cuda_linear_attention_backward;
 
 #ifdef __cplusplus
 }

@@ -13,15 +13,13 @@ extern "C" {
 #endif
 
 typedef mf_status mf_npt_factored_forward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
-                                             int64_t chunk, const void *h, const void *W,
-                                             const void *A, const void *B, const void *m,
-                                             const void *bias, void *out);
+                                             int64_t chunk, const void *h, const void *W, const void *A,
+                                             const void *B, const void *m, const void *bias, void *out);
 typedef mf_status mf_npt_factored_backward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
-                                              int64_t chunk, const void *h, const void *W,
-                                              const void *A, const void *B, const void *m,
-                                              const void *grad_out, void *grad_h, void *grad_W,
-                                              void *grad_A, void *grad_B, void *grad_m,
-                                              void *grad_bias);
+                                              int64_t chunk, const void *h, const void *W, const void *A,
+                                              const void *B, const void *m, const void *grad_out,
+                                              void *grad_h, void *grad_W, void *grad_A, void *grad_B,
+                                              void *grad_m, void *grad_bias);
 
 mf_npt_factored_forward_fn mf_host_npt_factored_forward, mf_cuda_npt_factored_forward;
 mf_npt_factored_backward_fn mf_host_npt_factored_backward, mf_cuda_npt_factored_backward;

@@ -72,10 +72,7 @@
  *   ~35,300) while both of the document's test points behave the same.
  *
  * Variants: MF_CE_VARIANT_CHUNKED (cuBLAS logits tile per chunk in device
- * scratch, one block per row, cuBLAS accumulation of the gradients). The enum
- * reserves MF_CE_VARIANT_SMEM for a Cut Cross-Entropy style variant that keeps
- * logits tiles in shared memory only; it is not implemented and returns
- * MF_ERR_INVALID_ARGUMENT.
+ * scratch, one block per row, cuBLAS accumulation of the gradients).
  */
 #ifndef MEMFIX_CROSS_ENTROPY_H
 #define MEMFIX_CROSS_ENTROPY_H
@@ -93,8 +90,7 @@ typedef enum mf_ce_reduction {
 } mf_ce_reduction;
 
 typedef enum mf_ce_variant {
-    MF_CE_VARIANT_CHUNKED = 0, /* logits tile per chunk in device scratch (cuBLAS) */
-    MF_CE_VARIANT_SMEM = 1     /* reserved: logits tiles in shared memory only (not implemented) */
+    MF_CE_VARIANT_CHUNKED = 0 /* logits tile per chunk in device scratch (cuBLAS) */
 } mf_ce_variant;
 
 #define MF_CE_DEFAULT_IGNORE_INDEX (-100)

@@ -126,10 +126,6 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         MF_TRY(mf_cross_entropy_options_validate(opts));
         a->opts = *opts;
     }
-    if (a->opts.variant == MF_CE_VARIANT_SMEM)
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
-                            "variant MF_CE_VARIANT_SMEM (shared-memory tiles, Cut Cross-Entropy "
-                            "style) is reserved and not implemented yet; use MF_CE_VARIANT_CHUNKED");
     if (a->opts.shift_labels && a->opts.seq_len > 0 && a->n_rows % a->opts.seq_len != 0)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "n_rows %lld is not a multiple of seq_len %lld",

@@ -45,8 +45,8 @@ mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts
     if (!(opts->softcap >= 0.0f) || isinf(opts->softcap))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->softcap must be finite and >= 0, 0 = off (got %g)",
                 (double)opts->softcap);
-    if ((int)opts->variant != (int)MF_CE_VARIANT_CHUNKED && (int)opts->variant != (int)MF_CE_VARIANT_SMEM)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->variant %d is not CHUNKED (0) or SMEM (1)",
+    if ((int)opts->variant != (int)MF_CE_VARIANT_CHUNKED)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->variant %d is not CHUNKED (0)",
                 (int)opts->variant);
     if (opts->max_chunk_rows < 0)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->max_chunk_rows must be >= 0 (got %lld)",

@@ -6,25 +6,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mf_tb_copy_msg(char *dst, size_t cap, const char *src) {
+void mf_tb_copy_msg(char *dst, size_t cap, const char *src)
+{
     snprintf(dst, cap, "%s", src != NULL ? src : "");
 }
 
-void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi) {
+void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi)
+{
     if (dtype == MF_DTYPE_BF16)
         mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
     else
         mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
 }
 
-void *mf_tb_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi) {
+void *mf_tb_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi)
+{
     void *p = malloc(n * mf_dtype_size(dtype));
     if (p == NULL) return NULL;
     mf_tb_fill_uniform(dtype, p, n, seed, lo, hi);
     return p;
 }
 
-void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n) {
+void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n)
+{
     if (dtype == MF_DTYPE_BF16) {
         for (size_t i = 0; i < n; ++i) ((uint16_t *)p)[i] = 0x7fc0u;
     } else {
@@ -32,20 +36,23 @@ void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n) {
     }
 }
 
-void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n) {
+void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n)
+{
     if (dtype == MF_DTYPE_BF16)
         mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
     else
         memcpy(dst, src, n * sizeof(float));
 }
 
-void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant, mf_dtype dtype) {
+void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant, mf_dtype dtype)
+{
     mf_tb_copy_msg(out->variant, sizeof(out->variant), variant);
     mf_tb_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
     mf_tb_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(dtype));
 }
 
-const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype) {
+const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype)
+{
     char name[64];
     snprintf(name, sizeof name, "%s.%s", base, mf_dtype_name(dtype));
     const mf_tolerance *tol = mf_tolerance_get(name);
@@ -56,7 +63,8 @@ const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype) {
 }
 
 mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
-                        const char *what, mf_case_result *out, int *all_pass) {
+                        const char *what, mf_case_result *out, int *all_pass)
+{
     mf_compare_result cmp;
     MF_TRY(mf_compare_f32(got, ref, n, tol, NULL, &cmp));
     if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
@@ -70,24 +78,26 @@ mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_t
 }
 
 mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const char *what,
-                            const char *tol_base, mf_dtype dtype, mf_case_result *out, int *all_pass) {
+                            const char *tol_base, mf_dtype dtype, mf_case_result *out, int *all_pass)
+{
     const mf_tolerance *tol = mf_tb_tolerance(tol_base, dtype);
     if (tol == NULL) return MF_ERR_INTERNAL;
     return mf_tb_compare(got, ref, n, tol, what, out, all_pass);
 }
 
-void mf_tb_verdict(mf_case_result *out, int pass) {
+void mf_tb_verdict(mf_case_result *out, int pass)
+{
     const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
     out->pass = pass && mem_ok;
     if (pass && !mem_ok) {
         out->failure = MF_FAILURE_SCRATCH_CEILING;
-        snprintf(out->message, sizeof(out->message),
-                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
-                 out->ceiling_bytes);
+        snprintf(out->message, sizeof(out->message), "scratch %zu bytes exceeds the ceiling of %zu bytes",
+                 out->opt_peak_bytes, out->ceiling_bytes);
     }
 }
 
-void mf_tb_case_error(mf_case_result *out, mf_status st) {
+void mf_tb_case_error(mf_case_result *out, mf_status st)
+{
     if (st != MF_OK) {
         out->pass = 0;
         out->failure = MF_FAILURE_ERROR;
