@@ -2,7 +2,7 @@
  * (an mf_op_desc in src/ops/<op>.c: its variants, built-in cases and the entry
  * points `memfix verify` takes candidates for); `memfix report`, `memfix
  * verify`, the test suites and later tools iterate it. Adding a fix is adding
- * one mf_op_desc and one line in src/core/registry.c. */
+ * one mf_op_desc and one MF_OP line in src/core/registry.c. */
 #ifndef MEMFIX_REGISTRY_H
 #define MEMFIX_REGISTRY_H
 
