@@ -397,6 +397,39 @@ static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(vo
 static const mf_verify_target attention_targets[] = {{"attention.forward", attention_forward_verify, NULL},
                                                      {"attention.backward", attention_backward_verify, NULL}};
 
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { ATTN_BENCH_B = 1, ATTN_BENCH_H = 2, ATTN_BENCH_D = 32 };
+
+static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t B = ATTN_BENCH_B, H = ATTN_BENCH_H, D = ATTN_BENCH_D, n = c->n;
+    const size_t m = (size_t)(B * H * n * D);
+    snprintf(c->shape, sizeof c->shape, "causal B=%lld H=%lld N=%lld D=Dv=%lld", (long long)B, (long long)H,
+             (long long)n, (long long)D);
+    c->ceiling = mf_attention_tiled_forward_scratch_ceiling(B, H, n);
+    c->tol = "attention.out.f32";
+    mf_status s = MF_OK;
+    for (uint64_t seed = 21; seed <= 23; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
+    c->out_n = m;
+    return s;
+}
+
+static mf_status attention_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    return mf_ref_attention_forward(ctx, MF_DTYPE_F32, 1, ATTN_BENCH_B, ATTN_BENCH_H, c->n, ATTN_BENCH_D,
+                                    ATTN_BENCH_D, c->host[0], c->host[1], c->host[2], c->ref_out, NULL);
+}
+
+static mf_status attention_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    return mf_attention_forward(ctx, (mf_attention_variant)c->variant, MF_DTYPE_F32, 1, ATTN_BENCH_B,
+                                ATTN_BENCH_H, c->n, ATTN_BENCH_D, ATTN_BENCH_D, c->dev[0], c->dev[1], c->dev[2],
+                                c->out_dev, NULL);
+}
+
+static const mf_bench_sweep attention_bench = {"causal, B=1 H=2 N=n D=Dv=32", {64, 128, 256}, 3,
+                                               attention_bench_setup, attention_bench_reference,
+                                               attention_bench_optimized};
+
 const mf_op_desc mf_op_attention = {
     "attention",
     "softmax(q k^T / sqrt(D)) v, fwd+bwd: tiled online softmax vs materialized N x N scores (seed 003)",
@@ -406,4 +439,5 @@ const mf_op_desc mf_op_attention = {
     attention_run_case,
     2,
     attention_targets,
+    &attention_bench,
 };

@@ -593,6 +593,44 @@ static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verif
                                               {"cross_entropy.forward", ce_forward_verify, NULL},
                                               {"cross_entropy.backward", ce_backward_verify, NULL}};
 
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { CE_BENCH_D = 32, CE_BENCH_V = 512 };
+
+static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
+    const int64_t D = CE_BENCH_D, V = CE_BENCH_V, n = c->n;
+    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean", (long long)n, (long long)D, (long long)V);
+    mf_cross_entropy_plan_info info;
+    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, NULL, &info);
+    c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
+    c->tol = "cross_entropy.loss.f32";
+    const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s), *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
+    int64_t *labels = (int64_t *)mf_tb_bench_alloc(c, (size_t)n * sizeof *labels, &s);
+    for (int64_t i = 0; labels && i < n; i++) labels[i] = (i * 7919) % V;
+    c->ref_out = mf_tb_bench_host(c, 1, 0, &s);
+    mf_tb_bench_dev(ctx, c, h, (size_t)(n * D) * 4, &s);
+    mf_tb_bench_dev(ctx, c, w, (size_t)(V * D) * 4, &s);
+    mf_tb_bench_dev(ctx, c, labels, (size_t)n * 8, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, 4, &s);
+    c->out_n = 1;
+    return s;
+}
+
+static mf_status ce_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_ref_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->host[0], c->host[1],
+                                        NULL, (const int64_t *)c->host[2], NULL, c->ref_out, NULL);
+}
+
+static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1], NULL,
+                                    (const int64_t *)c->dev[2], NULL, c->out_dev, NULL);
+}
+
+static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean", {64, 128, 256}, 3, ce_bench_setup,
+                                        ce_bench_reference, ce_bench_optimized};
+
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
     "linear cross-entropy forward+backward in chunks, never the N x V logits (seed 000, bug 1)",
@@ -602,4 +640,5 @@ const mf_op_desc mf_op_cross_entropy = {
     ce_run_case,
     3,
     ce_targets,
+    &ce_bench,
 };

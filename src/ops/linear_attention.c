@@ -480,6 +480,41 @@ static mf_status la_backward_verify(mf_context *ctx, void (*candidate)(void), in
 static const mf_verify_target la_targets[] = {{"linear_attention.forward", la_forward_verify, la_verify_n_cases},
                                               {"linear_attention.backward", la_backward_verify, la_verify_n_cases}};
 
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { LA_BENCH_B = 1, LA_BENCH_H = 2, LA_BENCH_D = 16, LA_BENCH_CHUNK = 16 };
+
+/* variants: causal_chunked (0), bidirectional (1) */
+static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t B = LA_BENCH_B, H = LA_BENCH_H, D = LA_BENCH_D, n = c->n;
+    const int causal = c->variant == 0;
+    const size_t m = (size_t)(B * H * n * D);
+    snprintf(c->shape, sizeof c->shape, "%s B=%lld H=%lld N=%lld D=Dv=%lld", causal ? "causal C=16" : "bidir",
+             (long long)B, (long long)H, (long long)n, (long long)D);
+    c->ceiling = mf_linear_attention_scratch_ceiling(causal, 0, B, H, n, D, D);
+    c->tol = "linear_attention.out.f32";
+    mf_status s = MF_OK;
+    for (uint64_t seed = 31; seed <= 33; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
+    c->out_n = m;
+    return s;
+}
+
+static mf_status la_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    return mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, c->variant == 0, LA_BENCH_B, LA_BENCH_H, c->n,
+                                           LA_BENCH_D, LA_BENCH_D, c->host[0], c->host[1], c->host[2], NULL,
+                                           c->ref_out);
+}
+
+static mf_status la_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    return mf_linear_attention_forward(ctx, MF_DTYPE_F32, c->variant == 0, LA_BENCH_CHUNK, LA_BENCH_B, LA_BENCH_H,
+                                       c->n, LA_BENCH_D, LA_BENCH_D, c->dev[0], c->dev[1], c->dev[2], NULL,
+                                       c->out_dev);
+}
+
+static const mf_bench_sweep la_bench = {"causal, chunk 16, B=1 H=2 N=n D=16", {64, 128, 256}, 3, la_bench_setup,
+                                        la_bench_reference, la_bench_optimized};
+
 const mf_op_desc mf_op_linear_attention = {
     "linear_attention",
     "elu+1 linear attention fwd+bwd: causal chunked state carry vs materialized cumsum; bidirectional (seed 003)",
@@ -489,4 +524,5 @@ const mf_op_desc mf_op_linear_attention = {
     la_run_case,
     2,
     la_targets,
+    &la_bench,
 };

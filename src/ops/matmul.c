@@ -263,6 +263,37 @@ static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int cas
 
 static const mf_verify_target matmul_targets[] = {{"matmul", matmul_verify, NULL}};
 
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t n = c->n;
+    const size_t nn = (size_t)n * (size_t)n;
+    snprintf(c->shape, sizeof c->shape, "M=%lld N=%lld K=%lld", (long long)n, (long long)n, (long long)n);
+    c->ceiling = mf_matmul_scratch_ceiling((mf_matmul_variant)c->variant, n, n, n);
+    c->tol = "matmul.out.f32";
+    mf_status s = MF_OK;
+    const float *A = mf_tb_bench_host(c, nn, 11, &s), *B = mf_tb_bench_host(c, nn, 12, &s);
+    c->ref_out = mf_tb_bench_host(c, nn, 0, &s);
+    mf_tb_bench_dev(ctx, c, A, nn * 4, &s);
+    mf_tb_bench_dev(ctx, c, B, nn * 4, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, nn * 4, &s);
+    c->out_n = nn;
+    return s;
+}
+
+static mf_status matmul_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    const int64_t n = c->n;
+    return mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, n, n, n, c->host[0], c->host[1], c->ref_out);
+}
+
+static mf_status matmul_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    const int64_t n = c->n;
+    return mf_matmul(ctx, (mf_matmul_variant)c->variant, MF_DTYPE_F32, 0, 0, n, n, n, c->dev[0], c->dev[1],
+                     c->out_dev);
+}
+
+static const mf_bench_sweep matmul_bench = {"M = N = K = n", {32, 64, 128}, 3, matmul_bench_setup,
+                                            matmul_bench_reference, matmul_bench_optimized};
+
 const mf_op_desc mf_op_matmul = {
     "matmul",
     "C = op(A) op(B), fp32/bf16 in, fp32 out: 16x16 shared-memory tiled matmul (seed 002)",
@@ -272,4 +303,5 @@ const mf_op_desc mf_op_matmul = {
     matmul_run_case,
     1,
     matmul_targets,
+    &matmul_bench,
 };

@@ -525,6 +525,45 @@ static mf_status npt_backward_verify(mf_context *ctx, void (*candidate)(void), i
 static const mf_verify_target npt_targets[] = {{"npt.forward", npt_forward_verify, npt_forward_n_cases},
                                                {"npt.backward", npt_backward_verify, npt_backward_n_cases}};
 
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+static mf_npt_shape npt_bench_shape(int64_t n)
+{
+    const mf_npt_shape sh = {1, n, 32, 48, 4};
+    return sh;
+}
+
+static mf_status npt_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
+    const mf_npt_shape sh = npt_bench_shape(c->n);
+    const size_t T = (size_t)c->n, Dm = 32, F = 48, R = 4;
+    snprintf(c->shape, sizeof c->shape, "B=1 S=%lld D=%zu F=%zu r=%zu", (long long)c->n, Dm, F, R);
+    c->ceiling = mf_npt_factored_forward_scratch_ceiling(MF_DTYPE_F32, sh, NULL);
+    c->tol = "npt.forward.f32";
+    mf_status s = MF_OK;
+    const size_t n_in[5] = {T * Dm, Dm * F, Dm * R, R * F, T * R}; /* h, W, A, B, m */
+    for (int i = 0; i < 5; i++)
+        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n_in[i], 51 + (uint64_t)i, &s), n_in[i] * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, T * F, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, T * F * 4, &s);
+    c->out_n = T * F;
+    return s;
+}
+
+static mf_status npt_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_ref_npt_forward(ctx, MF_DTYPE_F32, npt_bench_shape(c->n), c->host[0], c->host[1], c->host[2],
+                              c->host[3], c->host[4], NULL, c->ref_out);
+}
+
+static mf_status npt_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_npt_forward(ctx, MF_DTYPE_F32, npt_bench_shape(c->n), c->dev[0], c->dev[1], c->dev[2], c->dev[3],
+                          c->dev[4], NULL, c->out_dev, NULL);
+}
+
+static const mf_bench_sweep npt_bench = {"1 x n tokens, 32 x 48, rank 4", {16, 32, 64}, 3, npt_bench_setup,
+                                         npt_bench_reference, npt_bench_optimized};
+
 const mf_op_desc mf_op_npt = {
     "npt",
     "NPT per-token rank-r weight delta: 4D einsum reference vs factored h.W + ((h.A)*m).B, "
@@ -535,4 +574,5 @@ const mf_op_desc mf_op_npt = {
     npt_run_case,
     2,
     npt_targets,
+    &npt_bench,
 };

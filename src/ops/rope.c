@@ -428,6 +428,67 @@ static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_
 
 static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL}};
 
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { ROPE_BENCH_HQ = 4, ROPE_BENCH_HK = 2, ROPE_BENCH_DH = 32 };
+
+/* The rotated tensors of a sweep problem (x: q then k; y: q_out then k_out). */
+static mf_rope_tensors rope_bench_tensors(int64_t n, const float *x, float *y) {
+    const size_t nq = (size_t)(n * ROPE_BENCH_HQ * ROPE_BENCH_DH);
+    const mf_rope_tensors t = {1, n, ROPE_BENCH_HQ, ROPE_BENCH_HK, MF_DTYPE_F32, x, x + nq, y, y + nq};
+    return t;
+}
+
+/* variants: fused (0), cache (1) */
+static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t B = 1, Hq = ROPE_BENCH_HQ, Hk = ROPE_BENCH_HK, Dh = ROPE_BENCH_DH, n = c->n, L = n;
+    const int64_t cap0 = n / 4 > 0 ? n / 4 : 1;
+    const int cache = c->variant == 1;
+    const size_t m = (size_t)(B * n * Hq * Dh) + (size_t)(B * n * Hk * Dh);
+    snprintf(c->shape, sizeof c->shape, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=rd=%lld half fwd pos<%lld%s", (long long)B,
+             (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L, cache ? " cache0=n/4" : "");
+    c->ceiling = cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
+    c->tol = "rope.out.f32";
+    mf_status s = MF_OK;
+    mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, 61, &s), m * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
+    c->out_n = m;
+    return s;
+}
+
+static mf_status rope_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    mf_rope_config cfg;
+    mf_rope_config_init(&cfg, ROPE_BENCH_DH); /* rd = Dh, base 1e4, scaling 1, rotate_half */
+    const mf_rope_positions pos = mf_rope_positions_offset(0);
+    const mf_rope_tensors t = rope_bench_tensors(c->n, (const float *)c->host[0], c->ref_out);
+    return mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &t, &pos);
+}
+
+/* The cache variant: a table of max(n/4, 1) positions created on the device,
+ * regrown to the call's positions by apply (the seed's crash path, now a
+ * device-only rebuild), destroyed again; its peak is exactly
+ * mf_rope_cache_scratch_ceiling(cap0, L, rd). */
+static mf_status rope_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    mf_rope_config cfg;
+    mf_rope_config_init(&cfg, ROPE_BENCH_DH);
+    const mf_rope_positions pos = mf_rope_positions_offset(0);
+    const mf_rope_tensors t = rope_bench_tensors(c->n, (const float *)c->dev[0], c->out_dev);
+    if (c->variant == 0) return mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &t, &pos);
+    mf_rope_cache *cache = NULL;
+    mf_status s = mf_rope_cache_create(ctx, &cfg, c->n / 4 > 0 ? c->n / 4 : 1, &cache);
+    if (s == MF_OK) s = mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &t, &pos);
+    mf_rope_cache_destroy(cache);
+    return s;
+}
+
+static const mf_bench_sweep rope_bench = {
+    "B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,\n"
+    "positions 0..n-1 (table length n); fused: angles on the\n"
+    "fly; cache: each call creates a table of max(n/4,1)\n"
+    "positions, regrows it on the device to n, applies and\n"
+    "destroys it (table build included in opt_ms)",
+    {64, 256, 1024}, 3, rope_bench_setup, rope_bench_reference, rope_bench_optimized};
+
 const mf_op_desc mf_op_rope = {
     "rope",
     "RoPE with device-generated positions, double angles: fused (no table) and device cos/sin cache vs "
@@ -438,4 +499,5 @@ const mf_op_desc mf_op_rope = {
     rope_run_case,
     1,
     rope_targets,
+    &rope_bench,
 };

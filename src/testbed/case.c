@@ -104,3 +104,38 @@ void mf_tb_case_error(mf_case_result *out, mf_status st)
         mf_tb_copy_msg(out->message, sizeof(out->message), mf_last_error());
     }
 }
+
+void *mf_tb_bench_alloc(mf_bench_case *c, size_t bytes, mf_status *s)
+{
+    if (*s != MF_OK) return NULL;
+    void *p = c->n_host < MF_BENCH_MAX_BUFS ? malloc(bytes ? bytes : 1) : NULL;
+    if (p == NULL) {
+        *s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "bench host buffer of %zu bytes", bytes);
+        return NULL;
+    }
+    c->host[c->n_host++] = p;
+    return p;
+}
+
+float *mf_tb_bench_host(mf_bench_case *c, size_t n, uint64_t seed, mf_status *s)
+{
+    float *x = (float *)mf_tb_bench_alloc(c, n * sizeof *x, s);
+    if (x != NULL) mf_fill_uniform_f32(x, n, seed, -1.0f, 1.0f);
+    return x;
+}
+
+void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_t bytes, mf_status *s)
+{
+    void *p = NULL;
+    if (*s != MF_OK) return NULL;
+    if (c->n_dev >= MF_BENCH_MAX_BUFS) {
+        *s = mf_set_error(MF_ERR_INTERNAL, __func__, __FILE__, __LINE__, "more than %d bench device buffers",
+                          MF_BENCH_MAX_BUFS);
+        return NULL;
+    }
+    *s = mf_buffer_alloc(ctx, bytes, &p);
+    if (*s != MF_OK) return NULL;
+    c->dev[c->n_dev++] = p;
+    if (host != NULL) *s = mf_buffer_upload(ctx, p, host, bytes);
+    return *s == MF_OK ? p : NULL;
+}

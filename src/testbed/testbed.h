@@ -93,6 +93,18 @@ void *mf_tb_ptr(mf_tb_guarded *bufs, int i);
  * target's candidate type); NULL outside a verification. */
 void (*mf_tb_candidate(void))(void);
 
+/* ---- memfix bench sweeps (mf_bench_case, registry.h) ------------------------------------ */
+/* 'bytes' of host memory kept in c->host[] (freed by memfix bench); NULL (and
+ * *s = MF_ERR_OUT_OF_MEMORY) when out of memory or when *s is already an error. */
+void *mf_tb_bench_alloc(mf_bench_case *c, size_t bytes, mf_status *s);
+/* n uniform floats in [-1, 1) of seed, kept in c->host[] (freed by memfix
+ * bench); NULL (and *s = MF_ERR_OUT_OF_MEMORY) when out of memory or when *s
+ * is already an error. */
+float *mf_tb_bench_host(mf_bench_case *c, size_t n, uint64_t seed, mf_status *s);
+/* A device buffer of 'bytes' (a copy of host when non-NULL), kept in c->dev[];
+ * NULL when *s is or becomes an error. */
+void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_t bytes, mf_status *s);
+
 #ifdef __cplusplus
 }
 #endif
