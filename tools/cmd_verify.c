@@ -72,7 +72,7 @@ static const char *const vcol_names[VCOL] = {"op",       "backend",  "dtype",   
                                              "max rel err", "atol",   "rtol",    "verdict", "defense",
                                              "ref peak", "opt peak", "ceiling"};
 
-static void vrow_cells(const mf_verify_row *v, char cells[VCOL][160])
+static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
 {
     const mf_case_result *r = &v->result;
     snprintf(cells[0], 160, "%s", r->op);
@@ -91,32 +91,16 @@ static void vrow_cells(const mf_verify_row *v, char cells[VCOL][160])
     else snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
 }
 
+static void verify_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
+{
+    vrow_cells(&((const mf_verify_row *)rows)[i], cells);
+}
+
 static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n)
 {
-    static char cells[VCOL][160];
     static const int right[VCOL] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1};
-    size_t width[VCOL];
-    for (int c = 0; c < VCOL; c++) width[c] = strlen(vcol_names[c]);
-    for (size_t i = 0; i < n; i++) {
-        vrow_cells(&rows[i], cells);
-        for (int c = 0; c < VCOL; c++)
-            if (strlen(cells[c]) > width[c]) width[c] = strlen(cells[c]);
-    }
     fprintf(out, "candidate %s\n", symbol);
-    for (int c = 0; c < VCOL; c++)
-        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], vcol_names[c]);
-    fprintf(out, "\n");
-    for (int c = 0; c < VCOL; c++) {
-        fprintf(out, "%s", c ? "  " : "");
-        for (size_t k = 0; k < width[c]; k++) fputc('-', out);
-    }
-    fprintf(out, "\n");
-    for (size_t i = 0; i < n; i++) {
-        vrow_cells(&rows[i], cells);
-        for (int c = 0; c < VCOL; c++)
-            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cells[c]);
-        fprintf(out, "\n");
-    }
+    mf_cli_print_table(out, VCOL, vcol_names, right, n, verify_cells, rows);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].result.pass;
     fprintf(out, "\n%zu cases, %zu passed, %zu rejected: %s\n", n, n - failed, failed,

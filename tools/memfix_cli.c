@@ -103,7 +103,7 @@ static const char *const col_names[NCOL] = {"op",      "variant", "backend", "dt
                                             "max abs err", "max rel err", "atol", "rtol", "verdict",
                                             "ref peak", "opt peak", "ceiling"};
 
-static void row_cells(const mf_case_result *r, char cells[NCOL][160])
+static void row_cells(const mf_case_result *r, char (*cells)[MF_CLI_CELL])
 {
     snprintf(cells[0], 160, "%s", r->op);
     snprintf(cells[1], 160, "%s", r->variant);
@@ -123,32 +123,44 @@ static void row_cells(const mf_case_result *r, char cells[NCOL][160])
         snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
 }
 
-static void print_table(FILE *out, const mf_case_result *rows, size_t n)
+void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
+                        void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]), const void *rows)
 {
-    static char cells[NCOL][160];
-    size_t width[NCOL];
-    for (int c = 0; c < NCOL; c++) width[c] = strlen(col_names[c]);
+    static char cell[MF_CLI_MAX_COLS][MF_CLI_CELL];
+    size_t width[MF_CLI_MAX_COLS];
+    if (ncol > MF_CLI_MAX_COLS) ncol = MF_CLI_MAX_COLS;
+    for (int c = 0; c < ncol; c++) width[c] = strlen(names[c]);
     for (size_t i = 0; i < n; i++) {
-        row_cells(&rows[i], cells);
-        for (int c = 0; c < NCOL; c++)
-            if (strlen(cells[c]) > width[c]) width[c] = strlen(cells[c]);
+        cells(rows, i, cell);
+        for (int c = 0; c < ncol; c++)
+            if (strlen(cell[c]) > width[c]) width[c] = strlen(cell[c]);
     }
-    /* numbers right-aligned, text left-aligned */
-    const int right[NCOL] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1};
-    for (int c = 0; c < NCOL; c++)
-        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], col_names[c]);
+    for (int c = 0; c < ncol; c++)
+        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], names[c]);
     fprintf(out, "\n");
-    for (int c = 0; c < NCOL; c++) {
+    for (int c = 0; c < ncol; c++) {
         fprintf(out, "%s", c ? "  " : "");
         for (size_t k = 0; k < width[c]; k++) fputc('-', out);
     }
     fprintf(out, "\n");
     for (size_t i = 0; i < n; i++) {
-        row_cells(&rows[i], cells);
-        for (int c = 0; c < NCOL; c++)
-            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cells[c]);
+        cells(rows, i, cell);
+        for (int c = 0; c < ncol; c++)
+            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cell[c]);
         fprintf(out, "\n");
     }
+}
+
+static void report_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
+{
+    row_cells(&((const mf_case_result *)rows)[i], cells);
+}
+
+static void print_table(FILE *out, const mf_case_result *rows, size_t n)
+{
+    /* numbers right-aligned, text left-aligned */
+    static const int right[NCOL] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1};
+    mf_cli_print_table(out, NCOL, col_names, right, n, report_cells, rows);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].pass;
     fprintf(out, "\n%zu rows, %zu passed, %zu failed", n, n - failed, failed);
