@@ -409,26 +409,18 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     return ce_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
 }
 
-/* memfix verify: 'entry' (a guard of the forward or backward candidate type)
- * in place of mf_cross_entropy_forward / mf_cross_entropy_backward. */
-static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn entry,
-                                           int case_index, uint64_t seed_salt, mf_case_result *out)
+/* memfix verify: exactly one of fwd, bwd (a guard of the candidate's type) in
+ * place of mf_cross_entropy_forward / mf_cross_entropy_backward. */
+static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn fwd,
+                                           mf_cross_entropy_backward_candidate_fn bwd, int case_index,
+                                           uint64_t seed_salt, mf_case_result *out)
 {
-    if (entry == NULL) {
+    if ((fwd == NULL) == (bwd == NULL)) {
         if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
+        MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
+                "exactly one of fwd and bwd must be given");
     }
-    return ce_run_case_impl(ctx, 0, entry, NULL, case_index, seed_salt, out);
-}
-
-static mf_status cross_entropy_backward_verify_case(mf_context *ctx, mf_cross_entropy_backward_candidate_fn entry,
-                                                    int case_index, uint64_t seed_salt, mf_case_result *out)
-{
-    if (entry == NULL) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
-    }
-    return ce_run_case_impl(ctx, 0, NULL, entry, case_index, seed_salt, out);
+    return ce_run_case_impl(ctx, 0, fwd, bwd, case_index, seed_salt, out);
 }
 
 /* ---- memfix verify: the guards of cross_entropy candidates (src/testbed/testbed.h) --------- */
@@ -501,14 +493,14 @@ static mf_status ce_bwd_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_di
 static mf_status ce_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                    uint64_t seed_salt, mf_case_result *out)
 {
-    return cross_entropy_verify_case(ctx, candidate != NULL ? ce_guard : NULL, case_index, seed_salt, out);
+    return cross_entropy_verify_case(ctx, candidate != NULL ? ce_guard : NULL, NULL, case_index, seed_salt, out);
 }
 
 static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                     uint64_t seed_salt, mf_case_result *out)
 {
-    return cross_entropy_backward_verify_case(ctx, candidate != NULL ? ce_bwd_guard : NULL, case_index,
-                                              seed_salt, out);
+    return cross_entropy_verify_case(ctx, NULL, candidate != NULL ? ce_bwd_guard : NULL, case_index, seed_salt,
+                                     out);
 }
 
 static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verify, NULL},
