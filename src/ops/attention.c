@@ -192,56 +192,35 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
 
     const size_t rows = (size_t)(c->B * c->H * c->N);
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
-    const size_t es = mf_dtype_size(c->dtype);
     const uint64_t seed =
         0x6174746e00000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
-    mf_status st = MF_OK;
-    void *q = mf_tb_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = mf_tb_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = mf_tb_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = mf_tb_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
-    /* host results: ref (r_*) and got (g_*), in one block */
-    const size_t n_host = 2 * (nv + rows + 2 * nqk + nv);
-    float *hb = (float *)malloc(n_host * sizeof(float));
-    void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
-    float *d_out = NULL, *d_lse = NULL, *d_dq = NULL, *d_dk = NULL, *d_dv = NULL;
-    if (q == NULL || k == NULL || v == NULL || dout == NULL || hb == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
-                          "host buffers for case %d", case_index);
-        goto done;
-    }
-    mf_fill_nan_f32(hb, n_host);
-    float *r_out = hb, *r_lse = r_out + nv, *r_dq = r_lse + rows, *r_dk = r_dq + nqk, *r_dv = r_dk + nqk;
-    float *g_out = r_dv + nv, *g_lse = g_out + nv, *g_dq = g_lse + rows, *g_dk = g_dq + nqk,
-          *g_dv = g_dk + nqk;
+    enum { Q, K, V, DOUT, OUT, LSE, DQ, DK, DV, NT };
+    mf_tb_tensor t[NT] = {
+        {"q", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
+        {"k", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
+        {"v", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+        {"dout", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+        {"out", MF_TB_OUT, nv, 0.0f, 0.0f, "attention.out", NULL, NULL, NULL},
+        {"lse", MF_TB_OUT, rows, 0.0f, 0.0f, "attention.lse", NULL, NULL, NULL},
+        {"dq", MF_TB_OUT, nqk, 0.0f, 0.0f, "attention.grad", NULL, NULL, NULL},
+        {"dk", MF_TB_OUT, nqk, 0.0f, 0.0f, "attention.grad", NULL, NULL, NULL},
+        {"dv", MF_TB_OUT, nv, 0.0f, 0.0f, "attention.grad", NULL, NULL, NULL},
+    };
+    mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
+    if (st != MF_OK) goto done;
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
-        (st = mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q,
-                                       k, v, r_out, r_lse)) != MF_OK ||
-        (st = mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv,
-                                        q, k, v, dout, r_dq, r_dk, r_dv)) != MF_OK)
+        (st = mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, t[Q].host,
+                                       t[K].host, t[V].host, t[OUT].host, t[LSE].host)) != MF_OK ||
+        (st = mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, t[Q].host,
+                                        t[K].host, t[V].host, t[DOUT].host, t[DQ].host, t[DK].host,
+                                        t[DV].host)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
-    if ((st = mf_buffer_alloc(ctx, nqk * es, &d_q)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * es, &d_k)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * es, &d_v)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * es, &d_do)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_out)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, rows * 4, (void **)&d_lse)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dq)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dk)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_dv)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_q, q, nqk * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_k, k, nqk * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_v, v, nv * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_do, dout, nv * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_out, g_out, nv * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_lse, g_lse, rows * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_dq, g_dq, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_dk, g_dk, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_dv, g_dv, nv * 4)) != MF_OK)
-        goto done;
+    if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK) goto done;
+    const void *d_q = t[Q].dev, *d_k = t[K].dev, *d_v = t[V].dev, *d_do = t[DOUT].dev;
+    float *d_out = t[OUT].dev, *d_lse = t[LSE].dev, *d_dq = t[DQ].dev, *d_dk = t[DK].dev, *d_dv = t[DV].dev;
     if (cand) {
         /* the candidate's pass alone is measured */
         const mf_attention_variant tv = MF_ATTENTION_TILED;
@@ -279,31 +258,14 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
             goto done;
         out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     }
-    if ((st = mf_buffer_download(ctx, g_out, d_out, nv * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_lse, d_lse, rows * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_dq, d_dq, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_dk, d_dk, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_dv, d_dv, nv * 4)) != MF_OK)
-        goto done;
 
     int pass = 1;
-    if ((st = mf_tb_compare_row(g_out, r_out, nv, "out", "attention.out", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_lse, r_lse, rows, "lse", "attention.lse", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_dq, r_dq, nqk, "dq", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_dk, r_dk, nqk, "dk", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_dv, r_dv, nv, "dv", "attention.grad", c->dtype, out, &pass)) != MF_OK)
-        goto done;
+    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
     mf_tb_verdict(out, pass);
 
 done:
     mf_tb_case_error(out, st);
-    void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
-    free(hb);
-    free(dout);
-    free(v);
-    free(k);
-    free(q);
+    mf_tb_tensors_free(ctx, t, NT);
     return st;
 }
 

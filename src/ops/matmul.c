@@ -155,61 +155,39 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
     out->ceiling_bytes = mf_matmul_scratch_ceiling(v, c->M, c->N, c->K);
 
     const size_t m = (size_t)c->M, n = (size_t)c->N, k = (size_t)c->K;
-    const size_t esize = mf_dtype_size(c->dtype);
     const uint64_t seed =
         0x6d61746d756c0000ull + (uint64_t)case_index * 2u + seed_salt * 0x9e3779b97f4a7c15ull;
-    mf_status st = MF_OK;
-    void *a = mf_tb_make_input(c->dtype, m * k, seed, -1.0f, 1.0f);
-    void *b = mf_tb_make_input(c->dtype, k * n, seed + 1u, -1.0f, 1.0f);
-    float *c_ref = (float *)malloc(m * n * sizeof(float));
-    float *c_got = (float *)malloc(m * n * sizeof(float));
-    void *d_a = NULL, *d_b = NULL, *d_c = NULL;
-    if (a == NULL || b == NULL || c_ref == NULL || c_got == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
-                          "host buffers for case %d", case_index);
-        goto done;
-    }
-    mf_fill_nan_f32(c_ref, m * n);
-    mf_fill_nan_f32(c_got, m * n);
+    mf_tb_tensor t[3] = {{"A", MF_TB_IN, m * k, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+                         {"B", MF_TB_IN, k * n, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+                         {"C", MF_TB_OUT, m * n, 0.0f, 0.0f, "matmul.out", NULL, NULL, NULL}};
+    mf_status st = mf_tb_tensors_make(t, 3, c->dtype, seed);
+    if (st != MF_OK) goto done;
 
     /* The reference, with its host scratch measured. */
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
-    if ((st = mf_ref_matmul(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, a, b,
-                            c_ref)) != MF_OK)
+    if ((st = mf_ref_matmul(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, t[0].host, t[1].host,
+                            t[2].host)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
     /* The variant on the context's backend, output pre-filled with NaN. */
-    if ((st = mf_buffer_alloc(ctx, m * k * esize, &d_a)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, k * n * esize, &d_b)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, m * n * sizeof(float), &d_c)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_a, a, m * k * esize)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_b, b, k * n * esize)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_c, c_got, m * n * sizeof(float))) != MF_OK)
-        goto done;
+    if ((st = mf_tb_tensors_upload(ctx, t, 3, c->dtype)) != MF_OK) goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if ((st = entry != NULL ? entry(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K,
-                                    d_a, d_b, (float *)d_c)
+                                    t[0].dev, t[1].dev, t[2].dev)
                             : mf_matmul(ctx, v, c->dtype, c->trans_a, c->trans_b, c->M, c->N,
-                                        c->K, d_a, d_b, (float *)d_c)) != MF_OK ||
+                                        c->K, t[0].dev, t[1].dev, t[2].dev)) != MF_OK ||
         (st = mf_context_synchronize(ctx)) != MF_OK)
         goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    if ((st = mf_buffer_download(ctx, c_got, d_c, m * n * sizeof(float))) != MF_OK) goto done;
 
     int pass = 1;
-    if ((st = mf_tb_compare(c_got, c_ref, m * n, tol, "C", out, &pass)) != MF_OK) goto done;
+    if ((st = mf_tb_tensors_compare(ctx, t, 3, c->dtype, out, &pass)) != MF_OK) goto done;
     mf_tb_verdict(out, pass);
 
 done:
     mf_tb_case_error(out, st);
-    mf_buffer_free(ctx, d_c);
-    mf_buffer_free(ctx, d_b);
-    mf_buffer_free(ctx, d_a);
-    free(c_got);
-    free(c_ref);
-    free(b);
-    free(a);
+    mf_tb_tensors_free(ctx, t, 3);
     return st;
 }
 

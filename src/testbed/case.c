@@ -139,3 +139,57 @@ void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_
     if (host != NULL) *s = mf_buffer_upload(ctx, p, host, bytes);
     return *s == MF_OK ? p : NULL;
 }
+
+mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed)
+{
+    uint64_t k = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].role == MF_TB_IN) {
+            t[i].host = mf_tb_make_input(dtype, t[i].n, seed + k++, t[i].lo, t[i].hi);
+        } else {
+            t[i].host = malloc(t[i].n * sizeof(float));
+            t[i].got = (float *)malloc(t[i].n * sizeof(float));
+            if (t[i].host != NULL) mf_fill_nan_f32((float *)t[i].host, t[i].n);
+            if (t[i].got != NULL) mf_fill_nan_f32(t[i].got, t[i].n);
+        }
+        if (t[i].host == NULL || (t[i].role == MF_TB_OUT && t[i].got == NULL))
+            MF_FAIL(MF_ERR_OUT_OF_MEMORY, "host buffer of %zu elements for %s", t[i].n, t[i].name);
+    }
+    return MF_OK;
+}
+
+mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype)
+{
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
+        MF_TRY(mf_buffer_alloc(ctx, bytes, &t[i].dev));
+    }
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
+        MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].role == MF_TB_IN ? t[i].host : (const void *)t[i].got, bytes));
+    }
+    return MF_OK;
+}
+
+mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
+                                int *all_pass)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].role == MF_TB_OUT) MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, t[i].n * sizeof(float)));
+    for (int i = 0; i < n; i++)
+        if (t[i].role == MF_TB_OUT && t[i].tol != NULL)
+            MF_TRY(mf_tb_compare_row(t[i].got, (const float *)t[i].host, t[i].n, t[i].name, t[i].tol, dtype, out,
+                                     all_pass));
+    return MF_OK;
+}
+
+void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (t[i].dev != NULL) mf_buffer_free(ctx, t[i].dev);
+        free(t[i].got);
+        free(t[i].host);
+        t[i].dev = t[i].host = NULL;
+        t[i].got = NULL;
+    }
+}

@@ -57,6 +57,33 @@ void mf_tb_verdict(mf_case_result *out, int pass);
  * out->message = the last error. */
 void mf_tb_case_error(mf_case_result *out, mf_status st);
 
+/* ---- a case's tensors ---------------------------------------------------------------- */
+/* One tensor of a case, listed in a table: an input (seeded on the host,
+ * uploaded) or an output (NaN-filled on the host and the device, so an
+ * unwritten output fails; compared after the run under the row
+ * "<tol>.<dtype>"). Inputs are stored in the case's dtype, outputs in f32. */
+typedef enum mf_tb_role { MF_TB_IN = 0, MF_TB_OUT = 1 } mf_tb_role;
+typedef struct mf_tb_tensor {
+    const char *name;
+    mf_tb_role role;
+    size_t n;        /* elements */
+    float lo, hi;    /* inputs: the seeded range [lo, hi) */
+    const char *tol; /* outputs: the tolerance row's base, e.g. "attention.out"; NULL: not compared */
+    void *host;      /* inputs: the data; outputs: the reference's result */
+    float *got;      /* outputs: the device's result, downloaded by mf_tb_tensors_compare */
+    void *dev;       /* the device buffer */
+} mf_tb_tensor;
+
+/* Host buffers: the k-th input seeded with seed + k, outputs (host and got) NaN. */
+mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed);
+/* Device buffers in table order: inputs uploaded, outputs NaN-filled. */
+mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype);
+/* Downloads every output, then compares each (table order) through mf_tb_compare_row. */
+mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
+                                int *all_pass);
+/* Frees the device and host buffers (NULL-safe). */
+void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n);
+
 /* ---- guarded candidate calls (memfix verify) ------------------------------------------ */
 /* One buffer of a candidate's call: an input (its device bytes are copied into
  * a guarded buffer) or an output (a NaN-filled guarded buffer of dtype, copied
