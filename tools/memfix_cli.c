@@ -171,6 +171,28 @@ static void print_table(FILE *out, const mf_case_result *rows, size_t n)
                     rows[i].message[0] ? rows[i].message : "(no message)");
 }
 
+void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
+{
+    cJSON_AddStringToObject(o, "op", r->op);
+    cJSON_AddStringToObject(o, "variant", r->variant);
+    if (candidate != NULL) cJSON_AddStringToObject(o, "candidate", candidate);
+    cJSON_AddStringToObject(o, "backend", r->backend);
+    cJSON_AddStringToObject(o, "dtype", r->dtype);
+    cJSON_AddStringToObject(o, "shape", r->shape);
+    /* non-finite errors (a NaN/Inf mismatch, or not compared) have no JSON number: null */
+    if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
+    else cJSON_AddNullToObject(o, "max_abs_err");
+    if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
+    else cJSON_AddNullToObject(o, "max_rel_err");
+    cJSON_AddNumberToObject(o, "atol", r->atol);
+    cJSON_AddNumberToObject(o, "rtol", r->rtol);
+    cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
+    cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
+    cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
+    if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
+    else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+}
+
 static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -179,27 +201,10 @@ static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
-        const mf_case_result *r = &rows[i];
         cJSON *o = cJSON_CreateObject();
         if (o == NULL) break;
         cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "op", r->op);
-        cJSON_AddStringToObject(o, "variant", r->variant);
-        cJSON_AddStringToObject(o, "backend", r->backend);
-        cJSON_AddStringToObject(o, "dtype", r->dtype);
-        cJSON_AddStringToObject(o, "shape", r->shape);
-        /* non-finite errors (a NaN/Inf mismatch) have no JSON number: null */
-        if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
-        else cJSON_AddNullToObject(o, "max_abs_err");
-        if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
-        else cJSON_AddNullToObject(o, "max_rel_err");
-        cJSON_AddNumberToObject(o, "atol", r->atol);
-        cJSON_AddNumberToObject(o, "rtol", r->rtol);
-        cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
-        cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
-        cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
-        if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
-        else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+        mf_cli_case_json(o, &rows[i], NULL);
     }
     char *text = cJSON_Print(arr);
     cJSON_Delete(arr);

@@ -7,6 +7,8 @@
 #ifndef MEMFIX_CLI_H
 #define MEMFIX_CLI_H
 
+#include "memfix/registry.h"
+
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -25,6 +27,10 @@ const char *mf_cli_option_value(int argc, char **argv, int *i, const char *name,
 /* A text table of n rows: ncol columns named names[], numbers right-aligned
  * where right[c], each row's cells filled by cells(rows, i, ...). */
 enum { MF_CLI_MAX_COLS = 16, MF_CLI_CELL = 160 };
+/* The keys of one mf_case_result in `--json` output (report and verify, in
+ * that order; "candidate" after "variant" when candidate != NULL). */
+struct cJSON;
+void mf_cli_case_json(struct cJSON *o, const mf_case_result *r, const char *candidate);
 void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
                         void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]), const void *rows);
 
