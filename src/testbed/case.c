@@ -62,11 +62,27 @@ const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype)
     return tol;
 }
 
+/* The dump file of a failing output under $MF_TEST_DUMP_DIR (set by the test
+ * registrations; unset: no dump): <op>-<variant>-<what>-<hash of the shape>.txt. */
+static const char *dump_path(const mf_case_result *out, const char *what, char *buf, size_t cap)
+{
+    const char *dir = getenv("MF_TEST_DUMP_DIR");
+    if (dir == NULL || dir[0] == '\0') return NULL;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of dtype and shape */
+    for (const char *p = out->dtype; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    for (const char *p = out->shape; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    snprintf(buf, cap, "%s/%s-%s-%s-%016llx.txt", dir, out->op, out->variant, what, (unsigned long long)h);
+    for (char *p = buf + strlen(dir) + 1; *p; p++)
+        if (*p == '/' || *p == ' ' || *p == '|') *p = '_';
+    return buf;
+}
+
 mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
                         const char *what, mf_case_result *out, int *all_pass)
 {
     mf_compare_result cmp;
-    MF_TRY(mf_compare_f32(got, ref, n, tol, NULL, &cmp));
+    char path[512];
+    MF_TRY(mf_compare_f32(got, ref, n, tol, dump_path(out, what, path, sizeof path), &cmp));
     if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
     if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
     if (!cmp.pass && *all_pass) {

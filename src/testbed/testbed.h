@@ -44,7 +44,9 @@ const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype);
 /* THE comparison of one output: mf_compare_f32 under tol, the worst absolute
  * and relative errors kept in out; the first failing output (while *all_pass)
  * writes "<what>: <reason>" to out->message, its kind to out->failure, and
- * clears *all_pass. Returns the comparison's status (bad arguments). */
+ * clears *all_pass. A failing output is dumped (every flagged index) to
+ * $MF_TEST_DUMP_DIR/<op>-<variant>-<what>-<shape hash>.txt when that variable is
+ * set. Returns the comparison's status (bad arguments). */
 mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
                         const char *what, mf_case_result *out, int *all_pass);
 /* The same under the row mf_tb_tolerance(tol_base, dtype). */
