@@ -165,16 +165,8 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
                                          mf_attention_forward_candidate_fn fwd,
                                          mf_attention_backward_candidate_fn bwd, int case_index,
                                          uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_tb_copy_msg(out->op, sizeof(out->op), "attention");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant < 0 || variant >= MF_ATTENTION_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
-                MF_ATTENTION_N_VARIANTS);
-    if (case_index < 0 || case_index >= ATTENTION_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
-                ATTENTION_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "attention", ctx, variant, MF_ATTENTION_N_VARIANTS, case_index,
+                            ATTENTION_N_CASES));
     const attention_case *c = &attention_cases[case_index];
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);

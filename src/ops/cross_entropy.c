@@ -269,13 +269,7 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
                                   mf_cross_entropy_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
                                   mf_case_result *out)
 {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_tb_copy_msg(out->op, sizeof(out->op), "cross_entropy");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
-    if (case_index < 0 || case_index >= CE_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "cross_entropy", ctx, variant, 1, case_index, CE_N_CASES));
     const ce_case *c = &ce_cases[case_index];
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);

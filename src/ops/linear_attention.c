@@ -154,14 +154,7 @@ static const la_case la_cases[] = {
 static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attention_forward_candidate_fn fwd,
                                   mf_linear_attention_backward_candidate_fn bwd, int case_index,
                                   uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_tb_copy_msg(out->op, sizeof(out->op), "linear_attention");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant < 0 || variant >= LA_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant, LA_N_VARIANTS);
-    if (case_index < 0 || case_index >= LA_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, LA_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "linear_attention", ctx, variant, LA_N_VARIANTS, case_index, LA_N_CASES));
     const la_case *c = &la_cases[case_index];
     const int causal = variant == 0;
     const int cand = fwd != NULL || bwd != NULL, with_state = cand && causal;

@@ -125,17 +125,8 @@ static const matmul_case matmul_cases[] = {
  * candidate 'entry' (memfix verify) with the ceiling of the tiled fix. */
 static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_kernel_fn *entry,
                                       int case_index, uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_tb_copy_msg(out->op, sizeof(out->op), "matmul");
-    MF_CHECK_NOT_NULL(ctx);
     if (entry != NULL) variant = MF_MATMUL_TILED;
-    if (variant < 0 || variant >= MF_MATMUL_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
-                MF_MATMUL_N_VARIANTS);
-    if (case_index < 0 || case_index >= MATMUL_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
-                MATMUL_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "matmul", ctx, variant, MF_MATMUL_N_VARIANTS, case_index, MATMUL_N_CASES));
     const matmul_case *c = &matmul_cases[case_index];
     const mf_matmul_variant v = (mf_matmul_variant)variant;
     mf_tb_copy_msg(out->variant, sizeof(out->variant),
@@ -144,12 +135,8 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
     mf_tb_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
     snprintf(out->shape, sizeof(out->shape), "M=%lld N=%lld K=%lld ta=%d tb=%d",
              (long long)c->M, (long long)c->N, (long long)c->K, c->trans_a, c->trans_b);
-    const char *tol_name = c->dtype == MF_DTYPE_BF16 ? "matmul.out.bf16" : "matmul.out.f32";
-    const mf_tolerance *tol = mf_tolerance_get(tol_name);
-    if (tol == NULL) {
-        snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
-        MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
-    }
+    const mf_tolerance *tol = mf_tb_tolerance("matmul.out", c->dtype);
+    if (tol == NULL) return MF_ERR_INTERNAL;
     out->atol = tol->atol;
     out->rtol = tol->rtol;
     out->ceiling_bytes = mf_matmul_scratch_ceiling(v, c->M, c->N, c->K);

@@ -270,13 +270,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
                                    uint64_t seed_salt, mf_case_result *out)
 {
     static const char *const fn = "npt_run_case";
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_tb_copy_msg(out->op, sizeof(out->op), "npt");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
-    if (case_index < 0 || case_index >= NPT_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, NPT_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "npt", ctx, variant, 1, case_index, NPT_N_CASES));
     const npt_case *c = &npt_cases[case_index];
     const mf_npt_shape s = c->shape;
     const int fwd = c->pass == MF_NPT_FORWARD;

@@ -246,13 +246,7 @@ static const rope_case rope_cases[] = {
  * of the same shape. */
 static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry, int case_index,
                                     uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_tb_copy_msg(out->op, sizeof(out->op), "rope");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant < 0 || variant > 1) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 2)", variant);
-    if (case_index < 0 || case_index >= ROPE_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, ROPE_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "rope", ctx, variant, 2, case_index, ROPE_N_CASES));
     const rope_case *c = &rope_cases[case_index];
     if (entry != NULL) variant = 0;
     mf_tb_case_labels(out, ctx, entry != NULL ? "candidate" : rope_variant_names[variant], c->dtype);
@@ -264,12 +258,8 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
              (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
              (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
              (long long)L);
-    const char *tol_name = c->dtype == MF_DTYPE_BF16 ? "rope.out.bf16" : "rope.out.f32";
-    const mf_tolerance *tol = mf_tolerance_get(tol_name);
-    if (tol == NULL) {
-        snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
-        MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
-    }
+    const mf_tolerance *tol = mf_tb_tolerance("rope.out", c->dtype);
+    if (tol == NULL) return MF_ERR_INTERNAL;
     out->atol = tol->atol;
     out->rtol = tol->rtol;
     out->ceiling_bytes = variant == 0 ? mf_rope_fused_scratch_ceiling(c->B, c->T, c->Hq, c->Hk, c->Dh)

@@ -44,6 +44,20 @@ void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n)
         memcpy(dst, src, n * sizeof(float));
 }
 
+mf_status mf_tb_case_begin(mf_case_result *out, const char *op, mf_context *ctx, int variant, int n_variants,
+                           int case_index, int n_cases)
+{
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    mf_tb_copy_msg(out->op, sizeof(out->op), op);
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant < 0 || variant >= n_variants)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "%s: variant %d out of range [0, %d)", op, variant, n_variants);
+    if (case_index < 0 || case_index >= n_cases)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "%s: case %d out of range [0, %d)", op, case_index, n_cases);
+    return MF_OK;
+}
+
 void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant, mf_dtype dtype)
 {
     mf_tb_copy_msg(out->variant, sizeof(out->variant), variant);

@@ -36,6 +36,11 @@ void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n);
 void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n);
 
 /* ---- the case result ----------------------------------------------------------------- */
+/* The start of every run_case: *out zeroed and named after op, then ctx, the
+ * variant (in [0, n_variants)) and the case (in [0, n_cases)) checked:
+ * MF_ERR_NULL_POINTER or MF_ERR_INVALID_ARGUMENT. */
+mf_status mf_tb_case_begin(mf_case_result *out, const char *op, mf_context *ctx, int variant, int n_variants,
+                           int case_index, int n_cases);
 /* out->variant, out->backend (ctx's) and out->dtype. */
 void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant, mf_dtype dtype);
 /* The tolerance row "<base>.<dtype name>" (e.g. "attention.grad.bf16"); NULL
