@@ -194,7 +194,7 @@ struct Worker {
   static constexpr int kGroupKeys = 64;
   int grp_arrived[kGroupKeys];
   unsigned grp_gen[kGroupKeys];
-  unsigned char* tile_buf = nullptr;  // exchange slots of those tiles' collectives: [2][1024][kTileSlot]
+  unsigned char* tile_buf = nullptr;  // exchange slots of those tiles' collectives: [5][2][1024][kTileSlot]
   char* smem = nullptr;
   size_t smem_size = 0;
   char tsan_block_start, tsan_block_end, tsan_bar;
@@ -1146,7 +1146,7 @@ unsigned group_sync_(unsigned first, unsigned count) {
 void* tile_scratch_() {
   Worker* w = tls_worker;
   if (!w) return nullptr;
-  if (!w->tile_buf) w->tile_buf = new unsigned char[2 * 1024 * kTileSlot];
+  if (!w->tile_buf) w->tile_buf = new unsigned char[5 * 2 * 1024 * kTileSlot];
   return w->tile_buf;
 }
 }  // namespace detail

@@ -470,7 +470,7 @@ struct Rewriter {
 
   // i at '(' of a __global__ function's parameter list: copy it and insert the launch token first.
   void global_params(size_t& i) {
-    static const std::string tok = "::cudahost::launch_token_t";
+    static const std::string tok = "::cudahost::a_global_function_call_must_be_configured_with_launch_syntax";
     out += '(';
     size_t j = skip_ws_comments(s, i + 1);
     if (j < s.size() && s[j] == ')') {

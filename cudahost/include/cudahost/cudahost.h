@@ -111,7 +111,7 @@ unsigned active_mask();
 // (count a power of two, 64 to 1024), returning how many times it has completed; group_gen_ reads that count.
 unsigned group_sync_(unsigned first, unsigned count);
 unsigned group_gen_(unsigned first, unsigned count);
-// Per-worker exchange slots for those tiles' collectives: [2][1024][kTileSlot] bytes.
+// Per-worker exchange slots for those tiles' collectives: [5 tile sizes][2][1024][kTileSlot] bytes.
 inline constexpr unsigned kTileSlot = 64;
 void* tile_scratch_();
 unsigned lane_id();
