@@ -504,9 +504,9 @@ __attribute__((noinline)) void warp_undefined_read(Worker* w, int warp, unsigned
   if (k >= 4) return;  // the first ones in full; the count at the end of the launch
   const launch_config* c = job->cfg;
   const ThreadRec& t = w->th[warp * 32 + (int)l];
-  const char* why = !((ws.exist >> src) & 1u)        ? "does not exist (partial warp)"
-                    : ((ws.exited >> src) & 1u)       ? "has exited"
-                                                      : "is not in the mask";
+  const char* why = !((ws.exist >> src) & 1u) ? "does not exist (partial warp)"
+                    : !((em >> src) & 1u)      ? "is not in the mask"
+                                               : "has exited";
   std::fprintf(stderr,
                "cudahost: %s: kernel '%s' (launched at %s:%d), block (%u,%u,%u), warp %d, lane %u (thread %s): %s "
                "with mask 0x%08x reads lane %d, which %s; on a GPU the value is undefined (host mode returns 0xff "
@@ -654,6 +654,7 @@ void report_deadlock(Worker* w) {
   if (w->job->deadlocks.fetch_add(1) > 0) return;  // the first block is reported in full, the others counted
   std::string bar, warp, exited, never;
   int nbar = 0, nwarp = 0, nexit = 0, nnever = 0;
+  unsigned listed[ci::kMaxThreadsPerBlock / 32] = {};  // lanes already named as never arriving, per warp
   auto add = [](std::string& s, int& k, const std::string& item) {
     if (k < 16) s += (k ? ", " : "") + item;
     else if (k == 16) s += ", ...";
@@ -672,9 +673,10 @@ void report_deadlock(Worker* w) {
       std::snprintf(m, sizeof m, " mask 0x%08x", em);
       add(warp, nwarp, fmt_tid(t) + " " + warp_site(ws, t.lane) + m);
       // the lanes its mask names that never reach this operation: they wait elsewhere
-      for (unsigned q = em & ~ws.exited; q; q &= q - 1) {
+      for (unsigned q = em & ~ws.exited & ~listed[t.warp]; q; q &= q - 1) {
         unsigned l = (unsigned)__builtin_ctz(q);
         if (((ws.arrived >> l) & 1u) && ws.mask[l] == em) continue;
+        listed[t.warp] |= 1u << l;
         const ThreadRec& o = w->th[t.warp * 32 + (int)l];
         std::string where = o.wait == W_BAR    ? "waits at __syncthreads"
                             : o.wait == W_WARP ? "waits at another warp operation (" + warp_site(ws, l) + ")"
@@ -687,7 +689,7 @@ void report_deadlock(Worker* w) {
   }
   unsigned bl = (unsigned)(w->block_linear % c->grid.x);
   unsigned br = (unsigned)(w->block_linear / c->grid.x);
-  if (nnever && !nbar)  // not a deadlock between barriers: a mask that names lanes which never arrive
+  if (nnever)  // not a plain deadlock between barriers: a warp operation's mask names lanes that never arrive
     std::fprintf(stderr,
                  "cudahost: error: kernel '%s' (launched at %s:%d), block (%u,%u,%u) of a (%u,%u,%u)x(%u,%u,%u) "
                  "launch: a warp operation's mask names lanes that never reach it, so it cannot complete\n",
