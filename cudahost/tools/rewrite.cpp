@@ -10,7 +10,12 @@
 //       -> block scope:      [[maybe_unused]] T* name = cudahost::dyn_smem_ptr<T>();
 //          namespace scope:  #define name (::cudahost::dyn_smem_ptr<T>())   (followed by #line)
 //   __noinline__ -> __attribute__((noinline))
-//   #include "x.cuh" / "x.cu" -> #include "<rewritten copy of x.cuh>" (recursively, so launches in headers work)
+//   __global__ void k(params) -> __global__ void k(::cudahost::a_global_function_call_must_be_configured_with_
+//       launch_syntax, params): only a launch supplies that first argument, so `k(args);` does not compile (as with
+//       nvcc); the launch lambda passes it when the kernel takes it
+//   #include "x.h" / "x.cuh" / <x.cuh> found next to the file or in an -I directory (not the toolkit's or
+//       cudahost's) -> #include "<rewritten copy>" (recursively, so kernels and launches in headers work)
+//   in a macro definition, a kernel name pasted with ## before <<< is taken whole (name##_kernel<<<...>>>)
 // Every rewrite keeps the number of newlines, and the output starts with #line 1 "<absolute path of in.cu>",
 // so compiler diagnostics, sanitizer reports, gdb and gcov point at the original lines.
 #include <cerrno>
