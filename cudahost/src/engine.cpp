@@ -641,6 +641,9 @@ void complete_barrier(Worker* w, int waiters_to_release) {
 // waits for the warps that have not exited); a barrier the remaining threads all wait at completes.
 inline void thread_exited(Worker* w, ThreadRec* t) {
   WarpState& ws = w->warps[t->warp];
+  // what the thread wrote happens before a barrier or warp operation that its exit lets complete
+  tsan_release(&w->tsan_bar);
+  tsan_release(&ws);
   ws.exited |= 1u << t->lane;
   if (__builtin_expect(ws.arrived != 0, 0)) warp_lane_exited(w, t->warp);
   if (ws.exited == ws.exist) {
@@ -793,6 +796,8 @@ Worker* get_worker() {
   w->all = new Fiber*[Worker::kMaxFibers];
   w->free_fibers = new Fiber*[Worker::kMaxFibers];
   w->used = new Fiber*[Worker::kMaxFibers];
+  // exchange slots of the collectives of tiles larger than a warp (allocated here, before any fiber uses them)
+  w->tile_buf = new unsigned char[5 * 2 * 1024 * detail::kTileSlot];
 #if defined(CUDAHOST_ASAN)
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
@@ -1147,9 +1152,7 @@ unsigned group_sync_(unsigned first, unsigned count) {
 
 void* tile_scratch_() {
   Worker* w = tls_worker;
-  if (!w) return nullptr;
-  if (!w->tile_buf) w->tile_buf = new unsigned char[5 * 2 * 1024 * kTileSlot];
-  return w->tile_buf;
+  return w ? w->tile_buf : nullptr;
 }
 }  // namespace detail
 

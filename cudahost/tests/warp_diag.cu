@@ -23,7 +23,7 @@ __global__ void out_of_mask(int *out) {
   if (lane < 16) {
     v = __shfl_sync(0x0000ffffu, v, lane + 4);  // line 24: lanes 12..15 read lanes 16..19, outside the mask
   }
-  out[threadIdx.x] = v;
+  out[blockIdx.x * blockDim.x + threadIdx.x] = v;
 }
 
 __global__ void reads_exited(int *out) {
@@ -59,11 +59,12 @@ static char g_report[16384];
 // Runs f with stderr captured into g_report; returns the launch's status.
 template <class F>
 static cudaError_t captured(F f) {
+  // redirect the file descriptor only: stderr's FILE stays as it is (unbuffered)
   char path[] = "/tmp/cudahost_warp_diag_XXXXXX";
   const int fd = mkstemp(path);
   fflush(stderr);
-  FILE *saved = fdopen(dup(fileno(stderr)), "w");
-  if (fd < 0 || !freopen(path, "w", stderr)) {
+  const int saved = dup(2);
+  if (fd < 0 || saved < 0 || dup2(fd, 2) < 0) {
     printf("FAIL: cannot capture stderr\n");
     exit(1);
   }
@@ -72,14 +73,12 @@ static cudaError_t captured(F f) {
   const cudaError_t s = cudaDeviceSynchronize();
   if (e == cudaSuccess) e = s;
   fflush(stderr);
-  dup2(fileno(saved), fileno(stderr));
-  fclose(saved);
-  FILE *r = fopen(path, "r");
-  size_t got = r ? fread(g_report, 1, sizeof g_report - 1, r) : 0;
-  g_report[got] = 0;
-  if (r) fclose(r);
-  remove(path);
+  dup2(saved, 2);
+  close(saved);
+  const ssize_t got = pread(fd, g_report, sizeof g_report - 1, 0);
+  g_report[got > 0 ? got : 0] = 0;
   close(fd);
+  remove(path);
   printf("---- captured:\n%s", g_report);
   return e;
 }
@@ -96,7 +95,7 @@ int main(int argc, char **argv) {
 #else
   const bool warn = argc > 1 && strcmp(argv[1], "warn") == 0;
   int fails = 0;
-  int *d, h[64];
+  int *d, h[128];
   // 1.
   CHECK_CUDA(cudaMalloc(&d, sizeof h));
   cudaError_t e = captured([&] { out_of_mask<<<2, 64>>>(d); });
