@@ -7,8 +7,8 @@
  * Provided: cublasLtCreate/Destroy, GetVersion/GetCudartVersion/GetProperty/GetStatusName/GetStatusString; matrix
  * layouts (CUDA_R_32F, CUDA_R_16BF, CUDA_R_16F; CUBLASLT_ORDER_COL or CUBLASLT_ORDER_ROW; batch count and strided
  * batch offset); matmul descriptors (CUBLAS_COMPUTE_32F and its variants with CUDA_R_32F scale, host or device
- * pointer mode, TRANSA/TRANSB N or T, epilogues DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS with a bias of the
- * output's type or fp32, bias batch stride; SM_COUNT_TARGET and FAST_ACCUM accepted and ignored); preferences
+ * pointer mode, TRANSA/TRANSB N or T, epilogues DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS, GELU_AUX,
+ * GELU_AUX_BIAS (the GELU input stored to the aux matrix) with a bias of the output's type or fp32, bias batch stride; SM_COUNT_TARGET and FAST_ACCUM accepted and ignored); preferences
  * (every attribute stored; the workspace limit is met, host mode needs none); cublasLtMatmulAlgoGetHeuristic
  * returning one algorithm; cublasLtMatmul: D = epilogue(alpha op(A) op(B) + beta C + bias), computed in fp32 and
  * rounded once to D's type. The GELU epilogue is the tanh approximation, as cuBLASLt's. beta == 0 never reads C.
@@ -67,6 +67,9 @@ struct Desc {
   int8_t fast_accum;
   const void *bias;
   int64_t bias_stride;
+  void *aux; /* GELU_AUX: the GELU input, D's type, column-major (row-major if D is) with aux_ld */
+  int64_t aux_ld, aux_stride;
+  int32_t aux_type;
 };
 struct Pref {
   uint32_t magic, search_mode;
@@ -150,6 +153,7 @@ void desc_init(Desc *d, cublasComputeType_t compute, cudaDataType_t scale) {
   d->fill = CUBLAS_FILL_MODE_FULL;
   d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   d->bias_type = -1;
+  d->aux_type = -1;
 }
 void pref_init(Pref *p) {
   memset(p, 0, sizeof *p);
@@ -210,6 +214,15 @@ cublasStatus_t check_matmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cubla
     return unsupported("CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE", m->bias_type, "the type of D, or CUDA_R_32F");
   const uint32_t e = m->epilogue;
   if ((e & CUBLASLT_EPILOGUE_BIAS) && m->bias == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+    /* the GELU input matrix: D's type, ld >= rows and a multiple of 8, as cuBLASLt requires */
+    if (m->aux_type != -1 && (uint32_t)m->aux_type != ld->type)
+      return unsupported("CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE", m->aux_type, "the type of D");
+    const uint64_t inner = ld->order == CUBLASLT_ORDER_ROW ? n_ : m_;
+    if (m->aux == nullptr || m->aux_ld < 1 || (uint64_t)m->aux_ld < inner || m->aux_ld % 8 != 0 ||
+        m->aux_stride % 8 != 0)
+      return CUBLAS_STATUS_INVALID_VALUE;
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -379,8 +392,10 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t 
       uint32_t v;
       if ((st = get_val(buf, sizeInBytes, &v))) return st;
       if (v != CUBLASLT_EPILOGUE_DEFAULT && v != CUBLASLT_EPILOGUE_RELU && v != CUBLASLT_EPILOGUE_BIAS &&
-          v != CUBLASLT_EPILOGUE_RELU_BIAS && v != CUBLASLT_EPILOGUE_GELU && v != CUBLASLT_EPILOGUE_GELU_BIAS)
-        return unsupported("CUBLASLT_MATMUL_DESC_EPILOGUE", v, "DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS");
+          v != CUBLASLT_EPILOGUE_RELU_BIAS && v != CUBLASLT_EPILOGUE_GELU && v != CUBLASLT_EPILOGUE_GELU_BIAS &&
+          v != CUBLASLT_EPILOGUE_GELU_AUX && v != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+        return unsupported("CUBLASLT_MATMUL_DESC_EPILOGUE", v,
+                           "DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS, GELU_AUX, GELU_AUX_BIAS");
       d->epilogue = v;
       return CUBLAS_STATUS_SUCCESS;
     }
@@ -389,21 +404,24 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t 
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return get_val(buf, sizeInBytes, &d->bias_type);
     case CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: return get_val(buf, sizeInBytes, &d->sm_count); /* a GPU hint */
     case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return get_val(buf, sizeInBytes, &d->fast_accum);   /* FP8 only */
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return get_val(buf, sizeInBytes, &d->aux);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return get_val(buf, sizeInBytes, &d->aux_ld);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE: return get_val(buf, sizeInBytes, &d->aux_stride);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return get_val(buf, sizeInBytes, &d->aux_type);
     case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER:
     case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER:
     case CUBLASLT_MATMUL_DESC_C_SCALE_POINTER:
     case CUBLASLT_MATMUL_DESC_D_SCALE_POINTER:
     case CUBLASLT_MATMUL_DESC_AMAX_D_POINTER:
-    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER:
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER:
     case CUBLASLT_MATMUL_DESC_D_OUT_SCALE_POINTER: {
-      /* FP8 scaling and auxiliary outputs: only their default (no pointer) is accepted */
+      /* FP8 scaling: only the default (no pointer) is accepted */
       const void *p;
       if ((st = get_val(buf, sizeInBytes, &p))) return st;
       if (p != nullptr) {
         char what[64];
-        snprintf(what, sizeof what, "cublasLtMatmulDescAttributes_t %d (a scale/amax/aux pointer)", (int)attr);
+        snprintf(what, sizeof what, "cublasLtMatmulDescAttributes_t %d (an FP8 scale/amax pointer)", (int)attr);
         return unsupported(what, (long long)(uintptr_t)p, "NULL");
       }
       return CUBLAS_STATUS_SUCCESS;
@@ -411,7 +429,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t 
     default:
       return unsupported("cublasLtMatmulDescAttributes_t", attr,
                          "COMPUTE_TYPE, SCALE_TYPE, POINTER_MODE, TRANSA, TRANSB, TRANSC, FILL_MODE, EPILOGUE, "
-                         "BIAS_POINTER, BIAS_BATCH_STRIDE, BIAS_DATA_TYPE, SM_COUNT_TARGET, FAST_ACCUM");
+                         "BIAS_POINTER, BIAS_BATCH_STRIDE, BIAS_DATA_TYPE, EPILOGUE_AUX_POINTER, EPILOGUE_AUX_LD, "
+                         "EPILOGUE_AUX_BATCH_STRIDE, EPILOGUE_AUX_DATA_TYPE, SM_COUNT_TARGET, FAST_ACCUM");
   }
 }
 
@@ -432,6 +451,10 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t 
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return put_val(d->bias, buf, sizeInBytes, sizeWritten);
     case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: return put_val(d->bias_stride, buf, sizeInBytes, sizeWritten);
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return put_val(d->bias_type, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return put_val(d->aux, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return put_val(d->aux_ld, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE: return put_val(d->aux_stride, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return put_val(d->aux_type, buf, sizeInBytes, sizeWritten);
     case CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: return put_val(d->sm_count, buf, sizeInBytes, sizeWritten);
     case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return put_val(d->fast_accum, buf, sizeInBytes, sizeWritten);
     default: return unsupported("cublasLtMatmulDescAttributes_t", attr, "the attributes SetAttribute accepts");
@@ -558,7 +581,11 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
   const int32_t bias_type = m->bias_type == -1 ? (int32_t)ld->type : m->bias_type;
   const bool has_bias = (m->epilogue & CUBLASLT_EPILOGUE_BIAS) != 0;
   const bool relu = m->epilogue == CUBLASLT_EPILOGUE_RELU || m->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
-  const bool gelu = m->epilogue == CUBLASLT_EPILOGUE_GELU || m->epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
+  const bool gelu = m->epilogue == CUBLASLT_EPILOGUE_GELU || m->epilogue == CUBLASLT_EPILOGUE_GELU_BIAS ||
+                    m->epilogue == CUBLASLT_EPILOGUE_GELU_AUX || m->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  const bool aux = m->epilogue == CUBLASLT_EPILOGUE_GELU_AUX || m->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  Layout aux_layout = *ld; /* the GELU input matrix: D's type and order, its own leading dimension */
+  aux_layout.ld = m->aux_ld;
   for (int32_t batch = 0; batch < ld->batch; ++batch) {
     auto off = [&](const Layout *l) { return l->batch == 1 ? (size_t)0 : (size_t)(batch * l->stride) * elem_bytes((int32_t)l->type); };
     const char *Ab = static_cast<const char *>(A) + (A ? off(la) : 0);
@@ -573,6 +600,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
     } else {
       std::fill(prod.begin(), prod.end(), 0.0f);
     }
+    char *auxb = aux ? static_cast<char *>(m->aux) + (size_t)(batch * m->aux_stride) * elem_bytes((int32_t)ld->type)
+                     : nullptr;
     const char *bias = has_bias ? static_cast<const char *>(m->bias) +
                                       (size_t)(batch * m->bias_stride) * elem_bytes(bias_type)
                                 : nullptr;
@@ -581,6 +610,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
         float v = prod[i + j * M];
         if (b != 0.0f) v += b * load(Cb, (int32_t)lc->type, at(lc, i, j)); /* beta == 0 never reads C */
         if (bias) v += load(bias, bias_type, (size_t)i);
+        if (auxb) store(auxb, (int32_t)ld->type, at(&aux_layout, i, j), v);
         if (relu) v = v > 0.0f ? v : 0.0f;
         if (gelu) v = gelu_tanh(v);
         store(Db, (int32_t)ld->type, at(ld, i, j), v);

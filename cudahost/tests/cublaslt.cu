@@ -1,7 +1,7 @@
 // cuBLASLt subset: handle, matmul descriptors, matrix layouts (column and row order, strided batches), preferences,
 // the heuristic (one algorithm), cublasLtMatmul for fp32 / bf16 / fp16 inputs with fp32 compute, every transpose
-// combination, alpha/beta (beta == 0 over NaN garbage), the BIAS, GELU, GELU_BIAS and RELU_BIAS epilogues, the
-// stack-allocated *Init helpers, and CUBLAS_STATUS_NOT_SUPPORTED for what host mode does not provide. Checked
+// combination, alpha/beta (beta == 0 over NaN garbage), the BIAS, GELU, GELU_BIAS, GELU_AUX(_BIAS) and RELU_BIAS
+// epilogues, the stack-allocated *Init helpers, and CUBLAS_STATUS_NOT_SUPPORTED for what host mode does not provide. Checked
 // against a plain triple loop in double on the host (GELU: the tanh approximation cuBLASLt documents).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -132,6 +132,20 @@ int run_case(cublasLtHandle_t lt, const Case &c) {
       CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &bs, sizeof bs));
     }
   }
+  // GELU_AUX: the GELU input matrix, D's type and order, leading dimension a multiple of 8
+  const bool aux_on = c.epi == CUBLASLT_EPILOGUE_GELU_AUX || c.epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  const int64_t aux_ld = ((c.row_major ? c.n : c.m) + 7) / 8 * 8 + 8;
+  const int64_t aux_stride = aux_ld * (c.row_major ? c.m : c.n) + 8;
+  void *aux_d = nullptr, *aux_h = nullptr;
+  if (aux_on) {
+    aux_h = malloc((size_t)aux_stride * c.batch * esize(c.out));
+    CHECK_CUDA(cudaMalloc(&aux_d, (size_t)aux_stride * c.batch * esize(c.out)));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux_d, sizeof aux_d));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+    if (c.batch > 1)
+      CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &aux_stride,
+                                                  sizeof aux_stride));
+  }
   cublasLtMatrixLayout_t la = layout(A), lb = layout(B), lc = layout(C), ld = layout(D);
   cublasLtMatmulPreference_t pref;
   CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
@@ -152,6 +166,7 @@ int run_case(cublasLtHandle_t lt, const Case &c) {
                               ws, ws_bytes, 0));
   CHECK_CUDA(cudaDeviceSynchronize());
   CHECK_CUDA(cudaMemcpy(D.host, D.dev, D.bytes(), cudaMemcpyDeviceToHost));
+  if (aux_on) CHECK_CUDA(cudaMemcpy(aux_h, aux_d, (size_t)aux_stride * c.batch * esize(c.out), cudaMemcpyDeviceToHost));
   // tolerances: inputs are exact in every type; fp32 accumulation over k terms of magnitude <= 1, then one rounding
   // to the output type (bf16: 2^-8 relative, fp16: 2^-11)
   const double rtol = c.out == F32 ? 1e-5 : (c.out == BF16 ? 8e-3 : 1e-3);
@@ -168,8 +183,14 @@ int run_case(cublasLtHandle_t lt, const Case &c) {
         double ref = c.alpha * acc;
         if (c.beta != 0.0f) ref += c.beta * (double)get(C.host, c.out, C.idx(b, i, j));
         if (bias_on) ref += get(bias_h, bias_kind, (size_t)(b * bias_stride + i));
+        if (aux_on) {
+          const size_t ai = (size_t)b * aux_stride + (c.row_major ? (size_t)i * aux_ld + j : (size_t)i + (size_t)j * aux_ld);
+          const double got_aux = get(aux_h, c.out, ai);
+          if (!(fabs(got_aux - ref) <= atol + rtol * fabs(ref)) && bad++ < 4)
+            printf("FAIL GELU input (aux) batch %d (%d,%d) = %.7g, reference %.7g\n", b, i, j, got_aux, ref);
+        }
         if (c.epi == CUBLASLT_EPILOGUE_RELU_BIAS) ref = ref > 0 ? ref : 0;
-        if (c.epi == CUBLASLT_EPILOGUE_GELU || c.epi == CUBLASLT_EPILOGUE_GELU_BIAS) ref = gelu_ref(ref);
+        if (c.epi == CUBLASLT_EPILOGUE_GELU || c.epi == CUBLASLT_EPILOGUE_GELU_BIAS || aux_on) ref = gelu_ref(ref);
         const double got = get(D.host, c.out, D.idx(b, i, j));
         if (!(fabs(got - ref) <= atol + rtol * fabs(ref)) && bad++ < 4)
           printf("FAIL %s->%s op %d%d epilogue %d%s batch %d D(%d,%d) = %.7g, reference %.7g\n", kname[c.in],
@@ -184,6 +205,10 @@ int run_case(cublasLtHandle_t lt, const Case &c) {
   CHECK_CUDA(cudaFree(ws));
   CHECK_CUDA(cudaFree(bias_d));
   free(bias_h);
+  if (aux_on) {
+    CHECK_CUDA(cudaFree(aux_d));
+    free(aux_h);
+  }
   drop(A);
   drop(B);
   drop(C);
@@ -218,6 +243,9 @@ int main() {
       {F32, F32, N, T, 21, 19, 13, 1, 1.0f, 0.5f, CUBLASLT_EPILOGUE_BIAS, true, false},
       {BF16, BF16, T, N, 24, 20, 32, 3, 1.0f, 0.0f, CUBLASLT_EPILOGUE_GELU_BIAS, false, true},
       {F32, F32, N, N, 12, 10, 8, 2, 1.0f, 1.0f, CUBLASLT_EPILOGUE_DEFAULT, true, false},
+      // the GELU input kept for the backward pass (llm.c's fused forward)
+      {BF16, BF16, T, N, 40, 24, 32, 1, 1.0f, 0.0f, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, false, false},
+      {F32, F32, N, N, 13, 11, 9, 2, 1.0f, 0.5f, CUBLASLT_EPILOGUE_GELU_AUX, true, false},
   };
   for (const Case &c : cases) fails += run_case(lt, c);
 
