@@ -450,14 +450,15 @@ std::string fmt_tid(const ThreadRec& t) {
 }
 
 // ---- undefined warp operations (CUDAHOST_WARP_CHECK=error|warn|off) ----------------------------------------------
-enum { WC_OFF = 0, WC_WARN, WC_ERROR };
+enum { WC_OFF = 0, WC_WARN, WC_ERROR, WC_STRICT };
 int warp_check_mode() {
   static const int m = [] {
     const char* s = std::getenv("CUDAHOST_WARP_CHECK");
     if (!s || !*s || !std::strcmp(s, "error")) return (int)WC_ERROR;
     if (!std::strcmp(s, "warn")) return (int)WC_WARN;
     if (!std::strcmp(s, "off")) return (int)WC_OFF;
-    std::fprintf(stderr, "cudahost: CUDAHOST_WARP_CHECK=%s is not one of error, warn, off; using error\n", s);
+    if (!std::strcmp(s, "strict")) return (int)WC_STRICT;
+    std::fprintf(stderr, "cudahost: CUDAHOST_WARP_CHECK=%s is not one of error, warn, off, strict; using error\n", s);
     return (int)WC_ERROR;
   }();
   return m;
@@ -499,7 +500,7 @@ __attribute__((noinline)) void warp_undefined_read(Worker* w, int warp, unsigned
   if (mode == WC_OFF) return;
   const WarpState& ws = w->warps[warp];
   Job* job = w->job;
-  if (mode == WC_ERROR) job->failed.store(true);
+  if (mode >= WC_ERROR) job->failed.store(true);
   const int k = job->warp_diags.fetch_add(1);
   if (k >= 4) return;  // the first ones in full; the count at the end of the launch
   const launch_config* c = job->cfg;
@@ -511,16 +512,34 @@ __attribute__((noinline)) void warp_undefined_read(Worker* w, int warp, unsigned
                "cudahost: %s: kernel '%s' (launched at %s:%d), block (%u,%u,%u), warp %d, lane %u (thread %s): %s "
                "with mask 0x%08x reads lane %d, which %s; on a GPU the value is undefined (host mode returns 0xff "
                "bytes)%s\n",
-               mode == WC_ERROR ? "error" : "warning", c->name, c->file, c->line, blockIdx.x, blockIdx.y, blockIdx.z,
+               mode >= WC_ERROR ? "error" : "warning", c->name, c->file, c->line, blockIdx.x, blockIdx.y, blockIdx.z,
                warp, l, fmt_tid(t).c_str(), warp_site(ws, l).c_str(), em, src, why,
-               mode == WC_ERROR ? "; the launch fails with cudaErrorLaunchFailure (CUDAHOST_WARP_CHECK=warn only warns)"
+               mode >= WC_ERROR ? "; the launch fails with cudaErrorLaunchFailure (CUDAHOST_WARP_CHECK=warn only warns)"
                                 : "");
+}
+
+// CUDAHOST_WARP_CHECK=strict: a *_sync whose mask names lanes that have exited (allowed by CUDA, which only requires
+// the non-exited lanes of the mask to take part, but often a sign that the mask was meant for a full warp).
+__attribute__((noinline)) void warp_exited_in_mask(Worker* w, int warp, unsigned em) {
+  const WarpState& ws = w->warps[warp];
+  Job* job = w->job;
+  job->failed.store(true);
+  if (job->warp_diags.fetch_add(1) >= 4) return;
+  const launch_config* c = job->cfg;
+  const unsigned l = (unsigned)__builtin_ctz(em & ~ws.exited);
+  std::fprintf(stderr,
+               "cudahost: error (CUDAHOST_WARP_CHECK=strict): kernel '%s' (launched at %s:%d), block (%u,%u,%u), warp "
+               "%d: %s with mask 0x%08x names lanes 0x%08x that have exited; the launch fails with "
+               "cudaErrorLaunchFailure\n",
+               c->name, c->file, c->line, blockIdx.x, blockIdx.y, blockIdx.z, warp, warp_site(ws, l).c_str(), em,
+               em & ws.exited);
 }
 
 // Every live lane named in `em` has arrived: compute all results and release the waiting lanes (all but `self`).
 __attribute__((noinline)) void complete_warp_group(Worker* w, int warp, unsigned em, int self) {
   WarpState& ws = w->warps[warp];
   const unsigned live = em & ~ws.exited;
+  if (__builtin_expect(live != em, 0) && warp_check_mode() == WC_STRICT) warp_exited_in_mask(w, warp, em);
   unsigned ballot = 0;
   for (unsigned m = live; m; m &= m - 1) {
     unsigned l = (unsigned)__builtin_ctz(m);

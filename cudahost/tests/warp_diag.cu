@@ -4,10 +4,12 @@
 //      CUDAHOST_WARP_CHECK=warn (argument "warn") a warning and a successful launch;
 //   2. a shuffle that reads a lane which has exited: the same;
 //   3. lanes that exited do not hold a *_sync back (CUDA: "all non-exited threads named in mask must execute the
-//      same intrinsic"): no diagnostic, right values;
+//      same intrinsic"): no diagnostic, right values; with CUDAHOST_WARP_CHECK=strict (argument "strict") a mask
+//      naming exited lanes is an error;
 //   4. a *_sync whose mask names lanes that never reach it (they wait at __syncthreads): reported as such (not as a
 //      "deadlock"); the launch fails in both modes, since the operation cannot complete.
-// Host-mode behaviour (undefined behaviour on a GPU): compiled by nvcc, the program skips (exit 77).
+// Host-mode behaviour (undefined behaviour on a GPU): compiled by nvcc, the program skips (exit 77). The checks name
+// the .cu lines of the kernels' calls (the "line N" comments): keep them in sync when editing above main.
 #include <cuda_runtime.h>
 
 #include <stdio.h>
@@ -21,7 +23,7 @@ __global__ void out_of_mask(int *out) {
   const int lane = threadIdx.x & 31;
   int v = 100 + lane;
   if (lane < 16) {
-    v = __shfl_sync(0x0000ffffu, v, lane + 4);  // line 24: lanes 12..15 read lanes 16..19, outside the mask
+    v = __shfl_sync(0x0000ffffu, v, lane + 4);  // line 26: lanes 12..15 read lanes 16..19, outside the mask
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = v;
 }
@@ -30,7 +32,7 @@ __global__ void reads_exited(int *out) {
   const int lane = threadIdx.x & 31;
   if (lane >= 16) return;
   int v = 200 + lane;
-  v = __shfl_xor_sync(0xffffffffu, v, 16);  // line 33: every lane reads a lane that has exited
+  v = __shfl_xor_sync(0xffffffffu, v, 16);  // line 35: every lane reads a lane that has exited
   out[threadIdx.x] = v;
 }
 
@@ -38,7 +40,7 @@ __global__ void exited_do_not_hold(int *out) {
   const int lane = threadIdx.x & 31;
   if (lane >= 16) return;
   int v = 300 + lane;
-  v = __shfl_xor_sync(0xffffffffu, v, 1);  // only live lanes are read
+  v = __shfl_xor_sync(0xffffffffu, v, 1);  // line 43: only live lanes are read
   v += __reduce_add_sync(0xffffffffu, 1) << 16;  // 16 live lanes take part
   out[threadIdx.x] = v;
 }
@@ -47,7 +49,7 @@ __global__ void never_reach(int *out) {
   const int lane = threadIdx.x & 31;
   int v = lane;
   if (lane < 16)
-    v = __shfl_sync(0xffffffffu, v, 0);  // line 50: lanes 16..31 never get here
+    v = __shfl_sync(0xffffffffu, v, 0);  // line 52: lanes 16..31 never get here
   else
     __syncthreads();
   out[threadIdx.x] = v;
@@ -94,6 +96,7 @@ int main(int argc, char **argv) {
   return 77;
 #else
   const bool warn = argc > 1 && strcmp(argv[1], "warn") == 0;
+  const bool strict = argc > 1 && strcmp(argv[1], "strict") == 0;
   int fails = 0;
   int *d, h[128];
   // 1.
@@ -104,7 +107,7 @@ int main(int argc, char **argv) {
   EXPECT(has("out_of_mask"));
   EXPECT(has("block (0,0,0)") || has("block (1,0,0)"));
   EXPECT(has("lane 12 ") || has("lane 13 ") || has("lane 14 ") || has("lane 15 "));
-  EXPECT(has("__shfl_sync at ") && has("warp_diag.cu:24"));
+  EXPECT(has("__shfl_sync at ") && has("warp_diag.cu:26"));
   EXPECT(has("mask 0x0000ffff reads lane 1") && has("is not in the mask"));
   if (warn) {
     CHECK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
@@ -115,24 +118,30 @@ int main(int argc, char **argv) {
   CHECK_CUDA(cudaMalloc(&d, sizeof h));
   e = captured([&] { reads_exited<<<1, 32>>>(d); });
   EXPECT(warn ? e == cudaSuccess : e == cudaErrorLaunchFailure);
-  EXPECT(has("reads_exited") && has("__shfl_xor_sync at ") && has("warp_diag.cu:33") && has("has exited"));
+  EXPECT(has("reads_exited") && has("__shfl_xor_sync at ") && has("warp_diag.cu:35") && has("has exited"));
   CHECK_CUDA(cudaDeviceReset());
   // 3.
   CHECK_CUDA(cudaMalloc(&d, sizeof h));
   e = captured([&] { exited_do_not_hold<<<1, 64>>>(d); });
-  EXPECT(e == cudaSuccess);
-  EXPECT(g_report[0] == 0);
-  CHECK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
-  for (int t = 0; t < 64; ++t)
-    if ((t & 31) < 16) EXPECT(h[t] == (300 + ((t & 31) ^ 1)) + (16 << 16));
+  if (strict) {
+    EXPECT(e == cudaErrorLaunchFailure);
+    EXPECT(has("CUDAHOST_WARP_CHECK=strict") && has("names lanes 0xffff0000 that have exited") &&
+           has("warp_diag.cu:43"));
+  } else {
+    EXPECT(e == cudaSuccess);
+    EXPECT(g_report[0] == 0);
+    CHECK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+    for (int t = 0; t < 64; ++t)
+      if ((t & 31) < 16) EXPECT(h[t] == (300 + ((t & 31) ^ 1)) + (16 << 16));
+  }
   CHECK_CUDA(cudaDeviceReset());
   // 4.
   CHECK_CUDA(cudaMalloc(&d, sizeof h));
   e = captured([&] { never_reach<<<1, 32>>>(d); });
   EXPECT(e == cudaErrorLaunchFailure);
   EXPECT(has("never_reach") && has("names lanes that never reach it") && !has("deadlock"));
-  EXPECT(has("__shfl_sync at ") && has("warp_diag.cu:50") && has("lane 16 ") && has("waits at __syncthreads"));
+  EXPECT(has("__shfl_sync at ") && has("warp_diag.cu:52") && has("lane 16 ") && has("waits at __syncthreads"));
   CHECK_CUDA(cudaDeviceReset());
-  return report(warn ? "warp_diag (warn)" : "warp_diag", fails);
+  return report(warn ? "warp_diag (warn)" : strict ? "warp_diag (strict)" : "warp_diag", fails);
 #endif
 }
