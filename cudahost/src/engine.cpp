@@ -642,7 +642,10 @@ __attribute__((noinline)) void warp_lane_exited(Worker* w, int warp) {
   for (unsigned pending = ws.arrived; pending;) {
     unsigned em = ws.mask[__builtin_ctz(pending)];
     pending &= ~em;
-    if (warp_group_ready(ws, em)) complete_warp_group(w, warp, em, -1);
+    if (warp_group_ready(ws, em)) {
+      tsan_release(&ws);
+      complete_warp_group(w, warp, em, -1);
+    }
   }
 }
 
@@ -660,14 +663,16 @@ void complete_barrier(Worker* w, int waiters_to_release) {
 // waits for the warps that have not exited); a barrier the remaining threads all wait at completes.
 inline void thread_exited(Worker* w, ThreadRec* t) {
   WarpState& ws = w->warps[t->warp];
-  // what the thread wrote happens before a barrier or warp operation that its exit lets complete
-  tsan_release(&w->tsan_bar);
-  tsan_release(&ws);
   ws.exited |= 1u << t->lane;
   if (__builtin_expect(ws.arrived != 0, 0)) warp_lane_exited(w, t->warp);
   if (ws.exited == ws.exist) {
     w->bar_gone += __builtin_popcount(ws.exist);
-    if (w->bar_arrived > 0 && w->bar_arrived + w->bar_gone == w->n) complete_barrier(w, w->bar_arrived);
+    if (w->bar_arrived > 0 && w->bar_arrived + w->bar_gone == w->n) {
+      // (released only when the exit completes the barrier: the waiters acquire when they resume, so a release at
+      // every exit would hide the races of the threads that run after the barrier)
+      tsan_release(&w->tsan_bar);
+      complete_barrier(w, w->bar_arrived);
+    }
   }
 }
 
