@@ -19,7 +19,7 @@
 #include "check.h"
 
 // ---- 1. warps 2 and 3 return before the barrier; warps 0 and 1 exchange through shared memory across it
-__global__ void early_exit_warps(const float *in, float *out) {
+__global__ void early_exit_warps(const float *in, float *out, int *votes) {
   __shared__ float buf[64];
   const int t = threadIdx.x;
   if (t >= 64) return;  // whole warps exit
@@ -28,6 +28,15 @@ __global__ void early_exit_warps(const float *in, float *out) {
   out[blockIdx.x * 64 + t] = buf[63 - t] + 1.0f;
   __syncthreads();  // a second barrier, with the same two warps
   out[blockIdx.x * 64 + t] += buf[t];
+  // the barrier votes count the threads that take part (the 64 that have not exited)
+  const int count = __syncthreads_count(t % 3 == 0);
+  const int all = __syncthreads_and(t < 64);
+  const int any = __syncthreads_or(t == 63);
+  if (t == 0) {
+    votes[3 * blockIdx.x + 0] = count;
+    votes[3 * blockIdx.x + 1] = all;
+    votes[3 * blockIdx.x + 2] = any;
+  }
 }
 
 // ---- 2. alignment of static shared arrays of small element types, and a float4 access through one
@@ -101,12 +110,21 @@ int main(int argc, char **argv) {
     float h_in[128], h_out[128];
     for (int i = 0; i < 128; ++i) h_in[i] = 0.25f * i - 3.0f;
     float *d_in, *d_out;
+    int *d_votes, h_votes[6];
     CHECK_CUDA(cudaMalloc(&d_in, sizeof h_in));
     CHECK_CUDA(cudaMalloc(&d_out, sizeof h_out));
+    CHECK_CUDA(cudaMalloc(&d_votes, sizeof h_votes));
     CHECK_CUDA(cudaMemcpy(d_in, h_in, sizeof h_in, cudaMemcpyHostToDevice));
-    early_exit_warps<<<2, 128>>>(d_in, d_out);  // 4 warps per block, 2 of which exit
+    early_exit_warps<<<2, 128>>>(d_in, d_out, d_votes);  // 4 warps per block, 2 of which exit
     CHECK_LAUNCH();
     CHECK_CUDA(cudaMemcpy(h_out, d_out, sizeof h_out, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h_votes, d_votes, sizeof h_votes, cudaMemcpyDeviceToHost));
+    for (int b = 0; b < 2; ++b) {
+      EXPECT(h_votes[3 * b + 0] == 22);  // t % 3 == 0 for t in [0, 64)
+      EXPECT(h_votes[3 * b + 1] == 1);
+      EXPECT(h_votes[3 * b + 2] == 1);
+    }
+    CHECK_CUDA(cudaFree(d_votes));
     for (int b = 0; b < 2; ++b)
       for (int t = 0; t < 64; ++t) {
         const float want = h_in[b * 64 + 63 - t] * 2.0f + 1.0f + h_in[b * 64 + t] * 2.0f;
