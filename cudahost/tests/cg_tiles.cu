@@ -6,6 +6,7 @@
 #include <cooperative_groups/memcpy_async.h>
 #include <cooperative_groups/reduce.h>
 #include <cooperative_groups/scan.h>
+#include <cuda/std/type_traits>  // libcu++, which the toolkit's cooperative-groups headers use
 #include <cuda_runtime.h>
 
 #include <stdio.h>
@@ -14,6 +15,8 @@
 #include "check.h"
 
 namespace cg = cooperative_groups;
+
+static_assert(cuda::std::is_same_v<cuda::std::remove_cv_t<const int>, int>, "libcu++ is usable");
 
 constexpr int kBlock = 256;  // 4 tiles of 64, 2 of 128, 8 warps
 constexpr int kOut = 12;     // results per thread
