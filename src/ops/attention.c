@@ -379,6 +379,13 @@ static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c) {
              (long long)n, (long long)D);
     c->ceiling = mf_attention_tiled_forward_scratch_ceiling(B, H, n);
     c->tol = "attention.out.f32";
+    /* per call (any variant): S = QK^T and O = PV over the causal pairs
+     * (N(N+1)/2 of them; N^2 without the mask), 2*D + 2*Dv flops each (the
+     * softmax's O(N^2) exp/max/sum left out); q, k, v read once, out written
+     * once, fp32 */
+    const double pairs = (double)n * (double)(n + 1) / 2.0;
+    c->flops = (double)(B * H) * pairs * (2.0 * (double)D + 2.0 * (double)D);
+    c->min_bytes = 4.0 * (double)m * 4.0;
     mf_status s = MF_OK;
     for (uint64_t seed = 21; seed <= 23; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);

@@ -288,10 +288,13 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
-    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g%s",
+    /* the full case: every option, the ignored rows (the labels below) included */
+    snprintf(out->shape, sizeof(out->shape),
+             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on rows i%%7==3%s",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
              (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
-             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap,
+             c->bias ? " bias" : "", (long long)c->seq_len, (double)c->smoothing, (double)c->z_loss,
+             (double)c->softcap, (long long)MF_CE_DEFAULT_IGNORE_INDEX,
              fwd != NULL ? " fwd" : bwd != NULL ? " bwd" : "");
 
     mf_cross_entropy_options o;
@@ -516,14 +519,30 @@ static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verif
                                               {"cross_entropy.backward", ce_backward_verify, NULL}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
-enum { CE_BENCH_D = 32, CE_BENCH_V = 512 };
+enum { CE_BENCH_D = 32, CE_BENCH_V = 512, CE_BENCH_CHUNK = 32 };
+
+/* The sweep's budget holds CE_BENCH_CHUNK rows of logits, fewer than the
+ * smallest default size: every size chunks, so the optimized scratch stays
+ * flat (C*V*4 + 4*N + 16) while the reference's N*V*8 grows with N. */
+static void ce_bench_options(int64_t n, mf_cross_entropy_options *o)
+{
+    mf_cross_entropy_options_init(o);
+    o->scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(n, CE_BENCH_V, CE_BENCH_CHUNK);
+}
 
 static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
 {
     const int64_t D = CE_BENCH_D, V = CE_BENCH_V, n = c->n;
-    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean", (long long)n, (long long)D, (long long)V);
+    mf_cross_entropy_options o;
+    ce_bench_options(n, &o);
+    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean budget=%zu (C=%d rows)", (long long)n,
+             (long long)D, (long long)V, o.scratch_budget, CE_BENCH_CHUNK);
+    /* per call: the logits GEMM 2*N*D*V (the softmax's O(N*V) is left out);
+     * hidden and weight read once, the labels, one loss written */
+    c->flops = 2.0 * (double)n * (double)D * (double)V;
+    c->min_bytes = 4.0 * (double)(n * D + V * D) + 8.0 * (double)n + 4.0;
     mf_cross_entropy_plan_info info;
-    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, NULL, &info);
+    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, &o, &info);
     c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
     c->tol = "cross_entropy.loss.f32";
     const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s), *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
@@ -546,11 +565,13 @@ static mf_status ce_bench_reference(mf_context *ctx, mf_bench_case *c)
 
 static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
 {
+    mf_cross_entropy_options o;
+    ce_bench_options(c->n, &o);
     return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1], NULL,
-                                    (const int64_t *)c->dev[2], NULL, c->out_dev, NULL);
+                                    (const int64_t *)c->dev[2], &o, c->out_dev, NULL);
 }
 
-static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean", {64, 128, 256}, 3, ce_bench_setup,
+static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)", {64, 128, 256}, 3, ce_bench_setup,
                                         ce_bench_reference, ce_bench_optimized};
 
 const mf_op_desc mf_op_cross_entropy = {

@@ -519,6 +519,11 @@ static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c) {
              (long long)B, (long long)H, (long long)n, (long long)D);
     c->ceiling = mf_linear_attention_scratch_ceiling(causal, 0, B, H, n, D, D);
     c->tol = "linear_attention.out.f32";
+    /* per call (causal or not, any algorithm): the recurrent minimum, each
+     * token adds k^T v to the D x Dv state (2*D*Dv) and reads q S (2*D*Dv);
+     * q, k, v read once, out written once, fp32 */
+    c->flops = 4.0 * (double)(B * H * n) * (double)D * (double)D;
+    c->min_bytes = 4.0 * (double)m * 4.0;
     mf_status s = MF_OK;
     for (uint64_t seed = 31; seed <= 33; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);

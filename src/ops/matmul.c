@@ -239,6 +239,9 @@ static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {
     snprintf(c->shape, sizeof c->shape, "M=%lld N=%lld K=%lld", (long long)n, (long long)n, (long long)n);
     c->ceiling = mf_matmul_scratch_ceiling((mf_matmul_variant)c->variant, n, n, n);
     c->tol = "matmul.out.f32";
+    /* per call (any variant): 2*M*N*K; A and B read once, C written once, fp32 */
+    c->flops = 2.0 * (double)n * (double)n * (double)n;
+    c->min_bytes = 4.0 * 3.0 * (double)nn;
     mf_status s = MF_OK;
     const float *A = mf_tb_bench_host(c, nn, 11, &s), *B = mf_tb_bench_host(c, nn, 12, &s);
     c->ref_out = mf_tb_bench_host(c, nn, 0, &s);

@@ -579,6 +579,11 @@ static mf_status npt_bench_setup(mf_context *ctx, mf_bench_case *c)
     snprintf(c->shape, sizeof c->shape, "B=1 S=%lld D=%zu F=%zu r=%zu", (long long)c->n, Dm, F, R);
     c->ceiling = mf_npt_factored_forward_scratch_ceiling(MF_DTYPE_F32, sh, NULL);
     c->tol = "npt.forward.f32";
+    /* per call (4D or factored): the factored minimum h.W (2*T*D*F), h.A
+     * (2*T*D*r), the scale by m (T*r), (.)B (2*T*r*F); h, W, A, B, m read
+     * once, y written once, fp32 */
+    c->flops = 2.0 * (double)T * (double)(Dm * F + Dm * R + R * F) + (double)(T * R);
+    c->min_bytes = 4.0 * (double)(T * Dm + Dm * F + Dm * R + R * F + T * R + T * F);
     mf_status s = MF_OK;
     const size_t n_in[5] = {T * Dm, Dm * F, Dm * R, R * F, T * R}; /* h, W, A, B, m */
     for (int i = 0; i < 5; i++)

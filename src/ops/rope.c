@@ -458,6 +458,11 @@ static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c) {
              (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L, cache ? " cache0=n/4" : "");
     c->ceiling = cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
     c->tol = "rope.out.f32";
+    /* per call (fused or cache): each rotated pair (x1, x2) -> (x1 c - x2 s,
+     * x2 c + x1 s) is 6 flops, 3 per rotated element (the angles' sin/cos left
+     * out); q and k read once, q_out and k_out written once, fp32 */
+    c->flops = 3.0 * (double)m;
+    c->min_bytes = 4.0 * 2.0 * (double)m;
     mf_status s = MF_OK;
     mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, 61, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);
