@@ -124,34 +124,37 @@ static void tile_grid(size_t M, size_t N, size_t *row_tiles, size_t *col_tiles, 
     *grid = dim3(grid_cap(*col_tiles, kMaxGridX), grid_cap(*row_tiles, kMaxGridY), 1u);
 }
 
-template <typename T>
-static mf_status launch_naive(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
-                              size_t K, const void *A, const void *B, float *C) {
+// One launcher for both SIMT kernels: Tiled picks matmul_tiled_kernel, else
+// matmul_naive_kernel; the grid, block and stream are the same.
+template <typename T, bool Tiled>
+static mf_status launch_simt(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
+                             size_t K, const void *A, const void *B, float *C) {
     size_t row_tiles, col_tiles;
     dim3 grid;
     tile_grid(M, N, &row_tiles, &col_tiles, &grid);
     const dim3 block(kTile, kTile, 1);
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
-    matmul_naive_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(A),
-                                                       static_cast<const T *>(B), C, M, N, K,
-                                                       trans_a, trans_b, row_tiles, col_tiles);
+    const T *a = static_cast<const T *>(A), *b = static_cast<const T *>(B);
+    if constexpr (Tiled)
+        matmul_tiled_kernel<T><<<grid, block, 0, stream>>>(a, b, C, M, N, K, trans_a, trans_b,
+                                                           row_tiles, col_tiles);
+    else
+        matmul_naive_kernel<T><<<grid, block, 0, stream>>>(a, b, C, M, N, K, trans_a, trans_b,
+                                                           row_tiles, col_tiles);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
 
-template <typename T>
-static mf_status launch_tiled(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
-                              size_t K, const void *A, const void *B, float *C) {
-    size_t row_tiles, col_tiles;
-    dim3 grid;
-    tile_grid(M, N, &row_tiles, &col_tiles, &grid);
-    const dim3 block(kTile, kTile, 1);
-    cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
-    matmul_tiled_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(A),
-                                                       static_cast<const T *>(B), C, M, N, K,
-                                                       trans_a, trans_b, row_tiles, col_tiles);
-    MF_LAUNCH_CHECK();
-    return MF_OK;
+// The dtype dispatch of the two SIMT entry points.
+template <bool Tiled>
+static mf_status matmul_simt(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
+                             int64_t M, int64_t N, int64_t K, const void *A, const void *B,
+                             float *C) {
+    if (dtype == MF_DTYPE_BF16)
+        return launch_simt<__nv_bfloat16, Tiled>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
+                                                 (size_t)K, A, B, C);
+    return launch_simt<float, Tiled>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
+                                     B, C);
 }
 
 // ---- variant 3: cuBLAS -------------------------------------------------------
@@ -196,21 +199,13 @@ extern "C" {
 MF_API mf_status MF_FN(matmul_naive)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
                                      int64_t M, int64_t N, int64_t K, const void *A,
                                      const void *B, float *C) {
-    if (dtype == MF_DTYPE_BF16)
-        return MF_NS::launch_naive<__nv_bfloat16>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
-                                                   (size_t)K, A, B, C);
-    return MF_NS::launch_naive<float>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
-                                      B, C);
+    return MF_NS::matmul_simt<false>(ctx, dtype, trans_a, trans_b, M, N, K, A, B, C);
 }
 
 MF_API mf_status MF_FN(matmul_tiled)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
                                      int64_t M, int64_t N, int64_t K, const void *A,
                                      const void *B, float *C) {
-    if (dtype == MF_DTYPE_BF16)
-        return MF_NS::launch_tiled<__nv_bfloat16>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
-                                                   (size_t)K, A, B, C);
-    return MF_NS::launch_tiled<float>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
-                                      B, C);
+    return MF_NS::matmul_simt<true>(ctx, dtype, trans_a, trans_b, M, N, K, A, B, C);
 }
 
 MF_API mf_status MF_FN(matmul_cublas)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,

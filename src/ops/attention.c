@@ -80,21 +80,12 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_attention_va
     if ((int)variant < 0 || (int)variant >= MF_ATTENTION_N_VARIANTS)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
                             "variant %d is not MF_ATTENTION_TILED (0)", (int)variant);
-    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
-    MF_TRY(mf_check_bool(func, "causal", causal));
-    const int64_t dims[5] = {B, H, N, D, Dv};
-    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
-    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
+    MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     if (D > MF_ATTENTION_MAX_HEAD_DIM || Dv > MF_ATTENTION_MAX_HEAD_DIM)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "the tiled kernels support D, Dv <= %d (got D=%lld Dv=%lld)",
                             MF_ATTENTION_MAX_HEAD_DIM, (long long)D, (long long)Dv);
-    size_t bytes;
-    const int64_t es = (int64_t)mf_dtype_size(dtype);
-    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
-    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
-    MF_TRY(mf_dims_product(func, "dq/dk bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
-    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
+    MF_TRY(mf_check_bhnd_bytes(func, dtype, B, H, N, D, Dv, "dq/dk bytes (B*H*N*D*4)"));
     return MF_OK;
 }
 

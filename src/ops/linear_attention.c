@@ -49,11 +49,7 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
                               int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
                               int64_t Dv, int has_state) {
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
-    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
-    MF_TRY(mf_check_bool(func, "causal", causal));
-    const int64_t dims[5] = {B, H, N, D, Dv};
-    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
-    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
+    MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     if (D > MF_LINEAR_ATTENTION_MAX_HEAD_DIM || Dv > MF_LINEAR_ATTENTION_MAX_HEAD_DIM)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "the kernels support D, Dv <= %d (got D=%lld Dv=%lld)",
@@ -66,12 +62,8 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
     if (!causal && has_state)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
                             "a recurrent state (or its gradient) needs causal == 1");
+    MF_TRY(mf_check_bhnd_bytes(func, dtype, B, H, N, D, Dv, "dq/dk bytes (B*H*N*D*4)"));
     size_t bytes;
-    const int64_t es = (int64_t)mf_dtype_size(dtype);
-    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
-    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
-    MF_TRY(mf_dims_product(func, "dq/dk bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
-    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
     MF_TRY(mf_dims_product(func, "row statistics (B*H*N*8)", &bytes, 4, B, H, N, (int64_t)8));
     return MF_OK;
 }
