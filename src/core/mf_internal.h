@@ -90,6 +90,9 @@ size_t mf_context_cublas_workspace_bytes(const mf_context *ctx);
  * restores the built-in list. Not thread-safe; tests and tools only. */
 struct mf_op_desc;
 void mf_registry_override(const struct mf_op_desc *const *ops, size_t n);
+/* The ops built into the library (MF_REGISTERED_OPS), whatever the override:
+ * the tolerance table (src/core/tolerance.c) collects their rows. */
+const struct mf_op_desc *const *mf_registry_builtin(size_t *count);
 
 #ifdef __cplusplus
 }
