@@ -115,6 +115,11 @@ typedef struct mf_op_desc {
     int n_verify_targets;                   /* 0: takes no candidates */
     const mf_verify_target *verify_targets; /* a target named like the op answers --op <op> */
     const mf_bench_sweep *bench;            /* NULL: memfix bench times run_case */
+    /* The op's rows of the tolerance table, "<op>.<output>.<dtype>", each with
+     * a one-line justification from the arithmetic; mf_tolerance_get and
+     * mf_tolerance_table (memfix/check.h) find them through the registry. */
+    int n_tolerances;
+    const mf_tolerance *tolerances;
 } mf_op_desc;
 
 MF_API const mf_op_desc *const *mf_registry(size_t *count);

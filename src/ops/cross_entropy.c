@@ -177,6 +177,16 @@ static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t
     a->labels = labels;
 }
 
+/* The gradient inputs and outputs of the passes that run the backward. */
+static void ce_args_grads(mf_ce_args *a, const float *grad_loss, float *grad_hidden,
+                          float *grad_weight, float *grad_bias)
+{
+    a->grad_loss = grad_loss;
+    a->grad_hidden = grad_hidden;
+    a->grad_weight = grad_weight;
+    a->grad_bias = grad_bias;
+}
+
 mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
                                    int64_t vocab, mf_dtype dtype, const void *hidden,
                                    const void *weight, const void *bias, const int64_t *labels,
@@ -199,12 +209,9 @@ mf_status mf_cross_entropy_forward_backward(
     mf_ce_args a;
     ce_args_init(&a, MF_CE_MODE_FORWARD_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden,
                  weight, bias, labels);
-    a.grad_loss = grad_loss;
+    ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.loss = loss;
     a.lse_out = lse;
-    a.grad_hidden = grad_hidden;
-    a.grad_weight = grad_weight;
-    a.grad_bias = grad_bias;
     return ce_run(__func__, ctx, &a, opts);
 }
 
@@ -218,11 +225,8 @@ mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hid
     mf_ce_args a;
     ce_args_init(&a, MF_CE_MODE_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight,
                  bias, labels);
+    ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.lse_in = lse;
-    a.grad_loss = grad_loss;
-    a.grad_hidden = grad_hidden;
-    a.grad_weight = grad_weight;
-    a.grad_bias = grad_bias;
     return ce_run(__func__, ctx, &a, opts);
 }
 
@@ -574,6 +578,19 @@ static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
 static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)", {64, 128, 256}, 3, ce_bench_setup,
                                         ce_bench_reference, ce_bench_optimized};
 
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "cross_entropy.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance cross_entropy_tolerances[] = {
+    {"cross_entropy.loss.f32", 2e-6, 2e-6, 1e-11,
+     "fp32 logits (D-term fp32 dot, ~1e-7), fp32 max/exp/log over V and a row loss ~ lse ~ log V < 10: a few ulp of 10 (~1e-6); the final sum is double"},
+    {"cross_entropy.loss.bf16", 2e-6, 2e-6, 1e-11,
+     "same as loss.f32: bf16 inputs are widened exactly and the logits tile, softmax and loss stay fp32 (only the gradient tile is narrowed)"},
+    {"cross_entropy.grad.f32", 2e-6, 1e-4, 1e-10,
+     "p = exp(s - lse) with lse rounded to fp32 (2 ulp of lse <= 10: 1.9e-6 rel), so sum_j |dG| <= |g|*1.9e-6; times max|W| <= 0.5, |g| <= 1.5: 1.4e-6; rtol: fp32 sums over V or N"},
+    {"cross_entropy.grad.bf16", 6e-3, 8e-3, 2e-5,
+     "dL/dz narrowed to bf16 (u = 2^-8) for the bf16 GEMMs: |err| <= u * sum |G||x|, dominated by the target term |g| <= 1.5 with |x| <= 1 (5.9e-3); rtol 2u; nmse ~ u^2/3 = 5e-6, x4 for partial cancellation"},
+};
+
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
     "linear cross-entropy forward+backward in chunks, never the N x V logits (seed 000, bug 1)",
@@ -584,4 +601,6 @@ const mf_op_desc mf_op_cross_entropy = {
     3,
     ce_targets,
     &ce_bench,
+    (int)(sizeof cross_entropy_tolerances / sizeof cross_entropy_tolerances[0]),
+    cross_entropy_tolerances,
 };

@@ -504,6 +504,17 @@ static const mf_bench_sweep rope_bench = {
     "destroys it (table build included in opt_ms)",
     {64, 256, 1024}, 3, rope_bench_setup, rope_bench_reference, rope_bench_optimized};
 
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "rope.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance rope_tolerances[] = {
+    {"rope.out.f32", 1e-6, 1e-6, 1e-12,
+     "double angle, cos/sin rounded once to fp32 (2^-24 rel), 2 fp32 products + 1 sum: <= 4*2^-24*(|x0|+|x1|) + ref rounding ~ 4.8e-7 for |x| < 1 at any position; an fp32 angle errs ~4e-6 at p = 64"},
+    {"rope.out.bf16", 1e-6, 4e-3, 1.6e-5,
+     "the fp32 result (rope.out.f32) rounded to bf16: <= 2^-8*|y| (8 significant bits) plus the fp32 math error; nmse <= (2^-8)^2"},
+    {"rope.roundtrip.f32", 2e-6, 1e-6, 4e-12,
+     "backward(forward(x)) vs x: two fp32 rotations, each within rope.out.f32's 4*2^-24*(|x0|+|x1|) with |x|, |y| < sqrt(2)"},
+};
+
 const mf_op_desc mf_op_rope = {
     "rope",
     "RoPE with device-generated positions, double angles: fused (no table) and device cos/sin cache vs "
@@ -515,4 +526,6 @@ const mf_op_desc mf_op_rope = {
     1,
     rope_targets,
     &rope_bench,
+    (int)(sizeof rope_tolerances / sizeof rope_tolerances[0]),
+    rope_tolerances,
 };
