@@ -50,12 +50,19 @@ int mf_linear_attention_chunk_valid(int64_t chunk) {
 /* ---- memory ceilings (include/memfix/linear_attention.h) ------------------------------ */
 size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
                                            int64_t N, int64_t D, int64_t Dv) {
-    (void)causal;
     if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
-    if (!backward) return 0; /* state slices live in shared memory */
-    size_t x;                /* den_n and dd_n: 2 floats per position */
-    if (!mf_size_mul((size_t)B, (size_t)H, &x) || !mf_size_mul(x, (size_t)N, &x) ||
-        !mf_size_mul(x, 2 * sizeof(float), &x))
+    /* chunk states: ceil(N/64) chunks (chunks have max(C, 64) rows) of D*(Dv+1) floats
+     * (causal; the fp32 path needs only their D floats of z), or of D floats plus the
+     * total z (bidirectional backward) */
+    const size_t bh = (size_t)B * (size_t)H, nc = (size_t)N / 64 + ((size_t)N % 64 != 0);
+    size_t x, y;
+    if (!mf_size_mul(bh, causal ? nc : nc + 1, &x) || !mf_size_mul(x, (size_t)D, &x)) return SIZE_MAX;
+    if (causal && !mf_size_mul(x, (size_t)Dv + 1, &x)) return SIZE_MAX;
+    if (!mf_size_mul(x, sizeof(float), &x)) return SIZE_MAX;
+    if (!backward) return causal ? x : 0; /* bidirectional: state slices in shared memory */
+    /* den_n and dd_n: 2 floats per position */
+    if (!mf_size_mul(bh, (size_t)N, &y) || !mf_size_mul(y, 2 * sizeof(float), &y) ||
+        !mf_size_add(x, y, &x))
         return SIZE_MAX;
     return x;
 }
@@ -202,6 +209,19 @@ static const la_case la_cases[] = {
 #define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
 #define LA_VARIANTS_X_CASES (LA_N_VARIANTS * LA_N_CASES)
 
+/* mf_op_fold_compare_row with the tolerance row of the kernels that ran: bf16
+ * causal runs on tensor cores with bf16 operands ("<base>.bf16_mma"). */
+static mf_status la_compare_row(const float *got, const float *ref, size_t n, const char *what,
+                                const char *tol_base, mf_dtype dtype, int causal,
+                                mf_case_result *out, int *all_pass) {
+    char tol_name[64];
+    snprintf(tol_name, sizeof tol_name, "%s.%s%s", tol_base, mf_dtype_name(dtype),
+             dtype == MF_DTYPE_BF16 && causal ? "_mma" : "");
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
+    return mf_op_fold_compare(got, ref, n, tol, what, out, all_pass);
+}
+
 /* One case of one variant: through mf_linear_attention_forward/backward
  * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
  * public entry of its pass (memfix verify; a backward candidate gets our
@@ -235,7 +255,8 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
                  (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
                  (long long)c->Dv, cand ? "bidir " : "", pass_label);
     const mf_tolerance *tol = mf_tolerance_get(
-        c->dtype == MF_DTYPE_BF16 ? "linear_attention.out.bf16" : "linear_attention.out.f32");
+        c->dtype == MF_DTYPE_BF16 ? (causal ? "linear_attention.out.bf16_mma" : "linear_attention.out.bf16")
+                                  : "linear_attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
@@ -376,24 +397,24 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const char *grad_kv = with_state ? "linear_attention.grad_state" : "linear_attention.grad";
     int pass = 1;
     if (cmp_fwd &&
-        (st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK)
+        (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, causal, out, &pass)) != MF_OK)
         goto done;
     if (cmp_bwd &&
-        ((st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq",
+        ((st = la_compare_row(g_dq, r_dq, nqk, "dq",
                            (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
                                                     : "linear_attention.grad",
-                           c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk",
+                           c->dtype, causal, out, &pass)) != MF_OK ||
+        (st = la_compare_row(g_dk, r_dk, nqk, "dk",
                            (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
-                           c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, out, &pass)) != MF_OK))
+                           c->dtype, causal, out, &pass)) != MF_OK ||
+        (st = la_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, causal, out, &pass)) != MF_OK))
         goto done;
     if (with_state) {
         static const char *const names[4] = {"final_kv", "final_z", "d_initial_kv", "d_initial_z"};
         for (int i = fwd != NULL ? 0 : 2; i < (fwd != NULL ? 2 : 4); i++)
-            if ((st = mf_op_fold_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
+            if ((st = la_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
                                              i < 2 ? "linear_attention.state" : "linear_attention.grad",
-                                             c->dtype, out, &pass)) != MF_OK)
+                                             c->dtype, causal, out, &pass)) != MF_OK)
                 goto done;
     }
     mf_op_case_verdict(out, pass);
