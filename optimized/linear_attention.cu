@@ -534,7 +534,8 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 
 // ==== the causal form on tensor cores (bf16 storage), in the chunk form of ==================
 // flash-linear-attention: chunk states in parallel, a scan over chunks, then every 64-row
-// tile in parallel. Ce = max(C, 64) rows per chunk (tiles of 4 warps x 16 rows):
+// tile in parallel. Ce = kStateChunk = 256 rows per chunk state, 64-row tiles (4 warps x 16
+// rows) for the outputs; the argument C (the fp32 path's chunk) does not apply here:
 //   la_tc_state_kernel<0> (b, h, chunk, 64 columns of Dv): H_c = K'_c^T V_c and z_c =
 //                          sum k'_m (the chunk's own contribution), fp32 into scratch
 //   la_tc_state_kernel<1> (same grid): G_c = Q'_c^T dN_c and g_c = sum dd_n q'_n
@@ -559,7 +560,11 @@ constexpr int kT = 64;    // own-tile rows: 4 warps x 16
 constexpr int kO = 32;    // other-tile rows (and the state's k-slice)
 constexpr int kLd = kMaxD + 8;  // bf16 row pitch: 272 bytes (16-byte aligned, no ldmatrix conflicts)
 constexpr int kLdH = 64 + 8;    // the 64-column half tiles of la_tc_state_kernel
-constexpr int kTcMinChunk = 64;
+// Rows per chunk state (every path's z sums, the tensor-core path's D x Dv states): a state
+// every 256 rows moves 1/4 of the state bytes of one every 64 rows (the chunk form is
+// memory-bound at D = 128: docs/linear_attention.md) for ~2x the intra-chunk products; the
+// tile kernels compute the intra-chunk part of up to 256 rows in 64 x 32 mma tiles.
+constexpr int kStateChunk = 256;
 typedef __nv_bfloat16 bf16;
 
 struct TcDims {
@@ -1017,15 +1022,15 @@ static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t D
     return s;
 }
 
-// Chunks of Ce = max(C, 64) rows (bidirectional: 64, only for the z sums); with_kv: the
-// chunk states hold the D x Dv matrix and z (tensor-core path), else z alone.
-static TcDims make_tc(int causal, int64_t chunk, size_t bh, int64_t N, int64_t D, int64_t Dv, int with_kv) {
+// Chunk states every kStateChunk rows; with_kv: they hold the D x Dv matrix and z
+// (tensor-core path), else z alone.
+static TcDims make_tc(size_t bh, int64_t N, int64_t D, int64_t Dv, int with_kv) {
     TcDims t;
     t.N = (size_t)N;
     t.bh = bh;
     t.D = (int)D;
     t.Dv = (int)Dv;
-    t.Ce = causal && chunk > kTcMinChunk ? (int)chunk : kTcMinChunk;
+    t.Ce = kStateChunk;
     t.nc = cdiv(t.N, (size_t)t.Ce);
     t.tiles = cdiv(t.N, (size_t)kT);
     t.E = with_kv ? (int)(D * Dv + D) : (int)D;
@@ -1036,22 +1041,22 @@ static TcDims make_tc(int causal, int64_t chunk, size_t bh, int64_t N, int64_t D
 static bool use_tc(mf_dtype dtype, int causal) { return dtype == MF_DTYPE_BF16 && causal; }
 
 // Device scratch of one call, in floats (mf_linear_attention_scratch_ceiling bounds it).
-static size_t scratch_floats(mf_dtype dtype, int causal, int backward, int64_t chunk, size_t bh,
+static size_t scratch_floats(mf_dtype dtype, int causal, int backward, size_t bh,
                              int64_t N, int64_t D, int64_t Dv) {
     const bool tc = use_tc(dtype, causal);
     if (!backward && !tc) return 0;
-    const TcDims t = make_tc(causal, chunk, bh, N, D, Dv, tc);
+    const TcDims t = make_tc(bh, N, D, Dv, tc);
     size_t n = bh * t.nc * (size_t)t.E;           // chunk states
     if (backward) n += 2 * bh * (size_t)N;        // den_n, dd_n
     if (backward && !causal) n += bh * (size_t)D; // the total z
     return n;
 }
 
-static mf_status launch_forward_tc(mf_context *ctx, int64_t chunk, size_t bh, int64_t N, int64_t D,
+static mf_status launch_forward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D,
                                    int64_t Dv, const bf16 *q, const bf16 *k, const bf16 *v,
                                    const mf_linear_attention_state &st, float *out, float *states) {
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
-    const TcDims t = make_tc(1, chunk, bh, N, D, Dv, 1);
+    const TcDims t = make_tc(bh, N, D, Dv, 1);
     const size_t halves = cdiv((size_t)Dv, 64);
     la_tc_state_kernel<0><<<item_grid(bh * t.nc * halves), kThreads, 0, stream>>>(k, v, nullptr, nullptr,
                                                                                    states, t);
@@ -1105,14 +1110,14 @@ static mf_status launch_rowstats(cudaStream_t stream, int causal, const TcDims &
     return MF_OK;
 }
 
-static mf_status launch_backward_tc(mf_context *ctx, int64_t chunk, size_t bh, int64_t N, int64_t D,
+static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D,
                                     int64_t Dv, const bf16 *q, const bf16 *k, const bf16 *v,
                                     const float *out, const bf16 *dout,
                                     const mf_linear_attention_state &st,
                                     const mf_linear_attention_state_grad &gr, float *scratch,
                                     float *dq, float *dk, float *dv) {
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
-    const TcDims t = make_tc(1, chunk, bh, N, D, Dv, 1);
+    const TcDims t = make_tc(bh, N, D, Dv, 1);
     float *den = scratch, *dd = scratch + bh * (size_t)N, *states = dd + bh * (size_t)N;
     const size_t halves = cdiv((size_t)Dv, 64);
     const dim3 sgrid = item_grid(bh * t.nc * halves), tgrid = item_grid(bh * t.tiles);
@@ -1157,7 +1162,7 @@ static mf_status launch_backward(mf_context *ctx, int causal, int64_t chunk, int
     const mf_linear_attention_state_grad gnone = {nullptr, nullptr, nullptr, nullptr};
     const mf_linear_attention_state_grad &gr = grad != nullptr ? *grad : gnone;
     float *den = scratch, *dd = scratch + bh * (size_t)N, *zbuf = dd + bh * (size_t)N;
-    const TcDims t = make_tc(causal, chunk, bh, N, D, Dv, 0);
+    const TcDims t = make_tc(bh, N, D, Dv, 0);
     float *ztot = zbuf + bh * t.nc * (size_t)t.E;
 
     mf_status rc = launch_rowstats<T, false>(stream, causal, t, tq, tk, out, tdo, st.initial_z, nullptr, 0,
@@ -1204,11 +1209,11 @@ MF_API mf_status MF_FN(linear_attention_forward)(mf_context *ctx, mf_dtype dtype
     const size_t bh = (size_t)B * (size_t)H;
     float *states = nullptr;
     mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE,
-                                    scratch_floats(dtype, causal, 0, chunk, bh, N, D, Dv) * sizeof(float),
+                                    scratch_floats(dtype, causal, 0, bh, N, D, Dv) * sizeof(float),
                                     reinterpret_cast<void **>(&states));
     if (st != MF_OK) return st;
     const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
-    st = launch_forward_tc(ctx, chunk, bh, N, D, Dv, static_cast<const bf16 *>(q),
+    st = launch_forward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
                            static_cast<const bf16 *>(k), static_cast<const bf16 *>(v),
                            state != nullptr ? *state : none, out, states);
     // Freeing device memory waits for the kernels that use it (cudaFree synchronizes).
@@ -1227,13 +1232,13 @@ MF_API mf_status MF_FN(linear_attention_backward)(
     const size_t bh = (size_t)B * (size_t)H;
     float *scratch = nullptr;
     mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE,
-                                    scratch_floats(dtype, causal, 1, chunk, bh, N, D, Dv) * sizeof(float),
+                                    scratch_floats(dtype, causal, 1, bh, N, D, Dv) * sizeof(float),
                                     reinterpret_cast<void **>(&scratch));
     if (st != MF_OK) return st;
     if (use_tc(dtype, causal)) {
         const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
         const mf_linear_attention_state_grad gnone = {nullptr, nullptr, nullptr, nullptr};
-        st = launch_backward_tc(ctx, chunk, bh, N, D, Dv, static_cast<const bf16 *>(q),
+        st = launch_backward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
                                 static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), out,
                                 static_cast<const bf16 *>(dout), state != nullptr ? *state : none,
                                 grad != nullptr ? *grad : gnone, scratch, dq, dk, dv);

@@ -51,9 +51,11 @@
  * Optimized variants
  * ------------------
  *   causal, bf16 storage: tensor cores, in flash-linear-attention's chunk form.
- *     Chunks of Ce = max(C, 64) rows (C below 64 is raised: a tile is 4 warps x
- *     16 rows). (1) every chunk's own state K'_c^T V_c and sum k'_m in parallel
- *     (mma.sync m16n8k16, bf16 operands, fp32 accumulation), (2) an exclusive
+ *     A chunk state every 256 rows, outputs in 64-row tiles (4 warps x 16 rows);
+ *     C (the fp32 path's chunk) does not apply. (1) every chunk's own state
+ *     K'_c^T V_c and sum k'_m in parallel
+ *     (mma.sync m16n8k16, bf16 operands, phi(k) as hi + lo bf16 so the states
+ *     keep fp32 accuracy; fp32 accumulation), (2) an exclusive
  *     scan over chunks in fp32 (from S0, z0; the final state is its total),
  *     (3) every 64-row tile in parallel: Q' S_prev + mask(Q'K'^T) V on tensor
  *     cores, den in fp32. The backward recomputes the states, then den_n, dd_n
@@ -73,7 +75,7 @@
  *   bidirectional (fp32 and bf16 storage, SIMT): the same kernels in two
  *     phases: first the whole state (S, z for the forward; G, g for the
  *     backward) into the block's shared memory, then every position's output.
- *   Every backward: den_n and dd_n from the chunks' z (summed per 64-row chunk
+ *   Every backward: den_n and dd_n from the chunks' z (summed per 256-row chunk
  *     in parallel and scanned) by one block per (b, h, 64-row tile).
  *
  * Memory (bytes; scratch beyond inputs and outputs, see memfix.h)
@@ -84,7 +86,7 @@
  *                                            reverse cumsums autograd materializes)
  *   bidir forward  : 8 * B*H*D*(Dv+1)       kv + k_sum
  *   bidir backward : 16 * B*H*D*(Dv+1)      kv, k_sum and their gradients
- * Optimized (device scratch, upper bounds for any C and dtype; nc = ceil(N/64)):
+ * Optimized (device scratch, upper bounds for any C and dtype; nc = ceil(N/256)):
  *   causal forward : 4 * B*H*nc*D*(Dv+1)             the chunk states (bf16 path;
  *                                                      fp32 path: 0)
  *   causal backward: 4 * B*H*nc*D*(Dv+1) + 8*B*H*N    chunk states (fp32 path: only
@@ -92,10 +94,10 @@
  *   bidir forward  : 0                                 state slices in shared memory
  *   bidir backward : 4 * B*H*(nc+1)*D + 8*B*H*N        chunk z sums and the total z,
  *                                                      den_n, dd_n
- * The chunked scratch grows as N/64 * D*(Dv+1) (one state per 64 positions, the
- * price of computing the chunks in parallel) plus 8 bytes per position, while
- * the cumsum reference grows as 8*N*D*(Dv+1): the ceiling is below the reference
- * at every N (4*ceil(N/64) < 8*N). The bidirectional form is the document's
+ * The chunked scratch grows as N/256 * D*(Dv+1) (one state per 256 positions,
+ * the price of computing the chunks in parallel) plus 8 bytes per position,
+ * while the cumsum reference grows as 8*N*D*(Dv+1): the ceiling is below the
+ * reference at every N (4*ceil(N/256) < 8*N), 1/512 of it at large N. The bidirectional form is the document's
  * memory-efficient baseline, not a fix: its reference is already O(D*Dv), so
  * its backward's O(N) row statistics exceed the reference's 16*B*H*D*(Dv+1)
  * once N is larger than about 2*D*(Dv+1).

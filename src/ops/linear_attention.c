@@ -51,10 +51,9 @@ int mf_linear_attention_chunk_valid(int64_t chunk) {
 size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
                                            int64_t N, int64_t D, int64_t Dv) {
     if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
-    /* chunk states: ceil(N/64) chunks (chunks have max(C, 64) rows) of D*(Dv+1) floats
-     * (causal; the fp32 path needs only their D floats of z), or of D floats plus the
-     * total z (bidirectional backward) */
-    const size_t bh = (size_t)B * (size_t)H, nc = (size_t)N / 64 + ((size_t)N % 64 != 0);
+    /* chunk states, one per 256 rows: D*(Dv+1) floats (causal; the fp32 path needs only
+     * their D floats of z), or D floats plus the total z (bidirectional backward) */
+    const size_t bh = (size_t)B * (size_t)H, nc = (size_t)N / 256 + ((size_t)N % 256 != 0);
     size_t x, y;
     if (!mf_size_mul(bh, causal ? nc : nc + 1, &x) || !mf_size_mul(x, (size_t)D, &x)) return SIZE_MAX;
     if (causal && !mf_size_mul(x, (size_t)Dv + 1, &x)) return SIZE_MAX;
