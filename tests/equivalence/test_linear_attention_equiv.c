@@ -74,7 +74,6 @@ static const config configs[] = {
     {1, 1, 150, 128, 128, 64, 1, MF_DTYPE_BF16}, /* three tiles, ragged */
     {1, 1, 301, 128, 64, 128, 1, MF_DTYPE_BF16}, /* two state chunks (scan), ragged */
     {1, 1, 97, 33, 71, 64, 1, MF_DTYPE_BF16},  /* D, Dv not multiples of 16 */
-    {1, 1, 600, 64, 64, 64, 1, MF_DTYPE_BF16}, /* three state chunks */
     {1, 1, 1, 8, 8, 0, 0, MF_DTYPE_F32},       /* bidirectional */
     {2, 2, 37, 16, 8, 0, 0, MF_DTYPE_F32},
     {1, 2, 70, 40, 40, 0, 0, MF_DTYPE_BF16},
