@@ -25,12 +25,18 @@ int mf_linear_attention_chunk_valid(int64_t chunk) {
 /* ---- memory ceilings (include/memfix/linear_attention.h) ------------------------------ */
 size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
                                            int64_t N, int64_t D, int64_t Dv) {
-    (void)causal;
     if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
-    if (!backward) return 0; /* state slices live in shared memory */
-    size_t x;                /* den_n and dd_n: 2 floats per position */
-    if (!mf_size_mul((size_t)B, (size_t)H, &x) || !mf_size_mul(x, (size_t)N, &x) ||
-        !mf_size_mul(x, 2 * sizeof(float), &x))
+    /* chunk states, one per 256 rows: D*(Dv+1) floats (causal; the fp32 path needs only
+     * their D floats of z), or D floats plus the total z (bidirectional backward) */
+    const size_t bh = (size_t)B * (size_t)H, nc = (size_t)N / 256 + ((size_t)N % 256 != 0);
+    size_t x, y;
+    if (!mf_size_mul(bh, causal ? nc : nc + 1, &x) || !mf_size_mul(x, (size_t)D, &x)) return SIZE_MAX;
+    if (causal && !mf_size_mul(x, (size_t)Dv + 1, &x)) return SIZE_MAX;
+    if (!mf_size_mul(x, sizeof(float), &x)) return SIZE_MAX;
+    if (!backward) return causal ? x : 0; /* bidirectional: state slices in shared memory */
+    /* den_n and dd_n: 2 floats per position */
+    if (!mf_size_mul(bh, (size_t)N, &y) || !mf_size_mul(y, 2 * sizeof(float), &y) ||
+        !mf_size_add(x, y, &x))
         return SIZE_MAX;
     return x;
 }
@@ -150,10 +156,24 @@ static const la_case la_cases[] = {
 #define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
 #define LA_VARIANTS_X_CASES (LA_N_VARIANTS * LA_N_CASES)
 
+/* mf_tb_compare with the tolerance row of the kernels: bf16 causal runs on tensor
+ * cores with bf16 operands ("<base>.bf16_mma", mma != 0), and so may a memfix
+ * verify candidate (fla's chunk kernels do). */
+static mf_status la_compare_row(const float *got, const float *ref, size_t n, const char *what,
+                                const char *tol_base, mf_dtype dtype, int mma,
+                                mf_case_result *out, int *all_pass) {
+    char tol_name[64];
+    snprintf(tol_name, sizeof tol_name, "%s.%s%s", tol_base, mf_dtype_name(dtype),
+             dtype == MF_DTYPE_BF16 && mma ? "_mma" : "");
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
+    return mf_tb_compare(got, ref, n, tol, what, out, all_pass);
+}
+
 /* One case of one variant: through mf_linear_attention_forward/backward
  * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
- * public entry of its pass (memfix verify; a backward candidate gets our
- * forward's out; only the candidate's own outputs are compared). Causal candidate runs also carry a recurrent state: an
+ * public entry of its pass (memfix verify; a backward candidate gets the
+ * reference's out; only the candidate's own outputs are compared). Causal candidate runs also carry a recurrent state: an
  * initial state (S0, z0) and final-state gradients in, the final state and the
  * initial state's gradients out, compared too. A candidate's scratch is
  * measured around its call alone against its pass's ceiling. seed_salt != 0
@@ -165,6 +185,8 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const la_case *c = &la_cases[case_index];
     const int causal = variant == 0;
     const int cand = fwd != NULL || bwd != NULL, with_state = cand && causal;
+    /* bf16 causal: tensor-core rows (bf16 operands), for ours and for candidates alike */
+    const int mma = causal;
     const char *pass_label = !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate";
     mf_tb_case_labels(out, ctx, cand ? "candidate" : la_variant_names[variant], c->dtype);
     if (causal)
@@ -176,7 +198,8 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
                  (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
                  (long long)c->Dv, cand ? "bidir " : "", pass_label);
     const mf_tolerance *tol = mf_tolerance_get(
-        c->dtype == MF_DTYPE_BF16 ? "linear_attention.out.bf16" : "linear_attention.out.f32");
+        c->dtype == MF_DTYPE_BF16 ? (mma ? "linear_attention.out.bf16_mma" : "linear_attention.out.bf16")
+                                  : "linear_attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
@@ -280,9 +303,10 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
                 (st = mf_context_synchronize(ctx)) != MF_OK)
                 goto done;
             out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-        } else { /* ours; then the candidate's backward, measured */
-            if ((st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N,
-                                                  c->D, c->Dv, d_q, d_k, d_v, sf, d_out)) != MF_OK ||
+        } else { /* the reference's out (rounded to fp32: the candidate is judged alone, not
+                  * with our bf16 tensor-core forward's rounding); its backward, measured */
+            (void)sf;
+            if ((st = mf_buffer_upload(ctx, d_out, r_out, nv * 4)) != MF_OK ||
                 (st = mf_context_synchronize(ctx)) != MF_OK ||
                 (st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
                 (st = bwd(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
@@ -317,24 +341,24 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const char *grad_kv = with_state ? "linear_attention.grad_state" : "linear_attention.grad";
     int pass = 1;
     if (cmp_fwd &&
-        (st = mf_tb_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK)
+        (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, mma, out, &pass)) != MF_OK)
         goto done;
     if (cmp_bwd &&
-        ((st = mf_tb_compare_row(g_dq, r_dq, nqk, "dq",
+        ((st = la_compare_row(g_dq, r_dq, nqk, "dq",
                            (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
                                                     : "linear_attention.grad",
-                           c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_dk, r_dk, nqk, "dk",
+                           c->dtype, mma, out, &pass)) != MF_OK ||
+        (st = la_compare_row(g_dk, r_dk, nqk, "dk",
                            (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
-                           c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, out, &pass)) != MF_OK))
+                           c->dtype, mma, out, &pass)) != MF_OK ||
+        (st = la_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, mma, out, &pass)) != MF_OK))
         goto done;
     if (with_state) {
         static const char *const names[4] = {"final_kv", "final_z", "d_initial_kv", "d_initial_z"};
         for (int i = fwd != NULL ? 0 : 2; i < (fwd != NULL ? 2 : 4); i++)
-            if ((st = mf_tb_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
+            if ((st = la_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
                                              i < 2 ? "linear_attention.state" : "linear_attention.grad",
-                                             c->dtype, out, &pass)) != MF_OK)
+                                             c->dtype, mma, out, &pass)) != MF_OK)
                 goto done;
     }
     mf_tb_verdict(out, pass);
@@ -542,7 +566,19 @@ static const mf_tolerance linear_attention_tolerances[] = {
     {"linear_attention.grad_degenerate.bf16", 1e-6, 0.0, 1e30,
      "bf16 inputs widened exactly; mathematically ~0 gradients as in linear_attention.grad_degenerate.f32: absolute error only"},
     {"linear_attention.state.bf16", 1e-5, 1e-5, 1e-11,
-     "bf16 inputs widened exactly; the fp32 state sums of linear_attention.state.f32"},
+     "bf16 inputs widened exactly; the fp32 state sums of linear_attention.state.f32"},    /* bf16 causal linear attention on tensor cores (optimized/linear_attention.cu, la_tc_*):
+     * q' = phi(q), k', dout/den, the C x C scores and the states rounded to bf16 (u = 2^-9 =
+     * 1.95e-3 relative) as mma operands, fp32 accumulation */
+    {"linear_attention.out.bf16_mma", 1.2e-2, 0.0, 1.5e-5,
+     "out = sum_m w_m v_m / sum_m w_m, w_m = q'.k'_m sums of positive terms: rounding q', k' moves each w_m by <= 2u relative, shifting out by <= 2u max|v - out| <= 4u; scores rounded in (QK^T)V and S in Q'S add <= u max|v| each: 6u = 1.17e-2 (measured 2.5e-3); nmse: 4 roundings of rms u/sqrt3 scaled by |v - out|/|out| ~ 1.7: ~4u^2 (measured 4.7e-6)"},
+    {"linear_attention.grad.bf16_mma", 1.2e-2, 0.0, 1e-4,
+     "3 rounded factors per term (e.g. dN, (dN V^T + dd) and q' in dk): <= 3u relative per term over sums of |terms| <= 2 at these inputs (|grad| <= 1.2): 6u = 1.17e-2 (measured 6.9e-3); nmse: dq = S dnum + dd z cancels by kappa ~ 5 (out is a weighted mean of v): 3 (u^2/3) kappa^2 = 25u^2 = 9.5e-5 (measured 4.8e-5)"},
+    {"linear_attention.grad_state.bf16_mma", 6e-2, 0.0, 1e-4,
+     "dk, dv given dS_N (not divided by den): D-term dots of G = dS_N + sum q' dnum^T (|.| ~ 0.5) with k' (<= 2.5), both rounded to bf16 (2u per term, rms 2u/sqrt6): 5 sigma of a random walk over D = 128 terms of rms 0.6 is 5 * 1.6e-3 * 11.3 * 0.6 = 5.4e-2 (|dv| up to 9; measured 4.8e-2 at D = 128); nmse as grad.bf16_mma (measured 7.2e-6)"},
+    {"linear_attention.grad_degenerate.bf16_mma", 1.2e-2, 0.0, 1e30,
+     "dq, dk where mathematically ~0 (N = 1, or dq at D = 1): rounding leaves u-level residues of the grad.bf16_mma terms; nmse undefined, only |err| <= grad.bf16_mma's atol"},
+    {"linear_attention.state.bf16_mma", 6e-5, 1e-5, 1e-11,
+     "S_N = S0 + sum_n k'_n v_n^T with k' = hi + lo (two bf16, 2^-17 = 7.6e-6 relative) and bf16 v exact, fp32 accumulation: random walk of N <= 201 terms |k'v| <= 2.5 with rms error 2.5*7.6e-6/sqrt3: 4 sigma ~ 6e-5 at N = 200 (measured 2.6e-5 at N = 77, D = 128); z from fp32 phi (rtol as state.f32)"},
 };
 
 const mf_op_desc mf_op_linear_attention = {
