@@ -79,11 +79,50 @@
  *   against the budget instead, so the switch point differs (17,667 rows vs
  *   ~35,300) while both of the document's test points behave the same.
  *
- * Variants: MF_CE_VARIANT_CHUNKED (cuBLAS logits tile per chunk in device
- * scratch, one block per row, cuBLAS accumulation of the gradients). The enum
- * reserves MF_CE_VARIANT_SMEM for a Cut Cross-Entropy style variant that keeps
- * logits tiles in shared memory only; it is not implemented and returns
- * MF_ERR_INVALID_ARGUMENT.
+ * Variants
+ * --------
+ * MF_CE_VARIANT_CHUNKED (default): cuBLAS logits tile per chunk in device
+ * scratch, one block per row, cuBLAS accumulation of the gradients (above).
+ *
+ * MF_CE_VARIANT_FUSED (Cut Cross-Entropy class, optimized/cross_entropy_fused.cu):
+ * the logits never reach global memory. One CTA per 64-row block streams
+ * 64-column vocabulary tiles: z = hidden . W_tile^T on mma.sync.m16n8k16 (bf16
+ * inputs, fp32 accumulation) or fp32 FMAs (f32 inputs: a SIMT path with the
+ * same fragment layout, so the f32 tolerance rows apply unchanged), bias and
+ * softcap in registers, online max / sum-exp, target logit and smoothing sum
+ * on the fly; the forward writes lse and the row losses only. The backward
+ * recomputes each tile, forms dL/dz in registers from the saved lse (every
+ * option above), keeps it in shared memory (fp32; rounded to bf16 for the
+ * bf16 mma like the chunked variant's tile) and accumulates on tensor cores
+ * with fp32 accumulators:
+ *   grad_hidden  += G . W_tile     the CTA owns its rows: plain read-modify-
+ *                                  write in vocabulary order, DETERMINISTIC
+ *   grad_W_tile  += G^T . hidden   fp32 atomicAdd, one per CTA and element:
+ *   grad_bias    += colsum(G)      the order of the row blocks is not fixed, so
+ *                                  the last bits may differ run to run (N > 64)
+ * The label count for the mean stays on the device (the kernels read
+ * 1/n_valid there); the only read-back is the out-of-range check, once, with
+ * the synchronisation that releasing the scratch needs anyway (on a bad label
+ * the call returns MF_ERR_OUT_OF_RANGE and the outputs are unspecified).
+ * scratch_budget and max_chunk_rows are ignored.
+ *   Scratch (device, upper bound, exact for fused forward+backward with
+ *   mean/sum and lse == NULL):
+ *       8 * N + 16      (N fp32 row losses, N fp32 lse, two int64 counters)
+ *   independent of V, D and any budget: 1,048,592 B (1.0 MiB) at seed 000's
+ *   N = 131,072. Forward alone: 4N + 16 (mean/sum) or 16 (none); backward
+ *   alone: 16.
+ *   Gradient filtering (opts->grad_filter = f > 0, off by default): a tile of
+ *   a row block whose |dL/dz| are all below f contributes nothing. Error per
+ *   element, bounded by the skipped terms:
+ *       |d grad_hidden[i,:]| <= f * V * max|W|     |d grad_W[j,:]| <= f * N * max|hidden|
+ *       |d grad_bias[j]|     <= f * N
+ *   (tests/equivalence/test_cross_entropy_equiv.c checks the bound and that
+ *   tiles were skipped). The loss and lse are never filtered.
+ *   Gradient dtypes: fp32 outputs (grad_hidden N x D, grad_W V x D, grad_bias
+ *   V); at seed 000's shape fp32 grad_hidden + grad_W cost 1.25 GiB + 1.45 GiB
+ *   (2.7 GiB), caller buffers, not scratch. bf16 gradient outputs are not
+ *   offered: grad_W's atomic accumulation needs fp32 (bf16 atomics would round
+ *   every partial sum to 8 bits).
  */
 #ifndef MEMFIX_CROSS_ENTROPY_H
 #define MEMFIX_CROSS_ENTROPY_H
@@ -102,7 +141,7 @@ typedef enum mf_ce_reduction {
 
 typedef enum mf_ce_variant {
     MF_CE_VARIANT_CHUNKED = 0, /* logits tile per chunk in device scratch (cuBLAS) */
-    MF_CE_VARIANT_SMEM = 1     /* reserved: logits tiles in shared memory only (not implemented) */
+    MF_CE_VARIANT_FUSED = 1    /* logits tiles in registers / shared memory only: O(N) scratch */
 } mf_ce_variant;
 
 #define MF_CE_DEFAULT_IGNORE_INDEX (-100)
@@ -119,6 +158,9 @@ typedef struct mf_cross_entropy_options {
     mf_ce_variant variant;     /* default MF_CE_VARIANT_CHUNKED */
     size_t scratch_budget;     /* device scratch bytes the optimized call may use; default 1 GiB */
     int64_t max_chunk_rows;    /* 0 = no limit (default); > 0 caps the chunk (tests, tuning) */
+    float grad_filter;         /* FUSED backward: skip a 64 x 64 vocabulary tile of a row block
+                                  when every |dL/dz| in it is below this; 0 = off (default).
+                                  Error bound in the FUSED section above. */
 } mf_cross_entropy_options;
 
 MF_API void mf_cross_entropy_options_init(mf_cross_entropy_options *opts);
@@ -151,6 +193,8 @@ MF_API size_t mf_ref_cross_entropy_scratch_bytes(int64_t n_rows, int64_t vocab, 
 /* Optimized chunked variant, upper bound: C*V*4 + 4*N + 16. */
 MF_API size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab,
                                                        int64_t chunk_rows);
+/* Optimized fused variant, upper bound: 8*N + 16 (no V, no budget). */
+MF_API size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows);
 
 /* ---- optimized entries (device pointers of ctx's backend) ------------------
  * hidden N x D, weight V x D, bias V (or NULL), all row-major in 'dtype';
@@ -204,8 +248,9 @@ MF_API mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, 
                                                const float *grad_loss, float *grad_hidden,
                                                float *grad_weight, float *grad_bias);
 
-/* ---- internal: the entry exported by optimized/cross_entropy.cu ------------
- * (mf_host_cross_entropy_chunked / mf_cuda_cross_entropy_chunked). Arguments are
+/* ---- internal: the entries exported by optimized/cross_entropy.cu and
+ * optimized/cross_entropy_fused.cu (mf_host_cross_entropy_chunked /
+ * mf_cuda_cross_entropy_chunked, mf_{host,cuda}_cross_entropy_fused). Arguments are
  * validated by the public functions above; call those instead. */
 typedef enum mf_ce_mode {
     MF_CE_MODE_FORWARD = 0,

@@ -18,8 +18,10 @@
 
 /* Entry points of optimized/cross_entropy.cu (host mode always; CUDA when built). */
 mf_status mf_host_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
+mf_status mf_host_cross_entropy_fused(mf_context *ctx, const mf_ce_args *args);
 #ifdef MF_HAVE_CUDA
 mf_status mf_cuda_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
+mf_status mf_cuda_cross_entropy_fused(mf_context *ctx, const mf_ce_args *args);
 #endif
 
 /* ---- memory formula of the chunked variant (cross_entropy.h) -------------------- */
@@ -46,6 +48,16 @@ size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab, i
     size_t fixed = chunked_fixed_bytes(n_rows);
     if (tile == SIZE_MAX || fixed == SIZE_MAX || !mf_size_add(tile, fixed, &total)) return SIZE_MAX;
     return total;
+}
+
+/* Fused variant: N row losses + N lse (fp32) + two int64 counters. */
+size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows)
+{
+    if (n_rows <= 0) return SIZE_MAX;
+    size_t r;
+    if (!mf_size_mul((size_t)n_rows, 2 * sizeof(float), &r) || !mf_size_add(r, 2 * sizeof(int64_t), &r))
+        return SIZE_MAX;
+    return r;
 }
 
 /* ---- planner ---------------------------------------------------------------------- */
@@ -130,21 +142,19 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         MF_TRY(mf_cross_entropy_options_validate(opts));
         a->opts = *opts;
     }
-    if (a->opts.variant == MF_CE_VARIANT_SMEM)
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
-                            "variant MF_CE_VARIANT_SMEM (shared-memory tiles, Cut Cross-Entropy "
-                            "style) is reserved and not implemented yet; use MF_CE_VARIANT_CHUNKED");
     if (a->opts.shift_labels && a->opts.seq_len > 0 && a->n_rows % a->opts.seq_len != 0)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "n_rows %lld is not a multiple of seq_len %lld",
                             (long long)a->n_rows, (long long)a->opts.seq_len);
-    MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
-    if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
-        a->plan.chunk_rows = INT_MAX;
-        a->plan.n_chunks = (a->n_rows + a->plan.chunk_rows - 1) / a->plan.chunk_rows;
-        a->plan.chunked = 1;
-        a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
-        a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
+    if (a->opts.variant == MF_CE_VARIANT_CHUNKED) { /* the fused variant ignores the budget */
+        MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
+        if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
+            a->plan.chunk_rows = INT_MAX;
+            a->plan.n_chunks = (a->n_rows + a->plan.chunk_rows - 1) / a->plan.chunk_rows;
+            a->plan.chunked = 1;
+            a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
+            a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
+        }
     }
     /* Extents before any launch (the products fit: checked above). */
     const size_t n = (size_t)a->n_rows, d = (size_t)a->hidden_dim, v = (size_t)a->vocab;
@@ -162,11 +172,12 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
     MF_TRY(mf_check_device_extent(func, ctx, a->grad_bias, v * 4, "grad_bias"));
 
     int is_cuda = 0;
+    const int fused = a->opts.variant == MF_CE_VARIANT_FUSED;
     MF_TRY(mf_op_pick_backend(func, ctx, "cross_entropy", &is_cuda));
 #ifdef MF_HAVE_CUDA
-    if (is_cuda) return mf_cuda_cross_entropy_chunked(ctx, a);
+    if (is_cuda) return fused ? mf_cuda_cross_entropy_fused(ctx, a) : mf_cuda_cross_entropy_chunked(ctx, a);
 #endif
-    return mf_host_cross_entropy_chunked(ctx, a);
+    return fused ? mf_host_cross_entropy_fused(ctx, a) : mf_host_cross_entropy_chunked(ctx, a);
 }
 
 static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim,
