@@ -54,6 +54,12 @@ constexpr int kBK = 32;        // slice of D per shared-memory stage
 constexpr int kLdk = kBK + 8;  // padded shared row (bf16: 80 B, f32: 160 B)
 constexpr int kLdg = kBN + 4;  // padded shared row of the fp32 gradient tile
 constexpr int kNFrag = kBN / 8;
+// Minimum CTAs per SM for __launch_bounds__: bf16 4 (<= 128 registers; with
+// no minimum ptxas stopped the forward at 80 registers and spilled), f32 0 =
+// unspecified (any minimum made ptxas spill the SIMT backward; without one it
+// needs 128 registers and no spill). sm_90 figures: docs/cross_entropy.md.
+template <typename T>
+constexpr int kMinBlocks = std::is_same<T, __nv_bfloat16>::value ? 4 : 0;
 
 __device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
 
@@ -97,12 +103,13 @@ __device__ __forceinline__ void mma16816(float c[4], int lane, const FA &A, cons
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
     } else {
         MF_UNROLL
-        for (int i = 0; i < 4; ++i) {
-            const int r = g + (i >> 1) * 8, n = 2 * t + (i & 1);
-            float acc = c[i];
-            MF_UNROLL
-            for (int k = 0; k < 16; ++k) acc = fmaf(A(r, k), B(k, n), acc);
-            c[i] = acc;
+        for (int k = 0; k < 16; ++k) {  // per element: k in order, one fmaf each
+            const float a0 = A(g, k), a1 = A(g + 8, k);
+            const float b0 = B(k, 2 * t), b1 = B(k, 2 * t + 1);
+            c[0] = fmaf(a0, b0, c[0]);
+            c[1] = fmaf(a0, b1, c[1]);
+            c[2] = fmaf(a1, b0, c[2]);
+            c[3] = fmaf(a1, b1, c[3]);
         }
     }
 }
@@ -181,7 +188,7 @@ __device__ __forceinline__ int64_t row_target(const int64_t *labels, size_t i, c
 // ---- label pre-pass -------------------------------------------------------------
 // One block: counters[0] = rows whose target is not ignore_index, counters[1] =
 // the first row whose target is outside [0, V) (N if none).
-// mf-budget: regs<=40 smem<=5120 spill=0
+// mf-budget: regs<=40 smem<=5120 spill=0  (sm_90: 30 regs 4096 B)
 __global__ void __launch_bounds__(256)
     ce_fused_count_kernel(const int64_t *__restrict__ labels, size_t n_rows, int64_t shift_len,
                           int64_t ignore_index, int64_t vocab, int64_t *__restrict__ counters) {
@@ -215,9 +222,9 @@ __global__ void __launch_bounds__(256)
 }
 
 // ---- forward: lse and row losses, logits in registers only ----------------------
-// mf-budget: regs<=168 smem<=21504 stack<=0 spill=0
+// mf-budget: regs<=128 smem<=20480 stack<=0 spill=0  (sm_90: f32 128 regs 20480 B, bf16 104 regs 10240 B)
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks<T>)
     ce_fused_fwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
                         const T *__restrict__ bias, const int64_t *__restrict__ labels,
                         FusedParams p) {
@@ -225,14 +232,13 @@ __global__ void __launch_bounds__(kThreads)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const size_t row0 = (size_t)blockIdx.x * kBM;
-    // This lane's two rows (fragment rows g and g + 8 of the warp's 16).
-    size_t rows[2];
-    int64_t ys[2];
+    // This lane's two rows (fragment rows g and g + 8 of the warp's 16); their
+    // targets as int (V <= INT_MAX / 2 is validated), -1 for none.
+    int ys[2];
     float m[2], l[2], sum_s[2], s_y[2];
     MF_UNROLL
     for (int h = 0; h < 2; ++h) {
-        rows[h] = row0 + (size_t)(warp * 16 + g + 8 * h);
-        ys[h] = row_target(labels, rows[h], p);
+        ys[h] = (int)row_target(labels, row0 + (size_t)(warp * 16 + g + 8 * h), p);
         m[h] = -INFINITY;
         l[h] = 0.0f;
         sum_s[h] = 0.0f;
@@ -253,7 +259,7 @@ __global__ void __launch_bounds__(kThreads)
                 acc[f][i] = s;
                 tmax[h] = nan_max(tmax[h], s);
                 sum_s[h] += s;
-                if ((int64_t)j == ys[h]) s_y[h] = s;
+                if ((int64_t)j == (int64_t)ys[h]) s_y[h] = s;
             }
         }
         MF_UNROLL
@@ -283,21 +289,22 @@ __global__ void __launch_bounds__(kThreads)
             sum_s[h] += __shfl_xor_sync(0xffffffffu, sum_s[h], o);
             s_y[h] += __shfl_xor_sync(0xffffffffu, s_y[h], o);  // one lane holds it, the rest 0
         }
-        if (t != 0 || rows[h] >= p.N) continue;
+        const size_t row = row0 + (size_t)(warp * 16 + g + 8 * h);
+        if (t != 0 || row >= p.N) continue;
         const float lse = m[h] == -INFINITY ? -INFINITY : m[h] + logf(l[h]);
-        if (p.lse_out != nullptr) p.lse_out[rows[h]] = lse;
+        if (p.lse_out != nullptr) p.lse_out[row] = lse;
         if (p.row_loss != nullptr) {
             float loss = 0.0f;
             if (ys[h] >= 0)
                 loss = lse - (1.0f - p.eps) * s_y[h] - p.eps / (float)p.V * sum_s[h] +
                        p.lambda * lse * lse;
-            p.row_loss[rows[h]] = loss;
+            p.row_loss[row] = loss;
         }
     }
 }
 
 // ---- loss = scale * sum of row losses; scale = 1/n_valid (mean, read here) or 1 -
-// mf-budget: regs<=32 smem<=3072 spill=0
+// mf-budget: regs<=32 smem<=3072 spill=0  (sm_90: 22 regs 2048 B)
 __global__ void __launch_bounds__(256)
     ce_fused_reduce_kernel(const float *__restrict__ row_loss, size_t n_rows,
                            const int64_t *__restrict__ counters, int mean,
@@ -320,9 +327,9 @@ __global__ void __launch_bounds__(256)
 }
 
 // ---- backward: recompute, dL/dz in registers, three gradient products -----------
-// mf-budget: regs<=168 smem<=40448 stack<=0 spill=0
+// mf-budget: regs<=128 smem<=38912 stack<=0 spill=0  (sm_90: f32 128 regs 38912 B, bf16 100 regs 28672 B)
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks<T>)
     ce_fused_bwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
                         const T *__restrict__ bias, const int64_t *__restrict__ labels,
                         FusedParams p, float *__restrict__ grad_hidden,

@@ -36,3 +36,14 @@ if(MF_HAVE_HOST_KERNELS)
     SKIP_RETURN_CODE 77
     ENVIRONMENT "MF_TEST_BACKEND=host;CUDAHOST_THREAD_ORDER=reverse;CK_RUN_CASE=chunked;CK_DEFAULT_TIMEOUT=300;MF_TEST_DUMP_DIR=${CMAKE_BINARY_DIR}/test-dumps")
 endif()
+
+# The fused variant's kernels (mma.sync fragments, shared dL/dz tile, the
+# per-row-block grad_hidden read-modify-write) with reversed thread order.
+if(MF_HAVE_HOST_KERNELS)
+  add_test(NAME test_cross_entropy_equiv_fused_reverse.host COMMAND test_cross_entropy_equiv)
+  set_tests_properties(test_cross_entropy_equiv_fused_reverse.host PROPERTIES
+    LABELS "equivalence;host"
+    TIMEOUT 300
+    SKIP_RETURN_CODE 77
+    ENVIRONMENT "MF_TEST_BACKEND=host;CUDAHOST_THREAD_ORDER=reverse;CK_RUN_CASE=fused;CK_DEFAULT_TIMEOUT=300;MF_TEST_DUMP_DIR=${CMAKE_BINARY_DIR}/test-dumps")
+endif()
