@@ -23,7 +23,7 @@
 // reaches every __syncthreads.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
-#include "memfix/attention.h"
+#include "attention.cuh"
 
 #include <cuda_bf16.h>
 #include <cmath>

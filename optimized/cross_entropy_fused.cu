@@ -37,7 +37,7 @@
 // the existing f32 tolerance rows apply). Both paths run in host mode.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
-#include "memfix/cross_entropy.h"
+#include "cross_entropy.cuh"
 
 #include <cuda_bf16.h>
 #include <cstddef>

@@ -174,6 +174,7 @@ START_TEST(test_dtype_and_options)
     BAD_OPTION(o.softcap = -1.0f);
     BAD_OPTION(o.softcap = INFINITY);
     BAD_OPTION(o.variant = (mf_ce_variant)9);
+    BAD_OPTION(o.variant = (mf_ce_variant)2);
     BAD_OPTION(o.max_chunk_rows = -2);
     BAD_OPTION(o.grad_filter = -1e-3f);
     BAD_OPTION(o.grad_filter = NAN);
