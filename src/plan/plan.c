@@ -198,7 +198,9 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
     out->logits_bytes = mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype);
     out->loss_naive = add(&ovf, out->logits_bytes, mf_cross_entropy_logits_bytes(N, cfg->vocab, MF_DTYPE_F32));
     out->loss_chunked = SIZE_MAX;
+    out->loss_fused = SIZE_MAX;
 #ifdef MF_HAVE_HOST_KERNELS
+    out->loss_fused = mf_cross_entropy_fused_scratch_ceiling(N);
     mf_cross_entropy_options ce;
     mf_cross_entropy_options_init(&ce);
     if (cfg->ce_budget > 0) ce.scratch_budget = cfg->ce_budget;

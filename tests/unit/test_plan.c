@@ -113,6 +113,9 @@ START_TEST(test_preset_000)
     ck_assert_int_eq(m.loss_chunk_rows, 1765);
     ck_assert_uint_eq(m.loss_chunked, mf_cross_entropy_chunked_scratch_ceiling(131072, 151936, 1765));
     ck_assert_uint_lt(m.loss_chunked, (size_t)1 << 30 | 1);
+    /* the fused variant: 8N + 16, no V, no budget, <= 2 MiB (issue 14) */
+    ck_assert_uint_eq(m.loss_fused, 8ULL * 131072 + 16);
+    ck_assert_uint_le(m.loss_fused, (size_t)2 << 20);
     ck_assert_uint_eq(m.total_optimized, m.weights_gpu + m.grads_gpu + m.optimizer_gpu + m.act_ckpt_tiled +
                                              m.loss_chunked);
 #endif
@@ -364,6 +367,16 @@ START_TEST(test_cli)
     r = RUN("memfix", "plan", "--preset", "000");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     ck_assert_ptr_nonnull(strstr(r.out, "39829110784 (37.09 GiB)"));
+#ifdef MF_HAVE_HOST_KERNELS
+    {   /* the fused loss's scratch (<= 2 MiB) on the line after the chunked one */
+        const char *ch = strstr(r.out, "loss, chunked");
+        ck_assert_ptr_nonnull(ch);
+        const char *fu = strstr(ch, "\n  loss, fused");
+        ck_assert_ptr_nonnull(fu);
+        ck_assert_ptr_eq(fu, strchr(ch, '\n'));
+        ck_assert_ptr_nonnull(strstr(fu, "1048592 (1.00 MiB)"));
+    }
+#endif
     free(r.out), free(r.err);
 
     /* JSON, with options overriding the preset */
