@@ -69,15 +69,22 @@
  *       (one fp32 logits/gradient tile; per-row losses before the reduction;
  *        two int64 counters.) The cuBLAS workspace is allocated with the
  *       context (mf_context_options.cublas_workspace_bytes) and is not part of
- *       the call's scratch. With a caller budget B:
- *       C = min(N, max_chunk_rows, floor((B - 4N - 16) / (4V)))
- *   so for a fixed C the scratch grows by 4 bytes per row, never by V per row.
+ *       the call's scratch. With a caller budget B and the logits it replaces
+ *       L = N * V * sizeof(dtype), the tile is sized against B' = min(B, L):
+ *       C = min(N, max_chunk_rows, floor((B' - 4N - 16) / (4V)))   (at least 1)
+ *   so the chunked variant never takes more scratch than the naive logits
+ *   (bf16: C <= N/2; f32: C < N), except when L cannot hold one fp32 row plus
+ *   4N + 16 bytes (C = 1; e.g. N = 1): then it exceeds L by at most 4N + 16 + 4V - L.
+ *   plan_info.capped_by_logits says when B > L (the naive layout was already
+ *   smaller than the budget); `memfix plan` prints it. For a fixed C the
+ *   scratch grows by 4 bytes per row, never by V per row.
  *   Seed threshold (verify_chunked_loss.py): with B = 10 GiB, V = 151936,
- *   N = 4096 runs as one chunk (C = N) and N = 40000 is chunked (C = 17667,
- *   three chunks). The
- *   document chunked when bf16 logits exceeded 10 GB; memfix sizes the fp32 tile
- *   against the budget instead, so the switch point differs (17,667 rows vs
- *   ~35,300) while both of the document's test points behave the same.
+ *   N = 4096's bf16 logits (1.16 GiB) are below the budget, which the document
+ *   answers by not chunking; memfix caps the tile at them (C = 2047, three chunks,
+ *   scratch <= the logits). N = 40000 is chunked against the budget (C = 17667,
+ *   three chunks) as in the document. The document chunked when bf16 logits
+ *   exceeded 10 GB; memfix sizes the fp32 tile against the budget instead, so
+ *   the switch point differs (17,667 rows vs ~35,300).
  *
  * Variants
  * --------
@@ -176,6 +183,8 @@ typedef struct mf_cross_entropy_plan_info {
     size_t tile_bytes;    /* C * V * 4 */
     size_t fixed_bytes;   /* 4 * N + 16 */
     size_t scratch_bytes; /* tile_bytes + fixed_bytes: the ceiling of the call */
+    size_t logits_bytes;  /* N * V * sizeof(dtype): what the naive code materializes */
+    int capped_by_logits; /* the budget exceeded logits_bytes: C was sized against them */
 } mf_cross_entropy_plan_info;
 
 /* Chunk size for opts->scratch_budget (opts NULL = defaults). MF_ERR_BUDGET when

@@ -79,7 +79,15 @@ mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
                 "scratch budget of %zu bytes cannot hold one row: needs at least %zu bytes "
                 "(one fp32 logits row 4*V = %zu, plus 4*N + 16 = %zu for N = %lld)",
                 opts->scratch_budget, one_row, row_bytes, fixed, (long long)n_rows);
-    size_t rows = (opts->scratch_budget - fixed) / row_bytes;
+    /* Never more than the logits it replaces: size the tile against min(B, L). */
+    const size_t logits = mf_cross_entropy_logits_bytes(n_rows, vocab, dtype);
+    size_t budget = opts->scratch_budget;
+    if (logits != SIZE_MAX && logits < budget) {
+        budget = logits;
+        out->capped_by_logits = 1;
+    }
+    out->logits_bytes = logits;
+    size_t rows = budget >= one_row ? (budget - fixed) / row_bytes : 1; /* L below one row: C = 1 */
     int64_t chunk = n_rows;
     if (rows < (size_t)chunk) chunk = (int64_t)rows;
     if (opts->max_chunk_rows > 0 && opts->max_chunk_rows < chunk) chunk = opts->max_chunk_rows;

@@ -156,7 +156,15 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     } else {
         mf_cross_entropy_plan_info plan;
         MF_ASSERT_OK(mf_cross_entropy_plan(s->n, s->v, s->dtype, &o, &plan));
-        const int64_t want_chunk = s->chunk > 0 && s->chunk < s->n ? s->chunk : s->n;
+        int64_t want_chunk = s->chunk > 0 && s->chunk < s->n ? s->chunk : s->n;
+        if (s->chunk == 0) { /* default budget: capped at the logits it replaces */
+            const size_t logits = mf_cross_entropy_logits_bytes(s->n, s->v, s->dtype);
+            ck_assert(plan.capped_by_logits);
+            ck_assert_uint_eq(plan.logits_bytes, logits);
+            const int64_t rows = (int64_t)((logits - 4 * n - 16) / (4 * v));
+            if (rows < want_chunk) want_chunk = rows;
+            ck_assert_uint_le(plan.scratch_bytes, logits);
+        }
         ck_assert_int_eq(plan.chunk_rows, want_chunk);
         ck_assert_int_eq(plan.n_chunks, (s->n + want_chunk - 1) / want_chunk);
         ceiling = mf_cross_entropy_chunked_scratch_ceiling(s->n, s->v, plan.chunk_rows);
@@ -293,7 +301,8 @@ START_TEST(test_chunk_of_one_row)
 }
 END_TEST
 
-/* N smaller than one chunk (default 1 GiB budget): a single chunk. */
+/* The default 1 GiB budget at a small N: the tile is capped at the logits it
+ * replaces (f32: 9 of 10 rows, bf16: 4), never above them. */
 START_TEST(test_n_smaller_than_chunk)
 {
     ce_spec s = base_spec();

@@ -84,13 +84,18 @@ START_TEST(test_seed_threshold)
     o.scratch_budget = (size_t)10 << 30;
     mf_cross_entropy_plan_info p;
     MF_ASSERT_OK(mf_cross_entropy_plan(4096, V_DOC, MF_DTYPE_BF16, &o, &p));
-    ck_assert_int_eq(p.chunked, 0);
-    ck_assert_int_eq(p.n_chunks, 1);
-    ck_assert_int_eq(p.chunk_rows, 4096);
+    /* The bf16 logits (1.16 GiB) are below the budget: the document does not
+     * chunk; memfix caps its fp32 tile at them (header: C = 2047). */
+    ck_assert_int_eq(p.capped_by_logits, 1);
+    ck_assert_uint_eq(p.logits_bytes, 1244659712u);
+    ck_assert_int_eq(p.chunk_rows, 2047);
+    ck_assert_int_eq(p.n_chunks, 3);
+    ck_assert_uint_le(p.scratch_bytes, p.logits_bytes);
     ck_assert_uint_le(p.scratch_bytes, o.scratch_budget);
     MF_ASSERT_OK(mf_cross_entropy_plan(40000, V_DOC, MF_DTYPE_BF16, &o, &p));
     ck_assert_int_eq(p.chunked, 1);
     ck_assert_int_eq(p.n_chunks, 3);
+    ck_assert_int_eq(p.capped_by_logits, 0);
     ck_assert_int_lt(p.chunk_rows, 40000);
     ck_assert_uint_le(p.scratch_bytes, o.scratch_budget);
     /* One byte short of one row fails with a status and a message. */
