@@ -590,7 +590,7 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
         MF_CUDA_CHECK(cudaMemcpy(&value, a->labels + src, sizeof value, cudaMemcpyDeviceToHost));
         return mf_set_error(MF_ERR_OUT_OF_RANGE, __func__, __FILE__, __LINE__,
                             "label %lld (labels[%zu], the target of row %zu) is outside [0, %zu) "
-                            "and is not ignore_index (%lld); the outputs are not written",
+                            "and is not ignore_index (%lld); the outputs are unspecified",
                             (long long)value, src, (size_t)bad_row, V, (long long)o.ignore_index);
     }
     return MF_OK;

@@ -37,7 +37,9 @@
  *   - ignored rows get an exact zero gradient even when their logits are NaN
  *     (PyTorch's log_softmax backward would spread the NaN);
  *   - a used label outside [0, V) that is not ignore_index returns
- *     MF_ERR_OUT_OF_RANGE instead of a device-side assert;
+ *     MF_ERR_OUT_OF_RANGE instead of a device-side assert (the optimized
+ *     variants find it on the device and report it at the end of the call:
+ *     the outputs are then unspecified);
  *   - a +inf logit gives lse NaN (torch.logsumexp: +inf); loss and gradient
  *     are NaN as in PyTorch (exp(inf - inf)).
  * Non-finite logits otherwise follow PyTorch (optimized and reference alike):
@@ -90,6 +92,8 @@
  * --------
  * MF_CE_VARIANT_CHUNKED (default): cuBLAS logits tile per chunk in device
  * scratch, one block per row, cuBLAS accumulation of the gradients (above).
+ * Both variants count the valid labels on the device and read 1/n_valid there
+ * (no host copy, no synchronisation before the launches).
  *
  * MF_CE_VARIANT_FUSED (Cut Cross-Entropy class, optimized/cross_entropy_fused.cu):
  * the logits never reach global memory. One CTA per 64-row block streams
