@@ -517,7 +517,6 @@ static Suite *cross_entropy_equiv_suite(void)
     tcase_add_loop_test(fu, test_document_vocabulary, 0, 2);
     tcase_add_loop_test(fu, test_odd_shapes, 0, 6);
     tcase_add_loop_test(fu, test_grad_filter, 0, 2);
-    tcase_set_timeout(fu, 300);
     suite_add_tcase(s, fu);
     return s;
 }
