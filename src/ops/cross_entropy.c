@@ -198,6 +198,16 @@ static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t
     a->labels = labels;
 }
 
+/* The gradient inputs and outputs of the passes that run the backward. */
+static void ce_args_grads(mf_ce_args *a, const float *grad_loss, float *grad_hidden,
+                          float *grad_weight, float *grad_bias)
+{
+    a->grad_loss = grad_loss;
+    a->grad_hidden = grad_hidden;
+    a->grad_weight = grad_weight;
+    a->grad_bias = grad_bias;
+}
+
 mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
                                    int64_t vocab, mf_dtype dtype, const void *hidden,
                                    const void *weight, const void *bias, const int64_t *labels,
@@ -220,12 +230,9 @@ mf_status mf_cross_entropy_forward_backward(
     mf_ce_args a;
     ce_args_init(&a, MF_CE_MODE_FORWARD_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden,
                  weight, bias, labels);
-    a.grad_loss = grad_loss;
+    ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.loss = loss;
     a.lse_out = lse;
-    a.grad_hidden = grad_hidden;
-    a.grad_weight = grad_weight;
-    a.grad_bias = grad_bias;
     return ce_run(__func__, ctx, &a, opts);
 }
 
@@ -239,11 +246,8 @@ mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hid
     mf_ce_args a;
     ce_args_init(&a, MF_CE_MODE_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight,
                  bias, labels);
+    ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.lse_in = lse;
-    a.grad_loss = grad_loss;
-    a.grad_hidden = grad_hidden;
-    a.grad_weight = grad_weight;
-    a.grad_bias = grad_bias;
     return ce_run(__func__, ctx, &a, opts);
 }
 
@@ -312,10 +316,13 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
-    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g%s",
+    /* the full case: every option, the ignored rows (the labels below) included */
+    snprintf(out->shape, sizeof(out->shape),
+             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on rows i%%7==3%s",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
              (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
-             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap,
+             c->bias ? " bias" : "", (long long)c->seq_len, (double)c->smoothing, (double)c->z_loss,
+             (double)c->softcap, (long long)MF_CE_DEFAULT_IGNORE_INDEX,
              fwd != NULL ? " fwd" : bwd != NULL ? " bwd" : "");
 
     mf_cross_entropy_options o;
@@ -544,14 +551,30 @@ static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verif
                                               {"cross_entropy.backward", ce_backward_verify, NULL}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
-enum { CE_BENCH_D = 32, CE_BENCH_V = 512 };
+enum { CE_BENCH_D = 32, CE_BENCH_V = 512, CE_BENCH_CHUNK = 32 };
+
+/* The sweep's budget holds CE_BENCH_CHUNK rows of logits, fewer than the
+ * smallest default size: every size chunks, so the optimized scratch stays
+ * flat (C*V*4 + 4*N + 16) while the reference's N*V*8 grows with N. */
+static void ce_bench_options(int64_t n, mf_cross_entropy_options *o)
+{
+    mf_cross_entropy_options_init(o);
+    o->scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(n, CE_BENCH_V, CE_BENCH_CHUNK);
+}
 
 static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
 {
     const int64_t D = CE_BENCH_D, V = CE_BENCH_V, n = c->n;
-    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean", (long long)n, (long long)D, (long long)V);
+    mf_cross_entropy_options o;
+    ce_bench_options(n, &o);
+    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean budget=%zu (C=%d rows)", (long long)n,
+             (long long)D, (long long)V, o.scratch_budget, CE_BENCH_CHUNK);
+    /* per call: the logits GEMM 2*N*D*V (the softmax's O(N*V) is left out);
+     * hidden and weight read once, the labels, one loss written */
+    c->flops = 2.0 * (double)n * (double)D * (double)V;
+    c->min_bytes = 4.0 * (double)(n * D + V * D) + 8.0 * (double)n + 4.0;
     mf_cross_entropy_plan_info info;
-    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, NULL, &info);
+    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, &o, &info);
     c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
     c->tol = "cross_entropy.loss.f32";
     const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s), *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
@@ -574,12 +597,27 @@ static mf_status ce_bench_reference(mf_context *ctx, mf_bench_case *c)
 
 static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
 {
+    mf_cross_entropy_options o;
+    ce_bench_options(c->n, &o);
     return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1], NULL,
-                                    (const int64_t *)c->dev[2], NULL, c->out_dev, NULL);
+                                    (const int64_t *)c->dev[2], &o, c->out_dev, NULL);
 }
 
-static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean", {64, 128, 256}, 3, ce_bench_setup,
+static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)", {64, 128, 256}, 3, ce_bench_setup,
                                         ce_bench_reference, ce_bench_optimized};
+
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "cross_entropy.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance cross_entropy_tolerances[] = {
+    {"cross_entropy.loss.f32", 2e-6, 2e-6, 1e-11,
+     "fp32 logits (D-term fp32 dot, ~1e-7), fp32 max/exp/log over V and a row loss ~ lse ~ log V < 10: a few ulp of 10 (~1e-6); the final sum is double"},
+    {"cross_entropy.loss.bf16", 2e-6, 2e-6, 1e-11,
+     "same as loss.f32: bf16 inputs are widened exactly and the logits tile, softmax and loss stay fp32 (only the gradient tile is narrowed)"},
+    {"cross_entropy.grad.f32", 2e-6, 1e-4, 1e-10,
+     "p = exp(s - lse) with lse rounded to fp32 (2 ulp of lse <= 10: 1.9e-6 rel), so sum_j |dG| <= |g|*1.9e-6; times max|W| <= 0.5, |g| <= 1.5: 1.4e-6; rtol: fp32 sums over V or N"},
+    {"cross_entropy.grad.bf16", 6e-3, 8e-3, 2e-5,
+     "dL/dz narrowed to bf16 (u = 2^-8) for the bf16 GEMMs: |err| <= u * sum |G||x|, dominated by the target term |g| <= 1.5 with |x| <= 1 (5.9e-3); rtol 2u; nmse ~ u^2/3 = 5e-6, x4 for partial cancellation"},
+};
 
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
@@ -591,4 +629,6 @@ const mf_op_desc mf_op_cross_entropy = {
     3,
     ce_targets,
     &ce_bench,
+    (int)(sizeof cross_entropy_tolerances / sizeof cross_entropy_tolerances[0]),
+    cross_entropy_tolerances,
 };
