@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernel entry and its argument struct: optimized/cross_entropy.cuh. */
+/* The kernel entries and their argument struct: optimized/cross_entropy.cuh. */
 
 /* ---- memory formula of the chunked variant (cross_entropy.h) -------------------- */
 static size_t mul3(size_t a, size_t b, size_t c)
@@ -44,6 +44,16 @@ size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab, i
     return total;
 }
 
+/* Fused variant: N row losses + N lse (fp32) + two int64 counters. */
+size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows)
+{
+    if (n_rows <= 0) return SIZE_MAX;
+    size_t r;
+    if (!mf_size_mul((size_t)n_rows, 2 * sizeof(float), &r) || !mf_size_add(r, 2 * sizeof(int64_t), &r))
+        return SIZE_MAX;
+    return r;
+}
+
 /* ---- planner ---------------------------------------------------------------------- */
 mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
                                 const mf_cross_entropy_options *opts,
@@ -69,7 +79,15 @@ mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
                 "scratch budget of %zu bytes cannot hold one row: needs at least %zu bytes "
                 "(one fp32 logits row 4*V = %zu, plus 4*N + 16 = %zu for N = %lld)",
                 opts->scratch_budget, one_row, row_bytes, fixed, (long long)n_rows);
-    size_t rows = (opts->scratch_budget - fixed) / row_bytes;
+    /* Never more than the logits it replaces: size the tile against min(B, L). */
+    const size_t logits = mf_cross_entropy_logits_bytes(n_rows, vocab, dtype);
+    size_t budget = opts->scratch_budget;
+    if (logits != SIZE_MAX && logits < budget) {
+        budget = logits;
+        out->capped_by_logits = 1;
+    }
+    out->logits_bytes = logits;
+    size_t rows = budget >= one_row ? (budget - fixed) / row_bytes : 1; /* L below one row: C = 1 */
     int64_t chunk = n_rows;
     if (rows < (size_t)chunk) chunk = (int64_t)rows;
     if (opts->max_chunk_rows > 0 && opts->max_chunk_rows < chunk) chunk = opts->max_chunk_rows;
@@ -130,13 +148,15 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "n_rows %lld is not a multiple of seq_len %lld",
                             (long long)a->n_rows, (long long)a->opts.seq_len);
-    MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
-    if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
-        a->plan.chunk_rows = INT_MAX;
-        a->plan.n_chunks = (a->n_rows + a->plan.chunk_rows - 1) / a->plan.chunk_rows;
-        a->plan.chunked = 1;
-        a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
-        a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
+    if (a->opts.variant == MF_CE_VARIANT_CHUNKED) { /* the fused variant ignores the budget */
+        MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
+        if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
+            a->plan.chunk_rows = INT_MAX;
+            a->plan.n_chunks = (a->n_rows + a->plan.chunk_rows - 1) / a->plan.chunk_rows;
+            a->plan.chunked = 1;
+            a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
+            a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
+        }
     }
     /* Extents before any launch (the products fit: checked above). */
     const size_t n = (size_t)a->n_rows, d = (size_t)a->hidden_dim, v = (size_t)a->vocab;
@@ -154,11 +174,12 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
     MF_TRY(mf_check_device_extent(func, ctx, a->grad_bias, v * 4, "grad_bias"));
 
     int is_cuda = 0;
+    const int fused = a->opts.variant == MF_CE_VARIANT_FUSED;
     MF_TRY(mf_op_pick_backend(func, ctx, "cross_entropy", &is_cuda));
 #ifdef MF_HAVE_CUDA
-    if (is_cuda) return mf_cuda_cross_entropy_chunked(ctx, a);
+    if (is_cuda) return fused ? mf_cuda_cross_entropy_fused(ctx, a) : mf_cuda_cross_entropy_chunked(ctx, a);
 #endif
-    return mf_host_cross_entropy_chunked(ctx, a);
+    return fused ? mf_host_cross_entropy_fused(ctx, a) : mf_host_cross_entropy_chunked(ctx, a);
 }
 
 static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim,
@@ -231,7 +252,9 @@ mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hid
 }
 
 /* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
-static const char *const ce_variant_names[] = {"chunked"};
+/* Indices are mf_ce_variant values. */
+static const char *const ce_variant_names[] = {"chunked", "fused"};
+#define CE_N_VARIANTS ((int)(sizeof(ce_variant_names) / sizeof(ce_variant_names[0])))
 
 typedef struct ce_case {
     int64_t n_rows, hidden_dim, vocab, chunk_rows;
@@ -244,7 +267,8 @@ typedef struct ce_case {
 
 /* Small shapes (fast in host mode): the document's shifted mean loss over two
  * sequences in four chunks, fp32 and bf16; every option with a ragged last
- * chunk and a per-row upstream gradient; a one-row chunk. */
+ * chunk and a per-row upstream gradient; a one-row chunk. Every case runs on
+ * both variants (the fused one ignores C). */
 static const ce_case ce_cases[] = {
     {64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
     {64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
@@ -287,7 +311,7 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
                                   mf_cross_entropy_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
                                   mf_case_result *out)
 {
-    MF_TRY(mf_tb_case_begin(out, "cross_entropy", ctx, variant, 1, case_index, CE_N_CASES));
+    MF_TRY(mf_tb_case_begin(out, "cross_entropy", ctx, variant, CE_N_VARIANTS, case_index, CE_N_CASES));
     const ce_case *c = &ce_cases[case_index];
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);
@@ -312,6 +336,10 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     /* The budget that makes the planner pick exactly chunk_rows. */
     o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, c->chunk_rows);
     out->ceiling_bytes = o.scratch_budget;
+    if (!cand && variant == MF_CE_VARIANT_FUSED) { /* O(N), no budget */
+        o.variant = MF_CE_VARIANT_FUSED;
+        out->ceiling_bytes = mf_cross_entropy_fused_scratch_ceiling(c->n_rows);
+    }
 
     const size_t n = (size_t)c->n_rows, d = (size_t)c->hidden_dim, v = (size_t)c->vocab;
     const size_t es = mf_dtype_size(c->dtype);
@@ -593,8 +621,8 @@ static const mf_tolerance cross_entropy_tolerances[] = {
 
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
-    "linear cross-entropy forward+backward in chunks, never the N x V logits (seed 000, bug 1)",
-    1,
+    "linear cross-entropy forward+backward in chunks or fused tiles, never the N x V logits (seed 000, bug 1)",
+    CE_N_VARIANTS,
     ce_variant_names,
     CE_N_CASES,
     ce_run_case,
