@@ -371,10 +371,25 @@ static mf_status launch_backward(mf_context *ctx, int causal, const Shape &s, co
 // ---- exported entry points (called by src/ops/attention.c after validation) ---------
 extern "C" {
 
+// The tensor-core kernels (optimized/attention_mma.cu): bf16, D == Dv in {64, 128},
+// 16-byte aligned inputs. The tiled entry points below take that path when it applies.
+int MF_FN(attention_mma_applies)(mf_dtype dtype, int64_t D, int64_t Dv, const void *q,
+                                 const void *k, const void *v, const void *dout);
+mf_status MF_FN(attention_mma_forward)(mf_context *ctx, int causal, int64_t B, int64_t H,
+                                       int64_t N, int64_t D, const void *q, const void *k,
+                                       const void *v, float *out, float *lse);
+mf_status MF_FN(attention_mma_backward)(mf_context *ctx, int causal, int64_t B, int64_t H,
+                                        int64_t N, int64_t D, const void *q, const void *k,
+                                        const void *v, const float *out, const void *dout,
+                                        const float *lse, float *delta, float *dq, float *dk,
+                                        float *dv);
+
 MF_API mf_status MF_FN(attention_tiled_forward)(mf_context *ctx, mf_dtype dtype, int causal,
                                                 int64_t B, int64_t H, int64_t N, int64_t D,
                                                 int64_t Dv, const void *q, const void *k,
                                                 const void *v, float *out, float *lse) {
+    if (MF_FN(attention_mma_applies)(dtype, D, Dv, q, k, v, nullptr))
+        return MF_FN(attention_mma_forward)(ctx, causal, B, H, N, D, q, k, v, out, lse);
     const MF_NS::Shape s = MF_NS::make_shape(B, H, N, D, Dv);
     if (dtype == MF_DTYPE_BF16)
         return MF_NS::launch_forward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, lse);
@@ -393,7 +408,10 @@ MF_API mf_status MF_FN(attention_tiled_backward)(mf_context *ctx, mf_dtype dtype
     mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, s.bh * s.N * sizeof(float),
                                     reinterpret_cast<void **>(&delta));
     if (st != MF_OK) return st;
-    if (dtype == MF_DTYPE_BF16)
+    if (MF_FN(attention_mma_applies)(dtype, D, Dv, q, k, v, dout))
+        st = MF_FN(attention_mma_backward)(ctx, causal, B, H, N, D, q, k, v, out, dout, lse, delta,
+                                           dq, dk, dv);
+    else if (dtype == MF_DTYPE_BF16)
         st = MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, dout, lse, delta,
                                                    dq, dk, dv);
     else
