@@ -45,3 +45,22 @@ foreach(case IN ITEMS "spill|spills registers \\([1-9]"
   _mf_add_resource_test(kernel_resources_selftest.${stem} ${MF_ROOT}/tests/resources/${stem}.cu
                         PASS_REGULAR_EXPRESSION "${expect}")
 endforeach()
+
+# The tensor-core attention kernels really are tensor-core kernels: their sm_90
+# PTX contains mma.sync (m16n8k16), ldmatrix and cp.async (issue 13). Plain
+# CMake + nvcc -ptx: ci/check_ptx_contains.cmake. The self-test feeds it the
+# SIMT kernels of attention.cu, which must fail for lack of mma.sync.
+set(_mf_ptx_args -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"
+    "-DINSTRUCTIONS=mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned|cp.async.cg.shared.global")
+add_test(NAME ptx_contains.attention_mma
+         COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/attention_mma.cu
+                 "-DKERNELS=attn_mma_fwd_kernel|attn_mma_bwd_kernel"
+                 -DOUT=${_mf_res_dir}/attention_mma.sm_${MF_RESOURCE_ARCH}.ptx
+                 -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+add_test(NAME ptx_contains_selftest.simt_attention
+         COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/attention.cu
+                 -DKERNELS=attn_fwd_kernel -DOUT=${_mf_res_dir}/attention.sm_${MF_RESOURCE_ARCH}.ptx
+                 -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_contains.attention_mma PROPERTIES LABELS unit TIMEOUT 300)
+set_tests_properties(ptx_contains_selftest.simt_attention PROPERTIES LABELS unit TIMEOUT 300
+                     PASS_REGULAR_EXPRESSION "attn_fwd_kernel.*: no 'mma.sync")

@@ -189,12 +189,21 @@ typedef struct attention_case {
 } attention_case;
 
 /* Small shapes (host mode runs them on the CPU): N = 1, N not a multiple of the
- * 16-row tile, causal and not, D != Dv, and the largest head dimension. */
+ * 16-row tile, causal and not, D != Dv, and the largest head dimension; bf16
+ * with D = Dv in {64, 128} runs the tensor-core kernels (attention_mma.cu),
+ * N not a multiple of their 64-row blocks. */
 static const attention_case attention_cases[] = {
     {1, 1, 1, 8, 8, 1, MF_DTYPE_F32},      {2, 2, 37, 16, 8, 0, MF_DTYPE_F32},
     {2, 2, 37, 16, 8, 1, MF_DTYPE_F32},    {1, 3, 50, 32, 24, 1, MF_DTYPE_BF16},
     {1, 2, 33, 8, 40, 0, MF_DTYPE_BF16},   {1, 1, 20, 128, 128, 1, MF_DTYPE_F32},
+    {1, 2, 77, 64, 64, 1, MF_DTYPE_BF16},  {1, 1, 70, 128, 128, 0, MF_DTYPE_BF16},
 };
+
+/* The tensor-core path takes bf16 with D == Dv in {64, 128} (the registry's
+ * buffers are aligned): its tolerance rows are attention.mma.*. */
+static int attention_case_uses_mma(const attention_case *c) {
+    return c->dtype == MF_DTYPE_BF16 && c->D == c->Dv && (c->D == 64 || c->D == 128);
+}
 #define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
 
 /* One case: 'variant' through mf_attention_forward and mf_attention_backward
@@ -222,8 +231,10 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
     snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s",
              (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv,
              c->causal, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate");
+    const int mma = attention_case_uses_mma(c);
     const mf_tolerance *tol =
-        mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16" : "attention.out.f32");
+        mf_tolerance_get(mma ? "attention.mma.out.bf16"
+                             : c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16" : "attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
@@ -328,11 +339,14 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
         goto done;
 
     int pass = 1;
-    if ((st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "attention.out", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_lse, r_lse, rows, "lse", "attention.lse", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk", "attention.grad", c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", "attention.grad", c->dtype, out, &pass)) != MF_OK)
+    const char *t_out = mma ? "attention.mma.out" : "attention.out";
+    const char *t_lse = mma ? "attention.mma.lse" : "attention.lse";
+    const char *t_grad = mma ? "attention.mma.grad" : "attention.grad";
+    if ((st = mf_op_fold_compare_row(g_out, r_out, nv, "out", t_out, c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_op_fold_compare_row(g_lse, r_lse, rows, "lse", t_lse, c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq", t_grad, c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk", t_grad, c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", t_grad, c->dtype, out, &pass)) != MF_OK)
         goto done;
     mf_op_case_verdict(out, pass);
 
