@@ -10,7 +10,7 @@
 //       -> block scope:      [[maybe_unused]] T* name = cudahost::dyn_smem_ptr<T>();
 //          namespace scope:  #define name (::cudahost::dyn_smem_ptr<T>())   (followed by #line)
 //   __noinline__ -> __attribute__((noinline))
-//   asm [volatile] ("ptx" : outputs : inputs : clobbers);   (inside functions)
+//   asm [volatile] ("ptx" : outputs : inputs : clobbers);   (inside functions and #define bodies)
 //       -> do { ...calls of cudahost's emulation of each PTX instruction... } while (0);   (rewrite_asm.h)
 //   #include "x.cuh" / "x.cu" -> #include "<rewritten copy of x.cuh>" (recursively, so launches in headers work)
 // Every rewrite keeps the number of newlines, and the output starts with #line 1 "<absolute path of in.cu>",
