@@ -12,8 +12,8 @@
 // D == Dv in {64, 128} and 16-byte aligned q, k, v (and dout); everything else
 // stays on the SIMT kernels there.
 //
-// Kernels (128 threads = 4 warps; fragment layouts as PTX ISA 9.7.14.5.8):
-//   attn_mma_fwd_kernel<D>   one CTA per (b, h, 64 queries): each warp owns 16
+// Kernels (256 threads = 8 warps; fragment layouts as PTX ISA 9.7.14.5.8):
+//   attn_mma_fwd_kernel<D>   one CTA per (b, h, 128 queries): each warp owns 16
 //       query rows (their A fragments of Q stay in registers), K/V streamed in
 //       blocks of 64 keys; S = Q K^T and O += P V on mma.sync, the online
 //       softmax on the accumulator fragments (base 2, row max and sum across the
@@ -21,7 +21,7 @@
 //       P V without leaving registers. Causal: key blocks above the diagonal are
 //       never loaded. Writes out and lse.
 //   attn_mma_delta_kernel    Delta[i] = dout_i . out_i, one warp per row.
-//   attn_mma_bwd_kernel<D>   one CTA per (b, h, 64 keys): each warp owns 16 keys
+//   attn_mma_bwd_kernel<D>   one CTA per (b, h, 128 keys): each warp owns 16 keys
 //       and keeps their dK and dV rows in fp32 registers while Q, dO, lse and
 //       Delta stream by in blocks of BR queries (64 for D=64, 32 for D=128);
 //       per block S^T = K Q^T, dP^T = V dO^T, dV += P^T dO, dK += dS^T Q (the
@@ -41,10 +41,11 @@
 namespace MF_NS {
 namespace attn_mma {
 
-constexpr int kThreads = 128;  // 4 warps
-constexpr int kFwdBR = 64;     // forward: queries per CTA (16 per warp)
-constexpr int kFwdBC = 64;     // forward: keys per streamed block
-constexpr int kBwdBC = 64;     // backward: keys per CTA (16 per warp)
+constexpr int kWarps = 8;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kFwdBR = 16 * kWarps;  // forward: queries per CTA (16 per warp)
+constexpr int kFwdBC = 64;           // forward: keys per streamed block
+constexpr int kBwdBC = 16 * kWarps;  // backward: keys per CTA (16 per warp)
 // backward: queries per streamed block (registers: 32 keeps D=128 spill-free)
 template <int D>
 struct BwdRows {
@@ -118,7 +119,7 @@ constexpr size_t fwd_smem_bytes() {
     return (size_t)(kFwdBR + 4 * kFwdBC) * (D + 8) * sizeof(__nv_bfloat16);
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 128, D=128 regs 168, stack 0; dynamic smem 54 / 87 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 153, D=128 regs 180, stack 0; dynamic smem 54 / 102 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
 attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -320,7 +321,7 @@ __device__ __forceinline__ void load_stats(float *lse_s, float *dl_s, const floa
     }
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 240, D=128 regs 242, stack 0; dynamic smem 64 / 73 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 238, D=128 regs 252, stack 0; dynamic smem 90 / 111 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
 attn_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -448,35 +449,31 @@ attn_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
                     mma_bf16(dka[2 * np + 1], sa, b[2], b[3]);
                 }
             }
-            __syncthreads();  // dS of all four warps staged
-            // dQ (BR x D) += scale * dS (BR x BC) K (BC x D): warp w takes the D/4
-            // columns [w D/4, (w+1) D/4), every 16-row tile; fp32 atomics into dq.
+            __syncthreads();  // dS of every warp staged
+            // dQ (BR x D) += scale * dS (BR x BC) K (BC x D): the (BR/16) x (D/16)
+            // output tiles of 16 x 16 are dealt round-robin to the warps; fp32
+            // atomics into dq. A = dS[query][key] (ldmatrix), B[k=key][n=d] =
+            // K[key][d] (row-major B: ldmatrix.trans).
             float *dqg = dq + base;
-            MF_UNROLL
-            for (int mt = 0; mt < BR / 16; ++mt) {
-                float acc[D / 32][4];
-                MF_UNROLL
-                for (int n = 0; n < D / 32; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+            for (int u = warp; u < (BR / 16) * (D / 16); u += kWarps) {  // warp-uniform
+                const int mt = u / (D / 16), c0 = (u % (D / 16)) * 16;
+                float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
                 MF_UNROLL
                 for (int kk = 0; kk < BC / 16; ++kk) {
-                    uint32_t a[4];
+                    uint32_t a[4], b[4];
                     ldsm_x4(a, dSs + (mt * 16 + (lane & 15)) * LDSS + kk * 16 + (lane >> 4) * 8);
-                    MF_UNROLL
-                    for (int np = 0; np < D / 64; ++np) {
-                        uint32_t b[4];
-                        ldsm_x4_t(b, Ks + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS +
-                                         warp * (D / 4) + np * 16 + (lane >> 4) * 8);
-                        mma_bf16(acc[2 * np], a, b[0], b[1]);
-                        mma_bf16(acc[2 * np + 1], a, b[2], b[3]);
-                    }
+                    ldsm_x4_t(b, Ks + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + c0 +
+                                     (lane >> 4) * 8);
+                    mma_bf16(acc[0], a, b[0], b[1]);
+                    mma_bf16(acc[1], a, b[2], b[3]);
                 }
                 MF_UNROLL
                 for (int r = 0; r < 2; ++r) {
                     const size_t i = q0 + (size_t)(mt * 16 + g + 8 * r);
                     if (i >= N) continue;
                     MF_UNROLL
-                    for (int n = 0; n < D / 32; ++n) {
-                        float *dst = dqg + i * D + (size_t)(warp * (D / 4) + n * 8 + 2 * t);
+                    for (int n = 0; n < 2; ++n) {
+                        float *dst = dqg + i * D + (size_t)(c0 + n * 8 + 2 * t);
                         atomicAdd(dst, acc[n][2 * r] * scale);
                         atomicAdd(dst + 1, acc[n][2 * r + 1] * scale);
                     }
