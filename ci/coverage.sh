@@ -5,7 +5,7 @@
 # runs the suite except the `slow` and `cuda` labels, captures with lcov, writes
 # an HTML report with genhtml to <build>/html and prints a one-line summary.
 # Fails when line coverage of the gated sources (reference/, optimized/,
-# src/core/, src/ops/) is below MF_COVERAGE_MIN percent (default 90), and then
+# src/core/, src/ops/, src/testbed/, src/plan/) is below MF_COVERAGE_MIN percent (default 90), and then
 # lists the files that drag it down.
 #
 # Host-mode kernels: cudahost rewrites optimized/*.cu into C++ that keeps #line
@@ -32,7 +32,7 @@ build="${MF_COVERAGE_BUILD_DIR:-build/coverage}"
 min="${MF_COVERAGE_MIN:-90}"
 cuda="${MF_COVERAGE_CUDA:-OFF}"
 exclude_labels="${MF_COVERAGE_LABELS:-^(slow|cuda)$}"
-gated=(reference optimized src/core src/ops)
+gated=(reference optimized src/core src/ops src/testbed src/plan)
 
 for tool in lcov genhtml; do
   command -v "$tool" >/dev/null 2>&1 || { echo "ci/coverage.sh: '$tool' not found (ci/setup.sh installs lcov)" >&2; exit 2; }

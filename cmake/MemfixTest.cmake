@@ -1,5 +1,5 @@
 # mf_add_check_test(<name> SOURCES <files...> LABELS <labels...> [BACKENDS host cuda] [TIMEOUT s]
-#                   [ENVIRONMENT VAR=value...])
+#                   [ENVIRONMENT VAR=value...] [REVERSE <tcase>])
 #
 # Builds one Check executable <name> (linking memfix, mf_test_support, Check)
 # and registers it with CTest once per backend:
@@ -9,9 +9,22 @@
 # BACKENDS defaults to host. TIMEOUT (default 120 s) is the CTest timeout and
 # also Check's per-test default timeout (CK_DEFAULT_TIMEOUT), which would
 # otherwise be 4 s. ENVIRONMENT adds variables to every registration.
-# Labels: unit, equivalence, memory, host, cuda, slow. Relative SOURCES are
-# relative to tests/ (the directory of tests/CMakeLists.txt).
-set(MF_TEST_KNOWN_LABELS unit equivalence memory host cuda slow)
+# REVERSE <tcase> also registers <name>_reverse.host: the Check test case
+# <tcase> in host mode with the threads of each block run in reverse order
+# (CUDAHOST_THREAD_ORDER=reverse: a missing or misplaced __syncthreads shows up
+# as a mismatch), labels LABELS + host + reverse, with the same sanitizer
+# environment and timeout.
+# Labels: unit, equivalence, memory, host, cuda, slow, reverse. Relative
+# SOURCES are relative to tests/ (the directory of tests/CMakeLists.txt).
+#
+# mf_add_op_tests(<op> [REVERSE <tcase>] [EQUIV_TIMEOUT s])
+# An op's standard suites, from tests/<kind>/test_<op>_<kind>.c:
+#   test_<op>_fixtures  the reference against PyTorch fixtures (equivalence; no kernels needed)
+#   test_<op>_equiv     the optimized variants against the reference (equivalence, host and cuda;
+#                       REVERSE <tcase>: plus the reverse-thread-order registration)
+#   test_<op>_memory    the memory ceilings (memory, host and cuda)
+#   test_<op>_badinput  bad input (unit, host and cuda)
+set(MF_TEST_KNOWN_LABELS unit equivalence memory host cuda slow reverse)
 
 # Sanitizer and coverage builds are Debug and several times slower: scale every
 # TIMEOUT (CTest's and Check's) by this factor.
@@ -28,7 +41,7 @@ set(MF_TEST_TIMEOUT_MULTIPLIER ${_mf_default_multiplier} CACHE STRING
     "Factor applied to every mf_add_check_test TIMEOUT (sanitizer/coverage builds are slower)")
 
 function(mf_add_check_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LABELS;BACKENDS;ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;REVERSE" "SOURCES;LABELS;BACKENDS;ENVIRONMENT" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "mf_add_check_test(${name}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -73,4 +86,35 @@ function(mf_add_check_test name)
       SKIP_RETURN_CODE 77
       ENVIRONMENT "MF_TEST_BACKEND=${backend};CK_DEFAULT_TIMEOUT=${ARG_TIMEOUT};MF_TEST_DUMP_DIR=${CMAKE_BINARY_DIR}/test-dumps;${extra_env}")
   endforeach()
+  if(ARG_REVERSE)
+    add_test(NAME ${name}_reverse.host COMMAND ${name})
+    set_tests_properties(${name}_reverse.host PROPERTIES
+      LABELS "${ARG_LABELS};host;reverse"
+      TIMEOUT ${ARG_TIMEOUT}
+      SKIP_RETURN_CODE 77
+      ENVIRONMENT "MF_TEST_BACKEND=host;CUDAHOST_THREAD_ORDER=reverse;CK_RUN_CASE=${ARG_REVERSE};CK_DEFAULT_TIMEOUT=${ARG_TIMEOUT};MF_TEST_DUMP_DIR=${CMAKE_BINARY_DIR}/test-dumps;${extra_env}")
+  endif()
+endfunction()
+
+function(mf_add_op_tests op)
+  cmake_parse_arguments(ARG "" "REVERSE;EQUIV_TIMEOUT" "" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "mf_add_op_tests(${op}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT ARG_EQUIV_TIMEOUT)
+    set(ARG_EQUIV_TIMEOUT 300)
+  endif()
+  set(reverse)
+  if(ARG_REVERSE)
+    set(reverse REVERSE ${ARG_REVERSE})
+  endif()
+  mf_add_check_test(test_${op}_fixtures SOURCES equivalence/test_${op}_fixtures.c LABELS equivalence TIMEOUT 60)
+  if(MF_HAVE_HOST_KERNELS)
+    mf_add_check_test(test_${op}_equiv SOURCES equivalence/test_${op}_equiv.c LABELS equivalence
+                      BACKENDS host cuda TIMEOUT ${ARG_EQUIV_TIMEOUT} ${reverse})
+    mf_add_check_test(test_${op}_memory SOURCES memory/test_${op}_memory.c LABELS memory
+                      BACKENDS host cuda TIMEOUT 120)
+    mf_add_check_test(test_${op}_badinput SOURCES unit/test_${op}_badinput.c LABELS unit
+                      BACKENDS host cuda TIMEOUT 60)
+  endif()
 endfunction()

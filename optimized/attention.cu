@@ -23,7 +23,7 @@
 // reaches every __syncthreads.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
-#include "memfix/attention.h"
+#include "attention.cuh"
 
 #include <cuda_bf16.h>
 #include <cmath>
@@ -373,19 +373,6 @@ static mf_status launch_backward(mf_context *ctx, int causal, const Shape &s, co
 
 // ---- exported entry points (called by src/ops/attention.c after validation) ---------
 extern "C" {
-
-// The tensor-core kernels (optimized/attention_mma.cu): bf16, D == Dv in {64, 128},
-// 16-byte aligned inputs. The tiled entry points below take that path when it applies.
-int MF_FN(attention_mma_applies)(mf_dtype dtype, int64_t D, int64_t Dv, const void *q,
-                                 const void *k, const void *v, const void *dout);
-mf_status MF_FN(attention_mma_forward)(mf_context *ctx, int causal, int64_t B, int64_t H,
-                                       int64_t N, int64_t D, const void *q, const void *k,
-                                       const void *v, float *out, float *lse);
-mf_status MF_FN(attention_mma_backward)(mf_context *ctx, int causal, int64_t B, int64_t H,
-                                        int64_t N, int64_t D, const void *q, const void *k,
-                                        const void *v, const float *out, const void *dout,
-                                        const float *lse, float *delta, float *dq, float *dk,
-                                        float *dv);
 
 MF_API mf_status MF_FN(attention_tiled_forward)(mf_context *ctx, mf_dtype dtype, int causal,
                                                 int64_t B, int64_t H, int64_t N, int64_t D,

@@ -31,7 +31,7 @@
 //       Causal: query blocks below the diagonal are never loaded.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
-#include "memfix/attention.h"
+#include "attention.cuh"
 
 #include <cuda_bf16.h>
 #include <cmath>

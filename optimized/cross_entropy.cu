@@ -28,7 +28,7 @@
 // elements), so the bf16 GEMM operands need no second buffer.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
-#include "memfix/cross_entropy.h"
+#include "cross_entropy.cuh"
 
 #include <cuda_bf16.h>
 #include <climits>
@@ -39,11 +39,6 @@ namespace MF_NS {
 
 constexpr int kBlock = 256;  // threads per block; a power of two (tree reductions)
 
-// max that propagates NaN (fmaxf drops it): a NaN logit must make the loss NaN.
-__device__ __forceinline__ float nan_max(float a, float b) {
-    return (a != a || a > b) ? a : b;
-}
-
 // The target of row i. shift_len == 0: labels[i]. shift_len = T > 0: the next
 // label of the same sequence of length T, none (ignore) for its last row.
 __device__ __forceinline__ int64_t ce_target(const int64_t *labels, size_t i, int64_t shift_len,
@@ -53,33 +48,9 @@ __device__ __forceinline__ int64_t ce_target(const int64_t *labels, size_t i, in
     return labels[i + 1];
 }
 
-// Block-wide reductions over kBlock threads through shared memory. Every thread
-// of the block must call them (they contain __syncthreads); the trailing
-// barrier lets the caller reuse 'sh' right away.
-__device__ float block_sum(float v, float *sh) {
-    const unsigned t = threadIdx.x;
-    sh[t] = v;
-    __syncthreads();
-    for (unsigned s = kBlock / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] += sh[t + s];
-        __syncthreads();
-    }
-    const float r = sh[0];
-    __syncthreads();
-    return r;
-}
-__device__ float block_max(float v, float *sh) {
-    const unsigned t = threadIdx.x;
-    sh[t] = v;
-    __syncthreads();
-    for (unsigned s = kBlock / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] = nan_max(sh[t], sh[t + s]);
-        __syncthreads();
-    }
-    const float r = sh[0];
-    __syncthreads();
-    return r;
-}
+// Block-wide reductions over the kBlock threads of a block (mf_device.cuh).
+__device__ inline float block_sum(float v, float *sh) { return block_sum_n<kBlock>(v, sh); }
+__device__ inline float block_max(float v, float *sh) { return block_max_n<kBlock>(v, sh); }
 
 // ---- label pre-pass: count valid rows, find the first bad label ---------------
 // One block. counters[0] = number of rows whose target is not ignore_index;
@@ -256,17 +227,7 @@ __global__ void ce_reduce_kernel(const float *__restrict__ row_loss, size_t n_ro
 }
 
 // ---- launchers ------------------------------------------------------------------
-// Frees a scratch allocation on every exit path (cudaFree waits for the device).
-struct Scratch {
-    mf_context *ctx;
-    void *ptr = nullptr;
-    explicit Scratch(mf_context *c) : ctx(c) {}
-    ~Scratch() {
-        if (ptr != nullptr) mf_scratch_free(ctx, MF_MEM_DEVICE, ptr);
-    }
-    Scratch(const Scratch &) = delete;
-    Scratch &operator=(const Scratch &) = delete;
-};
+// Scratch: the RAII holder of mf_device.cuh.
 
 static mf_status launch_row(cudaStream_t stream, mf_dtype dtype, size_t rows, float *tile,
                             const void *bias, const int64_t *labels, const RowParams &p) {

@@ -27,7 +27,7 @@
 // so every thread of a block reaches every __syncthreads.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
-#include "memfix/linear_attention.h"
+#include "linear_attention.cuh"
 
 #include <cuda_bf16.h>
 #include <cmath>

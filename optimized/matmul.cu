@@ -17,7 +17,7 @@
 // therefore 0 bytes.
 #include "mf_cuda.h"
 #include "mf_device.cuh"  // to_f32, MF_UNROLL, kMaxGridX/Y, grid_cap
-#include "memfix/matmul.h"
+#include "matmul.cuh"
 
 #include <cuda_bf16.h>
 #include <climits>
@@ -190,9 +190,7 @@ static mf_status launch_cublas(mf_context *ctx, mf_dtype dtype, int trans_a, int
 }  // namespace MF_NS
 
 // ---- exported entry points (called by mf_matmul after validation) -----------
-// Signature shared by the three, declared again in src/ops/matmul.c:
-//   mf_status MF_FN(matmul_<variant>)(mf_context *ctx, mf_dtype dtype, int trans_a,
-//       int trans_b, int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C);
+// Declared in matmul.cuh (mf_matmul_kernel_fn).
 extern "C" {
 
 MF_API mf_status MF_FN(matmul_naive)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,

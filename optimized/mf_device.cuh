@@ -1,6 +1,6 @@
 // Device-side helpers shared by the optimized/<op>.cu kernels.
 //
-// Included after "mf_cuda.h" (which defines MF_NS). Every .cu file is compiled
+// Included after "mf_cuda.h" (which defines MF_NS and declares mf_scratch_*). Every .cu file is compiled
 // twice, by nvcc (namespace mf_cuda) and by the host compiler through cudahost
 // (namespace mf_host), and both builds live in one library: everything here is
 // a macro, or inline / constexpr inside namespace MF_NS, so neither build
@@ -47,6 +47,55 @@ template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
     return __float2bfloat16_rn(x);
 }
+
+// max that propagates NaN (fmaxf drops it): a NaN input must make the result NaN.
+__device__ __forceinline__ float nan_max(float a, float b) {
+    return (a != a || a > b) ? a : b;
+}
+
+// Block-wide reductions over the kThreads threads of a block (kThreads ==
+// blockDim.x, a power of two) through shared memory sh[kThreads]. Every thread
+// of the block must call them (they contain __syncthreads); the trailing
+// barrier lets the caller reuse 'sh' right away. block_max propagates NaN.
+template <unsigned kThreads>
+__device__ inline float block_sum_n(float v, float *sh) {
+    const unsigned t = threadIdx.x;
+    sh[t] = v;
+    __syncthreads();
+    for (unsigned s = kThreads / 2; s > 0; s >>= 1) {
+        if (t < s) sh[t] += sh[t + s];
+        __syncthreads();
+    }
+    const float r = sh[0];
+    __syncthreads();
+    return r;
+}
+template <unsigned kThreads>
+__device__ inline float block_max_n(float v, float *sh) {
+    const unsigned t = threadIdx.x;
+    sh[t] = v;
+    __syncthreads();
+    for (unsigned s = kThreads / 2; s > 0; s >>= 1) {
+        if (t < s) sh[t] = nan_max(sh[t], sh[t + s]);
+        __syncthreads();
+    }
+    const float r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+// Device scratch freed on every exit path of a launcher (cudaFree waits for
+// the device): Scratch s(ctx); mf_scratch_alloc(ctx, MF_MEM_DEVICE, n, &s.ptr).
+struct Scratch {
+    mf_context *ctx;
+    void *ptr = nullptr;
+    explicit Scratch(mf_context *c) : ctx(c) {}
+    ~Scratch() {
+        if (ptr != nullptr) mf_scratch_free(ctx, MF_MEM_DEVICE, ptr);
+    }
+    Scratch(const Scratch &) = delete;
+    Scratch &operator=(const Scratch &) = delete;
+};
 
 // A grid dimension of n blocks, capped at 'cap' (kernels loop over the rest
 // with a stride of gridDim). n == 0 stays 0.

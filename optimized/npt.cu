@@ -27,7 +27,7 @@
 //
 // Row-major GEMMs map onto column-major cuBLAS as C^T = op(B)^T . op(A)^T.
 // Accumulation is fp32 (CUBLAS_COMPUTE_32F and float in the kernels).
-#include "memfix/npt.h"
+#include "npt.cuh"
 
 #include "mf_cuda.h"
 #include "mf_device.cuh"  // to_f32, from_f32, grid_blocks

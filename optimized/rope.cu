@@ -26,7 +26,7 @@
 // items (copy feature rd + c of every head). Consecutive threads touch
 // consecutive features of a head row (half layout) or consecutive pairs
 // (interleaved), so loads and stores coalesce. All index math is size_t.
-#include "memfix/rope.h"
+#include "rope.cuh"
 
 #include "mf_cuda.h"
 #include "mf_device.cuh"  // to_f32, from_f32, grid_blocks

@@ -256,64 +256,12 @@ mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t
     return MF_OK;
 }
 
-/* ---- options (shared by the reference and the optimized entries) ------------- */
-void mf_cross_entropy_options_init(mf_cross_entropy_options *opts)
-{
-    if (opts == NULL) return;
-    memset(opts, 0, sizeof(*opts));
-    opts->ignore_index = MF_CE_DEFAULT_IGNORE_INDEX;
-    opts->reduction = MF_CE_REDUCTION_MEAN;
-    opts->shift_labels = 0;
-    opts->seq_len = 0;
-    opts->label_smoothing = 0.0f;
-    opts->z_loss = 0.0f;
-    opts->softcap = 0.0f;
-    opts->variant = MF_CE_VARIANT_CHUNKED;
-    opts->scratch_budget = MF_CE_DEFAULT_BUDGET;
-    opts->max_chunk_rows = 0;
-}
-
-mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts)
-{
-    MF_CHECK_NOT_NULL(opts);
-    if ((int)opts->reduction < 0 || (int)opts->reduction > (int)MF_CE_REDUCTION_NONE)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT,
-                "opts->reduction %d is not MEAN (0), SUM (1) or NONE (2)", (int)opts->reduction);
-    MF_TRY(mf_check_bool(__func__, "opts->shift_labels", opts->shift_labels));
-    if (opts->seq_len < 0)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->seq_len must be >= 0 (got %lld)",
-                (long long)opts->seq_len);
-    if (!(opts->label_smoothing >= 0.0f && opts->label_smoothing <= 1.0f))
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->label_smoothing must be in [0, 1] (got %g)",
-                (double)opts->label_smoothing);
-    if (!(opts->z_loss >= 0.0f) || isinf(opts->z_loss))
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->z_loss must be finite and >= 0 (got %g)",
-                (double)opts->z_loss);
-    if (!(opts->softcap >= 0.0f) || isinf(opts->softcap))
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->softcap must be finite and >= 0, 0 = off (got %g)",
-                (double)opts->softcap);
-    if ((int)opts->variant != (int)MF_CE_VARIANT_CHUNKED && (int)opts->variant != (int)MF_CE_VARIANT_SMEM)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->variant %d is not CHUNKED (0) or SMEM (1)",
-                (int)opts->variant);
-    if (opts->max_chunk_rows < 0)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->max_chunk_rows must be >= 0 (got %lld)",
-                (long long)opts->max_chunk_rows);
-    return MF_OK;
-}
-
-/* ---- memory formulas: the old code's logits and this reference's scratch ------ */
+/* ---- memory formula: this reference's scratch ------------------------------- */
 static size_t mul3(size_t a, size_t b, size_t c)
 {
     size_t r;
     if (!mf_size_mul(a, b, &r) || !mf_size_mul(r, c, &r)) return SIZE_MAX;
     return r;
-}
-
-size_t mf_cross_entropy_logits_bytes(int64_t n_rows, int64_t vocab, mf_dtype dtype)
-{
-    size_t es = mf_dtype_size(dtype);
-    if (n_rows <= 0 || vocab <= 0 || es == 0) return SIZE_MAX;
-    return mul3((size_t)n_rows, (size_t)vocab, es);
 }
 
 size_t mf_ref_cross_entropy_scratch_bytes(int64_t n_rows, int64_t vocab, int backward)

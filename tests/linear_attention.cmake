@@ -1,42 +1,7 @@
 # Linear attention fix (seed 003, issue 7): bidirectional, and causal from the
 # materialized cumsum to chunks. Sources are relative to tests/.
 
-# The reference against the document's linear_attention_bidir/_causal run by
-# PyTorch with autograd: needs no kernels.
-mf_add_check_test(test_linear_attention_fixtures
-  SOURCES equivalence/test_linear_attention_fixtures.c
-  LABELS equivalence
-  TIMEOUT 60)
-
-if(MF_HAVE_HOST_KERNELS)
-  mf_add_check_test(test_linear_attention_equiv
-    SOURCES equivalence/test_linear_attention_equiv.c
-    LABELS equivalence
-    BACKENDS host cuda
-    TIMEOUT 300)
-
-  # The kernels again with the threads of each block run in reverse order
-  # (cudahost): a missing or misplaced __syncthreads shows up as a mismatch.
-  add_test(NAME test_linear_attention_equiv_reverse.host COMMAND test_linear_attention_equiv)
-  set_tests_properties(test_linear_attention_equiv_reverse.host PROPERTIES
-    LABELS "equivalence;host"
-    TIMEOUT 300
-    SKIP_RETURN_CODE 77
-    ENVIRONMENT "MF_TEST_BACKEND=host;CUDAHOST_THREAD_ORDER=reverse;CK_RUN_CASE=kernels;CK_DEFAULT_TIMEOUT=300;MF_TEST_DUMP_DIR=${CMAKE_BINARY_DIR}/test-dumps")
-endif()
-
-if(MF_HAVE_HOST_KERNELS)
-  mf_add_check_test(test_linear_attention_memory
-    SOURCES memory/test_linear_attention_memory.c
-    LABELS memory
-    BACKENDS host cuda
-    TIMEOUT 120)
-  mf_add_check_test(test_linear_attention_badinput
-    SOURCES unit/test_linear_attention_badinput.c
-    LABELS unit
-    BACKENDS host cuda
-    TIMEOUT 60)
-endif()
+mf_add_op_tests(linear_attention REVERSE kernels)
 
 if(MF_HAVE_HOST_KERNELS)
   # The same suite on many-chunk shapes (N up to 512, D up to 128): label slow.

@@ -1,26 +1,18 @@
 /* `memfix bench`: time and measure the scratch of each fix's reference and
  * optimized variants over a size sweep, re-validate after timing, write CSV.
  *
- * Ops with a sweep below (matmul, attention, linear_attention, cross_entropy,
- * npt, rope: forward passes) are timed separately: the reference on the host,
- * the optimized variant on the context's backend. Any other registered op (ops
- * added later without a sweep) is timed through its run_case on its built-in cases,
- * which runs reference and variant together: those rows say so
- * (timed = run_case) and leave ref_ms empty. */
+ * Ops whose descriptor has a sweep (mf_op_desc.bench: setup, reference and
+ * optimized calls of a forward pass at size n, in src/ops/<op>.c) are timed
+ * separately: the reference on the host, the optimized variant on the
+ * context's backend. Any other registered op is timed through its run_case on
+ * its built-in cases, which runs reference and variant together: those rows
+ * say so (timed = run_case) and leave ref_ms empty. */
 #define _POSIX_C_SOURCE 200809L
 #include "memfix_cli.h"
 
 #include "memfix/check.h"
 #include "memfix/memfix.h"
 #include "memfix/registry.h"
-#ifdef MF_HAVE_HOST_KERNELS
-#include "memfix/attention.h"
-#include "memfix/cross_entropy.h"
-#include "memfix/linear_attention.h"
-#include "memfix/matmul.h"
-#include "memfix/npt.h"
-#include "memfix/rope.h"
-#endif
 
 #include <errno.h>
 #include <math.h>
@@ -43,21 +35,40 @@ void mf_cli_bench_help(FILE *out)
             "row whose output does not match, or whose scratch exceeds the op header's\n"
             "ceiling, is marked failed.\n"
             "\n"
-            "sweeps (size n; forward passes, f32):\n"
-            "  matmul            M = N = K = n                       default 32,64,128\n"
-            "  attention         causal, B=1 H=2 N=n D=Dv=32         default 64,128,256\n"
-            "  linear_attention  causal, chunk 16, B=1 H=2 N=n D=16  default 64,128,256\n"
-            "  cross_entropy     N=n rows, D=32, V=512, mean         default 64,128,256\n"
-            "  npt               1 x n tokens, 32 x 48, rank 4       default 16,32,64\n"
-            "  rope              B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,   default 64,256,1024\n"
-            "                    positions 0..n-1 (table length n); fused: angles on the\n"
-            "                    fly; cache: each call creates a table of max(n/4,1)\n"
-            "                    positions, regrows it on the device to n, applies and\n"
-            "                    destroys it (table build included in opt_ms)\n"
-            "  other ops         ops without a sweep (none today): their built-in cases,\n"
+            "sweeps (size n; forward passes, f32):\n");
+    size_t n_ops = 0;
+    const mf_op_desc *const *ops = mf_registry(&n_ops);
+    int any_without = 0;
+    for (size_t i = 0; i < n_ops; i++) {
+        const mf_bench_sweep *sw = ops[i]->bench;
+        if (sw == NULL) {
+            any_without = 1;
+            continue;
+        }
+        /* the first line of the problem with the op's name, then continuation lines */
+        const char *line = sw->help;
+        for (int first = 1; line != NULL && *line != '\0'; first = 0) {
+            const char *nl = strchr(line, '\n');
+            const int len = nl != NULL ? (int)(nl - line) : (int)strlen(line);
+            if (first) {
+                char sizes[64] = "";
+                for (int k = 0, at = 0; k < sw->n_sizes && at < (int)sizeof sizes; k++)
+                    at += snprintf(sizes + at, sizeof sizes - (size_t)at, "%s%lld", k ? "," : "",
+                                   (long long)sw->sizes[k]);
+                fprintf(out, "  %-17s %-35.*s default %s\n", ops[i]->name, len, line, sizes);
+            } else {
+                fprintf(out, "  %-17s %.*s\n", "", len, line);
+            }
+            line = nl != NULL ? nl + 1 : NULL;
+        }
+    }
+    fprintf(out,
+            "  other ops         ops without a sweep (%s): their built-in cases,\n"
             "                    timed through run_case (reference and variant together;\n"
             "                    --sizes does not apply)\n"
-            "\n"
+            "\n",
+            any_without ? "see memfix report" : "none today");
+    fprintf(out,
             "options:\n"
             "  --op NAME         only this fix\n"
             "  --backend B       auto (default), host or cuda\n"
@@ -109,7 +120,6 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-#ifdef MF_HAVE_HOST_KERNELS /* the sweeps below need the ops */
 #ifdef MF_HAVE_CUDA
 /* CUDA events on the context's stream time the optimized loop on a GPU. The
  * real runtime's functions: host execution mode renames its own (cudahost_*). */
@@ -171,38 +181,6 @@ static double loop_timer_stop(mf_context *ctx, loop_timer *t, char *timer, size_
     return wall;
 }
 
-/* ---- helpers -------------------------------------------------------------------------- */
-#define MAX_BUFS 8
-typedef struct {
-    mf_context *ctx;
-    void *dev[MAX_BUFS];
-    int n;
-} devbufs;
-
-static void *dev_upload(devbufs *d, const void *host, size_t bytes, mf_status *s)
-{
-    void *p = NULL;
-    if (*s != MF_OK) return NULL;
-    *s = mf_buffer_alloc(d->ctx, bytes, &p);
-    if (*s != MF_OK) return NULL;
-    d->dev[d->n++] = p;
-    if (host != NULL) *s = mf_buffer_upload(d->ctx, p, host, bytes);
-    return p;
-}
-
-static void dev_free_all(devbufs *d)
-{
-    for (int i = 0; i < d->n; i++) mf_buffer_free(d->ctx, d->dev[i]);
-    d->n = 0;
-}
-
-static float *host_uniform(size_t n, uint64_t seed)
-{
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    if (x) mf_fill_uniform_f32(x, n, seed, -1.0f, 1.0f);
-    return x;
-}
-
 /* NaN-fill the device output, so the re-validation sees the last timed run's
  * values and nothing older. */
 static mf_status nan_fill(mf_context *ctx, float *dev, size_t n)
@@ -246,214 +224,47 @@ static void finish_row(mf_context *ctx, bench_row *r, const float *dev_out, cons
                  r->ceiling);
 }
 
-/* Runs 'call' reps times between mf_mem_begin(DEVICE) and a synchronize:
- * opt_ms is the mean, opt_peak the device scratch peak. */
-#define TIME_OPT(ctx, r, reps, call)                                                                           \
-    do {                                                                                                       \
-        if (s == MF_OK) s = (call); /* warm-up */                                                              \
-        if (s == MF_OK) s = mf_context_synchronize(ctx);                                                       \
-        if (s == MF_OK) s = nan_fill(ctx, out_dev, out_n);                                                     \
-        if (s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_DEVICE);                                                  \
-        loop_timer lt_;                                                                                        \
-        loop_timer_start(ctx, &lt_);                                                                           \
-        for (int rep_ = 0; rep_ < (reps) && s == MF_OK; rep_++) s = (call);                                    \
-        if (s == MF_OK) s = mf_context_synchronize(ctx);                                                       \
-        (r)->opt_ms = loop_timer_stop(ctx, &lt_, (r)->timer, sizeof (r)->timer) / (reps);                      \
-        (r)->opt_peak = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);                                                 \
-    } while (0)
-/* The reference: reps runs on the host, mean time and host scratch peak. */
-#define TIME_REF(ctx, r, reps, call)                                                                           \
-    do {                                                                                                       \
-        if (s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_HOST);                                                    \
-        double t0_ = now_ms();                                                                                 \
-        for (int rep_ = 0; rep_ < (reps) && s == MF_OK; rep_++) s = (call);                                    \
-        (r)->ref_ms = (now_ms() - t0_) / (reps);                                                               \
-        (r)->ref_peak = mf_mem_peak_delta(ctx, MF_MEM_HOST);                                                   \
-    } while (0)
-
-/* ---- sweeps ----------------------------------------------------------------------------- */
-static mf_status sweep_matmul(mf_context *ctx, int variant, int64_t n, int reps, bench_row *r)
+/* One size of an op's sweep: the op's setup, the reference timed (reps runs,
+ * host scratch peak), the optimized call timed after a warm-up (device scratch
+ * peak; the output NaN-filled before the loop), the last run re-validated. */
+static mf_status run_sweep(mf_context *ctx, const mf_bench_sweep *sw, int variant, int64_t n, int reps,
+                           bench_row *r)
 {
-    const size_t nn = (size_t)n * (size_t)n;
-    snprintf(r->shape, sizeof r->shape, "M=%lld N=%lld K=%lld", (long long)n, (long long)n, (long long)n);
-    r->ceiling = mf_matmul_scratch_ceiling((mf_matmul_variant)variant, n, n, n);
-    float *A = host_uniform(nn, 11), *B = host_uniform(nn, 12), *ref = malloc(nn * sizeof(float));
-    devbufs d = {ctx, {0}, 0};
-    mf_status s = (A && B && ref) ? MF_OK : MF_ERR_OUT_OF_MEMORY;
-    TIME_REF(ctx, r, reps, mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, n, n, n, A, B, ref));
-    const void *dA = dev_upload(&d, A, nn * 4, &s), *dB = dev_upload(&d, B, nn * 4, &s);
-    float *out_dev = dev_upload(&d, NULL, nn * 4, &s);
-    size_t out_n = nn;
-    TIME_OPT(ctx, r, reps, mf_matmul(ctx, (mf_matmul_variant)variant, MF_DTYPE_F32, 0, 0, n, n, n, dA, dB, out_dev));
-    if (s == MF_OK) finish_row(ctx, r, out_dev, ref, nn, "matmul.out.f32");
-    dev_free_all(&d);
-    free(A), free(B), free(ref);
+    mf_bench_case c;
+    memset(&c, 0, sizeof c);
+    c.variant = variant;
+    c.n = n;
+    c.ceiling = SIZE_MAX;
+    mf_status s = sw->setup(ctx, &c);
+    snprintf(r->shape, sizeof r->shape, "%s", c.shape);
+    r->ceiling = c.ceiling;
+    if (s == MF_OK && (c.ref_out == NULL || c.out_dev == NULL || c.tol == NULL)) {
+        s = MF_ERR_INTERNAL;
+        snprintf(r->message, sizeof r->message, "the sweep's setup left no output");
+    }
+    if (s == MF_OK) mf_fill_nan_f32(c.ref_out, c.out_n);
+    /* the reference: reps runs on the host, mean time and host scratch peak */
+    if (s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_HOST);
+    const double t0 = now_ms();
+    for (int rep = 0; rep < reps && s == MF_OK; rep++) s = sw->reference(ctx, &c);
+    r->ref_ms = (now_ms() - t0) / reps;
+    r->ref_peak = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+    /* the optimized call: a warm-up, then reps runs between mf_mem_begin(DEVICE) and a synchronize */
+    if (s == MF_OK) s = sw->optimized(ctx, &c);
+    if (s == MF_OK) s = mf_context_synchronize(ctx);
+    if (s == MF_OK) s = nan_fill(ctx, c.out_dev, c.out_n);
+    if (s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_DEVICE);
+    loop_timer lt;
+    loop_timer_start(ctx, &lt);
+    for (int rep = 0; rep < reps && s == MF_OK; rep++) s = sw->optimized(ctx, &c);
+    if (s == MF_OK) s = mf_context_synchronize(ctx);
+    r->opt_ms = loop_timer_stop(ctx, &lt, r->timer, sizeof r->timer) / reps;
+    r->opt_peak = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if (s == MF_OK) finish_row(ctx, r, c.out_dev, c.ref_out, c.out_n, c.tol);
+    for (int i = 0; i < c.n_dev; i++) mf_buffer_free(ctx, c.dev[i]);
+    for (int i = 0; i < c.n_host; i++) free(c.host[i]);
     return s;
 }
-
-static mf_status sweep_attention(mf_context *ctx, int variant, int64_t n, int reps, bench_row *r)
-{
-    const int64_t B = 1, H = 2, D = 32;
-    const size_t m = (size_t)(B * H * n * D);
-    snprintf(r->shape, sizeof r->shape, "causal B=%lld H=%lld N=%lld D=Dv=%lld", (long long)B, (long long)H,
-             (long long)n, (long long)D);
-    r->ceiling = mf_attention_tiled_forward_scratch_ceiling(B, H, n);
-    float *q = host_uniform(m, 21), *k = host_uniform(m, 22), *v = host_uniform(m, 23), *ref = malloc(m * 4);
-    devbufs d = {ctx, {0}, 0};
-    mf_status s = (q && k && v && ref) ? MF_OK : MF_ERR_OUT_OF_MEMORY;
-    TIME_REF(ctx, r, reps, mf_ref_attention_forward(ctx, MF_DTYPE_F32, 1, B, H, n, D, D, q, k, v, ref, NULL));
-    const void *dq = dev_upload(&d, q, m * 4, &s), *dk = dev_upload(&d, k, m * 4, &s), *dv = dev_upload(&d, v, m * 4, &s);
-    float *out_dev = dev_upload(&d, NULL, m * 4, &s);
-    size_t out_n = m;
-    TIME_OPT(ctx, r, reps,
-             mf_attention_forward(ctx, (mf_attention_variant)variant, MF_DTYPE_F32, 1, B, H, n, D, D, dq, dk, dv,
-                                  out_dev, NULL));
-    if (s == MF_OK) finish_row(ctx, r, out_dev, ref, m, "attention.out.f32");
-    dev_free_all(&d);
-    free(q), free(k), free(v), free(ref);
-    return s;
-}
-
-static mf_status sweep_linear_attention(mf_context *ctx, int variant, int64_t n, int reps, bench_row *r)
-{
-    const int64_t B = 1, H = 2, D = 16, chunk = 16;
-    const int causal = variant == 0; /* variants: causal_chunked, bidirectional */
-    const size_t m = (size_t)(B * H * n * D);
-    snprintf(r->shape, sizeof r->shape, "%s B=%lld H=%lld N=%lld D=Dv=%lld", causal ? "causal C=16" : "bidir",
-             (long long)B, (long long)H, (long long)n, (long long)D);
-    r->ceiling = mf_linear_attention_scratch_ceiling(causal, 0, B, H, n, D, D);
-    float *q = host_uniform(m, 31), *k = host_uniform(m, 32), *v = host_uniform(m, 33), *ref = malloc(m * 4);
-    devbufs d = {ctx, {0}, 0};
-    mf_status s = (q && k && v && ref) ? MF_OK : MF_ERR_OUT_OF_MEMORY;
-    TIME_REF(ctx, r, reps, mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, causal, B, H, n, D, D, q, k, v, NULL, ref));
-    const void *dq = dev_upload(&d, q, m * 4, &s), *dk = dev_upload(&d, k, m * 4, &s), *dv = dev_upload(&d, v, m * 4, &s);
-    float *out_dev = dev_upload(&d, NULL, m * 4, &s);
-    size_t out_n = m;
-    TIME_OPT(ctx, r, reps,
-             mf_linear_attention_forward(ctx, MF_DTYPE_F32, causal, chunk, B, H, n, D, D, dq, dk, dv, NULL, out_dev));
-    if (s == MF_OK) finish_row(ctx, r, out_dev, ref, m, "linear_attention.out.f32");
-    dev_free_all(&d);
-    free(q), free(k), free(v), free(ref);
-    return s;
-}
-
-static mf_status sweep_cross_entropy(mf_context *ctx, int variant, int64_t n, int reps, bench_row *r)
-{
-    (void)variant;
-    const int64_t D = 32, V = 512;
-    snprintf(r->shape, sizeof r->shape, "N=%lld D=%lld V=%lld mean", (long long)n, (long long)D, (long long)V);
-    mf_cross_entropy_plan_info info;
-    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, NULL, &info);
-    r->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
-    float *h = host_uniform((size_t)(n * D), 41), *w = host_uniform((size_t)(V * D), 42);
-    int64_t *labels = malloc((size_t)n * sizeof *labels);
-    float ref[1];
-    devbufs d = {ctx, {0}, 0};
-    if (s == MF_OK && !(h && w && labels)) s = MF_ERR_OUT_OF_MEMORY;
-    for (int64_t i = 0; labels && i < n; i++) labels[i] = (i * 7919) % V;
-    TIME_REF(ctx, r, reps, mf_ref_cross_entropy_forward(ctx, n, D, V, MF_DTYPE_F32, h, w, NULL, labels, NULL, ref, NULL));
-    const void *dh = dev_upload(&d, h, (size_t)(n * D) * 4, &s), *dw = dev_upload(&d, w, (size_t)(V * D) * 4, &s);
-    const int64_t *dl = dev_upload(&d, labels, (size_t)n * 8, &s);
-    float *out_dev = dev_upload(&d, NULL, 4, &s);
-    size_t out_n = 1;
-    TIME_OPT(ctx, r, reps, mf_cross_entropy_forward(ctx, n, D, V, MF_DTYPE_F32, dh, dw, NULL, dl, NULL, out_dev, NULL));
-    if (s == MF_OK) finish_row(ctx, r, out_dev, ref, 1, "cross_entropy.loss.f32");
-    dev_free_all(&d);
-    free(h), free(w), free(labels);
-    return s;
-}
-
-static mf_status sweep_npt(mf_context *ctx, int variant, int64_t n, int reps, bench_row *r)
-{
-    (void)variant;
-    mf_npt_shape sh = {1, n, 32, 48, 4};
-    const size_t T = (size_t)n, Dm = 32, F = 48, R = 4;
-    snprintf(r->shape, sizeof r->shape, "B=1 S=%lld D=%zu F=%zu r=%zu", (long long)n, Dm, F, R);
-    r->ceiling = mf_npt_factored_forward_scratch_ceiling(MF_DTYPE_F32, sh, NULL);
-    float *h = host_uniform(T * Dm, 51), *W = host_uniform(Dm * F, 52), *A = host_uniform(Dm * R, 53);
-    float *Bm = host_uniform(R * F, 54), *m = host_uniform(T * R, 55), *ref = malloc(T * F * 4);
-    devbufs d = {ctx, {0}, 0};
-    mf_status s = (h && W && A && Bm && m && ref) ? MF_OK : MF_ERR_OUT_OF_MEMORY;
-    TIME_REF(ctx, r, reps, mf_ref_npt_forward(ctx, MF_DTYPE_F32, sh, h, W, A, Bm, m, NULL, ref));
-    const void *dh = dev_upload(&d, h, T * Dm * 4, &s), *dW = dev_upload(&d, W, Dm * F * 4, &s);
-    const void *dA = dev_upload(&d, A, Dm * R * 4, &s), *dB = dev_upload(&d, Bm, R * F * 4, &s);
-    const void *dm = dev_upload(&d, m, T * R * 4, &s);
-    float *out_dev = dev_upload(&d, NULL, T * F * 4, &s);
-    size_t out_n = T * F;
-    TIME_OPT(ctx, r, reps, mf_npt_forward(ctx, MF_DTYPE_F32, sh, dh, dW, dA, dB, dm, NULL, out_dev, NULL));
-    if (s == MF_OK) finish_row(ctx, r, out_dev, ref, T * F, "npt.forward.f32");
-    dev_free_all(&d);
-    free(h), free(W), free(A), free(Bm), free(m), free(ref);
-    return s;
-}
-
-/* A rope call of the cache variant: a table of cap0 positions created on the
- * device, regrown to the call's positions by apply (the seed's crash path,
- * now a device-only rebuild), destroyed again; its peak is exactly
- * mf_rope_cache_scratch_ceiling(cap0, L, rd). */
-static mf_status rope_cache_call(mf_context *ctx, const mf_rope_config *cfg, int64_t cap0, const mf_rope_tensors *t,
-                                 const mf_rope_positions *pos)
-{
-    mf_rope_cache *cache = NULL;
-    mf_status s = mf_rope_cache_create(ctx, cfg, cap0, &cache);
-    if (s == MF_OK) s = mf_rope_cache_apply(cache, MF_ROPE_FORWARD, t, pos);
-    mf_rope_cache_destroy(cache);
-    return s;
-}
-
-static mf_status sweep_rope(mf_context *ctx, int variant, int64_t n, int reps, bench_row *r)
-{
-    const int64_t B = 1, Hq = 4, Hk = 2, Dh = 32, L = n, cap0 = n / 4 > 0 ? n / 4 : 1;
-    const int cache = variant == 1; /* variants: fused, cache */
-    const size_t nq = (size_t)(B * n * Hq * Dh), nk = (size_t)(B * n * Hk * Dh), m = nq + nk;
-    snprintf(r->shape, sizeof r->shape, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=rd=%lld half fwd pos<%lld%s", (long long)B,
-             (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L, cache ? " cache0=n/4" : "");
-    r->ceiling = cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
-    mf_rope_config cfg;
-    mf_rope_config_init(&cfg, Dh); /* rd = Dh, base 1e4, scaling 1, rotate_half */
-    const mf_rope_positions pos = mf_rope_positions_offset(0);
-    float *x = host_uniform(m, 61), *ref = malloc(m * 4); /* q then k */
-    devbufs d = {ctx, {0}, 0};
-    mf_status s = (x && ref) ? MF_OK : MF_ERR_OUT_OF_MEMORY;
-    if (ref) mf_fill_nan_f32(ref, m);
-    const mf_rope_tensors th = {B, n, Hq, Hk, MF_DTYPE_F32, x, x ? x + nq : NULL, ref, ref ? ref + nq : NULL};
-    TIME_REF(ctx, r, reps, mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &th, &pos));
-    float *dx = dev_upload(&d, x, m * 4, &s);
-    float *out_dev = dev_upload(&d, NULL, m * 4, &s);
-    size_t out_n = m;
-    const mf_rope_tensors td = {B, n, Hq, Hk, MF_DTYPE_F32, dx, dx ? dx + nq : NULL, out_dev,
-                                out_dev ? out_dev + nq : NULL};
-    TIME_OPT(ctx, r, reps,
-             cache ? rope_cache_call(ctx, &cfg, cap0, &td, &pos) : mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &pos));
-    if (s == MF_OK) finish_row(ctx, r, out_dev, ref, m, "rope.out.f32");
-    dev_free_all(&d);
-    free(x), free(ref);
-    return s;
-}
-
-typedef struct {
-    const char *op;
-    mf_status (*fn)(mf_context *, int, int64_t, int, bench_row *);
-    int64_t sizes[4];
-    int n_sizes;
-} sweep_desc;
-
-static const sweep_desc sweeps[] = {
-    {"matmul", sweep_matmul, {32, 64, 128}, 3},
-    {"attention", sweep_attention, {64, 128, 256}, 3},
-    {"linear_attention", sweep_linear_attention, {64, 128, 256}, 3},
-    {"cross_entropy", sweep_cross_entropy, {64, 128, 256}, 3},
-    {"npt", sweep_npt, {16, 32, 64}, 3},
-    {"rope", sweep_rope, {64, 256, 1024}, 3},
-};
-
-static const sweep_desc *find_sweep(const char *op)
-{
-    for (size_t i = 0; i < sizeof sweeps / sizeof sweeps[0]; i++)
-        if (strcmp(sweeps[i].op, op) == 0) return &sweeps[i];
-    return NULL;
-}
-#endif /* MF_HAVE_HOST_KERNELS */
 
 /* ---- CSV ---------------------------------------------------------------------------------- */
 static void csv_str(FILE *f, const char *s)
@@ -620,10 +431,8 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
     for (size_t i = 0; i < n_ops; i++) {
         if (only != NULL && all[i] != only) continue;
         size_t per = (size_t)all[i]->n_cases;
-#ifdef MF_HAVE_HOST_KERNELS
-        const sweep_desc *sw = find_sweep(all[i]->name);
+        const mf_bench_sweep *sw = all[i]->bench;
         if (sw) per = (size_t)(n_sizes ? n_sizes : sw->n_sizes);
-#endif
         cap += per * (size_t)all[i]->n_variants;
     }
     bench_row *rows = calloc(cap ? cap : 1, sizeof *rows);
@@ -638,13 +447,11 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         if (only != NULL && op != only) continue;
         const int64_t *list = NULL;
         int count = op->n_cases;
-#ifdef MF_HAVE_HOST_KERNELS
-        const sweep_desc *sw = find_sweep(op->name);
+        const mf_bench_sweep *sw = op->bench;
         if (sw) {
             list = n_sizes ? sizes : sw->sizes;
             count = n_sizes ? n_sizes : sw->n_sizes;
         }
-#endif
         for (int v = 0; v < op->n_variants; v++) {
             for (int c = 0; c < count; c++) {
                 bench_row *r = &rows[n++];
@@ -657,12 +464,10 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
                 r->ref_peak = r->opt_peak = r->ceiling = SIZE_MAX;
                 mf_clear_error();
                 if (list != NULL) {
-#ifdef MF_HAVE_HOST_KERNELS
                     snprintf(r->timed, sizeof r->timed, "separate");
                     snprintf(r->dtype, sizeof r->dtype, "f32");
                     r->size = (long long)list[c];
-                    s = sw->fn(ctx, v, list[c], reps, r);
-#endif
+                    s = run_sweep(ctx, sw, v, list[c], reps, r);
                 } else {
                     /* no sweep: time run_case on the built-in case (reference + variant) */
                     snprintf(r->timed, sizeof r->timed, "run_case");

@@ -72,7 +72,7 @@ static const char *const vcol_names[VCOL] = {"op",       "backend",  "dtype",   
                                              "max rel err", "atol",   "rtol",    "verdict", "defense",
                                              "ref peak", "opt peak", "ceiling"};
 
-static void vrow_cells(const mf_verify_row *v, char cells[VCOL][160])
+static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
 {
     const mf_case_result *r = &v->result;
     snprintf(cells[0], 160, "%s", r->op);
@@ -91,32 +91,16 @@ static void vrow_cells(const mf_verify_row *v, char cells[VCOL][160])
     else snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
 }
 
+static void verify_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
+{
+    vrow_cells(&((const mf_verify_row *)rows)[i], cells);
+}
+
 static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n)
 {
-    static char cells[VCOL][160];
     static const int right[VCOL] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1};
-    size_t width[VCOL];
-    for (int c = 0; c < VCOL; c++) width[c] = strlen(vcol_names[c]);
-    for (size_t i = 0; i < n; i++) {
-        vrow_cells(&rows[i], cells);
-        for (int c = 0; c < VCOL; c++)
-            if (strlen(cells[c]) > width[c]) width[c] = strlen(cells[c]);
-    }
     fprintf(out, "candidate %s\n", symbol);
-    for (int c = 0; c < VCOL; c++)
-        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], vcol_names[c]);
-    fprintf(out, "\n");
-    for (int c = 0; c < VCOL; c++) {
-        fprintf(out, "%s", c ? "  " : "");
-        for (size_t k = 0; k < width[c]; k++) fputc('-', out);
-    }
-    fprintf(out, "\n");
-    for (size_t i = 0; i < n; i++) {
-        vrow_cells(&rows[i], cells);
-        for (int c = 0; c < VCOL; c++)
-            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cells[c]);
-        fprintf(out, "\n");
-    }
+    mf_cli_print_table(out, VCOL, vcol_names, right, n, verify_cells, rows);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].result.pass;
     fprintf(out, "\n%zu cases, %zu passed, %zu rejected: %s\n", n, n - failed, failed,
@@ -137,23 +121,7 @@ static int verify_json(FILE *out, FILE *err, const char *symbol, const mf_verify
         cJSON *o = cJSON_CreateObject();
         if (o == NULL) break;
         cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "op", r->op);
-        cJSON_AddStringToObject(o, "variant", r->variant);
-        cJSON_AddStringToObject(o, "candidate", symbol);
-        cJSON_AddStringToObject(o, "backend", r->backend);
-        cJSON_AddStringToObject(o, "dtype", r->dtype);
-        cJSON_AddStringToObject(o, "shape", r->shape);
-        if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
-        else cJSON_AddNullToObject(o, "max_abs_err");
-        if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
-        else cJSON_AddNullToObject(o, "max_rel_err");
-        cJSON_AddNumberToObject(o, "atol", r->atol);
-        cJSON_AddNumberToObject(o, "rtol", r->rtol);
-        cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
-        cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
-        cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
-        if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
-        else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+        mf_cli_case_json(o, r, symbol);
         if (rows[i].defense[0]) cJSON_AddStringToObject(o, "defense", rows[i].defense);
         else cJSON_AddNullToObject(o, "defense");
         cJSON_AddStringToObject(o, "reason", r->message);

@@ -103,7 +103,7 @@ static const char *const col_names[NCOL] = {"op",      "variant", "backend", "dt
                                             "max abs err", "max rel err", "atol", "rtol", "verdict",
                                             "ref peak", "opt peak", "ceiling"};
 
-static void row_cells(const mf_case_result *r, char cells[NCOL][160])
+static void row_cells(const mf_case_result *r, char (*cells)[MF_CLI_CELL])
 {
     snprintf(cells[0], 160, "%s", r->op);
     snprintf(cells[1], 160, "%s", r->variant);
@@ -123,32 +123,44 @@ static void row_cells(const mf_case_result *r, char cells[NCOL][160])
         snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
 }
 
-static void print_table(FILE *out, const mf_case_result *rows, size_t n)
+void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
+                        void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]), const void *rows)
 {
-    static char cells[NCOL][160];
-    size_t width[NCOL];
-    for (int c = 0; c < NCOL; c++) width[c] = strlen(col_names[c]);
+    static char cell[MF_CLI_MAX_COLS][MF_CLI_CELL];
+    size_t width[MF_CLI_MAX_COLS];
+    if (ncol > MF_CLI_MAX_COLS) ncol = MF_CLI_MAX_COLS;
+    for (int c = 0; c < ncol; c++) width[c] = strlen(names[c]);
     for (size_t i = 0; i < n; i++) {
-        row_cells(&rows[i], cells);
-        for (int c = 0; c < NCOL; c++)
-            if (strlen(cells[c]) > width[c]) width[c] = strlen(cells[c]);
+        cells(rows, i, cell);
+        for (int c = 0; c < ncol; c++)
+            if (strlen(cell[c]) > width[c]) width[c] = strlen(cell[c]);
     }
-    /* numbers right-aligned, text left-aligned */
-    const int right[NCOL] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1};
-    for (int c = 0; c < NCOL; c++)
-        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], col_names[c]);
+    for (int c = 0; c < ncol; c++)
+        fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], names[c]);
     fprintf(out, "\n");
-    for (int c = 0; c < NCOL; c++) {
+    for (int c = 0; c < ncol; c++) {
         fprintf(out, "%s", c ? "  " : "");
         for (size_t k = 0; k < width[c]; k++) fputc('-', out);
     }
     fprintf(out, "\n");
     for (size_t i = 0; i < n; i++) {
-        row_cells(&rows[i], cells);
-        for (int c = 0; c < NCOL; c++)
-            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cells[c]);
+        cells(rows, i, cell);
+        for (int c = 0; c < ncol; c++)
+            fprintf(out, "%s%*s", c ? "  " : "", right[c] ? (int)width[c] : -(int)width[c], cell[c]);
         fprintf(out, "\n");
     }
+}
+
+static void report_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
+{
+    row_cells(&((const mf_case_result *)rows)[i], cells);
+}
+
+static void print_table(FILE *out, const mf_case_result *rows, size_t n)
+{
+    /* numbers right-aligned, text left-aligned */
+    static const int right[NCOL] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1};
+    mf_cli_print_table(out, NCOL, col_names, right, n, report_cells, rows);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].pass;
     fprintf(out, "\n%zu rows, %zu passed, %zu failed", n, n - failed, failed);
@@ -159,6 +171,28 @@ static void print_table(FILE *out, const mf_case_result *rows, size_t n)
                     rows[i].message[0] ? rows[i].message : "(no message)");
 }
 
+void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
+{
+    cJSON_AddStringToObject(o, "op", r->op);
+    cJSON_AddStringToObject(o, "variant", r->variant);
+    if (candidate != NULL) cJSON_AddStringToObject(o, "candidate", candidate);
+    cJSON_AddStringToObject(o, "backend", r->backend);
+    cJSON_AddStringToObject(o, "dtype", r->dtype);
+    cJSON_AddStringToObject(o, "shape", r->shape);
+    /* non-finite errors (a NaN/Inf mismatch, or not compared) have no JSON number: null */
+    if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
+    else cJSON_AddNullToObject(o, "max_abs_err");
+    if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
+    else cJSON_AddNullToObject(o, "max_rel_err");
+    cJSON_AddNumberToObject(o, "atol", r->atol);
+    cJSON_AddNumberToObject(o, "rtol", r->rtol);
+    cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
+    cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
+    cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
+    if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
+    else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+}
+
 static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -167,27 +201,10 @@ static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
-        const mf_case_result *r = &rows[i];
         cJSON *o = cJSON_CreateObject();
         if (o == NULL) break;
         cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "op", r->op);
-        cJSON_AddStringToObject(o, "variant", r->variant);
-        cJSON_AddStringToObject(o, "backend", r->backend);
-        cJSON_AddStringToObject(o, "dtype", r->dtype);
-        cJSON_AddStringToObject(o, "shape", r->shape);
-        /* non-finite errors (a NaN/Inf mismatch) have no JSON number: null */
-        if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
-        else cJSON_AddNullToObject(o, "max_abs_err");
-        if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
-        else cJSON_AddNullToObject(o, "max_rel_err");
-        cJSON_AddNumberToObject(o, "atol", r->atol);
-        cJSON_AddNumberToObject(o, "rtol", r->rtol);
-        cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
-        cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
-        cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
-        if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
-        else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+        mf_cli_case_json(o, &rows[i], NULL);
     }
     char *text = cJSON_Print(arr);
     cJSON_Delete(arr);

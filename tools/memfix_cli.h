@@ -7,6 +7,8 @@
 #ifndef MEMFIX_CLI_H
 #define MEMFIX_CLI_H
 
+#include "memfix/registry.h"
+
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -21,6 +23,16 @@ int mf_cli_main(int argc, char **argv, FILE *out, FILE *err);
  * Returns the value (advancing *i past a separate VALUE), or NULL when argv[*i]
  * is not that option, or when VALUE is missing (then *missing = 1). */
 const char *mf_cli_option_value(int argc, char **argv, int *i, const char *name, int *missing);
+
+/* A text table of n rows: ncol columns named names[], numbers right-aligned
+ * where right[c], each row's cells filled by cells(rows, i, ...). */
+enum { MF_CLI_MAX_COLS = 16, MF_CLI_CELL = 160 };
+/* The keys of one mf_case_result in `--json` output (report and verify, in
+ * that order; "candidate" after "variant" when candidate != NULL). */
+struct cJSON;
+void mf_cli_case_json(struct cJSON *o, const mf_case_result *r, const char *candidate);
+void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
+                        void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]), const void *rows);
 
 /* Subcommands in tools/cmd_<name>.c (argv[0] is the command name). */
 int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err);

@@ -1,5 +1,5 @@
 /* The example attention candidates (mf_attention_forward_candidate_fn and
- * mf_attention_backward_candidate_fn, include/memfix/verify.h): naive, one
+ * mf_attention_backward_candidate_fn, include/memfix/<op>.h): naive, one
  * thread per query row (forward, dq) or per key row (dk, dv), scores recomputed
  * in double and never stored, no scratch. Written independently of
  * optimized/attention.cu (16-row tiles in shared memory, online softmax).

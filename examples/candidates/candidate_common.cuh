@@ -1,6 +1,6 @@
 /* Shared helpers of the example matmul candidates (examples/candidates/).
  * Each candidate is one .cu file exporting one extern "C" function with
- * mf_matmul_candidate_fn's signature (include/memfix/verify.h). The wrong ones
+ * mf_matmul_candidate_fn's signature (include/memfix/<op>.h). The wrong ones
  * start from cand_matmul_naive below and add one flaw each. */
 #ifndef MF_CANDIDATE_COMMON_CUH
 #define MF_CANDIDATE_COMMON_CUH

@@ -1,5 +1,5 @@
 /* The example cross_entropy backward candidates
- * (mf_cross_entropy_backward_candidate_fn, include/memfix/verify.h): naive,
+ * (mf_cross_entropy_backward_candidate_fn, include/memfix/<op>.h): naive,
  * one thread per gradient element; each recomputes the logits it needs in
  * double from hidden and weight and the probabilities from the given lse,
  * never storing a logits tile; no scratch. Written independently of

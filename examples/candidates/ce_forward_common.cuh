@@ -1,5 +1,5 @@
 /* The example cross_entropy forward candidates (mf_cross_entropy_forward_candidate_fn,
- * include/memfix/verify.h): one block per row computes the row's logits on the
+ * include/memfix/<op>.h): one block per row computes the row's logits on the
  * fly in double (never stored), with a fixed-order block reduction of the
  * (max, sum exp) pairs: deterministic, unlike an atomics-based reduction.
  * 'ignore_smoothing' is the flaw of the wrong example. */

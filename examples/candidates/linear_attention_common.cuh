@@ -1,5 +1,5 @@
 /* The example linear attention candidates (mf_linear_attention_forward_candidate_fn
- * and mf_linear_attention_backward_candidate_fn, include/memfix/verify.h):
+ * and mf_linear_attention_backward_candidate_fn, include/memfix/<op>.h):
  * naive, one thread per output element, in double, in the quadratic form
  * (out_n = (q'_n S0 + sum_{m<=n} (q'_n . k'_m) v_m) / den_n) instead of a
  * carried state, so never the N x D x Dv cumsum and no state in memory. The

@@ -1,5 +1,5 @@
 /* The example NPT candidates (mf_npt_forward_candidate_fn and
- * mf_npt_backward_candidate_fn, include/memfix/verify.h): naive, one thread
+ * mf_npt_backward_candidate_fn, include/memfix/<op>.h): naive, one thread
  * per output element, every sum in double straight from the inputs (h.A and
  * g.B^T recomputed where needed, never stored): no scratch at all, and never
  * the per-token d_model x d_ffn delta. Written independently of

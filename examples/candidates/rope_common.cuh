@@ -1,4 +1,4 @@
-/* The example rope candidates (mf_rope_candidate_fn, include/memfix/verify.h):
+/* The example rope candidates (mf_rope_candidate_fn, include/memfix/<op>.h):
  * one thread per (token, head, rotated pair) of q and of k, the angle
  * recomputed by each thread in double from the position (no table, no
  * scratch), and one more thread per pass-through feature. Written

@@ -118,6 +118,30 @@ typedef enum mf_attention_variant {
 /* "tiled"; NULL for a value out of range. */
 MF_API const char *mf_attention_variant_name(mf_attention_variant v);
 
+/* The signatures of the attention kernel entries: mf_attention_forward /
+ * mf_attention_backward minus the variant. optimized/attention.cuh declares the
+ * tiled variant's entries with them; `memfix verify` candidates (targets
+ * "attention.forward" and "attention.backward") are functions of these types.
+ * scale = 1/sqrt(D); causal 0/1. Forward: q, k (B,H,N,D), v (B,H,N,Dv) of
+ * dtype; writes out (B,H,N,Dv) and lse (B,H,N, natural log of the row's sum of
+ * exp(scaled scores)) floats. No scratch (ceiling 0). A forward candidate is
+ * followed by memfix's tiled backward, fed the candidate's out and lse: dq, dk,
+ * dv are compared too. Backward: also out, lse (memfix's forward's) and dout
+ * (dtype); writes dq, dk (B,H,N,D) and dv (B,H,N,Dv) floats. Scratch ceiling:
+ * 4*B*H*N bytes (one float per query row, e.g. delta = rowsum(dout * out)). */
+typedef mf_status mf_attention_forward_kernel_fn(mf_context *ctx, mf_dtype dtype, int causal,
+                                                 int64_t B, int64_t H, int64_t N, int64_t D,
+                                                 int64_t Dv, const void *q, const void *k,
+                                                 const void *v, float *out, float *lse);
+typedef mf_status mf_attention_backward_kernel_fn(mf_context *ctx, mf_dtype dtype, int causal,
+                                                  int64_t B, int64_t H, int64_t N, int64_t D,
+                                                  int64_t Dv, const void *q, const void *k,
+                                                  const void *v, const float *out,
+                                                  const void *dout, const float *lse, float *dq,
+                                                  float *dk, float *dv);
+typedef mf_attention_forward_kernel_fn *mf_attention_forward_candidate_fn;
+typedef mf_attention_backward_kernel_fn *mf_attention_backward_candidate_fn;
+
 /* Tiled forward on ctx's backend. q, k, v: device buffers of 'dtype'
  * ((B,H,N,D), (B,H,N,D), (B,H,N,Dv)); out: (B,H,N,Dv) floats; lse: (B,H,N)
  * floats, or NULL when no backward will follow. causal: 0 or 1.

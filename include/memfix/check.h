@@ -22,6 +22,19 @@ typedef struct mf_tolerance {
 MF_API const mf_tolerance *mf_tolerance_get(const char *name); /* NULL if unknown */
 MF_API const mf_tolerance *mf_tolerance_table(size_t *count);
 
+/* Why a comparison or a case failed, in the order the comparison checks
+ * (mf_failure_name gives the short names "error", "nan-pattern", ...). */
+typedef enum mf_failure {
+    MF_FAILURE_NONE = 0,        /* passed */
+    MF_FAILURE_ERROR,           /* a call returned an error status: nothing compared */
+    MF_FAILURE_NONFINITE,       /* the NaN/Inf pattern differs (e.g. NaN pre-fill left unwritten) */
+    MF_FAILURE_ALL_ZERO,        /* the output is all zeros while the reference is not */
+    MF_FAILURE_TOLERANCE,       /* an entry outside atol + rtol*|ref| */
+    MF_FAILURE_NMSE,            /* the normalized MSE exceeds its bound */
+    MF_FAILURE_SCRATCH_CEILING  /* outputs match, but scratch exceeds the ceiling */
+} mf_failure;
+MF_API const char *mf_failure_name(mf_failure f);
+
 /* Comparison: passes iff the NaN/Inf pattern of got equals that of ref, every
  * |got-ref| <= atol + rtol*|ref| over finite entries, and the normalized MSE is
  * <= nmse. An output that is all zeros while ref is not, or that still holds the
@@ -37,6 +50,7 @@ typedef struct mf_compare_result {
     double nmse;
     double budget_used_pct;  /* 100 * max over i of |got-ref| / (atol + rtol*|ref|) */
     size_t nonfinite_mismatch; /* entries whose NaN/Inf class differs */
+    mf_failure failure;      /* MF_FAILURE_NONE when it passes; else the first failing criterion */
     char reason[256];        /* human-readable verdict */
 } mf_compare_result;
 

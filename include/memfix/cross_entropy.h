@@ -80,10 +80,7 @@
  *   ~35,300) while both of the document's test points behave the same.
  *
  * Variants: MF_CE_VARIANT_CHUNKED (cuBLAS logits tile per chunk in device
- * scratch, one block per row, cuBLAS accumulation of the gradients). The enum
- * reserves MF_CE_VARIANT_SMEM for a Cut Cross-Entropy style variant that keeps
- * logits tiles in shared memory only; it is not implemented and returns
- * MF_ERR_INVALID_ARGUMENT.
+ * scratch, one block per row, cuBLAS accumulation of the gradients).
  */
 #ifndef MEMFIX_CROSS_ENTROPY_H
 #define MEMFIX_CROSS_ENTROPY_H
@@ -101,8 +98,7 @@ typedef enum mf_ce_reduction {
 } mf_ce_reduction;
 
 typedef enum mf_ce_variant {
-    MF_CE_VARIANT_CHUNKED = 0, /* logits tile per chunk in device scratch (cuBLAS) */
-    MF_CE_VARIANT_SMEM = 1     /* reserved: logits tiles in shared memory only (not implemented) */
+    MF_CE_VARIANT_CHUNKED = 0 /* logits tile per chunk in device scratch (cuBLAS) */
 } mf_ce_variant;
 
 #define MF_CE_DEFAULT_IGNORE_INDEX (-100)
@@ -160,12 +156,13 @@ MF_API size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t v
 
 /* Forward only. loss: 1 float (mean/sum) or N floats (none). lse: N floats of
  * per-row logsumexp for a later mf_cross_entropy_backward, or NULL. */
-MF_API mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
-                                          int64_t vocab, mf_dtype dtype, const void *hidden,
-                                          const void *weight, const void *bias,
-                                          const int64_t *labels,
-                                          const mf_cross_entropy_options *opts, float *loss,
-                                          float *lse);
+typedef mf_status mf_cross_entropy_forward_fn(mf_context *ctx, int64_t n_rows,
+                                              int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+                                              const void *hidden, const void *weight,
+                                              const void *bias, const int64_t *labels,
+                                              const mf_cross_entropy_options *opts, float *loss,
+                                              float *lse);
+MF_API mf_cross_entropy_forward_fn mf_cross_entropy_forward;
 
 /* Fused forward + backward: one pass over the chunks. grad_loss: the upstream
  * gradient (1 float for mean/sum, N floats for none), or NULL for 1. */
@@ -177,14 +174,28 @@ MF_API mf_status mf_cross_entropy_forward_backward(
 
 /* Backward from the lse (N floats) saved by mf_cross_entropy_forward with the
  * same inputs and options: recomputes each logits tile, never the whole. */
-MF_API mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
-                                           int64_t vocab, mf_dtype dtype, const void *hidden,
-                                           const void *weight, const void *bias,
-                                           const int64_t *labels,
-                                           const mf_cross_entropy_options *opts,
-                                           const float *lse, const float *grad_loss,
-                                           float *grad_hidden, float *grad_weight,
-                                           float *grad_bias);
+typedef mf_status mf_cross_entropy_backward_fn(
+    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+    const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+    const mf_cross_entropy_options *opts, const float *lse, const float *grad_loss,
+    float *grad_hidden, float *grad_weight, float *grad_bias);
+MF_API mf_cross_entropy_backward_fn mf_cross_entropy_backward;
+
+/* `memfix verify` candidates are functions of these two types.
+ * Forward (target "cross_entropy" or "cross_entropy.forward"): hidden N x D,
+ * weight V x D, bias V (or NULL) in dtype, labels N int64, all device buffers;
+ * opts honoured in full (ignore index, reduction, shift_labels/seq_len, label
+ * smoothing, z-loss, softcap); opts->scratch_budget is the ceiling the
+ * candidate's scratch must respect. Writes loss (1 float, or N for
+ * MF_CE_REDUCTION_NONE) and lse (N floats).
+ * Backward (target "cross_entropy.backward"): lse (N floats, the reference
+ * forward's) and grad_loss (1 float, or N for MF_CE_REDUCTION_NONE) are device
+ * inputs besides the forward's; writes grad_hidden (N x D), grad_weight (V x D)
+ * and grad_bias (V, or NULL on cases without a bias), all floats, compared
+ * with the reference backward under cross_entropy.grad.<dtype>; same ceiling
+ * as the forward. */
+typedef mf_cross_entropy_forward_fn *mf_cross_entropy_forward_candidate_fn;
+typedef mf_cross_entropy_backward_fn *mf_cross_entropy_backward_candidate_fn;
 
 /* ---- reference (HOST pointers; scratch via the context's host allocator) ---
  * Same arguments as above. The forward writes lse when non-NULL; the backward
@@ -203,29 +214,6 @@ MF_API mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, 
                                                const mf_cross_entropy_options *opts,
                                                const float *grad_loss, float *grad_hidden,
                                                float *grad_weight, float *grad_bias);
-
-/* ---- internal: the entry exported by optimized/cross_entropy.cu ------------
- * (mf_host_cross_entropy_chunked / mf_cuda_cross_entropy_chunked). Arguments are
- * validated by the public functions above; call those instead. */
-typedef enum mf_ce_mode {
-    MF_CE_MODE_FORWARD = 0,
-    MF_CE_MODE_FORWARD_BACKWARD = 1,
-    MF_CE_MODE_BACKWARD = 2
-} mf_ce_mode;
-
-typedef struct mf_ce_args {
-    mf_ce_mode mode;
-    int64_t n_rows, hidden_dim, vocab;
-    mf_dtype dtype;
-    const void *hidden, *weight, *bias;
-    const int64_t *labels;
-    mf_cross_entropy_options opts; /* validated */
-    mf_cross_entropy_plan_info plan;
-    const float *grad_loss;        /* NULL = 1 */
-    const float *lse_in;           /* backward */
-    float *loss, *lse_out;
-    float *grad_hidden, *grad_weight, *grad_bias;
-} mf_ce_args;
 
 #ifdef __cplusplus
 }

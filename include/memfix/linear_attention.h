@@ -122,22 +122,38 @@ typedef struct mf_linear_attention_state_grad {
  * MF_ERR_OVERFLOW, MF_ERR_DTYPE, MF_ERR_INVALID_ARGUMENT (causal not 0/1, a
  * state with causal == 0), MF_ERR_BACKEND_UNAVAILABLE, MF_ERR_OUT_OF_MEMORY,
  * MF_ERR_BACKEND. */
-MF_API mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal,
-                                             int64_t chunk, int64_t B, int64_t H, int64_t N,
-                                             int64_t D, int64_t Dv, const void *q, const void *k,
-                                             const void *v, const mf_linear_attention_state *state,
-                                             float *out);
+typedef mf_status mf_linear_attention_forward_fn(mf_context *ctx, mf_dtype dtype, int causal,
+                                                 int64_t chunk, int64_t B, int64_t H, int64_t N,
+                                                 int64_t D, int64_t Dv, const void *q,
+                                                 const void *k, const void *v,
+                                                 const mf_linear_attention_state *state,
+                                                 float *out);
+MF_API mf_linear_attention_forward_fn mf_linear_attention_forward;
 
 /* Optimized backward. out: the forward's output. state: only initial_kv /
  * initial_z are read (the same as the forward's); grad: NULL or the state
  * gradients (causal only). dq, dk, dv overwritten. */
-MF_API mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal,
-                                              int64_t chunk, int64_t B, int64_t H, int64_t N,
-                                              int64_t D, int64_t Dv, const void *q, const void *k,
-                                              const void *v, const float *out, const void *dout,
-                                              const mf_linear_attention_state *state,
-                                              const mf_linear_attention_state_grad *grad,
-                                              float *dq, float *dk, float *dv);
+typedef mf_status mf_linear_attention_backward_fn(
+    mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
+    int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
+    const void *dout, const mf_linear_attention_state *state,
+    const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv);
+MF_API mf_linear_attention_backward_fn mf_linear_attention_backward;
+
+/* The two function types above are also those of the kernel entries
+ * (optimized/linear_attention.cuh) and of `memfix verify` candidates (targets
+ * "linear_attention.forward" and "linear_attention.backward"), each run on
+ * every built-in case causal (chunk = the case's C) and then bidirectional
+ * (causal = 0, state and grad NULL). Causal runs carry a recurrent state, all
+ * float device buffers: forward reads state->initial_kv/initial_z and writes
+ * state->final_kv/final_z; backward reads state->initial_kv/initial_z and
+ * grad->d_final_kv/d_final_z and writes grad->d_initial_kv/d_initial_z. q, k,
+ * v, dout are of dtype; out, dq, dk, dv float. A backward candidate gets
+ * memfix's forward's out. The candidate's own outputs are compared: out and the
+ * final state (forward); dq, dk, dv and the initial state's gradients
+ * (backward). Scratch ceiling: 0 (forward), 8*B*H*N bytes (backward). */
+typedef mf_linear_attention_forward_fn *mf_linear_attention_forward_candidate_fn;
+typedef mf_linear_attention_backward_fn *mf_linear_attention_backward_candidate_fn;
 
 /* The reference (host pointers, double arithmetic): exactly the document's
  * einsum/cumsum computation, materializing kv_cumsum and k_cumsum (causal) or

@@ -68,6 +68,17 @@ typedef enum mf_matmul_variant {
 /* "naive", "tiled", "cublas"; NULL for a value out of range. */
 MF_API const char *mf_matmul_variant_name(mf_matmul_variant v);
 
+/* The signature of a matmul kernel entry: mf_matmul minus the variant. Each
+ * variant of optimized/matmul.cu exports one (declared in optimized/matmul.cuh),
+ * and a `memfix verify --op matmul` candidate is a function of this type. */
+typedef mf_status mf_matmul_kernel_fn(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
+                                      int64_t M, int64_t N, int64_t K, const void *A,
+                                      const void *B, float *C);
+/* matmul candidate (include/memfix/verify.h): C = op(A) op(B); A holds M*K and
+ * B K*N elements of dtype (f32 or bf16 bit patterns), C M*N floats, row-major;
+ * all three are device buffers; C must be overwritten (beta = 0). */
+typedef mf_matmul_kernel_fn *mf_matmul_candidate_fn;
+
 /* Optimized matmul on ctx's backend. A, B and C are device buffers of ctx
  * (mf_buffer_alloc): A holds M*K and B holds K*N elements of 'dtype', C holds
  * M*N floats. Asynchronous on the context's stream; call

@@ -115,18 +115,32 @@ MF_API void mf_npt_options_init(mf_npt_options *opts);
 /* ---- optimized (device pointers of ctx's backend) -------------------------- */
 /* out (batch, seq, d_ffn) = h.W + ((h.A) * m).B (+ bias). bias may be NULL.
  * opts may be NULL (defaults). */
-MF_API mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
-                                const void *W, const void *A, const void *B, const void *m,
-                                const void *bias, void *out, const mf_npt_options *opts);
+typedef mf_status mf_npt_forward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
+                                    const void *h, const void *W, const void *A, const void *B,
+                                    const void *m, const void *bias, void *out,
+                                    const mf_npt_options *opts);
+MF_API mf_npt_forward_fn mf_npt_forward;
 
 /* Gradients of out = h.(W + delta_w) + bias given grad_out. Each grad_* output
  * may be NULL to skip that gradient (e.g. a frozen W), but at least one must be
  * given. Outputs are overwritten, not accumulated into. */
-MF_API mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
-                                 const void *W, const void *A, const void *B, const void *m,
-                                 const void *grad_out, void *grad_h, void *grad_W, void *grad_A,
-                                 void *grad_B, void *grad_m, void *grad_bias,
-                                 const mf_npt_options *opts);
+typedef mf_status mf_npt_backward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
+                                     const void *h, const void *W, const void *A, const void *B,
+                                     const void *m, const void *grad_out, void *grad_h,
+                                     void *grad_W, void *grad_A, void *grad_B, void *grad_m,
+                                     void *grad_bias, const mf_npt_options *opts);
+MF_API mf_npt_backward_fn mf_npt_backward;
+
+/* `memfix verify` candidates (targets "npt.forward" and "npt.backward", each run
+ * on the built-in cases of its pass) are functions of these two types. Every
+ * tensor is a device buffer of dtype (f32 or bf16), outputs included; opts is a
+ * host struct (opts->chunk_tokens, the token chunk the ceiling is stated for).
+ * Forward writes out (T x d_ffn; bias may be NULL). Backward writes grad_h,
+ * grad_W, grad_A, grad_B, grad_m, grad_bias (all given, overwritten). Scratch
+ * ceiling: mf_npt_factored_forward/backward_scratch_ceiling(dtype, shape, opts):
+ * no T x d_model x d_ffn delta. */
+typedef mf_npt_forward_fn *mf_npt_forward_candidate_fn;
+typedef mf_npt_backward_fn *mf_npt_backward_candidate_fn;
 
 /* ---- reference (host pointers; the old code: materializes delta_w) --------- */
 MF_API mf_status mf_ref_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,

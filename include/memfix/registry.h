@@ -1,6 +1,8 @@
-/* The registry of fixes: each op registers its variants and built-in cases once;
- * `memfix report`, the test suites and later tools share it. Adding a fix is
- * adding one mf_op_desc and one line in src/core/registry.c. */
+/* The registry of fixes: the one list of ops. Each op describes itself once
+ * (an mf_op_desc in src/ops/<op>.c: its variants, built-in cases and the entry
+ * points `memfix verify` takes candidates for); `memfix report`, `memfix
+ * verify`, the test suites and later tools iterate it. Adding a fix is adding
+ * one mf_op_desc and one MF_OP line in src/core/registry.c. */
 #ifndef MEMFIX_REGISTRY_H
 #define MEMFIX_REGISTRY_H
 
@@ -26,8 +28,53 @@ typedef struct mf_case_result {
     size_t ref_peak_bytes;  /* host scratch peak of the reference */
     size_t opt_peak_bytes;  /* device scratch peak of the optimized variant */
     size_t ceiling_bytes;   /* the header's formula at this shape */
+    mf_failure failure;     /* MF_FAILURE_NONE, or why it failed (no parsing of message) */
     char message[256];      /* why it failed, or "" */
 } mf_case_result;
+
+/* An entry point of an op that `memfix verify` takes candidates for. */
+typedef struct mf_verify_target {
+    const char *name; /* "matmul", or "<op>.<entry>" for an op with several */
+    /* Runs built-in case 'case_index' as `memfix report` does, calling
+     * 'candidate' (the op's candidate type, cast to void (*)(void)) through the
+     * testbed's guards (src/testbed/testbed.h) in place of the optimized
+     * entry. seed_salt != 0 draws other inputs of the same shape. Fills *out
+     * (always). MF_ERR_NULL_POINTER for a NULL candidate. */
+    mf_status (*run_case)(mf_context *ctx, void (*candidate)(void), int case_index,
+                          uint64_t seed_salt, mf_case_result *out);
+    int (*n_cases)(void); /* NULL: the op's n_cases */
+} mf_verify_target;
+
+/* One size of an op's `memfix bench` sweep (forward pass, f32). The op's
+ * setup fills the shape, the ceiling, the tolerance row of the re-validation,
+ * the reference's output buffer (host) and the optimized output (device), and
+ * keeps its inputs in host[] / dev[]; memfix bench times reference() and
+ * optimized() (the optimized output re-filled with NaN before the loop),
+ * re-validates the last run, then frees host[] (free) and dev[]
+ * (mf_buffer_free). */
+#define MF_BENCH_MAX_BUFS 8
+typedef struct mf_bench_case {
+    int variant;
+    int64_t n;           /* the sweep's size */
+    char shape[128];     /* e.g. "M=64 N=64 K=64" */
+    size_t ceiling;      /* the header's formula at this shape */
+    const char *tol;     /* tolerance row of the re-validation, e.g. "matmul.out.f32" */
+    float *ref_out;      /* host: the reference's output (one of host[]) */
+    float *out_dev;      /* device: the optimized output (one of dev[]) */
+    size_t out_n;        /* floats in ref_out and out_dev */
+    void *host[MF_BENCH_MAX_BUFS];
+    void *dev[MF_BENCH_MAX_BUFS];
+    int n_host, n_dev;
+} mf_bench_case;
+
+typedef struct mf_bench_sweep {
+    const char *help;     /* the problem of size n, for memfix bench --help */
+    int64_t sizes[4];     /* the default sweep */
+    int n_sizes;
+    mf_status (*setup)(mf_context *ctx, mf_bench_case *c);     /* c->variant, c->n set */
+    mf_status (*reference)(mf_context *ctx, mf_bench_case *c); /* one reference call (host) */
+    mf_status (*optimized)(mf_context *ctx, mf_bench_case *c); /* one optimized call (device) */
+} mf_bench_sweep;
 
 typedef struct mf_op_desc {
     const char *name;                 /* "matmul" */
@@ -40,6 +87,9 @@ typedef struct mf_op_desc {
      * and scratch peaks through the context's allocators. Fills *out (always,
      * also on failure). Returns MF_OK when the case ran, whatever its verdict. */
     mf_status (*run_case)(mf_context *ctx, int variant, int case_index, mf_case_result *out);
+    int n_verify_targets;                   /* 0: takes no candidates */
+    const mf_verify_target *verify_targets; /* a target named like the op answers --op <op> */
+    const mf_bench_sweep *bench;            /* NULL: memfix bench times run_case */
 } mf_op_desc;
 
 MF_API const mf_op_desc *const *mf_registry(size_t *count);

@@ -177,9 +177,18 @@ MF_API const char *mf_rope_layout_name(mf_rope_layout l); /* "half", "interleave
  * (layout, direction, kind, base, scaling, partially overlapping buffers),
  * MF_ERR_DTYPE, MF_ERR_OUT_OF_RANGE (offset < 0 or a position outside
  * [0, MF_ROPE_MAX_POSITION]), MF_ERR_BACKEND_UNAVAILABLE, MF_ERR_BACKEND. */
-MF_API mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg,
-                               mf_rope_direction dir, const mf_rope_tensors *t,
-                               const mf_rope_positions *pos);
+typedef mf_status mf_rope_fused_fn(mf_context *ctx, const mf_rope_config *cfg,
+                                   mf_rope_direction dir, const mf_rope_tensors *t,
+                                   const mf_rope_positions *pos);
+MF_API mf_rope_fused_fn mf_rope_fused;
+/* A `memfix verify --op rope` candidate is a function of this type, both
+ * directions (dir: forward y = R(theta) x, backward dx = R(-theta) dy). t->q,
+ * t->k (read-only), t->q_out, t->k_out (out of place, every element written)
+ * and pos->ids (explicit int32/int64 positions; NULL for MF_ROPE_POS_OFFSET)
+ * are device buffers; cfg and pos are host structs honoured in full (head_dim,
+ * rotary_dim, base, scaling, layout; offset or ids with batch_stride). No
+ * scratch: the fused ceiling is 0 bytes. */
+typedef mf_rope_fused_fn *mf_rope_candidate_fn;
 
 /* ---- cache: device-built cos/sin table ------------------------------------ */
 typedef struct mf_rope_cache mf_rope_cache;

@@ -94,6 +94,7 @@ mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_
 {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof *out);
+    out->failure = MF_FAILURE_ERROR;
     snprintf(out->reason, sizeof out->reason, "comparison did not run");
     MF_CHECK_NOT_NULL(got);
     MF_CHECK_NOT_NULL(ref);
@@ -146,20 +147,24 @@ mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_
 
     const size_t w = out->worst_index;
     if (out->nonfinite_mismatch > 0) {
+        out->failure = MF_FAILURE_NONFINITE;
         snprintf(out->reason, sizeof out->reason,
                  "NaN/Inf pattern differs at %zu of %zu entries (first [%zu]: got %s, ref %s)%s",
                  out->nonfinite_mismatch, n, w, class_name(fclass(got[w])), class_name(fclass(ref[w])),
                  unwritten > 0 ? "; NaN where ref is finite: output not written?" : "");
     } else if (got_nonzero == 0 && ref_nonzero > 0) {
+        out->failure = MF_FAILURE_ALL_ZERO;
         snprintf(out->reason, sizeof out->reason, "output is all zeros while ref has %zu nonzero entries",
                  ref_nonzero);
     } else if (out->n_bad > 0) {
+        out->failure = MF_FAILURE_TOLERANCE;
         snprintf(out->reason, sizeof out->reason,
                  "%zu of %zu entries outside atol+rtol*|ref|; worst [%zu] got %.9g ref %.9g |err| %.3g > "
                  "%.3g (%.1f%% of budget)",
                  out->n_bad, n, w, out->worst_got, out->worst_ref, fabs((double)out->worst_got - out->worst_ref),
                  tol->atol + tol->rtol * fabs(out->worst_ref), out->budget_used_pct);
     } else if (out->nmse > tol->nmse) {
+        out->failure = MF_FAILURE_NMSE;
         snprintf(out->reason, sizeof out->reason, "normalized MSE %.3g exceeds %.3g (max |err| %.3g)", out->nmse,
                  tol->nmse, out->max_abs_err);
     } else {
@@ -168,6 +173,21 @@ mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_
                  "pass: max |err| %.3g, max rel %.3g, worst [%zu] at %.1f%% of budget, nmse %.3g <= %.3g",
                  out->max_abs_err, out->max_rel_err, w, out->budget_used_pct, out->nmse, tol->nmse);
     }
+    if (out->pass) out->failure = MF_FAILURE_NONE;
     if (!out->pass && dump_path != NULL) write_dump(dump_path, got, ref, n, tol, out);
     return MF_OK;
+}
+
+const char *mf_failure_name(mf_failure f)
+{
+    switch (f) {
+    case MF_FAILURE_NONE: return "none";
+    case MF_FAILURE_ERROR: return "error";
+    case MF_FAILURE_NONFINITE: return "nan-pattern";
+    case MF_FAILURE_ALL_ZERO: return "all-zero";
+    case MF_FAILURE_TOLERANCE: return "tolerance";
+    case MF_FAILURE_NMSE: return "nmse";
+    case MF_FAILURE_SCRATCH_CEILING: return "scratch-ceiling";
+    }
+    return "unknown";
 }

@@ -1,39 +1,33 @@
-/* The registry of fixes shared by `memfix report`, the suites and later tools.
- * Adding a fix is adding its mf_op_desc (in src/ops/<op>.c) and two lines in
- * the marked list below. */
+/* The registry of fixes shared by `memfix report`, `memfix verify`, `memfix
+ * bench`, the suites and later tools: the one list of ops. Adding a fix is
+ * adding its mf_op_desc (in src/ops/<op>.c) and one MF_OP line below. */
 #include "mf_internal.h"
 #include "memfix/registry.h"
 
 #include <string.h>
 
-/* ---- registered ops: op helpers add their declaration and pointer here ----
- * extern const mf_op_desc mf_op_<op>;      (declaration, in the block below)
- * &mf_op_<op>,                              (pointer, in mf_builtin_ops[])
- * Ops exist only when the kernels are built (MF_HAVE_HOST_KERNELS: cudahost
- * present); a reference-only build registers none. */
+/* ---- registered ops: one line per op, MF_OP(<op>) for the descriptor
+ * `const mf_op_desc mf_op_<op>` defined in src/ops/<op>.c. Ops exist only when
+ * the kernels are built (MF_HAVE_HOST_KERNELS: cudahost present); a
+ * reference-only build registers none. The order is `memfix report`'s. */
 #ifdef MF_HAVE_HOST_KERNELS
-/* declarations: */
-extern const mf_op_desc mf_op_matmul;
-extern const mf_op_desc mf_op_rope;
-extern const mf_op_desc mf_op_cross_entropy;
-extern const mf_op_desc mf_op_npt;
-extern const mf_op_desc mf_op_attention;
-extern const mf_op_desc mf_op_linear_attention;
-/* end of declarations */
+#define MF_REGISTERED_OPS(MF_OP) \
+    MF_OP(matmul)                \
+    MF_OP(rope)                  \
+    MF_OP(cross_entropy)         \
+    MF_OP(npt)                   \
+    MF_OP(attention)             \
+    MF_OP(linear_attention)
+#else
+#define MF_REGISTERED_OPS(MF_OP)
 #endif
 
+#define MF_OP_DECLARE(op) extern const mf_op_desc mf_op_##op;
+MF_REGISTERED_OPS(MF_OP_DECLARE)
+#define MF_OP_POINTER(op) &mf_op_##op,
+
 static const mf_op_desc *const mf_builtin_ops[] = {
-#ifdef MF_HAVE_HOST_KERNELS
-    /* pointers: */
-    &mf_op_matmul,
-    &mf_op_rope,
-    &mf_op_cross_entropy,
-    &mf_op_npt,
-    &mf_op_attention,
-    &mf_op_linear_attention,
-    /* end of pointers */
-#endif
-    NULL /* sentinel: keeps the array non-empty; not counted */
+    MF_REGISTERED_OPS(MF_OP_POINTER) NULL /* sentinel: keeps the array non-empty; not counted */
 };
 /* ---- end of registered ops ---------------------------------------------- */
 

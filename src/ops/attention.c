@@ -4,9 +4,9 @@
  * optimized/attention.cu). */
 #include "memfix/attention.h"
 
+#include "attention.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -15,24 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/attention.cu (mf_host_* via cudahost, mf_cuda_* via
- * nvcc); arguments are validated before the call. */
-#define MF_ATTN_FWD_ENTRY(prefix)                                                               \
-    mf_status prefix##attention_tiled_forward(mf_context *ctx, mf_dtype dtype, int causal,     \
-                                              int64_t B, int64_t H, int64_t N, int64_t D,       \
-                                              int64_t Dv, const void *q, const void *k,         \
-                                              const void *v, float *out, float *lse)
-#define MF_ATTN_BWD_ENTRY(prefix)                                                               \
-    mf_status prefix##attention_tiled_backward(                                                 \
-        mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, \
-        int64_t Dv, const void *q, const void *k, const void *v, const float *out,              \
-        const void *dout, const float *lse, float *dq, float *dk, float *dv)
-MF_ATTN_FWD_ENTRY(mf_host_);
-MF_ATTN_BWD_ENTRY(mf_host_);
-#ifdef MF_HAVE_CUDA
-MF_ATTN_FWD_ENTRY(mf_cuda_);
-MF_ATTN_BWD_ENTRY(mf_cuda_);
-#endif
+/* The kernel entries (optimized/attention.cuh): mf_host_* from cudahost,
+ * mf_cuda_* from nvcc. Arguments are validated before the call. */
 
 static const char *const attention_variant_names[MF_ATTENTION_N_VARIANTS] = {"tiled"};
 
@@ -114,13 +98,6 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_attention_va
     return MF_OK;
 }
 
-typedef mf_status (*attn_fwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                                 int64_t, const void *, const void *, const void *, float *,
-                                 float *);
-typedef mf_status (*attn_bwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                                 int64_t, const void *, const void *, const void *, const float *,
-                                 const void *, const float *, float *, float *, float *);
-
 mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
                                int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
                                const void *q, const void *k, const void *v, float *out,
@@ -139,7 +116,7 @@ mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf
     MF_TRY(mf_check_device_extent(__func__, ctx, lse, rows * 4, "lse"));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
-    attn_fwd_fn fn = mf_host_attention_tiled_forward;
+    mf_attention_forward_kernel_fn *fn = mf_host_attention_tiled_forward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_attention_tiled_forward;
 #endif
@@ -174,7 +151,7 @@ mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, m
     MF_TRY(mf_check_device_extent(__func__, ctx, dv, rows * (size_t)Dv * 4, "dv"));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
-    attn_bwd_fn fn = mf_host_attention_tiled_backward;
+    mf_attention_backward_kernel_fn *fn = mf_host_attention_tiled_backward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_attention_tiled_backward;
 #endif
@@ -191,7 +168,7 @@ typedef struct attention_case {
 /* Small shapes (host mode runs them on the CPU): N = 1, N not a multiple of the
  * 16-row tile, causal and not, D != Dv, and the largest head dimension; bf16
  * with D = Dv in {64, 128} runs the tensor-core kernels (attention_mma.cu),
- * N not a multiple of their 64-row blocks. */
+ * N not a multiple of their 128-row blocks. */
 static const attention_case attention_cases[] = {
     {1, 1, 1, 8, 8, 1, MF_DTYPE_F32},      {2, 2, 37, 16, 8, 0, MF_DTYPE_F32},
     {2, 2, 37, 16, 8, 1, MF_DTYPE_F32},    {1, 3, 50, 32, 24, 1, MF_DTYPE_BF16},
@@ -215,19 +192,11 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
                                          mf_attention_forward_candidate_fn fwd,
                                          mf_attention_backward_candidate_fn bwd, int case_index,
                                          uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "attention");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant < 0 || variant >= MF_ATTENTION_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
-                MF_ATTENTION_N_VARIANTS);
-    if (case_index < 0 || case_index >= ATTENTION_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
-                ATTENTION_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "attention", ctx, variant, MF_ATTENTION_N_VARIANTS, case_index,
+                            ATTENTION_N_CASES));
     const attention_case *c = &attention_cases[case_index];
     const int cand = fwd != NULL || bwd != NULL;
-    mf_op_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
+    mf_tb_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
     snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s",
              (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv,
              c->causal, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate");
@@ -244,56 +213,35 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
 
     const size_t rows = (size_t)(c->B * c->H * c->N);
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
-    const size_t es = mf_dtype_size(c->dtype);
     const uint64_t seed =
         0x6174746e00000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
-    mf_status st = MF_OK;
-    void *q = mf_op_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = mf_op_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = mf_op_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = mf_op_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
-    /* host results: ref (r_*) and got (g_*), in one block */
-    const size_t n_host = 2 * (nv + rows + 2 * nqk + nv);
-    float *hb = (float *)malloc(n_host * sizeof(float));
-    void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
-    float *d_out = NULL, *d_lse = NULL, *d_dq = NULL, *d_dk = NULL, *d_dv = NULL;
-    if (q == NULL || k == NULL || v == NULL || dout == NULL || hb == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
-                          "host buffers for case %d", case_index);
-        goto done;
-    }
-    mf_fill_nan_f32(hb, n_host);
-    float *r_out = hb, *r_lse = r_out + nv, *r_dq = r_lse + rows, *r_dk = r_dq + nqk, *r_dv = r_dk + nqk;
-    float *g_out = r_dv + nv, *g_lse = g_out + nv, *g_dq = g_lse + rows, *g_dk = g_dq + nqk,
-          *g_dv = g_dk + nqk;
+    enum { Q, K, V, DOUT, OUT, LSE, DQ, DK, DV, NT };
+    mf_tb_tensor t[NT] = {
+        {"q", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
+        {"k", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
+        {"v", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+        {"dout", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+        {"out", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.out" : "attention.out", NULL, NULL, NULL},
+        {"lse", MF_TB_OUT, rows, 0.0f, 0.0f, mma ? "attention.mma.lse" : "attention.lse", NULL, NULL, NULL},
+        {"dq", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
+        {"dk", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
+        {"dv", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
+    };
+    mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
+    if (st != MF_OK) goto done;
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
-        (st = mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q,
-                                       k, v, r_out, r_lse)) != MF_OK ||
-        (st = mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv,
-                                        q, k, v, dout, r_dq, r_dk, r_dv)) != MF_OK)
+        (st = mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, t[Q].host,
+                                       t[K].host, t[V].host, t[OUT].host, t[LSE].host)) != MF_OK ||
+        (st = mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, t[Q].host,
+                                        t[K].host, t[V].host, t[DOUT].host, t[DQ].host, t[DK].host,
+                                        t[DV].host)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
-    if ((st = mf_buffer_alloc(ctx, nqk * es, &d_q)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * es, &d_k)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * es, &d_v)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * es, &d_do)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_out)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, rows * 4, (void **)&d_lse)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dq)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dk)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_dv)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_q, q, nqk * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_k, k, nqk * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_v, v, nv * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_do, dout, nv * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_out, g_out, nv * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_lse, g_lse, rows * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_dq, g_dq, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_dk, g_dk, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_dv, g_dv, nv * 4)) != MF_OK)
-        goto done;
+    if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK) goto done;
+    const void *d_q = t[Q].dev, *d_k = t[K].dev, *d_v = t[V].dev, *d_do = t[DOUT].dev;
+    float *d_out = t[OUT].dev, *d_lse = t[LSE].dev, *d_dq = t[DQ].dev, *d_dk = t[DK].dev, *d_dv = t[DV].dev;
     if (cand) {
         /* the candidate's pass alone is measured */
         const mf_attention_variant tv = MF_ATTENTION_TILED;
@@ -331,34 +279,14 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
             goto done;
         out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     }
-    if ((st = mf_buffer_download(ctx, g_out, d_out, nv * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_lse, d_lse, rows * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_dq, d_dq, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_dk, d_dk, nqk * 4)) != MF_OK ||
-        (st = mf_buffer_download(ctx, g_dv, d_dv, nv * 4)) != MF_OK)
-        goto done;
 
     int pass = 1;
-    const char *t_out = mma ? "attention.mma.out" : "attention.out";
-    const char *t_lse = mma ? "attention.mma.lse" : "attention.lse";
-    const char *t_grad = mma ? "attention.mma.grad" : "attention.grad";
-    if ((st = mf_op_fold_compare_row(g_out, r_out, nv, "out", t_out, c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_lse, r_lse, rows, "lse", t_lse, c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq", t_grad, c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk", t_grad, c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", t_grad, c->dtype, out, &pass)) != MF_OK)
-        goto done;
-    mf_op_case_verdict(out, pass);
+    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
+    mf_tb_verdict(out, pass);
 
 done:
-    mf_op_case_error(out, st);
-    void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
-    free(hb);
-    free(dout);
-    free(v);
-    free(k);
-    free(q);
+    mf_tb_case_error(out, st);
+    mf_tb_tensors_free(ctx, t, NT);
     return st;
 }
 
@@ -369,7 +297,7 @@ static mf_status attention_run_case(mf_context *ctx, int variant, int case_index
 
 /* memfix verify (include/memfix/verify.h): the candidate signatures are those
  * of the tiled entry points of optimized/attention.cu. */
-mf_status mf_attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
+static mf_status attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
                                    mf_attention_backward_candidate_fn bwd, int case_index,
                                    uint64_t seed_salt, mf_case_result *out) {
     if ((fwd == NULL) == (bwd == NULL)) {
@@ -380,6 +308,111 @@ mf_status mf_attention_verify_case(mf_context *ctx, mf_attention_forward_candida
     return attention_run_case_impl(ctx, 0, fwd, bwd, case_index, seed_salt, out);
 }
 
+/* ---- memfix verify: the guard of attention (tiled forward / backward) candidates (src/testbed/testbed.h) -------------- */
+typedef struct attn_args {
+    mf_dtype dtype;
+    int causal;
+    int64_t B, H, N, D, Dv;
+} attn_args;
+
+/* bufs: q, k, v, out, lse */
+static mf_status attn_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const attn_args *a = (const attn_args *)args;
+    return ((mf_attention_forward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                             mf_tb_ptr(bufs, 2), (float *)mf_tb_ptr(bufs, 3), (float *)mf_tb_ptr(bufs, 4));
+}
+
+static mf_status attn_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v, float *out,
+                                       float *lse)
+{
+    const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
+    const mf_tb_buffer sp[5] = {{"q", q, rows * (size_t)D * es, dtype},
+                         {"k", k, rows * (size_t)D * es, dtype},
+                         {"v", v, rows * (size_t)Dv * es, dtype},
+                         {"out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32},
+                         {"lse", lse, rows * 4, MF_DTYPE_F32}};
+    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    mf_tb_guarded bufs[5];
+    return mf_tb_guard(ctx, sp, 3, 5, attn_fwd_call, &args, bufs);
+}
+
+/* bufs: q, k, v, out, dout, lse, dq, dk, dv */
+static mf_status attn_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const attn_args *a = (const attn_args *)args;
+    return ((mf_attention_backward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                             mf_tb_ptr(bufs, 2), (const float *)mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4),
+                             (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
+                             (float *)mf_tb_ptr(bufs, 8));
+}
+
+static mf_status attn_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                       const float *out, const void *dout, const float *lse, float *dq, float *dk,
+                                       float *dv)
+{
+    const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_tb_buffer sp[9] = {{"q", q, nqk * es, dtype},          {"k", k, nqk * es, dtype},
+                         {"v", v, nv * es, dtype},           {"out", out, nv * 4, MF_DTYPE_F32},
+                         {"dout", dout, nv * es, dtype},     {"lse", lse, rows * 4, MF_DTYPE_F32},
+                         {"dq", dq, nqk * 4, MF_DTYPE_F32}, {"dk", dk, nqk * 4, MF_DTYPE_F32},
+                         {"dv", dv, nv * 4, MF_DTYPE_F32}};
+    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    mf_tb_guarded bufs[9];
+    return mf_tb_guard(ctx, sp, 6, 9, attn_bwd_call, &args, bufs);
+}
+
+static mf_status attention_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                         uint64_t seed_salt, mf_case_result *out) {
+    return attention_verify_case(ctx, candidate != NULL ? attn_fwd_guard : NULL, NULL, case_index, seed_salt,
+                                 out);
+}
+
+static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                          uint64_t seed_salt, mf_case_result *out) {
+    return attention_verify_case(ctx, NULL, candidate != NULL ? attn_bwd_guard : NULL, case_index, seed_salt,
+                                 out);
+}
+
+static const mf_verify_target attention_targets[] = {{"attention.forward", attention_forward_verify, NULL},
+                                                     {"attention.backward", attention_backward_verify, NULL}};
+
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { ATTN_BENCH_B = 1, ATTN_BENCH_H = 2, ATTN_BENCH_D = 32 };
+
+static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t B = ATTN_BENCH_B, H = ATTN_BENCH_H, D = ATTN_BENCH_D, n = c->n;
+    const size_t m = (size_t)(B * H * n * D);
+    snprintf(c->shape, sizeof c->shape, "causal B=%lld H=%lld N=%lld D=Dv=%lld", (long long)B, (long long)H,
+             (long long)n, (long long)D);
+    c->ceiling = mf_attention_tiled_forward_scratch_ceiling(B, H, n);
+    c->tol = "attention.out.f32";
+    mf_status s = MF_OK;
+    for (uint64_t seed = 21; seed <= 23; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
+    c->out_n = m;
+    return s;
+}
+
+static mf_status attention_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    return mf_ref_attention_forward(ctx, MF_DTYPE_F32, 1, ATTN_BENCH_B, ATTN_BENCH_H, c->n, ATTN_BENCH_D,
+                                    ATTN_BENCH_D, c->host[0], c->host[1], c->host[2], c->ref_out, NULL);
+}
+
+static mf_status attention_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    return mf_attention_forward(ctx, (mf_attention_variant)c->variant, MF_DTYPE_F32, 1, ATTN_BENCH_B,
+                                ATTN_BENCH_H, c->n, ATTN_BENCH_D, ATTN_BENCH_D, c->dev[0], c->dev[1], c->dev[2],
+                                c->out_dev, NULL);
+}
+
+static const mf_bench_sweep attention_bench = {"causal, B=1 H=2 N=n D=Dv=32", {64, 128, 256}, 3,
+                                               attention_bench_setup, attention_bench_reference,
+                                               attention_bench_optimized};
+
 const mf_op_desc mf_op_attention = {
     "attention",
     "softmax(q k^T / sqrt(D)) v, fwd+bwd: tiled online softmax vs materialized N x N scores (seed 003)",
@@ -387,4 +420,7 @@ const mf_op_desc mf_op_attention = {
     attention_variant_names,
     ATTENTION_N_CASES,
     attention_run_case,
+    2,
+    attention_targets,
+    &attention_bench,
 };

@@ -4,9 +4,9 @@
  * reference/cross_entropy.c, optimized/cross_entropy.cu). */
 #include "memfix/cross_entropy.h"
 
+#include "cross_entropy.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -16,11 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/cross_entropy.cu (host mode always; CUDA when built). */
-mf_status mf_host_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
-#ifdef MF_HAVE_CUDA
-mf_status mf_cuda_cross_entropy_chunked(mf_context *ctx, const mf_ce_args *args);
-#endif
+/* The kernel entry and its argument struct: optimized/cross_entropy.cuh. */
 
 /* ---- memory formula of the chunked variant (cross_entropy.h) -------------------- */
 static size_t mul3(size_t a, size_t b, size_t c)
@@ -130,10 +126,6 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         MF_TRY(mf_cross_entropy_options_validate(opts));
         a->opts = *opts;
     }
-    if (a->opts.variant == MF_CE_VARIANT_SMEM)
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
-                            "variant MF_CE_VARIANT_SMEM (shared-memory tiles, Cut Cross-Entropy "
-                            "style) is reserved and not implemented yet; use MF_CE_VARIANT_CHUNKED");
     if (a->opts.shift_labels && a->opts.seq_len > 0 && a->n_rows % a->opts.seq_len != 0)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "n_rows %lld is not a multiple of seq_len %lld",
@@ -265,43 +257,42 @@ static int ce_compare(const float *got, const float *ref, size_t n, const char *
     const mf_tolerance *tol = mf_tolerance_get(tol_name);
     if (tol == NULL) {
         snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
+        out->failure = MF_FAILURE_ERROR;
         return 0;
     }
-    mf_compare_result cmp;
-    if (mf_compare_f32(got, ref, n, tol, NULL, &cmp) != MF_OK) {
-        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, mf_last_error());
-        return 0;
-    }
-    mf_op_fold_errors(out, &cmp);
     if (tol->atol > out->atol) out->atol = tol->atol;
     if (tol->rtol > out->rtol) out->rtol = tol->rtol;
-    if (!cmp.pass && out->message[0] == '\0')
-        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, cmp.reason);
-    return cmp.pass;
+    int pass = out->message[0] == '\0'; /* an earlier output failed: keep its message */
+    const int first = pass;
+    if (mf_tb_compare(got, ref, n, tol, what, out, &pass) != MF_OK) {
+        snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, mf_last_error());
+        out->failure = MF_FAILURE_ERROR;
+        return 0;
+    }
+    return first ? pass : 0; /* the caller's verdict is already a failure */
 }
 
-/* One case: mf_cross_entropy_forward_backward (report), or, when 'bwd' != NULL,
- * the candidate 'bwd' in place of mf_cross_entropy_backward (memfix verify),
- * given the reference's lse and compared on the gradients only, with the same
- * ceiling. seed_salt != 0 draws other inputs and labels of the same shape. */
-static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy_backward_candidate_fn bwd,
-                                  int case_index, uint64_t seed_salt, mf_case_result *out)
+/* One case: mf_cross_entropy_forward_backward (report: loss and the three
+ * gradients), or a candidate (memfix verify): 'fwd' in place of
+ * mf_cross_entropy_forward, compared on loss and lse against the reference's
+ * forward; or 'bwd' in place of mf_cross_entropy_backward, given the
+ * reference's lse and compared on the gradients. The ceiling is the chunked
+ * variant's at the case's chunk (opts->scratch_budget states it to a
+ * candidate). seed_salt != 0 draws other inputs and labels of the same shape. */
+static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy_forward_candidate_fn fwd,
+                                  mf_cross_entropy_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
+                                  mf_case_result *out)
 {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "cross_entropy");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
-    if (case_index < 0 || case_index >= CE_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "cross_entropy", ctx, variant, 1, case_index, CE_N_CASES));
     const ce_case *c = &ce_cases[case_index];
-    mf_op_case_labels(out, ctx, bwd != NULL ? "candidate" : ce_variant_names[variant], c->dtype);
+    const int cand = fwd != NULL || bwd != NULL;
+    mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
     snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g%s",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
              (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
              c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap,
-             bwd != NULL ? " bwd" : "");
+             fwd != NULL ? " fwd" : bwd != NULL ? " bwd" : "");
 
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);
@@ -320,16 +311,16 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
     const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
-    void *h = mf_op_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
-    void *w = mf_op_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
-    void *b = c->bias ? mf_op_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
+    void *h = mf_tb_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
+    void *w = mf_tb_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
+    void *b = c->bias ? mf_tb_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
     float *gl = (float *)malloc(n_loss * sizeof(float));
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
-    float *host_out = (float *)malloc(2 * (n_loss + n * d + v * d + v) * sizeof(float));
-    float *r_lse = bwd != NULL ? (float *)malloc(n * sizeof(float)) : NULL; /* the candidate's lse input */
+    /* outputs, reference then got: loss, grad_hidden, grad_weight, grad_bias, lse */
+    const size_t n_out = n_loss + n * d + v * d + v + n;
+    float *host_out = (float *)malloc(2 * n_out * sizeof(float));
     void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL, *dlse = NULL;
-    if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lab == NULL ||
-        host_out == NULL || (bwd != NULL && r_lse == NULL)) {
+    if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lab == NULL || host_out == NULL) {
         st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
                           "host buffers for case %d", case_index);
         goto done;
@@ -339,19 +330,18 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
         lab[i] = i % 7 == 3 ? MF_CE_DEFAULT_IGNORE_INDEX
                             : (int64_t)((i * 2654435761u + (size_t)case_index + (size_t)seed_salt * 7919u) % v);
 
-    const size_t n_out = n_loss + n * d + v * d + v;
     float *ref = host_out, *got = host_out + n_out;
-    float *r_loss = ref, *r_gh = ref + n_loss, *r_gw = r_gh + n * d, *r_gb = r_gw + v * d;
-    float *g_loss = got, *g_gh = got + n_loss, *g_gw = g_gh + n * d, *g_gb = g_gw + v * d;
+    float *r_loss = ref, *r_gh = ref + n_loss, *r_gw = r_gh + n * d, *r_gb = r_gw + v * d, *r_lse = r_gb + v;
+    float *g_loss = got, *g_gh = got + n_loss, *g_gw = g_gh + n * d, *g_gb = g_gw + v * d, *g_lse = g_gb + v;
     mf_fill_nan_f32(host_out, 2 * n_out);
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
     if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w,
-                                           b, lab, &o, r_loss, r_lse)) != MF_OK)
+                                           b, lab, &o, r_loss, cand ? r_lse : NULL)) != MF_OK)
         goto done;
-    if ((st = mf_ref_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h,
-                                            w, b, lab, &o, gl, r_gh, r_gw,
-                                            c->bias ? r_gb : NULL)) != MF_OK)
+    if (fwd == NULL && (st = mf_ref_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h,
+                                                           w, b, lab, &o, gl, r_gh, r_gw,
+                                                           c->bias ? r_gb : NULL)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     if (!c->bias) r_gb[0] = 0.0f; /* unused */
@@ -369,13 +359,16 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
         (st = mf_buffer_upload(ctx, dgl, gl, n_loss * sizeof(float))) != MF_OK ||
         (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK)
         goto done;
-    float *d_loss = (float *)dout, *d_gh = d_loss + n_loss, *d_gw = d_gh + n * d,
-          *d_gb = d_gw + v * d;
+    float *d_loss = (float *)dout, *d_gh = d_loss + n_loss, *d_gw = d_gh + n * d, *d_gb = d_gw + v * d,
+          *d_lse = d_gb + v;
     if (bwd != NULL && ((st = mf_buffer_alloc(ctx, n * sizeof(float), &dlse)) != MF_OK ||
                         (st = mf_buffer_upload(ctx, dlse, r_lse, n * sizeof(float))) != MF_OK))
         goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
-    if (bwd != NULL)
+    if (fwd != NULL)
+        st = fwd(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o, d_loss,
+                 d_lse);
+    else if (bwd != NULL)
         st = bwd(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o,
                  (const float *)dlse, (const float *)dgl, d_gh, d_gw, c->bias ? d_gb : NULL);
     else
@@ -388,16 +381,21 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     if (!c->bias) g_gb[0] = 0.0f;
 
     const int bf = c->dtype == MF_DTYPE_BF16;
-    int ok = bwd != NULL ? 1 /* the candidate writes no loss */
-                         : ce_compare(g_loss, r_loss, n_loss, bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32", "loss", out);
-    ok &= ce_compare(g_gh, r_gh, n * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_hidden", out);
-    ok &= ce_compare(g_gw, r_gw, v * d, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_weight", out);
-    if (c->bias)
-        ok &= ce_compare(g_gb, r_gb, v, bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32", "grad_bias", out);
-    mf_op_case_verdict(out, ok);
+    const char *tol_loss = bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32";
+    const char *tol_grad = bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32";
+    int ok = 1;
+    if (bwd == NULL) ok &= ce_compare(g_loss, r_loss, n_loss, tol_loss, "loss", out); /* bwd writes no loss */
+    if (fwd != NULL) {
+        ok &= ce_compare(g_lse, r_lse, n, tol_loss, "lse", out);
+    } else {
+        ok &= ce_compare(g_gh, r_gh, n * d, tol_grad, "grad_hidden", out);
+        ok &= ce_compare(g_gw, r_gw, v * d, tol_grad, "grad_weight", out);
+        if (c->bias) ok &= ce_compare(g_gb, r_gb, v, tol_grad, "grad_bias", out);
+    }
+    mf_tb_verdict(out, ok);
 
 done:
-    mf_op_case_error(out, st);
+    mf_tb_case_error(out, st);
     mf_buffer_free(ctx, dlse);
     mf_buffer_free(ctx, dout);
     mf_buffer_free(ctx, dgl);
@@ -405,7 +403,6 @@ done:
     mf_buffer_free(ctx, db);
     mf_buffer_free(ctx, dw);
     mf_buffer_free(ctx, dh);
-    free(r_lse);
     free(host_out);
     free(lab);
     free(gl);
@@ -417,119 +414,144 @@ done:
 
 static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
 {
-    return ce_run_case_impl(ctx, variant, NULL, case_index, 0, out);
+    return ce_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
 }
 
-/* memfix verify (include/memfix/verify.h): mf_cross_entropy_backward_candidate_fn
- * is mf_cross_entropy_backward's signature. */
-mf_status mf_cross_entropy_backward_verify_case(mf_context *ctx, mf_cross_entropy_backward_candidate_fn entry,
-                                                int case_index, uint64_t seed_salt, mf_case_result *out)
+/* memfix verify: exactly one of fwd, bwd (a guard of the candidate's type) in
+ * place of mf_cross_entropy_forward / mf_cross_entropy_backward. */
+static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn fwd,
+                                           mf_cross_entropy_backward_candidate_fn bwd, int case_index,
+                                           uint64_t seed_salt, mf_case_result *out)
 {
-    if (entry == NULL) {
+    if ((fwd == NULL) == (bwd == NULL)) {
         if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
+        MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
+                "exactly one of fwd and bwd must be given");
     }
-    return ce_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
+    return ce_run_case_impl(ctx, 0, fwd, bwd, case_index, seed_salt, out);
 }
 
-/* memfix verify (include/memfix/verify.h): built-in case 'case_index', forward
- * only (loss and lse) computed by 'entry' with ce_run_case's inputs, options
- * and ceiling (opts->scratch_budget states the ceiling to the candidate).
- * seed_salt != 0 draws other inputs and labels of the same shape. */
-mf_status mf_cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn entry,
-                                       int case_index, uint64_t seed_salt, mf_case_result *out)
+/* ---- memfix verify: the guards of cross_entropy candidates (src/testbed/testbed.h) --------- */
+typedef struct ce_guard_args {
+    int64_t n_rows, hidden_dim, vocab;
+    mf_dtype dtype;
+    int has_bias;
+    const mf_cross_entropy_options *opts;
+} ce_guard_args;
+
+/* bufs: hidden, weight, labels, bias, loss, lse */
+static mf_status ce_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "cross_entropy");
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(entry);
-    if (case_index < 0 || case_index >= CE_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, CE_N_CASES);
-    const ce_case *c = &ce_cases[case_index];
-    mf_op_case_labels(out, ctx, "candidate", c->dtype);
-    static const char *const red_names[] = {"mean", "sum", "none"};
-    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g fwd",
-             (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
-             (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
-             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap);
-    mf_cross_entropy_options o;
-    mf_cross_entropy_options_init(&o);
-    o.reduction = c->reduction;
-    o.shift_labels = c->shift;
-    o.seq_len = c->seq_len;
-    o.label_smoothing = c->smoothing;
-    o.z_loss = c->z_loss;
-    o.softcap = c->softcap;
-    o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, c->chunk_rows);
-    out->ceiling_bytes = o.scratch_budget;
-
-    const size_t n = (size_t)c->n_rows, d = (size_t)c->hidden_dim, v = (size_t)c->vocab;
-    const size_t es = mf_dtype_size(c->dtype);
-    const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
-    const size_t n_out = n_loss + n;
-    const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
-    mf_status st = MF_OK;
-    void *h = mf_op_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
-    void *w = mf_op_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
-    void *b = c->bias ? mf_op_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
-    int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
-    float *host_out = (float *)malloc(2 * n_out * sizeof(float));
-    void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dout = NULL;
-    if (h == NULL || w == NULL || (c->bias && b == NULL) || lab == NULL || host_out == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
-                          case_index);
-        goto done;
-    }
-    for (size_t i = 0; i < n; ++i)
-        lab[i] = i % 7 == 3 ? MF_CE_DEFAULT_IGNORE_INDEX
-                            : (int64_t)((i * 2654435761u + (size_t)case_index + (size_t)seed_salt * 7919u) % v);
-    float *ref = host_out, *got = host_out + n_out;
-    mf_fill_nan_f32(host_out, 2 * n_out);
-    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
-    if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w, b, lab,
-                                           &o, ref, ref + n_loss)) != MF_OK)
-        goto done;
-    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-
-    if ((st = mf_buffer_alloc(ctx, n * d * es, &dh)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, v * d * es, &dw)) != MF_OK ||
-        (c->bias && (st = mf_buffer_alloc(ctx, v * es, &db)) != MF_OK) ||
-        (st = mf_buffer_alloc(ctx, n * sizeof(int64_t), &dlab)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, n_out * sizeof(float), &dout)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, dh, h, n * d * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, dw, w, v * d * es)) != MF_OK ||
-        (c->bias && (st = mf_buffer_upload(ctx, db, b, v * es)) != MF_OK) ||
-        (st = mf_buffer_upload(ctx, dlab, lab, n * sizeof(int64_t))) != MF_OK ||
-        (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK)
-        goto done;
-    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
-    if ((st = entry(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o,
-                    (float *)dout, (float *)dout + n_loss)) != MF_OK ||
-        (st = mf_context_synchronize(ctx)) != MF_OK)
-        goto done;
-    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    if ((st = mf_buffer_download(ctx, got, dout, n_out * sizeof(float))) != MF_OK) goto done;
-    const int bf = c->dtype == MF_DTYPE_BF16;
-    const char *tol = bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32";
-    int ok = ce_compare(got, ref, n_loss, tol, "loss", out);
-    ok &= ce_compare(got + n_loss, ref + n_loss, n, tol, "lse", out);
-    mf_op_case_verdict(out, ok);
-
-done:
-    mf_op_case_error(out, st);
-    mf_buffer_free(ctx, dout);
-    mf_buffer_free(ctx, dlab);
-    mf_buffer_free(ctx, db);
-    mf_buffer_free(ctx, dw);
-    mf_buffer_free(ctx, dh);
-    free(host_out);
-    free(lab);
-    free(b);
-    free(w);
-    free(h);
-    return st;
+    const ce_guard_args *a = (const ce_guard_args *)args;
+    return ((mf_cross_entropy_forward_candidate_fn)mf_tb_candidate())(
+        ctx, a->n_rows, a->hidden_dim, a->vocab, a->dtype, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+        mf_tb_ptr(bufs, 3), (const int64_t *)mf_tb_ptr(bufs, 2), a->opts, (float *)mf_tb_ptr(bufs, 4),
+        (float *)mf_tb_ptr(bufs, 5));
 }
+
+static mf_status ce_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
+                          const void *hidden, const void *weight, const void *bias, const int64_t *labels,
+                          const mf_cross_entropy_options *opts, float *loss, float *lse)
+{
+    const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
+    const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
+    const mf_tb_buffer sp[6] = {{"hidden", hidden, n * d * es, dtype},
+                                {"weight", weight, v * d * es, dtype},
+                                {"labels", labels, n * sizeof(int64_t), MF_DTYPE_F32},
+                                {"bias", bias, v * es, dtype},
+                                {"loss", loss, n_loss * sizeof(float), MF_DTYPE_F32},
+                                {"lse", lse, n * sizeof(float), MF_DTYPE_F32}};
+    const ce_guard_args args = {n_rows, hidden_dim, vocab, dtype, bias != NULL, opts};
+    mf_tb_guarded bufs[6];
+    return mf_tb_guard(ctx, sp, 4, 6, ce_call, &args, bufs);
+}
+
+/* bufs: hidden, weight, bias, labels, lse, grad_loss, grad_hidden, grad_weight, grad_bias */
+static mf_status ce_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const ce_guard_args *a = (const ce_guard_args *)args;
+    return ((mf_cross_entropy_backward_candidate_fn)mf_tb_candidate())(ctx, a->n_rows, a->hidden_dim, a->vocab, a->dtype, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                                mf_tb_ptr(bufs, 2), (const int64_t *)mf_tb_ptr(bufs, 3), a->opts, (const float *)mf_tb_ptr(bufs, 4),
+                                (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
+                                (float *)mf_tb_ptr(bufs, 8));
+}
+
+static mf_status ce_bwd_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                     mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                     const int64_t *labels, const mf_cross_entropy_options *opts, const float *lse,
+                                     const float *grad_loss, float *grad_hidden, float *grad_weight,
+                                     float *grad_bias)
+{
+    const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
+    const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
+    const mf_tb_buffer sp[9] = {{"hidden", hidden, n * d * es, dtype},
+                         {"weight", weight, v * d * es, dtype},
+                         {"bias", bias, v * es, dtype},
+                         {"labels", labels, n * sizeof(int64_t), MF_DTYPE_F32},
+                         {"lse", lse, n * 4, MF_DTYPE_F32},
+                         {"grad_loss", grad_loss, n_loss * 4, MF_DTYPE_F32},
+                         {"grad_hidden", grad_hidden, n * d * 4, MF_DTYPE_F32},
+                         {"grad_weight", grad_weight, v * d * 4, MF_DTYPE_F32},
+                         {"grad_bias", grad_bias, v * 4, MF_DTYPE_F32}};
+    const ce_guard_args args = {n_rows, hidden_dim, vocab, dtype, bias != NULL, opts};
+    mf_tb_guarded bufs[9];
+    return mf_tb_guard(ctx, sp, 6, 9, ce_bwd_call, &args, bufs);
+}
+
+static mf_status ce_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                   uint64_t seed_salt, mf_case_result *out)
+{
+    return cross_entropy_verify_case(ctx, candidate != NULL ? ce_guard : NULL, NULL, case_index, seed_salt, out);
+}
+
+static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                    uint64_t seed_salt, mf_case_result *out)
+{
+    return cross_entropy_verify_case(ctx, NULL, candidate != NULL ? ce_bwd_guard : NULL, case_index, seed_salt,
+                                     out);
+}
+
+static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verify, NULL},
+                                              {"cross_entropy.forward", ce_forward_verify, NULL},
+                                              {"cross_entropy.backward", ce_backward_verify, NULL}};
+
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { CE_BENCH_D = 32, CE_BENCH_V = 512 };
+
+static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
+    const int64_t D = CE_BENCH_D, V = CE_BENCH_V, n = c->n;
+    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean", (long long)n, (long long)D, (long long)V);
+    mf_cross_entropy_plan_info info;
+    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, NULL, &info);
+    c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
+    c->tol = "cross_entropy.loss.f32";
+    const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s), *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
+    int64_t *labels = (int64_t *)mf_tb_bench_alloc(c, (size_t)n * sizeof *labels, &s);
+    for (int64_t i = 0; labels && i < n; i++) labels[i] = (i * 7919) % V;
+    c->ref_out = mf_tb_bench_host(c, 1, 0, &s);
+    mf_tb_bench_dev(ctx, c, h, (size_t)(n * D) * 4, &s);
+    mf_tb_bench_dev(ctx, c, w, (size_t)(V * D) * 4, &s);
+    mf_tb_bench_dev(ctx, c, labels, (size_t)n * 8, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, 4, &s);
+    c->out_n = 1;
+    return s;
+}
+
+static mf_status ce_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_ref_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->host[0], c->host[1],
+                                        NULL, (const int64_t *)c->host[2], NULL, c->ref_out, NULL);
+}
+
+static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1], NULL,
+                                    (const int64_t *)c->dev[2], NULL, c->out_dev, NULL);
+}
+
+static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean", {64, 128, 256}, 3, ce_bench_setup,
+                                        ce_bench_reference, ce_bench_optimized};
 
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
@@ -538,4 +560,7 @@ const mf_op_desc mf_op_cross_entropy = {
     ce_variant_names,
     CE_N_CASES,
     ce_run_case,
+    3,
+    ce_targets,
+    &ce_bench,
 };

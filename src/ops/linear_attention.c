@@ -4,9 +4,9 @@
  * optimized/linear_attention.cu). */
 #include "memfix/linear_attention.h"
 
+#include "linear_attention.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -14,33 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/linear_attention.cu (mf_host_* via cudahost,
- * mf_cuda_* via nvcc); arguments are validated before the call. */
-#define MF_LA_FWD_ENTRY(prefix)                                                                \
-    mf_status prefix##linear_attention_forward(                                                \
-        mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,      \
-        int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,         \
-        const mf_linear_attention_state *state, float *out)
-#define MF_LA_BWD_ENTRY(prefix)                                                                \
-    mf_status prefix##linear_attention_backward(                                               \
-        mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,      \
-        int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,         \
-        const float *out, const void *dout, const mf_linear_attention_state *state,            \
-        const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
-MF_LA_FWD_ENTRY(mf_host_);
-MF_LA_BWD_ENTRY(mf_host_);
-#ifdef MF_HAVE_CUDA
-MF_LA_FWD_ENTRY(mf_cuda_);
-MF_LA_BWD_ENTRY(mf_cuda_);
-#endif
-
-typedef mf_status (*la_fwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t, const void *, const void *, const void *,
-                               const mf_linear_attention_state *, float *);
-typedef mf_status (*la_bwd_fn)(mf_context *, mf_dtype, int, int64_t, int64_t, int64_t, int64_t,
-                               int64_t, int64_t, const void *, const void *, const void *,
-                               const float *, const void *, const mf_linear_attention_state *,
-                               const mf_linear_attention_state_grad *, float *, float *, float *);
+/* The kernel entries (optimized/linear_attention.cuh): mf_host_* from cudahost,
+ * mf_cuda_* from nvcc. Arguments are validated before the call. */
 
 int mf_linear_attention_chunk_valid(int64_t chunk) {
     return chunk >= MF_LINEAR_ATTENTION_MIN_CHUNK && chunk <= MF_LINEAR_ATTENTION_MAX_CHUNK &&
@@ -125,7 +100,7 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
     }
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
-    la_fwd_fn fn = mf_host_linear_attention_forward;
+    mf_linear_attention_forward_fn *fn = mf_host_linear_attention_forward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_linear_attention_forward;
 #endif
@@ -175,7 +150,7 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
     }
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
-    la_bwd_fn fn = mf_host_linear_attention_backward;
+    mf_linear_attention_backward_fn *fn = mf_host_linear_attention_backward;
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_linear_attention_backward;
 #endif
@@ -213,19 +188,12 @@ static const la_case la_cases[] = {
 static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attention_forward_candidate_fn fwd,
                                   mf_linear_attention_backward_candidate_fn bwd, int case_index,
                                   uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "linear_attention");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant < 0 || variant >= LA_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant, LA_N_VARIANTS);
-    if (case_index < 0 || case_index >= LA_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, LA_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "linear_attention", ctx, variant, LA_N_VARIANTS, case_index, LA_N_CASES));
     const la_case *c = &la_cases[case_index];
     const int causal = variant == 0;
     const int cand = fwd != NULL || bwd != NULL, with_state = cand && causal;
     const char *pass_label = !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate";
-    mf_op_case_labels(out, ctx, cand ? "candidate" : la_variant_names[variant], c->dtype);
+    mf_tb_case_labels(out, ctx, cand ? "candidate" : la_variant_names[variant], c->dtype);
     if (causal)
         snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld %s%s",
                  (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
@@ -249,10 +217,10 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const uint64_t seed =
         0x6c696e6100000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
     mf_status st = MF_OK;
-    void *q = mf_op_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = mf_op_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = mf_op_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = mf_op_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
+    void *q = mf_tb_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
+    void *k = mf_tb_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
+    void *v = mf_tb_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_tb_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
     const size_t n_host = 2 * (2 * nv + 2 * nqk);
     float *hb = (float *)malloc(n_host * sizeof(float));
     void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
@@ -269,7 +237,7 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     if (with_state) {
         static const float lo[4] = {-1.0f, 0.5f, -0.5f, -0.5f}, hi[4] = {1.0f, 2.0f, 0.5f, 0.5f};
         for (int i = 0; i < 4; i++) {
-            st_in[i] = (float *)mf_op_make_input(MF_DTYPE_F32, st_n[i], seed + 4 + (uint64_t)i, lo[i], hi[i]);
+            st_in[i] = (float *)mf_tb_make_input(MF_DTYPE_F32, st_n[i], seed + 4 + (uint64_t)i, lo[i], hi[i]);
             st_ref[i] = (float *)malloc(st_n[4 + i] * sizeof(float));
             st_got[i] = (float *)malloc(st_n[4 + i] * sizeof(float));
             if (st_in[i] == NULL || st_ref[i] == NULL || st_got[i] == NULL) {
@@ -376,30 +344,30 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const char *grad_kv = with_state ? "linear_attention.grad_state" : "linear_attention.grad";
     int pass = 1;
     if (cmp_fwd &&
-        (st = mf_op_fold_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK)
+        (st = mf_tb_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK)
         goto done;
     if (cmp_bwd &&
-        ((st = mf_op_fold_compare_row(g_dq, r_dq, nqk, "dq",
+        ((st = mf_tb_compare_row(g_dq, r_dq, nqk, "dq",
                            (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
                                                     : "linear_attention.grad",
                            c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dk, r_dk, nqk, "dk",
+        (st = mf_tb_compare_row(g_dk, r_dk, nqk, "dk",
                            (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
                            c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_op_fold_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, out, &pass)) != MF_OK))
+        (st = mf_tb_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, out, &pass)) != MF_OK))
         goto done;
     if (with_state) {
         static const char *const names[4] = {"final_kv", "final_z", "d_initial_kv", "d_initial_z"};
         for (int i = fwd != NULL ? 0 : 2; i < (fwd != NULL ? 2 : 4); i++)
-            if ((st = mf_op_fold_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
+            if ((st = mf_tb_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
                                              i < 2 ? "linear_attention.state" : "linear_attention.grad",
                                              c->dtype, out, &pass)) != MF_OK)
                 goto done;
     }
-    mf_op_case_verdict(out, pass);
+    mf_tb_verdict(out, pass);
 
 done:
-    mf_op_case_error(out, st);
+    mf_tb_case_error(out, st);
     void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
     for (int i = 0; i < 8; i++) mf_buffer_free(ctx, st_dev[i]);
@@ -422,9 +390,9 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 
 /* memfix verify (include/memfix/verify.h): every case causal (with a state),
  * then every case bidirectional. */
-int mf_linear_attention_verify_n_cases(void) { return LA_VARIANTS_X_CASES; }
+static int la_verify_n_cases(void) { return LA_VARIANTS_X_CASES; }
 
-mf_status mf_linear_attention_verify_case(mf_context *ctx, mf_linear_attention_forward_candidate_fn fwd,
+static mf_status linear_attention_verify_case(mf_context *ctx, mf_linear_attention_forward_candidate_fn fwd,
                                           mf_linear_attention_backward_candidate_fn bwd, int case_index,
                                           uint64_t seed_salt, mf_case_result *out) {
     if ((fwd == NULL) == (bwd == NULL)) {
@@ -439,6 +407,141 @@ mf_status mf_linear_attention_verify_case(mf_context *ctx, mf_linear_attention_f
     return la_run_case_impl(ctx, case_index / LA_N_CASES, fwd, bwd, case_index % LA_N_CASES, seed_salt, out);
 }
 
+/* ---- memfix verify: the guard of linear_attention (forward / backward, with state) candidates (src/testbed/testbed.h) --- */
+typedef struct la_args {
+    mf_dtype dtype;
+    int causal;
+    int64_t chunk, B, H, N, D, Dv;
+    int has_state, has_grad;
+} la_args;
+
+/* bufs: q, k, v, initial_kv, initial_z, out, final_kv, final_z */
+static mf_status la_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const la_args *a = (const la_args *)args;
+    const mf_linear_attention_state st = {(const float *)mf_tb_ptr(bufs, 3), (const float *)mf_tb_ptr(bufs, 4),
+                                          (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7)};
+    return ((mf_linear_attention_forward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0),
+                           mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), a->has_state ? &st : NULL, (float *)mf_tb_ptr(bufs, 5));
+}
+
+static mf_status la_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
+                                     int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                     const void *v, const mf_linear_attention_state *state, float *out)
+{
+    const size_t es = mf_dtype_size(dtype), bh = (size_t)B * (size_t)H, rows = bh * (size_t)N;
+    const size_t ns = bh * (size_t)D * (size_t)Dv * 4, nz = bh * (size_t)D * 4;
+    const mf_linear_attention_state none = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state *s = state != NULL ? state : &none;
+    const mf_tb_buffer sp[8] = {{"q", q, rows * (size_t)D * es, dtype},
+                         {"k", k, rows * (size_t)D * es, dtype},
+                         {"v", v, rows * (size_t)Dv * es, dtype},
+                         {"state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32},
+                         {"state->initial_z", s->initial_z, nz, MF_DTYPE_F32},
+                         {"out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32},
+                         {"state->final_kv", s->final_kv, ns, MF_DTYPE_F32},
+                         {"state->final_z", s->final_z, nz, MF_DTYPE_F32}};
+    const la_args args = {dtype, causal, chunk, B, H, N, D, Dv, state != NULL, 0};
+    mf_tb_guarded bufs[8];
+    return mf_tb_guard(ctx, sp, 5, 8, la_fwd_call, &args, bufs);
+}
+
+/* bufs: q, k, v, out, dout, initial_kv, initial_z, d_final_kv, d_final_z, dq, dk, dv, d_initial_kv, d_initial_z */
+static mf_status la_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const la_args *a = (const la_args *)args;
+    const mf_linear_attention_state st = {(const float *)mf_tb_ptr(bufs, 5), (const float *)mf_tb_ptr(bufs, 6), NULL, NULL};
+    const mf_linear_attention_state_grad gr = {(const float *)mf_tb_ptr(bufs, 7), (const float *)mf_tb_ptr(bufs, 8),
+                                               (float *)mf_tb_ptr(bufs, 12), (float *)mf_tb_ptr(bufs, 13)};
+    return ((mf_linear_attention_backward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0),
+                           mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), (const float *)mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4),
+                           a->has_state ? &st : NULL, a->has_grad ? &gr : NULL, (float *)mf_tb_ptr(bufs, 9),
+                           (float *)mf_tb_ptr(bufs, 10), (float *)mf_tb_ptr(bufs, 11));
+}
+
+static mf_status la_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
+                                     int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                     const void *v, const float *out, const void *dout,
+                                     const mf_linear_attention_state *state,
+                                     const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
+{
+    const size_t es = mf_dtype_size(dtype), bh = (size_t)B * (size_t)H, rows = bh * (size_t)N;
+    const size_t ns = bh * (size_t)D * (size_t)Dv * 4, nz = bh * (size_t)D * 4;
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_linear_attention_state none = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state_grad gnone = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state *s = state != NULL ? state : &none;
+    const mf_linear_attention_state_grad *g = grad != NULL ? grad : &gnone;
+    const mf_tb_buffer sp[14] = {{"q", q, nqk * es, dtype},
+                          {"k", k, nqk * es, dtype},
+                          {"v", v, nv * es, dtype},
+                          {"out", out, nv * 4, MF_DTYPE_F32},
+                          {"dout", dout, nv * es, dtype},
+                          {"state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32},
+                          {"state->initial_z", s->initial_z, nz, MF_DTYPE_F32},
+                          {"grad->d_final_kv", g->d_final_kv, ns, MF_DTYPE_F32},
+                          {"grad->d_final_z", g->d_final_z, nz, MF_DTYPE_F32},
+                          {"dq", dq, nqk * 4, MF_DTYPE_F32},
+                          {"dk", dk, nqk * 4, MF_DTYPE_F32},
+                          {"dv", dv, nv * 4, MF_DTYPE_F32},
+                          {"grad->d_initial_kv", g->d_initial_kv, ns, MF_DTYPE_F32},
+                          {"grad->d_initial_z", g->d_initial_z, nz, MF_DTYPE_F32}};
+    const la_args args = {dtype, causal, chunk, B, H, N, D, Dv, state != NULL, grad != NULL};
+    mf_tb_guarded bufs[14];
+    return mf_tb_guard(ctx, sp, 9, 14, la_bwd_call, &args, bufs);
+}
+
+static mf_status la_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                  uint64_t seed_salt, mf_case_result *out) {
+    return linear_attention_verify_case(ctx, candidate != NULL ? la_fwd_guard : NULL, NULL, case_index,
+                                        seed_salt, out);
+}
+
+static mf_status la_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                   uint64_t seed_salt, mf_case_result *out) {
+    return linear_attention_verify_case(ctx, NULL, candidate != NULL ? la_bwd_guard : NULL, case_index,
+                                        seed_salt, out);
+}
+
+/* Each built-in case causal (with a state), then bidirectional. */
+static const mf_verify_target la_targets[] = {{"linear_attention.forward", la_forward_verify, la_verify_n_cases},
+                                              {"linear_attention.backward", la_backward_verify, la_verify_n_cases}};
+
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { LA_BENCH_B = 1, LA_BENCH_H = 2, LA_BENCH_D = 16, LA_BENCH_CHUNK = 16 };
+
+/* variants: causal_chunked (0), bidirectional (1) */
+static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t B = LA_BENCH_B, H = LA_BENCH_H, D = LA_BENCH_D, n = c->n;
+    const int causal = c->variant == 0;
+    const size_t m = (size_t)(B * H * n * D);
+    snprintf(c->shape, sizeof c->shape, "%s B=%lld H=%lld N=%lld D=Dv=%lld", causal ? "causal C=16" : "bidir",
+             (long long)B, (long long)H, (long long)n, (long long)D);
+    c->ceiling = mf_linear_attention_scratch_ceiling(causal, 0, B, H, n, D, D);
+    c->tol = "linear_attention.out.f32";
+    mf_status s = MF_OK;
+    for (uint64_t seed = 31; seed <= 33; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
+    c->out_n = m;
+    return s;
+}
+
+static mf_status la_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    return mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, c->variant == 0, LA_BENCH_B, LA_BENCH_H, c->n,
+                                           LA_BENCH_D, LA_BENCH_D, c->host[0], c->host[1], c->host[2], NULL,
+                                           c->ref_out);
+}
+
+static mf_status la_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    return mf_linear_attention_forward(ctx, MF_DTYPE_F32, c->variant == 0, LA_BENCH_CHUNK, LA_BENCH_B, LA_BENCH_H,
+                                       c->n, LA_BENCH_D, LA_BENCH_D, c->dev[0], c->dev[1], c->dev[2], NULL,
+                                       c->out_dev);
+}
+
+static const mf_bench_sweep la_bench = {"causal, chunk 16, B=1 H=2 N=n D=16", {64, 128, 256}, 3, la_bench_setup,
+                                        la_bench_reference, la_bench_optimized};
+
 const mf_op_desc mf_op_linear_attention = {
     "linear_attention",
     "elu+1 linear attention fwd+bwd: causal chunked state carry vs materialized cumsum; bidirectional (seed 003)",
@@ -446,4 +549,7 @@ const mf_op_desc mf_op_linear_attention = {
     la_variant_names,
     LA_N_CASES,
     la_run_case,
+    2,
+    la_targets,
+    &la_bench,
 };

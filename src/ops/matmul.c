@@ -5,32 +5,17 @@
 
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
+#include "matmul.cuh"
 #include "mf_internal.h"
+#include "testbed/testbed.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Entry points of optimized/matmul.cu, compiled once by cudahost (mf_host_*)
- * and, when the CUDA backend is built, once by nvcc (mf_cuda_*). The signature
- * must match the definitions there. Arguments are validated before the call. */
-#define MF_MATMUL_ENTRY(prefix, variant)                                                      \
-    mf_status prefix##matmul_##variant(mf_context *ctx, mf_dtype dtype, int trans_a,          \
-                                       int trans_b, int64_t M, int64_t N, int64_t K,          \
-                                       const void *A, const void *B, float *C)
-typedef mf_status (*mf_matmul_entry)(mf_context *, mf_dtype, int, int, int64_t, int64_t, int64_t,
-                                     const void *, const void *, float *);
-MF_MATMUL_ENTRY(mf_host_, naive);
-MF_MATMUL_ENTRY(mf_host_, tiled);
-MF_MATMUL_ENTRY(mf_host_, cublas);
-#ifdef MF_HAVE_CUDA
-MF_MATMUL_ENTRY(mf_cuda_, naive);
-MF_MATMUL_ENTRY(mf_cuda_, tiled);
-MF_MATMUL_ENTRY(mf_cuda_, cublas);
-#endif
-
+/* The kernel entries (optimized/matmul.cuh): mf_host_* from cudahost, mf_cuda_*
+ * from nvcc. Arguments are validated before the call. */
 static const char *const matmul_variant_names[MF_MATMUL_N_VARIANTS] = {"naive", "tiled",
                                                                        "cublas"};
 
@@ -94,17 +79,17 @@ mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, 
     MF_TRY(mf_check_device_extent(__func__, ctx, B, (size_t)K * (size_t)N * (size_t)esize, "B"));
     MF_TRY(mf_check_device_extent(__func__, ctx, C, (size_t)M * (size_t)N * 4, "C"));
 
-    mf_matmul_entry fn = NULL;
+    mf_matmul_kernel_fn *fn = NULL;
     switch (mf_context_backend(ctx)) {
     case MF_BACKEND_HOST: {
-        static const mf_matmul_entry host[MF_MATMUL_N_VARIANTS] = {
+        static mf_matmul_kernel_fn *const host[MF_MATMUL_N_VARIANTS] = {
             mf_host_matmul_naive, mf_host_matmul_tiled, mf_host_matmul_cublas};
         fn = host[variant];
         break;
     }
     case MF_BACKEND_CUDA: {
 #ifdef MF_HAVE_CUDA
-        static const mf_matmul_entry cuda[MF_MATMUL_N_VARIANTS] = {
+        static mf_matmul_kernel_fn *const cuda[MF_MATMUL_N_VARIANTS] = {
             mf_cuda_matmul_naive, mf_cuda_matmul_tiled, mf_cuda_matmul_cublas};
         fn = cuda[variant];
         break;
@@ -140,122 +125,60 @@ static const matmul_case matmul_cases[] = {
 };
 #define MATMUL_N_CASES ((int)(sizeof(matmul_cases) / sizeof(matmul_cases[0])))
 
-/* Seeded, non-zero inputs in [-1, 1) of 'dtype' (host memory, malloc'd). */
-static void *matmul_make_input(mf_dtype dtype, size_t n, uint64_t seed) {
-    void *p = malloc(n * mf_dtype_size(dtype));
-    if (p == NULL) return NULL;
-    if (dtype == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, -1.0f, 1.0f);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, -1.0f, 1.0f);
-    return p;
-}
-
-static void copy_msg(char *dst, size_t cap, const char *src) {
-    snprintf(dst, cap, "%s", src != NULL ? src : "");
-}
-
 /* One case: 'variant' through mf_matmul (report), or, when 'entry' != NULL, the
  * candidate 'entry' (memfix verify) with the ceiling of the tiled fix. */
-static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_entry entry,
+static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_kernel_fn *entry,
                                       int case_index, uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    copy_msg(out->op, sizeof(out->op), "matmul");
-    MF_CHECK_NOT_NULL(ctx);
     if (entry != NULL) variant = MF_MATMUL_TILED;
-    if (variant < 0 || variant >= MF_MATMUL_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, %d)", variant,
-                MF_MATMUL_N_VARIANTS);
-    if (case_index < 0 || case_index >= MATMUL_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
-                MATMUL_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "matmul", ctx, variant, MF_MATMUL_N_VARIANTS, case_index, MATMUL_N_CASES));
     const matmul_case *c = &matmul_cases[case_index];
     const mf_matmul_variant v = (mf_matmul_variant)variant;
-    copy_msg(out->variant, sizeof(out->variant),
+    mf_tb_copy_msg(out->variant, sizeof(out->variant),
              entry != NULL ? "candidate" : matmul_variant_names[variant]);
-    copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
-    copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
+    mf_tb_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    mf_tb_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
     snprintf(out->shape, sizeof(out->shape), "M=%lld N=%lld K=%lld ta=%d tb=%d",
              (long long)c->M, (long long)c->N, (long long)c->K, c->trans_a, c->trans_b);
-    const char *tol_name = c->dtype == MF_DTYPE_BF16 ? "matmul.out.bf16" : "matmul.out.f32";
-    const mf_tolerance *tol = mf_tolerance_get(tol_name);
-    if (tol == NULL) {
-        snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
-        MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
-    }
+    const mf_tolerance *tol = mf_tb_tolerance("matmul.out", c->dtype);
+    if (tol == NULL) return MF_ERR_INTERNAL;
     out->atol = tol->atol;
     out->rtol = tol->rtol;
     out->ceiling_bytes = mf_matmul_scratch_ceiling(v, c->M, c->N, c->K);
 
     const size_t m = (size_t)c->M, n = (size_t)c->N, k = (size_t)c->K;
-    const size_t esize = mf_dtype_size(c->dtype);
     const uint64_t seed =
         0x6d61746d756c0000ull + (uint64_t)case_index * 2u + seed_salt * 0x9e3779b97f4a7c15ull;
-    mf_status st = MF_OK;
-    void *a = matmul_make_input(c->dtype, m * k, seed);
-    void *b = matmul_make_input(c->dtype, k * n, seed + 1u);
-    float *c_ref = (float *)malloc(m * n * sizeof(float));
-    float *c_got = (float *)malloc(m * n * sizeof(float));
-    void *d_a = NULL, *d_b = NULL, *d_c = NULL;
-    if (a == NULL || b == NULL || c_ref == NULL || c_got == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
-                          "host buffers for case %d", case_index);
-        goto done;
-    }
-    mf_fill_nan_f32(c_ref, m * n);
-    mf_fill_nan_f32(c_got, m * n);
+    mf_tb_tensor t[3] = {{"A", MF_TB_IN, m * k, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+                         {"B", MF_TB_IN, k * n, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+                         {"C", MF_TB_OUT, m * n, 0.0f, 0.0f, "matmul.out", NULL, NULL, NULL}};
+    mf_status st = mf_tb_tensors_make(t, 3, c->dtype, seed);
+    if (st != MF_OK) goto done;
 
     /* The reference, with its host scratch measured. */
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
-    if ((st = mf_ref_matmul(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, a, b,
-                            c_ref)) != MF_OK)
+    if ((st = mf_ref_matmul(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, t[0].host, t[1].host,
+                            t[2].host)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
     /* The variant on the context's backend, output pre-filled with NaN. */
-    if ((st = mf_buffer_alloc(ctx, m * k * esize, &d_a)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, k * n * esize, &d_b)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, m * n * sizeof(float), &d_c)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_a, a, m * k * esize)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_b, b, k * n * esize)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_c, c_got, m * n * sizeof(float))) != MF_OK)
-        goto done;
+    if ((st = mf_tb_tensors_upload(ctx, t, 3, c->dtype)) != MF_OK) goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if ((st = entry != NULL ? entry(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K,
-                                    d_a, d_b, (float *)d_c)
+                                    t[0].dev, t[1].dev, t[2].dev)
                             : mf_matmul(ctx, v, c->dtype, c->trans_a, c->trans_b, c->M, c->N,
-                                        c->K, d_a, d_b, (float *)d_c)) != MF_OK ||
+                                        c->K, t[0].dev, t[1].dev, t[2].dev)) != MF_OK ||
         (st = mf_context_synchronize(ctx)) != MF_OK)
         goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    if ((st = mf_buffer_download(ctx, c_got, d_c, m * n * sizeof(float))) != MF_OK) goto done;
 
-    mf_compare_result cmp;
-    if ((st = mf_compare_f32(c_got, c_ref, m * n, tol, NULL, &cmp)) != MF_OK) goto done;
-    out->max_abs_err = cmp.max_abs_err;
-    out->max_rel_err = cmp.max_rel_err;
-    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
-    out->pass = cmp.pass && mem_ok;
-    if (!cmp.pass)
-        snprintf(out->message, sizeof(out->message), "%s", cmp.reason);
-    else if (!mem_ok)
-        snprintf(out->message, sizeof(out->message),
-                 "scratch %zu bytes exceeds the ceiling of %zu bytes", out->opt_peak_bytes,
-                 out->ceiling_bytes);
+    int pass = 1;
+    if ((st = mf_tb_tensors_compare(ctx, t, 3, c->dtype, out, &pass)) != MF_OK) goto done;
+    mf_tb_verdict(out, pass);
 
 done:
-    if (st != MF_OK) {
-        out->pass = 0;
-        copy_msg(out->message, sizeof(out->message), mf_last_error());
-    }
-    mf_buffer_free(ctx, d_c);
-    mf_buffer_free(ctx, d_b);
-    mf_buffer_free(ctx, d_a);
-    free(c_got);
-    free(c_ref);
-    free(b);
-    free(a);
+    mf_tb_case_error(out, st);
+    mf_tb_tensors_free(ctx, t, 3);
     return st;
 }
 
@@ -265,8 +188,8 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
 }
 
 /* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
- * mf_matmul_entry's signature. */
-mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, int case_index,
+ * mf_matmul_kernel_fn's signature. */
+static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, int case_index,
                                 uint64_t seed_salt, mf_case_result *out) {
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
@@ -275,6 +198,71 @@ mf_status mf_matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, i
     return matmul_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
 }
 
+/* ---- memfix verify: the guard of matmul candidates (src/testbed/testbed.h) ------------------ */
+typedef struct matmul_args {
+    mf_dtype dtype;
+    int trans_a, trans_b;
+    int64_t M, N, K;
+} matmul_args;
+
+/* bufs: A, B, C */
+static mf_status matmul_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs) {
+    const matmul_args *a = (const matmul_args *)args;
+    return ((mf_matmul_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->trans_a, a->trans_b, a->M, a->N,
+                                                        a->K, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                                                        (float *)mf_tb_ptr(bufs, 2));
+}
+
+/* The entry matmul_run_case_impl calls in place of the variant. */
+static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M,
+                              int64_t N, int64_t K, const void *A, const void *B, float *C) {
+    const size_t es = mf_dtype_size(dtype);
+    const mf_tb_buffer sp[3] = {{"A", A, (size_t)M * (size_t)K * es, dtype},
+                                {"B", B, (size_t)K * (size_t)N * es, dtype},
+                                {"C", C, (size_t)M * (size_t)N * sizeof(float), MF_DTYPE_F32}};
+    const matmul_args args = {dtype, trans_a, trans_b, M, N, K};
+    mf_tb_guarded bufs[3];
+    return mf_tb_guard(ctx, sp, 2, 3, matmul_call, &args, bufs);
+}
+
+static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                               uint64_t seed_salt, mf_case_result *out) {
+    return matmul_verify_case(ctx, candidate != NULL ? matmul_guard : NULL, case_index, seed_salt, out);
+}
+
+static const mf_verify_target matmul_targets[] = {{"matmul", matmul_verify, NULL}};
+
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t n = c->n;
+    const size_t nn = (size_t)n * (size_t)n;
+    snprintf(c->shape, sizeof c->shape, "M=%lld N=%lld K=%lld", (long long)n, (long long)n, (long long)n);
+    c->ceiling = mf_matmul_scratch_ceiling((mf_matmul_variant)c->variant, n, n, n);
+    c->tol = "matmul.out.f32";
+    mf_status s = MF_OK;
+    const float *A = mf_tb_bench_host(c, nn, 11, &s), *B = mf_tb_bench_host(c, nn, 12, &s);
+    c->ref_out = mf_tb_bench_host(c, nn, 0, &s);
+    mf_tb_bench_dev(ctx, c, A, nn * 4, &s);
+    mf_tb_bench_dev(ctx, c, B, nn * 4, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, nn * 4, &s);
+    c->out_n = nn;
+    return s;
+}
+
+static mf_status matmul_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    const int64_t n = c->n;
+    return mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, n, n, n, c->host[0], c->host[1], c->ref_out);
+}
+
+static mf_status matmul_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    const int64_t n = c->n;
+    return mf_matmul(ctx, (mf_matmul_variant)c->variant, MF_DTYPE_F32, 0, 0, n, n, n, c->dev[0], c->dev[1],
+                     c->out_dev);
+}
+
+static const mf_bench_sweep matmul_bench = {"M = N = K = n", {32, 64, 128}, 3, matmul_bench_setup,
+                                            matmul_bench_reference, matmul_bench_optimized};
+
 const mf_op_desc mf_op_matmul = {
     "matmul",
     "C = op(A) op(B), fp32/bf16 in, fp32 out: 16x16 shared-memory tiled matmul (seed 002)",
@@ -282,4 +270,7 @@ const mf_op_desc mf_op_matmul = {
     matmul_variant_names,
     MATMUL_N_CASES,
     matmul_run_case,
+    1,
+    matmul_targets,
+    &matmul_bench,
 };

@@ -8,9 +8,9 @@
  */
 #include "memfix/npt.h"
 
+#include "npt.cuh"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -20,19 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the factored variant, per backend ----------------------------------------- */
-#define MF_NPT_DECLARE_BACKEND(prefix)                                                             \
-    mf_status prefix##npt_factored_forward(                                                        \
-        mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, int64_t chunk, const void *h,         \
-        const void *W, const void *A, const void *B, const void *m, const void *bias, void *out);  \
-    mf_status prefix##npt_factored_backward(                                                       \
-        mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, int64_t chunk, const void *h,         \
-        const void *W, const void *A, const void *B, const void *m, const void *grad_out,          \
-        void *grad_h, void *grad_W, void *grad_A, void *grad_B, void *grad_m, void *grad_bias);
-MF_NPT_DECLARE_BACKEND(mf_host_)
-#ifdef MF_HAVE_CUDA
-MF_NPT_DECLARE_BACKEND(mf_cuda_)
-#endif
+/* The factored variant's kernel entries: optimized/npt.cuh. */
 
 /* ---- shapes and formulas ------------------------------------------------------- */
 void mf_npt_options_init(mf_npt_options *opts)
@@ -328,13 +316,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
                                    uint64_t seed_salt, mf_case_result *out)
 {
     static const char *const fn = "npt_run_case";
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "npt");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant != 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 1)", variant);
-    if (case_index < 0 || case_index >= NPT_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, NPT_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "npt", ctx, variant, 1, case_index, NPT_N_CASES));
     const npt_case *c = &npt_cases[case_index];
     const mf_npt_shape s = c->shape;
     const int fwd = c->pass == MF_NPT_FORWARD;
@@ -344,7 +326,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     mf_npt_options opts;
     mf_npt_options_init(&opts);
     opts.chunk_tokens = c->chunk_tokens;
-    mf_op_case_labels(out, ctx, cand ? "candidate" : npt_variants[variant], c->dtype);
+    mf_tb_case_labels(out, ctx, cand ? "candidate" : npt_variants[variant], c->dtype);
     int64_t chunk = 0;
     MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
     snprintf(out->shape, sizeof(out->shape), "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld",
@@ -384,7 +366,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
         }
         const uint64_t seed = 0x6e7074ull * 1000u + (uint64_t)case_index * 16u + (uint64_t)i +
                               seed_salt * 0x9e3779b97f4a7c15ull;
-        mf_op_fill_uniform(c->dtype, b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
+        mf_tb_fill_uniform(c->dtype, b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
         st = mf_buffer_alloc(ctx, in_n[i] * es, &b.in_dev[i]);
         if (st == MF_OK) st = mf_buffer_upload(ctx, b.in_dev[i], b.in_host[i], in_n[i] * es);
     }
@@ -397,7 +379,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
             st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host outputs");
             break;
         }
-        mf_op_fill_nan(c->dtype, b.got_host[i], n);
+        mf_tb_fill_nan(c->dtype, b.got_host[i], n);
         st = mf_buffer_alloc(ctx, n * es, &b.out_dev[i]);
         if (st == MF_OK) st = mf_buffer_upload(ctx, b.out_dev[i], b.got_host[i], n * es);
     }
@@ -443,22 +425,18 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
         const size_t n = b.out_n[i];
         st = mf_buffer_download(ctx, b.got_host[i], b.out_dev[i], n * es);
         if (st != MF_OK) break;
-        mf_op_to_f32(c->dtype, b.got_host[i], b.got_f32, n);
-        mf_op_to_f32(c->dtype, b.ref_host[i], b.ref_f32, n);
-        st = mf_op_fold_compare(b.got_f32, b.ref_f32, n, tol, fwd ? "out" : out_names[i], out,
+        mf_tb_to_f32(c->dtype, b.got_host[i], b.got_f32, n);
+        mf_tb_to_f32(c->dtype, b.ref_host[i], b.ref_f32, n);
+        st = mf_tb_compare(b.got_f32, b.ref_f32, n, tol, fwd ? "out" : out_names[i], out,
                                 &all_pass);
     }
     if (st != MF_OK) {
-        all_pass = 0;
+        mf_tb_case_error(out, st);
         snprintf(out->message, sizeof(out->message), "%s: %.200s", mf_status_name(st),
                  mf_last_error());
-    } else if (all_pass && out->opt_peak_bytes > out->ceiling_bytes) {
-        all_pass = 0;
-        snprintf(out->message, sizeof(out->message),
-                 "optimized scratch peak %zu bytes exceeds the ceiling %zu bytes",
-                 out->opt_peak_bytes, out->ceiling_bytes);
+    } else {
+        mf_tb_verdict(out, all_pass);
     }
-    out->pass = all_pass;
     npt_buffers_free(ctx, &b);
     return st;
 }
@@ -470,14 +448,14 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
 
 /* memfix verify (include/memfix/verify.h): the cases of one pass, numbered
  * from 0 in registry order. */
-int mf_npt_verify_n_cases(mf_npt_pass pass)
+static int npt_verify_n_cases(mf_npt_pass pass)
 {
     int n = 0;
     for (int i = 0; i < NPT_N_CASES; ++i) n += npt_cases[i].pass == pass;
     return n;
 }
 
-mf_status mf_npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
+static mf_status npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
                              mf_npt_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
                              mf_case_result *out)
 {
@@ -493,8 +471,138 @@ mf_status mf_npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
     }
     if (out != NULL) memset(out, 0, sizeof(*out));
     MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
-            mf_npt_verify_n_cases(pass));
+            npt_verify_n_cases(pass));
 }
+
+/* ---- memfix verify: the guard of npt (forward / backward) candidates (src/testbed/testbed.h) -------------------------- */
+typedef struct npt_args {
+    mf_dtype dtype;
+    mf_npt_shape shape;
+    const mf_npt_options *opts;
+} npt_args;
+
+/* element counts of h, W, A, B, m, bias or grad_out (fwd: F, bwd: T*F) */
+static void npt_sizes(mf_npt_shape s, int fwd, size_t n[6])
+{
+    const size_t T = (size_t)s.batch * (size_t)s.seq, D = (size_t)s.d_model, F = (size_t)s.d_ffn,
+                 R = (size_t)s.rank;
+    n[0] = T * D, n[1] = D * F, n[2] = D * R, n[3] = R * F, n[4] = T * R, n[5] = fwd ? F : T * F;
+}
+
+/* bufs: h, W, A, B, m, bias (may be NULL), out */
+static mf_status npt_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const npt_args *a = (const npt_args *)args;
+    return ((mf_npt_forward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->shape, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), mf_tb_ptr(bufs, 3),
+                            mf_tb_ptr(bufs, 4), mf_tb_ptr(bufs, 5), mf_tb_ptr(bufs, 6), a->opts);
+}
+
+static mf_status npt_fwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                      const void *W, const void *A, const void *B, const void *m, const void *bias,
+                                      void *out, const mf_npt_options *opts)
+{
+    const size_t es = mf_dtype_size(dtype);
+    size_t n[6];
+    npt_sizes(shape, 1, n);
+    const mf_tb_buffer sp[7] = {{"h", h, n[0] * es, dtype},       {"W", W, n[1] * es, dtype}, {"A", A, n[2] * es, dtype},
+                         {"B", B, n[3] * es, dtype},       {"m", m, n[4] * es, dtype},
+                         {"bias", bias, n[5] * es, dtype}, {"out", out, (size_t)shape.batch * (size_t)shape.seq *
+                                                                            (size_t)shape.d_ffn * es, dtype}};
+    const npt_args args = {dtype, shape, opts};
+    mf_tb_guarded bufs[7];
+    return mf_tb_guard(ctx, sp, 6, 7, npt_fwd_call, &args, bufs);
+}
+
+/* bufs: h, W, A, B, m, grad_out, grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias */
+static mf_status npt_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const npt_args *a = (const npt_args *)args;
+    return ((mf_npt_backward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->shape, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), mf_tb_ptr(bufs, 3),
+                            mf_tb_ptr(bufs, 4), mf_tb_ptr(bufs, 5), mf_tb_ptr(bufs, 6), mf_tb_ptr(bufs, 7), mf_tb_ptr(bufs, 8), mf_tb_ptr(bufs, 9),
+                            mf_tb_ptr(bufs, 10), mf_tb_ptr(bufs, 11), a->opts);
+}
+
+static mf_status npt_bwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                      const void *W, const void *A, const void *B, const void *m,
+                                      const void *grad_out, void *grad_h, void *grad_W, void *grad_A, void *grad_B,
+                                      void *grad_m, void *grad_bias, const mf_npt_options *opts)
+{
+    const size_t es = mf_dtype_size(dtype);
+    size_t n[6];
+    npt_sizes(shape, 0, n);
+    const mf_tb_buffer sp[12] = {{"h", h, n[0] * es, dtype},
+                          {"W", W, n[1] * es, dtype},
+                          {"A", A, n[2] * es, dtype},
+                          {"B", B, n[3] * es, dtype},
+                          {"m", m, n[4] * es, dtype},
+                          {"grad_out", grad_out, n[5] * es, dtype},
+                          {"grad_h", grad_h, n[0] * es, dtype},
+                          {"grad_W", grad_W, n[1] * es, dtype},
+                          {"grad_A", grad_A, n[2] * es, dtype},
+                          {"grad_B", grad_B, n[3] * es, dtype},
+                          {"grad_m", grad_m, n[4] * es, dtype},
+                          {"grad_bias", grad_bias, (size_t)shape.d_ffn * es, dtype}};
+    const npt_args args = {dtype, shape, opts};
+    mf_tb_guarded bufs[12];
+    return mf_tb_guard(ctx, sp, 6, 12, npt_bwd_call, &args, bufs);
+}
+
+static int npt_forward_n_cases(void) { return npt_verify_n_cases(MF_NPT_FORWARD); }
+static int npt_backward_n_cases(void) { return npt_verify_n_cases(MF_NPT_BACKWARD); }
+
+static mf_status npt_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                   uint64_t seed_salt, mf_case_result *out)
+{
+    return npt_verify_case(ctx, candidate != NULL ? npt_fwd_guard : NULL, NULL, case_index, seed_salt, out);
+}
+
+static mf_status npt_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                    uint64_t seed_salt, mf_case_result *out)
+{
+    return npt_verify_case(ctx, NULL, candidate != NULL ? npt_bwd_guard : NULL, case_index, seed_salt, out);
+}
+
+static const mf_verify_target npt_targets[] = {{"npt.forward", npt_forward_verify, npt_forward_n_cases},
+                                               {"npt.backward", npt_backward_verify, npt_backward_n_cases}};
+
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+static mf_npt_shape npt_bench_shape(int64_t n)
+{
+    const mf_npt_shape sh = {1, n, 32, 48, 4};
+    return sh;
+}
+
+static mf_status npt_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
+    const mf_npt_shape sh = npt_bench_shape(c->n);
+    const size_t T = (size_t)c->n, Dm = 32, F = 48, R = 4;
+    snprintf(c->shape, sizeof c->shape, "B=1 S=%lld D=%zu F=%zu r=%zu", (long long)c->n, Dm, F, R);
+    c->ceiling = mf_npt_factored_forward_scratch_ceiling(MF_DTYPE_F32, sh, NULL);
+    c->tol = "npt.forward.f32";
+    mf_status s = MF_OK;
+    const size_t n_in[5] = {T * Dm, Dm * F, Dm * R, R * F, T * R}; /* h, W, A, B, m */
+    for (int i = 0; i < 5; i++)
+        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n_in[i], 51 + (uint64_t)i, &s), n_in[i] * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, T * F, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, T * F * 4, &s);
+    c->out_n = T * F;
+    return s;
+}
+
+static mf_status npt_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_ref_npt_forward(ctx, MF_DTYPE_F32, npt_bench_shape(c->n), c->host[0], c->host[1], c->host[2],
+                              c->host[3], c->host[4], NULL, c->ref_out);
+}
+
+static mf_status npt_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_npt_forward(ctx, MF_DTYPE_F32, npt_bench_shape(c->n), c->dev[0], c->dev[1], c->dev[2], c->dev[3],
+                          c->dev[4], NULL, c->out_dev, NULL);
+}
+
+static const mf_bench_sweep npt_bench = {"1 x n tokens, 32 x 48, rank 4", {16, 32, 64}, 3, npt_bench_setup,
+                                         npt_bench_reference, npt_bench_optimized};
 
 const mf_op_desc mf_op_npt = {
     "npt",
@@ -504,4 +612,7 @@ const mf_op_desc mf_op_npt = {
     npt_variants,
     NPT_N_CASES,
     npt_run_case,
+    2,
+    npt_targets,
+    &npt_bench,
 };

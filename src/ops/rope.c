@@ -4,9 +4,10 @@
  * the registry entry mf_op_rope (seed document 000, bug #2). */
 #include "memfix/rope.h"
 
+#include "rope.cuh"
+#include "rope_args.h"
 #include "memfix/check.h"
 #include "memfix/registry.h"
-#include "memfix/verify.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -16,29 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the kernels' exported entry points (optimized/rope.cu) ---------------- */
-#define MF_ROPE_DECLARE(prefix)                                                                   \
-    mf_status prefix##rope_fused(mf_context *ctx, const mf_rope_config *cfg,                      \
-                                 mf_rope_direction dir, const mf_rope_tensors *t,                 \
-                                 const mf_rope_positions *pos);                                   \
-    mf_status prefix##rope_cache_build(mf_context *ctx, float *table, int64_t capacity,           \
-                                       const mf_rope_config *cfg);                                \
-    mf_status prefix##rope_cache_apply(mf_context *ctx, const float *table, int64_t capacity,     \
-                                       const mf_rope_config *cfg, mf_rope_direction dir,          \
-                                       const mf_rope_tensors *t, const mf_rope_positions *pos);
-MF_ROPE_DECLARE(mf_host_)
-#ifdef MF_HAVE_CUDA
-MF_ROPE_DECLARE(mf_cuda_)
-#endif
-
-/* Argument validation, defined in reference/rope.c (always built). */
-mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg);
-mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
-                                    mf_rope_direction dir, const mf_rope_tensors *t,
-                                    const mf_rope_positions *pos);
-mf_status mf_rope_internal_max_position(const char *func, mf_context *device_ctx,
-                                        const mf_rope_positions *pos, int64_t batch,
-                                        int64_t seq_len, int64_t *max_pos);
+/* The kernels' entries: optimized/rope.cuh. */
 
 #define ROPE_ERR(status, ...) return mf_set_error((status), func, __FILE__, __LINE__, __VA_ARGS__)
 
@@ -287,16 +266,10 @@ static const rope_case rope_cases[] = {
  * of the same shape. */
 static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry, int case_index,
                                     uint64_t seed_salt, mf_case_result *out) {
-    MF_CHECK_NOT_NULL(out);
-    memset(out, 0, sizeof(*out));
-    mf_op_copy_msg(out->op, sizeof(out->op), "rope");
-    MF_CHECK_NOT_NULL(ctx);
-    if (variant < 0 || variant > 1) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d out of range [0, 2)", variant);
-    if (case_index < 0 || case_index >= ROPE_N_CASES)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, ROPE_N_CASES);
+    MF_TRY(mf_tb_case_begin(out, "rope", ctx, variant, 2, case_index, ROPE_N_CASES));
     const rope_case *c = &rope_cases[case_index];
     if (entry != NULL) variant = 0;
-    mf_op_case_labels(out, ctx, entry != NULL ? "candidate" : rope_variant_names[variant], c->dtype);
+    mf_tb_case_labels(out, ctx, entry != NULL ? "candidate" : rope_variant_names[variant], c->dtype);
     int64_t max_pos = c->offset >= 0 ? c->offset + c->T - 1 : 0;
     if (c->offset < 0)
         for (int64_t t = 0; t < c->T; ++t) max_pos = c->ids[t] > max_pos ? c->ids[t] : max_pos;
@@ -305,12 +278,8 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
              (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
              (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
              (long long)L);
-    const char *tol_name = c->dtype == MF_DTYPE_BF16 ? "rope.out.bf16" : "rope.out.f32";
-    const mf_tolerance *tol = mf_tolerance_get(tol_name);
-    if (tol == NULL) {
-        snprintf(out->message, sizeof(out->message), "no tolerance row '%s'", tol_name);
-        MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
-    }
+    const mf_tolerance *tol = mf_tb_tolerance("rope.out", c->dtype);
+    if (tol == NULL) return MF_ERR_INTERNAL;
     out->atol = tol->atol;
     out->rtol = tol->rtol;
     out->ceiling_bytes = variant == 0 ? mf_rope_fused_scratch_ceiling(c->B, c->T, c->Hq, c->Hk, c->Dh)
@@ -362,7 +331,7 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
         (st = mf_buffer_alloc(ctx, n * esize, &d_y)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_x, x, n * esize)) != MF_OK)
         goto done;
-    mf_op_fill_nan(c->dtype, got_raw, n);
+    mf_tb_fill_nan(c->dtype, got_raw, n);
     if ((st = mf_buffer_upload(ctx, d_y, got_raw, n * esize)) != MF_OK) goto done;
     if (c->offset < 0) {
         if ((st = mf_buffer_alloc(ctx, sizeof(c->ids), &d_ids)) != MF_OK ||
@@ -384,17 +353,14 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if ((st = mf_buffer_download(ctx, got_raw, d_y, n * esize)) != MF_OK) goto done;
-    mf_op_to_f32(c->dtype, got_raw, got, n);
+    mf_tb_to_f32(c->dtype, got_raw, got, n);
 
-    mf_compare_result cmp;
-    if ((st = mf_compare_f32(got, ref, n, tol, NULL, &cmp)) != MF_OK) goto done;
-    out->max_abs_err = cmp.max_abs_err;
-    out->max_rel_err = cmp.max_rel_err;
-    if (!cmp.pass) mf_op_copy_msg(out->message, sizeof(out->message), cmp.reason);
-    mf_op_case_verdict(out, cmp.pass);
+    int pass = 1;
+    if ((st = mf_tb_compare(got, ref, n, tol, "q_out|k_out", out, &pass)) != MF_OK) goto done;
+    mf_tb_verdict(out, pass);
 
 done:
-    mf_op_case_error(out, st);
+    mf_tb_case_error(out, st);
     mf_rope_cache_destroy(cache);
     mf_buffer_free(ctx, d_ids);
     mf_buffer_free(ctx, d_y);
@@ -413,7 +379,7 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
 
 /* memfix verify (include/memfix/verify.h): mf_rope_candidate_fn is
  * mf_rope_fused's signature. */
-mf_status mf_rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int case_index, uint64_t seed_salt,
+static mf_status rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int case_index, uint64_t seed_salt,
                               mf_case_result *out) {
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
@@ -421,6 +387,117 @@ mf_status mf_rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int c
     }
     return rope_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
 }
+
+/* ---- memfix verify: the guard of rope (fused signature) candidates (src/testbed/testbed.h) ---------------------------- */
+typedef struct rope_args {
+    const mf_rope_config *cfg;
+    mf_rope_direction dir;
+    mf_rope_tensors t;
+    mf_rope_positions pos;
+} rope_args;
+
+/* bufs: q, k, ids (NULL for offset positions), q_out, k_out */
+static mf_status rope_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
+    const rope_args *a = (const rope_args *)args;
+    mf_rope_tensors t = a->t;
+    mf_rope_positions pos = a->pos;
+    t.q = mf_tb_ptr(bufs, 0);
+    t.k = mf_tb_ptr(bufs, 1);
+    pos.ids = mf_tb_ptr(bufs, 2);
+    t.q_out = mf_tb_ptr(bufs, 3);
+    t.k_out = mf_tb_ptr(bufs, 4);
+    return ((mf_rope_candidate_fn)mf_tb_candidate())(ctx, a->cfg, a->dir, &t, &pos);
+}
+
+static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
+                                   const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
+    const size_t es = mf_dtype_size(t->dtype), tok = (size_t)t->batch * (size_t)t->seq_len;
+    const size_t q_bytes = tok * (size_t)t->heads_q * (size_t)cfg->head_dim * es;
+    const size_t k_bytes = tok * (size_t)t->heads_k * (size_t)cfg->head_dim * es;
+    size_t id_bytes = 0;
+    if (pos->kind != MF_ROPE_POS_OFFSET) {
+        const size_t rows = pos->batch_stride > 0 ? (size_t)(t->batch - 1) * (size_t)pos->batch_stride : 0;
+        id_bytes = (rows + (size_t)t->seq_len) * (pos->kind == MF_ROPE_POS_I32 ? 4u : 8u);
+    }
+    const mf_tb_buffer sp[5] = {{"q", t->q, q_bytes, t->dtype},
+                         {"k", t->k, k_bytes, t->dtype},
+                         {"ids", pos->kind != MF_ROPE_POS_OFFSET ? pos->ids : NULL, id_bytes, MF_DTYPE_F32},
+                         {"q_out", t->q_out, q_bytes, t->dtype},
+                         {"k_out", t->k_out, k_bytes, t->dtype}};
+    const rope_args args = {cfg, dir, *t, *pos};
+    mf_tb_guarded bufs[5];
+    return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
+}
+
+static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
+                             mf_case_result *out) {
+    return rope_verify_case(ctx, candidate != NULL ? rope_guard : NULL, case_index, seed_salt, out);
+}
+
+static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL}};
+
+/* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
+enum { ROPE_BENCH_HQ = 4, ROPE_BENCH_HK = 2, ROPE_BENCH_DH = 32 };
+
+/* The rotated tensors of a sweep problem (x: q then k; y: q_out then k_out). */
+static mf_rope_tensors rope_bench_tensors(int64_t n, const float *x, float *y) {
+    const size_t nq = (size_t)(n * ROPE_BENCH_HQ * ROPE_BENCH_DH);
+    const mf_rope_tensors t = {1, n, ROPE_BENCH_HQ, ROPE_BENCH_HK, MF_DTYPE_F32, x, x + nq, y, y + nq};
+    return t;
+}
+
+/* variants: fused (0), cache (1) */
+static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const int64_t B = 1, Hq = ROPE_BENCH_HQ, Hk = ROPE_BENCH_HK, Dh = ROPE_BENCH_DH, n = c->n, L = n;
+    const int64_t cap0 = n / 4 > 0 ? n / 4 : 1;
+    const int cache = c->variant == 1;
+    const size_t m = (size_t)(B * n * Hq * Dh) + (size_t)(B * n * Hk * Dh);
+    snprintf(c->shape, sizeof c->shape, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=rd=%lld half fwd pos<%lld%s", (long long)B,
+             (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L, cache ? " cache0=n/4" : "");
+    c->ceiling = cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
+    c->tol = "rope.out.f32";
+    mf_status s = MF_OK;
+    mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, 61, &s), m * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
+    c->out_n = m;
+    return s;
+}
+
+static mf_status rope_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    mf_rope_config cfg;
+    mf_rope_config_init(&cfg, ROPE_BENCH_DH); /* rd = Dh, base 1e4, scaling 1, rotate_half */
+    const mf_rope_positions pos = mf_rope_positions_offset(0);
+    const mf_rope_tensors t = rope_bench_tensors(c->n, (const float *)c->host[0], c->ref_out);
+    return mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &t, &pos);
+}
+
+/* The cache variant: a table of max(n/4, 1) positions created on the device,
+ * regrown to the call's positions by apply (the seed's crash path, now a
+ * device-only rebuild), destroyed again; its peak is exactly
+ * mf_rope_cache_scratch_ceiling(cap0, L, rd). */
+static mf_status rope_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    mf_rope_config cfg;
+    mf_rope_config_init(&cfg, ROPE_BENCH_DH);
+    const mf_rope_positions pos = mf_rope_positions_offset(0);
+    const mf_rope_tensors t = rope_bench_tensors(c->n, (const float *)c->dev[0], c->out_dev);
+    if (c->variant == 0) return mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &t, &pos);
+    mf_rope_cache *cache = NULL;
+    mf_status s = mf_rope_cache_create(ctx, &cfg, c->n / 4 > 0 ? c->n / 4 : 1, &cache);
+    if (s == MF_OK) s = mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &t, &pos);
+    mf_rope_cache_destroy(cache);
+    return s;
+}
+
+static const mf_bench_sweep rope_bench = {
+    "B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,\n"
+    "positions 0..n-1 (table length n); fused: angles on the\n"
+    "fly; cache: each call creates a table of max(n/4,1)\n"
+    "positions, regrows it on the device to n, applies and\n"
+    "destroys it (table build included in opt_ms)",
+    {64, 256, 1024}, 3, rope_bench_setup, rope_bench_reference, rope_bench_optimized};
 
 const mf_op_desc mf_op_rope = {
     "rope",
@@ -430,4 +507,7 @@ const mf_op_desc mf_op_rope = {
     rope_variant_names,
     ROPE_N_CASES,
     rope_run_case,
+    1,
+    rope_targets,
+    &rope_bench,
 };

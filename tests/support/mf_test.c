@@ -1,6 +1,7 @@
 /* memfix test harness: see mf_test.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "mf_test.h"
+#include "testbed/testbed.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -319,30 +320,21 @@ void mf_test_read_fixture(const char *op, const char *name, const char *part, mf
 }
 
 /* ---- seeded inputs and device round trips ------------------------------------------ */
+/* The testbed's helpers (src/testbed/testbed.h): the suites seed and NaN-fill
+ * exactly as `memfix report` and `memfix verify` do. */
 void mf_test_fill_uniform(mf_dtype dt, void *p, size_t n, uint64_t seed, float lo, float hi)
 {
-    if (dt == MF_DTYPE_BF16)
-        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
-    else
-        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
+    mf_tb_fill_uniform(dt, p, n, seed, lo, hi);
 }
 
 void *mf_test_make_input(mf_dtype dt, size_t n, uint64_t seed, float lo, float hi)
 {
-    void *p = malloc(n * mf_dtype_size(dt));
+    void *p = mf_tb_make_input(dt, n, seed, lo, hi);
     ck_assert_ptr_nonnull(p);
-    mf_test_fill_uniform(dt, p, n, seed, lo, hi);
     return p;
 }
 
-void mf_test_fill_nan(mf_dtype dt, void *p, size_t n)
-{
-    if (dt == MF_DTYPE_BF16) {
-        for (size_t i = 0; i < n; ++i) ((uint16_t *)p)[i] = 0x7fc0u;
-    } else {
-        mf_fill_nan_f32((float *)p, n);
-    }
-}
+void mf_test_fill_nan(mf_dtype dt, void *p, size_t n) { mf_tb_fill_nan(dt, p, n); }
 
 float *mf_test_nan_host(size_t n)
 {
@@ -352,13 +344,7 @@ float *mf_test_nan_host(size_t n)
     return p;
 }
 
-void mf_test_to_f32(mf_dtype dt, const void *src, float *dst, size_t n)
-{
-    if (dt == MF_DTYPE_BF16)
-        mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
-    else
-        memcpy(dst, src, n * sizeof(float));
-}
+void mf_test_to_f32(mf_dtype dt, const void *src, float *dst, size_t n) { mf_tb_to_f32(dt, src, dst, n); }
 
 void *mf_test_dev_upload(mf_context *ctx, const void *host, size_t bytes)
 {

@@ -5,7 +5,13 @@
  * the candidates are host-mode libraries. */
 #define _POSIX_C_SOURCE 200809L
 #include "mf_test.h"
+#include "memfix/attention.h"
+#include "memfix/cross_entropy.h"
+#include "memfix/linear_attention.h"
+#include "memfix/matmul.h"
+#include "memfix/npt.h"
 #include "memfix/registry.h"
+#include "memfix/rope.h"
 #include "memfix/verify.h"
 #include "memfix_cli.h"
 
@@ -235,15 +241,21 @@ START_TEST(test_bad_arguments)
     ck_assert_int_eq(mf_verify_n_cases("matmul"), mf_registry_find("matmul")->n_cases);
     ck_assert_int_eq(mf_verify_supported(NULL), 0);
     mf_case_result r;
-    MF_ASSERT_STATUS(mf_matmul_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_cross_entropy_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
-    ck_assert_int_eq(mf_verify_supported("cross_entropy"), 1);
-    ck_assert_int_eq(mf_verify_supported("rope"), 1);
-    MF_ASSERT_STATUS(mf_rope_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_cross_entropy_backward_verify_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_linear_attention_verify_case(ctx, NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_npt_verify_case(ctx, NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_attention_verify_case(ctx, NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    /* every registered target: a NULL candidate is an error, not a crash; and a
+     * target's run_case called outside mf_verify has no candidate to guard */
+    size_t n_ops = 0;
+    const mf_op_desc *const *ops = mf_registry(&n_ops);
+    int n_targets = 0;
+    for (size_t i = 0; i < n_ops; i++)
+        for (int t = 0; t < ops[i]->n_verify_targets; t++, n_targets++) {
+            const mf_verify_target *tg = &ops[i]->verify_targets[t];
+            ck_assert_int_eq(mf_verify_supported(tg->name), 1);
+            MF_ASSERT_STATUS(tg->run_case(ctx, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+            ck_assert_int_eq(r.pass, 0);
+            ck_assert_int_eq(tg->run_case(ctx, fn, 0, 0, &r) == MF_OK && r.pass, 0);
+        }
+    ck_assert_int_eq(n_targets, 11);
+    ck_assert_ptr_nonnull(strstr(mf_verify_supported_ops(), "linear_attention.backward"));
     ck_assert_int_eq(mf_verify_supported("attention"), 0); /* attention.forward / attention.backward */
     ck_assert_int_eq(mf_verify_supported("attention.backward"), 1);
     ck_assert_int_eq(mf_verify_n_cases("attention.forward"), mf_registry_find("attention")->n_cases);
@@ -446,8 +458,10 @@ START_TEST(test_npt_in_process)
     memcpy(&fa, &a, sizeof fa);
     ck_assert_uint_eq(verify_fn_expect("npt.forward", "npt_big_scratch", fa, "scratch-ceiling"), 3);
     mf_case_result r;
-    MF_ASSERT_STATUS(mf_npt_verify_case(mf_test_ctx(), a, NULL, 3, 0, &r), MF_ERR_INVALID_ARGUMENT);
-    MF_ASSERT_STATUS(mf_npt_verify_case(mf_test_ctx(), NULL, NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
+    const mf_verify_target *fwd = &mf_registry_find("npt")->verify_targets[0];
+    ck_assert_str_eq(fwd->name, "npt.forward");
+    MF_ASSERT_STATUS(fwd->run_case(mf_test_ctx(), fa, 3, 0, &r), MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(fwd->run_case(mf_test_ctx(), NULL, 0, 0, &r), MF_ERR_NULL_POINTER);
 }
 END_TEST
 

@@ -1,0 +1,225 @@
+/* The testbed's case helpers (testbed.h): seeded inputs, NaN pre-fill, the one
+ * comparison path and the verdict. */
+#include "testbed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mf_tb_copy_msg(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi)
+{
+    if (dtype == MF_DTYPE_BF16)
+        mf_fill_uniform_bf16((uint16_t *)p, n, seed, lo, hi);
+    else
+        mf_fill_uniform_f32((float *)p, n, seed, lo, hi);
+}
+
+void *mf_tb_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi)
+{
+    void *p = malloc(n * mf_dtype_size(dtype));
+    if (p == NULL) return NULL;
+    mf_tb_fill_uniform(dtype, p, n, seed, lo, hi);
+    return p;
+}
+
+void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n)
+{
+    if (dtype == MF_DTYPE_BF16) {
+        for (size_t i = 0; i < n; ++i) ((uint16_t *)p)[i] = 0x7fc0u;
+    } else {
+        mf_fill_nan_f32((float *)p, n);
+    }
+}
+
+void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n)
+{
+    if (dtype == MF_DTYPE_BF16)
+        mf_bf16_to_f32_array((const uint16_t *)src, dst, n);
+    else
+        memcpy(dst, src, n * sizeof(float));
+}
+
+mf_status mf_tb_case_begin(mf_case_result *out, const char *op, mf_context *ctx, int variant, int n_variants,
+                           int case_index, int n_cases)
+{
+    MF_CHECK_NOT_NULL(out);
+    memset(out, 0, sizeof(*out));
+    mf_tb_copy_msg(out->op, sizeof(out->op), op);
+    MF_CHECK_NOT_NULL(ctx);
+    if (variant < 0 || variant >= n_variants)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "%s: variant %d out of range [0, %d)", op, variant, n_variants);
+    if (case_index < 0 || case_index >= n_cases)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "%s: case %d out of range [0, %d)", op, case_index, n_cases);
+    return MF_OK;
+}
+
+void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant, mf_dtype dtype)
+{
+    mf_tb_copy_msg(out->variant, sizeof(out->variant), variant);
+    mf_tb_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
+    mf_tb_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(dtype));
+}
+
+const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s.%s", base, mf_dtype_name(dtype));
+    const mf_tolerance *tol = mf_tolerance_get(name);
+    if (tol == NULL)
+        mf_set_error(MF_ERR_INTERNAL, __func__, __FILE__, __LINE__,
+                     "no tolerance row '%s' in src/core/tolerance.c", name);
+    return tol;
+}
+
+/* The dump file of a failing output under $MF_TEST_DUMP_DIR (set by the test
+ * registrations; unset: no dump): <op>-<variant>-<what>-<hash of the shape>.txt. */
+static const char *dump_path(const mf_case_result *out, const char *what, char *buf, size_t cap)
+{
+    const char *dir = getenv("MF_TEST_DUMP_DIR");
+    if (dir == NULL || dir[0] == '\0') return NULL;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of dtype and shape */
+    for (const char *p = out->dtype; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    for (const char *p = out->shape; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    snprintf(buf, cap, "%s/%s-%s-%s-%016llx.txt", dir, out->op, out->variant, what, (unsigned long long)h);
+    for (char *p = buf + strlen(dir) + 1; *p; p++)
+        if (*p == '/' || *p == ' ' || *p == '|') *p = '_';
+    return buf;
+}
+
+mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
+                        const char *what, mf_case_result *out, int *all_pass)
+{
+    mf_compare_result cmp;
+    char path[512];
+    MF_TRY(mf_compare_f32(got, ref, n, tol, dump_path(out, what, path, sizeof path), &cmp));
+    if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
+    if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
+    if (!cmp.pass && *all_pass) {
+        snprintf(out->message, sizeof(out->message), "%s: %.200s", what, cmp.reason);
+        out->failure = cmp.failure;
+        *all_pass = 0;
+    }
+    return MF_OK;
+}
+
+mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const char *what,
+                            const char *tol_base, mf_dtype dtype, mf_case_result *out, int *all_pass)
+{
+    const mf_tolerance *tol = mf_tb_tolerance(tol_base, dtype);
+    if (tol == NULL) return MF_ERR_INTERNAL;
+    return mf_tb_compare(got, ref, n, tol, what, out, all_pass);
+}
+
+void mf_tb_verdict(mf_case_result *out, int pass)
+{
+    const int mem_ok = out->opt_peak_bytes <= out->ceiling_bytes;
+    out->pass = pass && mem_ok;
+    if (pass && !mem_ok) {
+        out->failure = MF_FAILURE_SCRATCH_CEILING;
+        snprintf(out->message, sizeof(out->message), "scratch %zu bytes exceeds the ceiling of %zu bytes",
+                 out->opt_peak_bytes, out->ceiling_bytes);
+    }
+}
+
+void mf_tb_case_error(mf_case_result *out, mf_status st)
+{
+    if (st != MF_OK) {
+        out->pass = 0;
+        out->failure = MF_FAILURE_ERROR;
+        mf_tb_copy_msg(out->message, sizeof(out->message), mf_last_error());
+    }
+}
+
+void *mf_tb_bench_alloc(mf_bench_case *c, size_t bytes, mf_status *s)
+{
+    if (*s != MF_OK) return NULL;
+    void *p = c->n_host < MF_BENCH_MAX_BUFS ? malloc(bytes ? bytes : 1) : NULL;
+    if (p == NULL) {
+        *s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "bench host buffer of %zu bytes", bytes);
+        return NULL;
+    }
+    c->host[c->n_host++] = p;
+    return p;
+}
+
+float *mf_tb_bench_host(mf_bench_case *c, size_t n, uint64_t seed, mf_status *s)
+{
+    float *x = (float *)mf_tb_bench_alloc(c, n * sizeof *x, s);
+    if (x != NULL) mf_fill_uniform_f32(x, n, seed, -1.0f, 1.0f);
+    return x;
+}
+
+void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_t bytes, mf_status *s)
+{
+    void *p = NULL;
+    if (*s != MF_OK) return NULL;
+    if (c->n_dev >= MF_BENCH_MAX_BUFS) {
+        *s = mf_set_error(MF_ERR_INTERNAL, __func__, __FILE__, __LINE__, "more than %d bench device buffers",
+                          MF_BENCH_MAX_BUFS);
+        return NULL;
+    }
+    *s = mf_buffer_alloc(ctx, bytes, &p);
+    if (*s != MF_OK) return NULL;
+    c->dev[c->n_dev++] = p;
+    if (host != NULL) *s = mf_buffer_upload(ctx, p, host, bytes);
+    return *s == MF_OK ? p : NULL;
+}
+
+mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed)
+{
+    uint64_t k = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].role == MF_TB_IN) {
+            t[i].host = mf_tb_make_input(dtype, t[i].n, seed + k++, t[i].lo, t[i].hi);
+        } else {
+            t[i].host = malloc(t[i].n * sizeof(float));
+            t[i].got = (float *)malloc(t[i].n * sizeof(float));
+            if (t[i].host != NULL) mf_fill_nan_f32((float *)t[i].host, t[i].n);
+            if (t[i].got != NULL) mf_fill_nan_f32(t[i].got, t[i].n);
+        }
+        if (t[i].host == NULL || (t[i].role == MF_TB_OUT && t[i].got == NULL))
+            MF_FAIL(MF_ERR_OUT_OF_MEMORY, "host buffer of %zu elements for %s", t[i].n, t[i].name);
+    }
+    return MF_OK;
+}
+
+mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype)
+{
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
+        MF_TRY(mf_buffer_alloc(ctx, bytes, &t[i].dev));
+    }
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
+        MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].role == MF_TB_IN ? t[i].host : (const void *)t[i].got, bytes));
+    }
+    return MF_OK;
+}
+
+mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
+                                int *all_pass)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].role == MF_TB_OUT) MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, t[i].n * sizeof(float)));
+    for (int i = 0; i < n; i++)
+        if (t[i].role == MF_TB_OUT && t[i].tol != NULL)
+            MF_TRY(mf_tb_compare_row(t[i].got, (const float *)t[i].host, t[i].n, t[i].name, t[i].tol, dtype, out,
+                                     all_pass));
+    return MF_OK;
+}
+
+void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (t[i].dev != NULL) mf_buffer_free(ctx, t[i].dev);
+        free(t[i].got);
+        free(t[i].host);
+        t[i].dev = t[i].host = NULL;
+        t[i].got = NULL;
+    }
+}

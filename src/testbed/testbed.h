@@ -1,0 +1,145 @@
+/* The testbed: what runs an op's built-in case for `memfix report`, `memfix
+ * verify` and the registry tests. Internal (not installed); used by the ops'
+ * descriptors (src/ops/<op>.c) and by memfix verify (src/testbed/verify.c).
+ *
+ * A case runs in the order of a CUTLASS testbed: seeded inputs
+ * (mf_tb_make_input), the reference on the host with its scratch measured,
+ * outputs pre-filled with NaN (mf_tb_fill_nan), the optimized entry or a
+ * candidate (through mf_tb_guard) with device scratch measured, every output
+ * compared with its tolerance row through mf_tb_compare (the one comparison
+ * path), and the verdict (mf_tb_verdict, mf_tb_case_error) with an mf_failure
+ * kind that memfix verify maps to a defense. */
+#ifndef MEMFIX_TESTBED_H
+#define MEMFIX_TESTBED_H
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- host buffers ------------------------------------------------------------------ */
+/* snprintf "%s" into dst (capacity cap), truncating; NULL src gives "". */
+void mf_tb_copy_msg(char *dst, size_t cap, const char *src);
+/* n seeded uniform values in [lo, hi) of dtype (F32 or BF16) into p. */
+void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi);
+/* malloc(n * dtype size) filled by mf_tb_fill_uniform; NULL when out of memory. */
+void *mf_tb_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi);
+/* n NaNs of dtype into p (bf16 NaN is 0x7fc0), so an unwritten output fails. */
+void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n);
+/* n values of dtype at src widened to fp32 into dst. */
+void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n);
+
+/* ---- the case result ----------------------------------------------------------------- */
+/* The start of every run_case: *out zeroed and named after op, then ctx, the
+ * variant (in [0, n_variants)) and the case (in [0, n_cases)) checked:
+ * MF_ERR_NULL_POINTER or MF_ERR_INVALID_ARGUMENT. */
+mf_status mf_tb_case_begin(mf_case_result *out, const char *op, mf_context *ctx, int variant, int n_variants,
+                           int case_index, int n_cases);
+/* out->variant, out->backend (ctx's) and out->dtype. */
+void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant, mf_dtype dtype);
+/* The tolerance row "<base>.<dtype name>" (e.g. "attention.grad.bf16"); NULL
+ * and an MF_ERR_INTERNAL error when src/core/tolerance.c has none. */
+const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype);
+/* THE comparison of one output: mf_compare_f32 under tol, the worst absolute
+ * and relative errors kept in out; the first failing output (while *all_pass)
+ * writes "<what>: <reason>" to out->message, its kind to out->failure, and
+ * clears *all_pass. A failing output is dumped (every flagged index) to
+ * $MF_TEST_DUMP_DIR/<op>-<variant>-<what>-<shape hash>.txt when that variable is
+ * set. Returns the comparison's status (bad arguments). */
+mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
+                        const char *what, mf_case_result *out, int *all_pass);
+/* The same under the row mf_tb_tolerance(tol_base, dtype). */
+mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const char *what,
+                            const char *tol_base, mf_dtype dtype, mf_case_result *out, int *all_pass);
+/* The verdict: out->pass = pass && opt_peak <= ceiling; when only the memory
+ * check fails, out->message says so and out->failure is MF_FAILURE_SCRATCH_CEILING. */
+void mf_tb_verdict(mf_case_result *out, int pass);
+/* On a failing status: out->pass = 0, out->failure = MF_FAILURE_ERROR and
+ * out->message = the last error. */
+void mf_tb_case_error(mf_case_result *out, mf_status st);
+
+/* ---- a case's tensors ---------------------------------------------------------------- */
+/* One tensor of a case, listed in a table: an input (seeded on the host,
+ * uploaded) or an output (NaN-filled on the host and the device, so an
+ * unwritten output fails; compared after the run under the row
+ * "<tol>.<dtype>"). Inputs are stored in the case's dtype, outputs in f32. */
+typedef enum mf_tb_role { MF_TB_IN = 0, MF_TB_OUT = 1 } mf_tb_role;
+typedef struct mf_tb_tensor {
+    const char *name;
+    mf_tb_role role;
+    size_t n;        /* elements */
+    float lo, hi;    /* inputs: the seeded range [lo, hi) */
+    const char *tol; /* outputs: the tolerance row's base, e.g. "attention.out"; NULL: not compared */
+    void *host;      /* inputs: the data; outputs: the reference's result */
+    float *got;      /* outputs: the device's result, downloaded by mf_tb_tensors_compare */
+    void *dev;       /* the device buffer */
+} mf_tb_tensor;
+
+/* Host buffers: the k-th input seeded with seed + k, outputs (host and got) NaN. */
+mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed);
+/* Device buffers in table order: inputs uploaded, outputs NaN-filled. */
+mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype);
+/* Downloads every output, then compares each (table order) through mf_tb_compare_row. */
+mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
+                                int *all_pass);
+/* Frees the device and host buffers (NULL-safe). */
+void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n);
+
+/* ---- guarded candidate calls (memfix verify) ------------------------------------------ */
+/* One buffer of a candidate's call: an input (its device bytes are copied into
+ * a guarded buffer) or an output (a NaN-filled guarded buffer of dtype, copied
+ * back to dev after the checks). dev == NULL: an optional buffer not given. */
+typedef struct mf_tb_buffer {
+    const char *name;
+    const void *dev;
+    size_t bytes;
+    mf_dtype dtype; /* outputs: the NaN pattern */
+} mf_tb_buffer;
+
+/* A guarded buffer: [1 KiB guard][bytes][1 KiB guard] on the device. */
+typedef struct mf_tb_guarded {
+    const char *name;
+    unsigned char *base;  /* device: [guard][bytes][guard] */
+    unsigned char *image; /* host: what base must hold (guards exact; interior = the data) */
+    size_t bytes;
+} mf_tb_guarded;
+
+/* Calls the candidate on the guarded buffers (mf_tb_ptr(bufs, i) in the order
+ * of the mf_tb_buffer list); args: the op's scalars. */
+typedef mf_status (*mf_tb_call_fn)(mf_context *ctx, const void *args, mf_tb_guarded *bufs);
+
+/* Guarded copies of sp[0..n_in) (inputs) and sp[n_in..n) (outputs); 'call'
+ * twice with every defense (guard bands, input mutation, hidden allocation,
+ * determinism); then the first run's outputs uploaded to sp[i].dev. bufs: n
+ * entries of scratch. On a rejection the status is MF_ERR_MISMATCH and memfix
+ * verify records the defense. */
+mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, mf_tb_call_fn call,
+                      const void *args, mf_tb_guarded *bufs);
+/* The device pointer of guarded buffer i (NULL for a buffer not given). */
+void *mf_tb_ptr(mf_tb_guarded *bufs, int i);
+/* The candidate memfix verify is running on this thread (cast it to the
+ * target's candidate type); NULL outside a verification. */
+void (*mf_tb_candidate(void))(void);
+
+/* ---- memfix bench sweeps (mf_bench_case, registry.h) ------------------------------------ */
+/* 'bytes' of host memory kept in c->host[] (freed by memfix bench); NULL (and
+ * *s = MF_ERR_OUT_OF_MEMORY) when out of memory or when *s is already an error. */
+void *mf_tb_bench_alloc(mf_bench_case *c, size_t bytes, mf_status *s);
+/* n uniform floats in [-1, 1) of seed, kept in c->host[] (freed by memfix
+ * bench); NULL (and *s = MF_ERR_OUT_OF_MEMORY) when out of memory or when *s
+ * is already an error. */
+float *mf_tb_bench_host(mf_bench_case *c, size_t n, uint64_t seed, mf_status *s);
+/* A device buffer of 'bytes' (a copy of host when non-NULL), kept in c->dev[];
+ * NULL when *s is or becomes an error. */
+void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_t bytes, mf_status *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMFIX_TESTBED_H */
