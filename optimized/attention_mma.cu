@@ -13,13 +13,13 @@
 // stays on the SIMT kernels there.
 //
 // Kernels (256 threads = 8 warps; fragment layouts as PTX ISA 9.7.14.5.8):
-//   attn_mma_fwd_kernel<D>   one CTA per (b, h, 128 queries): each warp owns 16
-//       query rows (their A fragments of Q stay in registers), K/V streamed in
-//       blocks of 64 keys; S = Q K^T and O += P V on mma.sync, the online
-//       softmax on the accumulator fragments (base 2, row max and sum across the
-//       4 lanes of a quad), P rounded to bf16 and reused as the A fragment of
-//       P V without leaving registers. Causal: key blocks above the diagonal are
-//       never loaded. Writes out and lse.
+//   attn_mma_fwd_kernel<D>   one CTA per (b, h, 256 queries): each warp owns 32
+//       query rows (two m16 tiles sharing every K/V fragment), K/V streamed in
+//       blocks of 64 keys (32 at D=128); S = Q K^T and O += P V on mma.sync,
+//       the online softmax on the accumulator fragments (base 2, row max and sum
+//       across the 4 lanes of a quad), P rounded to bf16 and reused as the A
+//       fragment of P V without leaving registers. Causal: key blocks above the
+//       diagonal are never loaded. Writes out and lse.
 //   attn_mma_delta_kernel    Delta[i] = dout_i . out_i, one warp per row.
 //   attn_mma_bwd_kernel<D>   one CTA per (b, h, 128 keys): each warp owns 16 keys
 //       and keeps their dK and dV rows in fp32 registers while Q, dO, lse and
@@ -43,8 +43,6 @@ namespace attn_mma {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kFwdBR = 16 * kWarps;  // forward: queries per CTA (16 per warp)
-constexpr int kFwdBC = 64;           // forward: keys per streamed block
 constexpr int kBwdBC = 16 * kWarps;  // backward: keys per CTA (16 per warp)
 // backward: queries per streamed block (registers: 32 keeps D=128 spill-free)
 template <int D>
@@ -114,12 +112,22 @@ __device__ __forceinline__ void load_rows(__nv_bfloat16 *tile, const __nv_bfloat
 }
 
 // ---- forward -------------------------------------------------------------------------
+// Each warp owns kFwdMT m16 tiles (32 query rows): every K/V fragment read from
+// shared memory feeds both tiles, 32 FLOP per byte (docs/attention.md). Q's A
+// fragments are re-read from shared memory per block (holding them would spill).
+constexpr int kFwdMT = 2;
+constexpr int kFwdBR = 16 * kFwdMT * kWarps;  // forward: queries per CTA
+template <int D>
+struct FwdKeys {  // keys per streamed block (registers: S is 32 x BC per warp)
+    static constexpr int value = D == 128 ? 32 : 64;
+};
+
 template <int D>
 constexpr size_t fwd_smem_bytes() {
-    return (size_t)(kFwdBR + 4 * kFwdBC) * (D + 8) * sizeof(__nv_bfloat16);
+    return (size_t)(kFwdBR + 4 * FwdKeys<D>::value) * (D + 8) * sizeof(__nv_bfloat16);
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 153, D=128 regs 180, stack 0; dynamic smem 54 / 102 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 221, D=128 regs 253, stack 0; dynamic smem 72 / 102 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
 attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -127,10 +135,11 @@ attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
                     float *__restrict__ lse, size_t N, int causal, float scale_log2,
                     size_t n_qblk, size_t total) {
     constexpr int LDS = D + 8;  // 16-byte aligned rows, ldmatrix rows in distinct banks
+    constexpr int BC = FwdKeys<D>::value, MT = kFwdMT;
     extern __shared__ __align__(16) unsigned char attn_mma_smem[];
     __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(attn_mma_smem);  // [BR][LDS]
     __nv_bfloat16 *Ks = Qs + kFwdBR * LDS;                                  // [2][BC][LDS]
-    __nv_bfloat16 *Vs = Ks + 2 * kFwdBC * LDS;                              // [2][BC][LDS]
+    __nv_bfloat16 *Vs = Ks + 2 * BC * LDS;                                  // [2][BC][LDS]
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
 
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
@@ -141,142 +150,161 @@ attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
         const __nv_bfloat16 *qg = q + bh * N * D, *kg = k + bh * N * D, *vg = v + bh * N * D;
         // Causal: keys beyond the block's last query are never visible.
         const size_t k_end = causal ? (q0 + kFwdBR < N ? q0 + kFwdBR : N) : N;
-        const size_t n_kblk = (k_end + kFwdBC - 1) / kFwdBC;
+        const size_t n_kblk = (k_end + BC - 1) / BC;
 
         load_rows<kFwdBR, D>(Qs, qg, q0, N);
+        load_rows<BC, D>(Ks, kg, 0, N);
+        load_rows<BC, D>(Vs, vg, 0, N);
         cp_async_commit();
-        load_rows<kFwdBC, D>(Ks, kg, 0, N);
-        load_rows<kFwdBC, D>(Vs, vg, 0, N);
-        cp_async_commit();
-        cp_async_wait_1();  // Q landed (K/V block 0 may still be in flight)
-        __syncthreads();
-        uint32_t qf[D / 16][4];  // this warp's Q rows as A fragments, for every key block
-        MF_UNROLL
-        for (int kk = 0; kk < D / 16; ++kk)
-            ldsm_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * LDS + kk * 16 + (lane >> 4) * 8);
 
-        float o[D / 8][4];
+        float o[MT][D / 8][4];
+        float m[MT][2], l[MT][2];  // rows g, g + 8 of each m16 tile
         MF_UNROLL
-        for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g, g + 8
-        const size_t row_a = q0 + (size_t)(warp * 16 + g);        // this lane's first row
+        for (int mt = 0; mt < MT; ++mt) {
+            m[mt][0] = m[mt][1] = -INFINITY;
+            l[mt][0] = l[mt][1] = 0.0f;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+        }
+        const int wrow = warp * 16 * MT;                 // this warp's first row in the block
+        const size_t row_a = q0 + (size_t)(wrow + g);    // this lane's first row
 
         for (size_t jb = 0; jb < n_kblk; ++jb) {
-            const size_t k0 = jb * kFwdBC;
+            const size_t k0 = jb * BC;
             if (jb + 1 < n_kblk) {  // prefetch the next K/V block into the other buffer
                 const int nb = (int)((jb + 1) & 1);
-                load_rows<kFwdBC, D>(Ks + nb * kFwdBC * LDS, kg, k0 + kFwdBC, N);
-                load_rows<kFwdBC, D>(Vs + nb * kFwdBC * LDS, vg, k0 + kFwdBC, N);
+                load_rows<BC, D>(Ks + nb * BC * LDS, kg, k0 + BC, N);
+                load_rows<BC, D>(Vs + nb * BC * LDS, vg, k0 + BC, N);
             }
             cp_async_commit();  // (possibly empty: keeps the group count uniform)
-            cp_async_wait_1();  // block jb landed
+            cp_async_wait_1();  // block jb (and Q) landed
             __syncthreads();
-            const __nv_bfloat16 *Kb = Ks + (int)(jb & 1) * kFwdBC * LDS;
-            const __nv_bfloat16 *Vb = Vs + (int)(jb & 1) * kFwdBC * LDS;
+            const __nv_bfloat16 *Kb = Ks + (int)(jb & 1) * BC * LDS;
+            const __nv_bfloat16 *Vb = Vs + (int)(jb & 1) * BC * LDS;
 
-            // S (16 x 64 per warp) = Q K^T; B[k=d][n=key] = K[key][d]: plain ldmatrix.
-            float s[kFwdBC / 8][4];
+            // S (32 x BC per warp) = Q K^T; B[k=d][n=key] = K[key][d]: plain ldmatrix.
+            float s[MT][BC / 8][4];
             MF_UNROLL
-            for (int n = 0; n < kFwdBC / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+            for (int mt = 0; mt < MT; ++mt)
+                MF_UNROLL
+                for (int n = 0; n < BC / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
             MF_UNROLL
             for (int kk = 0; kk < D / 16; ++kk) {
+                uint32_t qa[MT][4];
                 MF_UNROLL
-                for (int np = 0; np < kFwdBC / 16; ++np) {
+                for (int mt = 0; mt < MT; ++mt)
+                    ldsm_x4(qa[mt], Qs + (wrow + mt * 16 + (lane & 15)) * LDS + kk * 16 + (lane >> 4) * 8);
+                MF_UNROLL
+                for (int np = 0; np < BC / 16; ++np) {
                     uint32_t b[4];
                     ldsm_x4(b, Kb + (np * 16 + (lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 +
                                    ((lane >> 3) & 1) * 8);
-                    mma_bf16(s[2 * np], qf[kk], b[0], b[1]);
-                    mma_bf16(s[2 * np + 1], qf[kk], b[2], b[3]);
-                }
-            }
-            // Scale (base 2), mask, online softmax. Element e of n8 tile n: row
-            // row_a + 8*(e>>1), key k0 + 8n + 2t + (e&1).
-            const bool need_mask = k0 + kFwdBC > N || (causal && k0 + kFwdBC > q0 + 1);
-            float mx[2] = {-INFINITY, -INFINITY};
-            MF_UNROLL
-            for (int n = 0; n < kFwdBC / 8; ++n)
-                MF_UNROLL
-                for (int e = 0; e < 4; ++e) {
-                    float x = s[n][e] * scale_log2;
-                    if (need_mask) {
-                        const size_t j = k0 + (size_t)(8 * n + 2 * t + (e & 1));
-                        const size_t i = row_a + (size_t)(8 * (e >> 1));
-                        if (j >= N || (causal && j > i)) x = -INFINITY;
+                    MF_UNROLL
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_bf16(s[mt][2 * np], qa[mt], b[0], b[1]);
+                        mma_bf16(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
                     }
-                    s[n][e] = x;
-                    mx[e >> 1] = nan_max(mx[e >> 1], x);
                 }
-            float corr[2], mu[2];
-            MF_UNROLL
-            for (int r = 0; r < 2; ++r) {
-                mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                const float mn = nan_max(m[r], mx[r]);
-                // Nothing visible yet (mn = -inf): keep everything at 0, avoid inf - inf.
-                corr[r] = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
-                mu[r] = mn == -INFINITY ? 0.0f : mn;
-                m[r] = mn;
             }
-            float rs[2] = {0.0f, 0.0f};
+            // Scale (base 2), mask, online softmax. Element e of n8 tile n of m-tile
+            // mt: row row_a + 16 mt + 8 (e>>1), key k0 + 8n + 2t + (e&1).
+            const bool need_mask = k0 + BC > N || (causal && k0 + BC > q0 + 1);
             MF_UNROLL
-            for (int n = 0; n < kFwdBC / 8; ++n)
+            for (int mt = 0; mt < MT; ++mt) {
+                float mx[2] = {-INFINITY, -INFINITY};
                 MF_UNROLL
-                for (int e = 0; e < 4; ++e) {
-                    const float p = exp2f(s[n][e] - mu[e >> 1]);  // 0 where masked
-                    s[n][e] = p;
-                    rs[e >> 1] += p;
+                for (int n = 0; n < BC / 8; ++n)
+                    MF_UNROLL
+                    for (int e = 0; e < 4; ++e) {
+                        float x = s[mt][n][e] * scale_log2;
+                        if (need_mask) {
+                            const size_t j = k0 + (size_t)(8 * n + 2 * t + (e & 1));
+                            const size_t i = row_a + (size_t)(16 * mt + 8 * (e >> 1));
+                            if (j >= N || (causal && j > i)) x = -INFINITY;
+                        }
+                        s[mt][n][e] = x;
+                        mx[e >> 1] = nan_max(mx[e >> 1], x);
+                    }
+                float corr[2], mu[2];
+                MF_UNROLL
+                for (int r = 0; r < 2; ++r) {
+                    mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    const float mn = nan_max(m[mt][r], mx[r]);
+                    // Nothing visible yet (mn = -inf): keep everything at 0, avoid inf - inf.
+                    corr[r] = mn == -INFINITY ? 1.0f : exp2f(m[mt][r] - mn);
+                    mu[r] = mn == -INFINITY ? 0.0f : mn;
+                    m[mt][r] = mn;
                 }
-            MF_UNROLL
-            for (int r = 0; r < 2; ++r) {
-                rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
-                rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
-                l[r] = l[r] * corr[r] + rs[r];
-            }
-            MF_UNROLL
-            for (int n = 0; n < D / 8; ++n) {
-                o[n][0] *= corr[0];
-                o[n][1] *= corr[0];
-                o[n][2] *= corr[1];
-                o[n][3] *= corr[1];
+                float rs[2] = {0.0f, 0.0f};
+                MF_UNROLL
+                for (int n = 0; n < BC / 8; ++n)
+                    MF_UNROLL
+                    for (int e = 0; e < 4; ++e) {
+                        const float p = exp2f(s[mt][n][e] - mu[e >> 1]);  // 0 where masked
+                        s[mt][n][e] = p;
+                        rs[e >> 1] += p;
+                    }
+                MF_UNROLL
+                for (int r = 0; r < 2; ++r) {
+                    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
+                    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
+                    l[mt][r] = l[mt][r] * corr[r] + rs[r];
+                }
+                MF_UNROLL
+                for (int n = 0; n < D / 8; ++n) {
+                    o[mt][n][0] *= corr[0];
+                    o[mt][n][1] *= corr[0];
+                    o[mt][n][2] *= corr[1];
+                    o[mt][n][3] *= corr[1];
+                }
             }
             // O += P V: A = P (bf16, from two accumulator tiles), B[k=key][n=c] =
-            // V[key][c] (row-major B: ldmatrix.trans).
+            // V[key][c] (row-major B: ldmatrix.trans), shared by both m-tiles.
             MF_UNROLL
-            for (int kk = 0; kk < kFwdBC / 16; ++kk) {
-                const uint32_t pa[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]),
-                                        pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-                                        pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                        pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+            for (int kk = 0; kk < BC / 16; ++kk) {
+                uint32_t pa[MT][4];
+                MF_UNROLL
+                for (int mt = 0; mt < MT; ++mt) {
+                    pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                    pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                    pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                    pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                }
                 MF_UNROLL
                 for (int np = 0; np < D / 16; ++np) {
                     uint32_t b[4];
                     ldsm_x4_t(b, Vb + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS +
                                      np * 16 + (lane >> 4) * 8);
-                    mma_bf16(o[2 * np], pa, b[0], b[1]);
-                    mma_bf16(o[2 * np + 1], pa, b[2], b[3]);
+                    MF_UNROLL
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_bf16(o[mt][2 * np], pa[mt], b[0], b[1]);
+                        mma_bf16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
+                    }
                 }
             }
             __syncthreads();  // buffer jb & 1 is refilled by the next iteration's prefetch
         }
         float *og = out + bh * N * D;
         MF_UNROLL
-        for (int r = 0; r < 2; ++r) {
-            const size_t i = row_a + (size_t)(8 * r);
-            if (i >= N) continue;
-            // l = 0 (every score -inf): 0/0 = NaN as F.softmax; lse = -inf.
-            const float inv = 1.0f / l[r];
+        for (int mt = 0; mt < MT; ++mt)
             MF_UNROLL
-            for (int n = 0; n < D / 8; ++n) {
-                float2 w;
-                w.x = o[n][2 * r] * inv;
-                w.y = o[n][2 * r + 1] * inv;
-                *reinterpret_cast<float2 *>(og + i * D + (size_t)(n * 8 + 2 * t)) = w;
+            for (int r = 0; r < 2; ++r) {
+                const size_t i = row_a + (size_t)(16 * mt + 8 * r);
+                if (i >= N) continue;
+                // l = 0 (every score -inf): 0/0 = NaN as F.softmax; lse = -inf.
+                const float inv = 1.0f / l[mt][r];
+                MF_UNROLL
+                for (int n = 0; n < D / 8; ++n) {
+                    float2 w;
+                    w.x = o[mt][n][2 * r] * inv;
+                    w.y = o[mt][n][2 * r + 1] * inv;
+                    *reinterpret_cast<float2 *>(og + i * D + (size_t)(n * 8 + 2 * t)) = w;
+                }
+                if (lse != nullptr && t == 0) lse[bh * N + i] = m[mt][r] * kLn2 + logf(l[mt][r]);
             }
-            if (lse != nullptr && t == 0) lse[bh * N + i] = m[r] * kLn2 + logf(l[r]);
-        }
         // The next item's cp.async into Qs starts after the loop's last barrier.
     }
-    // Keep no copies in flight at exit (every group above is waited; the last is empty).
 }
 
 // ---- backward ----------------------------------------------------------------------------

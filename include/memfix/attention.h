@@ -64,10 +64,11 @@
  *     q, k, v (and dout) 16-byte aligned; everything else (fp32, other head
  *     dims) runs the SIMT kernels above. FlashAttention-2's algorithm on
  *     mma.sync.m16n8k16 (bf16 operands, fp32 accumulators) fed by ldmatrix:
- *     forward, one CTA per 64 queries with K/V streamed in 64-key blocks by
- *     cp.async double buffering, online softmax in registers, P rounded to
- *     bf16 for P V, causal blocks above the diagonal skipped; backward, Delta
- *     precomputed, then one CTA per 64 keys holding dK and dV in registers
+ *     forward, one CTA per 256 queries (32 per warp) with K/V streamed in
+ *     blocks by cp.async double buffering, online softmax in registers, P
+ *     rounded to bf16 for P V, causal blocks above the diagonal skipped;
+ *     backward, Delta precomputed, then one CTA per 128 keys holding dK and dV
+ *     in registers
  *     while Q/dO stream by (5 GEMM-equivalents per tile), and dq accumulated
  *     by fp32 atomicAdd into the caller's dq (zeroed first on the stream).
  *     The atomics make dq NOT bitwise deterministic run to run (fp32 addition

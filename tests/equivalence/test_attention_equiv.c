@@ -52,7 +52,8 @@ static const config configs[] = {
     {1, 1, 3, 128, 96, 0, MF_DTYPE_BF16},
     {1, 1, 17, 1, 1, 1, MF_DTYPE_F32},      /* D = Dv = 1 */
     /* bf16 with D = Dv in {64, 128}: the tensor-core kernels (attention_mma.cu);
-     * N not a multiple of their 64-row blocks (nor of 16), several blocks. */
+     * N not a multiple of their 256-query / 128-key / 64- or 32-row blocks (nor
+     * of 16), several blocks. */
     {1, 2, 77, 64, 64, 0, MF_DTYPE_BF16},
     {1, 2, 77, 64, 64, 1, MF_DTYPE_BF16},
     {2, 1, 150, 128, 128, 0, MF_DTYPE_BF16},
@@ -60,6 +61,8 @@ static const config configs[] = {
     {1, 1, 1, 64, 64, 1, MF_DTYPE_BF16},    /* N = 1 */
     {1, 1, 64, 128, 128, 1, MF_DTYPE_BF16}, /* exactly one block */
     {1, 1, 9, 64, 64, 0, MF_DTYPE_BF16},
+    {1, 1, 300, 64, 64, 1, MF_DTYPE_BF16},  /* two 256-query forward blocks */
+    {1, 1, 270, 128, 128, 0, MF_DTYPE_BF16},
 };
 #endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))

@@ -282,9 +282,10 @@ START_TEST(test_nonfinite_backward) {
 END_TEST
 
 /* The same rules on the bf16 tensor-core path (D = Dv = 64; optimized/attention_mma.cu):
- * N = 150 spans two 128-query and three 64-key blocks, and row 140 (a NaN in q)
- * lies in the second query block. Forward causal and not; backward not causal. */
-enum { NFM_N = 150, NFM_D = 64 };
+ * N = 300 spans two 256-query forward blocks and three 128-key backward blocks,
+ * and row 270 (a NaN in q) lies in the second forward block. Forward causal and
+ * not; backward not causal. */
+enum { NFM_N = 300, NFM_D = 64 };
 
 static uint16_t *nonfinite_bf16(const float *x, size_t n) {
     uint16_t *b = malloc(n * sizeof *b);
@@ -312,7 +313,7 @@ static void check_nonfinite_mma(int causal) {
     q[3 * NFM_D] = -INFINITY;
     q[9 * NFM_D] = INFINITY;
     q[17 * NFM_D + 2] = NAN;
-    q[140 * NFM_D + 5] = NAN;
+    q[270 * NFM_D + 5] = NAN;
     if (causal) k[18 * NFM_D + 1] = NAN;
     uint16_t *bq = nonfinite_bf16(q, n), *bk = nonfinite_bf16(k, n), *bv = nonfinite_bf16(v, n),
              *bdo = nonfinite_bf16(dout, n);
@@ -331,11 +332,11 @@ static void check_nonfinite_mma(int causal) {
     float *lse = mf_test_dev_fetch(ctx, d_lse, NFM_N, 8, "lse");
     ck_assert_msg(lse[3] == -INFINITY && r_lse[3] == -INFINITY,
                   "causal=%d all -inf row: lse %g, reference %g (want -inf)", causal, lse[3], r_lse[3]);
-    const int nan_rows[] = {3, 9, 17, 140};
+    const int nan_rows[] = {3, 9, 17, 270};
     for (size_t i = 0; i < sizeof nan_rows / sizeof nan_rows[0]; i++)
         ck_assert_msg(isnan(out[(size_t)nan_rows[i] * NFM_D]), "causal=%d row %d: out %g (want NaN)",
                       causal, nan_rows[i], out[(size_t)nan_rows[i] * NFM_D]);
-    ck_assert_msg(isnan(lse[9]) && isnan(lse[17]) && isnan(lse[140]) && isfinite(lse[16]) &&
+    ck_assert_msg(isnan(lse[9]) && isnan(lse[17]) && isnan(lse[270]) && isfinite(lse[16]) &&
                       (causal || isfinite(lse[139])),
                   "causal=%d: lse of the +inf / NaN rows NaN, the others finite", causal);
     if (causal) ck_assert_msg(isnan(lse[18]) && isfinite(lse[15]), "NaN key 18: rows >= 18 only");
@@ -352,7 +353,7 @@ static void check_nonfinite_mma(int causal) {
         MF_ASSERT_OK(mf_context_synchronize(ctx));
         float *hq = mf_test_dev_fetch(ctx, gq, n, 8, "dq"), *hk = mf_test_dev_fetch(ctx, gk, n, 8, "dk");
         float *hv = mf_test_dev_fetch(ctx, gv, n, 8, "dv");
-        ck_assert_msg(isfinite(hq[0]) && isnan(hq[3 * NFM_D]) && isnan(hq[140 * NFM_D]),
+        ck_assert_msg(isfinite(hq[0]) && isnan(hq[3 * NFM_D]) && isnan(hq[270 * NFM_D]),
                       "dq: finite rows stay finite, non-finite rows are NaN");
         MF_ASSERT_CLOSE(hq, r_dq, n, "attention.mma.grad.bf16");
         MF_ASSERT_CLOSE(hk, r_dk, n, "attention.mma.grad.bf16");
