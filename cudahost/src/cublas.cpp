@@ -504,3 +504,21 @@ cublasStatus_t CUBLASWINAPI cublasGemmBatchedEx(cublasHandle_t handle, cublasOpe
   return gemm_batched(handle, transa, transb, m, n, k, alpha, Aarray, ae, lda, Barray, be, ldb, beta, Carray, ce, ldc,
                       batchCount);
 }
+
+/* ---- the host GEMM for cuBLASLt (src/cublaslt.cpp) ------------------------------------------------------------ */
+namespace cudahost {
+namespace blas {
+/* P = alpha op(A) op(B), column-major fp32 m x n with leading dimension ldp; A/B in CUDA_R_32F, CUDA_R_16BF or
+   CUDA_R_16F (the same type). Arguments already validated by the caller. */
+cublasStatus_t gemm_f32_out(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, float alpha,
+                            const void *A, cudaDataType at, int64_t lda, const void *B, cudaDataType bt, int64_t ldb,
+                            float *P, int64_t ldp) {
+  Elem ae, be;
+  if (!elem_of(at, &ae) || !elem_of(bt, &be) || ae != be) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX || ldp > INT32_MAX)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  return gemm_one(ta, tb, m, n, k, alpha, A, ae, lda, B, be, ldb, 0.0f, P, Elem::F32, ldp);
+}
+}  // namespace blas
+}  // namespace cudahost

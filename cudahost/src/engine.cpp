@@ -107,7 +107,7 @@ namespace {
 namespace ci = internal;
 
 enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_READY, TS_DONE };
-enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK, W_COLL };
+enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK, W_COLL, W_GROUP };
 
 struct ThreadRec;
 
@@ -136,6 +136,7 @@ struct ThreadRec {
   unsigned short warp, lane;
   Fiber* fiber;
   void* ext = nullptr;  // per-thread state of the PTX emulation (cp.async queue), kept across blocks (ptx.cpp)
+  int group_key;  // W_GROUP: the multi-warp tile barrier waited at (group_key_())
 };
 
 struct WarpState {
@@ -154,6 +155,9 @@ struct WarpState {
   const char* coll_file;
   int coll_line;
   void* coll_io[32];
+  // the call site of each lane's pending warp operation (for diagnostics)
+  const char* site_file[32];
+  int site_line[32];
 };
 
 struct Job {
@@ -167,6 +171,7 @@ struct Job {
   std::atomic<bool> failed{false};
   std::atomic<int> deadlocks{0};
   std::atomic<bool> asserted{false};
+  std::atomic<int> warp_diags{0};  // undefined warp operations seen (reported once per launch in full)
 };
 
 struct Worker {
@@ -191,6 +196,12 @@ struct Worker {
   int rq_head = 0, rq_n = 0;
   int* bar_waiters = nullptr; // [1024]
   int bar_arrived = 0, bar_acc = 0, bar_result = 0;
+  int bar_gone = 0;  // threads of warps that have exited as a whole: they no longer hold __syncthreads back
+  // barriers of tiles larger than a warp (tiled_partition<64..1024>), by group_key_()
+  static constexpr int kGroupKeys = 64;
+  int grp_arrived[kGroupKeys];
+  unsigned grp_gen[kGroupKeys];
+  unsigned char* tile_buf = nullptr;  // exchange slots of those tiles' collectives: [5][2][1024][kTileSlot]
   char* smem = nullptr;
   size_t smem_size = 0;
   char tsan_block_start, tsan_block_end, tsan_bar;
@@ -445,12 +456,240 @@ std::string fmt_tid(const ThreadRec& t) {
   return b;
 }
 
+// ---- undefined warp operations (CUDAHOST_WARP_CHECK=error|warn|off) ----------------------------------------------
+enum { WC_OFF = 0, WC_WARN, WC_ERROR, WC_STRICT };
+int warp_check_mode() {
+  static const int m = [] {
+    const char* s = std::getenv("CUDAHOST_WARP_CHECK");
+    if (!s || !*s || !std::strcmp(s, "error")) return (int)WC_ERROR;
+    if (!std::strcmp(s, "warn")) return (int)WC_WARN;
+    if (!std::strcmp(s, "off")) return (int)WC_OFF;
+    if (!std::strcmp(s, "strict")) return (int)WC_STRICT;
+    std::fprintf(stderr, "cudahost: CUDAHOST_WARP_CHECK=%s is not one of error, warn, off, strict; using error\n", s);
+    return (int)WC_ERROR;
+  }();
+  return m;
+}
+
+const char* warp_kind_name(int k) {
+  switch (k) {
+    case detail::wk_sync: return "__syncwarp";
+    case detail::wk_shfl_idx: return "__shfl_sync";
+    case detail::wk_shfl_up: return "__shfl_up_sync";
+    case detail::wk_shfl_down: return "__shfl_down_sync";
+    case detail::wk_shfl_xor: return "__shfl_xor_sync";
+    case detail::wk_ballot: return "__ballot_sync/__any_sync";
+    case detail::wk_match_any: return "__match_any_sync";
+    case detail::wk_match_all: return "__match_all_sync/__all_sync";
+    default: return "__reduce_*_sync";
+  }
+}
+
+std::string warp_site(const WarpState& ws, unsigned l) {
+  std::string r = warp_kind_name(ws.kind[l]);
+  if (ws.site_file[l]) r += std::string(" at ") + ws.site_file[l] + ":" + std::to_string(ws.site_line[l]);
+  return r;
+}
+
+// The lanes of a warp operation's mask that take part: those that have not exited (exited threads do not hold a
+// *_sync back on a GPU either: "all non-exited threads named in mask must execute the same intrinsic").
+inline bool warp_group_ready(const WarpState& ws, unsigned em) {
+  const unsigned live = em & ~ws.exited;
+  if ((ws.arrived & live) != live) return false;
+  for (unsigned m = live; m; m &= m - 1)
+    if (ws.mask[__builtin_ctz(m)] != em) return false;
+  return true;
+}
+
+// Lane `l` of a completed shuffle reads lane `src`, which does not take part: the value is undefined on a GPU.
+__attribute__((noinline)) void warp_undefined_read(Worker* w, int warp, unsigned l, int src, unsigned em) {
+  const int mode = warp_check_mode();
+  if (mode == WC_OFF) return;
+  const WarpState& ws = w->warps[warp];
+  Job* job = w->job;
+  if (mode >= WC_ERROR) job->failed.store(true);
+  const int k = job->warp_diags.fetch_add(1);
+  if (k >= 4) return;  // the first ones in full; the count at the end of the launch
+  const launch_config* c = job->cfg;
+  const ThreadRec& t = w->th[warp * 32 + (int)l];
+  const char* why = !((ws.exist >> src) & 1u) ? "does not exist (partial warp)"
+                    : !((em >> src) & 1u)      ? "is not in the mask"
+                                               : "has exited";
+  std::fprintf(stderr,
+               "cudahost: %s: kernel '%s' (launched at %s:%d), block (%u,%u,%u), warp %d, lane %u (thread %s): %s "
+               "with mask 0x%08x reads lane %d, which %s; on a GPU the value is undefined (host mode returns 0xff "
+               "bytes)%s\n",
+               mode >= WC_ERROR ? "error" : "warning", c->name, c->file, c->line, blockIdx.x, blockIdx.y, blockIdx.z,
+               warp, l, fmt_tid(t).c_str(), warp_site(ws, l).c_str(), em, src, why,
+               mode >= WC_ERROR ? "; the launch fails with cudaErrorLaunchFailure (CUDAHOST_WARP_CHECK=warn only warns)"
+                                : "");
+}
+
+// CUDAHOST_WARP_CHECK=strict: a *_sync whose mask names lanes that have exited (allowed by CUDA, which only requires
+// the non-exited lanes of the mask to take part, but often a sign that the mask was meant for a full warp).
+__attribute__((noinline)) void warp_exited_in_mask(Worker* w, int warp, unsigned em) {
+  const WarpState& ws = w->warps[warp];
+  Job* job = w->job;
+  job->failed.store(true);
+  if (job->warp_diags.fetch_add(1) >= 4) return;
+  const launch_config* c = job->cfg;
+  const unsigned l = (unsigned)__builtin_ctz(em & ~ws.exited);
+  std::fprintf(stderr,
+               "cudahost: error (CUDAHOST_WARP_CHECK=strict): kernel '%s' (launched at %s:%d), block (%u,%u,%u), warp "
+               "%d: %s with mask 0x%08x names lanes 0x%08x that have exited; the launch fails with "
+               "cudaErrorLaunchFailure\n",
+               c->name, c->file, c->line, blockIdx.x, blockIdx.y, blockIdx.z, warp, warp_site(ws, l).c_str(), em,
+               em & ws.exited);
+}
+
+// Every live lane named in `em` has arrived: compute all results and release the waiting lanes (all but `self`).
+__attribute__((noinline)) void complete_warp_group(Worker* w, int warp, unsigned em, int self) {
+  WarpState& ws = w->warps[warp];
+  const unsigned live = em & ~ws.exited;
+  if (__builtin_expect(live != em, 0) && warp_check_mode() == WC_STRICT) warp_exited_in_mask(w, warp, em);
+  unsigned ballot = 0;
+  for (unsigned m = live; m; m &= m - 1) {
+    unsigned l = (unsigned)__builtin_ctz(m);
+    if (ws.val[l]) ballot |= 1u << l;
+  }
+  const int first = __builtin_ctz(live);
+  unsigned long long red = 0;
+  int rk = ws.kind[first];
+  if (rk >= detail::wk_red_add) {
+    bool init = true;
+    for (unsigned m = live; m; m &= m - 1) {
+      unsigned l = (unsigned)__builtin_ctz(m);
+      unsigned x = (unsigned)ws.val[l];
+      unsigned r = (unsigned)red;
+      if (init) r = x;
+      else switch (rk) {
+        case detail::wk_red_add: r += x; break;
+        case detail::wk_red_min_s: r = (unsigned)std::min((int)r, (int)x); break;
+        case detail::wk_red_max_s: r = (unsigned)std::max((int)r, (int)x); break;
+        case detail::wk_red_min_u: r = std::min(r, x); break;
+        case detail::wk_red_max_u: r = std::max(r, x); break;
+        case detail::wk_red_and: r &= x; break;
+        case detail::wk_red_or: r |= x; break;
+        default: r ^= x; break;
+      }
+      init = false;
+      red = r;
+    }
+  }
+  for (unsigned m = live; m; m &= m - 1) {
+    unsigned l = (unsigned)__builtin_ctz(m);
+    int k = ws.kind[l];
+    unsigned long long r = 0;
+    int wd = ws.width[l];
+    if (wd <= 0 || wd > 32 || (wd & (wd - 1))) wd = 32;
+    unsigned seg = l & ~(unsigned)(wd - 1);
+    int src = -1;
+    switch (k) {
+      case detail::wk_sync: break;
+      case detail::wk_shfl_idx: src = (int)(seg + ((unsigned)ws.param[l] & (unsigned)(wd - 1))); break;
+      case detail::wk_shfl_up: {
+        unsigned d = (unsigned)ws.param[l];
+        src = (l - seg) >= d ? (int)(l - d) : (int)l;
+        break;
+      }
+      case detail::wk_shfl_down: {
+        unsigned d = (unsigned)ws.param[l];
+        src = (l - seg) + d < (unsigned)wd ? (int)(l + d) : (int)l;
+        break;
+      }
+      case detail::wk_shfl_xor: {
+        unsigned j = l ^ ((unsigned)ws.param[l] & 31u);
+        src = j <= seg + (unsigned)wd - 1 ? (int)j : (int)l;
+        break;
+      }
+      case detail::wk_ballot: r = ballot; break;
+      case detail::wk_match_any: {
+        unsigned mm = 0;
+        for (unsigned q = live; q; q &= q - 1) {
+          unsigned o = (unsigned)__builtin_ctz(q);
+          if (ws.val[o] == ws.val[l]) mm |= 1u << o;
+        }
+        r = mm;
+        break;
+      }
+      case detail::wk_match_all: {
+        bool all = true;
+        for (unsigned q = live; q; q &= q - 1) {
+          unsigned o = (unsigned)__builtin_ctz(q);
+          if (ws.val[o] != ws.val[l]) all = false;
+        }
+        r = all ? ((1ull << 32) | live) : 0;
+        break;
+      }
+      default: r = red; break;
+    }
+    if (src >= 0) {
+      if ((live >> src) & 1u) {
+        r = ws.val[src];
+      } else {  // a source lane that does not take part: undefined on a GPU
+        r = ~0ull;
+        warp_undefined_read(w, warp, l, src, em);
+      }
+    }
+    ws.res[l] = r;
+  }
+  ws.arrived &= ~live;
+  unsigned others = self >= 0 ? live & ~(1u << self) : live;
+  const int base = warp * 32;
+  if (w->reverse) {
+    for (unsigned m = others; m; m &= ~(1u << (31 - __builtin_clz(m)))) release(w, base + 31 - __builtin_clz(m));
+  } else {
+    for (unsigned m = others; m; m &= m - 1) release(w, base + __builtin_ctz(m));
+  }
+}
+
+// A lane exited: warp operations whose other named lanes all wait can now complete without it.
+__attribute__((noinline)) void warp_lane_exited(Worker* w, int warp) {
+  WarpState& ws = w->warps[warp];
+  for (unsigned pending = ws.arrived; pending;) {
+    unsigned em = ws.mask[__builtin_ctz(pending)];
+    pending &= ~em;
+    if (warp_group_ready(ws, em)) {
+      tsan_release(&ws);
+      complete_warp_group(w, warp, em, -1);
+    }
+  }
+}
+
+void complete_barrier(Worker* w, int waiters_to_release) {
+  w->bar_result = w->bar_acc;
+  w->bar_acc = 0;
+  w->bar_arrived = 0;
+  if (w->reverse)
+    for (int i = waiters_to_release - 1; i >= 0; i--) release(w, w->bar_waiters[i]);
+  else
+    for (int i = 0; i < waiters_to_release; i++) release(w, w->bar_waiters[i]);
+}
+
+// A thread exited. When its whole warp has, that warp no longer holds __syncthreads back (on a GPU, a barrier
+// waits for the warps that have not exited); a barrier the remaining threads all wait at completes.
+inline void thread_exited(Worker* w, ThreadRec* t) {
+  WarpState& ws = w->warps[t->warp];
+  ws.exited |= 1u << t->lane;
+  if (__builtin_expect(ws.arrived != 0, 0)) warp_lane_exited(w, t->warp);
+  if (ws.exited == ws.exist) {
+    w->bar_gone += __builtin_popcount(ws.exist);
+    if (w->bar_arrived > 0 && w->bar_arrived + w->bar_gone == w->n) {
+      // (released only when the exit completes the barrier: the waiters acquire when they resume, so a release at
+      // every exit would hide the races of the threads that run after the barrier)
+      tsan_release(&w->tsan_bar);
+      complete_barrier(w, w->bar_arrived);
+    }
+  }
+}
+
 void report_deadlock(Worker* w) {
   const launch_config* c = w->job->cfg;
   if (w->job->deadlocks.fetch_add(1) > 0) return;  // the first block is reported in full, the others counted
-  std::string bar, warp, exited, coll;
-  int nbar = 0, nwarp = 0, nexit = 0, ncoll = 0;
+  std::string bar, warp, exited, coll, never;
+  int nbar = 0, nwarp = 0, nexit = 0, ncoll = 0, nnever = 0;
   const WarpState* coll_ws = nullptr;
+  unsigned listed[ci::kMaxThreadsPerBlock / 32] = {};  // lanes already named as never arriving, per warp
   auto add = [](std::string& s, int& k, const std::string& item) {
     if (k < 16) s += (k ? ", " : "") + item;
     else if (k == 16) s += ", ...";
@@ -463,9 +702,24 @@ void report_deadlock(Worker* w) {
     } else if (t.state == TS_BLOCKED && t.wait == W_BAR) {
       add(bar, nbar, fmt_tid(t));
     } else if (t.state == TS_BLOCKED && t.wait == W_WARP) {
+      const WarpState& ws = w->warps[t.warp];
+      const unsigned em = ws.mask[t.lane];
       char m[32];
-      std::snprintf(m, sizeof m, " mask 0x%08x", w->warps[t.warp].mask[t.lane]);
-      add(warp, nwarp, fmt_tid(t) + m);
+      std::snprintf(m, sizeof m, " mask 0x%08x", em);
+      add(warp, nwarp, fmt_tid(t) + " " + warp_site(ws, t.lane) + m);
+      // the lanes its mask names that never reach this operation: they wait elsewhere
+      for (unsigned q = em & ~ws.exited & ~listed[t.warp]; q; q &= q - 1) {
+        unsigned l = (unsigned)__builtin_ctz(q);
+        if (((ws.arrived >> l) & 1u) && ws.mask[l] == em) continue;
+        listed[t.warp] |= 1u << l;
+        const ThreadRec& o = w->th[t.warp * 32 + (int)l];
+        std::string where = o.wait == W_BAR    ? "waits at __syncthreads"
+                            : o.wait == W_WARP ? "waits at another warp operation (" + warp_site(ws, l) + ")"
+                                               : "waits elsewhere";
+        add(never, nnever, "lane " + std::to_string(l) + " " + fmt_tid(o) + " " + where);
+      }
+    } else if (t.state == TS_BLOCKED && t.wait == W_GROUP) {
+      add(bar, nbar, fmt_tid(t) + " (tile sync)");
     } else if (t.state == TS_BLOCKED && t.wait == W_COLL) {
       add(coll, ncoll, fmt_tid(t));
       coll_ws = &w->warps[t.warp];
@@ -473,13 +727,23 @@ void report_deadlock(Worker* w) {
   }
   unsigned bl = (unsigned)(w->block_linear % c->grid.x);
   unsigned br = (unsigned)(w->block_linear / c->grid.x);
-  std::fprintf(stderr,
-               "cudahost: deadlock in kernel '%s' (launched at %s:%d), block (%u,%u,%u) of a (%u,%u,%u)x(%u,%u,%u) "
-               "launch: every live thread waits and no barrier can complete\n",
-               c->name, c->file, c->line, bl, br % c->grid.y, br / c->grid.y, c->grid.x, c->grid.y, c->grid.z,
-               c->block.x, c->block.y, c->block.z);
+  if (nnever)  // not a plain deadlock between barriers: a warp operation's mask names lanes that never arrive
+    std::fprintf(stderr,
+                 "cudahost: error: kernel '%s' (launched at %s:%d), block (%u,%u,%u) of a (%u,%u,%u)x(%u,%u,%u) "
+                 "launch: a warp operation's mask names lanes that never reach it, so it cannot complete\n",
+                 c->name, c->file, c->line, bl, br % c->grid.y, br / c->grid.y, c->grid.x, c->grid.y, c->grid.z,
+                 c->block.x, c->block.y, c->block.z);
+  else
+    std::fprintf(stderr,
+                 "cudahost: deadlock in kernel '%s' (launched at %s:%d), block (%u,%u,%u) of a (%u,%u,%u)x(%u,%u,%u) "
+                 "launch: every live thread waits and no barrier can complete\n",
+                 c->name, c->file, c->line, bl, br % c->grid.y, br / c->grid.y, c->grid.x, c->grid.y, c->grid.z,
+                 c->block.x, c->block.y, c->block.z);
   if (nbar) std::fprintf(stderr, "  %d thread(s) wait at __syncthreads: %s\n", nbar, bar.c_str());
   if (nwarp) std::fprintf(stderr, "  %d thread(s) wait at a warp operation (__syncwarp/__shfl*/vote): %s\n", nwarp, warp.c_str());
+  if (nnever)
+    std::fprintf(stderr, "  the mask of a warp operation names lane(s) that never reach it (they wait elsewhere; on a GPU "
+                 "this is undefined behaviour): %s\n", never.c_str());
   if (nexit) std::fprintf(stderr, "  %d thread(s) already exited: %s\n", nexit, exited.c_str());
   if (ncoll)
     std::fprintf(stderr,
@@ -524,7 +788,7 @@ inline void run_thread(Worker* w, Fiber* f, int idx) {
   w->job->body(w->job->ctx);
   tsan_release(&w->tsan_block_end);
   t->state = TS_DONE;
-  w->warps[t->warp].exited |= 1u << t->lane;
+  thread_exited(w, t);
   lane_idle(w, t->warp);
   f->cur = nullptr;
   tls_thread = nullptr;
@@ -572,6 +836,8 @@ Worker* get_worker() {
   w->all = new Fiber*[Worker::kMaxFibers];
   w->free_fibers = new Fiber*[Worker::kMaxFibers];
   w->used = new Fiber*[Worker::kMaxFibers];
+  // exchange slots of the collectives of tiles larger than a warp (allocated here, before any fiber uses them)
+  w->tile_buf = new unsigned char[5 * 2 * 1024 * detail::kTileSlot];
 #if defined(CUDAHOST_ASAN)
   pthread_attr_t attr;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
@@ -606,6 +872,8 @@ void run_block(Worker* w, Job* job, size_t linear) {
   w->next_tid = w->reverse ? uint3{w->bx - 1, w->by - 1, w->bz - 1} : uint3{0, 0, 0};
   w->rq_head = w->rq_n = 0;
   w->bar_arrived = w->bar_acc = 0;
+  w->bar_gone = 0;
+  for (int k = 0; k < Worker::kGroupKeys; k++) w->grp_arrived[k] = 0, w->grp_gen[k] = 0;
   w->aborted = false;
   int nw = (w->n + 31) / 32;
   for (int i = 0; i < nw; i++) {
@@ -801,6 +1069,9 @@ void launch_run_(const launch_config& c, void (*body)(void*), void* ctx) {
   if (int d = job.deadlocks.load(); d > 1)
     std::fprintf(stderr, "cudahost: %d blocks of kernel '%s' (launched at %s:%d) deadlocked in all\n", d, c.name, c.file,
                  c.line);
+  if (int d = job.warp_diags.load(); d > 4)
+    std::fprintf(stderr, "cudahost: %d undefined warp operations in kernel '%s' (launched at %s:%d) in all\n", d, c.name,
+                 c.file, c.line);
   if (job.failed.load()) {
     cudaError_t e = job.asserted.load() ? cudaErrorAssert : cudaErrorLaunchFailure;
     ci::set_sticky(e);
@@ -812,6 +1083,11 @@ void launch_run_(const launch_config& c, void (*body)(void*), void* ctx) {
 namespace detail {
 
 unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int param, int width) {
+  return warp_op_at(kind, mask, v, param, width, nullptr, 0);
+}
+
+unsigned long long warp_op_at(int kind, unsigned mask, unsigned long long v, int param, int width, const char* file,
+                              int line) {
   ThreadRec* t = tls_thread;
   if (!t) return v;  // called outside a kernel: a single thread
   Worker* w = tls_worker;
@@ -824,108 +1100,11 @@ unsigned long long warp_op(int kind, unsigned mask, unsigned long long v, int pa
   ws.param[lane] = param;
   ws.width[lane] = width;
   ws.val[lane] = v;
+  ws.site_file[lane] = file;
+  ws.site_line[lane] = line;
   ws.arrived |= bit;
-  bool complete = (ws.arrived & em) == em;
-  if (complete) {
-    for (unsigned m = em & ~bit; m; m &= m - 1) {
-      unsigned l = (unsigned)__builtin_ctz(m);
-      if (ws.mask[l] != em) {
-        complete = false;
-        break;
-      }
-    }
-  }
-  if (!complete) {
-    block_wait(w, t, W_WARP);
-  } else {
-    // every named lane has arrived: compute all results, release the others
-    unsigned ballot = 0;
-    for (unsigned m = em; m; m &= m - 1) {
-      unsigned l = (unsigned)__builtin_ctz(m);
-      if (ws.val[l]) ballot |= 1u << l;
-    }
-    unsigned long long red = 0;
-    int rk = ws.kind[lane];
-    if (rk >= wk_red_add) {
-      bool first = true;
-      for (unsigned m = em; m; m &= m - 1) {
-        unsigned l = (unsigned)__builtin_ctz(m);
-        unsigned x = (unsigned)ws.val[l];
-        unsigned r = (unsigned)red;
-        if (first) r = x;
-        else switch (rk) {
-          case wk_red_add: r += x; break;
-          case wk_red_min_s: r = (unsigned)std::min((int)r, (int)x); break;
-          case wk_red_max_s: r = (unsigned)std::max((int)r, (int)x); break;
-          case wk_red_min_u: r = std::min(r, x); break;
-          case wk_red_max_u: r = std::max(r, x); break;
-          case wk_red_and: r &= x; break;
-          case wk_red_or: r |= x; break;
-          default: r ^= x; break;
-        }
-        first = false;
-        red = r;
-      }
-    }
-    for (unsigned m = em; m; m &= m - 1) {
-      unsigned l = (unsigned)__builtin_ctz(m);
-      int k = ws.kind[l];
-      unsigned long long r = 0;
-      int wd = ws.width[l];
-      if (wd <= 0 || wd > 32 || (wd & (wd - 1))) wd = 32;
-      unsigned seg = l & ~(unsigned)(wd - 1);
-      int src = -1;
-      switch (k) {
-        case wk_sync: break;
-        case wk_shfl_idx: src = (int)(seg + ((unsigned)ws.param[l] & (unsigned)(wd - 1))); break;
-        case wk_shfl_up: {
-          unsigned d = (unsigned)ws.param[l];
-          src = (l - seg) >= d ? (int)(l - d) : (int)l;
-          break;
-        }
-        case wk_shfl_down: {
-          unsigned d = (unsigned)ws.param[l];
-          src = (l - seg) + d < (unsigned)wd ? (int)(l + d) : (int)l;
-          break;
-        }
-        case wk_shfl_xor: {
-          unsigned j = l ^ ((unsigned)ws.param[l] & 31u);
-          src = j <= seg + (unsigned)wd - 1 ? (int)j : (int)l;
-          break;
-        }
-        case wk_ballot: r = ballot; break;
-        case wk_match_any: {
-          unsigned mm = 0;
-          for (unsigned q = em; q; q &= q - 1) {
-            unsigned o = (unsigned)__builtin_ctz(q);
-            if (ws.val[o] == ws.val[l]) mm |= 1u << o;
-          }
-          r = mm;
-          break;
-        }
-        case wk_match_all: {
-          bool all = true;
-          for (unsigned q = em; q; q &= q - 1) {
-            unsigned o = (unsigned)__builtin_ctz(q);
-            if (ws.val[o] != ws.val[l]) all = false;
-          }
-          r = all ? ((1ull << 32) | em) : 0;
-          break;
-        }
-        default: r = red; break;
-      }
-      if (src >= 0) r = (em >> src) & 1u ? ws.val[src] : ws.val[l];  // a non-participating source: own value
-      ws.res[l] = r;
-    }
-    ws.arrived &= ~em;
-    unsigned others = em & ~bit;
-    const int base = t->warp * 32;
-    if (w->reverse) {
-      for (unsigned m = others; m; m &= ~(1u << (31 - __builtin_clz(m)))) release(w, base + 31 - __builtin_clz(m));
-    } else {
-      for (unsigned m = others; m; m &= m - 1) release(w, base + __builtin_ctz(m));
-    }
-  }
+  if (warp_group_ready(ws, em)) complete_warp_group(w, t->warp, em, (int)lane);
+  else block_wait(w, t, W_WARP);
   tsan_acquire(&ws);
   return ws.res[lane];
 }
@@ -958,15 +1137,8 @@ int block_barrier(int pred) {
   tsan_release(&w->tsan_bar);
   w->bar_acc += pred != 0;
   w->bar_waiters[w->bar_arrived++] = t->index;
-  if (w->bar_arrived == w->n) {
-    w->bar_result = w->bar_acc;
-    int others = w->bar_arrived - 1;
-    w->bar_acc = 0;
-    w->bar_arrived = 0;
-    if (w->reverse)
-      for (int i = others - 1; i >= 0; i--) release(w, w->bar_waiters[i]);
-    else
-      for (int i = 0; i < others; i++) release(w, w->bar_waiters[i]);
+  if (w->bar_arrived + w->bar_gone == w->n) {
+    complete_barrier(w, w->bar_arrived - 1);  // the last waiter is this thread
   } else {
     block_wait(w, t, W_BAR);
   }
@@ -974,6 +1146,56 @@ int block_barrier(int pred) {
   return w->bar_result;
 }
 }  // namespace
+
+// ---- tiles larger than a warp (cooperative groups tiled_partition<64..1024>) ----------------------------------------
+namespace detail {
+namespace {
+int group_key(unsigned first, unsigned count) {
+  // count is a power of two in [64, 1024] and first a multiple of it: one key per (size, tile)
+  int s = __builtin_ctz(count) - 6;  // 0..4
+  static const int base[5] = {0, 16, 24, 28, 30};
+  return base[s] + (int)(first / count);
+}
+}  // namespace
+
+unsigned group_gen_(unsigned first, unsigned count) {
+  if (!tls_thread) return 0;
+  return tls_worker->grp_gen[group_key(first, count)];
+}
+
+unsigned group_sync_(unsigned first, unsigned count) {
+  ThreadRec* t = tls_thread;
+  if (!t) return 0;
+  Worker* w = tls_worker;
+  const int key = group_key(first, count);
+  tsan_release(&w->grp_gen[key]);
+  const unsigned live = std::min<unsigned>(count, (unsigned)w->n - std::min<unsigned>(first, (unsigned)w->n));
+  if (++w->grp_arrived[key] == (int)live) {
+    w->grp_arrived[key] = 0;
+    w->grp_gen[key]++;
+    const int lo = (int)first, hi = (int)(first + live);
+    if (w->reverse) {
+      for (int i = hi - 1; i >= lo; i--)
+        if (i != t->index && w->th[i].state == TS_BLOCKED && w->th[i].wait == W_GROUP && w->th[i].group_key == key)
+          release(w, i);
+    } else {
+      for (int i = lo; i < hi; i++)
+        if (i != t->index && w->th[i].state == TS_BLOCKED && w->th[i].wait == W_GROUP && w->th[i].group_key == key)
+          release(w, i);
+    }
+  } else {
+    t->group_key = key;
+    block_wait(w, t, W_GROUP);
+  }
+  tsan_acquire(&w->grp_gen[key]);
+  return w->grp_gen[key];
+}
+
+void* tile_scratch_() {
+  Worker* w = tls_worker;
+  return w ? w->tile_buf : nullptr;
+}
+}  // namespace detail
 
 void shared_fill_bytes_(void* p, size_t n) {
   if (!tls_thread) return;
@@ -1007,8 +1229,7 @@ using namespace cudahost;
 void __syncthreads() { (void)block_barrier(1); }
 int __syncthreads_count(int predicate) { return block_barrier(predicate); }
 int __syncthreads_and(int predicate) {
-  int n = tls_thread ? tls_worker->n : 1;
-  return block_barrier(predicate) == n;
+  return block_barrier(predicate == 0) == 0;  // no participating thread voted false
 }
 int __syncthreads_or(int predicate) { return block_barrier(predicate) != 0; }
 

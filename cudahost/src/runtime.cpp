@@ -2,6 +2,8 @@
 // are NVIDIA's, checked by including the toolkit's headers through cudahost.h).
 #include "internal.h"
 
+#include <cuda_profiler_api.h>
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -104,7 +106,16 @@ constexpr size_t kTail = 64;
 void* alloc_filled(size_t size) {
   void* p = nullptr;
   if (size > SIZE_MAX - kTail || posix_memalign(&p, 256, size + kTail ? size + kTail : 1) != 0) return nullptr;
-  std::memset(p, 0xff, size);  // garbage: NaN for floats and doubles, -1 for integers
+  // garbage: NaN for floats and doubles, -1 for integers (a GPU's fresh memory is not zero either);
+  // CUDAHOST_MALLOC_FILL=zero zero-fills instead, to compare a run against it
+  static const int fill = [] {
+    const char* e = std::getenv("CUDAHOST_MALLOC_FILL");
+    if (!e || !*e || !std::strcmp(e, "poison")) return 0xff;
+    if (!std::strcmp(e, "zero")) return 0;
+    std::fprintf(stderr, "cudahost: CUDAHOST_MALLOC_FILL=%s is not poison or zero; using poison\n", e);
+    return 0xff;
+  }();
+  std::memset(p, fill, size);
   return p;
 }
 
@@ -1044,3 +1055,71 @@ cudaError_t cudaLaunchKernel(const void* func, dim3, dim3, void**, size_t, cudaS
                "kernel<<<grid, block, smem, stream>>>(args)\n", func);
   return record(cudaErrorNotSupported);
 }
+
+// ---- cudaLaunchKernelEx: the attributes of a cudaLaunchConfig_t ---------------------------------------------------
+namespace cudahost {
+cudaError_t launch_attrs_check_(const cudaLaunchConfig_t* config, const char* file, int line) {
+  if (config->numAttrs > 0 && !config->attrs) {
+    std::fprintf(stderr, "cudahost: cudaLaunchKernelEx at %s:%d: numAttrs is %u but attrs is NULL\n", file, line,
+                 config->numAttrs);
+    return internal::record(cudaErrorInvalidValue);
+  }
+  for (unsigned i = 0; i < config->numAttrs; i++) {
+    const cudaLaunchAttribute& a = config->attrs[i];
+    switch (a.id) {
+      // Hints and orderings that mean nothing when blocks run on CPU threads and launches are synchronous:
+      case cudaLaunchAttributeIgnore:
+      case cudaLaunchAttributeAccessPolicyWindow:             // L2 persistence window
+      case cudaLaunchAttributeSynchronizationPolicy:          // how a stream waits
+      case cudaLaunchAttributeClusterSchedulingPolicyPreference:
+      case cudaLaunchAttributeProgrammaticStreamSerialization:  // PDL: launches are synchronous already
+      case cudaLaunchAttributeProgrammaticEvent:
+      case cudaLaunchAttributePriority:
+      case cudaLaunchAttributeMemSyncDomainMap:
+      case cudaLaunchAttributeMemSyncDomain:
+      case cudaLaunchAttributePreferredClusterDimension:
+      case cudaLaunchAttributeLaunchCompletionEvent:          // the launch has completed when it returns
+      case cudaLaunchAttributePreferredSharedMemoryCarveout:
+      case cudaLaunchAttributeNvlinkUtilCentricScheduling:
+        break;
+      case cudaLaunchAttributeCooperative:
+        // every block may run at once only with enough workers; grid groups (grid.sync()) are not provided, so a
+        // kernel that needs them does not compile in host mode
+        break;
+      case cudaLaunchAttributeClusterDimension: {
+        const auto& d = a.val.clusterDim;
+        if (d.x == 0 || d.y == 0 || d.z == 0 || config->gridDim.x % d.x || config->gridDim.y % d.y ||
+            config->gridDim.z % d.z) {
+          std::fprintf(stderr, "cudahost: cudaLaunchKernelEx at %s:%d: the grid (%u,%u,%u) is not a multiple of the "
+                       "cluster dimension (%u,%u,%u)\n", file, line, config->gridDim.x, config->gridDim.y,
+                       config->gridDim.z, d.x, d.y, d.z);
+          return internal::record(cudaErrorInvalidValue);
+        }
+        break;  // blocks of a cluster run as ordinary blocks (the cluster API is not provided)
+      }
+      case cudaLaunchAttributeDeviceUpdatableKernelNode:
+        std::fprintf(stderr, "cudahost: cudaLaunchKernelEx at %s:%d: cudaLaunchAttributeDeviceUpdatableKernelNode is "
+                     "for graph nodes (CUDA graphs are not emulated)\n", file, line);
+        return internal::record(cudaErrorNotSupported);
+      default:
+        std::fprintf(stderr, "cudahost: cudaLaunchKernelEx at %s:%d: unknown launch attribute %d\n", file, line,
+                     (int)a.id);
+        return internal::record(cudaErrorInvalidValue);
+    }
+  }
+  return cudaSuccess;
+}
+}  // namespace cudahost
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  (void)config;
+  (void)args;
+  std::fprintf(stderr, "cudahost: cudaLaunchKernelExC(config, %p, args) is not supported in host execution mode (it "
+               "cannot know the kernel's parameter types): call the typed template cudaLaunchKernelEx(config, kernel, "
+               "args...) or launch with kernel<<<grid, block, smem, stream>>>(args)\n", func);
+  return record(cudaErrorNotSupported);
+}
+
+// The profiler's range markers: nothing to profile (run the program under perf or gprof instead).
+cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
+cudaError_t cudaProfilerStop(void) { return cudaSuccess; }

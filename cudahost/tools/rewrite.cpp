@@ -12,7 +12,12 @@
 //   __noinline__ -> __attribute__((noinline))
 //   asm [volatile] ("ptx" : outputs : inputs : clobbers);   (inside functions and #define bodies)
 //       -> do { ...calls of cudahost's emulation of each PTX instruction... } while (0);   (rewrite_asm.h)
-//   #include "x.cuh" / "x.cu" -> #include "<rewritten copy of x.cuh>" (recursively, so launches in headers work)
+//   __global__ void k(params) -> __global__ void k(::cudahost::a_global_function_call_must_be_configured_with_
+//       launch_syntax, params): only a launch supplies that first argument, so `k(args);` does not compile (as with
+//       nvcc); the launch lambda passes it when the kernel takes it
+//   #include "x.h" / "x.cuh" / <x.cuh> found next to the file or in an -I directory (not the toolkit's or
+//       cudahost's) -> #include "<rewritten copy>" (recursively, so kernels and launches in headers work)
+//   in a macro definition, a kernel name pasted with ## before <<< is taken whole (name##_kernel<<<...>>>)
 // Every rewrite keeps the number of newlines, and the output starts with #line 1 "<absolute path of in.cu>",
 // so compiler diagnostics, sanitizer reports, gdb and gcov point at the original lines.
 #include <cerrno>
@@ -34,6 +39,7 @@ namespace {
 
 std::vector<std::string> g_include_dirs;
 std::set<std::string> g_deps;
+std::set<std::string> g_rewritten;  // headers rewritten by this run (each once: include cycles)
 
 bool is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -145,6 +151,10 @@ struct Rewriter {
   // brace stack: true = namespace-like scope (namespace, extern "C"), false = anything else
   std::vector<bool> braces;
   bool in_directive = false;
+  // after `__global__`, until the kernel's parameter list: the launch token is inserted as its first parameter
+  bool global_pending = false;
+  bool global_attr = false;  // the next parenthesised group belongs to an attribute (__launch_bounds__(...))
+  int global_angle = 0;
 
   Rewriter(std::string p, std::string od, const std::string& src) : path(std::move(p)), out_dir(std::move(od)), s(src) {}
 
@@ -201,6 +211,15 @@ struct Rewriter {
       std::string word = out.substr(b, id_end - b);
       size_t k = b;
       while (k > 0 && is_space(out[k - 1])) k--;
+      if (in_directive && k >= 2 && out[k - 1] == '#' && out[k - 2] == '#') {
+        // a kernel name pasted in a macro definition: name##_kernel<<<...>>>
+        k -= 2;
+        while (k > 0 && is_space(out[k - 1])) k--;
+        if (k > 0 && is_ident(out[k - 1])) {
+          b = k;
+          continue;
+        }
+      }
       if (k >= 2 && out[k - 1] == ':' && out[k - 2] == ':') {
         k -= 2;
         while (k > 0 && is_space(out[k - 1])) k--;
@@ -250,8 +269,12 @@ struct Rewriter {
       if (c == '"' || c == '\\') name_lit += '\\';
       name_lit += c;
     }
-    out += "cudahost::launch_(CUDAHOST_KADDR(" + callee + "), [&](auto&&... cudahost_a_) { " + callee +
-           "(cudahost_a_...); }, \"" + name_lit + "\", __FILE__, __LINE__, ";
+    // kernels defined in rewritten sources take cudahost's launch token first (so that a call without a launch
+    // configuration does not compile, as with nvcc); others (e.g. declared through a macro) do not
+    out += "cudahost::launch_(CUDAHOST_KADDR(" + callee + "), [&](auto&&... cudahost_a_) { if constexpr (requires { " +
+           callee + "(::cudahost::launch_token, cudahost_a_...); }) " + callee +
+           "(::cudahost::launch_token, cudahost_a_...); else " + callee + "(cudahost_a_...); }, \"" + name_lit +
+           "\", __FILE__, __LINE__, ";
     // copy the configuration, rewriting nothing inside but keeping literals intact
     out.append(s, cfg_begin, cfg_end - cfg_begin);
     out += ")";
@@ -557,51 +580,103 @@ struct Rewriter {
     return true;
   }
 
-  // i at '#'. Handles #include "x.cuh"; copies other directives verbatim (they are still scanned for literals).
+  // i at '#'. Handles #include "x.h" / "x.cuh" / <x.cuh> found next to the file or in an -I directory: the header
+  // is rewritten too (recursively), so that launches, kernels and shared memory in headers work. Headers of the
+  // CUDA toolkit and of cudahost (include roots holding cuda_runtime.h or cudahost/cudahost.h) are left alone, as
+  // are <x.h> headers. Other directives are copied verbatim (they are still scanned for literals).
   bool include(size_t& i) {
     size_t j = i + 1;
     while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) j++;
-    if (s.compare(j, 7, "include") != 0) return false;
+    if (s.compare(j, 7, "include") != 0 || (j + 7 < s.size() && is_ident(s[j + 7]))) return false;
     j += 7;
     while (j < s.size() && (s[j] == ' ' || s[j] == '\t')) j++;
-    if (j >= s.size() || s[j] != '"') return false;
-    size_t q = s.find('"', j + 1);
-    if (q == std::string::npos) return false;
+    if (j >= s.size() || (s[j] != '"' && s[j] != '<')) return false;
+    const bool angle = s[j] == '<';
+    size_t q = s.find(angle ? '>' : '"', j + 1);
+    if (q == std::string::npos || s.find('\n', j) < q) return false;
     std::string inc = s.substr(j + 1, q - j - 1);
     fs::path ip(inc);
     std::string ext = ip.extension().string();
     bool cuda = ext == ".cuh" || ext == ".cu";
+    if (angle && !cuda) return false;
     fs::path found;
     bool local = false;
-    std::vector<fs::path> cands;
-    cands.push_back(fs::path(path).parent_path() / ip);
-    for (auto& d : g_include_dirs) cands.push_back(fs::path(d) / ip);
+    std::vector<fs::path> cands, roots;
+    if (!angle) {
+      cands.push_back(fs::path(path).parent_path() / ip);
+      roots.push_back(fs::path());
+    }
+    for (auto& d : g_include_dirs) {
+      cands.push_back(fs::path(d) / ip);
+      roots.push_back(fs::path(d));
+    }
+    size_t which = 0;
     for (size_t c = 0; c < cands.size(); c++) {
       std::error_code ec;
       if (fs::is_regular_file(cands[c], ec)) {
         found = fs::weakly_canonical(fs::absolute(cands[c]));
-        local = c == 0;
+        local = !angle && c == 0;
+        which = c;
         break;
       }
     }
     if (found.empty()) return false;  // leave it to the compiler
-    if (!cuda) {
-      if (!local) return false;
-      // the rewritten file lives in the build tree: make includes relative to the original file absolute
-      out.append(s, i, j - i);
-      out += "\"" + found.string() + "\"";
-      i = q + 1;
-      return true;
+    if (!local) {
+      std::error_code ec;
+      const fs::path& r = roots[which];
+      if (fs::exists(r / "cuda_runtime.h", ec) || fs::exists(r / "cudahost" / "cudahost.h", ec) ||
+          fs::exists(r / "cooperative_groups.h", ec))
+        return false;  // the toolkit's or cudahost's own headers
     }
     std::string mangled = found.string();
     for (char& c : mangled)
       if (c == '/' || c == '\\' || c == ':') c = '_';
     fs::path outp = fs::path(out_dir) / (mangled + ".cpp");
-    rewrite_file(found.string(), outp.string(), out_dir, false);
+    if (g_rewritten.insert(outp.string()).second) rewrite_file(found.string(), outp.string(), out_dir, false);
     out.append(s, i, j - i);
     out += "\"" + outp.string() + "\"";
     i = q + 1;
     return true;
+  }
+
+  // i at '(' of a __global__ function's parameter list: copy it and insert the launch token first.
+  void global_params(size_t& i) {
+    static const std::string tok = "::cudahost::a_global_function_call_must_be_configured_with_launch_syntax";
+    out += '(';
+    size_t j = skip_ws_comments(s, i + 1);
+    if (j < s.size() && s[j] == ')') {
+      out += tok;
+    } else if (s.compare(j, 4, "void") == 0 && j + 4 < s.size() && !is_ident(s[j + 4]) &&
+               skip_ws_comments(s, j + 4) < s.size() && s[skip_ws_comments(s, j + 4)] == ')') {
+      out.append(s, i + 1, j - i - 1);
+      out += tok;
+      i = j + 4;
+      global_pending = false;
+      return;
+    } else {
+      out += tok + ", ";
+    }
+    i++;
+    global_pending = false;
+  }
+
+  // i at '(' of an attribute's arguments after __global__: copy the group verbatim.
+  void copy_group(size_t& i) {
+    int d = 0;
+    size_t k = i;
+    while (k < s.size()) {
+      size_t l = skip_literal(s, k);
+      if (l != k) {
+        k = l;
+        continue;
+      }
+      if (s[k] == '(') d++;
+      else if (s[k] == ')' && --d == 0) break;
+      k++;
+    }
+    if (k >= s.size()) fail(i, "unterminated attribute argument list after __global__");
+    out.append(s, i, k + 1 - i);
+    i = k + 1;
   }
 
   void run(bool main_file) {
@@ -625,7 +700,10 @@ struct Rewriter {
       }
       char c = s[i];
       if (c == '\n') {
-        if (!(i > 0 && s[i - 1] == '\\')) in_directive = false;
+        if (!(i > 0 && s[i - 1] == '\\')) {
+          if (in_directive) global_pending = false;  // `#define K __global__`: nothing to do
+          in_directive = false;
+        }
         out += c;
         i++;
         line_start = true;
@@ -648,6 +726,20 @@ struct Rewriter {
       if (c == '<' && s.compare(i, 3, "<<<") == 0) {
         launch(i);
         continue;
+      }
+      if (global_pending) {
+        if (c == '(' && global_attr) {
+          global_attr = false;
+          copy_group(i);
+          continue;
+        }
+        if (c == '(' && global_angle == 0) {
+          global_params(i);
+          continue;
+        }
+        if (c == '<') global_angle++;
+        else if (c == '>' && global_angle > 0) global_angle--;
+        else if (c == ';' || c == '{' || c == '}' || c == '=') global_pending = false;
       }
       if (c == '{') {
         braces.push_back(brace_is_namespace());
@@ -674,6 +766,15 @@ struct Rewriter {
           out += "__attribute__((noinline))";
           i = e;
           continue;
+        }
+        if (w == "__global__") {
+          global_pending = true;
+          global_attr = false;
+          global_angle = 0;
+        } else if (global_pending) {
+          global_attr = w == "__launch_bounds__" || w == "__cluster_dims__" || w == "__attribute__" ||
+                        w == "__declspec" || w == "alignas" || w == "__maxnreg__" || w == "__align__" ||
+                        w == "decltype";
         }
         if (w == "extern" && extern_shared(i)) continue;
         if ((w == "asm" || w == "__asm__" || w == "__asm") && asm_statement(i, e)) continue;

@@ -29,6 +29,23 @@
 #define __CUDAHOST__ 1
 #endif
 
+// ---- 0. C++20's std::lerp -----------------------------------------------------------------------------------------
+// libstdc++'s <math.h> brings std::lerp into the global namespace in C++20 (`using std::lerp;`), where a user's own
+// `__device__ float lerp(float, float, float)` (valid CUDA, which compiles as C++17) would clash with it. The
+// standard headers are read once here, with std::lerp renamed, and std::lerp is declared again afterwards (so
+// std::lerp still works; ::lerp is left to the program).
+#define lerp cudahost_std_lerp_
+#include <cmath>
+#include <math.h>
+#undef lerp
+namespace std {
+constexpr float lerp(float a, float b, float t) noexcept { return cudahost_std_lerp_(a, b, t); }
+constexpr double lerp(double a, double b, double t) noexcept { return cudahost_std_lerp_(a, b, t); }
+constexpr long double lerp(long double a, long double b, long double t) noexcept {
+  return cudahost_std_lerp_(a, b, t);
+}
+}  // namespace std
+
 // ---- 1. renames --------------------------------------------------------------------------------------------------
 #include "cudahost/renames.h"
 
@@ -39,7 +56,9 @@
 #define __constant__
 #define __managed__
 #define __grid_constant__
-#define __shared__ thread_local /* per block: a worker runs one block at a time; see README */
+/* per block: a worker runs one block at a time (see README); aligned to 16 bytes at least, as nvcc aligns shared
+   arrays, so that reinterpret_cast<float4*>(shared_array) is as well aligned as on a GPU */
+#define __shared__ thread_local __attribute__((aligned(16)))
 #define __launch_bounds__(...)
 #define __cluster_dims__(...)
 #ifndef __forceinline__
@@ -84,7 +103,17 @@ enum warp_kind : int {
 // A warp-level barrier among the lanes named in mask (limited to lanes that exist in a partial warp), with a
 // per-lane 64-bit value exchanged. Returns the lane's result.
 unsigned long long warp_op(int kind, unsigned mask, unsigned long long value, int param, int width);
+// The same with the call site (the .cu file and line, named in diagnostics of undefined warp operations).
+unsigned long long warp_op_at(int kind, unsigned mask, unsigned long long value, int param, int width,
+                              const char* file, int line);
 unsigned active_mask();
+// Tiles larger than a warp (cooperative groups): a barrier of the threads [first, first + count) of the block
+// (count a power of two, 64 to 1024), returning how many times it has completed; group_gen_ reads that count.
+unsigned group_sync_(unsigned first, unsigned count);
+unsigned group_gen_(unsigned first, unsigned count);
+// Per-worker exchange slots for those tiles' collectives: [5 tile sizes][2][1024][kTileSlot] bytes.
+inline constexpr unsigned kTileSlot = 64;
+void* tile_scratch_();
 unsigned lane_id();
 template <class T>
 inline unsigned long long to_bits(const T& v) {
@@ -103,80 +132,85 @@ inline T from_bits(unsigned long long b) {
 }  // namespace detail
 }  // namespace cudahost
 
-inline void __syncwarp(unsigned mask = 0xffffffffu) {
-  (void)cudahost::detail::warp_op(cudahost::detail::wk_sync, mask, 0, 0, 32);
+// The call site of a warp intrinsic (default arguments, evaluated where it is called: the .cu line through #line).
+#define CUDAHOST_SITE_PARAMS_ , const char* cudahost_f_ = __builtin_FILE(), int cudahost_l_ = __builtin_LINE()
+#define CUDAHOST_SITE_ARGS_ , cudahost_f_, cudahost_l_
+inline void __syncwarp(unsigned mask = 0xffffffffu CUDAHOST_SITE_PARAMS_) {
+  (void)cudahost::detail::warp_op_at(cudahost::detail::wk_sync, mask, 0, 0, 32 CUDAHOST_SITE_ARGS_);
 }
 template <class T>
-inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32) {
+inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32 CUDAHOST_SITE_PARAMS_) {
   return cudahost::detail::from_bits<T>(
-      cudahost::detail::warp_op(cudahost::detail::wk_shfl_idx, mask, cudahost::detail::to_bits(var), srcLane, width));
+      cudahost::detail::warp_op_at(cudahost::detail::wk_shfl_idx, mask, cudahost::detail::to_bits(var), srcLane, width CUDAHOST_SITE_ARGS_));
 }
 template <class T>
-inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
-  return cudahost::detail::from_bits<T>(cudahost::detail::warp_op(
-      cudahost::detail::wk_shfl_up, mask, cudahost::detail::to_bits(var), (int)delta, width));
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32 CUDAHOST_SITE_PARAMS_) {
+  return cudahost::detail::from_bits<T>(cudahost::detail::warp_op_at(
+      cudahost::detail::wk_shfl_up, mask, cudahost::detail::to_bits(var), (int)delta, width CUDAHOST_SITE_ARGS_));
 }
 template <class T>
-inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
-  return cudahost::detail::from_bits<T>(cudahost::detail::warp_op(
-      cudahost::detail::wk_shfl_down, mask, cudahost::detail::to_bits(var), (int)delta, width));
+inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32 CUDAHOST_SITE_PARAMS_) {
+  return cudahost::detail::from_bits<T>(cudahost::detail::warp_op_at(
+      cudahost::detail::wk_shfl_down, mask, cudahost::detail::to_bits(var), (int)delta, width CUDAHOST_SITE_ARGS_));
 }
 template <class T>
-inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32) {
+inline T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32 CUDAHOST_SITE_PARAMS_) {
   return cudahost::detail::from_bits<T>(
-      cudahost::detail::warp_op(cudahost::detail::wk_shfl_xor, mask, cudahost::detail::to_bits(var), laneMask, width));
+      cudahost::detail::warp_op_at(cudahost::detail::wk_shfl_xor, mask, cudahost::detail::to_bits(var), laneMask, width CUDAHOST_SITE_ARGS_));
 }
-inline unsigned __ballot_sync(unsigned mask, int predicate) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_ballot, mask, predicate != 0, 0, 32);
+inline unsigned __ballot_sync(unsigned mask, int predicate CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_ballot, mask, predicate != 0, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
-inline int __all_sync(unsigned mask, int predicate) {
+inline int __any_sync(unsigned mask, int predicate CUDAHOST_SITE_PARAMS_) {
+  return __ballot_sync(mask, predicate CUDAHOST_SITE_ARGS_) != 0;
+}
+inline int __all_sync(unsigned mask, int predicate CUDAHOST_SITE_PARAMS_) {
   // every participating lane voted true: compare with the ballot of "true" of the same lanes
-  unsigned long long r = cudahost::detail::warp_op(cudahost::detail::wk_match_all, mask, predicate != 0 ? 1 : 0, 0, 32);
+  unsigned long long r = cudahost::detail::warp_op_at(cudahost::detail::wk_match_all, mask, predicate != 0 ? 1 : 0, 0, 32 CUDAHOST_SITE_ARGS_);
   return (int)((r >> 32) & 1) && (predicate != 0);
 }
-inline int __uni_sync(unsigned mask, int predicate) {
-  unsigned long long r = cudahost::detail::warp_op(cudahost::detail::wk_match_all, mask, predicate != 0, 0, 32);
+inline int __uni_sync(unsigned mask, int predicate CUDAHOST_SITE_PARAMS_) {
+  unsigned long long r = cudahost::detail::warp_op_at(cudahost::detail::wk_match_all, mask, predicate != 0, 0, 32 CUDAHOST_SITE_ARGS_);
   return (int)((r >> 32) & 1);
 }
 inline unsigned __activemask() { return cudahost::detail::active_mask(); }
 template <class T>
-inline unsigned __match_any_sync(unsigned mask, T value) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_match_any, mask, cudahost::detail::to_bits(value), 0, 32);
+inline unsigned __match_any_sync(unsigned mask, T value CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_match_any, mask, cudahost::detail::to_bits(value), 0, 32 CUDAHOST_SITE_ARGS_);
 }
 template <class T>
-inline unsigned __match_all_sync(unsigned mask, T value, int* pred) {
+inline unsigned __match_all_sync(unsigned mask, T value, int* pred CUDAHOST_SITE_PARAMS_) {
   unsigned long long r =
-      cudahost::detail::warp_op(cudahost::detail::wk_match_all, mask, cudahost::detail::to_bits(value), 0, 32);
+      cudahost::detail::warp_op_at(cudahost::detail::wk_match_all, mask, cudahost::detail::to_bits(value), 0, 32 CUDAHOST_SITE_ARGS_);
   *pred = (int)((r >> 32) & 1);
   return (unsigned)r;
 }
-inline unsigned __reduce_add_sync(unsigned mask, unsigned v) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_add, mask, v, 0, 32);
+inline unsigned __reduce_add_sync(unsigned mask, unsigned v CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_add, mask, v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline int __reduce_add_sync(unsigned mask, int v) {
-  return (int)(unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_add, mask, (unsigned)v, 0, 32);
+inline int __reduce_add_sync(unsigned mask, int v CUDAHOST_SITE_PARAMS_) {
+  return (int)(unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_add, mask, (unsigned)v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline unsigned __reduce_min_sync(unsigned mask, unsigned v) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_min_u, mask, v, 0, 32);
+inline unsigned __reduce_min_sync(unsigned mask, unsigned v CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_min_u, mask, v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline int __reduce_min_sync(unsigned mask, int v) {
-  return (int)(unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_min_s, mask, (unsigned)v, 0, 32);
+inline int __reduce_min_sync(unsigned mask, int v CUDAHOST_SITE_PARAMS_) {
+  return (int)(unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_min_s, mask, (unsigned)v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline unsigned __reduce_max_sync(unsigned mask, unsigned v) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_max_u, mask, v, 0, 32);
+inline unsigned __reduce_max_sync(unsigned mask, unsigned v CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_max_u, mask, v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline int __reduce_max_sync(unsigned mask, int v) {
-  return (int)(unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_max_s, mask, (unsigned)v, 0, 32);
+inline int __reduce_max_sync(unsigned mask, int v CUDAHOST_SITE_PARAMS_) {
+  return (int)(unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_max_s, mask, (unsigned)v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline unsigned __reduce_and_sync(unsigned mask, unsigned v) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_and, mask, v, 0, 32);
+inline unsigned __reduce_and_sync(unsigned mask, unsigned v CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_and, mask, v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline unsigned __reduce_or_sync(unsigned mask, unsigned v) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_or, mask, v, 0, 32);
+inline unsigned __reduce_or_sync(unsigned mask, unsigned v CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_or, mask, v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
-inline unsigned __reduce_xor_sync(unsigned mask, unsigned v) {
-  return (unsigned)cudahost::detail::warp_op(cudahost::detail::wk_red_xor, mask, v, 0, 32);
+inline unsigned __reduce_xor_sync(unsigned mask, unsigned v CUDAHOST_SITE_PARAMS_) {
+  return (unsigned)cudahost::detail::warp_op_at(cudahost::detail::wk_red_xor, mask, v, 0, 32 CUDAHOST_SITE_ARGS_);
 }
 
 // Memory fences: the fibers of a block run on one OS thread; blocks run on several, so fences are real fences.
@@ -205,6 +239,15 @@ inline void __brkpt() {}
   }(0))
 
 namespace cudahost {
+
+// The first parameter of every kernel in a rewritten source (the rewriter inserts it): only a launch
+// (<<<...>>>, cudaLaunchKernel, cudaLaunchKernelEx) can supply it, so calling a __global__ function like an
+// ordinary function does not compile, as with nvcc ("a __global__ function call must be configured").
+struct a_global_function_call_must_be_configured_with_launch_syntax {
+  explicit constexpr a_global_function_call_must_be_configured_with_launch_syntax(int) {}
+};
+using launch_token_t = a_global_function_call_must_be_configured_with_launch_syntax;
+inline constexpr launch_token_t launch_token{0};
 
 struct launch_config {
   const void* kaddr;
@@ -270,9 +313,28 @@ struct launch_args<R (*)(P...), A...> {
 };
 template <class R, class... P, class... A>
   requires(sizeof...(P) == sizeof...(A))
+struct launch_args<R (*)(launch_token_t, P...), A...> {
+  using type = std::tuple<std::remove_cv_t<P>...>;
+};
+template <class R, class... P, class... A>
+  requires(sizeof...(P) == sizeof...(A))
 struct launch_args<R (*)(P...) noexcept, A...> {
   using type = std::tuple<std::remove_cv_t<P>...>;
 };
+// A kernel argument converted to its parameter's type. A literal NULL or 0 for a pointer parameter (an integer once
+// forwarded) becomes a null pointer, as the language converts a null pointer constant; a non-zero integer becomes
+// that address, which the launch's pointer check then reports.
+template <class P, class A>
+inline decltype(auto) convert_arg(A&& a) {
+  if constexpr (std::is_pointer_v<P> && std::is_integral_v<std::remove_cvref_t<A>>)
+    return a == 0 ? P(nullptr) : reinterpret_cast<P>(static_cast<std::uintptr_t>(a));
+  else
+    return std::forward<A>(a);
+}
+template <class Args, class... A, std::size_t... I>
+inline Args make_args(std::index_sequence<I...>, A&&... a) {
+  return Args(convert_arg<std::tuple_element_t<I, Args>>(std::forward<A>(a))...);
+}
 template <class K>
 inline const void* kernel_address(K k) {
   if constexpr (std::is_pointer_v<K> && std::is_function_v<std::remove_pointer_t<K>>)
@@ -308,7 +370,8 @@ struct launcher_ {
   void operator()(A&&... a) {
     if (!launch_begin_(cfg)) return;
     using Args = typename detail::launch_args<K, A...>::type;
-    Args args(std::forward<A>(a)...);  // evaluated and converted once per launch, like a GPU's parameter buffer
+    // evaluated and converted once per launch, like a GPU's parameter buffer
+    Args args = detail::make_args<Args>(std::index_sequence_for<A...>{}, std::forward<A>(a)...);
     bool ok = std::apply(
         [&](const auto&... e) {
           int pos = 0;
@@ -402,6 +465,59 @@ static inline cudaError_t cudaLaunchKernel(void (*func)(P...), dim3 gridDim, dim
     l(*static_cast<std::remove_cv_t<P>*>(args[I])...);
   }(std::index_sequence_for<P...>{});
   return cudahost::last_launch_status_();
+}
+// ... and with a kernel of a rewritten source (its first parameter is the launch token).
+template <class... P>
+static inline cudaError_t cudaLaunchKernel(void (*func)(cudahost::launch_token_t, P...), dim3 gridDim, dim3 blockDim,
+                                           void** args, size_t sharedMem = 0, cudaStream_t stream = 0) {
+  if (!func) return cudaErrorInvalidDeviceFunction;
+  if (sizeof...(P) > 0 && !args) return cudaErrorInvalidValue;
+  auto fn = [func](auto&&... a) { func(cudahost::launch_token, a...); };
+  auto l = cudahost::launch_(func, fn, "cudaLaunchKernel", __FILE__, __LINE__, gridDim, blockDim, sharedMem, stream);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    l(*static_cast<std::remove_cv_t<P>*>(args[I])...);
+  }(std::index_sequence_for<P...>{});
+  return cudahost::last_launch_status_();
+}
+
+// cudaLaunchKernelEx (CUDA 12's typed launch with a cudaLaunchConfig_t). The configuration's grid, block, dynamic
+// shared memory and stream are used; its attributes are checked and, where they mean nothing on a CPU, ignored
+// (cudahost::launch_attrs_ok_ lists them; README.md, "Launch attributes"). More specialized than the toolkit's
+// template, which would call the untyped cudaLaunchKernelExC.
+namespace cudahost {
+// Validates config->attrs: returns false (and records cudaErrorInvalidValue or cudaErrorNotSupported, with a message)
+// for an attribute host mode cannot honour.
+cudaError_t launch_attrs_check_(const cudaLaunchConfig_t* config, const char* file, int line);
+template <class F, class... P, class... A>
+inline cudaError_t launch_ex_(const cudaLaunchConfig_t* config, const void* kaddr, F fn, const char* file, int line,
+                              A&&... a) {
+  if (!config) return cudaErrorInvalidValue;
+  if (cudaError_t e = launch_attrs_check_(config, file, line)) return e;
+  launcher_<const void*, F> l{kaddr, fn,
+                              launch_config{kaddr, "cudaLaunchKernelEx", file, line, config->gridDim, config->blockDim,
+                                            config->dynamicSmemBytes, config->stream}};
+  using Args = std::tuple<std::remove_cv_t<P>...>;
+  Args args = detail::make_args<Args>(std::index_sequence_for<A...>{}, std::forward<A>(a)...);
+  std::apply([&](auto&... e) { l(e...); }, args);
+  return last_launch_status_();
+}
+}  // namespace cudahost
+template <class... P, class... A>
+  requires(sizeof...(P) == sizeof...(A))
+static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(cudahost::launch_token_t, P...),
+                                             A&&... args) {
+  if (!kernel) return cudaErrorInvalidDeviceFunction;
+  auto fn = [kernel](auto&&... a) { kernel(cudahost::launch_token, a...); };
+  return cudahost::launch_ex_<decltype(fn), P...>(config, reinterpret_cast<const void*>(kernel), fn, __builtin_FILE(),
+                                                   __builtin_LINE(), std::forward<A>(args)...);
+}
+template <class... P, class... A>
+  requires(sizeof...(P) == sizeof...(A))
+static inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* config, void (*kernel)(P...), A&&... args) {
+  if (!kernel) return cudaErrorInvalidDeviceFunction;
+  auto fn = [kernel](auto&&... a) { kernel(a...); };
+  return cudahost::launch_ex_<decltype(fn), P...>(config, reinterpret_cast<const void*>(kernel), fn, __builtin_FILE(),
+                                                   __builtin_LINE(), std::forward<A>(args)...);
 }
 
 // ---- 5. device functions (atomics, math, fp16/bf16) --------------------------------------------------------------

@@ -6,5 +6,8 @@
 #if __has_include("cudahost/cublas_rename.h")
 #include "cudahost/cublas_rename.h"
 #endif
+#if __has_include("cudahost/cublaslt_rename.h")
+#include "cudahost/cublaslt_rename.h"
+#endif
 #include "cudahost/runtime_rename.h"
 #endif

@@ -1,0 +1,8 @@
+// Host execution mode's stand-in for the toolkit's <cooperative_groups/details/coalesced_reduce.h> (an implementation header that
+// some programs include directly): host mode's cooperative groups are in cudahost/cooperative_groups.h. With nvcc,
+// the toolkit's header is used.
+#if defined(__CUDACC__)
+#include_next <cooperative_groups/details/coalesced_reduce.h>
+#else
+#include "cudahost/cooperative_groups.h"
+#endif

@@ -1,0 +1,36 @@
+/* cudahost/cublaslt_rename.h: rename every cuBLASLt function the host-mode shim (cudahost/src/cublaslt.cpp) defines.
+ *
+ * Included before <cublasLt.h> (renames.h, force-included into every host-mode source, includes it): NVIDIA's
+ * declarations are then read under the cudahost_ names, so they check every signature, and host-mode objects can be
+ * linked into one program together with the real libcublasLt. cublasLt.h's inline helpers (cublasLtMatmulDescInit,
+ * ...) call the renamed *_internal functions.
+ */
+#ifndef CUDAHOST_CUBLASLT_RENAME_H
+#define CUDAHOST_CUBLASLT_RENAME_H
+
+#define cublasLtCreate cudahost_cublasLtCreate
+#define cublasLtDestroy cudahost_cublasLtDestroy
+#define cublasLtGetStatusName cudahost_cublasLtGetStatusName
+#define cublasLtGetStatusString cudahost_cublasLtGetStatusString
+#define cublasLtGetVersion cudahost_cublasLtGetVersion
+#define cublasLtGetCudartVersion cudahost_cublasLtGetCudartVersion
+#define cublasLtGetProperty cudahost_cublasLtGetProperty
+#define cublasLtMatrixLayoutInit_internal cudahost_cublasLtMatrixLayoutInit_internal
+#define cublasLtMatrixLayoutCreate cudahost_cublasLtMatrixLayoutCreate
+#define cublasLtMatrixLayoutDestroy cudahost_cublasLtMatrixLayoutDestroy
+#define cublasLtMatrixLayoutSetAttribute cudahost_cublasLtMatrixLayoutSetAttribute
+#define cublasLtMatrixLayoutGetAttribute cudahost_cublasLtMatrixLayoutGetAttribute
+#define cublasLtMatmulDescInit_internal cudahost_cublasLtMatmulDescInit_internal
+#define cublasLtMatmulDescCreate cudahost_cublasLtMatmulDescCreate
+#define cublasLtMatmulDescDestroy cudahost_cublasLtMatmulDescDestroy
+#define cublasLtMatmulDescSetAttribute cudahost_cublasLtMatmulDescSetAttribute
+#define cublasLtMatmulDescGetAttribute cudahost_cublasLtMatmulDescGetAttribute
+#define cublasLtMatmulPreferenceInit_internal cudahost_cublasLtMatmulPreferenceInit_internal
+#define cublasLtMatmulPreferenceCreate cudahost_cublasLtMatmulPreferenceCreate
+#define cublasLtMatmulPreferenceDestroy cudahost_cublasLtMatmulPreferenceDestroy
+#define cublasLtMatmulPreferenceSetAttribute cudahost_cublasLtMatmulPreferenceSetAttribute
+#define cublasLtMatmulPreferenceGetAttribute cudahost_cublasLtMatmulPreferenceGetAttribute
+#define cublasLtMatmulAlgoGetHeuristic cudahost_cublasLtMatmulAlgoGetHeuristic
+#define cublasLtMatmul cudahost_cublasLtMatmul
+
+#endif /* CUDAHOST_CUBLASLT_RENAME_H */
