@@ -1,15 +1,18 @@
 # PTX content check: compiles ONE .cu file to PTX for one architecture and
-# requires every kernel (.entry) whose mangled name matches ENTRY to contain the
-# instruction text INSTR. Runs with plain CMake:
+# requires that the PTX of each named kernel contains each given instruction.
+# Plain CMake (no cuobjdump needed: the toolkit's nvcc alone):
 #
-#   cmake -DNVCC=/usr/local/cuda/bin/nvcc -DSOURCE=optimized/cross_entropy_fused.cu \
-#         -DENTRY="ce_fused_(fwd|bwd)_kernelI13__nv_bfloat16" -DINSTR=mma.sync \
-#         [-DARCH=90] [-DFLAGS="-Iinclude|-DMF_HAVE_CUDA=1|-std=c++17"] [-DOUT=/tmp/x.ptx] \
+#   cmake -DNVCC=/usr/local/cuda/bin/nvcc -DSOURCE=optimized/attention_mma.cu \
+#         [-DARCH=90] [-DFLAGS="-Iinclude|-Isrc/core|-std=c++17"] [-DOUT=/tmp/x.ptx] \
+#         -DKERNELS="attn_mma_fwd_kernel|attn_mma_bwd_kernel" \
+#         -DINSTRUCTIONS="mma.sync.aligned.m16n8k16|ldmatrix.sync.aligned|cp.async.cg.shared.global" \
 #         -P ci/check_ptx_contains.cmake
 #
-# Fails when no entry matches ENTRY (a renamed kernel must not pass silently).
+# KERNELS are substrings of the (mangled) .entry names; every entry that matches
+# one must contain every instruction, and every KERNELS item must match at least
+# one entry (so a renamed kernel fails the check instead of passing it vacuously).
 cmake_minimum_required(VERSION 3.25)
-foreach(var NVCC SOURCE ENTRY INSTR)
+foreach(var NVCC SOURCE KERNELS INSTRUCTIONS)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "check_ptx_contains: -D${var}=... is required")
   endif()
@@ -22,41 +25,47 @@ if(NOT DEFINED OUT OR OUT STREQUAL "")
   set(OUT "${CMAKE_CURRENT_BINARY_DIR}/${_stem}.sm_${ARCH}.ptx")
 endif()
 string(REPLACE "|" ";" _flags "${FLAGS}")
-execute_process(COMMAND "${NVCC}" -ptx -arch=sm_${ARCH} ${_flags} "${SOURCE}" -o "${OUT}"
-                RESULT_VARIABLE _rc ERROR_VARIABLE _err OUTPUT_VARIABLE _out)
+string(REPLACE "|" ";" _kernels "${KERNELS}")
+string(REPLACE "|" ";" _instrs "${INSTRUCTIONS}")
+
+execute_process(
+  COMMAND "${NVCC}" ${_flags} -arch=sm_${ARCH} -ptx -o "${OUT}" "${SOURCE}"
+  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
 if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "check_ptx_contains: nvcc failed (${_rc}):\n${_out}${_err}")
+  message("${_out}")
+  message(FATAL_ERROR "check_ptx_contains: nvcc -ptx failed on ${SOURCE} (exit ${_rc})")
 endif()
 file(READ "${OUT}" _ptx)
-# One chunk per kernel: the text from one '.entry' to the next.
-# PTX ends every instruction with ';', CMake's list separator: mask it first.
-string(REPLACE ";" "<sc>" _ptx "${_ptx}")
-string(REPLACE "[" "(" _ptx "${_ptx}")
-string(REPLACE "]" ")" _ptx "${_ptx}")
-string(REPLACE "\\" "/" _ptx "${_ptx}")
-string(REPLACE ".entry " ";.entry " _ptx "${_ptx}")
-set(_matched 0)
-set(_missing "")
-foreach(_chunk IN LISTS _ptx)
-  if(NOT _chunk MATCHES "^\\.entry ([A-Za-z0-9_]+)")
-    continue()
-  endif()
-  set(_name "${CMAKE_MATCH_1}")
-  if(NOT _name MATCHES "${ENTRY}")
-    continue()
-  endif()
-  math(EXPR _matched "${_matched} + 1")
-  string(FIND "${_chunk}" "${INSTR}" _pos)
-  if(_pos EQUAL -1)
-    list(APPEND _missing "${_name}")
-  else()
-    message(STATUS "${_name}: contains ${INSTR}")
+string(REPLACE ";" " " _ptx "${_ptx}")
+if(NOT _ptx MATCHES "\\.target sm_${ARCH}")
+  message(FATAL_ERROR "check_ptx_contains: ${OUT} is not PTX for sm_${ARCH}")
+endif()
+
+# Split at each ".entry": chunk i (i >= 1) is the entry's name and body.
+string(REPLACE ".entry " ";" _chunks "${_ptx}")
+list(REMOVE_AT _chunks 0)
+set(_errors "")
+foreach(k IN LISTS _kernels)
+  set(_seen 0)
+  foreach(chunk IN LISTS _chunks)
+    string(REGEX MATCH "^[A-Za-z0-9_$]+" _name "${chunk}")
+    string(FIND "${_name}" "${k}" _at)
+    if(_at EQUAL -1)
+      continue()
+    endif()
+    math(EXPR _seen "${_seen} + 1")
+    foreach(ins IN LISTS _instrs)
+      string(FIND "${chunk}" "${ins}" _i)
+      if(_i EQUAL -1)
+        string(APPEND _errors "  ${_name}: no '${ins}' in its sm_${ARCH} PTX\n")
+      endif()
+    endforeach()
+  endforeach()
+  if(_seen EQUAL 0)
+    string(APPEND _errors "  no kernel named like '${k}' in the PTX of ${SOURCE}\n")
   endif()
 endforeach()
-if(_matched EQUAL 0)
-  message(FATAL_ERROR "check_ptx_contains: no kernel of ${SOURCE} matches '${ENTRY}'")
+if(NOT _errors STREQUAL "")
+  message(FATAL_ERROR "check_ptx_contains: ${SOURCE}:\n${_errors}")
 endif()
-if(_missing)
-  message(FATAL_ERROR "check_ptx_contains: sm_${ARCH} PTX of ${_missing} has no '${INSTR}'")
-endif()
-message(STATUS "check_ptx_contains: ${_matched} kernel(s) of ${SOURCE} contain ${INSTR} (sm_${ARCH})")
+message(STATUS "check_ptx_contains: every ${KERNELS} entry of ${SOURCE} contains ${INSTRUCTIONS} (sm_${ARCH})")

@@ -49,19 +49,35 @@ endforeach()
 # The fused cross-entropy's bf16 kernels run on tensor cores: their sm_90 PTX
 # contains mma.sync (issue 14). The self-test shows the check can fail: the
 # label-count kernel has none.
-foreach(case IN ITEMS "ptx_mma.cross_entropy_fused|ce_fused_.wd_kernelI13__nv_bfloat16|"
-                      "ptx_mma_selftest.count_kernel|ce_fused_count_kernel|has no 'mma.sync'")
-  string(REPLACE "|" ";" case "${case}")
-  list(GET case 0 name)
-  list(GET case 1 entry)
-  list(GET case 2 expect)
-  add_test(NAME ${name}
-           COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER}
-                   -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu -DARCH=${MF_RESOURCE_ARCH}
-                   "-DENTRY=${entry}" -DINSTR=mma.sync "-DFLAGS=${_mf_res_flags}"
-                   -DOUT=${_mf_res_dir}/${name}.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
-  set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 300)
-  if(expect)
-    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${expect}")
-  endif()
-endforeach()
+add_test(NAME ptx_mma.cross_entropy_fused
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu -DINSTRUCTIONS=mma.sync
+                 "-DKERNELS=ce_fused_fwd_kernelI13__nv_bfloat16|ce_fused_bwd_kernelI13__nv_bfloat16"
+                 -DOUT=${_mf_res_dir}/ptx_mma.cross_entropy_fused.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+add_test(NAME ptx_mma_selftest.count_kernel
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu -DINSTRUCTIONS=mma.sync
+                 -DKERNELS=ce_fused_count_kernel
+                 -DOUT=${_mf_res_dir}/ptx_mma_selftest.count_kernel.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_mma.cross_entropy_fused PROPERTIES LABELS unit TIMEOUT 300)
+set_tests_properties(ptx_mma_selftest.count_kernel PROPERTIES LABELS unit TIMEOUT 300
+                     PASS_REGULAR_EXPRESSION "ce_fused_count_kernel.*: no 'mma.sync")
+
+# The tensor-core attention kernels really are tensor-core kernels: their sm_90
+# PTX contains mma.sync (m16n8k16), ldmatrix and cp.async (issue 13). Plain
+# CMake + nvcc -ptx: ci/check_ptx_contains.cmake. The self-test feeds it the
+# SIMT kernels of attention.cu, which must fail for lack of mma.sync.
+set(_mf_ptx_args -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"
+    "-DINSTRUCTIONS=mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned|cp.async.cg.shared.global")
+add_test(NAME ptx_contains.attention_mma
+         COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/attention_mma.cu
+                 "-DKERNELS=attn_mma_fwd_kernel|attn_mma_bwd_kernel"
+                 -DOUT=${_mf_res_dir}/attention_mma.sm_${MF_RESOURCE_ARCH}.ptx
+                 -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+add_test(NAME ptx_contains_selftest.simt_attention
+         COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/attention.cu
+                 -DKERNELS=attn_fwd_kernel -DOUT=${_mf_res_dir}/attention.sm_${MF_RESOURCE_ARCH}.ptx
+                 -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_contains.attention_mma PROPERTIES LABELS unit TIMEOUT 300)
+set_tests_properties(ptx_contains_selftest.simt_attention PROPERTIES LABELS unit TIMEOUT 300
+                     PASS_REGULAR_EXPRESSION "attn_fwd_kernel.*: no 'mma.sync")

@@ -59,6 +59,24 @@
  *     then dk/dv by key tiles (looping over query tiles) and dq by query tiles
  *     (looping over key tiles), both recomputing p tile by tile from q, k and
  *     the stored lse: no atomics, deterministic.
+ *   Tensor-core path of MF_ATTENTION_TILED (optimized/attention_mma.cu; the
+ *     default wherever it applies): bf16 storage, D == Dv in {64, 128}, and
+ *     q, k, v (and dout) 16-byte aligned; everything else (fp32, other head
+ *     dims) runs the SIMT kernels above. FlashAttention-2's algorithm on
+ *     mma.sync.m16n8k16 (bf16 operands, fp32 accumulators) fed by ldmatrix:
+ *     forward, one CTA per 256 queries (32 per warp) with K/V streamed in
+ *     blocks by cp.async double buffering, online softmax in registers, P
+ *     rounded to bf16 for P V, causal blocks above the diagonal skipped;
+ *     backward, Delta precomputed, then one CTA per 128 keys holding dK and dV
+ *     in registers
+ *     while Q/dO stream by (5 GEMM-equivalents per tile), and dq accumulated
+ *     by fp32 atomicAdd into the caller's dq (zeroed first on the stream).
+ *     The atomics make dq NOT bitwise deterministic run to run (fp32 addition
+ *     order varies); out, lse, dk and dv are deterministic. Its scratch is the
+ *     same as the SIMT path's (the formulas below hold for both). Accuracy:
+ *     tolerance rows attention.mma.{out,lse,grad}.bf16 (src/core/tolerance.c):
+ *     P and dS are rounded to bf16 as mma operands, |out error| <= 2^-9 max|v|.
+ *     Design and performance argument: docs/attention.md.
  *
  * Memory (scratch = bytes beyond the caller's inputs and outputs; memfix.h)
  * -------------------------------------------------------------------------
@@ -68,10 +86,11 @@
  *              "B x H x N x N" attention matrix)
  *   backward: mf_ref_attention_backward_scratch_bytes = 16 * B*H*N*N
  *             (p and dp, double; ds overwrites dp)
- * Tiled (device scratch, upper bound):
+ * Tiled, SIMT and tensor-core paths alike (device scratch, upper bound):
  *   forward : mf_attention_tiled_forward_scratch_ceiling  = 0
  *             (tiles are in on-chip shared memory; lse is a caller output)
- *   backward: mf_attention_tiled_backward_scratch_ceiling = 4 * B*H*N (Delta)
+ *   backward: mf_attention_tiled_backward_scratch_ceiling = 4 * B*H*N (Delta;
+ *             the tensor-core path accumulates dQ in the caller's dq itself)
  * So the tiled scratch grows at most linearly in N, the reference's as N^2.
  * Formula functions return SIZE_MAX for a size <= 0 or on size_t overflow.
  *

@@ -144,12 +144,21 @@ typedef struct attention_case {
 } attention_case;
 
 /* Small shapes (host mode runs them on the CPU): N = 1, N not a multiple of the
- * 16-row tile, causal and not, D != Dv, and the largest head dimension. */
+ * 16-row tile, causal and not, D != Dv, and the largest head dimension; bf16
+ * with D = Dv in {64, 128} runs the tensor-core kernels (attention_mma.cu),
+ * N not a multiple of their 128-row blocks. */
 static const attention_case attention_cases[] = {
     {1, 1, 1, 8, 8, 1, MF_DTYPE_F32},      {2, 2, 37, 16, 8, 0, MF_DTYPE_F32},
     {2, 2, 37, 16, 8, 1, MF_DTYPE_F32},    {1, 3, 50, 32, 24, 1, MF_DTYPE_BF16},
     {1, 2, 33, 8, 40, 0, MF_DTYPE_BF16},   {1, 1, 20, 128, 128, 1, MF_DTYPE_F32},
+    {1, 2, 77, 64, 64, 1, MF_DTYPE_BF16},  {1, 1, 70, 128, 128, 0, MF_DTYPE_BF16},
 };
+
+/* The tensor-core path takes bf16 with D == Dv in {64, 128} (the registry's
+ * buffers are aligned): its tolerance rows are attention.mma.*. */
+static int attention_case_uses_mma(const attention_case *c) {
+    return c->dtype == MF_DTYPE_BF16 && c->D == c->Dv && (c->D == 64 || c->D == 128);
+}
 #define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
 
 /* One case: 'variant' through mf_attention_forward and mf_attention_backward
@@ -169,8 +178,10 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
     snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s",
              (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv,
              c->causal, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate");
+    const int mma = attention_case_uses_mma(c);
     const mf_tolerance *tol =
-        mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16" : "attention.out.f32");
+        mf_tolerance_get(mma ? "attention.mma.out.bf16"
+                             : c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16" : "attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
@@ -188,11 +199,11 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
         {"k", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
         {"v", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
         {"dout", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
-        {"out", MF_TB_OUT, nv, 0.0f, 0.0f, "attention.out", NULL, NULL, NULL},
-        {"lse", MF_TB_OUT, rows, 0.0f, 0.0f, "attention.lse", NULL, NULL, NULL},
-        {"dq", MF_TB_OUT, nqk, 0.0f, 0.0f, "attention.grad", NULL, NULL, NULL},
-        {"dk", MF_TB_OUT, nqk, 0.0f, 0.0f, "attention.grad", NULL, NULL, NULL},
-        {"dv", MF_TB_OUT, nv, 0.0f, 0.0f, "attention.grad", NULL, NULL, NULL},
+        {"out", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.out" : "attention.out", NULL, NULL, NULL},
+        {"lse", MF_TB_OUT, rows, 0.0f, 0.0f, mma ? "attention.mma.lse" : "attention.lse", NULL, NULL, NULL},
+        {"dq", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
+        {"dk", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
+        {"dv", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
     };
     mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
     if (st != MF_OK) goto done;
@@ -402,6 +413,12 @@ static const mf_tolerance attention_tolerances[] = {
      "bf16 inputs widened exactly; lse computed and stored in fp32: same bound as attention.lse.f32"},
     {"attention.grad.bf16", 5e-6, 1e-5, 1e-10,
      "bf16 inputs widened exactly; p, ds and the gradient sums in fp32, gradients stored fp32: same bound as attention.grad.f32"},
+    {"attention.mma.out.bf16", 2e-3, 1e-5, 1e-5,
+     "tensor-core path: P rounded to bf16 (rel <= 2^-9) as the A operand of P V, l summed from fp32 P: |err| <= 2^-9 sum_j p|v| <= 2^-9 = 1.95e-3 (|v| < 1); independent roundings give nmse ~ 2^-18/3 = 1.3e-6 (measured max abs 1.1e-3, nmse <= 2.2e-6)"},
+    {"attention.mma.lse.bf16", 2e-6, 2e-6, 1e-12,
+     "tensor-core path: bf16 x bf16 products are exact in fp32 and S is accumulated in fp32 as in the SIMT kernels; l from fp32 P: same bound as attention.lse.f32 (measured <= 4.8e-7)"},
+    {"attention.mma.grad.bf16", 1e-2, 1e-2, 1e-5,
+     "tensor-core path: every gradient sum has one bf16-rounded factor (P for dv, dS for dq/dk; rel 2^-9) and Delta inherits out's bf16-P error: |err| <= 2^-9 x (column mass of P <= 1 + ln N ~ 6.5 at N = 256) x max|dout or dp| ~ 1e-2; two independent roundings give nmse ~ 2 x 2^-18/3 = 2.6e-6 for zero-mean k, q (measured max abs 2.9e-3, nmse <= 3.0e-6; a common offset in k or q grows dq/dk's relative error: sum_j ds_ij = 0 is not kept by bf16 dS)"},
 };
 
 const mf_op_desc mf_op_attention = {

@@ -51,17 +51,37 @@ static const config configs[] = {
     {1, 1, 5, 128, 128, 1, MF_DTYPE_F32},   /* the largest head dimension */
     {1, 1, 3, 128, 96, 0, MF_DTYPE_BF16},
     {1, 1, 17, 1, 1, 1, MF_DTYPE_F32},      /* D = Dv = 1 */
+    /* bf16 with D = Dv in {64, 128}: the tensor-core kernels (attention_mma.cu);
+     * N not a multiple of their 256-query / 128-key / 64- or 32-row blocks (nor
+     * of 16), several blocks. */
+    {1, 2, 77, 64, 64, 0, MF_DTYPE_BF16},
+    {1, 2, 77, 64, 64, 1, MF_DTYPE_BF16},
+    {2, 1, 150, 128, 128, 0, MF_DTYPE_BF16},
+    {2, 1, 150, 128, 128, 1, MF_DTYPE_BF16},
+    {1, 1, 1, 64, 64, 1, MF_DTYPE_BF16},    /* N = 1 */
+    {1, 1, 64, 128, 128, 1, MF_DTYPE_BF16}, /* exactly one block */
+    {1, 1, 9, 64, 64, 0, MF_DTYPE_BF16},
+    {1, 1, 300, 64, 64, 1, MF_DTYPE_BF16},  /* two 256-query forward blocks */
+    {1, 1, 270, 128, 128, 0, MF_DTYPE_BF16},
 };
 #endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 #define GUARD 32
 
-/* "attention.<what>.f32" or ".bf16" (same numbers: bf16 is storage only). */
-static const char *tol(const char *what, mf_dtype dt) {
+/* Does the call take the tensor-core path (optimized/attention_mma.cu)? bf16,
+ * D == Dv in {64, 128} (the test's buffers are 16-byte aligned). */
+static int uses_mma(const config *c) {
+    return c->dtype == MF_DTYPE_BF16 && c->D == c->Dv && (c->D == 64 || c->D == 128);
+}
+
+/* "attention.<what>.f32" or ".bf16" (same numbers: bf16 is storage only), or
+ * "attention.mma.<what>.bf16" for the tensor-core path (bf16 operands). */
+static const char *tol(const char *what, const config *c) {
     static char buf[4][64];
     static int slot;
     char *b = buf[slot++ & 3];
-    snprintf(b, 64, "attention.%s.%s", what, mf_dtype_name(dt));
+    snprintf(b, 64, "attention.%s%s.%s", uses_mma(c) ? "mma." : "", what,
+             mf_dtype_name(c->dtype));
     return b;
 }
 
@@ -111,11 +131,11 @@ START_TEST(test_tiled_matches_reference) {
     float *g_out = dev_fetch(ctx, d_out, nv, "out"), *g_lse = dev_fetch(ctx, d_lse, rows, "lse");
     float *g_dq = dev_fetch(ctx, d_dq, nqk, "dq"), *g_dk = dev_fetch(ctx, d_dk, nqk, "dk");
     float *g_dv = dev_fetch(ctx, d_dv, nv, "dv");
-    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c->dtype));
-    MF_ASSERT_CLOSE(g_lse, r_lse, rows, tol("lse", c->dtype));
-    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad", c->dtype));
-    MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c->dtype));
-    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad", c->dtype));
+    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c));
+    MF_ASSERT_CLOSE(g_lse, r_lse, rows, tol("lse", c));
+    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad", c));
+    MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c));
+    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad", c));
 
     void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));

@@ -3,7 +3,8 @@
  * its formula exactly; tiled: device scratch within its ceiling, and
  * ceiling < reference), scaling at N and 2N (tiled at most linear, the
  * reference exactly quadratic), and the document's theoretical memory table
- * (B=4, H=8, D=64, fp16, N = 512..8192) with the true values. */
+ * (B=4, H=8, D=64, fp16, N = 512..8192) with the true values. The bf16
+ * tensor-core path (D = Dv = 64, 128) against the same ceilings. */
 #include "mf_test.h"
 
 #include "memfix/attention.h"
@@ -177,6 +178,30 @@ START_TEST(test_scaling_n_and_2n) {
 }
 END_TEST
 
+/* The tensor-core path (bf16, D == Dv in {64, 128}; optimized/attention_mma.cu):
+ * the same ceilings (forward 0 bytes; backward Delta only: dQ is accumulated
+ * in the caller's dq), at N and 2N with N not a multiple of the 64-row blocks. */
+START_TEST(test_mma_path_within_formulas) {
+    const int64_t B = 1, H = 2, N = 37;
+    const int64_t dims[2] = {64, 128};
+    for (int di = 0; di < 2; di++)
+        for (int causal = 0; causal <= 1; causal++) {
+            const int64_t D = dims[di];
+            const peaks a = measure(B, H, N, D, D, causal, MF_DTYPE_BF16);
+            const peaks b = measure(B, H, 2 * N, D, D, causal, MF_DTYPE_BF16);
+            ck_assert_uint_eq(a.ref_fwd, mf_ref_attention_forward_scratch_bytes(B, H, N));
+            ck_assert_uint_eq(b.ref_bwd, mf_ref_attention_backward_scratch_bytes(B, H, 2 * N));
+            ck_assert_uint_eq(a.opt_fwd, 0);
+            ck_assert_uint_eq(b.opt_fwd, 0);
+            ck_assert_uint_le(a.opt_bwd, mf_attention_tiled_backward_scratch_ceiling(B, H, N));
+            ck_assert_uint_le(b.opt_bwd, mf_attention_tiled_backward_scratch_ceiling(B, H, 2 * N));
+            ck_assert_uint_lt(mf_attention_tiled_backward_scratch_ceiling(B, H, N), a.ref_bwd);
+            ck_assert_uint_le(b.opt_bwd, 2 * a.opt_bwd);
+            ck_assert_uint_eq(b.ref_fwd, 4 * a.ref_fwd);
+        }
+}
+END_TEST
+
 static Suite *attention_memory_suite(void) {
     Suite *s = suite_create("attention_memory");
     TCase *f = tcase_create("formulas");
@@ -187,6 +212,7 @@ static Suite *attention_memory_suite(void) {
     tcase_add_checked_fixture(m, mf_test_setup, mf_test_teardown);
     tcase_add_test(m, test_measured_within_formulas);
     tcase_add_test(m, test_scaling_n_and_2n);
+    tcase_add_test(m, test_mma_path_within_formulas);
     suite_add_tcase(s, m);
     return s;
 }

@@ -281,6 +281,108 @@ START_TEST(test_nonfinite_backward) {
 }
 END_TEST
 
+/* The same rules on the bf16 tensor-core path (D = Dv = 64; optimized/attention_mma.cu):
+ * N = 300 spans two 256-query forward blocks and three 128-key backward blocks,
+ * and row 270 (a NaN in q) lies in the second forward block. Forward causal and
+ * not; backward not causal. */
+enum { NFM_N = 300, NFM_D = 64 };
+
+static uint16_t *nonfinite_bf16(const float *x, size_t n) {
+    uint16_t *b = malloc(n * sizeof *b);
+    ck_assert_ptr_nonnull(b);
+    for (size_t i = 0; i < n; i++) b[i] = mf_f32_to_bf16(x[i]);
+    return b;
+}
+
+static void check_nonfinite_mma(int causal) {
+    mf_context *ctx = mf_test_ctx();
+    const size_t n = (size_t)NFM_N * NFM_D;
+    float *f = malloc(4 * n * sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    float *q = f, *k = f + n, *v = f + 2 * n, *dout = f + 3 * n;
+    mf_test_fill_uniform(MF_DTYPE_F32, q, n, 81, -1.0f, 1.0f);
+    /* k[:, 0] > 0 (row 3's scores all -inf); the other columns centred on 0: a
+     * common offset c in k makes dq = sum_j ds_ij k_j cancel to sum_j ds_ij (k_j - c)
+     * (sum_j ds_ij = 0), which the bf16 rounding of dS does not preserve, so the
+     * relative error of dq grows with |c| / spread (docs/attention.md). */
+    mf_test_fill_uniform(MF_DTYPE_F32, k, n, 82, -1.0f, 1.0f);
+    for (int j = 0; j < NFM_N; j++) k[(size_t)j * NFM_D] = 0.1f + 0.9f * fabsf(k[(size_t)j * NFM_D]);
+    mf_test_fill_uniform(MF_DTYPE_F32, v, n, 83, -1.0f, 1.0f);
+    mf_test_fill_uniform(MF_DTYPE_F32, dout, n, 84, -1.0f, 1.0f);
+    for (int d = 0; d < NFM_D; d++) q[3 * NFM_D + d] = q[9 * NFM_D + d] = 0.0f;
+    q[3 * NFM_D] = -INFINITY;
+    q[9 * NFM_D] = INFINITY;
+    q[17 * NFM_D + 2] = NAN;
+    q[270 * NFM_D + 5] = NAN;
+    if (causal) k[18 * NFM_D + 1] = NAN;
+    uint16_t *bq = nonfinite_bf16(q, n), *bk = nonfinite_bf16(k, n), *bv = nonfinite_bf16(v, n),
+             *bdo = nonfinite_bf16(dout, n);
+    float *r = malloc((5 * n + NFM_N) * sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    float *r_out = r, *r_lse = r + n, *r_dq = r_lse + NFM_N, *r_dk = r_dq + n, *r_dv = r_dk + n;
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_BF16, causal, 1, 1, NFM_N, NFM_D, NFM_D,
+                                          bq, bk, bv, r_out, r_lse));
+    void *d_q = mf_test_dev_upload(ctx, bq, n * 2), *d_k = mf_test_dev_upload(ctx, bk, n * 2);
+    void *d_v = mf_test_dev_upload(ctx, bv, n * 2), *d_do = mf_test_dev_upload(ctx, bdo, n * 2);
+    float *d_out = mf_test_dev_nan(ctx, n + 8), *d_lse = mf_test_dev_nan(ctx, NFM_N + 8);
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_BF16, causal, 1, 1, NFM_N,
+                                      NFM_D, NFM_D, d_q, d_k, d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *out = mf_test_dev_fetch(ctx, d_out, n, 8, "out");
+    float *lse = mf_test_dev_fetch(ctx, d_lse, NFM_N, 8, "lse");
+    ck_assert_msg(lse[3] == -INFINITY && r_lse[3] == -INFINITY,
+                  "causal=%d all -inf row: lse %g, reference %g (want -inf)", causal, lse[3], r_lse[3]);
+    const int nan_rows[] = {3, 9, 17, 270};
+    for (size_t i = 0; i < sizeof nan_rows / sizeof nan_rows[0]; i++)
+        ck_assert_msg(isnan(out[(size_t)nan_rows[i] * NFM_D]), "causal=%d row %d: out %g (want NaN)",
+                      causal, nan_rows[i], out[(size_t)nan_rows[i] * NFM_D]);
+    ck_assert_msg(isnan(lse[9]) && isnan(lse[17]) && isnan(lse[270]) && isfinite(lse[16]) &&
+                      (causal || isfinite(lse[139])),
+                  "causal=%d: lse of the +inf / NaN rows NaN, the others finite", causal);
+    if (causal) ck_assert_msg(isnan(lse[18]) && isfinite(lse[15]), "NaN key 18: rows >= 18 only");
+    MF_ASSERT_CLOSE(out, r_out, n, "attention.mma.out.bf16");
+    MF_ASSERT_CLOSE(lse, r_lse, NFM_N, "attention.mma.lse.bf16");
+    if (!causal) {
+        MF_ASSERT_OK(mf_ref_attention_backward(ctx, MF_DTYPE_BF16, 0, 1, 1, NFM_N, NFM_D, NFM_D, bq,
+                                               bk, bv, bdo, r_dq, r_dk, r_dv));
+        float *gq = mf_test_dev_nan(ctx, n + 8), *gk = mf_test_dev_nan(ctx, n + 8),
+              *gv = mf_test_dev_nan(ctx, n + 8);
+        MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, MF_DTYPE_BF16, 0, 1, 1, NFM_N,
+                                           NFM_D, NFM_D, d_q, d_k, d_v, d_out, d_do, d_lse, gq, gk,
+                                           gv));
+        MF_ASSERT_OK(mf_context_synchronize(ctx));
+        float *hq = mf_test_dev_fetch(ctx, gq, n, 8, "dq"), *hk = mf_test_dev_fetch(ctx, gk, n, 8, "dk");
+        float *hv = mf_test_dev_fetch(ctx, gv, n, 8, "dv");
+        ck_assert_msg(isfinite(hq[0]) && isnan(hq[3 * NFM_D]) && isnan(hq[270 * NFM_D]),
+                      "dq: finite rows stay finite, non-finite rows are NaN");
+        MF_ASSERT_CLOSE(hq, r_dq, n, "attention.mma.grad.bf16");
+        MF_ASSERT_CLOSE(hk, r_dk, n, "attention.mma.grad.bf16");
+        MF_ASSERT_CLOSE(hv, r_dv, n, "attention.mma.grad.bf16");
+        free(hq);
+        free(hk);
+        free(hv);
+        mf_buffer_free(ctx, gq);
+        mf_buffer_free(ctx, gk);
+        mf_buffer_free(ctx, gv);
+    }
+    free(out);
+    free(lse);
+    void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_lse};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
+    free(bq);
+    free(bk);
+    free(bv);
+    free(bdo);
+    free(r);
+    free(f);
+}
+
+START_TEST(test_nonfinite_mma) {
+    check_nonfinite_mma(0);
+    check_nonfinite_mma(1);
+}
+END_TEST
+
 static Suite *attention_badinput_suite(void) {
     Suite *s = suite_create("attention_badinput");
     TCase *tc = tcase_create("badinput");
@@ -292,6 +394,7 @@ static Suite *attention_badinput_suite(void) {
     tcase_add_test(tc, test_bad_pointers);
     tcase_add_test(tc, test_nonfinite_forward);
     tcase_add_test(tc, test_nonfinite_backward);
+    tcase_add_test(tc, test_nonfinite_mma);
     suite_add_tcase(s, tc);
     return s;
 }
