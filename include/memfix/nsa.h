@@ -83,6 +83,9 @@ typedef enum mf_nsa_variant { MF_NSA_FUSED = 0 } mf_nsa_variant;
 #define MF_NSA_MAX_HEAD_DIM 128
 /* Largest Hq/Hk of the fused kernel. */
 #define MF_NSA_MAX_GROUP 16
+/* Largest number of selection blocks ceil(S/l') of the fused kernel (its
+ * per-query importances live in shared memory: 8 bytes per block). */
+#define MF_NSA_MAX_SEL_BLOCKS 4096
 
 typedef struct mf_nsa_config {
     int64_t block_cmp; /* l: compression block length */
@@ -119,7 +122,7 @@ typedef mf_nsa_forward_kernel_fn *mf_nsa_forward_candidate_fn;
 
 /* Fused forward on ctx's backend (device buffers). Errors: MF_ERR_NULL_POINTER,
  * MF_ERR_INVALID_SIZE (a size <= 0, D > MF_NSA_MAX_HEAD_DIM, Hq/Hk >
- * MF_NSA_MAX_GROUP), MF_ERR_INVALID_ARGUMENT (variant, Hq % Hk, config),
+ * MF_NSA_MAX_GROUP, ceil(S/l') > MF_NSA_MAX_SEL_BLOCKS), MF_ERR_INVALID_ARGUMENT (variant, Hq % Hk, config),
  * MF_ERR_OVERFLOW, MF_ERR_DTYPE, MF_ERR_OUT_OF_MEMORY, MF_ERR_BACKEND*. */
 MF_API mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
                                 const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,

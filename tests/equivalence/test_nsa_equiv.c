@@ -1,0 +1,126 @@
+/* Equivalence of the fused NSA forward (optimized/nsa.cu) with the reference
+ * that materializes the dense masked branches (reference/nsa.c), seed document
+ * 001.
+ *
+ * For each configuration: seeded inputs (q, k in [-1.5, 1.5) so that the
+ * softmaxes are far from uniform, v in [-1, 1), gates in [0.05, 0.95)), the
+ * reference on the host, the fused forward on the test backend into outputs
+ * pre-filled with NaN and followed by a NaN guard region that must stay
+ * untouched. out and lse are compared with the op's tolerance rows, the
+ * selected block indices exactly. Configurations: many candidate blocks
+ * (top-n by importance), the seed's configuration with S < w and S < l',
+ * S < l (no compressed block), odd S, Hq/Hk = 6 with D = 64, the largest
+ * group, D = 1, fp32 and bf16 storage. Also: the registry's built-in cases.
+ */
+#include "mf_test.h"
+
+#include "memfix/check.h"
+#include "memfix/nsa.h"
+#include "memfix/registry.h"
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct config {
+    int64_t B, S, Hq, Hk, D;
+    mf_nsa_config cfg;
+    mf_dtype dtype;
+} config;
+
+static const config configs[] = {
+    {1, 150, 2, 1, 8, {8, 4, 8, 6, 20, 0.0f}, MF_DTYPE_F32},      /* 19 blocks, top 6 */
+    {1, 133, 4, 2, 16, {16, 8, 16, 5, 40, 0.0f}, MF_DTYPE_BF16},  /* odd S, 9 blocks */
+    {1, 61, 6, 1, 64, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_BF16}, /* seed cfg, S < w, S < l' */
+    {2, 9, 2, 1, 4, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_F32},   /* S < l: no compressed block */
+    {1, 40, 16, 1, 8, {4, 2, 6, 3, 7, 0.5f}, MF_DTYPE_F32},       /* largest group, explicit scale */
+    {1, 1, 1, 1, 1, {8, 4, 8, 4, 16, 0.0f}, MF_DTYPE_F32},        /* S = 1, D = 1 */
+    {1, 37, 3, 3, 1, {4, 4, 4, 2, 5, 0.0f}, MF_DTYPE_BF16},       /* D = 1, d = l, n = 2 < 3 forced */
+};
+#define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
+#define GUARD 32
+
+static const char *tol(const char *what, mf_dtype dt) {
+    static char buf[4][64];
+    static int slot;
+    char *b = buf[slot++ & 3];
+    snprintf(b, 64, "nsa.%s.%s", what, mf_dtype_name(dt));
+    return b;
+}
+
+START_TEST(test_fused_matches_reference) {
+    const config *c = &configs[_i];
+    mf_context *ctx = mf_test_ctx();
+    const size_t rq = (size_t)(c->B * c->S * c->Hq), rk = (size_t)(c->B * c->S * c->Hk);
+    const size_t nq = rq * (size_t)c->D, nkv = rk * (size_t)c->D, ns = rk * (size_t)c->cfg.n_sel;
+    const size_t es = mf_dtype_size(c->dtype);
+    const uint64_t seed = 0x45a000000ull + (uint64_t)_i * 16u;
+    void *q = mf_test_make_input(c->dtype, nq, seed, -1.5f, 1.5f);
+    void *k = mf_test_make_input(c->dtype, nkv, seed + 1, -1.5f, 1.5f);
+    void *v = mf_test_make_input(c->dtype, nkv, seed + 2, -1.0f, 1.0f);
+    void *gc = mf_test_make_input(c->dtype, rq, seed + 3, 0.05f, 0.95f);
+    void *gs = mf_test_make_input(c->dtype, rq, seed + 4, 0.05f, 0.95f);
+    void *gw = mf_test_make_input(c->dtype, rq, seed + 5, 0.05f, 0.95f);
+    float *r_out = mf_test_nan_host(nq), *r_lse = mf_test_nan_host(3 * rq);
+    int32_t *r_sel = malloc(ns * 4);
+    ck_assert_ptr_nonnull(r_sel);
+    MF_ASSERT_OK(mf_ref_nsa_forward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, q, k, v,
+                                    gc, gs, gw, r_out, r_lse, r_sel));
+
+    void *d_q = mf_test_dev_upload(ctx, q, nq * es), *d_k = mf_test_dev_upload(ctx, k, nkv * es);
+    void *d_v = mf_test_dev_upload(ctx, v, nkv * es), *d_gc = mf_test_dev_upload(ctx, gc, rq * es);
+    void *d_gs = mf_test_dev_upload(ctx, gs, rq * es), *d_gw = mf_test_dev_upload(ctx, gw, rq * es);
+    float *d_out = mf_test_dev_nan(ctx, nq + GUARD), *d_lse = mf_test_dev_nan(ctx, 3 * rq + GUARD);
+    float *d_sel = mf_test_dev_nan(ctx, ns + GUARD);
+    MF_ASSERT_OK(mf_nsa_forward(ctx, MF_NSA_FUSED, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D,
+                                d_q, d_k, d_v, d_gc, d_gs, d_gw, d_out, d_lse, (int32_t *)d_sel));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *g_out = mf_test_dev_fetch(ctx, d_out, nq, GUARD, "out");
+    float *g_lse = mf_test_dev_fetch(ctx, d_lse, 3 * rq, GUARD, "lse");
+    float *g_sel = mf_test_dev_fetch(ctx, d_sel, ns, GUARD, "sel");
+    for (size_t i = 0; i < ns; i++) {
+        int32_t got;
+        memcpy(&got, &g_sel[i], 4);
+        ck_assert_msg(got == r_sel[i], "config %d: sel[%zu] = %d, reference %d", _i, i, got, r_sel[i]);
+    }
+    MF_ASSERT_CLOSE(g_out, r_out, nq, tol("out", c->dtype));
+    MF_ASSERT_CLOSE(g_lse, r_lse, 3 * rq, tol("lse", c->dtype));
+
+    void *dev[] = {d_q, d_k, d_v, d_gc, d_gs, d_gw, d_out, d_lse, d_sel};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
+    void *host[] = {q, k, v, gc, gs, gw, r_out, r_lse, r_sel, g_out, g_lse, g_sel};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+}
+END_TEST
+
+/* The registry's built-in cases (what `memfix report` runs) pass here too. */
+START_TEST(test_registry_cases) {
+    const mf_op_desc *op = mf_registry_find("nsa");
+    ck_assert_ptr_nonnull(op);
+    for (int vi = 0; vi < op->n_variants; vi++)
+        for (int ci = 0; ci < op->n_cases; ci++) {
+            mf_case_result r;
+            MF_ASSERT_OK(op->run_case(mf_test_ctx(), vi, ci, &r));
+            ck_assert_msg(r.pass, "nsa %s case %d (%s): %s", r.variant, ci, r.shape, r.message);
+            ck_assert_uint_le(r.opt_peak_bytes, r.ceiling_bytes);
+            ck_assert_uint_gt(r.ref_peak_bytes, r.ceiling_bytes);
+        }
+}
+END_TEST
+
+static Suite *nsa_equiv_suite(void) {
+    Suite *s = suite_create("nsa_equiv");
+    TCase *tc = tcase_create("kernels");
+    tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+    tcase_add_loop_test(tc, test_fused_matches_reference, 0, N_CONFIGS);
+    suite_add_tcase(s, tc);
+    TCase *reg = tcase_create("registry");
+    tcase_add_checked_fixture(reg, mf_test_setup, mf_test_teardown);
+    tcase_add_test(reg, test_registry_cases);
+    suite_add_tcase(s, reg);
+    return s;
+}
+
+int main(void) { return mf_test_run(nsa_equiv_suite()); }
