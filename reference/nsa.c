@@ -58,21 +58,27 @@ static double softmax_row(double *row, const unsigned char *mask, size_t n) {
     return m + log(sum);
 }
 
-mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
-                             int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
-                             const void *k, const void *v, const void *g_cmp, const void *g_slc,
-                             const void *g_win, float *out, float *lse, int32_t *sel) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(g_cmp);
-    MF_CHECK_NOT_NULL(g_slc);
-    MF_CHECK_NOT_NULL(g_win);
-    MF_CHECK_NOT_NULL(out);
-    MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
+/* Gradients of the backward pass (NULL in the forward). */
+typedef struct grads {
+    const void *dout;
+    float *dq, *dk, *dv, *dg_cmp, *dg_slc, *dg_win;
+} grads;
+
+static mf_status backward_pass(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                               const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                               const void *g_win, const double *pc, const double *ps, const double *pw,
+                               const double *kc, const double *vc, const grads *gr);
+
+/* The dense branches (steps 1-4), then the gated sum (forward) or the
+ * backward (gr != NULL). */
+static mf_status nsa_dense(const char *func, mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
+                           int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                           const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                           const void *g_win, float *out, float *lse, int32_t *sel, const grads *gr) {
+    MF_TRY(mf_nsa_validate(func, dtype, cfg, B, S, Hq, Hk, D));
     const size_t need = mf_ref_nsa_forward_scratch_bytes(cfg, B, S, Hq, Hk, D);
-    if (need == SIZE_MAX)
+    if (need == SIZE_MAX || (gr != NULL && mf_ref_nsa_backward_scratch_bytes(cfg, B, S, Hq, Hk, D) == SIZE_MAX))
         MF_FAIL(MF_ERR_OVERFLOW, "the reference's dense scratch (8*B*Hq*S*(nc+2S) + ...) overflows size_t "
                                  "(B=%lld S=%lld Hq=%lld)",
                 (long long)B, (long long)S, (long long)Hq);
@@ -190,6 +196,12 @@ mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_confi
             }
         }
 
+    if (gr != NULL) {
+        const mf_status bs = backward_pass(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc,
+                                           g_win, pc, ps, pw, kc, vc, gr);
+        mf_scratch_free(ctx, MF_MEM_HOST, base);
+        return bs;
+    }
     /* 5. the gated sum of the three branch outputs */
     for (size_t b = 0; b < b_n; b++)
         for (size_t t = 0; t < s_n; t++)
@@ -215,5 +227,159 @@ mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_confi
 #undef K_AT
 #undef V_AT
     mf_scratch_free(ctx, MF_MEM_HOST, base);
+    return MF_OK;
+}
+
+mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                             int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                             const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                             const void *g_win, float *out, float *lse, int32_t *sel) {
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(q);
+    MF_CHECK_NOT_NULL(k);
+    MF_CHECK_NOT_NULL(v);
+    MF_CHECK_NOT_NULL(g_cmp);
+    MF_CHECK_NOT_NULL(g_slc);
+    MF_CHECK_NOT_NULL(g_win);
+    MF_CHECK_NOT_NULL(out);
+    return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out,
+                     lse, sel, NULL);
+}
+
+/* Backward (what autograd does through the three masked softmaxes and the
+ * mean pooling; the selection is a constant). Per head h, query t, branch x
+ * with probabilities p_x, keys K_x and values V_x (kc/vc for the compression
+ * branch), upstream do_x = g_x[t] dout[t]:
+ *   dg_x[t]   = dout[t] . o_x[t]
+ *   dV_x[s]  += p_x[t,s] do_x
+ *   ds[t,s]   = p_x[t,s] (do_x . V_x[s] - do_x . o_x[t])
+ *   dq[t]    += scale sum_s ds[t,s] K_x[s];   dK_x[s] += scale ds[t,s] q[t]
+ *   dk[s]    += dkc[j] / l for s in [j*d, j*d+l) (the mean pooling), dv likewise.
+ * It recomputes the dense forward matrices (mf_ref_nsa_forward's scratch) and
+ * holds double accumulators: mf_ref_nsa_backward_scratch_bytes. */
+mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                              int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                              const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                              const void *g_win, const void *dout, float *dq, float *dk, float *dv,
+                              float *dg_cmp, float *dg_slc, float *dg_win) {
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(q);
+    MF_CHECK_NOT_NULL(k);
+    MF_CHECK_NOT_NULL(v);
+    MF_CHECK_NOT_NULL(g_cmp);
+    MF_CHECK_NOT_NULL(g_slc);
+    MF_CHECK_NOT_NULL(g_win);
+    MF_CHECK_NOT_NULL(dout);
+    MF_CHECK_NOT_NULL(dq);
+    MF_CHECK_NOT_NULL(dk);
+    MF_CHECK_NOT_NULL(dv);
+    MF_CHECK_NOT_NULL(dg_cmp);
+    MF_CHECK_NOT_NULL(dg_slc);
+    MF_CHECK_NOT_NULL(dg_win);
+    const grads gr = {dout, dq, dk, dv, dg_cmp, dg_slc, dg_win};
+    return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, NULL,
+                     NULL, NULL, &gr);
+}
+
+/* One branch's backward for one (b, h, t): keys/values through kat/vat. */
+static void branch_backward(const double *prow, size_t n, const double *qrow, const double *dox,
+                            size_t d_n, double scale, const double *keys, const double *vals,
+                            size_t kv_stride, double *dkeys, double *dvals, double *dqrow,
+                            double *orow, double *dg) {
+    for (size_t c = 0; c < d_n; c++) orow[c] = 0.0;
+    for (size_t s = 0; s < n; s++)
+        if (prow[s] != 0.0)
+            for (size_t c = 0; c < d_n; c++) orow[c] += prow[s] * vals[s * kv_stride + c];
+    double delta = 0.0;
+    for (size_t c = 0; c < d_n; c++) delta += dox[c] * orow[c];
+    *dg = delta; /* dout . o_x when dox = dout (the caller scales) */
+    for (size_t s = 0; s < n; s++) {
+        if (prow[s] == 0.0) continue; /* masked: p = 0, ds = 0 (masked_fill's backward) */
+        double dp = 0.0;
+        for (size_t c = 0; c < d_n; c++) dp += dox[c] * vals[s * kv_stride + c];
+        const double ds = prow[s] * (dp - delta) * scale;
+        for (size_t c = 0; c < d_n; c++) {
+            dvals[s * kv_stride + c] += prow[s] * dox[c];
+            dqrow[c] += ds * keys[s * kv_stride + c];
+            dkeys[s * kv_stride + c] += ds * qrow[c];
+        }
+    }
+}
+
+static mf_status backward_pass(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                               const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                               const void *g_win, const double *pc, const double *ps, const double *pw,
+                               const double *kc, const double *vc, const grads *gr) {
+    const size_t b_n = (size_t)B, s_n = (size_t)S, hq = (size_t)Hq, hk = (size_t)Hk, d_n = (size_t)D;
+    const size_t grp = hq / hk, l = (size_t)cfg->block_cmp, st = (size_t)cfg->stride;
+    const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
+    const double scale = cfg->scale > 0.0f ? (double)cfg->scale : 1.0 / sqrt((double)D);
+    /* double copies of k, v and the accumulators dk, dv, dkc, dvc, plus q/dout/o/dq rows */
+    const size_t nkv = b_n * s_n * hk * d_n, ncd = b_n * hk * nc * d_n;
+    double *w = NULL;
+    MF_TRY(mf_scratch_alloc(ctx, MF_MEM_HOST,
+                            mf_ref_nsa_backward_scratch_bytes(cfg, B, S, Hq, Hk, D) -
+                                mf_ref_nsa_forward_scratch_bytes(cfg, B, S, Hq, Hk, D),
+                            (void **)&w));
+    double *kd = w, *vd = kd + nkv, *dkd = vd + nkv, *dvd = dkd + nkv, *dkc = dvd + nkv, *dvc = dkc + ncd;
+    double *qrow = dvc + ncd, *dox = qrow + d_n, *orow = dox + d_n, *dqrow = orow + d_n;
+    for (size_t e = 0; e < nkv; e++) {
+        kd[e] = ld(k, dtype, e);
+        vd[e] = ld(v, dtype, e);
+        dkd[e] = dvd[e] = 0.0;
+    }
+    for (size_t e = 0; e < ncd; e++) dkc[e] = dvc[e] = 0.0;
+    const size_t kvs = hk * d_n; /* token stride of k/v */
+    for (size_t b = 0; b < b_n; b++)
+        for (size_t h = 0; h < hq; h++) {
+            const size_t g = h / grp;
+            for (size_t t = 0; t < s_n; t++) {
+                const size_t row = (b * s_n + t) * hq + h;
+                for (size_t c = 0; c < d_n; c++) {
+                    qrow[c] = ld(q, dtype, row * d_n + c);
+                    dqrow[c] = 0.0;
+                }
+                const double gate[3] = {ld(g_cmp, dtype, row), ld(g_slc, dtype, row), ld(g_win, dtype, row)};
+                float *dg[3] = {gr->dg_cmp, gr->dg_slc, gr->dg_win};
+                for (int x = 0; x < 3; x++) {
+                    for (size_t c = 0; c < d_n; c++) dox[c] = gate[x] * ld(gr->dout, dtype, row * d_n + c);
+                    double dgx = 0.0;
+                    if (x == 0) {
+                        if (nc > 0)
+                            branch_backward(pc + ((b * hq + h) * s_n + t) * nc, nc, qrow, dox, d_n, scale,
+                                            kc + (b * hk + g) * nc * d_n, vc + (b * hk + g) * nc * d_n, d_n,
+                                            dkc + (b * hk + g) * nc * d_n, dvc + (b * hk + g) * nc * d_n,
+                                            dqrow, orow, &dgx);
+                    } else {
+                        const double *prow = (x == 1 ? ps : pw) + ((b * hq + h) * s_n + t) * s_n;
+                        const size_t off = b * s_n * kvs + g * d_n;
+                        branch_backward(prow, s_n, qrow, dox, d_n, scale, kd + off, vd + off, kvs, dkd + off,
+                                        dvd + off, dqrow, orow, &dgx);
+                    }
+                    /* dox = g dout, so dox . o = g (dout . o): divide the gate back out */
+                    double dgv = 0.0;
+                    if (x != 0 || nc > 0)
+                        for (size_t c = 0; c < d_n; c++) dgv += ld(gr->dout, dtype, row * d_n + c) * orow[c];
+                    dg[x][row] = (float)dgv;
+                }
+                for (size_t c = 0; c < d_n; c++) gr->dq[row * d_n + c] = (float)dqrow[c];
+            }
+        }
+    /* the mean pooling's backward: each compressed block spreads 1/l to its tokens */
+    for (size_t b = 0; b < b_n; b++)
+        for (size_t g = 0; g < hk; g++)
+            for (size_t j = 0; j < nc; j++)
+                for (size_t s = j * st; s < j * st + l; s++)
+                    for (size_t c = 0; c < d_n; c++) {
+                        const size_t at = ((b * s_n + s) * hk + g) * d_n + c;
+                        dkd[at] += dkc[((b * hk + g) * nc + j) * d_n + c] / (double)l;
+                        dvd[at] += dvc[((b * hk + g) * nc + j) * d_n + c] / (double)l;
+                    }
+    for (size_t e = 0; e < nkv; e++) {
+        gr->dk[e] = (float)dkd[e];
+        gr->dv[e] = (float)dvd[e];
+    }
+    mf_scratch_free(ctx, MF_MEM_HOST, w);
     return MF_OK;
 }

@@ -50,6 +50,11 @@
  *     + 8 * 2*B*Hk*nc*D           compressed k and v (double)
  *     + 1 * B*Hk*S*nb             the selection mask
  *     + S                         one row's branch mask
+ *   mf_ref_nsa_backward_scratch_bytes = the forward's (peak: the forward's block
+ *     is held while the backward's is allocated)
+ *     + 8 * (4*B*S*Hk*D           k, v as doubles, the dk and dv accumulators
+ *            + 2*B*Hk*nc*D        the dkc and dvc accumulators
+ *            + 4*D)               q, g*dout, o and dq rows
  * Fused (device scratch, upper bound):
  *   mf_nsa_forward_scratch_ceiling = 4 * 2*B*Hk*nc*D   (compressed k and v, fp32)
  *   The per-query statistics (lse, 12*B*S*Hq bytes) and the selected indices
@@ -138,7 +143,22 @@ MF_API mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_ns
                                     const void *g_slc, const void *g_win, float *out, float *lse,
                                     int32_t *sel);
 
+/* Reference backward (host pointers, double): gradients of sum(out * dout)
+ * with the selection constant (top-n is not differentiated, as in the paper
+ * and fla's native-sparse-attention). dout (B,S,Hq,D) of dtype; dq (B,S,Hq,D),
+ * dk, dv (B,S,Hk,D), dg_cmp, dg_slc, dg_win (B,S,Hq) floats. It recomputes the
+ * dense forward matrices and holds double accumulators:
+ * mf_ref_nsa_backward_scratch_bytes. */
+MF_API mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
+                                     int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
+                                     const void *q, const void *k, const void *v, const void *g_cmp,
+                                     const void *g_slc, const void *g_win, const void *dout,
+                                     float *dq, float *dk, float *dv, float *dg_cmp, float *dg_slc,
+                                     float *dg_win);
+
 /* ---- memory formulas (bytes; SIZE_MAX on bad input or overflow) ---------------- */
+MF_API size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                                int64_t Hq, int64_t Hk, int64_t D);
 MF_API size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S,
                                                int64_t Hq, int64_t Hk, int64_t D);
 MF_API size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,

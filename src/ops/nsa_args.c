@@ -95,3 +95,14 @@ size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
     return mul5(8, (size_t)B, (size_t)Hk, nc, (size_t)D);
 }
+
+size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                         int64_t Hk, int64_t D) {
+    const size_t fwd = mf_ref_nsa_forward_scratch_bytes(cfg, B, S, Hq, Hk, D);
+    if (fwd == SIZE_MAX) return SIZE_MAX;
+    const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
+    size_t x = mul5(32, (size_t)B, (size_t)S, (size_t)Hk, (size_t)D);
+    x = add2(x, mul5(16, (size_t)B, (size_t)Hk, nc, (size_t)D));
+    x = add2(x, mul5(32, (size_t)D, 1, 1, 1));
+    return add2(fwd, x);
+}

@@ -1,7 +1,8 @@
 /* The nsa reference (reference/nsa.c) against PyTorch: the fixtures in
  * fixtures/nsa/ hold seeded inputs and NSA's three branches written from their
  * equations in float64 torch with autograd, rounded to float32
- * (fixtures/nsa/gen_nsa.py): out, lse, the selected block indices. Needs no
+ * (fixtures/nsa/gen_nsa.py): out, lse, the selected block indices, and the
+ * gradients dq, dk, dv, dg_cmp, dg_slc, dg_win of the reference backward. Needs no
  * kernels: it also runs in a reference-only build. */
 #include "mf_test.h"
 
@@ -73,6 +74,29 @@ START_TEST(test_reference_matches_torch) {
                       want_sel[i]);
     MF_ASSERT_CLOSE(g_out, (const float *)out.data, nq, "nsa.torch.f32");
     MF_ASSERT_CLOSE(g_lse, (const float *)lse.data, 3 * ng, "nsa.torch.f32");
+
+
+    /* backward: dq, dk, dv and the gate gradients against autograd */
+    mf_fixture_tensor dout, want[6];
+    static const char *const gparts[6] = {"dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win"};
+    const size_t gn[6] = {nq, nkv, nkv, ng, ng, ng};
+    read_tensor(name, "dout", &dout);
+    ck_assert_uint_eq(dout.count, nq);
+    float *got[6];
+    for (int i = 0; i < 6; i++) {
+        read_tensor(name, gparts[i], &want[i]);
+        ck_assert_uint_eq(want[i].count, gn[i]);
+        got[i] = mf_test_nan_host(gn[i]);
+    }
+    MF_ASSERT_OK(mf_ref_nsa_backward(ctx, dt, &cfg, B, S, Hq, Hk, D, q.data, k.data, v.data, gc.data,
+                                     gs.data, gw.data, dout.data, got[0], got[1], got[2], got[3],
+                                     got[4], got[5]));
+    for (int i = 0; i < 6; i++) {
+        MF_ASSERT_CLOSE(got[i], (const float *)want[i].data, gn[i], "nsa.torch.f32");
+        free(got[i]);
+        mf_fixture_free(&want[i]);
+    }
+    mf_fixture_free(&dout);
 
     free(g_out);
     free(g_lse);
