@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 mf_nsa_forward_kernel_fn mf_host_nsa_fused_forward, mf_cuda_nsa_fused_forward;
+mf_nsa_backward_kernel_fn mf_host_nsa_fused_backward, mf_cuda_nsa_fused_backward;
 
 #ifdef __cplusplus
 }

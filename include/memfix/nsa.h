@@ -57,6 +57,8 @@
  *            + 4*D)               q, g*dout, o and dq rows
  * Fused (device scratch, upper bound):
  *   mf_nsa_forward_scratch_ceiling = 4 * 2*B*Hk*nc*D   (compressed k and v, fp32)
+ *   mf_nsa_backward_scratch_ceiling = 4 * 4*B*Hk*nc*D  (kc, vc and their
+ *     gradient accumulators dkc, dvc, fp32)
  *   The per-query statistics (lse, 12*B*S*Hq bytes) and the selected indices
  *   (4*B*S*Hk*n bytes), which a backward needs, are caller outputs.
  * So the fused code's memory is linear in S, the reference's quadratic.
@@ -124,6 +126,15 @@ typedef mf_status mf_nsa_forward_kernel_fn(mf_context *ctx, mf_dtype dtype, cons
                                            const void *g_cmp, const void *g_slc, const void *g_win,
                                            float *out, float *lse, int32_t *sel);
 typedef mf_nsa_forward_kernel_fn *mf_nsa_forward_candidate_fn;
+/* Backward entry: lse and sel are the forward's (required); writes dq, dk, dv,
+ * dg_cmp, dg_slc, dg_win (floats, overwritten). */
+typedef mf_status mf_nsa_backward_kernel_fn(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
+                                            int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
+                                            const void *q, const void *k, const void *v,
+                                            const void *g_cmp, const void *g_slc, const void *g_win,
+                                            const void *dout, const float *lse, const int32_t *sel,
+                                            float *dq, float *dk, float *dv, float *dg_cmp,
+                                            float *dg_slc, float *dg_win);
 
 /* Fused forward on ctx's backend (device buffers). Errors: MF_ERR_NULL_POINTER,
  * MF_ERR_INVALID_SIZE (a size <= 0, D > MF_NSA_MAX_HEAD_DIM, Hq/Hk >
@@ -134,6 +145,18 @@ MF_API mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtyp
                                 int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
                                 const void *g_cmp, const void *g_slc, const void *g_win, float *out,
                                 float *lse, int32_t *sel);
+
+/* Fused backward (device buffers), FlashAttention-style from the forward's
+ * saved lse and sel: probabilities recomputed, dk/dv accumulated with
+ * atomicAdd (float sums in a non-deterministic order), dkc/dvc spread back
+ * through the mean pooling. Device scratch: mf_nsa_backward_scratch_ceiling.
+ * Errors as mf_nsa_forward (every pointer required). */
+MF_API mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
+                                 const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                 int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
+                                 const void *g_cmp, const void *g_slc, const void *g_win,
+                                 const void *dout, const float *lse, const int32_t *sel, float *dq,
+                                 float *dk, float *dv, float *dg_cmp, float *dg_slc, float *dg_win);
 
 /* The reference (host pointers, double arithmetic, dense masked branches);
  * lse and sel may be NULL. No limit on D or Hq/Hk. */
@@ -161,6 +184,8 @@ MF_API size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_
                                                 int64_t Hq, int64_t Hk, int64_t D);
 MF_API size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S,
                                                int64_t Hq, int64_t Hk, int64_t D);
+MF_API size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                              int64_t Hq, int64_t Hk, int64_t D);
 MF_API size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
                                              int64_t Hq, int64_t Hk, int64_t D);
 

@@ -64,6 +64,40 @@ mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype
     return fn(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out, lse, sel);
 }
 
+mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
+                          const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                          int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
+                          const void *g_slc, const void *g_win, const void *dout, const float *lse,
+                          const int32_t *sel, float *dq, float *dk, float *dv, float *dg_cmp,
+                          float *dg_slc, float *dg_win) {
+    MF_CHECK_NOT_NULL(ctx);
+    if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d is not MF_NSA_FUSED (0)", (int)variant);
+    MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
+    if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
+                MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, (long long)D, (long long)(Hq / Hk));
+    const void *ptrs[16] = {q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win};
+    static const char *const names[15] = {"q", "k", "v", "g_cmp", "g_slc", "g_win", "dout", "lse",
+                                          "sel", "dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win"};
+    const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
+    const size_t rk = (size_t)B * (size_t)S * (size_t)Hk, d = (size_t)D;
+    const size_t bytes[15] = {rq * d * es, rk * d * es, rk * d * es, rq * es, rq * es, rq * es,
+                              rq * d * es, rq * 12, rk * (size_t)cfg->n_sel * 4, rq * d * 4,
+                              rk * d * 4, rk * d * 4, rq * 4, rq * 4, rq * 4};
+    for (int i = 0; i < 15; i++)
+        if (ptrs[i] == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "%s is NULL", names[i]);
+    for (int i = 0; i < 15; i++) MF_TRY(mf_check_device_extent(__func__, ctx, ptrs[i], bytes[i], names[i]));
+    int is_cuda = 0;
+    MF_TRY(mf_op_pick_backend(__func__, ctx, "nsa", &is_cuda));
+    mf_nsa_backward_kernel_fn *fn = mf_host_nsa_fused_backward;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_nsa_fused_backward;
+#endif
+    return fn(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv,
+              dg_cmp, dg_slc, dg_win);
+}
+
 /* ---- registry entry: built-in cases for `memfix report` ------------------------------------ */
 typedef struct nsa_case {
     int64_t B, S, Hq, Hk, D;
@@ -92,22 +126,22 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
     const nsa_case *c = &nsa_cases[case_index];
     mf_tb_case_labels(out, ctx, cand != NULL ? "candidate" : nsa_variant_names[variant], c->dtype);
     snprintf(out->shape, sizeof(out->shape),
-             "B=%lld S=%lld Hq=%lld Hk=%lld D=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld fwd",
+             "B=%lld S=%lld Hq=%lld Hk=%lld D=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld %s",
              (long long)c->B, (long long)c->S, (long long)c->Hq, (long long)c->Hk, (long long)c->D,
              (long long)c->cfg.block_cmp, (long long)c->cfg.stride, (long long)c->cfg.block_sel,
-             (long long)c->cfg.n_sel, (long long)c->cfg.window);
+             (long long)c->cfg.n_sel, (long long)c->cfg.window, cand != NULL ? "fwd=candidate" : "fwd+bwd");
     const mf_tolerance *tol = mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "nsa.out.bf16" : "nsa.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
     }
-    out->ceiling_bytes = mf_nsa_forward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
-
     const size_t rq = (size_t)(c->B * c->S * c->Hq), rk = (size_t)(c->B * c->S * c->Hk);
-    const size_t nq = rq * (size_t)c->D, nkv = rk * (size_t)c->D;
+    const size_t nq = rq * (size_t)c->D, nkv = rk * (size_t)c->D, ns = rk * (size_t)c->cfg.n_sel;
+    if (cand != NULL) out->ceiling_bytes = mf_nsa_forward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
+    else out->ceiling_bytes = mf_nsa_backward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
     const uint64_t seed =
         0x6e73610000000000ull + (uint64_t)case_index * 16u + seed_salt * 0x9e3779b97f4a7c15ull;
-    enum { Q, K, V, GC, GS, GW, OUT, LSE, NT };
+    enum { Q, K, V, GC, GS, GW, DO, OUT, LSE, DQ, DK, DV, DGC, DGS, DGW, NT };
     mf_tb_tensor t[NT] = {
         {"q", MF_TB_IN, nq, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
         {"k", MF_TB_IN, nkv, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
@@ -115,30 +149,52 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
         {"g_cmp", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
         {"g_slc", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
         {"g_win", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
+        {"dout", MF_TB_IN, nq, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
         {"out", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.out", NULL, NULL, NULL},
         {"lse", MF_TB_OUT, 3 * rq, 0.0f, 0.0f, "nsa.lse", NULL, NULL, NULL},
+        {"dq", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dk", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dv", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dg_cmp", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dg_slc", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dg_win", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
     };
+    int32_t *d_sel = NULL;
     mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
     if (st != MF_OK) goto done;
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
         (st = mf_ref_nsa_forward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host,
                                  t[K].host, t[V].host, t[GC].host, t[GS].host, t[GW].host,
-                                 t[OUT].host, t[LSE].host, NULL)) != MF_OK)
+                                 t[OUT].host, t[LSE].host, NULL)) != MF_OK ||
+        (st = mf_ref_nsa_backward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host,
+                                  t[K].host, t[V].host, t[GC].host, t[GS].host, t[GW].host, t[DO].host,
+                                  t[DQ].host, t[DK].host, t[DV].host, t[DGC].host, t[DGS].host,
+                                  t[DGW].host)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
-    if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK) goto done;
+    if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, ns * 4, (void **)&d_sel)) != MF_OK)
+        goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if (cand != NULL)
         st = cand(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].dev, t[K].dev,
-                  t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[OUT].dev, t[LSE].dev, NULL);
+                  t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[OUT].dev, t[LSE].dev, d_sel);
     else
         st = mf_nsa_forward(ctx, (mf_nsa_variant)variant, c->dtype, &c->cfg, c->B, c->S, c->Hq,
                             c->Hk, c->D, t[Q].dev, t[K].dev, t[V].dev, t[GC].dev, t[GS].dev,
-                            t[GW].dev, t[OUT].dev, t[LSE].dev, NULL);
+                            t[GW].dev, t[OUT].dev, t[LSE].dev, d_sel);
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
-    out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if (cand != NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    /* the backward (ours), fed the forward's lse and sel */
+    if ((st = mf_nsa_backward(ctx, MF_NSA_FUSED, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D,
+                              t[Q].dev, t[K].dev, t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[DO].dev,
+                              t[LSE].dev, d_sel, t[DQ].dev, t[DK].dev, t[DV].dev, t[DGC].dev,
+                              t[DGS].dev, t[DGW].dev)) != MF_OK ||
+        (st = mf_context_synchronize(ctx)) != MF_OK)
+        goto done;
+    if (cand == NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
 
     int pass = 1;
     if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
@@ -146,6 +202,7 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
 
 done:
     mf_tb_case_error(out, st);
+    if (d_sel != NULL) mf_buffer_free(ctx, d_sel);
     mf_tb_tensors_free(ctx, t, NT);
     return st;
 }
@@ -242,7 +299,7 @@ static const mf_bench_sweep nsa_bench = {"seed config (l=32 d=16 l'=64 n=16 w=51
 
 const mf_op_desc mf_op_nsa = {
     "nsa",
-    "native sparse attention fwd: fused compression/top-n selection/window vs dense masked S x S branches (seed 001)",
+    "native sparse attention fwd+bwd: fused compression/top-n selection/window vs dense masked S x S branches (seed 001)",
     MF_NSA_N_VARIANTS,
     nsa_variant_names,
     NSA_N_CASES,

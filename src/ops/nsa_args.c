@@ -106,3 +106,9 @@ size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, in
     x = add2(x, mul5(32, (size_t)D, 1, 1, 1));
     return add2(fwd, x);
 }
+
+size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                       int64_t Hk, int64_t D) {
+    const size_t f = mf_nsa_forward_scratch_ceiling(cfg, B, S, Hq, Hk, D);
+    return f == SIZE_MAX ? SIZE_MAX : add2(f, f);
+}

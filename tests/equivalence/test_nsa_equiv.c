@@ -7,7 +7,9 @@
  * reference on the host, the fused forward on the test backend into outputs
  * pre-filled with NaN and followed by a NaN guard region that must stay
  * untouched. out and lse are compared with the op's tolerance rows, the
- * selected block indices exactly. Configurations: many candidate blocks
+ * selected block indices exactly; then the fused backward (from the forward's
+ * lse and sel) against the reference backward: dq, dk, dv and the three gate
+ * gradients. Configurations: many candidate blocks
  * (top-n by importance), the seed's configuration with S < w and S < l',
  * S < l (no compressed block), odd S, Hq/Hk = 6 with D = 64, the largest
  * group, D = 1, fp32 and bf16 storage. Also: the registry's built-in cases.
@@ -87,6 +89,32 @@ START_TEST(test_fused_matches_reference) {
     }
     MF_ASSERT_CLOSE(g_out, r_out, nq, tol("out", c->dtype));
     MF_ASSERT_CLOSE(g_lse, r_lse, 3 * rq, tol("lse", c->dtype));
+
+    /* backward from the forward's lse and sel */
+    void *dout = mf_test_make_input(c->dtype, nq, seed + 6, -1.0f, 1.0f);
+    void *d_do = mf_test_dev_upload(ctx, dout, nq * es);
+    const size_t gn[6] = {nq, nkv, nkv, rq, rq, rq};
+    float *r_g[6], *d_g[6], *g_g[6];
+    for (int i = 0; i < 6; i++) {
+        r_g[i] = mf_test_nan_host(gn[i]);
+        d_g[i] = mf_test_dev_nan(ctx, gn[i] + GUARD);
+    }
+    MF_ASSERT_OK(mf_ref_nsa_backward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, q, k, v, gc, gs,
+                                     gw, dout, r_g[0], r_g[1], r_g[2], r_g[3], r_g[4], r_g[5]));
+    MF_ASSERT_OK(mf_nsa_backward(ctx, MF_NSA_FUSED, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, d_q,
+                                 d_k, d_v, d_gc, d_gs, d_gw, d_do, d_lse, (const int32_t *)d_sel, d_g[0],
+                                 d_g[1], d_g[2], d_g[3], d_g[4], d_g[5]));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    static const char *const gname[6] = {"dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win"};
+    for (int i = 0; i < 6; i++) {
+        g_g[i] = mf_test_dev_fetch(ctx, d_g[i], gn[i], GUARD, gname[i]);
+        MF_ASSERT_CLOSE(g_g[i], r_g[i], gn[i], tol("grad", c->dtype));
+        MF_ASSERT_OK(mf_buffer_free(ctx, d_g[i]));
+        free(r_g[i]);
+        free(g_g[i]);
+    }
+    MF_ASSERT_OK(mf_buffer_free(ctx, d_do));
+    free(dout);
 
     void *dev[] = {d_q, d_k, d_v, d_gc, d_gs, d_gw, d_out, d_lse, d_sel};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 typedef struct peaks {
-    size_t ref, opt;
+    size_t ref, opt, ref_bwd, opt_bwd;
 } peaks;
 
 static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
@@ -39,6 +39,34 @@ static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
                                 dout, NULL, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    /* backward: dout = g (any seeded values), gradients into fresh buffers */
+    float *h_lse = mf_test_nan_host(3 * rq);
+    int32_t *h_sel = malloc(rk * (size_t)cfg->n_sel * 4);
+    float *hg[6];
+    const size_t gn[6] = {rq * (size_t)D, rk * (size_t)D, rk * (size_t)D, rq, rq, rq};
+    for (int i = 0; i < 6; i++) hg[i] = mf_test_nan_host(gn[i]);
+    MF_ASSERT_OK(mf_ref_nsa_forward(ctx, dt, cfg, B, S, Hq, Hk, D, q, k, v, g, g, g, out, h_lse, h_sel));
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
+    MF_ASSERT_OK(mf_ref_nsa_backward(ctx, dt, cfg, B, S, Hq, Hk, D, q, k, v, g, g, g, q, hg[0], hg[1], hg[2],
+                                     hg[3], hg[4], hg[5]));
+    p.ref_bwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+    void *dlse = mf_test_dev_upload(ctx, h_lse, 3 * rq * 4);
+    void *dsel = mf_test_dev_upload(ctx, h_sel, rk * (size_t)cfg->n_sel * 4);
+    float *dgr[6];
+    for (int i = 0; i < 6; i++) dgr[i] = mf_test_dev_nan(ctx, gn[i]);
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
+    MF_ASSERT_OK(mf_nsa_backward(ctx, MF_NSA_FUSED, dt, cfg, B, S, Hq, Hk, D, dq, dk, dv, dg, dg, dg, dq, dlse,
+                                 dsel, dgr[0], dgr[1], dgr[2], dgr[3], dgr[4], dgr[5]));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    p.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    for (int i = 0; i < 6; i++) {
+        MF_ASSERT_OK(mf_buffer_free(ctx, dgr[i]));
+        free(hg[i]);
+    }
+    MF_ASSERT_OK(mf_buffer_free(ctx, dlse));
+    MF_ASSERT_OK(mf_buffer_free(ctx, dsel));
+    free(h_lse);
+    free(h_sel);
     void *dev[] = {dq, dk, dv, dg, dout};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
     free(q);
@@ -60,6 +88,10 @@ START_TEST(test_measured_within_formulas) {
         ck_assert_uint_le(p.opt, ceil_b);
         ck_assert_uint_lt(ceil_b, p.ref);
         ck_assert_uint_gt(p.opt, 0); /* the pooled k/v are measured, not hidden */
+        const size_t ceil_bb = mf_nsa_backward_scratch_ceiling(&cfg, B, S, Hq, Hk, D);
+        ck_assert_uint_eq(p.ref_bwd, mf_ref_nsa_backward_scratch_bytes(&cfg, B, S, Hq, Hk, D));
+        ck_assert_uint_le(p.opt_bwd, ceil_bb);
+        ck_assert_uint_lt(ceil_bb, p.ref_bwd);
     }
 }
 END_TEST
@@ -75,6 +107,8 @@ START_TEST(test_scaling_s_and_2s) {
     ck_assert_uint_le(b.opt, 2 * a.opt + 8 * (size_t)(B * Hk * D));
     ck_assert_uint_le(b.opt, mf_nsa_forward_scratch_ceiling(&cfg, B, 2 * S, Hq, Hk, D));
     ck_assert_uint_gt(b.ref - a.ref, b.opt - a.opt);
+    ck_assert_uint_gt(2 * b.ref_bwd, 7 * a.ref_bwd);
+    ck_assert_uint_le(b.opt_bwd, 2 * a.opt_bwd + 16 * (size_t)(B * Hk * D));
 }
 END_TEST
 

@@ -162,6 +162,27 @@ START_TEST(test_bad_pointers) {
                                     NULL, NULL),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "k ("));
+    /* backward: NULL, too small, the same validation */
+    float *f = (float *)out_;
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_, lse_,
+                                     NULL, f, f, f, f, f, f),
+                     MF_ERR_NULL_POINTER);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "sel is NULL"));
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_, lse_,
+                                     sel_, f, f, f, f, f, f + 60),
+                     MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "dg_win is too small"));
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 3, 2, 4, q_, k_, v_, g_, g_, g_, q_, lse_,
+                                     sel_, f, f, f, f, f, f),
+                     MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, (mf_nsa_variant)3, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_,
+                                     lse_, sel_, f, f, f, f, f, f),
+                     MF_ERR_INVALID_ARGUMENT);
+    float h[64];
+    MF_ASSERT_STATUS(mf_ref_nsa_backward(ctx, F, &CFG, 1, 4, 2, 1, 4, h, h, h, h, h, h, NULL, h, h, h, h, h, h),
+                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_ref_nsa_backward(ctx, F, &CFG, 1, 4, 3, 2, 4, h, h, h, h, h, h, h, h, h, h, h, h, h),
+                     MF_ERR_INVALID_ARGUMENT);
     /* Nothing launched, nothing sticky. */
     MF_ASSERT_OK(FUSED(&CFG, 1, 4, 2, 1, 4));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
