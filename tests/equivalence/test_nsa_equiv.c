@@ -19,6 +19,7 @@
 #include "memfix/check.h"
 #include "memfix/nsa.h"
 #include "memfix/registry.h"
+#include "memfix/verify.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -138,6 +139,45 @@ START_TEST(test_registry_cases) {
 }
 END_TEST
 
+/* memfix verify --op nsa.forward: the fused entry of the test's backend passes
+ * every case; a candidate that drops the compression branch's gate (writes
+ * out without g_cmp's branch) is rejected. */
+mf_nsa_forward_kernel_fn mf_host_nsa_fused_forward;
+#ifdef MF_HAVE_CUDA
+mf_nsa_forward_kernel_fn mf_cuda_nsa_fused_forward;
+#endif
+static mf_status no_cmp_candidate(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                  int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
+                                  const void *g_cmp, const void *g_slc, const void *g_win, float *out, float *lse,
+                                  int32_t *sel) {
+    (void)g_cmp;
+    return mf_nsa_forward(ctx, MF_NSA_FUSED, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_win, g_slc, g_win, out, lse,
+                          sel);
+}
+
+static size_t verify_rejected(void (*fn)(void)) {
+    const int n_cases = mf_verify_n_cases("nsa.forward");
+    ck_assert_int_gt(n_cases, 0);
+    mf_verify_row rows[16];
+    ck_assert_int_le(n_cases, 16);
+    size_t n = 0, rejected = 0;
+    MF_ASSERT_OK(mf_verify(mf_test_ctx(), "nsa.forward", fn, rows, 16, &n));
+    ck_assert_uint_eq(n, (size_t)n_cases);
+    for (size_t i = 0; i < n; i++) rejected += rows[i].result.pass ? 0u : 1u;
+    return rejected;
+}
+
+START_TEST(test_verify_candidates) {
+    ck_assert_int_eq(mf_verify_supported("nsa.forward"), 1);
+    mf_nsa_forward_kernel_fn *mine = mf_host_nsa_fused_forward;
+#ifdef MF_HAVE_CUDA
+    if (mf_test_backend() == MF_BACKEND_CUDA) mine = mf_cuda_nsa_fused_forward;
+#endif
+    ck_assert_uint_eq(verify_rejected((void (*)(void))mine), 0);
+    ck_assert_uint_gt(verify_rejected((void (*)(void))no_cmp_candidate), 0);
+}
+END_TEST
+
 static Suite *nsa_equiv_suite(void) {
     Suite *s = suite_create("nsa_equiv");
     TCase *tc = tcase_create("kernels");
@@ -147,6 +187,7 @@ static Suite *nsa_equiv_suite(void) {
     TCase *reg = tcase_create("registry");
     tcase_add_checked_fixture(reg, mf_test_setup, mf_test_teardown);
     tcase_add_test(reg, test_registry_cases);
+    tcase_add_test(reg, test_verify_candidates);
     suite_add_tcase(s, reg);
     return s;
 }
