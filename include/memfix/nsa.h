@@ -66,14 +66,18 @@
  *
  * Variants
  * --------
- *   MF_NSA_FUSED: SIMT first version (no tensor cores yet): one thread block per
- *   (b, t, KV group) loops over the group's heads: the compression branch with
- *   a chunked online softmax over the compressed keys (chunks of scores in
- *   shared memory, never a row), the block importances of t recomputed from
- *   the compression lse (one thread per candidate block, nb_t floats of shared
- *   memory), top-n by parallel ranking, then the selected and sliding
- *   branches with online softmax over only their keys. Compressed k/v are
- *   pooled once by a separate kernel.
+ *   MF_NSA_FUSED, a SIMT first version: it does NOT use the tensor cores
+ *   (mma.sync, emulated in host mode since issue 12) yet; that path is future
+ *   work. Forward: one thread block per (b, t, KV group) loops over the
+ *   group's heads: the compression branch with a chunked online softmax over
+ *   the compressed keys (chunks of scores in shared memory, never a row), the
+ *   block importances of t recomputed from the compression lse (one thread per
+ *   candidate block, nb_t floats of shared memory), top-n by parallel
+ *   ranking, then the selected and sliding branches with online softmax over
+ *   only their keys. Compressed k/v are pooled once by a separate kernel.
+ *   Backward (same grid): per branch, p recomputed from the saved lse over the
+ *   keys of the saved sel, dq in registers, dk/dv (and the compressed dkc/dvc,
+ *   spread back through the mean pooling) by atomicAdd.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
