@@ -49,6 +49,22 @@ step "cuda-labelled tests"
 # The label is a regular expression: anchor it (cudahost's own tests carry 'cudahost').
 ctest --test-dir "$build" -L '^cuda$' -j 1 --output-on-failure "$@"
 
+# ---- bench: achieved rates and the fraction of the device's peak ------------------------
+# Every op's sweep on the device: FLOPs and minimum bytes per call (the op's
+# formula), achieved TFLOP/s and GB/s, and their fraction of the device's dense
+# bf16 tensor-core peak and HBM bandwidth (memfix bench --help). MF_BENCH_ARGS
+# adds options (e.g. "--op attention --sizes 1024,2048"); a failed row fails CI.
+if [ "$have_gpu" -eq 1 ]; then
+  step "memfix bench on the device (fraction of peak)"
+  # shellcheck disable=SC2086
+  "$build/bin/memfix" bench --backend cuda --reps 5 ${MF_BENCH_ARGS:-} --out "$build/bench.csv"
+  # ok rows only: their message is empty and the quoted shape has no comma, so -F, is exact
+  awk -F, 'NR == 1 { next } $16 == "ok" {
+      printf "%-17s %-15s %6s %10s %12s %10s %9s %10s %9s\n", $1, $2, $8, $11, $18, $20, $21, $24, $25 }
+    BEGIN { printf "%-17s %-15s %6s %10s %12s %10s %9s %10s %9s\n", "op", "variant", "size", "opt_ms",
+            "flops", "TFLOP/s", "GB/s", "frac_flops", "frac_bw" }' "$build/bench.csv"
+fi
+
 # ---- compute-sanitizer ---------------------------------------------------------------
 sanitizer="$(command -v compute-sanitizer || true)"
 for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do

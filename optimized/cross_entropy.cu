@@ -102,7 +102,8 @@ struct RowParams {
     int backward;         // write dL/dz over the tile
     const float *grad_loss;  // NULL = 1
     int grad_per_row;     // reduction none: grad_loss[i]; else grad_loss[0]
-    float grad_scale;     // 1/n_valid (mean, 0 if none valid) or 1
+    const int64_t *counters;  // device: [0] n_valid (read here: no host copy), [1] first bad row
+    int mean;             // reduction mean: g scaled by 1/n_valid (0 valid rows: no row is scaled)
 };
 
 // mf-budget: regs<=40 smem<=2048 spill=0  (sm_90 measured: regs 32 smem 1024)
@@ -116,7 +117,9 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
     const size_t V = (size_t)p.vocab;
     float *s = tile + r * p.ldt;
     const int64_t y = ce_target(labels, i, p.shift_len, p.ignore_index);
-    const bool valid = y != p.ignore_index;  // the pre-pass checked 0 <= y < V
+    // An out-of-range target (reported by the call after the launches) is
+    // treated as ignored here, so that s[y] is never read out of bounds.
+    const bool valid = y != p.ignore_index && y >= 0 && y < p.vocab;
 
     // Pass 1: z -> s = softcap(z + bias), stored in place; row max and sum of s.
     float m = -INFINITY, sum_s = 0.0f;
@@ -160,7 +163,7 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
     float g = 0.0f;
     if (valid) {
         const float up = p.grad_loss == nullptr ? 1.0f : p.grad_loss[p.grad_per_row ? i : 0];
-        g = up * p.grad_scale;
+        g = p.mean ? up * (float)(1.0 / (double)p.counters[0]) : up;  // n_valid > 0: this row
     }
     const float zl = 1.0f + 2.0f * p.lambda * lse;
     const float smooth = p.eps / (float)p.vocab;
@@ -211,7 +214,8 @@ __global__ void ce_tile_to_bf16_kernel(float *__restrict__ tile, size_t ldt, siz
 
 // ---- loss = scale * sum of per-row losses (one block, double accumulation) ------
 // mf-budget: regs<=32 smem<=3072 spill=0  (sm_90 measured: regs 22 smem 2048)
-__global__ void ce_reduce_kernel(const float *__restrict__ row_loss, size_t n_rows, double scale,
+__global__ void ce_reduce_kernel(const float *__restrict__ row_loss, size_t n_rows,
+                                 const int64_t *__restrict__ counters, int mean,
                                  float *__restrict__ loss) {
     __shared__ double sh[kBlock];
     const unsigned t = threadIdx.x;
@@ -223,7 +227,11 @@ __global__ void ce_reduce_kernel(const float *__restrict__ row_loss, size_t n_ro
         if (t < s) sh[t] += sh[t + s];
         __syncthreads();
     }
-    if (t == 0) loss[0] = (float)(sh[0] * scale);
+    if (t == 0) {
+        double scale = 1.0;  // mean over 0 valid rows: 0 (PyTorch: NaN)
+        if (mean) scale = counters[0] > 0 ? 1.0 / (double)counters[0] : 0.0;
+        loss[0] = (float)(sh[0] * scale);
+    }
 }
 
 // ---- launchers ------------------------------------------------------------------
@@ -289,25 +297,9 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
     ce_count_kernel<<<1, kBlock, 0, stream>>>(a->labels, N, shift_len, o.ignore_index, a->vocab,
                                               d_counters);
     MF_LAUNCH_CHECK();
-    int64_t h_counters[2] = {0, 0};
-    MF_CUDA_CHECK(cudaMemcpyAsync(h_counters, d_counters, sizeof h_counters,
-                                  cudaMemcpyDeviceToHost, stream));
-    MF_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (h_counters[1] < (int64_t)N) {
-        const size_t bad_row = (size_t)h_counters[1];
-        const size_t src = shift_len ? bad_row + 1 : bad_row;
-        int64_t value = 0;
-        MF_CUDA_CHECK(cudaMemcpy(&value, a->labels + src, sizeof value, cudaMemcpyDeviceToHost));
-        return mf_set_error(MF_ERR_OUT_OF_RANGE, __func__, __FILE__, __LINE__,
-                            "label %lld (labels[%zu], the target of row %zu) is outside [0, %zu) "
-                            "and is not ignore_index (%lld)",
-                            (long long)value, src, bad_row, V, (long long)o.ignore_index);
-    }
-    const int64_t n_valid = h_counters[0];
+    // n_valid stays on the device (the row and reduce kernels read it); the
+    // first out-of-range row is read back once, after the launches.
     const bool per_row = o.reduction == MF_CE_REDUCTION_NONE;
-    const double loss_scale = o.reduction == MF_CE_REDUCTION_MEAN
-                                  ? (n_valid > 0 ? 1.0 / (double)n_valid : 0.0)  // PyTorch: NaN
-                                  : 1.0;
 
     // 2. Scratch: per-row losses (reduced at the end) and the chunk tile.
     Scratch row_loss(ctx), tile_buf(ctx);
@@ -333,7 +325,8 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
     p.backward = backward;
     p.grad_loss = a->grad_loss;
     p.grad_per_row = per_row;
-    p.grad_scale = (float)loss_scale;
+    p.counters = d_counters;
+    p.mean = o.reduction == MF_CE_REDUCTION_MEAN;
 
     const char *hidden = static_cast<const char *>(a->hidden);
     const int iV = (int)V, iD = (int)D;
@@ -372,9 +365,23 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
 
     if (forward && !per_row) {
         ce_reduce_kernel<<<1, kBlock, 0, stream>>>(static_cast<const float *>(row_loss.ptr), N,
-                                                   loss_scale, a->loss);
+                                                   d_counters, p.mean, a->loss);
         MF_LAUNCH_CHECK();
     }
-    MF_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the scratch is released
+    // The one read-back: the first out-of-range label, with the synchronisation
+    // that releasing the scratch needs anyway.
+    int64_t bad_row = 0;
+    MF_CUDA_CHECK(cudaMemcpyAsync(&bad_row, d_counters + 1, sizeof bad_row, cudaMemcpyDeviceToHost,
+                                  stream));
+    MF_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (bad_row < (int64_t)N) {
+        const size_t src = shift_len ? (size_t)bad_row + 1 : (size_t)bad_row;
+        int64_t value = 0;
+        MF_CUDA_CHECK(cudaMemcpy(&value, a->labels + src, sizeof value, cudaMemcpyDeviceToHost));
+        return mf_set_error(MF_ERR_OUT_OF_RANGE, __func__, __FILE__, __LINE__,
+                            "label %lld (labels[%zu], the target of row %zu) is outside [0, %zu) "
+                            "and is not ignore_index (%lld); the outputs are unspecified",
+                            (long long)value, src, (size_t)bad_row, V, (long long)o.ignore_index);
+    }
     return MF_OK;
 }

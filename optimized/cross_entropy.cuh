@@ -1,4 +1,5 @@
-/* The kernel entry of optimized/cross_entropy.cu and its argument struct: the
+/* The kernel entries of optimized/cross_entropy.cu (chunked) and
+ * optimized/cross_entropy_fused.cu (fused) and their argument struct: the
  * one declaration, included by cross_entropy.cu (so the compiler checks the
  * definition against it) and by src/ops/cross_entropy.c, whose public
  * functions validate the arguments, plan the chunks and fill mf_ce_args.
@@ -34,6 +35,8 @@ typedef struct mf_ce_args {
 
 typedef mf_status mf_ce_chunked_fn(mf_context *ctx, const mf_ce_args *args);
 mf_ce_chunked_fn mf_host_cross_entropy_chunked, mf_cuda_cross_entropy_chunked;
+/* optimized/cross_entropy_fused.cu (MF_CE_VARIANT_FUSED); args->plan unused. */
+mf_ce_chunked_fn mf_host_cross_entropy_fused, mf_cuda_cross_entropy_fused;
 
 #ifdef __cplusplus
 }

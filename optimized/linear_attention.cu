@@ -13,10 +13,14 @@
 // S += K'_c^T V_c and z += sum k'_m. See include/memfix/linear_attention.h for
 // the math of the backward pass, which recomputes the states chunk by chunk.
 //
-// Kernels (blocks of kThreads = 128, sub-tiles of kSub = 16 positions, state
-// slices of kSlice = 32 rows or columns; all shared memory static, ~36 KiB):
+// Two paths. bf16 causal runs on tensor cores in the chunk form (the la_tc_*
+// kernels below, with their own description); fp32, and the bidirectional form,
+// run these SIMT fp32 kernels (blocks of kThreads = 128, sub-tiles of kSub = 16
+// positions, state slices of kSlice = 32 rows or columns; all shared memory
+// static, ~36 KiB):
 //   la_fwd_kernel       (b, h, 32 columns of S): out, the final state
-//   la_rowstats_kernel  (b, h): den_n and dd_n = -(dout_n . out_n) / den_n
+//   la_rowstats_kernel  (b, h, 64-row tile; shared with the tensor-core path):
+//                        den_n and dd_n = -(dout_n . out_n) / den_n
 //   la_dq_kernel        (b, h, 32 rows of S): forward sweep carrying S, z
 //   la_dk_kernel        (b, h, 32 rows of G): reverse sweep carrying G, g;
 //                        also writes the initial state's gradients
@@ -202,56 +206,6 @@ la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restr
         if (s.causal && zt != nullptr && c0s == 0)
             for (int d = tid; d < D; d += blockDim.x) zt[g * (size_t)D + (size_t)d] = z[d];
         __syncthreads();  // before the next item reinitialises S and z
-    }
-}
-
-// ---- backward 1: row statistics, one block per (b, h) ------------------------------------
-// den_n = q'_n . z_n + eps, dd_n = -(dout_n . out_n) / den_n. Thread d < D owns z[d]
-// (D <= kThreads).
-// mf-budget: regs<=40 smem<=17408 spill=0  (sm_90 measured: regs 32 smem 16512)
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float *__restrict__ out,
-                   const T *__restrict__ dout, const float *__restrict__ z0, float *__restrict__ den,
-                   float *__restrict__ dd, Dims s, size_t bh) {
-    __shared__ float Qp[kSub][kPad];
-    __shared__ float Kz[kSub][kPad];  // k' rows, then the prefix sums z_n in place
-    const int tid = threadIdx.x;
-    const int D = s.D, Dv = s.Dv;
-    for (size_t g = blockIdx.x; g < bh; g += gridDim.x) {
-        const T *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
-        float zr = (tid < D && z0 != nullptr) ? z0[g * (size_t)D + (size_t)tid] : 0.0f;
-        if (!s.causal) {  // bidir: z is the sum over every position
-            for (size_t j0 = 0; j0 < s.N; j0 += kSub) {
-                __syncthreads();
-                load_rows<T, true>(Kz, kg, j0, s.N, D, 0, D, D, nullptr);
-                __syncthreads();
-                if (tid < D)
-                    for (int r = 0; r < kSub; ++r) zr += Kz[r][tid];
-            }
-        }
-        for (size_t i0 = 0; i0 < s.N; i0 += kSub) {
-            __syncthreads();
-            load_rows<T, true>(Qp, qg, i0, s.N, D, 0, D, D, nullptr);
-            if (s.causal) load_rows<T, true>(Kz, kg, i0, s.N, D, 0, D, D, nullptr);
-            __syncthreads();
-            if (tid < D)
-                for (int r = 0; r < kSub; ++r) {
-                    if (s.causal) zr += Kz[r][tid];
-                    Kz[r][tid] = zr;
-                }
-            __syncthreads();
-            const size_t i = i0 + (size_t)tid;
-            if (tid < kSub && i < s.N) {
-                const float dn = dot_rows(Qp[tid], Kz[tid], D) + kEps;
-                const size_t row = (g * s.N + i) * (size_t)Dv;
-                float x = 0.0f;
-                for (int c = 0; c < Dv; ++c) x += to_f32(dout[row + (size_t)c]) * out[row + (size_t)c];
-                den[g * s.N + i] = dn;
-                dd[g * s.N + i] = -x / dn;
-            }
-        }
-        __syncthreads();
     }
 }
 
@@ -578,9 +532,481 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
     }
 }
 
+// ==== the causal form on tensor cores (bf16 storage), in the chunk form of ==================
+// flash-linear-attention: chunk states in parallel, a scan over chunks, then every 64-row
+// tile in parallel. Ce = kStateChunk = 256 rows per chunk state, 64-row tiles (4 warps x 16
+// rows) for the outputs; the argument C (the fp32 path's chunk) does not apply here:
+//   la_tc_state_kernel<0> (b, h, chunk, 64 columns of Dv): H_c = K'_c^T V_c and z_c =
+//                          sum k'_m (the chunk's own contribution), fp32 into scratch
+//   la_tc_state_kernel<1> (same grid): G_c = Q'_c^T dN_c and g_c = sum dd_n q'_n
+//   la_scan_kernel        (b, h, element of the D x Dv state and of z): an exclusive
+//                          scan over chunks in place (forward or reverse), starting from
+//                          the initial state (or dS_N), writing the final one (or dS0)
+//   la_tc_tile_kernel<M>  (b, h, 64-row tile): M = 0 out, 1 dq, 2 dk, 3 dv. The tile's
+//                          own rows X times the chunk's state (Q' S, dN S^T, V G^T, K' G),
+//                          plus the masked intra-chunk products of 32-row tiles of the
+//                          same chunk (Q'K'^T)V, (dN V^T + dd)K', (V dN^T + dd)^T-side Q',
+//                          (K'Q'^T)dN; every product on mma.sync m16n8k16 (bf16 in, fp32
+//                          accumulate) fed by ldmatrix; the masked C fragments are reused
+//                          in registers as the A operand of the second product.
+//   la_rowstats_kernel    (b, h, 64-row tile; every dtype and form): den_n = q'_n . z_n +
+//                          eps from the chunk's z (prefix within the chunk in fp32) and
+//                          dd_n = -(dout_n . out_n) / den_n
+// phi(q), phi(k) and dN = dout / den are rounded to bf16 once, when a tile is staged in
+// shared memory, and the same rounded values feed the products, z and den, so that out
+// is num/den of one consistent set of operands. States are summed and scanned in fp32
+// and rounded to bf16 only as mma operands; the final state is the fp32 scan.
+constexpr int kT = 64;    // own-tile rows: 4 warps x 16
+constexpr int kO = 32;    // other-tile rows (and the state's k-slice)
+constexpr int kLd = kMaxD + 8;  // bf16 row pitch: 272 bytes (16-byte aligned, no ldmatrix conflicts)
+constexpr int kLdH = 64 + 8;    // the 64-column half tiles of la_tc_state_kernel
+// Rows per chunk state (every path's z sums, the tensor-core path's D x Dv states): a state
+// every 256 rows moves 1/4 of the state bytes of one every 64 rows (the chunk form is
+// memory-bound at D = 128: docs/linear_attention.md) for ~2x the intra-chunk products; the
+// tile kernels compute the intra-chunk part of up to 256 rows in 64 x 32 mma tiles.
+constexpr int kStateChunk = 256;
+typedef __nv_bfloat16 bf16;
+
+struct TcDims {
+    size_t N, nc, bh, tiles;  // tiles: 64-row tiles per (b, h)
+    int D, Dv, Ce, E;         // E = floats per chunk state (D*Dv + D, or D for z only)
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+// c += a * b (m16n8k16, bf16 inputs, fp32 accumulators)
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (low half)
+    return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
+}
+// phi rounded to the storage type: bf16 (the value the tensor-core path uses everywhere)
+// or fp32 (the SIMT path).
+template <typename T>
+__device__ __forceinline__ float phi_r(float x);
+template <>
+__device__ __forceinline__ float phi_r<float>(float x) { return phi(x); }
+template <>
+__device__ __forceinline__ float phi_r<bf16>(float x) { return __bfloat162float(__float2bfloat16_rn(phi(x))); }
+
+enum { kOpIdent = 0, kOpPhi = 1, kOpDiv = 2 };  // staged value: x, phi(x), x / den[row]
+// dst[r][c] = bf16(op(src[(row0 + r) * width + col0 + c])) for r < rows, c < padw; 0 where
+// row0 + r >= lim or c >= ncols.
+template <int OP, int LD>
+__device__ __forceinline__ void stage(bf16 (*dst)[LD], const bf16 *__restrict__ src, size_t row0,
+                                      size_t lim, int width, int col0, int ncols, int padw, int rows,
+                                      const float *__restrict__ den) {
+    for (int e = threadIdx.x; e < rows * padw; e += blockDim.x) {
+        const int r = e / padw, c = e % padw;
+        const size_t i = row0 + (size_t)r;
+        float x = 0.0f;
+        if (i < lim && c < ncols) {
+            x = __bfloat162float(src[i * (size_t)width + (size_t)(col0 + c)]);
+            if (OP == kOpPhi) x = phi(x);
+            if (OP == kOpDiv) x /= den[i];
+        }
+        dst[r][c] = __float2bfloat16_rn(x);
+    }
+}
+__device__ __forceinline__ int round16(int x) { return (x + 15) & ~15; }
+
+// ---- chunk states: one block per (b, h, chunk, 64 columns of Dv) -------------------------------
+// REV 0: st[c] = K'_c^T V_c (D x Dv) and sum_m k'_m; REV 1: Q'_c^T dN_c and sum_n dd_n q'_n.
+// Warp w owns rows 32w .. 32w + 31 of the D x 64 output (2 x 8 mma tiles). The phi operand
+// enters as hi + lo (two bf16, 2^-17 relative) and z is summed from the fp32 phi: the
+// states, and the final state the scan returns, keep fp32 accuracy for bf16 v (REV 0).
+// mf-budget: regs<=128 smem<=22528 spill=0  (sm_90 measured: regs 118 smem 22016/22144)
+template <int REV>
+__global__ void __launch_bounds__(kThreads, 4)
+la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_src,
+                   const float *__restrict__ den, const float *__restrict__ dd, float *__restrict__ st,
+                   TcDims s) {
+    __shared__ __align__(16) bf16 As[kO][kLd];   // 32 rows x D: bf16(phi)
+    __shared__ __align__(16) bf16 Al[kO][kLd];   // bf16(phi - bf16(phi))
+    __shared__ __align__(16) bf16 Bs[kO][kLdH];  // 32 rows x 64 columns (v or dout / den)
+    __shared__ float w_s[kO];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int D = s.D, Dv = s.Dv, Dp = round16(D);
+    const size_t halves = (size_t)((Dv + 63) / 64);
+    const size_t total = s.bh * s.nc * halves;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t g = item / (s.nc * halves), c = (item / halves) % s.nc;
+        const int col0 = (int)(item % halves) * 64;
+        const int cols = Dv - col0 < 64 ? Dv - col0 : 64, colsp = round16(cols);
+        const size_t r0 = c * (size_t)s.Ce, r1 = r0 + (size_t)s.Ce < s.N ? r0 + (size_t)s.Ce : s.N;
+        const bf16 *ag = a_src + g * s.N * (size_t)D, *bg = b_src + g * s.N * (size_t)Dv;
+        const float *deng = REV ? den + g * s.N : nullptr;
+        const int m0 = warp * 32;
+        float acc[2][8][4];
+        MF_UNROLL for (int i = 0; i < 2; ++i)
+            MF_UNROLL for (int j = 0; j < 8; ++j)
+                MF_UNROLL for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+        float zacc = 0.0f;
+        for (size_t j0 = r0; j0 < r1; j0 += kO) {
+            __syncthreads();  // As, Bs, w_s free
+            for (int e = tid; e < kO * Dp; e += blockDim.x) {
+                const int r = e / Dp, d = e % Dp;
+                const size_t i = j0 + (size_t)r;
+                const float x = (i < r1 && d < D) ? phi(__bfloat162float(ag[i * (size_t)D + (size_t)d])) : 0.0f;
+                const bf16 hi = __float2bfloat16_rn(x);
+                As[r][d] = hi;
+                Al[r][d] = __float2bfloat16_rn(x - __bfloat162float(hi));
+            }
+            if (REV) {
+                stage<kOpDiv>(Bs, bg, j0, r1, Dv, col0, cols, colsp, kO, deng);
+                if (tid < kO) w_s[tid] = j0 + (size_t)tid < r1 ? dd[g * s.N + j0 + (size_t)tid] : 0.0f;
+            } else {
+                stage<kOpIdent>(Bs, bg, j0, r1, Dv, col0, cols, colsp, kO, nullptr);
+            }
+            __syncthreads();
+            if (col0 == 0 && tid < D)  // rows past r1 are staged as 0
+                for (int r = 0; r < kO; ++r)
+                    zacc += (REV ? w_s[r] : 1.0f) * (__bfloat162float(As[r][tid]) + __bfloat162float(Al[r][tid]));
+            if (m0 < Dp) {
+                MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+                    uint32_t a[2][4], al[2][4];
+                    // A = (rows x D)^T: As, Al hold it k-major, so ldmatrix.trans
+                    MF_UNROLL for (int i = 0; i < 2; ++i) {
+                        const int r = kk * 16 + (lane >> 4) * 8 + (lane & 7), cidx = m0 + i * 16 + ((lane >> 3) & 1) * 8;
+                        ldsm_x4_t(a[i], &As[r][cidx]);
+                        ldsm_x4_t(al[i], &Al[r][cidx]);
+                    }
+                    MF_UNROLL for (int nb = 0; nb < 4; ++nb) {
+                        if (nb * 16 >= colsp) continue;
+                        uint32_t b[4];
+                        ldsm_x4_t(b, &Bs[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
+                        MF_UNROLL for (int i = 0; i < 2; ++i) {
+                            if (m0 + i * 16 >= Dp) continue;
+                            mma16816(acc[i][2 * nb], a[i], b[0], b[1]);
+                            mma16816(acc[i][2 * nb + 1], a[i], b[2], b[3]);
+                            mma16816(acc[i][2 * nb], al[i], b[0], b[1]);
+                            mma16816(acc[i][2 * nb + 1], al[i], b[2], b[3]);
+                        }
+                    }
+                }
+            }
+        }
+        float *stc = st + (g * s.nc + c) * (size_t)s.E;
+        const int gq = lane >> 2, t4 = lane & 3;
+        MF_UNROLL for (int i = 0; i < 2; ++i)
+            MF_UNROLL for (int j = 0; j < 8; ++j)
+                MF_UNROLL for (int e = 0; e < 4; ++e) {
+                    const int d = m0 + i * 16 + gq + (e >> 1) * 8, cl = j * 8 + 2 * t4 + (e & 1);
+                    if (d < D && cl < cols) stc[(size_t)d * Dv + (size_t)(col0 + cl)] = acc[i][j][e];
+                }
+        if (col0 == 0 && tid < D) stc[(size_t)D * Dv + (size_t)tid] = zacc;
+    }
+}
+
+// ---- z only (fp32 and bidirectional paths): one block per (b, h, chunk) ------------------------
+// st[c][d] = sum over the chunk of phi(k_m[d]) (fp32, as the SIMT kernels compute phi).
+// mf-budget: regs<=48 smem<=0 spill=0  (sm_90 measured: regs 40)
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+la_zsum_kernel(const T *__restrict__ k, float *__restrict__ st, TcDims s) {
+    const int D = s.D;
+    const size_t total = s.bh * s.nc;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t g = item / s.nc, c = item % s.nc;
+        const size_t r0 = c * (size_t)s.Ce, r1 = r0 + (size_t)s.Ce < s.N ? r0 + (size_t)s.Ce : s.N;
+        for (int d = threadIdx.x; d < D; d += blockDim.x) {
+            float z = 0.0f;
+            for (size_t m = r0; m < r1; ++m) z += phi(to_f32(k[(g * s.N + m) * (size_t)D + (size_t)d]));
+            st[(g * s.nc + c) * (size_t)s.E + (size_t)d] = z;
+        }
+    }
+}
+
+// ---- exclusive scan over chunks, in place: one thread per (b, h, state element) ------------------
+// Elements e < dm are the D x Dv state, the next D are z. Forward: st[c] <- init + sum_{c' < c};
+// reverse: st[c] <- init + sum_{c' > c}. fin (optional) gets init + the sum of every chunk.
+// mf-budget: regs<=40 smem<=0 spill=0  (sm_90 measured: regs 32)
+__global__ void __launch_bounds__(256)
+la_scan_kernel(float *__restrict__ st, const float *__restrict__ init_m, const float *__restrict__ init_z,
+               float *__restrict__ fin_m, float *__restrict__ fin_z, TcDims s, int dm, int rev) {
+    const size_t total = s.bh * (size_t)s.E;
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        const size_t g = idx / (size_t)s.E;
+        const int e = (int)(idx % (size_t)s.E);
+        const bool m = e < dm;
+        const size_t ie = m ? g * (size_t)dm + (size_t)e : g * (size_t)s.D + (size_t)(e - dm);
+        const float *init = m ? init_m : init_z;
+        float run = init != nullptr ? init[ie] : 0.0f;
+        for (size_t cc = 0; cc < s.nc; ++cc) {
+            const size_t c = rev ? s.nc - 1 - cc : cc;
+            float *p = st + (g * s.nc + c) * (size_t)s.E + (size_t)e;
+            const float x = *p;
+            *p = run;
+            run += x;
+        }
+        float *fin = m ? fin_m : fin_z;
+        if (fin != nullptr) fin[ie] = run;
+    }
+}
+
+// ---- row statistics: one block per (b, h, 64-row tile) -----------------------------------------
+// den_n = q'_n . z_n + eps with z_n = z_prev(chunk) + sum_{chunk start <= m <= n} k'_m in fp32
+// (thread d walks the chunk's rows up to the tile's end), or z_n = zfix (bidirectional: the
+// total); dd_n = -(dout_n . out_n) / den_n. RND (tensor-core path): the prefix within the
+// chunk from q', k' rounded to bf16 as the products round them (phi_r).
+// mf-budget: regs<=96 smem<=33536 spill=0  (sm_90 measured: regs 80 smem 33280)
+template <typename T, bool RND>
+__global__ void __launch_bounds__(kThreads)
+la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float *__restrict__ out,
+                   const T *__restrict__ dout, const float *__restrict__ st, int zoff,
+                   const float *__restrict__ zfix, float *__restrict__ den, float *__restrict__ dd,
+                   TcDims s) {
+    __shared__ float P[kT][kPad];
+    __shared__ float den_s[kT];
+    const int tid = threadIdx.x, D = s.D, Dv = s.Dv;
+    const size_t total = s.bh * s.tiles;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t g = item / s.tiles, i0 = (item % s.tiles) * (size_t)kT;
+        const size_t i1 = i0 + (size_t)kT < s.N ? i0 + (size_t)kT : s.N;
+        const size_t c = i0 / (size_t)s.Ce, c0 = zfix != nullptr ? i0 : c * (size_t)s.Ce;
+        const int rows = (int)(i1 - i0);
+        __syncthreads();  // P, den_s free
+        for (int d = tid; d < D; d += blockDim.x) {
+            float z = zfix != nullptr ? zfix[g * (size_t)D + (size_t)d]
+                                      : st[(g * s.nc + c) * (size_t)s.E + (size_t)zoff + (size_t)d];
+            for (size_t m = c0; m < i1; ++m) {
+                const size_t ix = (g * s.N + m) * (size_t)D + (size_t)d;
+                if (zfix == nullptr) z += RND ? phi_r<T>(to_f32(k[ix])) : phi(to_f32(k[ix]));
+                if (m >= i0) P[m - i0][d] = (RND ? phi_r<T>(to_f32(q[ix])) : phi(to_f32(q[ix]))) * z;
+            }
+        }
+        __syncthreads();
+        {
+            const int r = tid >> 1, h = tid & 1;  // two threads per row
+            float x = 0.0f;
+            if (r < rows)
+                for (int d = h; d < D; d += 2) x += P[r][d];
+            x += __shfl_xor_sync(0xffffffffu, x, 1);
+            if (h == 0 && r < rows) den_s[r] = x + kEps;
+        }
+        __syncthreads();
+        for (int cc = tid; cc < Dv; cc += blockDim.x)
+            for (int r = 0; r < rows; ++r) {
+                const size_t ix = (g * s.N + i0 + (size_t)r) * (size_t)Dv + (size_t)cc;
+                P[r][cc] = to_f32(dout[ix]) * out[ix];
+            }
+        __syncthreads();
+        {
+            const int r = tid >> 1, h = tid & 1;
+            float x = 0.0f;
+            if (r < rows)
+                for (int cc = h; cc < Dv; cc += 2) x += P[r][cc];
+            x += __shfl_xor_sync(0xffffffffu, x, 1);
+            if (h == 0 && r < rows) {
+                den[g * s.N + i0 + (size_t)r] = den_s[r];
+                dd[g * s.N + i0 + (size_t)r] = -x / den_s[r];
+            }
+        }
+    }
+}
+
+// ---- the 64-row tiles: one block per (b, h, tile) ------------------------------------------------
+// MODE 0 out: X = Q' (k = D), state S, other P = K', Y = V, keys m <= n;   out = acc / den
+// MODE 1 dq : X = dN (k = Dv), state S^T, P = V, Y = K', m <= n, + dd_n;  dq = dphi(q) (acc + dd z_prev)
+// MODE 2 dk : X = V (k = Dv), state G^T, P = dN, Y = Q', n >= m, + dd_n;  dk = dphi(k) (acc + g_next)
+// MODE 3 dv : X = K' (k = D), state G, P = Q', Y = dN, n >= m;            dv = acc
+// Warp w owns rows 16w .. 16w + 15 of the tile and every output column (16 n8 tiles of
+// fp32 accumulators). Masked entries are zeroed before the C fragment becomes the A operand
+// (so a non-finite v or k can reach the other rows of its 16-row mma tile; see the header).
+// mf-budget: regs<=128 smem<=35840 spill=0  (sm_90 measured: regs 127-128 smem 34816-35584)
+template <int MODE>
+__global__ void __launch_bounds__(kThreads)
+la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                  const bf16 *__restrict__ dout, const float *__restrict__ den,
+                  const float *__restrict__ dd, const float *__restrict__ st, float *__restrict__ res,
+                  TcDims s) {
+    constexpr bool kLower = MODE == 0 || MODE == 1;     // other rows m <= own row n
+    constexpr bool kStateT = MODE == 1 || MODE == 2;    // the state enters transposed
+    __shared__ __align__(16) bf16 Xs[kT][kLd];
+    __shared__ __align__(16) bf16 Ps[kO][kLd];
+    __shared__ __align__(16) bf16 Ys[kO][kLd];  // also the state's k-slice
+    __shared__ float vec_s[kMaxD];              // z_prev (0, 1) or g_next (2)
+    __shared__ float row_s[kT];                 // dd of the own rows (1)
+    __shared__ float col_s[kO];                 // dd of the other rows (2)
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, t4 = lane & 3;
+    const int D = s.D, Dv = s.Dv;
+    const int Kx = (MODE == 0 || MODE == 3) ? D : Dv, W = (MODE == 0 || MODE == 3) ? Dv : D;
+    const int Kxp = round16(Kx), Wp = round16(W);
+    const size_t total = s.bh * s.tiles;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t g = item / s.tiles, i0 = (item % s.tiles) * (size_t)kT;
+        const size_t i1 = i0 + (size_t)kT < s.N ? i0 + (size_t)kT : s.N;
+        const size_t c = i0 / (size_t)s.Ce, c0 = c * (size_t)s.Ce;
+        const size_t c1 = c0 + (size_t)s.Ce < s.N ? c0 + (size_t)s.Ce : s.N;
+        const float *stc = st + (g * s.nc + c) * (size_t)s.E;
+        const bf16 *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
+        const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
+        const float *deng = den + g * s.N, *ddg = dd + g * s.N;
+        const size_t ir0 = i0 + (size_t)(warp * 16);
+        __syncthreads();  // the previous item is done with shared memory
+        if (MODE == 0) stage<kOpPhi>(Xs, qg, i0, i1, D, 0, D, Kxp, kT, nullptr);
+        if (MODE == 1) stage<kOpDiv>(Xs, dog, i0, i1, Dv, 0, Dv, Kxp, kT, deng);
+        if (MODE == 2) stage<kOpIdent>(Xs, vg, i0, i1, Dv, 0, Dv, Kxp, kT, nullptr);
+        if (MODE == 3) stage<kOpPhi>(Xs, kg, i0, i1, D, 0, D, Kxp, kT, nullptr);
+        if (MODE != 3)
+            for (int d = tid; d < D; d += blockDim.x) vec_s[d] = stc[(size_t)D * Dv + (size_t)d];
+        if (MODE == 1)
+            for (int r = tid; r < kT; r += blockDim.x) row_s[r] = i0 + (size_t)r < i1 ? ddg[i0 + (size_t)r] : 0.0f;
+
+        float acc[16][4];
+        MF_UNROLL for (int j = 0; j < 16; ++j)
+            MF_UNROLL for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+        const bool rows_live = ir0 < i1;  // warp-uniform
+
+        // (1) the chunk's state: acc = X (64 x Kx) * M (Kx x W), k-slices of 32
+        for (int ks = 0; ks < Kxp; ks += kO) {
+            __syncthreads();  // Ys free (and Xs staged, the first time)
+            if (kStateT) {    // M[kk][n] = state[n][kk] (n < D, kk < Dv): read along kk
+                for (int e = tid; e < kO * Wp; e += blockDim.x) {
+                    const int n = e / kO, kk = e % kO, kg2 = ks + kk;
+                    const float x = (kg2 < Kx && n < W) ? stc[(size_t)n * Dv + (size_t)kg2] : 0.0f;
+                    Ys[kk][n] = __float2bfloat16_rn(x);
+                }
+            } else {          // M[kk][n] = state[kk][n] (kk < D, n < Dv)
+                for (int e = tid; e < kO * Wp; e += blockDim.x) {
+                    const int kk = e / Wp, n = e % Wp, kg2 = ks + kk;
+                    const float x = (kg2 < Kx && n < W) ? stc[(size_t)kg2 * Dv + (size_t)n] : 0.0f;
+                    Ys[kk][n] = __float2bfloat16_rn(x);
+                }
+            }
+            __syncthreads();
+            if (rows_live) {
+                MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+                    if (ks + kk * 16 >= Kxp) continue;
+                    uint32_t a[4];
+                    ldsm_x4(a, &Xs[warp * 16 + (lane & 15)][ks + kk * 16 + (lane >> 4) * 8]);
+                    MF_UNROLL for (int nb = 0; nb < 8; ++nb) {
+                        if (nb * 16 >= Wp) continue;
+                        uint32_t b[4];
+                        ldsm_x4_t(b, &Ys[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
+                        mma16816(acc[2 * nb], a, b[0], b[1]);
+                        mma16816(acc[2 * nb + 1], a, b[2], b[3]);
+                    }
+                }
+            }
+        }
+
+        // (2) the other 32-row tiles of the chunk, masked: acc += mask(X P^T + add) Y
+        float rsum[2] = {0.0f, 0.0f};  // MODE 0: row sums of the masked scores (den)
+        const size_t j_begin = kLower ? c0 : i0, j_end = kLower ? i1 : c1;
+        for (size_t j0 = j_begin; j0 < j_end; j0 += kO) {
+            __syncthreads();  // Ps, Ys, col_s free
+            if (MODE == 0) {
+                stage<kOpPhi>(Ps, kg, j0, j_end, D, 0, D, Kxp, kO, nullptr);
+                stage<kOpIdent>(Ys, vg, j0, j_end, Dv, 0, Dv, Wp, kO, nullptr);
+            } else if (MODE == 1) {
+                stage<kOpIdent>(Ps, vg, j0, j_end, Dv, 0, Dv, Kxp, kO, nullptr);
+                stage<kOpPhi>(Ys, kg, j0, j_end, D, 0, D, Wp, kO, nullptr);
+            } else if (MODE == 2) {
+                stage<kOpDiv>(Ps, dog, j0, j_end, Dv, 0, Dv, Kxp, kO, deng);
+                stage<kOpPhi>(Ys, qg, j0, j_end, D, 0, D, Wp, kO, nullptr);
+                for (int r = tid; r < kO; r += blockDim.x)
+                    col_s[r] = j0 + (size_t)r < j_end ? ddg[j0 + (size_t)r] : 0.0f;
+            } else {
+                stage<kOpPhi>(Ps, qg, j0, j_end, D, 0, D, Kxp, kO, nullptr);
+                stage<kOpDiv>(Ys, dog, j0, j_end, Dv, 0, Dv, Wp, kO, deng);
+            }
+            __syncthreads();
+            // warp-uniform: skip the tiles that the mask removes entirely for this warp
+            const bool live = rows_live && (kLower ? j0 <= ir0 + 15 : j0 + (size_t)(kO - 1) >= ir0);
+            if (!live) continue;
+            float sc[4][4];
+            MF_UNROLL for (int j = 0; j < 4; ++j)
+                MF_UNROLL for (int e = 0; e < 4; ++e) sc[j][e] = 0.0f;
+            for (int kk = 0; kk < Kxp; kk += 16) {
+                uint32_t a[4];
+                ldsm_x4(a, &Xs[warp * 16 + (lane & 15)][kk + (lane >> 4) * 8]);
+                MF_UNROLL for (int nb = 0; nb < 2; ++nb) {
+                    uint32_t b[4];  // P rows are the n index: P[n][k] is B^T, plain ldmatrix
+                    ldsm_x4(b, &Ps[nb * 16 + (lane >> 4) * 8 + (lane & 7)][kk + ((lane >> 3) & 1) * 8]);
+                    mma16816(sc[2 * nb], a, b[0], b[1]);
+                    mma16816(sc[2 * nb + 1], a, b[2], b[3]);
+                }
+            }
+            MF_UNROLL for (int j = 0; j < 4; ++j)
+                MF_UNROLL for (int e = 0; e < 4; ++e) {
+                    const size_t row = ir0 + (size_t)(gq + (e >> 1) * 8);
+                    const int cl = j * 8 + 2 * t4 + (e & 1);
+                    const size_t col = j0 + (size_t)cl;
+                    const bool keep = kLower ? col <= row : col >= row;
+                    float x = sc[j][e];
+                    if (MODE == 1) x += row_s[warp * 16 + gq + (e >> 1) * 8];
+                    if (MODE == 2) x += col_s[cl];
+                    x = keep ? x : 0.0f;
+                    if (MODE == 0) rsum[e >> 1] += x;
+                    sc[j][e] = x;
+                }
+            MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+                // the C fragments of score tiles 2kk, 2kk + 1 are the A fragment of k16 step kk
+                const uint32_t a[4] = {pack_bf16(sc[2 * kk][0], sc[2 * kk][1]),
+                                       pack_bf16(sc[2 * kk][2], sc[2 * kk][3]),
+                                       pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+                                       pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+                MF_UNROLL for (int nb = 0; nb < 8; ++nb) {
+                    if (nb * 16 >= Wp) continue;
+                    uint32_t b[4];
+                    ldsm_x4_t(b, &Ys[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
+                    mma16816(acc[2 * nb], a, b[0], b[1]);
+                    mma16816(acc[2 * nb + 1], a, b[2], b[3]);
+                }
+            }
+        }
+
+        // (3) epilogue
+        float dn[2] = {1.0f, 1.0f};
+        if (MODE == 0) {  // den = rowsum + q'_n . z_prev + eps (the quad's 4 lanes share a row)
+            MF_UNROLL for (int h = 0; h < 2; ++h) {
+                float x = 0.0f;
+                for (int d = t4; d < D; d += 4)
+                    x += __bfloat162float(Xs[warp * 16 + gq + h * 8][d]) * vec_s[d];
+                x += rsum[h];
+                x += __shfl_xor_sync(0xffffffffu, x, 1);
+                x += __shfl_xor_sync(0xffffffffu, x, 2);
+                dn[h] = x + kEps;
+            }
+        }
+        MF_UNROLL for (int j = 0; j < 16; ++j) {
+            if (j * 8 >= W) continue;
+            MF_UNROLL for (int e = 0; e < 4; ++e) {
+                const int h = e >> 1, cl = j * 8 + 2 * t4 + (e & 1);
+                const size_t row = ir0 + (size_t)(gq + h * 8);
+                if (row >= i1 || cl >= W) continue;
+                const size_t ix = (g * s.N + row) * (size_t)W + (size_t)cl;
+                float x = acc[j][e];
+                if (MODE == 0) x /= dn[h];
+                if (MODE == 1) x = dphi(__bfloat162float(q[ix])) * (x + row_s[warp * 16 + gq + h * 8] * vec_s[cl]);
+                if (MODE == 2) x = dphi(__bfloat162float(k[ix])) * (x + vec_s[cl]);
+                res[ix] = x;
+            }
+        }
+    }
+}
+
 // ---- launchers -----------------------------------------------------------------------------
 static size_t slices(int n) { return (size_t)(n / kSlice + (n % kSlice != 0)); }
 static dim3 item_grid(size_t total) { return dim3(grid_cap(total, kMaxGridX)); }
+static size_t cdiv(size_t a, size_t b) { return a / b + (a % b != 0); }
 
 static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t Dv) {
     Dims s;
@@ -594,6 +1020,54 @@ static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t D
     s.n_slices = 0;
     s.total = 0;
     return s;
+}
+
+// Chunk states every kStateChunk rows; with_kv: they hold the D x Dv matrix and z
+// (tensor-core path), else z alone.
+static TcDims make_tc(size_t bh, int64_t N, int64_t D, int64_t Dv, int with_kv) {
+    TcDims t;
+    t.N = (size_t)N;
+    t.bh = bh;
+    t.D = (int)D;
+    t.Dv = (int)Dv;
+    t.Ce = kStateChunk;
+    t.nc = cdiv(t.N, (size_t)t.Ce);
+    t.tiles = cdiv(t.N, (size_t)kT);
+    t.E = with_kv ? (int)(D * Dv + D) : (int)D;
+    return t;
+}
+
+// The tensor-core path: bf16 storage, causal.
+static bool use_tc(mf_dtype dtype, int causal) { return dtype == MF_DTYPE_BF16 && causal; }
+
+// Device scratch of one call, in floats (mf_linear_attention_scratch_ceiling bounds it).
+static size_t scratch_floats(mf_dtype dtype, int causal, int backward, size_t bh,
+                             int64_t N, int64_t D, int64_t Dv) {
+    const bool tc = use_tc(dtype, causal);
+    if (!backward && !tc) return 0;
+    const TcDims t = make_tc(bh, N, D, Dv, tc);
+    size_t n = bh * t.nc * (size_t)t.E;           // chunk states
+    if (backward) n += 2 * bh * (size_t)N;        // den_n, dd_n
+    if (backward && !causal) n += bh * (size_t)D; // the total z
+    return n;
+}
+
+static mf_status launch_forward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D,
+                                   int64_t Dv, const bf16 *q, const bf16 *k, const bf16 *v,
+                                   const mf_linear_attention_state &st, float *out, float *states) {
+    cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
+    const TcDims t = make_tc(bh, N, D, Dv, 1);
+    const size_t halves = cdiv((size_t)Dv, 64);
+    la_tc_state_kernel<0><<<item_grid(bh * t.nc * halves), kThreads, 0, stream>>>(k, v, nullptr, nullptr,
+                                                                                   states, t);
+    MF_LAUNCH_CHECK();
+    la_scan_kernel<<<item_grid(cdiv(bh * (size_t)t.E, 256)), 256, 0, stream>>>(
+        states, st.initial_kv, st.initial_z, st.final_kv, st.final_z, t, (int)(D * Dv), 0);
+    MF_LAUNCH_CHECK();
+    la_tc_tile_kernel<0><<<item_grid(bh * t.tiles), kThreads, 0, stream>>>(
+        q, k, v, v /* dout: unused */, nullptr, nullptr, states, out, t);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
 }
 
 template <typename T>
@@ -614,12 +1088,70 @@ static mf_status launch_forward(mf_context *ctx, int causal, int64_t chunk, int6
     return MF_OK;
 }
 
+// den_n, dd_n for every form: the chunks' z (from 'states' at zoff when given, else summed
+// here into zbuf) and the row statistics kernel.
+template <typename T, bool RND>
+static mf_status launch_rowstats(cudaStream_t stream, int causal, const TcDims &t, const T *q,
+                                 const T *k, const float *out, const T *dout, const float *z0,
+                                 const float *states, int zoff, float *zbuf, float *ztot,
+                                 float *den, float *dd) {
+    if (states == nullptr) {
+        la_zsum_kernel<T><<<item_grid(t.bh * t.nc), kThreads, 0, stream>>>(k, zbuf, t);
+        MF_LAUNCH_CHECK();
+        la_scan_kernel<<<item_grid(cdiv(t.bh * (size_t)t.E, 256)), 256, 0, stream>>>(
+            zbuf, nullptr, causal ? z0 : nullptr, nullptr, causal ? nullptr : ztot, t, 0, 0);
+        MF_LAUNCH_CHECK();
+        states = zbuf;
+        zoff = 0;
+    }
+    la_rowstats_kernel<T, RND><<<item_grid(t.bh * t.tiles), kThreads, 0, stream>>>(
+        q, k, out, dout, states, zoff, causal ? nullptr : ztot, den, dd, t);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
+}
+
+static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D,
+                                    int64_t Dv, const bf16 *q, const bf16 *k, const bf16 *v,
+                                    const float *out, const bf16 *dout,
+                                    const mf_linear_attention_state &st,
+                                    const mf_linear_attention_state_grad &gr, float *scratch,
+                                    float *dq, float *dk, float *dv) {
+    cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
+    const TcDims t = make_tc(bh, N, D, Dv, 1);
+    float *den = scratch, *dd = scratch + bh * (size_t)N, *states = dd + bh * (size_t)N;
+    const size_t halves = cdiv((size_t)Dv, 64);
+    const dim3 sgrid = item_grid(bh * t.nc * halves), tgrid = item_grid(bh * t.tiles);
+    const dim3 cgrid = item_grid(cdiv(bh * (size_t)t.E, 256));
+    // forward states S_prev, z_prev per chunk; then den, dd; then dq
+    la_tc_state_kernel<0><<<sgrid, kThreads, 0, stream>>>(k, v, nullptr, nullptr, states, t);
+    MF_LAUNCH_CHECK();
+    la_scan_kernel<<<cgrid, 256, 0, stream>>>(states, st.initial_kv, st.initial_z, nullptr, nullptr, t,
+                                              (int)(D * Dv), 0);
+    MF_LAUNCH_CHECK();
+    mf_status rc = launch_rowstats<bf16, true>(stream, 1, t, q, k, out, dout, nullptr, states, (int)(D * Dv),
+                                         nullptr, nullptr, den, dd);
+    if (rc != MF_OK) return rc;
+    la_tc_tile_kernel<1><<<tgrid, kThreads, 0, stream>>>(q, k, v, dout, den, dd, states, dq, t);
+    MF_LAUNCH_CHECK();
+    // reverse states G_next, g_next per chunk (in the same buffer); then dk, dv
+    la_tc_state_kernel<1><<<sgrid, kThreads, 0, stream>>>(q, dout, den, dd, states, t);
+    MF_LAUNCH_CHECK();
+    la_scan_kernel<<<cgrid, 256, 0, stream>>>(states, gr.d_final_kv, gr.d_final_z, gr.d_initial_kv,
+                                              gr.d_initial_z, t, (int)(D * Dv), 1);
+    MF_LAUNCH_CHECK();
+    la_tc_tile_kernel<2><<<tgrid, kThreads, 0, stream>>>(q, k, v, dout, den, dd, states, dk, t);
+    MF_LAUNCH_CHECK();
+    la_tc_tile_kernel<3><<<tgrid, kThreads, 0, stream>>>(q, k, v, dout, den, dd, states, dv, t);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
+}
+
 template <typename T>
 static mf_status launch_backward(mf_context *ctx, int causal, int64_t chunk, int64_t B, int64_t H,
                                  int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
                                  const void *v, const float *out, const void *dout,
                                  const mf_linear_attention_state *state,
-                                 const mf_linear_attention_state_grad *grad, float *rowstats,
+                                 const mf_linear_attention_state_grad *grad, float *scratch,
                                  float *dq, float *dk, float *dv) {
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const size_t bh = (size_t)B * (size_t)H;
@@ -629,12 +1161,14 @@ static mf_status launch_backward(mf_context *ctx, int causal, int64_t chunk, int
     const mf_linear_attention_state &st = state != nullptr ? *state : none;
     const mf_linear_attention_state_grad gnone = {nullptr, nullptr, nullptr, nullptr};
     const mf_linear_attention_state_grad &gr = grad != nullptr ? *grad : gnone;
-    float *den = rowstats, *dd = rowstats + bh * (size_t)N;
+    float *den = scratch, *dd = scratch + bh * (size_t)N, *zbuf = dd + bh * (size_t)N;
+    const TcDims t = make_tc(bh, N, D, Dv, 0);
+    float *ztot = zbuf + bh * t.nc * (size_t)t.E;
 
+    mf_status rc = launch_rowstats<T, false>(stream, causal, t, tq, tk, out, tdo, st.initial_z, nullptr, 0,
+                                      zbuf, ztot, den, dd);
+    if (rc != MF_OK) return rc;
     Dims s = make_dims(causal, chunk, N, D, Dv);
-    la_rowstats_kernel<T><<<item_grid(bh), kThreads, 0, stream>>>(tq, tk, out, tdo, st.initial_z,
-                                                                   den, dd, s, bh);
-    MF_LAUNCH_CHECK();
     Dims sd = s;  // slices of the D rows
     sd.n_slices = slices(s.D);
     sd.total = bh * sd.n_slices;
@@ -665,10 +1199,26 @@ MF_API mf_status MF_FN(linear_attention_forward)(mf_context *ctx, mf_dtype dtype
                                                  const void *k, const void *v,
                                                  const mf_linear_attention_state *state,
                                                  float *out) {
-    if (dtype == MF_DTYPE_BF16)
-        return MF_NS::launch_forward<__nv_bfloat16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v,
-                                                    state, out);
-    return MF_NS::launch_forward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, state, out);
+    using namespace MF_NS;
+    if (!use_tc(dtype, causal)) {
+        if (dtype == MF_DTYPE_BF16)
+            return launch_forward<bf16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, state, out);
+        return launch_forward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, state, out);
+    }
+    // the chunk states (mf_linear_attention_scratch_ceiling bounds them)
+    const size_t bh = (size_t)B * (size_t)H;
+    float *states = nullptr;
+    mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE,
+                                    scratch_floats(dtype, causal, 0, bh, N, D, Dv) * sizeof(float),
+                                    reinterpret_cast<void **>(&states));
+    if (st != MF_OK) return st;
+    const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
+    st = launch_forward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
+                           static_cast<const bf16 *>(k), static_cast<const bf16 *>(v),
+                           state != nullptr ? *state : none, out, states);
+    // Freeing device memory waits for the kernels that use it (cudaFree synchronizes).
+    mf_scratch_free(ctx, MF_MEM_DEVICE, states);
+    return st;
 }
 
 MF_API mf_status MF_FN(linear_attention_backward)(
@@ -676,20 +1226,31 @@ MF_API mf_status MF_FN(linear_attention_backward)(
     int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
     const void *dout, const mf_linear_attention_state *state,
     const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv) {
-    // den_n and dd_n for every position: the only device scratch
-    // (mf_linear_attention_scratch_ceiling = 8 * B*H*N).
-    float *rowstats = nullptr;
-    mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * (size_t)B * (size_t)H * (size_t)N * sizeof(float),
-                                    reinterpret_cast<void **>(&rowstats));
+    using namespace MF_NS;
+    // den_n and dd_n for every position, and the chunk states: the only device scratch
+    // (mf_linear_attention_scratch_ceiling bounds it).
+    const size_t bh = (size_t)B * (size_t)H;
+    float *scratch = nullptr;
+    mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE,
+                                    scratch_floats(dtype, causal, 1, bh, N, D, Dv) * sizeof(float),
+                                    reinterpret_cast<void **>(&scratch));
     if (st != MF_OK) return st;
-    if (dtype == MF_DTYPE_BF16)
-        st = MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out,
-                                                   dout, state, grad, rowstats, dq, dk, dv);
-    else
-        st = MF_NS::launch_backward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout,
-                                           state, grad, rowstats, dq, dk, dv);
+    if (use_tc(dtype, causal)) {
+        const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
+        const mf_linear_attention_state_grad gnone = {nullptr, nullptr, nullptr, nullptr};
+        st = launch_backward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
+                                static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), out,
+                                static_cast<const bf16 *>(dout), state != nullptr ? *state : none,
+                                grad != nullptr ? *grad : gnone, scratch, dq, dk, dv);
+    } else if (dtype == MF_DTYPE_BF16) {
+        st = launch_backward<bf16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state,
+                                   grad, scratch, dq, dk, dv);
+    } else {
+        st = launch_backward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state,
+                                    grad, scratch, dq, dk, dv);
+    }
     // Freeing device memory waits for the kernels that use it (cudaFree synchronizes).
-    mf_scratch_free(ctx, MF_MEM_DEVICE, rowstats);
+    mf_scratch_free(ctx, MF_MEM_DEVICE, scratch);
     return st;
 }
 

@@ -40,6 +40,23 @@ __device__ __forceinline__ float load_b(const T *B, size_t N, size_t K, int tran
     return to_f32(trans_b ? B[j * K + k] : B[k * N + j]);
 }
 
+// Stages S[r][c] = op(X)[r0 + r][c0 + c] (zero outside op(X), which is R x C;
+// X is stored R x C, or C x R when trans) for r, c < kTile, one element per
+// thread of a 16x16 block: threadIdx.x runs along X's stored rows, so
+// consecutive threads read consecutive elements either way.
+template <typename T>
+__device__ __forceinline__ void stage_tile(float (*S)[kTile + 1], const T *X, size_t R, size_t C,
+                                           size_t r0, size_t c0, int trans, unsigned tx,
+                                           unsigned ty) {
+    if (!trans) {  // X is R x C: tx along c
+        const size_t r = r0 + ty, c = c0 + tx;
+        S[ty][tx] = (r < R && c < C) ? to_f32(X[r * C + c]) : 0.0f;
+    } else {  // X is C x R: tx along r
+        const size_t c = c0 + ty, r = r0 + tx;
+        S[tx][ty] = (r < R && c < C) ? to_f32(X[c * R + r]) : 0.0f;
+    }
+}
+
 // ---- variant 1: one thread per output (the document's "before") -------------
 // Blocks of 16x16 threads; block (bx, by) covers output rows by*16 .. +15 and
 // columns bx*16 .. +15; threadIdx.x runs along a row of C so that consecutive
@@ -91,20 +108,8 @@ __global__ void matmul_tiled_kernel(const T *__restrict__ A, const T *__restrict
             const size_t row0 = tr * kTile, col0 = tc * kTile;
             float acc = 0.0f;
             for (size_t k0 = 0; k0 < K; k0 += kTile) {
-                if (!trans_a) {  // A is M x K: tx along k
-                    const size_t i = row0 + ty, k = k0 + tx;
-                    As[ty][tx] = (i < M && k < K) ? to_f32(A[i * K + k]) : 0.0f;
-                } else {  // A is K x M: tx along i
-                    const size_t k = k0 + ty, i = row0 + tx;
-                    As[tx][ty] = (i < M && k < K) ? to_f32(A[k * M + i]) : 0.0f;
-                }
-                if (!trans_b) {  // B is K x N: tx along j
-                    const size_t k = k0 + ty, j = col0 + tx;
-                    Bs[ty][tx] = (k < K && j < N) ? to_f32(B[k * N + j]) : 0.0f;
-                } else {  // B is N x K: tx along k
-                    const size_t j = col0 + ty, k = k0 + tx;
-                    Bs[tx][ty] = (k < K && j < N) ? to_f32(B[j * K + k]) : 0.0f;
-                }
+                stage_tile(As, A, M, K, row0, k0, trans_a, tx, ty);  // op(A) is M x K
+                stage_tile(Bs, B, K, N, k0, col0, trans_b, tx, ty);  // op(B) is K x N
                 __syncthreads();  // both tiles staged
                 MF_UNROLL
                 for (int kk = 0; kk < kTile; ++kk) acc += As[ty][kk] * Bs[kk][tx];
@@ -124,34 +129,37 @@ static void tile_grid(size_t M, size_t N, size_t *row_tiles, size_t *col_tiles, 
     *grid = dim3(grid_cap(*col_tiles, kMaxGridX), grid_cap(*row_tiles, kMaxGridY), 1u);
 }
 
-template <typename T>
-static mf_status launch_naive(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
-                              size_t K, const void *A, const void *B, float *C) {
+// One launcher for both SIMT kernels: Tiled picks matmul_tiled_kernel, else
+// matmul_naive_kernel; the grid, block and stream are the same.
+template <typename T, bool Tiled>
+static mf_status launch_simt(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
+                             size_t K, const void *A, const void *B, float *C) {
     size_t row_tiles, col_tiles;
     dim3 grid;
     tile_grid(M, N, &row_tiles, &col_tiles, &grid);
     const dim3 block(kTile, kTile, 1);
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
-    matmul_naive_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(A),
-                                                       static_cast<const T *>(B), C, M, N, K,
-                                                       trans_a, trans_b, row_tiles, col_tiles);
+    const T *a = static_cast<const T *>(A), *b = static_cast<const T *>(B);
+    if constexpr (Tiled)
+        matmul_tiled_kernel<T><<<grid, block, 0, stream>>>(a, b, C, M, N, K, trans_a, trans_b,
+                                                           row_tiles, col_tiles);
+    else
+        matmul_naive_kernel<T><<<grid, block, 0, stream>>>(a, b, C, M, N, K, trans_a, trans_b,
+                                                           row_tiles, col_tiles);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
 
-template <typename T>
-static mf_status launch_tiled(mf_context *ctx, int trans_a, int trans_b, size_t M, size_t N,
-                              size_t K, const void *A, const void *B, float *C) {
-    size_t row_tiles, col_tiles;
-    dim3 grid;
-    tile_grid(M, N, &row_tiles, &col_tiles, &grid);
-    const dim3 block(kTile, kTile, 1);
-    cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
-    matmul_tiled_kernel<T><<<grid, block, 0, stream>>>(static_cast<const T *>(A),
-                                                       static_cast<const T *>(B), C, M, N, K,
-                                                       trans_a, trans_b, row_tiles, col_tiles);
-    MF_LAUNCH_CHECK();
-    return MF_OK;
+// The dtype dispatch of the two SIMT entry points.
+template <bool Tiled>
+static mf_status matmul_simt(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
+                             int64_t M, int64_t N, int64_t K, const void *A, const void *B,
+                             float *C) {
+    if (dtype == MF_DTYPE_BF16)
+        return launch_simt<__nv_bfloat16, Tiled>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
+                                                 (size_t)K, A, B, C);
+    return launch_simt<float, Tiled>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
+                                     B, C);
 }
 
 // ---- variant 3: cuBLAS -------------------------------------------------------
@@ -196,21 +204,13 @@ extern "C" {
 MF_API mf_status MF_FN(matmul_naive)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
                                      int64_t M, int64_t N, int64_t K, const void *A,
                                      const void *B, float *C) {
-    if (dtype == MF_DTYPE_BF16)
-        return MF_NS::launch_naive<__nv_bfloat16>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
-                                                   (size_t)K, A, B, C);
-    return MF_NS::launch_naive<float>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
-                                      B, C);
+    return MF_NS::matmul_simt<false>(ctx, dtype, trans_a, trans_b, M, N, K, A, B, C);
 }
 
 MF_API mf_status MF_FN(matmul_tiled)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
                                      int64_t M, int64_t N, int64_t K, const void *A,
                                      const void *B, float *C) {
-    if (dtype == MF_DTYPE_BF16)
-        return MF_NS::launch_tiled<__nv_bfloat16>(ctx, trans_a, trans_b, (size_t)M, (size_t)N,
-                                                   (size_t)K, A, B, C);
-    return MF_NS::launch_tiled<float>(ctx, trans_a, trans_b, (size_t)M, (size_t)N, (size_t)K, A,
-                                      B, C);
+    return MF_NS::matmul_simt<true>(ctx, dtype, trans_a, trans_b, M, N, K, A, B, C);
 }
 
 MF_API mf_status MF_FN(matmul_cublas)(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,

@@ -50,17 +50,8 @@ static double ld(const void *base, mf_dtype dtype, size_t e) {
  * byte size, and the scratch formula. */
 static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
                             int64_t N, int64_t D, int64_t Dv, int backward) {
-    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
-    MF_TRY(mf_check_bool(func, "causal", causal));
-    const int64_t dims[5] = {B, H, N, D, Dv};
-    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
-    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
-    size_t bytes;
-    const int64_t es = (int64_t)mf_dtype_size(dtype);
-    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
-    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
-    MF_TRY(mf_dims_product(func, "q/k float bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
-    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
+    MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
+    MF_TRY(mf_check_bhnd_bytes(func, dtype, B, H, N, D, Dv, "q/k float bytes (B*H*N*D*4)"));
     const size_t need = backward ? mf_ref_attention_backward_scratch_bytes(B, H, N)
                                  : mf_ref_attention_forward_scratch_bytes(B, H, N);
     if (need == SIZE_MAX)

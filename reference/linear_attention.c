@@ -80,20 +80,12 @@ static int grad_any(const mf_linear_attention_state_grad *g) {
 
 static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
                             int64_t N, int64_t D, int64_t Dv, int backward, int has_state) {
-    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
-    MF_TRY(mf_check_bool(func, "causal", causal));
-    const int64_t dims[5] = {B, H, N, D, Dv};
-    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
-    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
+    MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     if (!causal && has_state)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
                             "a recurrent state (or its gradient) needs causal == 1");
+    MF_TRY(mf_check_bhnd_bytes(func, dtype, B, H, N, D, Dv, "q/k float bytes (B*H*N*D*4)"));
     size_t bytes;
-    const int64_t es = (int64_t)mf_dtype_size(dtype);
-    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
-    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
-    MF_TRY(mf_dims_product(func, "q/k float bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
-    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
     MF_TRY(mf_dims_product(func, "state bytes (B*H*D*Dv*4)", &bytes, 5, B, H, D, Dv, (int64_t)4));
     if (mf_ref_linear_attention_scratch_bytes(causal, backward, B, H, N, D, Dv) == SIZE_MAX)
         return mf_set_error(MF_ERR_OVERFLOW, func, __FILE__, __LINE__,

@@ -45,3 +45,23 @@ foreach(case IN ITEMS "spill|spills registers \\([1-9]"
   _mf_add_resource_test(kernel_resources_selftest.${stem} ${MF_ROOT}/tests/resources/${stem}.cu
                         PASS_REGULAR_EXPRESSION "${expect}")
 endforeach()
+
+# The fused cross-entropy's bf16 kernels run on tensor cores: their sm_90 PTX
+# contains mma.sync (issue 14). The self-test shows the check can fail: the
+# label-count kernel has none.
+foreach(case IN ITEMS "ptx_mma.cross_entropy_fused|ce_fused_.wd_kernelI13__nv_bfloat16|"
+                      "ptx_mma_selftest.count_kernel|ce_fused_count_kernel|has no 'mma.sync'")
+  string(REPLACE "|" ";" case "${case}")
+  list(GET case 0 name)
+  list(GET case 1 entry)
+  list(GET case 2 expect)
+  add_test(NAME ${name}
+           COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER}
+                   -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu -DARCH=${MF_RESOURCE_ARCH}
+                   "-DENTRY=${entry}" -DINSTR=mma.sync "-DFLAGS=${_mf_res_flags}"
+                   -DOUT=${_mf_res_dir}/${name}.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 300)
+  if(expect)
+    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${expect}")
+  endif()
+endforeach()

@@ -14,6 +14,10 @@
 #include "memfix/memfix.h"
 #include "memfix/registry.h"
 
+#include <cJSON.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -25,7 +29,7 @@ void mf_cli_bench_help(FILE *out)
 {
     fprintf(out,
             "usage: memfix bench [--op NAME] [--backend auto|host|cuda] [--sizes N,N,...]\n"
-            "                    [--reps N] [--out FILE.csv]\n"
+            "                    [--reps N] [--out FILE] [--json] [--plot DIR]\n"
             "\n"
             "For each registered fix (or only NAME), over a small size sweep: times the\n"
             "reference (host, double) and each optimized variant (the context's backend),\n"
@@ -74,7 +78,13 @@ void mf_cli_bench_help(FILE *out)
             "  --backend B       auto (default), host or cuda\n"
             "  --sizes LIST      comma-separated n values replacing the default sweep\n"
             "  --reps N          timed repetitions per row (default 3; mean reported)\n"
-            "  --out FILE        write the CSV there (default: standard output)\n"
+            "  --out FILE        write the CSV (or JSON) there (default: standard output)\n"
+            "  --json            a JSON array, one object per row with the CSV's columns\n"
+            "                    as keys (numbers; null where the CSV cell is empty)\n"
+            "  --plot DIR        also write DIR/bench.csv and draw the charts of ci/plot.sh\n"
+            "                    into DIR (the same script: $MF_PLOT_SCRIPT, else this\n"
+            "                    source tree's ci/plot.sh; needs gnuplot: exit 3 and a\n"
+            "                    message when it is missing)\n"
             "  -h, --help        this help\n"
             "\n"
             "CSV columns (one header line, one row per op x variant x size):\n"
@@ -96,6 +106,19 @@ void mf_cli_bench_help(FILE *out)
             "  max_abs_err            of the re-validation\n"
             "  status                 ok or failed\n"
             "  message                why it failed, or empty\n"
+            "  flops, min_bytes       work of one call from the op's formula (its sweep in\n"
+            "                         src/ops/<op>.c; the same for every variant): flops\n"
+            "                         (a multiply-add is 2), bytes every input read once\n"
+            "                         and every output written once; empty for run_case\n"
+            "  tflops, gbps           achieved rates flops/opt_ms and min_bytes/opt_ms on a\n"
+            "                         GPU (timer cuda-events); empty in host execution mode\n"
+            "  peak_tflops, peak_gbps the device's dense bf16 tensor-core peak and HBM\n"
+            "                         bandwidth (a datasheet table for A100/H100/H200;\n"
+            "                         bandwidth from the device's memory clock and bus width\n"
+            "                         otherwise); empty in host execution mode\n"
+            "  frac_peak_flops,       tflops/peak_tflops and gbps/peak_gbps (the fraction\n"
+            "  frac_peak_bw           of the device's peak; f32 sweeps against the bf16\n"
+            "                         tensor-core peak)\n"
             "\n"
             "exit status: 0 every row ok, 1 some row failed, 2 usage error, 3 the backend\n"
             "is unavailable or the output file cannot be written.\n"
@@ -103,7 +126,7 @@ void mf_cli_bench_help(FILE *out)
 }
 
 typedef struct bench_row {
-    char op[32], variant[32], backend[8], timer[24], timed[12], dtype[8], shape[128];
+    char op[32], variant[32], backend[8], timer[24], timed[12], dtype[8], shape[192];
     long long size;
     int reps;
     double ref_ms, opt_ms; /* NAN: not measured */
@@ -111,7 +134,41 @@ typedef struct bench_row {
     double max_abs_err;
     int ok;
     char message[200];
+    double flops, min_bytes;      /* per call; 0: not stated (run_case rows) */
+    double tflops, gbps;          /* achieved (GPU rows only), else NAN */
+    double peak_tflops, peak_gbps; /* the device's (GPU only), else NAN */
 } bench_row;
+
+/* ---- the device's peak ------------------------------------------------------------------ */
+/* Dense (no sparsity) bf16 tensor-core TFLOP/s and HBM GB/s from NVIDIA's
+ * datasheets: A100 (A100 Tensor Core GPU datasheet: 312 TFLOP/s; 1,555 GB/s
+ * 40GB, 1,935 GB/s 80GB PCIe, 2,039 GB/s 80GB SXM), H100 (H100 Tensor Core
+ * GPU datasheet: 1,979 / 1,513 / 1,671 TFLOP/s "with sparsity" for SXM / PCIe
+ * / NVL, halved here; 3.35, 2.0 and 3.9 TB/s) and H200 (H200 datasheet: SXM
+ * 1,979 and NVL 1,671 TFLOP/s with sparsity, halved; 4.8 TB/s). Matched on
+ * the device name (cudaDeviceProp.name), first hit wins. */
+typedef struct device_peak {
+    const char *name_has, *name_has2; /* both substrings (NULL: none) */
+    double tflops, gbps;
+} device_peak;
+
+static const device_peak peak_table[] = {
+    {"H200", "NVL", 835.5, 4800.0},  {"H200", NULL, 989.5, 4800.0},     {"H100", "NVL", 835.5, 3900.0},
+    {"H100", "PCIe", 756.5, 2000.0}, {"H100", NULL, 989.5, 3350.0},     {"A100", "40GB", 312.0, 1555.0},
+    {"A100", "PCIE", 312.0, 1935.0}, {"A100", NULL, 312.0, 2039.0},
+};
+
+/* Peak figures of the context's device: NAN where unknown (host mode). */
+static void device_peaks(mf_context *ctx, double *tflops, double *gbps, char *name, size_t cap);
+
+/* The achieved rates of a timed GPU row. */
+static void row_rates(bench_row *r)
+{
+    r->tflops = r->gbps = NAN;
+    if (strcmp(r->timer, "cuda-events") != 0 || !(r->opt_ms > 0)) return;
+    if (r->flops > 0) r->tflops = r->flops / (r->opt_ms * 1e-3) / 1e12;
+    if (r->min_bytes > 0) r->gbps = r->min_bytes / (r->opt_ms * 1e-3) / 1e9;
+}
 
 static double now_ms(void)
 {
@@ -126,6 +183,36 @@ static double now_ms(void)
 #include <cuda_runtime_api.h>
 void *mf_context_stream(mf_context *ctx); /* src/core/mf_internal.h */
 #endif
+
+static void device_peaks(mf_context *ctx, double *tflops, double *gbps, char *name, size_t cap)
+{
+    *tflops = *gbps = NAN;
+    snprintf(name, cap, "host");
+#ifdef MF_HAVE_CUDA
+    int dev = 0;
+    struct cudaDeviceProp prop;
+    if (mf_context_backend(ctx) != MF_BACKEND_CUDA || cudaGetDevice(&dev) != cudaSuccess ||
+        cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+        return;
+    snprintf(name, cap, "%s", prop.name);
+    for (size_t i = 0; i < sizeof peak_table / sizeof peak_table[0]; i++) {
+        const device_peak *p = &peak_table[i];
+        if (strstr(prop.name, p->name_has) && (p->name_has2 == NULL || strstr(prop.name, p->name_has2))) {
+            *tflops = p->tflops;
+            *gbps = p->gbps;
+            return;
+        }
+    }
+    /* not in the table: bandwidth from the memory clock (kHz, double data rate) and bus width (bits) */
+    int khz = 0, bits = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess && khz > 0 && bits > 0)
+        *gbps = 2.0 * (double)khz * 1e3 * (double)bits / 8.0 / 1e9;
+#else
+    (void)ctx;
+    (void)peak_table;
+#endif
+}
 
 /* Times the optimized loop: CUDA events on a CUDA context (timer
  * "cuda-events"), else wall-clock time around the loop, which the loop ends
@@ -238,6 +325,8 @@ static mf_status run_sweep(mf_context *ctx, const mf_bench_sweep *sw, int varian
     mf_status s = sw->setup(ctx, &c);
     snprintf(r->shape, sizeof r->shape, "%s", c.shape);
     r->ceiling = c.ceiling;
+    r->flops = c.flops;
+    r->min_bytes = c.min_bytes;
     if (s == MF_OK && (c.ref_out == NULL || c.out_dev == NULL || c.tol == NULL)) {
         s = MF_ERR_INTERNAL;
         snprintf(r->message, sizeof r->message, "the sweep's setup left no output");
@@ -289,7 +378,8 @@ static void csv_bytes(FILE *f, size_t b)
 
 #define BENCH_CSV_HEADER                                                                                      \
     "op,variant,backend,timer,timed,dtype,shape,size,reps,ref_ms,opt_ms,ref_peak_bytes,opt_peak_bytes,"      \
-    "ceiling_bytes,max_abs_err,status,message"
+    "ceiling_bytes,max_abs_err,status,message,flops,min_bytes,tflops,gbps,peak_tflops,peak_gbps,"            \
+    "frac_peak_flops,frac_peak_bw"
 
 static void write_csv(FILE *f, const bench_row *rows, size_t n)
 {
@@ -312,8 +402,128 @@ static void write_csv(FILE *f, const bench_row *rows, size_t n)
         csv_num(f, r->max_abs_err);
         fprintf(f, ",%s,", r->ok ? "ok" : "failed");
         csv_str(f, r->message);
+        const double cols[8] = {r->flops > 0 ? r->flops : NAN, r->min_bytes > 0 ? r->min_bytes : NAN,
+                                r->tflops, r->gbps, r->peak_tflops, r->peak_gbps, r->tflops / r->peak_tflops,
+                                r->gbps / r->peak_gbps};
+        for (int k = 0; k < 8; k++) {
+            fputc(',', f);
+            csv_num(f, cols[k]);
+        }
         fputc('\n', f);
     }
+}
+
+static void json_num(cJSON *o, const char *key, double x)
+{
+    if (isfinite(x)) cJSON_AddNumberToObject(o, key, x);
+    else cJSON_AddNullToObject(o, key);
+}
+
+static double bytes_num(size_t b) { return b == SIZE_MAX ? NAN : (double)b; }
+
+/* The CSV's columns as keys, one object per row; 0 when out of memory. */
+static int write_json(FILE *f, const bench_row *rows, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr != NULL && i < n; i++) {
+        const bench_row *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        if (o == NULL) break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "op", r->op);
+        cJSON_AddStringToObject(o, "variant", r->variant);
+        cJSON_AddStringToObject(o, "backend", r->backend);
+        cJSON_AddStringToObject(o, "timer", r->timer);
+        cJSON_AddStringToObject(o, "timed", r->timed);
+        cJSON_AddStringToObject(o, "dtype", r->dtype);
+        cJSON_AddStringToObject(o, "shape", r->shape);
+        cJSON_AddNumberToObject(o, "size", (double)r->size);
+        cJSON_AddNumberToObject(o, "reps", r->reps);
+        json_num(o, "ref_ms", r->ref_ms);
+        json_num(o, "opt_ms", r->opt_ms);
+        json_num(o, "ref_peak_bytes", bytes_num(r->ref_peak));
+        json_num(o, "opt_peak_bytes", bytes_num(r->opt_peak));
+        json_num(o, "ceiling_bytes", bytes_num(r->ceiling));
+        json_num(o, "max_abs_err", r->max_abs_err);
+        cJSON_AddStringToObject(o, "status", r->ok ? "ok" : "failed");
+        cJSON_AddStringToObject(o, "message", r->message);
+        json_num(o, "flops", r->flops > 0 ? r->flops : NAN);
+        json_num(o, "min_bytes", r->min_bytes > 0 ? r->min_bytes : NAN);
+        json_num(o, "tflops", r->tflops);
+        json_num(o, "gbps", r->gbps);
+        json_num(o, "peak_tflops", r->peak_tflops);
+        json_num(o, "peak_gbps", r->peak_gbps);
+        json_num(o, "frac_peak_flops", r->tflops / r->peak_tflops);
+        json_num(o, "frac_peak_bw", r->gbps / r->peak_gbps);
+    }
+    char *text = arr != NULL ? cJSON_Print(arr) : NULL;
+    cJSON_Delete(arr);
+    if (text == NULL) return 0;
+    fprintf(f, "%s\n", text);
+    cJSON_free(text);
+    return 1;
+}
+
+#ifndef MF_PLOT_SCRIPT_DEFAULT
+#define MF_PLOT_SCRIPT_DEFAULT "ci/plot.sh"
+#endif
+
+/* --plot DIR: DIR/bench.csv, then the plot script on it (its messages go to
+ * err). Returns an exit code: OK, or UNAVAILABLE (no script, no gnuplot, a
+ * directory or file that cannot be written, the script failed). */
+static int plot_charts(const char *dir, const bench_row *rows, size_t n, FILE *out, FILE *err)
+{
+    const char *script = getenv("MF_PLOT_SCRIPT");
+    if (script == NULL || *script == '\0') script = MF_PLOT_SCRIPT_DEFAULT;
+    if (strchr(dir, '\'') != NULL || strchr(script, '\'') != NULL) {
+        fprintf(err, "memfix bench: --plot: a path with a single quote is not supported\n");
+        return MF_CLI_UNAVAILABLE;
+    }
+    struct stat st;
+    if (stat(script, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fprintf(err, "memfix bench: --plot: the plot script '%s' is missing (set MF_PLOT_SCRIPT to ci/plot.sh)\n",
+                script);
+        return MF_CLI_UNAVAILABLE;
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(err, "memfix bench: --plot: cannot create '%s': %s\n", dir, strerror(errno));
+        return MF_CLI_UNAVAILABLE;
+    }
+    char csv_path[4096], cmd[8400];
+    snprintf(csv_path, sizeof csv_path, "%s/bench.csv", dir);
+    FILE *f = fopen(csv_path, "w");
+    if (f == NULL) {
+        fprintf(err, "memfix bench: --plot: cannot write '%s': %s\n", csv_path, strerror(errno));
+        return MF_CLI_UNAVAILABLE;
+    }
+    write_csv(f, rows, n);
+    if (fclose(f) != 0) {
+        fprintf(err, "memfix bench: --plot: writing '%s' failed\n", csv_path);
+        return MF_CLI_UNAVAILABLE;
+    }
+    snprintf(cmd, sizeof cmd, "bash '%s' '%s' '%s' 2>&1", script, csv_path, dir);
+    fflush(out);
+    fflush(err);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL) {
+        fprintf(err, "memfix bench: --plot: cannot run '%s': %s\n", script, strerror(errno));
+        return MF_CLI_UNAVAILABLE;
+    }
+    char line[512];
+    while (fgets(line, sizeof line, p) != NULL) fputs(line, err);
+    const int status = pclose(p);
+    const int code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 0) {
+        fprintf(out, "memfix bench: charts and bench.csv written to %s\n", dir);
+        return MF_CLI_OK;
+    }
+    if (code == 3)
+        fprintf(err, "memfix bench: --plot: gnuplot is missing: no charts drawn (Debian/Ubuntu: apt-get install "
+                     "gnuplot-nox); the rows are in %s\n",
+                csv_path);
+    else
+        fprintf(err, "memfix bench: --plot: '%s' failed (exit %d); the rows are in %s\n", script, code, csv_path);
+    return MF_CLI_UNAVAILABLE;
 }
 
 static int parse_sizes(const char *s, int64_t *out, int cap)
@@ -336,8 +546,8 @@ static int parse_sizes(const char *s, int64_t *out, int cap)
 
 int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
 {
-    const char *op_name = NULL, *backend_name = "auto", *out_path = NULL;
-    int reps = 3, n_sizes = 0;
+    const char *op_name = NULL, *backend_name = "auto", *out_path = NULL, *plot_dir = NULL;
+    int reps = 3, n_sizes = 0, json = 0;
     int64_t sizes[MAX_SIZES];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -345,10 +555,14 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
             mf_cli_bench_help(out);
             return MF_CLI_OK;
         }
-        const char *names[] = {"--op", "--backend", "--sizes", "--reps", "--out"};
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
+        }
+        const char *names[] = {"--op", "--backend", "--sizes", "--reps", "--out", "--plot"};
         int k = -1;
         const char *val = NULL;
-        for (int j = 0; j < 5 && k < 0; j++) {
+        for (int j = 0; j < 6 && k < 0; j++) {
             size_t len = strlen(names[j]);
             if (strncmp(a, names[j], len) == 0 && (a[len] == '\0' || a[len] == '=')) {
                 k = j;
@@ -380,8 +594,10 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
                 return MF_CLI_USAGE;
             }
             reps = (int)v;
-        } else {
+        } else if (k == 4) {
             out_path = val;
+        } else {
+            plot_dir = val;
         }
     }
 
@@ -426,6 +642,9 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
     const mf_backend resolved = mf_context_backend(ctx);
     /* the label of the rows; sweep rows on a GPU say cuda-events when the events worked */
     const char *timer = resolved == MF_BACKEND_CUDA ? "cuda-events" : "host-wall";
+    double peak_tflops, peak_gbps;
+    char device[256];
+    device_peaks(ctx, &peak_tflops, &peak_gbps, device, sizeof device);
 
     size_t cap = 0, n = 0;
     for (size_t i = 0; i < n_ops; i++) {
@@ -497,21 +716,37 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
                     r->ok = 0;
                     snprintf(r->message, sizeof r->message, "%s: %s", mf_status_name(s), mf_last_error());
                 }
+                r->peak_tflops = peak_tflops;
+                r->peak_gbps = peak_gbps;
+                row_rates(r);
             }
         }
     }
     mf_context_destroy(ctx);
-    write_csv(csv, rows, n);
+    int rc = MF_CLI_OK;
+    if (json) {
+        if (!write_json(csv, rows, n)) {
+            fprintf(err, "memfix bench: out of memory printing JSON\n");
+            rc = MF_CLI_UNAVAILABLE;
+        }
+    } else {
+        write_csv(csv, rows, n);
+    }
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
-    int rc = failed ? MF_CLI_FAILED : MF_CLI_OK;
+    if (rc == MF_CLI_OK && failed) rc = MF_CLI_FAILED;
     if (csv != out) {
         if (fclose(csv) != 0) {
             fprintf(err, "memfix bench: writing '%s' failed: %s\n", out_path, strerror(errno));
             rc = MF_CLI_UNAVAILABLE;
         } else {
-            fprintf(out, "memfix bench: %zu rows (%zu failed, timer %s) written to %s\n", n, failed, timer, out_path);
+            fprintf(out, "memfix bench: %zu rows (%zu failed, timer %s, device %s) written to %s\n", n, failed, timer,
+                    device, out_path);
         }
+    }
+    if (plot_dir != NULL) {
+        const int prc = plot_charts(plot_dir, rows, n, csv == out ? err : out, err);
+        if (prc != MF_CLI_OK) rc = prc;
     }
     for (size_t i = 0; i < n; i++)
         if (!rows[i].ok)

@@ -34,7 +34,7 @@ void mf_cli_plan_help(FILE *out)
             "    ZeRO stage 1/2/3 over --dp GPUs;\n"
             "  - activations per layer (Korthikanti et al. 2022's count, generalized) with\n"
             "    standard or tiled attention, with and without full checkpointing;\n"
-            "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked.\n"
+            "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked vs fused.\n"
             "A preset fills every option; options given after it override its values.\n"
             "One integer option may take a comma-separated list (a sweep): the plan once per\n"
             "value, as one table (--json: one object with a \"plans\" array), e.g.\n"
@@ -227,12 +227,11 @@ static const char *seed_note(const char *preset, const char *what)
 /* Why an optimized scratch can exceed the naive bytes it replaces, per fix. */
 static const char *exceeds_reason(const char *fix, mf_dtype dtype)
 {
-    if (strcmp(fix, "cross_entropy") == 0)
-        return dtype == MF_DTYPE_BF16
-                   ? "the budget holds every row in one fp32 tile (C = N), twice the bf16 logits; a smaller "
-                     "--ce-budget chunks it"
-                   : "the budget holds every row in one fp32 tile (C = N), as big as the f32 logits, plus "
-                     "4N + 16 bytes; a smaller --ce-budget chunks it";
+    if (strcmp(fix, "cross_entropy") == 0) {
+        (void)dtype;
+        return "the logits are too small to hold one fp32 row plus 4N + 16 bytes, so the one-row tile exceeds "
+               "them (the fused variant's 8N + 16 does not)";
+    }
     if (strcmp(fix, "nsa") == 0) return "at this length a query sees more keys through NSA's branches than N";
     return "the fix pays off only at larger shapes";
 }
@@ -292,6 +291,8 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     add_bytes(mem, "loss_naive", m->loss_naive);
     add_bytes(mem, "loss_chunked", m->loss_chunked);
     cJSON_AddNumberToObject(mem, "loss_chunk_rows", (double)m->loss_chunk_rows);
+    cJSON_AddBoolToObject(mem, "loss_capped_by_logits", m->loss_capped_by_logits);
+    add_bytes(mem, "loss_fused", m->loss_fused);
     add_bytes(mem, "total_naive", m->total_naive);
     add_bytes(mem, "total_optimized", m->total_optimized);
     cJSON *fixes = cJSON_AddArrayToObject(root, "fixes");
@@ -379,6 +380,9 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
     ROW("logits (N x V in dtype)", m->logits_bytes);
     ROW("loss, naive (logits + fp32 copy)", m->loss_naive);
     ROW("loss, chunked (fp32 tile + 4N + 16)", m->loss_chunked);
+    if (m->loss_capped_by_logits)
+        fprintf(out, "  %-44s  ^ the naive logits are already smaller than the budget: the tile is capped at them\n", "");
+    ROW("loss, fused (8N + 16: no logits tile)", m->loss_fused);
     ROW("total, naive (standard, no ckpt, naive loss)", m->total_naive);
     ROW("total, optimized (tiled, ckpt, chunked loss)", m->total_optimized);
 #undef ROW
@@ -415,7 +419,7 @@ static void set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
 static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o, const int64_t *vals, size_t n,
                       int json, FILE *out, FILE *err)
 {
-    char b[4][64];
+    char b[5][64];
     cJSON *root = NULL, *plans = NULL;
     if (json) {
         root = cJSON_CreateObject();
@@ -429,8 +433,8 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         fprintf(out, "plan%s%s: sweep over %s, one row per value (bytes; loss chunked under --ce-budget %s)\n",
                 preset ? " " : "", preset ? preset : "", o->name,
                 fmt_bytes(b[0], sizeof b[0], cfg.ce_budget ? cfg.ce_budget : MF_CE_DEFAULT_BUDGET));
-        fprintf(out, "  %12s  %10s  %26s  %-22s  %26s  %26s  %26s\n", o->name, "tokens", "logits (naive)",
-                "loss method", "loss, chunked", "total, naive", "total, optimized");
+        fprintf(out, "  %12s  %10s  %26s  %-22s  %26s   %26s  %26s  %26s\n", o->name, "tokens", "logits (naive)",
+                "loss method", "loss, chunked", "loss, fused", "total, naive", "total, optimized");
     }
     int exceeded = 0;
     for (size_t i = 0; i < n; i++) {
@@ -454,12 +458,14 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         const int64_t chunks = C > 0 ? (tokens + C - 1) / C : 0;
         char method[64];
         if (chunks <= 1) snprintf(method, sizeof method, "one chunk");
-        else snprintf(method, sizeof method, "chunked: %lld x %lld", (long long)chunks, (long long)C);
+        else snprintf(method, sizeof method, "%s: %lld x %lld", m.loss_capped_by_logits ? "capped" : "chunked",
+                      (long long)chunks, (long long)C);
         const int over = m.loss_chunked != SIZE_MAX && m.loss_chunked > m.logits_bytes;
         exceeded |= over;
-        fprintf(out, "  %12lld  %10lld  %26s  %-22s  %26s%s  %26s  %26s\n", (long long)vals[i], (long long)tokens,
-                fmt_bytes(b[0], sizeof b[0], m.logits_bytes), method, fmt_bytes(b[1], sizeof b[1], m.loss_chunked),
-                over ? "*" : " ", fmt_bytes(b[2], sizeof b[2], m.total_naive),
+        fprintf(out, "  %12lld  %10lld  %26s  %-22s  %26s%s  %26s  %26s  %26s\n", (long long)vals[i],
+                (long long)tokens, fmt_bytes(b[0], sizeof b[0], m.logits_bytes), method,
+                fmt_bytes(b[1], sizeof b[1], m.loss_chunked), over ? "*" : " ",
+                fmt_bytes(b[4], sizeof b[4], m.loss_fused), fmt_bytes(b[2], sizeof b[2], m.total_naive),
                 fmt_bytes(b[3], sizeof b[3], m.total_optimized));
     }
     if (json) {

@@ -78,7 +78,7 @@ static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
     snprintf(cells[0], 160, "%s", r->op);
     snprintf(cells[1], 160, "%s", r->backend);
     snprintf(cells[2], 160, "%s", r->dtype);
-    snprintf(cells[3], 160, "%s", r->shape);
+    snprintf(cells[3], 160, "%.159s", r->shape);
     num_cell(cells[4], 160, r->max_abs_err);
     num_cell(cells[5], 160, r->max_rel_err);
     num_cell(cells[6], 160, r->atol);

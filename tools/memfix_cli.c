@@ -33,10 +33,13 @@ static void report_help(FILE *out)
             "Runs, for every registered fix (or only NAME), the reference and each\n"
             "optimized variant on the fix's built-in cases, compares the outputs with the\n"
             "fix's tolerance, and measures scratch memory through the context's tracked\n"
-            "allocators. One row per (variant, case):\n"
-            "  op, variant, backend, dtype, shape, max abs err, max rel err, atol, rtol,\n"
-            "  verdict, ref peak (reference host scratch bytes), opt peak (optimized device\n"
-            "  scratch bytes), ceiling (the op header's formula at that shape, bytes).\n"
+            "allocators. One line per compared quantity of each (variant, case):\n"
+            "  compared (the output), tolerance row (its row in src/core/tolerance.c),\n"
+            "  max abs err, budget used (max over elements of |got-ref| / (atol +\n"
+            "  rtol*|ref|); 100%% is the limit); on the case's first line: op, variant,\n"
+            "  backend, dtype, verdict, ref peak (reference host scratch bytes), opt peak\n"
+            "  (optimized device scratch bytes), ceiling (the op header's formula at that\n"
+            "  shape, bytes) and case (the full case, every option).\n"
             "A row passes when the outputs are equivalent AND opt peak <= ceiling.\n"
             "\n"
             "options:\n"
@@ -45,7 +48,10 @@ static void report_help(FILE *out)
             "                    execution mode), host, or cuda\n"
             "  --json            print a JSON array of objects with the keys op, variant,\n"
             "                    backend, dtype, shape, max_abs_err, max_rel_err, atol, rtol,\n"
-            "                    pass, ref_peak_bytes, opt_peak_bytes, ceiling_bytes\n"
+            "                    pass, ref_peak_bytes, opt_peak_bytes, ceiling_bytes (atol,\n"
+            "                    rtol: the loosest row), budget_used (the worst share; null\n"
+            "                    on a NaN/Inf mismatch) and outputs: per quantity name,\n"
+            "                    tolerance, atol, rtol, max_abs_err, budget_used, pass\n"
             "  -h, --help        this help\n"
             "\n"
             "exit status: 0 every row passed, 1 some row failed, 2 usage error or unknown\n"
@@ -98,29 +104,54 @@ static void fmt_num(char *buf, size_t cap, double x)
         snprintf(buf, cap, "%.3g", x);
 }
 
+/* The table has one line per compared quantity (an output of the case under
+ * its tolerance row); the case's own columns (op, variant, ..., verdict,
+ * peaks, the full case) are printed on its first quantity's line only. */
 enum { NCOL = 13 };
-static const char *const col_names[NCOL] = {"op",      "variant", "backend", "dtype",   "shape",
-                                            "max abs err", "max rel err", "atol", "rtol", "verdict",
-                                            "ref peak", "opt peak", "ceiling"};
+static const char *const col_names[NCOL] = {"op",         "variant",   "backend",     "dtype",  "compared",
+                                            "tolerance row", "max abs err", "budget used", "verdict",
+                                            "ref peak",   "opt peak",  "ceiling",     "case"};
 
-static void row_cells(const mf_case_result *r, char (*cells)[MF_CLI_CELL])
+typedef struct report_line {
+    const mf_case_result *r;
+    int k; /* the quantity, or -1 for a case that compared none */
+} report_line;
+
+static void fmt_budget(char *buf, size_t cap, double used)
 {
-    snprintf(cells[0], 160, "%s", r->op);
-    snprintf(cells[1], 160, "%s", r->variant);
-    snprintf(cells[2], 160, "%s", r->backend);
-    snprintf(cells[3], 160, "%s", r->dtype);
-    snprintf(cells[4], 160, "%s", r->shape);
-    fmt_num(cells[5], 160, r->max_abs_err);
-    fmt_num(cells[6], 160, r->max_rel_err);
-    fmt_num(cells[7], 160, r->atol);
-    fmt_num(cells[8], 160, r->rtol);
-    snprintf(cells[9], 160, "%s", r->pass ? "PASS" : "FAIL");
-    snprintf(cells[10], 160, "%zu", r->ref_peak_bytes);
-    snprintf(cells[11], 160, "%zu", r->opt_peak_bytes);
-    if (r->ceiling_bytes == SIZE_MAX)
-        snprintf(cells[12], 160, "n/a");
+    if (isnan(used) || isinf(used))
+        snprintf(buf, cap, "%s", isinf(used) ? "inf (NaN/Inf)" : "nan");
     else
-        snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
+        snprintf(buf, cap, "%.3g%%", 100.0 * used);
+}
+
+static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
+{
+    const mf_case_result *r = l->r;
+    const int first = l->k <= 0;
+    for (int c = 0; c < NCOL; c++) cells[c][0] = '\0';
+    if (first) {
+        snprintf(cells[0], MF_CLI_CELL, "%s", r->op);
+        snprintf(cells[1], MF_CLI_CELL, "%s", r->variant);
+        snprintf(cells[2], MF_CLI_CELL, "%s", r->backend);
+        snprintf(cells[3], MF_CLI_CELL, "%s", r->dtype);
+        snprintf(cells[8], MF_CLI_CELL, "%s", r->pass ? "PASS" : "FAIL");
+        snprintf(cells[9], MF_CLI_CELL, "%zu", r->ref_peak_bytes);
+        snprintf(cells[10], MF_CLI_CELL, "%zu", r->opt_peak_bytes);
+        if (r->ceiling_bytes == SIZE_MAX) snprintf(cells[11], MF_CLI_CELL, "n/a");
+        else snprintf(cells[11], MF_CLI_CELL, "%zu", r->ceiling_bytes);
+        snprintf(cells[12], MF_CLI_CELL, "%.159s", r->shape);
+    }
+    if (l->k < 0) {
+        snprintf(cells[4], MF_CLI_CELL, "(none)");
+        fmt_num(cells[6], MF_CLI_CELL, r->max_abs_err);
+        return;
+    }
+    const mf_output_result *o = &r->outputs[l->k];
+    snprintf(cells[4], MF_CLI_CELL, "%s%s", o->what, o->pass ? "" : " FAIL");
+    snprintf(cells[5], MF_CLI_CELL, "%s", o->tol);
+    fmt_num(cells[6], MF_CLI_CELL, o->max_abs_err);
+    fmt_budget(cells[7], MF_CLI_CELL, o->budget_used);
 }
 
 void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
@@ -153,18 +184,33 @@ void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int
 
 static void report_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
 {
-    row_cells(&((const mf_case_result *)rows)[i], cells);
+    row_cells(&((const report_line *)rows)[i], cells);
 }
 
 static void print_table(FILE *out, const mf_case_result *rows, size_t n)
 {
     /* numbers right-aligned, text left-aligned */
-    static const int right[NCOL] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1};
-    mf_cli_print_table(out, NCOL, col_names, right, n, report_cells, rows);
+    static const int right[NCOL] = {0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1, 1, 0};
+    size_t n_lines = 0;
+    for (size_t i = 0; i < n; i++) n_lines += rows[i].n_outputs > 0 ? (size_t)rows[i].n_outputs : 1;
+    report_line *lines = malloc((n_lines ? n_lines : 1) * sizeof *lines);
+    if (lines == NULL) {
+        fprintf(out, "memfix report: out of memory printing the table\n");
+        return;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].n_outputs == 0) lines[at++] = (report_line){&rows[i], -1};
+        for (int k = 0; k < rows[i].n_outputs; k++) lines[at++] = (report_line){&rows[i], k};
+    }
+    mf_cli_print_table(out, NCOL, col_names, right, n_lines, report_cells, lines);
+    free(lines);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].pass;
     fprintf(out, "\n%zu rows, %zu passed, %zu failed", n, n - failed, failed);
     fprintf(out, "  (bytes: scratch beyond inputs and outputs; ceiling: the op header's formula)\n");
+    fprintf(out, "budget used: max over elements of |got-ref| / (atol + rtol*|ref|) under the quantity's\n"
+                 "tolerance row (the rows: src/core/tolerance.c); above 100%% fails.\n");
     for (size_t i = 0; i < n; i++)
         if (!rows[i].pass)
             fprintf(out, "FAIL %s/%s [%s %s]: %s\n", rows[i].op, rows[i].variant, rows[i].dtype, rows[i].shape,
@@ -191,6 +237,29 @@ void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
     cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
     if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
     else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+    /* per compared quantity: its tolerance row and the share of its budget used */
+    cJSON *arr = cJSON_AddArrayToObject(o, "outputs");
+    for (int k = 0; arr != NULL && k < r->n_outputs; k++) {
+        const mf_output_result *q = &r->outputs[k];
+        cJSON *e = cJSON_CreateObject();
+        if (e == NULL) break;
+        cJSON_AddItemToArray(arr, e);
+        cJSON_AddStringToObject(e, "name", q->what);
+        cJSON_AddStringToObject(e, "tolerance", q->tol);
+        cJSON_AddNumberToObject(e, "atol", q->atol);
+        cJSON_AddNumberToObject(e, "rtol", q->rtol);
+        if (isfinite(q->max_abs_err)) cJSON_AddNumberToObject(e, "max_abs_err", q->max_abs_err);
+        else cJSON_AddNullToObject(e, "max_abs_err");
+        /* null: a NaN/Inf pattern mismatch (no finite share) */
+        if (isfinite(q->budget_used)) cJSON_AddNumberToObject(e, "budget_used", q->budget_used);
+        else cJSON_AddNullToObject(e, "budget_used");
+        cJSON_AddBoolToObject(e, "pass", q->pass ? 1 : 0);
+    }
+    double worst = 0.0;
+    for (int k = 0; k < r->n_outputs; k++)
+        if (!(r->outputs[k].budget_used <= worst)) worst = r->outputs[k].budget_used;
+    if (isfinite(worst)) cJSON_AddNumberToObject(o, "budget_used", worst);
+    else cJSON_AddNullToObject(o, "budget_used");
 }
 
 static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n)

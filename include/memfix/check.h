@@ -9,7 +9,8 @@
 extern "C" {
 #endif
 
-/* One row of the tolerance table (src/core/tolerance.c). Each entry carries a
+/* One row of the tolerance table (src/core/tolerance.c: its own rows, then each
+ * registered op's, mf_op_desc.tolerances in src/ops/<op>.c). Each entry carries a
  * one-line justification. Lookup by name, e.g. "matmul.f32", "matmul.bf16". */
 typedef struct mf_tolerance {
     const char *name;

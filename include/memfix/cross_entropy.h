@@ -37,7 +37,9 @@
  *   - ignored rows get an exact zero gradient even when their logits are NaN
  *     (PyTorch's log_softmax backward would spread the NaN);
  *   - a used label outside [0, V) that is not ignore_index returns
- *     MF_ERR_OUT_OF_RANGE instead of a device-side assert;
+ *     MF_ERR_OUT_OF_RANGE instead of a device-side assert (the optimized
+ *     variants find it on the device and report it at the end of the call:
+ *     the outputs are then unspecified);
  *   - a +inf logit gives lse NaN (torch.logsumexp: +inf); loss and gradient
  *     are NaN as in PyTorch (exp(inf - inf)).
  * Non-finite logits otherwise follow PyTorch (optimized and reference alike):
@@ -69,18 +71,69 @@
  *       (one fp32 logits/gradient tile; per-row losses before the reduction;
  *        two int64 counters.) The cuBLAS workspace is allocated with the
  *       context (mf_context_options.cublas_workspace_bytes) and is not part of
- *       the call's scratch. With a caller budget B:
- *       C = min(N, max_chunk_rows, floor((B - 4N - 16) / (4V)))
- *   so for a fixed C the scratch grows by 4 bytes per row, never by V per row.
+ *       the call's scratch. With a caller budget B and the logits it replaces
+ *       L = N * V * sizeof(dtype), the tile is sized against B' = min(B, L):
+ *       C = min(N, max_chunk_rows, floor((B' - 4N - 16) / (4V)))   (at least 1)
+ *   so the chunked variant never takes more scratch than the naive logits
+ *   (bf16: C <= N/2; f32: C < N), except when L cannot hold one fp32 row plus
+ *   4N + 16 bytes (C = 1; e.g. N = 1): then it exceeds L by at most 4N + 16 + 4V - L.
+ *   plan_info.capped_by_logits says when B > L (the naive layout was already
+ *   smaller than the budget); `memfix plan` prints it. For a fixed C the
+ *   scratch grows by 4 bytes per row, never by V per row.
  *   Seed threshold (verify_chunked_loss.py): with B = 10 GiB, V = 151936,
- *   N = 4096 runs as one chunk (C = N) and N = 40000 is chunked (C = 17667,
- *   three chunks). The
- *   document chunked when bf16 logits exceeded 10 GB; memfix sizes the fp32 tile
- *   against the budget instead, so the switch point differs (17,667 rows vs
- *   ~35,300) while both of the document's test points behave the same.
+ *   N = 4096's bf16 logits (1.16 GiB) are below the budget, which the document
+ *   answers by not chunking; memfix caps the tile at them (C = 2047, three chunks,
+ *   scratch <= the logits). N = 40000 is chunked against the budget (C = 17667,
+ *   three chunks) as in the document. The document chunked when bf16 logits
+ *   exceeded 10 GB; memfix sizes the fp32 tile against the budget instead, so
+ *   the switch point differs (17,667 rows vs ~35,300).
  *
- * Variants: MF_CE_VARIANT_CHUNKED (cuBLAS logits tile per chunk in device
- * scratch, one block per row, cuBLAS accumulation of the gradients).
+ * Variants
+ * --------
+ * MF_CE_VARIANT_CHUNKED (default): cuBLAS logits tile per chunk in device
+ * scratch, one block per row, cuBLAS accumulation of the gradients (above).
+ * Both variants count the valid labels on the device and read 1/n_valid there
+ * (no host copy, no synchronisation before the launches).
+ *
+ * MF_CE_VARIANT_FUSED (Cut Cross-Entropy class, optimized/cross_entropy_fused.cu):
+ * the logits never reach global memory. One CTA per 64-row block streams
+ * 64-column vocabulary tiles: z = hidden . W_tile^T on mma.sync.m16n8k16 (bf16
+ * inputs, fp32 accumulation) or fp32 FMAs (f32 inputs: a SIMT path with the
+ * same fragment layout, so the f32 tolerance rows apply unchanged), bias and
+ * softcap in registers, online max / sum-exp, target logit and smoothing sum
+ * on the fly; the forward writes lse and the row losses only. The backward
+ * recomputes each tile, forms dL/dz in registers from the saved lse (every
+ * option above), keeps it in shared memory (fp32; rounded to bf16 for the
+ * bf16 mma like the chunked variant's tile) and accumulates on tensor cores
+ * with fp32 accumulators:
+ *   grad_hidden  += G . W_tile     the CTA owns its rows: plain read-modify-
+ *                                  write in vocabulary order, DETERMINISTIC
+ *   grad_W_tile  += G^T . hidden   fp32 atomicAdd, one per CTA and element:
+ *   grad_bias    += colsum(G)      the order of the row blocks is not fixed, so
+ *                                  the last bits may differ run to run (N > 64)
+ * The label count for the mean stays on the device (the kernels read
+ * 1/n_valid there); the only read-back is the out-of-range check, once, with
+ * the synchronisation that releasing the scratch needs anyway (on a bad label
+ * the call returns MF_ERR_OUT_OF_RANGE and the outputs are unspecified).
+ * scratch_budget and max_chunk_rows are ignored.
+ *   Scratch (device, upper bound, exact for fused forward+backward with
+ *   mean/sum and lse == NULL):
+ *       8 * N + 16      (N fp32 row losses, N fp32 lse, two int64 counters)
+ *   independent of V, D and any budget: 1,048,592 B (1.0 MiB) at seed 000's
+ *   N = 131,072. Forward alone: 4N + 16 (mean/sum) or 16 (none); backward
+ *   alone: 16.
+ *   Gradient filtering (opts->grad_filter = f > 0, off by default): a tile of
+ *   a row block whose |dL/dz| are all below f contributes nothing. Error per
+ *   element, bounded by the skipped terms:
+ *       |d grad_hidden[i,:]| <= f * V * max|W|     |d grad_W[j,:]| <= f * N * max|hidden|
+ *       |d grad_bias[j]|     <= f * N
+ *   (tests/equivalence/test_cross_entropy_equiv.c checks the bound and that
+ *   tiles were skipped). The loss and lse are never filtered.
+ *   Gradient dtypes: fp32 outputs (grad_hidden N x D, grad_W V x D, grad_bias
+ *   V); at seed 000's shape fp32 grad_hidden + grad_W cost 1.25 GiB + 1.45 GiB
+ *   (2.7 GiB), caller buffers, not scratch. bf16 gradient outputs are not
+ *   offered: grad_W's atomic accumulation needs fp32 (bf16 atomics would round
+ *   every partial sum to 8 bits).
  */
 #ifndef MEMFIX_CROSS_ENTROPY_H
 #define MEMFIX_CROSS_ENTROPY_H
@@ -98,7 +151,8 @@ typedef enum mf_ce_reduction {
 } mf_ce_reduction;
 
 typedef enum mf_ce_variant {
-    MF_CE_VARIANT_CHUNKED = 0 /* logits tile per chunk in device scratch (cuBLAS) */
+    MF_CE_VARIANT_CHUNKED = 0, /* logits tile per chunk in device scratch (cuBLAS) */
+    MF_CE_VARIANT_FUSED = 1    /* logits tiles in registers / shared memory only: O(N) scratch */
 } mf_ce_variant;
 
 #define MF_CE_DEFAULT_IGNORE_INDEX (-100)
@@ -115,6 +169,9 @@ typedef struct mf_cross_entropy_options {
     mf_ce_variant variant;     /* default MF_CE_VARIANT_CHUNKED */
     size_t scratch_budget;     /* device scratch bytes the optimized call may use; default 1 GiB */
     int64_t max_chunk_rows;    /* 0 = no limit (default); > 0 caps the chunk (tests, tuning) */
+    float grad_filter;         /* FUSED backward: skip a 64 x 64 vocabulary tile of a row block
+                                  when every |dL/dz| in it is below this; 0 = off (default).
+                                  Error bound in the FUSED section above. */
 } mf_cross_entropy_options;
 
 MF_API void mf_cross_entropy_options_init(mf_cross_entropy_options *opts);
@@ -130,6 +187,8 @@ typedef struct mf_cross_entropy_plan_info {
     size_t tile_bytes;    /* C * V * 4 */
     size_t fixed_bytes;   /* 4 * N + 16 */
     size_t scratch_bytes; /* tile_bytes + fixed_bytes: the ceiling of the call */
+    size_t logits_bytes;  /* N * V * sizeof(dtype): what the naive code materializes */
+    int capped_by_logits; /* the budget exceeded logits_bytes: C was sized against them */
 } mf_cross_entropy_plan_info;
 
 /* Chunk size for opts->scratch_budget (opts NULL = defaults). MF_ERR_BUDGET when
@@ -147,6 +206,8 @@ MF_API size_t mf_ref_cross_entropy_scratch_bytes(int64_t n_rows, int64_t vocab, 
 /* Optimized chunked variant, upper bound: C*V*4 + 4*N + 16. */
 MF_API size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab,
                                                        int64_t chunk_rows);
+/* Optimized fused variant, upper bound: 8*N + 16 (no V, no budget). */
+MF_API size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows);
 
 /* ---- optimized entries (device pointers of ctx's backend) ------------------
  * hidden N x D, weight V x D, bias V (or NULL), all row-major in 'dtype';

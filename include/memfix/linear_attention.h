@@ -34,11 +34,14 @@
  *   dS0 = G_1, dz0 = g_1  (gradients of the initial state)
  *   phi'(x) = x > 0 ? 1 : exp(x)
  *
- * Non-finite inputs (chunked kernels and reference alike): a NaN or Inf
+ * Non-finite inputs (fp32 chunked kernels and reference alike): a NaN or Inf
  * reaches exactly the outputs whose sums above contain it. Causal: a NaN in
  * v_m reaches out_n for n >= m only; one in q_n reaches out_n, dq_n and the
- * dk_m, dv_m of m <= n (through G_m, g_m). The chunked kernels skip a chunk's
+ * dk_m, dv_m of m <= n (through G_m, g_m). The fp32 kernels skip a chunk's
  * masked (m > n) terms instead of weighting them by 0, which would make 0 * NaN.
+ * The bf16 tensor-core path (as flash-linear-attention's chunk kernels) zeroes
+ * masked scores and multiplies them on an mma tile: a non-finite value there can
+ * also reach the earlier rows of its 16- or 32-row mma tile.
  *
  * Layouts: q, k (B,H,N,D); v, dout (B,H,N,Dv); storage dtype MF_DTYPE_F32 or
  * MF_DTYPE_BF16 shared by q, k, v, dout. out, dq, dk, dv are float with the
@@ -47,17 +50,33 @@
  *
  * Optimized variants
  * ------------------
- *   causal, chunked (chunk C, a power of two in [16, 128]): one block per
- *     (b, h, slice of 32 state columns) walks the sequence chunk by chunk,
- *     carrying its D x 32 slice of S and all of z in shared memory: within a
- *     chunk the masked C x C products q'.k'^T (in 16 x 16 sub-tiles), across
- *     chunks the state. N need not be a multiple of C. Backward recomputes the
- *     states chunk by chunk (a forward sweep for dq, reverse sweeps carrying
- *     G and g for dk and dv) instead of storing them; it keeps den_n and dd_n
- *     (2 floats per position) in device scratch.
- *   bidirectional: the same kernels in two phases: first the whole state (S, z
- *     for the forward; G, g for the backward) into the block's shared memory,
- *     then every position's output from it.
+ *   causal, bf16 storage: tensor cores, in flash-linear-attention's chunk form.
+ *     A chunk state every 256 rows, outputs in 64-row tiles (4 warps x 16 rows);
+ *     C (the fp32 path's chunk) does not apply. (1) every chunk's own state
+ *     K'_c^T V_c and sum k'_m in parallel
+ *     (mma.sync m16n8k16, bf16 operands, phi(k) as hi + lo bf16 so the states
+ *     keep fp32 accuracy; fp32 accumulation), (2) an exclusive
+ *     scan over chunks in fp32 (from S0, z0; the final state is its total),
+ *     (3) every 64-row tile in parallel: Q' S_prev + mask(Q'K'^T) V on tensor
+ *     cores, den in fp32. The backward recomputes the states, then den_n, dd_n
+ *     (2 floats per position), dq from S_prev (dN S^T + mask(dN V^T + dd) K'),
+ *     the reverse states Q'_c^T dN_c, sum dd q' and their reverse scan (from
+ *     dS_N, dz_N; dS0, dz0 are its total), and dk, dv from G_next (V G^T +
+ *     mask(V dN^T + dd)^T-side Q', K' G + mask(K'Q'^T) dN). phi(q), phi(k) and
+ *     dout/den are rounded to bf16 once and used consistently (products, z,
+ *     den); states are summed in fp32 and rounded to bf16 only as mma operands.
+ *   causal, fp32 storage (chunk C, a power of two in [16, 128]): SIMT fp32; one
+ *     block per (b, h, slice of 32 state columns) walks the sequence chunk by
+ *     chunk, carrying its D x 32 slice of S and all of z in shared memory:
+ *     within a chunk the masked C x C products q'.k'^T (in 16 x 16 sub-tiles),
+ *     across chunks the state. N need not be a multiple of C. Backward
+ *     recomputes the states chunk by chunk (a forward sweep for dq, reverse
+ *     sweeps carrying G and g for dk and dv) instead of storing them.
+ *   bidirectional (fp32 and bf16 storage, SIMT): the same kernels in two
+ *     phases: first the whole state (S, z for the forward; G, g for the
+ *     backward) into the block's shared memory, then every position's output.
+ *   Every backward: den_n and dd_n from the chunks' z (summed per 256-row chunk
+ *     in parallel and scanned) by one block per (b, h, 64-row tile).
  *
  * Memory (bytes; scratch beyond inputs and outputs, see memfix.h)
  * ---------------------------------------------------------------
@@ -67,14 +86,21 @@
  *                                            reverse cumsums autograd materializes)
  *   bidir forward  : 8 * B*H*D*(Dv+1)       kv + k_sum
  *   bidir backward : 16 * B*H*D*(Dv+1)      kv, k_sum and their gradients
- * Optimized (device scratch, upper bounds; the same for both forms, any C):
- *   forward : 0              (state slices in shared memory)
- *   backward: 8 * B*H*N      (den_n and dd_n, one float each per position)
- * The chunked scratch is independent of N apart from the O(N) row statistics,
- * while the cumsum reference grows as N*D*Dv. The bidirectional form is the
- * document's memory-efficient baseline, not a fix: its reference is already
- * O(D*Dv), so its backward's O(N) row statistics exceed the reference's
- * 16*B*H*D*(Dv+1) once N > 2*D*(Dv+1).
+ * Optimized (device scratch, upper bounds for any C and dtype; nc = ceil(N/256)):
+ *   causal forward : 4 * B*H*nc*D*(Dv+1)             the chunk states (bf16 path;
+ *                                                      fp32 path: 0)
+ *   causal backward: 4 * B*H*nc*D*(Dv+1) + 8*B*H*N    chunk states (fp32 path: only
+ *                                                      their z, 4*B*H*nc*D), den_n, dd_n
+ *   bidir forward  : 0                                 state slices in shared memory
+ *   bidir backward : 4 * B*H*(nc+1)*D + 8*B*H*N        chunk z sums and the total z,
+ *                                                      den_n, dd_n
+ * The chunked scratch grows as N/256 * D*(Dv+1) (one state per 256 positions,
+ * the price of computing the chunks in parallel) plus 8 bytes per position,
+ * while the cumsum reference grows as 8*N*D*(Dv+1): the ceiling is below the
+ * reference at every N (4*ceil(N/256) < 8*N), 1/512 of it at large N. The bidirectional form is the document's
+ * memory-efficient baseline, not a fix: its reference is already O(D*Dv), so
+ * its backward's O(N) row statistics exceed the reference's 16*B*H*D*(Dv+1)
+ * once N is larger than about 2*D*(Dv+1).
  * Formula functions return SIZE_MAX for sizes <= 0 or size_t overflow.
  */
 #ifndef MEMFIX_LINEAR_ATTENTION_H
@@ -148,10 +174,11 @@ MF_API mf_linear_attention_backward_fn mf_linear_attention_backward;
  * float device buffers: forward reads state->initial_kv/initial_z and writes
  * state->final_kv/final_z; backward reads state->initial_kv/initial_z and
  * grad->d_final_kv/d_final_z and writes grad->d_initial_kv/d_initial_z. q, k,
- * v, dout are of dtype; out, dq, dk, dv float. A backward candidate gets
- * memfix's forward's out. The candidate's own outputs are compared: out and the
+ * v, dout are of dtype; out, dq, dk, dv float. A backward candidate gets the
+ * reference's out. The candidate's own outputs are compared: out and the
  * final state (forward); dq, dk, dv and the initial state's gradients
- * (backward). Scratch ceiling: 0 (forward), 8*B*H*N bytes (backward). */
+ * (backward); bf16 causal under the tensor-core rows (*.bf16_mma). Scratch
+ * ceiling: mf_linear_attention_scratch_ceiling of its pass. */
 typedef mf_linear_attention_forward_fn *mf_linear_attention_forward_candidate_fn;
 typedef mf_linear_attention_backward_fn *mf_linear_attention_backward_candidate_fn;
 

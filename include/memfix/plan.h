@@ -126,6 +126,9 @@ typedef struct mf_plan_memory {
     size_t loss_naive;         /* logits + fp32 copy N*V*4 */
     size_t loss_chunked;       /* chunked ceiling (SIZE_MAX without kernels) */
     int64_t loss_chunk_rows;   /* C (0 without kernels) */
+    int loss_capped_by_logits; /* the budget exceeded the logits: the chunked tile is capped at them */
+    size_t loss_fused;         /* fused (Cut Cross-Entropy class) ceiling 8N + 16: no V, no budget
+                                  (SIZE_MAX without kernels) */
     /* totals per GPU */
     size_t total_naive;        /* weights + grads + optimizer + act_standard + loss_naive */
     size_t total_optimized;    /* weights + grads + optimizer + act_ckpt_tiled + loss_chunked */

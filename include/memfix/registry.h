@@ -13,13 +13,27 @@
 extern "C" {
 #endif
 
+/* One compared quantity of a case (an output such as "loss" or "grad_hidden"):
+ * the tolerance row it was compared under and how much of that row's budget
+ * the worst element used. */
+#define MF_CASE_MAX_OUTPUTS 8
+typedef struct mf_output_result {
+    char what[32];        /* the quantity, e.g. "grad_hidden" */
+    char tol[48];         /* the tolerance row's name, e.g. "cross_entropy.grad.bf16" */
+    double atol, rtol;    /* that row's */
+    double max_abs_err;
+    double budget_used;   /* max over elements of |got-ref| / (atol + rtol*|ref|): 1.0 spends the
+                           * whole budget, > 1 fails; +inf on a NaN/Inf pattern mismatch */
+    int pass;             /* this quantity's comparison (every criterion of the row) */
+} mf_output_result;
+
 /* One row of `memfix report`. */
 typedef struct mf_case_result {
     char op[32];
     char variant[32];
     char backend[8];
     char dtype[8];
-    char shape[128];        /* e.g. "M=1 N=1 K=1 ta=0 tb=0" */
+    char shape[192];        /* the full case, every option: e.g. "M=1 N=1 K=1 ta=0 tb=0" */
     double max_abs_err;
     double max_rel_err;
     double atol;
@@ -30,6 +44,11 @@ typedef struct mf_case_result {
     size_t ceiling_bytes;   /* the header's formula at this shape */
     mf_failure failure;     /* MF_FAILURE_NONE, or why it failed (no parsing of message) */
     char message[256];      /* why it failed, or "" */
+    /* Per compared quantity, in comparison order (the testbed's mf_tb_compare
+     * fills them; at most MF_CASE_MAX_OUTPUTS kept). max_abs_err, atol and rtol
+     * above are the worst over these and stay for compatibility. */
+    int n_outputs;
+    mf_output_result outputs[MF_CASE_MAX_OUTPUTS];
 } mf_case_result;
 
 /* An entry point of an op that `memfix verify` takes candidates for. */
@@ -65,6 +84,12 @@ typedef struct mf_bench_case {
     void *host[MF_BENCH_MAX_BUFS];
     void *dev[MF_BENCH_MAX_BUFS];
     int n_host, n_dev;
+    /* The work of one call at this shape, from the op's formula (setup fills
+     * them; 0: not stated): floating-point operations (a multiply-add is 2)
+     * and the minimum bytes a call must move (every input read once, every
+     * output written once). Functions of the problem only, never of the
+     * variant, so every variant is measured against the same figures. */
+    double flops, min_bytes;
 } mf_bench_case;
 
 typedef struct mf_bench_sweep {
@@ -90,6 +115,11 @@ typedef struct mf_op_desc {
     int n_verify_targets;                   /* 0: takes no candidates */
     const mf_verify_target *verify_targets; /* a target named like the op answers --op <op> */
     const mf_bench_sweep *bench;            /* NULL: memfix bench times run_case */
+    /* The op's rows of the tolerance table, "<op>.<output>.<dtype>", each with
+     * a one-line justification from the arithmetic; mf_tolerance_get and
+     * mf_tolerance_table (memfix/check.h) find them through the registry. */
+    int n_tolerances;
+    const mf_tolerance *tolerances;
 } mf_op_desc;
 
 MF_API const mf_op_desc *const *mf_registry(size_t *count);

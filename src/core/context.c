@@ -372,23 +372,32 @@ mf_status mf_check_device_extent(const char *func, mf_context *ctx, const void *
     return MF_OK;
 }
 
+/* The checks of a copy between host and device, before it starts: ctx, dst and
+ * src (named as in func's signature) non-NULL, bytes > 0, and the device side
+ * (dev_is_dst: dst, else src) holding 'bytes' in ctx. */
+static mf_status check_copy(const char *func, mf_context *ctx, const void *dst,
+                            const char *dst_name, const void *src, const char *src_name,
+                            size_t bytes, int dev_is_dst)
+{
+    if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
+    if (dst == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", dst_name);
+    if (src == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", src_name);
+    if (bytes == 0) return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__, "bytes must be > 0");
+    return dev_is_dst ? check_range(func, ctx, dst, bytes, dst_name)
+                      : check_range(func, ctx, src, bytes, src_name);
+}
+
 mf_status mf_buffer_upload(mf_context *ctx, void *dst_dev, const void *src_host, size_t bytes)
 {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(dst_dev);
-    MF_CHECK_NOT_NULL(src_host);
-    if (bytes == 0) MF_FAIL(MF_ERR_INVALID_SIZE, "bytes must be > 0");
-    MF_TRY(check_range(__func__, ctx, dst_dev, bytes, "dst_dev"));
+    MF_TRY(check_copy(__func__, ctx, dst_dev, "dst_dev", src_host, "src_host", bytes, 1));
     return ctx->ops->upload(ctx->stream, dst_dev, src_host, bytes);
 }
 
 mf_status mf_buffer_download(mf_context *ctx, void *dst_host, const void *src_dev, size_t bytes)
 {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(dst_host);
-    MF_CHECK_NOT_NULL(src_dev);
-    if (bytes == 0) MF_FAIL(MF_ERR_INVALID_SIZE, "bytes must be > 0");
-    MF_TRY(check_range(__func__, ctx, src_dev, bytes, "src_dev"));
+    MF_TRY(check_copy(__func__, ctx, dst_host, "dst_host", src_dev, "src_dev", bytes, 0));
     return ctx->ops->download(ctx->stream, dst_host, src_dev, bytes);
 }
 

@@ -51,6 +51,16 @@ mf_status mf_check_bool(const char *func, const char *name, int flag);
  * "<prefix><names[i]> must be > 0 (got %lld)" (prefix may be NULL: ""). */
 mf_status mf_check_dims_positive(const char *func, const char *prefix, int n,
                                  const int64_t *dims, const char *const *names);
+/* Attention-shaped operands (q, k: B x H x N x D; v: B x H x N x Dv), as
+ * attention and linear attention take them: mf_check_dtype_f32_bf16,
+ * mf_check_bool("causal") and every dim of B, H, N, D, Dv > 0, in that order. */
+mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                             int64_t N, int64_t D, int64_t Dv);
+/* Their byte sizes fit size_t: q/k and v in the dtype, then B*H*N*D and
+ * B*H*N*Dv fp32 values (MF_ERR_OVERFLOW naming the product; 'f32_qk' names the
+ * fp32 B*H*N*D product, e.g. "dq/dk bytes (B*H*N*D*4)"). */
+mf_status mf_check_bhnd_bytes(const char *func, mf_dtype dtype, int64_t B, int64_t H, int64_t N,
+                              int64_t D, int64_t Dv, const char *f32_qk);
 
 /* Before any launch: 'ptr' (a kernel argument named 'name') can hold 'bytes'.
  * NULL ptr or 0 bytes: MF_OK (the caller checks those). Inside a live buffer
@@ -80,6 +90,9 @@ size_t mf_context_cublas_workspace_bytes(const mf_context *ctx);
  * restores the built-in list. Not thread-safe; tests and tools only. */
 struct mf_op_desc;
 void mf_registry_override(const struct mf_op_desc *const *ops, size_t n);
+/* The ops built into the library (MF_REGISTERED_OPS), whatever the override:
+ * the tolerance table (src/core/tolerance.c) collects their rows. */
+const struct mf_op_desc *const *mf_registry_builtin(size_t *count);
 
 #ifdef __cplusplus
 }

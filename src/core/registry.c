@@ -41,14 +41,19 @@ void mf_registry_override(const struct mf_op_desc *const *ops, size_t n)
     mf_override_count = ops ? n : 0;
 }
 
+const mf_op_desc *const *mf_registry_builtin(size_t *count)
+{
+    if (count) *count = sizeof mf_builtin_ops / sizeof mf_builtin_ops[0] - 1;
+    return mf_builtin_ops;
+}
+
 const mf_op_desc *const *mf_registry(size_t *count)
 {
     if (mf_override_ops != NULL) {
         if (count) *count = mf_override_count;
         return mf_override_ops;
     }
-    if (count) *count = sizeof mf_builtin_ops / sizeof mf_builtin_ops[0] - 1;
-    return mf_builtin_ops;
+    return mf_registry_builtin(count);
 }
 
 const mf_op_desc *mf_registry_find(const char *name)

@@ -5,26 +5,25 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+/* The result of a checked operation: r, or SIZE_MAX when it overflowed. */
+static int size_result(int overflowed, size_t r, size_t *out)
+{
+    if (out) *out = overflowed ? SIZE_MAX : r;
+    return !overflowed;
+}
+
 int mf_size_mul(size_t a, size_t b, size_t *out)
 {
     size_t r;
-    if (__builtin_mul_overflow(a, b, &r)) {
-        if (out) *out = SIZE_MAX;
-        return 0;
-    }
-    if (out) *out = r;
-    return 1;
+    const int overflowed = __builtin_mul_overflow(a, b, &r);
+    return size_result(overflowed, r, out);
 }
 
 int mf_size_add(size_t a, size_t b, size_t *out)
 {
     size_t r;
-    if (__builtin_add_overflow(a, b, &r)) {
-        if (out) *out = SIZE_MAX;
-        return 0;
-    }
-    if (out) *out = r;
-    return 1;
+    const int overflowed = __builtin_add_overflow(a, b, &r);
+    return size_result(overflowed, r, out);
 }
 
 mf_status mf_dims_product(const char *func, const char *what, size_t *out, int n, ...)

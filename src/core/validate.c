@@ -31,3 +31,24 @@ mf_status mf_check_dims_positive(const char *func, const char *prefix, int n,
                                 names[i], (long long)dims[i]);
     return MF_OK;
 }
+
+mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                             int64_t N, int64_t D, int64_t Dv)
+{
+    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
+    MF_TRY(mf_check_bool(func, "causal", causal));
+    const int64_t dims[5] = {B, H, N, D, Dv};
+    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
+    return mf_check_dims_positive(func, NULL, 5, dims, names);
+}
+
+mf_status mf_check_bhnd_bytes(const char *func, mf_dtype dtype, int64_t B, int64_t H, int64_t N,
+                              int64_t D, int64_t Dv, const char *f32_qk)
+{
+    size_t bytes;
+    const int64_t es = (int64_t)mf_dtype_size(dtype);
+    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
+    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
+    MF_TRY(mf_dims_product(func, f32_qk, &bytes, 5, B, H, N, D, (int64_t)4));
+    return mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4);
+}

@@ -80,21 +80,12 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_attention_va
     if ((int)variant < 0 || (int)variant >= MF_ATTENTION_N_VARIANTS)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
                             "variant %d is not MF_ATTENTION_TILED (0)", (int)variant);
-    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
-    MF_TRY(mf_check_bool(func, "causal", causal));
-    const int64_t dims[5] = {B, H, N, D, Dv};
-    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
-    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
+    MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     if (D > MF_ATTENTION_MAX_HEAD_DIM || Dv > MF_ATTENTION_MAX_HEAD_DIM)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "the tiled kernels support D, Dv <= %d (got D=%lld Dv=%lld)",
                             MF_ATTENTION_MAX_HEAD_DIM, (long long)D, (long long)Dv);
-    size_t bytes;
-    const int64_t es = (int64_t)mf_dtype_size(dtype);
-    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
-    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
-    MF_TRY(mf_dims_product(func, "dq/dk bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
-    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
+    MF_TRY(mf_check_bhnd_bytes(func, dtype, B, H, N, D, Dv, "dq/dk bytes (B*H*N*D*4)"));
     return MF_OK;
 }
 
@@ -103,17 +94,14 @@ mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf
                                const void *q, const void *k, const void *v, float *out,
                                float *lse) {
     MF_TRY(check_common(__func__, ctx, variant, dtype, causal, B, H, N, D, Dv));
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(out);
-    /* Extents before any launch (the products fit: check_common). */
+    /* The operands (lse optional), then their extents before any launch (the
+     * products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
-    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, lse, rows * 4, "lse"));
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_op_extent ext[] = {{"q", q, nqk * es, 1},   {"k", k, nqk * es, 1}, {"v", v, nv * es, 1},
+                                {"out", out, nv * 4, 1}, {"lse", lse, rows * 4, 0}};
+    MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
+    MF_TRY(mf_op_check_extents(__func__, ctx, ext, MF_OP_N_EXTENTS(ext)));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
     mf_attention_forward_kernel_fn *fn = mf_host_attention_tiled_forward;
@@ -129,26 +117,16 @@ mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, m
                                 const float *out, const void *dout, const float *lse, float *dq,
                                 float *dk, float *dv) {
     MF_TRY(check_common(__func__, ctx, variant, dtype, causal, B, H, N, D, Dv));
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(out);
-    MF_CHECK_NOT_NULL(dout);
-    MF_CHECK_NOT_NULL(lse);
-    MF_CHECK_NOT_NULL(dq);
-    MF_CHECK_NOT_NULL(dk);
-    MF_CHECK_NOT_NULL(dv);
-    /* Extents before any launch (the products fit: check_common). */
+    /* The operands, then their extents before any launch (the products fit:
+     * check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
-    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dout, rows * (size_t)Dv * es, "dout"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, lse, rows * 4, "lse"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dq, rows * (size_t)D * 4, "dq"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dk, rows * (size_t)D * 4, "dk"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dv, rows * (size_t)Dv * 4, "dv"));
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_op_extent ext[] = {{"q", q, nqk * es, 1},       {"k", k, nqk * es, 1},  {"v", v, nv * es, 1},
+                                {"out", out, nv * 4, 1},     {"dout", dout, nv * es, 1},
+                                {"lse", lse, rows * 4, 1},   {"dq", dq, nqk * 4, 1}, {"dk", dk, nqk * 4, 1},
+                                {"dv", dv, nv * 4, 1}};
+    MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
+    MF_TRY(mf_op_check_extents(__func__, ctx, ext, MF_OP_N_EXTENTS(ext)));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "attention", &is_cuda));
     mf_attention_backward_kernel_fn *fn = mf_host_attention_tiled_backward;
@@ -379,6 +357,13 @@ static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c) {
              (long long)n, (long long)D);
     c->ceiling = mf_attention_tiled_forward_scratch_ceiling(B, H, n);
     c->tol = "attention.out.f32";
+    /* per call (any variant): S = QK^T and O = PV over the causal pairs
+     * (N(N+1)/2 of them; N^2 without the mask), 2*D + 2*Dv flops each (the
+     * softmax's O(N^2) exp/max/sum left out); q, k, v read once, out written
+     * once, fp32 */
+    const double pairs = (double)n * (double)(n + 1) / 2.0;
+    c->flops = (double)(B * H) * pairs * (2.0 * (double)D + 2.0 * (double)D);
+    c->min_bytes = 4.0 * (double)m * 4.0;
     mf_status s = MF_OK;
     for (uint64_t seed = 21; seed <= 23; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);
@@ -402,6 +387,23 @@ static const mf_bench_sweep attention_bench = {"causal, B=1 H=2 N=n D=Dv=32", {6
                                                attention_bench_setup, attention_bench_reference,
                                                attention_bench_optimized};
 
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance attention_tolerances[] = {
+    {"attention.out.f32", 2e-6, 1e-5, 1e-11,
+     "fp32 scores (D-term dot, |q|,|k| < 1.5) and expf (2 ulp) give p a relative error ~ sqrt(D)*u*|s| + 2u ~ 2e-6 at D=128; out = sum_j p v with |v| < 1 (measured <= 2.7e-7, nmse <= 2e-13)"},
+    {"attention.lse.f32", 2e-6, 2e-6, 1e-12,
+     "lse = m + logf(l): the score error (~sqrt(D)*u*|s|) plus ~3 ulp of |lse| <= log N + max|s| (measured <= 1.2e-7)"},
+    {"attention.grad.f32", 5e-6, 1e-5, 1e-10,
+     "p recomputed from fp32 scores and the stored fp32 lse (rel ~2e-6 at D=128), ds = p (dp - Delta) with fp32 D-/Dv-term dots, summed over N tiles in fp32; entries cancel to ~0 so atol dominates (measured <= 1e-6, nmse <= 2e-13)"},
+    {"attention.out.bf16", 2e-6, 1e-5, 1e-11,
+     "bf16 storage of q, k, v, dout only: widened exactly to fp32, the same fp32 arithmetic and fp32 outputs as attention.out.f32, so the same bound"},
+    {"attention.lse.bf16", 2e-6, 2e-6, 1e-12,
+     "bf16 inputs widened exactly; lse computed and stored in fp32: same bound as attention.lse.f32"},
+    {"attention.grad.bf16", 5e-6, 1e-5, 1e-10,
+     "bf16 inputs widened exactly; p, ds and the gradient sums in fp32, gradients stored fp32: same bound as attention.grad.f32"},
+};
+
 const mf_op_desc mf_op_attention = {
     "attention",
     "softmax(q k^T / sqrt(D)) v, fwd+bwd: tiled online softmax vs materialized N x N scores (seed 003)",
@@ -412,4 +414,6 @@ const mf_op_desc mf_op_attention = {
     2,
     attention_targets,
     &attention_bench,
+    (int)(sizeof attention_tolerances / sizeof attention_tolerances[0]),
+    attention_tolerances,
 };

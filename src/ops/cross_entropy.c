@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernel entry and its argument struct: optimized/cross_entropy.cuh. */
+/* The kernel entries and their argument struct: optimized/cross_entropy.cuh. */
 
 /* ---- memory formula of the chunked variant (cross_entropy.h) -------------------- */
 static size_t mul3(size_t a, size_t b, size_t c)
@@ -44,6 +44,16 @@ size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab, i
     return total;
 }
 
+/* Fused variant: N row losses + N lse (fp32) + two int64 counters. */
+size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows)
+{
+    if (n_rows <= 0) return SIZE_MAX;
+    size_t r;
+    if (!mf_size_mul((size_t)n_rows, 2 * sizeof(float), &r) || !mf_size_add(r, 2 * sizeof(int64_t), &r))
+        return SIZE_MAX;
+    return r;
+}
+
 /* ---- planner ---------------------------------------------------------------------- */
 mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
                                 const mf_cross_entropy_options *opts,
@@ -69,7 +79,15 @@ mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
                 "scratch budget of %zu bytes cannot hold one row: needs at least %zu bytes "
                 "(one fp32 logits row 4*V = %zu, plus 4*N + 16 = %zu for N = %lld)",
                 opts->scratch_budget, one_row, row_bytes, fixed, (long long)n_rows);
-    size_t rows = (opts->scratch_budget - fixed) / row_bytes;
+    /* Never more than the logits it replaces: size the tile against min(B, L). */
+    const size_t logits = mf_cross_entropy_logits_bytes(n_rows, vocab, dtype);
+    size_t budget = opts->scratch_budget;
+    if (logits != SIZE_MAX && logits < budget) {
+        budget = logits;
+        out->capped_by_logits = 1;
+    }
+    out->logits_bytes = logits;
+    size_t rows = budget >= one_row ? (budget - fixed) / row_bytes : 1; /* L below one row: C = 1 */
     int64_t chunk = n_rows;
     if (rows < (size_t)chunk) chunk = (int64_t)rows;
     if (opts->max_chunk_rows > 0 && opts->max_chunk_rows < chunk) chunk = opts->max_chunk_rows;
@@ -130,13 +148,15 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "n_rows %lld is not a multiple of seq_len %lld",
                             (long long)a->n_rows, (long long)a->opts.seq_len);
-    MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
-    if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
-        a->plan.chunk_rows = INT_MAX;
-        a->plan.n_chunks = (a->n_rows + a->plan.chunk_rows - 1) / a->plan.chunk_rows;
-        a->plan.chunked = 1;
-        a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
-        a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
+    if (a->opts.variant == MF_CE_VARIANT_CHUNKED) { /* the fused variant ignores the budget */
+        MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
+        if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
+            a->plan.chunk_rows = INT_MAX;
+            a->plan.n_chunks = (a->n_rows + a->plan.chunk_rows - 1) / a->plan.chunk_rows;
+            a->plan.chunked = 1;
+            a->plan.tile_bytes = (size_t)INT_MAX * (size_t)a->vocab * sizeof(float);
+            a->plan.scratch_bytes = a->plan.tile_bytes + a->plan.fixed_bytes;
+        }
     }
     /* Extents before any launch (the products fit: checked above). */
     const size_t n = (size_t)a->n_rows, d = (size_t)a->hidden_dim, v = (size_t)a->vocab;
@@ -154,11 +174,12 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
     MF_TRY(mf_check_device_extent(func, ctx, a->grad_bias, v * 4, "grad_bias"));
 
     int is_cuda = 0;
+    const int fused = a->opts.variant == MF_CE_VARIANT_FUSED;
     MF_TRY(mf_op_pick_backend(func, ctx, "cross_entropy", &is_cuda));
 #ifdef MF_HAVE_CUDA
-    if (is_cuda) return mf_cuda_cross_entropy_chunked(ctx, a);
+    if (is_cuda) return fused ? mf_cuda_cross_entropy_fused(ctx, a) : mf_cuda_cross_entropy_chunked(ctx, a);
 #endif
-    return mf_host_cross_entropy_chunked(ctx, a);
+    return fused ? mf_host_cross_entropy_fused(ctx, a) : mf_host_cross_entropy_chunked(ctx, a);
 }
 
 static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim,
@@ -175,6 +196,16 @@ static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t
     a->weight = weight;
     a->bias = bias;
     a->labels = labels;
+}
+
+/* The gradient inputs and outputs of the passes that run the backward. */
+static void ce_args_grads(mf_ce_args *a, const float *grad_loss, float *grad_hidden,
+                          float *grad_weight, float *grad_bias)
+{
+    a->grad_loss = grad_loss;
+    a->grad_hidden = grad_hidden;
+    a->grad_weight = grad_weight;
+    a->grad_bias = grad_bias;
 }
 
 mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
@@ -199,12 +230,9 @@ mf_status mf_cross_entropy_forward_backward(
     mf_ce_args a;
     ce_args_init(&a, MF_CE_MODE_FORWARD_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden,
                  weight, bias, labels);
-    a.grad_loss = grad_loss;
+    ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.loss = loss;
     a.lse_out = lse;
-    a.grad_hidden = grad_hidden;
-    a.grad_weight = grad_weight;
-    a.grad_bias = grad_bias;
     return ce_run(__func__, ctx, &a, opts);
 }
 
@@ -218,16 +246,15 @@ mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hid
     mf_ce_args a;
     ce_args_init(&a, MF_CE_MODE_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight,
                  bias, labels);
+    ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.lse_in = lse;
-    a.grad_loss = grad_loss;
-    a.grad_hidden = grad_hidden;
-    a.grad_weight = grad_weight;
-    a.grad_bias = grad_bias;
     return ce_run(__func__, ctx, &a, opts);
 }
 
 /* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
-static const char *const ce_variant_names[] = {"chunked"};
+/* Indices are mf_ce_variant values. */
+static const char *const ce_variant_names[] = {"chunked", "fused"};
+#define CE_N_VARIANTS ((int)(sizeof(ce_variant_names) / sizeof(ce_variant_names[0])))
 
 typedef struct ce_case {
     int64_t n_rows, hidden_dim, vocab, chunk_rows;
@@ -240,7 +267,8 @@ typedef struct ce_case {
 
 /* Small shapes (fast in host mode): the document's shifted mean loss over two
  * sequences in four chunks, fp32 and bf16; every option with a ragged last
- * chunk and a per-row upstream gradient; a one-row chunk. */
+ * chunk and a per-row upstream gradient; a one-row chunk. Every case runs on
+ * both variants (the fused one ignores C). */
 static const ce_case ce_cases[] = {
     {64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
     {64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
@@ -283,15 +311,18 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
                                   mf_cross_entropy_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
                                   mf_case_result *out)
 {
-    MF_TRY(mf_tb_case_begin(out, "cross_entropy", ctx, variant, 1, case_index, CE_N_CASES));
+    MF_TRY(mf_tb_case_begin(out, "cross_entropy", ctx, variant, CE_N_VARIANTS, case_index, CE_N_CASES));
     const ce_case *c = &ce_cases[case_index];
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);
     static const char *const red_names[] = {"mean", "sum", "none"};
-    snprintf(out->shape, sizeof(out->shape), "N=%lld D=%lld V=%lld C=%lld %s%s%s eps=%g z=%g cap=%g%s",
+    /* the full case: every option, the ignored rows (the labels below) included */
+    snprintf(out->shape, sizeof(out->shape),
+             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on rows i%%7==3%s",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
              (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
-             c->bias ? " bias" : "", (double)c->smoothing, (double)c->z_loss, (double)c->softcap,
+             c->bias ? " bias" : "", (long long)c->seq_len, (double)c->smoothing, (double)c->z_loss,
+             (double)c->softcap, (long long)MF_CE_DEFAULT_IGNORE_INDEX,
              fwd != NULL ? " fwd" : bwd != NULL ? " bwd" : "");
 
     mf_cross_entropy_options o;
@@ -305,6 +336,10 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     /* The budget that makes the planner pick exactly chunk_rows. */
     o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, c->chunk_rows);
     out->ceiling_bytes = o.scratch_budget;
+    if (!cand && variant == MF_CE_VARIANT_FUSED) { /* O(N), no budget */
+        o.variant = MF_CE_VARIANT_FUSED;
+        out->ceiling_bytes = mf_cross_entropy_fused_scratch_ceiling(c->n_rows);
+    }
 
     const size_t n = (size_t)c->n_rows, d = (size_t)c->hidden_dim, v = (size_t)c->vocab;
     const size_t es = mf_dtype_size(c->dtype);
@@ -516,14 +551,30 @@ static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verif
                                               {"cross_entropy.backward", ce_backward_verify, NULL}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
-enum { CE_BENCH_D = 32, CE_BENCH_V = 512 };
+enum { CE_BENCH_D = 32, CE_BENCH_V = 512, CE_BENCH_CHUNK = 32 };
+
+/* The sweep's budget holds CE_BENCH_CHUNK rows of logits, fewer than the
+ * smallest default size: every size chunks, so the optimized scratch stays
+ * flat (C*V*4 + 4*N + 16) while the reference's N*V*8 grows with N. */
+static void ce_bench_options(int64_t n, mf_cross_entropy_options *o)
+{
+    mf_cross_entropy_options_init(o);
+    o->scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(n, CE_BENCH_V, CE_BENCH_CHUNK);
+}
 
 static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
 {
     const int64_t D = CE_BENCH_D, V = CE_BENCH_V, n = c->n;
-    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean", (long long)n, (long long)D, (long long)V);
+    mf_cross_entropy_options o;
+    ce_bench_options(n, &o);
+    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean budget=%zu (C=%d rows)", (long long)n,
+             (long long)D, (long long)V, o.scratch_budget, CE_BENCH_CHUNK);
+    /* per call: the logits GEMM 2*N*D*V (the softmax's O(N*V) is left out);
+     * hidden and weight read once, the labels, one loss written */
+    c->flops = 2.0 * (double)n * (double)D * (double)V;
+    c->min_bytes = 4.0 * (double)(n * D + V * D) + 8.0 * (double)n + 4.0;
     mf_cross_entropy_plan_info info;
-    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, NULL, &info);
+    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, &o, &info);
     c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
     c->tol = "cross_entropy.loss.f32";
     const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s), *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
@@ -546,21 +597,38 @@ static mf_status ce_bench_reference(mf_context *ctx, mf_bench_case *c)
 
 static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
 {
+    mf_cross_entropy_options o;
+    ce_bench_options(c->n, &o);
     return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1], NULL,
-                                    (const int64_t *)c->dev[2], NULL, c->out_dev, NULL);
+                                    (const int64_t *)c->dev[2], &o, c->out_dev, NULL);
 }
 
-static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean", {64, 128, 256}, 3, ce_bench_setup,
+static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)", {64, 128, 256}, 3, ce_bench_setup,
                                         ce_bench_reference, ce_bench_optimized};
+
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "cross_entropy.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance cross_entropy_tolerances[] = {
+    {"cross_entropy.loss.f32", 2e-6, 2e-6, 1e-11,
+     "fp32 logits (D-term fp32 dot, ~1e-7), fp32 max/exp/log over V and a row loss ~ lse ~ log V < 10: a few ulp of 10 (~1e-6); the final sum is double"},
+    {"cross_entropy.loss.bf16", 2e-6, 2e-6, 1e-11,
+     "same as loss.f32: bf16 inputs are widened exactly and the logits tile, softmax and loss stay fp32 (only the gradient tile is narrowed)"},
+    {"cross_entropy.grad.f32", 2e-6, 1e-4, 1e-10,
+     "p = exp(s - lse) with lse rounded to fp32 (2 ulp of lse <= 10: 1.9e-6 rel), so sum_j |dG| <= |g|*1.9e-6; times max|W| <= 0.5, |g| <= 1.5: 1.4e-6; rtol: fp32 sums over V or N"},
+    {"cross_entropy.grad.bf16", 6e-3, 8e-3, 2e-5,
+     "dL/dz narrowed to bf16 (u = 2^-8) for the bf16 GEMMs: |err| <= u * sum |G||x|, dominated by the target term |g| <= 1.5 with |x| <= 1 (5.9e-3); rtol 2u; nmse ~ u^2/3 = 5e-6, x4 for partial cancellation"},
+};
 
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
-    "linear cross-entropy forward+backward in chunks, never the N x V logits (seed 000, bug 1)",
-    1,
+    "linear cross-entropy forward+backward in chunks or fused tiles, never the N x V logits (seed 000, bug 1)",
+    CE_N_VARIANTS,
     ce_variant_names,
     CE_N_CASES,
     ce_run_case,
     3,
     ce_targets,
     &ce_bench,
+    (int)(sizeof cross_entropy_tolerances / sizeof cross_entropy_tolerances[0]),
+    cross_entropy_tolerances,
 };

@@ -24,6 +24,7 @@ void mf_cross_entropy_options_init(mf_cross_entropy_options *opts)
     opts->variant = MF_CE_VARIANT_CHUNKED;
     opts->scratch_budget = MF_CE_DEFAULT_BUDGET;
     opts->max_chunk_rows = 0;
+    opts->grad_filter = 0.0f;
 }
 
 mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts)
@@ -45,9 +46,12 @@ mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts
     if (!(opts->softcap >= 0.0f) || isinf(opts->softcap))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->softcap must be finite and >= 0, 0 = off (got %g)",
                 (double)opts->softcap);
-    if ((int)opts->variant != (int)MF_CE_VARIANT_CHUNKED)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->variant %d is not CHUNKED (0)",
+    if ((int)opts->variant != (int)MF_CE_VARIANT_CHUNKED && (int)opts->variant != (int)MF_CE_VARIANT_FUSED)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->variant %d is not CHUNKED (0) or FUSED (1)",
                 (int)opts->variant);
+    if (!(opts->grad_filter >= 0.0f) || isinf(opts->grad_filter))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->grad_filter must be finite and >= 0, 0 = off (got %g)",
+                (double)opts->grad_filter);
     if (opts->max_chunk_rows < 0)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->max_chunk_rows must be >= 0 (got %lld)",
                 (long long)opts->max_chunk_rows);

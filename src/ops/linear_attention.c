@@ -25,12 +25,18 @@ int mf_linear_attention_chunk_valid(int64_t chunk) {
 /* ---- memory ceilings (include/memfix/linear_attention.h) ------------------------------ */
 size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
                                            int64_t N, int64_t D, int64_t Dv) {
-    (void)causal;
     if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
-    if (!backward) return 0; /* state slices live in shared memory */
-    size_t x;                /* den_n and dd_n: 2 floats per position */
-    if (!mf_size_mul((size_t)B, (size_t)H, &x) || !mf_size_mul(x, (size_t)N, &x) ||
-        !mf_size_mul(x, 2 * sizeof(float), &x))
+    /* chunk states, one per 256 rows: D*(Dv+1) floats (causal; the fp32 path needs only
+     * their D floats of z), or D floats plus the total z (bidirectional backward) */
+    const size_t bh = (size_t)B * (size_t)H, nc = (size_t)N / 256 + ((size_t)N % 256 != 0);
+    size_t x, y;
+    if (!mf_size_mul(bh, causal ? nc : nc + 1, &x) || !mf_size_mul(x, (size_t)D, &x)) return SIZE_MAX;
+    if (causal && !mf_size_mul(x, (size_t)Dv + 1, &x)) return SIZE_MAX;
+    if (!mf_size_mul(x, sizeof(float), &x)) return SIZE_MAX;
+    if (!backward) return causal ? x : 0; /* bidirectional: state slices in shared memory */
+    /* den_n and dd_n: 2 floats per position */
+    if (!mf_size_mul(bh, (size_t)N, &y) || !mf_size_mul(y, 2 * sizeof(float), &y) ||
+        !mf_size_add(x, y, &x))
         return SIZE_MAX;
     return x;
 }
@@ -49,11 +55,7 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
                               int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
                               int64_t Dv, int has_state) {
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
-    MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
-    MF_TRY(mf_check_bool(func, "causal", causal));
-    const int64_t dims[5] = {B, H, N, D, Dv};
-    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
-    MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
+    MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     if (D > MF_LINEAR_ATTENTION_MAX_HEAD_DIM || Dv > MF_LINEAR_ATTENTION_MAX_HEAD_DIM)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "the kernels support D, Dv <= %d (got D=%lld Dv=%lld)",
@@ -66,12 +68,8 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
     if (!causal && has_state)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
                             "a recurrent state (or its gradient) needs causal == 1");
+    MF_TRY(mf_check_bhnd_bytes(func, dtype, B, H, N, D, Dv, "dq/dk bytes (B*H*N*D*4)"));
     size_t bytes;
-    const int64_t es = (int64_t)mf_dtype_size(dtype);
-    MF_TRY(mf_dims_product(func, "q/k bytes (B*H*N*D*dtype size)", &bytes, 5, B, H, N, D, es));
-    MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
-    MF_TRY(mf_dims_product(func, "dq/dk bytes (B*H*N*D*4)", &bytes, 5, B, H, N, D, (int64_t)4));
-    MF_TRY(mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4));
     MF_TRY(mf_dims_product(func, "row statistics (B*H*N*8)", &bytes, 4, B, H, N, (int64_t)8));
     return MF_OK;
 }
@@ -81,23 +79,18 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
                                       const void *q, const void *k, const void *v,
                                       const mf_linear_attention_state *state, float *out) {
     MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, state_any(state)));
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(out);
-    /* Extents before any launch (the products fit: check_common). */
+    /* The operands (the state's optional), then their extents before any launch
+     * (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
     const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4, z = heads * (size_t)D * 4;
-    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
-    if (state != NULL) {
-        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_kv, kv, "state->initial_kv"));
-        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_z, z, "state->initial_z"));
-        MF_TRY(mf_check_device_extent(__func__, ctx, state->final_kv, kv, "state->final_kv"));
-        MF_TRY(mf_check_device_extent(__func__, ctx, state->final_z, z, "state->final_z"));
-    }
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_linear_attention_state st = state != NULL ? *state : (mf_linear_attention_state){0};
+    const mf_op_extent ext[] = {
+        {"q", q, nqk * es, 1}, {"k", k, nqk * es, 1}, {"v", v, nv * es, 1}, {"out", out, nv * 4, 1},
+        {"state->initial_kv", st.initial_kv, kv, 0}, {"state->initial_z", st.initial_z, z, 0},
+        {"state->final_kv", st.final_kv, kv, 0},     {"state->final_z", st.final_z, z, 0}};
+    MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
+    MF_TRY(mf_op_check_extents(__func__, ctx, ext, MF_OP_N_EXTENTS(ext)));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
     mf_linear_attention_forward_fn *fn = mf_host_linear_attention_forward;
@@ -116,38 +109,24 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
                                        float *dk, float *dv) {
     MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv,
                         state_any(state) || grad_any(grad)));
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(out);
-    MF_CHECK_NOT_NULL(dout);
-    MF_CHECK_NOT_NULL(dq);
-    MF_CHECK_NOT_NULL(dk);
-    MF_CHECK_NOT_NULL(dv);
+    /* The operands (the state's and its gradient's optional), then their extents
+     * before any launch (the products fit: check_common). */
+    const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
+    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4, z = heads * (size_t)D * 4;
+    const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
+    const mf_linear_attention_state st = state != NULL ? *state : (mf_linear_attention_state){0};
+    const mf_linear_attention_state_grad gr = grad != NULL ? *grad : (mf_linear_attention_state_grad){0};
+    const mf_op_extent ext[] = {
+        {"q", q, nqk * es, 1},      {"k", k, nqk * es, 1},    {"v", v, nv * es, 1},     {"out", out, nv * 4, 1},
+        {"dout", dout, nv * es, 1}, {"dq", dq, nqk * 4, 1},   {"dk", dk, nqk * 4, 1},   {"dv", dv, nv * 4, 1},
+        {"state->initial_kv", st.initial_kv, kv, 0},          {"state->initial_z", st.initial_z, z, 0},
+        {"grad->d_final_kv", gr.d_final_kv, kv, 0},           {"grad->d_final_z", gr.d_final_z, z, 0},
+        {"grad->d_initial_kv", gr.d_initial_kv, kv, 0},       {"grad->d_initial_z", gr.d_initial_z, z, 0}};
+    MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
     if (state != NULL && (state->final_kv != NULL || state->final_z != NULL))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                 "the backward pass reads only state->initial_kv/initial_z; final_kv/final_z must be NULL");
-    /* Extents before any launch (the products fit: check_common). */
-    const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
-    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4, z = heads * (size_t)D * 4;
-    MF_TRY(mf_check_device_extent(__func__, ctx, q, rows * (size_t)D * es, "q"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, k, rows * (size_t)D * es, "k"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, v, rows * (size_t)Dv * es, "v"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, out, rows * (size_t)Dv * 4, "out"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dout, rows * (size_t)Dv * es, "dout"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dq, rows * (size_t)D * 4, "dq"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dk, rows * (size_t)D * 4, "dk"));
-    MF_TRY(mf_check_device_extent(__func__, ctx, dv, rows * (size_t)Dv * 4, "dv"));
-    if (state != NULL) {
-        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_kv, kv, "state->initial_kv"));
-        MF_TRY(mf_check_device_extent(__func__, ctx, state->initial_z, z, "state->initial_z"));
-    }
-    if (grad != NULL) {
-        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_final_kv, kv, "grad->d_final_kv"));
-        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_final_z, z, "grad->d_final_z"));
-        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_initial_kv, kv, "grad->d_initial_kv"));
-        MF_TRY(mf_check_device_extent(__func__, ctx, grad->d_initial_z, z, "grad->d_initial_z"));
-    }
+    MF_TRY(mf_op_check_extents(__func__, ctx, ext, MF_OP_N_EXTENTS(ext)));
     int is_cuda = 0;
     MF_TRY(mf_op_pick_backend(__func__, ctx, "linear attention", &is_cuda));
     mf_linear_attention_backward_fn *fn = mf_host_linear_attention_backward;
@@ -177,10 +156,24 @@ static const la_case la_cases[] = {
 #define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
 #define LA_VARIANTS_X_CASES (LA_N_VARIANTS * LA_N_CASES)
 
+/* mf_tb_compare with the tolerance row of the kernels: bf16 causal runs on tensor
+ * cores with bf16 operands ("<base>.bf16_mma", mma != 0), and so may a memfix
+ * verify candidate (fla's chunk kernels do). */
+static mf_status la_compare_row(const float *got, const float *ref, size_t n, const char *what,
+                                const char *tol_base, mf_dtype dtype, int mma,
+                                mf_case_result *out, int *all_pass) {
+    char tol_name[64];
+    snprintf(tol_name, sizeof tol_name, "%s.%s%s", tol_base, mf_dtype_name(dtype),
+             dtype == MF_DTYPE_BF16 && mma ? "_mma" : "");
+    const mf_tolerance *tol = mf_tolerance_get(tol_name);
+    if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
+    return mf_tb_compare(got, ref, n, tol, what, out, all_pass);
+}
+
 /* One case of one variant: through mf_linear_attention_forward/backward
  * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
- * public entry of its pass (memfix verify; a backward candidate gets our
- * forward's out; only the candidate's own outputs are compared). Causal candidate runs also carry a recurrent state: an
+ * public entry of its pass (memfix verify; a backward candidate gets the
+ * reference's out; only the candidate's own outputs are compared). Causal candidate runs also carry a recurrent state: an
  * initial state (S0, z0) and final-state gradients in, the final state and the
  * initial state's gradients out, compared too. A candidate's scratch is
  * measured around its call alone against its pass's ceiling. seed_salt != 0
@@ -192,6 +185,8 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const la_case *c = &la_cases[case_index];
     const int causal = variant == 0;
     const int cand = fwd != NULL || bwd != NULL, with_state = cand && causal;
+    /* bf16 causal: tensor-core rows (bf16 operands), for ours and for candidates alike */
+    const int mma = causal;
     const char *pass_label = !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate";
     mf_tb_case_labels(out, ctx, cand ? "candidate" : la_variant_names[variant], c->dtype);
     if (causal)
@@ -203,7 +198,8 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
                  (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
                  (long long)c->Dv, cand ? "bidir " : "", pass_label);
     const mf_tolerance *tol = mf_tolerance_get(
-        c->dtype == MF_DTYPE_BF16 ? "linear_attention.out.bf16" : "linear_attention.out.f32");
+        c->dtype == MF_DTYPE_BF16 ? (mma ? "linear_attention.out.bf16_mma" : "linear_attention.out.bf16")
+                                  : "linear_attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
@@ -307,9 +303,10 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
                 (st = mf_context_synchronize(ctx)) != MF_OK)
                 goto done;
             out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-        } else { /* ours; then the candidate's backward, measured */
-            if ((st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N,
-                                                  c->D, c->Dv, d_q, d_k, d_v, sf, d_out)) != MF_OK ||
+        } else { /* the reference's out (rounded to fp32: the candidate is judged alone, not
+                  * with our bf16 tensor-core forward's rounding); its backward, measured */
+            (void)sf;
+            if ((st = mf_buffer_upload(ctx, d_out, r_out, nv * 4)) != MF_OK ||
                 (st = mf_context_synchronize(ctx)) != MF_OK ||
                 (st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
                 (st = bwd(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
@@ -344,24 +341,24 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const char *grad_kv = with_state ? "linear_attention.grad_state" : "linear_attention.grad";
     int pass = 1;
     if (cmp_fwd &&
-        (st = mf_tb_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, out, &pass)) != MF_OK)
+        (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, mma, out, &pass)) != MF_OK)
         goto done;
     if (cmp_bwd &&
-        ((st = mf_tb_compare_row(g_dq, r_dq, nqk, "dq",
+        ((st = la_compare_row(g_dq, r_dq, nqk, "dq",
                            (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
                                                     : "linear_attention.grad",
-                           c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_dk, r_dk, nqk, "dk",
+                           c->dtype, mma, out, &pass)) != MF_OK ||
+        (st = la_compare_row(g_dk, r_dk, nqk, "dk",
                            (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
-                           c->dtype, out, &pass)) != MF_OK ||
-        (st = mf_tb_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, out, &pass)) != MF_OK))
+                           c->dtype, mma, out, &pass)) != MF_OK ||
+        (st = la_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, mma, out, &pass)) != MF_OK))
         goto done;
     if (with_state) {
         static const char *const names[4] = {"final_kv", "final_z", "d_initial_kv", "d_initial_z"};
         for (int i = fwd != NULL ? 0 : 2; i < (fwd != NULL ? 2 : 4); i++)
-            if ((st = mf_tb_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
+            if ((st = la_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
                                              i < 2 ? "linear_attention.state" : "linear_attention.grad",
-                                             c->dtype, out, &pass)) != MF_OK)
+                                             c->dtype, mma, out, &pass)) != MF_OK)
                 goto done;
     }
     mf_tb_verdict(out, pass);
@@ -519,6 +516,11 @@ static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c) {
              (long long)B, (long long)H, (long long)n, (long long)D);
     c->ceiling = mf_linear_attention_scratch_ceiling(causal, 0, B, H, n, D, D);
     c->tol = "linear_attention.out.f32";
+    /* per call (causal or not, any algorithm): the recurrent minimum, each
+     * token adds k^T v to the D x Dv state (2*D*Dv) and reads q S (2*D*Dv);
+     * q, k, v read once, out written once, fp32 */
+    c->flops = 4.0 * (double)(B * H * n) * (double)D * (double)D;
+    c->min_bytes = 4.0 * (double)m * 4.0;
     mf_status s = MF_OK;
     for (uint64_t seed = 31; seed <= 33; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);
@@ -542,6 +544,43 @@ static mf_status la_bench_optimized(mf_context *ctx, mf_bench_case *c) {
 static const mf_bench_sweep la_bench = {"causal, chunk 16, B=1 H=2 N=n D=16", {64, 128, 256}, 3, la_bench_setup,
                                         la_bench_reference, la_bench_optimized};
 
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "linear_attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance linear_attention_tolerances[] = {
+    {"linear_attention.out.f32", 2e-6, 1e-5, 1e-11,
+     "out = num/den with num, den fp32 sums of N*D positive-weighted terms (phi > 0): a weighted mean of v (|v| < 1), rel err ~ (D + log N) u on each (measured <= 3.3e-7)"},
+    {"linear_attention.grad.f32", 1e-6, 1e-5, 1e-10,
+     "fp32 recomputation of the states and C x C products: dq = S dnum + dd z and dk = G v + g subtract terms of size |dout|/den ~ 0.1-1, so atol ~ 10 u covers the cancellations (measured <= 6e-7); dk, dv given a final-state gradient: grad_state"},
+    {"linear_attention.grad_state.f32", 5e-6, 1e-5, 1e-10,
+     "dk, dv given a final-state gradient: dv = G k', dk = dphi (G v + g), G, g carry dS_N, dz_N (|.| <= 0.5, not divided by den): D- (Dv-) term fp32 dots of terms rms s = 0.39 cancelling to ~0, err rms ~ u s D/sqrt(6) = 1.2e-6 at D = 128, linear in D (measured 1.0e-6); atol 4x"},
+    {"linear_attention.grad_degenerate.f32", 1e-6, 0.0, 1e30,
+     "dq, dk where mathematically ~0 (N = 1: out = v q'.k'/(q'.k'+eps); dq at D = 1: q' cancels from num/den): the reference holds eps-level values (~1e-9), nmse is undefined; only |err| <= grad's atol is checked"},
+    {"linear_attention.state.f32", 1e-5, 1e-5, 1e-11,
+     "S_N = S0 + sum_n k'_n v_n^T in fp32: N terms |k' v| <= 2.5 with both signs cancel, so |err| ~ N u 2.5 ~ 1e-5 at N = 64 (measured 3.3e-6 at N = 50); z_N sums positive terms (rtol)"},
+    {"linear_attention.out.bf16", 2e-6, 1e-5, 1e-11,
+     "bf16 storage of q, k, v, dout only: widened exactly, fp32 arithmetic and fp32 outputs as linear_attention.out.f32, so the same bound"},
+    {"linear_attention.grad.bf16", 1e-6, 1e-5, 1e-10,
+     "bf16 inputs widened exactly; states, C x C products and gradients in fp32: same bound as linear_attention.grad.f32"},
+    {"linear_attention.grad_state.bf16", 5e-6, 1e-5, 1e-10,
+     "bf16 inputs widened exactly; the final-state gradient terms summed in fp32 as in linear_attention.grad_state.f32: same bound"},
+    {"linear_attention.grad_degenerate.bf16", 1e-6, 0.0, 1e30,
+     "bf16 inputs widened exactly; mathematically ~0 gradients as in linear_attention.grad_degenerate.f32: absolute error only"},
+    {"linear_attention.state.bf16", 1e-5, 1e-5, 1e-11,
+     "bf16 inputs widened exactly; the fp32 state sums of linear_attention.state.f32"},    /* bf16 causal linear attention on tensor cores (optimized/linear_attention.cu, la_tc_*):
+     * q' = phi(q), k', dout/den, the C x C scores and the states rounded to bf16 (u = 2^-9 =
+     * 1.95e-3 relative) as mma operands, fp32 accumulation */
+    {"linear_attention.out.bf16_mma", 1.2e-2, 0.0, 1.5e-5,
+     "out = sum_m w_m v_m / sum_m w_m, w_m = q'.k'_m sums of positive terms: rounding q', k' moves each w_m by <= 2u relative, shifting out by <= 2u max|v - out| <= 4u; scores rounded in (QK^T)V and S in Q'S add <= u max|v| each: 6u = 1.17e-2 (measured 2.5e-3); nmse: 4 roundings of rms u/sqrt3 scaled by |v - out|/|out| ~ 1.7: ~4u^2 (measured 4.7e-6)"},
+    {"linear_attention.grad.bf16_mma", 1.2e-2, 0.0, 1e-4,
+     "3 rounded factors per term (e.g. dN, (dN V^T + dd) and q' in dk): <= 3u relative per term over sums of |terms| <= 2 at these inputs (|grad| <= 1.2): 6u = 1.17e-2 (measured 6.9e-3); nmse: dq = S dnum + dd z cancels by kappa ~ 5 (out is a weighted mean of v): 3 (u^2/3) kappa^2 = 25u^2 = 9.5e-5 (measured 4.8e-5)"},
+    {"linear_attention.grad_state.bf16_mma", 6e-2, 0.0, 1e-4,
+     "dk, dv given dS_N (not divided by den): D-term dots of G = dS_N + sum q' dnum^T (|.| ~ 0.5) with k' (<= 2.5), both rounded to bf16 (2u per term, rms 2u/sqrt6): 5 sigma of a random walk over D = 128 terms of rms 0.6 is 5 * 1.6e-3 * 11.3 * 0.6 = 5.4e-2 (|dv| up to 9; measured 4.8e-2 at D = 128); nmse as grad.bf16_mma (measured 7.2e-6)"},
+    {"linear_attention.grad_degenerate.bf16_mma", 1.2e-2, 0.0, 1e30,
+     "dq, dk where mathematically ~0 (N = 1, or dq at D = 1): rounding leaves u-level residues of the grad.bf16_mma terms; nmse undefined, only |err| <= grad.bf16_mma's atol"},
+    {"linear_attention.state.bf16_mma", 6e-5, 1e-5, 1e-11,
+     "S_N = S0 + sum_n k'_n v_n^T with k' = hi + lo (two bf16, 2^-17 = 7.6e-6 relative) and bf16 v exact, fp32 accumulation: random walk of N <= 201 terms |k'v| <= 2.5 with rms error 2.5*7.6e-6/sqrt3: 4 sigma ~ 6e-5 at N = 200 (measured 2.6e-5 at N = 77, D = 128); z from fp32 phi (rtol as state.f32)"},
+};
+
 const mf_op_desc mf_op_linear_attention = {
     "linear_attention",
     "elu+1 linear attention fwd+bwd: causal chunked state carry vs materialized cumsum; bidirectional (seed 003)",
@@ -552,4 +591,6 @@ const mf_op_desc mf_op_linear_attention = {
     2,
     la_targets,
     &la_bench,
+    (int)(sizeof linear_attention_tolerances / sizeof linear_attention_tolerances[0]),
+    linear_attention_tolerances,
 };

@@ -239,6 +239,9 @@ static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {
     snprintf(c->shape, sizeof c->shape, "M=%lld N=%lld K=%lld", (long long)n, (long long)n, (long long)n);
     c->ceiling = mf_matmul_scratch_ceiling((mf_matmul_variant)c->variant, n, n, n);
     c->tol = "matmul.out.f32";
+    /* per call (any variant): 2*M*N*K; A and B read once, C written once, fp32 */
+    c->flops = 2.0 * (double)n * (double)n * (double)n;
+    c->min_bytes = 4.0 * 3.0 * (double)nn;
     mf_status s = MF_OK;
     const float *A = mf_tb_bench_host(c, nn, 11, &s), *B = mf_tb_bench_host(c, nn, 12, &s);
     c->ref_out = mf_tb_bench_host(c, nn, 0, &s);
@@ -263,6 +266,15 @@ static mf_status matmul_bench_optimized(mf_context *ctx, mf_bench_case *c) {
 static const mf_bench_sweep matmul_bench = {"M = N = K = n", {32, 64, 128}, 3, matmul_bench_setup,
                                             matmul_bench_reference, matmul_bench_optimized};
 
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "matmul.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance matmul_tolerances[] = {
+    {"matmul.out.f32", 1e-3, 1e-5, 1e-10,
+     "fp32 sum of K products vs double: err ~ sqrt(K)*u*max|partial sum| = 64*6e-8*64 = 2.4e-4 at K=4096, inputs in [-1,1) (measured <= 1.3e-4); atol = 4x that, while one lost product costs ~|a*b| ~ 0.25"},
+    {"matmul.out.bf16", 1e-3, 1e-5, 1e-10,
+     "bf16 x bf16 products are exact in fp32 (8+8 bit mantissas), so only the fp32 sum of K terms errs: same K*u bound as matmul.out.f32"},
+};
+
 const mf_op_desc mf_op_matmul = {
     "matmul",
     "C = op(A) op(B), fp32/bf16 in, fp32 out: 16x16 shared-memory tiled matmul (seed 002)",
@@ -273,4 +285,6 @@ const mf_op_desc mf_op_matmul = {
     1,
     matmul_targets,
     &matmul_bench,
+    (int)(sizeof matmul_tolerances / sizeof matmul_tolerances[0]),
+    matmul_tolerances,
 };

@@ -269,6 +269,21 @@ static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c) {
              (long long)S, NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
     c->ceiling = mf_nsa_forward_scratch_ceiling(&cfg, NSA_BENCH_B, S, NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
     c->tol = "nsa.out.f32";
+    /* useful work: per query and head, its keys (compressed + selected + window,
+     * the plan's k) at 2*D + 2*D flops each (q.k and p.v); the bytes: q, k, v,
+     * the gates read and out written once, in fp32 */
+    {
+        const int64_t nc = mf_nsa_n_compressed(&cfg, S);
+        double keys = 0.0;
+        for (int64_t t = 0; t < S; t++) {
+            const int64_t vis = t + 1 >= cfg.block_cmp ? (t + 1 - cfg.block_cmp) / cfg.stride + 1 : 0;
+            const int64_t sel = (t / cfg.block_sel + 1) < cfg.n_sel ? t + 1 : cfg.n_sel * cfg.block_sel;
+            const int64_t win = t + 1 < cfg.window ? t + 1 : cfg.window;
+            keys += (double)(vis < nc ? vis : nc) + (double)(sel < t + 1 ? sel : t + 1) + (double)win;
+        }
+        c->flops = (double)(NSA_BENCH_B * NSA_BENCH_HQ) * keys * 4.0 * (double)NSA_BENCH_D;
+        c->min_bytes = 4.0 * ((double)rq * NSA_BENCH_D * 2.0 + (double)rk * NSA_BENCH_D * 2.0 + 3.0 * (double)rq);
+    }
     mf_status s = MF_OK;
     const size_t n[6] = {rq * NSA_BENCH_D, rk * NSA_BENCH_D, rk * NSA_BENCH_D, rq, rq, rq};
     for (int i = 0; i < 6; i++)
@@ -297,6 +312,23 @@ static const mf_bench_sweep nsa_bench = {"seed config (l=32 d=16 l'=64 n=16 w=51
                                          {64, 128, 256}, 3, nsa_bench_setup, nsa_bench_reference,
                                          nsa_bench_optimized};
 
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "nsa.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance nsa_tolerances[] = {
+    {"nsa.out.f32", 2e-6, 1e-5, 1e-11,
+     "fp32 online softmax per branch (scores |s| <= D*1.5^2*scale ~ 18 at D=64: exp relative error ~ |s|*2^-24 ~ 1e-6) and fp32 sums over <= w or n*l' keys, three gated outputs each <= 1 in magnitude: 1e-5 relative, 2e-6 absolute as attention.out.f32; selection identical (forced blocks, importance gaps >> fp32 error)"},
+    {"nsa.lse.f32", 2e-6, 2e-6, 1e-12,
+     "lse = m + log(l) in fp32 per branch, |lse| <= ~20: a few ulp (2^-24) relative, as attention.lse.f32"},
+    {"nsa.grad.f32", 5e-6, 1e-5, 1e-10,
+     "fp32 p recomputed from the fp32 lse (|s| ~ 18: exp relative error ~ 2e-6), ds and dq sums over <= w + n*l' keys, dk/dv summed by atomicAdd over the queries that see a key (order-dependent rounding, sqrt(S)*2^-24 relative): as attention.grad.f32"},
+    {"nsa.out.bf16", 2e-6, 1e-5, 1e-11,
+     "bf16 storage of q, k, v and the gates only: widened exactly to fp32, the same fp32 arithmetic and fp32 output as nsa.out.f32, so the same bound"},
+    {"nsa.lse.bf16", 2e-6, 2e-6, 1e-12,
+     "bf16 inputs widened exactly; lse in fp32: same bound as nsa.lse.f32"},
+    {"nsa.grad.bf16", 5e-6, 1e-5, 1e-10,
+     "bf16 inputs widened exactly; the fp32 arithmetic of nsa.grad.f32, gradients stored fp32: same bound"},
+};
+
 const mf_op_desc mf_op_nsa = {
     "nsa",
     "native sparse attention fwd+bwd: fused compression/top-n selection/window vs dense masked S x S branches (seed 001)",
@@ -307,4 +339,6 @@ const mf_op_desc mf_op_nsa = {
     1,
     nsa_targets,
     &nsa_bench,
+    (int)(sizeof nsa_tolerances / sizeof nsa_tolerances[0]),
+    nsa_tolerances,
 };

@@ -18,3 +18,15 @@ mf_status mf_op_pick_backend(const char *func, mf_context *ctx, const char *kern
                         "the context's backend %d has no %s kernels",
                         (int)mf_context_backend(ctx), kernels);
 }
+
+mf_status mf_op_check_required(const char *func, const mf_op_extent *ops, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].required && ops[i].ptr == NULL)
+            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", ops[i].name);
+    return MF_OK;
+}
+
+mf_status mf_op_check_extents(const char *func, mf_context *ctx, const mf_op_extent *ops, size_t n) {
+    for (size_t i = 0; i < n; i++) MF_TRY(mf_check_device_extent(func, ctx, ops[i].ptr, ops[i].bytes, ops[i].name));
+    return MF_OK;
+}

@@ -21,6 +21,21 @@ extern "C" {
  * MF_ERR_BACKEND_UNAVAILABLE, the message naming func and "<kernels> kernels". */
 mf_status mf_op_pick_backend(const char *func, mf_context *ctx, const char *kernels, int *is_cuda);
 
+/* One device operand of an entry point: its name in the signature, the
+ * pointer, the bytes the kernels touch, and whether it must be given (else
+ * NULL means not passed: nothing checked). */
+typedef struct mf_op_extent {
+    const char *name;
+    const void *ptr;
+    size_t bytes;
+    int required;
+} mf_op_extent;
+/* MF_ERR_NULL_POINTER "<name> is NULL" for the first required operand that is NULL. */
+mf_status mf_op_check_required(const char *func, const mf_op_extent *ops, size_t n);
+/* mf_check_device_extent of each operand, in order, before any launch. */
+mf_status mf_op_check_extents(const char *func, mf_context *ctx, const mf_op_extent *ops, size_t n);
+#define MF_OP_N_EXTENTS(a) (sizeof(a) / sizeof((a)[0]))
+
 #ifdef __cplusplus
 }
 #endif

@@ -458,6 +458,11 @@ static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c) {
              (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L, cache ? " cache0=n/4" : "");
     c->ceiling = cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
     c->tol = "rope.out.f32";
+    /* per call (fused or cache): each rotated pair (x1, x2) -> (x1 c - x2 s,
+     * x2 c + x1 s) is 6 flops, 3 per rotated element (the angles' sin/cos left
+     * out); q and k read once, q_out and k_out written once, fp32 */
+    c->flops = 3.0 * (double)m;
+    c->min_bytes = 4.0 * 2.0 * (double)m;
     mf_status s = MF_OK;
     mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, 61, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);
@@ -499,6 +504,17 @@ static const mf_bench_sweep rope_bench = {
     "destroys it (table build included in opt_ms)",
     {64, 256, 1024}, 3, rope_bench_setup, rope_bench_reference, rope_bench_optimized};
 
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "rope.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance rope_tolerances[] = {
+    {"rope.out.f32", 1e-6, 1e-6, 1e-12,
+     "double angle, cos/sin rounded once to fp32 (2^-24 rel), 2 fp32 products + 1 sum: <= 4*2^-24*(|x0|+|x1|) + ref rounding ~ 4.8e-7 for |x| < 1 at any position; an fp32 angle errs ~4e-6 at p = 64"},
+    {"rope.out.bf16", 1e-6, 4e-3, 1.6e-5,
+     "the fp32 result (rope.out.f32) rounded to bf16: <= 2^-8*|y| (8 significant bits) plus the fp32 math error; nmse <= (2^-8)^2"},
+    {"rope.roundtrip.f32", 2e-6, 1e-6, 4e-12,
+     "backward(forward(x)) vs x: two fp32 rotations, each within rope.out.f32's 4*2^-24*(|x0|+|x1|) with |x|, |y| < sqrt(2)"},
+};
+
 const mf_op_desc mf_op_rope = {
     "rope",
     "RoPE with device-generated positions, double angles: fused (no table) and device cos/sin cache vs "
@@ -510,4 +526,6 @@ const mf_op_desc mf_op_rope = {
     1,
     rope_targets,
     &rope_bench,
+    (int)(sizeof rope_tolerances / sizeof rope_tolerances[0]),
+    rope_tolerances,
 };

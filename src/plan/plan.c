@@ -199,13 +199,16 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
     out->logits_bytes = mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype);
     out->loss_naive = add(&ovf, out->logits_bytes, mf_cross_entropy_logits_bytes(N, cfg->vocab, MF_DTYPE_F32));
     out->loss_chunked = SIZE_MAX;
+    out->loss_fused = SIZE_MAX;
 #ifdef MF_HAVE_HOST_KERNELS
+    out->loss_fused = mf_cross_entropy_fused_scratch_ceiling(N);
     mf_cross_entropy_options ce;
     mf_cross_entropy_options_init(&ce);
     if (cfg->ce_budget > 0) ce.scratch_budget = cfg->ce_budget;
     mf_cross_entropy_plan_info info;
     MF_TRY(mf_cross_entropy_plan(N, cfg->vocab, cfg->dtype, &ce, &info));
     out->loss_chunk_rows = info.chunk_rows;
+    out->loss_capped_by_logits = info.capped_by_logits;
     out->loss_chunked = mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows);
 #endif
 
@@ -254,8 +257,8 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
         mf_cross_entropy_plan_info info;
         MF_TRY(mf_cross_entropy_plan(N, cfg->vocab, cfg->dtype, &ce, &info));
         opt = mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows);
-        snprintf(what, sizeof what, "fp32 tile, C=%lld rows (%lld chunks)", (long long)info.chunk_rows,
-                 (long long)info.n_chunks);
+        snprintf(what, sizeof what, "fp32 tile, C=%lld rows (%lld chunks%s)", (long long)info.chunk_rows,
+                 (long long)info.n_chunks, info.capped_by_logits ? ", capped at logits" : "");
     }
 #endif
     set_row(&rows[n], "cross_entropy", "logits N*V*e", mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype), what,

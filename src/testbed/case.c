@@ -99,6 +99,16 @@ mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_t
     MF_TRY(mf_compare_f32(got, ref, n, tol, dump_path(out, what, path, sizeof path), &cmp));
     if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
     if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
+    if (out->n_outputs < MF_CASE_MAX_OUTPUTS) {
+        mf_output_result *o = &out->outputs[out->n_outputs++];
+        mf_tb_copy_msg(o->what, sizeof o->what, what);
+        mf_tb_copy_msg(o->tol, sizeof o->tol, tol->name);
+        o->atol = tol->atol;
+        o->rtol = tol->rtol;
+        o->max_abs_err = cmp.max_abs_err;
+        o->budget_used = cmp.budget_used_pct / 100.0;
+        o->pass = cmp.pass;
+    }
     if (!cmp.pass && *all_pass) {
         snprintf(out->message, sizeof(out->message), "%s: %.200s", what, cmp.reason);
         out->failure = cmp.failure;

@@ -36,6 +36,16 @@ typedef struct ce_spec {
     int null_upstream; /* pass grad_loss = NULL (means 1) to the optimized calls */
 } ce_spec;
 
+/* The variant under test: the "chunked" TCase runs MF_CE_VARIANT_CHUNKED, the
+ * "fused" TCase the same tests on MF_CE_VARIANT_FUSED (set by its fixture, in
+ * the forked test process). */
+static mf_ce_variant g_variant = MF_CE_VARIANT_CHUNKED;
+static void fused_setup(void)
+{
+    g_variant = MF_CE_VARIANT_FUSED;
+    mf_test_setup();
+}
+
 static ce_spec base_spec(void)
 {
     ce_spec s;
@@ -137,11 +147,28 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     o.z_loss = s->z;
     o.softcap = s->cap;
     if (s->chunk > 0) o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(s->n, s->v, s->chunk);
-    mf_cross_entropy_plan_info plan;
-    MF_ASSERT_OK(mf_cross_entropy_plan(s->n, s->v, s->dtype, &o, &plan));
-    const int64_t want_chunk = s->chunk > 0 && s->chunk < s->n ? s->chunk : s->n;
-    ck_assert_int_eq(plan.chunk_rows, want_chunk);
-    ck_assert_int_eq(plan.n_chunks, (s->n + want_chunk - 1) / want_chunk);
+    o.variant = g_variant;
+    size_t ceiling;
+    if (g_variant == MF_CE_VARIANT_FUSED) {
+        /* O(N): no V, no budget. */
+        ceiling = mf_cross_entropy_fused_scratch_ceiling(s->n);
+        ck_assert_uint_eq(ceiling, 8 * n + 16);
+    } else {
+        mf_cross_entropy_plan_info plan;
+        MF_ASSERT_OK(mf_cross_entropy_plan(s->n, s->v, s->dtype, &o, &plan));
+        int64_t want_chunk = s->chunk > 0 && s->chunk < s->n ? s->chunk : s->n;
+        if (s->chunk == 0) { /* default budget: capped at the logits it replaces */
+            const size_t logits = mf_cross_entropy_logits_bytes(s->n, s->v, s->dtype);
+            ck_assert(plan.capped_by_logits);
+            ck_assert_uint_eq(plan.logits_bytes, logits);
+            const int64_t rows = (int64_t)((logits - 4 * n - 16) / (4 * v));
+            if (rows < want_chunk) want_chunk = rows;
+            ck_assert_uint_le(plan.scratch_bytes, logits);
+        }
+        ck_assert_int_eq(plan.chunk_rows, want_chunk);
+        ck_assert_int_eq(plan.n_chunks, (s->n + want_chunk - 1) / want_chunk);
+        ceiling = mf_cross_entropy_chunked_scratch_ceiling(s->n, s->v, plan.chunk_rows);
+    }
 
     /* Reference. */
     ce_outputs ref = {0};
@@ -174,7 +201,6 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
                                                    want_gh ? d_gh : NULL, d_gw,
                                                    want_gb ? d_gb : NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
-    const size_t ceiling = mf_cross_entropy_chunked_scratch_ceiling(s->n, s->v, plan.chunk_rows);
     const size_t peak_fused = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     ck_assert_msg(peak_fused <= ceiling, "fused scratch %zu > ceiling %zu", peak_fused, ceiling);
     ce_outputs fused = {download(ctx, d_loss, n_loss), download(ctx, d_lse, n),
@@ -275,7 +301,8 @@ START_TEST(test_chunk_of_one_row)
 }
 END_TEST
 
-/* N smaller than one chunk (default 1 GiB budget): a single chunk. */
+/* The default 1 GiB budget at a small N: the tile is capped at the logits it
+ * replaces (f32: 9 of 10 rows, bf16: 4), never above them. */
 START_TEST(test_n_smaller_than_chunk)
 {
     ce_spec s = base_spec();
@@ -375,6 +402,86 @@ START_TEST(test_document_vocabulary)
 }
 END_TEST
 
+/* Odd N, D and V: a ragged 64-row block (67 = 64 + 3: two CTAs of the fused
+ * variant, grad_W accumulated by both), D = 37 and V = 131 not multiples of the
+ * 32 / 64 / 16 tile edges; every option on, f32 and bf16. */
+START_TEST(test_odd_shapes)
+{
+    ce_spec s = base_spec();
+    s.n = 67;
+    s.d = 37;
+    s.v = 131;
+    s.chunk = 20;
+    s.bias = 1;
+    s.dtype = (_i & 1) ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    s.red = (mf_ce_reduction)(_i / 2);
+    s.eps = 0.05f;
+    s.z = 1e-3f;
+    s.cap = 5.0f;
+    run_spec(&s, 1200 + (uint64_t)_i, NULL);
+}
+END_TEST
+
+/* Gradient filtering (fused only; off by default): with f = 0.05, tiles of
+ * |dL/dz| < f are skipped. The result moves by at most the header's bound
+ * (f V max|W| for grad_hidden, f N max|hidden| for grad_W, f N for grad_bias)
+ * from the unfiltered call, and does move (tiles were skipped); the loss is
+ * unchanged. */
+START_TEST(test_grad_filter)
+{
+    mf_context *ctx = mf_test_ctx();
+    const size_t n = 24, d = 16, v = 1000;
+    const float f = 5e-2f;
+    const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    const size_t es = mf_dtype_size(dt);
+    void *h = mf_test_make_input(dt, n * d, 1300, -1.0f, 1.0f);
+    void *w = mf_test_make_input(dt, v * d, 1301, -0.5f, 0.5f);
+    void *b = mf_test_make_input(dt, v, 1302, -1.0f, 1.0f);
+    int64_t lab[24];
+    for (size_t i = 0; i < n; ++i) lab[i] = i % 5 == 2 ? MF_CE_DEFAULT_IGNORE_INDEX : (int64_t)((i * 37) % 200);
+    void *dh = mf_test_dev_upload(ctx, h, n * d * es), *dw = mf_test_dev_upload(ctx, w, v * d * es);
+    void *db = mf_test_dev_upload(ctx, b, v * es);
+    int64_t *dlab = mf_test_dev_upload(ctx, lab, sizeof lab);
+    float *out[2][4];
+    for (int run = 0; run < 2; ++run) {
+        mf_cross_entropy_options o;
+        mf_cross_entropy_options_init(&o);
+        o.variant = MF_CE_VARIANT_FUSED;
+        o.reduction = MF_CE_REDUCTION_SUM;
+        o.grad_filter = run ? f : 0.0f;
+        float *d_loss = mf_test_dev_nan(ctx, 1), *d_gh = mf_test_dev_nan(ctx, n * d),
+              *d_gw = mf_test_dev_nan(ctx, v * d), *d_gb = mf_test_dev_nan(ctx, v);
+        MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, (int64_t)n, (int64_t)d, (int64_t)v, dt, dh, dw,
+                                                       db, dlab, &o, NULL, d_loss, NULL, d_gh, d_gw, d_gb));
+        out[run][0] = download(ctx, d_loss, 1);
+        out[run][1] = download(ctx, d_gh, n * d);
+        out[run][2] = download(ctx, d_gw, v * d);
+        out[run][3] = download(ctx, d_gb, v);
+        void *bufs[] = {d_loss, d_gh, d_gw, d_gb};
+        for (int k = 0; k < 4; ++k) mf_buffer_free(ctx, bufs[k]);
+    }
+    ck_assert(out[0][0][0] == out[1][0][0]);
+    const double bound[4] = {0.0, (double)f * (double)v * 0.5, (double)f * (double)n * 1.0, (double)f * (double)n};
+    const size_t len[4] = {1, n * d, v * d, v};
+    double moved = 0.0;
+    for (int k = 1; k < 4; ++k) {
+        for (size_t e = 0; e < len[k]; ++e) {
+            const double diff = fabs((double)out[1][k][e] - (double)out[0][k][e]);
+            ck_assert_msg(diff <= bound[k] * 1.001, "output %d element %zu moved %g > bound %g", k, e, diff, bound[k]);
+            if (diff > moved) moved = diff;
+        }
+    }
+    ck_assert_msg(moved > 0.0, "grad_filter = %g skipped no tile", (double)f);
+    for (int run = 0; run < 2; ++run)
+        for (int k = 0; k < 4; ++k) free(out[run][k]);
+    void *bufs[] = {dh, dw, db, dlab};
+    for (int k = 0; k < 4; ++k) mf_buffer_free(ctx, bufs[k]);
+    free(h);
+    free(w);
+    free(b);
+}
+END_TEST
+
 static Suite *cross_entropy_equiv_suite(void)
 {
     Suite *s = suite_create("cross_entropy_equiv");
@@ -391,7 +498,26 @@ static Suite *cross_entropy_equiv_suite(void)
     tcase_add_test(tc, test_loss_is_informative);
     tcase_add_loop_test(tc, test_null_upstream, 0, 3);
     tcase_add_loop_test(tc, test_document_vocabulary, 0, 2);
+    tcase_add_loop_test(tc, test_odd_shapes, 0, 6);
     suite_add_tcase(s, tc);
+
+    /* The same cases on the fused (Cut Cross-Entropy class) variant. */
+    TCase *fu = tcase_create("fused");
+    tcase_add_checked_fixture(fu, fused_setup, mf_test_teardown);
+    tcase_add_loop_test(fu, test_dtype_reduction_shift, 0, 12);
+    tcase_add_loop_test(fu, test_options, 0, 8);
+    tcase_add_loop_test(fu, test_ragged_last_chunk, 0, 2);
+    tcase_add_loop_test(fu, test_chunk_of_one_row, 0, 2);
+    tcase_add_loop_test(fu, test_n_smaller_than_chunk, 0, 2);
+    tcase_add_loop_test(fu, test_all_ignored, 0, 2);
+    tcase_add_loop_test(fu, test_nan_in_hidden, 0, 2);
+    tcase_add_test(fu, test_only_grad_weight);
+    tcase_add_test(fu, test_loss_is_informative);
+    tcase_add_loop_test(fu, test_null_upstream, 0, 3);
+    tcase_add_loop_test(fu, test_document_vocabulary, 0, 2);
+    tcase_add_loop_test(fu, test_odd_shapes, 0, 6);
+    tcase_add_loop_test(fu, test_grad_filter, 0, 2);
+    suite_add_tcase(s, fu);
     return s;
 }
 

@@ -29,12 +29,15 @@
 
 #define GUARD 32
 
-/* "linear_attention.<what>.f32" or ".bf16" (same numbers: bf16 is storage only). */
-static const char *tol(const char *what, mf_dtype dt) {
+/* "linear_attention.<what>.f32" or ".bf16" (the SIMT kernels: bf16 is storage
+ * only, same numbers), or ".bf16_mma" (bf16 causal: the tensor-core path, with
+ * bf16 operands). */
+static const char *tol(const char *what, mf_dtype dt, int causal) {
     static char buf[4][64];
     static int slot;
     char *b = buf[slot++ & 3];
-    snprintf(b, 64, "linear_attention.%s.%s", what, mf_dtype_name(dt));
+    snprintf(b, 64, "linear_attention.%s.%s%s", what, mf_dtype_name(dt),
+             dt == MF_DTYPE_BF16 && causal ? "_mma" : "");
     return b;
 }
 
@@ -65,6 +68,12 @@ static const config configs[] = {
     {1, 1, 5, 128, 128, 16, 1, MF_DTYPE_F32},  /* the largest head dimension */
     {1, 1, 3, 128, 96, 32, 1, MF_DTYPE_BF16},
     {1, 1, 33, 1, 1, 16, 1, MF_DTYPE_F32},     /* D = Dv = 1 */
+    /* bf16 causal: the tensor-core path (a state per 256 rows, 64-row tiles) */
+    {1, 2, 37, 64, 64, 16, 1, MF_DTYPE_BF16},  /* odd N < one tile */
+    {2, 1, 65, 64, 128, 32, 1, MF_DTYPE_BF16}, /* one row past a tile */
+    {1, 1, 150, 128, 128, 64, 1, MF_DTYPE_BF16}, /* three tiles, ragged */
+    {1, 1, 301, 128, 64, 128, 1, MF_DTYPE_BF16}, /* two state chunks (scan), ragged */
+    {1, 1, 97, 33, 71, 64, 1, MF_DTYPE_BF16},  /* D, Dv not multiples of 16 */
     {1, 1, 1, 8, 8, 0, 0, MF_DTYPE_F32},       /* bidirectional */
     {2, 2, 37, 16, 8, 0, 0, MF_DTYPE_F32},
     {1, 2, 70, 40, 40, 0, 0, MF_DTYPE_BF16},
@@ -120,14 +129,14 @@ START_TEST(test_kernels_match_reference) {
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *g_out = dev_fetch(ctx, d_out, nv, "out"), *g_dq = dev_fetch(ctx, d_dq, nqk, "dq");
     float *g_dk = dev_fetch(ctx, d_dk, nqk, "dk"), *g_dv = dev_fetch(ctx, d_dv, nv, "dv");
-    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c->dtype));
-    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad", c->dtype));
+    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c->dtype, c->causal));
+    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad", c->dtype, c->causal));
     /* dq and dk are ~0 (eps-level) when N = 1 (out = v (q'.k')/(q'.k' + eps)),
      * dq also when D = 1 (q' cancels from num / den). */
     MF_ASSERT_CLOSE(g_dq, r_dq, nqk,
-                    tol((c->N == 1 || c->D == 1) ? "grad_degenerate" : "grad", c->dtype));
+                    tol((c->N == 1 || c->D == 1) ? "grad_degenerate" : "grad", c->dtype, c->causal));
     MF_ASSERT_CLOSE(g_dk, r_dk, nqk,
-                    tol(c->N == 1 ? "grad_degenerate" : "grad", c->dtype));
+                    tol(c->N == 1 ? "grad_degenerate" : "grad", c->dtype, c->causal));
 
     void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
@@ -147,6 +156,9 @@ static const state_case state_cases[] = {
     {2, 1, 50, 40, 36, 32, MF_DTYPE_BF16},
     {1, 1, 1, 8, 8, 128, MF_DTYPE_F32},
     {1, 1, 27, 128, 128, 16, MF_DTYPE_F32}, /* D = Dv = 128: 128-term dots of dS_N; ragged chunk */
+    {1, 2, 130, 64, 64, 64, MF_DTYPE_BF16},  /* tensor cores: three tiles and a state */
+    {1, 1, 77, 128, 128, 128, MF_DTYPE_BF16}, /* D = Dv = 128, ragged */
+    {1, 1, 531, 64, 128, 32, MF_DTYPE_BF16},  /* three state chunks: the scans from S0 and dS_N */
 };
 #define N_STATE_CASES ((int)(sizeof(state_cases) / sizeof(state_cases[0])))
 
@@ -198,15 +210,15 @@ START_TEST(test_state_matches_reference) {
     float *g_zt = dev_fetch(ctx, d_zt, nz, "final_z"), *g_dq = dev_fetch(ctx, d_dq, nqk, "dq");
     float *g_dk = dev_fetch(ctx, d_dk, nqk, "dk"), *g_dv = dev_fetch(ctx, d_dv, nv, "dv");
     float *g_dh0 = dev_fetch(ctx, d_dh0, ns, "d_initial_kv"), *g_dz0 = dev_fetch(ctx, d_dz0, nz, "d_initial_z");
-    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c->dtype));
-    MF_ASSERT_CLOSE(g_ht, r_ht, ns, tol("state", c->dtype));
-    MF_ASSERT_CLOSE(g_zt, r_zt, nz, tol("state", c->dtype));
-    MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c->dtype));
+    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c->dtype, 1));
+    MF_ASSERT_CLOSE(g_ht, r_ht, ns, tol("state", c->dtype, 1));
+    MF_ASSERT_CLOSE(g_zt, r_zt, nz, tol("state", c->dtype, 1));
+    MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c->dtype, 1));
     /* dk, dv: D- or Dv-term dots of the final-state gradient's O(1) terms */
-    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad_state", c->dtype));
-    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad_state", c->dtype));
-    MF_ASSERT_CLOSE(g_dh0, r_dh0, ns, tol("grad", c->dtype));
-    MF_ASSERT_CLOSE(g_dz0, r_dz0, nz, tol("grad", c->dtype));
+    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad_state", c->dtype, 1));
+    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad_state", c->dtype, 1));
+    MF_ASSERT_CLOSE(g_dh0, r_dh0, ns, tol("grad", c->dtype, 1));
+    MF_ASSERT_CLOSE(g_dz0, r_dz0, nz, tol("grad", c->dtype, 1));
 
     void *dev[] = {d_q, d_k, d_v, d_do, d_h0, d_z0, d_dht, d_dzt, d_out, d_ht, d_zt,
                    d_dq, d_dk, d_dv, d_dh0, d_dz0};

@@ -1,4 +1,4 @@
-/* Memory of the chunked linear cross-entropy (seed 000, bug 1).
+/* Memory of the chunked and fused linear cross-entropy (seed 000, bug 1).
  *
  *  - the header's formulas at the document's shapes (never allocated): the
  *    37.09 GiB of bf16 logits at 131,072 x 151,936, the table's 1.16 / 11.32 GiB,
@@ -84,13 +84,18 @@ START_TEST(test_seed_threshold)
     o.scratch_budget = (size_t)10 << 30;
     mf_cross_entropy_plan_info p;
     MF_ASSERT_OK(mf_cross_entropy_plan(4096, V_DOC, MF_DTYPE_BF16, &o, &p));
-    ck_assert_int_eq(p.chunked, 0);
-    ck_assert_int_eq(p.n_chunks, 1);
-    ck_assert_int_eq(p.chunk_rows, 4096);
+    /* The bf16 logits (1.16 GiB) are below the budget: the document does not
+     * chunk; memfix caps its fp32 tile at them (header: C = 2047). */
+    ck_assert_int_eq(p.capped_by_logits, 1);
+    ck_assert_uint_eq(p.logits_bytes, 1244659712u);
+    ck_assert_int_eq(p.chunk_rows, 2047);
+    ck_assert_int_eq(p.n_chunks, 3);
+    ck_assert_uint_le(p.scratch_bytes, p.logits_bytes);
     ck_assert_uint_le(p.scratch_bytes, o.scratch_budget);
     MF_ASSERT_OK(mf_cross_entropy_plan(40000, V_DOC, MF_DTYPE_BF16, &o, &p));
     ck_assert_int_eq(p.chunked, 1);
     ck_assert_int_eq(p.n_chunks, 3);
+    ck_assert_int_eq(p.capped_by_logits, 0);
     ck_assert_int_lt(p.chunk_rows, 40000);
     ck_assert_uint_le(p.scratch_bytes, o.scratch_budget);
     /* One byte short of one row fails with a status and a message. */
@@ -109,7 +114,7 @@ typedef struct measured {
 
 /* Runs reference and optimized at (n, D=16, v) with a fixed chunk; returns the
  * scratch peaks measured by the context's allocators. */
-static measured measure(int64_t n, int64_t v, int64_t chunk, mf_dtype dt)
+static measured measure_variant(int64_t n, int64_t v, int64_t chunk, mf_dtype dt, mf_ce_variant variant)
 {
     mf_context *ctx = mf_test_ctx();
     const int64_t d = 16;
@@ -125,6 +130,7 @@ static measured measure(int64_t n, int64_t v, int64_t chunk, mf_dtype dt)
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);
     o.max_chunk_rows = chunk;
+    o.variant = variant;
     measured m;
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
     MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, n, d, v, dt, h, w, NULL, lab, &o, loss, NULL));
@@ -174,6 +180,11 @@ static measured measure(int64_t n, int64_t v, int64_t chunk, mf_dtype dt)
     return m;
 }
 
+static measured measure(int64_t n, int64_t v, int64_t chunk, mf_dtype dt)
+{
+    return measure_variant(n, v, chunk, dt, MF_CE_VARIANT_CHUNKED);
+}
+
 /* optimized <= ceiling < reference, and the reference equals its formula. */
 START_TEST(test_measured_against_formulas)
 {
@@ -208,17 +219,66 @@ START_TEST(test_scaling_with_n)
 }
 END_TEST
 
+/* The fused variant (MF_CE_VARIANT_FUSED) at two N and two V: its scratch is
+ * exactly the header's terms (fused fwd+bwd, mean, lse NULL: 8N + 16; forward
+ * with mean: 4N + 16; backward: 16), the same at both V, linear in N, and below
+ * the reference and the chunked variant (chunk 8) at every shape. */
+START_TEST(test_fused_two_n_two_v)
+{
+    const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    const int64_t ns[2] = {48, 96}, vs[2] = {300, 900};
+    measured f[2][2];
+    for (int a = 0; a < 2; ++a) {
+        for (int b = 0; b < 2; ++b) {
+            const int64_t n = ns[a], v = vs[b];
+            measured m = measure_variant(n, v, 8, dt, MF_CE_VARIANT_FUSED);
+            measured c = measure(n, v, 8, dt);
+            ck_assert_uint_eq(m.opt_fused, mf_cross_entropy_fused_scratch_ceiling(n));
+            ck_assert_uint_eq(m.opt_fused, 8 * (size_t)n + 16);
+            ck_assert_uint_eq(m.opt_fwd, 4 * (size_t)n + 16);
+            ck_assert_uint_eq(m.opt_bwd, 16);
+            ck_assert_uint_lt(m.opt_fused, m.ref_fwd);
+            ck_assert_uint_lt(m.opt_fused, m.ref_bwd);
+            ck_assert_uint_lt(m.opt_fused, c.opt_fused);
+            ck_assert_uint_lt(m.opt_fwd, c.opt_fwd);
+            ck_assert_uint_lt(m.opt_bwd, c.opt_bwd);
+            f[a][b] = m;
+        }
+        ck_assert_uint_eq(f[a][0].opt_fused, f[a][1].opt_fused); /* no V term */
+        ck_assert_uint_eq(f[a][0].opt_fwd, f[a][1].opt_fwd);
+    }
+    ck_assert_uint_eq(f[1][0].opt_fused - f[0][0].opt_fused, 8 * (size_t)(ns[1] - ns[0]));
+}
+END_TEST
+
+/* At seed 000's shape the fused scratch is 1 MiB + 16 B (<= 2 MiB), about
+ * 1000x below the chunked variant's default-budget plan. */
+START_TEST(test_fused_formula_document_shape)
+{
+    const size_t f = mf_cross_entropy_fused_scratch_ceiling(N_DOC);
+    ck_assert_uint_eq(f, 1048592u);
+    ck_assert_uint_le(f, (size_t)2 << 20);
+    mf_cross_entropy_plan_info p;
+    MF_ASSERT_OK(mf_cross_entropy_plan(N_DOC, V_DOC, MF_DTYPE_BF16, NULL, &p));
+    ck_assert_uint_gt(p.scratch_bytes / f, 1000);
+    ck_assert_uint_eq(mf_cross_entropy_fused_scratch_ceiling(0), SIZE_MAX);
+    ck_assert_uint_eq(mf_cross_entropy_fused_scratch_ceiling(INT64_MAX), SIZE_MAX);
+}
+END_TEST
+
 static Suite *cross_entropy_memory_suite(void)
 {
     Suite *s = suite_create("cross_entropy_memory");
     TCase *tf = tcase_create("formulas");
     tcase_add_test(tf, test_formula_document_shapes);
     tcase_add_test(tf, test_seed_threshold);
+    tcase_add_test(tf, test_fused_formula_document_shape);
     suite_add_tcase(s, tf);
     TCase *tc = tcase_create("measured");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
     tcase_add_loop_test(tc, test_measured_against_formulas, 0, 2);
     tcase_add_test(tc, test_scaling_with_n);
+    tcase_add_loop_test(tc, test_fused_two_n_two_v, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

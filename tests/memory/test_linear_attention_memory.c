@@ -21,8 +21,17 @@ START_TEST(test_formulas_at_document_shape) {
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(1, 1, 4, 8, 8192, 64, 64), 17448304640ull);
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(0, 0, 4, 8, 8192, 64, 64), 1064960u);
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(0, 1, 4, 8, 8192, 64, 64), 2129920u);
-    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64), 0);
-    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 1, 4, 8, 8192, 64, 64), 2097152u);
+    /* chunk states: 4 * B*H*ceil(N/256)*D*(Dv+1) = 4*4*8*32*64*65; the backward
+     * adds den_n, dd_n: 8 * B*H*N */
+    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64), 17039360u);
+    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 1, 4, 8, 8192, 64, 64), 17039360u + 2097152u);
+    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(0, 0, 4, 8, 8192, 64, 64), 0);
+    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(0, 1, 4, 8, 8192, 64, 64), 4u * 32 * 33 * 64 + 2097152u);
+    /* 1/512 of the cumsum reference at this shape */
+    ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(1, 0, 4, 8, 8192, 64, 64),
+                      512 * mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64));
+    ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64),
+                      mf_ref_linear_attention_scratch_bytes(1, 0, 4, 8, 8192, 64, 64));
     ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 1, 4, 8, 8192, 64, 64),
                       mf_ref_linear_attention_scratch_bytes(1, 1, 4, 8, 8192, 64, 64));
     /* The reference's kv_cumsum is the document's "Cumulative KV" (B*H*N*D*D
@@ -106,18 +115,25 @@ static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
     return p;
 }
 
+/* Shapes: N within one chunk; bf16 causal (tensor cores) with D = Dv = 64 and 128,
+ * odd N spanning chunks of C = 64 and C = 128. */
+static const struct { int64_t N, D, Dv, chunk; } mem_shapes[] = {
+    {40, 16, 8, 16}, {131, 64, 64, 64}, {77, 128, 128, 128}};
 START_TEST(test_measured_within_formulas) {
-    const int64_t B = 1, H = 2, N = 40, D = 16, Dv = 8;
+    const int64_t B = 1, H = 2, N = mem_shapes[_i].N, D = mem_shapes[_i].D, Dv = mem_shapes[_i].Dv;
     for (int causal = 0; causal <= 1; causal++)
         for (int t = 0; t < 2; t++) {
             const mf_dtype dt = t ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-            const peaks p = measure(causal, 16, B, H, N, D, Dv, dt);
+            if (_i > 0 && !(causal && t)) continue; /* the larger shapes: the tensor-core path */
+            const peaks p = measure(causal, mem_shapes[_i].chunk, B, H, N, D, Dv, dt);
             ck_assert_uint_eq(p.ref_fwd, mf_ref_linear_attention_scratch_bytes(causal, 0, B, H, N, D, Dv));
             ck_assert_uint_eq(p.ref_bwd, mf_ref_linear_attention_scratch_bytes(causal, 1, B, H, N, D, Dv));
             ck_assert_uint_le(p.opt_fwd, mf_linear_attention_scratch_ceiling(causal, 0, B, H, N, D, Dv));
             ck_assert_uint_le(p.opt_bwd, mf_linear_attention_scratch_ceiling(causal, 1, B, H, N, D, Dv));
-            /* ceiling < reference (at this shape also for the bidirectional form:
-             * N = 40 < 2*D*(Dv+1) = 288) */
+            /* ceiling < reference (at N = 40 also for the bidirectional form:
+             * N < 2*D*(Dv+1) = 288) */
+            if (causal && t) /* the tensor-core path holds its chunk states */
+                ck_assert_uint_gt(p.opt_fwd, 0);
             ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(causal, 0, B, H, N, D, Dv), p.ref_fwd);
             ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(causal, 1, B, H, N, D, Dv), p.ref_bwd);
         }
@@ -133,21 +149,48 @@ START_TEST(test_scaling_n_and_2n) {
     ck_assert_uint_eq(b.ref_fwd, 2 * a.ref_fwd);
     ck_assert_uint_eq(b.ref_fwd - a.ref_fwd, (size_t)(8 * B * H * N * D * (Dv + 1)));
     ck_assert_uint_eq(b.ref_bwd - a.ref_bwd, (size_t)(16 * B * H * N * D * (Dv + 1)));
-    /* chunked: forward needs nothing at any N; the backward grows only by its
-     * O(N) row statistics (8 bytes per position), never by D*Dv per position */
+    /* chunked fp32: forward needs nothing at any N; the backward grows by its
+     * O(N) row statistics (8 bytes per position) and one z per 256 positions,
+     * never by D*Dv per position */
     ck_assert_uint_eq(a.opt_fwd, 0);
     ck_assert_uint_eq(b.opt_fwd, 0);
-    ck_assert_uint_le(b.opt_bwd - a.opt_bwd, (size_t)(8 * B * H * N));
+    ck_assert_uint_le(b.opt_bwd - a.opt_bwd, (size_t)(8 * B * H * N + 4 * B * H * D));
     ck_assert_uint_lt(b.opt_bwd - a.opt_bwd, (size_t)(B * H * N * D * Dv));
+    ck_assert_uint_le(b.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, 2 * N, D, Dv));
 }
 END_TEST
 
+/* The tensor-core path (bf16 causal) at N and 2N (N = 200: 1 and 2 chunks of 256):
+ * one D x (Dv+1) fp32 state per 256 positions, 1/512 of the cumsum's 8*D*(Dv+1)
+ * per position; both within the ceiling, the ceiling below the reference. */
+START_TEST(test_scaling_tensor_core) {
+    const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 200;
+    const peaks a = measure(1, 64, B, H, N, D, Dv, MF_DTYPE_BF16);
+    const peaks b = measure(1, 64, B, H, 2 * N, D, Dv, MF_DTYPE_BF16);
+    ck_assert_uint_eq(a.opt_fwd, (size_t)(4 * B * H * 1 * D * (Dv + 1)));
+    ck_assert_uint_eq(b.opt_fwd, (size_t)(4 * B * H * 2 * D * (Dv + 1)));
+    ck_assert_uint_eq(b.opt_bwd - a.opt_bwd, (size_t)(4 * B * H * D * (Dv + 1) + 8 * B * H * N));
+    ck_assert_uint_le(a.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, N, D, Dv));
+    ck_assert_uint_le(b.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, 2 * N, D, Dv));
+    ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 1, B, H, 2 * N, D, Dv), b.ref_bwd);
+    ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 0, B, H, 2 * N, D, Dv), b.ref_fwd);
+}
+END_TEST
+
+/* Chunk states are kept per 256 rows whatever C: every C needs the same scratch,
+ * within the ceiling. */
 START_TEST(test_chunk_size_independent) {
     const int64_t B = 1, H = 1, N = 70, D = 8, Dv = 8;
-    const peaks p16 = measure(1, 16, B, H, N, D, Dv, MF_DTYPE_F32);
-    const peaks p128 = measure(1, 128, B, H, N, D, Dv, MF_DTYPE_F32);
-    ck_assert_uint_eq(p16.opt_fwd, p128.opt_fwd);
-    ck_assert_uint_eq(p16.opt_bwd, p128.opt_bwd);
+    const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    const peaks p16 = measure(1, 16, B, H, N, D, Dv, dt);
+    const peaks p64 = measure(1, 64, B, H, N, D, Dv, dt);
+    const peaks p128 = measure(1, 128, B, H, N, D, Dv, dt);
+    ck_assert_uint_eq(p16.opt_fwd, p64.opt_fwd);
+    ck_assert_uint_eq(p16.opt_bwd, p64.opt_bwd);
+    ck_assert_uint_eq(p128.opt_fwd, p64.opt_fwd);
+    ck_assert_uint_eq(p128.opt_bwd, p64.opt_bwd);
+    ck_assert_uint_le(p16.opt_fwd, mf_linear_attention_scratch_ceiling(1, 0, B, H, N, D, Dv));
+    ck_assert_uint_le(p16.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, N, D, Dv));
 }
 END_TEST
 
@@ -158,9 +201,10 @@ static Suite *linear_attention_memory_suite(void) {
     suite_add_tcase(s, f);
     TCase *m = tcase_create("measured");
     tcase_add_checked_fixture(m, mf_test_setup, mf_test_teardown);
-    tcase_add_test(m, test_measured_within_formulas);
+    tcase_add_loop_test(m, test_measured_within_formulas, 0, 3);
     tcase_add_test(m, test_scaling_n_and_2n);
-    tcase_add_test(m, test_chunk_size_independent);
+    tcase_add_test(m, test_scaling_tensor_core);
+    tcase_add_loop_test(m, test_chunk_size_independent, 0, 2);
     suite_add_tcase(s, m);
     return s;
 }

@@ -7,15 +7,18 @@
 #include "memfix/registry.h"
 #include "memfix_cli.h"
 
+#include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const HEADER =
     "op,variant,backend,timer,timed,dtype,shape,size,reps,ref_ms,opt_ms,ref_peak_bytes,opt_peak_bytes,"
-    "ceiling_bytes,max_abs_err,status,message";
-enum { N_COLS = 17 };
+    "ceiling_bytes,max_abs_err,status,message,flops,min_bytes,tflops,gbps,peak_tflops,peak_gbps,frac_peak_flops,"
+    "frac_peak_bw";
+enum { N_COLS = 25 };
 
 typedef struct {
     int rc;
@@ -84,6 +87,10 @@ static int check_csv(const char *text, int *n_ok, int *n_failed, const char *wan
         ck_assert(atof(f[10]) >= 0.0 && f[10][0] != '\0'); /* opt_ms always measured */
         if (strcmp(f[4], "separate") == 0) ck_assert(f[9][0] != '\0');
         else ck_assert(f[9][0] == '\0'); /* run_case rows: no separate reference time */
+        /* the work of a call: stated for every swept row; host mode has no rates or peaks */
+        if (strcmp(f[4], "separate") == 0 && strcmp(f[15], "ok") == 0)
+            ck_assert_msg(atof(f[17]) > 0 && atof(f[18]) > 0, "no flops/min_bytes: %s", line);
+        for (int k = 19; k < N_COLS; k++) ck_assert_msg(f[k][0] == '\0', "host row with a rate: %s", line);
         if (strcmp(f[15], "ok") == 0) {
             (*n_ok)++;
             ck_assert_str_eq(f[16], "");
@@ -109,7 +116,7 @@ START_TEST(test_matmul_sweep_to_file)
     run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,20", "--reps", "2",
                        "--out", path);
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
-    ck_assert_ptr_nonnull(strstr(r.out, "6 rows (0 failed, timer host-wall)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "6 rows (0 failed, timer host-wall, device host)"));
     FREE(r);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
@@ -189,6 +196,118 @@ START_TEST(test_rope_sweep)
 }
 END_TEST
 
+/* --json: the CSV's columns as keys; numbers where measured, null where not;
+ * matmul's formulas: 2 n^3 flops, 3 n^2 fp32 values moved. */
+START_TEST(test_json)
+{
+    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1",
+                       "--json");
+    ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+    cJSON *arr = cJSON_Parse(r.out);
+    ck_assert_msg(cJSON_IsArray(arr), "not a JSON array: %.200s", r.out);
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 3); /* 3 variants x 1 size */
+    const char *keys[] = {"op",    "variant", "backend",     "timer",     "timed",           "dtype",
+                          "shape", "size",    "reps",        "ref_ms",    "opt_ms",          "ref_peak_bytes",
+                          "opt_peak_bytes",   "ceiling_bytes", "max_abs_err", "status",      "message",
+                          "flops", "min_bytes", "tflops",    "gbps",      "peak_tflops",     "peak_gbps",
+                          "frac_peak_flops",  "frac_peak_bw"};
+    for (int i = 0; i < 3; i++) {
+        cJSON *o = cJSON_GetArrayItem(arr, i);
+        int count = 0;
+        for (cJSON *c = o->child; c != NULL; c = c->next) count++;
+        ck_assert_int_eq(count, (int)(sizeof keys / sizeof keys[0]));
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            ck_assert_msg(cJSON_GetObjectItemCaseSensitive(o, keys[k]) != NULL, "no key %s", keys[k]);
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "op")->valuestring, "matmul");
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "status")->valuestring, "ok");
+        ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "size")->valuedouble, 8);
+        ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "flops")->valuedouble, 2.0 * 8 * 8 * 8);
+        ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "min_bytes")->valuedouble, 4.0 * 3 * 8 * 8);
+        ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "opt_ms")));
+        ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "tflops"))); /* host mode: no rates */
+        ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, "frac_peak_flops")));
+    }
+    cJSON_Delete(arr);
+    FREE(r);
+}
+END_TEST
+
+/* The cross-entropy sweep chunks at every size: its scratch stays flat (the
+ * budget's 32 rows of logits) while the reference's N*V*8 grows with N. */
+START_TEST(test_cross_entropy_sweep_chunks)
+{
+    if (mf_registry_find("cross_entropy") == NULL) return;
+    run_result r = RUN("memfix", "bench", "--op", "cross_entropy", "--backend", "host", "--sizes", "64,256", "--reps",
+                       "1", "--json");
+    ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+    cJSON *arr = cJSON_Parse(r.out);
+    ck_assert(cJSON_IsArray(arr));
+    const size_t V = 512;
+    for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
+        cJSON *o = cJSON_GetArrayItem(arr, i);
+        const size_t n = (size_t)cJSON_GetObjectItemCaseSensitive(o, "size")->valuedouble;
+        const size_t ref = (size_t)cJSON_GetObjectItemCaseSensitive(o, "ref_peak_bytes")->valuedouble;
+        const size_t opt = (size_t)cJSON_GetObjectItemCaseSensitive(o, "opt_peak_bytes")->valuedouble;
+        ck_assert_uint_eq(ref, n * V * 8);
+        /* at most 32 rows of fp32 logits plus the per-row 4*N + 16: below every reference size */
+        ck_assert_msg(opt <= 32 * V * 4 + 4 * n + 16, "n=%zu: optimized scratch %zu", n, opt);
+        ck_assert_uint_lt(opt, 64 * V * 4);
+    }
+    cJSON_Delete(arr);
+    FREE(r);
+}
+END_TEST
+
+/* --plot DIR: DIR/bench.csv and the charts of ci/plot.sh (with gnuplot); with
+ * no gnuplot on PATH, exit 3 and a message that names it; a missing script too. */
+START_TEST(test_plot)
+{
+    char dir[] = "/tmp/mf_plot_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char charts[64], png[128], csv[128];
+    snprintf(charts, sizeof charts, "%s/charts", dir);
+    snprintf(png, sizeof png, "%s/matmul_memory.png", charts);
+    snprintf(csv, sizeof csv, "%s/bench.csv", charts);
+    struct stat st;
+    const int have_gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
+    if (have_gnuplot) {
+        run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,16", "--reps", "1",
+                           "--plot", charts);
+        ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+        ck_assert_ptr_nonnull(strstr(r.err, "charts and bench.csv written to")); /* CSV on stdout: note on stderr */
+        ck_assert_int_eq(stat(png, &st), 0);
+        ck_assert_int_gt((int)st.st_size, 0);
+        ck_assert_int_eq(stat(csv, &st), 0);
+        FREE(r);
+    }
+    /* gnuplot missing: a PATH that holds bash alone */
+    char bin[96], link[128], cmd[512];
+    snprintf(bin, sizeof bin, "%s/bin", dir);
+    ck_assert_int_eq(mkdir(bin, 0777), 0);
+    snprintf(link, sizeof link, "%s/bash", bin);
+    ck_assert_int_eq(symlink("/bin/bash", link), 0);
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "");
+    setenv("PATH", bin, 1);
+    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1",
+                       "--plot", charts);
+    setenv("PATH", saved, 1);
+    free(saved);
+    ck_assert_msg(r.rc == MF_CLI_UNAVAILABLE, "rc %d: %s", r.rc, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "gnuplot is missing"));
+    FREE(r);
+    /* no plot script */
+    setenv("MF_PLOT_SCRIPT", "/nonexistent/plot.sh", 1);
+    r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1", "--plot", charts);
+    unsetenv("MF_PLOT_SCRIPT");
+    ck_assert_int_eq(r.rc, MF_CLI_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(r.err, "plot script"));
+    FREE(r);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* ---- a failing op (registry override): rows marked failed, exit status 1 ------------ */
 static const char *const fake_variants[] = {"good", "bad"};
 static mf_status fake_run(mf_context *ctx, int variant, int case_index, mf_case_result *out)
@@ -209,8 +328,8 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
     memset(out, 0, sizeof *out);
     MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
 }
-static const mf_op_desc fake_op = {"fake", "test-only", 2, fake_variants, 2, fake_run, 0, NULL, NULL};
-static const mf_op_desc broken_op = {"broken", "test-only", 1, fake_variants, 1, broken_run, 0, NULL, NULL};
+static const mf_op_desc fake_op = {"fake", "test-only", 2, fake_variants, 2, fake_run, 0, NULL, NULL, 0, NULL};
+static const mf_op_desc broken_op = {"broken", "test-only", 1, fake_variants, 1, broken_run, 0, NULL, NULL, 0, NULL};
 static const mf_op_desc *const test_ops[] = {&fake_op, &broken_op};
 
 START_TEST(test_failed_rows)
@@ -274,6 +393,9 @@ Suite *bench_suite(void)
     tcase_add_test(tc, test_rope_sweep);
     tcase_add_test(tc, test_failed_rows);
     tcase_add_test(tc, test_usage);
+    tcase_add_test(tc, test_json);
+    tcase_add_test(tc, test_cross_entropy_sweep_chunks);
+    tcase_add_test(tc, test_plot);
     suite_add_tcase(s, tc);
     return s;
 }

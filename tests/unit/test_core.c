@@ -378,6 +378,25 @@ START_TEST(test_tolerance_table)
         ck_assert_ptr_eq(mf_tolerance_get(t[i].name), &t[i]);
         for (size_t j = i + 1; j < n; j++) ck_assert_str_ne(t[i].name, t[j].name);
     }
+    /* Each registered op's rows (next to its descriptor) are in the one table,
+     * named "<op>.", and every op comparing outputs has some. */
+    size_t n_ops = 0;
+    const mf_op_desc *const *ops = mf_registry(&n_ops);
+    for (size_t i = 0; i < n_ops; i++) {
+        ck_assert_msg(ops[i]->n_tolerances > 0 && ops[i]->tolerances != NULL, "%s: no tolerance rows",
+                      ops[i]->name);
+        const size_t len = strlen(ops[i]->name);
+        for (int j = 0; j < ops[i]->n_tolerances; j++) {
+            const mf_tolerance *row = &ops[i]->tolerances[j];
+            ck_assert_msg(strncmp(row->name, ops[i]->name, len) == 0 && row->name[len] == '.',
+                          "%s's row %s is not named '%s.'", ops[i]->name, row->name, ops[i]->name);
+            const mf_tolerance *found = mf_tolerance_get(row->name);
+            ck_assert_ptr_nonnull(found);
+            ck_assert(found >= t && found < t + n);
+            ck_assert(found->atol == row->atol && found->rtol == row->rtol && found->nmse == row->nmse);
+            ck_assert_str_eq(found->why, row->why);
+        }
+    }
     mf_clear_error();
     ck_assert_ptr_null(mf_tolerance_get("no.such.row"));
     ck_assert_str_ne(mf_last_error(), "");

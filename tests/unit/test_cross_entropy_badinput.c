@@ -174,9 +174,20 @@ START_TEST(test_dtype_and_options)
     BAD_OPTION(o.softcap = -1.0f);
     BAD_OPTION(o.softcap = INFINITY);
     BAD_OPTION(o.variant = (mf_ce_variant)9);
-    BAD_OPTION(o.variant = (mf_ce_variant)1); /* no second variant (yet) */
+    BAD_OPTION(o.variant = (mf_ce_variant)2);
     BAD_OPTION(o.max_chunk_rows = -2);
+    BAD_OPTION(o.grad_filter = -1e-3f);
+    BAD_OPTION(o.grad_filter = NAN);
+    BAD_OPTION(o.grad_filter = INFINITY);
 #undef BAD_OPTION
+    /* The fused variant ignores the scratch budget: one too small for a chunked
+     * row is fine for it. */
+    mf_cross_entropy_options_init(&o);
+    o.scratch_budget = 64;
+    MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss), MF_ERR_BUDGET);
+    o.variant = MF_CE_VARIANT_FUSED;
+    MF_ASSERT_OK(mf_cross_entropy_options_validate(&o));
+    MF_ASSERT_OK(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss));
 }
 END_TEST
 
@@ -216,6 +227,24 @@ START_TEST(test_labels_out_of_range)
     o.shift_labels = 1;
     o.seq_len = 3;
     MF_ASSERT_OK(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss));
+    /* The fused variant reports the same rows from its device-side check. */
+    mf_cross_entropy_options fo;
+    mf_cross_entropy_options_init(&fo);
+    fo.variant = MF_CE_VARIANT_FUSED;
+    set_labels(&b, too_big);
+    MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &fo, b.loss), MF_ERR_OUT_OF_RANGE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "labels[2]"));
+    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_BF16, b.h, b.w, NULL,
+                                                       lab, &fo, NULL, b.loss, NULL, b.gh, b.gw,
+                                                       NULL),
+                     MF_ERR_OUT_OF_RANGE);
+    MF_ASSERT_STATUS(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab,
+                                               &fo, b.lse, NULL, b.gh, NULL, NULL),
+                     MF_ERR_OUT_OF_RANGE);
+    set_labels(&b, unused_bad);
+    fo.shift_labels = 1;
+    fo.seq_len = 3;
+    MF_ASSERT_OK(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &fo, b.loss));
     /* Reference. */
     float hh[N * D], ww[V * D], loss;
     mf_fill_uniform_f32(hh, N * D, 1, -1.0f, 1.0f);

@@ -114,6 +114,9 @@ START_TEST(test_preset_000)
     ck_assert_int_eq(m.loss_chunk_rows, 1765);
     ck_assert_uint_eq(m.loss_chunked, mf_cross_entropy_chunked_scratch_ceiling(131072, 151936, 1765));
     ck_assert_uint_lt(m.loss_chunked, (size_t)1 << 30 | 1);
+    /* the fused variant: 8N + 16, no V, no budget, <= 2 MiB (issue 14) */
+    ck_assert_uint_eq(m.loss_fused, 8ULL * 131072 + 16);
+    ck_assert_uint_le(m.loss_fused, (size_t)2 << 20);
     ck_assert_uint_eq(m.total_optimized, m.weights_gpu + m.grads_gpu + m.optimizer_gpu + m.act_ckpt_tiled +
                                              m.loss_chunked);
 #endif
@@ -376,6 +379,16 @@ START_TEST(test_cli)
     r = RUN("memfix", "plan", "--preset", "000");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     ck_assert_ptr_nonnull(strstr(r.out, "39829110784 (37.09 GiB)"));
+#ifdef MF_HAVE_HOST_KERNELS
+    {   /* the fused loss's scratch (<= 2 MiB) on the line after the chunked one */
+        const char *ch = strstr(r.out, "loss, chunked");
+        ck_assert_ptr_nonnull(ch);
+        const char *fu = strstr(ch, "\n  loss, fused");
+        ck_assert_ptr_nonnull(fu);
+        ck_assert_ptr_eq(fu, strchr(ch, '\n'));
+        ck_assert_ptr_nonnull(strstr(fu, "1048592 (1.00 MiB)"));
+    }
+#endif
     free(r.out), free(r.err);
 
     /* JSON, with options overriding the preset */
@@ -436,8 +449,11 @@ START_TEST(test_cli_seed_notes_and_exceeds)
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     ck_assert_ptr_nonnull(strstr(r.out, "369367187456 (344.00 GiB)"));
     ck_assert_ptr_nonnull(strstr(r.out, "^ naive: corrected: seed 004 says \"~448 GB\""));
-    /* f32: one fp32 tile is the logits' size, plus 4N + 16 bytes: still more */
-    ck_assert_ptr_nonnull(strstr(r.out, "(1.00x): the budget holds every row in one fp32 tile (C = N), as big as"));
+    /* f32: the 1 GiB budget exceeds the 250 MiB of logits: the chunked tile is
+     * capped at them (2 chunks of 2047 rows) and said so; nothing exceeds them */
+    ck_assert_ptr_nonnull(strstr(r.out, "fp32 tile, C=2047 rows (2 chunks, capped at logits)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "^ the naive logits are already smaller than the budget"));
+    ck_assert_ptr_null(strstr(r.out, "exceeds the logits"));
     free(r.out), free(r.err);
 
     r = RUN("memfix", "plan", "--preset", "000");
@@ -462,12 +478,14 @@ START_TEST(test_cli_seed_notes_and_exceeds)
     ck_assert_ptr_nonnull(strstr(r.out, "3,152,384"));
     free(r.out), free(r.err);
 
-    /* no preset: CE's one fp32 tile (196.5 MiB) vs the bf16 logits (98.25 MiB) */
+    /* no preset: CE's fp32 tile was 196.5 MiB, twice the bf16 logits (98.25 MiB);
+     * since issue 14 it is capped at them: C = 511 rows, 98.06 MiB, said so */
     r = RUN("memfix", "plan");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     ck_assert_ptr_nonnull(strstr(r.out, "103022592 (98.25 MiB)"));
-    ck_assert_ptr_nonnull(strstr(r.out, "206049296 (196.50 MiB)"));
-    ck_assert_ptr_nonnull(strstr(r.out, "^ optimized exceeds the naive bytes it replaces here (2.00x)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "C=511 rows (3 chunks, capped at logits)     102825488 (98.06 MiB)"));
+    ck_assert_ptr_null(strstr(r.out, "206049296 (196.50 MiB)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "^ the naive logits are already smaller than the budget"));
     ck_assert_ptr_null(strstr(r.out, "corrected")); /* no preset, no seed figure */
     free(r.out), free(r.err);
 
@@ -475,7 +493,8 @@ START_TEST(test_cli_seed_notes_and_exceeds)
     cJSON *root = cJSON_Parse(r.out);
     ck_assert_ptr_nonnull(root);
     cJSON *fixes = cJSON_GetObjectItem(root, "fixes");
-    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fixes, 0), "optimized_exceeds_naive")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(fixes, 0), "optimized_exceeds_naive")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "memory"), "loss_capped_by_logits")));
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(fixes, 2), "optimized_exceeds_naive")));
     cJSON_Delete(root);
     free(r.out), free(r.err);
@@ -496,10 +515,17 @@ START_TEST(test_cli_sweep)
                        "10737418240");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     /* the document: 1.16 GB standard, 11.32 GB chunked, 37.09 GB chunked */
-    ck_assert_ptr_nonnull(strstr(r.out, "1244659712 (1.16 GiB)  one chunk"));
+    /* 4096: the logits are below the budget; memfix caps the tile at them */
+    ck_assert_ptr_nonnull(strstr(r.out, "1244659712 (1.16 GiB)  capped: 3 x 2047"));
     ck_assert_ptr_nonnull(strstr(r.out, "12154880000 (11.32 GiB)  chunked: 3 x 17667"));
     ck_assert_ptr_nonnull(strstr(r.out, "39829110784 (37.09 GiB)  chunked: 8 x 17666"));
-    ck_assert_ptr_nonnull(strstr(r.out, "* the chunked loss's scratch exceeds the logits")); /* 4096: 2.32 GiB tile */
+    ck_assert_ptr_null(strstr(r.out, "* the chunked loss's scratch exceeds the logits")); /* capped since issue 14 */
+    ck_assert_ptr_nonnull(strstr(r.out, "1048592 (1.00 MiB)")); /* the fused column at 131072 */
+    free(r.out), free(r.err);
+    /* one token: the logits cannot hold one fp32 row plus 4N + 16: still flagged */
+    r = RUN("memfix", "plan", "--preset", "000", "--seq", "1,2");
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    ck_assert_ptr_nonnull(strstr(r.out, "exceeds the logits it replaces: the logits are too small to hold one fp32 row"));
     ck_assert_ptr_nonnull(strstr(r.out, "\"8.72 GB\""));
     free(r.out), free(r.err);
 

@@ -36,9 +36,27 @@ static mf_status fake_run(mf_context *ctx, int variant, int case_index, mf_case_
     out->max_abs_err = 1e-7;
     out->max_rel_err = 2e-7;
     out->pass = 1;
+    /* two compared quantities under different rows, as the testbed records them */
+    out->n_outputs = 2;
+    snprintf(out->outputs[0].what, sizeof out->outputs[0].what, "loss");
+    snprintf(out->outputs[0].tol, sizeof out->outputs[0].tol, "fake.loss.f32");
+    out->outputs[0].atol = 1e-6;
+    out->outputs[0].max_abs_err = 1e-7;
+    out->outputs[0].budget_used = 0.125;
+    out->outputs[0].pass = 1;
+    snprintf(out->outputs[1].what, sizeof out->outputs[1].what, "grad");
+    snprintf(out->outputs[1].tol, sizeof out->outputs[1].tol, "fake.grad.f32");
+    out->outputs[1].atol = 1e-5;
+    out->outputs[1].rtol = 1e-4;
+    out->outputs[1].max_abs_err = 1e-7;
+    out->outputs[1].budget_used = 0.0625;
+    out->outputs[1].pass = 1;
     if (variant == 1 && case_index == 1) {
         out->pass = 0;
         out->max_abs_err = 0.5;
+        out->outputs[1].max_abs_err = 0.5;
+        out->outputs[1].budget_used = 4.5;
+        out->outputs[1].pass = 0;
         snprintf(out->message, sizeof out->message, "1 of 11 entries outside atol+rtol*|ref|");
     }
     return MF_OK;
@@ -60,9 +78,9 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
     MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
 }
 
-static const mf_op_desc fake_op = {"fake", "test-only op", 2, two_variants, 2, fake_run, 0, NULL, NULL};
-static const mf_op_desc good_op = {"goodonly", "test-only op that passes", 1, two_variants, 2, good_run, 0, NULL, NULL};
-static const mf_op_desc broken_op = {"broken", "test-only op that errors", 1, two_variants, 1, broken_run, 0, NULL, NULL};
+static const mf_op_desc fake_op = {"fake", "test-only op", 2, two_variants, 2, fake_run, 0, NULL, NULL, 0, NULL};
+static const mf_op_desc good_op = {"goodonly", "test-only op that passes", 1, two_variants, 2, good_run, 0, NULL, NULL, 0, NULL};
+static const mf_op_desc broken_op = {"broken", "test-only op that errors", 1, two_variants, 1, broken_run, 0, NULL, NULL, 0, NULL};
 static const mf_op_desc *const test_ops[] = {&fake_op, &good_op, &broken_op};
 
 static void use_test_ops(void) { mf_registry_override(test_ops, 3); }
@@ -98,7 +116,8 @@ static void free_run(cli_run *r)
 
 static const char *const json_keys[] = {"op",  "variant", "backend", "dtype",          "shape",
                                         "max_abs_err", "max_rel_err", "atol", "rtol", "pass",
-                                        "ref_peak_bytes", "opt_peak_bytes", "ceiling_bytes"};
+                                        "ref_peak_bytes", "opt_peak_bytes", "ceiling_bytes",
+                                        "outputs", "budget_used"};
 #define N_KEYS (sizeof json_keys / sizeof json_keys[0])
 
 /* Parses a report's JSON and checks every object has exactly the keys. Returns
@@ -221,14 +240,20 @@ START_TEST(test_table_passing)
 {
     cli_run r = RUN("memfix", "report", "--op=goodonly", "--backend=host");
     ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
-    const char *cols[] = {"op", "variant", "backend", "dtype", "shape", "max abs err", "max rel err", "atol", "rtol",
-                          "verdict", "ref peak", "opt peak", "ceiling"};
+    const char *cols[] = {"op",          "variant",     "backend", "dtype",    "compared", "tolerance row",
+                          "max abs err", "budget used", "verdict", "ref peak", "opt peak", "ceiling", "case"};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) ck_assert_ptr_nonnull(strstr(r.out, cols[i]));
     ck_assert_ptr_nonnull(strstr(r.out, "goodonly"));
     ck_assert_ptr_nonnull(strstr(r.out, "PASS"));
     ck_assert_ptr_nonnull(strstr(r.out, "4096"));
     ck_assert_ptr_null(strstr(r.out, "FAIL"));
     ck_assert_ptr_nonnull(strstr(r.out, "2 rows, 2 passed, 0 failed"));
+    /* per compared quantity: its row and the share of its budget, no misleading rel err */
+    ck_assert_ptr_nonnull(strstr(r.out, "fake.loss.f32"));
+    ck_assert_ptr_nonnull(strstr(r.out, "fake.grad.f32"));
+    ck_assert_ptr_nonnull(strstr(r.out, "12.5%"));
+    ck_assert_ptr_nonnull(strstr(r.out, "6.25%"));
+    ck_assert_ptr_null(strstr(r.out, "max rel err"));
     free_run(&r);
 }
 END_TEST
@@ -240,6 +265,8 @@ START_TEST(test_table_failing)
     ck_assert_ptr_nonnull(strstr(r.out, "4 rows, 3 passed, 1 failed"));
     ck_assert_ptr_nonnull(strstr(r.out, "FAIL fake/bad"));
     ck_assert_ptr_nonnull(strstr(r.out, "outside atol"));
+    ck_assert_ptr_nonnull(strstr(r.out, "grad FAIL")); /* the quantity that failed */
+    ck_assert_ptr_nonnull(strstr(r.out, "450%"));
     free_run(&r);
     /* an op whose run_case errors: a failing row with the error, exit 1 */
     r = RUN("memfix", "report", "--op", "broken", "--backend", "host");
@@ -263,6 +290,19 @@ START_TEST(test_json)
     ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "shape")->valuestring, "n=10 \"quoted\"");
     ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "backend")->valuestring, "host");
     ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "ref_peak_bytes")->valuedouble, 4096);
+    cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "outputs");
+    ck_assert_int_eq(cJSON_GetArraySize(q), 2);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(q, 0), "name")->valuestring, "loss");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(q, 1), "tolerance")->valuestring,
+                     "fake.grad.f32");
+    ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(q, 0), "budget_used")->valuedouble,
+                        0.125);
+    ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "budget_used")->valuedouble, 0.125);
+    /* fake/bad case 1: the failing quantity says so */
+    o = cJSON_GetArrayItem(arr, 3);
+    q = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "outputs"), 1);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(q, "pass")));
+    ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "budget_used")->valuedouble, 4.5);
     cJSON_Delete(arr);
     free_run(&r);
     r = RUN("memfix", "report", "--json", "--op", "goodonly");
@@ -351,6 +391,59 @@ START_TEST(test_binary_json_matmul)
 }
 END_TEST
 
+/* The real cross-entropy report (issue 17 item 4): the loss and the gradients
+ * are compared under different tolerance rows, each row named with the share
+ * of its budget (<= 1 on a pass), and the case names every option. */
+START_TEST(test_binary_json_cross_entropy)
+{
+    if (mf_registry_find("cross_entropy") == NULL) {
+        fprintf(stderr, "cross_entropy is not registered in this build: nothing to run\n");
+        return;
+    }
+    char full[1024];
+    snprintf(full, sizeof full, "'%s' report --json --op cross_entropy --backend host", MF_TOOL_PATH);
+    FILE *p = popen(full, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = malloc(cap);
+    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (len + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    pclose(p);
+    int n_pass = 0;
+    const int n = check_report_json(buf, &n_pass);
+    ck_assert_int_gt(n, 0);
+    cJSON *arr = cJSON_Parse(buf);
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_GetArrayItem(arr, i);
+        const char *shape = cJSON_GetObjectItemCaseSensitive(o, "shape")->valuestring;
+        ck_assert_msg(strstr(shape, "seq_len=") && strstr(shape, "ignore_index=-100"), "case '%s'", shape);
+        cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "outputs");
+        ck_assert_int_ge(cJSON_GetArraySize(q), 2);
+        const char *loss_row = NULL, *grad_row = NULL;
+        for (int k = 0; k < cJSON_GetArraySize(q); k++) {
+            cJSON *e = cJSON_GetArrayItem(q, k);
+            const char *name = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+            const char *row = cJSON_GetObjectItemCaseSensitive(e, "tolerance")->valuestring;
+            ck_assert_msg(strncmp(row, "cross_entropy.", 14) == 0, "row '%s'", row);
+            if (strcmp(name, "loss") == 0) loss_row = row;
+            if (strcmp(name, "grad_hidden") == 0) grad_row = row;
+            cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "budget_used");
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "pass")))
+                ck_assert_msg(cJSON_IsNumber(b) && b->valuedouble >= 0 && b->valuedouble <= 1.0, "%s: %s", name,
+                              shape);
+        }
+        ck_assert_msg(loss_row != NULL && grad_row != NULL && strcmp(loss_row, grad_row) != 0,
+                      "loss and grad_hidden rows in '%s'", shape);
+    }
+    cJSON_Delete(arr);
+    ck_assert_int_eq(n_pass, n);
+    free(buf);
+}
+END_TEST
+
 Suite *tool_suite(void)
 {
     Suite *s = suite_create("tool");
@@ -369,6 +462,7 @@ Suite *tool_suite(void)
     tc = tcase_create("binary");
     tcase_add_test(tc, test_binary_help_and_errors);
     tcase_add_test(tc, test_binary_json_matmul);
+    tcase_add_test(tc, test_binary_json_cross_entropy);
     suite_add_tcase(s, tc);
     return s;
 }
