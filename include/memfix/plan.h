@@ -157,7 +157,8 @@ typedef struct mf_plan_fix_row {
 
 #define MF_PLAN_MAX_FIX_ROWS 8
 /* Rows for cfg (cross_entropy, rope, attention, linear_attention, plus npt when
- * npt_rank > 0 and nsa when nsa): writes at most MF_PLAN_MAX_FIX_ROWS. */
+ * npt_rank > 0, and nsa (keys per query vs dense scores) and nsa_op (the nsa
+ * op's reference scratch vs its fused ceiling, include/memfix/nsa.h) when nsa): writes at most MF_PLAN_MAX_FIX_ROWS. */
 MF_API mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t *n_rows);
 
 /* Presets reproducing the seed documents' cases. */

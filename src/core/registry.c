@@ -17,7 +17,8 @@
     MF_OP(cross_entropy)         \
     MF_OP(npt)                   \
     MF_OP(attention)             \
-    MF_OP(linear_attention)
+    MF_OP(linear_attention)      \
+    MF_OP(nsa)
 #else
 #define MF_REGISTERED_OPS(MF_OP)
 #endif

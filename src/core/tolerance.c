@@ -43,6 +43,8 @@ static const mf_tolerance mf_core_tolerances[] = {
      "reference rounds each output once to bf16 (u = 2^-8 = 3.906e-3 relative) vs torch float64 kept in fp32; nmse <= u^2 = 1.5e-5"},
     {"attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
      "reference (double) vs the seed's standard_attention + autograd in torch float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
+    {"nsa.torch.f32", 1e-12, 2.4e-7, 1e-13,
+     "reference (double, dense masked branches) vs NSA's equations + autograd in torch float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
     {"linear_attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
      "reference (double cumsum) vs the seed's linear_attention_* + autograd in torch float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
 };

@@ -9,6 +9,7 @@
 #include "memfix/cross_entropy.h"
 #include "memfix/linear_attention.h"
 #include "memfix/npt.h"
+#include "memfix/nsa.h"
 #include "memfix/rope.h"
 
 #include <stdio.h>
@@ -307,15 +308,34 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
                  (long long)sh.seq, (long long)sh.d_model, (long long)sh.d_ffn, (long long)sh.rank, dt);
     }
 
-    /* 001: NSA's three branches vs dense scores (NSA itself is not implemented) */
+    /* 001: NSA's keys per query vs dense scores (the model's attention
+     * pattern: at S = 1024 NSA attends MORE keys per query than dense
+     * attention, cmp + n*l' + w = 63 + 1024 + 512 = 1599 > 1024), then the
+     * nsa op itself (include/memfix/nsa.h): the dense masked reference's
+     * scratch vs the fused kernels' ceiling, the formulas test_nsa_memory asserts. */
     if (cfg->nsa) {
+        const size_t keys = mf_plan_nsa_scores_bytes(1, 1, S, 1, cfg->nsa_l, cfg->nsa_d, cfg->nsa_l_sel,
+                                                     cfg->nsa_n_sel, cfg->nsa_w) / (size_t)S;
+        char owhat[64];
+        snprintf(owhat, sizeof owhat, "k=%zu keys/query %s N=%lld dense", keys,
+                 keys > (size_t)S ? ">" : keys == (size_t)S ? "=" : "<", (long long)S);
         set_row(&rows[n], "nsa", "dense scores B*H*N*N*e (per layer)",
-                scores_bytes(&ovf, (size_t)B, (size_t)H, (size_t)S, e), "cmp+sel+win scores B*H*N*k*e",
+                scores_bytes(&ovf, (size_t)B, (size_t)H, (size_t)S, e), owhat,
                 mf_plan_nsa_scores_bytes(B, H, S, e, cfg->nsa_l, cfg->nsa_d, cfg->nsa_l_sel, cfg->nsa_n_sel,
                                          cfg->nsa_w));
         snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld",
                  (long long)B, (long long)H, (long long)S, (long long)cfg->nsa_l, (long long)cfg->nsa_d,
                  (long long)cfg->nsa_l_sel, (long long)cfg->nsa_n_sel, (long long)cfg->nsa_w);
+        const mf_nsa_config nc = {cfg->nsa_l, cfg->nsa_d, cfg->nsa_l_sel, cfg->nsa_n_sel, cfg->nsa_w, 0.0f};
+        const int64_t KV = kv_heads_of(cfg);
+        opt = SIZE_MAX;
+#ifdef MF_HAVE_HOST_KERNELS
+        opt = mf_nsa_backward_scratch_ceiling(&nc, B, S, H, KV, Dh);
+#endif
+        set_row(&rows[n], "nsa_op", "ref: dense masked branches, double", mf_ref_nsa_backward_scratch_bytes(&nc, B, S, H, KV, Dh),
+                "fused: pooled k/v + grads 16*B*Hk*nc*D", opt);
+        snprintf(rows[n++].shape, sizeof rows[0].shape, "fwd+bwd B=%lld Hq=%lld Hk=%lld S=%lld D=%lld", (long long)B,
+                 (long long)H, (long long)KV, (long long)S, (long long)Dh);
     }
     (void)ovf; /* an overflowing row holds SIZE_MAX, printed as "overflow" */
     *n_rows = n;

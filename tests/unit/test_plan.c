@@ -8,6 +8,7 @@
 #include "memfix/cross_entropy.h"
 #include "memfix/npt.h"
 #include "memfix/plan.h"
+#include "memfix/nsa.h"
 #include "memfix_cli.h"
 
 #include <cJSON.h>
@@ -167,6 +168,17 @@ START_TEST(test_preset_001)
     ck_assert_uint_eq(nsa->naive_bytes, 2ULL * 12 * 1024 * 1024 * 2);
     ck_assert_uint_eq(nsa->optimized_bytes, 2ULL * 12 * 1024 * 1599 * 2);
     ck_assert_uint_eq(nsa->optimized_bytes, 78594048ULL);
+    ck_assert_ptr_nonnull(strstr(nsa->optimized_what, "k=1599 keys/query > N=1024"));
+    {
+        /* the nsa op's row: the formulas test_nsa_memory asserts */
+        const mf_plan_fix_row *op = fix_row(rows, n, "nsa_op");
+        const mf_nsa_config nc = mf_nsa_config_seed();
+        ck_assert_uint_eq(op->naive_bytes, mf_ref_nsa_backward_scratch_bytes(&nc, 2, 1024, 12, 2, 64));
+#ifdef MF_HAVE_HOST_KERNELS
+        ck_assert_uint_eq(op->optimized_bytes, mf_nsa_backward_scratch_ceiling(&nc, 2, 1024, 12, 2, 64));
+        ck_assert_uint_lt(op->optimized_bytes, op->naive_bytes);
+#endif
+    }
     /* "4096²: ~16M attention elements per head" is right: 16,777,216 */
     c = preset_cfg("001-4k");
     MF_ASSERT_OK(mf_plan_fixes(&c, rows, &n));

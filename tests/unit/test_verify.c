@@ -254,7 +254,9 @@ START_TEST(test_bad_arguments)
             ck_assert_int_eq(r.pass, 0);
             ck_assert_int_eq(tg->run_case(ctx, fn, 0, 0, &r) == MF_OK && r.pass, 0);
         }
-    ck_assert_int_eq(n_targets, 11);
+    /* at least the 11 targets of matmul .. linear_attention; a new op's targets
+     * are visited by the loop above without editing this test */
+    ck_assert_int_ge(n_targets, 11);
     ck_assert_ptr_nonnull(strstr(mf_verify_supported_ops(), "linear_attention.backward"));
     ck_assert_int_eq(mf_verify_supported("attention"), 0); /* attention.forward / attention.backward */
     ck_assert_int_eq(mf_verify_supported("attention.backward"), 1);

@@ -1,0 +1,200 @@
+/* memfix nsa: Native Sparse Attention, three masked dense branches vs a fused
+ * block-sparse kernel.
+ *
+ * Source: seed document 001_8c71c68d431e0a4d.txt ("NSA M7C Memory Diagnostic
+ * Report"): a 125M NSA model (12 query heads, 2 KV groups, head dim 64) ran out
+ * of memory at sequence 4096 and was cut to 1024; its selected branch was
+ * "standard SDPA with block gathering" and the document blames the O(S^2)
+ * attention elements per head. Configuration as the seed's: l=32, d=16,
+ * l'=64, n=16, w=512, phi = "avg" (mean pooling). The branch equations follow
+ * the NSA paper (arXiv 2502.11089, equations 7-10) as issue 15 states them.
+ *
+ * Math (per batch b, query token t < S, query head h < Hq, KV group
+ * g = h / (Hq/Hk); scale = cfg.scale, 0 meaning 1/sqrt(D))
+ * -----------------------------------------------------------------------
+ * Compression: nc = S >= l ? (S - l)/d + 1 : 0 compressed blocks;
+ *   kc[j] = mean_{s in [j*d, j*d+l)} k[s],  vc[j] likewise (phi = mean);
+ *   visible to t iff j*d + l - 1 <= t (the block ends at or before t);
+ *   pc[t,j] = softmax_j(scale * q[t].kc[j]) over the visible j;
+ *   o_cmp[t] = sum_j pc[t,j] vc[j]; no visible block -> o_cmp[t] = 0.
+ * Selection (per t and KV group g, shared by the group's heads): nb = ceil(S/l')
+ *   selection blocks, block i covers tokens [i*l', (i+1)*l');
+ *   imp[t,i] = sum_{h in g} sum_{j visible, j overlaps block i} pc_h[t,j]
+ *     (j overlaps block i iff j*d < (i+1)*l' and j*d + l > i*l'; each
+ *      overlapping compressed block counted once);
+ *   candidates: blocks with i*l' <= t; block 0, block t/l' and block t/l' - 1
+ *   are forced (importance +inf); the n candidates of highest importance are
+ *   selected, ties to the lower index; fewer than n candidates -> all.
+ *   o_slc[t] = softmax attention of q[t] over the tokens s <= t of the
+ *   selected blocks (always non-empty: the block of t is forced).
+ * Sliding window: o_win[t] = softmax attention over s in (t - w, t].
+ * Output: o[t] = g_cmp[t] o_cmp[t] + g_slc[t] o_slc[t] + g_win[t] o_win[t].
+ * lse (per t and head, three floats: cmp, slc, win) = log sum exp of the
+ * branch's visible scaled scores (-inf for an empty compression branch).
+ * sel (per t and KV group, n int32) = the selected block indices in
+ * increasing order, -1 padding when fewer than n were candidates.
+ *
+ * Layouts (row-major, contiguous): q (B,S,Hq,D); k, v (B,S,Hk,D); gates
+ * g_cmp, g_slc, g_win (B,S,Hq); out (B,S,Hq,D) float; lse (B,S,Hq,3) float;
+ * sel (B,S,Hk,n) int32. q, k, v and the gates share one storage dtype,
+ * MF_DTYPE_F32 or MF_DTYPE_BF16; arithmetic is fp32 in the optimized code and
+ * double in the reference. Hq must be a multiple of Hk; l and l' multiples of d.
+ *
+ * Memory (scratch = bytes beyond the caller's inputs and outputs)
+ * ---------------------------------------------------------------
+ * Reference (host scratch, exact: the broken code's dense masked branches):
+ *   mf_ref_nsa_forward_scratch_bytes =
+ *       8 * B*Hq*S*(nc + 2*S)     compression scores S x nc, selected and
+ *                                 sliding scores S x S per head (double)
+ *     + 8 * B*Hk*S*nb             block importances (double)
+ *     + 8 * 2*B*Hk*nc*D           compressed k and v (double)
+ *     + 1 * B*Hk*S*nb             the selection mask
+ *     + S                         one row's branch mask
+ *   mf_ref_nsa_backward_scratch_bytes = the forward's (peak: the forward's block
+ *     is held while the backward's is allocated)
+ *     + 8 * (4*B*S*Hk*D           k, v as doubles, the dk and dv accumulators
+ *            + 2*B*Hk*nc*D        the dkc and dvc accumulators
+ *            + 4*D)               q, g*dout, o and dq rows
+ * Fused (device scratch, upper bound):
+ *   mf_nsa_forward_scratch_ceiling = 4 * 2*B*Hk*nc*D   (compressed k and v, fp32)
+ *   mf_nsa_backward_scratch_ceiling = 4 * 4*B*Hk*nc*D  (kc, vc and their
+ *     gradient accumulators dkc, dvc, fp32)
+ *   The per-query statistics (lse, 12*B*S*Hq bytes) and the selected indices
+ *   (4*B*S*Hk*n bytes), which a backward needs, are caller outputs.
+ * So the fused code's memory is linear in S, the reference's quadratic.
+ * Formula functions return SIZE_MAX for a size <= 0 or on size_t overflow.
+ *
+ * Variants
+ * --------
+ *   MF_NSA_FUSED, a SIMT first version: it does NOT use the tensor cores
+ *   (mma.sync, emulated in host mode since issue 12) yet; that path is future
+ *   work. Forward: one thread block per (b, t, KV group) loops over the
+ *   group's heads: the compression branch with a chunked online softmax over
+ *   the compressed keys (chunks of scores in shared memory, never a row), the
+ *   block importances of t recomputed from the compression lse (one thread per
+ *   candidate block, nb_t floats of shared memory), top-n by parallel
+ *   ranking, then the selected and sliding branches with online softmax over
+ *   only their keys. Compressed k/v are pooled once by a separate kernel.
+ *   Backward (same grid): per branch, p recomputed from the saved lse over the
+ *   keys of the saved sel, dq in registers, dk/dv (and the compressed dkc/dvc,
+ *   spread back through the mean pooling) by atomicAdd.
+ */
+#ifndef MEMFIX_NSA_H
+#define MEMFIX_NSA_H
+
+#include "memfix/memfix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mf_nsa_variant { MF_NSA_FUSED = 0 } mf_nsa_variant;
+#define MF_NSA_N_VARIANTS 1
+/* Largest D of the fused kernel. */
+#define MF_NSA_MAX_HEAD_DIM 128
+/* Largest Hq/Hk of the fused kernel. */
+#define MF_NSA_MAX_GROUP 16
+/* Largest number of selection blocks ceil(S/l') of the fused kernel (its
+ * per-query importances live in shared memory: 8 bytes per block). */
+#define MF_NSA_MAX_SEL_BLOCKS 4096
+
+typedef struct mf_nsa_config {
+    int64_t block_cmp; /* l: compression block length */
+    int64_t stride;    /* d: compression stride (divides l and l') */
+    int64_t block_sel; /* l': selection block length */
+    int64_t n_sel;     /* n: selected blocks per query */
+    int64_t window;    /* w: sliding window */
+    float scale;       /* 0: 1/sqrt(D) */
+} mf_nsa_config;
+
+/* The seed's configuration: l=32, d=16, l'=64, n=16, w=512, scale 1/sqrt(D). */
+MF_API mf_nsa_config mf_nsa_config_seed(void);
+/* "fused"; NULL for a value out of range. */
+MF_API const char *mf_nsa_variant_name(mf_nsa_variant v);
+
+/* Number of compressed blocks (nc) and selection blocks (nb) for S; -1 on bad input. */
+MF_API int64_t mf_nsa_n_compressed(const mf_nsa_config *cfg, int64_t S);
+MF_API int64_t mf_nsa_n_selection(const mf_nsa_config *cfg, int64_t S);
+
+/* Validates dtype, configuration and shape (every size > 0, Hq % Hk == 0,
+ * l % d == 0, l' % d == 0, every buffer's bytes fit size_t); the error
+ * message names 'func'. Used by the reference and the fused entry alike. */
+MF_API mf_status mf_nsa_validate(const char *func, mf_dtype dtype, const mf_nsa_config *cfg,
+                                 int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D);
+
+/* The kernel entry (optimized/nsa.cuh) and `memfix verify` candidate type:
+ * device pointers; lse and sel may be NULL. */
+typedef mf_status mf_nsa_forward_kernel_fn(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
+                                           int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
+                                           const void *q, const void *k, const void *v,
+                                           const void *g_cmp, const void *g_slc, const void *g_win,
+                                           float *out, float *lse, int32_t *sel);
+typedef mf_nsa_forward_kernel_fn *mf_nsa_forward_candidate_fn;
+/* Backward entry: lse and sel are the forward's (required); writes dq, dk, dv,
+ * dg_cmp, dg_slc, dg_win (floats, overwritten). */
+typedef mf_status mf_nsa_backward_kernel_fn(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
+                                            int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
+                                            const void *q, const void *k, const void *v,
+                                            const void *g_cmp, const void *g_slc, const void *g_win,
+                                            const void *dout, const float *lse, const int32_t *sel,
+                                            float *dq, float *dk, float *dv, float *dg_cmp,
+                                            float *dg_slc, float *dg_win);
+
+/* Fused forward on ctx's backend (device buffers). Errors: MF_ERR_NULL_POINTER,
+ * MF_ERR_INVALID_SIZE (a size <= 0, D > MF_NSA_MAX_HEAD_DIM, Hq/Hk >
+ * MF_NSA_MAX_GROUP, ceil(S/l') > MF_NSA_MAX_SEL_BLOCKS), MF_ERR_INVALID_ARGUMENT (variant, Hq % Hk, config),
+ * MF_ERR_OVERFLOW, MF_ERR_DTYPE, MF_ERR_OUT_OF_MEMORY, MF_ERR_BACKEND*. */
+MF_API mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
+                                const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
+                                const void *g_cmp, const void *g_slc, const void *g_win, float *out,
+                                float *lse, int32_t *sel);
+
+/* Fused backward (device buffers), FlashAttention-style from the forward's
+ * saved lse and sel: probabilities recomputed, dk/dv accumulated with
+ * atomicAdd (float sums in a non-deterministic order), dkc/dvc spread back
+ * through the mean pooling. Device scratch: mf_nsa_backward_scratch_ceiling.
+ * Errors as mf_nsa_forward (every pointer required). */
+MF_API mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
+                                 const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                 int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
+                                 const void *g_cmp, const void *g_slc, const void *g_win,
+                                 const void *dout, const float *lse, const int32_t *sel, float *dq,
+                                 float *dk, float *dv, float *dg_cmp, float *dg_slc, float *dg_win);
+
+/* The reference (host pointers, double arithmetic, dense masked branches);
+ * lse and sel may be NULL. No limit on D or Hq/Hk. */
+MF_API mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
+                                    int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
+                                    const void *q, const void *k, const void *v, const void *g_cmp,
+                                    const void *g_slc, const void *g_win, float *out, float *lse,
+                                    int32_t *sel);
+
+/* Reference backward (host pointers, double): gradients of sum(out * dout)
+ * with the selection constant (top-n is not differentiated, as in the paper
+ * and fla's native-sparse-attention). dout (B,S,Hq,D) of dtype; dq (B,S,Hq,D),
+ * dk, dv (B,S,Hk,D), dg_cmp, dg_slc, dg_win (B,S,Hq) floats. It recomputes the
+ * dense forward matrices and holds double accumulators:
+ * mf_ref_nsa_backward_scratch_bytes. */
+MF_API mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
+                                     int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
+                                     const void *q, const void *k, const void *v, const void *g_cmp,
+                                     const void *g_slc, const void *g_win, const void *dout,
+                                     float *dq, float *dk, float *dv, float *dg_cmp, float *dg_slc,
+                                     float *dg_win);
+
+/* ---- memory formulas (bytes; SIZE_MAX on bad input or overflow) ---------------- */
+MF_API size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                                int64_t Hq, int64_t Hk, int64_t D);
+MF_API size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                               int64_t Hq, int64_t Hk, int64_t D);
+MF_API size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                              int64_t Hq, int64_t Hk, int64_t D);
+MF_API size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                             int64_t Hq, int64_t Hk, int64_t D);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMFIX_NSA_H */

@@ -1,0 +1,344 @@
+/* mf_nsa_*: argument validation, backend dispatch and the registry entry of
+ * the native sparse attention fix (seed document 001; include/memfix/nsa.h,
+ * reference/nsa.c, optimized/nsa.cu). The configuration, validation and
+ * memory formulas are in src/ops/nsa_args.c (also used by the reference). */
+#include "memfix/nsa.h"
+
+#include "memfix/check.h"
+#include "memfix/registry.h"
+#include "mf_internal.h"
+#include "nsa.cuh"
+#include "op_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const nsa_variant_names[MF_NSA_N_VARIANTS] = {"fused"};
+
+const char *mf_nsa_variant_name(mf_nsa_variant v) {
+    if ((int)v < 0 || (int)v >= MF_NSA_N_VARIANTS) return NULL;
+    return nsa_variant_names[v];
+}
+
+/* ---- validation and dispatch -------------------------------------------------------- */
+mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
+                         const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                         int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
+                         const void *g_slc, const void *g_win, float *out, float *lse, int32_t *sel) {
+    MF_CHECK_NOT_NULL(ctx);
+    if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d is not MF_NSA_FUSED (0)", (int)variant);
+    MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
+    if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP ||
+        mf_nsa_n_selection(cfg, S) > MF_NSA_MAX_SEL_BLOCKS)
+        MF_FAIL(MF_ERR_INVALID_SIZE,
+                "the fused kernel supports D <= %d, Hq/Hk <= %d and ceil(S/l') <= %d (got D=%lld "
+                "Hq/Hk=%lld ceil(S/l')=%lld)",
+                MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, MF_NSA_MAX_SEL_BLOCKS, (long long)D,
+                (long long)(Hq / Hk), (long long)mf_nsa_n_selection(cfg, S));
+    MF_CHECK_NOT_NULL(q);
+    MF_CHECK_NOT_NULL(k);
+    MF_CHECK_NOT_NULL(v);
+    MF_CHECK_NOT_NULL(g_cmp);
+    MF_CHECK_NOT_NULL(g_slc);
+    MF_CHECK_NOT_NULL(g_win);
+    MF_CHECK_NOT_NULL(out);
+    /* Extents before any launch (the products fit: mf_nsa_validate). */
+    const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
+    const size_t rk = (size_t)B * (size_t)S * (size_t)Hk;
+    MF_TRY(mf_check_device_extent(__func__, ctx, q, rq * (size_t)D * es, "q"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, k, rk * (size_t)D * es, "k"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, v, rk * (size_t)D * es, "v"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, g_cmp, rq * es, "g_cmp"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, g_slc, rq * es, "g_slc"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, g_win, rq * es, "g_win"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, out, rq * (size_t)D * 4, "out"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, lse, rq * 3 * 4, "lse"));
+    MF_TRY(mf_check_device_extent(__func__, ctx, sel, rk * (size_t)cfg->n_sel * 4, "sel"));
+    int is_cuda = 0;
+    MF_TRY(mf_op_pick_backend(__func__, ctx, "nsa", &is_cuda));
+    mf_nsa_forward_kernel_fn *fn = mf_host_nsa_fused_forward;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_nsa_fused_forward;
+#endif
+    return fn(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out, lse, sel);
+}
+
+mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
+                          const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                          int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
+                          const void *g_slc, const void *g_win, const void *dout, const float *lse,
+                          const int32_t *sel, float *dq, float *dk, float *dv, float *dg_cmp,
+                          float *dg_slc, float *dg_win) {
+    MF_CHECK_NOT_NULL(ctx);
+    if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d is not MF_NSA_FUSED (0)", (int)variant);
+    MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
+    if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
+                MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, (long long)D, (long long)(Hq / Hk));
+    const void *ptrs[16] = {q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win};
+    static const char *const names[15] = {"q", "k", "v", "g_cmp", "g_slc", "g_win", "dout", "lse",
+                                          "sel", "dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win"};
+    const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
+    const size_t rk = (size_t)B * (size_t)S * (size_t)Hk, d = (size_t)D;
+    const size_t bytes[15] = {rq * d * es, rk * d * es, rk * d * es, rq * es, rq * es, rq * es,
+                              rq * d * es, rq * 12, rk * (size_t)cfg->n_sel * 4, rq * d * 4,
+                              rk * d * 4, rk * d * 4, rq * 4, rq * 4, rq * 4};
+    for (int i = 0; i < 15; i++)
+        if (ptrs[i] == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "%s is NULL", names[i]);
+    for (int i = 0; i < 15; i++) MF_TRY(mf_check_device_extent(__func__, ctx, ptrs[i], bytes[i], names[i]));
+    int is_cuda = 0;
+    MF_TRY(mf_op_pick_backend(__func__, ctx, "nsa", &is_cuda));
+    mf_nsa_backward_kernel_fn *fn = mf_host_nsa_fused_backward;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_nsa_fused_backward;
+#endif
+    return fn(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv,
+              dg_cmp, dg_slc, dg_win);
+}
+
+/* ---- registry entry: built-in cases for `memfix report` ------------------------------------ */
+typedef struct nsa_case {
+    int64_t B, S, Hq, Hk, D;
+    mf_nsa_config cfg;
+    mf_dtype dtype;
+} nsa_case;
+
+/* Small shapes (host mode runs them on the CPU), causal by construction: top-n
+ * by importance (more candidates than n), Hq/Hk = 6 and D = 64 as the seed's,
+ * odd S not a multiple of any block length, S smaller than w and than l' (the
+ * seed's configuration), no compressed block at all (S < l). */
+static const nsa_case nsa_cases[] = {
+    {1, 45, 2, 1, 8, {8, 4, 8, 4, 16, 0.0f}, MF_DTYPE_F32},
+    {1, 77, 6, 1, 64, {16, 8, 16, 4, 24, 0.0f}, MF_DTYPE_BF16},
+    {1, 77, 6, 1, 64, {16, 8, 16, 4, 24, 0.0f}, MF_DTYPE_F32},
+    {1, 50, 12, 2, 64, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_F32},
+    {2, 20, 2, 2, 16, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_BF16},
+    {2, 70, 4, 2, 16, {12, 4, 8, 5, 9, 0.0f}, MF_DTYPE_F32},
+};
+#define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
+
+/* One case: the fused forward (report), or 'cand' in its place (memfix verify). */
+static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_candidate_fn cand,
+                                   int case_index, uint64_t seed_salt, mf_case_result *out) {
+    MF_TRY(mf_tb_case_begin(out, "nsa", ctx, variant, MF_NSA_N_VARIANTS, case_index, NSA_N_CASES));
+    const nsa_case *c = &nsa_cases[case_index];
+    mf_tb_case_labels(out, ctx, cand != NULL ? "candidate" : nsa_variant_names[variant], c->dtype);
+    snprintf(out->shape, sizeof(out->shape),
+             "B=%lld S=%lld Hq=%lld Hk=%lld D=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld %s",
+             (long long)c->B, (long long)c->S, (long long)c->Hq, (long long)c->Hk, (long long)c->D,
+             (long long)c->cfg.block_cmp, (long long)c->cfg.stride, (long long)c->cfg.block_sel,
+             (long long)c->cfg.n_sel, (long long)c->cfg.window, cand != NULL ? "fwd=candidate" : "fwd+bwd");
+    const mf_tolerance *tol = mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "nsa.out.bf16" : "nsa.out.f32");
+    if (tol != NULL) {
+        out->atol = tol->atol;
+        out->rtol = tol->rtol;
+    }
+    const size_t rq = (size_t)(c->B * c->S * c->Hq), rk = (size_t)(c->B * c->S * c->Hk);
+    const size_t nq = rq * (size_t)c->D, nkv = rk * (size_t)c->D, ns = rk * (size_t)c->cfg.n_sel;
+    if (cand != NULL) out->ceiling_bytes = mf_nsa_forward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
+    else out->ceiling_bytes = mf_nsa_backward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
+    const uint64_t seed =
+        0x6e73610000000000ull + (uint64_t)case_index * 16u + seed_salt * 0x9e3779b97f4a7c15ull;
+    enum { Q, K, V, GC, GS, GW, DO, OUT, LSE, DQ, DK, DV, DGC, DGS, DGW, NT };
+    mf_tb_tensor t[NT] = {
+        {"q", MF_TB_IN, nq, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
+        {"k", MF_TB_IN, nkv, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
+        {"v", MF_TB_IN, nkv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+        {"g_cmp", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
+        {"g_slc", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
+        {"g_win", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
+        {"dout", MF_TB_IN, nq, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
+        {"out", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.out", NULL, NULL, NULL},
+        {"lse", MF_TB_OUT, 3 * rq, 0.0f, 0.0f, "nsa.lse", NULL, NULL, NULL},
+        {"dq", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dk", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dv", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dg_cmp", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dg_slc", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        {"dg_win", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+    };
+    int32_t *d_sel = NULL;
+    mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
+    if (st != MF_OK) goto done;
+
+    if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
+        (st = mf_ref_nsa_forward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host,
+                                 t[K].host, t[V].host, t[GC].host, t[GS].host, t[GW].host,
+                                 t[OUT].host, t[LSE].host, NULL)) != MF_OK ||
+        (st = mf_ref_nsa_backward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host,
+                                  t[K].host, t[V].host, t[GC].host, t[GS].host, t[GW].host, t[DO].host,
+                                  t[DQ].host, t[DK].host, t[DV].host, t[DGC].host, t[DGS].host,
+                                  t[DGW].host)) != MF_OK)
+        goto done;
+    out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+
+    if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, ns * 4, (void **)&d_sel)) != MF_OK)
+        goto done;
+    if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
+    if (cand != NULL)
+        st = cand(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].dev, t[K].dev,
+                  t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[OUT].dev, t[LSE].dev, d_sel);
+    else
+        st = mf_nsa_forward(ctx, (mf_nsa_variant)variant, c->dtype, &c->cfg, c->B, c->S, c->Hq,
+                            c->Hk, c->D, t[Q].dev, t[K].dev, t[V].dev, t[GC].dev, t[GS].dev,
+                            t[GW].dev, t[OUT].dev, t[LSE].dev, d_sel);
+    if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
+    if (cand != NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    /* the backward (ours), fed the forward's lse and sel */
+    if ((st = mf_nsa_backward(ctx, MF_NSA_FUSED, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D,
+                              t[Q].dev, t[K].dev, t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[DO].dev,
+                              t[LSE].dev, d_sel, t[DQ].dev, t[DK].dev, t[DV].dev, t[DGC].dev,
+                              t[DGS].dev, t[DGW].dev)) != MF_OK ||
+        (st = mf_context_synchronize(ctx)) != MF_OK)
+        goto done;
+    if (cand == NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+
+    int pass = 1;
+    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
+    mf_tb_verdict(out, pass);
+
+done:
+    mf_tb_case_error(out, st);
+    if (d_sel != NULL) mf_buffer_free(ctx, d_sel);
+    mf_tb_tensors_free(ctx, t, NT);
+    return st;
+}
+
+static mf_status nsa_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+    return nsa_run_case_impl(ctx, variant, NULL, case_index, 0, out);
+}
+
+/* ---- memfix verify: the guard of fused-forward candidates (src/testbed/testbed.h) -------- */
+typedef struct nsa_args {
+    mf_dtype dtype;
+    const mf_nsa_config *cfg;
+    int64_t B, S, Hq, Hk, D;
+} nsa_args;
+
+/* bufs: q, k, v, g_cmp, g_slc, g_win, out, lse, sel */
+static mf_status nsa_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs) {
+    const nsa_args *a = (const nsa_args *)args;
+    return ((mf_nsa_forward_candidate_fn)mf_tb_candidate())(
+        ctx, a->dtype, a->cfg, a->B, a->S, a->Hq, a->Hk, a->D, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+        mf_tb_ptr(bufs, 2), mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4), mf_tb_ptr(bufs, 5),
+        (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7), (int32_t *)mf_tb_ptr(bufs, 8));
+}
+
+static mf_status nsa_fwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                               const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                               const void *g_win, float *out, float *lse, int32_t *sel) {
+    const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
+    const size_t rk = (size_t)B * (size_t)S * (size_t)Hk;
+    const mf_tb_buffer sp[9] = {{"q", q, rq * (size_t)D * es, dtype},
+                                {"k", k, rk * (size_t)D * es, dtype},
+                                {"v", v, rk * (size_t)D * es, dtype},
+                                {"g_cmp", g_cmp, rq * es, dtype},
+                                {"g_slc", g_slc, rq * es, dtype},
+                                {"g_win", g_win, rq * es, dtype},
+                                {"out", out, rq * (size_t)D * 4, MF_DTYPE_F32},
+                                {"lse", lse, rq * 3 * 4, MF_DTYPE_F32},
+                                {"sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32}};
+    const nsa_args args = {dtype, cfg, B, S, Hq, Hk, D};
+    mf_tb_guarded bufs[9];
+    return mf_tb_guard(ctx, sp, 6, 9, nsa_fwd_call, &args, bufs);
+}
+
+static mf_status nsa_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                    uint64_t seed_salt, mf_case_result *out) {
+    if (candidate == NULL) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        MF_FAIL(MF_ERR_NULL_POINTER, "candidate is NULL");
+    }
+    return nsa_run_case_impl(ctx, 0, nsa_fwd_guard, case_index, seed_salt, out);
+}
+
+static const mf_verify_target nsa_targets[] = {{"nsa.forward", nsa_forward_verify, NULL}};
+
+/* ---- memfix bench: the sweep over S (the seed's configuration, Hq/Hk = 6, D = 64) -------- */
+enum { NSA_BENCH_B = 1, NSA_BENCH_HQ = 6, NSA_BENCH_HK = 1, NSA_BENCH_D = 64 };
+
+static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c) {
+    const mf_nsa_config cfg = mf_nsa_config_seed();
+    const int64_t S = c->n;
+    const size_t rq = (size_t)(NSA_BENCH_B * S * NSA_BENCH_HQ), rk = (size_t)(NSA_BENCH_B * S * NSA_BENCH_HK);
+    snprintf(c->shape, sizeof c->shape, "B=%d S=%lld Hq=%d Hk=%d D=%d seed cfg", NSA_BENCH_B,
+             (long long)S, NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
+    c->ceiling = mf_nsa_forward_scratch_ceiling(&cfg, NSA_BENCH_B, S, NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
+    c->tol = "nsa.out.f32";
+    /* useful work: per query and head, its keys (compressed + selected + window,
+     * the plan's k) at 2*D + 2*D flops each (q.k and p.v); the bytes: q, k, v,
+     * the gates read and out written once, in fp32 */
+    {
+        const int64_t nc = mf_nsa_n_compressed(&cfg, S);
+        double keys = 0.0;
+        for (int64_t t = 0; t < S; t++) {
+            const int64_t vis = t + 1 >= cfg.block_cmp ? (t + 1 - cfg.block_cmp) / cfg.stride + 1 : 0;
+            const int64_t sel = (t / cfg.block_sel + 1) < cfg.n_sel ? t + 1 : cfg.n_sel * cfg.block_sel;
+            const int64_t win = t + 1 < cfg.window ? t + 1 : cfg.window;
+            keys += (double)(vis < nc ? vis : nc) + (double)(sel < t + 1 ? sel : t + 1) + (double)win;
+        }
+        c->flops = (double)(NSA_BENCH_B * NSA_BENCH_HQ) * keys * 4.0 * (double)NSA_BENCH_D;
+        c->min_bytes = 4.0 * ((double)rq * NSA_BENCH_D * 2.0 + (double)rk * NSA_BENCH_D * 2.0 + 3.0 * (double)rq);
+    }
+    mf_status s = MF_OK;
+    const size_t n[6] = {rq * NSA_BENCH_D, rk * NSA_BENCH_D, rk * NSA_BENCH_D, rq, rq, rq};
+    for (int i = 0; i < 6; i++)
+        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n[i], 41 + (uint64_t)i, &s), n[i] * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, rq * NSA_BENCH_D, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, rq * NSA_BENCH_D * 4, &s);
+    c->out_n = rq * NSA_BENCH_D;
+    return s;
+}
+
+static mf_status nsa_bench_reference(mf_context *ctx, mf_bench_case *c) {
+    const mf_nsa_config cfg = mf_nsa_config_seed();
+    return mf_ref_nsa_forward(ctx, MF_DTYPE_F32, &cfg, NSA_BENCH_B, c->n, NSA_BENCH_HQ, NSA_BENCH_HK,
+                              NSA_BENCH_D, c->host[0], c->host[1], c->host[2], c->host[3], c->host[4],
+                              c->host[5], c->ref_out, NULL, NULL);
+}
+
+static mf_status nsa_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+    const mf_nsa_config cfg = mf_nsa_config_seed();
+    return mf_nsa_forward(ctx, (mf_nsa_variant)c->variant, MF_DTYPE_F32, &cfg, NSA_BENCH_B, c->n,
+                          NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D, c->dev[0], c->dev[1], c->dev[2],
+                          c->dev[3], c->dev[4], c->dev[5], c->out_dev, NULL, NULL);
+}
+
+static const mf_bench_sweep nsa_bench = {"seed config (l=32 d=16 l'=64 n=16 w=512), B=1 S=n Hq=6 Hk=1 D=64",
+                                         {64, 128, 256}, 3, nsa_bench_setup, nsa_bench_reference,
+                                         nsa_bench_optimized};
+
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "nsa.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance nsa_tolerances[] = {
+    {"nsa.out.f32", 2e-6, 1e-5, 1e-11,
+     "fp32 online softmax per branch (scores |s| <= D*1.5^2*scale ~ 18 at D=64: exp relative error ~ |s|*2^-24 ~ 1e-6) and fp32 sums over <= w or n*l' keys, three gated outputs each <= 1 in magnitude: 1e-5 relative, 2e-6 absolute as attention.out.f32; selection identical (forced blocks, importance gaps >> fp32 error)"},
+    {"nsa.lse.f32", 2e-6, 2e-6, 1e-12,
+     "lse = m + log(l) in fp32 per branch, |lse| <= ~20: a few ulp (2^-24) relative, as attention.lse.f32"},
+    {"nsa.grad.f32", 5e-6, 1e-5, 1e-10,
+     "fp32 p recomputed from the fp32 lse (|s| ~ 18: exp relative error ~ 2e-6), ds and dq sums over <= w + n*l' keys, dk/dv summed by atomicAdd over the queries that see a key (order-dependent rounding, sqrt(S)*2^-24 relative): as attention.grad.f32"},
+    {"nsa.out.bf16", 2e-6, 1e-5, 1e-11,
+     "bf16 storage of q, k, v and the gates only: widened exactly to fp32, the same fp32 arithmetic and fp32 output as nsa.out.f32, so the same bound"},
+    {"nsa.lse.bf16", 2e-6, 2e-6, 1e-12,
+     "bf16 inputs widened exactly; lse in fp32: same bound as nsa.lse.f32"},
+    {"nsa.grad.bf16", 5e-6, 1e-5, 1e-10,
+     "bf16 inputs widened exactly; the fp32 arithmetic of nsa.grad.f32, gradients stored fp32: same bound"},
+};
+
+const mf_op_desc mf_op_nsa = {
+    "nsa",
+    "native sparse attention fwd+bwd: fused compression/top-n selection/window vs dense masked S x S branches (seed 001)",
+    MF_NSA_N_VARIANTS,
+    nsa_variant_names,
+    NSA_N_CASES,
+    nsa_run_case,
+    1,
+    nsa_targets,
+    &nsa_bench,
+    (int)(sizeof nsa_tolerances / sizeof nsa_tolerances[0]),
+    nsa_tolerances,
+};
