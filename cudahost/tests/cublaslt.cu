@@ -15,29 +15,13 @@
 #include <string.h>
 
 #include "check.h"
+#include "elem_kind.h"
 
 namespace {
 
-enum Kind { F32, BF16, F16 };
 const char *kname[3] = {"f32", "bf16", "f16"};
-size_t esize(Kind k) { return k == F32 ? 4 : 2; }
-float get(const void *p, Kind k, size_t i) {
-  if (k == F32) return static_cast<const float *>(p)[i];
-  if (k == BF16) return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
-  return __half2float(static_cast<const __half *>(p)[i]);
-}
-void put(void *p, Kind k, size_t i, float v) {
-  if (k == F32) static_cast<float *>(p)[i] = v;
-  else if (k == BF16) static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
-  else static_cast<__half *>(p)[i] = __float2half_rn(v);
-}
-cudaDataType dtype(Kind k) { return k == F32 ? CUDA_R_32F : (k == BF16 ? CUDA_R_16BF : CUDA_R_16F); }
-
 uint32_t rng_state = 777u;
-float frand() {  // uniform in [-1, 1)
-  rng_state = rng_state * 1664525u + 1013904223u;
-  return (float)((rng_state >> 8) & 0xFFFFFF) / 8388608.0f - 1.0f;
-}
+float frand() { return lcg_uniform(rng_state); }  // uniform in [-1, 1)
 
 // A host matrix of rows x cols (column- or row-major with leading dimension ld, `batch` of them `stride` elements
 // apart), mirrored on the device.
