@@ -31,7 +31,8 @@
 #include <vector>
 
 /* The host-mode runtime's stream synchronization (weak: this file also links without the runtime). */
-extern "C" cudaError_t cudahost_cudaStreamSynchronize(cudaStream_t stream) __attribute__((weak));
+/* (uncounted: the library's own drain is not a synchronization of the caller; cudahost/counters.h) */
+extern "C" cudaError_t cudahost_stream_drain_(cudaStream_t stream) __attribute__((weak));
 extern "C" void openblas_set_num_threads(int num_threads) __attribute__((weak));
 
 struct cublasContext {
@@ -49,7 +50,7 @@ constexpr int64_t kTileMN = 512; /* tile of C converted/accumulated at once (16-
 constexpr int64_t kTileK = 512;
 
 void drain_stream(cublasHandle_t h) {
-  if (cudahost_cudaStreamSynchronize) (void)cudahost_cudaStreamSynchronize(h->stream);
+  if (cudahost_stream_drain_) (void)cudahost_stream_drain_(h->stream);
 }
 
 bool valid_op(cublasOperation_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; }

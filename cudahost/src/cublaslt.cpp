@@ -32,7 +32,8 @@
 #include <utility>
 #include <vector>
 
-extern "C" cudaError_t cudahost_cudaStreamSynchronize(cudaStream_t stream) __attribute__((weak));
+/* (uncounted: the library's own drain is not a synchronization of the caller; cudahost/counters.h) */
+extern "C" cudaError_t cudahost_stream_drain_(cudaStream_t stream) __attribute__((weak));
 
 namespace cudahost {
 namespace blas {
@@ -560,7 +561,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
   (void)workspaceSizeInBytes;
   if (cublasStatus_t st = check_matmul(lightHandle, computeDesc, Adesc, Bdesc, Cdesc, Ddesc)) return st;
   if (alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  if (cudahost_cudaStreamSynchronize) (void)cudahost_cudaStreamSynchronize(stream);
+  if (cudahost_stream_drain_) (void)cudahost_stream_drain_(stream);
   const Desc *m = D(computeDesc);
   const Layout *la = L(Adesc), *lb = L(Bdesc), *lc = L(Cdesc), *ld = L(Ddesc);
   const uint64_t M = ld->rows, N = ld->cols;

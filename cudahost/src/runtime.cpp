@@ -2,6 +2,8 @@
 // are NVIDIA's, checked by including the toolkit's headers through cudahost.h).
 #include "internal.h"
 
+#include "cudahost/counters.h"
+
 #include <cuda_profiler_api.h>
 
 #include <pthread.h>
@@ -51,6 +53,14 @@ std::set<void*>& g_streams = *new std::set<void*>;
 std::set<void*>& g_events = *new std::set<void*>;
 std::unordered_map<const void*, int>& g_max_smem = *new std::unordered_map<const void*, int>;  // kernel -> opt-in
 std::atomic<int> g_sticky{0};
+size_t g_pinned_bytes = 0;                             // cudaMallocHost/cudaHostAlloc bytes live (under g_mu)
+size_t g_device_peak = 0, g_pinned_peak = 0;           // peaks since the last cudahostResetCallCounts (under g_mu)
+
+// Runtime call counters (cudahost/counters.h).
+enum Counter { kMalloc, kFree, kMallocAsync, kFreeAsync, kMallocHost, kFreeHost, kDeviceSync, kStreamSync,
+               kEventSync, kMemcpySync, kNumCounters };
+std::atomic<unsigned long long> g_counts[kNumCounters];
+inline void count(Counter c) { g_counts[c].fetch_add(1, std::memory_order_relaxed); }
 thread_local cudaError_t t_last = cudaSuccess;
 thread_local int t_device = 0;
 
@@ -143,6 +153,9 @@ cudaError_t do_malloc(void** ptr, size_t size, Kind kind, const char* api) {
   std::lock_guard<std::mutex> lk(g_mu);
   g_allocs[reinterpret_cast<uintptr_t>(p)] = Alloc{size, kind};
   if (counts) g_device_bytes += size;
+  if (kind == Kind::Pinned) g_pinned_bytes += size;
+  g_device_peak = std::max(g_device_peak, g_device_bytes);
+  g_pinned_peak = std::max(g_pinned_peak, g_pinned_bytes);
   *ptr = p;
   return cudaSuccess;
 }
@@ -165,6 +178,7 @@ cudaError_t do_free(void* p, bool host_api, const char* api) {
     return record(cudaErrorInvalidValue);
   }
   if (it->second.kind == Kind::Device || it->second.kind == Kind::Managed) g_device_bytes -= it->second.size;
+  if (it->second.kind == Kind::Pinned) g_pinned_bytes -= it->second.size;
   size_t size = it->second.size;
   g_allocs.erase(it);
   lk.unlock();
@@ -446,29 +460,42 @@ using namespace cudahost;
 using cudahost::internal::record;
 
 // ---- memory ------------------------------------------------------------------------------------------------------
-cudaError_t cudaMalloc(void** devPtr, size_t size) { return ci::do_malloc(devPtr, size, ci::Kind::Device, "cudaMalloc"); }
+cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  ci::count(ci::kMalloc);
+  return ci::do_malloc(devPtr, size, ci::Kind::Device, "cudaMalloc"); }
 cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int) {
+  ci::count(ci::kMalloc);
   return ci::do_malloc(devPtr, size, ci::Kind::Managed, "cudaMallocManaged");
 }
-cudaError_t cudaMallocHost(void** ptr, size_t size) { return ci::do_malloc(ptr, size, ci::Kind::Pinned, "cudaMallocHost"); }
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  ci::count(ci::kMallocHost);
+  return ci::do_malloc(ptr, size, ci::Kind::Pinned, "cudaMallocHost"); }
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int) {
+  ci::count(ci::kMallocHost);
   return ci::do_malloc(pHost, size, ci::Kind::Pinned, "cudaHostAlloc");
 }
 cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
   if (!pitch) return record(cudaErrorInvalidValue);
   *pitch = (width + 511) / 512 * 512;
+  ci::count(ci::kMalloc);
   return ci::do_malloc(devPtr, *pitch * height, ci::Kind::Device, "cudaMallocPitch");
 }
 cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  ci::count(ci::kMallocAsync);
   if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
   return ci::do_malloc(devPtr, size, ci::Kind::Device, "cudaMallocAsync");
 }
-cudaError_t cudaFree(void* devPtr) { return ci::do_free(devPtr, false, "cudaFree"); }
+cudaError_t cudaFree(void* devPtr) {
+  ci::count(ci::kFree);
+  return ci::do_free(devPtr, false, "cudaFree"); }
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) {
+  ci::count(ci::kFreeAsync);
   if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
   return ci::do_free(devPtr, false, "cudaFreeAsync");
 }
-cudaError_t cudaFreeHost(void* ptr) { return ci::do_free(ptr, true, "cudaFreeHost"); }
+cudaError_t cudaFreeHost(void* ptr) {
+  ci::count(ci::kFreeHost);
+  return ci::do_free(ptr, true, "cudaFreeHost"); }
 
 cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int) {
   if (!ptr || !size) return record(cudaErrorInvalidValue);
@@ -493,6 +520,7 @@ cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int) 
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  ci::count(ci::kMemcpySync);
   return ci::copy(dst, src, count, kind, "cudaMemcpy");
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
@@ -519,6 +547,7 @@ static cudaError_t memcpy2d(void* dst, size_t dpitch, const void* src, size_t sp
 }
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                          cudaMemcpyKind kind) {
+  ci::count(ci::kMemcpySync);
   return memcpy2d(dst, dpitch, src, spitch, width, height, kind, "cudaMemcpy2D");
 }
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
@@ -547,12 +576,15 @@ static cudaError_t memset_impl(void* p, int value, size_t count, const char* api
   std::memset(p, value, count);
   return cudaSuccess;
 }
-cudaError_t cudaMemset(void* devPtr, int value, size_t count) { return memset_impl(devPtr, value, count, "cudaMemset"); }
+cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
+  ci::count(ci::kMemcpySync);
+  return memset_impl(devPtr, value, count, "cudaMemset"); }
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
   return memset_impl(devPtr, value, count, "cudaMemsetAsync");
 }
 cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  ci::count(ci::kMemcpySync);
   if (width > pitch) return record(cudaErrorInvalidPitchValue);
   for (size_t r = 0; r < height; r++)
     if (cudaError_t e = memset_impl(static_cast<char*>(devPtr) + r * pitch, value, width, "cudaMemset2D")) return e;
@@ -560,11 +592,13 @@ cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, si
 }
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind) {
+  ci::count(ci::kMemcpySync);
   if (!symbol) return record(cudaErrorInvalidSymbol);
   return cudahost::memcpy_symbol_(const_cast<void*>(symbol), offset + count, const_cast<void*>(src), count, offset,
                                   kind, true, "cudaMemcpyToSymbol");
 }
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
+  ci::count(ci::kMemcpySync);
   if (!symbol) return record(cudaErrorInvalidSymbol);
   return cudahost::memcpy_symbol_(const_cast<void*>(symbol), offset + count, dst, count, offset, kind, false,
                                   "cudaMemcpyFromSymbol");
@@ -604,6 +638,7 @@ cudaError_t cudaMemAdvise(const void* devPtr, size_t count, cudaMemoryAdvise, cu
 }
 cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
   if (dstDevice != 0 || srcDevice != 0) return record(cudaErrorInvalidDevice);
+  ci::count(ci::kMemcpySync);
   return ci::copy(dst, src, count, cudaMemcpyDeviceToDevice, "cudaMemcpyPeer");
 }
 
@@ -669,12 +704,21 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete reinterpret_cast<ci::Stream*>(stream);
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+static cudaError_t stream_query(cudaStream_t stream) {
   if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
   if (cudaError_t s = ci::sticky()) return record(s);
   return cudaSuccess;
 }
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  ci::count(ci::kStreamSync);
+  if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
+  if (cudaError_t s = ci::sticky()) return record(s);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return stream_query(stream); }
+// cuBLAS/cuBLASLt of host mode drain the stream before computing on the host: a stream synchronization that a
+// real cuBLAS does not do, so it is not counted (cudahost/counters.h).
+extern "C" cudaError_t cudahost_stream_drain_(cudaStream_t stream) { return stream_query(stream); }
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   if (!ci::valid_stream(stream) || !ci::event_of(event)) return record(cudaErrorInvalidResourceHandle);
   return cudaSuccess;
@@ -710,6 +754,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  ci::count(ci::kEventSync);
   if (!ci::event_of(event)) return record(cudaErrorInvalidResourceHandle);
   if (cudaError_t s = ci::sticky()) return record(s);
   return cudaSuccess;
@@ -953,6 +998,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 }
 
 cudaError_t cudaDeviceSynchronize() {
+  ci::count(ci::kDeviceSync);
   if (cudaError_t s = ci::sticky()) return record(s);
   return cudaSuccess;
 }
@@ -969,6 +1015,7 @@ cudaError_t cudaDeviceReset() {
     }
   }
   ci::g_device_bytes = 0;
+  ci::g_pinned_bytes = 0;
   ci::g_max_smem.clear();
   for (void* e : ci::g_events) delete static_cast<ci::Event*>(e);
   ci::g_events.clear();
@@ -1123,3 +1170,31 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
 // The profiler's range markers: nothing to profile (run the program under perf or gprof instead).
 cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
 cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
+
+// ---- call counters (cudahost/counters.h) --------------------------------------------------------------------------
+extern "C" void cudahostGetCallCounts(cudahostCallCounts* out) {
+  if (!out) return;
+  std::memset(out, 0, sizeof *out);
+  out->malloc_ = ci::g_counts[ci::kMalloc].load();
+  out->free_ = ci::g_counts[ci::kFree].load();
+  out->malloc_async = ci::g_counts[ci::kMallocAsync].load();
+  out->free_async = ci::g_counts[ci::kFreeAsync].load();
+  out->malloc_host = ci::g_counts[ci::kMallocHost].load();
+  out->free_host = ci::g_counts[ci::kFreeHost].load();
+  out->device_sync = ci::g_counts[ci::kDeviceSync].load();
+  out->stream_sync = ci::g_counts[ci::kStreamSync].load();
+  out->event_sync = ci::g_counts[ci::kEventSync].load();
+  out->memcpy_sync = ci::g_counts[ci::kMemcpySync].load();
+  std::lock_guard<std::mutex> lk(ci::g_mu);
+  out->device_bytes = ci::g_device_bytes;
+  out->device_bytes_peak = ci::g_device_peak;
+  out->pinned_bytes = ci::g_pinned_bytes;
+  out->pinned_bytes_peak = ci::g_pinned_peak;
+}
+
+extern "C" void cudahostResetCallCounts(void) {
+  for (auto& c : ci::g_counts) c.store(0);
+  std::lock_guard<std::mutex> lk(ci::g_mu);
+  ci::g_device_peak = ci::g_device_bytes;
+  ci::g_pinned_peak = ci::g_pinned_bytes;
+}

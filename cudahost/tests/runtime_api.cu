@@ -13,6 +13,10 @@
 
 #include "check.h"
 
+#ifdef __CUDAHOST__
+#include "cudahost/counters.h"
+#endif
+
 __global__ void spin_work(float *v, int n, int reps) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -177,6 +181,45 @@ int main() {
   EXPECT(strlen(cudaGetErrorString(cudaErrorInvalidValue)) > 0);
   EXPECT(cudaPeekAtLastError() == cudaSuccess);
   CHECK_CUDA(cudaFree(nullptr));
+
+#ifdef __CUDAHOST__
+  // ---- call counters (cudahost/counters.h): each counted call once, async copies and queries not at all
+  {
+    cudahostResetCallCounts();
+    cudahostCallCounts c0;
+    cudahostGetCallCounts(&c0);
+    EXPECT(c0.malloc_ == 0 && c0.free_ == 0 && cudahostSyncCalls(&c0) == 0);
+    EXPECT(c0.device_bytes_peak == c0.device_bytes && c0.pinned_bytes_peak == c0.pinned_bytes);
+    void *d = nullptr, *h = nullptr, *a = nullptr;
+    cudaStream_t s;
+    CHECK_CUDA(cudaStreamCreate(&s));
+    CHECK_CUDA(cudaMalloc(&d, 1 << 20));
+    CHECK_CUDA(cudaMallocHost(&h, 3 << 20));
+    CHECK_CUDA(cudaMallocAsync(&a, 4096, s));
+    CHECK_CUDA(cudaMemcpyAsync(h, d, 64, cudaMemcpyDeviceToHost, s));
+    CHECK_CUDA(cudaStreamQuery(s));
+    CHECK_CUDA(cudaMemcpy(h, d, 64, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemset(d, 0, 64));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaFreeAsync(a, s));
+    CHECK_CUDA(cudaFree(d));
+    CHECK_CUDA(cudaFreeHost(h));
+    CHECK_CUDA(cudaStreamDestroy(s));
+    cudahostCallCounts c;
+    cudahostGetCallCounts(&c);
+    EXPECT(c.malloc_ == 1 && c.free_ == 1 && c.malloc_async == 1 && c.free_async == 1);
+    EXPECT(c.malloc_host == 1 && c.free_host == 1);
+    EXPECT(c.stream_sync == 1 && c.device_sync == 1 && c.event_sync == 0 && c.memcpy_sync == 2);
+    EXPECT(cudahostSyncCalls(&c) == 4);
+    EXPECT(c.device_bytes == c0.device_bytes && c.pinned_bytes == c0.pinned_bytes);
+    EXPECT(c.device_bytes_peak == c0.device_bytes + (1 << 20) + 4096);
+    EXPECT(c.pinned_bytes_peak == c0.pinned_bytes + (3 << 20));
+    cudahostResetCallCounts();
+    cudahostGetCallCounts(&c);
+    EXPECT(c.malloc_ == 0 && c.device_bytes_peak == c.device_bytes);
+  }
+#endif
 
   CHECK_CUDA(cudaFree(d_a));
   CHECK_CUDA(cudaFree(d_b));
