@@ -407,7 +407,7 @@ MF_API mf_status MF_FN(attention_tiled_backward)(mf_context *ctx, mf_dtype dtype
     else
         st = MF_NS::launch_backward<float>(ctx, causal, s, q, k, v, out, dout, lse, delta, dq, dk,
                                            dv);
-    // Freeing device memory waits for the kernels that use it (cudaFree synchronizes).
+    // Back to the context's scratch cache: reused only in the stream's order (src/core/context.c).
     mf_scratch_free(ctx, MF_MEM_DEVICE, delta);
     return st;
 }

@@ -578,20 +578,10 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
                     : launch_bwd<float>(stream, blocks, a, p));
     }
 
-    // The one read-back of the call: the first out-of-range label, copied with
-    // the synchronisation that releasing the scratch needs anyway.
-    int64_t bad_row = 0;
-    MF_CUDA_CHECK(cudaMemcpyAsync(&bad_row, d_counters + 1, sizeof bad_row,
-                                  cudaMemcpyDeviceToHost, stream));
-    MF_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (bad_row < (int64_t)N) {
-        const size_t src = shift_len ? (size_t)bad_row + 1 : (size_t)bad_row;
-        int64_t value = 0;
-        MF_CUDA_CHECK(cudaMemcpy(&value, a->labels + src, sizeof value, cudaMemcpyDeviceToHost));
-        return mf_set_error(MF_ERR_OUT_OF_RANGE, __func__, __FILE__, __LINE__,
-                            "label %lld (labels[%zu], the target of row %zu) is outside [0, %zu) "
-                            "and is not ignore_index (%lld); the outputs are unspecified",
-                            (long long)value, src, (size_t)bad_row, V, (long long)o.ignore_index);
-    }
+    // The first out-of-range label (counters[1]) is a deferred check of the
+    // context: copied to page-locked memory without waiting and reported by
+    // the next synchronization (src/core/context.c). No read-back, no sync.
+    MF_TRY(mf_context_defer_label_check(ctx, __func__, d_counters + 1, a->labels, (int64_t)N,
+                                        shift_len != 0, (int64_t)V, o.ignore_index));
     return MF_OK;
 }

@@ -1216,7 +1216,7 @@ MF_API mf_status MF_FN(linear_attention_forward)(mf_context *ctx, mf_dtype dtype
     st = launch_forward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
                            static_cast<const bf16 *>(k), static_cast<const bf16 *>(v),
                            state != nullptr ? *state : none, out, states);
-    // Freeing device memory waits for the kernels that use it (cudaFree synchronizes).
+    // Back to the context's scratch cache: reused only in the stream's order (src/core/context.c).
     mf_scratch_free(ctx, MF_MEM_DEVICE, states);
     return st;
 }
@@ -1249,7 +1249,7 @@ MF_API mf_status MF_FN(linear_attention_backward)(
         st = launch_backward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state,
                                     grad, scratch, dq, dk, dv);
     }
-    // Freeing device memory waits for the kernels that use it (cudaFree synchronizes).
+    // Back to the context's scratch cache: reused only in the stream's order (src/core/context.c).
     mf_scratch_free(ctx, MF_MEM_DEVICE, scratch);
     return st;
 }

@@ -17,7 +17,27 @@
  *     so "this call needed at most X bytes of scratch" is measured the same way.
  * The cuBLAS workspace is allocated from device scratch when the context is
  * created (mf_context_options.cublas_workspace_bytes), so it is counted; it
- * is part of the baseline that mf_mem_begin() records, not of any op.
+ * is part of the baseline that mf_mem_begin() records, not of any op. By
+ * default it is cuBLAS's recommendation for the device: 32 MiB on sm_90
+ * (Hopper), 4 MiB on other GPUs and in host execution mode.
+ *
+ * No synchronization inside an op call
+ * ------------------------------------
+ * Device scratch is a caching arena owned by the context: a block freed by an
+ * op returns to the context's cache (no cudaFree, which would synchronize the
+ * device) and is reused, in the order of the context's stream, by the next
+ * request it holds. After a first (warm-up) call, an op call with the same
+ * shapes does no cudaMalloc, no cudaFree and no device or stream
+ * synchronization: it only enqueues work on the context's stream. The trackers
+ * count the bytes requested, so peaks and ceilings do not include the cache;
+ * mf_context_trim() gives the cached blocks back (mf_context_destroy does).
+ * Scratch used on a stream other than the context's must be ordered after the
+ * context's stream by its user (or mf_context_synchronize called first).
+ * Data-dependent errors that only the device can see (a cross-entropy label
+ * outside [0, V)) are reported by the next synchronizing call of the context
+ * (mf_context_synchronize, mf_buffer_download, mf_context_trim), as the CUDA
+ * runtime reports an asynchronous kernel error; the outputs of the call that
+ * met them are unspecified.
  */
 #ifndef MEMFIX_MEMFIX_H
 #define MEMFIX_MEMFIX_H
@@ -86,10 +106,15 @@ typedef struct mf_context mf_context;
 
 typedef struct mf_context_options {
     mf_backend backend;            /* default MF_BACKEND_AUTO */
-    size_t cublas_workspace_bytes; /* default 4 MiB (MF_DEFAULT_CUBLAS_WORKSPACE) */
+    /* default MF_CUBLAS_WORKSPACE_AUTO: MF_CUBLAS_WORKSPACE_SM90 (32 MiB) on an
+     * sm_90 device, MF_DEFAULT_CUBLAS_WORKSPACE (4 MiB) on other devices and in
+     * host execution mode; any other value is taken as is (0: no workspace) */
+    size_t cublas_workspace_bytes;
 } mf_context_options;
 
 #define MF_DEFAULT_CUBLAS_WORKSPACE ((size_t)4 << 20)
+#define MF_CUBLAS_WORKSPACE_SM90 ((size_t)32 << 20)
+#define MF_CUBLAS_WORKSPACE_AUTO ((size_t)-1)
 
 MF_API void mf_context_options_init(mf_context_options *opts);
 MF_API mf_status mf_context_create(mf_context **out, mf_backend backend);
@@ -97,7 +122,14 @@ MF_API mf_status mf_context_create_ex(mf_context **out, const mf_context_options
 MF_API void mf_context_destroy(mf_context *ctx); /* NULL is a no-op */
 /* The resolved backend (never AUTO). */
 MF_API mf_backend mf_context_backend(const mf_context *ctx);
+/* Waits for the context's stream; reports a deferred device-side error (see
+ * "No synchronization inside an op call"). */
 MF_API mf_status mf_context_synchronize(mf_context *ctx);
+/* Synchronizes, then frees the context's cached scratch blocks (the next op
+ * call allocates again). */
+MF_API mf_status mf_context_trim(mf_context *ctx);
+/* Bytes of device scratch held in the context's cache (not counted as scratch). */
+MF_API size_t mf_context_cached_bytes(const mf_context *ctx);
 
 /* ---- caller buffers (device memory of the context's backend) -------------- */
 MF_API mf_status mf_buffer_alloc(mf_context *ctx, size_t bytes, void **out);

@@ -34,7 +34,11 @@
  *                       0 shares one row of T ids between all batches (HF
  *                       position_ids of shape (1, T)), batch_stride >= T gives
  *                       one row per batch. Any order (packed sequences, gaps).
- * Every position must be in [0, MF_ROPE_MAX_POSITION]. Positions stored in
+ * Every position must be in [0, MF_ROPE_MAX_POSITION]. Explicit ids are read
+ * back to check that range (and to size the cache): a synchronization of the
+ * context's stream in every call, the one exception to "no synchronization
+ * inside an op call" (memfix.h); MF_ROPE_NO_POSITION_CHECK (the caller
+ * vouches for the range) or offset positions avoid it. Positions stored in
  * bf16 would collide above 256 (bf16(257) == 256: 8 significant bits); fp32
  * positions collide above 2^24. This API takes integers only, and computes
  * every angle in double: (double)p * inv_freq with inv_freq in double, then

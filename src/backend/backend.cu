@@ -110,6 +110,31 @@ static mf_status cublas_destroy(void *handle)
     return MF_OK;
 }
 
+static mf_status host_alloc(void **out, size_t bytes)
+{
+    *out = NULL;
+    cudaError_t e = cudaMallocHost(out, bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *out = NULL;
+        return mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
+                            "cudaMallocHost(%zu bytes) failed: %s", bytes, cudaGetErrorName(e));
+    }
+    return MF_OK;
+}
+
+static mf_status host_free(void *ptr)
+{
+    MF_CUDA_CHECK(cudaFreeHost(ptr));
+    return MF_OK;
+}
+
+static mf_status download_async(void *stream, void *dst_host, const void *src_dev, size_t bytes)
+{
+    MF_CUDA_CHECK(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream));
+    return MF_OK;
+}
+
 } // namespace MF_NS
 
 extern "C" const mf_backend_ops *MF_FN(backend_ops)(void)
@@ -124,6 +149,7 @@ extern "C" const mf_backend_ops *MF_FN(backend_ops)(void)
         MF_NS::stream_create,  MF_NS::stream_destroy,     MF_NS::stream_synchronize,
         MF_NS::upload,         MF_NS::download,           MF_NS::memset_,
         MF_NS::cublas_create,  MF_NS::cublas_destroy,
+        MF_NS::host_alloc,     MF_NS::host_free,          MF_NS::download_async,
     };
     return &ops;
 }
@@ -168,6 +194,20 @@ extern "C" mf_status MF_FN(pointer_query)(const void *ptr, int *kind, size_t *by
     size_t size = 0;
     if (*kind != 0 && cudahostGetAllocationRange(ptr, &base, &size) == cudaSuccess)
         *bytes_after = size - (size_t)((const char *)ptr - (const char *)base);
+#endif
+    return MF_OK;
+}
+
+/* The context's default cuBLAS workspace (src/core/context.c) follows the
+ * device's compute capability. Host execution mode has no device: 0. */
+extern "C" mf_status MF_FN(device_cc_major)(int *major)
+{
+#ifdef __CUDAHOST__
+    *major = 0;
+#else
+    int dev = 0;
+    MF_CUDA_CHECK(cudaGetDevice(&dev));
+    MF_CUDA_CHECK(cudaDeviceGetAttribute(major, cudaDevAttrComputeCapabilityMajor, dev));
 #endif
     return MF_OK;
 }

@@ -46,11 +46,14 @@ static mf_status stub_cublas_create(void **out, void *stream, void *ws, size_t w
 
 static mf_status stub_cublas_destroy(void *handle) { (void)handle; return MF_OK; }
 
+mf_status mf_host_device_cc_major(int *major) { *major = 0; return MF_OK; }
+
 const mf_backend_ops *mf_host_backend_ops(void)
 {
     static const mf_backend_ops ops = {
         "host", stub_device_count, stub_malloc, stub_free, stub_stream_create, stub_stream_destroy,
         stub_sync, stub_upload, stub_upload, stub_memset, stub_cublas_create, stub_cublas_destroy,
+        stub_malloc, stub_free, stub_upload,
     };
     return &ops;
 }

@@ -32,6 +32,13 @@ typedef struct mf_backend_ops {
     /* cuBLAS handle bound to 'stream' and to the given workspace (may be NULL/0). */
     mf_status (*cublas_create)(void **out, void *stream, void *workspace, size_t workspace_bytes);
     mf_status (*cublas_destroy)(void *handle);
+    /* Page-locked host memory (cudaMallocHost / cudaFreeHost), and a
+     * stream-ordered device-to-host copy that does not wait (its destination
+     * is valid after the next stream_synchronize): the context's deferred
+     * checks (src/core/context.c). */
+    mf_status (*host_alloc)(void **out, size_t bytes);
+    mf_status (*host_free)(void *ptr);
+    mf_status (*download_async)(void *stream, void *dst_host, const void *src_dev, size_t bytes);
 } mf_backend_ops;
 
 const mf_backend_ops *mf_host_backend_ops(void);
@@ -46,6 +53,12 @@ mf_status mf_host_device_synchronize(void);
 #ifdef MF_HAVE_CUDA
 mf_status mf_cuda_mem_get_info(size_t *free_bytes, size_t *total_bytes);
 mf_status mf_cuda_device_synchronize(void);
+#endif
+/* The compute capability's major number of the current device (9 on sm_90;
+ * host execution mode reports 0: it has no cuBLAS workspace to size). */
+mf_status mf_host_device_cc_major(int *major);
+#ifdef MF_HAVE_CUDA
+mf_status mf_cuda_device_cc_major(int *major);
 #endif
 /* mf_check_device_extent (src/core/context.c): is ptr device memory, and how
  * many bytes follow it in its allocation (backend.cu has the details). */

@@ -4,7 +4,23 @@
  * stream, a cuBLAS handle and its workspace. Every pointer handed out by
  * mf_buffer_alloc and mf_scratch_alloc is recorded with its size in a small
  * table, so frees are validated, stats are exact and a destroyed context
- * releases whatever its user forgot. */
+ * releases whatever its user forgot.
+ *
+ * Device scratch is a caching arena (issue 13 item 3): a freed block goes back
+ * to the context's cache instead of cudaFree (which synchronizes the device),
+ * and the next request takes the smallest cached block that holds it, so an op
+ * call in steady state does no cudaMalloc, no cudaFree and no synchronization.
+ * Reuse is stream-ordered: every op launches on the context's stream, so the
+ * kernels of the next user of a block run after those of the last one. The
+ * trackers count the bytes requested, exactly as before (peaks and ceilings do
+ * not see the cache); the cache is released by mf_context_trim and
+ * mf_context_destroy.
+ *
+ * Data-dependent errors found on the device (a label outside [0, V)) are
+ * deferred checks: the op enqueues a copy of the device's verdict into a slot
+ * of page-locked host memory without waiting, and the next synchronizing call
+ * of the context (mf_context_synchronize, mf_buffer_download, mf_context_trim)
+ * reports it, as the CUDA runtime reports an asynchronous launch error. */
 #define _POSIX_C_SOURCE 200809L
 #include "mf_internal.h"
 #include "mf_backend.h"
@@ -22,6 +38,8 @@
 typedef struct mf_record {
     void *ptr;
     size_t bytes;
+    size_t block; /* device scratch: the bytes of the block behind ptr (cache reuse) */
+    void *base;   /* device scratch under the guard: the allocation (ptr - guard); else NULL */
 } mf_record;
 
 typedef struct mf_record_set {
@@ -34,6 +52,15 @@ typedef struct mf_tracker {
     size_t current, peak, baseline, allocations;
 } mf_tracker;
 
+/* A deferred check of a label array (mf_context_defer_label_check). */
+enum { MF_DEFERRED_SLOTS = 16, MF_SCRATCH_GUARD = 256 };
+typedef struct mf_deferred {
+    const char *func;
+    const int64_t *labels; /* device */
+    int64_t n_rows, vocab, ignore_index;
+    int shifted;
+} mf_deferred;
+
 struct mf_context {
     mf_backend backend; /* resolved: HOST or CUDA */
     const mf_backend_ops *ops;
@@ -45,6 +72,13 @@ struct mf_context {
     mf_tracker scratch[2]; /* indexed by mf_mem_space */
     mf_record_set buffers;
     size_t buffer_bytes;
+    mf_record_set cache; /* free device scratch blocks (ptr, block) */
+    size_t cached_bytes;
+    int64_t *deferred_slots; /* page-locked: MF_DEFERRED_SLOTS first-bad-row words */
+    mf_deferred deferred[MF_DEFERRED_SLOTS];
+    int n_deferred;
+    int scratch_guard; /* memfix verify: guard zones around device scratch */
+    char guard_violation[320];
 };
 
 static int record_add(mf_record_set *set, void *ptr, size_t bytes)
@@ -58,22 +92,33 @@ static int record_add(mf_record_set *set, void *ptr, size_t bytes)
     }
     set->items[set->count].ptr = ptr;
     set->items[set->count].bytes = bytes;
+    set->items[set->count].block = bytes;
+    set->items[set->count].base = NULL;
     set->count++;
     return 1;
 }
 
-/* Removes ptr; returns its size through *bytes. 0 if ptr is not recorded. */
-static int record_remove(mf_record_set *set, const void *ptr, size_t *bytes)
+/* Removes ptr; returns its record through *out. 0 if ptr is not recorded. */
+static int record_take(mf_record_set *set, const void *ptr, mf_record *out)
 {
     for (size_t i = set->count; i-- > 0;) {
         if (set->items[i].ptr == ptr) {
-            *bytes = set->items[i].bytes;
+            *out = set->items[i];
             set->items[i] = set->items[set->count - 1];
             set->count--;
             return 1;
         }
     }
     return 0;
+}
+
+/* Removes ptr; returns its size through *bytes. 0 if ptr is not recorded. */
+static int record_remove(mf_record_set *set, const void *ptr, size_t *bytes)
+{
+    mf_record r;
+    if (!record_take(set, ptr, &r)) return 0;
+    *bytes = r.bytes;
+    return 1;
 }
 
 /* The record whose range [ptr, ptr+bytes) contains p, or NULL. */
@@ -154,7 +199,15 @@ void mf_context_options_init(mf_context_options *opts)
     if (opts == NULL) return;
     memset(opts, 0, sizeof *opts);
     opts->backend = MF_BACKEND_AUTO;
-    opts->cublas_workspace_bytes = MF_DEFAULT_CUBLAS_WORKSPACE;
+    opts->cublas_workspace_bytes = MF_CUBLAS_WORKSPACE_AUTO;
+}
+
+size_t mf_cublas_workspace_default(mf_backend backend, int cc_major)
+{
+    /* cuBLAS recommends 32 MiB on Hopper (its sm_90 kernels use more split-K
+     * and stream-K workspace), 4 MiB before; host execution mode has none to
+     * feed and keeps 4 MiB, so the host-mode baselines stay what they were. */
+    return backend == MF_BACKEND_CUDA && cc_major == 9 ? MF_CUBLAS_WORKSPACE_SM90 : MF_DEFAULT_CUBLAS_WORKSPACE;
 }
 
 mf_status mf_context_create(mf_context **out, mf_backend backend)
@@ -174,12 +227,16 @@ static void context_release(mf_context *ctx)
         for (size_t i = 0; i < ctx->buffers.count; i++)
             (void)ctx->ops->device_free(ctx->buffers.items[i].ptr);
         mf_record_set *dev = &ctx->scratch[MF_MEM_DEVICE].live;
-        for (size_t i = 0; i < dev->count; i++) (void)ctx->ops->device_free(dev->items[i].ptr);
+        for (size_t i = 0; i < dev->count; i++)
+            (void)ctx->ops->device_free(dev->items[i].base ? dev->items[i].base : dev->items[i].ptr);
+        for (size_t i = 0; i < ctx->cache.count; i++) (void)ctx->ops->device_free(ctx->cache.items[i].ptr);
+        if (ctx->deferred_slots != NULL) (void)ctx->ops->host_free(ctx->deferred_slots);
         if (ctx->stream != NULL) (void)ctx->ops->stream_destroy(ctx->stream);
     }
     mf_record_set *host = &ctx->scratch[MF_MEM_HOST].live;
     for (size_t i = 0; i < host->count; i++) free(host->items[i].ptr);
     free(ctx->buffers.items);
+    free(ctx->cache.items);
     free(ctx->scratch[MF_MEM_DEVICE].live.items);
     free(ctx->scratch[MF_MEM_HOST].live.items);
     pthread_mutex_destroy(&ctx->lock);
@@ -220,11 +277,20 @@ mf_status mf_context_create_ex(mf_context **out, const mf_context_options *opts)
     ctx->ops = ops;
 
     mf_status s = ops->stream_create(&ctx->stream);
-    if (s == MF_OK && opts->cublas_workspace_bytes > 0) {
-        /* Counted device scratch, then part of every measurement's baseline. */
-        s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, opts->cublas_workspace_bytes, &ctx->cublas_workspace);
-        if (s == MF_OK) ctx->cublas_workspace_bytes = opts->cublas_workspace_bytes;
+    size_t ws = opts->cublas_workspace_bytes;
+    if (s == MF_OK && ws == MF_CUBLAS_WORKSPACE_AUTO) {
+        int major = 0;
+#ifdef MF_HAVE_CUDA
+        if (b == MF_BACKEND_CUDA) s = mf_cuda_device_cc_major(&major);
+#endif
+        ws = mf_cublas_workspace_default(b, major);
     }
+    if (s == MF_OK && ws > 0) {
+        /* Counted device scratch, then part of every measurement's baseline. */
+        s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, ws, &ctx->cublas_workspace);
+        if (s == MF_OK) ctx->cublas_workspace_bytes = ws;
+    }
+    if (s == MF_OK) s = ops->host_alloc((void **)&ctx->deferred_slots, MF_DEFERRED_SLOTS * sizeof(int64_t));
     if (s == MF_OK)
         s = ops->cublas_create(&ctx->cublas, ctx->stream, ctx->cublas_workspace,
                                ctx->cublas_workspace_bytes);
@@ -256,10 +322,89 @@ mf_backend mf_context_backend(const mf_context *ctx)
     return ctx->backend;
 }
 
+/* ---- deferred checks -------------------------------------------------------------- */
+/* After a stream synchronization: the first pending check that found a bad
+ * label becomes this call's error; every pending check is consumed. */
+static mf_status deferred_flush(mf_context *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    mf_deferred bad;
+    int64_t bad_row = -1;
+    for (int i = 0; i < ctx->n_deferred && bad_row < 0; i++)
+        if (ctx->deferred_slots[i] >= 0 && ctx->deferred_slots[i] < ctx->deferred[i].n_rows) {
+            bad = ctx->deferred[i];
+            bad_row = ctx->deferred_slots[i];
+        }
+    ctx->n_deferred = 0;
+    pthread_mutex_unlock(&ctx->lock);
+    if (bad_row < 0) return MF_OK;
+    const size_t src = bad.shifted ? (size_t)bad_row + 1 : (size_t)bad_row;
+    int64_t value = 0;
+    MF_TRY(ctx->ops->download(ctx->stream, &value, bad.labels + src, sizeof value));
+    return mf_set_error(MF_ERR_OUT_OF_RANGE, bad.func, __FILE__, __LINE__,
+                        "label %lld (labels[%zu], the target of row %zu) is outside [0, %lld) and is not "
+                        "ignore_index (%lld); the outputs are unspecified (found on the device, reported at "
+                        "the next synchronization of the context)",
+                        (long long)value, src, (size_t)bad_row, (long long)bad.vocab, (long long)bad.ignore_index);
+}
+
+static mf_status sync_and_flush(mf_context *ctx)
+{
+    MF_TRY(ctx->ops->stream_synchronize(ctx->stream));
+    return deferred_flush(ctx);
+}
+
+mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
+                                       const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
+                                       int64_t ignore_index)
+{
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(d_first_bad);
+    pthread_mutex_lock(&ctx->lock);
+    int full = ctx->n_deferred == MF_DEFERRED_SLOTS;
+    pthread_mutex_unlock(&ctx->lock);
+    /* 16 checks pending without a synchronization in between: wait once */
+    if (full) MF_TRY(sync_and_flush(ctx));
+    pthread_mutex_lock(&ctx->lock);
+    const int k = ctx->n_deferred++;
+    ctx->deferred[k] = (mf_deferred){func, labels, n_rows, vocab, ignore_index, shifted};
+    ctx->deferred_slots[k] = -1;
+    pthread_mutex_unlock(&ctx->lock);
+    return ctx->ops->download_async(ctx->stream, &ctx->deferred_slots[k], d_first_bad, sizeof(int64_t));
+}
+
 mf_status mf_context_synchronize(mf_context *ctx)
 {
     MF_CHECK_NOT_NULL(ctx);
-    return ctx->ops->stream_synchronize(ctx->stream);
+    return sync_and_flush(ctx);
+}
+
+mf_status mf_context_trim(mf_context *ctx)
+{
+    MF_CHECK_NOT_NULL(ctx);
+    MF_TRY(sync_and_flush(ctx)); /* no kernel may still use a cached block */
+    pthread_mutex_lock(&ctx->lock);
+    mf_record_set cache = ctx->cache;
+    memset(&ctx->cache, 0, sizeof ctx->cache);
+    ctx->cached_bytes = 0;
+    pthread_mutex_unlock(&ctx->lock);
+    mf_status s = MF_OK;
+    for (size_t i = 0; i < cache.count; i++) {
+        mf_status f = ctx->ops->device_free(cache.items[i].ptr);
+        if (s == MF_OK) s = f;
+    }
+    free(cache.items);
+    return s;
+}
+
+size_t mf_context_cached_bytes(const mf_context *ctx)
+{
+    if (ctx == NULL) return 0;
+    mf_context *c = (mf_context *)ctx;
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->cached_bytes;
+    pthread_mutex_unlock(&c->lock);
+    return n;
 }
 
 void *mf_context_stream(mf_context *ctx) { return ctx ? ctx->stream : NULL; }
@@ -398,7 +543,8 @@ mf_status mf_buffer_upload(mf_context *ctx, void *dst_dev, const void *src_host,
 mf_status mf_buffer_download(mf_context *ctx, void *dst_host, const void *src_dev, size_t bytes)
 {
     MF_TRY(check_copy(__func__, ctx, dst_host, "dst_host", src_dev, "src_dev", bytes, 0));
-    return ctx->ops->download(ctx->stream, dst_host, src_dev, bytes);
+    MF_TRY(ctx->ops->download(ctx->stream, dst_host, src_dev, bytes)); /* synchronizes the stream */
+    return deferred_flush(ctx);
 }
 
 mf_status mf_buffer_memset(mf_context *ctx, void *dst_dev, int byte, size_t bytes)
@@ -453,6 +599,101 @@ size_t mf_mem_peak_delta(const mf_context *ctx, mf_mem_space space)
     return st.peak >= st.baseline ? st.peak - st.baseline : 0;
 }
 
+/* The guard zones' canary bytes (memfix verify's scratch guard). */
+static unsigned char guard_byte(size_t i) { return (unsigned char)(0xa5u ^ (i * 97u + (i >> 7) * 13u)); }
+
+/* Device scratch under the guard: [MF_SCRATCH_GUARD canary][bytes][MF_SCRATCH_GUARD canary],
+ * a fresh allocation (never the cache), the canaries uploaded (synchronously). */
+static mf_status guarded_scratch_alloc(mf_context *ctx, size_t bytes, void **base_out)
+{
+    const size_t G = MF_SCRATCH_GUARD;
+    if (bytes > SIZE_MAX - 2 * G) MF_FAIL(MF_ERR_OVERFLOW, "guarded scratch of %zu bytes", bytes);
+    void *base = NULL;
+    MF_TRY(ctx->ops->device_malloc(&base, bytes + 2 * G));
+    unsigned char canary[MF_SCRATCH_GUARD];
+    for (size_t i = 0; i < G; i++) canary[i] = guard_byte(i);
+    mf_status s = ctx->ops->upload(ctx->stream, base, canary, G);
+    for (size_t i = 0; i < G; i++) canary[i] = guard_byte(i + G);
+    if (s == MF_OK) s = ctx->ops->upload(ctx->stream, (unsigned char *)base + G + bytes, canary, G);
+    if (s != MF_OK) {
+        (void)ctx->ops->device_free(base);
+        return s;
+    }
+    *base_out = base;
+    return MF_OK;
+}
+
+/* Checks the canaries of a guarded block; the first violation of the context is kept. */
+static void guarded_scratch_check(mf_context *ctx, const mf_record *r)
+{
+    const size_t G = MF_SCRATCH_GUARD;
+    unsigned char got[2][MF_SCRATCH_GUARD];
+    if (ctx->ops->download(ctx->stream, got[0], r->base, G) != MF_OK ||
+        ctx->ops->download(ctx->stream, got[1], (unsigned char *)r->ptr + r->bytes, G) != MF_OK)
+        return;
+    long long before = 0;
+    size_t after = SIZE_MAX;
+    for (size_t i = 0; i < G; i++)
+        if (got[0][i] != guard_byte(i)) before = (long long)i - (long long)G; /* the nearest changed byte */
+    for (size_t i = G; i-- > 0;)
+        if (got[1][i] != guard_byte(i + G)) after = i;
+    if (before == 0 && after == SIZE_MAX) return;
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->guard_violation[0] == '\0') {
+        if (after != SIZE_MAX)
+            snprintf(ctx->guard_violation, sizeof ctx->guard_violation,
+                     "wrote past the end of a %zu-byte device scratch allocation (mf_scratch_alloc): byte %zu "
+                     "after its end changed",
+                     r->bytes, after);
+        else
+            snprintf(ctx->guard_violation, sizeof ctx->guard_violation,
+                     "wrote before the start of a %zu-byte device scratch allocation (mf_scratch_alloc): byte "
+                     "%lld relative to its start changed",
+                     r->bytes, before);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+void mf_context_set_scratch_guard(mf_context *ctx, int on)
+{
+    if (ctx == NULL) return;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->scratch_guard = on != 0;
+    ctx->guard_violation[0] = '\0';
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+const char *mf_context_scratch_guard_check(mf_context *ctx)
+{
+    if (ctx == NULL) return NULL;
+    pthread_mutex_lock(&ctx->lock);
+    mf_record_set live = ctx->scratch[MF_MEM_DEVICE].live;
+    mf_record *copy = live.count ? (mf_record *)malloc(live.count * sizeof *copy) : NULL;
+    size_t n = copy ? live.count : 0;
+    if (n) memcpy(copy, live.items, n * sizeof *copy);
+    pthread_mutex_unlock(&ctx->lock);
+    for (size_t i = 0; i < n; i++)
+        if (copy[i].base != NULL) guarded_scratch_check(ctx, &copy[i]);
+    free(copy);
+    return ctx->guard_violation[0] ? ctx->guard_violation : NULL;
+}
+
+/* The cache's smallest block holding 'bytes' (taken out of the cache), or NULL. Lock held. */
+static void *cache_take(mf_context *ctx, size_t bytes, size_t *block)
+{
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < ctx->cache.count; i++) {
+        size_t b = ctx->cache.items[i].bytes;
+        if (b >= bytes && (best == SIZE_MAX || b < ctx->cache.items[best].bytes)) best = i;
+    }
+    if (best == SIZE_MAX) return NULL;
+    void *p = ctx->cache.items[best].ptr;
+    *block = ctx->cache.items[best].bytes;
+    ctx->cache.items[best] = ctx->cache.items[--ctx->cache.count];
+    ctx->cached_bytes -= *block;
+    return p;
+}
+
 mf_status mf_scratch_alloc(mf_context *ctx, mf_mem_space space, size_t bytes, void **out)
 {
     MF_CHECK_NOT_NULL(out);
@@ -460,9 +701,21 @@ mf_status mf_scratch_alloc(mf_context *ctx, mf_mem_space space, size_t bytes, vo
     MF_CHECK_NOT_NULL(ctx);
     if (!valid_space(space)) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "space %d is not device (0) or host (1)", (int)space);
     if (bytes == 0) return MF_OK;
-    void *p = NULL;
+    void *p = NULL, *base = NULL;
+    size_t block = bytes;
     if (space == MF_MEM_DEVICE) {
-        MF_TRY(ctx->ops->device_malloc(&p, bytes));
+        pthread_mutex_lock(&ctx->lock);
+        const int guard = ctx->scratch_guard;
+        if (!guard) p = cache_take(ctx, bytes, &block);
+        pthread_mutex_unlock(&ctx->lock);
+        if (guard) {
+            MF_TRY(guarded_scratch_alloc(ctx, bytes, &base));
+            p = (unsigned char *)base + MF_SCRATCH_GUARD;
+        } else if (p == NULL) {
+            /* a new block, rounded to 256 bytes so that nearby sizes share it later */
+            block = bytes <= SIZE_MAX - 255 ? (bytes + 255) & ~(size_t)255 : bytes;
+            MF_TRY(ctx->ops->device_malloc(&p, block));
+        }
     } else {
         /* 64-byte aligned, like cudaMalloc's (stronger) guarantee is for device. */
         if (posix_memalign(&p, 64, bytes) != 0 || p == NULL)
@@ -472,6 +725,8 @@ mf_status mf_scratch_alloc(mf_context *ctx, mf_mem_space space, size_t bytes, vo
     mf_tracker *t = &ctx->scratch[space];
     int ok = record_add(&t->live, p, bytes);
     if (ok) {
+        t->live.items[t->live.count - 1].block = block;
+        t->live.items[t->live.count - 1].base = base;
         t->current += bytes;
         if (t->current > t->peak) t->peak = t->current;
         t->allocations++;
@@ -479,7 +734,7 @@ mf_status mf_scratch_alloc(mf_context *ctx, mf_mem_space space, size_t bytes, vo
     pthread_mutex_unlock(&ctx->lock);
     if (!ok) {
         if (space == MF_MEM_DEVICE)
-            (void)ctx->ops->device_free(p);
+            (void)ctx->ops->device_free(base ? base : p);
         else
             free(p);
         MF_FAIL(MF_ERR_OUT_OF_MEMORY, "cannot record a scratch allocation of %zu bytes", bytes);
@@ -500,11 +755,17 @@ void mf_scratch_free(mf_context *ctx, mf_mem_space space, void *ptr)
                      "space %d is not device (0) or host (1)", (int)space);
         return;
     }
-    size_t bytes = 0;
+    mf_record r;
     pthread_mutex_lock(&ctx->lock);
     mf_tracker *t = &ctx->scratch[space];
-    int found = record_remove(&t->live, ptr, &bytes);
-    if (found) t->current -= bytes;
+    int found = record_take(&t->live, ptr, &r);
+    if (found) t->current -= r.bytes;
+    int cached = 0;
+    if (found && space == MF_MEM_DEVICE && r.base == NULL) {
+        /* back to the cache: reused in the stream's order, released by mf_context_trim */
+        cached = record_add(&ctx->cache, ptr, r.block);
+        if (cached) ctx->cached_bytes += r.block;
+    }
     pthread_mutex_unlock(&ctx->lock);
     if (!found) {
         mf_set_error(MF_ERR_INVALID_ARGUMENT, __func__, __FILE__, __LINE__,
@@ -512,8 +773,19 @@ void mf_scratch_free(mf_context *ctx, mf_mem_space space, void *ptr)
                      space == MF_MEM_DEVICE ? "device" : "host");
         return;
     }
-    if (space == MF_MEM_DEVICE)
-        (void)ctx->ops->device_free(ptr);
-    else
+    if (cached) return;
+    if (space == MF_MEM_DEVICE) {
+        if (r.base != NULL) guarded_scratch_check(ctx, &r);
+        (void)ctx->ops->device_free(r.base ? r.base : ptr);
+    } else {
         free(ptr);
+    }
+}
+
+void mf_context_raise_scratch_peak(mf_context *ctx, mf_mem_space space, size_t peak)
+{
+    if (ctx == NULL || !valid_space(space)) return;
+    pthread_mutex_lock(&ctx->lock);
+    if (peak > ctx->scratch[space].peak) ctx->scratch[space].peak = peak;
+    pthread_mutex_unlock(&ctx->lock);
 }

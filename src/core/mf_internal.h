@@ -85,6 +85,37 @@ void *mf_context_stream(mf_context *ctx);
 void *mf_context_cublas(mf_context *ctx);
 size_t mf_context_cublas_workspace_bytes(const mf_context *ctx);
 
+/* The default cuBLAS workspace of a context of 'backend' on a device of
+ * compute capability 'cc_major' (mf_context_options.cublas_workspace_bytes =
+ * MF_CUBLAS_WORKSPACE_AUTO): 32 MiB for CUDA on sm_90, else 4 MiB. */
+size_t mf_cublas_workspace_default(mf_backend backend, int cc_major);
+
+/* A deferred label check, without waiting (src/core/context.c): enqueues on
+ * the context's stream a copy of *d_first_bad (device: the first row whose
+ * label is outside [0, vocab) and not ignore_index, or n_rows when none) into
+ * page-locked memory; the next synchronizing call of the context
+ * (mf_context_synchronize, mf_buffer_download, mf_context_trim) reports
+ * MF_ERR_OUT_OF_RANGE naming func, the row and the label (labels[row + 1]
+ * when 'shifted'). d_first_bad may be freed scratch after this returns (the
+ * copy is ordered before any reuse). With 16 checks pending, it synchronizes
+ * first (and returns an error found then). */
+mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
+                                       const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
+                                       int64_t ignore_index);
+
+/* memfix verify's scratch guard (src/testbed/scratch_guard.c): while on, every
+ * device mf_scratch_alloc is a fresh allocation with 256-byte canary zones
+ * right before and right after the bytes asked for, checked when it is freed;
+ * turning it on or off clears the recorded violation.
+ * mf_context_scratch_guard_check checks the guarded blocks still live and
+ * returns the first violation seen since the guard was turned on (a message),
+ * or NULL. */
+void mf_context_set_scratch_guard(mf_context *ctx, int on);
+const char *mf_context_scratch_guard_check(mf_context *ctx);
+/* memfix verify: the tracker's peak becomes max(peak, 'peak') (memory the
+ * candidate took behind the allocator, counted against the ceiling). */
+void mf_context_raise_scratch_peak(mf_context *ctx, mf_mem_space space, size_t peak);
+
 /* Test hook for the registry (src/core/registry.c): when ops != NULL, the
  * registry lists exactly these n ops instead of the built-in list; NULL
  * restores the built-in list. Not thread-safe; tests and tools only. */

@@ -230,7 +230,7 @@ START_TEST(test_context_options)
     memset(&o, 0xab, sizeof o);
     mf_context_options_init(&o);
     ck_assert_int_eq(o.backend, MF_BACKEND_AUTO);
-    ck_assert_uint_eq(o.cublas_workspace_bytes, MF_DEFAULT_CUBLAS_WORKSPACE);
+    ck_assert_uint_eq(o.cublas_workspace_bytes, MF_CUBLAS_WORKSPACE_AUTO);
     mf_context_options_init(NULL); /* no-op */
 
     o.backend = MF_BACKEND_HOST;
