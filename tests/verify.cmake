@@ -39,6 +39,14 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_cli_test(cross_entropy.backward ce_backward_correct ce_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(cross_entropy.backward ce_backward_no_grad_loss ce_backward_candidate
                      "REJECTED [^\n]* by equivalence")
+  # issue 16 item 4: the memory defenses (src/testbed/mem_defense.c), one cheating candidate each
+  mf_verify_cli_test(matmul matmul_scratch_overrun matmul_candidate "REJECTED [^\n]* by scratch-guard")
+  mf_verify_cli_test(matmul matmul_static_scratch matmul_candidate "REJECTED [^\n]* by scratch-ceiling")
+  mf_verify_cli_test(matmul matmul_pinned_scratch matmul_candidate "REJECTED [^\n]* by scratch-ceiling")
+  mf_verify_cli_test(matmul matmul_negate_restore matmul_candidate "REJECTED [^\n]* by input-write")
+  mf_verify_cli_test(cross_entropy ce_forward_calls_reference ce_forward_candidate
+                     "REJECTED [^\n]* by scratch-ceiling")
+  mf_verify_cli_test(cross_entropy ce_forward_correct ce_forward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(rope rope_correct rope_candidate "candidate ACCEPTED")
   mf_verify_cli_test(rope rope_ignores_direction rope_candidate "REJECTED [^\n]* by equivalence")
   mf_verify_cli_test(attention.forward attention_forward_correct attention_forward_candidate "candidate ACCEPTED")

@@ -18,6 +18,7 @@
 #include "mf_backend.h"
 #include "mf_internal.h"
 #include "testbed.h"
+#include "mem_defense.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -226,12 +227,16 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
     MF_TRY(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st0));
 
     sampler smp;
+    mf_tb_memdef md; /* memory defenses: scratch guard, read-only inputs, untracked memory (mem_defense.h) */
+    mf_tb_memdef_begin(ctx, bufs, n_in, mf_tb_candidate(), &md);
     sampler_start(&smp, info);
     mf_clear_error();
     mf_status s = call(ctx, args, bufs);
     mf_status sync = backend_sync(ctx)();
     if (sync == MF_OK) sync = mf_context_synchronize(ctx);
     const size_t max_used = sampler_stop(&smp);
+    mf_tb_memdef_end(ctx, &md);
+    if (md.defense != NULL) return reject(md.defense, "%s", md.reason);
     if (s != MF_OK)
         return reject("error", "the candidate returned %s: %s", mf_status_name(s),
                       mf_last_error()[0] ? mf_last_error() : "(no message)");
@@ -248,6 +253,7 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
                       "device memory in use grew by %zu bytes during the call, but only %zu bytes of scratch "
                       "went through the context's allocator (mf_scratch_alloc)",
                       grew, tracked);
+    mf_tb_memdef_charge(ctx, &md);
     return MF_OK;
 }
 
