@@ -4,8 +4,9 @@
  * every op must do none of them:
  *   - the forward pass of every variant of every registered op, through its
  *     `memfix bench` setup (the shapes memfix bench times);
- *   - the backward passes of cross-entropy (chunked and fused) and attention
- *     (f32 SIMT and bf16 mma).
+ *   - the backward passes of cross-entropy (chunked and fused), attention
+ *     (f32 SIMT and bf16 mma) and linear attention (causal f32 and bf16 mma,
+ *     bidirectional).
  * Also: the caching arena keeps peaks exact, trim releases the cache, the
  * cuBLAS workspace default, and a bad label reported by the next
  * synchronization. */
@@ -14,6 +15,7 @@
 #include "cudahost/counters.h"
 #include "memfix/attention.h"
 #include "memfix/cross_entropy.h"
+#include "memfix/linear_attention.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 
@@ -186,6 +188,46 @@ START_TEST(test_attention_backward_quiet)
 }
 END_TEST
 
+typedef struct la_arg {
+    mf_dtype dt;
+    int causal;
+    void *q, *k, *v, *dout;
+    float *out, *dq, *dk, *dv;
+} la_arg;
+
+static mf_status la_backward(mf_context *ctx, void *arg)
+{
+    la_arg *a = (la_arg *)arg;
+    return mf_linear_attention_backward(ctx, a->dt, a->causal, 16, AB, AH, AN, 64, 64, a->q, a->k, a->v, a->out,
+                                        a->dout, NULL, NULL, a->dq, a->dk, a->dv);
+}
+
+START_TEST(test_linear_attention_backward_quiet)
+{
+    mf_context *ctx = mf_test_ctx();
+    for (int cfg = 0; cfg < 3; cfg++) { /* f32 causal, bf16 causal (mma), f32 bidirectional */
+        la_arg a;
+        memset(&a, 0, sizeof a);
+        a.dt = cfg == 1 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+        a.causal = cfg < 2;
+        const size_t n = (size_t)AB * AH * AN * 64;
+        a.q = dev_uniform(ctx, n, 7);
+        a.k = dev_uniform(ctx, n, 8);
+        a.v = dev_uniform(ctx, n, 9);
+        a.dout = dev_uniform(ctx, n, 10);
+        MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.out));
+        MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dq));
+        MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dk));
+        MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dv));
+        MF_ASSERT_OK(mf_linear_attention_forward(ctx, a.dt, a.causal, 16, AB, AH, AN, 64, 64, a.q, a.k, a.v, NULL,
+                                                 a.out));
+        char what[64];
+        snprintf(what, sizeof what, "linear_attention backward (config %d)", cfg);
+        assert_quiet_second_call(ctx, la_backward, &a, what);
+    }
+}
+END_TEST
+
 /* ---- the arena itself ------------------------------------------------------------------ */
 START_TEST(test_arena_peaks_and_trim)
 {
@@ -271,6 +313,7 @@ static Suite *no_sync_suite(void)
     tcase_add_test(tc, test_every_forward_quiet);
     tcase_add_test(tc, test_cross_entropy_backward_quiet);
     tcase_add_test(tc, test_attention_backward_quiet);
+    tcase_add_test(tc, test_linear_attention_backward_quiet);
     tcase_add_test(tc, test_arena_peaks_and_trim);
     tcase_add_test(tc, test_cublas_workspace_default);
     tcase_add_test(tc, test_bad_label_deferred);
