@@ -1,14 +1,15 @@
 /* `memfix plan`: memory arithmetic for a configuration, before launching a job.
- * The numbers come from include/memfix/plan.h (src/core/plan.c), which takes
- * every per-fix byte count from the op headers' formula functions. */
+ * The numbers come from include/memfix/plan.h (src/plan/plan.c), which takes
+ * every per-fix row, and the options beyond the model's shape, from the
+ * registered ops' descriptors. */
 #define _POSIX_C_SOURCE 200809L
 #include "memfix_cli.h"
 
 #include "memfix/attention.h"
-#include "memfix/cross_entropy.h"
 #include "memfix/linear_attention.h"
 #include "memfix/memfix.h"
 #include "memfix/plan.h"
+#include "memfix/registry.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -17,6 +18,24 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Calls fn for every registered op's plan parameter, in registry order. */
+static void for_each_param(void (*fn)(const mf_plan_param_spec *spec, void *arg), void *arg)
+{
+    size_t n = 0;
+    const mf_op_desc *const *ops = mf_registry(&n);
+    for (size_t i = 0; i < n; i++) {
+        const mf_op_plan *p = ops[i] ? ops[i]->plan : NULL;
+        for (int k = 0; p != NULL && k < p->n_params; k++) fn(&p->params[k], arg);
+    }
+}
+
+static void help_param(const mf_plan_param_spec *spec, void *arg)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "%s %s", spec->option, spec->arg);
+    fprintf((FILE *)arg, "  %-18s %s\n", opt, spec->help);
+}
 
 void mf_cli_plan_help(FILE *out)
 {
@@ -27,8 +46,8 @@ void mf_cli_plan_help(FILE *out)
             "Memory arithmetic for a decoder-only transformer training step, per GPU, from\n"
             "the same formula functions the memory tests assert:\n"
             "  - per fix, the bytes of the big intermediate the naive code materializes and\n"
-            "    the optimized implementation's scratch ceiling (cross_entropy, rope,\n"
-            "    attention, linear_attention; npt with --npt-rank; nsa with --nsa 1);\n"
+            "    the optimized implementation's scratch ceiling, as each registered op plans\n"
+            "    it (some only when their option below asks);\n"
             "  - parameters, gradients and AdamW states (mixed precision: 12 bytes of fp32\n"
             "    master weights and moments per parameter for bf16, 8 for fp32), sharded by\n"
             "    ZeRO stage 1/2/3 over --dp GPUs;\n"
@@ -62,11 +81,9 @@ void mf_cli_plan_help(FILE *out)
             "  --dtype f32|bf16   weights, gradients and activations\n"
             "  --dp N             data-parallel degree (GPUs)\n"
             "  --zero 0..3        ZeRO stage: 1 shards optimizer states, 2 + gradients,\n"
-            "                     3 + weights\n"
-            "  --ce-budget BYTES  scratch budget of the chunked loss (default 1 GiB)\n"
-            "  --npt-rank R       also plan the NPT weight delta at rank R (seed 004)\n"
-            "  --nsa 0|1          also plan NSA's attention scores (seed 001's l=32 d=16\n"
-            "                     l'=64 n=16 w=512 unless a preset set them)\n"
+            "                     3 + weights\n");
+    for_each_param(help_param, out);
+    fprintf(out,
             "  --json             print one JSON object instead of tables\n"
             "  -h, --help         this help\n"
             "\n"
@@ -120,7 +137,7 @@ static void add_bytes(cJSON *o, const char *key, size_t b)
 static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, int json, FILE *out, FILE *err)
 {
 #ifdef MF_HAVE_HOST_KERNELS
-    const int64_t B = cfg->batch, H = cfg->heads, D = cfg->head_dim > 0 ? cfg->head_dim : cfg->d_model / cfg->heads;
+    const int64_t B = cfg->batch, H = cfg->heads, D = mf_plan_head_dim(cfg);
     const size_t e = 2; /* fp16, as the document */
     cJSON *arr = json ? cJSON_CreateArray() : NULL;
     if (!json) {
@@ -224,17 +241,8 @@ static const char *seed_note(const char *preset, const char *what)
     return NULL;
 }
 
-/* Why an optimized scratch can exceed the naive bytes it replaces, per fix. */
-static const char *exceeds_reason(const char *fix, mf_dtype dtype)
-{
-    if (strcmp(fix, "cross_entropy") == 0) {
-        (void)dtype;
-        return "the logits are too small to hold one fp32 row plus 4N + 16 bytes, so the one-row tile exceeds "
-               "them (the fused variant's 8N + 16 does not)";
-    }
-    if (strcmp(fix, "nsa") == 0) return "at this length a query sees more keys through NSA's branches than N";
-    return "the fix pays off only at larger shapes";
-}
+/* Why an optimized scratch can exceed the naive bytes it replaces: the op's reason or this. */
+static const char *exceeds_reason(const char *why) { return why ? why : "the fix pays off only at larger shapes"; }
 
 static int exceeds_naive(const mf_plan_fix_row *r)
 {
@@ -242,6 +250,20 @@ static int exceeds_naive(const mf_plan_fix_row *r)
 }
 
 /* ---- model output ---------------------------------------------------------------------- */
+typedef struct {
+    cJSON *obj;
+    const mf_plan_config *cfg;
+} json_params_arg;
+
+/* An op parameter in --json's config: a bool for a 0|1 flag, else a number. */
+static void json_param(const mf_plan_param_spec *spec, void *arg)
+{
+    const json_params_arg *a = arg;
+    const int64_t v = mf_plan_param_get(a->cfg, spec->name);
+    if (spec->kind == MF_PLAN_PARAM_FLAG) cJSON_AddBoolToObject(a->obj, spec->name, v != 0);
+    else cJSON_AddNumberToObject(a->obj, spec->name, (double)v);
+}
+
 static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
                          const mf_plan_fix_row *rows, size_t n_rows)
 {
@@ -253,8 +275,8 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     cJSON_AddNumberToObject(cfg, "d_model", (double)c->d_model);
     cJSON_AddNumberToObject(cfg, "d_ffn", (double)c->d_ffn);
     cJSON_AddNumberToObject(cfg, "heads", (double)c->heads);
-    cJSON_AddNumberToObject(cfg, "kv_heads", (double)(c->kv_heads > 0 ? c->kv_heads : c->heads));
-    cJSON_AddNumberToObject(cfg, "head_dim", (double)(c->head_dim > 0 ? c->head_dim : c->d_model / c->heads));
+    cJSON_AddNumberToObject(cfg, "kv_heads", (double)mf_plan_kv_heads(c));
+    cJSON_AddNumberToObject(cfg, "head_dim", (double)mf_plan_head_dim(c));
     cJSON_AddNumberToObject(cfg, "vocab", (double)c->vocab);
     cJSON_AddNumberToObject(cfg, "max_positions", (double)c->max_positions);
     cJSON_AddBoolToObject(cfg, "tied_embeddings", c->tied_embeddings);
@@ -268,8 +290,8 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     cJSON_AddStringToObject(cfg, "dtype", mf_dtype_name(c->dtype));
     cJSON_AddNumberToObject(cfg, "dp", (double)c->dp);
     cJSON_AddNumberToObject(cfg, "zero", c->zero);
-    cJSON_AddNumberToObject(cfg, "npt_rank", (double)c->npt_rank);
-    cJSON_AddBoolToObject(cfg, "nsa", c->nsa);
+    json_params_arg jp = {cfg, c};
+    for_each_param(json_param, &jp);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     cJSON_AddNumberToObject(mem, "params", (double)m->params);
     cJSON_AddNumberToObject(mem, "embedding_params", (double)m->embedding_params);
@@ -335,8 +357,7 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
                               const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
 {
     char b1[64], b2[64];
-    const int64_t kv = c->kv_heads > 0 ? c->kv_heads : c->heads;
-    const int64_t dh = c->head_dim > 0 ? c->head_dim : c->d_model / c->heads;
+    const int64_t kv = mf_plan_kv_heads(c), dh = mf_plan_head_dim(c);
     fprintf(out, "plan%s%s: %lld layers, d_model %lld, d_ffn %lld (%s), heads %lld/%lld x %lld, vocab %lld%s\n",
             preset ? " " : "", preset ? preset : "", (long long)c->layers, (long long)c->d_model,
             (long long)c->d_ffn, c->gated_mlp ? "gated" : "2-matrix", (long long)c->heads, (long long)kv,
@@ -356,7 +377,7 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
         if (exceeds_naive(&rows[i]))
             fprintf(out, "  %-16s  ^ optimized exceeds the naive bytes it replaces here (%.2fx): %s\n", "",
                     (double)rows[i].optimized_bytes / (double)rows[i].naive_bytes,
-                    exceeds_reason(rows[i].fix, c->dtype));
+                    exceeds_reason(rows[i].exceeds_why));
     }
 
     fprintf(out, "\ntraining memory per GPU (bytes)\n");
@@ -394,23 +415,23 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
 
 typedef struct {
     const char *name;
-    int kind; /* 0: int64 field, 1: int flag, 2: size_t */
+    int kind; /* 0: int64 field, 1: int flag (no list), 2: bytes (> 0) */
     size_t offset;
+    const mf_plan_param_spec *param; /* an op's parameter instead of a field */
 } plan_opt;
 
-static void set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
+static mf_status set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
 {
+    if (o->param != NULL) return mf_plan_param_set(cfg, o->param->name, v);
     char *field = (char *)cfg + o->offset;
-    if (o->kind == 0) {
-        memcpy(field, &v, sizeof v);
-    } else if (o->kind == 1) {
+    if (o->kind == 1) {
         if (v < INT32_MIN || v > INT32_MAX) v = -1; /* rejected by validation */
         int iv = (int)v;
         memcpy(field, &iv, sizeof iv);
     } else {
-        size_t sv = (size_t)v;
-        memcpy(field, &sv, sizeof sv);
+        memcpy(field, &v, sizeof v);
     }
+    return MF_OK;
 }
 
 /* `--seq 4096,40000,131072`: the plan once per value, as one table (seed 000's
@@ -432,17 +453,17 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
     } else {
         fprintf(out, "plan%s%s: sweep over %s, one row per value (bytes; loss chunked under --ce-budget %s)\n",
                 preset ? " " : "", preset ? preset : "", o->name,
-                fmt_bytes(b[0], sizeof b[0], cfg.ce_budget ? cfg.ce_budget : MF_CE_DEFAULT_BUDGET));
+                fmt_bytes(b[0], sizeof b[0], (size_t)mf_plan_param_get(&cfg, "ce_budget")));
         fprintf(out, "  %12s  %10s  %26s  %-22s  %26s   %26s  %26s  %26s\n", o->name, "tokens", "logits (naive)",
                 "loss method", "loss, chunked", "loss, fused", "total, naive", "total, optimized");
     }
     int exceeded = 0;
     for (size_t i = 0; i < n; i++) {
-        set_opt(&cfg, o, vals[i]);
         mf_plan_memory m;
         mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];
         size_t n_rows = 0;
-        mf_status s = mf_plan_training_memory(&cfg, &m);
+        mf_status s = set_opt(&cfg, o, vals[i]);
+        if (s == MF_OK) s = mf_plan_training_memory(&cfg, &m);
         if (s == MF_OK) s = mf_plan_fixes(&cfg, rows, &n_rows);
         if (s != MF_OK) {
             fprintf(err, "memfix plan: invalid configuration at %s %lld: %s: %s\n", o->name, (long long)vals[i],
@@ -480,9 +501,11 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         cJSON_free(text);
         return MF_CLI_OK;
     }
-    if (exceeded)
-        fprintf(out, "  * the chunked loss's scratch exceeds the logits it replaces: %s\n",
-                exceeds_reason("cross_entropy", cfg.dtype));
+    if (exceeded) {
+        mf_plan_memory m;
+        const char *why = mf_plan_training_memory(&cfg, &m) == MF_OK ? m.loss_exceeds_why : NULL;
+        fprintf(out, "  * the chunked loss's scratch exceeds the logits it replaces: %s\n", exceeds_reason(why));
+    }
     static const char *const what[] = {"parameters", "weights"};
     for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
         if (seed_note(preset, what[i])) fprintf(out, "  %s: %s\n", what[i], seed_note(preset, what[i]));
@@ -491,19 +514,35 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
 
 /* ---- argument parsing ------------------------------------------------------------------- */
 
-#define I64(name, field) {name, 0, offsetof(mf_plan_config, field)}
-#define FLAG(name, field) {name, 1, offsetof(mf_plan_config, field)}
-static const plan_opt plan_opts[] = {
+#define I64(name, field) {name, 0, offsetof(mf_plan_config, field), NULL}
+#define FLAG(name, field) {name, 1, offsetof(mf_plan_config, field), NULL}
+static const plan_opt model_opts[] = {
     I64("--layers", layers),       I64("--d-model", d_model),     I64("--d-ffn", d_ffn),
     I64("--heads", heads),         I64("--kv-heads", kv_heads),   I64("--head-dim", head_dim),
     I64("--vocab", vocab),         I64("--max-positions", max_positions), I64("--batch", batch),
-    I64("--seq", seq),             I64("--dp", dp),               I64("--npt-rank", npt_rank),
+    I64("--seq", seq),             I64("--dp", dp),
     FLAG("--tied", tied_embeddings), FLAG("--gated", gated_mlp), FLAG("--bias", linear_bias),
-    FLAG("--layernorm", layernorm), FLAG("--qk-norm", qk_norm), FLAG("--dropout", dropout), FLAG("--nsa", nsa),
-    FLAG("--zero", zero),          {"--ce-budget", 2, offsetof(mf_plan_config, ce_budget)},
+    FLAG("--layernorm", layernorm), FLAG("--qk-norm", qk_norm), FLAG("--dropout", dropout),
+    FLAG("--zero", zero),
 };
 #undef I64
 #undef FLAG
+#define PLAN_MAX_OPTS (sizeof model_opts / sizeof model_opts[0] + 32)
+
+typedef struct {
+    plan_opt *opts;
+    size_t n;
+} opts_arg;
+
+/* The ops' parameters as options: a 0|1 flag takes one value, bytes > 0. */
+static void add_param_opt(const mf_plan_param_spec *spec, void *arg)
+{
+    opts_arg *a = arg;
+    if (a->n == PLAN_MAX_OPTS) return;
+    plan_opt o = {spec->option, spec->kind == MF_PLAN_PARAM_FLAG ? 1 : spec->kind == MF_PLAN_PARAM_BYTES ? 2 : 0, 0,
+                  spec};
+    a->opts[a->n++] = o;
+}
 
 int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
 {
@@ -515,6 +554,11 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
     const plan_opt *sweep = NULL; /* the option given a list of values, if any */
     int64_t sweep_vals[PLAN_MAX_SWEEP];
     size_t n_sweep = 0;
+    plan_opt plan_opts[PLAN_MAX_OPTS];
+    opts_arg oa = {plan_opts, sizeof model_opts / sizeof model_opts[0]};
+    memcpy(plan_opts, model_opts, sizeof model_opts);
+    for_each_param(add_param_opt, &oa);
+    const size_t n_opts = oa.n;
     /* the preset first, whatever its position, so options override it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -575,7 +619,7 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             }
             continue;
         }
-        for (size_t k = 0; k < sizeof plan_opts / sizeof plan_opts[0] && !matched; k++) {
+        for (size_t k = 0; k < n_opts && !matched; k++) {
             const plan_opt *o = &plan_opts[k];
             if (strlen(o->name) != len || strncmp(a, o->name, len) != 0) continue;
             matched = 1;
@@ -603,7 +647,10 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
                     }
                     sweep_vals[n_sweep++] = x;
                 }
-                set_opt(&cfg, o, sweep_vals[0]);
+                if (set_opt(&cfg, o, sweep_vals[0]) != MF_OK) {
+                    fprintf(err, "memfix plan: %s: %s\n", o->name, mf_last_error());
+                    return MF_CLI_USAGE;
+                }
                 continue;
             }
             if (val == NULL || !parse_i64(val, &v)) {
@@ -612,20 +659,13 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
                 return MF_CLI_USAGE;
             }
             if (sweep == o) sweep = NULL; /* a later single value replaces the list */
-            char *field = (char *)&cfg + o->offset;
-            if (o->kind == 0) {
-                memcpy(field, &v, sizeof v);
-            } else if (o->kind == 1) {
-                if (v < INT32_MIN || v > INT32_MAX) v = -1; /* rejected by validation */
-                int iv = (int)v;
-                memcpy(field, &iv, sizeof iv);
-            } else {
-                if (v <= 0) {
-                    fprintf(err, "memfix plan: %s must be > 0\n", o->name);
-                    return MF_CLI_USAGE;
-                }
-                size_t sv = (size_t)v;
-                memcpy(field, &sv, sizeof sv);
+            if (o->kind == 2 && v <= 0) {
+                fprintf(err, "memfix plan: %s must be > 0\n", o->name);
+                return MF_CLI_USAGE;
+            }
+            if (set_opt(&cfg, o, v) != MF_OK) {
+                fprintf(err, "memfix plan: %s: %s\n", o->name, mf_last_error());
+                return MF_CLI_USAGE;
             }
         }
         if (!matched) {
@@ -633,14 +673,6 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             return MF_CLI_USAGE;
         }
     }
-    if (cfg.nsa && cfg.nsa_l == 0) { /* seed 001's NSA configuration */
-        cfg.nsa_l = 32;
-        cfg.nsa_d = 16;
-        cfg.nsa_l_sel = 64;
-        cfg.nsa_n_sel = 16;
-        cfg.nsa_w = 512;
-    }
-
     if (preset != NULL && preset->kind == MF_PLAN_PRESET_ATTENTION_SWEEP) {
         if (mf_plan_config_validate(&cfg) != MF_OK) {
             fprintf(err, "memfix plan: invalid configuration: %s\n", mf_last_error());

@@ -6,6 +6,7 @@
 
 #include "attention.cuh"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "op_common.h"
@@ -421,6 +422,23 @@ static const mf_tolerance attention_tolerances[] = {
      "tensor-core path: every gradient sum has one bf16-rounded factor (P for dv, dS for dq/dk; rel 2^-9) and Delta inherits out's bf16-P error: |err| <= 2^-9 x (column mass of P <= 1 + ln N ~ 6.5 at N = 256) x max|dout or dp| ~ 1e-2; two independent roundings give nmse ~ 2 x 2^-18/3 = 2.6e-6 for zero-mean k, q (measured max abs 2.9e-3, nmse <= 3.0e-6; a common offset in k or q grows dq/dk's relative error: sum_j ds_ij = 0 is not kept by bf16 dS)"},
 };
 
+/* ---- memfix plan: standard attention's scores vs tiled, one layer (seed 003) ---- */
+static mf_status attention_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
+{
+    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the attention plan row");
+    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    /* b*a*s*s*e: mf_attention_theoretical_memory's standard_scores (test_plan) */
+    const size_t scores[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, mf_dtype_size(cfg->dtype)};
+    mf_plan_fix_row *r = &rows[(*n)++];
+    mf_plan_fix_row_set(r, "attention", "scores B*H*N*N*e (per layer)", mf_plan_product(5, scores),
+                        "tiled: backward Delta 4*B*H*N", mf_attention_tiled_backward_scratch_ceiling(B, H, S));
+    snprintf(r->shape, sizeof r->shape, "B=%lld H=%lld N=%lld D=%lld %s", (long long)B, (long long)H, (long long)S,
+             (long long)Dh, mf_dtype_name(cfg->dtype));
+    return MF_OK;
+}
+
+static const mf_op_plan attention_plan = {0, NULL, attention_plan_rows, NULL};
+
 const mf_op_desc mf_op_attention = {
     "attention",
     "softmax(q k^T / sqrt(D)) v, fwd+bwd: tiled online softmax vs materialized N x N scores (seed 003)",
@@ -433,4 +451,5 @@ const mf_op_desc mf_op_attention = {
     &attention_bench,
     (int)(sizeof attention_tolerances / sizeof attention_tolerances[0]),
     attention_tolerances,
+    &attention_plan,
 };

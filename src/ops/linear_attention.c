@@ -6,6 +6,7 @@
 
 #include "linear_attention.cuh"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "op_common.h"
@@ -581,6 +582,22 @@ static const mf_tolerance linear_attention_tolerances[] = {
      "S_N = S0 + sum_n k'_n v_n^T with k' = hi + lo (two bf16, 2^-17 = 7.6e-6 relative) and bf16 v exact, fp32 accumulation: random walk of N <= 201 terms |k'v| <= 2.5 with rms error 2.5*7.6e-6/sqrt3: 4 sigma ~ 6e-5 at N = 200 (measured 2.6e-5 at N = 77, D = 128); z from fp32 phi (rtol as state.f32)"},
 };
 
+/* ---- memfix plan: the causal cumulative state vs the chunked form (seed 003) ---- */
+static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
+{
+    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the linear_attention plan row");
+    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    const size_t cumsum[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype)};
+    mf_plan_fix_row *r = &rows[(*n)++];
+    mf_plan_fix_row_set(r, "linear_attention", "kv cumsum B*H*N*D*D*e (causal)", mf_plan_product(6, cumsum),
+                        "chunked: backward 8*B*H*N", mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh));
+    snprintf(r->shape, sizeof r->shape, "B=%lld H=%lld N=%lld D=Dv=%lld %s", (long long)B, (long long)H,
+             (long long)S, (long long)Dh, mf_dtype_name(cfg->dtype));
+    return MF_OK;
+}
+
+static const mf_op_plan la_plan = {0, NULL, la_plan_rows, NULL};
+
 const mf_op_desc mf_op_linear_attention = {
     "linear_attention",
     "elu+1 linear attention fwd+bwd: causal chunked state carry vs materialized cumsum; bidirectional (seed 003)",
@@ -593,4 +610,5 @@ const mf_op_desc mf_op_linear_attention = {
     &la_bench,
     (int)(sizeof linear_attention_tolerances / sizeof linear_attention_tolerances[0]),
     linear_attention_tolerances,
+    &la_plan,
 };

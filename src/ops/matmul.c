@@ -287,4 +287,5 @@ const mf_op_desc mf_op_matmul = {
     &matmul_bench,
     (int)(sizeof matmul_tolerances / sizeof matmul_tolerances[0]),
     matmul_tolerances,
+    NULL, /* no plan rows: a matmul is not a memory fix of a model */
 };

@@ -10,6 +10,7 @@
 
 #include "npt.cuh"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "op_common.h"
@@ -627,6 +628,28 @@ static const mf_tolerance npt_tolerances[] = {
      "p = gB*m and q = u*m rounded to bf16 (u = 2^-8) feed grad_h/A/B; the partial p.A^T is rounded before g.W^T is added; outputs rounded once: 2u*|ref| + u*sqrt(K)*rms(term) (measured 3.1e-2 at |ref| ~ 5.5, within 48% of the bound)"},
 };
 
+/* ---- memfix plan: the per-token weight delta vs the factored form (seed 004) ---- */
+static const mf_plan_param_spec npt_plan_params[] = {
+    {"npt_rank", "--npt-rank", "R", "also plan the NPT weight delta at rank R (seed 004)", MF_PLAN_PARAM_COUNT, 0},
+};
+
+static mf_status npt_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
+{
+    const int64_t rank = mf_plan_param_get(cfg, "npt_rank");
+    if (rank <= 0) return MF_OK; /* not asked for */
+    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the npt plan row");
+    const mf_npt_shape sh = {cfg->batch, cfg->seq, cfg->d_model, cfg->d_ffn, rank};
+    mf_plan_fix_row *r = &rows[(*n)++];
+    mf_plan_fix_row_set(r, "npt", "delta_w B*S*D*F*e", mf_npt_delta_w_bytes(cfg->dtype, sh),
+                        "factored: c*r*(4+e) per chunk", mf_npt_factored_forward_scratch_ceiling(cfg->dtype, sh, NULL));
+    snprintf(r->shape, sizeof r->shape, "B=%lld S=%lld D=%lld F=%lld r=%lld %s", (long long)sh.batch,
+             (long long)sh.seq, (long long)sh.d_model, (long long)sh.d_ffn, (long long)sh.rank,
+             mf_dtype_name(cfg->dtype));
+    return MF_OK;
+}
+
+static const mf_op_plan npt_plan = {1, npt_plan_params, npt_plan_rows, NULL};
+
 const mf_op_desc mf_op_npt = {
     "npt",
     "NPT per-token rank-r weight delta: 4D einsum reference vs factored h.W + ((h.A)*m).B, "
@@ -640,4 +663,5 @@ const mf_op_desc mf_op_npt = {
     &npt_bench,
     (int)(sizeof npt_tolerances / sizeof npt_tolerances[0]),
     npt_tolerances,
+    &npt_plan,
 };

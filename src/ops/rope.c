@@ -7,6 +7,7 @@
 #include "rope.cuh"
 #include "rope_args.h"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "op_common.h"
@@ -515,6 +516,20 @@ static const mf_tolerance rope_tolerances[] = {
      "backward(forward(x)) vs x: two fp32 rotations, each within rope.out.f32's 4*2^-24*(|x0|+|x1|) with |x|, |y| < sqrt(2)"},
 };
 
+/* ---- memfix plan: host position and cos/sin tables vs the device cache (seed 000, bug 2) ---- */
+static mf_status rope_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
+{
+    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the rope plan row");
+    const int64_t S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    mf_plan_fix_row *r = &rows[(*n)++];
+    mf_plan_fix_row_set(r, "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
+                        "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh));
+    snprintf(r->shape, sizeof r->shape, "L=%lld rotary_dim=%lld", (long long)S, (long long)Dh);
+    return MF_OK;
+}
+
+static const mf_op_plan rope_plan = {0, NULL, rope_plan_rows, NULL};
+
 const mf_op_desc mf_op_rope = {
     "rope",
     "RoPE with device-generated positions, double angles: fused (no table) and device cos/sin cache vs "
@@ -528,4 +543,5 @@ const mf_op_desc mf_op_rope = {
     &rope_bench,
     (int)(sizeof rope_tolerances / sizeof rope_tolerances[0]),
     rope_tolerances,
+    &rope_plan,
 };
