@@ -127,6 +127,12 @@ static int parse_i64(const char *s, int64_t *out)
     return 1;
 }
 
+/* Prints root (then frees it): MF_CLI_OK, or MF_CLI_UNAVAILABLE when it cannot be printed. */
+static int print_json(cJSON *root, FILE *out)
+{
+    return mf_cli_print_json(out, root) ? MF_CLI_OK : MF_CLI_UNAVAILABLE;
+}
+
 static void add_bytes(cJSON *o, const char *key, size_t b)
 {
     if (b == SIZE_MAX) cJSON_AddNullToObject(o, key);
@@ -183,11 +189,7 @@ static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, i
         cJSON_AddNumberToObject(root, "head_dim", (double)D);
         cJSON_AddNumberToObject(root, "elem_bytes", (double)e);
         cJSON_AddItemToObject(root, "attention", arr);
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        if (text == NULL) return MF_CLI_UNAVAILABLE;
-        fprintf(out, "%s\n", text);
-        cJSON_free(text);
+        return print_json(root, out);
     } else if (B == 4 && H == 8 && D == 64) {
         fprintf(out,
                 "\nThe document's prose says the bidirectional KV state is \"2 MB\" and the causal\n"
@@ -209,34 +211,41 @@ static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, i
 /* ---- what the seed documents say, next to the corrected figure ----------------------- */
 /* The note for a figure of a preset whose seed document states a different value
  * (docs/plan.md, "Where the documents' figures disagree with their shapes"), or
- * NULL. 'what': "parameters", "weights", "npt". */
+ * NULL. 'what': "parameters", "weights", "npt". A preset matches a row naming
+ * it exactly or, for a row ending in '*', by that prefix; the first match wins. */
+static const struct {
+    const char *preset, *what, *note;
+} seed_notes[] = {
+    {"000", "parameters",
+     "corrected: seed 000 says \"3.92B params\"; Qwen3-4B's shapes (d_model 2560 as the seed implies) give 4.02B"},
+    {"000", "weights",
+     "corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB (3.92e9 x 2 B); these shapes "
+     "give 7.49 GiB"},
+    {"001*", "parameters",
+     "corrected: seed 001 says \"~95.3M parameters\"; its stated dimensions (12 x 768, vocab 50,304, tied; FFN 4 x "
+     "768 assumed) give 111.8M"},
+    {"002-10k", "parameters",
+     "corrected: seed 002 says \"6 x 11M = 66M\" for the layers and \"~76M params\"; a 512-wide layer with a 2048 "
+     "FFN has 3,152,384, so 29.2M in all"},
+    {"002*", "parameters",
+     "corrected: seed 002 says \"~200M params\" with a 50K vocabulary and \"6 x 11M\" for the layers; a layer has "
+     "3,152,384, so 70.5M (Pythia-70M's size)"},
+    {"004-doc", "npt",
+     "corrected: seed 004 says \"~448 GB\" for this shape; 4 x 512 x 4096 x 11008 fp32 is 344 GiB (448 GiB is d_ffn "
+     "14336: preset 004)"},
+    {"004", "npt",
+     "seed 004's \"~448 GB\" is this shape's figure (448 GiB), not its 4096 x 11008 example's (344 GiB: preset "
+     "004-doc)"},
+};
+
 static const char *seed_note(const char *preset, const char *what)
 {
     if (preset == NULL) return NULL;
-    if (strcmp(preset, "000") == 0) {
-        if (strcmp(what, "parameters") == 0)
-            return "corrected: seed 000 says \"3.92B params\"; Qwen3-4B's shapes (d_model 2560 as the seed "
-                   "implies) give 4.02B";
-        if (strcmp(what, "weights") == 0)
-            return "corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB "
-                   "(3.92e9 x 2 B); these shapes give 7.49 GiB";
-    }
-    if (strncmp(preset, "001", 3) == 0 && strcmp(what, "parameters") == 0)
-        return "corrected: seed 001 says \"~95.3M parameters\"; its stated dimensions (12 x 768, vocab "
-               "50,304, tied; FFN 4 x 768 assumed) give 111.8M";
-    if (strncmp(preset, "002", 3) == 0 && strcmp(what, "parameters") == 0)
-        return strcmp(preset, "002-10k") == 0
-                   ? "corrected: seed 002 says \"6 x 11M = 66M\" for the layers and \"~76M params\"; a "
-                     "512-wide layer with a 2048 FFN has 3,152,384, so 29.2M in all"
-                   : "corrected: seed 002 says \"~200M params\" with a 50K vocabulary and \"6 x 11M\" for "
-                     "the layers; a layer has 3,152,384, so 70.5M (Pythia-70M's size)";
-    if (strcmp(what, "npt") == 0) {
-        if (strcmp(preset, "004-doc") == 0)
-            return "corrected: seed 004 says \"~448 GB\" for this shape; 4 x 512 x 4096 x 11008 fp32 is "
-                   "344 GiB (448 GiB is d_ffn 14336: preset 004)";
-        if (strcmp(preset, "004") == 0)
-            return "seed 004's \"~448 GB\" is this shape's figure (448 GiB), not its 4096 x 11008 example's "
-                   "(344 GiB: preset 004-doc)";
+    for (size_t i = 0; i < sizeof seed_notes / sizeof seed_notes[0]; i++) {
+        const char *p = seed_notes[i].preset;
+        const size_t len = strlen(p);
+        const int match = p[len - 1] == '*' ? strncmp(preset, p, len - 1) == 0 : strcmp(preset, p) == 0;
+        if (match && strcmp(what, seed_notes[i].what) == 0) return seed_notes[i].note;
     }
     return NULL;
 }
@@ -250,6 +259,53 @@ static int exceeds_naive(const mf_plan_fix_row *r)
 }
 
 /* ---- model output ---------------------------------------------------------------------- */
+/* A struct's fields as --json members, in table order: 'i' an int64_t, 'b'
+ * bytes (a size_t; null for SIZE_MAX), 'n' an int, 'f' an int flag (a bool),
+ * 'd' an mf_dtype (its name). */
+typedef struct {
+    const char *key;
+    char kind;
+    size_t offset;
+} json_field;
+
+static void add_fields(cJSON *o, const void *base, const json_field *fields, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *f = (const char *)base + fields[i].offset;
+        int64_t i64;
+        size_t bytes;
+        int iv;
+        mf_dtype dt;
+        switch (fields[i].kind) {
+        case 'i': memcpy(&i64, f, sizeof i64); cJSON_AddNumberToObject(o, fields[i].key, (double)i64); break;
+        case 'b': memcpy(&bytes, f, sizeof bytes); add_bytes(o, fields[i].key, bytes); break;
+        case 'n': memcpy(&iv, f, sizeof iv); cJSON_AddNumberToObject(o, fields[i].key, iv); break;
+        case 'f': memcpy(&iv, f, sizeof iv); cJSON_AddBoolToObject(o, fields[i].key, iv); break;
+        default: memcpy(&dt, f, sizeof dt); cJSON_AddStringToObject(o, fields[i].key, mf_dtype_name(dt)); break;
+        }
+    }
+}
+
+#define CFG(kind, field) {#field, kind, offsetof(mf_plan_config, field)}
+static const json_field config_fields[] = {
+    CFG('i', layers),        CFG('i', d_model),         CFG('i', d_ffn),     CFG('i', heads),
+    CFG('i', kv_heads),      CFG('i', head_dim),        CFG('i', vocab),     CFG('i', max_positions),
+    CFG('f', tied_embeddings), CFG('f', gated_mlp),     CFG('f', linear_bias), CFG('f', layernorm),
+    CFG('f', qk_norm),       CFG('f', dropout),         CFG('i', batch),     CFG('i', seq),
+    CFG('d', dtype),         CFG('i', dp),              CFG('n', zero),
+};
+#undef CFG
+#define MEM(kind, field) {#field, kind, offsetof(mf_plan_memory, field)}
+static const json_field memory_fields[] = {
+    MEM('i', params),          MEM('i', embedding_params),   MEM('i', layer_params),     MEM('b', weights_bytes),
+    MEM('b', grads_bytes),     MEM('b', optimizer_bytes),    MEM('b', weights_gpu),      MEM('b', grads_gpu),
+    MEM('b', optimizer_gpu),   MEM('b', act_layer_standard), MEM('b', act_layer_tiled),  MEM('b', act_outside_layers),
+    MEM('b', act_standard),    MEM('b', act_tiled),          MEM('b', act_ckpt_standard), MEM('b', act_ckpt_tiled),
+    MEM('b', logits_bytes),    MEM('b', loss_naive),         MEM('b', loss_chunked),     MEM('i', loss_chunk_rows),
+    MEM('f', loss_capped_by_logits), MEM('b', loss_fused),   MEM('b', total_naive),      MEM('b', total_optimized),
+};
+#undef MEM
+
 typedef struct {
     cJSON *obj;
     const mf_plan_config *cfg;
@@ -271,52 +327,14 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     if (preset) cJSON_AddStringToObject(root, "preset", preset);
     else cJSON_AddNullToObject(root, "preset");
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
-    cJSON_AddNumberToObject(cfg, "layers", (double)c->layers);
-    cJSON_AddNumberToObject(cfg, "d_model", (double)c->d_model);
-    cJSON_AddNumberToObject(cfg, "d_ffn", (double)c->d_ffn);
-    cJSON_AddNumberToObject(cfg, "heads", (double)c->heads);
-    cJSON_AddNumberToObject(cfg, "kv_heads", (double)mf_plan_kv_heads(c));
-    cJSON_AddNumberToObject(cfg, "head_dim", (double)mf_plan_head_dim(c));
-    cJSON_AddNumberToObject(cfg, "vocab", (double)c->vocab);
-    cJSON_AddNumberToObject(cfg, "max_positions", (double)c->max_positions);
-    cJSON_AddBoolToObject(cfg, "tied_embeddings", c->tied_embeddings);
-    cJSON_AddBoolToObject(cfg, "gated_mlp", c->gated_mlp);
-    cJSON_AddBoolToObject(cfg, "linear_bias", c->linear_bias);
-    cJSON_AddBoolToObject(cfg, "layernorm", c->layernorm);
-    cJSON_AddBoolToObject(cfg, "qk_norm", c->qk_norm);
-    cJSON_AddBoolToObject(cfg, "dropout", c->dropout);
-    cJSON_AddNumberToObject(cfg, "batch", (double)c->batch);
-    cJSON_AddNumberToObject(cfg, "seq", (double)c->seq);
-    cJSON_AddStringToObject(cfg, "dtype", mf_dtype_name(c->dtype));
-    cJSON_AddNumberToObject(cfg, "dp", (double)c->dp);
-    cJSON_AddNumberToObject(cfg, "zero", c->zero);
+    mf_plan_config resolved = *c; /* kv_heads and head_dim as used, not 0 */
+    resolved.kv_heads = mf_plan_kv_heads(c);
+    resolved.head_dim = mf_plan_head_dim(c);
+    add_fields(cfg, &resolved, config_fields, sizeof config_fields / sizeof config_fields[0]);
     json_params_arg jp = {cfg, c};
     for_each_param(json_param, &jp);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
-    cJSON_AddNumberToObject(mem, "params", (double)m->params);
-    cJSON_AddNumberToObject(mem, "embedding_params", (double)m->embedding_params);
-    cJSON_AddNumberToObject(mem, "layer_params", (double)m->layer_params);
-    add_bytes(mem, "weights_bytes", m->weights_bytes);
-    add_bytes(mem, "grads_bytes", m->grads_bytes);
-    add_bytes(mem, "optimizer_bytes", m->optimizer_bytes);
-    add_bytes(mem, "weights_gpu", m->weights_gpu);
-    add_bytes(mem, "grads_gpu", m->grads_gpu);
-    add_bytes(mem, "optimizer_gpu", m->optimizer_gpu);
-    add_bytes(mem, "act_layer_standard", m->act_layer_standard);
-    add_bytes(mem, "act_layer_tiled", m->act_layer_tiled);
-    add_bytes(mem, "act_outside_layers", m->act_outside_layers);
-    add_bytes(mem, "act_standard", m->act_standard);
-    add_bytes(mem, "act_tiled", m->act_tiled);
-    add_bytes(mem, "act_ckpt_standard", m->act_ckpt_standard);
-    add_bytes(mem, "act_ckpt_tiled", m->act_ckpt_tiled);
-    add_bytes(mem, "logits_bytes", m->logits_bytes);
-    add_bytes(mem, "loss_naive", m->loss_naive);
-    add_bytes(mem, "loss_chunked", m->loss_chunked);
-    cJSON_AddNumberToObject(mem, "loss_chunk_rows", (double)m->loss_chunk_rows);
-    cJSON_AddBoolToObject(mem, "loss_capped_by_logits", m->loss_capped_by_logits);
-    add_bytes(mem, "loss_fused", m->loss_fused);
-    add_bytes(mem, "total_naive", m->total_naive);
-    add_bytes(mem, "total_optimized", m->total_optimized);
+    add_fields(mem, m, memory_fields, sizeof memory_fields / sizeof memory_fields[0]);
     cJSON *fixes = cJSON_AddArrayToObject(root, "fixes");
     for (size_t i = 0; i < n_rows; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -344,13 +362,7 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
 static int print_model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
                             const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
 {
-    cJSON *root = model_json(preset, c, m, rows, n_rows);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (text == NULL) return MF_CLI_UNAVAILABLE;
-    fprintf(out, "%s\n", text);
-    cJSON_free(text);
-    return MF_CLI_OK;
+    return print_json(model_json(preset, c, m, rows, n_rows), out);
 }
 
 static void print_model_table(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
@@ -494,12 +506,7 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         cJSON *notes = cJSON_AddObjectToObject(root, "seed_notes");
         for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
             if (seed_note(preset, what[i])) cJSON_AddStringToObject(notes, what[i], seed_note(preset, what[i]));
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        if (text == NULL) return MF_CLI_UNAVAILABLE;
-        fprintf(out, "%s\n", text);
-        cJSON_free(text);
-        return MF_CLI_OK;
+        return print_json(root, out);
     }
     if (exceeded) {
         mf_plan_memory m;
