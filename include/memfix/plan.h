@@ -188,19 +188,28 @@ typedef struct mf_plan_fix_row {
  * MF_PLAN_MAX_FIX_ROWS. */
 MF_API mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t *n_rows);
 
-/* For the ops' plan functions: a row's fields (shape left empty), and a
- * product of sizes in bytes, SIZE_MAX on overflow or a SIZE_MAX factor. */
-MF_API void mf_plan_fix_row_set(mf_plan_fix_row *r, const char *fix, const char *naive_what, size_t naive,
-                                const char *optimized_what, size_t optimized);
+/* For the ops' plan functions: the rows being filled, a row appended to them
+ * (its shape from the printf-style format; it is out->rows[out->n - 1];
+ * MF_ERR_OVERFLOW when they are full), and a product of sizes in bytes
+ * (SIZE_MAX on overflow or a SIZE_MAX factor). */
+typedef struct mf_plan_rows {
+    mf_plan_fix_row *rows;
+    size_t cap, n;
+} mf_plan_rows;
+MF_API mf_status mf_plan_row_add(mf_plan_rows *out, const char *fix, const char *naive_what, size_t naive,
+                                 const char *optimized_what, size_t optimized, const char *shape_fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 7, 8)))
+#endif
+    ;
 MF_API size_t mf_plan_product(size_t n, const size_t *factors);
 
 /* The plan part of an op's descriptor (mf_op_desc.plan, memfix/registry.h). */
 typedef struct mf_op_plan {
     int n_params;
     const mf_plan_param_spec *params;
-    /* Appends the op's rows for cfg (validated) at rows[*n], advancing *n;
-     * at most cap - *n rows (MF_ERR_OVERFLOW past it). NULL: no rows. */
-    mf_status (*rows)(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n);
+    /* Appends the op's rows for cfg (validated) with mf_plan_row_add. NULL: no rows. */
+    mf_status (*rows)(const mf_plan_config *cfg, mf_plan_rows *out);
     /* Only the op computing the model's loss: fills m's loss_chunked ..
      * loss_exceeds_why for cfg (validated). */
     mf_status (*loss)(const mf_plan_config *cfg, mf_plan_memory *m);

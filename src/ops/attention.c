@@ -399,6 +399,20 @@ static const mf_bench_sweep attention_bench = {"causal, B=1 H=2 N=n D=Dv=32", {6
                                                attention_bench_setup, attention_bench_reference,
                                                attention_bench_optimized};
 
+/* ---- memfix plan: standard attention's scores vs tiled, one layer (seed 003) ---- */
+static mf_status attention_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq;
+    /* b*a*s*s*e: mf_attention_theoretical_memory's standard_scores (test_plan) */
+    const size_t scores[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, mf_dtype_size(cfg->dtype)};
+    return mf_plan_row_add(out, "attention", "scores B*H*N*N*e (per layer)", mf_plan_product(5, scores),
+                           "tiled: backward Delta 4*B*H*N", mf_attention_tiled_backward_scratch_ceiling(B, H, S),
+                           "B=%lld H=%lld N=%lld D=%lld %s", (long long)B, (long long)H, (long long)S,
+                           (long long)mf_plan_head_dim(cfg), mf_dtype_name(cfg->dtype));
+}
+
+static const mf_op_plan attention_plan = {0, NULL, attention_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance attention_tolerances[] = {
@@ -421,23 +435,6 @@ static const mf_tolerance attention_tolerances[] = {
     {"attention.mma.grad.bf16", 1e-2, 1e-2, 1e-5,
      "tensor-core path: every gradient sum has one bf16-rounded factor (P for dv, dS for dq/dk; rel 2^-9) and Delta inherits out's bf16-P error: |err| <= 2^-9 x (column mass of P <= 1 + ln N ~ 6.5 at N = 256) x max|dout or dp| ~ 1e-2; two independent roundings give nmse ~ 2 x 2^-18/3 = 2.6e-6 for zero-mean k, q (measured max abs 2.9e-3, nmse <= 3.0e-6; a common offset in k or q grows dq/dk's relative error: sum_j ds_ij = 0 is not kept by bf16 dS)"},
 };
-
-/* ---- memfix plan: standard attention's scores vs tiled, one layer (seed 003) ---- */
-static mf_status attention_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
-{
-    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the attention plan row");
-    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
-    /* b*a*s*s*e: mf_attention_theoretical_memory's standard_scores (test_plan) */
-    const size_t scores[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, mf_dtype_size(cfg->dtype)};
-    mf_plan_fix_row *r = &rows[(*n)++];
-    mf_plan_fix_row_set(r, "attention", "scores B*H*N*N*e (per layer)", mf_plan_product(5, scores),
-                        "tiled: backward Delta 4*B*H*N", mf_attention_tiled_backward_scratch_ceiling(B, H, S));
-    snprintf(r->shape, sizeof r->shape, "B=%lld H=%lld N=%lld D=%lld %s", (long long)B, (long long)H, (long long)S,
-             (long long)Dh, mf_dtype_name(cfg->dtype));
-    return MF_OK;
-}
-
-static const mf_op_plan attention_plan = {0, NULL, attention_plan_rows, NULL};
 
 const mf_op_desc mf_op_attention = {
     "attention",

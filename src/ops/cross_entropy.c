@@ -607,19 +607,6 @@ static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
 static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)", {64, 128, 256}, 3, ce_bench_setup,
                                         ce_bench_reference, ce_bench_optimized};
 
-/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
- * table): "cross_entropy.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
-static const mf_tolerance cross_entropy_tolerances[] = {
-    {"cross_entropy.loss.f32", 2e-6, 2e-6, 1e-11,
-     "fp32 logits (D-term fp32 dot, ~1e-7), fp32 max/exp/log over V and a row loss ~ lse ~ log V < 10: a few ulp of 10 (~1e-6); the final sum is double"},
-    {"cross_entropy.loss.bf16", 2e-6, 2e-6, 1e-11,
-     "same as loss.f32: bf16 inputs are widened exactly and the logits tile, softmax and loss stay fp32 (only the gradient tile is narrowed)"},
-    {"cross_entropy.grad.f32", 2e-6, 1e-4, 1e-10,
-     "p = exp(s - lse) with lse rounded to fp32 (2 ulp of lse <= 10: 1.9e-6 rel), so sum_j |dG| <= |g|*1.9e-6; times max|W| <= 0.5, |g| <= 1.5: 1.4e-6; rtol: fp32 sums over V or N"},
-    {"cross_entropy.grad.bf16", 6e-3, 8e-3, 2e-5,
-     "dL/dz narrowed to bf16 (u = 2^-8) for the bf16 GEMMs: |err| <= u * sum |G||x|, dominated by the target term |g| <= 1.5 with |x| <= 1 (5.9e-3); rtol 2u; nmse ~ u^2/3 = 5e-6, x4 for partial cancellation"},
-};
-
 /* ---- memfix plan: the logits vs the chunked loss (seed 000, bug 1); the loss's figures ---- */
 static const mf_plan_param_spec ce_plan_params[] = {
     {"ce_budget", "--ce-budget", "BYTES", "scratch budget of the chunked loss (default 1 GiB)", MF_PLAN_PARAM_BYTES,
@@ -639,21 +626,18 @@ static mf_status ce_plan_chunking(const mf_plan_config *cfg, mf_cross_entropy_pl
     return mf_cross_entropy_plan(cfg->batch * cfg->seq, cfg->vocab, cfg->dtype, &ce, info);
 }
 
-static mf_status ce_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
+static mf_status ce_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
-    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the cross_entropy plan row");
     mf_cross_entropy_plan_info info;
     MF_TRY(ce_plan_chunking(cfg, &info));
     const int64_t N = cfg->batch * cfg->seq;
     char what[64];
     snprintf(what, sizeof what, "fp32 tile, C=%lld rows (%lld chunks%s)", (long long)info.chunk_rows,
              (long long)info.n_chunks, info.capped_by_logits ? ", capped at logits" : "");
-    mf_plan_fix_row *r = &rows[(*n)++];
-    mf_plan_fix_row_set(r, "cross_entropy", "logits N*V*e", mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype),
-                        what, mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows));
-    snprintf(r->shape, sizeof r->shape, "N=%lld V=%lld %s", (long long)N, (long long)cfg->vocab,
-             mf_dtype_name(cfg->dtype));
-    r->exceeds_why = ce_plan_exceeds_why;
+    MF_TRY(mf_plan_row_add(out, "cross_entropy", "logits N*V*e", mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype),
+                           what, mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows),
+                           "N=%lld V=%lld %s", (long long)N, (long long)cfg->vocab, mf_dtype_name(cfg->dtype)));
+    out->rows[out->n - 1].exceeds_why = ce_plan_exceeds_why;
     return MF_OK;
 }
 
@@ -672,6 +656,19 @@ static mf_status ce_plan_loss(const mf_plan_config *cfg, mf_plan_memory *m)
 }
 
 static const mf_op_plan ce_plan = {1, ce_plan_params, ce_plan_rows, ce_plan_loss};
+
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "cross_entropy.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance cross_entropy_tolerances[] = {
+    {"cross_entropy.loss.f32", 2e-6, 2e-6, 1e-11,
+     "fp32 logits (D-term fp32 dot, ~1e-7), fp32 max/exp/log over V and a row loss ~ lse ~ log V < 10: a few ulp of 10 (~1e-6); the final sum is double"},
+    {"cross_entropy.loss.bf16", 2e-6, 2e-6, 1e-11,
+     "same as loss.f32: bf16 inputs are widened exactly and the logits tile, softmax and loss stay fp32 (only the gradient tile is narrowed)"},
+    {"cross_entropy.grad.f32", 2e-6, 1e-4, 1e-10,
+     "p = exp(s - lse) with lse rounded to fp32 (2 ulp of lse <= 10: 1.9e-6 rel), so sum_j |dG| <= |g|*1.9e-6; times max|W| <= 0.5, |g| <= 1.5: 1.4e-6; rtol: fp32 sums over V or N"},
+    {"cross_entropy.grad.bf16", 6e-3, 8e-3, 2e-5,
+     "dL/dz narrowed to bf16 (u = 2^-8) for the bf16 GEMMs: |err| <= u * sum |G||x|, dominated by the target term |g| <= 1.5 with |x| <= 1 (5.9e-3); rtol 2u; nmse ~ u^2/3 = 5e-6, x4 for partial cancellation"},
+};
 
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",

@@ -9,6 +9,7 @@
 #include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
+#include "linear_attention_args.h"
 #include "op_common.h"
 
 #include <stdio.h>
@@ -43,14 +44,6 @@ size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, 
 }
 
 /* ---- validation and dispatch ------------------------------------------------------------- */
-static int state_any(const mf_linear_attention_state *s) {
-    return s != NULL && (s->initial_kv != NULL || s->initial_z != NULL || s->final_kv != NULL ||
-                         s->final_z != NULL);
-}
-static int grad_any(const mf_linear_attention_state_grad *g) {
-    return g != NULL && (g->d_final_kv != NULL || g->d_final_z != NULL ||
-                         g->d_initial_kv != NULL || g->d_initial_z != NULL);
-}
 
 static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype, int causal,
                               int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
@@ -79,7 +72,7 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
                                       int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
                                       const void *q, const void *k, const void *v,
                                       const mf_linear_attention_state *state, float *out) {
-    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, state_any(state)));
+    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, mf_la_state_any(state)));
     /* The operands (the state's optional), then their extents before any launch
      * (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
@@ -109,7 +102,7 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
                                        const mf_linear_attention_state_grad *grad, float *dq,
                                        float *dk, float *dv) {
     MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv,
-                        state_any(state) || grad_any(grad)));
+                        mf_la_state_any(state) || mf_la_grad_any(grad)));
     /* The operands (the state's and its gradient's optional), then their extents
      * before any launch (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
@@ -545,6 +538,19 @@ static mf_status la_bench_optimized(mf_context *ctx, mf_bench_case *c) {
 static const mf_bench_sweep la_bench = {"causal, chunk 16, B=1 H=2 N=n D=16", {64, 128, 256}, 3, la_bench_setup,
                                         la_bench_reference, la_bench_optimized};
 
+/* ---- memfix plan: the causal cumulative state vs the chunked form (seed 003) ---- */
+static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    const size_t cumsum[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype)};
+    return mf_plan_row_add(out, "linear_attention", "kv cumsum B*H*N*D*D*e (causal)", mf_plan_product(6, cumsum),
+                           "chunked: backward 8*B*H*N", mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh),
+                           "B=%lld H=%lld N=%lld D=Dv=%lld %s", (long long)B, (long long)H, (long long)S,
+                           (long long)Dh, mf_dtype_name(cfg->dtype));
+}
+
+static const mf_op_plan la_plan = {0, NULL, la_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "linear_attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance linear_attention_tolerances[] = {
@@ -581,22 +587,6 @@ static const mf_tolerance linear_attention_tolerances[] = {
     {"linear_attention.state.bf16_mma", 6e-5, 1e-5, 1e-11,
      "S_N = S0 + sum_n k'_n v_n^T with k' = hi + lo (two bf16, 2^-17 = 7.6e-6 relative) and bf16 v exact, fp32 accumulation: random walk of N <= 201 terms |k'v| <= 2.5 with rms error 2.5*7.6e-6/sqrt3: 4 sigma ~ 6e-5 at N = 200 (measured 2.6e-5 at N = 77, D = 128); z from fp32 phi (rtol as state.f32)"},
 };
-
-/* ---- memfix plan: the causal cumulative state vs the chunked form (seed 003) ---- */
-static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
-{
-    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the linear_attention plan row");
-    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
-    const size_t cumsum[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype)};
-    mf_plan_fix_row *r = &rows[(*n)++];
-    mf_plan_fix_row_set(r, "linear_attention", "kv cumsum B*H*N*D*D*e (causal)", mf_plan_product(6, cumsum),
-                        "chunked: backward 8*B*H*N", mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh));
-    snprintf(r->shape, sizeof r->shape, "B=%lld H=%lld N=%lld D=Dv=%lld %s", (long long)B, (long long)H,
-             (long long)S, (long long)Dh, mf_dtype_name(cfg->dtype));
-    return MF_OK;
-}
-
-static const mf_op_plan la_plan = {0, NULL, la_plan_rows, NULL};
 
 const mf_op_desc mf_op_linear_attention = {
     "linear_attention",

@@ -37,13 +37,7 @@ mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype
                 "Hq/Hk=%lld ceil(S/l')=%lld)",
                 MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, MF_NSA_MAX_SEL_BLOCKS, (long long)D,
                 (long long)(Hq / Hk), (long long)mf_nsa_n_selection(cfg, S));
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(g_cmp);
-    MF_CHECK_NOT_NULL(g_slc);
-    MF_CHECK_NOT_NULL(g_win);
-    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_ALL_NOT_NULL(q, k, v, g_cmp, g_slc, g_win, out);
     /* Extents before any launch (the products fit: mf_nsa_validate). */
     const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
     const size_t rk = (size_t)B * (size_t)S * (size_t)Hk;
@@ -313,23 +307,6 @@ static const mf_bench_sweep nsa_bench = {"seed config (l=32 d=16 l'=64 n=16 w=51
                                          {64, 128, 256}, 3, nsa_bench_setup, nsa_bench_reference,
                                          nsa_bench_optimized};
 
-/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
- * table): "nsa.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
-static const mf_tolerance nsa_tolerances[] = {
-    {"nsa.out.f32", 2e-6, 1e-5, 1e-11,
-     "fp32 online softmax per branch (scores |s| <= D*1.5^2*scale ~ 18 at D=64: exp relative error ~ |s|*2^-24 ~ 1e-6) and fp32 sums over <= w or n*l' keys, three gated outputs each <= 1 in magnitude: 1e-5 relative, 2e-6 absolute as attention.out.f32; selection identical (forced blocks, importance gaps >> fp32 error)"},
-    {"nsa.lse.f32", 2e-6, 2e-6, 1e-12,
-     "lse = m + log(l) in fp32 per branch, |lse| <= ~20: a few ulp (2^-24) relative, as attention.lse.f32"},
-    {"nsa.grad.f32", 5e-6, 1e-5, 1e-10,
-     "fp32 p recomputed from the fp32 lse (|s| ~ 18: exp relative error ~ 2e-6), ds and dq sums over <= w + n*l' keys, dk/dv summed by atomicAdd over the queries that see a key (order-dependent rounding, sqrt(S)*2^-24 relative): as attention.grad.f32"},
-    {"nsa.out.bf16", 2e-6, 1e-5, 1e-11,
-     "bf16 storage of q, k, v and the gates only: widened exactly to fp32, the same fp32 arithmetic and fp32 output as nsa.out.f32, so the same bound"},
-    {"nsa.lse.bf16", 2e-6, 2e-6, 1e-12,
-     "bf16 inputs widened exactly; lse in fp32: same bound as nsa.lse.f32"},
-    {"nsa.grad.bf16", 5e-6, 1e-5, 1e-10,
-     "bf16 inputs widened exactly; the fp32 arithmetic of nsa.grad.f32, gradients stored fp32: same bound"},
-};
-
 /* ---- memfix plan: NSA's keys per query vs dense scores, then the op's own scratch (seed 001) ---- */
 size_t mf_nsa_attended_scores_bytes(const mf_nsa_config *c, int64_t b, int64_t a, int64_t s, size_t elem_bytes)
 {
@@ -358,10 +335,9 @@ static const mf_plan_param_spec nsa_plan_params[] = {
  * 1024 + 512 = 1599 > 1024), then the nsa op itself: the dense masked
  * reference's scratch vs the fused kernels' ceiling, the formulas
  * test_nsa_memory asserts. */
-static mf_status nsa_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
+static mf_status nsa_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
     if (!mf_plan_param_get(cfg, "nsa")) return MF_OK; /* not asked for */
-    if (*n + 2 > cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the nsa plan rows");
     const mf_nsa_config nc = mf_nsa_config_seed();
     const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
     const int64_t KV = mf_plan_kv_heads(cfg);
@@ -371,23 +347,37 @@ static mf_status nsa_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows,
     snprintf(owhat, sizeof owhat, "k=%zu keys/query %s N=%lld dense", keys,
              keys > (size_t)S ? ">" : keys == (size_t)S ? "=" : "<", (long long)S);
     const size_t dense[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, e};
-    mf_plan_fix_row *r = &rows[(*n)++];
-    mf_plan_fix_row_set(r, "nsa", "dense scores B*H*N*N*e (per layer)", mf_plan_product(5, dense), owhat,
-                        mf_nsa_attended_scores_bytes(&nc, B, H, S, e));
-    snprintf(r->shape, sizeof r->shape, "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld", (long long)B,
-             (long long)H, (long long)S, (long long)nc.block_cmp, (long long)nc.stride, (long long)nc.block_sel,
-             (long long)nc.n_sel, (long long)nc.window);
-    r->exceeds_why = "at this length a query sees more keys through NSA's branches than N";
-    r = &rows[(*n)++];
-    mf_plan_fix_row_set(r, "nsa_op", "ref: dense masked branches, double",
-                        mf_ref_nsa_backward_scratch_bytes(&nc, B, S, H, KV, Dh),
-                        "fused: pooled k/v + grads 16*B*Hk*nc*D", mf_nsa_backward_scratch_ceiling(&nc, B, S, H, KV, Dh));
-    snprintf(r->shape, sizeof r->shape, "fwd+bwd B=%lld Hq=%lld Hk=%lld S=%lld D=%lld", (long long)B, (long long)H,
-             (long long)KV, (long long)S, (long long)Dh);
-    return MF_OK;
+    MF_TRY(mf_plan_row_add(
+        out, "nsa", "dense scores B*H*N*N*e (per layer)", mf_plan_product(5, dense), owhat,
+        mf_nsa_attended_scores_bytes(&nc, B, H, S, e), "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld",
+        (long long)B, (long long)H, (long long)S, (long long)nc.block_cmp, (long long)nc.stride,
+        (long long)nc.block_sel, (long long)nc.n_sel, (long long)nc.window));
+    out->rows[out->n - 1].exceeds_why = "at this length a query sees more keys through NSA's branches than N";
+    return mf_plan_row_add(out, "nsa_op", "ref: dense masked branches, double",
+                           mf_ref_nsa_backward_scratch_bytes(&nc, B, S, H, KV, Dh), "fused: pooled k/v + grads 16*B*Hk*nc*D",
+                           mf_nsa_backward_scratch_ceiling(&nc, B, S, H, KV, Dh),
+                           "fwd+bwd B=%lld Hq=%lld Hk=%lld S=%lld D=%lld", (long long)B, (long long)H, (long long)KV,
+                           (long long)S, (long long)Dh);
 }
 
 static const mf_op_plan nsa_plan = {1, nsa_plan_params, nsa_plan_rows, NULL};
+
+/* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
+ * table): "nsa.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
+static const mf_tolerance nsa_tolerances[] = {
+    {"nsa.out.f32", 2e-6, 1e-5, 1e-11,
+     "fp32 online softmax per branch (scores |s| <= D*1.5^2*scale ~ 18 at D=64: exp relative error ~ |s|*2^-24 ~ 1e-6) and fp32 sums over <= w or n*l' keys, three gated outputs each <= 1 in magnitude: 1e-5 relative, 2e-6 absolute as attention.out.f32; selection identical (forced blocks, importance gaps >> fp32 error)"},
+    {"nsa.lse.f32", 2e-6, 2e-6, 1e-12,
+     "lse = m + log(l) in fp32 per branch, |lse| <= ~20: a few ulp (2^-24) relative, as attention.lse.f32"},
+    {"nsa.grad.f32", 5e-6, 1e-5, 1e-10,
+     "fp32 p recomputed from the fp32 lse (|s| ~ 18: exp relative error ~ 2e-6), ds and dq sums over <= w + n*l' keys, dk/dv summed by atomicAdd over the queries that see a key (order-dependent rounding, sqrt(S)*2^-24 relative): as attention.grad.f32"},
+    {"nsa.out.bf16", 2e-6, 1e-5, 1e-11,
+     "bf16 storage of q, k, v and the gates only: widened exactly to fp32, the same fp32 arithmetic and fp32 output as nsa.out.f32, so the same bound"},
+    {"nsa.lse.bf16", 2e-6, 2e-6, 1e-12,
+     "bf16 inputs widened exactly; lse in fp32: same bound as nsa.lse.f32"},
+    {"nsa.grad.bf16", 5e-6, 1e-5, 1e-10,
+     "bf16 inputs widened exactly; the fp32 arithmetic of nsa.grad.f32, gradients stored fp32: same bound"},
+};
 
 const mf_op_desc mf_op_nsa = {
     "nsa",

@@ -505,6 +505,17 @@ static const mf_bench_sweep rope_bench = {
     "destroys it (table build included in opt_ms)",
     {64, 256, 1024}, 3, rope_bench_setup, rope_bench_reference, rope_bench_optimized};
 
+/* ---- memfix plan: host position and cos/sin tables vs the device cache (seed 000, bug 2) ---- */
+static mf_status rope_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    const int64_t S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    return mf_plan_row_add(out, "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
+                           "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh), "L=%lld rotary_dim=%lld",
+                           (long long)S, (long long)Dh);
+}
+
+static const mf_op_plan rope_plan = {0, NULL, rope_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "rope.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance rope_tolerances[] = {
@@ -515,20 +526,6 @@ static const mf_tolerance rope_tolerances[] = {
     {"rope.roundtrip.f32", 2e-6, 1e-6, 4e-12,
      "backward(forward(x)) vs x: two fp32 rotations, each within rope.out.f32's 4*2^-24*(|x0|+|x1|) with |x|, |y| < sqrt(2)"},
 };
-
-/* ---- memfix plan: host position and cos/sin tables vs the device cache (seed 000, bug 2) ---- */
-static mf_status rope_plan_rows(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t cap, size_t *n)
-{
-    if (*n >= cap) MF_FAIL(MF_ERR_OVERFLOW, "no room for the rope plan row");
-    const int64_t S = cfg->seq, Dh = mf_plan_head_dim(cfg);
-    mf_plan_fix_row *r = &rows[(*n)++];
-    mf_plan_fix_row_set(r, "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
-                        "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh));
-    snprintf(r->shape, sizeof r->shape, "L=%lld rotary_dim=%lld", (long long)S, (long long)Dh);
-    return MF_OK;
-}
-
-static const mf_op_plan rope_plan = {0, NULL, rope_plan_rows, NULL};
 
 const mf_op_desc mf_op_rope = {
     "rope",

@@ -7,6 +7,7 @@
 #include "memfix/plan.h"
 #include "memfix/registry.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,17 +35,10 @@ static size_t ceil_div(size_t a, size_t b) { return a == SIZE_MAX ? SIZE_MAX : a
 
 void mf_plan_config_init(mf_plan_config *cfg)
 {
-    if (cfg == NULL) return;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->layers = 12;
-    cfg->d_model = 768;
-    cfg->d_ffn = 3072;
-    cfg->heads = 12;
-    cfg->vocab = 50304;
-    cfg->batch = 1;
-    cfg->seq = 1024;
-    cfg->dtype = MF_DTYPE_BF16;
-    cfg->dp = 1;
+    static const mf_plan_config small_dense = {.layers = 12, .d_model = 768, .d_ffn = 3072, .heads = 12,
+                                               .vocab = 50304, .batch = 1, .seq = 1024, .dtype = MF_DTYPE_BF16,
+                                               .dp = 1};
+    if (cfg != NULL) *cfg = small_dense;
 }
 
 int64_t mf_plan_kv_heads(const mf_plan_config *c) { return c->kv_heads > 0 ? c->kv_heads : c->heads; }
@@ -266,16 +260,27 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
     return MF_OK;
 }
 
-void mf_plan_fix_row_set(mf_plan_fix_row *r, const char *fix, const char *naive_what, size_t naive,
-                         const char *opt_what, size_t opt)
+mf_status mf_plan_row_add(mf_plan_rows *out, const char *fix, const char *naive_what, size_t naive,
+                          const char *opt_what, size_t opt, const char *shape_fmt, ...)
 {
-    if (r == NULL) return;
+    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_NOT_NULL(out->rows);
+    if (out->n >= out->cap)
+        MF_FAIL(MF_ERR_OVERFLOW, "no room for the plan row %s (%zu rows)", fix ? fix : "(null)", out->cap);
+    mf_plan_fix_row *r = &out->rows[out->n++];
     memset(r, 0, sizeof *r);
     snprintf(r->fix, sizeof r->fix, "%s", fix ? fix : "");
     snprintf(r->naive_what, sizeof r->naive_what, "%s", naive_what ? naive_what : "");
     snprintf(r->optimized_what, sizeof r->optimized_what, "%s", opt_what ? opt_what : "");
     r->naive_bytes = naive;
     r->optimized_bytes = opt;
+    if (shape_fmt != NULL) {
+        va_list ap;
+        va_start(ap, shape_fmt);
+        vsnprintf(r->shape, sizeof r->shape, shape_fmt, ap);
+        va_end(ap);
+    }
+    return MF_OK;
 }
 
 mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t *n_rows)
@@ -285,17 +290,14 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
     *n_rows = 0;
     MF_TRY(mf_plan_config_validate(cfg));
     if (cfg->batch > INT64_MAX / cfg->seq) MF_FAIL(MF_ERR_OVERFLOW, "batch * seq overflows");
-    size_t n_ops = 0, n = 0;
+    size_t n_ops = 0;
+    mf_plan_rows out = {rows, MF_PLAN_MAX_FIX_ROWS, 0};
     const mf_op_desc *const *ops = mf_registry(&n_ops);
     for (size_t i = 0; i < n_ops; i++) {
         const mf_op_plan *p = ops[i] ? ops[i]->plan : NULL;
-        if (p == NULL || p->rows == NULL) continue;
-        const size_t before = n;
-        MF_TRY(p->rows(cfg, rows, MF_PLAN_MAX_FIX_ROWS, &n));
-        if (n < before || n > MF_PLAN_MAX_FIX_ROWS)
-            MF_FAIL(MF_ERR_INTERNAL, "op %s's plan rows left a bad count %zu", ops[i]->name, n);
+        if (p != NULL && p->rows != NULL) MF_TRY(p->rows(cfg, &out));
     }
-    *n_rows = n;
+    *n_rows = out.n;
     return MF_OK;
 }
 
