@@ -286,15 +286,32 @@ static void add_fields(cJSON *o, const void *base, const json_field *fields, siz
     }
 }
 
-#define CFG(kind, field) {#field, kind, offsetof(mf_plan_config, field)}
-static const json_field config_fields[] = {
-    CFG('i', layers),        CFG('i', d_model),         CFG('i', d_ffn),     CFG('i', heads),
-    CFG('i', kv_heads),      CFG('i', head_dim),        CFG('i', vocab),     CFG('i', max_positions),
-    CFG('f', tied_embeddings), CFG('f', gated_mlp),     CFG('f', linear_bias), CFG('f', layernorm),
-    CFG('f', qk_norm),       CFG('f', dropout),         CFG('i', batch),     CFG('i', seq),
-    CFG('d', dtype),         CFG('i', dp),              CFG('n', zero),
+/* The model's and the step's options: each one's CLI name and kind (0:
+ * int64 field, 1: int flag, no list; 2: bytes > 0; 3: --dtype, parsed by
+ * name), and its --json "config" member, in the JSON's order. */
+typedef struct {
+    const char *name;
+    int kind;
+    size_t offset;
+    const mf_plan_param_spec *param; /* an op's parameter instead of a field */
+    json_field json;
+} plan_opt;
+
+#define OPT(name, kind, jkind, field)                                                                         \
+    {name, kind, offsetof(mf_plan_config, field), NULL, {#field, jkind, offsetof(mf_plan_config, field)}}
+static const plan_opt model_opts[] = {
+    OPT("--layers", 0, 'i', layers),         OPT("--d-model", 0, 'i', d_model),
+    OPT("--d-ffn", 0, 'i', d_ffn),           OPT("--heads", 0, 'i', heads),
+    OPT("--kv-heads", 0, 'i', kv_heads),     OPT("--head-dim", 0, 'i', head_dim),
+    OPT("--vocab", 0, 'i', vocab),           OPT("--max-positions", 0, 'i', max_positions),
+    OPT("--tied", 1, 'f', tied_embeddings),  OPT("--gated", 1, 'f', gated_mlp),
+    OPT("--bias", 1, 'f', linear_bias),      OPT("--layernorm", 1, 'f', layernorm),
+    OPT("--qk-norm", 1, 'f', qk_norm),       OPT("--dropout", 1, 'f', dropout),
+    OPT("--batch", 0, 'i', batch),           OPT("--seq", 0, 'i', seq),
+    OPT("--dtype", 3, 'd', dtype),           OPT("--dp", 0, 'i', dp),
+    OPT("--zero", 1, 'n', zero),
 };
-#undef CFG
+#undef OPT
 #define MEM(kind, field) {#field, kind, offsetof(mf_plan_memory, field)}
 static const json_field memory_fields[] = {
     MEM('i', params),          MEM('i', embedding_params),   MEM('i', layer_params),     MEM('b', weights_bytes),
@@ -330,7 +347,8 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     mf_plan_config resolved = *c; /* kv_heads and head_dim as used, not 0 */
     resolved.kv_heads = mf_plan_kv_heads(c);
     resolved.head_dim = mf_plan_head_dim(c);
-    add_fields(cfg, &resolved, config_fields, sizeof config_fields / sizeof config_fields[0]);
+    for (size_t i = 0; i < sizeof model_opts / sizeof model_opts[0]; i++)
+        add_fields(cfg, &resolved, &model_opts[i].json, 1);
     json_params_arg jp = {cfg, c};
     for_each_param(json_param, &jp);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
@@ -425,13 +443,6 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
 /* ---- sweeps: one option with a list of values ------------------------------------------ */
 #define PLAN_MAX_SWEEP 64
 
-typedef struct {
-    const char *name;
-    int kind; /* 0: int64 field, 1: int flag (no list), 2: bytes (> 0) */
-    size_t offset;
-    const mf_plan_param_spec *param; /* an op's parameter instead of a field */
-} plan_opt;
-
 static mf_status set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
 {
     if (o->param != NULL) return mf_plan_param_set(cfg, o->param->name, v);
@@ -521,19 +532,6 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
 
 /* ---- argument parsing ------------------------------------------------------------------- */
 
-#define I64(name, field) {name, 0, offsetof(mf_plan_config, field), NULL}
-#define FLAG(name, field) {name, 1, offsetof(mf_plan_config, field), NULL}
-static const plan_opt model_opts[] = {
-    I64("--layers", layers),       I64("--d-model", d_model),     I64("--d-ffn", d_ffn),
-    I64("--heads", heads),         I64("--kv-heads", kv_heads),   I64("--head-dim", head_dim),
-    I64("--vocab", vocab),         I64("--max-positions", max_positions), I64("--batch", batch),
-    I64("--seq", seq),             I64("--dp", dp),
-    FLAG("--tied", tied_embeddings), FLAG("--gated", gated_mlp), FLAG("--bias", linear_bias),
-    FLAG("--layernorm", layernorm), FLAG("--qk-norm", qk_norm), FLAG("--dropout", dropout),
-    FLAG("--zero", zero),
-};
-#undef I64
-#undef FLAG
 #define PLAN_MAX_OPTS (sizeof model_opts / sizeof model_opts[0] + 32)
 
 typedef struct {
@@ -547,7 +545,7 @@ static void add_param_opt(const mf_plan_param_spec *spec, void *arg)
     opts_arg *a = arg;
     if (a->n == PLAN_MAX_OPTS) return;
     plan_opt o = {spec->option, spec->kind == MF_PLAN_PARAM_FLAG ? 1 : spec->kind == MF_PLAN_PARAM_BYTES ? 2 : 0, 0,
-                  spec};
+                  spec, {NULL, 0, 0}}; /* --json lists op parameters through json_param */
     a->opts[a->n++] = o;
 }
 
@@ -628,7 +626,7 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
         }
         for (size_t k = 0; k < n_opts && !matched; k++) {
             const plan_opt *o = &plan_opts[k];
-            if (strlen(o->name) != len || strncmp(a, o->name, len) != 0) continue;
+            if (o->kind == 3 || strlen(o->name) != len || strncmp(a, o->name, len) != 0) continue;
             matched = 1;
             val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             int64_t v;
