@@ -363,6 +363,18 @@ START_TEST(test_bad_input)
     MF_ASSERT_STATUS(mf_plan_fixes(&c, rows, &n), MF_ERR_OVERFLOW);
     ck_assert_ptr_null(mf_plan_preset_find("nope"));
     ck_assert_ptr_null(mf_plan_preset_find(NULL));
+    /* the ops' row helpers: a full table, NULLs, an overflowing product */
+    mf_plan_rows out = {rows, 1, 0};
+    MF_ASSERT_OK(mf_plan_row_add(&out, "a", "x", 1, "y", 2, "n=%d", 3));
+    ck_assert_str_eq(rows[0].shape, "n=3");
+    ck_assert_uint_eq(rows[0].optimized_bytes, 2);
+    MF_ASSERT_STATUS(mf_plan_row_add(&out, "b", "x", 1, "y", 2, NULL), MF_ERR_OVERFLOW);
+    ck_assert_uint_eq(out.n, 1);
+    MF_ASSERT_STATUS(mf_plan_row_add(NULL, "b", "x", 1, "y", 2, NULL), MF_ERR_NULL_POINTER);
+    const size_t big[] = {SIZE_MAX / 2, 3}, small[] = {6, 7};
+    ck_assert_uint_eq(mf_plan_product(2, big), SIZE_MAX);
+    ck_assert_uint_eq(mf_plan_product(2, small), 42);
+    ck_assert_uint_eq(mf_plan_product(1, NULL), SIZE_MAX);
 }
 END_TEST
 
