@@ -95,11 +95,7 @@ static void softmax_rows(mf_dtype dtype, int causal, size_t N, size_t D, const v
 mf_status mf_ref_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
                                    int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
                                    const void *k, const void *v, float *out, float *lse) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, out);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 0));
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, dv = (size_t)Dv;
@@ -129,14 +125,7 @@ mf_status mf_ref_attention_backward(mf_context *ctx, mf_dtype dtype, int causal,
                                     int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
                                     const void *k, const void *v, const void *dout, float *dq,
                                     float *dk, float *dv) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(dout);
-    MF_CHECK_NOT_NULL(dq);
-    MF_CHECK_NOT_NULL(dk);
-    MF_CHECK_NOT_NULL(dv);
+    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, dout, dq, dk, dv);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 1));
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, nv = (size_t)Dv;

@@ -37,6 +37,21 @@ static double ref_load(const void *p, mf_dtype dtype, size_t i)
     return (double)((const float *)p)[i];
 }
 
+/* out[r, d] = sum_k G(r, k) x[k, d] in double, k ascending, stored as float:
+ * G(r, k) = g[r*g_r + k*g_k] (the N x V gradient of the logits, g_r = V and
+ * g_k = 1 for G itself, g_r = 1 and g_k = V for its transpose); x is K x D in
+ * the dtype. */
+static void ref_grad_product(const double *g, size_t g_r, size_t g_k, size_t rows, size_t K, const void *x,
+                             mf_dtype dtype, size_t d_n, float *out)
+{
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t d = 0; d < d_n; ++d) {
+            double acc = 0.0;
+            for (size_t k = 0; k < K; ++k) acc += g[r * g_r + k * g_k] * ref_load(x, dtype, k * d_n + d);
+            out[r * d_n + d] = (float)acc;
+        }
+}
+
 /* The target of row i: labels[i], or with shift_labels the next label of the
  * same sequence (the last row of each sequence has none: ignore_index). */
 static int64_t ref_target(const int64_t *labels, int64_t n_rows, const mf_cross_entropy_options *o,
@@ -225,24 +240,10 @@ mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t
         }
     }
 
-    if (grad_hidden) {
-        for (size_t i = 0; i < n; ++i)
-            for (size_t d = 0; d < d_n; ++d) {
-                double acc = 0.0;
-                for (size_t j = 0; j < v_n; ++j)
-                    acc += grad[i * v_n + j] * ref_load(weight, dtype, j * d_n + d);
-                grad_hidden[i * d_n + d] = (float)acc;
-            }
-    }
-    if (grad_weight) {
-        for (size_t j = 0; j < v_n; ++j)
-            for (size_t d = 0; d < d_n; ++d) {
-                double acc = 0.0;
-                for (size_t i = 0; i < n; ++i)
-                    acc += grad[i * v_n + j] * ref_load(hidden, dtype, i * d_n + d);
-                grad_weight[j * d_n + d] = (float)acc;
-            }
-    }
+    /* grad_hidden = G W (N x D, sums over the vocabulary j), grad_weight =
+     * G^T h (V x D, sums over the rows i). */
+    if (grad_hidden) ref_grad_product(grad, v_n, 1, n, v_n, weight, dtype, d_n, grad_hidden);
+    if (grad_weight) ref_grad_product(grad, 1, v_n, v_n, n, hidden, dtype, d_n, grad_weight);
     if (grad_bias) {
         for (size_t j = 0; j < v_n; ++j) {
             double acc = 0.0;

@@ -39,6 +39,7 @@
 #include "memfix/linear_attention.h"
 
 #include "mf_internal.h"
+#include "ops/linear_attention_args.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -69,14 +70,6 @@ static double ld(const void *base, mf_dtype dtype, size_t e) {
     return (double)((const float *)base)[e];
 }
 
-static int state_any(const mf_linear_attention_state *s) {
-    return s != NULL && (s->initial_kv != NULL || s->initial_z != NULL || s->final_kv != NULL ||
-                         s->final_z != NULL);
-}
-static int grad_any(const mf_linear_attention_state_grad *g) {
-    return g != NULL && (g->d_final_kv != NULL || g->d_final_z != NULL ||
-                         g->d_initial_kv != NULL || g->d_initial_z != NULL);
-}
 
 static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
                             int64_t N, int64_t D, int64_t Dv, int backward, int has_state) {
@@ -143,12 +136,8 @@ mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int c
                                           int64_t H, int64_t N, int64_t D, int64_t Dv,
                                           const void *q, const void *k, const void *v,
                                           const mf_linear_attention_state *state, float *out) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(out);
-    MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 0, state_any(state)));
+    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, out);
+    MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 0, mf_la_state_any(state)));
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, nv = (size_t)Dv;
     const size_t L = causal ? n : 1, sz = d * nv;
@@ -188,16 +177,9 @@ mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int 
                                            const void *dout, const mf_linear_attention_state *state,
                                            const mf_linear_attention_state_grad *grad, float *dq,
                                            float *dk, float *dv) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(dout);
-    MF_CHECK_NOT_NULL(dq);
-    MF_CHECK_NOT_NULL(dk);
-    MF_CHECK_NOT_NULL(dv);
+    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, dout, dq, dk, dv);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 1,
-                      state_any(state) || grad_any(grad)));
+                      mf_la_state_any(state) || mf_la_grad_any(grad)));
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, nv = (size_t)Dv;
     const size_t L = causal ? n : 1, sz = d * nv;

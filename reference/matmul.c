@@ -52,10 +52,7 @@ static double load_elem(const void *base, mf_dtype dtype, size_t e) {
 mf_status mf_ref_matmul(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M,
                         int64_t N, int64_t K, const void *A_host, const void *B_host,
                         float *C_host) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(A_host);
-    MF_CHECK_NOT_NULL(B_host);
-    MF_CHECK_NOT_NULL(C_host);
+    MF_CHECK_ALL_NOT_NULL(ctx, A_host, B_host, C_host);
     MF_TRY(mf_check_dtype_f32_bf16(__func__, dtype));
     MF_CHECK_POSITIVE(M);
     MF_CHECK_POSITIVE(N);

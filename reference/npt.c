@@ -241,12 +241,7 @@ mf_status mf_npt_shape_from_dims(const int64_t h_dims[3], const int64_t W_dims[2
                                  const int64_t A_dims[2], const int64_t B_dims[2],
                                  const int64_t m_dims[3], mf_npt_shape *out)
 {
-    MF_CHECK_NOT_NULL(h_dims);
-    MF_CHECK_NOT_NULL(W_dims);
-    MF_CHECK_NOT_NULL(A_dims);
-    MF_CHECK_NOT_NULL(B_dims);
-    MF_CHECK_NOT_NULL(m_dims);
-    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_ALL_NOT_NULL(h_dims, W_dims, A_dims, B_dims, m_dims, out);
     mf_npt_shape s = {h_dims[0], h_dims[1], h_dims[2], W_dims[1], A_dims[1]};
     /* (each check names the tensor whose size disagrees and the one it must match) */
     if (W_dims[0] != s.d_model)

@@ -234,14 +234,7 @@ mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_confi
                              int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
                              const void *k, const void *v, const void *g_cmp, const void *g_slc,
                              const void *g_win, float *out, float *lse, int32_t *sel) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(g_cmp);
-    MF_CHECK_NOT_NULL(g_slc);
-    MF_CHECK_NOT_NULL(g_win);
-    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, g_cmp, g_slc, g_win, out);
     return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out,
                      lse, sel, NULL);
 }
@@ -262,20 +255,8 @@ mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_conf
                               const void *k, const void *v, const void *g_cmp, const void *g_slc,
                               const void *g_win, const void *dout, float *dq, float *dk, float *dv,
                               float *dg_cmp, float *dg_slc, float *dg_win) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(g_cmp);
-    MF_CHECK_NOT_NULL(g_slc);
-    MF_CHECK_NOT_NULL(g_win);
-    MF_CHECK_NOT_NULL(dout);
-    MF_CHECK_NOT_NULL(dq);
-    MF_CHECK_NOT_NULL(dk);
-    MF_CHECK_NOT_NULL(dv);
-    MF_CHECK_NOT_NULL(dg_cmp);
-    MF_CHECK_NOT_NULL(dg_slc);
-    MF_CHECK_NOT_NULL(dg_win);
+    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, g_cmp, g_slc, g_win, dout, dq, dk, dv, dg_cmp, dg_slc,
+                          dg_win);
     const grads gr = {dout, dq, dk, dv, dg_cmp, dg_slc, dg_win};
     return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, NULL,
                      NULL, NULL, &gr);

@@ -456,12 +456,7 @@ static int write_json(FILE *f, const bench_row *rows, size_t n)
         json_num(o, "frac_peak_flops", r->tflops / r->peak_tflops);
         json_num(o, "frac_peak_bw", r->gbps / r->peak_gbps);
     }
-    char *text = arr != NULL ? cJSON_Print(arr) : NULL;
-    cJSON_Delete(arr);
-    if (text == NULL) return 0;
-    fprintf(f, "%s\n", text);
-    cJSON_free(text);
-    return 1;
+    return mf_cli_print_json(f, arr);
 }
 
 #ifndef MF_PLOT_SCRIPT_DEFAULT

@@ -1,14 +1,15 @@
 /* `memfix plan`: memory arithmetic for a configuration, before launching a job.
- * The numbers come from include/memfix/plan.h (src/core/plan.c), which takes
- * every per-fix byte count from the op headers' formula functions. */
+ * The numbers come from include/memfix/plan.h (src/plan/plan.c), which takes
+ * every per-fix row, and the options beyond the model's shape, from the
+ * registered ops' descriptors. */
 #define _POSIX_C_SOURCE 200809L
 #include "memfix_cli.h"
 
 #include "memfix/attention.h"
-#include "memfix/cross_entropy.h"
 #include "memfix/linear_attention.h"
 #include "memfix/memfix.h"
 #include "memfix/plan.h"
+#include "memfix/registry.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -17,6 +18,24 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Calls fn for every registered op's plan parameter, in registry order. */
+static void for_each_param(void (*fn)(const mf_plan_param_spec *spec, void *arg), void *arg)
+{
+    size_t n = 0;
+    const mf_op_desc *const *ops = mf_registry(&n);
+    for (size_t i = 0; i < n; i++) {
+        const mf_op_plan *p = ops[i] ? ops[i]->plan : NULL;
+        for (int k = 0; p != NULL && k < p->n_params; k++) fn(&p->params[k], arg);
+    }
+}
+
+static void help_param(const mf_plan_param_spec *spec, void *arg)
+{
+    char opt[64];
+    snprintf(opt, sizeof opt, "%s %s", spec->option, spec->arg);
+    fprintf((FILE *)arg, "  %-18s %s\n", opt, spec->help);
+}
 
 void mf_cli_plan_help(FILE *out)
 {
@@ -27,8 +46,8 @@ void mf_cli_plan_help(FILE *out)
             "Memory arithmetic for a decoder-only transformer training step, per GPU, from\n"
             "the same formula functions the memory tests assert:\n"
             "  - per fix, the bytes of the big intermediate the naive code materializes and\n"
-            "    the optimized implementation's scratch ceiling (cross_entropy, rope,\n"
-            "    attention, linear_attention; npt with --npt-rank; nsa with --nsa 1);\n"
+            "    the optimized implementation's scratch ceiling, as each registered op plans\n"
+            "    it (some only when their option below asks);\n"
             "  - parameters, gradients and AdamW states (mixed precision: 12 bytes of fp32\n"
             "    master weights and moments per parameter for bf16, 8 for fp32), sharded by\n"
             "    ZeRO stage 1/2/3 over --dp GPUs;\n"
@@ -62,11 +81,9 @@ void mf_cli_plan_help(FILE *out)
             "  --dtype f32|bf16   weights, gradients and activations\n"
             "  --dp N             data-parallel degree (GPUs)\n"
             "  --zero 0..3        ZeRO stage: 1 shards optimizer states, 2 + gradients,\n"
-            "                     3 + weights\n"
-            "  --ce-budget BYTES  scratch budget of the chunked loss (default 1 GiB)\n"
-            "  --npt-rank R       also plan the NPT weight delta at rank R (seed 004)\n"
-            "  --nsa 0|1          also plan NSA's attention scores (seed 001's l=32 d=16\n"
-            "                     l'=64 n=16 w=512 unless a preset set them)\n"
+            "                     3 + weights\n");
+    for_each_param(help_param, out);
+    fprintf(out,
             "  --json             print one JSON object instead of tables\n"
             "  -h, --help         this help\n"
             "\n"
@@ -110,6 +127,12 @@ static int parse_i64(const char *s, int64_t *out)
     return 1;
 }
 
+/* Prints root (then frees it): MF_CLI_OK, or MF_CLI_UNAVAILABLE when it cannot be printed. */
+static int print_json(cJSON *root, FILE *out)
+{
+    return mf_cli_print_json(out, root) ? MF_CLI_OK : MF_CLI_UNAVAILABLE;
+}
+
 static void add_bytes(cJSON *o, const char *key, size_t b)
 {
     if (b == SIZE_MAX) cJSON_AddNullToObject(o, key);
@@ -120,7 +143,7 @@ static void add_bytes(cJSON *o, const char *key, size_t b)
 static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, int json, FILE *out, FILE *err)
 {
 #ifdef MF_HAVE_HOST_KERNELS
-    const int64_t B = cfg->batch, H = cfg->heads, D = cfg->head_dim > 0 ? cfg->head_dim : cfg->d_model / cfg->heads;
+    const int64_t B = cfg->batch, H = cfg->heads, D = mf_plan_head_dim(cfg);
     const size_t e = 2; /* fp16, as the document */
     cJSON *arr = json ? cJSON_CreateArray() : NULL;
     if (!json) {
@@ -166,11 +189,7 @@ static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, i
         cJSON_AddNumberToObject(root, "head_dim", (double)D);
         cJSON_AddNumberToObject(root, "elem_bytes", (double)e);
         cJSON_AddItemToObject(root, "attention", arr);
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        if (text == NULL) return MF_CLI_UNAVAILABLE;
-        fprintf(out, "%s\n", text);
-        cJSON_free(text);
+        return print_json(root, out);
     } else if (B == 4 && H == 8 && D == 64) {
         fprintf(out,
                 "\nThe document's prose says the bidirectional KV state is \"2 MB\" and the causal\n"
@@ -192,49 +211,47 @@ static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, i
 /* ---- what the seed documents say, next to the corrected figure ----------------------- */
 /* The note for a figure of a preset whose seed document states a different value
  * (docs/plan.md, "Where the documents' figures disagree with their shapes"), or
- * NULL. 'what': "parameters", "weights", "npt". */
+ * NULL. 'what': "parameters", "weights", "npt". A preset matches a row naming
+ * it exactly or, for a row ending in '*', by that prefix; the first match wins. */
+static const struct {
+    const char *preset, *what, *note;
+} seed_notes[] = {
+    {"000", "parameters",
+     "corrected: seed 000 says \"3.92B params\"; Qwen3-4B's shapes (d_model 2560 as the seed implies) give 4.02B"},
+    {"000", "weights",
+     "corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB (3.92e9 x 2 B); these shapes "
+     "give 7.49 GiB"},
+    {"001*", "parameters",
+     "corrected: seed 001 says \"~95.3M parameters\"; its stated dimensions (12 x 768, vocab 50,304, tied; FFN 4 x "
+     "768 assumed) give 111.8M"},
+    {"002-10k", "parameters",
+     "corrected: seed 002 says \"6 x 11M = 66M\" for the layers and \"~76M params\"; a 512-wide layer with a 2048 "
+     "FFN has 3,152,384, so 29.2M in all"},
+    {"002*", "parameters",
+     "corrected: seed 002 says \"~200M params\" with a 50K vocabulary and \"6 x 11M\" for the layers; a layer has "
+     "3,152,384, so 70.5M (Pythia-70M's size)"},
+    {"004-doc", "npt",
+     "corrected: seed 004 says \"~448 GB\" for this shape; 4 x 512 x 4096 x 11008 fp32 is 344 GiB (448 GiB is d_ffn "
+     "14336: preset 004)"},
+    {"004", "npt",
+     "seed 004's \"~448 GB\" is this shape's figure (448 GiB), not its 4096 x 11008 example's (344 GiB: preset "
+     "004-doc)"},
+};
+
 static const char *seed_note(const char *preset, const char *what)
 {
     if (preset == NULL) return NULL;
-    if (strcmp(preset, "000") == 0) {
-        if (strcmp(what, "parameters") == 0)
-            return "corrected: seed 000 says \"3.92B params\"; Qwen3-4B's shapes (d_model 2560 as the seed "
-                   "implies) give 4.02B";
-        if (strcmp(what, "weights") == 0)
-            return "corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB "
-                   "(3.92e9 x 2 B); these shapes give 7.49 GiB";
-    }
-    if (strncmp(preset, "001", 3) == 0 && strcmp(what, "parameters") == 0)
-        return "corrected: seed 001 says \"~95.3M parameters\"; its stated dimensions (12 x 768, vocab "
-               "50,304, tied; FFN 4 x 768 assumed) give 111.8M";
-    if (strncmp(preset, "002", 3) == 0 && strcmp(what, "parameters") == 0)
-        return strcmp(preset, "002-10k") == 0
-                   ? "corrected: seed 002 says \"6 x 11M = 66M\" for the layers and \"~76M params\"; a "
-                     "512-wide layer with a 2048 FFN has 3,152,384, so 29.2M in all"
-                   : "corrected: seed 002 says \"~200M params\" with a 50K vocabulary and \"6 x 11M\" for "
-                     "the layers; a layer has 3,152,384, so 70.5M (Pythia-70M's size)";
-    if (strcmp(what, "npt") == 0) {
-        if (strcmp(preset, "004-doc") == 0)
-            return "corrected: seed 004 says \"~448 GB\" for this shape; 4 x 512 x 4096 x 11008 fp32 is "
-                   "344 GiB (448 GiB is d_ffn 14336: preset 004)";
-        if (strcmp(preset, "004") == 0)
-            return "seed 004's \"~448 GB\" is this shape's figure (448 GiB), not its 4096 x 11008 example's "
-                   "(344 GiB: preset 004-doc)";
+    for (size_t i = 0; i < sizeof seed_notes / sizeof seed_notes[0]; i++) {
+        const char *p = seed_notes[i].preset;
+        const size_t len = strlen(p);
+        const int match = p[len - 1] == '*' ? strncmp(preset, p, len - 1) == 0 : strcmp(preset, p) == 0;
+        if (match && strcmp(what, seed_notes[i].what) == 0) return seed_notes[i].note;
     }
     return NULL;
 }
 
-/* Why an optimized scratch can exceed the naive bytes it replaces, per fix. */
-static const char *exceeds_reason(const char *fix, mf_dtype dtype)
-{
-    if (strcmp(fix, "cross_entropy") == 0) {
-        (void)dtype;
-        return "the logits are too small to hold one fp32 row plus 4N + 16 bytes, so the one-row tile exceeds "
-               "them (the fused variant's 8N + 16 does not)";
-    }
-    if (strcmp(fix, "nsa") == 0) return "at this length a query sees more keys through NSA's branches than N";
-    return "the fix pays off only at larger shapes";
-}
+/* Why an optimized scratch can exceed the naive bytes it replaces: the op's reason or this. */
+static const char *exceeds_reason(const char *why) { return why ? why : "the fix pays off only at larger shapes"; }
 
 static int exceeds_naive(const mf_plan_fix_row *r)
 {
@@ -242,6 +259,84 @@ static int exceeds_naive(const mf_plan_fix_row *r)
 }
 
 /* ---- model output ---------------------------------------------------------------------- */
+/* A struct's fields as --json members, in table order: 'i' an int64_t, 'b'
+ * bytes (a size_t; null for SIZE_MAX), 'n' an int, 'f' an int flag (a bool),
+ * 'd' an mf_dtype (its name). */
+typedef struct {
+    const char *key;
+    char kind;
+    size_t offset;
+} json_field;
+
+static void add_fields(cJSON *o, const void *base, const json_field *fields, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *f = (const char *)base + fields[i].offset;
+        int64_t i64;
+        size_t bytes;
+        int iv;
+        mf_dtype dt;
+        switch (fields[i].kind) {
+        case 'i': memcpy(&i64, f, sizeof i64); cJSON_AddNumberToObject(o, fields[i].key, (double)i64); break;
+        case 'b': memcpy(&bytes, f, sizeof bytes); add_bytes(o, fields[i].key, bytes); break;
+        case 'n': memcpy(&iv, f, sizeof iv); cJSON_AddNumberToObject(o, fields[i].key, iv); break;
+        case 'f': memcpy(&iv, f, sizeof iv); cJSON_AddBoolToObject(o, fields[i].key, iv); break;
+        default: memcpy(&dt, f, sizeof dt); cJSON_AddStringToObject(o, fields[i].key, mf_dtype_name(dt)); break;
+        }
+    }
+}
+
+/* The model's and the step's options: each one's CLI name and kind (0:
+ * int64 field, 1: int flag, no list; 2: bytes > 0; 3: --dtype, parsed by
+ * name), and its --json "config" member, in the JSON's order. */
+typedef struct {
+    const char *name;
+    int kind;
+    size_t offset;
+    const mf_plan_param_spec *param; /* an op's parameter instead of a field */
+    json_field json;
+} plan_opt;
+
+#define OPT(name, kind, jkind, field)                                                                         \
+    {name, kind, offsetof(mf_plan_config, field), NULL, {#field, jkind, offsetof(mf_plan_config, field)}}
+static const plan_opt model_opts[] = {
+    OPT("--layers", 0, 'i', layers),         OPT("--d-model", 0, 'i', d_model),
+    OPT("--d-ffn", 0, 'i', d_ffn),           OPT("--heads", 0, 'i', heads),
+    OPT("--kv-heads", 0, 'i', kv_heads),     OPT("--head-dim", 0, 'i', head_dim),
+    OPT("--vocab", 0, 'i', vocab),           OPT("--max-positions", 0, 'i', max_positions),
+    OPT("--tied", 1, 'f', tied_embeddings),  OPT("--gated", 1, 'f', gated_mlp),
+    OPT("--bias", 1, 'f', linear_bias),      OPT("--layernorm", 1, 'f', layernorm),
+    OPT("--qk-norm", 1, 'f', qk_norm),       OPT("--dropout", 1, 'f', dropout),
+    OPT("--batch", 0, 'i', batch),           OPT("--seq", 0, 'i', seq),
+    OPT("--dtype", 3, 'd', dtype),           OPT("--dp", 0, 'i', dp),
+    OPT("--zero", 1, 'n', zero),
+};
+#undef OPT
+#define MEM(kind, field) {#field, kind, offsetof(mf_plan_memory, field)}
+static const json_field memory_fields[] = {
+    MEM('i', params),          MEM('i', embedding_params),   MEM('i', layer_params),     MEM('b', weights_bytes),
+    MEM('b', grads_bytes),     MEM('b', optimizer_bytes),    MEM('b', weights_gpu),      MEM('b', grads_gpu),
+    MEM('b', optimizer_gpu),   MEM('b', act_layer_standard), MEM('b', act_layer_tiled),  MEM('b', act_outside_layers),
+    MEM('b', act_standard),    MEM('b', act_tiled),          MEM('b', act_ckpt_standard), MEM('b', act_ckpt_tiled),
+    MEM('b', logits_bytes),    MEM('b', loss_naive),         MEM('b', loss_chunked),     MEM('i', loss_chunk_rows),
+    MEM('f', loss_capped_by_logits), MEM('b', loss_fused),   MEM('b', total_naive),      MEM('b', total_optimized),
+};
+#undef MEM
+
+typedef struct {
+    cJSON *obj;
+    const mf_plan_config *cfg;
+} json_params_arg;
+
+/* An op parameter in --json's config: a bool for a 0|1 flag, else a number. */
+static void json_param(const mf_plan_param_spec *spec, void *arg)
+{
+    const json_params_arg *a = arg;
+    const int64_t v = mf_plan_param_get(a->cfg, spec->name);
+    if (spec->kind == MF_PLAN_PARAM_FLAG) cJSON_AddBoolToObject(a->obj, spec->name, v != 0);
+    else cJSON_AddNumberToObject(a->obj, spec->name, (double)v);
+}
+
 static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
                          const mf_plan_fix_row *rows, size_t n_rows)
 {
@@ -249,52 +344,15 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     if (preset) cJSON_AddStringToObject(root, "preset", preset);
     else cJSON_AddNullToObject(root, "preset");
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
-    cJSON_AddNumberToObject(cfg, "layers", (double)c->layers);
-    cJSON_AddNumberToObject(cfg, "d_model", (double)c->d_model);
-    cJSON_AddNumberToObject(cfg, "d_ffn", (double)c->d_ffn);
-    cJSON_AddNumberToObject(cfg, "heads", (double)c->heads);
-    cJSON_AddNumberToObject(cfg, "kv_heads", (double)(c->kv_heads > 0 ? c->kv_heads : c->heads));
-    cJSON_AddNumberToObject(cfg, "head_dim", (double)(c->head_dim > 0 ? c->head_dim : c->d_model / c->heads));
-    cJSON_AddNumberToObject(cfg, "vocab", (double)c->vocab);
-    cJSON_AddNumberToObject(cfg, "max_positions", (double)c->max_positions);
-    cJSON_AddBoolToObject(cfg, "tied_embeddings", c->tied_embeddings);
-    cJSON_AddBoolToObject(cfg, "gated_mlp", c->gated_mlp);
-    cJSON_AddBoolToObject(cfg, "linear_bias", c->linear_bias);
-    cJSON_AddBoolToObject(cfg, "layernorm", c->layernorm);
-    cJSON_AddBoolToObject(cfg, "qk_norm", c->qk_norm);
-    cJSON_AddBoolToObject(cfg, "dropout", c->dropout);
-    cJSON_AddNumberToObject(cfg, "batch", (double)c->batch);
-    cJSON_AddNumberToObject(cfg, "seq", (double)c->seq);
-    cJSON_AddStringToObject(cfg, "dtype", mf_dtype_name(c->dtype));
-    cJSON_AddNumberToObject(cfg, "dp", (double)c->dp);
-    cJSON_AddNumberToObject(cfg, "zero", c->zero);
-    cJSON_AddNumberToObject(cfg, "npt_rank", (double)c->npt_rank);
-    cJSON_AddBoolToObject(cfg, "nsa", c->nsa);
+    mf_plan_config resolved = *c; /* kv_heads and head_dim as used, not 0 */
+    resolved.kv_heads = mf_plan_kv_heads(c);
+    resolved.head_dim = mf_plan_head_dim(c);
+    for (size_t i = 0; i < sizeof model_opts / sizeof model_opts[0]; i++)
+        add_fields(cfg, &resolved, &model_opts[i].json, 1);
+    json_params_arg jp = {cfg, c};
+    for_each_param(json_param, &jp);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
-    cJSON_AddNumberToObject(mem, "params", (double)m->params);
-    cJSON_AddNumberToObject(mem, "embedding_params", (double)m->embedding_params);
-    cJSON_AddNumberToObject(mem, "layer_params", (double)m->layer_params);
-    add_bytes(mem, "weights_bytes", m->weights_bytes);
-    add_bytes(mem, "grads_bytes", m->grads_bytes);
-    add_bytes(mem, "optimizer_bytes", m->optimizer_bytes);
-    add_bytes(mem, "weights_gpu", m->weights_gpu);
-    add_bytes(mem, "grads_gpu", m->grads_gpu);
-    add_bytes(mem, "optimizer_gpu", m->optimizer_gpu);
-    add_bytes(mem, "act_layer_standard", m->act_layer_standard);
-    add_bytes(mem, "act_layer_tiled", m->act_layer_tiled);
-    add_bytes(mem, "act_outside_layers", m->act_outside_layers);
-    add_bytes(mem, "act_standard", m->act_standard);
-    add_bytes(mem, "act_tiled", m->act_tiled);
-    add_bytes(mem, "act_ckpt_standard", m->act_ckpt_standard);
-    add_bytes(mem, "act_ckpt_tiled", m->act_ckpt_tiled);
-    add_bytes(mem, "logits_bytes", m->logits_bytes);
-    add_bytes(mem, "loss_naive", m->loss_naive);
-    add_bytes(mem, "loss_chunked", m->loss_chunked);
-    cJSON_AddNumberToObject(mem, "loss_chunk_rows", (double)m->loss_chunk_rows);
-    cJSON_AddBoolToObject(mem, "loss_capped_by_logits", m->loss_capped_by_logits);
-    add_bytes(mem, "loss_fused", m->loss_fused);
-    add_bytes(mem, "total_naive", m->total_naive);
-    add_bytes(mem, "total_optimized", m->total_optimized);
+    add_fields(mem, m, memory_fields, sizeof memory_fields / sizeof memory_fields[0]);
     cJSON *fixes = cJSON_AddArrayToObject(root, "fixes");
     for (size_t i = 0; i < n_rows; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -322,21 +380,14 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
 static int print_model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
                             const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
 {
-    cJSON *root = model_json(preset, c, m, rows, n_rows);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (text == NULL) return MF_CLI_UNAVAILABLE;
-    fprintf(out, "%s\n", text);
-    cJSON_free(text);
-    return MF_CLI_OK;
+    return print_json(model_json(preset, c, m, rows, n_rows), out);
 }
 
 static void print_model_table(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
                               const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
 {
     char b1[64], b2[64];
-    const int64_t kv = c->kv_heads > 0 ? c->kv_heads : c->heads;
-    const int64_t dh = c->head_dim > 0 ? c->head_dim : c->d_model / c->heads;
+    const int64_t kv = mf_plan_kv_heads(c), dh = mf_plan_head_dim(c);
     fprintf(out, "plan%s%s: %lld layers, d_model %lld, d_ffn %lld (%s), heads %lld/%lld x %lld, vocab %lld%s\n",
             preset ? " " : "", preset ? preset : "", (long long)c->layers, (long long)c->d_model,
             (long long)c->d_ffn, c->gated_mlp ? "gated" : "2-matrix", (long long)c->heads, (long long)kv,
@@ -356,7 +407,7 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
         if (exceeds_naive(&rows[i]))
             fprintf(out, "  %-16s  ^ optimized exceeds the naive bytes it replaces here (%.2fx): %s\n", "",
                     (double)rows[i].optimized_bytes / (double)rows[i].naive_bytes,
-                    exceeds_reason(rows[i].fix, c->dtype));
+                    exceeds_reason(rows[i].exceeds_why));
     }
 
     fprintf(out, "\ntraining memory per GPU (bytes)\n");
@@ -392,25 +443,18 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
 /* ---- sweeps: one option with a list of values ------------------------------------------ */
 #define PLAN_MAX_SWEEP 64
 
-typedef struct {
-    const char *name;
-    int kind; /* 0: int64 field, 1: int flag, 2: size_t */
-    size_t offset;
-} plan_opt;
-
-static void set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
+static mf_status set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
 {
+    if (o->param != NULL) return mf_plan_param_set(cfg, o->param->name, v);
     char *field = (char *)cfg + o->offset;
-    if (o->kind == 0) {
-        memcpy(field, &v, sizeof v);
-    } else if (o->kind == 1) {
+    if (o->kind == 1) {
         if (v < INT32_MIN || v > INT32_MAX) v = -1; /* rejected by validation */
         int iv = (int)v;
         memcpy(field, &iv, sizeof iv);
     } else {
-        size_t sv = (size_t)v;
-        memcpy(field, &sv, sizeof sv);
+        memcpy(field, &v, sizeof v);
     }
+    return MF_OK;
 }
 
 /* `--seq 4096,40000,131072`: the plan once per value, as one table (seed 000's
@@ -432,17 +476,17 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
     } else {
         fprintf(out, "plan%s%s: sweep over %s, one row per value (bytes; loss chunked under --ce-budget %s)\n",
                 preset ? " " : "", preset ? preset : "", o->name,
-                fmt_bytes(b[0], sizeof b[0], cfg.ce_budget ? cfg.ce_budget : MF_CE_DEFAULT_BUDGET));
+                fmt_bytes(b[0], sizeof b[0], (size_t)mf_plan_param_get(&cfg, "ce_budget")));
         fprintf(out, "  %12s  %10s  %26s  %-22s  %26s   %26s  %26s  %26s\n", o->name, "tokens", "logits (naive)",
                 "loss method", "loss, chunked", "loss, fused", "total, naive", "total, optimized");
     }
     int exceeded = 0;
     for (size_t i = 0; i < n; i++) {
-        set_opt(&cfg, o, vals[i]);
         mf_plan_memory m;
         mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];
         size_t n_rows = 0;
-        mf_status s = mf_plan_training_memory(&cfg, &m);
+        mf_status s = set_opt(&cfg, o, vals[i]);
+        if (s == MF_OK) s = mf_plan_training_memory(&cfg, &m);
         if (s == MF_OK) s = mf_plan_fixes(&cfg, rows, &n_rows);
         if (s != MF_OK) {
             fprintf(err, "memfix plan: invalid configuration at %s %lld: %s: %s\n", o->name, (long long)vals[i],
@@ -473,16 +517,13 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         cJSON *notes = cJSON_AddObjectToObject(root, "seed_notes");
         for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
             if (seed_note(preset, what[i])) cJSON_AddStringToObject(notes, what[i], seed_note(preset, what[i]));
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        if (text == NULL) return MF_CLI_UNAVAILABLE;
-        fprintf(out, "%s\n", text);
-        cJSON_free(text);
-        return MF_CLI_OK;
+        return print_json(root, out);
     }
-    if (exceeded)
-        fprintf(out, "  * the chunked loss's scratch exceeds the logits it replaces: %s\n",
-                exceeds_reason("cross_entropy", cfg.dtype));
+    if (exceeded) {
+        mf_plan_memory m;
+        const char *why = mf_plan_training_memory(&cfg, &m) == MF_OK ? m.loss_exceeds_why : NULL;
+        fprintf(out, "  * the chunked loss's scratch exceeds the logits it replaces: %s\n", exceeds_reason(why));
+    }
     static const char *const what[] = {"parameters", "weights"};
     for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
         if (seed_note(preset, what[i])) fprintf(out, "  %s: %s\n", what[i], seed_note(preset, what[i]));
@@ -491,19 +532,22 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
 
 /* ---- argument parsing ------------------------------------------------------------------- */
 
-#define I64(name, field) {name, 0, offsetof(mf_plan_config, field)}
-#define FLAG(name, field) {name, 1, offsetof(mf_plan_config, field)}
-static const plan_opt plan_opts[] = {
-    I64("--layers", layers),       I64("--d-model", d_model),     I64("--d-ffn", d_ffn),
-    I64("--heads", heads),         I64("--kv-heads", kv_heads),   I64("--head-dim", head_dim),
-    I64("--vocab", vocab),         I64("--max-positions", max_positions), I64("--batch", batch),
-    I64("--seq", seq),             I64("--dp", dp),               I64("--npt-rank", npt_rank),
-    FLAG("--tied", tied_embeddings), FLAG("--gated", gated_mlp), FLAG("--bias", linear_bias),
-    FLAG("--layernorm", layernorm), FLAG("--qk-norm", qk_norm), FLAG("--dropout", dropout), FLAG("--nsa", nsa),
-    FLAG("--zero", zero),          {"--ce-budget", 2, offsetof(mf_plan_config, ce_budget)},
-};
-#undef I64
-#undef FLAG
+#define PLAN_MAX_OPTS (sizeof model_opts / sizeof model_opts[0] + 32)
+
+typedef struct {
+    plan_opt *opts;
+    size_t n;
+} opts_arg;
+
+/* The ops' parameters as options: a 0|1 flag takes one value, bytes > 0. */
+static void add_param_opt(const mf_plan_param_spec *spec, void *arg)
+{
+    opts_arg *a = arg;
+    if (a->n == PLAN_MAX_OPTS) return;
+    plan_opt o = {spec->option, spec->kind == MF_PLAN_PARAM_FLAG ? 1 : spec->kind == MF_PLAN_PARAM_BYTES ? 2 : 0, 0,
+                  spec, {NULL, 0, 0}}; /* --json lists op parameters through json_param */
+    a->opts[a->n++] = o;
+}
 
 int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
 {
@@ -515,6 +559,11 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
     const plan_opt *sweep = NULL; /* the option given a list of values, if any */
     int64_t sweep_vals[PLAN_MAX_SWEEP];
     size_t n_sweep = 0;
+    plan_opt plan_opts[PLAN_MAX_OPTS];
+    opts_arg oa = {plan_opts, sizeof model_opts / sizeof model_opts[0]};
+    memcpy(plan_opts, model_opts, sizeof model_opts);
+    for_each_param(add_param_opt, &oa);
+    const size_t n_opts = oa.n;
     /* the preset first, whatever its position, so options override it */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -575,9 +624,9 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             }
             continue;
         }
-        for (size_t k = 0; k < sizeof plan_opts / sizeof plan_opts[0] && !matched; k++) {
+        for (size_t k = 0; k < n_opts && !matched; k++) {
             const plan_opt *o = &plan_opts[k];
-            if (strlen(o->name) != len || strncmp(a, o->name, len) != 0) continue;
+            if (o->kind == 3 || strlen(o->name) != len || strncmp(a, o->name, len) != 0) continue;
             matched = 1;
             val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             int64_t v;
@@ -603,7 +652,10 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
                     }
                     sweep_vals[n_sweep++] = x;
                 }
-                set_opt(&cfg, o, sweep_vals[0]);
+                if (set_opt(&cfg, o, sweep_vals[0]) != MF_OK) {
+                    fprintf(err, "memfix plan: %s: %s\n", o->name, mf_last_error());
+                    return MF_CLI_USAGE;
+                }
                 continue;
             }
             if (val == NULL || !parse_i64(val, &v)) {
@@ -612,20 +664,13 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
                 return MF_CLI_USAGE;
             }
             if (sweep == o) sweep = NULL; /* a later single value replaces the list */
-            char *field = (char *)&cfg + o->offset;
-            if (o->kind == 0) {
-                memcpy(field, &v, sizeof v);
-            } else if (o->kind == 1) {
-                if (v < INT32_MIN || v > INT32_MAX) v = -1; /* rejected by validation */
-                int iv = (int)v;
-                memcpy(field, &iv, sizeof iv);
-            } else {
-                if (v <= 0) {
-                    fprintf(err, "memfix plan: %s must be > 0\n", o->name);
-                    return MF_CLI_USAGE;
-                }
-                size_t sv = (size_t)v;
-                memcpy(field, &sv, sizeof sv);
+            if (o->kind == 2 && v <= 0) {
+                fprintf(err, "memfix plan: %s must be > 0\n", o->name);
+                return MF_CLI_USAGE;
+            }
+            if (set_opt(&cfg, o, v) != MF_OK) {
+                fprintf(err, "memfix plan: %s: %s\n", o->name, mf_last_error());
+                return MF_CLI_USAGE;
             }
         }
         if (!matched) {
@@ -633,14 +678,6 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             return MF_CLI_USAGE;
         }
     }
-    if (cfg.nsa && cfg.nsa_l == 0) { /* seed 001's NSA configuration */
-        cfg.nsa_l = 32;
-        cfg.nsa_d = 16;
-        cfg.nsa_l_sel = 64;
-        cfg.nsa_n_sel = 16;
-        cfg.nsa_w = 512;
-    }
-
     if (preset != NULL && preset->kind == MF_PLAN_PRESET_ATTENTION_SWEEP) {
         if (mf_plan_config_validate(&cfg) != MF_OK) {
             fprintf(err, "memfix plan: invalid configuration: %s\n", mf_last_error());

@@ -275,12 +275,18 @@ static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n
         cJSON_AddItemToArray(arr, o);
         mf_cli_case_json(o, &rows[i], NULL);
     }
-    char *text = cJSON_Print(arr);
-    cJSON_Delete(arr);
-    if (text == NULL) {
+    if (!mf_cli_print_json(out, arr)) {
         fprintf(err, "memfix report: out of memory printing JSON\n");
         return 0;
     }
+    return 1;
+}
+
+int mf_cli_print_json(FILE *out, cJSON *root)
+{
+    char *text = root != NULL ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (text == NULL) return 0;
     fprintf(out, "%s\n", text);
     cJSON_free(text);
     return 1;

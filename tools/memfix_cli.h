@@ -31,6 +31,9 @@ enum { MF_CLI_MAX_COLS = 16, MF_CLI_CELL = 160 };
  * that order; "candidate" after "variant" when candidate != NULL). */
 struct cJSON;
 void mf_cli_case_json(struct cJSON *o, const mf_case_result *r, const char *candidate);
+/* Prints root as indented JSON and a newline, then frees it (NULL: nothing to
+ * print). 1 on success, 0 when root is NULL or cannot be printed. */
+int mf_cli_print_json(FILE *out, struct cJSON *root);
 void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
                         void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]), const void *rows);
 

@@ -190,6 +190,13 @@ MF_API size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t
                                                int64_t Hq, int64_t Hk, int64_t D);
 MF_API size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
                                               int64_t Hq, int64_t Hk, int64_t D);
+
+/* Bytes of NSA's attention scores as `memfix plan` counts them, b*a*s*k*e with
+ * k keys per query: the compressed tokens floor((s - l)/d) + 1 (0 when
+ * s < l), min(s, n*l') selected and min(s, w) in the window (Yuan et al.,
+ * "Native Sparse Attention", 2025, sec. 3). SIZE_MAX on bad input or overflow. */
+MF_API size_t mf_nsa_attended_scores_bytes(const mf_nsa_config *cfg, int64_t b, int64_t a, int64_t s,
+                                           size_t elem_bytes);
 MF_API size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
                                              int64_t Hq, int64_t Hk, int64_t D);
 

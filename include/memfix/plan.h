@@ -3,15 +3,12 @@
  * Two kinds of numbers, both in exact bytes (size_t):
  *
  * 1. Per fix, the naive and optimized bytes of the big intermediate at a
- *    shape, taken from the SAME formula functions the memory tests assert
- *    (include/memfix/<op>.h): mf_cross_entropy_logits_bytes and
- *    mf_cross_entropy_chunked_scratch_ceiling (000), mf_ref_rope_scratch_bytes
- *    and mf_rope_cache_bytes (000), mf_attention_theoretical_memory and
- *    mf_attention_tiled_backward_scratch_ceiling (003),
- *    mf_linear_attention_scratch_ceiling (003), mf_npt_delta_w_bytes and
- *    mf_npt_factored_forward_scratch_ceiling (004). Optimized ceilings exist
- *    only in builds with the kernels (MF_HAVE_HOST_KERNELS); a reference-only
- *    build reports SIZE_MAX ("n/a") for them.
+ *    shape: rows that each registered op computes from its own formula
+ *    functions, the ones its memory tests assert (the plan part of the op's
+ *    descriptor, struct mf_op_plan below, in src/ops/<op>.c). The op also
+ *    declares the parameters its rows need beyond the model's shape
+ *    (mf_plan_param_spec: `memfix plan` turns each into an option). A build
+ *    without kernels registers no ops, hence no rows.
  *
  * 2. A training-memory breakdown for a decoder-only transformer, per GPU.
  *    Conventions (stated so the numbers can be checked by hand):
@@ -52,10 +49,10 @@
  *      (e*sbd per layer) plus one layer's activations recomputed during the
  *      backward pass.
  *    - Logits and loss, N = b*s rows: the naive path holds the logits in the
- *      dtype (N*V*e: mf_cross_entropy_logits_bytes) plus F.cross_entropy's
- *      fp32 copy (N*V*4) -- seed 000's "37.09 GB + ~74 GB = 111 GB"; the
- *      chunked path holds mf_cross_entropy_chunked_scratch_ceiling at the
- *      chunk mf_cross_entropy_plan picks for the scratch budget.
+ *      dtype (N*V*e) plus F.cross_entropy's fp32 copy (N*V*4) -- seed 000's
+ *      "37.09 GB + ~74 GB = 111 GB"; the optimized figures (chunked, fused)
+ *      come from the op whose plan has a loss hook (cross_entropy: its
+ *      chunked ceiling at the chunk its planner picks for the budget).
  */
 #ifndef MEMFIX_PLAN_H
 #define MEMFIX_PLAN_H
@@ -65,6 +62,16 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A parameter an op's plan rows need beyond the model's shape (an NPT rank,
+ * the loss's scratch budget, whether to plan NSA), set by name. The op that
+ * declares it (its mf_plan_param_spec) gives its default and its rule. */
+typedef struct mf_plan_param {
+    const char *name; /* "npt_rank": the spec's name (a string that outlives the config) */
+    int64_t value;
+} mf_plan_param;
+
+#define MF_PLAN_MAX_PARAMS 8
 
 typedef struct mf_plan_config {
     /* model */
@@ -88,19 +95,46 @@ typedef struct mf_plan_config {
     mf_dtype dtype;        /* weights, gradients and activations */
     int64_t dp;            /* data-parallel degree Nd (>= 1) */
     int zero;              /* ZeRO stage 0..3 */
-    size_t ce_budget;      /* chunked loss scratch budget (bytes); 0 = MF_CE_DEFAULT_BUDGET */
-    /* optional fixes that need more shape */
-    int64_t npt_rank;      /* > 0: plan the NPT weight delta (seed 004) at rank r */
-    int nsa;               /* 1: plan NSA's attention scores (seed 001) */
-    int64_t nsa_l, nsa_d, nsa_l_sel, nsa_n_sel, nsa_w; /* compression block, stride,
-                                                          selection block, blocks, window */
+    /* the ops' parameters that were set (mf_plan_param_set); the others take
+     * their spec's default */
+    size_t n_params;
+    mf_plan_param params[MF_PLAN_MAX_PARAMS];
 } mf_plan_config;
 
 /* A small dense model: 12 layers, d 768, f 3072, 12 heads, V 50304, b 1,
- * s 1024, bf16, dp 1, ZeRO 0, everything else 0/off. */
+ * s 1024, bf16, dp 1, ZeRO 0, everything else 0/off, no op parameter set. */
 MF_API void mf_plan_config_init(mf_plan_config *cfg);
-/* MF_OK, or MF_ERR_INVALID_SIZE / MF_ERR_INVALID_ARGUMENT naming the field. */
+/* MF_OK, or MF_ERR_INVALID_SIZE / MF_ERR_INVALID_ARGUMENT naming the field
+ * (an op parameter: its spec's rule, or no registered op declaring it). */
 MF_API mf_status mf_plan_config_validate(const mf_plan_config *cfg);
+MF_API int64_t mf_plan_kv_heads(const mf_plan_config *cfg); /* kv_heads, or heads when 0 */
+MF_API int64_t mf_plan_head_dim(const mf_plan_config *cfg); /* head_dim, or d_model / heads when 0 */
+
+/* How an op parameter's value is checked (and shown by --json). */
+typedef enum mf_plan_param_kind {
+    MF_PLAN_PARAM_COUNT = 0, /* >= 0 */
+    MF_PLAN_PARAM_FLAG,      /* 0 or 1 (a JSON bool) */
+    MF_PLAN_PARAM_BYTES      /* >= 0; 0 means the default (an option takes > 0) */
+} mf_plan_param_kind;
+
+typedef struct mf_plan_param_spec {
+    const char *name;   /* "npt_rank": mf_plan_param's name and the --json config key */
+    const char *option; /* "--npt-rank" */
+    const char *arg;    /* "R": the option's value in --help */
+    const char *help;   /* one line (lines after the first indented by 21 spaces) */
+    mf_plan_param_kind kind;
+    int64_t dflt;       /* the value when unset */
+} mf_plan_param_spec;
+
+/* The value of the op parameter 'name': the config's, else the declaring
+ * op's default; 0 when no registered op declares it. */
+MF_API int64_t mf_plan_param_get(const mf_plan_config *cfg, const char *name);
+/* Sets (or replaces) an op parameter. MF_ERR_INVALID_ARGUMENT when no
+ * registered op declares 'name', MF_ERR_OVERFLOW past MF_PLAN_MAX_PARAMS.
+ * The value is checked by mf_plan_config_validate. */
+MF_API mf_status mf_plan_param_set(mf_plan_config *cfg, const char *name, int64_t value);
+/* The registered op declaring 'name' and its spec; NULL if none. */
+MF_API const mf_plan_param_spec *mf_plan_param_find(const char *name);
 
 typedef struct mf_plan_memory {
     /* parameter counts */
@@ -124,11 +158,12 @@ typedef struct mf_plan_memory {
     /* logits and loss */
     size_t logits_bytes;       /* N * V * e */
     size_t loss_naive;         /* logits + fp32 copy N*V*4 */
-    size_t loss_chunked;       /* chunked ceiling (SIZE_MAX without kernels) */
-    int64_t loss_chunk_rows;   /* C (0 without kernels) */
+    /* filled by the loss op's plan hook (SIZE_MAX / 0 / NULL without one): */
+    size_t loss_chunked;       /* the chunked loss's scratch ceiling */
+    int64_t loss_chunk_rows;   /* its chunk C */
     int loss_capped_by_logits; /* the budget exceeded the logits: the chunked tile is capped at them */
-    size_t loss_fused;         /* fused (Cut Cross-Entropy class) ceiling 8N + 16: no V, no budget
-                                  (SIZE_MAX without kernels) */
+    size_t loss_fused;         /* the fused (Cut Cross-Entropy class) ceiling: no tile, no budget */
+    const char *loss_exceeds_why; /* why loss_chunked can exceed the logits it replaces */
     /* totals per GPU */
     size_t total_naive;        /* weights + grads + optimizer + act_standard + loss_naive */
     size_t total_optimized;    /* weights + grads + optimizer + act_ckpt_tiled + loss_chunked */
@@ -137,29 +172,48 @@ typedef struct mf_plan_memory {
 MF_API mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out);
 MF_API int64_t mf_plan_param_count(const mf_plan_config *cfg); /* -1 on bad config/overflow */
 
-/* Bytes of NSA's attention scores, b*a*s*k*e with k keys per query: the
- * compressed tokens floor((s - l)/d) + 1 (0 when s < l), min(s, n_sel*l_sel)
- * selected and min(s, w) in the window (Yuan et al., "Native Sparse
- * Attention", 2025, sec. 3). SIZE_MAX on bad input or overflow. */
-MF_API size_t mf_plan_nsa_scores_bytes(int64_t b, int64_t a, int64_t s, size_t elem_bytes,
-                                       int64_t l, int64_t d, int64_t l_sel, int64_t n_sel,
-                                       int64_t w);
-
 /* One row of the per-fix table. */
 typedef struct mf_plan_fix_row {
     char fix[24];          /* "cross_entropy", "rope", "attention", ... */
     char shape[96];
     char naive_what[64];   /* what the naive code materializes */
-    size_t naive_bytes;
+    size_t naive_bytes;    /* SIZE_MAX: overflow */
     char optimized_what[64];
-    size_t optimized_bytes; /* SIZE_MAX: n/a (no kernels in this build) */
+    size_t optimized_bytes; /* SIZE_MAX: n/a or overflow */
+    const char *exceeds_why; /* why optimized can exceed naive (NULL: the generic reason) */
 } mf_plan_fix_row;
 
-#define MF_PLAN_MAX_FIX_ROWS 8
-/* Rows for cfg (cross_entropy, rope, attention, linear_attention, plus npt when
- * npt_rank > 0, and nsa (keys per query vs dense scores) and nsa_op (the nsa
- * op's reference scratch vs its fused ceiling, include/memfix/nsa.h) when nsa): writes at most MF_PLAN_MAX_FIX_ROWS. */
+#define MF_PLAN_MAX_FIX_ROWS 16
+/* Every registered op's rows for cfg, in registry order: writes at most
+ * MF_PLAN_MAX_FIX_ROWS. */
 MF_API mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t *n_rows);
+
+/* For the ops' plan functions: the rows being filled, a row appended to them
+ * (its shape from the printf-style format; it is out->rows[out->n - 1];
+ * MF_ERR_OVERFLOW when they are full), and a product of sizes in bytes
+ * (SIZE_MAX on overflow or a SIZE_MAX factor). */
+typedef struct mf_plan_rows {
+    mf_plan_fix_row *rows;
+    size_t cap, n;
+} mf_plan_rows;
+MF_API mf_status mf_plan_row_add(mf_plan_rows *out, const char *fix, const char *naive_what, size_t naive,
+                                 const char *optimized_what, size_t optimized, const char *shape_fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 7, 8)))
+#endif
+    ;
+MF_API size_t mf_plan_product(size_t n, const size_t *factors);
+
+/* The plan part of an op's descriptor (mf_op_desc.plan, memfix/registry.h). */
+typedef struct mf_op_plan {
+    int n_params;
+    const mf_plan_param_spec *params;
+    /* Appends the op's rows for cfg (validated) with mf_plan_row_add. NULL: no rows. */
+    mf_status (*rows)(const mf_plan_config *cfg, mf_plan_rows *out);
+    /* Only the op computing the model's loss: fills m's loss_chunked ..
+     * loss_exceeds_why for cfg (validated). */
+    mf_status (*loss)(const mf_plan_config *cfg, mf_plan_memory *m);
+} mf_op_plan;
 
 /* Presets reproducing the seed documents' cases. */
 typedef enum mf_plan_preset_kind {

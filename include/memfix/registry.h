@@ -101,6 +101,8 @@ typedef struct mf_bench_sweep {
     mf_status (*optimized)(mf_context *ctx, mf_bench_case *c); /* one optimized call (device) */
 } mf_bench_sweep;
 
+struct mf_op_plan; /* memfix/plan.h */
+
 typedef struct mf_op_desc {
     const char *name;                 /* "matmul" */
     const char *summary;              /* one line, cites the seed document */
@@ -120,6 +122,9 @@ typedef struct mf_op_desc {
      * mf_tolerance_table (memfix/check.h) find them through the registry. */
     int n_tolerances;
     const mf_tolerance *tolerances;
+    /* `memfix plan`'s rows for a model's shape, the parameters they need and,
+     * for the loss op, the loss's figures (memfix/plan.h); NULL: no rows. */
+    const struct mf_op_plan *plan;
 } mf_op_desc;
 
 MF_API const mf_op_desc *const *mf_registry(size_t *count);

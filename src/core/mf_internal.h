@@ -32,6 +32,17 @@ mf_status mf_set_error(mf_status status, const char *func, const char *file, int
         if ((n) <= 0)                                                               \
             MF_FAIL(MF_ERR_INVALID_SIZE, "%s must be > 0 (got %lld)", #n, (long long)(n)); \
     } while (0)
+/* MF_CHECK_NOT_NULL of every argument in order, for an entry point's list of
+ * data pointers: the first NULL one fails with "<name> is NULL", the name as
+ * written in the list (plain identifiers). */
+#define MF_CHECK_ALL_NOT_NULL(...)                                                  \
+    do {                                                                            \
+        const void *const mf_ptrs_[] = {__VA_ARGS__};                               \
+        MF_TRY(mf_check_all_not_null(__func__, __FILE__, __LINE__, #__VA_ARGS__,   \
+                                     sizeof mf_ptrs_ / sizeof mf_ptrs_[0], mf_ptrs_)); \
+    } while (0)
+mf_status mf_check_all_not_null(const char *func, const char *file, int line, const char *names, size_t n,
+                                const void *const *ptrs);
 /* Propagate a failing status (the callee already set the message). */
 #define MF_TRY(expr)                                                                \
     do {                                                                            \

@@ -4,6 +4,7 @@
 #include "mf_internal.h"
 
 #include <stdint.h>
+#include <string.h>
 
 mf_status mf_check_dtype_f32_bf16(const char *func, mf_dtype dtype)
 {
@@ -51,4 +52,19 @@ mf_status mf_check_bhnd_bytes(const char *func, mf_dtype dtype, int64_t B, int64
     MF_TRY(mf_dims_product(func, "v bytes (B*H*N*Dv*dtype size)", &bytes, 5, B, H, N, Dv, es));
     MF_TRY(mf_dims_product(func, f32_qk, &bytes, 5, B, H, N, D, (int64_t)4));
     return mf_dims_product(func, "out bytes (B*H*N*Dv*4)", &bytes, 5, B, H, N, Dv, (int64_t)4);
+}
+
+mf_status mf_check_all_not_null(const char *func, const char *file, int line, const char *names, size_t n,
+                                const void *const *ptrs)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ptrs[i] != NULL) continue;
+        /* the i-th comma-separated name of the list */
+        const char *p = names;
+        for (size_t k = 0; k < i && p != NULL; k++) p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL;
+        while (p != NULL && (*p == ' ' || *p == '\t' || *p == '\n')) p++;
+        const size_t len = p == NULL ? 0 : strcspn(p, ", \t\n");
+        return mf_set_error(MF_ERR_NULL_POINTER, func, file, line, "%.*s is NULL", (int)len, p ? p : "");
+    }
+    return MF_OK;
 }

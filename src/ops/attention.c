@@ -6,6 +6,7 @@
 
 #include "attention.cuh"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "op_common.h"
@@ -398,6 +399,20 @@ static const mf_bench_sweep attention_bench = {"causal, B=1 H=2 N=n D=Dv=32", {6
                                                attention_bench_setup, attention_bench_reference,
                                                attention_bench_optimized};
 
+/* ---- memfix plan: standard attention's scores vs tiled, one layer (seed 003) ---- */
+static mf_status attention_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq;
+    /* b*a*s*s*e: mf_attention_theoretical_memory's standard_scores (test_plan) */
+    const size_t scores[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, mf_dtype_size(cfg->dtype)};
+    return mf_plan_row_add(out, "attention", "scores B*H*N*N*e (per layer)", mf_plan_product(5, scores),
+                           "tiled: backward Delta 4*B*H*N", mf_attention_tiled_backward_scratch_ceiling(B, H, S),
+                           "B=%lld H=%lld N=%lld D=%lld %s", (long long)B, (long long)H, (long long)S,
+                           (long long)mf_plan_head_dim(cfg), mf_dtype_name(cfg->dtype));
+}
+
+static const mf_op_plan attention_plan = {0, NULL, attention_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance attention_tolerances[] = {
@@ -433,4 +448,5 @@ const mf_op_desc mf_op_attention = {
     &attention_bench,
     (int)(sizeof attention_tolerances / sizeof attention_tolerances[0]),
     attention_tolerances,
+    &attention_plan,
 };

@@ -6,8 +6,10 @@
 
 #include "linear_attention.cuh"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
+#include "linear_attention_args.h"
 #include "op_common.h"
 
 #include <stdio.h>
@@ -42,14 +44,6 @@ size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, 
 }
 
 /* ---- validation and dispatch ------------------------------------------------------------- */
-static int state_any(const mf_linear_attention_state *s) {
-    return s != NULL && (s->initial_kv != NULL || s->initial_z != NULL || s->final_kv != NULL ||
-                         s->final_z != NULL);
-}
-static int grad_any(const mf_linear_attention_state_grad *g) {
-    return g != NULL && (g->d_final_kv != NULL || g->d_final_z != NULL ||
-                         g->d_initial_kv != NULL || g->d_initial_z != NULL);
-}
 
 static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype, int causal,
                               int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
@@ -78,7 +72,7 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
                                       int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
                                       const void *q, const void *k, const void *v,
                                       const mf_linear_attention_state *state, float *out) {
-    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, state_any(state)));
+    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, mf_la_state_any(state)));
     /* The operands (the state's optional), then their extents before any launch
      * (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
@@ -108,7 +102,7 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
                                        const mf_linear_attention_state_grad *grad, float *dq,
                                        float *dk, float *dv) {
     MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv,
-                        state_any(state) || grad_any(grad)));
+                        mf_la_state_any(state) || mf_la_grad_any(grad)));
     /* The operands (the state's and its gradient's optional), then their extents
      * before any launch (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
@@ -544,6 +538,19 @@ static mf_status la_bench_optimized(mf_context *ctx, mf_bench_case *c) {
 static const mf_bench_sweep la_bench = {"causal, chunk 16, B=1 H=2 N=n D=16", {64, 128, 256}, 3, la_bench_setup,
                                         la_bench_reference, la_bench_optimized};
 
+/* ---- memfix plan: the causal cumulative state vs the chunked form (seed 003) ---- */
+static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    const size_t cumsum[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype)};
+    return mf_plan_row_add(out, "linear_attention", "kv cumsum B*H*N*D*D*e (causal)", mf_plan_product(6, cumsum),
+                           "chunked: backward 8*B*H*N", mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh),
+                           "B=%lld H=%lld N=%lld D=Dv=%lld %s", (long long)B, (long long)H, (long long)S,
+                           (long long)Dh, mf_dtype_name(cfg->dtype));
+}
+
+static const mf_op_plan la_plan = {0, NULL, la_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "linear_attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance linear_attention_tolerances[] = {
@@ -593,4 +600,5 @@ const mf_op_desc mf_op_linear_attention = {
     &la_bench,
     (int)(sizeof linear_attention_tolerances / sizeof linear_attention_tolerances[0]),
     linear_attention_tolerances,
+    &la_plan,
 };

@@ -52,10 +52,7 @@ size_t mf_matmul_scratch_ceiling(mf_matmul_variant variant, int64_t M, int64_t N
 mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, int trans_a,
                     int trans_b, int64_t M, int64_t N, int64_t K, const void *A, const void *B,
                     float *C) {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(A);
-    MF_CHECK_NOT_NULL(B);
-    MF_CHECK_NOT_NULL(C);
+    MF_CHECK_ALL_NOT_NULL(ctx, A, B, C);
     if ((int)variant < 0 || (int)variant >= MF_MATMUL_N_VARIANTS)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                 "variant %d is not MF_MATMUL_NAIVE (0), MF_MATMUL_TILED (1) or MF_MATMUL_CUBLAS (2)",
@@ -287,4 +284,5 @@ const mf_op_desc mf_op_matmul = {
     &matmul_bench,
     (int)(sizeof matmul_tolerances / sizeof matmul_tolerances[0]),
     matmul_tolerances,
+    NULL, /* no plan rows: a matmul is not a memory fix of a model */
 };

@@ -10,6 +10,7 @@
 
 #include "npt.cuh"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "op_common.h"
@@ -159,32 +160,6 @@ static mf_status check_inputs(const char *fn, const mf_context *ctx, const void 
     return MF_OK;
 }
 
-/* One device operand of an entry: 'rows' x 'cols' elements of the dtype (a
- * vector: rows 0). */
-typedef struct npt_operand {
-    const char *name; /* as in the signature, e.g. "grad_h" */
-    const void *p;    /* NULL: not requested (a gradient output) */
-    int64_t rows, cols;
-} npt_operand;
-
-/* Every operand's extent in ctx's allocations, in order, before any launch. */
-static mf_status check_extents(const char *fn, mf_context *ctx, mf_dtype dtype,
-                               const npt_operand *ops, size_t n_ops)
-{
-    const int64_t es = (int64_t)mf_dtype_size(dtype);
-    for (size_t i = 0; i < n_ops; i++) {
-        char what[40];
-        size_t n = 0;
-        snprintf(what, sizeof what, "%s bytes", ops[i].name);
-        if (ops[i].rows == 0)
-            MF_TRY(mf_dims_product(fn, what, &n, 2, ops[i].cols, es));
-        else
-            MF_TRY(mf_dims_product(fn, what, &n, 3, ops[i].rows, ops[i].cols, es));
-        MF_TRY(mf_check_device_extent(fn, ctx, ops[i].p, n, ops[i].name));
-    }
-    return MF_OK;
-}
-
 /* *is_cuda = 0 for the host backend, 1 for CUDA; MF_ERR_BACKEND_UNAVAILABLE
  * when the CUDA backend is not built, MF_ERR_INVALID_ARGUMENT for an unknown
  * backend. */
@@ -208,6 +183,33 @@ static mf_status pick_backend(const char *fn, mf_context *ctx, int *is_cuda)
     }
 }
 
+/* One device operand of an entry: 'rows' x 'cols' elements of the dtype (a
+ * vector: rows 0). */
+typedef struct npt_operand {
+    const char *name; /* as in the signature, e.g. "grad_h" */
+    const void *p;    /* NULL: not requested (a gradient output) */
+    int64_t rows, cols;
+} npt_operand;
+
+/* Every operand's extent in ctx's allocations, in order, then the backend
+ * (*is_cuda): everything checked before any launch. */
+static mf_status check_extents_and_backend(const char *fn, mf_context *ctx, mf_dtype dtype,
+                                           const npt_operand *ops, size_t n_ops, int *is_cuda)
+{
+    const int64_t es = (int64_t)mf_dtype_size(dtype);
+    for (size_t i = 0; i < n_ops; i++) {
+        char what[40];
+        size_t n = 0;
+        snprintf(what, sizeof what, "%s bytes", ops[i].name);
+        if (ops[i].rows == 0)
+            MF_TRY(mf_dims_product(fn, what, &n, 2, ops[i].cols, es));
+        else
+            MF_TRY(mf_dims_product(fn, what, &n, 3, ops[i].rows, ops[i].cols, es));
+        MF_TRY(mf_check_device_extent(fn, ctx, ops[i].p, n, ops[i].name));
+    }
+    return pick_backend(fn, ctx, is_cuda);
+}
+
 mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
                          const void *W, const void *A, const void *B, const void *m,
                          const void *bias, void *out, const mf_npt_options *opts)
@@ -222,14 +224,9 @@ mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, co
     const npt_operand operands[] = {{"h", h, T, D},       {"W", W, D, F}, {"A", A, D, R},
                                     {"B", B, R, F},       {"m", m, T, R}, {"bias", bias, 0, F},
                                     {"out", out, T, F}};
-    MF_TRY(check_extents(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0]));
     int is_cuda = 0;
-    MF_TRY(pick_backend(fn, ctx, &is_cuda));
-    mf_npt_factored_forward_fn *run = mf_host_npt_factored_forward;
-#ifdef MF_HAVE_CUDA
-    if (is_cuda) run = mf_cuda_npt_factored_forward;
-#endif
-    return run(ctx, dtype, shape, chunk, h, W, A, B, m, bias, out);
+    MF_TRY(check_extents_and_backend(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0], &is_cuda));
+    return MF_OP_ENTRY(is_cuda, npt_factored_forward)(ctx, dtype, shape, chunk, h, W, A, B, m, bias, out);
 }
 
 mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
@@ -252,15 +249,10 @@ mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, c
         {"B", B, R, F},           {"m", m, T, R},           {"grad_out", grad_out, T, F},
         {"grad_h", grad_h, T, D}, {"grad_W", grad_W, D, F}, {"grad_A", grad_A, D, R},
         {"grad_B", grad_B, R, F}, {"grad_m", grad_m, T, R}, {"grad_bias", grad_bias, 0, F}};
-    MF_TRY(check_extents(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0]));
     int is_cuda = 0;
-    MF_TRY(pick_backend(fn, ctx, &is_cuda));
-    mf_npt_factored_backward_fn *run = mf_host_npt_factored_backward;
-#ifdef MF_HAVE_CUDA
-    if (is_cuda) run = mf_cuda_npt_factored_backward;
-#endif
-    return run(ctx, dtype, shape, chunk, h, W, A, B, m, grad_out, grad_h, grad_W, grad_A, grad_B,
-               grad_m, grad_bias);
+    MF_TRY(check_extents_and_backend(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0], &is_cuda));
+    return MF_OP_ENTRY(is_cuda, npt_factored_backward)(ctx, dtype, shape, chunk, h, W, A, B, m, grad_out, grad_h,
+                                                       grad_W, grad_A, grad_B, grad_m, grad_bias);
 }
 
 /* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
@@ -614,6 +606,24 @@ static mf_status npt_bench_optimized(mf_context *ctx, mf_bench_case *c)
 static const mf_bench_sweep npt_bench = {"1 x n tokens, 32 x 48, rank 4", {16, 32, 64}, 3, npt_bench_setup,
                                          npt_bench_reference, npt_bench_optimized};
 
+/* ---- memfix plan: the per-token weight delta vs the factored form (seed 004) ---- */
+static const mf_plan_param_spec npt_plan_params[] = {
+    {"npt_rank", "--npt-rank", "R", "also plan the NPT weight delta at rank R (seed 004)", MF_PLAN_PARAM_COUNT, 0},
+};
+
+static mf_status npt_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    const int64_t rank = mf_plan_param_get(cfg, "npt_rank");
+    if (rank <= 0) return MF_OK; /* not asked for */
+    const mf_npt_shape sh = {cfg->batch, cfg->seq, cfg->d_model, cfg->d_ffn, rank};
+    return mf_plan_row_add(out, "npt", "delta_w B*S*D*F*e", mf_npt_delta_w_bytes(cfg->dtype, sh),
+                           "factored: c*r*(4+e) per chunk", mf_npt_factored_forward_scratch_ceiling(cfg->dtype, sh, NULL),
+                           "B=%lld S=%lld D=%lld F=%lld r=%lld %s", (long long)sh.batch, (long long)sh.seq,
+                           (long long)sh.d_model, (long long)sh.d_ffn, (long long)sh.rank, mf_dtype_name(cfg->dtype));
+}
+
+static const mf_op_plan npt_plan = {1, npt_plan_params, npt_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "npt.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance npt_tolerances[] = {
@@ -640,4 +650,5 @@ const mf_op_desc mf_op_npt = {
     &npt_bench,
     (int)(sizeof npt_tolerances / sizeof npt_tolerances[0]),
     npt_tolerances,
+    &npt_plan,
 };

@@ -5,6 +5,7 @@
 #include "memfix/nsa.h"
 
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "nsa.cuh"
@@ -36,13 +37,7 @@ mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype
                 "Hq/Hk=%lld ceil(S/l')=%lld)",
                 MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, MF_NSA_MAX_SEL_BLOCKS, (long long)D,
                 (long long)(Hq / Hk), (long long)mf_nsa_n_selection(cfg, S));
-    MF_CHECK_NOT_NULL(q);
-    MF_CHECK_NOT_NULL(k);
-    MF_CHECK_NOT_NULL(v);
-    MF_CHECK_NOT_NULL(g_cmp);
-    MF_CHECK_NOT_NULL(g_slc);
-    MF_CHECK_NOT_NULL(g_win);
-    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_ALL_NOT_NULL(q, k, v, g_cmp, g_slc, g_win, out);
     /* Extents before any launch (the products fit: mf_nsa_validate). */
     const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
     const size_t rk = (size_t)B * (size_t)S * (size_t)Hk;
@@ -312,6 +307,61 @@ static const mf_bench_sweep nsa_bench = {"seed config (l=32 d=16 l'=64 n=16 w=51
                                          {64, 128, 256}, 3, nsa_bench_setup, nsa_bench_reference,
                                          nsa_bench_optimized};
 
+/* ---- memfix plan: NSA's keys per query vs dense scores, then the op's own scratch (seed 001) ---- */
+size_t mf_nsa_attended_scores_bytes(const mf_nsa_config *c, int64_t b, int64_t a, int64_t s, size_t elem_bytes)
+{
+    if (c == NULL || b <= 0 || a <= 0 || s <= 0 || elem_bytes == 0 || c->block_cmp <= 0 || c->stride <= 0 ||
+        c->block_sel <= 0 || c->n_sel <= 0 || c->window <= 0)
+        return SIZE_MAX;
+    size_t sel;
+    if (!mf_size_mul((size_t)c->n_sel, (size_t)c->block_sel, &sel)) return SIZE_MAX;
+    if (sel > (size_t)s) sel = (size_t)s;
+    const size_t cmp = s < c->block_cmp ? 0 : (size_t)((s - c->block_cmp) / c->stride + 1);
+    const size_t win = c->window < s ? (size_t)c->window : (size_t)s;
+    size_t keys;
+    if (!mf_size_add(cmp, sel, &keys) || !mf_size_add(keys, win, &keys)) return SIZE_MAX;
+    const size_t f[] = {(size_t)b, (size_t)a, (size_t)s, keys, elem_bytes};
+    return mf_plan_product(5, f);
+}
+
+static const mf_plan_param_spec nsa_plan_params[] = {
+    {"nsa", "--nsa", "0|1",
+     "also plan NSA's attention scores (seed 001's l=32 d=16\n                     l'=64 n=16 w=512)",
+     MF_PLAN_PARAM_FLAG, 0},
+};
+
+/* The model's attention pattern at seed 001's configuration (at S = 1024 NSA
+ * attends MORE keys per query than dense attention, cmp + n*l' + w = 63 +
+ * 1024 + 512 = 1599 > 1024), then the nsa op itself: the dense masked
+ * reference's scratch vs the fused kernels' ceiling, the formulas
+ * test_nsa_memory asserts. */
+static mf_status nsa_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    if (!mf_plan_param_get(cfg, "nsa")) return MF_OK; /* not asked for */
+    const mf_nsa_config nc = mf_nsa_config_seed();
+    const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    const int64_t KV = mf_plan_kv_heads(cfg);
+    const size_t e = mf_dtype_size(cfg->dtype);
+    const size_t keys = mf_nsa_attended_scores_bytes(&nc, 1, 1, S, 1) / (size_t)S;
+    char owhat[64];
+    snprintf(owhat, sizeof owhat, "k=%zu keys/query %s N=%lld dense", keys,
+             keys > (size_t)S ? ">" : keys == (size_t)S ? "=" : "<", (long long)S);
+    const size_t dense[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, e};
+    MF_TRY(mf_plan_row_add(
+        out, "nsa", "dense scores B*H*N*N*e (per layer)", mf_plan_product(5, dense), owhat,
+        mf_nsa_attended_scores_bytes(&nc, B, H, S, e), "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld",
+        (long long)B, (long long)H, (long long)S, (long long)nc.block_cmp, (long long)nc.stride,
+        (long long)nc.block_sel, (long long)nc.n_sel, (long long)nc.window));
+    out->rows[out->n - 1].exceeds_why = "at this length a query sees more keys through NSA's branches than N";
+    return mf_plan_row_add(out, "nsa_op", "ref: dense masked branches, double",
+                           mf_ref_nsa_backward_scratch_bytes(&nc, B, S, H, KV, Dh), "fused: pooled k/v + grads 16*B*Hk*nc*D",
+                           mf_nsa_backward_scratch_ceiling(&nc, B, S, H, KV, Dh),
+                           "fwd+bwd B=%lld Hq=%lld Hk=%lld S=%lld D=%lld", (long long)B, (long long)H, (long long)KV,
+                           (long long)S, (long long)Dh);
+}
+
+static const mf_op_plan nsa_plan = {1, nsa_plan_params, nsa_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "nsa.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance nsa_tolerances[] = {
@@ -341,4 +391,5 @@ const mf_op_desc mf_op_nsa = {
     &nsa_bench,
     (int)(sizeof nsa_tolerances / sizeof nsa_tolerances[0]),
     nsa_tolerances,
+    &nsa_plan,
 };

@@ -20,6 +20,13 @@ extern "C" {
 /* *is_cuda = 0 for the host backend, 1 for CUDA (when built with it); otherwise
  * MF_ERR_BACKEND_UNAVAILABLE, the message naming func and "<kernels> kernels". */
 mf_status mf_op_pick_backend(const char *func, mf_context *ctx, const char *kernels, int *is_cuda);
+/* The kernel entry of the picked backend: mf_cuda_<entry> when is_cuda (only
+ * in a build with CUDA), else mf_host_<entry>. */
+#ifdef MF_HAVE_CUDA
+#define MF_OP_ENTRY(is_cuda, entry) ((is_cuda) ? mf_cuda_##entry : mf_host_##entry)
+#else
+#define MF_OP_ENTRY(is_cuda, entry) ((void)(is_cuda), mf_host_##entry)
+#endif
 
 /* One device operand of an entry point: its name in the signature, the
  * pointer, the bytes the kernels touch, and whether it must be given (else

@@ -7,6 +7,7 @@
 #include "rope.cuh"
 #include "rope_args.h"
 #include "memfix/check.h"
+#include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
 #include "op_common.h"
@@ -504,6 +505,17 @@ static const mf_bench_sweep rope_bench = {
     "destroys it (table build included in opt_ms)",
     {64, 256, 1024}, 3, rope_bench_setup, rope_bench_reference, rope_bench_optimized};
 
+/* ---- memfix plan: host position and cos/sin tables vs the device cache (seed 000, bug 2) ---- */
+static mf_status rope_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
+{
+    const int64_t S = cfg->seq, Dh = mf_plan_head_dim(cfg);
+    return mf_plan_row_add(out, "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
+                           "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh), "L=%lld rotary_dim=%lld",
+                           (long long)S, (long long)Dh);
+}
+
+static const mf_op_plan rope_plan = {0, NULL, rope_plan_rows, NULL};
+
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "rope.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance rope_tolerances[] = {
@@ -528,4 +540,5 @@ const mf_op_desc mf_op_rope = {
     &rope_bench,
     (int)(sizeof rope_tolerances / sizeof rope_tolerances[0]),
     rope_tolerances,
+    &rope_plan,
 };

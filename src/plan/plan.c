@@ -1,17 +1,13 @@
 /* memfix plan: the memory arithmetic of include/memfix/plan.h (conventions and
  * sources are stated there). Every byte count is exact size_t arithmetic with
- * overflow detection; per-fix numbers come from the ops' own formula
- * functions, the ones the memory tests assert. */
+ * overflow detection. Per-fix rows, the ops' parameters and the loss's
+ * optimized figures come from the registered ops' descriptors (their plan
+ * part, in src/ops/<op>.c): no op is named here. */
 #include "mf_internal.h"
 #include "memfix/plan.h"
+#include "memfix/registry.h"
 
-#include "memfix/attention.h"
-#include "memfix/cross_entropy.h"
-#include "memfix/linear_attention.h"
-#include "memfix/npt.h"
-#include "memfix/nsa.h"
-#include "memfix/rope.h"
-
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,21 +35,72 @@ static size_t ceil_div(size_t a, size_t b) { return a == SIZE_MAX ? SIZE_MAX : a
 
 void mf_plan_config_init(mf_plan_config *cfg)
 {
-    if (cfg == NULL) return;
-    memset(cfg, 0, sizeof *cfg);
-    cfg->layers = 12;
-    cfg->d_model = 768;
-    cfg->d_ffn = 3072;
-    cfg->heads = 12;
-    cfg->vocab = 50304;
-    cfg->batch = 1;
-    cfg->seq = 1024;
-    cfg->dtype = MF_DTYPE_BF16;
-    cfg->dp = 1;
+    static const mf_plan_config small_dense = {.layers = 12, .d_model = 768, .d_ffn = 3072, .heads = 12,
+                                               .vocab = 50304, .batch = 1, .seq = 1024, .dtype = MF_DTYPE_BF16,
+                                               .dp = 1};
+    if (cfg != NULL) *cfg = small_dense;
 }
 
-static int64_t kv_heads_of(const mf_plan_config *c) { return c->kv_heads > 0 ? c->kv_heads : c->heads; }
-static int64_t head_dim_of(const mf_plan_config *c) { return c->head_dim > 0 ? c->head_dim : c->d_model / c->heads; }
+int64_t mf_plan_kv_heads(const mf_plan_config *c) { return c->kv_heads > 0 ? c->kv_heads : c->heads; }
+int64_t mf_plan_head_dim(const mf_plan_config *c)
+{
+    return c->head_dim > 0 ? c->head_dim : c->heads > 0 ? c->d_model / c->heads : 0;
+}
+
+/* ---- the ops' parameters, through the registry ------------------------------------ */
+const mf_plan_param_spec *mf_plan_param_find(const char *name)
+{
+    if (name == NULL) return NULL;
+    size_t n = 0;
+    const mf_op_desc *const *ops = mf_registry(&n);
+    for (size_t i = 0; i < n; i++) {
+        const mf_op_plan *p = ops[i] ? ops[i]->plan : NULL;
+        for (int k = 0; p != NULL && k < p->n_params; k++)
+            if (strcmp(p->params[k].name, name) == 0) return &p->params[k];
+    }
+    return NULL;
+}
+
+int64_t mf_plan_param_get(const mf_plan_config *cfg, const char *name)
+{
+    const mf_plan_param_spec *spec = mf_plan_param_find(name);
+    if (spec == NULL) return 0;
+    for (size_t i = 0; cfg != NULL && i < cfg->n_params && i < MF_PLAN_MAX_PARAMS; i++)
+        if (cfg->params[i].name != NULL && strcmp(cfg->params[i].name, name) == 0) return cfg->params[i].value;
+    return spec->dflt;
+}
+
+mf_status mf_plan_param_set(mf_plan_config *cfg, const char *name, int64_t value)
+{
+    MF_CHECK_NOT_NULL(cfg);
+    MF_CHECK_NOT_NULL(name);
+    const mf_plan_param_spec *spec = mf_plan_param_find(name);
+    if (spec == NULL) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "no registered op has a plan parameter '%s'", name);
+    size_t i = 0;
+    while (i < cfg->n_params && i < MF_PLAN_MAX_PARAMS && strcmp(cfg->params[i].name, name) != 0) i++;
+    if (i == MF_PLAN_MAX_PARAMS) MF_FAIL(MF_ERR_OVERFLOW, "more than %d plan parameters", MF_PLAN_MAX_PARAMS);
+    if (i == cfg->n_params) cfg->n_params++;
+    cfg->params[i].name = spec->name;
+    cfg->params[i].value = value;
+    return MF_OK;
+}
+
+static mf_status validate_params(const mf_plan_config *cfg)
+{
+    if (cfg->n_params > MF_PLAN_MAX_PARAMS)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "n_params %zu exceeds %d", cfg->n_params, MF_PLAN_MAX_PARAMS);
+    for (size_t i = 0; i < cfg->n_params; i++) {
+        const char *name = cfg->params[i].name;
+        const int64_t v = cfg->params[i].value;
+        const mf_plan_param_spec *spec = mf_plan_param_find(name);
+        if (spec == NULL)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "no registered op has a plan parameter '%s'", name ? name : "(null)");
+        if (spec->kind == MF_PLAN_PARAM_FLAG && v != 0 && v != 1)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "%s must be 0 or 1 (got %lld)", name, (long long)v);
+        if (v < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "%s must be >= 0 (got %lld)", name, (long long)v);
+    }
+    return MF_OK;
+}
 
 mf_status mf_plan_config_validate(const mf_plan_config *cfg)
 {
@@ -67,33 +114,30 @@ mf_status mf_plan_config_validate(const mf_plan_config *cfg)
     if (cfg->head_dim < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "head_dim must be >= 0 (got %lld)", (long long)cfg->head_dim);
     if (cfg->max_positions < 0)
         MF_FAIL(MF_ERR_INVALID_SIZE, "max_positions must be >= 0 (got %lld)", (long long)cfg->max_positions);
-    if (cfg->npt_rank < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "npt_rank must be >= 0 (got %lld)", (long long)cfg->npt_rank);
     if (cfg->head_dim == 0 && cfg->d_model % cfg->heads != 0)
         MF_FAIL(MF_ERR_INVALID_SIZE, "d_model %lld is not a multiple of heads %lld (give head_dim)",
                 (long long)cfg->d_model, (long long)cfg->heads);
-    if (cfg->heads % kv_heads_of(cfg) != 0)
+    if (cfg->heads % mf_plan_kv_heads(cfg) != 0)
         MF_FAIL(MF_ERR_INVALID_SIZE, "heads %lld is not a multiple of kv_heads %lld", (long long)cfg->heads,
-                (long long)kv_heads_of(cfg));
+                (long long)mf_plan_kv_heads(cfg));
     if (cfg->dtype != MF_DTYPE_F32 && cfg->dtype != MF_DTYPE_BF16)
         MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)cfg->dtype);
     if (cfg->zero < 0 || cfg->zero > 3) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "zero must be 0..3 (got %d)", cfg->zero);
-    const int flags[] = {cfg->tied_embeddings, cfg->gated_mlp, cfg->linear_bias, cfg->layernorm,
-                         cfg->qk_norm,         cfg->dropout,   cfg->nsa};
+    const int flags[] = {cfg->tied_embeddings, cfg->gated_mlp, cfg->linear_bias,
+                         cfg->layernorm,       cfg->qk_norm,   cfg->dropout};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i] != 0 && flags[i] != 1)
-            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "flags (tied_embeddings, gated_mlp, linear_bias, layernorm, qk_norm, dropout, "
-                                             "nsa) must be 0 or 1");
-    if (cfg->nsa && (cfg->nsa_l <= 0 || cfg->nsa_d <= 0 || cfg->nsa_l_sel <= 0 || cfg->nsa_n_sel <= 0 || cfg->nsa_w <= 0))
-        MF_FAIL(MF_ERR_INVALID_SIZE, "nsa needs nsa_l, nsa_d, nsa_l_sel, nsa_n_sel and nsa_w > 0");
-    return MF_OK;
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "flags (tied_embeddings, gated_mlp, linear_bias, layernorm, qk_norm, "
+                                             "dropout) must be 0 or 1");
+    return validate_params(cfg);
 }
 
 /* Parameter counts in size_t; *ovf on overflow. */
 static void count_params(const mf_plan_config *c, int *ovf, size_t *layer, size_t *embed, size_t *total)
 {
     const size_t d = (size_t)c->d_model, f = (size_t)c->d_ffn, V = (size_t)c->vocab;
-    const size_t qd = mul(ovf, (size_t)c->heads, (size_t)head_dim_of(c));
-    const size_t kvd = mul(ovf, (size_t)kv_heads_of(c), (size_t)head_dim_of(c));
+    const size_t qd = mul(ovf, (size_t)c->heads, (size_t)mf_plan_head_dim(c));
+    const size_t kvd = mul(ovf, (size_t)mf_plan_kv_heads(c), (size_t)mf_plan_head_dim(c));
     const size_t norm = c->layernorm ? 2 * d : d;
     /* attention: q and o (d x qd each), k and v (d x kvd each) */
     size_t attn = add(ovf, mul3(ovf, 2, d, qd), mul3(ovf, 2, d, kvd));
@@ -103,7 +147,7 @@ static void count_params(const mf_plan_config *c, int *ovf, size_t *layer, size_
         mlp = add(ovf, mlp, add(ovf, mul(ovf, c->gated_mlp ? 2 : 1, f), d));
     }
     *layer = add(ovf, add(ovf, attn, mlp), mul(ovf, 2, norm));
-    if (c->qk_norm) *layer = add(ovf, *layer, mul(ovf, 2, (size_t)head_dim_of(c)));
+    if (c->qk_norm) *layer = add(ovf, *layer, mul(ovf, 2, (size_t)mf_plan_head_dim(c)));
     *embed = mul3(ovf, c->tied_embeddings ? 1 : 2, V, d);
     *embed = add(ovf, *embed, mul(ovf, (size_t)c->max_positions, d));
     *total = add(ovf, add(ovf, mul(ovf, (size_t)c->layers, *layer), *embed), norm /* final norm */);
@@ -126,19 +170,22 @@ static size_t scores_bytes(int *ovf, size_t b, size_t a, size_t s, size_t e)
     return mul(ovf, mul3(ovf, b, a, s), mul(ovf, s, e));
 }
 
-size_t mf_plan_nsa_scores_bytes(int64_t b, int64_t a, int64_t s, size_t elem_bytes, int64_t l, int64_t d,
-                                int64_t l_sel, int64_t n_sel, int64_t w)
+size_t mf_plan_product(size_t n, const size_t *factors)
 {
-    if (b <= 0 || a <= 0 || s <= 0 || elem_bytes == 0 || l <= 0 || d <= 0 || l_sel <= 0 || n_sel <= 0 || w <= 0)
-        return SIZE_MAX;
     int ovf = 0;
-    size_t cmp = s < l ? 0 : (size_t)((s - l) / d + 1);
-    size_t sel = mul(&ovf, (size_t)n_sel, (size_t)l_sel);
-    if (sel > (size_t)s) sel = (size_t)s;
-    size_t win = w < s ? (size_t)w : (size_t)s;
-    size_t keys = add(&ovf, add(&ovf, cmp, sel), win);
-    size_t r = mul(&ovf, mul3(&ovf, (size_t)b, (size_t)a, (size_t)s), mul(&ovf, keys, elem_bytes));
-    return ovf ? SIZE_MAX : r;
+    size_t r = 1;
+    for (size_t i = 0; factors != NULL && i < n; i++) r = mul(&ovf, r, factors[i]);
+    return ovf || factors == NULL ? SIZE_MAX : r;
+}
+
+/* The op whose plan has a loss hook (cross_entropy), or NULL. */
+static const mf_op_plan *loss_plan(void)
+{
+    size_t n = 0;
+    const mf_op_desc *const *ops = mf_registry(&n);
+    for (size_t i = 0; i < n; i++)
+        if (ops[i] != NULL && ops[i]->plan != NULL && ops[i]->plan->loss != NULL) return ops[i]->plan;
+    return NULL;
 }
 
 mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out)
@@ -166,7 +213,7 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
 
     /* activations (Korthikanti et al. 2022, generalized; see plan.h) */
     const size_t s = (size_t)cfg->seq, b = (size_t)cfg->batch, d = (size_t)cfg->d_model, f = (size_t)cfg->d_ffn;
-    const size_t a = (size_t)cfg->heads, kv = (size_t)kv_heads_of(cfg), dh = (size_t)head_dim_of(cfg);
+    const size_t a = (size_t)cfg->heads, kv = (size_t)mf_plan_kv_heads(cfg), dh = (size_t)mf_plan_head_dim(cfg);
     const size_t sb = mul(&ovf, s, b), sbd = mul(&ovf, sb, d);
     const size_t e_sbd = mul(&ovf, e, sbd);
     const size_t mask = cfg->dropout ? sbd : 0; /* 1-byte dropout masks */
@@ -196,21 +243,13 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
     /* logits and loss over N = b*s rows */
     const int64_t N = cfg->batch * cfg->seq; /* both validated > 0; the product checked below */
     if (cfg->batch > INT64_MAX / cfg->seq) MF_FAIL(MF_ERR_OVERFLOW, "batch * seq overflows");
-    out->logits_bytes = mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype);
-    out->loss_naive = add(&ovf, out->logits_bytes, mf_cross_entropy_logits_bytes(N, cfg->vocab, MF_DTYPE_F32));
+    int lovf = 0; /* an overflowing logits count is SIZE_MAX, not an error */
+    out->logits_bytes = mul3(&lovf, (size_t)N, (size_t)cfg->vocab, e);
+    out->loss_naive = add(&ovf, out->logits_bytes, mul3(&lovf, (size_t)N, (size_t)cfg->vocab, 4));
     out->loss_chunked = SIZE_MAX;
     out->loss_fused = SIZE_MAX;
-#ifdef MF_HAVE_HOST_KERNELS
-    out->loss_fused = mf_cross_entropy_fused_scratch_ceiling(N);
-    mf_cross_entropy_options ce;
-    mf_cross_entropy_options_init(&ce);
-    if (cfg->ce_budget > 0) ce.scratch_budget = cfg->ce_budget;
-    mf_cross_entropy_plan_info info;
-    MF_TRY(mf_cross_entropy_plan(N, cfg->vocab, cfg->dtype, &ce, &info));
-    out->loss_chunk_rows = info.chunk_rows;
-    out->loss_capped_by_logits = info.capped_by_logits;
-    out->loss_chunked = mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows);
-#endif
+    const mf_op_plan *lp = loss_plan();
+    if (lp != NULL) MF_TRY(lp->loss(cfg, out));
 
     const size_t states = add(&ovf, add(&ovf, out->weights_gpu, out->grads_gpu), out->optimizer_gpu);
     out->total_naive = add(&ovf, add(&ovf, states, out->act_standard), out->loss_naive);
@@ -221,15 +260,27 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
     return MF_OK;
 }
 
-static void set_row(mf_plan_fix_row *r, const char *fix, const char *naive_what, size_t naive, const char *opt_what,
-                    size_t opt)
+mf_status mf_plan_row_add(mf_plan_rows *out, const char *fix, const char *naive_what, size_t naive,
+                          const char *opt_what, size_t opt, const char *shape_fmt, ...)
 {
+    MF_CHECK_NOT_NULL(out);
+    MF_CHECK_NOT_NULL(out->rows);
+    if (out->n >= out->cap)
+        MF_FAIL(MF_ERR_OVERFLOW, "no room for the plan row %s (%zu rows)", fix ? fix : "(null)", out->cap);
+    mf_plan_fix_row *r = &out->rows[out->n++];
     memset(r, 0, sizeof *r);
-    snprintf(r->fix, sizeof r->fix, "%s", fix);
-    snprintf(r->naive_what, sizeof r->naive_what, "%s", naive_what);
-    snprintf(r->optimized_what, sizeof r->optimized_what, "%s", opt_what);
+    snprintf(r->fix, sizeof r->fix, "%s", fix ? fix : "");
+    snprintf(r->naive_what, sizeof r->naive_what, "%s", naive_what ? naive_what : "");
+    snprintf(r->optimized_what, sizeof r->optimized_what, "%s", opt_what ? opt_what : "");
     r->naive_bytes = naive;
     r->optimized_bytes = opt;
+    if (shape_fmt != NULL) {
+        va_list ap;
+        va_start(ap, shape_fmt);
+        vsnprintf(r->shape, sizeof r->shape, shape_fmt, ap);
+        va_end(ap);
+    }
+    return MF_OK;
 }
 
 mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t *n_rows)
@@ -239,106 +290,14 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
     *n_rows = 0;
     MF_TRY(mf_plan_config_validate(cfg));
     if (cfg->batch > INT64_MAX / cfg->seq) MF_FAIL(MF_ERR_OVERFLOW, "batch * seq overflows");
-    int ovf = 0;
-    const size_t e = mf_dtype_size(cfg->dtype);
-    const char *dt = mf_dtype_name(cfg->dtype);
-    const int64_t N = cfg->batch * cfg->seq, B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = head_dim_of(cfg);
-    size_t n = 0;
-    size_t opt = SIZE_MAX;
-    char what[64];
-
-    /* 000 bug 1: logits vs the chunked fused loss */
-    snprintf(what, sizeof what, "fp32 logits tile (budget %zu)", cfg->ce_budget ? cfg->ce_budget : MF_CE_DEFAULT_BUDGET);
-#ifdef MF_HAVE_HOST_KERNELS
-    {
-        mf_cross_entropy_options ce;
-        mf_cross_entropy_options_init(&ce);
-        if (cfg->ce_budget > 0) ce.scratch_budget = cfg->ce_budget;
-        mf_cross_entropy_plan_info info;
-        MF_TRY(mf_cross_entropy_plan(N, cfg->vocab, cfg->dtype, &ce, &info));
-        opt = mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows);
-        snprintf(what, sizeof what, "fp32 tile, C=%lld rows (%lld chunks%s)", (long long)info.chunk_rows,
-                 (long long)info.n_chunks, info.capped_by_logits ? ", capped at logits" : "");
+    size_t n_ops = 0;
+    mf_plan_rows out = {rows, MF_PLAN_MAX_FIX_ROWS, 0};
+    const mf_op_desc *const *ops = mf_registry(&n_ops);
+    for (size_t i = 0; i < n_ops; i++) {
+        const mf_op_plan *p = ops[i] ? ops[i]->plan : NULL;
+        if (p != NULL && p->rows != NULL) MF_TRY(p->rows(cfg, &out));
     }
-#endif
-    set_row(&rows[n], "cross_entropy", "logits N*V*e", mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype), what,
-            opt);
-    snprintf(rows[n++].shape, sizeof rows[0].shape, "N=%lld V=%lld %s", (long long)N, (long long)cfg->vocab, dt);
-
-    /* 000 bug 2: host position and cos/sin tables vs the device cache */
-    opt = SIZE_MAX;
-#ifdef MF_HAVE_HOST_KERNELS
-    opt = mf_rope_cache_bytes(S, Dh);
-#endif
-    set_row(&rows[n], "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
-            "device cos/sin cache (fp32)", opt);
-    snprintf(rows[n++].shape, sizeof rows[0].shape, "L=%lld rotary_dim=%lld", (long long)S, (long long)Dh);
-
-    /* 003: standard attention scores vs tiled (one layer) */
-    opt = SIZE_MAX;
-#ifdef MF_HAVE_HOST_KERNELS
-    opt = mf_attention_tiled_backward_scratch_ceiling(B, H, S);
-#endif
-    set_row(&rows[n], "attention", "scores B*H*N*N*e (per layer)", scores_bytes(&ovf, (size_t)B, (size_t)H, (size_t)S, e),
-            "tiled: backward Delta 4*B*H*N", opt);
-    snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld H=%lld N=%lld D=%lld %s", (long long)B, (long long)H,
-             (long long)S, (long long)Dh, dt);
-
-    /* 003: causal linear attention's cumulative state vs the chunked form */
-    opt = SIZE_MAX;
-#ifdef MF_HAVE_HOST_KERNELS
-    opt = mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh);
-#endif
-    set_row(&rows[n], "linear_attention", "kv cumsum B*H*N*D*D*e (causal)",
-            mul(&ovf, mul3(&ovf, (size_t)B, (size_t)H, (size_t)S), mul3(&ovf, (size_t)Dh, (size_t)Dh, e)),
-            "chunked: backward 8*B*H*N", opt);
-    snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld H=%lld N=%lld D=Dv=%lld %s", (long long)B, (long long)H,
-             (long long)S, (long long)Dh, dt);
-
-    /* 004: NPT per-token weight delta vs the factored form */
-    if (cfg->npt_rank > 0) {
-        mf_npt_shape sh = {cfg->batch, cfg->seq, cfg->d_model, cfg->d_ffn, cfg->npt_rank};
-        opt = SIZE_MAX;
-#ifdef MF_HAVE_HOST_KERNELS
-        opt = mf_npt_factored_forward_scratch_ceiling(cfg->dtype, sh, NULL);
-#endif
-        set_row(&rows[n], "npt", "delta_w B*S*D*F*e", mf_npt_delta_w_bytes(cfg->dtype, sh),
-                "factored: c*r*(4+e) per chunk", opt);
-        snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld S=%lld D=%lld F=%lld r=%lld %s", (long long)sh.batch,
-                 (long long)sh.seq, (long long)sh.d_model, (long long)sh.d_ffn, (long long)sh.rank, dt);
-    }
-
-    /* 001: NSA's keys per query vs dense scores (the model's attention
-     * pattern: at S = 1024 NSA attends MORE keys per query than dense
-     * attention, cmp + n*l' + w = 63 + 1024 + 512 = 1599 > 1024), then the
-     * nsa op itself (include/memfix/nsa.h): the dense masked reference's
-     * scratch vs the fused kernels' ceiling, the formulas test_nsa_memory asserts. */
-    if (cfg->nsa) {
-        const size_t keys = mf_plan_nsa_scores_bytes(1, 1, S, 1, cfg->nsa_l, cfg->nsa_d, cfg->nsa_l_sel,
-                                                     cfg->nsa_n_sel, cfg->nsa_w) / (size_t)S;
-        char owhat[64];
-        snprintf(owhat, sizeof owhat, "k=%zu keys/query %s N=%lld dense", keys,
-                 keys > (size_t)S ? ">" : keys == (size_t)S ? "=" : "<", (long long)S);
-        set_row(&rows[n], "nsa", "dense scores B*H*N*N*e (per layer)",
-                scores_bytes(&ovf, (size_t)B, (size_t)H, (size_t)S, e), owhat,
-                mf_plan_nsa_scores_bytes(B, H, S, e, cfg->nsa_l, cfg->nsa_d, cfg->nsa_l_sel, cfg->nsa_n_sel,
-                                         cfg->nsa_w));
-        snprintf(rows[n++].shape, sizeof rows[0].shape, "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld",
-                 (long long)B, (long long)H, (long long)S, (long long)cfg->nsa_l, (long long)cfg->nsa_d,
-                 (long long)cfg->nsa_l_sel, (long long)cfg->nsa_n_sel, (long long)cfg->nsa_w);
-        const mf_nsa_config nc = {cfg->nsa_l, cfg->nsa_d, cfg->nsa_l_sel, cfg->nsa_n_sel, cfg->nsa_w, 0.0f};
-        const int64_t KV = kv_heads_of(cfg);
-        opt = SIZE_MAX;
-#ifdef MF_HAVE_HOST_KERNELS
-        opt = mf_nsa_backward_scratch_ceiling(&nc, B, S, H, KV, Dh);
-#endif
-        set_row(&rows[n], "nsa_op", "ref: dense masked branches, double", mf_ref_nsa_backward_scratch_bytes(&nc, B, S, H, KV, Dh),
-                "fused: pooled k/v + grads 16*B*Hk*nc*D", opt);
-        snprintf(rows[n++].shape, sizeof rows[0].shape, "fwd+bwd B=%lld Hq=%lld Hk=%lld S=%lld D=%lld", (long long)B,
-                 (long long)H, (long long)KV, (long long)S, (long long)Dh);
-    }
-    (void)ovf; /* an overflowing row holds SIZE_MAX, printed as "overflow" */
-    *n_rows = n;
+    *n_rows = out.n;
     return MF_OK;
 }
 
@@ -347,6 +306,8 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
     .layers = L, .d_model = D, .d_ffn = F, .heads = A, .kv_heads = KV, .head_dim = DH, .vocab = V, \
     .max_positions = POS, .tied_embeddings = TIED, .gated_mlp = GATED, .linear_bias = BIAS, .layernorm = LN
 #define STEP(Bt, S, DT, DP) .batch = Bt, .seq = S, .dtype = DT, .dp = DP
+/* one op parameter (its op's spec: src/ops/<op>.c) */
+#define PARAM(NAME, V) .n_params = 1, .params = {{NAME, V}}
 
 static const mf_plan_preset presets[] = {
     /* Seed 000: the "4B model" at 131,072 tokens, vocabulary 151,936. The seed
@@ -361,15 +322,14 @@ static const mf_plan_preset presets[] = {
      {MODEL(36, 2560, 9728, 32, 8, 128, 151936, 0, 1, 1, 0, 0), STEP(1, 131072, MF_DTYPE_BF16, 1), .qk_norm = 1}},
     /* Seed 001: the M7C 125M NSA model: 768 hidden, 12 layers, 12 heads, 2 KV
      * groups, vocabulary 50,304; micro-batch 2 per GPU, 2 GPUs (DDP), bf16; NSA
-     * l=32, d=16, l'=64, n=16, w=512. d_ffn is not stated: 4 x 768 (GPT-2). The
+     * l=32, d=16, l'=64, n=16, w=512 (the nsa op's plan uses the seed's
+     * configuration). d_ffn is not stated: 4 x 768 (GPT-2). The
      * seed's "~95.3M parameters" does not follow from the stated dimensions
      * (no FFN width); it is not asserted. */
     {"001-1k", "seed 001: 125M NSA model at seq 1024 (2 GPUs, micro-batch 2)", MF_PLAN_PRESET_MODEL,
-     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 1024, MF_DTYPE_BF16, 2), .nsa = 1,
-      .nsa_l = 32, .nsa_d = 16, .nsa_l_sel = 64, .nsa_n_sel = 16, .nsa_w = 512}},
+     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 1024, MF_DTYPE_BF16, 2), PARAM("nsa", 1)}},
     {"001-4k", "seed 001: 125M NSA model at seq 4096 (the run that went OOM)", MF_PLAN_PRESET_MODEL,
-     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 4096, MF_DTYPE_BF16, 2), .nsa = 1,
-      .nsa_l = 32, .nsa_d = 16, .nsa_l_sel = 64, .nsa_n_sel = 16, .nsa_w = 512}},
+     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 4096, MF_DTYPE_BF16, 2), PARAM("nsa", 1)}},
     /* Seed 002: Pythia-70M (6 layers, d 512, 8 heads, d_ffn 2048, LayerNorm,
      * biases, untied head), fp32, batch 32, seq 128, with the seed's learned
      * position embeddings (128 x 512). Full vocabulary: Pythia's 50,304 (the
@@ -384,12 +344,12 @@ static const mf_plan_preset presets[] = {
     /* Seed 004: NPT at Llama-3-8B shapes (d_model 4096, d_ffn 14336), batch 4 x
      * 512, rank 16, fp32 (the seed's example dtype). */
     {"004", "seed 004: NPT at Llama-3-8B shapes (4096 x 14336), batch 4 x 512, rank 16, fp32", MF_PLAN_PRESET_MODEL,
-     {MODEL(32, 4096, 14336, 32, 8, 128, 128256, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), .npt_rank = 16}},
+     {MODEL(32, 4096, 14336, 32, 8, 128, 128256, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), PARAM("npt_rank", 16)}},
     /* Seed 004's own example: 4 x 512 x 4096 x 11008 (Llama-2-7B shapes), fp32:
      * delta_w = 369,367,187,456 B = 344 GiB (the seed says "~448 GB"). */
     {"004-doc", "seed 004's example: NPT at 4 x 512 x 4096 x 11008 (Llama-2-7B), rank 16, fp32",
      MF_PLAN_PRESET_MODEL,
-     {MODEL(32, 4096, 11008, 32, 0, 0, 32000, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), .npt_rank = 16}},
+     {MODEL(32, 4096, 11008, 32, 0, 0, 32000, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), PARAM("npt_rank", 16)}},
 };
 
 const mf_plan_preset *mf_plan_presets(size_t *count)

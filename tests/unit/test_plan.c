@@ -185,8 +185,12 @@ START_TEST(test_preset_001)
     nsa = fix_row(rows, n, "nsa");
     ck_assert_uint_eq(nsa->naive_bytes / (2ULL * 12 * 2), 16777216ULL);
     ck_assert_uint_eq(nsa->optimized_bytes, 2ULL * 12 * 4096 * (255 + 1024 + 512) * 2);
-    ck_assert_uint_eq(mf_plan_nsa_scores_bytes(1, 1, 16, 1, 32, 16, 64, 16, 512), 16ULL * (0 + 16 + 16));
-    ck_assert_uint_eq(mf_plan_nsa_scores_bytes(0, 1, 16, 1, 32, 16, 64, 16, 512), SIZE_MAX);
+    {
+        const mf_nsa_config nc = mf_nsa_config_seed(); /* l=32 d=16 l'=64 n=16 w=512 */
+        ck_assert_uint_eq(mf_nsa_attended_scores_bytes(&nc, 1, 1, 16, 1), 16ULL * (0 + 16 + 16));
+        ck_assert_uint_eq(mf_nsa_attended_scores_bytes(&nc, 0, 1, 16, 1), SIZE_MAX);
+        ck_assert_uint_eq(mf_nsa_attended_scores_bytes(NULL, 1, 1, 16, 1), SIZE_MAX);
+    }
     /* DDP over 2 GPUs without ZeRO: every GPU holds everything */
     mf_plan_memory m = plan_of(&c);
     ck_assert_uint_eq(m.weights_gpu, m.weights_bytes);
@@ -319,8 +323,29 @@ START_TEST(test_bad_input)
     c.dtype = (mf_dtype)9;
     MF_ASSERT_STATUS(mf_plan_config_validate(&c), MF_ERR_DTYPE);
     mf_plan_config_init(&c);
-    c.nsa = 1; /* without its parameters */
+    /* the ops' parameters: declared by a registered op, checked by its spec's rule */
+    MF_ASSERT_STATUS(mf_plan_param_set(&c, "frobnicate", 1), MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(mf_plan_param_set(NULL, "nsa", 1), MF_ERR_NULL_POINTER);
+    ck_assert_int_eq(mf_plan_param_get(&c, "frobnicate"), 0);
+    c.n_params = 1;
+    c.params[0].name = "frobnicate";
+    MF_ASSERT_STATUS(mf_plan_config_validate(&c), MF_ERR_INVALID_ARGUMENT);
+    c.n_params = MF_PLAN_MAX_PARAMS + 1;
     MF_ASSERT_STATUS(mf_plan_config_validate(&c), MF_ERR_INVALID_SIZE);
+#ifdef MF_HAVE_HOST_KERNELS
+    mf_plan_config_init(&c);
+    ck_assert_int_eq(mf_plan_param_get(&c, "ce_budget"), 1LL << 30); /* the spec's default */
+    MF_ASSERT_OK(mf_plan_param_set(&c, "nsa", 2));
+    MF_ASSERT_STATUS(mf_plan_config_validate(&c), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "nsa must be 0 or 1"));
+    MF_ASSERT_OK(mf_plan_param_set(&c, "nsa", 1)); /* replaces, does not add */
+    ck_assert_uint_eq(c.n_params, 1);
+    MF_ASSERT_OK(mf_plan_param_set(&c, "npt_rank", -1));
+    MF_ASSERT_STATUS(mf_plan_config_validate(&c), MF_ERR_INVALID_SIZE);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "npt_rank"));
+    ck_assert_ptr_nonnull(mf_plan_param_find("npt_rank"));
+    ck_assert_ptr_null(mf_plan_param_find(NULL));
+#endif
     mf_plan_config_init(&c);
     c.tied_embeddings = 2;
     MF_ASSERT_STATUS(mf_plan_config_validate(&c), MF_ERR_INVALID_ARGUMENT);
@@ -338,6 +363,18 @@ START_TEST(test_bad_input)
     MF_ASSERT_STATUS(mf_plan_fixes(&c, rows, &n), MF_ERR_OVERFLOW);
     ck_assert_ptr_null(mf_plan_preset_find("nope"));
     ck_assert_ptr_null(mf_plan_preset_find(NULL));
+    /* the ops' row helpers: a full table, NULLs, an overflowing product */
+    mf_plan_rows out = {rows, 1, 0};
+    MF_ASSERT_OK(mf_plan_row_add(&out, "a", "x", 1, "y", 2, "n=%d", 3));
+    ck_assert_str_eq(rows[0].shape, "n=3");
+    ck_assert_uint_eq(rows[0].optimized_bytes, 2);
+    MF_ASSERT_STATUS(mf_plan_row_add(&out, "b", "x", 1, "y", 2, NULL), MF_ERR_OVERFLOW);
+    ck_assert_uint_eq(out.n, 1);
+    MF_ASSERT_STATUS(mf_plan_row_add(NULL, "b", "x", 1, "y", 2, NULL), MF_ERR_NULL_POINTER);
+    const size_t big[] = {SIZE_MAX / 2, 3}, small[] = {6, 7};
+    ck_assert_uint_eq(mf_plan_product(2, big), SIZE_MAX);
+    ck_assert_uint_eq(mf_plan_product(2, small), 42);
+    ck_assert_uint_eq(mf_plan_product(1, NULL), SIZE_MAX);
 }
 END_TEST
 
