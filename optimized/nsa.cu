@@ -207,9 +207,9 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
                 keep[u] = beat < sh.n ? 1 : 0;
             }
             __syncthreads();
-            if (tid == 0) {  // in place: entry o <= u
+            if (tid == 0) {  // in place: entry o <= u; at most n (NaN importances beat nothing)
                 int o = 0;
-                for (size_t u = 0; u < nu; ++u)
+                for (size_t u = 0; u < nu && (size_t)o < sh.n; ++u)
                     if (keep[u]) {
                         top_v[o] = u < nl ? top_v[u] : imp[u - nl];
                         list[o] = u < nl ? list[u] : (int)(i0 + u - nl);

@@ -77,7 +77,7 @@
  *   - f32 storage, or bf16 with D not in {16, 32, 64, 128} or q/k/v not
  *     16-byte aligned: the selected and sliding branches SIMT, online softmax
  *     over only their keys, fp32 throughout;
- *   - bf16 with D in {16, 32, 64, 128}: the selected and sliding branches on
+ *   - bf16, D in {16, 32, 64, 128}, aligned: the selected and sliding branches on
  *     the tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate, ldmatrix
  *     fed from cp.async tiles), one warp per (b, t, KV group) whose m16 tile
  *     holds the group's heads, so each 16-key K/V tile is loaded once per group
@@ -92,7 +92,8 @@
  *   registers, dk/dv (and the compressed dkc/dvc, spread back through the mean
  *   pooling) by atomicAdd: not bitwise deterministic, so `memfix verify`'s
  *   determinism defense would reject it as a candidate.
- *   docs/nsa.md: the design against the S = 65536 target.
+ *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
+ *   which it does not meet: the SIMT compression branch dominates there.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H

@@ -46,6 +46,7 @@ static const config configs[] = {
     {1, 1, 1, 1, 1, {8, 4, 8, 4, 16, 0.0f}, MF_DTYPE_F32},        /* S = 1, D = 1 */
     {1, 37, 3, 3, 1, {4, 4, 4, 2, 5, 0.0f}, MF_DTYPE_BF16},       /* D = 1, d = l, n = 2 < 3 forced */
     {1, 40, 16, 1, 32, {4, 2, 6, 3, 7, 0.5f}, MF_DTYPE_BF16},     /* tensor cores: a full m16 tile of heads */
+    {1, 30, 4, 2, 128, {8, 4, 8, 3, 10, 0.0f}, MF_DTYPE_BF16},    /* tensor cores at D = 128 (2 warps per CTA) */
     {1, 1100, 2, 1, 4, {2, 1, 1, 5, 3, 0.0f}, MF_DTYPE_F32},      /* 1100 blocks: two top-n tiles of 1024 */
 };
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
