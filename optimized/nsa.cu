@@ -10,12 +10,12 @@
 //                    group's heads:
 //     1. compression: online softmax over the visible compressed keys, in
 //        chunks of kThreads scores (one chunk of probabilities in shared memory);
-//     2. block importances of t: one thread per candidate selection block,
-//        recomputing the probabilities of its overlapping compressed blocks
-//        from the compression lse (nb floats of dynamic shared memory), summed
-//        over the group's heads;
-//     3. top n by parallel ranking (i is selected iff fewer than n candidates
-//        beat it; forced blocks have +inf; ties to the lower index);
+//     2. block importances of t, 1024 candidate blocks per tile: one thread
+//        per block, recomputing the probabilities of its overlapping compressed
+//        blocks from the compression lse, summed over the group's heads;
+//     3. each tile merged into the running top n by parallel ranking (an entry
+//        stays iff fewer than n entries beat it; forced blocks have +inf; ties
+//        to the lower index): shared memory independent of S;
 //     4. the selected blocks' tokens <= t and the window (t-w, t]: online
 //        softmax over those keys only, chunk by chunk.
 // Backward (nsa_bwd_kernel, same grid): per branch, o recomputed, then
@@ -23,7 +23,9 @@
 // (the saved sel), ds = p (g dout.v - g dout.o); dq in registers, dk/dv and
 // the compressed dkc/dvc by atomicAdd; nsa_unpool_kernel spreads dkc/dvc back
 // through the mean pooling. Scratch: kc, vc, dkc, dvc.
-// SIMT first version: no tensor cores (mma.sync) yet. Each block loops over
+// bf16 (D in {16, 32, 64, 128}): steps 1-3 stay SIMT (fp32 scores decide the
+// selection), step 4 runs on the tensor cores (nsa_mma_fwd_kernel below).
+// The backward is SIMT. Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -40,6 +42,8 @@ namespace MF_NS {
 constexpr int kThreads = 128;
 constexpr int kMaxD = MF_NSA_MAX_HEAD_DIM;
 constexpr int kMaxG = MF_NSA_MAX_GROUP;
+constexpr int kMaxSel = MF_NSA_MAX_N_SEL;  // n of the running top-n list
+constexpr int kTile = 1024;                // candidate blocks per importance tile
 static_assert(kMaxD <= kThreads, "one thread per output column");
 
 struct NsaShape {
@@ -112,32 +116,35 @@ __device__ __forceinline__ void attend_range(const KT *__restrict__ kb, const KT
 
 
 // ---- fused forward ------------------------------------------------------------------
-// mf-budget: regs<=96 smem<=10240 spill=0  (sm_90 measured: regs 72 smem 9808)
+// branches == 0 (the bf16 tensor-core path): steps 1-3 only; out = g_cmp o_cmp
+// and lse's compression column are written, sel (required) feeds
+// nsa_mma_fwd_kernel. (A runtime flag: as a template flag the pruned kernel spilled.)
+// mf-budget: regs<=144 smem<=20480 spill=0  (sm_90 measured: regs 134 (f32) / 130 (bf16), smem 19524; without the min-blocks hint ptxas capped it at 64 and spilled)
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1)
 nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                const T *__restrict__ g_cmp, const T *__restrict__ g_slc, const T *__restrict__ g_win,
                const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
-               float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t total) {
+               float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t total, int branches) {
     __shared__ float qs[kMaxD];
     __shared__ float p_sh[kThreads];
     __shared__ float red[kThreads];
     __shared__ float ocmp[kMaxG][kMaxD];  // g_cmp * o_cmp per head of the group
     __shared__ float lse_c[kMaxG];
     __shared__ int n_list;
-    extern __shared__ float dyn[];        // imp[nb], then list[nb] (int)
-    float *imp = dyn;
-    int *list = reinterpret_cast<int *>(dyn + sh.nb);
+    __shared__ float imp[kTile];              // one tile's importances
+    __shared__ float top_v[kMaxSel];          // the running top n: importances
+    __shared__ int list[kMaxSel];             //   and block indices, increasing
+    __shared__ unsigned char keep[kMaxSel + kTile];
     const int tid = threadIdx.x, D = (int)sh.D;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
         const size_t cand = t / sh.ls + 1;  // selection blocks starting at or before t
         const size_t nvis = t + 1 >= sh.l ? ((t + 1 - sh.l) / sh.d + 1 < sh.nc ? (t + 1 - sh.l) / sh.d + 1 : sh.nc)
                                           : 0;
-        for (size_t i = tid; i < cand; i += kThreads) imp[i] = 0.0f;
         const float *kcg = kc + (b * sh.Hk + g) * sh.nc * sh.D;
         const float *vcg = vc + (b * sh.Hk + g) * sh.nc * sh.D;
-        // 1-2. compression branch and the importances, head by head
+        // 1. compression branch, head by head
         for (size_t hh = 0; hh < sh.G; ++hh) {
             const size_t h = g * sh.G + hh, row = (b * sh.S + t) * sh.Hq + h;
             __syncthreads();  // qs of the previous head consumed
@@ -148,50 +155,84 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
             const float lz = nvis > 0 ? st.m + logf(st.l) : -INFINITY;
             if (tid < D) ocmp[hh][tid] = nvis > 0 ? to_f32(g_cmp[row]) * (st.acc / st.l) : 0.0f;
             if (tid == 0) lse_c[hh] = lz;
-            if (nvis > 0)
-                for (size_t i = tid; i < cand; i += kThreads) {
+        }
+        // 2-3. importances and top n, kTile candidate blocks at a time (no limit
+        // on S): a tile's importances (probabilities recomputed from the
+        // compression lse, summed over the group's heads in head order), forced
+        // blocks +inf, then the tile merged with the running top n (all of lower
+        // index) by ranking: an entry stays iff fewer than n entries of the union
+        // beat it (higher importance, or equal and lower index).
+        const size_t last = t / sh.ls;
+        if (tid == 0) n_list = 0;
+        for (size_t i0 = 0; i0 < cand; i0 += kTile) {
+            const size_t nt = cand - i0 < (size_t)kTile ? cand - i0 : (size_t)kTile;
+            __syncthreads();  // the previous tile merged; n_list published
+            for (size_t x = tid; x < nt; x += kThreads) imp[x] = 0.0f;
+            for (size_t hh = 0; hh < sh.G && nvis > 0; ++hh) {
+                const size_t row = (b * sh.S + t) * sh.Hq + g * sh.G + hh;
+                __syncthreads();
+                if (tid < D) qs[tid] = to_f32(q[row * sh.D + tid]);
+                __syncthreads();
+                const float lz = lse_c[hh];
+                for (size_t x = tid; x < nt; x += kThreads) {
+                    const size_t i = i0 + x;
                     // compressed blocks j overlapping [i*l', (i+1)*l'): j*d < (i+1)*l', j*d + l > i*l'
                     const size_t lo_num = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
                     const size_t j0 = (lo_num + sh.d - 1) / sh.d;
                     size_t j1 = ((i + 1) * sh.ls - 1) / sh.d + 1;
                     if (j1 > nvis) j1 = nvis;
-                    float acc = imp[i];
+                    float acc = imp[x];
                     for (size_t j = j0; j < j1; ++j) {
                         const float *kr = kcg + j * sh.D;
                         float dot = 0.0f;
                         for (int c = 0; c < D; ++c) dot += qs[c] * kr[c];
                         acc += expf(dot * sh.scale - lz);
                     }
-                    imp[i] = acc;
+                    imp[x] = acc;
                 }
-        }
-        __syncthreads();
-        // 3. top n among the candidates: forced blocks first, then by importance
-        const size_t last = t / sh.ls;
-        for (size_t i = tid; i < cand; i += kThreads)
-            if (i == 0 || i == last || i + 1 == last) imp[i] = INFINITY;
-        __syncthreads();
-        for (size_t i = tid; i < cand; i += kThreads) {
-            size_t beat = 0;
-            const float x = imp[i];
-            for (size_t i2 = 0; i2 < cand && beat < sh.n; ++i2) {
-                const float y = imp[i2];
-                beat += (y > x || (y == x && i2 < i)) ? 1u : 0u;
             }
-            list[i] = beat < sh.n ? 1 : 0;
-        }
-        __syncthreads();
-        if (tid == 0) {
-            int o = 0;
-            for (size_t i = 0; i < cand; ++i)
-                if (list[i]) list[o++] = (int)i;
-            n_list = o;
-            if (sel != nullptr) {
-                int32_t *so = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
-                for (size_t e = 0; e < sh.n; ++e) so[e] = e < (size_t)o ? list[e] : -1;
+            for (size_t x = tid; x < nt; x += kThreads) {
+                const size_t i = i0 + x;
+                if (i == 0 || i == last || i + 1 == last) imp[x] = INFINITY;
+            }
+            __syncthreads();
+            const size_t nl = (size_t)n_list, nu = nl + nt;  // union: the top n, then the tile
+            for (size_t u = tid; u < nu; u += kThreads) {
+                const float xv = u < nl ? top_v[u] : imp[u - nl];
+                size_t beat = 0;
+                for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
+                    const float y = u2 < nl ? top_v[u2] : imp[u2 - nl];
+                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u;  // union order = index order
+                }
+                keep[u] = beat < sh.n ? 1 : 0;
+            }
+            __syncthreads();
+            if (tid == 0) {  // in place: entry o <= u; at most n (NaN importances beat nothing)
+                int o = 0;
+                for (size_t u = 0; u < nu && (size_t)o < sh.n; ++u)
+                    if (keep[u]) {
+                        top_v[o] = u < nl ? top_v[u] : imp[u - nl];
+                        list[o] = u < nl ? list[u] : (int)(i0 + u - nl);
+                        ++o;
+                    }
+                n_list = o;
             }
         }
         __syncthreads();
+        if (tid == 0 && sel != nullptr) {
+            int32_t *so = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
+            for (size_t e = 0; e < sh.n; ++e) so[e] = e < (size_t)n_list ? list[e] : -1;
+        }
+        __syncthreads();
+        if (branches == 0) {  // the tensor-core kernel adds the selected and sliding branches
+            for (size_t hh = 0; hh < sh.G; ++hh) {
+                const size_t row = (b * sh.S + t) * sh.Hq + g * sh.G + hh;
+                if (tid < D) out[row * sh.D + tid] = ocmp[hh][tid];
+                if (lse != nullptr && tid == 0) lse[row * 3 + 0] = lse_c[hh];
+            }
+            __syncthreads();
+            continue;
+        }
         // 4. selected and sliding branches over their keys only
         const T *kg = k + (b * sh.S * sh.Hk + g) * sh.D;
         const T *vg = v + (b * sh.S * sh.Hk + g) * sh.D;
@@ -223,6 +264,229 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
             }
         }
         __syncthreads();  // imp/list reused by the next item
+    }
+}
+
+// ---- bf16 tensor-core path: selected and sliding branches on mma.sync ----------------
+// One warp per (b, t, KV group): its m16 tile holds the group's G <= 16 query
+// heads of token t (rows G..15 zero), so every K/V tile (16 keys, gathered from
+// the selected blocks or the window) is loaded once for the whole group, as
+// the NSA paper's kernel does. Per tile: S = Q K^T (D/16 x 2 mma.sync m16n8k16,
+// bf16 in, fp32 accumulate; K fragments by ldmatrix), the online softmax on the
+// accumulator fragments (base 2, rows g and g+8 of each lane, max and sum
+// across the quad), P rounded to bf16 as the A fragment of O += P V (V by
+// ldmatrix.trans, D/8 mma.sync). l sums the fp32 p, as FlashAttention-2 does.
+// Q, K and V tiles reach shared memory by cp.async (16-byte chunks, rows past
+// the range zero-filled and masked). Each branch adds gate * o / l to out
+// (which the compression kernel wrote first) and writes its lse column.
+namespace nsa_mma {
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+template <int D>
+struct Warps {  // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 KiB
+    static constexpr int value = D == 128 ? 2 : 4;
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+// c += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate
+__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
+}
+
+// 16 rows of D bf16 into tile[16][D + 8]: row r from src + r * stride when
+// r < nrows, else zeros (the source address stays at row 0).
+template <int D>
+__device__ __forceinline__ void load16(__nv_bfloat16 *tile, const __nv_bfloat16 *src, size_t stride,
+                                       int nrows, int lane) {
+    constexpr int kChunks = D / 8;
+    for (int c = lane; c < 16 * kChunks; c += 32) {
+        const int r = c / kChunks, col = (c % kChunks) * 8;
+        const bool in = r < nrows;
+        cp_async16(tile + r * (D + 8) + col, src + (in ? (size_t)r * stride : 0) + (size_t)col, in ? 16u : 0u);
+    }
+}
+
+// Online-softmax state of one lane: rows g and g + 8 of the m16 tile.
+template <int D>
+struct Acc {
+    float o[D / 8][4];
+    float m[2], l[2];
+};
+
+// Keys [s0, s1) of the group (row s at kg + s * stride) into acc.
+template <int D>
+__device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Qs, __nv_bfloat16 *Ks,
+                                             __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
+                                             const __nv_bfloat16 *vg, size_t stride, size_t s0, size_t s1,
+                                             float scale_log2, int lane) {
+    constexpr int LDS = D + 8;
+    const int t4 = lane & 3;
+    for (size_t k0 = s0; k0 < s1; k0 += 16) {
+        const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
+        __syncwarp();  // the previous tile's ldmatrix reads are done
+        load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
+        load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
+        cp_async_wait_all();
+        __syncwarp();
+        float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        MF_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk) {
+            uint32_t qa[4], b[4];
+            ldsm_x4(qa, Qs + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+            ldsm_x4(b, Ks + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
+            mma_bf16(s[0], qa, b[0], b[1]);
+            mma_bf16(s[1], qa, b[2], b[3]);
+        }
+        // element e of n8 tile n: row g + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
+        float mx[2] = {-INFINITY, -INFINITY};
+        MF_UNROLL
+        for (int n = 0; n < 2; ++n)
+            MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const int j = 8 * n + 2 * t4 + (e & 1);
+                const float x = j < nk ? s[n][e] * scale_log2 : -INFINITY;
+                s[n][e] = x;
+                mx[e >> 1] = nan_max(mx[e >> 1], x);
+            }
+        float corr[2], mu[2];
+        MF_UNROLL
+        for (int r = 0; r < 2; ++r) {
+            mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float mn = nan_max(acc.m[r], mx[r]);
+            corr[r] = mn == -INFINITY ? 1.0f : exp2f(acc.m[r] - mn);
+            mu[r] = mn == -INFINITY ? 0.0f : mn;
+            acc.m[r] = mn;
+        }
+        float rs[2] = {0.0f, 0.0f};
+        MF_UNROLL
+        for (int n = 0; n < 2; ++n)
+            MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float p = exp2f(s[n][e] - mu[e >> 1]);
+                s[n][e] = p;
+                rs[e >> 1] += p;
+            }
+        MF_UNROLL
+        for (int r = 0; r < 2; ++r) {
+            rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
+            rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
+            acc.l[r] = acc.l[r] * corr[r] + rs[r];
+        }
+        // P in bf16 (what a bf16 kernel multiplies), the A fragment of P V
+        uint32_t pa[4];
+        pa[0] = pack_bf16(s[0][0], s[0][1]);
+        pa[1] = pack_bf16(s[0][2], s[0][3]);
+        pa[2] = pack_bf16(s[1][0], s[1][1]);
+        pa[3] = pack_bf16(s[1][2], s[1][3]);
+        MF_UNROLL
+        for (int np = 0; np < D / 16; ++np) {
+            MF_UNROLL
+            for (int h = 0; h < 2; ++h) {
+                acc.o[2 * np + h][0] *= corr[0];
+                acc.o[2 * np + h][1] *= corr[0];
+                acc.o[2 * np + h][2] *= corr[1];
+                acc.o[2 * np + h][3] *= corr[1];
+            }
+            uint32_t b[4];
+            ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            mma_bf16(acc.o[2 * np], pa, b[0], b[1]);
+            mma_bf16(acc.o[2 * np + 1], pa, b[2], b[3]);
+        }
+    }
+}
+
+// out[row] += gate * o / l for this lane's rows < G; lse column x.
+template <int D>
+__device__ __forceinline__ void finish(const Acc<D> &acc, float *out, float *lse, const __nv_bfloat16 *gate,
+                                       size_t row0, int G, int x, int lane) {
+    const int g8 = lane >> 2, t4 = lane & 3;
+    MF_UNROLL
+    for (int r = 0; r < 2; ++r) {
+        const int hh = g8 + 8 * r;
+        if (hh >= G) continue;
+        const size_t row = row0 + (size_t)hh;
+        const float w = __bfloat162float(gate[row]) / acc.l[r];
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) {
+            float *o = out + row * D + (size_t)(n * 8 + 2 * t4);
+            o[0] += w * acc.o[n][2 * r];
+            o[1] += w * acc.o[n][2 * r + 1];
+        }
+        if (lse != nullptr && t4 == 0) lse[row * 3 + (size_t)x] = acc.m[r] * kLn2 + logf(acc.l[r]);
+    }
+}
+
+template <int D>
+__device__ __forceinline__ void acc_init(Acc<D> &acc) {
+    acc.m[0] = acc.m[1] = -INFINITY;
+    acc.l[0] = acc.l[1] = 0.0f;
+    MF_UNROLL
+    for (int n = 0; n < D / 8; ++n) acc.o[n][0] = acc.o[n][1] = acc.o[n][2] = acc.o[n][3] = 0.0f;
+}
+}  // namespace nsa_mma
+
+// mf-budget: regs<=160 smem<=28672 spill=0  (sm_90 measured: regs 63/80/116/128 and smem 9216/15360/27648/26112 at D = 16/32/64/128; stack 0)
+template <int D>
+__global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
+nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+                   const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
+                   const __nv_bfloat16 *__restrict__ g_win, const int32_t *__restrict__ sel,
+                   float *__restrict__ out, float *__restrict__ lse, NsaShape sh, size_t total) {
+    using namespace nsa_mma;
+    constexpr int W = Warps<D>::value, LDS = D + 8;
+    __shared__ __align__(16) __nv_bfloat16 tiles[W][3][16 * LDS];  // Q, K, V per warp
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __nv_bfloat16 *Qs = tiles[warp][0], *Ks = tiles[warp][1], *Vs = tiles[warp][2];
+    const float scale_log2 = sh.scale * kLog2e;
+    const size_t kstride = sh.Hk * sh.D;
+    for (size_t item = (size_t)blockIdx.x * W + (size_t)warp; item < total; item += (size_t)gridDim.x * W) {
+        const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
+        const size_t row0 = (b * sh.S + t) * sh.Hq + g * sh.G;
+        __syncwarp();  // the previous item's Q reads are done
+        load16<D>(Qs, q + row0 * D, D, (int)sh.G, lane);
+        const __nv_bfloat16 *kg = k + (b * sh.S * sh.Hk + g) * D, *vg = v + (b * sh.S * sh.Hk + g) * D;
+        Acc<D> acc;
+        acc_init(acc);
+        const int32_t *srow = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
+        for (size_t e = 0; e < sh.n; ++e) {
+            const int32_t i = srow[e];
+            if (i < 0) break;
+            const size_t s0 = (size_t)i * sh.ls;
+            const size_t s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+            attend_tiles<D>(acc, Qs, Ks, Vs, kg, vg, kstride, s0, s1, scale_log2, lane);
+        }
+        finish<D>(acc, out, lse, g_slc, row0, (int)sh.G, 1, lane);
+        acc_init(acc);
+        attend_tiles<D>(acc, Qs, Ks, Vs, kg, vg, kstride, t + 1 > sh.w ? t + 1 - sh.w : 0, t + 1, scale_log2,
+                        lane);
+        finish<D>(acc, out, lse, g_win, row0, (int)sh.G, 2, lane);
     }
 }
 
@@ -417,29 +681,70 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
 }
 
 // ---- launcher -----------------------------------------------------------------------
+// The bf16 tensor-core path applies to D in {16, 32, 64, 128} with 16-byte
+// aligned q, k, v (cp.async chunks); anything else runs the SIMT kernel.
+static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const void *v) {
+    const bool dim = sh.D == 16 || sh.D == 32 || sh.D == 64 || sh.D == 128;
+    return dim && (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15u) == 0;
+}
+
+template <int D>
+static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k, const void *v,
+                       const void *gs, const void *gw, const int32_t *sel, float *out, float *lse,
+                       size_t total) {
+    constexpr int W = nsa_mma::Warps<D>::value;
+    const size_t blocks = (total + W - 1) / W;
+    nsa_mma_fwd_kernel<D><<<grid_cap(blocks, kMaxGridX), 32 * W, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
+        static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
+        static_cast<const __nv_bfloat16 *>(gw), sel, out, lse, sh, total);
+}
+
 template <typename T>
 static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                 const void *v, const void *gc, const void *gs, const void *gw,
                                 float *out, float *lse, int32_t *sel) {
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
+    const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v);
     Scratch scr(ctx);
     float *kc = nullptr, *vc = nullptr;
     const size_t ncd = sh.B * sh.Hk * sh.nc * sh.D;
-    if (ncd > 0) {
-        mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * sizeof(float), &scr.ptr);
+    const size_t total = sh.B * sh.S * sh.Hk;
+    // The tensor-core kernel reads the selection: the caller's sel, or scratch.
+    const size_t sel_bytes = mma && sel == nullptr ? total * sh.n * sizeof(int32_t) : 0;
+    if (ncd > 0 || sel_bytes > 0) {
+        mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * sizeof(float) + sel_bytes, &scr.ptr);
         if (st != MF_OK) return st;
         kc = static_cast<float *>(scr.ptr);
         vc = kc + ncd;
+        if (sel_bytes > 0) sel = reinterpret_cast<int32_t *>(vc + ncd);
+    }
+    if (ncd > 0) {
         nsa_pool_kernel<T><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
             static_cast<const T *>(k), static_cast<const T *>(v), kc, vc, sh, ncd);
         MF_LAUNCH_CHECK();
     }
-    const size_t total = sh.B * sh.S * sh.Hk;
-    const size_t dyn = sh.nb * (sizeof(float) + sizeof(int));
-    nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, dyn, stream>>>(
+    if (!mma) {
+        nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
+            static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
+            static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc,
+            out, lse, sel, sh, total, 1);
+        MF_LAUNCH_CHECK();
+        return MF_OK;
+    }
+    // bf16: compression and selection (SIMT), then the selected and sliding
+    // branches on the tensor cores (same stream: out and sel are ready).
+    nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
         static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc,
-        out, lse, sel, sh, total);
+        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out,
+        lse, sel, sh, total, 0);
+    MF_LAUNCH_CHECK();
+    switch (sh.D) {
+    case 16: launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
+    case 32: launch_mma<32>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
+    case 64: launch_mma<64>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
+    default: launch_mma<128>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
+    }
     MF_LAUNCH_CHECK();
     return MF_OK;
 }

@@ -74,6 +74,12 @@ add_test(NAME ptx_contains.attention_mma
                  "-DKERNELS=attn_mma_fwd_kernel|attn_mma_bwd_kernel"
                  -DOUT=${_mf_res_dir}/attention_mma.sm_${MF_RESOURCE_ARCH}.ptx
                  -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+# The NSA bf16 branches (issue 15): the same instructions in nsa_mma_fwd_kernel.
+add_test(NAME ptx_contains.nsa_mma
+         COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/nsa.cu
+                 -DKERNELS=nsa_mma_fwd_kernel -DOUT=${_mf_res_dir}/nsa.sm_${MF_RESOURCE_ARCH}.ptx
+                 -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_contains.nsa_mma PROPERTIES LABELS unit TIMEOUT 300)
 add_test(NAME ptx_contains_selftest.simt_attention
          COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/attention.cu
                  -DKERNELS=attn_fwd_kernel -DOUT=${_mf_res_dir}/attention.sm_${MF_RESOURCE_ARCH}.ptx

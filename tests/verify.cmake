@@ -68,6 +68,11 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
                      "candidate ACCEPTED")
   mf_verify_cli_test(linear_attention.backward linear_attention_backward_no_final_grad
                      linear_attention_backward_candidate "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(nsa.forward nsa_forward_correct nsa_forward_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(nsa.forward nsa_forward_ungated_cmp nsa_forward_candidate "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(nsa.backward nsa_backward_correct nsa_backward_candidate "candidate ACCEPTED")
+  mf_verify_cli_test(nsa.backward nsa_backward_no_pool_grad nsa_backward_candidate
+                     "REJECTED [^\n]* by equivalence")
 
   if(MF_HAVE_CUDA)
     # On a GPU runner: the nvcc-built correct candidates on the CUDA backend
@@ -82,7 +87,8 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
                         "attention.backward:attention_backward:attention_backward"
                         "npt.forward:npt_forward:npt_forward" "npt.backward:npt_backward:npt_backward"
                         "linear_attention.forward:linear_attention_forward:linear_attention_forward"
-                        "linear_attention.backward:linear_attention_backward:linear_attention_backward")
+                        "linear_attention.backward:linear_attention_backward:linear_attention_backward"
+                        "nsa.forward:nsa_forward:nsa_forward" "nsa.backward:nsa_backward:nsa_backward")
       string(REPLACE ":" ";" _f "${_t}")
       list(GET _f 0 _op)
       list(GET _f 1 _lib)

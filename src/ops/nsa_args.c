@@ -93,7 +93,9 @@ size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64
                                       int64_t Hk, int64_t D) {
     if (!cfg_ok(cfg) || B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0) return SIZE_MAX;
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
-    return mul5(8, (size_t)B, (size_t)Hk, nc, (size_t)D);
+    /* kc, vc (fp32) + the selection of the bf16 tensor-core path when sel is NULL */
+    return add2(mul5(8, (size_t)B, (size_t)Hk, nc, (size_t)D),
+                mul5(4, (size_t)B, (size_t)S, (size_t)Hk, (size_t)cfg->n_sel));
 }
 
 size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
@@ -109,6 +111,7 @@ size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, in
 
 size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
                                        int64_t Hk, int64_t D) {
-    const size_t f = mf_nsa_forward_scratch_ceiling(cfg, B, S, Hq, Hk, D);
-    return f == SIZE_MAX ? SIZE_MAX : add2(f, f);
+    if (!cfg_ok(cfg) || B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0) return SIZE_MAX;
+    const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
+    return mul5(16, (size_t)B, (size_t)Hk, nc, (size_t)D); /* kc, vc, dkc, dvc (fp32) */
 }

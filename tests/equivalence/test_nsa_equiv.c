@@ -12,7 +12,10 @@
  * gradients. Configurations: many candidate blocks
  * (top-n by importance), the seed's configuration with S < w and S < l',
  * S < l (no compressed block), odd S, Hq/Hk = 6 with D = 64, the largest
- * group, D = 1, fp32 and bf16 storage. Also: the registry's built-in cases.
+ * group, D = 1, fp32 and bf16 storage (bf16 with D in {16, 32, 64}: the
+ * tensor-core branches, G = 16 filling the m16 tile), more than 1024 candidate
+ * blocks (the top n merged across importance tiles). Also: the registry's
+ * built-in cases.
  */
 #include "mf_test.h"
 
@@ -22,6 +25,7 @@
 #include "memfix/verify.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +45,9 @@ static const config configs[] = {
     {1, 40, 16, 1, 8, {4, 2, 6, 3, 7, 0.5f}, MF_DTYPE_F32},       /* largest group, explicit scale */
     {1, 1, 1, 1, 1, {8, 4, 8, 4, 16, 0.0f}, MF_DTYPE_F32},        /* S = 1, D = 1 */
     {1, 37, 3, 3, 1, {4, 4, 4, 2, 5, 0.0f}, MF_DTYPE_BF16},       /* D = 1, d = l, n = 2 < 3 forced */
+    {1, 40, 16, 1, 32, {4, 2, 6, 3, 7, 0.5f}, MF_DTYPE_BF16},     /* tensor cores: a full m16 tile of heads */
+    {1, 30, 4, 2, 128, {8, 4, 8, 3, 10, 0.0f}, MF_DTYPE_BF16},    /* tensor cores at D = 128 (2 warps per CTA) */
+    {1, 1100, 2, 1, 4, {2, 1, 1, 5, 3, 0.0f}, MF_DTYPE_F32},      /* 1100 blocks: two top-n tiles of 1024 */
 };
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 #define GUARD 32
@@ -89,6 +96,22 @@ START_TEST(test_fused_matches_reference) {
         ck_assert_msg(got == r_sel[i], "config %d: sel[%zu] = %d, reference %d", _i, i, got, r_sel[i]);
     }
     MF_ASSERT_CLOSE(g_out, r_out, nq, tol("out", c->dtype));
+    if (c->dtype == MF_DTYPE_BF16 && c->D % 16 == 0 && c->D <= 128) {
+        /* the tensor-core branches round P to bf16 as a bf16 kernel does: out must
+         * be off the reference by far more than the fp32 path's 2e-6 somewhere
+         * (inside nsa.out.bf16, asserted above) */
+        double maxd = 0.0, se = 0.0, sr = 0.0;
+        for (size_t i = 0; i < nq; i++) {
+            const double d = fabs((double)g_out[i] - (double)r_out[i]);
+            maxd = d > maxd ? d : maxd;
+            se += d * d;
+            sr += (double)r_out[i] * (double)r_out[i];
+        }
+        fprintf(stderr, "config %d (bf16 on tensor cores): max |out - ref| = %.3g, nmse = %.3g\n", _i, maxd,
+                se / sr);
+        ck_assert_msg(maxd > 5e-5, "config %d: bf16 out matches the reference to %.3g: P was not rounded", _i,
+                      maxd);
+    }
     MF_ASSERT_CLOSE(g_lse, r_lse, 3 * rq, tol("lse", c->dtype));
 
     /* backward from the forward's lse and sel */

@@ -123,7 +123,10 @@ START_TEST(test_formulas_at_seed_shapes) {
         const size_t want_ref = 8 * 2 * 12 * s * (nc + 2 * s) + 8 * 2 * 2 * s * nb +
                                 16 * 2 * 2 * nc * 64 + 2 * 2 * s * nb + s;
         ck_assert_uint_eq(mf_ref_nsa_forward_scratch_bytes(&cfg, B, S, Hq, Hk, D), want_ref);
-        ck_assert_uint_eq(mf_nsa_forward_scratch_ceiling(&cfg, B, S, Hq, Hk, D), 8 * 2 * 2 * nc * 64);
+        /* pooled k/v + the bf16 path's selection when the caller passes no sel */
+        ck_assert_uint_eq(mf_nsa_forward_scratch_ceiling(&cfg, B, S, Hq, Hk, D),
+                          8 * 2 * 2 * nc * 64 + 4 * 2 * s * 2 * 16);
+        ck_assert_uint_eq(mf_nsa_backward_scratch_ceiling(&cfg, B, S, Hq, Hk, D), 16 * 2 * 2 * nc * 64);
     }
     /* at S = 4096 the reference's two S x S double matrices alone are 6.4 GB */
     ck_assert_uint_gt(mf_ref_nsa_forward_scratch_bytes(&cfg, B, 4096, Hq, Hk, D), (size_t)6400000000ull);

@@ -115,7 +115,10 @@ START_TEST(test_bad_sizes_and_config) {
     MF_ASSERT_STATUS(FUSED(&CFG, 1, 1, 1, 1, MF_NSA_MAX_HEAD_DIM + 1), MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "D <= 128"));
     MF_ASSERT_STATUS(FUSED(&CFG, 1, 1, MF_NSA_MAX_GROUP + 1, 1, 4), MF_ERR_INVALID_SIZE);
-    MF_ASSERT_STATUS(FUSED(&CFG, 1, 4 * (MF_NSA_MAX_SEL_BLOCKS + 1), 1, 1, 1), MF_ERR_INVALID_SIZE);
+    c = CFG;
+    c.n_sel = MF_NSA_MAX_N_SEL + 1; /* the top-n list's shared memory; S itself is unlimited */
+    MF_ASSERT_STATUS(FUSED(&c, 1, 4, 2, 1, 4), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "n_sel (n=513) must be <= 512"));
     /* overflow */
     MF_ASSERT_STATUS(FUSED(&CFG, INT64_MAX / 2, INT64_MAX / 2, 2, 1, 4), MF_ERR_OVERFLOW);
     MF_ASSERT_STATUS(mf_ref_nsa_forward(ctx, MF_DTYPE_F32, &CFG, 1, INT64_MAX / 64, 2, 1, 4, h, h, h, h, h, h, h,
