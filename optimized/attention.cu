@@ -393,23 +393,19 @@ MF_API mf_status MF_FN(attention_tiled_backward)(mf_context *ctx, mf_dtype dtype
                                                  const void *dout, const float *lse, float *dq,
                                                  float *dk, float *dv) {
     const MF_NS::Shape s = MF_NS::make_shape(B, H, N, D, Dv);
-    // Delta: the only device scratch (mf_attention_tiled_backward_scratch_ceiling).
-    float *delta = nullptr;
-    mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, s.bh * s.N * sizeof(float),
-                                    reinterpret_cast<void **>(&delta));
+    // Delta: the only device scratch (mf_attention_tiled_backward_scratch_ceiling), freed
+    // when 'scratch' goes out of scope.
+    MF_NS::Scratch scratch(ctx);
+    const mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, s.bh * s.N * sizeof(float), &scratch.ptr);
     if (st != MF_OK) return st;
+    float *delta = static_cast<float *>(scratch.ptr);
     if (MF_FN(attention_mma_applies)(dtype, D, Dv, q, k, v, dout))
-        st = MF_FN(attention_mma_backward)(ctx, causal, B, H, N, D, q, k, v, out, dout, lse, delta,
-                                           dq, dk, dv);
-    else if (dtype == MF_DTYPE_BF16)
-        st = MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, dout, lse, delta,
-                                                   dq, dk, dv);
-    else
-        st = MF_NS::launch_backward<float>(ctx, causal, s, q, k, v, out, dout, lse, delta, dq, dk,
-                                           dv);
-    // Freeing device memory waits for the kernels that use it (cudaFree synchronizes).
-    mf_scratch_free(ctx, MF_MEM_DEVICE, delta);
-    return st;
+        return MF_FN(attention_mma_backward)(ctx, causal, B, H, N, D, q, k, v, out, dout, lse, delta,
+                                             dq, dk, dv);
+    if (dtype == MF_DTYPE_BF16)
+        return MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, dout, lse, delta,
+                                                     dq, dk, dv);
+    return MF_NS::launch_backward<float>(ctx, causal, s, q, k, v, out, dout, lse, delta, dq, dk, dv);
 }
 
 }  // extern "C"
