@@ -1069,7 +1069,7 @@ la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
         }
 
         // (2) the later 32-row tiles of the chunk (n >= m), dN and Q' staged once for both
-        float rsum[2];  // unused (mode 0 only)
+        float rsum[2] = {0.0f, 0.0f};  // unused (mode 0 only)
         for (size_t j0 = it.i0; j0 < it.c1; j0 += kO) {
             __syncthreads();
             stage<kOpDiv>(sm.T[0], dog, j0, it.c1, Dv, 0, Dv, Dvp, kO, deng);
