@@ -198,117 +198,130 @@ __device__ __forceinline__ void load_row_stats(float *lse_s, float *delta_s,
     }
 }
 
-// mf-budget: regs<=88 smem<=35840 spill=0  (sm_90 measured: regs 79 smem 35328 stack 0: the accumulator loops are unrolled)
+// The shared tiles of both backward kernels: the block's own pair (k, v rows for
+// attn_dkdv_kernel; q, dout rows and their lse, Delta for attn_dq_kernel) stays staged
+// while the other pair streams by.
+struct BwdSmem {
+    float Qs[kTile][kPad], dOs[kTile][kPad], Ks[kTile][kPad], Vs[kTile][kPad];
+    float Ps[kTile][kTile + 1], dSs[kTile][kTile + 1];
+    float lse_s[kTile], delta_s[kTile];
+};
+template <typename T>
+struct BwdArgs {
+    const T *q, *k, *v, *dout;
+    const float *lse, *delta;
+    size_t N;
+    int D, Dv, causal;
+    float scale;
+};
+// Stage the query side (q, dout rows q0.., lse, Delta) or the key side (k, v rows k0..)
+// of (b, h) = g.
+template <typename T>
+__device__ __forceinline__ void stage_side(BwdSmem &sm, const BwdArgs<T> &a, size_t g, bool query_side,
+                                           size_t r0) {
+    const size_t qk = g * a.N * (size_t)a.D, vo = g * a.N * (size_t)a.Dv;
+    if (query_side) {
+        load_tile(sm.Qs, a.q + qk, r0, a.N, a.D, 1.0f);
+        load_tile(sm.dOs, a.dout + vo, r0, a.N, a.Dv, 1.0f);
+        load_row_stats(sm.lse_s, sm.delta_s, a.lse, a.delta, g * a.N, r0, a.N);
+    } else {
+        load_tile(sm.Ks, a.k + qk, r0, a.N, a.D, 1.0f);
+        load_tile(sm.Vs, a.v + vo, r0, a.N, a.Dv, 1.0f);
+    }
+}
+// One (query tile q0, key tile k0) step: stage the streamed side, then P and dS.
+template <typename T>
+__device__ __forceinline__ void bwd_step(BwdSmem &sm, const BwdArgs<T> &a, size_t g, bool stream_queries,
+                                         size_t q0, size_t k0) {
+    __syncthreads();  // own side staged / the previous streamed tile fully consumed
+    stage_side(sm, a, g, stream_queries, stream_queries ? q0 : k0);
+    __syncthreads();
+    prob_tiles(sm.Qs, sm.Ks, sm.dOs, sm.Vs, sm.lse_s, sm.delta_s, sm.Ps, sm.dSs, q0, k0, a.N, a.D, a.Dv,
+               a.causal, a.scale);
+    __syncthreads();
+}
+
+// mf-budget: regs<=88 smem<=35840 spill=0  (sm_90 measured: regs 80 smem 35328 stack 0: the accumulator loops are unrolled)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attn_dkdv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-                 const T *__restrict__ dout, const float *__restrict__ lse,
-                 const float *__restrict__ delta, float *__restrict__ dk, float *__restrict__ dv,
-                 size_t N, int D, int Dv, int causal, float scale, size_t n_tiles, size_t total) {
-    __shared__ float Ks[kTile][kPad];
-    __shared__ float Vs[kTile][kPad];
-    __shared__ float Qs[kTile][kPad];
-    __shared__ float dOs[kTile][kPad];
-    __shared__ float Ps[kTile][kTile + 1];
-    __shared__ float dSs[kTile][kTile + 1];
-    __shared__ float lse_s[kTile], delta_s[kTile];
-    const int tid = threadIdx.x;
+attn_dkdv_kernel(BwdArgs<T> a, float *__restrict__ dk, float *__restrict__ dv, size_t n_tiles, size_t total) {
+    __shared__ BwdSmem sm;
+    const int tid = threadIdx.x, D = a.D, Dv = a.Dv;
+    const size_t N = a.N;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const size_t g = item / n_tiles, k0 = (item % n_tiles) * kTile;
-        const size_t qk = g * N * (size_t)D, vo = g * N * (size_t)Dv;
-        load_tile(Ks, k + qk, k0, N, D, 1.0f);
-        load_tile(Vs, v + vo, k0, N, Dv, 1.0f);
+        stage_side(sm, a, g, false, k0);
         float acc_dk[kAcc], acc_dv[kAcc];  // registers: every loop over them is unrolled
         MF_UNROLL
-        for (int a = 0; a < kAcc; ++a) acc_dk[a] = acc_dv[a] = 0.0f;
+        for (int e = 0; e < kAcc; ++e) acc_dk[e] = acc_dv[e] = 0.0f;
         // Causal: queries before the key tile see none of its keys.
-        for (size_t q0 = causal ? k0 : 0; q0 < N; q0 += kTile) {
-            __syncthreads();  // K/V staged / the previous query tile fully consumed
-            load_tile(Qs, q + qk, q0, N, D, 1.0f);
-            load_tile(dOs, dout + vo, q0, N, Dv, 1.0f);
-            load_row_stats(lse_s, delta_s, lse, delta, g * N, q0, N);
-            __syncthreads();
-            prob_tiles(Qs, Ks, dOs, Vs, lse_s, delta_s, Ps, dSs, q0, k0, N, D, Dv, causal, scale);
-            __syncthreads();
+        for (size_t q0 = a.causal ? k0 : 0; q0 < N; q0 += kTile) {
+            bwd_step(sm, a, g, true, q0, k0);
             MF_UNROLL
-            for (int a = 0; a < kAcc; ++a) {
-                const int e = tid + a * kThreads;
+            for (int i = 0; i < kAcc; ++i) {
+                const int e = tid + i * kThreads;
                 if (e < kTile * Dv) {  // dv[s][c] += sum_r P[r][s] dout[r][c]
                     const int s = e / Dv, c = e % Dv;
-                    float x = acc_dv[a];
-                    for (int r = 0; r < kTile; ++r) x += Ps[r][s] * dOs[r][c];
-                    acc_dv[a] = x;
+                    float x = acc_dv[i];
+                    for (int r = 0; r < kTile; ++r) x += sm.Ps[r][s] * sm.dOs[r][c];
+                    acc_dv[i] = x;
                 }
                 if (e < kTile * D) {  // dk[s][d] += sum_r dS[r][s] q[r][d]
                     const int s = e / D, d = e % D;
-                    float x = acc_dk[a];
-                    for (int r = 0; r < kTile; ++r) x += dSs[r][s] * Qs[r][d];
-                    acc_dk[a] = x;
+                    float x = acc_dk[i];
+                    for (int r = 0; r < kTile; ++r) x += sm.dSs[r][s] * sm.Qs[r][d];
+                    acc_dk[i] = x;
                 }
             }
         }
+        const size_t qk = g * N * (size_t)D, vo = g * N * (size_t)Dv;
         MF_UNROLL
-        for (int a = 0; a < kAcc; ++a) {
-            const int e = tid + a * kThreads;
+        for (int i = 0; i < kAcc; ++i) {
+            const int e = tid + i * kThreads;
             if (e < kTile * Dv) {
                 const size_t j = k0 + (size_t)(e / Dv);
-                if (j < N) dv[vo + j * (size_t)Dv + (size_t)(e % Dv)] = acc_dv[a];
+                if (j < N) dv[vo + j * (size_t)Dv + (size_t)(e % Dv)] = acc_dv[i];
             }
             if (e < kTile * D) {
                 const size_t j = k0 + (size_t)(e / D);
-                if (j < N) dk[qk + j * (size_t)D + (size_t)(e % D)] = acc_dk[a] * scale;
+                if (j < N) dk[qk + j * (size_t)D + (size_t)(e % D)] = acc_dk[i] * a.scale;
             }
         }
         __syncthreads();  // before the next item restages K and V
     }
 }
 
-// mf-budget: regs<=96 smem<=34816 spill=0  (sm_90 measured: regs 80 smem 34240)
+// mf-budget: regs<=96 smem<=35840 spill=0  (sm_90 measured: regs 77 smem 35328)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attn_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-               const T *__restrict__ dout, const float *__restrict__ lse,
-               const float *__restrict__ delta, float *__restrict__ dq, size_t N, int D, int Dv,
-               int causal, float scale, size_t n_tiles, size_t total) {
-    __shared__ float Qs[kTile][kPad];
-    __shared__ float dOs[kTile][kPad];
-    __shared__ float Ks[kTile][kPad];
-    __shared__ float Vs[kTile][kPad];
-    __shared__ float Ps[kTile][kTile + 1];
-    __shared__ float dSs[kTile][kTile + 1];
-    __shared__ float lse_s[kTile], delta_s[kTile];
-    const int tid = threadIdx.x;
+attn_dq_kernel(BwdArgs<T> a, float *__restrict__ dq, size_t n_tiles, size_t total) {
+    __shared__ BwdSmem sm;
+    const int tid = threadIdx.x, D = a.D;
+    const size_t N = a.N;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const size_t g = item / n_tiles, q0 = (item % n_tiles) * kTile;
-        const size_t qk = g * N * (size_t)D, vo = g * N * (size_t)Dv;
-        load_tile(Qs, q + qk, q0, N, D, 1.0f);
-        load_tile(dOs, dout + vo, q0, N, Dv, 1.0f);
-        load_row_stats(lse_s, delta_s, lse, delta, g * N, q0, N);
+        stage_side(sm, a, g, true, q0);
         float acc[kAcc];
-        for (int a = 0; a < kAcc; ++a) acc[a] = 0.0f;
-        const size_t k_end = causal ? (q0 + kTile < N ? q0 + kTile : N) : N;
+        for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+        const size_t k_end = a.causal ? (q0 + kTile < N ? q0 + kTile : N) : N;
         for (size_t k0 = 0; k0 < k_end; k0 += kTile) {
-            __syncthreads();
-            load_tile(Ks, k + qk, k0, N, D, 1.0f);
-            load_tile(Vs, v + vo, k0, N, Dv, 1.0f);
-            __syncthreads();
-            prob_tiles(Qs, Ks, dOs, Vs, lse_s, delta_s, Ps, dSs, q0, k0, N, D, Dv, causal, scale);
-            __syncthreads();
-            for (int a = 0; a < kAcc; ++a) {
-                const int e = tid + a * kThreads;
+            bwd_step(sm, a, g, false, q0, k0);
+            for (int i = 0; i < kAcc; ++i) {
+                const int e = tid + i * kThreads;
                 if (e < kTile * D) {  // dq[r][d] += sum_s dS[r][s] k[s][d]
                     const int r = e / D, d = e % D;
-                    float x = acc[a];
-                    for (int s = 0; s < kTile; ++s) x += dSs[r][s] * Ks[s][d];
-                    acc[a] = x;
+                    float x = acc[i];
+                    for (int s = 0; s < kTile; ++s) x += sm.dSs[r][s] * sm.Ks[s][d];
+                    acc[i] = x;
                 }
             }
         }
-        for (int a = 0; a < kAcc; ++a) {
-            const int e = tid + a * kThreads;
+        const size_t qk = g * N * (size_t)D;
+        for (int i = 0; i < kAcc; ++i) {
+            const int e = tid + i * kThreads;
             if (e < kTile * D) {
-                const size_t i = q0 + (size_t)(e / D);
-                if (i < N) dq[qk + i * (size_t)D + (size_t)(e % D)] = acc[a] * scale;
+                const size_t r = q0 + (size_t)(e / D);
+                if (r < N) dq[qk + r * (size_t)D + (size_t)(e % D)] = acc[i] * a.scale;
             }
         }
         __syncthreads();  // before the next item restages Q and dout
@@ -360,11 +373,10 @@ static mf_status launch_backward(mf_context *ctx, int causal, const Shape &s, co
     const size_t row_blocks = rows / 256 + (rows % 256 != 0);
     attn_delta_kernel<T><<<item_grid(row_blocks), 256, 0, stream>>>(tdo, out, delta, rows, s.Dv);
     MF_LAUNCH_CHECK();
-    attn_dkdv_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(
-        tq, tk, tv, tdo, lse, delta, dk, dv, s.N, s.D, s.Dv, causal, s.scale, s.n_tiles, s.total);
+    const BwdArgs<T> a = {tq, tk, tv, tdo, lse, delta, s.N, s.D, s.Dv, causal, s.scale};
+    attn_dkdv_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(a, dk, dv, s.n_tiles, s.total);
     MF_LAUNCH_CHECK();
-    attn_dq_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(
-        tq, tk, tv, tdo, lse, delta, dq, s.N, s.D, s.Dv, causal, s.scale, s.n_tiles, s.total);
+    attn_dq_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(a, dq, s.n_tiles, s.total);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
@@ -393,23 +405,19 @@ MF_API mf_status MF_FN(attention_tiled_backward)(mf_context *ctx, mf_dtype dtype
                                                  const void *dout, const float *lse, float *dq,
                                                  float *dk, float *dv) {
     const MF_NS::Shape s = MF_NS::make_shape(B, H, N, D, Dv);
-    // Delta: the only device scratch (mf_attention_tiled_backward_scratch_ceiling).
-    float *delta = nullptr;
-    mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, s.bh * s.N * sizeof(float),
-                                    reinterpret_cast<void **>(&delta));
+    // Delta: the only device scratch (mf_attention_tiled_backward_scratch_ceiling), freed
+    // when 'scratch' goes out of scope.
+    MF_NS::Scratch scratch(ctx);
+    const mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, s.bh * s.N * sizeof(float), &scratch.ptr);
     if (st != MF_OK) return st;
+    float *delta = static_cast<float *>(scratch.ptr);
     if (MF_FN(attention_mma_applies)(dtype, D, Dv, q, k, v, dout))
-        st = MF_FN(attention_mma_backward)(ctx, causal, B, H, N, D, q, k, v, out, dout, lse, delta,
-                                           dq, dk, dv);
-    else if (dtype == MF_DTYPE_BF16)
-        st = MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, dout, lse, delta,
-                                                   dq, dk, dv);
-    else
-        st = MF_NS::launch_backward<float>(ctx, causal, s, q, k, v, out, dout, lse, delta, dq, dk,
-                                           dv);
-    // Back to the context's scratch cache: reused only in the stream's order (src/core/context.c).
-    mf_scratch_free(ctx, MF_MEM_DEVICE, delta);
-    return st;
+        return MF_FN(attention_mma_backward)(ctx, causal, B, H, N, D, q, k, v, out, dout, lse, delta,
+                                             dq, dk, dv);
+    if (dtype == MF_DTYPE_BF16)
+        return MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, dout, lse, delta,
+                                                     dq, dk, dv);
+    return MF_NS::launch_backward<float>(ctx, causal, s, q, k, v, out, dout, lse, delta, dq, dk, dv);
 }
 
 }  // extern "C"

@@ -31,6 +31,7 @@
 //       Causal: query blocks below the diagonal are never loaded.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
+#include "mf_mma.cuh"
 #include "attention.cuh"
 
 #include <cuda_bf16.h>
@@ -51,49 +52,6 @@ struct BwdRows {
 };
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-
-// ---- inline PTX (cudahost/README.md's table) -------------------------------------
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-// c += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate
-__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// 16 bytes global -> shared; src_bytes 0 zero-fills (rows beyond N).
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)),
-                 "l"(gmem), "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// Wait until at most one group (the newest: the prefetch) is still in flight.
-__device__ __forceinline__ void cp_async_wait_1() {
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (low half)
-    return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
-}
-// NaN-propagating max (fmaxf would drop a NaN; the header's rules need it kept).
-__device__ __forceinline__ float nan_max(float a, float b) { return (b != b || b > a) ? b : a; }
 
 // Rows [row0, row0 + ROWS) of an (N x D) bf16 matrix into tile[ROWS][D + 8] by
 // cp.async, 16-byte chunks; rows at or beyond N are zero-filled (their source
@@ -127,7 +85,7 @@ constexpr size_t fwd_smem_bytes() {
     return (size_t)(kFwdBR + 4 * FwdKeys<D>::value) * (D + 8) * sizeof(__nv_bfloat16);
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 221, D=128 regs 253, stack 0; dynamic smem 72 / 102 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 221, D=128 regs 252, stack 0; dynamic smem 72 / 102 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
 attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -201,8 +159,7 @@ attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
                                    ((lane >> 3) & 1) * 8);
                     MF_UNROLL
                     for (int mt = 0; mt < MT; ++mt) {
-                        mma_bf16(s[mt][2 * np], qa[mt], b[0], b[1]);
-                        mma_bf16(s[mt][2 * np + 1], qa[mt], b[2], b[3]);
+                        mma_x2(s[mt][2 * np], s[mt][2 * np + 1], qa[mt], b);
                     }
                 }
             }
@@ -265,12 +222,7 @@ attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
             for (int kk = 0; kk < BC / 16; ++kk) {
                 uint32_t pa[MT][4];
                 MF_UNROLL
-                for (int mt = 0; mt < MT; ++mt) {
-                    pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                    pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                    pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                    pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-                }
+                for (int mt = 0; mt < MT; ++mt) c_to_a(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
                 MF_UNROLL
                 for (int np = 0; np < D / 16; ++np) {
                     uint32_t b[4];
@@ -278,8 +230,7 @@ attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
                                      np * 16 + (lane >> 4) * 8);
                     MF_UNROLL
                     for (int mt = 0; mt < MT; ++mt) {
-                        mma_bf16(o[mt][2 * np], pa[mt], b[0], b[1]);
-                        mma_bf16(o[mt][2 * np + 1], pa[mt], b[2], b[3]);
+                        mma_x2(o[mt][2 * np], o[mt][2 * np + 1], pa[mt], b);
                     }
                 }
             }
@@ -349,7 +300,7 @@ __device__ __forceinline__ void load_stats(float *lse_s, float *dl_s, const floa
     }
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 238, D=128 regs 252, stack 0; dynamic smem 90 / 111 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 233, D=128 regs 243, stack 0; dynamic smem 90 / 111 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
 attn_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -424,11 +375,9 @@ attn_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
                                     ((lane >> 3) & 1) * 8;
                     uint32_t b[4];
                     ldsm_x4(b, Qb + off);
-                    mma_bf16(st[2 * np], ka, b[0], b[1]);
-                    mma_bf16(st[2 * np + 1], ka, b[2], b[3]);
+                    mma_x2(st[2 * np], st[2 * np + 1], ka, b);
                     ldsm_x4(b, dOb + off);
-                    mma_bf16(dpt[2 * np], va, b[0], b[1]);
-                    mma_bf16(dpt[2 * np + 1], va, b[2], b[3]);
+                    mma_x2(dpt[2 * np], dpt[2 * np + 1], va, b);
                 }
             }
             // P^T = exp2(S^T * scale log2 e - lse log2 e), dS^T = P^T (dP^T - Delta);
@@ -456,51 +405,52 @@ attn_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__
             // = dO[query][c] / Q[query][d] (row-major B: ldmatrix.trans).
             MF_UNROLL
             for (int kk = 0; kk < BR / 16; ++kk) {
-                const uint32_t pa[4] = {pack_bf16(st[2 * kk][0], st[2 * kk][1]),
-                                        pack_bf16(st[2 * kk][2], st[2 * kk][3]),
-                                        pack_bf16(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                                        pack_bf16(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-                const uint32_t sa[4] = {pack_bf16(dpt[2 * kk][0], dpt[2 * kk][1]),
-                                        pack_bf16(dpt[2 * kk][2], dpt[2 * kk][3]),
-                                        pack_bf16(dpt[2 * kk + 1][0], dpt[2 * kk + 1][1]),
-                                        pack_bf16(dpt[2 * kk + 1][2], dpt[2 * kk + 1][3])};
+                uint32_t pa[4], sa[4];
+                c_to_a(pa, st[2 * kk], st[2 * kk + 1]);
+                c_to_a(sa, dpt[2 * kk], dpt[2 * kk + 1]);
                 MF_UNROLL
                 for (int np = 0; np < D / 16; ++np) {
                     const int off = (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 +
                                     (lane >> 4) * 8;
                     uint32_t b[4];
                     ldsm_x4_t(b, dOb + off);
-                    mma_bf16(dva[2 * np], pa, b[0], b[1]);
-                    mma_bf16(dva[2 * np + 1], pa, b[2], b[3]);
+                    mma_x2(dva[2 * np], dva[2 * np + 1], pa, b);
                     ldsm_x4_t(b, Qb + off);
-                    mma_bf16(dka[2 * np], sa, b[0], b[1]);
-                    mma_bf16(dka[2 * np + 1], sa, b[2], b[3]);
+                    mma_x2(dka[2 * np], dka[2 * np + 1], sa, b);
                 }
             }
             __syncthreads();  // dS of every warp staged
-            // dQ (BR x D) += scale * dS (BR x BC) K (BC x D): the (BR/16) x (D/16)
-            // output tiles of 16 x 16 are dealt round-robin to the warps; fp32
-            // atomics into dq. A = dS[query][key] (ldmatrix), B[k=key][n=d] =
+            // dQ (BR x D) += scale * dS (BR x BC) K (BC x D): warp w owns the 16 x 32
+            // output tile (rows 16 (w / (D/32)), columns 32 (w % (D/32))): BR = 256 / D,
+            // so the BR/16 x D/32 tiles are exactly the 8 warps. Per k16 step one dS
+            // fragment feeds 4 mma (two ldmatrix.trans of K): 12 KiB of shared reads
+            // per warp and block instead of 16 with 16 x 16 tiles (docs/attention.md).
+            // fp32 atomics into dq. A = dS[query][key] (ldmatrix), B[k=key][n=d] =
             // K[key][d] (row-major B: ldmatrix.trans).
-            float *dqg = dq + base;
-            for (int u = warp; u < (BR / 16) * (D / 16); u += kWarps) {  // warp-uniform
-                const int mt = u / (D / 16), c0 = (u % (D / 16)) * 16;
-                float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+            static_assert((BR / 16) * (D / 32) == kWarps, "one 16 x 32 dQ tile per warp");
+            {
+                const int mt = warp / (D / 32), c0 = (warp % (D / 32)) * 32;
+                float acc[4][4];
+                MF_UNROLL
+                for (int n = 0; n < 4; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
                 MF_UNROLL
                 for (int kk = 0; kk < BC / 16; ++kk) {
                     uint32_t a[4], b[4];
                     ldsm_x4(a, dSs + (mt * 16 + (lane & 15)) * LDSS + kk * 16 + (lane >> 4) * 8);
-                    ldsm_x4_t(b, Ks + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + c0 +
-                                     (lane >> 4) * 8);
-                    mma_bf16(acc[0], a, b[0], b[1]);
-                    mma_bf16(acc[1], a, b[2], b[3]);
+                    MF_UNROLL
+                    for (int h = 0; h < 2; ++h) {
+                        ldsm_x4_t(b, Ks + (kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + c0 +
+                                         h * 16 + (lane >> 4) * 8);
+                        mma_x2(acc[2 * h], acc[2 * h + 1], a, b);
+                    }
                 }
+                float *dqg = dq + base;
                 MF_UNROLL
                 for (int r = 0; r < 2; ++r) {
                     const size_t i = q0 + (size_t)(mt * 16 + g + 8 * r);
                     if (i >= N) continue;
                     MF_UNROLL
-                    for (int n = 0; n < 2; ++n) {
+                    for (int n = 0; n < 4; ++n) {
                         float *dst = dqg + i * D + (size_t)(c0 + n * 8 + 2 * t);
                         atomicAdd(dst, acc[n][2 * r] * scale);
                         atomicAdd(dst + 1, acc[n][2 * r + 1] * scale);

@@ -31,6 +31,7 @@
 // so every thread of a block reaches every __syncthreads.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
+#include "mf_mma.cuh"
 #include "linear_attention.cuh"
 
 #include <cuda_bf16.h>
@@ -534,15 +535,16 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 
 // ==== the causal form on tensor cores (bf16 storage), in the chunk form of ==================
 // flash-linear-attention: chunk states in parallel, a scan over chunks, then every 64-row
-// tile in parallel. Ce = kStateChunk = 256 rows per chunk state, 64-row tiles (4 warps x 16
+// tile in parallel. Ce = kStateChunk = 512 rows per chunk state, 64-row tiles (4 warps x 16
 // rows) for the outputs; the argument C (the fp32 path's chunk) does not apply here:
-//   la_tc_state_kernel<0> (b, h, chunk, 64 columns of Dv): H_c = K'_c^T V_c and z_c =
-//                          sum k'_m (the chunk's own contribution), fp32 into scratch
+//   la_tc_state_kernel<0> (b, h, chunk; 8 warps): H_c = K'_c^T V_c and z_c = sum k'_m (the
+//                          chunk's own contribution), fp32 into scratch
 //   la_tc_state_kernel<1> (same grid): G_c = Q'_c^T dN_c and g_c = sum dd_n q'_n
 //   la_scan_kernel        (b, h, element of the D x Dv state and of z): an exclusive
 //                          scan over chunks in place (forward or reverse), starting from
 //                          the initial state (or dS_N), writing the final one (or dS0)
-//   la_tc_tile_kernel<M>  (b, h, 64-row tile): M = 0 out, 1 dq, 2 dk, 3 dv. The tile's
+//   la_tc_tile_kernel<M>  (b, h, 64-row tile): M = 0 out, 1 dq; la_tc_dkdv_kernel (same
+//                          grid, 8 warps) M = 2 dk and 3 dv side by side. The tile's
 //                          own rows X times the chunk's state (Q' S, dN S^T, V G^T, K' G),
 //                          plus the masked intra-chunk products of 32-row tiles of the
 //                          same chunk (Q'K'^T)V, (dN V^T + dd)K', (V dN^T + dd)^T-side Q',
@@ -556,45 +558,25 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 // shared memory, and the same rounded values feed the products, z and den, so that out
 // is num/den of one consistent set of operands. States are summed and scanned in fp32
 // and rounded to bf16 only as mma operands; the final state is the fp32 scan.
-constexpr int kT = 64;    // own-tile rows: 4 warps x 16
+constexpr int kT = 64;    // own-tile rows of dk, dv and the row statistics: 4 warps x 16
+constexpr int kTw = 128;  // own-tile rows of out and dq: 8 warps x 16
 constexpr int kO = 32;    // other-tile rows (and the state's k-slice)
 constexpr int kLd = kMaxD + 8;  // bf16 row pitch: 272 bytes (16-byte aligned, no ldmatrix conflicts)
-constexpr int kLdH = 64 + 8;    // the 64-column half tiles of la_tc_state_kernel
-// Rows per chunk state (every path's z sums, the tensor-core path's D x Dv states): a state
-// every 256 rows moves 1/4 of the state bytes of one every 64 rows (the chunk form is
-// memory-bound at D = 128: docs/linear_attention.md) for ~2x the intra-chunk products; the
-// tile kernels compute the intra-chunk part of up to 256 rows in 64 x 32 mma tiles.
-constexpr int kStateChunk = 256;
+// Rows per chunk state of the tensor-core path: a state every 512 rows moves 1/8 of the
+// state bytes of one every 64 rows (the chunk form is memory-bound at D = 128:
+// docs/linear_attention.md) for ~4x the intra-chunk products of 64-row chunks, which stay
+// under the memory time; the tile kernels compute the intra-chunk part of up to 512 rows in
+// 64 x 32 mma tiles. The fp32 and bidirectional paths keep only z per chunk (D floats), per
+// kZChunk rows.
+constexpr int kStateChunk = 512;
+constexpr int kZChunk = 256;
 typedef __nv_bfloat16 bf16;
 
 struct TcDims {
-    size_t N, nc, bh, tiles;  // tiles: 64-row tiles per (b, h)
+    size_t N, nc, bh, tiles, tiles_w;  // 64-row and kTw-row tiles per (b, h)
     int D, Dv, Ce, E;         // E = floats per chunk state (D*Dv + D, or D for z only)
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-// c += a * b (m16n8k16, bf16 inputs, fp32 accumulators)
-__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (low half)
-    return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
-}
 // phi rounded to the storage type: bf16 (the value the tensor-core path uses everywhere)
 // or fp32 (the SIMT path).
 template <typename T>
@@ -625,33 +607,33 @@ __device__ __forceinline__ void stage(bf16 (*dst)[LD], const bf16 *__restrict__ 
 }
 __device__ __forceinline__ int round16(int x) { return (x + 15) & ~15; }
 
-// ---- chunk states: one block per (b, h, chunk, 64 columns of Dv) -------------------------------
+// ---- chunk states: one block of 8 warps per (b, h, chunk) -----------------------------------------
 // REV 0: st[c] = K'_c^T V_c (D x Dv) and sum_m k'_m; REV 1: Q'_c^T dN_c and sum_n dd_n q'_n.
-// Warp w owns rows 32w .. 32w + 31 of the D x 64 output (2 x 8 mma tiles). The phi operand
+// Warp w owns rows 32 (w % 4) .. + 31 and columns 64 (w / 4) .. + 63 of the D x Dv output
+// (2 x 8 mma tiles): the phi rows are staged once for both column halves. The phi operand
 // enters as hi + lo (two bf16, 2^-17 relative) and z is summed from the fp32 phi: the
 // states, and the final state the scan returns, keep fp32 accuracy for bf16 v (REV 0).
-// mf-budget: regs<=128 smem<=22528 spill=0  (sm_90 measured: regs 118 smem 22016/22144)
+// mf-budget: regs<=128 smem<=26624 spill=0  (sm_90 measured: regs 118 smem 26112/26240)
 template <int REV>
-__global__ void __launch_bounds__(kThreads, 4)
+__global__ void __launch_bounds__(2 * kThreads, 2)
 la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_src,
                    const float *__restrict__ den, const float *__restrict__ dd, float *__restrict__ st,
                    TcDims s) {
     __shared__ __align__(16) bf16 As[kO][kLd];   // 32 rows x D: bf16(phi)
     __shared__ __align__(16) bf16 Al[kO][kLd];   // bf16(phi - bf16(phi))
-    __shared__ __align__(16) bf16 Bs[kO][kLdH];  // 32 rows x 64 columns (v or dout / den)
+    __shared__ __align__(16) bf16 Bs[kO][kLd];   // 32 rows x Dv (v or dout / den)
     __shared__ float w_s[kO];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int D = s.D, Dv = s.Dv, Dp = round16(D);
-    const size_t halves = (size_t)((Dv + 63) / 64);
-    const size_t total = s.bh * s.nc * halves;
+    const int D = s.D, Dv = s.Dv, Dp = round16(D), Dvp = round16(Dv);
+    const int col0 = (warp >> 2) * 64;  // warp-uniform; no columns when col0 >= Dv
+    const int cols = Dv - col0 < 64 ? Dv - col0 : 64, colsp = cols > 0 ? round16(cols) : 0;
+    const size_t total = s.bh * s.nc;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
-        const size_t g = item / (s.nc * halves), c = (item / halves) % s.nc;
-        const int col0 = (int)(item % halves) * 64;
-        const int cols = Dv - col0 < 64 ? Dv - col0 : 64, colsp = round16(cols);
+        const size_t g = item / s.nc, c = item % s.nc;
         const size_t r0 = c * (size_t)s.Ce, r1 = r0 + (size_t)s.Ce < s.N ? r0 + (size_t)s.Ce : s.N;
         const bf16 *ag = a_src + g * s.N * (size_t)D, *bg = b_src + g * s.N * (size_t)Dv;
         const float *deng = REV ? den + g * s.N : nullptr;
-        const int m0 = warp * 32;
+        const int m0 = (warp & 3) * 32;
         float acc[2][8][4];
         MF_UNROLL for (int i = 0; i < 2; ++i)
             MF_UNROLL for (int j = 0; j < 8; ++j)
@@ -668,16 +650,16 @@ la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_sr
                 Al[r][d] = __float2bfloat16_rn(x - __bfloat162float(hi));
             }
             if (REV) {
-                stage<kOpDiv>(Bs, bg, j0, r1, Dv, col0, cols, colsp, kO, deng);
+                stage<kOpDiv>(Bs, bg, j0, r1, Dv, 0, Dv, Dvp, kO, deng);
                 if (tid < kO) w_s[tid] = j0 + (size_t)tid < r1 ? dd[g * s.N + j0 + (size_t)tid] : 0.0f;
             } else {
-                stage<kOpIdent>(Bs, bg, j0, r1, Dv, col0, cols, colsp, kO, nullptr);
+                stage<kOpIdent>(Bs, bg, j0, r1, Dv, 0, Dv, Dvp, kO, nullptr);
             }
             __syncthreads();
             if (col0 == 0 && tid < D)  // rows past r1 are staged as 0
                 for (int r = 0; r < kO; ++r)
                     zacc += (REV ? w_s[r] : 1.0f) * (__bfloat162float(As[r][tid]) + __bfloat162float(Al[r][tid]));
-            if (m0 < Dp) {
+            if (m0 < Dp && colsp > 0) {
                 MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
                     uint32_t a[2][4], al[2][4];
                     // A = (rows x D)^T: As, Al hold it k-major, so ldmatrix.trans
@@ -689,13 +671,11 @@ la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_sr
                     MF_UNROLL for (int nb = 0; nb < 4; ++nb) {
                         if (nb * 16 >= colsp) continue;
                         uint32_t b[4];
-                        ldsm_x4_t(b, &Bs[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
+                        ldsm_x4_t(b, &Bs[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][col0 + nb * 16 + (lane >> 4) * 8]);
                         MF_UNROLL for (int i = 0; i < 2; ++i) {
                             if (m0 + i * 16 >= Dp) continue;
-                            mma16816(acc[i][2 * nb], a[i], b[0], b[1]);
-                            mma16816(acc[i][2 * nb + 1], a[i], b[2], b[3]);
-                            mma16816(acc[i][2 * nb], al[i], b[0], b[1]);
-                            mma16816(acc[i][2 * nb + 1], al[i], b[2], b[3]);
+                            mma_x2(acc[i][2 * nb], acc[i][2 * nb + 1], a[i], b);
+                            mma_x2(acc[i][2 * nb], acc[i][2 * nb + 1], al[i], b);
                         }
                     }
                 }
@@ -821,156 +801,186 @@ la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float
     }
 }
 
-// ---- the 64-row tiles: one block per (b, h, tile) ------------------------------------------------
+// ---- the 64-row tiles ----------------------------------------------------------------------------
 // MODE 0 out: X = Q' (k = D), state S, other P = K', Y = V, keys m <= n;   out = acc / den
 // MODE 1 dq : X = dN (k = Dv), state S^T, P = V, Y = K', m <= n, + dd_n;  dq = dphi(q) (acc + dd z_prev)
 // MODE 2 dk : X = V (k = Dv), state G^T, P = dN, Y = Q', n >= m, + dd_n;  dk = dphi(k) (acc + g_next)
 // MODE 3 dv : X = K' (k = D), state G, P = Q', Y = dN, n >= m;            dv = acc
-// Warp w owns rows 16w .. 16w + 15 of the tile and every output column (16 n8 tiles of
-// fp32 accumulators). Masked entries are zeroed before the C fragment becomes the A operand
+// A warp owns 16 rows of the tile and every output column (16 n8 tiles of fp32
+// accumulators). Masked entries are zeroed before the C fragment becomes the A operand
 // (so a non-finite v or k can reach the other rows of its 16-row mma tile; see the header).
-// mf-budget: regs<=128 smem<=35840 spill=0  (sm_90 measured: regs 127-128 smem 34816-35584)
+// The warp-level pieces below contain no barrier: la_tc_tile_kernel (modes 0, 1: 4 warps)
+// and la_tc_dkdv_kernel (modes 2 and 3 side by side: 8 warps sharing the staged tiles)
+// place the barriers around them.
+
+// acc (16 x Wp) += a (the A fragment of one k16 step) * Y[krow .. krow + 15][0 .. Wp)
+__device__ __forceinline__ void acc_a_y(float acc[16][4], const uint32_t a[4], const bf16 (*Ys)[kLd],
+                                        int krow, int Wp, int lane) {
+    MF_UNROLL for (int nb = 0; nb < 8; ++nb) {
+        if (nb * 16 >= Wp) continue;
+        uint32_t b[4];
+        ldsm_x4_t(b, &Ys[krow + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
+        mma_x2(acc[2 * nb], acc[2 * nb + 1], a, b);
+    }
+}
+// The state product's k-slice: acc += X[xr .., ks .. ks + 31] * M[0 .. 31][0 .. Wp) (M staged in Ys).
+__device__ __forceinline__ void state_slice(float acc[16][4], const bf16 (*Xs)[kLd], int xr, int ks,
+                                            int Kxp, const bf16 (*Ys)[kLd], int Wp, int lane) {
+    MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+        if (ks + kk * 16 >= Kxp) continue;
+        uint32_t a[4];
+        ldsm_x4(a, &Xs[xr + (lane & 15)][ks + kk * 16 + (lane >> 4) * 8]);
+        acc_a_y(acc, a, Ys, kk * 16, Wp, lane);
+    }
+}
+// M[kk][n] (kk < 32, n < Wp) of the state's k-slice ks, as bf16: TR ? state[n][ks + kk]
+// (n < D, along Dv) : state[ks + kk][n]; 0 outside Kx x W. Every thread of the block.
+template <bool TR>
+__device__ __forceinline__ void stage_state(bf16 (*Ys)[kLd], const float *__restrict__ stc, int ks,
+                                            int Kx, int W, int Wp, int Dv) {
+    for (int e = threadIdx.x; e < kO * Wp; e += blockDim.x) {
+        const int n = TR ? e / kO : e % Wp, kk = TR ? e % kO : e / Wp, kg2 = ks + kk;
+        const bool in = kg2 < Kx && n < W;
+        const float x = in ? stc[TR ? (size_t)n * Dv + (size_t)kg2 : (size_t)kg2 * Dv + (size_t)n] : 0.0f;
+        Ys[kk][n] = __float2bfloat16_rn(x);
+    }
+}
+// The other 32-row tile j0 of the chunk: sc = X[xr ..] P^T (k = Kxp), masked (m <= n for
+// modes 0, 1; n >= m for 2, 3) with the mode's addend, then acc += sc Y. Mode 0 adds the
+// masked scores to rsum (the rows' share of den).
 template <int MODE>
-__global__ void __launch_bounds__(kThreads)
+__device__ __forceinline__ void intra_tile(float acc[16][4], float rsum[2], const bf16 (*Xs)[kLd], int xr,
+                                           const bf16 (*Ps)[kLd], int Kxp, const bf16 (*Ys)[kLd], int Wp,
+                                           size_t ir0, size_t j0, const float *row_w, const float *col,
+                                           int lane) {
+    constexpr bool kLower = MODE == 0 || MODE == 1;
+    const int gq = lane >> 2, t4 = lane & 3;
+    float sc[4][4];
+    MF_UNROLL for (int j = 0; j < 4; ++j)
+        MF_UNROLL for (int e = 0; e < 4; ++e) sc[j][e] = 0.0f;
+    for (int kk = 0; kk < Kxp; kk += 16) {
+        uint32_t a[4];
+        ldsm_x4(a, &Xs[xr + (lane & 15)][kk + (lane >> 4) * 8]);
+        MF_UNROLL for (int nb = 0; nb < 2; ++nb) {
+            uint32_t b[4];  // P rows are the n index: P[n][k] is B^T, plain ldmatrix
+            ldsm_x4(b, &Ps[nb * 16 + (lane >> 4) * 8 + (lane & 7)][kk + ((lane >> 3) & 1) * 8]);
+            mma_x2(sc[2 * nb], sc[2 * nb + 1], a, b);
+        }
+    }
+    MF_UNROLL for (int j = 0; j < 4; ++j)
+        MF_UNROLL for (int e = 0; e < 4; ++e) {
+            const size_t row = ir0 + (size_t)(gq + (e >> 1) * 8);
+            const int cl = j * 8 + 2 * t4 + (e & 1);
+            const size_t cg = j0 + (size_t)cl;
+            const bool keep = kLower ? cg <= row : cg >= row;
+            float x = sc[j][e];
+            if (MODE == 1) x += row_w[gq + (e >> 1) * 8];
+            if (MODE == 2) x += col[cl];
+            x = keep ? x : 0.0f;
+            if (MODE == 0) rsum[e >> 1] += x;
+            sc[j][e] = x;
+        }
+    MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+        // the C fragments of score tiles 2kk, 2kk + 1 are the A fragment of k16 step kk
+        uint32_t a[4];
+        c_to_a(a, sc[2 * kk], sc[2 * kk + 1]);
+        acc_a_y(acc, a, Ys, kk * 16, Wp, lane);
+    }
+}
+
+// Per (b, h, 64-row tile): the rows, chunk and pointers every tile kernel starts from.
+struct TileItem {
+    size_t g, i0, i1, c0, c1;
+    const float *stc;
+};
+template <int ROWS>
+__device__ __forceinline__ TileItem tile_item(size_t item, const float *st, const TcDims &s) {
+    const size_t tiles = ROWS == kT ? s.tiles : s.tiles_w;
+    TileItem t;
+    t.g = item / tiles;
+    t.i0 = (item % tiles) * (size_t)ROWS;
+    t.i1 = t.i0 + (size_t)ROWS < s.N ? t.i0 + (size_t)ROWS : s.N;
+    const size_t c = t.i0 / (size_t)s.Ce;
+    t.c0 = c * (size_t)s.Ce;
+    t.c1 = t.c0 + (size_t)s.Ce < s.N ? t.c0 + (size_t)s.Ce : s.N;
+    t.stc = st + (t.g * s.nc + c) * (size_t)s.E;
+    return t;
+}
+
+// ---- out and dq: one block of 8 warps per (b, h, 128-row tile); warp w owns rows 16w .. 16w + 15 --
+// 128 rows per block: every staged 32-row tile of K', V (or V, K') and every k-slice of the
+// state feeds 8 warps, half the shared-to-L2 traffic per output row of 64-row tiles
+// (docs/linear_attention.md). Dynamic shared memory (sizeof(TileSmem)).
+struct TileSmem {
+    bf16 X[kTw][kLd];
+    bf16 P[kO][kLd];
+    bf16 Y[kO][kLd];     // also the state's k-slice
+    float vec[kMaxD];    // z_prev
+    float row[kTw];      // dd of the own rows (1)
+};
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 127-128, no static smem; dynamic 53248 B)
+template <int MODE>
+__global__ void __launch_bounds__(2 * kThreads)
 la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
                   const bf16 *__restrict__ dout, const float *__restrict__ den,
                   const float *__restrict__ dd, const float *__restrict__ st, float *__restrict__ res,
                   TcDims s) {
-    constexpr bool kLower = MODE == 0 || MODE == 1;     // other rows m <= own row n
-    constexpr bool kStateT = MODE == 1 || MODE == 2;    // the state enters transposed
-    __shared__ __align__(16) bf16 Xs[kT][kLd];
-    __shared__ __align__(16) bf16 Ps[kO][kLd];
-    __shared__ __align__(16) bf16 Ys[kO][kLd];  // also the state's k-slice
-    __shared__ float vec_s[kMaxD];              // z_prev (0, 1) or g_next (2)
-    __shared__ float row_s[kT];                 // dd of the own rows (1)
-    __shared__ float col_s[kO];                 // dd of the other rows (2)
+    static_assert(MODE == 0 || MODE == 1, "dk and dv run in la_tc_dkdv_kernel");
+    extern __shared__ __align__(16) unsigned char la_tile_smem[];
+    TileSmem &sm = *reinterpret_cast<TileSmem *>(la_tile_smem);
+    bf16(*Xs)[kLd] = sm.X;
+    bf16(*Ps)[kLd] = sm.P;
+    bf16(*Ys)[kLd] = sm.Y;
+    float *vec_s = sm.vec, *row_s = sm.row;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, t4 = lane & 3;
     const int D = s.D, Dv = s.Dv;
-    const int Kx = (MODE == 0 || MODE == 3) ? D : Dv, W = (MODE == 0 || MODE == 3) ? Dv : D;
+    const int Kx = MODE == 0 ? D : Dv, W = MODE == 0 ? Dv : D;
     const int Kxp = round16(Kx), Wp = round16(W);
-    const size_t total = s.bh * s.tiles;
+    const size_t total = s.bh * s.tiles_w;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
-        const size_t g = item / s.tiles, i0 = (item % s.tiles) * (size_t)kT;
-        const size_t i1 = i0 + (size_t)kT < s.N ? i0 + (size_t)kT : s.N;
-        const size_t c = i0 / (size_t)s.Ce, c0 = c * (size_t)s.Ce;
-        const size_t c1 = c0 + (size_t)s.Ce < s.N ? c0 + (size_t)s.Ce : s.N;
-        const float *stc = st + (g * s.nc + c) * (size_t)s.E;
+        const TileItem it = tile_item<kTw>(item, st, s);
+        const size_t g = it.g;
         const bf16 *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
         const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
         const float *deng = den + g * s.N, *ddg = dd + g * s.N;
-        const size_t ir0 = i0 + (size_t)(warp * 16);
+        const size_t ir0 = it.i0 + (size_t)(warp * 16);
         __syncthreads();  // the previous item is done with shared memory
-        if (MODE == 0) stage<kOpPhi>(Xs, qg, i0, i1, D, 0, D, Kxp, kT, nullptr);
-        if (MODE == 1) stage<kOpDiv>(Xs, dog, i0, i1, Dv, 0, Dv, Kxp, kT, deng);
-        if (MODE == 2) stage<kOpIdent>(Xs, vg, i0, i1, Dv, 0, Dv, Kxp, kT, nullptr);
-        if (MODE == 3) stage<kOpPhi>(Xs, kg, i0, i1, D, 0, D, Kxp, kT, nullptr);
-        if (MODE != 3)
-            for (int d = tid; d < D; d += blockDim.x) vec_s[d] = stc[(size_t)D * Dv + (size_t)d];
+        if (MODE == 0) stage<kOpPhi>(Xs, qg, it.i0, it.i1, D, 0, D, Kxp, kTw, nullptr);
+        if (MODE == 1) stage<kOpDiv>(Xs, dog, it.i0, it.i1, Dv, 0, Dv, Kxp, kTw, deng);
+        for (int d = tid; d < D; d += blockDim.x) vec_s[d] = it.stc[(size_t)D * Dv + (size_t)d];
         if (MODE == 1)
-            for (int r = tid; r < kT; r += blockDim.x) row_s[r] = i0 + (size_t)r < i1 ? ddg[i0 + (size_t)r] : 0.0f;
+            for (int r = tid; r < kTw; r += blockDim.x)
+                row_s[r] = it.i0 + (size_t)r < it.i1 ? ddg[it.i0 + (size_t)r] : 0.0f;
 
         float acc[16][4];
         MF_UNROLL for (int j = 0; j < 16; ++j)
             MF_UNROLL for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
-        const bool rows_live = ir0 < i1;  // warp-uniform
+        const bool rows_live = ir0 < it.i1;  // warp-uniform
 
         // (1) the chunk's state: acc = X (64 x Kx) * M (Kx x W), k-slices of 32
         for (int ks = 0; ks < Kxp; ks += kO) {
             __syncthreads();  // Ys free (and Xs staged, the first time)
-            if (kStateT) {    // M[kk][n] = state[n][kk] (n < D, kk < Dv): read along kk
-                for (int e = tid; e < kO * Wp; e += blockDim.x) {
-                    const int n = e / kO, kk = e % kO, kg2 = ks + kk;
-                    const float x = (kg2 < Kx && n < W) ? stc[(size_t)n * Dv + (size_t)kg2] : 0.0f;
-                    Ys[kk][n] = __float2bfloat16_rn(x);
-                }
-            } else {          // M[kk][n] = state[kk][n] (kk < D, n < Dv)
-                for (int e = tid; e < kO * Wp; e += blockDim.x) {
-                    const int kk = e / Wp, n = e % Wp, kg2 = ks + kk;
-                    const float x = (kg2 < Kx && n < W) ? stc[(size_t)kg2 * Dv + (size_t)n] : 0.0f;
-                    Ys[kk][n] = __float2bfloat16_rn(x);
-                }
-            }
+            stage_state<MODE == 1>(Ys, it.stc, ks, Kx, W, Wp, Dv);
             __syncthreads();
-            if (rows_live) {
-                MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
-                    if (ks + kk * 16 >= Kxp) continue;
-                    uint32_t a[4];
-                    ldsm_x4(a, &Xs[warp * 16 + (lane & 15)][ks + kk * 16 + (lane >> 4) * 8]);
-                    MF_UNROLL for (int nb = 0; nb < 8; ++nb) {
-                        if (nb * 16 >= Wp) continue;
-                        uint32_t b[4];
-                        ldsm_x4_t(b, &Ys[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
-                        mma16816(acc[2 * nb], a, b[0], b[1]);
-                        mma16816(acc[2 * nb + 1], a, b[2], b[3]);
-                    }
-                }
-            }
+            if (rows_live) state_slice(acc, Xs, warp * 16, ks, Kxp, Ys, Wp, lane);
         }
 
-        // (2) the other 32-row tiles of the chunk, masked: acc += mask(X P^T + add) Y
+        // (2) the earlier 32-row tiles of the chunk, masked: acc += mask(X P^T + add) Y
         float rsum[2] = {0.0f, 0.0f};  // MODE 0: row sums of the masked scores (den)
-        const size_t j_begin = kLower ? c0 : i0, j_end = kLower ? i1 : c1;
-        for (size_t j0 = j_begin; j0 < j_end; j0 += kO) {
-            __syncthreads();  // Ps, Ys, col_s free
+        for (size_t j0 = it.c0; j0 < it.i1; j0 += kO) {
+            __syncthreads();  // Ps, Ys free
             if (MODE == 0) {
-                stage<kOpPhi>(Ps, kg, j0, j_end, D, 0, D, Kxp, kO, nullptr);
-                stage<kOpIdent>(Ys, vg, j0, j_end, Dv, 0, Dv, Wp, kO, nullptr);
-            } else if (MODE == 1) {
-                stage<kOpIdent>(Ps, vg, j0, j_end, Dv, 0, Dv, Kxp, kO, nullptr);
-                stage<kOpPhi>(Ys, kg, j0, j_end, D, 0, D, Wp, kO, nullptr);
-            } else if (MODE == 2) {
-                stage<kOpDiv>(Ps, dog, j0, j_end, Dv, 0, Dv, Kxp, kO, deng);
-                stage<kOpPhi>(Ys, qg, j0, j_end, D, 0, D, Wp, kO, nullptr);
-                for (int r = tid; r < kO; r += blockDim.x)
-                    col_s[r] = j0 + (size_t)r < j_end ? ddg[j0 + (size_t)r] : 0.0f;
+                stage<kOpPhi>(Ps, kg, j0, it.i1, D, 0, D, Kxp, kO, nullptr);
+                stage<kOpIdent>(Ys, vg, j0, it.i1, Dv, 0, Dv, Wp, kO, nullptr);
             } else {
-                stage<kOpPhi>(Ps, qg, j0, j_end, D, 0, D, Kxp, kO, nullptr);
-                stage<kOpDiv>(Ys, dog, j0, j_end, Dv, 0, Dv, Wp, kO, deng);
+                stage<kOpIdent>(Ps, vg, j0, it.i1, Dv, 0, Dv, Kxp, kO, nullptr);
+                stage<kOpPhi>(Ys, kg, j0, it.i1, D, 0, D, Wp, kO, nullptr);
             }
             __syncthreads();
             // warp-uniform: skip the tiles that the mask removes entirely for this warp
-            const bool live = rows_live && (kLower ? j0 <= ir0 + 15 : j0 + (size_t)(kO - 1) >= ir0);
-            if (!live) continue;
-            float sc[4][4];
-            MF_UNROLL for (int j = 0; j < 4; ++j)
-                MF_UNROLL for (int e = 0; e < 4; ++e) sc[j][e] = 0.0f;
-            for (int kk = 0; kk < Kxp; kk += 16) {
-                uint32_t a[4];
-                ldsm_x4(a, &Xs[warp * 16 + (lane & 15)][kk + (lane >> 4) * 8]);
-                MF_UNROLL for (int nb = 0; nb < 2; ++nb) {
-                    uint32_t b[4];  // P rows are the n index: P[n][k] is B^T, plain ldmatrix
-                    ldsm_x4(b, &Ps[nb * 16 + (lane >> 4) * 8 + (lane & 7)][kk + ((lane >> 3) & 1) * 8]);
-                    mma16816(sc[2 * nb], a, b[0], b[1]);
-                    mma16816(sc[2 * nb + 1], a, b[2], b[3]);
-                }
-            }
-            MF_UNROLL for (int j = 0; j < 4; ++j)
-                MF_UNROLL for (int e = 0; e < 4; ++e) {
-                    const size_t row = ir0 + (size_t)(gq + (e >> 1) * 8);
-                    const int cl = j * 8 + 2 * t4 + (e & 1);
-                    const size_t col = j0 + (size_t)cl;
-                    const bool keep = kLower ? col <= row : col >= row;
-                    float x = sc[j][e];
-                    if (MODE == 1) x += row_s[warp * 16 + gq + (e >> 1) * 8];
-                    if (MODE == 2) x += col_s[cl];
-                    x = keep ? x : 0.0f;
-                    if (MODE == 0) rsum[e >> 1] += x;
-                    sc[j][e] = x;
-                }
-            MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
-                // the C fragments of score tiles 2kk, 2kk + 1 are the A fragment of k16 step kk
-                const uint32_t a[4] = {pack_bf16(sc[2 * kk][0], sc[2 * kk][1]),
-                                       pack_bf16(sc[2 * kk][2], sc[2 * kk][3]),
-                                       pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-                                       pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
-                MF_UNROLL for (int nb = 0; nb < 8; ++nb) {
-                    if (nb * 16 >= Wp) continue;
-                    uint32_t b[4];
-                    ldsm_x4_t(b, &Ys[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
-                    mma16816(acc[2 * nb], a, b[0], b[1]);
-                    mma16816(acc[2 * nb + 1], a, b[2], b[3]);
-                }
-            }
+            if (rows_live && j0 <= ir0 + 15)
+                intra_tile<MODE>(acc, rsum, Xs, warp * 16, Ps, Kxp, Ys, Wp, ir0, j0, row_s + warp * 16,
+                                 nullptr, lane);
         }
 
         // (3) epilogue
@@ -991,17 +1001,105 @@ la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
             MF_UNROLL for (int e = 0; e < 4; ++e) {
                 const int h = e >> 1, cl = j * 8 + 2 * t4 + (e & 1);
                 const size_t row = ir0 + (size_t)(gq + h * 8);
-                if (row >= i1 || cl >= W) continue;
+                if (row >= it.i1 || cl >= W) continue;
                 const size_t ix = (g * s.N + row) * (size_t)W + (size_t)cl;
                 float x = acc[j][e];
                 if (MODE == 0) x /= dn[h];
                 if (MODE == 1) x = dphi(__bfloat162float(q[ix])) * (x + row_s[warp * 16 + gq + h * 8] * vec_s[cl]);
-                if (MODE == 2) x = dphi(__bfloat162float(k[ix])) * (x + vec_s[cl]);
                 res[ix] = x;
             }
         }
     }
 }
+
+// ---- dk and dv: one block of 8 warps per (b, h, tile) ----------------------------------------------
+// Warps 0-3 compute dk (mode 2), warps 4-7 dv (mode 3) of the same 64 rows: both read the
+// chunk's reverse state G and the later 32-row tiles of dN and Q' of the chunk, which are
+// staged once for both (one pass over q, dout and the states instead of two). The own rows
+// V (dk) and K' (dv) are staged side by side. Dynamic shared memory (la_dkdv_smem_bytes).
+struct DkdvSmem {
+    bf16 X[2][kT][kLd];  // [0]: V rows (dk), [1]: K' rows (dv)
+    bf16 T[2][kO][kLd];  // [0]: dN (P of dk, Y of dv) or G^T's k-slice; [1]: Q' or G's k-slice
+    float g_next[kMaxD];
+    float col[kO];       // dd of the other rows
+};
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 128, no static smem; dynamic 52864 B)
+__global__ void __launch_bounds__(2 * kThreads)
+la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                  const bf16 *__restrict__ dout, const float *__restrict__ den,
+                  const float *__restrict__ dd, const float *__restrict__ st, float *__restrict__ dk,
+                  float *__restrict__ dv, TcDims s) {
+    extern __shared__ __align__(16) unsigned char la_dkdv_smem[];
+    DkdvSmem &sm = *reinterpret_cast<DkdvSmem *>(la_dkdv_smem);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, t4 = lane & 3;
+    const int wl = warp & 3, grp = warp >> 2;  // grp 0: dk, 1: dv (warp-uniform)
+    const int D = s.D, Dv = s.Dv, Dp = round16(D), Dvp = round16(Dv);
+    // dk: X = V (k = Dv), P = dN, Y = Q' (W = D); dv: X = K' (k = D), P = Q', Y = dN (W = Dv)
+    const int Kxp = grp ? Dp : Dvp, W = grp ? Dv : D, Wp = round16(W);
+    const int Kmax = Dp > Dvp ? Dp : Dvp;
+    const bf16(*Xs)[kLd] = sm.X[grp];
+    const bf16(*Ps)[kLd] = sm.T[grp];
+    const bf16(*Ys)[kLd] = sm.T[grp ^ 1];
+    float *res = grp ? dv : dk;
+    const size_t total = s.bh * s.tiles;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const TileItem it = tile_item<kT>(item, st, s);
+        const size_t g = it.g;
+        const bf16 *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
+        const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
+        const float *deng = den + g * s.N, *ddg = dd + g * s.N;
+        const size_t ir0 = it.i0 + (size_t)(wl * 16);
+        __syncthreads();  // the previous item is done with shared memory
+        stage<kOpIdent>(sm.X[0], vg, it.i0, it.i1, Dv, 0, Dv, Dvp, kT, nullptr);
+        stage<kOpPhi>(sm.X[1], kg, it.i0, it.i1, D, 0, D, Dp, kT, nullptr);
+        for (int d = tid; d < D; d += blockDim.x) sm.g_next[d] = it.stc[(size_t)D * Dv + (size_t)d];
+
+        float acc[16][4];
+        MF_UNROLL for (int j = 0; j < 16; ++j)
+            MF_UNROLL for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+        const bool rows_live = ir0 < it.i1;  // warp-uniform
+
+        // (1) the chunk's reverse state: dk += V G^T, dv += K' G; both k-slices staged per step
+        for (int ks = 0; ks < Kmax; ks += kO) {
+            __syncthreads();
+            stage_state<true>(sm.T[0], it.stc, ks, Dv, D, Dp, Dv);
+            stage_state<false>(sm.T[1], it.stc, ks, D, Dv, Dvp, Dv);
+            __syncthreads();
+            if (rows_live && ks < Kxp) state_slice(acc, Xs, wl * 16, ks, Kxp, sm.T[grp], Wp, lane);
+        }
+
+        // (2) the later 32-row tiles of the chunk (n >= m), dN and Q' staged once for both
+        float rsum[2] = {0.0f, 0.0f};  // unused (mode 0 only)
+        for (size_t j0 = it.i0; j0 < it.c1; j0 += kO) {
+            __syncthreads();
+            stage<kOpDiv>(sm.T[0], dog, j0, it.c1, Dv, 0, Dv, Dvp, kO, deng);
+            stage<kOpPhi>(sm.T[1], qg, j0, it.c1, D, 0, D, Dp, kO, nullptr);
+            for (int r = tid; r < kO; r += blockDim.x)
+                sm.col[r] = j0 + (size_t)r < it.c1 ? ddg[j0 + (size_t)r] : 0.0f;
+            __syncthreads();
+            if (!rows_live || j0 + (size_t)(kO - 1) < ir0) continue;  // warp-uniform: all masked
+            if (grp == 0)
+                intra_tile<2>(acc, rsum, Xs, wl * 16, Ps, Kxp, Ys, Wp, ir0, j0, nullptr, sm.col, lane);
+            else
+                intra_tile<3>(acc, rsum, Xs, wl * 16, Ps, Kxp, Ys, Wp, ir0, j0, nullptr, nullptr, lane);
+        }
+
+        // (3) dk = dphi(k) (acc + g_next), dv = acc
+        MF_UNROLL for (int j = 0; j < 16; ++j) {
+            if (j * 8 >= W) continue;
+            MF_UNROLL for (int e = 0; e < 4; ++e) {
+                const int cl = j * 8 + 2 * t4 + (e & 1);
+                const size_t row = ir0 + (size_t)(gq + (e >> 1) * 8);
+                if (row >= it.i1 || cl >= W) continue;
+                const size_t ix = (g * s.N + row) * (size_t)W + (size_t)cl;
+                float x = acc[j][e];
+                if (grp == 0) x = dphi(__bfloat162float(k[ix])) * (x + sm.g_next[cl]);
+                res[ix] = x;
+            }
+        }
+    }
+}
+static size_t la_dkdv_smem_bytes() { return sizeof(DkdvSmem); }
 
 // ---- launchers -----------------------------------------------------------------------------
 static size_t slices(int n) { return (size_t)(n / kSlice + (n % kSlice != 0)); }
@@ -1022,17 +1120,18 @@ static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t D
     return s;
 }
 
-// Chunk states every kStateChunk rows; with_kv: they hold the D x Dv matrix and z
-// (tensor-core path), else z alone.
+// Chunk states every kStateChunk rows holding the D x Dv matrix and z (with_kv: the
+// tensor-core path), else z alone every kZChunk rows.
 static TcDims make_tc(size_t bh, int64_t N, int64_t D, int64_t Dv, int with_kv) {
     TcDims t;
     t.N = (size_t)N;
     t.bh = bh;
     t.D = (int)D;
     t.Dv = (int)Dv;
-    t.Ce = kStateChunk;
+    t.Ce = with_kv ? kStateChunk : kZChunk;
     t.nc = cdiv(t.N, (size_t)t.Ce);
     t.tiles = cdiv(t.N, (size_t)kT);
+    t.tiles_w = cdiv(t.N, (size_t)kTw);
     t.E = with_kv ? (int)(D * Dv + D) : (int)D;
     return t;
 }
@@ -1057,14 +1156,14 @@ static mf_status launch_forward_tc(mf_context *ctx, size_t bh, int64_t N, int64_
                                    const mf_linear_attention_state &st, float *out, float *states) {
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const TcDims t = make_tc(bh, N, D, Dv, 1);
-    const size_t halves = cdiv((size_t)Dv, 64);
-    la_tc_state_kernel<0><<<item_grid(bh * t.nc * halves), kThreads, 0, stream>>>(k, v, nullptr, nullptr,
-                                                                                   states, t);
+    la_tc_state_kernel<0><<<item_grid(bh * t.nc), 2 * kThreads, 0, stream>>>(k, v, nullptr, nullptr, states, t);
     MF_LAUNCH_CHECK();
     la_scan_kernel<<<item_grid(cdiv(bh * (size_t)t.E, 256)), 256, 0, stream>>>(
         states, st.initial_kv, st.initial_z, st.final_kv, st.final_z, t, (int)(D * Dv), 0);
     MF_LAUNCH_CHECK();
-    la_tc_tile_kernel<0><<<item_grid(bh * t.tiles), kThreads, 0, stream>>>(
+    const size_t smem = sizeof(TileSmem);
+    MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_tile_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    la_tc_tile_kernel<0><<<item_grid(bh * t.tiles_w), 2 * kThreads, smem, stream>>>(
         q, k, v, v /* dout: unused */, nullptr, nullptr, states, out, t);
     MF_LAUNCH_CHECK();
     return MF_OK;
@@ -1119,11 +1218,10 @@ static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const TcDims t = make_tc(bh, N, D, Dv, 1);
     float *den = scratch, *dd = scratch + bh * (size_t)N, *states = dd + bh * (size_t)N;
-    const size_t halves = cdiv((size_t)Dv, 64);
-    const dim3 sgrid = item_grid(bh * t.nc * halves), tgrid = item_grid(bh * t.tiles);
+    const dim3 sgrid = item_grid(bh * t.nc), tgrid = item_grid(bh * t.tiles);
     const dim3 cgrid = item_grid(cdiv(bh * (size_t)t.E, 256));
     // forward states S_prev, z_prev per chunk; then den, dd; then dq
-    la_tc_state_kernel<0><<<sgrid, kThreads, 0, stream>>>(k, v, nullptr, nullptr, states, t);
+    la_tc_state_kernel<0><<<sgrid, 2 * kThreads, 0, stream>>>(k, v, nullptr, nullptr, states, t);
     MF_LAUNCH_CHECK();
     la_scan_kernel<<<cgrid, 256, 0, stream>>>(states, st.initial_kv, st.initial_z, nullptr, nullptr, t,
                                               (int)(D * Dv), 0);
@@ -1131,17 +1229,20 @@ static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64
     mf_status rc = launch_rowstats<bf16, true>(stream, 1, t, q, k, out, dout, nullptr, states, (int)(D * Dv),
                                          nullptr, nullptr, den, dd);
     if (rc != MF_OK) return rc;
-    la_tc_tile_kernel<1><<<tgrid, kThreads, 0, stream>>>(q, k, v, dout, den, dd, states, dq, t);
+    const size_t tsmem = sizeof(TileSmem);
+    MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_tile_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tsmem));
+    la_tc_tile_kernel<1><<<item_grid(bh * t.tiles_w), 2 * kThreads, tsmem, stream>>>(q, k, v, dout, den, dd,
+                                                                                    states, dq, t);
     MF_LAUNCH_CHECK();
     // reverse states G_next, g_next per chunk (in the same buffer); then dk, dv
-    la_tc_state_kernel<1><<<sgrid, kThreads, 0, stream>>>(q, dout, den, dd, states, t);
+    la_tc_state_kernel<1><<<sgrid, 2 * kThreads, 0, stream>>>(q, dout, den, dd, states, t);
     MF_LAUNCH_CHECK();
     la_scan_kernel<<<cgrid, 256, 0, stream>>>(states, gr.d_final_kv, gr.d_final_z, gr.d_initial_kv,
                                               gr.d_initial_z, t, (int)(D * Dv), 1);
     MF_LAUNCH_CHECK();
-    la_tc_tile_kernel<2><<<tgrid, kThreads, 0, stream>>>(q, k, v, dout, den, dd, states, dk, t);
-    MF_LAUNCH_CHECK();
-    la_tc_tile_kernel<3><<<tgrid, kThreads, 0, stream>>>(q, k, v, dout, den, dd, states, dv, t);
+    const size_t smem = la_dkdv_smem_bytes();
+    MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_dkdv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    la_tc_dkdv_kernel<<<tgrid, 2 * kThreads, smem, stream>>>(q, k, v, dout, den, dd, states, dk, dv, t);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
@@ -1205,20 +1306,17 @@ MF_API mf_status MF_FN(linear_attention_forward)(mf_context *ctx, mf_dtype dtype
             return launch_forward<bf16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, state, out);
         return launch_forward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, state, out);
     }
-    // the chunk states (mf_linear_attention_scratch_ceiling bounds them)
+    // the chunk states (mf_linear_attention_scratch_ceiling bounds them), freed when
+    // 'scratch' goes out of scope
     const size_t bh = (size_t)B * (size_t)H;
-    float *states = nullptr;
-    mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE,
-                                    scratch_floats(dtype, causal, 0, bh, N, D, Dv) * sizeof(float),
-                                    reinterpret_cast<void **>(&states));
+    Scratch scratch(ctx);
+    const mf_status st = mf_scratch_alloc(
+        ctx, MF_MEM_DEVICE, scratch_floats(dtype, causal, 0, bh, N, D, Dv) * sizeof(float), &scratch.ptr);
     if (st != MF_OK) return st;
     const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
-    st = launch_forward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
-                           static_cast<const bf16 *>(k), static_cast<const bf16 *>(v),
-                           state != nullptr ? *state : none, out, states);
-    // Back to the context's scratch cache: reused only in the stream's order (src/core/context.c).
-    mf_scratch_free(ctx, MF_MEM_DEVICE, states);
-    return st;
+    return launch_forward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q), static_cast<const bf16 *>(k),
+                             static_cast<const bf16 *>(v), state != nullptr ? *state : none, out,
+                             static_cast<float *>(scratch.ptr));
 }
 
 MF_API mf_status MF_FN(linear_attention_backward)(
@@ -1228,30 +1326,26 @@ MF_API mf_status MF_FN(linear_attention_backward)(
     const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv) {
     using namespace MF_NS;
     // den_n and dd_n for every position, and the chunk states: the only device scratch
-    // (mf_linear_attention_scratch_ceiling bounds it).
+    // (mf_linear_attention_scratch_ceiling bounds it), freed when 'sc' goes out of scope.
     const size_t bh = (size_t)B * (size_t)H;
-    float *scratch = nullptr;
-    mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE,
-                                    scratch_floats(dtype, causal, 1, bh, N, D, Dv) * sizeof(float),
-                                    reinterpret_cast<void **>(&scratch));
+    Scratch sc(ctx);
+    const mf_status st = mf_scratch_alloc(
+        ctx, MF_MEM_DEVICE, scratch_floats(dtype, causal, 1, bh, N, D, Dv) * sizeof(float), &sc.ptr);
     if (st != MF_OK) return st;
+    float *scratch = static_cast<float *>(sc.ptr);
     if (use_tc(dtype, causal)) {
         const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
         const mf_linear_attention_state_grad gnone = {nullptr, nullptr, nullptr, nullptr};
-        st = launch_backward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
-                                static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), out,
-                                static_cast<const bf16 *>(dout), state != nullptr ? *state : none,
-                                grad != nullptr ? *grad : gnone, scratch, dq, dk, dv);
-    } else if (dtype == MF_DTYPE_BF16) {
-        st = launch_backward<bf16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state,
-                                   grad, scratch, dq, dk, dv);
-    } else {
-        st = launch_backward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state,
-                                    grad, scratch, dq, dk, dv);
+        return launch_backward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
+                                  static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), out,
+                                  static_cast<const bf16 *>(dout), state != nullptr ? *state : none,
+                                  grad != nullptr ? *grad : gnone, scratch, dq, dk, dv);
     }
-    // Back to the context's scratch cache: reused only in the stream's order (src/core/context.c).
-    mf_scratch_free(ctx, MF_MEM_DEVICE, scratch);
-    return st;
+    if (dtype == MF_DTYPE_BF16)
+        return launch_backward<bf16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state,
+                                     grad, scratch, dq, dk, dv);
+    return launch_backward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad,
+                                  scratch, dq, dk, dv);
 }
 
 }  // extern "C"

@@ -26,16 +26,8 @@ constexpr size_t kMaxGridX = 2147483647u;
 constexpr size_t kMaxGridY = 65535u;
 
 // Storage type <-> fp32. from_f32 rounds to nearest even for bf16.
-template <typename T>
-__device__ __forceinline__ float to_f32(T x);
-template <>
-__device__ __forceinline__ float to_f32<float>(float x) {
-    return x;
-}
-template <>
-__device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 x) {
-    return __bfloat162float(x);
-}
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);
@@ -57,31 +49,32 @@ __device__ __forceinline__ float nan_max(float a, float b) {
 // blockDim.x, a power of two) through shared memory sh[kThreads]. Every thread
 // of the block must call them (they contain __syncthreads); the trailing
 // barrier lets the caller reuse 'sh' right away. block_max propagates NaN.
-template <unsigned kThreads>
-__device__ inline float block_sum_n(float v, float *sh) {
+template <unsigned kThreads, typename Op>
+__device__ inline float block_reduce_n(float v, float *sh, Op op) {
     const unsigned t = threadIdx.x;
     sh[t] = v;
     __syncthreads();
     for (unsigned s = kThreads / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] += sh[t + s];
+        if (t < s) sh[t] = op(sh[t], sh[t + s]);
         __syncthreads();
     }
     const float r = sh[0];
     __syncthreads();
     return r;
 }
+struct SumOp {
+    __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct NanMaxOp {
+    __device__ float operator()(float a, float b) const { return nan_max(a, b); }
+};
+template <unsigned kThreads>
+__device__ inline float block_sum_n(float v, float *sh) {
+    return block_reduce_n<kThreads>(v, sh, SumOp());
+}
 template <unsigned kThreads>
 __device__ inline float block_max_n(float v, float *sh) {
-    const unsigned t = threadIdx.x;
-    sh[t] = v;
-    __syncthreads();
-    for (unsigned s = kThreads / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] = nan_max(sh[t], sh[t + s]);
-        __syncthreads();
-    }
-    const float r = sh[0];
-    __syncthreads();
-    return r;
+    return block_reduce_n<kThreads>(v, sh, NanMaxOp());
 }
 
 // Device scratch freed on every exit path of a launcher (cudaFree waits for

@@ -84,6 +84,16 @@ add_test(NAME ptx_contains_selftest.simt_attention
          COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/attention.cu
                  -DKERNELS=attn_fwd_kernel -DOUT=${_mf_res_dir}/attention.sm_${MF_RESOURCE_ARCH}.ptx
                  -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+# The causal linear attention's bf16 kernels (issue 13 item 2): mma.sync and ldmatrix
+# (they stage through registers, no cp.async).
+add_test(NAME ptx_contains.linear_attention_tc
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"
+                 "-DINSTRUCTIONS=mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned"
+                 -DSOURCE=${MF_ROOT}/optimized/linear_attention.cu
+                 "-DKERNELS=la_tc_state_kernel|la_tc_tile_kernel|la_tc_dkdv_kernel"
+                 -DOUT=${_mf_res_dir}/linear_attention.sm_${MF_RESOURCE_ARCH}.ptx
+                 -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_contains.linear_attention_tc PROPERTIES LABELS unit TIMEOUT 300)
 set_tests_properties(ptx_contains.attention_mma PROPERTIES LABELS unit TIMEOUT 300)
 set_tests_properties(ptx_contains_selftest.simt_attention PROPERTIES LABELS unit TIMEOUT 300
                      PASS_REGULAR_EXPRESSION "attn_fwd_kernel.*: no 'mma.sync")

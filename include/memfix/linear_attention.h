@@ -51,7 +51,8 @@
  * Optimized variants
  * ------------------
  *   causal, bf16 storage: tensor cores, in flash-linear-attention's chunk form.
- *     A chunk state every 256 rows, outputs in 64-row tiles (4 warps x 16 rows);
+ *     A chunk state every 512 rows, out and dq in 128-row tiles (8 warps x 16
+ *     rows), dk and dv together in 64-row tiles (8 warps: 4 for dk, 4 for dv);
  *     C (the fp32 path's chunk) does not apply. (1) every chunk's own state
  *     K'_c^T V_c and sum k'_m in parallel
  *     (mma.sync m16n8k16, bf16 operands, phi(k) as hi + lo bf16 so the states
@@ -76,7 +77,8 @@
  *     phases: first the whole state (S, z for the forward; G, g for the
  *     backward) into the block's shared memory, then every position's output.
  *   Every backward: den_n and dd_n from the chunks' z (summed per 256-row chunk
- *     in parallel and scanned) by one block per (b, h, 64-row tile).
+ *     in parallel and scanned; the tensor-core path's 512-row states) by one
+ *     block per (b, h, 64-row tile).
  *
  * Memory (bytes; scratch beyond inputs and outputs, see memfix.h)
  * ---------------------------------------------------------------
@@ -86,7 +88,8 @@
  *                                            reverse cumsums autograd materializes)
  *   bidir forward  : 8 * B*H*D*(Dv+1)       kv + k_sum
  *   bidir backward : 16 * B*H*D*(Dv+1)      kv, k_sum and their gradients
- * Optimized (device scratch, upper bounds for any C and dtype; nc = ceil(N/256)):
+ * Optimized (device scratch, upper bounds for any C and dtype; nc = ceil(N/256);
+ * the tensor-core path keeps a state per 512 rows, half of this bound's states):
  *   causal forward : 4 * B*H*nc*D*(Dv+1)             the chunk states (bf16 path;
  *                                                      fp32 path: 0)
  *   causal backward: 4 * B*H*nc*D*(Dv+1) + 8*B*H*N    chunk states (fp32 path: only

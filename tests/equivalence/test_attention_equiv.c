@@ -144,6 +144,114 @@ START_TEST(test_tiled_matches_reference) {
 }
 END_TEST
 
+#ifndef MF_LARGE_SHAPES
+/* A common offset c added to every key (k in [c - 1.5, c + 1.5)) shifts each
+ * query's scores by the constant q_i . c: out, lse, dk, dv and the exact dq do
+ * not change with c (dq_i = scale sum_j dS_ij k_j and sum_j dS_ij = 0). On the
+ * tensor-core path two things are checked (docs/attention.md, "A common offset"):
+ *  - the backward recomputes P from the stored lse (exp2 of s - lse, never of
+ *    an unshifted score): at c = 96 the scores reach |s| of about 100, beyond
+ *    fp32 exp's range (88.7), and out, lse, dk, dv still pass their usual rows;
+ *  - dq rounds dS to bf16 (rel 2^-9) as the A operand of dS K, and Delta comes
+ *    from the forward's out (P rounded to bf16 there): sum_j dS_ij = 0 then holds
+ *    only to 2^-9 (sum_j |dS_ij| + sum_j P_ij |dP_ij|), and that residue
+ *    multiplies the common offset. The test asserts, element by element with P,
+ *    dP, dS from double-precision math, |err dq_i| <= the usual row + scale *
+ *    (|c| + 1.5) * 2^-9 * (sum_j |dS_ij| + sum_j P_ij |dP_ij|).
+ * The fp32 SIMT path has no such term (dS is not rounded). */
+static const float key_offsets[] = {0.0f, 8.0f, 96.0f};
+START_TEST(test_mma_key_offset) {
+    const float c_off = key_offsets[_i];
+    const config cf = {1, 1, 77, 64, 64, 0, MF_DTYPE_BF16};
+    const config *c = &cf;
+    mf_context *ctx = mf_test_ctx();
+    const size_t N = (size_t)c->N, D = (size_t)c->D, n = N * D;
+    const uint64_t seed = 0x0ff5e7000ull + (uint64_t)_i * 16u;
+    void *q = mf_test_make_input(c->dtype, n, seed, -1.5f, 1.5f);
+    void *k = mf_test_make_input(c->dtype, n, seed + 1, c_off - 1.5f, c_off + 1.5f);
+    void *v = mf_test_make_input(c->dtype, n, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_test_make_input(c->dtype, n, seed + 3, -1.0f, 1.0f);
+    float *r_out = mf_test_nan_host(n), *r_lse = mf_test_nan_host(N), *r_dq = mf_test_nan_host(n),
+          *r_dk = mf_test_nan_host(n), *r_dv = mf_test_nan_host(n);
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, q, k, v, r_out, r_lse));
+    MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, q, k, v, dout,
+                                           r_dq, r_dk, r_dv));
+    void *d_q = mf_test_dev_upload(ctx, q, n * 2), *d_k = mf_test_dev_upload(ctx, k, n * 2);
+    void *d_v = mf_test_dev_upload(ctx, v, n * 2), *d_do = mf_test_dev_upload(ctx, dout, n * 2);
+    float *d_out = dev_nan(ctx, n), *d_lse = dev_nan(ctx, N), *d_dq = dev_nan(ctx, n),
+          *d_dk = dev_nan(ctx, n), *d_dv = dev_nan(ctx, n);
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv,
+                                      d_q, d_k, d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv,
+                                       d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *g_out = dev_fetch(ctx, d_out, n, "out"), *g_lse = dev_fetch(ctx, d_lse, N, "lse");
+    float *g_dq = dev_fetch(ctx, d_dq, n, "dq"), *g_dk = dev_fetch(ctx, d_dk, n, "dk");
+    float *g_dv = dev_fetch(ctx, d_dv, n, "dv");
+    MF_ASSERT_CLOSE(g_out, r_out, n, tol("out", c));
+    MF_ASSERT_CLOSE(g_lse, r_lse, N, tol("lse", c));
+    MF_ASSERT_CLOSE(g_dv, r_dv, n, tol("grad", c));
+    MF_ASSERT_CLOSE(g_dk, r_dk, n, tol("grad", c));
+
+    /* dq: sum_j |dS_ij| in double from the bf16 inputs, then the per-element bound */
+    float *fq = malloc(n * 4), *fk = malloc(n * 4), *fv = malloc(n * 4), *fdo = malloc(n * 4);
+    double *p = malloc(N * sizeof(double));
+    ck_assert(fq && fk && fv && fdo && p);
+    mf_test_to_f32(c->dtype, q, fq, n);
+    mf_test_to_f32(c->dtype, k, fk, n);
+    mf_test_to_f32(c->dtype, v, fv, n);
+    mf_test_to_f32(c->dtype, dout, fdo, n);
+    const double scale = 1.0 / sqrt((double)D);
+    const mf_tolerance *row = mf_tolerance_get(tol("grad", c));
+    ck_assert(row != NULL);
+    double worst = 0.0, worst_row = 0.0; /* largest |err| / bound, / (the row alone) */
+    for (size_t i = 0; i < N; i++) {
+        double mx = -INFINITY, l = 0.0, delta = 0.0, sabs = 0.0, pabs = 0.0;
+        for (size_t j = 0; j < N; j++) {
+            double sij = 0.0;
+            for (size_t d = 0; d < D; d++) sij += (double)fq[i * D + d] * fk[j * D + d];
+            p[j] = sij * scale;
+            if (p[j] > mx) mx = p[j];
+        }
+        for (size_t j = 0; j < N; j++) l += (p[j] = exp(p[j] - mx));
+        for (size_t j = 0; j < N; j++) {
+            double dp = 0.0;
+            for (size_t d = 0; d < D; d++) dp += (double)fdo[i * D + d] * fv[j * D + d];
+            p[j] /= l;
+            delta += p[j] * dp;
+            pabs += p[j] * fabs(dp);
+        }
+        for (size_t j = 0; j < N; j++) {
+            double dp = 0.0;
+            for (size_t d = 0; d < D; d++) dp += (double)fdo[i * D + d] * fv[j * D + d];
+            sabs += fabs(p[j] * (dp - delta));
+        }
+        const double grow = scale * (fabs(c_off) + 1.5) * ldexp(sabs + pabs, -9);
+        for (size_t d = 0; d < D; d++) {
+            const double ref = r_dq[i * D + d], got = g_dq[i * D + d];
+            ck_assert_msg(isfinite(got), "dq[%zu][%zu] = %g at key offset %g", i, d, got, c_off);
+            const double bound = row->atol + row->rtol * fabs(ref) + grow;
+            const double r = fabs(got - ref) / bound;
+            if (r > worst) worst = r;
+            const double rr = fabs(got - ref) / (row->atol + row->rtol * fabs(ref));
+            if (rr > worst_row) worst_row = rr;
+            ck_assert_msg(r <= 1.0, "dq[%zu][%zu] = %.8g, reference %.8g: |err| %.3g > bound %.3g "
+                          "(row %.3g + offset term %.3g) at key offset %g",
+                          i, d, got, ref, fabs(got - ref), bound, bound - grow, grow, c_off);
+        }
+    }
+    fprintf(stderr, "attention mma key offset %g: worst dq |err| / bound = %.3f (/ the row alone: %.3f)\n",
+            c_off, worst, worst_row);
+
+    void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
+    void *host[] = {q, k, v, dout, r_out, r_lse, r_dq, r_dk, r_dv, g_out, g_lse, g_dq, g_dk, g_dv,
+                    fq, fk, fv, fdo, p};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+}
+END_TEST
+#endif
+
 /* Forward without lse (inference) writes the same output. */
 START_TEST(test_forward_without_lse) {
     mf_context *ctx = mf_test_ctx();
@@ -196,6 +304,9 @@ static Suite *attention_equiv_suite(void) {
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
     tcase_add_loop_test(tc, test_tiled_matches_reference, 0, N_CONFIGS);
     tcase_add_test(tc, test_forward_without_lse);
+#ifndef MF_LARGE_SHAPES
+    tcase_add_loop_test(tc, test_mma_key_offset, 0, (int)(sizeof key_offsets / sizeof key_offsets[0]));
+#endif
     suite_add_tcase(s, tc);
     TCase *reg = tcase_create("registry");
     tcase_add_checked_fixture(reg, mf_test_setup, mf_test_teardown);

@@ -160,11 +160,12 @@ START_TEST(test_scaling_n_and_2n) {
 }
 END_TEST
 
-/* The tensor-core path (bf16 causal) at N and 2N (N = 200: 1 and 2 chunks of 256):
- * one D x (Dv+1) fp32 state per 256 positions, 1/512 of the cumsum's 8*D*(Dv+1)
- * per position; both within the ceiling, the ceiling below the reference. */
+/* The tensor-core path (bf16 causal) at N and 2N (N = 400: 1 and 2 chunks of 512):
+ * one D x (Dv+1) fp32 state per 512 positions, 1/1024 of the cumsum's 8*D*(Dv+1)
+ * per position; both within the ceiling (which counts one per 256 positions), the
+ * ceiling below the reference. */
 START_TEST(test_scaling_tensor_core) {
-    const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 200;
+    const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 400;
     const peaks a = measure(1, 64, B, H, N, D, Dv, MF_DTYPE_BF16);
     const peaks b = measure(1, 64, B, H, 2 * N, D, Dv, MF_DTYPE_BF16);
     ck_assert_uint_eq(a.opt_fwd, (size_t)(4 * B * H * 1 * D * (Dv + 1)));
@@ -177,7 +178,7 @@ START_TEST(test_scaling_tensor_core) {
 }
 END_TEST
 
-/* Chunk states are kept per 256 rows whatever C: every C needs the same scratch,
+/* Chunk states are kept per 512 (z per 256) rows whatever C: every C needs the same scratch,
  * within the ceiling. */
 START_TEST(test_chunk_size_independent) {
     const int64_t B = 1, H = 1, N = 70, D = 8, Dv = 8;
