@@ -3,38 +3,37 @@
 //
 // Seed document 000_15d34a4d5aa90e13.txt, bug 1 (the 37 GiB of logits). The
 // chunked variant (cross_entropy.cu) bounds the logits to a budget-sized fp32
-// tile in device memory; this variant keeps each 64 x 64 logits tile in
-// registers (forward) or registers + 16 KiB of shared memory (backward):
+// tile in device memory; this variant keeps each logits tile on chip:
 //
-//   ce_fused_count_kernel  labels: n_valid and the first out-of-range row, in
-//                          device memory (the mean's 1/n_valid is read there by
-//                          the kernels below: no host copy, no mid-call sync)
-//   ce_fused_fwd_kernel    one CTA per 64-row block; streams 64-column vocabulary
-//                          tiles: z = hidden_blk . W_tile^T on mma.sync (bf16) or
-//                          fp32 FMAs (f32) over D in 32-wide slices, bias and
-//                          softcap in registers, online max / sum-exp per row,
-//                          the target logit and the smoothing sum on the fly;
-//                          writes lse[i] and the row loss only
-//   ce_fused_reduce_kernel loss = sum of row losses (double, fixed order) x scale
-//   ce_fused_bwd_kernel    one CTA per 64-row block; for each vocabulary tile:
-//                          recompute z as above, dL/dz in registers from lse,
-//                          G -> shared memory (fp32), then over D in 32-wide slices
-//                            grad_hidden[blk, d] += G . W_tile[:, d]   (plain RMW)
-//                            grad_W[tile, d]     += G^T . hidden_blk[:, d] (atomicAdd)
-//                            grad_bias[tile]     += column sums of G       (atomicAdd)
+//   ce_fused_count_kernel    labels: n_valid and the first out-of-range row, in
+//                            device memory (the mean's 1/n_valid is read there by
+//                            the kernels below: no host copy, no mid-call sync)
+//   ce_fused_fwd_mma_kernel  bf16: one CTA (8 warps) per 128-row block; streams
+//                            128-column vocabulary tiles, z = hidden_blk . W_tile^T
+//                            on mma.sync.m16n8k16 fed by ldmatrix from a cp.async
+//                            double-buffered pipeline over D (32-wide slices), the
+//                            tile in registers (64 fp32 per lane); bias, softcap,
+//                            online max / sum-exp, target logit and smoothing sum
+//                            in registers; writes lse[i] and the row loss only
+//   ce_fused_bwd_mma_kernel  bf16: the same CTA walk, in strips of 4 tiles (512
+//                            columns): recompute z, dL/dz in registers from lse,
+//                            G -> shared memory (bf16, 128 x 512), then a second
+//                            pass over D: warps 0-3 grad_hidden[blk] += G . W_strip
+//                            (registers over the strip, one plain RMW per strip),
+//                            warps 4-7 grad_W[tile] += G^T . hidden_blk (atomicAdd);
+//                            grad_bias by shuffles + atomicAdd
+//   ce_fused_fwd_kernel<float>, ce_fused_bwd_kernel<float>
+//                            f32: the same algorithm on 64 x 64 tiles, 4 warps,
+//                            fp32 FMAs (SIMT; G kept in fp32)
+//   ce_fused_reduce_kernel   loss = sum of row losses (double, fixed order) x scale
 //
 // Accumulation order (stated in include/memfix/cross_entropy.h): a CTA owns its
-// 64 rows of grad_hidden and visits the vocabulary tiles in order, so
-// grad_hidden is bitwise deterministic; grad_W and grad_bias receive one fp32
-// atomicAdd per CTA per element, in the order the CTAs run (not deterministic
-// in the last bits when N > 64).
-//
-// Warp layout (4 warps, 128 threads): warp w owns rows 16w..16w+15 of the block
-// in the logits tile (8 m16n8 fragments = 64 columns, 32 fp32 accumulators per
-// lane). The bf16 path issues mma.sync.m16n8k16 (fp32 accumulate) with
-// fragments read from shared memory following the PTX ISA tables; the f32 path
-// computes the same fragment layout with fp32 FMAs (SIMT, fp32 exact products:
-// the existing f32 tolerance rows apply). Both paths run in host mode.
+// rows of grad_hidden and visits the vocabulary tiles in order, so grad_hidden
+// is bitwise deterministic; grad_W and grad_bias receive fp32 atomicAdds, in the
+// order the CTAs run (not deterministic in the last bits with several row
+// blocks). Sizes, ptxas figures and the performance argument:
+// docs/cross_entropy.md. All kernels run in host mode (cudahost/ emulates
+// mma.sync, ldmatrix and cp.async).
 #include "mf_cuda.h"
 #include "mf_device.cuh"
 #include "cross_entropy.cuh"
@@ -54,12 +53,10 @@ constexpr int kBK = 32;        // slice of D per shared-memory stage
 constexpr int kLdk = kBK + 8;  // padded shared row (bf16: 80 B, f32: 160 B)
 constexpr int kLdg = kBN + 4;  // padded shared row of the fp32 gradient tile
 constexpr int kNFrag = kBN / 8;
-// Minimum CTAs per SM for __launch_bounds__: bf16 4 (<= 128 registers; with
-// no minimum ptxas stopped the forward at 80 registers and spilled), f32 0 =
-// unspecified (any minimum made ptxas spill the SIMT backward; without one it
-// needs 128 registers and no spill). sm_90 figures: docs/cross_entropy.md.
-template <typename T>
-constexpr int kMinBlocks = std::is_same<T, __nv_bfloat16>::value ? 4 : 0;
+// These 64 x 64 SIMT kernels serve f32 inputs only (bf16: the tensor-core
+// kernels further down). No minimum CTAs per SM in __launch_bounds__: any
+// minimum made ptxas spill the SIMT backward; without one it needs 128
+// registers and no spill. sm_90 figures: docs/cross_entropy.md.
 
 __device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
 
@@ -72,45 +69,24 @@ __device__ __forceinline__ int64_t target(const int64_t *labels, size_t i, int64
     return labels[i + 1];
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
-           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
-}
-
 // c (16 x 8, fp32, PTX fragment layout) += A (16 x 16) . B (16 x 8); A(r, k) and
 // B(k, n) are read through the functors. groupID g = lane / 4, t = lane % 4:
 //   a_i: row g (+8 for i in {2,3,6,7}), col 2t + (i & 1) (+8 for i >= 4)
 //   b_i: row 2t + (i & 1) (+8 for i >= 2), col g
 //   c_i: row g (+8 for i >= 2), col 2t + (i & 1)
-// bf16: one mma.sync (operands rounded to bf16 to nearest even: exact for bf16
-// storage, the intended rounding for the fp32 gradient tile). f32: the same
-// 16x8x16 product with fp32 FMAs, in k order.
+// f32 only: the 16x8x16 product with fp32 FMAs, in k order (the bf16 kernels
+// issue the real mma.sync, fed by ldmatrix).
 template <typename T, typename FA, typename FB>
 __device__ __forceinline__ void mma16816(float c[4], int lane, const FA &A, const FB &B) {
     const int g = lane >> 2, t = lane & 3;
-    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-        uint32_t a[4], b[2];
-        a[0] = pack_bf16(A(g, 2 * t), A(g, 2 * t + 1));
-        a[1] = pack_bf16(A(g + 8, 2 * t), A(g + 8, 2 * t + 1));
-        a[2] = pack_bf16(A(g, 2 * t + 8), A(g, 2 * t + 9));
-        a[3] = pack_bf16(A(g + 8, 2 * t + 8), A(g + 8, 2 * t + 9));
-        b[0] = pack_bf16(B(2 * t, g), B(2 * t + 1, g));
-        b[1] = pack_bf16(B(2 * t + 8, g), B(2 * t + 9, g));
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-    } else {
-        MF_UNROLL
-        for (int k = 0; k < 16; ++k) {  // per element: k in order, one fmaf each
-            const float a0 = A(g, k), a1 = A(g + 8, k);
-            const float b0 = B(k, 2 * t), b1 = B(k, 2 * t + 1);
-            c[0] = fmaf(a0, b0, c[0]);
-            c[1] = fmaf(a0, b1, c[1]);
-            c[2] = fmaf(a1, b0, c[2]);
-            c[3] = fmaf(a1, b1, c[3]);
-        }
+    MF_UNROLL
+    for (int k = 0; k < 16; ++k) {  // per element: k in order, one fmaf each
+        const float a0 = A(g, k), a1 = A(g + 8, k);
+        const float b0 = B(k, 2 * t), b1 = B(k, 2 * t + 1);
+        c[0] = fmaf(a0, b0, c[0]);
+        c[1] = fmaf(a0, b1, c[1]);
+        c[2] = fmaf(a1, b0, c[2]);
+        c[3] = fmaf(a1, b1, c[3]);
     }
 }
 
@@ -224,7 +200,7 @@ __global__ void __launch_bounds__(256)
 // ---- forward: lse and row losses, logits in registers only ----------------------
 // mf-budget: regs<=128 smem<=20480 stack<=0 spill=0  (sm_90: f32 128 regs 20480 B, bf16 104 regs 10240 B)
 template <typename T>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<T>)
+__global__ void __launch_bounds__(kThreads)
     ce_fused_fwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
                         const T *__restrict__ bias, const int64_t *__restrict__ labels,
                         FusedParams p) {
@@ -329,7 +305,7 @@ __global__ void __launch_bounds__(256)
 // ---- backward: recompute, dL/dz in registers, three gradient products -----------
 // mf-budget: regs<=128 smem<=38912 stack<=0 spill=0  (sm_90: f32 128 regs 38912 B, bf16 100 regs 28672 B)
 template <typename T>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<T>)
+__global__ void __launch_bounds__(kThreads)
     ce_fused_bwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
                         const T *__restrict__ bias, const int64_t *__restrict__ labels,
                         FusedParams p, float *__restrict__ grad_hidden,
@@ -461,6 +437,449 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<T>)
     }
 }
 
+// ==== bf16: the tensor-core kernels ================================================
+// One CTA of 8 warps (256 threads) per 128-row block; the vocabulary streams by in
+// 128-column tiles. The logits tile (128 x 128, fp32) lives in registers: warp
+// w = 4 wn + wm owns rows 32 wm .. 32 wm + 31 (two m16 tiles) x columns
+// 64 wn .. 64 wn + 63 (eight n8 fragments): 64 fp32 accumulators per lane, and
+// every fragment it loads from shared memory feeds two (A) or eight (B) mma.sync.
+// The operands stream over D in 32-wide slices through two shared stages filled
+// by cp.async one slice ahead of use (16-byte copies with zero fill; a D that is
+// not a multiple of 8, or an unaligned pointer, takes plain loads instead: the
+// same stages, no overlap) and reach the tensor cores through ldmatrix.
+// docs/cross_entropy.md has the sizes, ptxas figures and the performance argument.
+constexpr int kTcWarps = 8;
+constexpr int kTcThreads = 32 * kTcWarps;
+constexpr int kTcBM = 128;           // rows per CTA
+constexpr int kTcBN = 128;           // vocabulary columns per tile
+constexpr int kTcBK = 32;            // slice of D per stage
+constexpr int kTcLdk = kTcBK + 8;    // stage row: 80 B (16-byte multiple; 8 rows hit 8 distinct 16-B bank groups)
+constexpr int kTcStrip = 4;          // backward: vocabulary tiles per strip (512 columns)
+constexpr int kTcLdg = kTcBN * kTcStrip + 8;  // dL/dz strip row (bf16): 1040 B, likewise
+static_assert(kTcBM == kTcBN, "the scalar stage loader fills both operands in one loop");
+
+typedef __nv_bfloat16 bf16;
+
+struct TcStage {
+    bf16 a[kTcBM][kTcLdk];  // hidden[row0 .., k0 .. k0 + 31]
+    bf16 b[kTcBN][kTcLdk];  // W[v0 .., k0 .. k0 + 31]
+};
+constexpr size_t kTcBwdSmem = 2 * sizeof(TcStage) + sizeof(bf16) * kTcBM * kTcLdg;
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+// c += a (16 x 16, row) . b (16 x 8, col): bf16 inputs, fp32 accumulation.
+__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// 16 bytes global -> shared; src_bytes 0 zero-fills.
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)),
+                 "l"(gmem), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_1() {  // all but the newest group have landed
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+}
+
+// Stage <- hidden[row0 .. +127, k0 .. +31] and W[v0 .. +127, k0 .. +31], zero
+// outside [0, N) x [0, D) and [0, V) x [0, D). vec: D % 8 == 0 and both bases
+// 16-byte aligned (cp.async, completes at a wait); else plain loads (complete here).
+__device__ __forceinline__ void tc_load_stage(TcStage &st, const bf16 *__restrict__ hidden,
+                                              const bf16 *__restrict__ weight, size_t N,
+                                              size_t D, size_t V, size_t row0, size_t v0,
+                                              size_t k0, bool vec) {
+    const int tid = threadIdx.x;
+    if (vec) {
+        constexpr int kChunks = kTcBK / 8;  // 16-byte chunks per stage row
+        MF_UNROLL
+        for (int c = tid; c < (kTcBM + kTcBN) * kChunks; c += kTcThreads) {
+            const int r = c / kChunks, kc = (c % kChunks) * 8;
+            const bool is_a = r < kTcBM;
+            const int rr = is_a ? r : r - kTcBM;
+            const size_t row = (is_a ? row0 : v0) + (size_t)rr, col = k0 + (size_t)kc;
+            const bool in = row < (is_a ? N : V) && col < D;
+            const bf16 *src = (is_a ? hidden : weight) + (in ? row * D + col : 0);
+            cp_async16(is_a ? &st.a[rr][kc] : &st.b[rr][kc], src, in ? 16u : 0u);
+        }
+    } else {
+        const bf16 zero = __float2bfloat16(0.0f);
+        for (int e = tid; e < kTcBM * kTcBK; e += kTcThreads) {
+            const int r = e / kTcBK, k = e % kTcBK;
+            const size_t col = k0 + (size_t)k, row = row0 + (size_t)r, v = v0 + (size_t)r;
+            st.a[r][k] = (row < N && col < D) ? hidden[row * D + col] : zero;
+            st.b[r][k] = (v < V && col < D) ? weight[v * D + col] : zero;
+        }
+    }
+}
+
+// acc (warp (wm, wn)'s 32 x 64 logits, fragment layout: acc[mt][f][i] is row
+// 32 wm + 16 mt + g + 8 (i >> 1), column 64 wn + 8 f + 2 t + (i & 1)) =
+// hidden[row0 + ., :] . W[v0 + ., :]^T. Every thread calls it; it ends with a
+// barrier, so the stages are free on return.
+__device__ __forceinline__ void tc_logits_tile(float (&acc)[2][8][4], TcStage *st,
+                                               const bf16 *__restrict__ hidden,
+                                               const bf16 *__restrict__ weight, size_t N,
+                                               size_t D, size_t V, size_t row0, size_t v0,
+                                               bool vec) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wm = warp & 3, wn = warp >> 2;
+    MF_UNROLL
+    for (int mt = 0; mt < 2; ++mt) {
+        MF_UNROLL
+        for (int f = 0; f < 8; ++f) acc[mt][f][0] = acc[mt][f][1] = acc[mt][f][2] = acc[mt][f][3] = 0.0f;
+    }
+    const size_t n_slices = (D + kTcBK - 1) / kTcBK;
+    tc_load_stage(st[0], hidden, weight, N, D, V, row0, v0, 0, vec);
+    cp_async_commit();
+    for (size_t s = 0; s < n_slices; ++s) {
+        if (s + 1 < n_slices)  // prefetch: its stage was released by the last barrier
+            tc_load_stage(st[(s + 1) & 1], hidden, weight, N, D, V, row0, v0, (s + 1) * kTcBK, vec);
+        cp_async_commit();
+        cp_async_wait_1();
+        __syncthreads();
+        const TcStage &c = st[s & 1];
+        MF_UNROLL
+        for (int kk = 0; kk < kTcBK; kk += 16) {
+            uint32_t a[2][4];
+            MF_UNROLL
+            for (int mt = 0; mt < 2; ++mt)
+                ldsm_x4(a[mt], &c.a[32 * wm + 16 * mt + (lane & 15)][kk + (lane >> 4) * 8]);
+            MF_UNROLL
+            for (int fp = 0; fp < 4; ++fp) {  // two n8 fragments per ldmatrix.x4
+                uint32_t b[4];
+                ldsm_x4(b, &c.b[64 * wn + 16 * fp + (lane & 7) + ((lane >> 4) << 3)]
+                               [kk + ((lane >> 3) & 1) * 8]);
+                MF_UNROLL
+                for (int mt = 0; mt < 2; ++mt) {
+                    mma_bf16(acc[mt][2 * fp], a[mt], b[0], b[1]);
+                    mma_bf16(acc[mt][2 * fp + 1], a[mt], b[2], b[3]);
+                }
+            }
+        }
+        __syncthreads();  // stage s & 1 is consumed: the next prefetch may overwrite it
+    }
+}
+
+// ---- bf16 forward: lse and row losses ----------------------------------------------
+// Each warp keeps an online (max, sum-exp, sum of logits, target logit) for its
+// 4 rows per lane over its 64-column half of every tile; the two halves (wn = 0,
+// 1) are combined once at the end, the vocabulary-split combine in miniature.
+// mf-budget: regs<=255 smem<=45056 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md)
+__global__ void __launch_bounds__(kTcThreads, 1)
+    ce_fused_fwd_mma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
+                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
+                            FusedParams p, int vec) {
+    __shared__ __align__(16) TcStage st[2];
+    __shared__ float part[4][2][kTcBM];  // (m, l, sum_s, s_y) x column half x row
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
+    const size_t row0 = (size_t)blockIdx.x * kTcBM;
+    int ys[4];  // this lane's rows: r = 2 mt + h -> 32 wm + 16 mt + 8 h + g
+    float m[4], l[4], sum_s[4], s_y[4];
+    MF_UNROLL
+    for (int r = 0; r < 4; ++r) {
+        ys[r] = (int)row_target(labels, row0 + (size_t)(32 * wm + 8 * r + g), p);
+        m[r] = -INFINITY;
+        l[r] = sum_s[r] = s_y[r] = 0.0f;
+    }
+    float acc[2][8][4];
+    for (size_t v0 = 0; v0 < p.V; v0 += kTcBN) {
+        tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
+        const size_t c0 = v0 + (size_t)(64 * wn + 2 * t);
+        float tmax[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        MF_UNROLL
+        for (int mt = 0; mt < 2; ++mt) {
+            MF_UNROLL
+            for (int f = 0; f < 8; ++f) {
+                MF_UNROLL
+                for (int i = 0; i < 4; ++i) {
+                    const int r = 2 * mt + (i >> 1);
+                    const size_t j = c0 + (size_t)(8 * f + (i & 1));
+                    if (j >= p.V) continue;
+                    const float s = apply_bias_cap(acc[mt][f][i], bias, j, p.cap);
+                    acc[mt][f][i] = s;
+                    tmax[r] = nan_max(tmax[r], s);
+                    sum_s[r] += s;
+                    if ((int64_t)j == (int64_t)ys[r]) s_y[r] = s;
+                }
+            }
+        }
+        MF_UNROLL
+        for (int r = 0; r < 4; ++r) {  // the row's max over the 4 lanes of its quad
+            tmax[r] = nan_max(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
+            tmax[r] = nan_max(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
+            const float m_new = nan_max(m[r], tmax[r]);
+            // exp(-inf - -inf) would be NaN: an all -inf prefix contributes 0.
+            l[r] = m[r] == -INFINITY ? 0.0f : l[r] * expf(m[r] - m_new);
+            m[r] = m_new;
+        }
+        MF_UNROLL
+        for (int mt = 0; mt < 2; ++mt) {
+            MF_UNROLL
+            for (int f = 0; f < 8; ++f) {
+                MF_UNROLL
+                for (int i = 0; i < 4; ++i) {
+                    const int r = 2 * mt + (i >> 1);
+                    const size_t j = c0 + (size_t)(8 * f + (i & 1));
+                    if (j < p.V && m[r] != -INFINITY) l[r] += expf(acc[mt][f][i] - m[r]);
+                }
+            }
+        }
+    }
+    MF_UNROLL
+    for (int r = 0; r < 4; ++r) {
+        MF_UNROLL
+        for (int o = 1; o <= 2; o <<= 1) {
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], o);
+            sum_s[r] += __shfl_xor_sync(0xffffffffu, sum_s[r], o);
+            s_y[r] += __shfl_xor_sync(0xffffffffu, s_y[r], o);  // one lane holds it, the rest 0
+        }
+        if (t == 0) {
+            const int rr = 32 * wm + 8 * r + g;
+            part[0][wn][rr] = m[r];
+            part[1][wn][rr] = l[r];
+            part[2][wn][rr] = sum_s[r];
+            part[3][wn][rr] = s_y[r];
+        }
+    }
+    __syncthreads();
+    const size_t row = row0 + (size_t)tid;
+    if (tid >= kTcBM || row >= p.N) return;
+    const float m0 = part[0][0][tid], m1 = part[0][1][tid], mm = nan_max(m0, m1);
+    float lsum = 0.0f;  // the halves' sum-exps rebased to the joint max
+    if (m0 != -INFINITY) lsum += part[1][0][tid] * expf(m0 - mm);
+    if (m1 != -INFINITY) lsum += part[1][1][tid] * expf(m1 - mm);
+    const float lse = mm == -INFINITY ? -INFINITY : mm + logf(lsum);
+    if (p.lse_out != nullptr) p.lse_out[row] = lse;
+    if (p.row_loss != nullptr) {
+        float loss = 0.0f;
+        if (row_target(labels, row, p) >= 0) {
+            const float sy = part[3][0][tid] + part[3][1][tid];
+            const float ss = part[2][0][tid] + part[2][1][tid];
+            loss = lse - (1.0f - p.eps) * sy - p.eps / (float)p.V * ss + p.lambda * lse * lse;
+        }
+        p.row_loss[row] = loss;
+    }
+}
+
+// ---- bf16 backward -----------------------------------------------------------------
+// The vocabulary is walked in strips of kTcStrip 128-column tiles. Per tile of a
+// strip: recompute the 128 x 128 logits with tc_logits_tile, form dL/dz in
+// registers from the saved lse, round it to bf16 into the strip's shared G
+// (128 x 512: the mma's operand precision), add its column sums to grad_bias.
+// Then stream D once more in 32-wide slices; per slice and kept tile of the strip
+// the stages hold the hidden slice and that tile's W slice, and
+//   warps 0-3: acc_h[32 w .., d0 ..] += G[32 w .., tile] . W_tile[:, d0 ..]
+//              (A = G by ldmatrix, B = the W slice by ldmatrix.trans), summed over
+//              the strip's tiles in registers, then added to the caller's
+//              grad_hidden by a plain read-modify-write: once per strip, not per
+//              tile (the CTA owns its rows and walks strips and tiles in order, so
+//              grad_hidden is deterministic);
+//   warps 4-7: grad_W[v0 + 32 w' .., d0 ..] += G[:, tile]^T . hidden_blk[:, d0 ..]
+//              (A = G^T and B = the hidden slice, both by ldmatrix.trans), fp32
+//              atomicAdd: row blocks arrive in the order the CTAs run.
+// grad_bias: column sums of the fp32 dL/dz, reduced over the warp's rows by
+// shuffles, one atomicAdd per column per 32-row warp strip (4 per CTA).
+// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md; dynamic smem kTcBwdSmem = 174,080 B)
+__global__ void __launch_bounds__(kTcThreads, 1)
+    ce_fused_bwd_mma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
+                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
+                            FusedParams p, int vec, float *__restrict__ grad_hidden,
+                            float *__restrict__ grad_weight, float *__restrict__ grad_bias) {
+    extern __shared__ __align__(16) unsigned char ce_tc_smem[];
+    TcStage *st = reinterpret_cast<TcStage *>(ce_tc_smem);
+    bf16(*sg)[kTcLdg] = reinterpret_cast<bf16(*)[kTcLdg]>(ce_tc_smem + 2 * sizeof(TcStage));
+    __shared__ float row_lse[kTcBM], row_g[kTcBM];
+    __shared__ int row_y[kTcBM];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
+    const size_t row0 = (size_t)blockIdx.x * kTcBM;
+    if (tid < kTcBM) {
+        const size_t i = row0 + (size_t)tid;
+        const int64_t y = row_target(labels, i, p);
+        float up = 0.0f;
+        if (y >= 0) {
+            up = p.grad_loss == nullptr ? 1.0f : p.grad_loss[p.grad_per_row ? i : 0];
+            if (p.mean) up *= (float)(1.0 / (double)p.counters[0]);  // > 0: this row is valid
+        }
+        row_y[tid] = (int)y;
+        row_g[tid] = up;
+        row_lse[tid] = i < p.N ? p.lse_in[i] : 0.0f;
+    }
+    // (visible after tc_logits_tile's first barrier)
+    const float smooth = p.eps / (float)p.V;
+    const bool want_gh = grad_hidden != nullptr, want_gw = grad_weight != nullptr;
+    const bool is_vec = vec != 0;
+    const int role = warp >> 2, wi = warp & 3, q8 = lane >> 3;  // role 0: grad_hidden, 1: grad_W
+    const size_t n_slices = (p.D + kTcBK - 1) / kTcBK;
+    float acc[2][8][4];
+    for (size_t vs = 0; vs < p.V; vs += (size_t)kTcBN * kTcStrip) {
+        const size_t left = (p.V - vs + kTcBN - 1) / kTcBN;
+        const int n_tiles = left < (size_t)kTcStrip ? (int)left : kTcStrip;
+        unsigned keep_mask = 0;  // tiles of the strip with a |dL/dz| >= filter
+        for (int tt = 0; tt < n_tiles; ++tt) {
+            const size_t v0 = vs + (size_t)(tt * kTcBN);
+            tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
+            int keep = 0;
+            MF_UNROLL
+            for (int mt = 0; mt < 2; ++mt) {
+                MF_UNROLL
+                for (int f = 0; f < 8; ++f) {
+                    MF_UNROLL
+                    for (int i = 0; i < 4; ++i) {
+                        const int r = 32 * wm + 16 * mt + g + 8 * (i >> 1);
+                        const size_t j = v0 + (size_t)(64 * wn + 8 * f + 2 * t + (i & 1));
+                        const int y = row_y[r];
+                        float d = 0.0f;  // exact zero for ignored or padded rows, even with NaN logits
+                        if (y >= 0 && j < p.V) {
+                            const float s = apply_bias_cap(acc[mt][f][i], bias, j, p.cap);
+                            const float lse = row_lse[r];
+                            d = expf(s - lse) * (1.0f + 2.0f * p.lambda * lse) - smooth;
+                            if ((int64_t)j == (int64_t)y) d -= 1.0f - p.eps;
+                            if (p.cap > 0.0f) {
+                                const float u = s / p.cap;
+                                d *= 1.0f - u * u;
+                            }
+                            d *= row_g[r];
+                        }
+                        keep |= !(fabsf(d) < p.filter);  // NaN is kept
+                        acc[mt][f][i] = d;
+                    }
+                    const int r = 32 * wm + 16 * mt + g, c = tt * kTcBN + 64 * wn + 8 * f + 2 * t;
+                    *reinterpret_cast<__nv_bfloat162 *>(&sg[r][c]) =
+                        __floats2bfloat162_rn(acc[mt][f][0], acc[mt][f][1]);
+                    *reinterpret_cast<__nv_bfloat162 *>(&sg[r + 8][c]) =
+                        __floats2bfloat162_rn(acc[mt][f][2], acc[mt][f][3]);
+                }
+            }
+            // Gradient filtering (off when p.filter == 0: every |d| < 0 is false).
+            if (!__syncthreads_or(keep)) continue;  // (uniform) also publishes sg
+            keep_mask |= 1u << tt;
+            if (grad_bias != nullptr) {
+                MF_UNROLL
+                for (int f = 0; f < 8; ++f) {
+                    MF_UNROLL
+                    for (int c = 0; c < 2; ++c) {
+                        float s = acc[0][f][c] + acc[0][f][c + 2] + acc[1][f][c] + acc[1][f][c + 2];
+                        s += __shfl_xor_sync(0xffffffffu, s, 4);
+                        s += __shfl_xor_sync(0xffffffffu, s, 8);
+                        s += __shfl_xor_sync(0xffffffffu, s, 16);
+                        const size_t j = v0 + (size_t)(64 * wn + 8 * f + 2 * t + c);
+                        if (g == 0 && j < p.V) atomicAdd(grad_bias + j, s);
+                    }
+                }
+            }
+        }
+        if (keep_mask == 0 || (!want_gh && !want_gw)) continue;
+        const int n_kept = __popc(keep_mask);
+        // The kept tile of rank k in the strip (registers only: no indexed array).
+        auto kept_tile = [&](int k) {
+            int tile = 0, seen = 0;
+            MF_UNROLL
+            for (int b = 0; b < kTcStrip; ++b) {
+                if ((keep_mask >> b) & 1u) {
+                    if (seen == k) tile = b;
+                    ++seen;
+                }
+            }
+            return tile;
+        };
+        // Pipeline over (slice, kept tile) pairs, slice-major.
+        const size_t nq = n_slices * (size_t)n_kept;
+        tc_load_stage(st[0], hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(kept_tile(0) * kTcBN),
+                      0, is_vec);
+        cp_async_commit();
+        float o[2][4][4] = {};  // 32 rows (grad_hidden) or vocabulary rows (grad_W) x 32 of D
+        for (size_t q = 0; q < nq; ++q) {
+            if (q + 1 < nq) {
+                const size_t qs = (q + 1) / (size_t)n_kept;
+                const int qt = kept_tile((int)((q + 1) % (size_t)n_kept));
+                tc_load_stage(st[(q + 1) & 1], hidden, weight, p.N, p.D, p.V, row0,
+                              vs + (size_t)(qt * kTcBN), qs * kTcBK, is_vec);
+            }
+            cp_async_commit();
+            cp_async_wait_1();
+            __syncthreads();
+            const TcStage &c = st[q & 1];
+            const int k = (int)(q % (size_t)n_kept), tile = kept_tile(k);
+            const size_t d0 = (q / (size_t)n_kept) * kTcBK;
+            if (role == 0 ? want_gh : want_gw) {
+                if (role == 1 || k == 0) {  // grad_hidden sums the strip's tiles; grad_W one tile
+                    MF_UNROLL
+                    for (int mt = 0; mt < 2; ++mt) {
+                        MF_UNROLL
+                        for (int f = 0; f < 4; ++f) o[mt][f][0] = o[mt][f][1] = o[mt][f][2] = o[mt][f][3] = 0.0f;
+                    }
+                }
+                const bf16(*bsrc)[kTcLdk] = role == 0 ? c.b : c.a;  // k: vocabulary / rows
+                const int gc = tile * kTcBN;                        // the tile's columns in sg
+                MF_UNROLL
+                for (int kk = 0; kk < kTcBN; kk += 16) {
+                    uint32_t a[2][4];
+                    MF_UNROLL
+                    for (int mt = 0; mt < 2; ++mt) {
+                        if (role == 0)  // G rows 32 wi + 16 mt .., k = vocabulary
+                            ldsm_x4(a[mt], &sg[32 * wi + 16 * mt + (lane & 15)][gc + kk + (lane >> 4) * 8]);
+                        else  // G^T: vocabulary 32 wi + 16 mt .., k = rows
+                            ldsm_x4_t(a[mt], &sg[kk + (lane & 7) + (q8 >> 1) * 8][gc + 32 * wi + 16 * mt + (q8 & 1) * 8]);
+                    }
+                    MF_UNROLL
+                    for (int fp = 0; fp < 2; ++fp) {
+                        uint32_t b[4];
+                        ldsm_x4_t(b, &bsrc[kk + (lane & 7) + (q8 & 1) * 8][16 * fp + (q8 >> 1) * 8]);
+                        MF_UNROLL
+                        for (int mt = 0; mt < 2; ++mt) {
+                            mma_bf16(o[mt][2 * fp], a[mt], b[0], b[1]);
+                            mma_bf16(o[mt][2 * fp + 1], a[mt], b[2], b[3]);
+                        }
+                    }
+                }
+                if (role == 1 || k == n_kept - 1) {
+                    MF_UNROLL
+                    for (int mt = 0; mt < 2; ++mt) {
+                        MF_UNROLL
+                        for (int f = 0; f < 4; ++f) {
+                            MF_UNROLL
+                            for (int i = 0; i < 4; ++i) {
+                                const int r = 32 * wi + 16 * mt + g + 8 * (i >> 1);
+                                const size_t col = d0 + (size_t)(8 * f + 2 * t + (i & 1));
+                                if (col >= p.D) continue;
+                                if (role == 0) {
+                                    const size_t row = row0 + (size_t)r;
+                                    if (row < p.N) grad_hidden[row * p.D + col] += o[mt][f][i];
+                                } else {
+                                    const size_t v = vs + (size_t)(tile * kTcBN + r);
+                                    if (v < p.V) atomicAdd(grad_weight + v * p.D + col, o[mt][f][i]);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            __syncthreads();  // stage q & 1 (and, after the last pair, sg) is consumed
+        }
+    }
+}
+
 // ---- launchers ------------------------------------------------------------------
 struct Scratch {
     mf_context *ctx;
@@ -473,23 +892,47 @@ struct Scratch {
     Scratch &operator=(const Scratch &) = delete;
 };
 
-template <typename T>
-static mf_status launch_fwd(cudaStream_t stream, unsigned blocks, const mf_ce_args *a,
+// f32: the 64 x 64 SIMT kernels; bf16: the 128 x 128 tensor-core kernels.
+static bool tc_vec(const mf_ce_args *a) {  // cp.async's 16-byte chunks fit the layout
+    return a->hidden_dim % 8 == 0 && (uintptr_t)a->hidden % 16 == 0 &&
+           (uintptr_t)a->weight % 16 == 0;
+}
+
+static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a,
                             const FusedParams &p) {
-    ce_fused_fwd_kernel<T><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const T *>(a->hidden), static_cast<const T *>(a->weight),
-        static_cast<const T *>(a->bias), a->labels, p);
+    if (bf16_in) {
+        const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
+        ce_fused_fwd_mma_kernel<<<blocks, kTcThreads, 0, stream>>>(
+            static_cast<const bf16 *>(a->hidden), static_cast<const bf16 *>(a->weight),
+            static_cast<const bf16 *>(a->bias), a->labels, p, tc_vec(a) ? 1 : 0);
+    } else {
+        const unsigned blocks = (unsigned)((p.N + kBM - 1) / kBM);
+        ce_fused_fwd_kernel<float><<<blocks, kThreads, 0, stream>>>(
+            static_cast<const float *>(a->hidden), static_cast<const float *>(a->weight),
+            static_cast<const float *>(a->bias), a->labels, p);
+    }
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
 
-template <typename T>
-static mf_status launch_bwd(cudaStream_t stream, unsigned blocks, const mf_ce_args *a,
+static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a,
                             const FusedParams &p) {
-    ce_fused_bwd_kernel<T><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const T *>(a->hidden), static_cast<const T *>(a->weight),
-        static_cast<const T *>(a->bias), a->labels, p, a->grad_hidden, a->grad_weight,
-        a->grad_bias);
+    if (bf16_in) {
+        const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
+        MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)kTcBwdSmem));
+        ce_fused_bwd_mma_kernel<<<blocks, kTcThreads, kTcBwdSmem, stream>>>(
+            static_cast<const bf16 *>(a->hidden), static_cast<const bf16 *>(a->weight),
+            static_cast<const bf16 *>(a->bias), a->labels, p, tc_vec(a) ? 1 : 0, a->grad_hidden,
+            a->grad_weight, a->grad_bias);
+    } else {
+        const unsigned blocks = (unsigned)((p.N + kBM - 1) / kBM);
+        ce_fused_bwd_kernel<float><<<blocks, kThreads, 0, stream>>>(
+            static_cast<const float *>(a->hidden), static_cast<const float *>(a->weight),
+            static_cast<const float *>(a->bias), a->labels, p, a->grad_hidden, a->grad_weight,
+            a->grad_bias);
+    }
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
@@ -505,11 +948,10 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const mf_cross_entropy_options &o = a->opts;
     const size_t N = (size_t)a->n_rows, D = (size_t)a->hidden_dim, V = (size_t)a->vocab;
-    const size_t n_blocks = (N + kBM - 1) / kBM;
+    const size_t n_blocks = (N + kBM - 1) / kBM;  // the f32 kernels' (bf16's 128-row blocks: fewer)
     if (n_blocks > MF_NS::kMaxGridX)
         return mf_set_error(MF_ERR_INVALID_SIZE, __func__, __FILE__, __LINE__,
                             "%zu rows need more than %zu blocks", N, (size_t)MF_NS::kMaxGridX);
-    const unsigned blocks = (unsigned)n_blocks;
     const bool forward = a->mode != MF_CE_MODE_BACKWARD;
     const bool backward = a->mode != MF_CE_MODE_FORWARD;
     const bool bf16 = a->dtype == MF_DTYPE_BF16;
@@ -554,8 +996,7 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
     if (forward) {
         p.lse_out = lse;
         p.row_loss = per_row ? a->loss : static_cast<float *>(row_loss.ptr);
-        MF_TRY(bf16 ? launch_fwd<__nv_bfloat16>(stream, blocks, a, p)
-                    : launch_fwd<float>(stream, blocks, a, p));
+        MF_TRY(launch_fwd(stream, bf16, a, p));
         if (!per_row) {
             ce_fused_reduce_kernel<<<1, 256, 0, stream>>>(static_cast<const float *>(row_loss.ptr),
                                                           N, d_counters, p.mean, a->loss);
@@ -574,8 +1015,7 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
         p.lse_in = a->mode == MF_CE_MODE_BACKWARD ? a->lse_in : lse;
         p.lse_out = nullptr;
         p.row_loss = nullptr;
-        MF_TRY(bf16 ? launch_bwd<__nv_bfloat16>(stream, blocks, a, p)
-                    : launch_bwd<float>(stream, blocks, a, p));
+        MF_TRY(launch_bwd(stream, bf16, a, p));
     }
 
     // The first out-of-range label (counters[1]) is a deferred check of the

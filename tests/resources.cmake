@@ -47,12 +47,13 @@ foreach(case IN ITEMS "spill|spills registers \\([1-9]"
 endforeach()
 
 # The fused cross-entropy's bf16 kernels run on tensor cores: their sm_90 PTX
-# contains mma.sync (issue 14). The self-test shows the check can fail: the
+# contains mma.sync, ldmatrix and cp.async (issue 14). The self-test shows the check can fail: the
 # label-count kernel has none.
 add_test(NAME ptx_mma.cross_entropy_fused
          COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"
-                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu -DINSTRUCTIONS=mma.sync
-                 "-DKERNELS=ce_fused_fwd_kernelI13__nv_bfloat16|ce_fused_bwd_kernelI13__nv_bfloat16"
+                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu
+                 "-DINSTRUCTIONS=mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned|cp.async.cg.shared.global"
+                 "-DKERNELS=ce_fused_fwd_mma_kernel|ce_fused_bwd_mma_kernel"
                  -DOUT=${_mf_res_dir}/ptx_mma.cross_entropy_fused.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
 add_test(NAME ptx_mma_selftest.count_kernel
          COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"

@@ -96,21 +96,25 @@
  * (no host copy, no synchronisation before the launches).
  *
  * MF_CE_VARIANT_FUSED (Cut Cross-Entropy class, optimized/cross_entropy_fused.cu):
- * the logits never reach global memory. One CTA per 64-row block streams
- * 64-column vocabulary tiles: z = hidden . W_tile^T on mma.sync.m16n8k16 (bf16
- * inputs, fp32 accumulation) or fp32 FMAs (f32 inputs: a SIMT path with the
- * same fragment layout, so the f32 tolerance rows apply unchanged), bias and
- * softcap in registers, online max / sum-exp, target logit and smoothing sum
- * on the fly; the forward writes lse and the row losses only. The backward
- * recomputes each tile, forms dL/dz in registers from the saved lse (every
- * option above), keeps it in shared memory (fp32; rounded to bf16 for the
- * bf16 mma like the chunked variant's tile) and accumulates on tensor cores
- * with fp32 accumulators:
+ * the logits never reach global memory. bf16 inputs: one CTA (8 warps) per
+ * 128-row block streams 128-column vocabulary tiles, z = hidden . W_tile^T on
+ * mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) fed by ldmatrix from a
+ * cp.async double-buffered pipeline over D; f32 inputs: one CTA (4 warps) per
+ * 64-row block, 64-column tiles, fp32 FMAs (SIMT, so the f32 tolerance rows
+ * apply unchanged). Bias and softcap in registers, online max / sum-exp,
+ * target logit and smoothing sum on the fly; the forward writes lse and the
+ * row losses only. The backward recomputes each tile, forms dL/dz in
+ * registers from the saved lse (every option above), keeps it in shared memory
+ * (bf16 inputs: rounded to bf16, the mma's operand precision, like the chunked
+ * variant's tile; f32: fp32) and accumulates with fp32 accumulators:
  *   grad_hidden  += G . W_tile     the CTA owns its rows: plain read-modify-
  *                                  write in vocabulary order, DETERMINISTIC
  *   grad_W_tile  += G^T . hidden   fp32 atomicAdd, one per CTA and element:
  *   grad_bias    += colsum(G)      the order of the row blocks is not fixed, so
- *                                  the last bits may differ run to run (N > 64)
+ *                                  the last bits may differ run to run (more
+ *                                  than one row block: N > 128 bf16, N > 64 f32;
+ *                                  bf16 grad_bias: 4 atomics per CTA, one per
+ *                                  32-row warp strip, even for one block)
  * The label count for the mean stays on the device (the kernels read
  * 1/n_valid there); the only read-back is the out-of-range check, once, with
  * the synchronisation that releasing the scratch needs anyway (on a bad label
@@ -169,8 +173,9 @@ typedef struct mf_cross_entropy_options {
     mf_ce_variant variant;     /* default MF_CE_VARIANT_CHUNKED */
     size_t scratch_budget;     /* device scratch bytes the optimized call may use; default 1 GiB */
     int64_t max_chunk_rows;    /* 0 = no limit (default); > 0 caps the chunk (tests, tuning) */
-    float grad_filter;         /* FUSED backward: skip a 64 x 64 vocabulary tile of a row block
-                                  when every |dL/dz| in it is below this; 0 = off (default).
+    float grad_filter;         /* FUSED backward: skip a vocabulary tile of a row block (bf16
+                                  128 x 128, f32 64 x 64) when every |dL/dz| in it is
+                                  below this; 0 = off (default).
                                   Error bound in the FUSED section above. */
 } mf_cross_entropy_options;
 

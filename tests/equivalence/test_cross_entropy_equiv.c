@@ -422,6 +422,26 @@ START_TEST(test_odd_shapes)
 }
 END_TEST
 
+/* Fused only: several row blocks and vocabulary strips with ragged edges. bf16
+ * runs 128-row blocks and 512-column strips of 128-column tiles: N = 133 is two
+ * CTAs (the second with 5 rows; grad_W and grad_bias get atomics from both),
+ * V = 645 is a full strip plus a strip of two tiles (the last with 5 columns),
+ * D = 40 takes cp.async with a ragged last 32-wide slice. f32 (64-row blocks):
+ * three CTAs. With label smoothing and bias so every column's gradient counts. */
+START_TEST(test_fused_blocks_and_strips)
+{
+    ce_spec s = base_spec();
+    s.n = 133;
+    s.d = 40;
+    s.v = 645;
+    s.chunk = 50;
+    s.bias = 1;
+    s.eps = 0.1f;
+    s.dtype = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    run_spec(&s, 1400 + (uint64_t)_i, NULL);
+}
+END_TEST
+
 /* Gradient filtering (fused only; off by default): with f = 0.05, tiles of
  * |dL/dz| < f are skipped. The result moves by at most the header's bound
  * (f V max|W| for grad_hidden, f N max|hidden| for grad_W, f N for grad_bias)
@@ -517,6 +537,7 @@ static Suite *cross_entropy_equiv_suite(void)
     tcase_add_loop_test(fu, test_document_vocabulary, 0, 2);
     tcase_add_loop_test(fu, test_odd_shapes, 0, 6);
     tcase_add_loop_test(fu, test_grad_filter, 0, 2);
+    tcase_add_loop_test(fu, test_fused_blocks_and_strips, 0, 2);
     suite_add_tcase(s, fu);
     return s;
 }
