@@ -5,6 +5,25 @@
 
 mf_add_op_tests(cross_entropy REVERSE chunked EQUIV_TIMEOUT 300)
 
+# test_cross_entropy_equiv.host runs the chunked test case only; the fused
+# variant's cases get registrations of their own so that ctest -j runs them
+# side by side (each is minutes under TSan): test_cross_entropy_equiv_fused.host
+# (every option, odd shapes, blocks and strips) and
+# test_cross_entropy_equiv_fused_vocab.host (V = 151,936), in forward order, and
+# the reverse-order registrations below (the V = 151,936 one labelled slow: the
+# default leg runs it, the sanitizer legs run the forward one).
+if(TEST test_cross_entropy_equiv.host)
+  get_test_property(test_cross_entropy_equiv.host ENVIRONMENT _ce_fwd_env)
+  get_test_property(test_cross_entropy_equiv.host TIMEOUT _ce_fwd_timeout)
+  set_property(TEST test_cross_entropy_equiv.host APPEND PROPERTY ENVIRONMENT "CK_RUN_CASE=chunked")
+  foreach(_case fused fused_vocab)
+    add_test(NAME test_cross_entropy_equiv_${_case}.host COMMAND test_cross_entropy_equiv)
+    set_tests_properties(test_cross_entropy_equiv_${_case}.host PROPERTIES
+      LABELS "equivalence;host" TIMEOUT ${_ce_fwd_timeout} SKIP_RETURN_CODE 77
+      ENVIRONMENT "${_ce_fwd_env};CK_RUN_CASE=${_case}")
+  endforeach()
+endif()
+
 # The fused variant's test case (mma.sync fragments, the shared dL/dz tile, the
 # per-row-block grad_hidden read-modify-write) with reversed thread order too:
 # the chunked registration's environment and timeout with CK_RUN_CASE=fused.
@@ -15,5 +34,10 @@ if(TEST test_cross_entropy_equiv_reverse.host)
   add_test(NAME test_cross_entropy_equiv_fused_reverse.host COMMAND test_cross_entropy_equiv)
   set_tests_properties(test_cross_entropy_equiv_fused_reverse.host PROPERTIES
     LABELS "equivalence;host;reverse" TIMEOUT ${_ce_timeout} SKIP_RETURN_CODE 77
+    ENVIRONMENT "${_ce_env}")
+  string(REPLACE "CK_RUN_CASE=fused" "CK_RUN_CASE=fused_vocab" _ce_env "${_ce_env}")
+  add_test(NAME test_cross_entropy_equiv_fused_vocab_reverse.host COMMAND test_cross_entropy_equiv)
+  set_tests_properties(test_cross_entropy_equiv_fused_vocab_reverse.host PROPERTIES
+    LABELS "equivalence;host;reverse;slow" TIMEOUT ${_ce_timeout} SKIP_RETURN_CODE 77
     ENVIRONMENT "${_ce_env}")
 endif()
