@@ -28,6 +28,7 @@
 // elements), so the bf16 GEMM operands need no second buffer.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
+#include "ce_device.cuh"
 #include "cross_entropy.cuh"
 
 #include <cuda_bf16.h>
@@ -38,15 +39,6 @@
 namespace MF_NS {
 
 constexpr int kBlock = 256;  // threads per block; a power of two (tree reductions)
-
-// The target of row i. shift_len == 0: labels[i]. shift_len = T > 0: the next
-// label of the same sequence of length T, none (ignore) for its last row.
-__device__ __forceinline__ int64_t ce_target(const int64_t *labels, size_t i, int64_t shift_len,
-                                             int64_t ignore_index) {
-    if (shift_len == 0) return labels[i];
-    if ((int64_t)(i % (size_t)shift_len) == shift_len - 1) return ignore_index;
-    return labels[i + 1];
-}
 
 // Block-wide reductions over the kBlock threads of a block (mf_device.cuh).
 __device__ inline float block_sum(float v, float *sh) { return block_sum_n<kBlock>(v, sh); }
@@ -61,31 +53,7 @@ __global__ void ce_count_kernel(const int64_t *__restrict__ labels, size_t n_row
                                 int64_t *__restrict__ counters) {
     __shared__ int64_t valid_sh[kBlock];
     __shared__ int64_t bad_sh[kBlock];
-    const unsigned t = threadIdx.x;
-    int64_t valid = 0, bad = (int64_t)n_rows;
-    for (size_t i = t; i < n_rows; i += kBlock) {
-        const int64_t y = ce_target(labels, i, shift_len, ignore_index);
-        if (y == ignore_index) continue;
-        if (y < 0 || y >= vocab) {
-            if ((int64_t)i < bad) bad = (int64_t)i;
-        } else {
-            ++valid;
-        }
-    }
-    valid_sh[t] = valid;
-    bad_sh[t] = bad;
-    __syncthreads();
-    for (unsigned s = kBlock / 2; s > 0; s >>= 1) {
-        if (t < s) {
-            valid_sh[t] += valid_sh[t + s];
-            if (bad_sh[t + s] < bad_sh[t]) bad_sh[t] = bad_sh[t + s];
-        }
-        __syncthreads();
-    }
-    if (t == 0) {
-        counters[0] = valid_sh[0];
-        counters[1] = bad_sh[0];
-    }
+    ce_count_rows<kBlock>(labels, n_rows, shift_len, ignore_index, vocab, counters, valid_sh, bad_sh);
 }
 
 // ---- the row kernel: one block per row of the chunk ---------------------------
@@ -151,20 +119,14 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
         if (p.lse_out != nullptr) p.lse_out[i] = lse;
         if (p.row_loss != nullptr) {
             float loss = 0.0f;
-            if (valid)
-                loss = lse - (1.0f - p.eps) * s_y - p.eps / (float)p.vocab * sum_s +
-                       p.lambda * lse * lse;
+            if (valid) loss = ce_row_loss(lse, s_y, sum_s, p.eps, V, p.lambda);
             p.row_loss[i] = loss;
         }
     }
     if (!p.backward) return;
 
     // Pass 2: dL/dz in place.
-    float g = 0.0f;
-    if (valid) {
-        const float up = p.grad_loss == nullptr ? 1.0f : p.grad_loss[p.grad_per_row ? i : 0];
-        g = p.mean ? up * (float)(1.0 / (double)p.counters[0]) : up;  // n_valid > 0: this row
-    }
+    const float g = valid ? ce_row_grad(p.grad_loss, p.grad_per_row, p.mean, p.counters, i) : 0.0f;
     const float zl = 1.0f + 2.0f * p.lambda * lse;
     const float smooth = p.eps / (float)p.vocab;
     for (size_t j = t; j < V; j += kBlock) {
@@ -172,14 +134,7 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
             s[j] = 0.0f;
             continue;
         }
-        const float sj = s[j];
-        float d = expf(sj - lse) * zl - smooth;
-        if ((int64_t)j == y) d -= 1.0f - p.eps;
-        if (p.cap > 0.0f) {
-            const float u = sj / p.cap;
-            d *= 1.0f - u * u;
-        }
-        s[j] = g * d;
+        s[j] = g * ce_dlogit(s[j], lse, zl, smooth, (int64_t)j == y, p.eps, p.cap);
     }
 }
 
@@ -218,20 +173,7 @@ __global__ void ce_reduce_kernel(const float *__restrict__ row_loss, size_t n_ro
                                  const int64_t *__restrict__ counters, int mean,
                                  float *__restrict__ loss) {
     __shared__ double sh[kBlock];
-    const unsigned t = threadIdx.x;
-    double acc = 0.0;
-    for (size_t i = t; i < n_rows; i += kBlock) acc += (double)row_loss[i];
-    sh[t] = acc;
-    __syncthreads();
-    for (unsigned s = kBlock / 2; s > 0; s >>= 1) {
-        if (t < s) sh[t] += sh[t + s];
-        __syncthreads();
-    }
-    if (t == 0) {
-        double scale = 1.0;  // mean over 0 valid rows: 0 (PyTorch: NaN)
-        if (mean) scale = counters[0] > 0 ? 1.0 / (double)counters[0] : 0.0;
-        loss[0] = (float)(sh[0] * scale);
-    }
+    ce_reduce_losses<kBlock>(row_loss, n_rows, counters, mean, loss, sh);  // mean of 0 rows: 0
 }
 
 // ---- launchers ------------------------------------------------------------------

@@ -36,6 +36,8 @@
 // mma.sync, ldmatrix and cp.async).
 #include "mf_cuda.h"
 #include "mf_device.cuh"
+#include "mf_mma.cuh"
+#include "ce_device.cuh"
 #include "cross_entropy.cuh"
 
 #include <cuda_bf16.h>
@@ -57,17 +59,6 @@ constexpr int kNFrag = kBN / 8;
 // kernels further down). No minimum CTAs per SM in __launch_bounds__: any
 // minimum made ptxas spill the SIMT backward; without one it needs 128
 // registers and no spill. sm_90 figures: docs/cross_entropy.md.
-
-__device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
-
-// Target of row i (see cross_entropy.cu): labels[i], or with a shift of T the
-// next label of the sequence, none for its last row.
-__device__ __forceinline__ int64_t target(const int64_t *labels, size_t i, int64_t shift_len,
-                                          int64_t ignore_index) {
-    if (shift_len == 0) return labels[i];
-    if ((int64_t)(i % (size_t)shift_len) == shift_len - 1) return ignore_index;
-    return labels[i + 1];
-}
 
 // c (16 x 8, fp32, PTX fragment layout) += A (16 x 16) . B (16 x 8); A(r, k) and
 // B(k, n) are read through the functors. groupID g = lane / 4, t = lane % 4:
@@ -157,7 +148,7 @@ struct FusedParams {
 // count kernel reports the latter; the call then fails with MF_ERR_OUT_OF_RANGE).
 __device__ __forceinline__ int64_t row_target(const int64_t *labels, size_t i, const FusedParams &p) {
     if (i >= p.N) return -1;
-    const int64_t y = target(labels, i, p.shift_len, p.ignore_index);
+    const int64_t y = ce_target(labels, i, p.shift_len, p.ignore_index);
     return (y == p.ignore_index || y < 0 || y >= (int64_t)p.V) ? -1 : y;
 }
 
@@ -170,31 +161,7 @@ __global__ void __launch_bounds__(256)
                           int64_t ignore_index, int64_t vocab, int64_t *__restrict__ counters) {
     __shared__ int64_t valid_sh[256];
     __shared__ int64_t bad_sh[256];
-    const unsigned t = threadIdx.x;
-    int64_t valid = 0, bad = (int64_t)n_rows;
-    for (size_t i = t; i < n_rows; i += 256) {
-        const int64_t y = target(labels, i, shift_len, ignore_index);
-        if (y == ignore_index) continue;
-        if (y < 0 || y >= vocab) {
-            if ((int64_t)i < bad) bad = (int64_t)i;
-        } else {
-            ++valid;
-        }
-    }
-    valid_sh[t] = valid;
-    bad_sh[t] = bad;
-    __syncthreads();
-    for (unsigned s = 128; s > 0; s >>= 1) {
-        if (t < s) {
-            valid_sh[t] += valid_sh[t + s];
-            if (bad_sh[t + s] < bad_sh[t]) bad_sh[t] = bad_sh[t + s];
-        }
-        __syncthreads();
-    }
-    if (t == 0) {
-        counters[0] = valid_sh[0];
-        counters[1] = bad_sh[0];
-    }
+    ce_count_rows<256>(labels, n_rows, shift_len, ignore_index, vocab, counters, valid_sh, bad_sh);
 }
 
 // ---- forward: lse and row losses, logits in registers only ----------------------
@@ -271,9 +238,7 @@ __global__ void __launch_bounds__(kThreads)
         if (p.lse_out != nullptr) p.lse_out[row] = lse;
         if (p.row_loss != nullptr) {
             float loss = 0.0f;
-            if (ys[h] >= 0)
-                loss = lse - (1.0f - p.eps) * s_y[h] - p.eps / (float)p.V * sum_s[h] +
-                       p.lambda * lse * lse;
+            if (ys[h] >= 0) loss = ce_row_loss(lse, s_y[h], sum_s[h], p.eps, p.V, p.lambda);
             p.row_loss[row] = loss;
         }
     }
@@ -286,20 +251,7 @@ __global__ void __launch_bounds__(256)
                            const int64_t *__restrict__ counters, int mean,
                            float *__restrict__ loss) {
     __shared__ double sh[256];
-    const unsigned t = threadIdx.x;
-    double acc = 0.0;
-    for (size_t i = t; i < n_rows; i += 256) acc += (double)row_loss[i];
-    sh[t] = acc;
-    __syncthreads();
-    for (unsigned s = 128; s > 0; s >>= 1) {
-        if (t < s) sh[t] += sh[t + s];
-        __syncthreads();
-    }
-    if (t == 0) {
-        double scale = 1.0;
-        if (mean) scale = counters[0] > 0 ? 1.0 / (double)counters[0] : 0.0;  // PyTorch: NaN
-        loss[0] = (float)(sh[0] * scale);
-    }
+    ce_reduce_losses<256>(row_loss, n_rows, counters, mean, loss, sh);
 }
 
 // ---- backward: recompute, dL/dz in registers, three gradient products -----------
@@ -320,14 +272,7 @@ __global__ void __launch_bounds__(kThreads)
     if (tid < kBM) {
         const size_t i = row0 + (size_t)tid;
         const int64_t y = row_target(labels, i, p);
-        float up = 0.0f;
-        if (y >= 0) {
-            up = p.grad_loss == nullptr ? 1.0f : p.grad_loss[p.grad_per_row ? i : 0];
-            if (p.mean) {
-                const int64_t n_valid = p.counters[0];  // > 0 here: this row is valid
-                up *= (float)(1.0 / (double)n_valid);
-            }
-        }
+        const float up = y >= 0 ? ce_row_grad(p.grad_loss, p.grad_per_row, p.mean, p.counters, i) : 0.0f;
         row_y[tid] = y;
         row_g[tid] = up;
         row_lse[tid] = i < p.N ? p.lse_in[i] : 0.0f;
@@ -350,13 +295,9 @@ __global__ void __launch_bounds__(kThreads)
                 if (y >= 0 && j < p.V) {
                     const float s = apply_bias_cap(acc[f][i], bias, j, p.cap);
                     const float lse = row_lse[r];
-                    d = expf(s - lse) * (1.0f + 2.0f * p.lambda * lse) - smooth;
-                    if ((int64_t)j == y) d -= 1.0f - p.eps;
-                    if (p.cap > 0.0f) {
-                        const float u = s / p.cap;
-                        d *= 1.0f - u * u;
-                    }
-                    d *= row_g[r];
+                    d = ce_dlogit(s, lse, 1.0f + 2.0f * p.lambda * lse, smooth, (int64_t)j == y, p.eps,
+                                  p.cap) *
+                        row_g[r];
                 }
                 keep |= !(fabsf(d) < p.filter);  // NaN is kept
                 acc[f][i] = d;
@@ -466,40 +407,6 @@ struct TcStage {
 };
 constexpr size_t kTcBwdSmem = 2 * sizeof(TcStage) + sizeof(bf16) * kTcBM * kTcLdg;
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-// c += a (16 x 16, row) . b (16 x 8, col): bf16 inputs, fp32 accumulation.
-__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// 16 bytes global -> shared; src_bytes 0 zero-fills.
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)),
-                 "l"(gmem), "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_1() {  // all but the newest group have landed
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
-
 // Stage <- hidden[row0 .. +127, k0 .. +31] and W[v0 .. +127, k0 .. +31], zero
 // outside [0, N) x [0, D) and [0, V) x [0, D). vec: D % 8 == 0 and both bases
 // 16-byte aligned (cp.async, completes at a wait); else plain loads (complete here).
@@ -570,8 +477,7 @@ __device__ __forceinline__ void tc_logits_tile(float (&acc)[2][8][4], TcStage *s
                                [kk + ((lane >> 3) & 1) * 8]);
                 MF_UNROLL
                 for (int mt = 0; mt < 2; ++mt) {
-                    mma_bf16(acc[mt][2 * fp], a[mt], b[0], b[1]);
-                    mma_bf16(acc[mt][2 * fp + 1], a[mt], b[2], b[3]);
+                    mma_x2(acc[mt][2 * fp], acc[mt][2 * fp + 1], a[mt], b);
                 }
             }
         }
@@ -675,7 +581,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
         if (row_target(labels, row, p) >= 0) {
             const float sy = part[3][0][tid] + part[3][1][tid];
             const float ss = part[2][0][tid] + part[2][1][tid];
-            loss = lse - (1.0f - p.eps) * sy - p.eps / (float)p.V * ss + p.lambda * lse * lse;
+            loss = ce_row_loss(lse, sy, ss, p.eps, p.V, p.lambda);
         }
         p.row_loss[row] = loss;
     }
@@ -716,11 +622,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     if (tid < kTcBM) {
         const size_t i = row0 + (size_t)tid;
         const int64_t y = row_target(labels, i, p);
-        float up = 0.0f;
-        if (y >= 0) {
-            up = p.grad_loss == nullptr ? 1.0f : p.grad_loss[p.grad_per_row ? i : 0];
-            if (p.mean) up *= (float)(1.0 / (double)p.counters[0]);  // > 0: this row is valid
-        }
+        const float up = y >= 0 ? ce_row_grad(p.grad_loss, p.grad_per_row, p.mean, p.counters, i) : 0.0f;
         row_y[tid] = (int)y;
         row_g[tid] = up;
         row_lse[tid] = i < p.N ? p.lse_in[i] : 0.0f;
@@ -753,13 +655,9 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                         if (y >= 0 && j < p.V) {
                             const float s = apply_bias_cap(acc[mt][f][i], bias, j, p.cap);
                             const float lse = row_lse[r];
-                            d = expf(s - lse) * (1.0f + 2.0f * p.lambda * lse) - smooth;
-                            if ((int64_t)j == (int64_t)y) d -= 1.0f - p.eps;
-                            if (p.cap > 0.0f) {
-                                const float u = s / p.cap;
-                                d *= 1.0f - u * u;
-                            }
-                            d *= row_g[r];
+                            d = ce_dlogit(s, lse, 1.0f + 2.0f * p.lambda * lse, smooth,
+                                          (int64_t)j == (int64_t)y, p.eps, p.cap) *
+                                row_g[r];
                         }
                         keep |= !(fabsf(d) < p.filter);  // NaN is kept
                         acc[mt][f][i] = d;
@@ -848,8 +746,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                         ldsm_x4_t(b, &bsrc[kk + (lane & 7) + (q8 & 1) * 8][16 * fp + (q8 >> 1) * 8]);
                         MF_UNROLL
                         for (int mt = 0; mt < 2; ++mt) {
-                            mma_bf16(o[mt][2 * fp], a[mt], b[0], b[1]);
-                            mma_bf16(o[mt][2 * fp + 1], a[mt], b[2], b[3]);
+                            mma_x2(o[mt][2 * fp], o[mt][2 * fp + 1], a[mt], b);
                         }
                     }
                 }
@@ -881,17 +778,6 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 }
 
 // ---- launchers ------------------------------------------------------------------
-struct Scratch {
-    mf_context *ctx;
-    void *ptr = nullptr;
-    explicit Scratch(mf_context *c) : ctx(c) {}
-    ~Scratch() {
-        if (ptr != nullptr) mf_scratch_free(ctx, MF_MEM_DEVICE, ptr);
-    }
-    Scratch(const Scratch &) = delete;
-    Scratch &operator=(const Scratch &) = delete;
-};
-
 // f32: the 64 x 64 SIMT kernels; bf16: the 128 x 128 tensor-core kernels.
 static bool tc_vec(const mf_ce_args *a) {  // cp.async's 16-byte chunks fit the layout
     return a->hidden_dim % 8 == 0 && (uintptr_t)a->hidden % 16 == 0 &&
@@ -941,6 +827,7 @@ static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, const mf_ce_args 
 }  // namespace MF_NS
 
 extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_args *a) {
+    using namespace MF_NS;
     using namespace MF_NS::cce;
     if (ctx == nullptr || a == nullptr)
         return mf_set_error(MF_ERR_NULL_POINTER, __func__, __FILE__, __LINE__,

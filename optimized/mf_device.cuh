@@ -77,8 +77,10 @@ __device__ inline float block_max_n(float v, float *sh) {
     return block_reduce_n<kThreads>(v, sh, NanMaxOp());
 }
 
-// Device scratch freed on every exit path of a launcher (cudaFree waits for
-// the device): Scratch s(ctx); mf_scratch_alloc(ctx, MF_MEM_DEVICE, n, &s.ptr).
+// Device scratch given back on every exit path of a launcher: Scratch s(ctx);
+// mf_scratch_alloc(ctx, MF_MEM_DEVICE, n, &s.ptr). The block returns to the
+// context's caching arena (src/core/context.c) and is reused in stream order,
+// so the destructor neither frees device memory nor waits for the device.
 struct Scratch {
     mf_context *ctx;
     void *ptr = nullptr;

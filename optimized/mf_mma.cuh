@@ -1,6 +1,6 @@
 // Tensor-core helpers shared by the mma.sync kernels (optimized/attention_mma.cu,
-// optimized/linear_attention.cu): ldmatrix, mma.sync m16n8k16 (bf16 in, fp32
-// accumulate), bf16 packing and cp.async. Each is one inline PTX instruction
+// optimized/linear_attention.cu, optimized/nsa.cu, optimized/cross_entropy_fused.cu):
+// ldmatrix, mma.sync m16n8k16 (bf16 in, fp32 accumulate), bf16 packing and cp.async. Each is one inline PTX instruction
 // from the list host execution mode emulates (cudahost/README.md); fragment
 // layouts as PTX ISA 9.7.14.5.8 (m16n8k16) and 9.7.9.25.4 (ldmatrix).
 //
@@ -73,6 +73,10 @@ __device__ __forceinline__ void cp_async_commit() {
 // Wait until at most one group (the newest: the prefetch) is still in flight.
 __device__ __forceinline__ void cp_async_wait_1() {
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+}
+// Wait until every cp.async of this thread has landed (committed or not).
+__device__ __forceinline__ void cp_async_wait_all() {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 }  // namespace MF_NS

@@ -30,6 +30,7 @@
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
 #include "mf_device.cuh"
+#include "mf_mma.cuh"
 #include "nsa.cuh"
 
 #include <cuda_bf16.h>
@@ -287,38 +288,6 @@ struct Warps {  // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 K
     static constexpr int value = D == 128 ? 2 : 4;
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_u32(p)));
-}
-// c += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate
-__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
-                 "r"(src_bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
-}
-
 // 16 rows of D bf16 into tile[16][D + 8]: row r from src + r * stride when
 // r < nrows, else zeros (the source address stays at row 0).
 template <int D>
@@ -360,8 +329,7 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             uint32_t qa[4], b[4];
             ldsm_x4(qa, Qs + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
             ldsm_x4(b, Ks + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-            mma_bf16(s[0], qa, b[0], b[1]);
-            mma_bf16(s[1], qa, b[2], b[3]);
+            mma_x2(s[0], s[1], qa, b);
         }
         // element e of n8 tile n: row g + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
         float mx[2] = {-INFINITY, -INFINITY};
@@ -401,10 +369,7 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
         }
         // P in bf16 (what a bf16 kernel multiplies), the A fragment of P V
         uint32_t pa[4];
-        pa[0] = pack_bf16(s[0][0], s[0][1]);
-        pa[1] = pack_bf16(s[0][2], s[0][3]);
-        pa[2] = pack_bf16(s[1][0], s[1][1]);
-        pa[3] = pack_bf16(s[1][2], s[1][3]);
+        c_to_a(pa, s[0], s[1]);
         MF_UNROLL
         for (int np = 0; np < D / 16; ++np) {
             MF_UNROLL
@@ -416,8 +381,7 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             }
             uint32_t b[4];
             ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
-            mma_bf16(acc.o[2 * np], pa, b[0], b[1]);
-            mma_bf16(acc.o[2 * np + 1], pa, b[2], b[3]);
+            mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
         }
     }
 }

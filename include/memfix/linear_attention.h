@@ -88,19 +88,21 @@
  *                                            reverse cumsums autograd materializes)
  *   bidir forward  : 8 * B*H*D*(Dv+1)       kv + k_sum
  *   bidir backward : 16 * B*H*D*(Dv+1)      kv, k_sum and their gradients
- * Optimized (device scratch, upper bounds for any C and dtype; nc = ceil(N/256);
- * the tensor-core path keeps a state per 512 rows, half of this bound's states):
+ * Optimized (device scratch for any C; nc = ceil(N/512), the tensor-core path's
+ * state chunks, nz = ceil(N/256), the z chunks of the SIMT paths; exact for the
+ * tensor-core path, an upper bound for fp32 storage):
  *   causal forward : 4 * B*H*nc*D*(Dv+1)             the chunk states (bf16 path;
  *                                                      fp32 path: 0)
  *   causal backward: 4 * B*H*nc*D*(Dv+1) + 8*B*H*N    chunk states (fp32 path: only
- *                                                      their z, 4*B*H*nc*D), den_n, dd_n
+ *                                                      a z per 256 rows, 4*B*H*nz*D
+ *                                                      <= 4*B*H*nc*D*(Dv+1)), den_n, dd_n
  *   bidir forward  : 0                                 state slices in shared memory
- *   bidir backward : 4 * B*H*(nc+1)*D + 8*B*H*N        chunk z sums and the total z,
+ *   bidir backward : 4 * B*H*(nz+1)*D + 8*B*H*N        chunk z sums and the total z,
  *                                                      den_n, dd_n
- * The chunked scratch grows as N/256 * D*(Dv+1) (one state per 256 positions,
+ * The chunked scratch grows as N/512 * D*(Dv+1) (one state per 512 positions,
  * the price of computing the chunks in parallel) plus 8 bytes per position,
  * while the cumsum reference grows as 8*N*D*(Dv+1): the ceiling is below the
- * reference at every N (4*ceil(N/256) < 8*N), 1/512 of it at large N. The bidirectional form is the document's
+ * reference at every N (4*ceil(N/512) < 8*N), 1/1024 of it at large N. The bidirectional form is the document's
  * memory-efficient baseline, not a fix: its reference is already O(D*Dv), so
  * its backward's O(N) row statistics exceed the reference's 16*B*H*D*(Dv+1)
  * once N is larger than about 2*D*(Dv+1).

@@ -28,9 +28,11 @@ int mf_linear_attention_chunk_valid(int64_t chunk) {
 size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
                                            int64_t N, int64_t D, int64_t Dv) {
     if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
-    /* chunk states, one per 256 rows: D*(Dv+1) floats (causal; the fp32 path needs only
-     * their D floats of z), or D floats plus the total z (bidirectional backward) */
-    const size_t bh = (size_t)B * (size_t)H, nc = (size_t)N / 256 + ((size_t)N % 256 != 0);
+    /* causal: chunk states, one per 512 rows, of D*(Dv+1) floats (exact for the bf16
+     * tensor-core path; the fp32 path keeps only a z of D floats per 256 rows, fewer
+     * since Dv >= 1); bidirectional backward: a z of D floats per 256 rows plus the total z */
+    const size_t bh = (size_t)B * (size_t)H, ce = causal ? 512 : 256;
+    const size_t nc = (size_t)N / ce + ((size_t)N % ce != 0);
     size_t x, y;
     if (!mf_size_mul(bh, causal ? nc : nc + 1, &x) || !mf_size_mul(x, (size_t)D, &x)) return SIZE_MAX;
     if (causal && !mf_size_mul(x, (size_t)Dv + 1, &x)) return SIZE_MAX;

@@ -21,15 +21,15 @@ START_TEST(test_formulas_at_document_shape) {
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(1, 1, 4, 8, 8192, 64, 64), 17448304640ull);
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(0, 0, 4, 8, 8192, 64, 64), 1064960u);
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(0, 1, 4, 8, 8192, 64, 64), 2129920u);
-    /* chunk states: 4 * B*H*ceil(N/256)*D*(Dv+1) = 4*4*8*32*64*65; the backward
+    /* chunk states: 4 * B*H*ceil(N/512)*D*(Dv+1) = 4*4*8*16*64*65; the backward
      * adds den_n, dd_n: 8 * B*H*N */
-    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64), 17039360u);
-    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 1, 4, 8, 8192, 64, 64), 17039360u + 2097152u);
+    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64), 8519680u);
+    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 1, 4, 8, 8192, 64, 64), 8519680u + 2097152u);
     ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(0, 0, 4, 8, 8192, 64, 64), 0);
     ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(0, 1, 4, 8, 8192, 64, 64), 4u * 32 * 33 * 64 + 2097152u);
-    /* 1/512 of the cumsum reference at this shape */
+    /* 1/1024 of the cumsum reference at this shape */
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(1, 0, 4, 8, 8192, 64, 64),
-                      512 * mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64));
+                      1024 * mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64));
     ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64),
                       mf_ref_linear_attention_scratch_bytes(1, 0, 4, 8, 8192, 64, 64));
     ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 1, 4, 8, 8192, 64, 64),
@@ -132,8 +132,11 @@ START_TEST(test_measured_within_formulas) {
             ck_assert_uint_le(p.opt_bwd, mf_linear_attention_scratch_ceiling(causal, 1, B, H, N, D, Dv));
             /* ceiling < reference (at N = 40 also for the bidirectional form:
              * N < 2*D*(Dv+1) = 288) */
-            if (causal && t) /* the tensor-core path holds its chunk states */
+            if (causal && t) { /* the tensor-core path holds its chunk states: exactly the ceiling */
                 ck_assert_uint_gt(p.opt_fwd, 0);
+                ck_assert_uint_eq(p.opt_fwd, mf_linear_attention_scratch_ceiling(causal, 0, B, H, N, D, Dv));
+                ck_assert_uint_eq(p.opt_bwd, mf_linear_attention_scratch_ceiling(causal, 1, B, H, N, D, Dv));
+            }
             ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(causal, 0, B, H, N, D, Dv), p.ref_fwd);
             ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(causal, 1, B, H, N, D, Dv), p.ref_bwd);
         }
@@ -162,8 +165,8 @@ END_TEST
 
 /* The tensor-core path (bf16 causal) at N and 2N (N = 400: 1 and 2 chunks of 512):
  * one D x (Dv+1) fp32 state per 512 positions, 1/1024 of the cumsum's 8*D*(Dv+1)
- * per position; both within the ceiling (which counts one per 256 positions), the
- * ceiling below the reference. */
+ * per position; both exactly the ceiling (one state per 512 positions), the
+ * ceiling below the reference at both sizes. */
 START_TEST(test_scaling_tensor_core) {
     const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 400;
     const peaks a = measure(1, 64, B, H, N, D, Dv, MF_DTYPE_BF16);
@@ -171,8 +174,12 @@ START_TEST(test_scaling_tensor_core) {
     ck_assert_uint_eq(a.opt_fwd, (size_t)(4 * B * H * 1 * D * (Dv + 1)));
     ck_assert_uint_eq(b.opt_fwd, (size_t)(4 * B * H * 2 * D * (Dv + 1)));
     ck_assert_uint_eq(b.opt_bwd - a.opt_bwd, (size_t)(4 * B * H * D * (Dv + 1) + 8 * B * H * N));
-    ck_assert_uint_le(a.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, N, D, Dv));
-    ck_assert_uint_le(b.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, 2 * N, D, Dv));
+    ck_assert_uint_eq(a.opt_fwd, mf_linear_attention_scratch_ceiling(1, 0, B, H, N, D, Dv));
+    ck_assert_uint_eq(b.opt_fwd, mf_linear_attention_scratch_ceiling(1, 0, B, H, 2 * N, D, Dv));
+    ck_assert_uint_eq(a.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, N, D, Dv));
+    ck_assert_uint_eq(b.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, 2 * N, D, Dv));
+    ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 1, B, H, N, D, Dv), a.ref_bwd);
+    ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 0, B, H, N, D, Dv), a.ref_fwd);
     ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 1, B, H, 2 * N, D, Dv), b.ref_bwd);
     ck_assert_uint_lt(mf_linear_attention_scratch_ceiling(1, 0, B, H, 2 * N, D, Dv), b.ref_fwd);
 }
