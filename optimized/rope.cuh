@@ -22,7 +22,15 @@ typedef mf_status mf_rope_cache_apply_fn(mf_context *ctx, const float *table, in
                                          const mf_rope_config *cfg, mf_rope_direction dir,
                                          const mf_rope_tensors *t, const mf_rope_positions *pos);
 
+/* The range check of explicit ids, on the device and without waiting: sets
+ * *first_bad (device) to -1 and then to the first token b*T + t whose id is
+ * outside [0, MF_ROPE_MAX_POSITION], if any (atomicMin). The caller hands
+ * first_bad to the context's deferred checks. */
+typedef mf_status mf_rope_check_ids_fn(mf_context *ctx, const mf_rope_positions *pos, int64_t batch,
+                                       int64_t seq_len, int64_t *first_bad);
+
 mf_rope_fused_fn mf_host_rope_fused, mf_cuda_rope_fused;
+mf_rope_check_ids_fn mf_host_rope_check_ids, mf_cuda_rope_check_ids;
 mf_rope_cache_build_fn mf_host_rope_cache_build, mf_cuda_rope_cache_build;
 mf_rope_cache_apply_fn mf_host_rope_cache_apply, mf_cuda_rope_cache_apply;
 

@@ -92,7 +92,7 @@ mf_status mf_ref_rope(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direct
         MF_FAIL(MF_ERR_DTYPE, "the reference takes MF_DTYPE_F32 host arrays (got %s); widen bf16 first",
                 mf_dtype_name(t->dtype) ? mf_dtype_name(t->dtype) : "invalid");
     int64_t max_pos = 0;
-    MF_TRY(mf_rope_internal_max_position(__func__, NULL, pos, t->batch, t->seq_len, &max_pos));
+    MF_TRY(mf_rope_internal_max_position(__func__, pos, t->batch, t->seq_len, &max_pos));
 
     const int64_t L = max_pos + 1;
     if (mf_ref_rope_scratch_bytes(L, cfg->rotary_dim) == SIZE_MAX)

@@ -34,11 +34,10 @@
  *                       0 shares one row of T ids between all batches (HF
  *                       position_ids of shape (1, T)), batch_stride >= T gives
  *                       one row per batch. Any order (packed sequences, gaps).
- * Every position must be in [0, MF_ROPE_MAX_POSITION]. Explicit ids are read
- * back to check that range (and to size the cache): a synchronization of the
- * context's stream in every call, the one exception to "no synchronization
- * inside an op call" (memfix.h); MF_ROPE_NO_POSITION_CHECK (the caller
- * vouches for the range) or offset positions avoid it. Positions stored in
+ * Every position must be in [0, MF_ROPE_MAX_POSITION]. Explicit ids are
+ * never read back to the host: they are range-checked on the device and a bad
+ * id is reported by the context's next synchronizing call (see "Position
+ * checking" below), so no op call synchronizes (memfix.h). Positions stored in
  * bf16 would collide above 256 (bf16(257) == 256: 8 significant bits); fp32
  * positions collide above 2^24. This API takes integers only, and computes
  * every angle in double: (double)p * inv_freq with inv_freq in double, then
@@ -63,10 +62,14 @@
  *   cache (mf_rope_cache)   a cos/sin table object created on a context, built
  *       on the device by a kernel that generates the positions 0..capacity-1
  *       itself (the seed's fix: nothing is built on the host or copied up).
- *       When a call needs a position >= capacity, the table is regenerated on
- *       the device at capacity' = max(needed, 2 * capacity) (old table freed
- *       first, then the new one built: the seed's crash path, now a device-only
- *       rebuild; always in fp32 from double angles, never in the storage dtype).
+ *       When offset positions need a position >= capacity (needed = offset + T,
+ *       known on the host), the table is regenerated on the device at
+ *       capacity' = max(needed, 2 * capacity) (old table freed first, then the
+ *       new one built: the seed's crash path, now a device-only rebuild; always
+ *       in fp32 from double angles, never in the storage dtype). Explicit ids
+ *       are not read, so they never grow the table: an id >= capacity gets its
+ *       angle computed on the fly (same double expression, same result);
+ *       mf_rope_cache_reserve(max id + 1) first serves them all from the table.
  *
  * Memory (scratch = bytes beyond the caller's q, k, outputs and position ids)
  * -------------------------------------------------------------------------
@@ -76,31 +79,41 @@
  *   the HF-style cos and sin tables emb = cat(freqs, freqs) (or
  *   repeat_interleave for GPT-J) of L x rd doubles each, built on the host.
  * Fused, upper bound on device scratch:
- *     mf_rope_fused_scratch_ceiling(...) = 0
+ *     mf_rope_fused_scratch_ceiling(...) = MF_ROPE_ID_CHECK_BYTES = 8
+ *   the int64 device word of the explicit-id range check (scratch for the
+ *   call); exact for checked explicit ids, 0 bytes used for offset positions
+ *   and MF_ROPE_NO_POSITION_CHECK.
  * Cache, exact bytes held by a table of 'capacity' positions (device scratch
  * of the context, allocated at create/growth, freed by destroy):
  *     mf_rope_cache_bytes(capacity, rd) = 4 * capacity * rd
  *   (cos and sin, capacity x rd/2 floats each). After serving positions < L
- *   starting from capacity C0 the table holds
+ *   starting from capacity C0 the peak is at most
  *     mf_rope_cache_scratch_ceiling(C0, L, rd)
  *       = mf_rope_cache_bytes(mf_rope_cache_grown_capacity(C0, L), rd)
+ *         + MF_ROPE_ID_CHECK_BYTES
  *   where grown_capacity(C0, L) = C0 if L <= C0 else max(L, 2*C0); growth frees
- *   the old table before allocating the new one, so this is also the peak.
- *   apply itself allocates nothing.
+ *   the old table before allocating the new one, so the table is the held
+ *   bytes and, with apply's id-check word (checked explicit ids only), the
+ *   peak: exact when an explicit-id call runs on a table of grown_capacity;
+ *   offset-position calls peak at the table alone (ceiling - 8).
  * At the seed's shape (T = 131072, Dh = rd = 128): reference 269,484,544 bytes
- * (257 MiB of host tables), cache 67,108,864 bytes (64 MiB), fused 0.
+ * (257 MiB of host tables), cache 67,108,872 bytes (64 MiB table + 8), fused 8.
  * Formula functions return SIZE_MAX when an argument is invalid or the byte
  * count overflows size_t.
  *
  * Position checking: explicit ids live in device memory; unless
  * MF_ROPE_NO_POSITION_CHECK is set in mf_rope_positions.flags, the entry
- * points read them back in fixed 32 KiB chunks on the host stack (no
- * allocation, one synchronizing copy per 4096 ids) to reject negative or too
- * large ids with MF_ERR_OUT_OF_RANGE before anything is written, and the cache
- * variant uses the maximum to grow its table. With the flag set the caller
- * guarantees the range: the fused kernel then never reads out of bounds
- * anyway, and the cache kernel computes the angle on the fly for an id beyond
- * its table instead of reading past it (it does not grow).
+ * points launch a check kernel that stores the first token whose id is
+ * negative or > MF_ROPE_MAX_POSITION in a device word (MF_ROPE_ID_CHECK_BYTES
+ * of scratch), and hand it to the context's deferred checks (as
+ * cross_entropy's bad labels): the call itself returns MF_OK without waiting,
+ * and the next synchronizing call of the context (mf_context_synchronize,
+ * mf_buffer_download, mf_context_trim) returns MF_ERR_OUT_OF_RANGE with a
+ * message naming the function, the id, its index in ids and its token (b, t);
+ * the outputs of that call are unspecified (never an out-of-bounds access:
+ * the fused kernel reads no table, and the cache kernel computes the angle on
+ * the fly for any id outside its table). With the flag set the caller
+ * guarantees the range and no check runs (no scratch word).
  */
 #ifndef MEMFIX_ROPE_H
 #define MEMFIX_ROPE_H
@@ -133,6 +146,9 @@ typedef enum mf_rope_pos_kind {
 
 /* mf_rope_positions.flags */
 #define MF_ROPE_NO_POSITION_CHECK 1u
+
+/* Device scratch of the explicit-id range check: one int64 word per call. */
+#define MF_ROPE_ID_CHECK_BYTES ((size_t)8)
 
 typedef struct mf_rope_config {
     int64_t head_dim;     /* Dh > 0 */
@@ -174,13 +190,15 @@ MF_API const char *mf_rope_layout_name(mf_rope_layout l); /* "half", "interleave
 
 /* ---- fused: angles on the fly, no scratch ---------------------------------- */
 /* Rotates q and k (device buffers of ctx) into q_out and k_out in one launch.
- * Asynchronous on the context's stream (except for the position check).
+ * Asynchronous on the context's stream: never waits, allocates nothing in
+ * steady state (the id-check word comes from the context's scratch cache).
  * Errors: MF_ERR_NULL_POINTER (ctx, cfg, t, pos, a tensor, ids),
  * MF_ERR_INVALID_SIZE (a size <= 0, rotary_dim odd, < 2 or > head_dim,
  * batch_stride negative or in (0, T)), MF_ERR_OVERFLOW, MF_ERR_INVALID_ARGUMENT
  * (layout, direction, kind, base, scaling, partially overlapping buffers),
  * MF_ERR_DTYPE, MF_ERR_OUT_OF_RANGE (offset < 0 or a position outside
- * [0, MF_ROPE_MAX_POSITION]), MF_ERR_BACKEND_UNAVAILABLE, MF_ERR_BACKEND. */
+ * [0, MF_ROPE_MAX_POSITION]: offsets at once, explicit ids at the next
+ * synchronization), MF_ERR_BACKEND_UNAVAILABLE, MF_ERR_BACKEND. */
 typedef mf_status mf_rope_fused_fn(mf_context *ctx, const mf_rope_config *cfg,
                                    mf_rope_direction dir, const mf_rope_tensors *t,
                                    const mf_rope_positions *pos);
@@ -190,8 +208,8 @@ MF_API mf_rope_fused_fn mf_rope_fused;
  * t->k (read-only), t->q_out, t->k_out (out of place, every element written)
  * and pos->ids (explicit int32/int64 positions; NULL for MF_ROPE_POS_OFFSET)
  * are device buffers; cfg and pos are host structs honoured in full (head_dim,
- * rotary_dim, base, scaling, layout; offset or ids with batch_stride). No
- * scratch: the fused ceiling is 0 bytes. */
+ * rotary_dim, base, scaling, layout; offset or ids with batch_stride). The
+ * fused ceiling, MF_ROPE_ID_CHECK_BYTES (8) of scratch, allows an id check. */
 typedef mf_rope_fused_fn *mf_rope_candidate_fn;
 
 /* ---- cache: device-built cos/sin table ------------------------------------ */
@@ -212,8 +230,9 @@ MF_API int64_t mf_rope_cache_capacity(const mf_rope_cache *cache); /* -1 for NUL
 MF_API size_t mf_rope_cache_size_bytes(const mf_rope_cache *cache);
 MF_API const mf_rope_config *mf_rope_cache_config(const mf_rope_cache *cache);
 /* Rotates like mf_rope_fused, reading cos/sin from the table (grown first when
- * a position is >= capacity). Same errors as mf_rope_fused plus
- * MF_ERR_OUT_OF_MEMORY when growth fails (the cache then keeps its old table). */
+ * offset positions reach capacity; explicit ids beyond it computed on the
+ * fly). Never waits. Same errors as mf_rope_fused plus MF_ERR_OUT_OF_MEMORY
+ * when growth fails (the cache then keeps its old table). */
 MF_API mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir,
                                      const mf_rope_tensors *t, const mf_rope_positions *pos);
 

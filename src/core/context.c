@@ -16,7 +16,8 @@
  * not see the cache); the cache is released by mf_context_trim and
  * mf_context_destroy.
  *
- * Data-dependent errors found on the device (a label outside [0, V)) are
+ * Data-dependent errors found on the device (a label outside [0, V), a RoPE
+ * position id outside [0, MF_ROPE_MAX_POSITION]) are
  * deferred checks: the op enqueues a copy of the device's verdict into a slot
  * of page-locked host memory without waiting, and the next synchronizing call
  * of the context (mf_context_synchronize, mf_buffer_download, mf_context_trim)
@@ -24,6 +25,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mf_internal.h"
 #include "mf_backend.h"
+#include "mf_deferred.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -52,13 +54,18 @@ typedef struct mf_tracker {
     size_t current, peak, baseline, allocations;
 } mf_tracker;
 
-/* A deferred check of a label array (mf_context_defer_label_check). */
+/* A deferred check of a label array (mf_context_defer_label_check) or of
+ * RoPE position ids (mf_context_defer_position_check). */
 enum { MF_DEFERRED_SLOTS = 16, MF_SCRATCH_GUARD = 256 };
 typedef struct mf_deferred {
     const char *func;
     const int64_t *labels; /* device */
     int64_t n_rows, vocab, ignore_index;
     int shifted;
+    /* position ids (ids != NULL): row = token b*seq_len + t, the id at ids[b*batch_stride + t] */
+    const void *ids;
+    int id_bytes;
+    int64_t seq_len, batch_stride, max_position;
 } mf_deferred;
 
 struct mf_context {
@@ -338,6 +345,22 @@ static mf_status deferred_flush(mf_context *ctx)
     ctx->n_deferred = 0;
     pthread_mutex_unlock(&ctx->lock);
     if (bad_row < 0) return MF_OK;
+    if (bad.ids != NULL) {
+        const size_t b = (size_t)(bad_row / bad.seq_len), t = (size_t)(bad_row % bad.seq_len);
+        const size_t e = b * (size_t)bad.batch_stride + t;
+        int64_t id = 0;
+        if (bad.id_bytes == 4) {
+            int32_t id32 = 0;
+            MF_TRY(ctx->ops->download(ctx->stream, &id32, (const int32_t *)bad.ids + e, sizeof id32));
+            id = id32;
+        } else {
+            MF_TRY(ctx->ops->download(ctx->stream, &id, (const int64_t *)bad.ids + e, sizeof id));
+        }
+        return mf_set_error(MF_ERR_OUT_OF_RANGE, bad.func, __FILE__, __LINE__,
+                            "position id %lld (ids[%zu], token b=%zu t=%zu) is outside [0, %lld]; the outputs are "
+                            "unspecified (found on the device, reported at the next synchronization of the context)",
+                            (long long)id, e, b, t, (long long)bad.max_position);
+    }
     const size_t src = bad.shifted ? (size_t)bad_row + 1 : (size_t)bad_row;
     int64_t value = 0;
     MF_TRY(ctx->ops->download(ctx->stream, &value, bad.labels + src, sizeof value));
@@ -354,12 +377,8 @@ static mf_status sync_and_flush(mf_context *ctx)
     return deferred_flush(ctx);
 }
 
-mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
-                                       const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
-                                       int64_t ignore_index)
+static mf_status defer_check(mf_context *ctx, const mf_deferred *d, const int64_t *d_first_bad)
 {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(d_first_bad);
     pthread_mutex_lock(&ctx->lock);
     int full = ctx->n_deferred == MF_DEFERRED_SLOTS;
     pthread_mutex_unlock(&ctx->lock);
@@ -367,10 +386,49 @@ mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const 
     if (full) MF_TRY(sync_and_flush(ctx));
     pthread_mutex_lock(&ctx->lock);
     const int k = ctx->n_deferred++;
-    ctx->deferred[k] = (mf_deferred){func, labels, n_rows, vocab, ignore_index, shifted};
+    ctx->deferred[k] = *d;
     ctx->deferred_slots[k] = -1;
     pthread_mutex_unlock(&ctx->lock);
     return ctx->ops->download_async(ctx->stream, &ctx->deferred_slots[k], d_first_bad, sizeof(int64_t));
+}
+
+mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
+                                       const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
+                                       int64_t ignore_index)
+{
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(d_first_bad);
+    mf_deferred d;
+    memset(&d, 0, sizeof d);
+    d.func = func;
+    d.labels = labels;
+    d.n_rows = n_rows;
+    d.vocab = vocab;
+    d.ignore_index = ignore_index;
+    d.shifted = shifted;
+    return defer_check(ctx, &d, d_first_bad);
+}
+
+mf_status mf_context_defer_position_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
+                                          const void *ids, int id_bytes, int64_t n_tokens, int64_t seq_len,
+                                          int64_t batch_stride, int64_t max_position)
+{
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(d_first_bad);
+    MF_CHECK_NOT_NULL(ids);
+    if ((id_bytes != 4 && id_bytes != 8) || seq_len <= 0 || n_tokens <= 0 || batch_stride < 0)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "bad position check (id_bytes %d, n_tokens %lld, seq_len %lld, stride %lld)",
+                id_bytes, (long long)n_tokens, (long long)seq_len, (long long)batch_stride);
+    mf_deferred d;
+    memset(&d, 0, sizeof d);
+    d.func = func;
+    d.n_rows = n_tokens;
+    d.ids = ids;
+    d.id_bytes = id_bytes;
+    d.seq_len = seq_len;
+    d.batch_stride = batch_stride;
+    d.max_position = max_position;
+    return defer_check(ctx, &d, d_first_bad);
 }
 
 mf_status mf_context_synchronize(mf_context *ctx)

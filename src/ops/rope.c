@@ -9,6 +9,7 @@
 #include "memfix/check.h"
 #include "memfix/plan.h"
 #include "memfix/registry.h"
+#include "mf_deferred.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -26,7 +27,7 @@
 size_t mf_rope_fused_scratch_ceiling(int64_t batch, int64_t seq_len, int64_t heads_q,
                                      int64_t heads_k, int64_t head_dim) {
     if (batch <= 0 || seq_len <= 0 || heads_q <= 0 || heads_k <= 0 || head_dim <= 0) return SIZE_MAX;
-    return 0; /* angles on the fly: registers only */
+    return MF_ROPE_ID_CHECK_BYTES; /* angles on the fly; the id check's device word */
 }
 
 size_t mf_rope_cache_bytes(int64_t capacity, int64_t rotary_dim) {
@@ -49,7 +50,9 @@ int64_t mf_rope_cache_grown_capacity(int64_t capacity, int64_t needed) {
 size_t mf_rope_cache_scratch_ceiling(int64_t initial_capacity, int64_t table_len, int64_t rotary_dim) {
     const int64_t cap = mf_rope_cache_grown_capacity(initial_capacity, table_len);
     if (cap <= 0) return SIZE_MAX;
-    return mf_rope_cache_bytes(cap, rotary_dim);
+    const size_t table = mf_rope_cache_bytes(cap, rotary_dim);
+    if (table > SIZE_MAX - 1 - MF_ROPE_ID_CHECK_BYTES) return SIZE_MAX;
+    return table + MF_ROPE_ID_CHECK_BYTES; /* the table, plus the id check's word during apply */
 }
 
 static mf_status check_backend(const char *func, mf_context *ctx) {
@@ -80,6 +83,37 @@ static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_
                                   "pos->ids");
 }
 
+/* The range check of explicit ids without waiting: a device word of scratch
+ * (MF_ROPE_ID_CHECK_BYTES, from the context's cache in steady state), a
+ * kernel that stores the first bad token in it, and a deferred check of the
+ * context that reports it at the next synchronization. *word is NULL when
+ * there is nothing to check (offset positions, MF_ROPE_NO_POSITION_CHECK);
+ * the caller frees it after its launch (stream-ordered reuse). */
+static mf_status check_ids(const char *func, mf_context *ctx, const mf_rope_tensors *t,
+                           const mf_rope_positions *pos, int64_t **word) {
+    *word = NULL;
+    if (pos->kind == MF_ROPE_POS_OFFSET || (pos->flags & MF_ROPE_NO_POSITION_CHECK)) return MF_OK;
+    void *p = NULL;
+    MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, MF_ROPE_ID_CHECK_BYTES, &p));
+    mf_status st;
+#ifdef MF_HAVE_CUDA
+    if (mf_context_backend(ctx) == MF_BACKEND_CUDA)
+        st = mf_cuda_rope_check_ids(ctx, pos, t->batch, t->seq_len, (int64_t *)p);
+    else
+#endif
+        st = mf_host_rope_check_ids(ctx, pos, t->batch, t->seq_len, (int64_t *)p);
+    if (st == MF_OK)
+        st = mf_context_defer_position_check(ctx, func, (const int64_t *)p, pos->ids,
+                                             pos->kind == MF_ROPE_POS_I32 ? 4 : 8, t->batch * t->seq_len,
+                                             t->seq_len, pos->batch_stride, MF_ROPE_MAX_POSITION);
+    if (st != MF_OK) {
+        mf_scratch_free(ctx, MF_MEM_DEVICE, p);
+        return st;
+    }
+    *word = (int64_t *)p;
+    return MF_OK;
+}
+
 /* ---- fused ---------------------------------------------------------------------- */
 mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
                         const mf_rope_tensors *t, const mf_rope_positions *pos) {
@@ -88,14 +122,17 @@ mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_dire
     MF_TRY(mf_rope_internal_validate(func, cfg, dir, t, pos));
     MF_TRY(check_backend(func, ctx));
     MF_TRY(check_extents(func, ctx, cfg, t, pos));
-    if (pos->kind != MF_ROPE_POS_OFFSET && !(pos->flags & MF_ROPE_NO_POSITION_CHECK)) {
-        int64_t mx;
-        MF_TRY(mf_rope_internal_max_position(func, ctx, pos, t->batch, t->seq_len, &mx));
-    }
+    int64_t *word = NULL;
+    MF_TRY(check_ids(func, ctx, t, pos, &word));
+    mf_status st;
 #ifdef MF_HAVE_CUDA
-    if (mf_context_backend(ctx) == MF_BACKEND_CUDA) return mf_cuda_rope_fused(ctx, cfg, dir, t, pos);
+    if (mf_context_backend(ctx) == MF_BACKEND_CUDA)
+        st = mf_cuda_rope_fused(ctx, cfg, dir, t, pos);
+    else
 #endif
-    return mf_host_rope_fused(ctx, cfg, dir, t, pos);
+        st = mf_host_rope_fused(ctx, cfg, dir, t, pos);
+    mf_scratch_free(ctx, MF_MEM_DEVICE, word);
+    return st;
 }
 
 /* ---- cache ---------------------------------------------------------------------- */
@@ -133,14 +170,15 @@ static mf_status cache_build(const char *func, mf_rope_cache *c, int64_t capacit
 
 /* Grows to cover positions < needed: the old table is freed first (its
  * contents are regenerated on the device, not copied), so the peak is the new
- * table alone. If the new one cannot be built, the old capacity is rebuilt. */
+ * table alone. No wait: the freed block goes back to the context's scratch
+ * cache and is reused in stream order, after the kernels that read it. If the
+ * new one cannot be built, the old capacity is rebuilt. */
 static mf_status cache_grow(const char *func, mf_rope_cache *c, int64_t needed) {
     if (needed <= c->capacity) return MF_OK;
     const int64_t old_cap = c->capacity;
     const int64_t new_cap = mf_rope_cache_grown_capacity(old_cap, needed);
     if (new_cap <= 0 || mf_rope_cache_bytes(new_cap, c->cfg.rotary_dim) == SIZE_MAX)
         ROPE_ERR(MF_ERR_OVERFLOW, "growing the cache to %lld positions overflows", (long long)needed);
-    MF_TRY(mf_context_synchronize(c->ctx)); /* no kernel may still read the old table */
     mf_scratch_free(c->ctx, MF_MEM_DEVICE, c->table);
     c->table = NULL;
     c->capacity = 0;
@@ -184,10 +222,8 @@ mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg, int64
 
 void mf_rope_cache_destroy(mf_rope_cache *cache) {
     if (cache == NULL) return;
-    if (cache->table != NULL) {
-        (void)mf_context_synchronize(cache->ctx);
-        mf_scratch_free(cache->ctx, MF_MEM_DEVICE, cache->table);
-    }
+    /* stream-ordered: the block is reused only after the kernels that read it */
+    if (cache->table != NULL) mf_scratch_free(cache->ctx, MF_MEM_DEVICE, cache->table);
     free(cache);
 }
 
@@ -223,16 +259,21 @@ mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const
     MF_TRY(mf_rope_internal_validate(func, &cache->cfg, dir, t, pos));
     if (cache->table == NULL) ROPE_ERR(MF_ERR_OUT_OF_MEMORY, "the cache lost its table in a failed growth");
     MF_TRY(check_extents(func, cache->ctx, &cache->cfg, t, pos));
-    if (pos->kind == MF_ROPE_POS_OFFSET || !(pos->flags & MF_ROPE_NO_POSITION_CHECK)) {
-        int64_t mx;
-        MF_TRY(mf_rope_internal_max_position(func, cache->ctx, pos, t->batch, t->seq_len, &mx));
-        MF_TRY(cache_grow(func, cache, mx + 1)); /* the seed's path: now a device rebuild */
-    }
+    /* offset positions: the largest, offset + T - 1, is known on the host; the
+     * seed's path, now a device rebuild. Explicit ids are never read back: an
+     * id beyond the table gets its angle on the fly (reserve covers them). */
+    if (pos->kind == MF_ROPE_POS_OFFSET) MF_TRY(cache_grow(func, cache, pos->offset + t->seq_len));
+    int64_t *word = NULL;
+    MF_TRY(check_ids(func, cache->ctx, t, pos, &word));
+    mf_status st;
 #ifdef MF_HAVE_CUDA
     if (mf_context_backend(cache->ctx) == MF_BACKEND_CUDA)
-        return mf_cuda_rope_cache_apply(cache->ctx, cache->table, cache->capacity, &cache->cfg, dir, t, pos);
+        st = mf_cuda_rope_cache_apply(cache->ctx, cache->table, cache->capacity, &cache->cfg, dir, t, pos);
+    else
 #endif
-    return mf_host_rope_cache_apply(cache->ctx, cache->table, cache->capacity, &cache->cfg, dir, t, pos);
+        st = mf_host_rope_cache_apply(cache->ctx, cache->table, cache->capacity, &cache->cfg, dir, t, pos);
+    mf_scratch_free(cache->ctx, MF_MEM_DEVICE, word);
+    return st;
 }
 
 /* ---- registry entry (memfix report) ------------------------------------------ */

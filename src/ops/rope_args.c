@@ -138,12 +138,9 @@ mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
     return MF_OK;
 }
 
-/* Largest position, and the range check of explicit ids. Host ids are read in
- * place; device ids (device_ctx != NULL) are copied back in 32 KiB chunks on
- * the stack: no allocation. */
-#define ROPE_ID_CHUNK 4096
-mf_status mf_rope_internal_max_position(const char *func, mf_context *device_ctx,
-                                        const mf_rope_positions *pos, int64_t batch,
+/* Largest position, and the range check of explicit HOST ids (the reference;
+ * the public entry points check device ids on the device, src/ops/rope.c). */
+mf_status mf_rope_internal_max_position(const char *func, const mf_rope_positions *pos, int64_t batch,
                                         int64_t seq_len, int64_t *max_pos) {
     if (pos->kind == MF_ROPE_POS_OFFSET) {
         *max_pos = pos->offset + seq_len - 1;
@@ -153,24 +150,14 @@ mf_status mf_rope_internal_max_position(const char *func, mf_context *device_ctx
     const size_t esize = is32 ? 4 : 8;
     const size_t rows = pos->batch_stride == 0 ? 1 : (size_t)batch;
     int64_t mx = -1;
-    int64_t chunk[ROPE_ID_CHUNK];
     for (size_t r = 0; r < rows; ++r) {
         const char *row = (const char *)pos->ids + r * (size_t)pos->batch_stride * esize;
-        for (size_t t0 = 0; t0 < (size_t)seq_len; t0 += ROPE_ID_CHUNK) {
-            const size_t n = (size_t)seq_len - t0 < ROPE_ID_CHUNK ? (size_t)seq_len - t0 : ROPE_ID_CHUNK;
-            const void *src = row + t0 * esize;
-            if (device_ctx != NULL) {
-                MF_TRY(mf_buffer_download(device_ctx, chunk, src, n * esize));
-                src = chunk;
-            }
-            for (size_t i = 0; i < n; ++i) {
-                const int64_t p = is32 ? (int64_t)((const int32_t *)src)[i] : ((const int64_t *)src)[i];
-                if (p < 0 || p > MF_ROPE_MAX_POSITION)
-                    ROPE_ERR(MF_ERR_OUT_OF_RANGE,
-                             "position id %lld at (b=%zu, t=%zu) is outside [0, MF_ROPE_MAX_POSITION]",
-                             (long long)p, r, t0 + i);
-                if (p > mx) mx = p;
-            }
+        for (size_t i = 0; i < (size_t)seq_len; ++i) {
+            const int64_t p = is32 ? (int64_t)((const int32_t *)row)[i] : ((const int64_t *)row)[i];
+            if (p < 0 || p > MF_ROPE_MAX_POSITION)
+                ROPE_ERR(MF_ERR_OUT_OF_RANGE, "position id %lld at (b=%zu, t=%zu) is outside [0, MF_ROPE_MAX_POSITION]",
+                         (long long)p, r, i);
+            if (p > mx) mx = p;
         }
     }
     *max_pos = mx;

@@ -364,9 +364,10 @@ START_TEST(cache_reused_and_reserved) {
 }
 END_TEST
 
-/* With MF_ROPE_NO_POSITION_CHECK the cache cannot grow (it does not read the
- * ids back); ids beyond its table fall back to on-the-fly angles, never to a
- * read past the table. */
+/* Explicit ids never grow the cache (they are never read back to the host,
+ * checked or not): ids beyond its table fall back to on-the-fly angles, never
+ * to a read past the table. Here with MF_ROPE_NO_POSITION_CHECK (explicit_ids
+ * covers checked ids beyond a 4-position table). */
 START_TEST(cache_unchecked_ids_beyond_table) {
     static const int64_t ids[] = {3, 500, 1, 77, 2, 4096, 0};
     eq_case c = base_case(V_CACHE);

@@ -1,6 +1,7 @@
 /* RoPE memory (seed 000, bug #2; issue 5): the header's formulas at the
  * document's shape, and measured scratch through the context's tracked
- * allocators: the fused path uses none, the cache holds exactly
+ * allocators: the fused path uses none but the explicit-id check's 8-byte
+ * word, the cache holds exactly
  * mf_rope_cache_bytes (also across growth), the reference's host tables are
  * exactly mf_ref_rope_scratch_bytes, and optimized <= ceiling < reference at
  * two sizes. */
@@ -20,15 +21,17 @@ START_TEST(formulas_at_seed_shape) {
     ck_assert_uint_eq(mf_ref_rope_scratch_bytes(T, D), (size_t)269484544u);
     /* cache: 4 * capacity * rd = 64 MiB */
     ck_assert_uint_eq(mf_rope_cache_bytes(T, D), (size_t)67108864u);
-    ck_assert_uint_eq(mf_rope_cache_scratch_ceiling(T, T, D), (size_t)67108864u);
-    /* fused: nothing */
-    ck_assert_uint_eq(mf_rope_fused_scratch_ceiling(1, T, 32, 8, D), 0);
+    /* the table plus apply's 8-byte id-check word */
+    ck_assert_uint_eq(mf_rope_cache_scratch_ceiling(T, T, D), (size_t)67108872u);
+    /* fused: the id-check word only */
+    ck_assert_uint_eq(MF_ROPE_ID_CHECK_BYTES, 8);
+    ck_assert_uint_eq(mf_rope_fused_scratch_ceiling(1, T, 32, 8, D), 8);
     ck_assert(mf_rope_cache_bytes(T, D) < mf_ref_rope_scratch_bytes(T, D));
     /* growth rule: capacity' = max(needed, 2 * capacity) */
     ck_assert_int_eq(mf_rope_cache_grown_capacity(4096, 4096), 4096);
     ck_assert_int_eq(mf_rope_cache_grown_capacity(4096, 4097), 8192);
     ck_assert_int_eq(mf_rope_cache_grown_capacity(4096, T), T);
-    ck_assert_uint_eq(mf_rope_cache_scratch_ceiling(4096, T, D), mf_rope_cache_bytes(T, D));
+    ck_assert_uint_eq(mf_rope_cache_scratch_ceiling(4096, T, D), mf_rope_cache_bytes(T, D) + MF_ROPE_ID_CHECK_BYTES);
     /* at 1M positions (1048576 x 128): reference 2 GiB of host tables, cache 512 MiB */
     ck_assert_uint_eq(mf_ref_rope_scratch_bytes(1048576, D), (size_t)8 * (1048576 + 64 + 2 * 1048576 * 128));
     ck_assert_uint_eq(mf_rope_cache_bytes(1048576, D), (size_t)536870912u);
@@ -47,6 +50,7 @@ END_TEST
 
 typedef struct mem_run {
     size_t ref_peak, fused_peak, cache_peak, cache_hold, host_in_opt;
+    size_t fused_ids_peak, cache_ids_peak; /* explicit int64 ids 0..T-1 (checked on the device) */
 } mem_run;
 
 /* One shape: B = 1, T tokens at positions 0..T-1, Hq = 4, Hk = 2, Dh = rd = 16. */
@@ -84,15 +88,36 @@ static mem_run measure(int64_t T, int64_t cache_capacity) {
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
     /* the table right after create: exactly the formula at the initial capacity */
     ck_assert_uint_eq(st.current - st.baseline, mf_rope_cache_bytes(cache_capacity, 16));
+    const size_t base0 = st.baseline; /* device scratch before the cache */
     MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &td, &pos));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
     r.cache_peak = st.peak - st.baseline;
     r.cache_hold = st.current - st.baseline;
     ck_assert_uint_eq(r.cache_hold, mf_rope_cache_size_bytes(cache));
+
+    /* explicit ids 0..T-1: the same rotations plus the id check's device word */
+    int64_t *ids = malloc((size_t)T * sizeof(int64_t));
+    ck_assert(ids != NULL);
+    for (int64_t i = 0; i < T; ++i) ids[i] = i;
+    void *d_ids = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)T * sizeof(int64_t), &d_ids));
+    MF_ASSERT_OK(mf_buffer_upload(ctx, d_ids, ids, (size_t)T * sizeof(int64_t)));
+    const mf_rope_positions idpos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 0);
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
+    MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &td, &idpos));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
+    r.cache_ids_peak = st.peak - st.baseline + mf_rope_cache_size_bytes(cache); /* the table was live before */
+    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
+    MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &idpos));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    r.fused_ids_peak = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    mf_buffer_free(ctx, d_ids);
+    free(ids);
     mf_rope_cache_destroy(cache);
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
-    ck_assert_uint_eq(st.current, st.baseline); /* destroy gives the table back */
+    ck_assert_uint_eq(st.current, base0); /* destroy gives the table back */
     r.host_in_opt = mf_mem_peak_delta(ctx, MF_MEM_HOST); /* no host table on the optimized paths */
     mf_buffer_free(ctx, d);
     free(y);
@@ -101,7 +126,8 @@ static mem_run measure(int64_t T, int64_t cache_capacity) {
 }
 
 /* optimized <= ceiling < reference, at two sizes; the reference's host tables
- * grow with T, the fused path stays at zero. */
+ * grow with T, the fused path stays at zero (offsets) or its 8-byte id-check
+ * word (explicit ids). */
 START_TEST(ceilings_two_sizes) {
     static const int64_t sizes[2] = {48, 192};
     mem_run r[2];
@@ -109,12 +135,17 @@ START_TEST(ceilings_two_sizes) {
         const int64_t T = sizes[s], cap0 = T / 4;
         r[s] = measure(T, cap0);
         ck_assert_uint_eq(r[s].ref_peak, mf_ref_rope_scratch_bytes(T, 16)); /* exact */
-        ck_assert_uint_eq(r[s].fused_peak, 0);
+        ck_assert_uint_eq(r[s].fused_peak, 0); /* offset positions: no check word */
         ck_assert_uint_le(r[s].fused_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
-        /* growth cap0 -> max(T, 2*cap0) = T: the held table and the peak are
-         * exactly the ceiling (the old table is freed before the new one) */
+        /* explicit ids: exactly the ceiling, the id-check word */
+        ck_assert_uint_eq(r[s].fused_ids_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
+        /* growth cap0 -> max(T, 2*cap0) = T: the held table is the table of
+         * grown_capacity and the offset call's peak (the old table is freed
+         * before the new one); an explicit-id call on it adds the check word:
+         * exactly the ceiling */
         ck_assert_uint_eq(r[s].cache_hold, mf_rope_cache_bytes(T, 16));
-        ck_assert_uint_eq(r[s].cache_peak, mf_rope_cache_scratch_ceiling(cap0, T, 16));
+        ck_assert_uint_eq(r[s].cache_peak + MF_ROPE_ID_CHECK_BYTES, mf_rope_cache_scratch_ceiling(cap0, T, 16));
+        ck_assert_uint_eq(r[s].cache_ids_peak, mf_rope_cache_scratch_ceiling(cap0, T, 16));
         ck_assert_uint_lt(mf_rope_cache_scratch_ceiling(cap0, T, 16), r[s].ref_peak);
         ck_assert_uint_lt(mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16), r[s].ref_peak);
         ck_assert_uint_eq(r[s].host_in_opt, 0);

@@ -6,7 +6,9 @@
  *     `memfix bench` setup (the shapes memfix bench times);
  *   - the backward passes of cross-entropy (chunked and fused), attention
  *     (f32 SIMT and bf16 mma) and linear attention (causal f32 and bf16 mma,
- *     bidirectional).
+ *     bidirectional);
+ *   - rope (fused and cache, forward and backward) with explicit int32 and
+ *     int64 position ids: range-checked on the device, never read back.
  * Also: the caching arena keeps peaks exact, trim releases the cache, the
  * cuBLAS workspace default, and a bad label reported by the next
  * synchronization. */
@@ -17,6 +19,7 @@
 #include "memfix/cross_entropy.h"
 #include "memfix/linear_attention.h"
 #include "memfix/registry.h"
+#include "memfix/rope.h"
 #include "mf_internal.h"
 
 #include <check.h>
@@ -27,9 +30,7 @@
 /* The counts of one call of fn(ctx, arg), after a warm-up call. */
 typedef mf_status (*op_call)(mf_context *ctx, void *arg);
 
-/* syncs_allowed: rope with explicit position ids reads them back to range-check them and size
- * its cache (include/memfix/rope.h; MF_ROPE_NO_POSITION_CHECK or offset positions avoid it). */
-static void assert_quiet_call(mf_context *ctx, op_call fn, void *arg, const char *what, int syncs_allowed)
+static void assert_quiet_call(mf_context *ctx, op_call fn, void *arg, const char *what)
 {
     MF_ASSERT_OK(fn(ctx, arg)); /* warm-up: fills the scratch cache */
     MF_ASSERT_OK(mf_context_synchronize(ctx));
@@ -44,7 +45,7 @@ static void assert_quiet_call(mf_context *ctx, op_call fn, void *arg, const char
                       c.malloc_host == 0 && c.free_host == 0,
                   "%s: second call allocated or freed: cudaMalloc %llu, cudaFree %llu, async %llu/%llu, host %llu/%llu",
                   what, c.malloc_, c.free_, c.malloc_async, c.free_async, c.malloc_host, c.free_host);
-    ck_assert_msg(syncs_allowed || cudahostSyncCalls(&c) == 0,
+    ck_assert_msg(cudahostSyncCalls(&c) == 0,
                   "%s: second call synchronized: device %llu, stream %llu, event %llu, sync copies %llu", what,
                   c.device_sync, c.stream_sync, c.event_sync, c.memcpy_sync);
     ck_assert_uint_eq(after.current, before.current); /* every scratch byte given back */
@@ -53,7 +54,7 @@ static void assert_quiet_call(mf_context *ctx, op_call fn, void *arg, const char
 
 static void assert_quiet_second_call(mf_context *ctx, op_call fn, void *arg, const char *what)
 {
-    assert_quiet_call(ctx, fn, arg, what, 0);
+    assert_quiet_call(ctx, fn, arg, what);
 }
 
 /* ---- every op's forward, through its bench setup -------------------------------------- */
@@ -86,7 +87,7 @@ START_TEST(test_every_forward_quiet)
             char what[160];
             snprintf(what, sizeof what, "%s/%s (%s)", ops[i]->name, ops[i]->variants[v], c.shape);
             bench_arg b = {sw, &c};
-            assert_quiet_call(ctx, bench_call, &b, what, strcmp(ops[i]->name, "rope") == 0);
+            assert_quiet_call(ctx, bench_call, &b, what);
             for (int k = 0; k < c.n_dev; k++) MF_ASSERT_OK(mf_buffer_free(ctx, c.dev[k]));
             for (int k = 0; k < c.n_host; k++) free(c.host[k]);
             checked++;
@@ -228,6 +229,56 @@ START_TEST(test_linear_attention_backward_quiet)
 }
 END_TEST
 
+/* ---- rope with explicit ids: checked on the device, never read back ----------------------- */
+enum { RB = 2, RT = 5, RHQ = 2, RHK = 1, RD = 8 };
+typedef struct rope_arg {
+    mf_rope_config cfg;
+    mf_rope_direction dir;
+    mf_rope_tensors t;
+    mf_rope_positions pos;
+    mf_rope_cache *cache; /* NULL: fused */
+} rope_arg;
+
+static mf_status rope_call(mf_context *ctx, void *arg)
+{
+    rope_arg *a = (rope_arg *)arg;
+    if (a->cache != NULL) return mf_rope_cache_apply(a->cache, a->dir, &a->t, &a->pos);
+    return mf_rope_fused(ctx, &a->cfg, a->dir, &a->t, &a->pos);
+}
+
+START_TEST(test_rope_explicit_ids_quiet)
+{
+    mf_context *ctx = mf_test_ctx();
+    const size_t nq = (size_t)RB * RT * RHQ * RD, nk = (size_t)RB * RT * RHK * RD;
+    void *x = dev_uniform(ctx, nq + nk, 11), *y = NULL, *ids = NULL;
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, (nq + nk) * sizeof(float), &y));
+    const int32_t ids32[RB * RT] = {0, 7, 3, 300, 2, 9, 1, 0, 4096, 5};
+    const int64_t ids64[RB * RT] = {0, 7, 3, 300, 2, 9, 1, 0, 4096, 5};
+    MF_ASSERT_OK(mf_buffer_alloc(ctx, sizeof ids64, &ids));
+    for (int cfg = 0; cfg < 8; cfg++) { /* int32/int64 x forward/backward x fused/cache */
+        const int is64 = cfg & 1, cached = (cfg >> 2) & 1;
+        rope_arg a;
+        memset(&a, 0, sizeof a);
+        mf_rope_config_init(&a.cfg, RD);
+        a.dir = (cfg >> 1) & 1 ? MF_ROPE_BACKWARD : MF_ROPE_FORWARD;
+        a.t = (mf_rope_tensors){RB, RT, RHQ, RHK, MF_DTYPE_F32, x, (float *)x + nq, y, (float *)y + nq};
+        MF_ASSERT_OK(mf_buffer_upload(ctx, ids, is64 ? (const void *)ids64 : (const void *)ids32,
+                                      is64 ? sizeof ids64 : sizeof ids32));
+        a.pos = mf_rope_positions_ids(is64 ? MF_ROPE_POS_I64 : MF_ROPE_POS_I32, ids, RT);
+        if (cached) MF_ASSERT_OK(mf_rope_cache_create(ctx, &a.cfg, 16, &a.cache)); /* ids up to 4096 */
+        char what[80];
+        snprintf(what, sizeof what, "rope %s %s int%d ids", cached ? "cache" : "fused",
+                 a.dir == MF_ROPE_BACKWARD ? "backward" : "forward", is64 ? 64 : 32);
+        assert_quiet_second_call(ctx, rope_call, &a, what);
+        mf_rope_cache_destroy(a.cache);
+    }
+    MF_ASSERT_OK(mf_context_synchronize(ctx)); /* every id in range: nothing deferred */
+    MF_ASSERT_OK(mf_buffer_free(ctx, ids));
+    MF_ASSERT_OK(mf_buffer_free(ctx, y));
+    MF_ASSERT_OK(mf_buffer_free(ctx, x));
+}
+END_TEST
+
 /* ---- the arena itself ------------------------------------------------------------------ */
 START_TEST(test_arena_peaks_and_trim)
 {
@@ -314,6 +365,7 @@ static Suite *no_sync_suite(void)
     tcase_add_test(tc, test_cross_entropy_backward_quiet);
     tcase_add_test(tc, test_attention_backward_quiet);
     tcase_add_test(tc, test_linear_attention_backward_quiet);
+    tcase_add_test(tc, test_rope_explicit_ids_quiet);
     tcase_add_test(tc, test_arena_peaks_and_trim);
     tcase_add_test(tc, test_cublas_workspace_default);
     tcase_add_test(tc, test_bad_label_deferred);

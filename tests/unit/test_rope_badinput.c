@@ -1,5 +1,7 @@
 /* RoPE bad input (issue 5): every error path returns a status with a readable
- * mf_last_error(), never a crash, and writes nothing. */
+ * mf_last_error(), never a crash, and writes nothing; except explicit ids out
+ * of range, found on the device and reported by the context's next
+ * synchronizing call (issue 13 item 3: no op call waits for the device). */
 #include "memfix/rope.h"
 #include "mf_test.h"
 
@@ -203,28 +205,63 @@ START_TEST(positions) {
     e.pos.kind = (mf_rope_pos_kind)9;
     EXPECT_FUSED(&e, MF_ERR_INVALID_ARGUMENT);
 
-    /* negative and too-large ids, int32 and int64, in device memory */
+    assert_untouched(&e); /* the offset errors above are found before any launch */
+
+    /* negative and too-large ids, int32 and int64, in device memory: checked
+     * on the device, never read back by the call (MF_OK, no wait); the next
+     * synchronization of the context reports the first bad one, once */
     void *d_ids = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(e.ctx, 6 * sizeof(int64_t), &d_ids));
     const int32_t neg32[6] = {0, 1, 2, 3, -5, 4};
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, neg32, sizeof neg32));
     e.pos = mf_rope_positions_ids(MF_ROPE_POS_I32, d_ids, 3);
-    EXPECT_FUSED(&e, MF_ERR_OUT_OF_RANGE);
+    EXPECT_FUSED(&e, MF_OK);
+    MF_ASSERT_STATUS(mf_context_synchronize(e.ctx), MF_ERR_OUT_OF_RANGE);
+    ck_assert_msg(strstr(mf_last_error(), "mf_rope_fused") != NULL &&
+                      strstr(mf_last_error(), "position id -5 (ids[4], token b=1 t=1)") != NULL &&
+                      strstr(mf_last_error(), "next synchronization") != NULL,
+                  "unexpected message: %s", mf_last_error());
+    MF_ASSERT_OK(mf_context_synchronize(e.ctx)); /* reported once */
     mf_rope_cache *cache = NULL;
     MF_ASSERT_OK(mf_rope_cache_create(e.ctx, &e.cfg, 4, &cache));
-    MF_ASSERT_STATUS(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos), MF_ERR_OUT_OF_RANGE);
-    ck_assert_int_eq(mf_rope_cache_capacity(cache), 4); /* no growth on a rejected call */
+    MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos));
+    ck_assert_int_eq(mf_rope_cache_capacity(cache), 4); /* explicit ids never grow the table */
+    float one = 0.0f; /* mf_buffer_download synchronizes: it reports the bad id too */
+    MF_ASSERT_STATUS(mf_buffer_download(e.ctx, &one, e.q_out_dev, sizeof one), MF_ERR_OUT_OF_RANGE);
+    ck_assert_msg(strstr(mf_last_error(), "mf_rope_cache_apply") != NULL &&
+                      strstr(mf_last_error(), "position id -5 (ids[4], token b=1 t=1)") != NULL,
+                  "unexpected message: %s", mf_last_error());
     const int64_t neg64[6] = {0, 1, -1, 3, 4, 5};
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, neg64, sizeof neg64));
     e.pos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 3);
-    EXPECT_FUSED(&e, MF_ERR_OUT_OF_RANGE);
+    EXPECT_FUSED(&e, MF_OK);
+    MF_ASSERT_STATUS(mf_context_synchronize(e.ctx), MF_ERR_OUT_OF_RANGE);
+    ck_assert_msg(strstr(mf_last_error(), "position id -1 (ids[2], token b=0 t=2)") != NULL, "unexpected message: %s",
+                  mf_last_error());
     MF_ASSERT_STATUS(mf_ref_rope(e.ctx, &e.cfg, MF_ROPE_FORWARD, &e.t,
                                  &(mf_rope_positions){MF_ROPE_POS_I64, 0, neg64, 3, 0}),
                      MF_ERR_OUT_OF_RANGE);
+    /* too large; two bad calls before one synchronization: the first is reported */
     const int64_t big64[6] = {0, 1, 2, 3, MF_ROPE_MAX_POSITION + 1, 5};
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, big64, sizeof big64));
-    EXPECT_FUSED(&e, MF_ERR_OUT_OF_RANGE);
-    MF_ASSERT_STATUS(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos), MF_ERR_OUT_OF_RANGE);
+    EXPECT_FUSED(&e, MF_OK);
+    MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos));
+    MF_ASSERT_STATUS(mf_context_synchronize(e.ctx), MF_ERR_OUT_OF_RANGE); /* the first of the two calls */
+    ck_assert_msg(strstr(mf_last_error(), "mf_rope_fused") != NULL &&
+                      strstr(mf_last_error(), "position id 1099511627776 (ids[4], token b=1 t=1) is outside [0, "
+                                              "1099511627775]") != NULL,
+                  "unexpected message: %s", mf_last_error());
+    MF_ASSERT_OK(mf_context_synchronize(e.ctx));
+    /* MF_ROPE_NO_POSITION_CHECK: no check runs, nothing is reported */
+    e.pos.flags = MF_ROPE_NO_POSITION_CHECK;
+    EXPECT_FUSED(&e, MF_OK);
+    MF_ASSERT_OK(mf_context_synchronize(e.ctx));
+    /* in range: nothing reported */
+    const int64_t ok64[6] = {0, 1, 2, 3, 4, 5};
+    MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, ok64, sizeof ok64));
+    e.pos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 0);
+    EXPECT_FUSED(&e, MF_OK);
+    MF_ASSERT_OK(mf_context_synchronize(e.ctx));
     /* batch_stride in (0, T) or negative; unknown flags */
     e.pos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 2);
     EXPECT_FUSED(&e, MF_ERR_INVALID_SIZE);
@@ -239,7 +276,6 @@ START_TEST(positions) {
     ck_assert_int_eq(mf_rope_cache_capacity(cache), 4);
     mf_rope_cache_destroy(cache);
     mf_buffer_free(e.ctx, d_ids);
-    assert_untouched(&e);
     env_free(&e);
 }
 END_TEST
