@@ -14,3 +14,7 @@ add_test(NAME repo.no_absolute_paths_selftest
          COMMAND ${CMAKE_COMMAND} -DROOT=${_mf_abs_selftest} -P ${MF_ROOT}/ci/check_no_absolute_paths.cmake)
 set_tests_properties(repo.no_absolute_paths_selftest PROPERTIES LABELS unit TIMEOUT 60
   PASS_REGULAR_EXPRESSION "docs/bad\\.md:2: see /${_mf_abs_dir}/someone.*1 file\\(s\\) name an absolute path")
+
+# Every C/C++/CUDA source follows .clang-format (skipped, 77, without clang-format 14).
+add_test(NAME repo.format COMMAND ${MF_ROOT}/ci/check_format.sh ${MF_ROOT})
+set_tests_properties(repo.format PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)

@@ -34,7 +34,7 @@
  * Scratch used on a stream other than the context's must be ordered after the
  * context's stream by its user (or mf_context_synchronize called first).
  * Data-dependent errors that only the device can see (a cross-entropy label
- * outside [0, V)) are reported by the next synchronizing call of the context
+ * outside [0, V), a RoPE position id outside [0, MF_ROPE_MAX_POSITION]) are reported by the next synchronizing call of the context
  * (mf_context_synchronize, mf_buffer_download, mf_context_trim), as the CUDA
  * runtime reports an asynchronous kernel error; the outputs of the call that
  * met them are unspecified.
