@@ -551,9 +551,10 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 //                          (K'Q'^T)dN; every product on mma.sync m16n8k16 (bf16 in, fp32
 //                          accumulate) fed by ldmatrix; the masked C fragments are reused
 //                          in registers as the A operand of the second product.
-//   la_rowstats_kernel    (b, h, 64-row tile; every dtype and form): den_n = q'_n . z_n +
-//                          eps from the chunk's z (prefix within the chunk in fp32) and
-//                          dd_n = -(dout_n . out_n) / den_n
+//   la_rowstats_kernel    (b, h, 64-row tile; the fp32 and bidirectional paths): den_n =
+//                          q'_n . z_n + eps from the chunk's z (prefix within the chunk in
+//                          fp32) and dd_n = -(dout_n . out_n) / den_n; the tensor-core path
+//                          computes them in la_tc_tile_kernel<1> (tile_rowstats)
 // phi(q), phi(k) and dN = dout / den are rounded to bf16 once, when a tile is staged in
 // shared memory, and the same rounded values feed the products, z and den, so that out
 // is num/den of one consistent set of operands. States are summed and scanned in fp32
@@ -586,7 +587,7 @@ __device__ __forceinline__ float phi_r<float>(float x) { return phi(x); }
 template <>
 __device__ __forceinline__ float phi_r<bf16>(float x) { return __bfloat162float(__float2bfloat16_rn(phi(x))); }
 
-enum { kOpIdent = 0, kOpPhi = 1, kOpDiv = 2 };  // staged value: x, phi(x), x / den[row]
+enum { kOpIdent = 0, kOpPhi = 1, kOpDiv = 2, kOpDivR = 3 };  // x, phi(x), x / den[row], x / den[r]
 // dst[r][c] = bf16(op(src[(row0 + r) * width + col0 + c])) for r < rows, c < padw; 0 where
 // row0 + r >= lim or c >= ncols.
 template <int OP, int LD>
@@ -601,6 +602,7 @@ __device__ __forceinline__ void stage(bf16 (*dst)[LD], const bf16 *__restrict__ 
             x = __bfloat162float(src[i * (size_t)width + (size_t)(col0 + c)]);
             if (OP == kOpPhi) x = phi(x);
             if (OP == kOpDiv) x /= den[i];
+            if (OP == kOpDivR) x /= den[r];
         }
         dst[r][c] = __float2bfloat16_rn(x);
     }
@@ -917,14 +919,74 @@ struct TileSmem {
     bf16 Y[kO][kLd];     // also the state's k-slice
     float vec[kMaxD];    // z_prev
     float row[kTw];      // dd of the own rows (1)
+    float part[4][kTw];  // (1) the row statistics: q'_n . z_n of 32 columns per warp 0-3
+    float den[kTw];      // (1) den of the own rows
 };
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 127-128, no static smem; dynamic 53248 B)
+// The sum of x over the warp's 32 lanes (every lane gets it).
+__device__ __forceinline__ float warp_sum(float x) {
+    MF_UNROLL for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+// MODE 1's row statistics of the own rows (what la_rowstats_kernel does for the fp32 path):
+// den_n = q'_n . z_n + eps with z_n = z_prev + sum_{c0 <= m <= n} k'_m summed in fp32 from
+// the bf16-rounded phi (thread d of warps 0-3 walks the chunk's rows up to the tile's end;
+// q'_n . z_n reduced per warp), and dout_n . out_n (warps 4-7, a row per warp at a time);
+// then den and dd_n = -(dout_n . out_n) / den_n are written for the later kernels and dd
+// kept in row_s. Every thread of the block; ends with a barrier.
+__device__ __forceinline__ void tile_rowstats(TileSmem &sm, const TileItem &it, const bf16 *__restrict__ qg,
+                                              const bf16 *__restrict__ kg, const bf16 *__restrict__ dog,
+                                              const float *__restrict__ outg, float *deng, float *ddg,
+                                              int D, int Dv) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (warp < 4) {
+        if (warp * 32 < D) {  // warp-uniform
+            const int d = warp * 32 + lane;
+            float z = d < D ? it.stc[(size_t)D * Dv + (size_t)d] : 0.0f;
+            for (size_t m = it.c0; m < it.i1; ++m) {
+                const size_t ix = m * (size_t)D + (size_t)d;
+                if (d < D) z += phi_r<bf16>(__bfloat162float(kg[ix]));
+                if (m >= it.i0) {
+                    const float x = warp_sum(d < D ? phi_r<bf16>(__bfloat162float(qg[ix])) * z : 0.0f);
+                    if (lane == 0) sm.part[warp][m - it.i0] = x;
+                }
+            }
+        }
+    } else {
+        for (int r = warp - 4; r < kTw; r += 4) {  // warp-uniform
+            const size_t row = it.i0 + (size_t)r;
+            float x = 0.0f;
+            if (row < it.i1)
+                for (int c = lane; c < Dv; c += 32)
+                    x += __bfloat162float(dog[row * (size_t)Dv + (size_t)c]) * outg[row * (size_t)Dv + (size_t)c];
+            x = warp_sum(x);
+            if (lane == 0) sm.row[r] = x;
+        }
+    }
+    __syncthreads();
+    for (int r = tid; r < kTw; r += blockDim.x) {
+        const size_t row = it.i0 + (size_t)r;
+        if (row >= it.i1) {
+            sm.row[r] = 0.0f;
+            continue;
+        }
+        float dn = 0.0f;
+        for (int w = 0; w < 4 && w * 32 < D; ++w) dn += sm.part[w][r];
+        dn += kEps;
+        const float ddv = -sm.row[r] / dn;
+        deng[row] = dn;
+        ddg[row] = ddv;
+        sm.den[r] = dn;
+        sm.row[r] = ddv;
+    }
+    __syncthreads();  // den_s and row_s visible to the block
+}
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 128, 128, no static smem; dynamic 55808 B;
+// sm_80: regs 128, 154 for mode 1 with the row statistics folded in: 1 block per SM on an A100)
 template <int MODE>
 __global__ void __launch_bounds__(2 * kThreads)
 la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
-                  const bf16 *__restrict__ dout, const float *__restrict__ den,
-                  const float *__restrict__ dd, const float *__restrict__ st, float *__restrict__ res,
-                  TcDims s) {
+                  const bf16 *__restrict__ dout, const float *__restrict__ out, float *__restrict__ den, float *__restrict__ dd,
+                  const float *__restrict__ st, float *__restrict__ res, TcDims s) {
     static_assert(MODE == 0 || MODE == 1, "dk and dv run in la_tc_dkdv_kernel");
     extern __shared__ __align__(16) unsigned char la_tile_smem[];
     TileSmem &sm = *reinterpret_cast<TileSmem *>(la_tile_smem);
@@ -942,15 +1004,13 @@ la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
         const size_t g = it.g;
         const bf16 *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
         const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
-        const float *deng = den + g * s.N, *ddg = dd + g * s.N;
+        float *deng = MODE == 1 ? den + g * s.N : nullptr, *ddg = MODE == 1 ? dd + g * s.N : nullptr;
         const size_t ir0 = it.i0 + (size_t)(warp * 16);
         __syncthreads();  // the previous item is done with shared memory
+        if (MODE == 1) tile_rowstats(sm, it, qg, kg, dog, out + g * s.N * (size_t)Dv, deng, ddg, D, Dv);
         if (MODE == 0) stage<kOpPhi>(Xs, qg, it.i0, it.i1, D, 0, D, Kxp, kTw, nullptr);
-        if (MODE == 1) stage<kOpDiv>(Xs, dog, it.i0, it.i1, Dv, 0, Dv, Kxp, kTw, deng);
+        if (MODE == 1) stage<kOpDivR>(Xs, dog, it.i0, it.i1, Dv, 0, Dv, Kxp, kTw, sm.den);
         for (int d = tid; d < D; d += blockDim.x) vec_s[d] = it.stc[(size_t)D * Dv + (size_t)d];
-        if (MODE == 1)
-            for (int r = tid; r < kTw; r += blockDim.x)
-                row_s[r] = it.i0 + (size_t)r < it.i1 ? ddg[it.i0 + (size_t)r] : 0.0f;
 
         float acc[16][4];
         MF_UNROLL for (int j = 0; j < 16; ++j)
@@ -1164,7 +1224,7 @@ static mf_status launch_forward_tc(mf_context *ctx, size_t bh, int64_t N, int64_
     const size_t smem = sizeof(TileSmem);
     MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_tile_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     la_tc_tile_kernel<0><<<item_grid(bh * t.tiles_w), 2 * kThreads, smem, stream>>>(
-        q, k, v, v /* dout: unused */, nullptr, nullptr, states, out, t);
+        q, k, v, v /* dout: unused */, nullptr, nullptr, nullptr, states, out, t);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
@@ -1220,18 +1280,15 @@ static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64
     float *den = scratch, *dd = scratch + bh * (size_t)N, *states = dd + bh * (size_t)N;
     const dim3 sgrid = item_grid(bh * t.nc), tgrid = item_grid(bh * t.tiles);
     const dim3 cgrid = item_grid(cdiv(bh * (size_t)t.E, 256));
-    // forward states S_prev, z_prev per chunk; then den, dd; then dq
+    // forward states S_prev, z_prev per chunk; then dq, which also writes den, dd
     la_tc_state_kernel<0><<<sgrid, 2 * kThreads, 0, stream>>>(k, v, nullptr, nullptr, states, t);
     MF_LAUNCH_CHECK();
     la_scan_kernel<<<cgrid, 256, 0, stream>>>(states, st.initial_kv, st.initial_z, nullptr, nullptr, t,
                                               (int)(D * Dv), 0);
     MF_LAUNCH_CHECK();
-    mf_status rc = launch_rowstats<bf16, true>(stream, 1, t, q, k, out, dout, nullptr, states, (int)(D * Dv),
-                                         nullptr, nullptr, den, dd);
-    if (rc != MF_OK) return rc;
     const size_t tsmem = sizeof(TileSmem);
     MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_tile_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tsmem));
-    la_tc_tile_kernel<1><<<item_grid(bh * t.tiles_w), 2 * kThreads, tsmem, stream>>>(q, k, v, dout, den, dd,
+    la_tc_tile_kernel<1><<<item_grid(bh * t.tiles_w), 2 * kThreads, tsmem, stream>>>(q, k, v, dout, out, den, dd,
                                                                                     states, dq, t);
     MF_LAUNCH_CHECK();
     // reverse states G_next, g_next per chunk (in the same buffer); then dk, dv
