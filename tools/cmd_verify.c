@@ -126,6 +126,26 @@ static int list_cases(FILE *out, FILE *err, const char *op, const case_opts *o)
     return MF_CLI_OK;
 }
 
+/* 1 if the large case of op fits in memory (80% of what is available); else says why not to 'note'. */
+static int large_fits(FILE *note, const char *op, uint64_t seed)
+{
+    const mf_case_id lid = {MF_CASE_LARGE, 0, seed};
+    char desc[256];
+    size_t need = 0;
+    const size_t avail = memory_available();
+    if (!mf_verify_has_generator(op) || mf_verify_describe(op, &lid, desc, sizeof desc, &need) != MF_OK) {
+        fprintf(note, "large case skipped: %s has no case generator\n", op);
+        return 0;
+    }
+    if (need > avail / 10 * 8) {
+        fprintf(note, "large case skipped: [%s] needs ~%.1f GiB of memory, %.1f GiB available%s\n", desc,
+                (double)need / (1u << 30), (double)avail / (1u << 30),
+                getenv("MF_VERIFY_MEMORY_LIMIT") ? " (MF_VERIFY_MEMORY_LIMIT)" : "");
+        return 0;
+    }
+    return 1;
+}
+
 /* The cases to run; NULL (message printed, *code set) on an error. Prints a
  * skipped large case's reason to 'note'. */
 static mf_case_id *select_cases(FILE *note, FILE *err, const char *op, const case_opts *o, size_t *n, int *code)
@@ -141,25 +161,15 @@ static mf_case_id *select_cases(FILE *note, FILE *err, const char *op, const cas
             free(id);
             return NULL;
         }
+        if (id->kind == MF_CASE_LARGE && !large_fits(err, op, o->seed)) {
+            *code = MF_CLI_UNAVAILABLE;
+            free(id);
+            return NULL;
+        }
         *n = 1;
         return id;
     }
-    int large = o->large;
-    if (large) {
-        const mf_case_id lid = {MF_CASE_LARGE, 0, o->seed};
-        char desc[256];
-        size_t need = 0;
-        const size_t avail = memory_available();
-        if (!mf_verify_has_generator(op) || mf_verify_describe(op, &lid, desc, sizeof desc, &need) != MF_OK) {
-            fprintf(note, "large case skipped: %s has no case generator\n", op);
-            large = 0;
-        } else if (need > avail / 10 * 8) {
-            fprintf(note, "large case skipped: [%s] needs ~%.1f GiB of memory, %.1f GiB available%s\n", desc,
-                    (double)need / (1u << 30), (double)avail / (1u << 30),
-                    getenv("MF_VERIFY_MEMORY_LIMIT") ? " (MF_VERIFY_MEMORY_LIMIT)" : "");
-            large = 0;
-        }
-    }
+    const int large = o->large && large_fits(note, op, o->seed);
     mf_verify_case_ids(op, o->seed, o->n_random, large, NULL, 0, n);
     mf_case_id *ids = calloc(*n ? *n : 1, sizeof *ids);
     if (ids == NULL || mf_verify_case_ids(op, o->seed, o->n_random, large, ids, *n, n) != MF_OK) {
