@@ -327,7 +327,7 @@ static void ce_generate(const mf_case_id *id, int backward, ce_case *c) {
     c->softcap = mf_tb_rand_chance(&r, 1, 2) ? (float)mf_tb_rand_int(&r, 3, 30) : 0.0f;
     const int ik = (int)(((uint64_t)id->index + id->seed) % 4u);
     c->ignore_index = ik == 0 ? -1 : ik == 1 ? mf_tb_rand_int(&r, 0, c->vocab - 1) : ik == 2 ? -100 : c->vocab + 5;
-    c->ignore_mod = mf_tb_rand_int(&r, 3, 9);
+    c->ignore_mod = mf_tb_rand_int(&r, 4, 9); /* rows i % mod == 3 exist */
 }
 
 static mf_status ce_case_of(const mf_case_id *id, int backward, ce_case *c) {
