@@ -165,16 +165,18 @@ static const la_case la_cases[] = {
 static void la_generate(const mf_case_id *id, la_case *c) {
     mf_tb_rng r = mf_tb_case_rng("linear_attention", id);
     const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
-    static const int64_t dims[] = {8, 16, 24, 32, 40, 64}, chunks[] = {16, 32, 64, 128};
+    /* head dims up to 32: a straightforward candidate is O(N^2 D Dv) per head */
+    static const int64_t dims[] = {8, 16, 24, 32}, chunks[] = {16, 32, 64, 128};
     memset(c, 0, sizeof *c);
     c->bidirectional = k % 2;
     c->dtype = k / 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     c->B = mf_tb_rand_int(&r, 1, 2);
     c->H = mf_tb_rand_int(&r, 1, 3);
-    c->D = mf_tb_rand_pick(&r, dims, 6);
-    c->Dv = mf_tb_rand_chance(&r, 1, 2) ? c->D : mf_tb_rand_pick(&r, dims, 6);
+    c->D = mf_tb_rand_pick(&r, dims, 4);
+    c->Dv = mf_tb_rand_chance(&r, 1, 2) ? c->D : mf_tb_rand_pick(&r, dims, 4);
     c->chunk = mf_tb_rand_pick(&r, chunks, 4);
-    c->N = mf_tb_rand_int(&r, 10, 120) * 2 + 1;
+    c->N = mf_tb_rand_int(&r, 10, 60) * 2 + 1;
+    while (c->B * c->H * c->N * c->Dv <= 4096 && c->H < 4) c->H++;
     while (c->B * c->H * c->N * c->Dv <= 4096 || c->N % c->chunk == 0) c->N += 2;
     if (id->kind == MF_CASE_LARGE) c->B = 1, c->H = 8, c->N = 4194319, c->D = c->Dv = 64;
 }
