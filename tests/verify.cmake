@@ -101,3 +101,85 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     endforeach()
   endif()
 endif()
+
+# memfix verify's cases (issue 16 item 3, docs/verify.md "Cases"): case ids and
+# the random case generators in process (test_verify_cases: ids, coverage,
+# reproducibility; test_verify_cases_own, slow: memfix's own entries on random
+# cases of every target through the testbed), and
+# through the binary: cheating candidates that pass every fixed case are rejected
+# on a random case ("REJECTED [g<i>: ..."), the correct examples stay accepted
+# with several seeds, and --list-cases, --case, --large and --dump.
+if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
+  set(_mf_cand_dir ${CMAKE_BINARY_DIR}/candidates/host)
+  mf_add_check_test(test_verify_cases
+    SOURCES unit/test_verify_cases.c
+    LABELS unit
+    BACKENDS host
+    TIMEOUT 300)
+  add_test(NAME test_verify_cases_own.host COMMAND $<TARGET_FILE:test_verify_cases>)
+  set_tests_properties(test_verify_cases_own.host PROPERTIES LABELS "unit;host;slow" TIMEOUT 600
+    ENVIRONMENT "MF_TEST_BACKEND=host;MF_VERIFY_CASES_OWN=1;CK_RUN_CASE=own;CK_DEFAULT_TIMEOUT=600")
+
+  # mf_verify_cases_test(<name> <target> <lib> <symbol> <regex> [args...])
+  function(mf_verify_cases_test name target lib sym regex)
+    add_test(NAME test_verify_cases_${name}.host
+      COMMAND $<TARGET_FILE:memfix-cli> verify --op ${target} --symbol ${sym} --backend host
+              --lib ${_mf_cand_dir}/lib${lib}.so ${ARGN})
+    set_tests_properties(test_verify_cases_${name}.host PROPERTIES
+      LABELS "unit;host" TIMEOUT 300 PASS_REGULAR_EXPRESSION "${regex}")
+  endfunction()
+  set(_rand "REJECTED \\[g[0-9]+: [^\n]* by equivalence")
+  # the cheats: accepted by the fixed cases alone, rejected on random ones (any seed)
+  mf_verify_cases_test(fixed_shapes_fixed_only matmul matmul_fixed_shapes matmul_candidate
+                       "candidate ACCEPTED" --cases 0)
+  mf_verify_cases_test(fixed_shapes matmul matmul_fixed_shapes matmul_candidate
+                       "REJECTED \\[g[0-9]+: [^\n]* by nan-prefill" --seed 11 --cases 2)
+  mf_verify_cases_test(f32_ignores_tb matmul matmul_f32_ignores_tb matmul_candidate "${_rand}" --seed 5 --cases 8)
+  mf_verify_cases_test(bf16_ta_only matmul matmul_bf16_ta_only matmul_candidate "${_rand}" --seed 6 --cases 8)
+  mf_verify_cases_test(beyond_4096 matmul matmul_beyond_4096 matmul_candidate "${_rand}" --seed 7 --cases 1)
+  mf_verify_cases_test(rope_i32_as_i64 rope rope_i32_as_i64 rope_candidate "${_rand}" --seed 8)
+  mf_verify_cases_test(rope_ignores_batch_stride rope rope_ignores_batch_stride rope_candidate "${_rand}" --seed 9)
+  mf_verify_cases_test(ce_ignore_minus100 cross_entropy ce_forward_ignore_minus100 ce_forward_candidate "${_rand}"
+                       --seed 10)
+  # the correct examples: accepted with several seeds (the default 4 random cases each)
+  foreach(_seed 1 2)
+    mf_verify_cases_test(matmul_correct_${_seed} matmul matmul_correct matmul_candidate "candidate ACCEPTED"
+                         --seed ${_seed} --cases 4)
+    mf_verify_cases_test(rope_correct_${_seed} rope rope_correct rope_candidate "candidate ACCEPTED" --seed ${_seed})
+    mf_verify_cases_test(ce_forward_correct_${_seed} cross_entropy ce_forward_correct ce_forward_candidate
+                         "candidate ACCEPTED" --seed ${_seed})
+  endforeach()
+  foreach(_t IN ITEMS "cross_entropy.backward:ce_backward" "attention.forward:attention_forward"
+                      "attention.backward:attention_backward" "npt.forward:npt_forward" "npt.backward:npt_backward"
+                      "linear_attention.forward:linear_attention_forward"
+                      "linear_attention.backward:linear_attention_backward")
+    string(REPLACE ":" ";" _f "${_t}")
+    list(GET _f 0 _op)
+    list(GET _f 1 _lib)
+    mf_verify_cases_test(${_lib}_correct_3 ${_op} ${_lib}_correct ${_lib}_candidate "candidate ACCEPTED" --seed 3)
+  endforeach()
+  # seed 1 of matmul, rope and cross_entropy in every leg; the other seeds and targets in the default one
+  # (minutes under the sanitizers)
+  foreach(_t matmul_correct_2 rope_correct_2 ce_forward_correct_2 ce_backward_correct_3 attention_forward_correct_3
+             attention_backward_correct_3 npt_forward_correct_3 npt_backward_correct_3
+             linear_attention_forward_correct_3 linear_attention_backward_correct_3)
+    set_tests_properties(test_verify_cases_${_t}.host PROPERTIES LABELS "unit;host;slow")
+  endforeach()
+  # the options
+  mf_verify_cases_test(one_case matmul matmul_correct matmul_candidate "1 cases, 1 passed" --seed 4 --case g3)
+  mf_verify_cases_test(bad_case matmul matmul_correct matmul_candidate "no case 'g'" --case g)
+  add_test(NAME test_verify_cases_list.host
+    COMMAND $<TARGET_FILE:memfix-cli> verify --op rope --list-cases --seed 42 --cases 2)
+  set_tests_properties(test_verify_cases_list.host PROPERTIES LABELS "unit;host" TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "seed 42[^\n]*\nf0 +f32 B=2 T=16[^\n]*\n.*g1 +[a-z0-9]+ B=[^\n]*\nlarge ")
+  mf_verify_cases_test(large_skipped matmul matmul_correct matmul_candidate
+                       "large case skipped: \\[[^\n]*M=65533[^\n]*\\] needs ~[0-9.]+ GiB of memory, 0.0 GiB available"
+                       --cases 0 --large)
+  set_tests_properties(test_verify_cases_large_skipped.host PROPERTIES ENVIRONMENT "MF_VERIFY_MEMORY_LIMIT=1000")
+  mf_verify_cases_test(seed_json matmul matmul_correct matmul_candidate "\"case\":[ \t]*\"g0\",[ \t\n]*\"seed\":[ \t]*\"77\""
+                       --seed 77 --cases 1 --json)
+  add_test(NAME test_verify_cases_dump.host
+    COMMAND ${CMAKE_COMMAND} -DMEMFIX=$<TARGET_FILE:memfix-cli> -DLIB=${_mf_cand_dir}/libmatmul_beyond_4096.so
+            -DDIR=${CMAKE_BINARY_DIR}/test-dumps/verify-cases-dump -P ${CMAKE_CURRENT_LIST_DIR}/support/verify_dump_test.cmake)
+  set_tests_properties(test_verify_cases_dump.host PROPERTIES LABELS "unit;host" TIMEOUT 120)
+endif()

@@ -84,6 +84,26 @@ MF_API int mf_verify_n_cases(const char *op);
 MF_API mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void),
                            mf_verify_row *rows, size_t cap, size_t *n_rows);
 
+/* ---- cases: fixed, seeded random, large (issue 16 item 3; docs/verify.md "Cases") ---------- */
+/* 1 if target 'op' has a seeded random case generator (every built-in target has). */
+MF_API int mf_verify_has_generator(const char *op);
+/* The cases of a verification: the target's fixed cases ("f0".."f<n-1>"), then
+ * n_random random cases of 'seed' ("g0".."g<n_random-1>"), then the large case
+ * ("large") when large != 0 (targets without a generator: the fixed ones only).
+ * ids == NULL: *n = the count needed. */
+MF_API mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids,
+                                    size_t cap, size_t *n);
+/* The whole case id stands for ("<dtype> <shape>", every option) and an
+ * estimate of the host + device bytes a verification of it takes. */
+MF_API mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes);
+/* mf_verify on the cases ids[0..n_ids) (rows: n_ids of them). */
+MF_API mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
+                               size_t n_ids, mf_verify_row *rows, size_t cap, size_t *n_rows);
+/* "f3", "g0", "large"; and back (a bare number is a fixed id; random and large
+ * ids take 'seed'): 1 when s is an id. */
+MF_API void mf_case_id_format(const mf_case_id *id, char *buf, size_t cap);
+MF_API int mf_case_id_parse(const char *s, uint64_t seed, mf_case_id *id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <time.h>
 
 #ifdef MF_HAVE_HOST_KERNELS
@@ -39,6 +40,7 @@ typedef struct verify_state {
     char defense[MF_VERIFY_DEFENSE_MAX];
     char reason[256];
     int all_zero; /* the candidate's output was all zeros */
+    char dump_stem[200]; /* --dump: "<dir>/<target>-<case id>" of this case's inputs; "" when not dumping */
 } verify_state;
 static _Thread_local verify_state *g_state;
 
@@ -312,6 +314,15 @@ done:
     return s;
 }
 
+/* ---- memfix verify --dump: a case's inputs (removed again when the case passes) ------------------ */
+static void dump_input(const char *name, const void *data, size_t bytes)
+{
+    if (g_state == NULL || g_state->dump_stem[0] == '\0') return;
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "-input-%s.bin", name);
+    (void)mf_tb_dump_raw(g_state->dump_stem, suffix, data, bytes);
+}
+
 /* ---- the guard (testbed.h) ---------------------------------------------------------------- */
 void (*mf_tb_candidate(void))(void) { return g_state != NULL ? g_state->candidate : NULL; }
 
@@ -339,6 +350,7 @@ mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, 
                 break;
             }
             s = mf_buffer_download(ctx, h, sp[i].dev, sp[i].bytes);
+            if (s == MF_OK) dump_input(sp[i].name, h, sp[i].bytes);
             if (s == MF_OK) s = guarded_make(ctx, &bufs[i], sp[i].name, h, sp[i].bytes);
             free(h);
         } else if (sp[i].dev != NULL) { /* NULL: an optional output not asked for */
@@ -408,6 +420,55 @@ int mf_verify_n_cases(const char *op)
     return t->n_cases != NULL ? t->n_cases() : desc->n_cases;
 }
 
+/* ---- cases by id (issue 16 item 3: fixed, random, large) ------------------------------------ */
+/* One case of target tg by id: run_id where the op has it, else run_case (fixed ids only). */
+static mf_status run_case_id(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void),
+                             const mf_case_id *id, uint64_t salt, mf_case_result *out)
+{
+    if (tg->run_id != NULL) return tg->run_id(ctx, candidate, id, salt, out);
+    if (id->kind != MF_CASE_FIXED) {
+        memset(out, 0, sizeof *out);
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "target '%s' has no case generator", tg->name);
+    }
+    return tg->run_case(ctx, candidate, id->index, salt, out);
+}
+
+/* --dump (MF_VERIFY_DUMP_DIR, set by memfix verify --dump): name this case's dumps after the target and the
+ * case id (the second sweep's with "-rerun"). */
+static void dump_begin(const mf_verify_target *tg, const mf_case_id *id, uint64_t salt, verify_state *st)
+{
+    const char *dir = getenv("MF_VERIFY_DUMP_DIR");
+    if (dir == NULL || dir[0] == '\0') return;
+    char cid[32];
+    mf_case_id_format(id, cid, sizeof cid);
+    snprintf(st->dump_stem, sizeof st->dump_stem, "%.120s/%.40s-%s%s", dir, tg->name, cid, salt ? "-rerun" : "");
+    mf_tb_set_dump_stem(st->dump_stem);
+}
+
+/* A passing case leaves no dump: its input files are removed. */
+static void dump_end(const mf_verify_row *row, verify_state *st)
+{
+    mf_tb_set_dump_stem(NULL);
+    if (st->dump_stem[0] == '\0' || !row->result.pass) return;
+    const char *slash = strrchr(st->dump_stem, '/');
+    if (slash == NULL) return;
+    char dir[200];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - st->dump_stem), st->dump_stem);
+    const char *base = slash + 1;
+    char pat[240];
+    snprintf(pat, sizeof pat, "%s-input-", base);
+    DIR *d = opendir(dir);
+    if (d == NULL) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, pat, strlen(pat)) != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        (void)remove(path);
+    }
+    closedir(d);
+}
+
 /* The defense of a case that ran and failed its checks: from its failure kind. */
 static const char *defense_of(const mf_case_result *r, int all_zero)
 {
@@ -418,8 +479,8 @@ static const char *defense_of(const mf_case_result *r, int all_zero)
 }
 
 /* One case with every defense; fills row (always). */
-static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), int c, uint64_t salt,
-                    mf_verify_row *row)
+static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), const mf_case_id *c,
+                    uint64_t salt, mf_verify_row *row)
 {
     verify_state st;
     memset(&st, 0, sizeof st);
@@ -427,7 +488,8 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
     g_state = &st;
     memset(row, 0, sizeof *row);
     mf_clear_error();
-    mf_status s = tg->run_case(ctx, candidate, c, salt, &row->result);
+    dump_begin(tg, c, salt, &st);
+    mf_status s = run_case_id(ctx, tg, candidate, c, salt, &row->result);
     mf_case_result *r = &row->result;
     if (st.defense[0] != '\0') {
         r->pass = 0;
@@ -444,6 +506,7 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
     } else if (!r->pass) {
         snprintf(row->defense, sizeof row->defense, "%s", defense_of(r, st.all_zero));
     }
+    dump_end(row, &st);
     g_state = NULL;
 }
 
@@ -452,24 +515,43 @@ mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf
 {
     MF_CHECK_NOT_NULL(n_rows);
     *n_rows = 0;
+    MF_CHECK_NOT_NULL(op);
+    const int n = mf_verify_n_cases(op);
+    if (n < 0)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates (supported: %s)", op,
+                mf_verify_supported_ops());
+    mf_case_id *ids = (mf_case_id *)calloc((size_t)n + 1, sizeof *ids);
+    if (ids == NULL) MF_FAIL(MF_ERR_OUT_OF_MEMORY, "case ids");
+    for (int c = 0; c < n; c++) ids[c] = mf_tb_fixed_id(c);
+    mf_status s = mf_verify_ids(ctx, op, candidate, ids, (size_t)n, rows, cap, n_rows);
+    free(ids);
+    return s;
+}
+
+mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
+                        size_t n_ids, mf_verify_row *rows, size_t cap, size_t *n_rows)
+{
+    MF_CHECK_NOT_NULL(n_rows);
+    *n_rows = 0;
     MF_CHECK_NOT_NULL(ctx);
     MF_CHECK_NOT_NULL(op);
     MF_CHECK_NOT_NULL(candidate);
     MF_CHECK_NOT_NULL(rows);
+    MF_CHECK_NOT_NULL(ids);
     const mf_verify_target *tg = find_target(op, NULL);
     if (tg == NULL)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates (supported: %s)", op,
                 mf_verify_supported_ops());
-    const int n = mf_verify_n_cases(op);
-    if (cap < (size_t)n) MF_FAIL(MF_ERR_INVALID_SIZE, "rows holds %zu rows; op '%s' has %d cases", cap, op, n);
+    if (cap < n_ids) MF_FAIL(MF_ERR_INVALID_SIZE, "rows holds %zu rows; %zu cases asked for", cap, n_ids);
+    const int n = (int)n_ids;
 
     /* Sweep 1: every case in order. */
-    for (int c = 0; c < n; c++) run_one(ctx, tg, candidate, c, 0, &rows[c]);
+    for (int c = 0; c < n; c++) run_one(ctx, tg, candidate, &ids[c], 0, &rows[c]);
     /* Sweep 2: the cases that passed, in reverse order, fresh buffers, other inputs. */
     for (int c = n - 1; c >= 0; c--) {
         if (!rows[c].result.pass) continue;
         mf_verify_row again;
-        run_one(ctx, tg, candidate, c, 1, &again);
+        run_one(ctx, tg, candidate, &ids[c], 1, &again);
         if (again.result.pass) continue;
         const int output_check = strcmp(again.defense, "equivalence") == 0 ||
                                  strcmp(again.defense, "nan-prefill") == 0 ||
@@ -487,7 +569,90 @@ mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf
     return MF_OK;
 }
 
+/* ---- the case list of a verification (issue 16 item 3) ----------------------------------------- */
+int mf_verify_has_generator(const char *op)
+{
+    const mf_verify_target *tg = find_target(op, NULL);
+    return tg != NULL && tg->run_id != NULL && tg->describe != NULL;
+}
+
+mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids, size_t cap,
+                             size_t *n)
+{
+    MF_CHECK_NOT_NULL(n);
+    *n = 0;
+    MF_CHECK_NOT_NULL(op);
+    const int n_fixed = mf_verify_n_cases(op);
+    if (n_fixed < 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates", op);
+    if (n_random < 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "n_random %d is negative", n_random);
+    if (!mf_verify_has_generator(op)) n_random = 0, large = 0;
+    const size_t need = (size_t)n_fixed + (size_t)n_random + (large ? 1u : 0u);
+    if (ids == NULL || cap < need) {
+        *n = need; /* the size to ask for */
+        if (ids == NULL) return MF_OK;
+        MF_FAIL(MF_ERR_INVALID_SIZE, "ids holds %zu ids; %zu needed", cap, need);
+    }
+    size_t k = 0;
+    for (int i = 0; i < n_fixed; i++) ids[k++] = mf_tb_fixed_id(i);
+    for (int i = 0; i < n_random; i++) ids[k++] = (mf_case_id){MF_CASE_RANDOM, i, seed};
+    if (large) ids[k++] = (mf_case_id){MF_CASE_LARGE, 0, seed};
+    *n = k;
+    return MF_OK;
+}
+
+mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
+    MF_CHECK_NOT_NULL(op);
+    MF_CHECK_NOT_NULL(id);
+    MF_CHECK_NOT_NULL(buf);
+    if (cap > 0) buf[0] = '\0';
+    if (bytes != NULL) *bytes = 0;
+    const mf_verify_target *tg = find_target(op, NULL);
+    if (tg == NULL) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates", op);
+    if (tg->describe == NULL) {
+        if (id->kind != MF_CASE_FIXED || id->index < 0 || id->index >= mf_verify_n_cases(op))
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "target '%s': no case %d", op, id->index);
+        snprintf(buf, cap, "(built-in case %d)", id->index);
+        return MF_OK;
+    }
+    size_t b = 0;
+    MF_TRY(tg->describe(id, buf, cap, &b));
+    if (bytes != NULL) *bytes = b;
+    return MF_OK;
+}
+
 #else /* no host kernels: no ops, so nothing takes candidates */
+
+int mf_verify_has_generator(const char *op)
+{
+    (void)op;
+    return 0;
+}
+
+mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids, size_t cap,
+                             size_t *n)
+{
+    (void)seed, (void)n_random, (void)large, (void)ids, (void)cap;
+    if (n != NULL) *n = 0;
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+}
+
+mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
+    (void)id;
+    if (buf != NULL && cap > 0) buf[0] = '\0';
+    if (bytes != NULL) *bytes = 0;
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+}
+
+mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
+                        size_t n_ids, mf_verify_row *rows, size_t cap, size_t *n_rows)
+{
+    (void)ctx, (void)candidate, (void)ids, (void)n_ids, (void)rows, (void)cap;
+    if (n_rows != NULL) *n_rows = 0;
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+}
+
 
 int mf_verify_supported(const char *op)
 {
@@ -516,3 +681,31 @@ mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf
 }
 
 #endif
+
+/* ---- case ids as text (both builds) ---------------------------------------------------------- */
+void mf_case_id_format(const mf_case_id *id, char *buf, size_t cap)
+{
+    if (buf == NULL || cap == 0) return;
+    if (id == NULL) snprintf(buf, cap, "?");
+    else if (id->kind == MF_CASE_FIXED) snprintf(buf, cap, "f%d", id->index);
+    else if (id->kind == MF_CASE_RANDOM) snprintf(buf, cap, "g%d", id->index);
+    else snprintf(buf, cap, "large");
+}
+
+int mf_case_id_parse(const char *s, uint64_t seed, mf_case_id *id)
+{
+    if (s == NULL || id == NULL) return 0;
+    if (strcmp(s, "large") == 0) {
+        *id = (mf_case_id){MF_CASE_LARGE, 0, seed};
+        return 1;
+    }
+    mf_case_kind kind = MF_CASE_FIXED;
+    const char *p = s;
+    if (*p == 'f' || *p == 'g') kind = *p++ == 'g' ? MF_CASE_RANDOM : MF_CASE_FIXED;
+    if (*p < '0' || *p > '9') return 0;
+    char *end = NULL;
+    const long v = strtol(p, &end, 10);
+    if (end == NULL || *end != '\0' || v < 0 || v > 1000000) return 0;
+    *id = (mf_case_id){kind, (int)v, kind == MF_CASE_FIXED ? 0 : seed};
+    return 1;
+}
