@@ -8,9 +8,11 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     SOURCES unit/test_verify.c
     LABELS unit
     BACKENDS host
-    TIMEOUT 120)
+    TIMEOUT 300)
   target_link_libraries(test_verify PRIVATE mf_cli ${CMAKE_DL_LIBS})
-  target_compile_definitions(test_verify PRIVATE MF_CANDIDATE_DIR="${_mf_cand_dir}")
+  target_compile_definitions(test_verify PRIVATE MF_CANDIDATE_DIR="${_mf_cand_dir}"
+                                                MF_VERIFY_WORKER_PATH="$<TARGET_FILE:memfix-verify-worker>")
+  add_dependencies(test_verify memfix-verify-worker)
   # the candidates resolve cudahost_* and mf_* from the executable that loads them
   set_target_properties(test_verify PROPERTIES ENABLE_EXPORTS ON)
   add_dependencies(test_verify mf_verify_candidates)
@@ -60,6 +62,46 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
                      "candidate ACCEPTED")
   mf_verify_cli_test(linear_attention.backward linear_attention_backward_no_final_grad
                      linear_attention_backward_candidate "REJECTED [^\n]* by equivalence")
+
+  # Issue 16: the candidate runs in a worker process (bin/memfix-verify-worker)
+  # with a time limit and in several thread orders; exit statuses are checked.
+  function(mf_verify_expect name rc must)
+    cmake_parse_arguments(A "" "MUST_NOT" "ARGS" ${ARGN})
+    string(REPLACE ";" "|" _a "verify;--backend;host;${A_ARGS}")
+    add_test(NAME test_verify_cli_${name}.host
+      COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:memfix-cli> "-DARGS=${_a}" -DRC=${rc} "-DMUST=${must}"
+              "-DMUST_NOT=${A_MUST_NOT}" -P ${MF_ROOT}/tests/support/verify_expect.cmake)
+    set_tests_properties(test_verify_cli_${name}.host PROPERTIES LABELS "unit;host" TIMEOUT 300)
+  endfunction()
+  set(_mm --op matmul --symbol matmul_candidate --lib)
+  mf_verify_expect(accepted_status 0 "candidate ACCEPTED" ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so)
+  # exit(0) on the 3rd call: rejected by exit, JSON printed, exit status 1
+  mf_verify_expect(exit_third 1 "\"defense\":[ \t]*\"exit\"|exited with status 0"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_exit_third.so --json)
+  # a destructor calling _exit(0) cannot change the exit status of a rejection
+  mf_verify_expect(destructor_exit 1 "by equivalence|candidate REJECTED"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_destructor_exit.so)
+  # a constructor raising the tolerance rows reaches only the worker's table
+  mf_verify_expect(tolerance_ctor 1 "by equivalence: C: " MUST_NOT "by (exit|crash|protocol)"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_tolerance_ctor.so)
+  # endless loops in host code and in a kernel: killed after --timeout
+  mf_verify_expect(host_loop 1 "\\[f32 M=17 N=33 K=19 ta=0 tb=0\\] by timeout"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0)
+  mf_verify_expect(kernel_loop 1 "K=19 ta=1 tb=0\\] by timeout"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_kernel_loop.so --timeout 5 --orders 0)
+  # a shared-memory race right only in forward order
+  mf_verify_expect(smem_race 1 "by schedule: passed in forward order, failed in"
+    MUST_NOT "by (equivalence|nan-prefill|exit|crash)"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_smem_race.so --orders 1)
+  # --json is printed on errors after parsing too
+  mf_verify_expect(json_usage 2 "\"exit_status\":[ \t]*2|no symbol 'nosuch'"
+    ARGS --op matmul --symbol nosuch --lib ${_mf_cand_dir}/libmatmul_correct.so --json)
+  mf_verify_expect(bad_timeout 2 "--timeout '0'" ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so --timeout 0)
+  if(MF_HAVE_CUDA)
+    # a library built with nvcc against libcudart, verified on the host backend: said so, exit 2
+    mf_verify_expect(cuda_lib_on_host 2 "CUDA runtime"
+      ARGS ${_mm} ${CMAKE_BINARY_DIR}/candidates/cuda/libmatmul_correct.so)
+  endif()
 
   if(MF_HAVE_CUDA)
     # On a GPU runner: the nvcc-built correct candidates on the CUDA backend

@@ -355,8 +355,9 @@ static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(vo
                                  out);
 }
 
-static const mf_verify_target attention_targets[] = {{"attention.forward", attention_forward_verify, NULL},
-                                                     {"attention.backward", attention_backward_verify, NULL}};
+static const mf_verify_target attention_targets[] = {
+    {"attention.forward", attention_forward_verify, NULL, attn_fwd_call, sizeof(attn_args), 0, 0, NULL},
+    {"attention.backward", attention_backward_verify, NULL, attn_bwd_call, sizeof(attn_args), 0, 0, NULL}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ATTN_BENCH_B = 1, ATTN_BENCH_H = 2, ATTN_BENCH_D = 32 };

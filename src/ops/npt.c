@@ -567,8 +567,12 @@ static mf_status npt_backward_verify(mf_context *ctx, void (*candidate)(void), i
     return npt_verify_case(ctx, NULL, candidate != NULL ? npt_bwd_guard : NULL, case_index, seed_salt, out);
 }
 
-static const mf_verify_target npt_targets[] = {{"npt.forward", npt_forward_verify, npt_forward_n_cases},
-                                               {"npt.backward", npt_backward_verify, npt_backward_n_cases}};
+#define NPT_ARGS_PTR offsetof(npt_args, opts), sizeof(mf_npt_options)
+static const mf_verify_target npt_targets[] = {
+    {"npt.forward", npt_forward_verify, npt_forward_n_cases, npt_fwd_call, sizeof(npt_args), NPT_ARGS_PTR,
+     MF_TB_OWN(mf_npt_forward)},
+    {"npt.backward", npt_backward_verify, npt_backward_n_cases, npt_bwd_call, sizeof(npt_args), NPT_ARGS_PTR,
+     MF_TB_OWN(mf_npt_backward)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_npt_shape npt_bench_shape(int64_t n)

@@ -256,7 +256,8 @@ static mf_status nsa_forward_verify(mf_context *ctx, void (*candidate)(void), in
     return nsa_run_case_impl(ctx, 0, nsa_fwd_guard, case_index, seed_salt, out);
 }
 
-static const mf_verify_target nsa_targets[] = {{"nsa.forward", nsa_forward_verify, NULL}};
+static const mf_verify_target nsa_targets[] = {{"nsa.forward", nsa_forward_verify, NULL, nsa_fwd_call, sizeof(nsa_args),
+                                                offsetof(nsa_args, cfg), sizeof(mf_nsa_config), NULL}};
 
 /* ---- memfix bench: the sweep over S (the seed's configuration, Hq/Hk = 6, D = 64) -------- */
 enum { NSA_BENCH_B = 1, NSA_BENCH_HQ = 6, NSA_BENCH_HK = 1, NSA_BENCH_D = 64 };
