@@ -96,6 +96,16 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   # --json is printed on errors after parsing too
   mf_verify_expect(json_usage 2 "\"exit_status\":[ \t]*2|no symbol 'nosuch'"
     ARGS --op matmul --symbol nosuch --lib ${_mf_cand_dir}/libmatmul_correct.so --json)
+  # --sanitize: accepted by a worker built with that sanitizer (the tsan/asan presets), else said so (exit 3)
+  foreach(_san IN ITEMS thread address)
+    if(MF_SANITIZER STREQUAL _san)
+      mf_verify_expect(sanitize_${_san} 0 "candidate ACCEPTED"
+        ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so --sanitize ${_san} --orders 0)
+    else()
+      mf_verify_expect(sanitize_${_san} 3 "not built with the ${_san} sanitizer"
+        ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so --sanitize ${_san})
+    endif()
+  endforeach()
   mf_verify_expect(bad_timeout 2 "--timeout '0'" ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so --timeout 0)
   if(MF_HAVE_CUDA)
     # a library built with nvcc against libcudart, verified on the host backend: said so, exit 2

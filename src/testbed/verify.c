@@ -638,20 +638,24 @@ static mf_status worker_lost(iso_session *is, worker_proc *w, int rc, const char
 
 extern char **environ;
 
-/* environ without the variables the schedule sets, plus them (built before fork: exec's child may not allocate) */
+/* environ without the variables the schedule sets, plus them (built before fork: exec's child may not
+ * allocate). With --sanitize, the sanitizer's options keep the user's and add halt_on_error and exitcode. */
 static char **schedule_env(const iso_session *is, const schedule *sc, char *own[4])
 {
     size_t n = 0;
     while (environ[n] != NULL) n++;
     char **env = (char **)calloc(n + 5, sizeof *env);
     if (env == NULL) return NULL;
+    const char *var = is->sanitize == NULL             ? NULL
+                      : strcmp(is->sanitize, "thread") == 0 ? "TSAN_OPTIONS="
+                                                            : "ASAN_OPTIONS=";
     size_t k = 0;
-    const char *tsan = NULL;
+    const char *user = NULL;
     for (size_t i = 0; i < n; i++) {
         if (strncmp(environ[i], "CUDAHOST_THREAD_ORDER=", 22) == 0 || strncmp(environ[i], "CUDAHOST_WORKERS=", 17) == 0)
             continue;
-        if (strncmp(environ[i], "TSAN_OPTIONS=", 13) == 0 && is->sanitize != NULL) {
-            tsan = environ[i] + 13;
+        if (var != NULL && strncmp(environ[i], var, 13) == 0) {
+            user = environ[i] + 13;
             continue;
         }
         env[k++] = environ[i];
@@ -659,12 +663,8 @@ static char **schedule_env(const iso_session *is, const schedule *sc, char *own[
     own[0] = own[1] = own[2] = NULL;
     if (asprintf(&own[0], "CUDAHOST_THREAD_ORDER=%s", sc->order) < 0) own[0] = NULL;
     if (asprintf(&own[1], "CUDAHOST_WORKERS=%d", sc->workers) < 0) own[1] = NULL;
-    if (is->sanitize != NULL && strcmp(is->sanitize, "thread") == 0 &&
-        asprintf(&own[2], "TSAN_OPTIONS=%s%shalt_on_error=1:exitcode=%d", tsan ? tsan : "", tsan ? ":" : "",
-                 SANITIZER_EXIT) < 0)
-        own[2] = NULL;
-    else if (is->sanitize != NULL && strcmp(is->sanitize, "address") == 0 &&
-             asprintf(&own[2], "ASAN_OPTIONS=exitcode=%d", SANITIZER_EXIT) < 0)
+    if (var != NULL && asprintf(&own[2], "%s%s%shalt_on_error=1:exitcode=%d", var, user ? user : "", user ? ":" : "",
+                                SANITIZER_EXIT) < 0)
         own[2] = NULL;
     for (int i = 0; i < 3; i++)
         if (own[i] != NULL) env[k++] = own[i];
