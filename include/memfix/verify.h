@@ -34,8 +34,16 @@
  *                      allocator, exceeds the ceiling formula of the op's fix;
  *   rerun              every check passed, but a second sweep over the cases in
  *                      reverse order, with fresh buffers and different inputs,
- *                      failed one (stale buffers or cached results).
- * Limits: a candidate that crashes takes the process with it; a hidden
+ *                      failed one (stale buffers or cached results);
+ * and, with mf_verify_lib (the candidate in a worker process):
+ *   schedule           right in forward thread order, wrong in reverse or a
+ *                      seeded random order of host mode (a race in a block);
+ *   exit, crash        the worker exited or was killed by a signal in the call;
+ *   timeout            no answer within the time limit (the worker is killed);
+ *   protocol           the worker's answer was malformed;
+ *   sanitizer          a sanitizer-built worker reported an error.
+ * Limits: with mf_verify a candidate that crashes takes the process with it
+ * (mf_verify_lib isolates it; docs/verify.md states its threat model); a hidden
  * allocation freed again within the call is caught only if the sampler sees
  * it (it samples every ~50 us; any allocation alive across a kernel launch in
  * host mode is seen), and on a GPU only above cudaMemGetInfo's granularity. */

@@ -720,12 +720,8 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
     if (rc == 0) rc = io_recv(w->fd, &kind, sizeof kind, deadline);
     if (rc == 0) rc = io_recv_str(w->fd, msg, sizeof msg, deadline);
     if (rc == 0) rc = io_recv_str(w->fd, san, sizeof san, deadline);
-    if (rc != 0) {
-        if (rc == 1 && g_state->iso == is) {
-            /* exec failed (127 before the hello) vs the library's constructor: both reach the case */
-        }
+    if (rc != 0) /* an exec that failed exits 127 before the hello; a constructor may exit, crash or hang */
         return worker_lost(is, w, rc, "loading the library (its constructors run then)");
-    }
     if (kind != ACK_OK) {
         snprintf(is->load_error, sizeof is->load_error, "%s", msg);
         is->load_kind = (int)kind;
