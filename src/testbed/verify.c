@@ -1222,10 +1222,11 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
         row->own_seconds = own;
         if (output_check(other.defense)) { /* else the reason names the order already */
             snprintf(row->defense, sizeof row->defense, "schedule");
-            snprintf(row->result.message, sizeof row->result.message,
-                     "passed in forward order, failed in %s (a race between threads: a missing __syncthreads?): "
-                     "%.150s",
+            char text[2 * sizeof row->result.message];
+            snprintf(text, sizeof text,
+                     "passed in forward order, failed in %s (a race between threads: a missing __syncthreads?): %s",
                      is->sched[k].label, msg);
+            mf_tb_copy_msg(row->result.message, sizeof row->result.message, text);
         }
         break;
     }
