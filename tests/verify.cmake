@@ -17,26 +17,29 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set_target_properties(test_verify PROPERTIES ENABLE_EXPORTS ON)
   add_dependencies(test_verify mf_verify_candidates)
 
+  # every case runs in several thread orders (issue 16): sanitizer builds get the usual timeout factor
+  math(EXPR _mf_verify_timeout "120 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
+  math(EXPR _mf_verify_timeout_long "300 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
   set(_mf_verify_cmd $<TARGET_FILE:memfix-cli> verify --op matmul --symbol matmul_candidate --backend host)
   add_test(NAME test_verify_cli_correct.host COMMAND ${_mf_verify_cmd} --lib ${_mf_cand_dir}/libmatmul_correct.so)
   set_tests_properties(test_verify_cli_correct.host PROPERTIES
-    LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "candidate ACCEPTED")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "candidate ACCEPTED")
   add_test(NAME test_verify_cli_mutates_input.host
     COMMAND ${_mf_verify_cmd} --json --lib ${_mf_cand_dir}/libmatmul_mutates_input.so)
   set_tests_properties(test_verify_cli_mutates_input.host PROPERTIES
-    LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-mutation\"")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-mutation\"")
   add_test(NAME test_verify_cli_hidden_alloc.host
     COMMAND ${_mf_verify_cmd} --lib ${_mf_cand_dir}/libmatmul_hidden_alloc.so)
   set_tests_properties(test_verify_cli_hidden_alloc.host PROPERTIES
-    LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "REJECTED [^\n]* by hidden-allocation")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "REJECTED [^\n]* by hidden-allocation")
 
   # the other ops' examples through the binary: one correct and one wrong each
   function(mf_verify_cli_test op lib sym regex)
     add_test(NAME test_verify_cli_${lib}.host
-      COMMAND $<TARGET_FILE:memfix-cli> verify --op ${op} --symbol ${sym} --backend host
+      COMMAND $<TARGET_FILE:memfix-cli> verify --op ${op} --symbol ${sym} --backend host --orders 0
               --lib ${_mf_cand_dir}/lib${lib}.so)
     set_tests_properties(test_verify_cli_${lib}.host PROPERTIES
-      LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "${regex}")
+      LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "${regex}")
   endfunction()
   mf_verify_cli_test(cross_entropy.backward ce_backward_correct ce_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(cross_entropy.backward ce_backward_no_grad_loss ce_backward_candidate
@@ -71,7 +74,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     add_test(NAME test_verify_cli_${name}.host
       COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:memfix-cli> "-DARGS=${_a}" -DRC=${rc} "-DMUST=${must}"
               "-DMUST_NOT=${A_MUST_NOT}" -P ${MF_ROOT}/tests/support/verify_expect.cmake)
-    set_tests_properties(test_verify_cli_${name}.host PROPERTIES LABELS "unit;host" TIMEOUT 300)
+    set_tests_properties(test_verify_cli_${name}.host PROPERTIES LABELS "unit;host" TIMEOUT ${_mf_verify_timeout_long})
   endfunction()
   set(_mm --op matmul --symbol matmul_candidate --lib)
   mf_verify_expect(accepted_status 0 "candidate ACCEPTED" ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so)

@@ -3,7 +3,7 @@
 #   cmake -DEXE=<memfix> -DARGS=<a|b|c> -DRC=<status> -DMUST=<regex|regex> [-DMUST_NOT=<regex>] -P verify_expect.cmake
 string(REPLACE "|" ";" _args "${ARGS}")
 string(REPLACE "|" ";" _must "${MUST}")
-execute_process(COMMAND ${EXE} ${_args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
+execute_process(COMMAND ${EXE} ${_args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 3600)
 set(ok TRUE)
 if(NOT rc STREQUAL "${RC}")
   message("verify_expect: exit status ${rc}, expected ${RC}")
