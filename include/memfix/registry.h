@@ -62,6 +62,7 @@ typedef struct mf_case_id {
     int index;     /* fixed: the table row; random: the n-th case of seed */
     uint64_t seed; /* random and large: the generator's seed */
 } mf_case_id;
+struct mf_tb_guarded; /* src/testbed/testbed.h */
 
 /* An entry point of an op that `memfix verify` takes candidates for. */
 typedef struct mf_verify_target {
@@ -82,6 +83,19 @@ typedef struct mf_verify_target {
     mf_status (*run_id)(mf_context *ctx, void (*candidate)(void), const mf_case_id *id, uint64_t seed_salt,
                         mf_case_result *out);
     mf_status (*describe)(const mf_case_id *id, char *buf, size_t cap, size_t *bytes);
+    /* memfix verify's worker process (issue 16): the candidate runs in a child
+     * process, which finds the target by name and calls the candidate through
+     * 'call' (the op's call adapter, the one its guard hands to mf_tb_guard)
+     * on the arguments the guard passed: 'args_size' bytes, of which the
+     * pointer at 'args_ptr_offset' (when args_ptr_bytes > 0) points to a host
+     * struct of args_ptr_bytes bytes (options, a config) copied with them.
+     * NULL call: the target runs in process only. */
+    mf_status (*call)(mf_context *ctx, const void *args, struct mf_tb_guarded *bufs);
+    size_t args_size;
+    size_t args_ptr_offset, args_ptr_bytes;
+    /* memfix's own entry point of the candidate's type (cast to void (*)(void)),
+     * timed beside the candidate in the worker; NULL: no timing. */
+    void (*own)(void);
 } mf_verify_target;
 
 /* One size of an op's `memfix bench` sweep (forward pass, f32). The op's

@@ -657,10 +657,14 @@ static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), in
     return ce_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
+#define CE_ARGS_PTR offsetof(ce_guard_args, opts), sizeof(mf_cross_entropy_options)
 static const mf_verify_target ce_targets[] = {
-    {"cross_entropy", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd},
-    {"cross_entropy.forward", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd},
-    {"cross_entropy.backward", ce_backward_verify, NULL, ce_backward_verify_id, ce_describe_bwd}};
+    {"cross_entropy", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
+     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward)},
+    {"cross_entropy.forward", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
+     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward)},
+    {"cross_entropy.backward", ce_backward_verify, NULL, ce_backward_verify_id, ce_describe_bwd, ce_bwd_call,
+     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { CE_BENCH_D = 32, CE_BENCH_V = 512, CE_BENCH_CHUNK = 32 };

@@ -286,8 +286,15 @@ static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int cas
     return matmul_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
+/* memfix's own tiled matmul in the candidate's type: timed beside a candidate in verify's worker. */
+static mf_status matmul_own(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M, int64_t N,
+                            int64_t K, const void *A, const void *B, float *C) {
+    return mf_matmul(ctx, MF_MATMUL_TILED, dtype, trans_a, trans_b, M, N, K, A, B, C);
+}
+
 static const mf_verify_target matmul_targets[] = {
-    {"matmul", matmul_verify, NULL, matmul_verify_id, matmul_describe}};
+    {"matmul", matmul_verify, NULL, matmul_verify_id, matmul_describe, matmul_call, sizeof(matmul_args), 0, 0,
+     MF_TB_OWN(matmul_own)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {

@@ -662,9 +662,12 @@ static mf_status npt_describe_bwd(const mf_case_id *id, char *buf, size_t cap, s
     return npt_describe_pass(id, MF_NPT_BACKWARD, buf, cap, bytes);
 }
 
+#define NPT_ARGS_PTR offsetof(npt_args, opts), sizeof(mf_npt_options)
 static const mf_verify_target npt_targets[] = {
-    {"npt.forward", npt_forward_verify, npt_forward_n_cases, npt_forward_verify_id, npt_describe_fwd},
-    {"npt.backward", npt_backward_verify, npt_backward_n_cases, npt_backward_verify_id, npt_describe_bwd}};
+    {"npt.forward", npt_forward_verify, npt_forward_n_cases, npt_forward_verify_id, npt_describe_fwd,
+     npt_fwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_forward)},
+    {"npt.backward", npt_backward_verify, npt_backward_n_cases, npt_backward_verify_id, npt_describe_bwd,
+     npt_bwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_backward)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_npt_shape npt_bench_shape(int64_t n)

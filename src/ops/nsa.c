@@ -387,9 +387,12 @@ static mf_status nsa_backward_verify(mf_context *ctx, void (*candidate)(void), i
     return nsa_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
+#define NSA_ARGS_PTR offsetof(nsa_args, cfg), sizeof(mf_nsa_config)
 static const mf_verify_target nsa_targets[] = {
-    {"nsa.forward", nsa_forward_verify, NULL, nsa_forward_verify_id, nsa_describe_fwd},
-    {"nsa.backward", nsa_backward_verify, NULL, nsa_backward_verify_id, nsa_describe_bwd}};
+    {"nsa.forward", nsa_forward_verify, NULL, nsa_forward_verify_id, nsa_describe_fwd, nsa_fwd_call,
+     sizeof(nsa_args), NSA_ARGS_PTR, NULL},
+    {"nsa.backward", nsa_backward_verify, NULL, nsa_backward_verify_id, nsa_describe_bwd, nsa_bwd_call,
+     sizeof(nsa_args), NSA_ARGS_PTR, NULL}};
 
 /* ---- memfix bench: the sweep over S (the seed's configuration, Hq/Hk = 6, D = 64) -------- */
 enum { NSA_BENCH_B = 1, NSA_BENCH_HQ = 6, NSA_BENCH_HK = 1, NSA_BENCH_D = 64 };

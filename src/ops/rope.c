@@ -558,7 +558,9 @@ static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_
     return rope_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
-static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL, rope_verify_id, rope_describe}};
+static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL, rope_verify_id, rope_describe, rope_call,
+                                                 sizeof(rope_args), offsetof(rope_args, cfg),
+                                                 sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ROPE_BENCH_HQ = 4, ROPE_BENCH_HK = 2, ROPE_BENCH_DH = 32 };

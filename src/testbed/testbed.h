@@ -121,6 +121,9 @@ typedef mf_status (*mf_tb_call_fn)(mf_context *ctx, const void *args, mf_tb_guar
  * verify records the defense. */
 mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, mf_tb_call_fn call,
                       const void *args, mf_tb_guarded *bufs);
+/* A target's own entry (mf_verify_target.own): memfix's entry point of the
+ * candidate's type, as the registry stores candidates. */
+#define MF_TB_OWN(fn) ((void (*)(void))(fn))
 /* The device pointer of guarded buffer i (NULL for a buffer not given). */
 void *mf_tb_ptr(mf_tb_guarded *bufs, int i);
 /* The candidate memfix verify is running on this thread (cast it to the
