@@ -8,33 +8,40 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     SOURCES unit/test_verify.c
     LABELS unit
     BACKENDS host
-    TIMEOUT 120)
+    TIMEOUT 300)
   target_link_libraries(test_verify PRIVATE mf_cli ${CMAKE_DL_LIBS})
-  target_compile_definitions(test_verify PRIVATE MF_CANDIDATE_DIR="${_mf_cand_dir}")
+  target_compile_definitions(test_verify PRIVATE MF_CANDIDATE_DIR="${_mf_cand_dir}"
+                                                MF_VERIFY_WORKER_PATH="$<TARGET_FILE:memfix-verify-worker>")
+  add_dependencies(test_verify memfix-verify-worker)
   # the candidates resolve cudahost_* and mf_* from the executable that loads them
   set_target_properties(test_verify PROPERTIES ENABLE_EXPORTS ON)
   add_dependencies(test_verify mf_verify_candidates)
 
-  set(_mf_verify_cmd $<TARGET_FILE:memfix-cli> verify --op matmul --symbol matmul_candidate --backend host)
+  # every case runs in several thread orders (issue 16): sanitizer builds get the usual timeout factor
+  math(EXPR _mf_verify_timeout "120 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
+  math(EXPR _mf_verify_timeout_long "300 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
+  # Fixed seeds everywhere (issue 16 item 3's default is a fresh seed per run): CI stays deterministic.
+  set(_mf_verify_cmd $<TARGET_FILE:memfix-cli> verify --op matmul --symbol matmul_candidate --backend host
+                     --seed 1 --cases 1)
   add_test(NAME test_verify_cli_correct.host COMMAND ${_mf_verify_cmd} --lib ${_mf_cand_dir}/libmatmul_correct.so)
   set_tests_properties(test_verify_cli_correct.host PROPERTIES
-    LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "candidate ACCEPTED")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "candidate ACCEPTED")
   add_test(NAME test_verify_cli_mutates_input.host
     COMMAND ${_mf_verify_cmd} --json --lib ${_mf_cand_dir}/libmatmul_mutates_input.so)
   set_tests_properties(test_verify_cli_mutates_input.host PROPERTIES
-    LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-mutation\"")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-mutation\"")
   add_test(NAME test_verify_cli_hidden_alloc.host
     COMMAND ${_mf_verify_cmd} --lib ${_mf_cand_dir}/libmatmul_hidden_alloc.so)
   set_tests_properties(test_verify_cli_hidden_alloc.host PROPERTIES
-    LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "REJECTED [^\n]* by hidden-allocation")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "REJECTED [^\n]* by hidden-allocation")
 
   # the other ops' examples through the binary: one correct and one wrong each
   function(mf_verify_cli_test op lib sym regex)
     add_test(NAME test_verify_cli_${lib}.host
-      COMMAND $<TARGET_FILE:memfix-cli> verify --op ${op} --symbol ${sym} --backend host
-              --lib ${_mf_cand_dir}/lib${lib}.so)
+      COMMAND $<TARGET_FILE:memfix-cli> verify --op ${op} --symbol ${sym} --backend host --orders 0
+              --seed 1 --cases 1 --lib ${_mf_cand_dir}/lib${lib}.so)
     set_tests_properties(test_verify_cli_${lib}.host PROPERTIES
-      LABELS "unit;host" TIMEOUT 120 PASS_REGULAR_EXPRESSION "${regex}")
+      LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "${regex}")
   endfunction()
   mf_verify_cli_test(cross_entropy.backward ce_backward_correct ce_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(cross_entropy.backward ce_backward_no_grad_loss ce_backward_candidate
@@ -74,6 +81,57 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_cli_test(nsa.backward nsa_backward_no_pool_grad nsa_backward_candidate
                      "REJECTED [^\n]* by equivalence")
 
+  # Issue 16: the candidate runs in a worker process (bin/memfix-verify-worker)
+  # with a time limit and in several thread orders; exit statuses are checked.
+  function(mf_verify_expect name rc must)
+    cmake_parse_arguments(A "" "MUST_NOT" "ARGS" ${ARGN})
+    # the fixed cases only (--cases 0): these are about isolation and thread orders, not about cases
+    string(REPLACE ";" "|" _a "verify;--backend;host;--seed;1;--cases;0;${A_ARGS}")
+    add_test(NAME test_verify_cli_${name}.host
+      COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:memfix-cli> "-DARGS=${_a}" -DRC=${rc} "-DMUST=${must}"
+              "-DMUST_NOT=${A_MUST_NOT}" -P ${MF_ROOT}/tests/support/verify_expect.cmake)
+    set_tests_properties(test_verify_cli_${name}.host PROPERTIES LABELS "unit;host" TIMEOUT ${_mf_verify_timeout_long})
+  endfunction()
+  set(_mm --op matmul --symbol matmul_candidate --lib)
+  mf_verify_expect(accepted_status 0 "candidate ACCEPTED" ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so)
+  # exit(0) on the 3rd call: rejected by exit, JSON printed, exit status 1
+  mf_verify_expect(exit_third 1 "\"defense\":[ \t]*\"exit\"|exited with status 0"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_exit_third.so --json)
+  # a destructor calling _exit(0) cannot change the exit status of a rejection
+  mf_verify_expect(destructor_exit 1 "by equivalence|candidate REJECTED"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_destructor_exit.so)
+  # a constructor raising the tolerance rows reaches only the worker's table
+  mf_verify_expect(tolerance_ctor 1 "by equivalence: C: " MUST_NOT "by (exit|crash|protocol)"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_tolerance_ctor.so)
+  # endless loops in host code and in a kernel: killed after --timeout
+  mf_verify_expect(host_loop 1 "\\[f[0-9]+: f32 M=17 N=33 K=19 ta=0 tb=0\\] by timeout"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0)
+  mf_verify_expect(kernel_loop 1 "K=19 ta=1 tb=0\\] by timeout"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_kernel_loop.so --timeout 5 --orders 0)
+  # a shared-memory race right only in forward order
+  mf_verify_expect(smem_race 1 "by schedule: passed in forward order, failed in"
+    MUST_NOT "by (equivalence|nan-prefill|exit|crash)"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_smem_race.so --orders 1)
+  # --json is printed on errors after parsing too
+  mf_verify_expect(json_usage 2 "\"exit_status\":[ \t]*2|no symbol 'nosuch'"
+    ARGS --op matmul --symbol nosuch --lib ${_mf_cand_dir}/libmatmul_correct.so --json)
+  # --sanitize: accepted by a worker built with that sanitizer (the tsan/asan presets), else said so (exit 3)
+  foreach(_san IN ITEMS thread address)
+    if(MF_SANITIZER STREQUAL _san)
+      mf_verify_expect(sanitize_${_san} 0 "candidate ACCEPTED"
+        ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so --sanitize ${_san} --orders 0)
+    else()
+      mf_verify_expect(sanitize_${_san} 3 "not built with the ${_san} sanitizer"
+        ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so --sanitize ${_san})
+    endif()
+  endforeach()
+  mf_verify_expect(bad_timeout 2 "--timeout '0'" ARGS ${_mm} ${_mf_cand_dir}/libmatmul_correct.so --timeout 0)
+  if(MF_HAVE_CUDA)
+    # a library built with nvcc against libcudart, verified on the host backend: said so, exit 2
+    mf_verify_expect(cuda_lib_on_host 2 "CUDA runtime"
+      ARGS ${_mm} ${CMAKE_BINARY_DIR}/candidates/cuda/libmatmul_correct.so)
+  endif()
+
   if(MF_HAVE_CUDA)
     # On a GPU runner: the nvcc-built correct candidates on the CUDA backend
     # (memfix exits 3, skipped, without a device).
@@ -100,4 +158,86 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
         LABELS "unit;cuda" TIMEOUT 120 SKIP_RETURN_CODE 3 PASS_REGULAR_EXPRESSION "candidate ACCEPTED")
     endforeach()
   endif()
+endif()
+
+# memfix verify's cases (issue 16 item 3, docs/verify.md "Cases"): case ids and
+# the random case generators in process (test_verify_cases: ids, coverage,
+# reproducibility; test_verify_cases_own, slow: memfix's own entries on random
+# cases of every target through the testbed), and
+# through the binary: cheating candidates that pass every fixed case are rejected
+# on a random case ("REJECTED [g<i>: ..."), the correct examples stay accepted
+# with several seeds, and --list-cases, --case, --large and --dump.
+if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
+  set(_mf_cand_dir ${CMAKE_BINARY_DIR}/candidates/host)
+  mf_add_check_test(test_verify_cases
+    SOURCES unit/test_verify_cases.c
+    LABELS unit
+    BACKENDS host
+    TIMEOUT 300)
+  add_test(NAME test_verify_cases_own.host COMMAND $<TARGET_FILE:test_verify_cases>)
+  set_tests_properties(test_verify_cases_own.host PROPERTIES LABELS "unit;host;slow" TIMEOUT 600
+    ENVIRONMENT "MF_TEST_BACKEND=host;MF_VERIFY_CASES_OWN=1;CK_RUN_CASE=own;CK_DEFAULT_TIMEOUT=600")
+
+  # mf_verify_cases_test(<name> <target> <lib> <symbol> <regex> [args...])
+  function(mf_verify_cases_test name target lib sym regex)
+    add_test(NAME test_verify_cases_${name}.host
+      COMMAND $<TARGET_FILE:memfix-cli> verify --op ${target} --symbol ${sym} --backend host
+              --lib ${_mf_cand_dir}/lib${lib}.so --seed 1 --orders 0 ${ARGN})
+    set_tests_properties(test_verify_cases_${name}.host PROPERTIES
+      LABELS "unit;host" TIMEOUT 300 PASS_REGULAR_EXPRESSION "${regex}")
+  endfunction()
+  set(_rand "REJECTED \\[g[0-9]+: [^\n]* by equivalence")
+  # the cheats: accepted by the fixed cases alone, rejected on random ones (any seed)
+  mf_verify_cases_test(fixed_shapes_fixed_only matmul matmul_fixed_shapes matmul_candidate
+                       "candidate ACCEPTED" --cases 0)
+  mf_verify_cases_test(fixed_shapes matmul matmul_fixed_shapes matmul_candidate
+                       "REJECTED \\[g[0-9]+: [^\n]* by nan-prefill" --seed 11 --cases 2)
+  mf_verify_cases_test(f32_ignores_tb matmul matmul_f32_ignores_tb matmul_candidate "${_rand}" --seed 5 --cases 8)
+  mf_verify_cases_test(bf16_ta_only matmul matmul_bf16_ta_only matmul_candidate "${_rand}" --seed 6 --cases 8)
+  mf_verify_cases_test(beyond_4096 matmul matmul_beyond_4096 matmul_candidate "${_rand}" --seed 7 --cases 1)
+  mf_verify_cases_test(rope_i32_as_i64 rope rope_i32_as_i64 rope_candidate "${_rand}" --seed 8)
+  mf_verify_cases_test(rope_ignores_batch_stride rope rope_ignores_batch_stride rope_candidate "${_rand}" --seed 9)
+  mf_verify_cases_test(ce_ignore_minus100 cross_entropy ce_forward_ignore_minus100 ce_forward_candidate "${_rand}"
+                       --seed 10)
+  # the correct examples: accepted with several seeds (the default 4 random cases each)
+  foreach(_seed 1 2)
+    mf_verify_cases_test(matmul_correct_${_seed} matmul matmul_correct matmul_candidate "candidate ACCEPTED"
+                         --seed ${_seed} --cases 4)
+    mf_verify_cases_test(rope_correct_${_seed} rope rope_correct rope_candidate "candidate ACCEPTED" --seed ${_seed})
+    mf_verify_cases_test(ce_forward_correct_${_seed} cross_entropy ce_forward_correct ce_forward_candidate
+                         "candidate ACCEPTED" --seed ${_seed})
+  endforeach()
+  foreach(_t IN ITEMS "cross_entropy.backward:ce_backward" "attention.forward:attention_forward"
+                      "attention.backward:attention_backward" "npt.forward:npt_forward" "npt.backward:npt_backward"
+                      "linear_attention.forward:linear_attention_forward"
+                      "linear_attention.backward:linear_attention_backward")
+    string(REPLACE ":" ";" _f "${_t}")
+    list(GET _f 0 _op)
+    list(GET _f 1 _lib)
+    mf_verify_cases_test(${_lib}_correct_3 ${_op} ${_lib}_correct ${_lib}_candidate "candidate ACCEPTED" --seed 3)
+  endforeach()
+  # seed 1 of matmul, rope and cross_entropy in every leg; the other seeds and targets in the default one
+  # (minutes under the sanitizers)
+  foreach(_t matmul_correct_2 rope_correct_2 ce_forward_correct_2 ce_backward_correct_3 attention_forward_correct_3
+             attention_backward_correct_3 npt_forward_correct_3 npt_backward_correct_3
+             linear_attention_forward_correct_3 linear_attention_backward_correct_3)
+    set_tests_properties(test_verify_cases_${_t}.host PROPERTIES LABELS "unit;host;slow")
+  endforeach()
+  # the options
+  mf_verify_cases_test(one_case matmul matmul_correct matmul_candidate "1 cases, 1 passed" --seed 4 --case g3)
+  mf_verify_cases_test(bad_case matmul matmul_correct matmul_candidate "no case 'g'" --case g)
+  add_test(NAME test_verify_cases_list.host
+    COMMAND $<TARGET_FILE:memfix-cli> verify --op rope --list-cases --seed 42 --cases 2)
+  set_tests_properties(test_verify_cases_list.host PROPERTIES LABELS "unit;host" TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "seed 42[^\n]*\nf0 +f32 B=2 T=16[^\n]*\n.*g1 +[a-z0-9]+ B=[^\n]*\nlarge ")
+  mf_verify_cases_test(large_skipped matmul matmul_correct matmul_candidate
+                       "large case skipped: \\[[^\n]*M=65533[^\n]*\\] needs ~[0-9.]+ GiB of memory, 0.0 GiB available"
+                       --cases 0 --large)
+  set_tests_properties(test_verify_cases_large_skipped.host PROPERTIES ENVIRONMENT "MF_VERIFY_MEMORY_LIMIT=1000")
+  mf_verify_cases_test(seed_json matmul matmul_correct matmul_candidate "\"case\":[ \t]*\"g0\",[ \t\n]*\"seed\":[ \t]*\"77\""
+                       --seed 77 --cases 1 --json)
+  add_test(NAME test_verify_cases_dump.host
+    COMMAND ${CMAKE_COMMAND} -DMEMFIX=$<TARGET_FILE:memfix-cli> -DLIB=${_mf_cand_dir}/libmatmul_beyond_4096.so
+            -DDIR=${CMAKE_BINARY_DIR}/test-dumps/verify-cases-dump -P ${CMAKE_CURRENT_LIST_DIR}/support/verify_dump_test.cmake)
+  set_tests_properties(test_verify_cases_dump.host PROPERTIES LABELS "unit;host" TIMEOUT 120)
 endif()

@@ -3,6 +3,7 @@
  * (include/memfix/verify.h, docs/verify.md).
  *
  *   memfix verify --op OP --lib PATH --symbol NAME [--backend auto|host|cuda] [--json]
+ *                 [--seed S] [--cases N] [--list-cases] [--case ID] [--large] [--dump DIR]
  */
 #define _POSIX_C_SOURCE 200809L
 #include "memfix_cli.h"
@@ -12,18 +13,210 @@
 #include "memfix/verify.h"
 
 #include <cJSON.h>
-#include <dlfcn.h>
+#include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- cases: --seed, --cases, --list-cases, --case, --large, --dump (issue 16 item 3) ---------- */
+enum { MF_VERIFY_DEFAULT_CASES = 4, MF_VERIFY_MAX_CASES = 1000 };
+
+typedef struct case_opts {
+    uint64_t seed;
+    int seed_given;
+    int n_random;
+    int list;
+    const char *case_id;
+    int large;
+    const char *dump_dir;
+} case_opts;
+
+/* A fresh seed: the time and the process id, mixed. */
+static uint64_t fresh_seed(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t z = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 40);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) % 1000000000000ull; /* 12 digits: easy to type back */
+}
+
+/* 1: argv[*i] was a case option (consumed, with its value); 0: not one; -1: a usage error (printed). */
+static int case_option(int argc, char **argv, int *i, case_opts *o, FILE *err)
+{
+    const char *a = argv[*i], *v;
+    int missing = 0;
+    if (strcmp(a, "--list-cases") == 0) return o->list = 1;
+    if (strcmp(a, "--large") == 0) return o->large = 1;
+    if ((v = mf_cli_option_value(argc, argv, i, "--seed", &missing)) != NULL || missing) {
+        char *end = NULL;
+        if (!missing) o->seed = strtoull(v, &end, 10);
+        if (missing || end == v || *end != '\0' || v[0] == '-') {
+            fprintf(err, "memfix verify: --seed needs a non-negative integer\n");
+            return -1;
+        }
+        o->seed_given = 1;
+        return 1;
+    }
+    if ((v = mf_cli_option_value(argc, argv, i, "--cases", &missing)) != NULL || missing) {
+        char *end = NULL;
+        const long n = missing ? -1 : strtol(v, &end, 10);
+        if (missing || end == v || *end != '\0' || n < 0 || n > MF_VERIFY_MAX_CASES) {
+            fprintf(err, "memfix verify: --cases needs a count in [0, %d]\n", MF_VERIFY_MAX_CASES);
+            return -1;
+        }
+        o->n_random = (int)n;
+        return 1;
+    }
+    if ((v = mf_cli_option_value(argc, argv, i, "--case", &missing)) != NULL || missing) {
+        if (missing) {
+            fprintf(err, "memfix verify: --case needs a case id (see --list-cases)\n");
+            return -1;
+        }
+        o->case_id = v;
+        return 1;
+    }
+    if ((v = mf_cli_option_value(argc, argv, i, "--dump", &missing)) != NULL || missing) {
+        if (missing) {
+            fprintf(err, "memfix verify: --dump needs a directory\n");
+            return -1;
+        }
+        o->dump_dir = v;
+        return 1;
+    }
+    return 0;
+}
+
+/* Memory a case may take: $MF_VERIFY_MEMORY_LIMIT (bytes) when set, else the host's available memory. */
+static size_t memory_available(void)
+{
+    const char *lim = getenv("MF_VERIFY_MEMORY_LIMIT");
+    if (lim != NULL && lim[0] != '\0') return (size_t)strtoull(lim, NULL, 10);
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+}
+
+/* --list-cases: the ids and the whole case each stands for. */
+static int list_cases(FILE *out, FILE *err, const char *op, const case_opts *o)
+{
+    size_t n = 0;
+    mf_verify_case_ids(op, o->seed, o->n_random, 1, NULL, 0, &n);
+    mf_case_id *ids = calloc(n ? n : 1, sizeof *ids);
+    if (ids == NULL || mf_verify_case_ids(op, o->seed, o->n_random, 1, ids, n, &n) != MF_OK) {
+        fprintf(err, "memfix verify: %s\n", ids == NULL ? "out of memory" : mf_last_error());
+        free(ids);
+        return MF_CLI_UNAVAILABLE;
+    }
+    fprintf(out, "%s: seed %llu (random cases g<i> and the large case depend on it)\n", op,
+            (unsigned long long)o->seed);
+    for (size_t i = 0; i < n; i++) {
+        char cid[32], desc[256];
+        size_t bytes = 0;
+        mf_case_id_format(&ids[i], cid, sizeof cid);
+        if (mf_verify_describe(op, &ids[i], desc, sizeof desc, &bytes) != MF_OK) snprintf(desc, sizeof desc, "?");
+        fprintf(out, "%-6s %s", cid, desc);
+        if (ids[i].kind == MF_CASE_LARGE) fprintf(out, "  (needs ~%.1f GiB; only with --large)", (double)bytes / (1u << 30));
+        fprintf(out, "\n");
+    }
+    free(ids);
+    return MF_CLI_OK;
+}
+
+/* 1 if the large case of op fits in memory (80% of what is available); else says why not to 'note'. */
+static int large_fits(FILE *note, const char *op, uint64_t seed)
+{
+    const mf_case_id lid = {MF_CASE_LARGE, 0, seed};
+    char desc[256];
+    size_t need = 0;
+    const size_t avail = memory_available();
+    if (!mf_verify_has_generator(op) || mf_verify_describe(op, &lid, desc, sizeof desc, &need) != MF_OK) {
+        fprintf(note, "large case skipped: %s has no case generator\n", op);
+        return 0;
+    }
+    if (need > avail / 10 * 8) {
+        fprintf(note, "large case skipped: [%s] needs ~%.1f GiB of memory, %.1f GiB available%s\n", desc,
+                (double)need / (1u << 30), (double)avail / (1u << 30),
+                getenv("MF_VERIFY_MEMORY_LIMIT") ? " (MF_VERIFY_MEMORY_LIMIT)" : "");
+        return 0;
+    }
+    return 1;
+}
+
+/* The cases to run; NULL (message printed, *code set) on an error. Prints a
+ * skipped large case's reason to 'note'. */
+static mf_case_id *select_cases(FILE *note, FILE *err, const char *op, const case_opts *o, size_t *n, int *code)
+{
+    *code = MF_CLI_USAGE;
+    if (o->case_id != NULL) {
+        mf_case_id *id = calloc(1, sizeof *id);
+        char desc[256];
+        if (id == NULL) return NULL;
+        if (!mf_case_id_parse(o->case_id, o->seed, id) || mf_verify_describe(op, id, desc, sizeof desc, NULL) != MF_OK) {
+            fprintf(err, "memfix verify: no case '%s' for %s (see memfix verify --op %s --list-cases)\n", o->case_id,
+                    op, op);
+            free(id);
+            return NULL;
+        }
+        if (id->kind == MF_CASE_LARGE && !large_fits(err, op, o->seed)) {
+            *code = MF_CLI_UNAVAILABLE;
+            free(id);
+            return NULL;
+        }
+        *n = 1;
+        return id;
+    }
+    const int large = o->large && large_fits(note, op, o->seed);
+    mf_verify_case_ids(op, o->seed, o->n_random, large, NULL, 0, n);
+    mf_case_id *ids = calloc(*n ? *n : 1, sizeof *ids);
+    if (ids == NULL || mf_verify_case_ids(op, o->seed, o->n_random, large, ids, *n, n) != MF_OK) {
+        fprintf(err, "memfix verify: %s\n", ids == NULL ? "out of memory" : mf_last_error());
+        free(ids);
+        *code = MF_CLI_UNAVAILABLE;
+        return NULL;
+    }
+    return ids;
+}
+
+/* --dump DIR: created if missing; the testbed writes there (MF_VERIFY_DUMP_DIR). */
+static int dump_setup(FILE *err, const char *dir)
+{
+    if (dir == NULL) return 1;
+    if (dir[0] == '\0') {
+        fprintf(err, "memfix verify: --dump needs a directory\n");
+        return 0;
+    }
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1;; p++) { /* mkdir -p */
+        const char c = *p;
+        if (c != '/' && c != '\0') continue;
+        *p = '\0';
+        if (stat(path, &sb) != 0 && mkdir(path, 0777) != 0) {
+            fprintf(err, "memfix verify: cannot create --dump directory '%s'\n", path);
+            return 0;
+        }
+        *p = c;
+        if (c == '\0') break;
+    }
+    if (setenv("MF_VERIFY_DUMP_DIR", dir, 1) != 0) return 0;
+    return 1;
+}
 
 void mf_cli_verify_help(FILE *out)
 {
     fprintf(out,
-            "usage: memfix verify --op OP --lib PATH --symbol NAME [--backend auto|host|cuda] [--json]\n"
+            "usage: memfix verify --op OP --lib PATH --symbol NAME [--backend auto|host|cuda]\n"
+            "                     [--timeout SEC] [--orders K] [--sanitize thread|address] [--json]\n"
+            "                     [--seed S] [--cases N] [--list-cases] [--case ID] [--large] [--dump DIR]\n"
             "\n"
-            "Loads NAME from the shared library PATH (dlopen/dlsym): your kernel, a C function\n"
+            "Loads NAME from the shared library PATH in a separate worker process (never in\n"
+            "memfix itself): your kernel, a C function\n"
             "with the op's candidate signature (include/memfix/verify.h; for matmul\n"
             "mf_matmul_candidate_fn, mf_matmul's arguments minus the variant; an op with\n"
             "several entry points is named op.entry, e.g. attention.backward). Runs it on the\n"
@@ -42,6 +235,13 @@ void mf_cli_verify_help(FILE *out)
             "  scratch-ceiling    tracked device scratch exceeds the fix's ceiling formula\n"
             "  rerun              a second sweep (reverse order, different inputs) failed:\n"
             "                     stale buffers or cached results\n"
+            "  schedule           right in forward thread order, wrong in reverse or a random\n"
+            "                     order of the threads of a block (a race: a missing barrier)\n"
+            "  exit               the candidate's process exited during the call\n"
+            "  crash              it was killed by a signal (a segfault, an abort)\n"
+            "  timeout            no answer within --timeout seconds (an endless loop)\n"
+            "  protocol           its process wrote garbage into verify's socket\n"
+            "  sanitizer          --sanitize: the sanitizer reported an error\n"
             "\n"
             "options:\n"
             "  --op OP           the op the candidate implements (supported: %s)\n"
@@ -50,14 +250,40 @@ void mf_cli_verify_help(FILE *out)
             "  --symbol NAME     the candidate's symbol (declare it extern \"C\" in C++/CUDA)\n"
             "  --backend B       auto (default: cuda when a device is present, else host),\n"
             "                    host (a library built with cudahost) or cuda (built with nvcc)\n"
-            "  --json            print a JSON array: report's keys plus candidate, defense\n"
-            "                    and reason\n"
+            "  --timeout SEC     time limit of each case in each thread order (default 60);\n"
+            "                    the worker's process group is killed past it\n"
+            "  --orders K        random thread orders per case besides forward (2 workers) and\n"
+            "                    reverse (1 worker) (default 2; 0 to 16), alternating 1 and 2 workers\n"
+            "  --sanitize S      run the candidate in a worker built with ThreadSanitizer\n"
+            "                    (thread) or AddressSanitizer (address): the tsan/asan preset's\n"
+            "                    memfix-verify-worker (MF_VERIFY_WORKER); build the candidate\n"
+            "                    with the same -fsanitize flag\n"
+            "  --json            print a JSON array: report's keys plus candidate, defense,\n"
+            "                    reason, case (its id), seed, thread_order and the times; on\n"
+            "                    an error an object with error and exit_status\n"
+            "\n"
+            "cases (docs/verify.md \"Cases\"):\n"
+            "  --seed S          seed of the random cases (default: a fresh one from the time\n"
+            "                    and the process id, printed; pass it again to reproduce)\n"
+            "  --cases N         random cases in addition to the fixed ones (default %d):\n"
+            "                    odd shapes, outputs beyond 4096 elements, every option\n"
+            "  --list-cases      print the case ids and the whole case each stands for, then\n"
+            "                    exit (needs only --op)\n"
+            "  --case ID         run one case: f<i> (fixed), g<i> (random, with --seed) or\n"
+            "                    large\n"
+            "  --large           add a case with more than 2^31 elements in the op's big\n"
+            "                    dimension product when memory allows (else says why not)\n"
+            "  --dump DIR        for a failing case write its inputs, expected and got\n"
+            "                    arrays into DIR\n"
             "  -h, --help        this help\n"
+            "\n"
+            "The table's last column is the candidate's time over memfix's own kernel on\n"
+            "the same case (a warning above 10x, never a rejection).\n"
             "\n"
             "exit status: 0 every case passed, 1 the candidate was rejected, 2 usage error\n"
             "(unknown op, op without candidates, library or symbol not found), 3 the\n"
             "backend is unavailable. See docs/verify.md for building a candidate.\n",
-            mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
+            mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build", MF_VERIFY_DEFAULT_CASES);
 }
 
 static void num_cell(char *buf, size_t cap, double x)
@@ -67,10 +293,16 @@ static void num_cell(char *buf, size_t cap, double x)
     else snprintf(buf, cap, "%.3g", x);
 }
 
-enum { VCOL = 13 };
+enum { VCOL = 14 };
 static const char *const vcol_names[VCOL] = {"op",       "backend",  "dtype",   "shape",   "max abs err",
                                              "max rel err", "atol",   "rtol",    "verdict", "defense",
-                                             "ref peak", "opt peak", "ceiling"};
+                                             "ref peak", "opt peak", "ceiling", "time vs memfix"};
+
+/* The candidate's time over memfix's own entry's on the same case (NaN when not measured). */
+static double time_ratio(const mf_verify_row *v)
+{
+    return v->cand_seconds > 0 && v->own_seconds > 0 ? v->cand_seconds / v->own_seconds : NAN;
+}
 
 static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
 {
@@ -89,6 +321,26 @@ static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
     snprintf(cells[11], 160, "%zu", r->opt_peak_bytes);
     if (r->ceiling_bytes == SIZE_MAX) snprintf(cells[12], 160, "n/a");
     else snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
+    const double q = time_ratio(v);
+    if (isnan(q)) snprintf(cells[13], 160, "n/a");
+    else snprintf(cells[13], 160, "%.2fx%s", q, q > 10.0 ? " (!)" : "");
+}
+
+/* "C FAIL (312% of its budget), lse pass (4%)" */
+static void outputs_line(char *buf, size_t cap, const mf_case_result *r)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < r->n_outputs && len < cap; k++) {
+        const mf_output_result *q = &r->outputs[k];
+        char share[32];
+        if (isfinite(q->budget_used)) snprintf(share, sizeof share, "%.0f%% of its budget", 100.0 * q->budget_used);
+        else snprintf(share, sizeof share, "NaN/Inf pattern differs");
+        const int w = snprintf(buf + len, cap - len, "%s%s %s (%s, %s)", k ? ", " : "", q->what,
+                               q->pass ? "pass" : "FAIL", share, q->tol);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
 }
 
 static void verify_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
@@ -96,24 +348,45 @@ static void verify_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
     vrow_cells(&((const mf_verify_row *)rows)[i], cells);
 }
 
-static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n)
+static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n, const mf_case_id *ids,
+                         uint64_t seed)
 {
-    static const int right[VCOL] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1};
+    static const int right[VCOL] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1};
     fprintf(out, "candidate %s\n", symbol);
+    fprintf(out, "seed %llu (reproduce with --seed %llu; one case with --case ID)\n", (unsigned long long)seed,
+            (unsigned long long)seed);
     mf_cli_print_table(out, VCOL, vcol_names, right, n, verify_cells, rows);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].result.pass;
     fprintf(out, "\n%zu cases, %zu passed, %zu rejected: %s\n", n, n - failed, failed,
             failed ? "candidate REJECTED" : "candidate ACCEPTED");
-    for (size_t i = 0; i < n; i++)
-        if (!rows[i].result.pass)
-            fprintf(out, "REJECTED [%s %s] by %s: %s\n", rows[i].result.dtype, rows[i].result.shape,
-                    rows[i].defense[0] ? rows[i].defense : "?",
-                    rows[i].result.message[0] ? rows[i].result.message : "(no message)");
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].result.pass) continue;
+        char cid[32];
+        mf_case_id_format(&ids[i], cid, sizeof cid);
+        fprintf(out, "REJECTED [%s: %s %s] by %s: %s\n", cid, rows[i].result.dtype, rows[i].result.shape,
+                rows[i].defense[0] ? rows[i].defense : "?",
+                rows[i].result.message[0] ? rows[i].result.message : "(no message)");
+        char line[1024];
+        outputs_line(line, sizeof line, &rows[i].result);
+        if (line[0] != '\0') fprintf(out, "  outputs: %s\n", line);
+        if (rows[i].schedule[0] != '\0') fprintf(out, "  thread order: %s\n", rows[i].schedule);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const double q = time_ratio(&rows[i]);
+        if (q > 10.0)
+            fprintf(out, "WARNING [%s %s]: the candidate took %.1fx the time of memfix's own kernel (%.3g ms vs %.3g ms; "
+                         "a warning, not a rejection)\n",
+                    rows[i].result.dtype, rows[i].result.shape, q, 1e3 * rows[i].cand_seconds,
+                    1e3 * rows[i].own_seconds);
+    }
 }
 
-static int verify_json(FILE *out, FILE *err, const char *symbol, const mf_verify_row *rows, size_t n)
+static int verify_json(FILE *out, FILE *err, const char *symbol, const mf_verify_row *rows, size_t n,
+                       const mf_case_id *ids, uint64_t seed)
 {
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)seed);
     cJSON *arr = cJSON_CreateArray();
     if (arr == NULL) goto oom;
     for (size_t i = 0; i < n; i++) {
@@ -125,6 +398,18 @@ static int verify_json(FILE *out, FILE *err, const char *symbol, const mf_verify
         if (rows[i].defense[0]) cJSON_AddStringToObject(o, "defense", rows[i].defense);
         else cJSON_AddNullToObject(o, "defense");
         cJSON_AddStringToObject(o, "reason", r->message);
+        char cid[32];
+        mf_case_id_format(&ids[i], cid, sizeof cid);
+        cJSON_AddStringToObject(o, "case", cid);
+        cJSON_AddStringToObject(o, "seed", seed_text); /* a string: 64-bit exact */
+        if (rows[i].schedule[0]) cJSON_AddStringToObject(o, "thread_order", rows[i].schedule);
+        else cJSON_AddNullToObject(o, "thread_order");
+        const double secs[3] = {rows[i].cand_seconds, rows[i].own_seconds, time_ratio(&rows[i])};
+        static const char *const keys[3] = {"candidate_seconds", "memfix_seconds", "time_vs_memfix"};
+        for (int k = 0; k < 3; k++) {
+            if (isfinite(secs[k])) cJSON_AddNumberToObject(o, keys[k], secs[k]);
+            else cJSON_AddNullToObject(o, keys[k]);
+        }
     }
     char *text = cJSON_Print(arr);
     cJSON_Delete(arr);
@@ -138,13 +423,50 @@ oom:
     return 0;
 }
 
+/* A usage error or an unavailable backend after the options were parsed: the
+ * message on err and, with --json, a JSON object on out (--json always prints). */
+static int verify_fail(FILE *out, FILE *err, int json, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+static int verify_fail(FILE *out, FILE *err, int json, int code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(err, "memfix verify: %s\n", msg);
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        char *text = NULL;
+        if (o != NULL && cJSON_AddStringToObject(o, "error", msg) != NULL &&
+            cJSON_AddNumberToObject(o, "exit_status", code) != NULL)
+            text = cJSON_Print(o);
+        if (text != NULL) fprintf(out, "%s\n", text);
+        else fprintf(out, "{\"error\": \"out of memory\", \"exit_status\": %d}\n", code);
+        cJSON_free(text);
+        cJSON_Delete(o);
+    }
+    return code;
+}
+
 int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *op_name = NULL, *lib = NULL, *symbol = NULL, *backend_name = "auto";
+    const char *timeout_text = NULL, *orders_text = NULL, *sanitize = NULL;
     int json = 0;
+    case_opts copts = {0, 0, MF_VERIFY_DEFAULT_CASES, 0, NULL, 0, NULL};
+    for (int i = 1; i < argc; i++) /* --json first: every later error prints JSON too */
+        if (strcmp(argv[i], "--json") == 0) json = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        int missing = 0;
+        int missing = 0, cr;
+        if ((cr = case_option(argc, argv, &i, &copts, err)) != 0) {
+            if (cr < 0) return verify_fail(out, err, json, MF_CLI_USAGE, "bad case option '%s' (see above)", a);
+            continue;
+        }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             mf_cli_verify_help(out);
             return MF_CLI_OK;
@@ -162,32 +484,62 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         } else if ((v = mf_cli_option_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
             if (missing) goto needs_value;
             backend_name = v;
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--timeout", &missing)) != NULL || missing) {
+            if (missing) goto needs_value;
+            timeout_text = v;
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--orders", &missing)) != NULL || missing) {
+            if (missing) goto needs_value;
+            orders_text = v;
+        } else if ((v = mf_cli_option_value(argc, argv, &i, "--sanitize", &missing)) != NULL || missing) {
+            if (missing) goto needs_value;
+            sanitize = v;
         } else {
-            fprintf(err, "memfix verify: unknown argument '%s' (see memfix verify --help)\n", a);
-            return MF_CLI_USAGE;
+            return verify_fail(out, err, json, MF_CLI_USAGE, "unknown argument '%s' (see memfix verify --help)", a);
         }
         continue;
     needs_value:
-        fprintf(err, "memfix verify: %s needs a value\n", a);
-        return MF_CLI_USAGE;
+        return verify_fail(out, err, json, MF_CLI_USAGE, "%s needs a value", a);
     }
-    if (op_name == NULL || lib == NULL || symbol == NULL) {
-        fprintf(err, "memfix verify: --op, --lib and --symbol are required (see memfix verify --help)\n");
-        return MF_CLI_USAGE;
+    if (!copts.seed_given) copts.seed = fresh_seed();
+    if (op_name == NULL || ((lib == NULL || symbol == NULL) && !copts.list))
+        return verify_fail(out, err, json, MF_CLI_USAGE,
+                           "--op, --lib and --symbol are required (see memfix verify --help)");
+    mf_verify_options vo;
+    mf_verify_options_init(&vo);
+    vo.lib = lib;
+    vo.symbol = symbol;
+#ifdef MF_VERIFY_WORKER_DEFAULT
+    vo.worker = MF_VERIFY_WORKER_DEFAULT;
+#endif
+    if (timeout_text != NULL) {
+        char *end = NULL;
+        vo.timeout_s = strtod(timeout_text, &end);
+        if (end == timeout_text || *end != '\0' || !(vo.timeout_s > 0) || vo.timeout_s > 1e6)
+            return verify_fail(out, err, json, MF_CLI_USAGE, "--timeout '%s': expected seconds > 0", timeout_text);
+    }
+    if (orders_text != NULL) {
+        char *end = NULL;
+        const long k = strtol(orders_text, &end, 10);
+        if (end == orders_text || *end != '\0' || k < 0 || k > 16)
+            return verify_fail(out, err, json, MF_CLI_USAGE, "--orders '%s': expected 0 to 16 random thread orders",
+                               orders_text);
+        vo.orders = (int)k;
+    }
+    if (sanitize != NULL) {
+        if (strcmp(sanitize, "thread") != 0 && strcmp(sanitize, "address") != 0)
+            return verify_fail(out, err, json, MF_CLI_USAGE, "--sanitize '%s': expected thread or address", sanitize);
+        vo.sanitize = sanitize;
     }
     mf_backend backend;
     if (strcmp(backend_name, "auto") == 0) backend = MF_BACKEND_AUTO;
     else if (strcmp(backend_name, "host") == 0) backend = MF_BACKEND_HOST;
     else if (strcmp(backend_name, "cuda") == 0) backend = MF_BACKEND_CUDA;
-    else {
-        fprintf(err, "memfix verify: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
-        return MF_CLI_USAGE;
-    }
-    if (!mf_verify_supported(op_name) && mf_registry_find(op_name) == NULL) {
-        fprintf(err, "memfix verify: unknown op '%s' (supported: %s)\n", op_name,
-                mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
-        return MF_CLI_USAGE;
-    }
+    else
+        return verify_fail(out, err, json, MF_CLI_USAGE, "unknown backend '%s' (expected auto, host or cuda)",
+                           backend_name);
+    if (!mf_verify_supported(op_name) && mf_registry_find(op_name) == NULL)
+        return verify_fail(out, err, json, MF_CLI_USAGE, "unknown op '%s' (supported: %s)", op_name,
+                           mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build");
     if (!mf_verify_supported(op_name)) {
         /* an op verified one entry point at a time: name its targets */
         char entries[256] = "";
@@ -203,84 +555,55 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
             p = end != NULL ? end + 2 : NULL;
         }
         if (entries[0] != '\0')
-            fprintf(err, "memfix verify: op '%s' is verified one entry point at a time: use --op %s\n", op_name,
-                    entries);
-        else
-            fprintf(err, "memfix verify: op '%s' takes no candidates yet (supported: %s)\n", op_name,
-                    list[0] ? list : "none in this build");
-        return MF_CLI_USAGE;
+            return verify_fail(out, err, json, MF_CLI_USAGE, "op '%s' is verified one entry point at a time: use --op %s",
+                               op_name, entries);
+        return verify_fail(out, err, json, MF_CLI_USAGE, "op '%s' takes no candidates yet (supported: %s)", op_name,
+                           list[0] ? list : "none in this build");
     }
-    if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
-        fprintf(err, "memfix verify: backend cuda is not available (no CUDA backend or no device; use --backend host)\n");
-        return MF_CLI_UNAVAILABLE;
-    }
-
-    /* dlopen searches the library path for a name without '/': a file in the
-     * current directory is meant, as a user would expect. */
-    char path[4096];
+    if (copts.list) return list_cases(out, err, op_name, &copts);
+    if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA))
+        return verify_fail(out, err, json, MF_CLI_UNAVAILABLE,
+                           "backend cuda is not available (no CUDA backend or no device; use --backend host)");
     struct stat sb;
-    if (strchr(lib, '/') == NULL && stat(lib, &sb) == 0) snprintf(path, sizeof path, "./%s", lib);
-    else snprintf(path, sizeof path, "%s", lib);
-    dlerror();
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        const char *e = dlerror();
-        fprintf(err, "memfix verify: cannot load '%s': %s\n", lib, e ? e : "unknown error");
-        if (e && (strstr(e, "undefined symbol") || strstr(e, "static TLS")))
-            fprintf(err, "  (a host-mode candidate takes cudahost_* and mf_* from memfix itself: link it "
-                         "without libcudahost.a, see docs/verify.md)\n");
-        return MF_CLI_USAGE;
-    }
-    dlerror();
-    void *sym = dlsym(handle, symbol);
-    const char *e = dlerror();
-    if (sym == NULL || e != NULL) {
-        fprintf(err, "memfix verify: no symbol '%s' in '%s'%s%s (declare it extern \"C\")\n", symbol, lib,
-                e ? ": " : "", e ? e : "");
-        dlclose(handle);
-        return MF_CLI_USAGE;
-    }
-    /* dlsym on the handle searches the library and its dependencies, not the
-     * memfix executable: a cudahost runtime found there is a second copy, which
-     * would know none of memfix's device buffers. */
-    if (dlsym(handle, "cudahost_cudaMalloc") != NULL) {
-        fprintf(err,
-                "memfix verify: '%s' contains its own copy of the cudahost runtime (libcudahost.a linked in): "
-                "link the candidate without cudahost, so that it uses memfix's (see docs/verify.md)\n",
-                lib);
-        dlclose(handle);
-        return MF_CLI_USAGE;
-    }
-    void (*candidate)(void);
-    memcpy(&candidate, &sym, sizeof candidate); /* object to function pointer (POSIX) */
+    if (stat(lib, &sb) != 0)
+        return verify_fail(out, err, json, MF_CLI_USAGE, "cannot load '%s': %s", lib, strerror(errno));
 
+    /* The library is loaded only by the worker processes (mf_verify_lib), never here. */
     mf_context *ctx = NULL;
     mf_status s = mf_context_create(&ctx, backend);
-    if (s != MF_OK) {
-        fprintf(err, "memfix verify: cannot create a %s context: %s: %s\n", backend_name, mf_status_name(s),
-                mf_last_error());
-        dlclose(handle);
-        return MF_CLI_UNAVAILABLE;
+    if (s != MF_OK)
+        return verify_fail(out, err, json, MF_CLI_UNAVAILABLE, "cannot create a %s context: %s: %s", backend_name,
+                           mf_status_name(s), mf_last_error());
+    size_t cap = 0;
+    int code = MF_CLI_USAGE;
+    mf_case_id *ids = select_cases(json ? err : out, err, op_name, &copts, &cap, &code);
+    if (ids == NULL || !dump_setup(err, copts.dump_dir)) {
+        free(ids);
+        mf_context_destroy(ctx);
+        return verify_fail(out, err, json, ids == NULL ? code : MF_CLI_USAGE, "%s",
+                           ids == NULL ? "no cases to run (see above)" : "--dump: no directory");
     }
-    const size_t cap = (size_t)mf_verify_n_cases(op_name);
+    vo.ids = ids;
+    vo.n_ids = cap;
     mf_verify_row *rows = calloc(cap ? cap : 1, sizeof *rows);
     size_t n = 0;
     if (rows == NULL) s = MF_ERR_OUT_OF_MEMORY;
-    else s = mf_verify(ctx, op_name, candidate, rows, cap, &n);
+    else s = mf_verify_lib(ctx, op_name, &vo, rows, cap, &n);
     mf_context_destroy(ctx);
-    /* The library stays loaded: a candidate may have registered destructors or
-     * left threads behind; unloading it under them would crash at exit. */
     if (s != MF_OK) {
-        fprintf(err, "memfix verify: %s: %s\n", mf_status_name(s), mf_last_error());
         free(rows);
-        return MF_CLI_UNAVAILABLE;
+        free(ids);
+        if (s == MF_ERR_INVALID_ARGUMENT) return verify_fail(out, err, json, MF_CLI_USAGE, "%s", mf_last_error());
+        return verify_fail(out, err, json, MF_CLI_UNAVAILABLE, "%s: %s", mf_status_name(s), mf_last_error());
     }
-    int failed = 0;
+    int failed = n == 0;
     for (size_t i = 0; i < n; i++) failed |= !rows[i].result.pass;
     int ok = 1;
-    if (json) ok = verify_json(out, err, symbol, rows, n);
-    else verify_table(out, symbol, rows, n);
+    if (json) ok = verify_json(out, err, symbol, rows, n, ids, copts.seed);
+    else verify_table(out, symbol, rows, n, ids, copts.seed);
+    if (copts.dump_dir != NULL && failed) fprintf(json ? err : out, "failing cases dumped to %s\n", copts.dump_dir);
     free(rows);
-    if (!ok) return MF_CLI_UNAVAILABLE;
+    free(ids);
+    if (!ok) return failed ? MF_CLI_FAILED : MF_CLI_UNAVAILABLE;
     return failed ? MF_CLI_FAILED : MF_CLI_OK;
 }

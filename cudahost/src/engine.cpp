@@ -2,7 +2,8 @@
 // fibers on the worker that runs the block, with barrier semantics for __syncthreads and the warp operations.
 //
 // Scheduling within a block (one OS thread, cooperative):
-//   * threads start in linear order (reverse with CUDAHOST_THREAD_ORDER=reverse);
+//   * threads start in linear order (reverse with CUDAHOST_THREAD_ORDER=reverse, a seeded permutation per block with
+//     CUDAHOST_THREAD_ORDER=random:SEED);
 //   * a thread that finishes without blocking hands its fiber (its stack) to the next unstarted thread, so a kernel
 //     without barriers runs its threads as plain calls, with no context switch;
 //   * a thread that blocks (barrier, warp operation, __nanosleep) switches directly to the next runnable thread:
@@ -190,6 +191,10 @@ struct Worker {
   unsigned bx = 1, by = 1, bz = 1;
   uint3 next_tid{0, 0, 0};  // the thread index of the next thread to start
   bool reverse = false, aborted = false;
+  bool random = false;               // CUDAHOST_THREAD_ORDER=random:SEED
+  unsigned long long order_seed = 0;
+  int* perm = nullptr;               // random: the start order of the block's threads [1024]
+  int* rank = nullptr;               // random: each thread's position in perm [1024]
   ThreadRec* th = nullptr;    // [1024]
   WarpState* warps = nullptr; // [32]
   int* rq = nullptr;          // ready ring [1024]
@@ -364,6 +369,18 @@ inline void switch_to(Worker* w, Fiber* from, Fiber* to) {
 inline int take_unstarted(Worker* w) {
   int i = w->started++;
   int idx = w->reverse ? w->n - 1 - i : i;
+  if (w->random) {
+    idx = w->perm[i];
+    ThreadRec* t = &w->th[idx];
+    t->index = idx;
+    const unsigned u = (unsigned)idx;
+    t->tid = uint3{u % w->bx, (u / w->bx) % w->by, u / (w->bx * w->by)};
+    t->state = TS_UNSTARTED;
+    t->wait = W_NONE;
+    t->warp = (unsigned short)(idx >> 5);
+    t->lane = (unsigned short)(idx & 31);
+    return idx;
+  }
   ThreadRec* t = &w->th[idx];
   t->index = idx;
   // the thread index advances with the start order (no division per thread)
@@ -418,7 +435,7 @@ bool warp_has_runnable(Worker* w, int warp, int self) {
   for (int l = 0; l < lanes; l++) {
     int idx = warp * 32 + l;
     if (l == self) continue;
-    bool started = w->reverse ? idx >= w->n - w->started : idx < w->started;
+    bool started = w->random ? w->rank[idx] < w->started : w->reverse ? idx >= w->n - w->started : idx < w->started;
     if (!started) return true;
     const ThreadRec& t = w->th[idx];
     if (t.state == TS_RUNNING || t.state == TS_READY || (t.state == TS_BLOCKED && t.wait == W_YIELD)) return true;
@@ -870,6 +887,23 @@ void run_block(Worker* w, Job* job, size_t linear) {
   w->started = 0;
   w->live = w->n;
   w->next_tid = w->reverse ? uint3{w->bx - 1, w->by - 1, w->bz - 1} : uint3{0, 0, 0};
+  if (w->random) {
+    // a seeded permutation of the start order, a function of the seed and the block only (Fisher-Yates on splitmix64)
+    unsigned long long x = w->order_seed ^ (0x9e3779b97f4a7c15ull * (linear + 1));
+    for (int i = 0; i < w->n; i++) w->perm[i] = i;
+    for (int i = w->n - 1; i > 0; i--) {
+      x += 0x9e3779b97f4a7c15ull;
+      unsigned long long z = x;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      const int j = (int)(z % (unsigned long long)(i + 1));
+      const int s = w->perm[i];
+      w->perm[i] = w->perm[j];
+      w->perm[j] = s;
+    }
+    for (int i = 0; i < w->n; i++) w->rank[w->perm[i]] = i;
+  }
   w->rq_head = w->rq_n = 0;
   w->bar_arrived = w->bar_acc = 0;
   w->bar_gone = 0;
@@ -924,6 +958,11 @@ void run_blocks(Job* job) {
   w->by = c->block.y;
   w->bz = c->block.z;
   w->reverse = ci::reverse_order();
+  w->random = ci::random_order(&w->order_seed);
+  if (w->random && !w->perm) {
+    w->perm = new int[ci::kMaxThreadsPerBlock];
+    w->rank = new int[ci::kMaxThreadsPerBlock];
+  }
   blockDim = uint3{c->block.x, c->block.y, c->block.z};
   gridDim = uint3{c->grid.x, c->grid.y, c->grid.z};
   w->smem_size = c->smem;

@@ -33,6 +33,8 @@ void clear_sticky();
 int workers();
 size_t stack_size();
 bool reverse_order();
+// CUDAHOST_THREAD_ORDER=random:SEED: each block starts its threads in a seeded permutation (per block linear index)
+bool random_order(unsigned long long* seed);
 size_t device_memory();
 
 // allocations and symbols

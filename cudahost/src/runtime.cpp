@@ -300,6 +300,18 @@ bool reverse_order() {
   return r;
 }
 
+bool random_order(unsigned long long* seed) {
+  static unsigned long long sd = 0;
+  static const bool r = [] {
+    const char* s = std::getenv("CUDAHOST_THREAD_ORDER");
+    if (!s || std::strncmp(s, "random", 6) != 0 || (s[6] != '\0' && s[6] != ':')) return false;
+    sd = s[6] == ':' ? std::strtoull(s + 7, nullptr, 0) : 0ull;
+    return true;
+  }();
+  if (seed) *seed = sd;
+  return r;
+}
+
 // The first number in the file at path; false when it is missing or holds no number (cgroup "max").
 static bool read_number_file(const char* path, size_t* out) {
   FILE* f = std::fopen(path, "r");

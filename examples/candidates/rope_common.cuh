@@ -16,6 +16,11 @@
 
 #define CAND_EXPORT extern "C" __attribute__((visibility("default")))
 
+/* An int32 id (a wrong example redefines it before including this header). */
+#ifndef ROPE_LOAD_I32
+#define ROPE_LOAD_I32(ids, i) ((int64_t)((const int32_t *)(ids))[(i)])
+#endif
+
 __device__ __forceinline__ float rope_ld(const void *p, int bf16, size_t i)
 {
     if (bf16) return __uint_as_float((unsigned)((const uint16_t *)p)[i] << 16);
@@ -55,7 +60,7 @@ __global__ void rope_naive_kernel(int64_t B, int64_t T, int64_t H, int64_t Dh, i
     }
     int64_t p;
     if (pos_kind == MF_ROPE_POS_OFFSET) p = offset + t;
-    else if (pos_kind == MF_ROPE_POS_I32) p = ((const int32_t *)ids)[b * batch_stride + t];
+    else if (pos_kind == MF_ROPE_POS_I32) p = ROPE_LOAD_I32(ids, b * batch_stride + t);
     else p = ((const int64_t *)ids)[b * batch_stride + t];
     const double inv_freq = pow(base, -2.0 * (double)item / (double)rd);
     const double theta = ((double)p / scaling) * inv_freq;

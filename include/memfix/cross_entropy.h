@@ -38,8 +38,10 @@
  *     (PyTorch's log_softmax backward would spread the NaN);
  *   - a used label outside [0, V) that is not ignore_index returns
  *     MF_ERR_OUT_OF_RANGE instead of a device-side assert (the optimized
- *     variants find it on the device and report it at the end of the call:
- *     the outputs are then unspecified);
+ *     variants find it on the device without waiting for it, and the next
+ *     synchronizing call of the context reports it: mf_context_synchronize,
+ *     mf_buffer_download; the outputs are then unspecified; the reference
+ *     returns it from the call);
  *   - a +inf logit gives lse NaN (torch.logsumexp: +inf); loss and gradient
  *     are NaN as in PyTorch (exp(inf - inf)).
  * Non-finite logits otherwise follow PyTorch (optimized and reference alike):
@@ -116,9 +118,10 @@
  *                                  bf16 grad_bias: 4 atomics per CTA, one per
  *                                  32-row warp strip, even for one block)
  * The label count for the mean stays on the device (the kernels read
- * 1/n_valid there); the only read-back is the out-of-range check, once, with
- * the synchronisation that releasing the scratch needs anyway (on a bad label
- * the call returns MF_ERR_OUT_OF_RANGE and the outputs are unspecified).
+ * 1/n_valid there); the out-of-range check is a deferred check of the context
+ * (no read-back, no synchronization in the call: on a bad label the next
+ * synchronizing call returns MF_ERR_OUT_OF_RANGE and the outputs are
+ * unspecified).
  * scratch_budget and max_chunk_rows are ignored.
  *   Scratch (device, upper bound, exact for fused forward+backward with
  *   mean/sum and lse == NULL):

@@ -51,6 +51,19 @@ typedef struct mf_case_result {
     mf_output_result outputs[MF_CASE_MAX_OUTPUTS];
 } mf_case_result;
 
+/* A case of a verify target (issue 16 item 3): a built-in one (the op's fixed
+ * table), a seeded random one from the op's generator, or the op's large case.
+ * Written "f<index>", "g<index>" and "large" (mf_case_id_format); a generated
+ * case is a function of (seed, index) only, so it is reproduced with the same
+ * seed. */
+typedef enum mf_case_kind { MF_CASE_FIXED = 0, MF_CASE_RANDOM = 1, MF_CASE_LARGE = 2 } mf_case_kind;
+typedef struct mf_case_id {
+    mf_case_kind kind;
+    int index;     /* fixed: the table row; random: the n-th case of seed */
+    uint64_t seed; /* random and large: the generator's seed */
+} mf_case_id;
+struct mf_tb_guarded; /* src/testbed/testbed.h */
+
 /* An entry point of an op that `memfix verify` takes candidates for. */
 typedef struct mf_verify_target {
     const char *name; /* "matmul", or "<op>.<entry>" for an op with several */
@@ -62,6 +75,27 @@ typedef struct mf_verify_target {
     mf_status (*run_case)(mf_context *ctx, void (*candidate)(void), int case_index,
                           uint64_t seed_salt, mf_case_result *out);
     int (*n_cases)(void); /* NULL: the op's n_cases */
+    /* Cases by id (fixed, random or large; NULL: fixed cases only). run_id runs
+     * one like run_case. describe writes the whole case (dtype and every option,
+     * as run_id writes out->dtype and out->shape: "<dtype> <shape>") and the
+     * host + device bytes it needs (an estimate for --large); it generates
+     * nothing big. Both: MF_ERR_INVALID_ARGUMENT for an id out of range. */
+    mf_status (*run_id)(mf_context *ctx, void (*candidate)(void), const mf_case_id *id, uint64_t seed_salt,
+                        mf_case_result *out);
+    mf_status (*describe)(const mf_case_id *id, char *buf, size_t cap, size_t *bytes);
+    /* memfix verify's worker process (issue 16): the candidate runs in a child
+     * process, which finds the target by name and calls the candidate through
+     * 'call' (the op's call adapter, the one its guard hands to mf_tb_guard)
+     * on the arguments the guard passed: 'args_size' bytes, of which the
+     * pointer at 'args_ptr_offset' (when args_ptr_bytes > 0) points to a host
+     * struct of args_ptr_bytes bytes (options, a config) copied with them.
+     * NULL call: the target runs in process only. */
+    mf_status (*call)(mf_context *ctx, const void *args, struct mf_tb_guarded *bufs);
+    size_t args_size;
+    size_t args_ptr_offset, args_ptr_bytes;
+    /* memfix's own entry point of the candidate's type (cast to void (*)(void)),
+     * timed beside the candidate in the worker; NULL: no timing. */
+    void (*own)(void);
 } mf_verify_target;
 
 /* One size of an op's `memfix bench` sweep (forward pass, f32). The op's

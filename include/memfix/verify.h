@@ -34,8 +34,16 @@
  *                      allocator, exceeds the ceiling formula of the op's fix;
  *   rerun              every check passed, but a second sweep over the cases in
  *                      reverse order, with fresh buffers and different inputs,
- *                      failed one (stale buffers or cached results).
- * Limits: a candidate that crashes takes the process with it; a hidden
+ *                      failed one (stale buffers or cached results);
+ * and, with mf_verify_lib (the candidate in a worker process):
+ *   schedule           right in forward thread order, wrong in reverse or a
+ *                      seeded random order of host mode (a race in a block);
+ *   exit, crash        the worker exited or was killed by a signal in the call;
+ *   timeout            no answer within the time limit (the worker is killed);
+ *   protocol           the worker's answer was malformed;
+ *   sanitizer          a sanitizer-built worker reported an error.
+ * Limits: with mf_verify a candidate that crashes takes the process with it
+ * (mf_verify_lib isolates it; docs/verify.md states its threat model); a hidden
  * allocation freed again within the call is caught only if the sampler sees
  * it (it samples every ~50 us; any allocation alive across a kernel launch in
  * host mode is seen), and on a GPU only above cudaMemGetInfo's granularity. */
@@ -63,7 +71,47 @@ extern "C" {
 typedef struct mf_verify_row {
     mf_case_result result;
     char defense[MF_VERIFY_DEFENSE_MAX]; /* "" when it passed; else a name above */
+    /* mf_verify_lib only (NaN otherwise): the candidate's first call and memfix's
+     * own optimized entry on the same buffers in the worker, in seconds (a
+     * warning column, never a rejection; own_seconds NaN for a target without one). */
+    double cand_seconds, own_seconds;
+    char schedule[40]; /* the thread order the row's result comes from, e.g. "reverse, 1 worker" */
 } mf_verify_row;
+
+/* ---- isolation (issue 16): the candidate in a worker process ---------------------- */
+/* mf_verify_lib runs each candidate call in a child process (fork + exec of
+ * memfix-verify-worker, which dlopens the library): the candidate's crashes,
+ * exits, hangs and constructors reach only that process. Every case runs in
+ * several thread orders of host mode (forward with 2 cudahost workers, reverse
+ * with 1, then 'orders' seeded random orders alternating 1 and 2 workers). */
+typedef struct mf_verify_options {
+    const char *lib;      /* the shared library (a path) */
+    const char *symbol;   /* the candidate's symbol */
+    double timeout_s;     /* per case and thread order (default 60); the worker is killed past it */
+    int orders;           /* random thread orders per case (default 2; 0: forward and reverse only) */
+    uint64_t order_seed;  /* the first random order's seed (default 1) */
+    const char *sanitize; /* NULL, "thread" or "address": a worker built with that sanitizer */
+    const char *worker;   /* the worker executable; NULL: $MF_VERIFY_WORKER, else
+                           * memfix-verify-worker next to the running executable, else
+                           * the build's (MF_VERIFY_WORKER_DEFAULT) */
+    /* the cases (fixed, random, large: mf_verify_case_ids); NULL: the target's fixed cases */
+    const mf_case_id *ids;
+    size_t n_ids;
+} mf_verify_options;
+
+MF_API void mf_verify_options_init(mf_verify_options *o);
+
+/* mf_verify with the candidate 'o->symbol' of 'o->lib' run in worker
+ * processes. The library is never loaded into the calling process. Returns
+ * MF_OK when the verification ran; MF_ERR_INVALID_ARGUMENT when the library or
+ * symbol cannot be loaded, or the library is built for another backend (the
+ * message says why); MF_ERR_BACKEND_UNAVAILABLE when no worker can be started. */
+MF_API mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows,
+                               size_t cap, size_t *n_rows);
+
+/* The worker's main (tools/verify_worker.c): serves requests on file
+ * descriptor 3 until it is closed. Not for direct use. */
+MF_API int mf_verify_worker_main(int argc, char **argv);
 
 /* 1 if 'op' (a verify target of a registered op: an op name, or "op.entry"
  * for an op with several entry points) takes candidates in this build, else 0. */
@@ -83,6 +131,26 @@ MF_API int mf_verify_n_cases(const char *op);
  * candidate support, MF_ERR_INVALID_SIZE when cap is too small. */
 MF_API mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void),
                            mf_verify_row *rows, size_t cap, size_t *n_rows);
+
+/* ---- cases: fixed, seeded random, large (issue 16 item 3; docs/verify.md "Cases") ---------- */
+/* 1 if target 'op' has a seeded random case generator (every built-in target has). */
+MF_API int mf_verify_has_generator(const char *op);
+/* The cases of a verification: the target's fixed cases ("f0".."f<n-1>"), then
+ * n_random random cases of 'seed' ("g0".."g<n_random-1>"), then the large case
+ * ("large") when large != 0 (targets without a generator: the fixed ones only).
+ * ids == NULL: *n = the count needed. */
+MF_API mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids,
+                                    size_t cap, size_t *n);
+/* The whole case id stands for ("<dtype> <shape>", every option) and an
+ * estimate of the host + device bytes a verification of it takes. */
+MF_API mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes);
+/* mf_verify on the cases ids[0..n_ids) (rows: n_ids of them). */
+MF_API mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
+                               size_t n_ids, mf_verify_row *rows, size_t cap, size_t *n_rows);
+/* "f3", "g0", "large"; and back (a bare number is a fixed id; random and large
+ * ids take 'seed'): 1 when s is an id. */
+MF_API void mf_case_id_format(const mf_case_id *id, char *buf, size_t cap);
+MF_API int mf_case_id_parse(const char *s, uint64_t seed, mf_case_id *id);
 
 #ifdef __cplusplus
 }

@@ -162,6 +162,65 @@ static int attention_case_uses_mma(const attention_case *c) {
 }
 #define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
 
+/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* Random case i of a seed, k = i + seed: causal on odd k, bf16 on k / 2 odd;
+ * D from {8, 16, 24, 40, 64, 128} with Dv = D (every other case: the bf16
+ * tensor-core path at 64 and 128) or another size; N odd, never a multiple of
+ * the 16- or 128-row tiles; outputs > 4096 elements. The large case:
+ * B*H*N*N > 2^31 attention scores (the reference materializes them). */
+static void attention_generate(const mf_case_id *id, attention_case *c) {
+    mf_tb_rng r = mf_tb_case_rng("attention", id);
+    const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
+    static const int64_t dims[] = {8, 16, 24, 40, 64, 128};
+    c->causal = k % 2;
+    c->dtype = k / 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    c->B = mf_tb_rand_int(&r, 1, 2);
+    c->H = mf_tb_rand_int(&r, 1, 3);
+    c->D = mf_tb_rand_pick(&r, dims, 6);
+    c->Dv = mf_tb_rand_chance(&r, 1, 2) ? c->D : mf_tb_rand_pick(&r, dims, 4);
+    c->N = mf_tb_rand_int(&r, 8, 70) * 2 + 1;
+    while (c->B * c->H * c->N * c->Dv <= 4096) c->N += 16;
+    if (id->kind == MF_CASE_LARGE) c->B = 1, c->H = 1, c->N = 46345, c->D = c->Dv = 16;
+}
+
+static mf_status attention_case_of(const mf_case_id *id, attention_case *c) {
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= ATTENTION_N_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "attention: case %d out of range [0, %d)", id->index,
+                    ATTENTION_N_CASES);
+        *c = attention_cases[id->index];
+    } else {
+        attention_generate(id, c);
+    }
+    return MF_OK;
+}
+
+static void attention_shape(const attention_case *c, const char *pass, char *buf, size_t cap) {
+    snprintf(buf, cap, "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s", (long long)c->B, (long long)c->H,
+             (long long)c->N, (long long)c->D, (long long)c->Dv, c->causal, pass);
+}
+
+static mf_status attention_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap,
+                                         size_t *bytes) {
+    attention_case c;
+    MF_TRY(attention_case_of(id, &c));
+    char shape[160];
+    attention_shape(&c, pass, shape, sizeof shape);
+    snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
+    const size_t rows = (size_t)(c.B * c.H * c.N);
+    /* the reference's N x N scores and probabilities in double; inputs, outputs on both sides */
+    *bytes = 16 * (size_t)(c.B * c.H) * (size_t)c.N * (size_t)c.N + 16 * rows * (size_t)(2 * c.D + 2 * c.Dv + 1);
+    return MF_OK;
+}
+
+static mf_status attention_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return attention_describe_pass(id, "fwd=candidate", buf, cap, bytes);
+}
+
+static mf_status attention_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return attention_describe_pass(id, "bwd=candidate", buf, cap, bytes);
+}
+
 /* One case: 'variant' through mf_attention_forward and mf_attention_backward
  * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
  * tiled forward or backward (memfix verify; the other pass stays ours, and
@@ -169,16 +228,16 @@ static int attention_case_uses_mma(const attention_case *c) {
  * alone, against the ceiling of its pass. seed_salt != 0 draws other inputs. */
 static mf_status attention_run_case_impl(mf_context *ctx, int variant,
                                          mf_attention_forward_candidate_fn fwd,
-                                         mf_attention_backward_candidate_fn bwd, int case_index,
+                                         mf_attention_backward_candidate_fn bwd, const mf_case_id *id,
                                          uint64_t seed_salt, mf_case_result *out) {
-    MF_TRY(mf_tb_case_begin(out, "attention", ctx, variant, MF_ATTENTION_N_VARIANTS, case_index,
-                            ATTENTION_N_CASES));
-    const attention_case *c = &attention_cases[case_index];
+    MF_TRY(mf_tb_case_begin_id(out, "attention", ctx, variant, MF_ATTENTION_N_VARIANTS, id, ATTENTION_N_CASES));
+    attention_case cc;
+    MF_TRY(attention_case_of(id, &cc));
+    const attention_case *c = &cc;
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
-    snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s",
-             (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv,
-             c->causal, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate");
+    attention_shape(c, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate", out->shape,
+                    sizeof(out->shape));
     const int mma = attention_case_uses_mma(c);
     const mf_tolerance *tol =
         mf_tolerance_get(mma ? "attention.mma.out.bf16"
@@ -192,8 +251,7 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
 
     const size_t rows = (size_t)(c->B * c->H * c->N);
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
-    const uint64_t seed =
-        0x6174746e00000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
+    const uint64_t seed = mf_tb_case_seed(id, 0x6174746e00000000ull, 8u, seed_salt);
     enum { Q, K, V, DOUT, OUT, LSE, DQ, DK, DV, NT };
     mf_tb_tensor t[NT] = {
         {"q", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
@@ -271,20 +329,21 @@ done:
 
 static mf_status attention_run_case(mf_context *ctx, int variant, int case_index,
                                     mf_case_result *out) {
-    return attention_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return attention_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
 
 /* memfix verify (include/memfix/verify.h): the candidate signatures are those
  * of the tiled entry points of optimized/attention.cu. */
 static mf_status attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
-                                   mf_attention_backward_candidate_fn bwd, int case_index,
+                                   mf_attention_backward_candidate_fn bwd, const mf_case_id *id,
                                    uint64_t seed_salt, mf_case_result *out) {
     if ((fwd == NULL) == (bwd == NULL)) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
                 "exactly one of fwd and bwd must be given");
     }
-    return attention_run_case_impl(ctx, 0, fwd, bwd, case_index, seed_salt, out);
+    return attention_run_case_impl(ctx, 0, fwd, bwd, id, seed_salt, out);
 }
 
 /* ---- memfix verify: the guard of attention (tiled forward / backward) candidates (src/testbed/testbed.h) -------------- */
@@ -344,20 +403,33 @@ static mf_status attn_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int
     return mf_tb_guard(ctx, sp, 6, 9, attn_bwd_call, &args, bufs);
 }
 
+static mf_status attention_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                            uint64_t seed_salt, mf_case_result *out) {
+    return attention_verify_case(ctx, candidate != NULL ? attn_fwd_guard : NULL, NULL, id, seed_salt, out);
+}
+
+static mf_status attention_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                             uint64_t seed_salt, mf_case_result *out) {
+    return attention_verify_case(ctx, NULL, candidate != NULL ? attn_bwd_guard : NULL, id, seed_salt, out);
+}
+
 static mf_status attention_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                          uint64_t seed_salt, mf_case_result *out) {
-    return attention_verify_case(ctx, candidate != NULL ? attn_fwd_guard : NULL, NULL, case_index, seed_salt,
-                                 out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return attention_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                           uint64_t seed_salt, mf_case_result *out) {
-    return attention_verify_case(ctx, NULL, candidate != NULL ? attn_bwd_guard : NULL, case_index, seed_salt,
-                                 out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return attention_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
-static const mf_verify_target attention_targets[] = {{"attention.forward", attention_forward_verify, NULL},
-                                                     {"attention.backward", attention_backward_verify, NULL}};
+static const mf_verify_target attention_targets[] = {
+    {"attention.forward", attention_forward_verify, NULL, attention_forward_verify_id, attention_describe_fwd,
+     attn_fwd_call, sizeof(attn_args), 0, 0, NULL},
+    {"attention.backward", attention_backward_verify, NULL, attention_backward_verify_id, attention_describe_bwd,
+     attn_bwd_call, sizeof(attn_args), 0, 0, NULL}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ATTN_BENCH_B = 1, ATTN_BENCH_H = 2, ATTN_BENCH_D = 32 };

@@ -264,6 +264,9 @@ typedef struct ce_case {
     int shift, bias;
     int64_t seq_len;
     float smoothing, z_loss, softcap;
+    /* the ignored rows: labels of rows i % ignore_mod == 3 are ignore_index (0, 0 in the fixed rows:
+     * the default -100 every 7th row); a generated ignore_index in [0, V) is also a label of other rows */
+    int64_t ignore_index, ignore_mod;
 } ce_case;
 
 /* Small shapes (fast in host mode): the document's shifted mean loss over two
@@ -271,13 +274,106 @@ typedef struct ce_case {
  * chunk and a per-row upstream gradient; a one-row chunk. Every case runs on
  * both variants (the fused one ignores C). */
 static const ce_case ce_cases[] = {
-    {64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
-    {64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f},
-    {45, 24, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.1f, 1e-3f, 15.0f},
-    {45, 24, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 15, 0.1f, 1e-3f, 15.0f},
-    {7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f},
+    {64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0},
+    {64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0},
+    {45, 24, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.1f, 1e-3f, 15.0f, 0, 0},
+    {45, 24, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 15, 0.1f, 1e-3f, 15.0f, 0, 0},
+    {7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0},
 };
 #define CE_N_CASES ((int)(sizeof(ce_cases) / sizeof(ce_cases[0])))
+
+/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* Random case i of a seed, k = i + seed: ignore_index cycles over -1, a label
+ * in [0, V) that also appears among the used labels, -100, and V + 5 (never a
+ * label); reductions over mean, sum, none (k mod 3); dtype k / 2 mod 2; shift
+ * with a seq_len dividing N on odd k; smoothing, z-loss, softcap, bias and the
+ * chunk size drawn. Even N, odd D and V; forward case k mod 4 == 0 has N > 4096
+ * (lse beyond index 4096); backward cases have V*D > 4096 (grad_weight). The
+ * large case: N*V > 2^31 logits (never materialized by the fix; the reference
+ * does). */
+static void ce_generate(const mf_case_id *id, int backward, ce_case *c) {
+    mf_tb_rng r = mf_tb_case_rng(backward ? "cross_entropy.backward" : "cross_entropy", id);
+    const int k = (int)(((uint64_t)id->index + id->seed) % 12u);
+    memset(c, 0, sizeof *c);
+    c->dtype = (k / 2) % 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    c->reduction = (mf_ce_reduction)(k % 3);
+    if (backward) { /* grad_weight (V*D) > 4096; a straightforward candidate is O(N*V*D^2) */
+        c->n_rows = mf_tb_rand_int(&r, 20, 100) * 2;
+        c->hidden_dim = mf_tb_rand_int(&r, 4, 12) * 2 + 1;
+        c->vocab = mf_tb_rand_int(&r, 48, 200) * 2 + 1;
+        while (c->vocab * c->hidden_dim <= 4096) c->vocab += 2;
+    } else if (k % 4 == 0) {
+        c->n_rows = mf_tb_rand_int(&r, 2049, 2300) * 2; /* even: a seq_len may divide it */
+        c->hidden_dim = mf_tb_rand_int(&r, 4, 8) * 2 + 1;
+        c->vocab = mf_tb_rand_int(&r, 32, 90) * 2 + 1;
+    } else {
+        c->n_rows = mf_tb_rand_int(&r, 20, 300) * 2;
+        c->hidden_dim = mf_tb_rand_int(&r, 4, 24) * 2 + 1;
+        c->vocab = mf_tb_rand_int(&r, 48, 600) * 2 + 1;
+    }
+    if (id->kind == MF_CASE_LARGE) c->n_rows = 16384, c->hidden_dim = 16, c->vocab = 131101; /* N*V = 2^31 + 2^19 */
+    c->chunk_rows = mf_tb_rand_int(&r, c->n_rows / 16 + 1, c->n_rows);
+    c->shift = k % 2;
+    if (c->shift) { /* seq_len: a divisor of N (or 0: the whole batch one sequence) */
+        static const int64_t divs[] = {2, 4, 5, 8, 10};
+        c->seq_len = 0;
+        for (int t = 0; t < 5 && c->seq_len == 0; t++) {
+            const int64_t nseq = mf_tb_rand_pick(&r, divs, 5);
+            if (c->n_rows % nseq == 0) c->seq_len = c->n_rows / nseq;
+        }
+    }
+    c->bias = mf_tb_rand_chance(&r, 1, 2);
+    c->smoothing = mf_tb_rand_chance(&r, 1, 2) ? (float)mf_tb_rand_int(&r, 1, 30) / 100.0f : 0.0f;
+    c->z_loss = mf_tb_rand_chance(&r, 1, 2) ? (float)mf_tb_rand_int(&r, 1, 20) * 1e-4f : 0.0f;
+    c->softcap = mf_tb_rand_chance(&r, 1, 2) ? (float)mf_tb_rand_int(&r, 3, 30) : 0.0f;
+    const int ik = (int)(((uint64_t)id->index + id->seed) % 4u);
+    c->ignore_index = ik == 0 ? -1 : ik == 1 ? mf_tb_rand_int(&r, 0, c->vocab - 1) : ik == 2 ? -100 : c->vocab + 5;
+    c->ignore_mod = mf_tb_rand_int(&r, 4, 9); /* rows i % mod == 3 exist */
+}
+
+static mf_status ce_case_of(const mf_case_id *id, int backward, ce_case *c) {
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= CE_N_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "cross_entropy: case %d out of range [0, %d)", id->index, CE_N_CASES);
+        *c = ce_cases[id->index];
+        c->ignore_index = MF_CE_DEFAULT_IGNORE_INDEX;
+        c->ignore_mod = 7;
+    } else {
+        ce_generate(id, backward, c);
+    }
+    return MF_OK;
+}
+
+static void ce_shape(const ce_case *c, const char *suffix, char *buf, size_t cap) {
+    static const char *const red_names[] = {"mean", "sum", "none"};
+    snprintf(buf, cap,
+             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on rows "
+             "i%%%lld==3%s",
+             (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab, (long long)c->chunk_rows,
+             red_names[c->reduction], c->shift ? " shift" : "", c->bias ? " bias" : "", (long long)c->seq_len,
+             (double)c->smoothing, (double)c->z_loss, (double)c->softcap, (long long)c->ignore_index,
+             (long long)c->ignore_mod, suffix);
+}
+
+static mf_status ce_describe_dir(const mf_case_id *id, const char *suffix, char *buf, size_t cap, size_t *bytes) {
+    ce_case c;
+    MF_TRY(ce_case_of(id, suffix[1] == 'b', &c));
+    char shape[192];
+    ce_shape(&c, suffix, shape, sizeof shape);
+    snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
+    const size_t n = (size_t)c.n_rows, d = (size_t)c.hidden_dim, v = (size_t)c.vocab;
+    /* the reference's N x V logits and probabilities in double, inputs and outputs on both sides */
+    *bytes = 16 * n * v + 4 * (3 * (n * d + v * d + v) + 6 * n);
+    return MF_OK;
+}
+
+static mf_status ce_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return ce_describe_dir(id, " fwd", buf, cap, bytes);
+}
+
+static mf_status ce_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return ce_describe_dir(id, " bwd", buf, cap, bytes);
+}
 
 /* Compare one output; keeps the worst errors in *out. */
 static int ce_compare(const float *got, const float *ref, size_t n, const char *tol_name,
@@ -309,25 +405,22 @@ static int ce_compare(const float *got, const float *ref, size_t n, const char *
  * variant's at the case's chunk (opts->scratch_budget states it to a
  * candidate). seed_salt != 0 draws other inputs and labels of the same shape. */
 static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy_forward_candidate_fn fwd,
-                                  mf_cross_entropy_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
-                                  mf_case_result *out)
+                                  mf_cross_entropy_backward_candidate_fn bwd, const mf_case_id *id,
+                                  uint64_t seed_salt, mf_case_result *out)
 {
-    MF_TRY(mf_tb_case_begin(out, "cross_entropy", ctx, variant, CE_N_VARIANTS, case_index, CE_N_CASES));
-    const ce_case *c = &ce_cases[case_index];
+    MF_TRY(mf_tb_case_begin_id(out, "cross_entropy", ctx, variant, CE_N_VARIANTS, id, CE_N_CASES));
+    ce_case cc;
+    MF_TRY(ce_case_of(id, bwd != NULL, &cc));
+    const ce_case *c = &cc;
+    const int case_index = id->index;
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);
-    static const char *const red_names[] = {"mean", "sum", "none"};
     /* the full case: every option, the ignored rows (the labels below) included */
-    snprintf(out->shape, sizeof(out->shape),
-             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on rows i%%7==3%s",
-             (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab,
-             (long long)c->chunk_rows, red_names[c->reduction], c->shift ? " shift" : "",
-             c->bias ? " bias" : "", (long long)c->seq_len, (double)c->smoothing, (double)c->z_loss,
-             (double)c->softcap, (long long)MF_CE_DEFAULT_IGNORE_INDEX,
-             fwd != NULL ? " fwd" : bwd != NULL ? " bwd" : "");
+    ce_shape(c, fwd != NULL ? " fwd" : bwd != NULL ? " bwd" : "", out->shape, sizeof(out->shape));
 
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);
+    o.ignore_index = c->ignore_index;
     o.reduction = c->reduction;
     o.shift_labels = c->shift;
     o.seq_len = c->seq_len;
@@ -345,7 +438,7 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const size_t n = (size_t)c->n_rows, d = (size_t)c->hidden_dim, v = (size_t)c->vocab;
     const size_t es = mf_dtype_size(c->dtype);
     const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
-    const uint64_t seed = 0x63726f7373000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
+    const uint64_t seed = mf_tb_case_seed(id, 0x63726f7373000000ull, 8u, seed_salt);
     mf_status st = MF_OK;
     void *h = mf_tb_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
     void *w = mf_tb_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
@@ -363,8 +456,11 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     }
     mf_fill_uniform_f32(gl, n_loss, seed + 3, 0.5f, 1.5f);
     for (size_t i = 0; i < n; ++i) /* every 7th label ignored, the rest spread over V */
-        lab[i] = i % 7 == 3 ? MF_CE_DEFAULT_IGNORE_INDEX
-                            : (int64_t)((i * 2654435761u + (size_t)case_index + (size_t)seed_salt * 7919u) % v);
+        lab[i] = i % (size_t)c->ignore_mod == 3
+                     ? c->ignore_index
+                     : (int64_t)((i * 2654435761u + (size_t)(id->kind == MF_CASE_FIXED ? case_index : (int)(seed % 977u)) +
+                                  (size_t)seed_salt * 7919u) %
+                                 v);
 
     float *ref = host_out, *got = host_out + n_out;
     float *r_loss = ref, *r_gh = ref + n_loss, *r_gw = r_gh + n * d, *r_gb = r_gw + v * d, *r_lse = r_gb + v;
@@ -450,13 +546,14 @@ done:
 
 static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
 {
-    return ce_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return ce_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
 
 /* memfix verify: exactly one of fwd, bwd (a guard of the candidate's type) in
  * place of mf_cross_entropy_forward / mf_cross_entropy_backward. */
 static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn fwd,
-                                           mf_cross_entropy_backward_candidate_fn bwd, int case_index,
+                                           mf_cross_entropy_backward_candidate_fn bwd, const mf_case_id *id,
                                            uint64_t seed_salt, mf_case_result *out)
 {
     if ((fwd == NULL) == (bwd == NULL)) {
@@ -464,7 +561,7 @@ static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_for
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
                 "exactly one of fwd and bwd must be given");
     }
-    return ce_run_case_impl(ctx, 0, fwd, bwd, case_index, seed_salt, out);
+    return ce_run_case_impl(ctx, 0, fwd, bwd, id, seed_salt, out);
 }
 
 /* ---- memfix verify: the guards of cross_entropy candidates (src/testbed/testbed.h) --------- */
@@ -534,22 +631,40 @@ static mf_status ce_bwd_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_di
     return mf_tb_guard(ctx, sp, 6, 9, ce_bwd_call, &args, bufs);
 }
 
+static mf_status ce_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                      uint64_t seed_salt, mf_case_result *out)
+{
+    return cross_entropy_verify_case(ctx, candidate != NULL ? ce_guard : NULL, NULL, id, seed_salt, out);
+}
+
+static mf_status ce_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                       uint64_t seed_salt, mf_case_result *out)
+{
+    return cross_entropy_verify_case(ctx, NULL, candidate != NULL ? ce_bwd_guard : NULL, id, seed_salt, out);
+}
+
 static mf_status ce_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                    uint64_t seed_salt, mf_case_result *out)
 {
-    return cross_entropy_verify_case(ctx, candidate != NULL ? ce_guard : NULL, NULL, case_index, seed_salt, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return ce_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                     uint64_t seed_salt, mf_case_result *out)
 {
-    return cross_entropy_verify_case(ctx, NULL, candidate != NULL ? ce_bwd_guard : NULL, case_index, seed_salt,
-                                     out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return ce_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
-static const mf_verify_target ce_targets[] = {{"cross_entropy", ce_forward_verify, NULL},
-                                              {"cross_entropy.forward", ce_forward_verify, NULL},
-                                              {"cross_entropy.backward", ce_backward_verify, NULL}};
+#define CE_ARGS_PTR offsetof(ce_guard_args, opts), sizeof(mf_cross_entropy_options)
+static const mf_verify_target ce_targets[] = {
+    {"cross_entropy", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
+     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward)},
+    {"cross_entropy.forward", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
+     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward)},
+    {"cross_entropy.backward", ce_backward_verify, NULL, ce_backward_verify_id, ce_describe_bwd, ce_bwd_call,
+     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { CE_BENCH_D = 32, CE_BENCH_V = 512, CE_BENCH_CHUNK = 32 };

@@ -140,17 +140,98 @@ static const char *const la_variant_names[LA_N_VARIANTS] = {"causal_chunked", "b
 typedef struct la_case {
     int64_t B, H, N, D, Dv, chunk;
     mf_dtype dtype;
+    int bidirectional; /* generated cases: the variant (fixed rows run as both) */
 } la_case;
 
 /* Small shapes: N = 1, N not a multiple of the chunk, every chunk size, D != Dv,
  * and the largest head dimension. The bidirectional variant ignores chunk. */
 static const la_case la_cases[] = {
-    {1, 1, 1, 8, 8, 16, MF_DTYPE_F32},    {2, 2, 37, 16, 8, 16, MF_DTYPE_F32},
-    {1, 2, 70, 8, 40, 32, MF_DTYPE_BF16}, {1, 1, 100, 32, 24, 64, MF_DTYPE_F32},
-    {1, 1, 150, 8, 8, 128, MF_DTYPE_BF16}, {1, 1, 20, 128, 128, 16, MF_DTYPE_F32},
+    {1, 1, 1, 8, 8, 16, MF_DTYPE_F32, 0},    {2, 2, 37, 16, 8, 16, MF_DTYPE_F32, 0},
+    {1, 2, 70, 8, 40, 32, MF_DTYPE_BF16, 0}, {1, 1, 100, 32, 24, 64, MF_DTYPE_F32, 0},
+    {1, 1, 150, 8, 8, 128, MF_DTYPE_BF16, 0}, {1, 1, 20, 128, 128, 16, MF_DTYPE_F32, 0},
 };
 #define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
 #define LA_VARIANTS_X_CASES (LA_N_VARIANTS * LA_N_CASES)
+
+/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* Random case i of a seed, k = i + seed: causal with a recurrent state on even
+ * k, bidirectional on odd; bf16 on k / 2 odd; chunk from {16, 32, 64, 128}; N
+ * odd and not a multiple of the chunk; D, Dv drawn (D != Dv half the time);
+ * outputs > 4096 elements. The large case: B*H*N*Dv > 2^31 output elements. */
+static void la_generate(const mf_case_id *id, la_case *c) {
+    mf_tb_rng r = mf_tb_case_rng("linear_attention", id);
+    const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
+    /* head dims up to 32: a straightforward candidate is O(N^2 D Dv) per head */
+    static const int64_t dims[] = {8, 16, 24, 32}, chunks[] = {16, 32, 64, 128};
+    memset(c, 0, sizeof *c);
+    c->bidirectional = k % 2;
+    c->dtype = k / 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    c->B = mf_tb_rand_int(&r, 1, 2);
+    c->H = mf_tb_rand_int(&r, 1, 3);
+    c->D = mf_tb_rand_pick(&r, dims, 4);
+    c->Dv = mf_tb_rand_chance(&r, 1, 2) ? c->D : mf_tb_rand_pick(&r, dims, 4);
+    c->chunk = mf_tb_rand_pick(&r, chunks, 4);
+    c->N = mf_tb_rand_int(&r, 10, 60) * 2 + 1;
+    while (c->B * c->H * c->N * c->Dv <= 4096 && c->H < 4) c->H++;
+    while (c->B * c->H * c->N * c->Dv <= 4096 || c->N % c->chunk == 0) c->N += 2;
+    if (id->kind == MF_CASE_LARGE) c->B = 1, c->H = 8, c->N = 4194319, c->D = c->Dv = 64;
+}
+
+static mf_status la_case_of(const mf_case_id *id, la_case *c) {
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= LA_N_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "linear_attention: case %d out of range [0, %d)", id->index, LA_N_CASES);
+        *c = la_cases[id->index];
+    } else {
+        la_generate(id, c);
+    }
+    return MF_OK;
+}
+
+static void la_shape(const la_case *c, int causal, int cand, const char *pass_label, char *buf, size_t cap) {
+    if (causal)
+        snprintf(buf, cap, "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld %s%s", (long long)c->B, (long long)c->H,
+                 (long long)c->N, (long long)c->D, (long long)c->Dv, (long long)c->chunk,
+                 cand ? "causal state " : "", pass_label);
+    else
+        snprintf(buf, cap, "B=%lld H=%lld N=%lld D=%lld Dv=%lld %s%s", (long long)c->B, (long long)c->H,
+                 (long long)c->N, (long long)c->D, (long long)c->Dv, cand ? "bidir " : "", pass_label);
+}
+
+/* The verify targets' ids: fixed index i < LA_N_CASES causal, then the same rows bidirectional. */
+static mf_status la_verify_case_of(const mf_case_id *id, la_case *c, int *variant, mf_case_id *row_id) {
+    *row_id = *id;
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= LA_VARIANTS_X_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", id->index, LA_VARIANTS_X_CASES);
+        *variant = id->index / LA_N_CASES;
+        row_id->index = id->index % LA_N_CASES;
+    }
+    MF_TRY(la_case_of(row_id, c));
+    if (id->kind != MF_CASE_FIXED) *variant = c->bidirectional;
+    return MF_OK;
+}
+
+static mf_status la_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap, size_t *bytes) {
+    la_case c;
+    int variant = 0;
+    mf_case_id row;
+    MF_TRY(la_verify_case_of(id, &c, &variant, &row));
+    char shape[160];
+    la_shape(&c, variant == 0, 1, pass, shape, sizeof shape);
+    snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
+    const size_t rows = (size_t)(c.B * c.H * c.N);
+    *bytes = 24 * rows * (size_t)(2 * c.D + 2 * c.Dv) + 8 * rows * (size_t)c.D * (size_t)c.Dv / (size_t)c.chunk;
+    return MF_OK;
+}
+
+static mf_status la_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return la_describe_pass(id, "fwd=candidate", buf, cap, bytes);
+}
+
+static mf_status la_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return la_describe_pass(id, "bwd=candidate", buf, cap, bytes);
+}
 
 /* mf_tb_compare with the tolerance row of the kernels: bf16 causal runs on tensor
  * cores with bf16 operands ("<base>.bf16_mma", mma != 0), and so may a memfix
@@ -175,24 +256,20 @@ static mf_status la_compare_row(const float *got, const float *ref, size_t n, co
  * measured around its call alone against its pass's ceiling. seed_salt != 0
  * draws other inputs of the same shape. */
 static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attention_forward_candidate_fn fwd,
-                                  mf_linear_attention_backward_candidate_fn bwd, int case_index,
+                                  mf_linear_attention_backward_candidate_fn bwd, const mf_case_id *id,
                                   uint64_t seed_salt, mf_case_result *out) {
-    MF_TRY(mf_tb_case_begin(out, "linear_attention", ctx, variant, LA_N_VARIANTS, case_index, LA_N_CASES));
-    const la_case *c = &la_cases[case_index];
+    MF_TRY(mf_tb_case_begin_id(out, "linear_attention", ctx, variant, LA_N_VARIANTS, id, LA_N_CASES));
+    la_case cc;
+    MF_TRY(la_case_of(id, &cc));
+    const la_case *c = &cc;
+    const int case_index = id->index;
     const int causal = variant == 0;
     const int cand = fwd != NULL || bwd != NULL, with_state = cand && causal;
     /* bf16 causal: tensor-core rows (bf16 operands), for ours and for candidates alike */
     const int mma = causal;
     const char *pass_label = !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate";
     mf_tb_case_labels(out, ctx, cand ? "candidate" : la_variant_names[variant], c->dtype);
-    if (causal)
-        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld %s%s",
-                 (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
-                 (long long)c->Dv, (long long)c->chunk, cand ? "causal state " : "", pass_label);
-    else
-        snprintf(out->shape, sizeof(out->shape), "B=%lld H=%lld N=%lld D=%lld Dv=%lld %s%s",
-                 (long long)c->B, (long long)c->H, (long long)c->N, (long long)c->D,
-                 (long long)c->Dv, cand ? "bidir " : "", pass_label);
+    la_shape(c, causal, cand, pass_label, out->shape, sizeof(out->shape));
     const mf_tolerance *tol = mf_tolerance_get(
         c->dtype == MF_DTYPE_BF16 ? (mma ? "linear_attention.out.bf16_mma" : "linear_attention.out.bf16")
                                   : "linear_attention.out.f32");
@@ -206,8 +283,7 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     const size_t rows = (size_t)(c->B * c->H * c->N);
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
     const size_t es = mf_dtype_size(c->dtype);
-    const uint64_t seed =
-        0x6c696e6100000000ull + (uint64_t)case_index * 8u + seed_salt * 0x9e3779b97f4a7c15ull;
+    const uint64_t seed = mf_tb_case_seed(id, 0x6c696e6100000000ull, 8u, seed_salt);
     mf_status st = MF_OK;
     void *q = mf_tb_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
     void *k = mf_tb_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
@@ -378,7 +454,8 @@ done:
 }
 
 static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
-    return la_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return la_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
 
 /* memfix verify (include/memfix/verify.h): every case causal (with a state),
@@ -386,18 +463,22 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 static int la_verify_n_cases(void) { return LA_VARIANTS_X_CASES; }
 
 static mf_status linear_attention_verify_case(mf_context *ctx, mf_linear_attention_forward_candidate_fn fwd,
-                                          mf_linear_attention_backward_candidate_fn bwd, int case_index,
+                                          mf_linear_attention_backward_candidate_fn bwd, const mf_case_id *id,
                                           uint64_t seed_salt, mf_case_result *out) {
     if ((fwd == NULL) == (bwd == NULL)) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
                 "exactly one of fwd and bwd must be given");
     }
-    if (case_index < 0 || case_index >= LA_VARIANTS_X_CASES) {
+    la_case c;
+    int variant = 0;
+    mf_case_id row;
+    mf_status s = la_verify_case_of(id, &c, &variant, &row);
+    if (s != MF_OK) {
         if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, LA_VARIANTS_X_CASES);
+        return s;
     }
-    return la_run_case_impl(ctx, case_index / LA_N_CASES, fwd, bwd, case_index % LA_N_CASES, seed_salt, out);
+    return la_run_case_impl(ctx, variant, fwd, bwd, &row, seed_salt, out);
 }
 
 /* ---- memfix verify: the guard of linear_attention (forward / backward, with state) candidates (src/testbed/testbed.h) --- */
@@ -484,21 +565,34 @@ static mf_status la_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64
     return mf_tb_guard(ctx, sp, 9, 14, la_bwd_call, &args, bufs);
 }
 
+static mf_status la_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                     uint64_t seed_salt, mf_case_result *out) {
+    return linear_attention_verify_case(ctx, candidate != NULL ? la_fwd_guard : NULL, NULL, id, seed_salt, out);
+}
+
+static mf_status la_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                      uint64_t seed_salt, mf_case_result *out) {
+    return linear_attention_verify_case(ctx, NULL, candidate != NULL ? la_bwd_guard : NULL, id, seed_salt, out);
+}
+
 static mf_status la_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                   uint64_t seed_salt, mf_case_result *out) {
-    return linear_attention_verify_case(ctx, candidate != NULL ? la_fwd_guard : NULL, NULL, case_index,
-                                        seed_salt, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return la_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static mf_status la_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                    uint64_t seed_salt, mf_case_result *out) {
-    return linear_attention_verify_case(ctx, NULL, candidate != NULL ? la_bwd_guard : NULL, case_index,
-                                        seed_salt, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return la_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 /* Each built-in case causal (with a state), then bidirectional. */
-static const mf_verify_target la_targets[] = {{"linear_attention.forward", la_forward_verify, la_verify_n_cases},
-                                              {"linear_attention.backward", la_backward_verify, la_verify_n_cases}};
+static const mf_verify_target la_targets[] = {
+    {"linear_attention.forward", la_forward_verify, la_verify_n_cases, la_forward_verify_id, la_describe_fwd,
+     la_fwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_forward)},
+    {"linear_attention.backward", la_backward_verify, la_verify_n_cases, la_backward_verify_id, la_describe_bwd,
+     la_bwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_backward)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { LA_BENCH_B = 1, LA_BENCH_H = 2, LA_BENCH_D = 16, LA_BENCH_CHUNK = 16 };

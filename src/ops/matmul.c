@@ -122,20 +122,73 @@ static const matmul_case matmul_cases[] = {
 };
 #define MATMUL_N_CASES ((int)(sizeof(matmul_cases) / sizeof(matmul_cases[0])))
 
+/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* Random case i of a seed: the dtype x (ta, tb) combination (i + seed) mod 8, so
+ * any 8 consecutive cases hold all eight; odd M, N (not tile multiples) with
+ * M*N in (4096, ~40000] so elements past index 4096 are compared, odd K up to
+ * 97. The large case: M*K = 2^31 + 2^17 elements of A (K = 2^15 + 2, M = 65533),
+ * N = 1 (its reference is 2^31 multiply-adds). */
+static void matmul_generate(const mf_case_id *id, matmul_case *c) {
+    mf_tb_rng r = mf_tb_case_rng("matmul", id);
+    const int combo = (int)(((uint64_t)id->index + id->seed) % 8u);
+    c->dtype = combo & 4 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    c->trans_a = combo & 1;
+    c->trans_b = (combo >> 1) & 1;
+    if (id->kind == MF_CASE_LARGE) {
+        c->M = 65533, c->K = 32770, c->N = 1;
+        return;
+    }
+    c->M = mf_tb_rand_int(&r, 16, 150) * 2 + 1;
+    const int64_t n_min = 4097 / c->M + 1;
+    c->N = mf_tb_rand_int(&r, n_min / 2 + 1, n_min / 2 + 60) * 2 + 1;
+    c->K = mf_tb_rand_int(&r, 0, 48) * 2 + 1;
+}
+
+/* The case of an id: a row of the table or a generated one. */
+static mf_status matmul_case_of(const mf_case_id *id, matmul_case *c) {
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= MATMUL_N_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "matmul: case %d out of range [0, %d)", id->index, MATMUL_N_CASES);
+        *c = matmul_cases[id->index];
+    } else {
+        matmul_generate(id, c);
+    }
+    return MF_OK;
+}
+
+static void matmul_shape(const matmul_case *c, char *buf, size_t cap) {
+    snprintf(buf, cap, "M=%lld N=%lld K=%lld ta=%d tb=%d", (long long)c->M, (long long)c->N, (long long)c->K,
+             c->trans_a, c->trans_b);
+}
+
+static mf_status matmul_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    matmul_case c;
+    MF_TRY(matmul_case_of(id, &c));
+    char shape[160];
+    matmul_shape(&c, shape, sizeof shape);
+    snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
+    /* host: inputs, reference and result; device: inputs and output, twice (guarded copies) */
+    const size_t es = mf_dtype_size(c.dtype), mk = (size_t)c.M * (size_t)c.K, kn = (size_t)c.K * (size_t)c.N,
+                 mn = (size_t)c.M * (size_t)c.N;
+    *bytes = 3 * ((mk + kn) * es + mn * 4) + 2 * mn * 4;
+    return MF_OK;
+}
+
 /* One case: 'variant' through mf_matmul (report), or, when 'entry' != NULL, the
  * candidate 'entry' (memfix verify) with the ceiling of the tiled fix. */
 static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_kernel_fn *entry,
-                                      int case_index, uint64_t seed_salt, mf_case_result *out) {
+                                      const mf_case_id *id, uint64_t seed_salt, mf_case_result *out) {
     if (entry != NULL) variant = MF_MATMUL_TILED;
-    MF_TRY(mf_tb_case_begin(out, "matmul", ctx, variant, MF_MATMUL_N_VARIANTS, case_index, MATMUL_N_CASES));
-    const matmul_case *c = &matmul_cases[case_index];
+    MF_TRY(mf_tb_case_begin_id(out, "matmul", ctx, variant, MF_MATMUL_N_VARIANTS, id, MATMUL_N_CASES));
+    matmul_case cc;
+    MF_TRY(matmul_case_of(id, &cc));
+    const matmul_case *c = &cc;
     const mf_matmul_variant v = (mf_matmul_variant)variant;
     mf_tb_copy_msg(out->variant, sizeof(out->variant),
              entry != NULL ? "candidate" : matmul_variant_names[variant]);
     mf_tb_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
     mf_tb_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
-    snprintf(out->shape, sizeof(out->shape), "M=%lld N=%lld K=%lld ta=%d tb=%d",
-             (long long)c->M, (long long)c->N, (long long)c->K, c->trans_a, c->trans_b);
+    matmul_shape(c, out->shape, sizeof(out->shape));
     const mf_tolerance *tol = mf_tb_tolerance("matmul.out", c->dtype);
     if (tol == NULL) return MF_ERR_INTERNAL;
     out->atol = tol->atol;
@@ -143,8 +196,7 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
     out->ceiling_bytes = mf_matmul_scratch_ceiling(v, c->M, c->N, c->K);
 
     const size_t m = (size_t)c->M, n = (size_t)c->N, k = (size_t)c->K;
-    const uint64_t seed =
-        0x6d61746d756c0000ull + (uint64_t)case_index * 2u + seed_salt * 0x9e3779b97f4a7c15ull;
+    const uint64_t seed = mf_tb_case_seed(id, 0x6d61746d756c0000ull, 2u, seed_salt);
     mf_tb_tensor t[3] = {{"A", MF_TB_IN, m * k, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
                          {"B", MF_TB_IN, k * n, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
                          {"C", MF_TB_OUT, m * n, 0.0f, 0.0f, "matmul.out", NULL, NULL, NULL}};
@@ -181,18 +233,19 @@ done:
 
 static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
                                  mf_case_result *out) {
-    return matmul_run_case_impl(ctx, variant, NULL, case_index, 0, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return matmul_run_case_impl(ctx, variant, NULL, &id, 0, out);
 }
 
 /* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
  * mf_matmul_kernel_fn's signature. */
-static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, int case_index,
+static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, const mf_case_id *id,
                                 uint64_t seed_salt, mf_case_result *out) {
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
     }
-    return matmul_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
+    return matmul_run_case_impl(ctx, 0, entry, id, seed_salt, out);
 }
 
 /* ---- memfix verify: the guard of matmul candidates (src/testbed/testbed.h) ------------------ */
@@ -222,12 +275,26 @@ static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int 
     return mf_tb_guard(ctx, sp, 2, 3, matmul_call, &args, bufs);
 }
 
-static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                               uint64_t seed_salt, mf_case_result *out) {
-    return matmul_verify_case(ctx, candidate != NULL ? matmul_guard : NULL, case_index, seed_salt, out);
+static mf_status matmul_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                  uint64_t seed_salt, mf_case_result *out) {
+    return matmul_verify_case(ctx, candidate != NULL ? matmul_guard : NULL, id, seed_salt, out);
 }
 
-static const mf_verify_target matmul_targets[] = {{"matmul", matmul_verify, NULL}};
+static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                               uint64_t seed_salt, mf_case_result *out) {
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return matmul_verify_id(ctx, candidate, &id, seed_salt, out);
+}
+
+/* memfix's own tiled matmul in the candidate's type: timed beside a candidate in verify's worker. */
+static mf_status matmul_own(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M, int64_t N,
+                            int64_t K, const void *A, const void *B, float *C) {
+    return mf_matmul(ctx, MF_MATMUL_TILED, dtype, trans_a, trans_b, M, N, K, A, B, C);
+}
+
+static const mf_verify_target matmul_targets[] = {
+    {"matmul", matmul_verify, NULL, matmul_verify_id, matmul_describe, matmul_call, sizeof(matmul_args), 0, 0,
+     MF_TB_OWN(matmul_own)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {

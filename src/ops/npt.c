@@ -276,6 +276,54 @@ static const npt_case npt_cases[] = {
 #define NPT_N_CASES ((int)(sizeof(npt_cases) / sizeof(npt_cases[0])))
 static const char *const npt_variants[] = {"factored"};
 
+/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* Random case i of a seed for one pass, k = i + seed: bf16 on odd k, a bias on
+ * forward cases with k / 2 odd; odd Bt, S, D, F; rank 1..64; chunk_tokens 0
+ * (the default) or several chunks; outputs (out: Bt*S*F; backward: grad_h
+ * Bt*S*D and grad_W D*F) > 4096 elements. The large case: Bt*S*F > 2^31. */
+static void npt_generate(const mf_case_id *id, mf_npt_pass pass, npt_case *c)
+{
+    mf_tb_rng r = mf_tb_case_rng(pass == MF_NPT_FORWARD ? "npt.forward" : "npt.backward", id);
+    const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
+    memset(c, 0, sizeof *c);
+    c->pass = pass;
+    c->dtype = k % 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    c->bias = pass == MF_NPT_FORWARD && k / 2;
+    c->shape.batch = mf_tb_rand_int(&r, 0, 2) * 2 + 1;
+    c->shape.seq = mf_tb_rand_int(&r, 2, 12) * 2 + 1;
+    c->shape.d_model = mf_tb_rand_int(&r, 8, 40) * 2 + 1;
+    c->shape.d_ffn = mf_tb_rand_int(&r, 8, 60) * 2 + 1;
+    c->shape.rank = mf_tb_rand_int(&r, 1, 64);
+    while (c->shape.batch * c->shape.seq * c->shape.d_ffn <= 4096 ||
+           c->shape.batch * c->shape.seq * c->shape.d_model <= 4096)
+        c->shape.seq += 4;
+    const int64_t tokens = c->shape.batch * c->shape.seq;
+    c->chunk_tokens = mf_tb_rand_chance(&r, 1, 2) ? 0 : mf_tb_rand_int(&r, 1, tokens);
+    if (id->kind == MF_CASE_LARGE) c->shape = (mf_npt_shape){1, 262147, 1024, 8192, 16};
+}
+
+/* The case of an id: a row of the table (any pass) or a generated one of 'pass'. */
+static mf_status npt_case_of(const mf_case_id *id, mf_npt_pass pass, npt_case *c)
+{
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= NPT_N_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "npt: case %d out of range [0, %d)", id->index, NPT_N_CASES);
+        *c = npt_cases[id->index];
+    } else {
+        npt_generate(id, pass, c);
+    }
+    return MF_OK;
+}
+
+static void npt_shape(const npt_case *c, int64_t chunk, char *buf, size_t cap)
+{
+    const mf_npt_shape s = c->shape;
+    const int fwd = c->pass == MF_NPT_FORWARD;
+    snprintf(buf, cap, "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld", fwd ? "fwd" : "bwd",
+             (long long)s.batch, (long long)s.seq, (long long)s.d_model, (long long)s.d_ffn, (long long)s.rank,
+             (fwd && c->bias) ? " bias" : "", (long long)chunk);
+}
+
 /* Tensors of one case: index order h, W, A, B, m, bias/grad_out (inputs), then
  * the outputs (forward: out; backward: grad_h, grad_W, grad_A, grad_B, grad_m,
  * grad_bias). */
@@ -309,12 +357,15 @@ static void npt_buffers_free(mf_context *ctx, npt_buffers *b)
  * the public entry of the case's pass (memfix verify). seed_salt != 0 draws
  * other inputs of the same shape. */
 static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_candidate_fn fwd_entry,
-                                   mf_npt_backward_candidate_fn bwd_entry, int case_index,
+                                   mf_npt_backward_candidate_fn bwd_entry, const mf_case_id *id,
                                    uint64_t seed_salt, mf_case_result *out)
 {
     static const char *const fn = "npt_run_case";
-    MF_TRY(mf_tb_case_begin(out, "npt", ctx, variant, 1, case_index, NPT_N_CASES));
-    const npt_case *c = &npt_cases[case_index];
+    MF_TRY(mf_tb_case_begin_id(out, "npt", ctx, variant, 1, id, NPT_N_CASES));
+    npt_case cc;
+    MF_TRY(npt_case_of(id, bwd_entry != NULL ? MF_NPT_BACKWARD : MF_NPT_FORWARD, &cc));
+    const npt_case *c = &cc;
+    const int case_index = id->index;
     const mf_npt_shape s = c->shape;
     const int fwd = c->pass == MF_NPT_FORWARD;
     const int cand = fwd_entry != NULL || bwd_entry != NULL;
@@ -326,10 +377,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     mf_tb_case_labels(out, ctx, cand ? "candidate" : npt_variants[variant], c->dtype);
     int64_t chunk = 0;
     MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
-    snprintf(out->shape, sizeof(out->shape), "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld",
-             fwd ? "fwd" : "bwd", (long long)s.batch, (long long)s.seq, (long long)s.d_model,
-             (long long)s.d_ffn, (long long)s.rank, (fwd && c->bias) ? " bias" : "",
-             (long long)chunk);
+    npt_shape(c, chunk, out->shape, sizeof(out->shape));
     char tol_name[64];
     snprintf(tol_name, sizeof(tol_name), "npt.%s.%s", fwd ? "forward" : "backward",
              mf_dtype_name(c->dtype));
@@ -361,8 +409,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
             st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host inputs");
             break;
         }
-        const uint64_t seed = 0x6e7074ull * 1000u + (uint64_t)case_index * 16u + (uint64_t)i +
-                              seed_salt * 0x9e3779b97f4a7c15ull;
+        const uint64_t seed = mf_tb_case_seed(id, 0x6e7074ull * 1000u, 16u, seed_salt) + (uint64_t)i;
         mf_tb_fill_uniform(c->dtype, b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
         st = mf_buffer_alloc(ctx, in_n[i] * es, &b.in_dev[i]);
         if (st == MF_OK) st = mf_buffer_upload(ctx, b.in_dev[i], b.in_host[i], in_n[i] * es);
@@ -440,7 +487,8 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
 
 static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
 {
-    return npt_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return npt_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
 
 /* memfix verify (include/memfix/verify.h): the cases of one pass, numbered
@@ -453,7 +501,7 @@ static int npt_verify_n_cases(mf_npt_pass pass)
 }
 
 static mf_status npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
-                             mf_npt_backward_candidate_fn bwd, int case_index, uint64_t seed_salt,
+                             mf_npt_backward_candidate_fn bwd, const mf_case_id *id, uint64_t seed_salt,
                              mf_case_result *out)
 {
     if ((fwd == NULL) == (bwd == NULL)) {
@@ -461,10 +509,13 @@ static mf_status npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fw
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
                 "exactly one of fwd and bwd must be given");
     }
+    if (id->kind != MF_CASE_FIXED) return npt_run_case_impl(ctx, 0, fwd, bwd, id, seed_salt, out);
+    const int case_index = id->index;
     const mf_npt_pass pass = fwd != NULL ? MF_NPT_FORWARD : MF_NPT_BACKWARD;
     for (int i = 0, k = 0; i < NPT_N_CASES; ++i) {
         if (npt_cases[i].pass != pass) continue;
-        if (k++ == case_index) return npt_run_case_impl(ctx, 0, fwd, bwd, i, seed_salt, out);
+        const mf_case_id row = mf_tb_fixed_id(i);
+        if (k++ == case_index) return npt_run_case_impl(ctx, 0, fwd, bwd, &row, seed_salt, out);
     }
     if (out != NULL) memset(out, 0, sizeof(*out));
     MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
@@ -547,20 +598,76 @@ static mf_status npt_bwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape sha
 static int npt_forward_n_cases(void) { return npt_verify_n_cases(MF_NPT_FORWARD); }
 static int npt_backward_n_cases(void) { return npt_verify_n_cases(MF_NPT_BACKWARD); }
 
+static mf_status npt_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                      uint64_t seed_salt, mf_case_result *out)
+{
+    return npt_verify_case(ctx, candidate != NULL ? npt_fwd_guard : NULL, NULL, id, seed_salt, out);
+}
+
+static mf_status npt_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                       uint64_t seed_salt, mf_case_result *out)
+{
+    return npt_verify_case(ctx, NULL, candidate != NULL ? npt_bwd_guard : NULL, id, seed_salt, out);
+}
+
 static mf_status npt_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                    uint64_t seed_salt, mf_case_result *out)
 {
-    return npt_verify_case(ctx, candidate != NULL ? npt_fwd_guard : NULL, NULL, case_index, seed_salt, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return npt_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static mf_status npt_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
                                     uint64_t seed_salt, mf_case_result *out)
 {
-    return npt_verify_case(ctx, NULL, candidate != NULL ? npt_bwd_guard : NULL, case_index, seed_salt, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return npt_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
-static const mf_verify_target npt_targets[] = {{"npt.forward", npt_forward_verify, npt_forward_n_cases},
-                                               {"npt.backward", npt_backward_verify, npt_backward_n_cases}};
+/* --list-cases: target 'pass''s case of id (fixed ids count that pass's rows). */
+static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char *buf, size_t cap, size_t *bytes)
+{
+    npt_case c;
+    mf_case_id row = *id;
+    if (id->kind == MF_CASE_FIXED) {
+        row.index = -1;
+        for (int i = 0, k = 0; i < NPT_N_CASES && row.index < 0; ++i)
+            if (npt_cases[i].pass == pass && k++ == id->index) row.index = i;
+        if (row.index < 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "npt: no %s case %d", pass ? "backward" : "forward", id->index);
+    }
+    MF_TRY(npt_case_of(&row, pass, &c));
+    mf_npt_options opts;
+    mf_npt_options_init(&opts);
+    opts.chunk_tokens = c.chunk_tokens;
+    int64_t chunk = 0;
+    MF_TRY(mf_npt_resolve_chunk(c.pass, c.dtype, c.shape, &opts, &chunk));
+    char shape[160];
+    npt_shape(&c, chunk, shape, sizeof shape);
+    snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
+    const mf_npt_shape s = c.shape;
+    const size_t tok = (size_t)(s.batch * s.seq);
+    *bytes = 16 * (tok * (size_t)(s.d_model + 2 * s.d_ffn) + (size_t)(s.d_model * s.d_ffn) +
+                   (size_t)s.rank * (size_t)(s.d_model + s.d_ffn)) +
+             8 * tok * (size_t)(s.d_model * s.d_ffn) / (size_t)(chunk > 0 ? chunk : 1);
+    return MF_OK;
+}
+
+static mf_status npt_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
+    return npt_describe_pass(id, MF_NPT_FORWARD, buf, cap, bytes);
+}
+
+static mf_status npt_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
+    return npt_describe_pass(id, MF_NPT_BACKWARD, buf, cap, bytes);
+}
+
+#define NPT_ARGS_PTR offsetof(npt_args, opts), sizeof(mf_npt_options)
+static const mf_verify_target npt_targets[] = {
+    {"npt.forward", npt_forward_verify, npt_forward_n_cases, npt_forward_verify_id, npt_describe_fwd,
+     npt_fwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_forward)},
+    {"npt.backward", npt_backward_verify, npt_backward_n_cases, npt_backward_verify_id, npt_describe_bwd,
+     npt_bwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_backward)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_npt_shape npt_bench_shape(int64_t n)

@@ -114,22 +114,88 @@ static const nsa_case nsa_cases[] = {
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 
+/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* Random case i of a seed, k = i + seed: bf16 on odd k, an explicit scale on
+ * k / 2 odd (else 1/sqrt(D)); stride d in {1, 2, 4, 8} dividing l and l';
+ * n_sel 1..6, window 3..80; GQA groups 1..3; odd S not a multiple of any block;
+ * out > 4096 elements. The large case: B*S*Hq*D > 2^31. */
+static void nsa_generate(const mf_case_id *id, nsa_case *c) {
+    mf_tb_rng r = mf_tb_case_rng("nsa", id);
+    const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
+    static const int64_t strides[] = {1, 2, 4, 8}, dims[] = {8, 16, 32, 64};
+    memset(c, 0, sizeof *c);
+    c->dtype = k % 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    c->cfg.stride = mf_tb_rand_pick(&r, strides, 4);
+    c->cfg.block_cmp = c->cfg.stride * mf_tb_rand_int(&r, 1, 3);
+    c->cfg.block_sel = c->cfg.stride * mf_tb_rand_int(&r, 1, 4);
+    c->cfg.n_sel = mf_tb_rand_int(&r, 1, 6);
+    c->cfg.window = mf_tb_rand_int(&r, 3, 80);
+    c->cfg.scale = k / 2 ? (float)mf_tb_rand_int(&r, 5, 50) / 100.0f : 0.0f;
+    c->B = mf_tb_rand_int(&r, 1, 2);
+    c->Hk = mf_tb_rand_int(&r, 1, 2);
+    c->Hq = c->Hk * mf_tb_rand_int(&r, 1, 3);
+    c->D = mf_tb_rand_pick(&r, dims, 4);
+    c->S = mf_tb_rand_int(&r, 10, 65) * 2 + 1;
+    while (c->B * c->S * c->Hq * c->D <= 4096) c->S += 16;
+    if (id->kind == MF_CASE_LARGE) c->B = 1, c->S = 4194319, c->Hq = 8, c->Hk = 1, c->D = 64;
+}
+
+static mf_status nsa_case_of(const mf_case_id *id, nsa_case *c) {
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= NSA_N_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "nsa: case %d out of range [0, %d)", id->index, NSA_N_CASES);
+        *c = nsa_cases[id->index];
+    } else {
+        nsa_generate(id, c);
+    }
+    return MF_OK;
+}
+
+static void nsa_shape(const nsa_case *c, const char *pass, char *buf, size_t cap) {
+    char scale[32] = "";
+    if (c->cfg.scale > 0.0f) snprintf(scale, sizeof scale, "scale=%g ", (double)c->cfg.scale);
+    snprintf(buf, cap, "B=%lld S=%lld Hq=%lld Hk=%lld D=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld %s%s",
+             (long long)c->B, (long long)c->S, (long long)c->Hq, (long long)c->Hk, (long long)c->D,
+             (long long)c->cfg.block_cmp, (long long)c->cfg.stride, (long long)c->cfg.block_sel,
+             (long long)c->cfg.n_sel, (long long)c->cfg.window, scale, pass);
+}
+
+static mf_status nsa_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap,
+                                   size_t *bytes) {
+    nsa_case c;
+    MF_TRY(nsa_case_of(id, &c));
+    char shape[192];
+    nsa_shape(&c, pass, shape, sizeof shape);
+    snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
+    /* the reference's dense masked S x S scores per query head, in double */
+    *bytes = 24 * (size_t)(c.B * c.Hq) * (size_t)c.S * (size_t)c.S +
+             24 * (size_t)(c.B * c.S) * (size_t)(c.Hq + 2 * c.Hk) * (size_t)c.D;
+    return MF_OK;
+}
+
+static mf_status nsa_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return nsa_describe_pass(id, "fwd=candidate", buf, cap, bytes);
+}
+
+/* the backward's case runs the same reference forward and backward (the backward's dense scores as well) */
+static mf_status nsa_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    return nsa_describe_pass(id, "bwd=candidate", buf, cap, bytes);
+}
+
 /* One case: the fused forward and backward (report), or 'cand' in place of the
  * forward, or 'bcand' in place of the backward (memfix verify; it is fed our
  * forward's lse and sel). */
 static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_candidate_fn cand,
-                                   mf_nsa_backward_candidate_fn bcand, int case_index, uint64_t seed_salt,
+                                   mf_nsa_backward_candidate_fn bcand, const mf_case_id *id, uint64_t seed_salt,
                                    mf_case_result *out) {
-    MF_TRY(mf_tb_case_begin(out, "nsa", ctx, variant, MF_NSA_N_VARIANTS, case_index, NSA_N_CASES));
-    const nsa_case *c = &nsa_cases[case_index];
+    MF_TRY(mf_tb_case_begin_id(out, "nsa", ctx, variant, MF_NSA_N_VARIANTS, id, NSA_N_CASES));
+    nsa_case cc;
+    MF_TRY(nsa_case_of(id, &cc));
+    const nsa_case *c = &cc;
     mf_tb_case_labels(out, ctx, cand != NULL || bcand != NULL ? "candidate" : nsa_variant_names[variant],
                       c->dtype);
-    snprintf(out->shape, sizeof(out->shape),
-             "B=%lld S=%lld Hq=%lld Hk=%lld D=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld %s",
-             (long long)c->B, (long long)c->S, (long long)c->Hq, (long long)c->Hk, (long long)c->D,
-             (long long)c->cfg.block_cmp, (long long)c->cfg.stride, (long long)c->cfg.block_sel,
-             (long long)c->cfg.n_sel, (long long)c->cfg.window,
-             cand != NULL ? "fwd=candidate" : bcand != NULL ? "bwd=candidate" : "fwd+bwd");
+    nsa_shape(c, cand != NULL ? "fwd=candidate" : bcand != NULL ? "bwd=candidate" : "fwd+bwd", out->shape,
+              sizeof(out->shape));
     const mf_tolerance *tol = mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "nsa.out.bf16" : "nsa.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
@@ -139,8 +205,7 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
     const size_t nq = rq * (size_t)c->D, nkv = rk * (size_t)c->D, ns = rk * (size_t)c->cfg.n_sel;
     if (cand != NULL) out->ceiling_bytes = mf_nsa_forward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
     else out->ceiling_bytes = mf_nsa_backward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
-    const uint64_t seed =
-        0x6e73610000000000ull + (uint64_t)case_index * 16u + seed_salt * 0x9e3779b97f4a7c15ull;
+    const uint64_t seed = mf_tb_case_seed(id, 0x6e73610000000000ull, 16u, seed_salt);
     enum { Q, K, V, GC, GS, GW, DO, OUT, LSE, DQ, DK, DV, DGC, DGS, DGW, NT };
     mf_tb_tensor t[NT] = {
         {"q", MF_TB_IN, nq, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
@@ -214,7 +279,8 @@ done:
 }
 
 static mf_status nsa_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
-    return nsa_run_case_impl(ctx, variant, NULL, NULL, case_index, 0, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return nsa_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
 
 /* ---- memfix verify: the guard of fused-forward candidates (src/testbed/testbed.h) -------- */
@@ -253,13 +319,19 @@ static mf_status nsa_fwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
     return mf_tb_guard(ctx, sp, 6, 9, nsa_fwd_call, &args, bufs);
 }
 
-static mf_status nsa_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out) {
+static mf_status nsa_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                       uint64_t seed_salt, mf_case_result *out) {
     if (candidate == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "candidate is NULL");
     }
-    return nsa_run_case_impl(ctx, 0, nsa_fwd_guard, NULL, case_index, seed_salt, out);
+    return nsa_run_case_impl(ctx, 0, nsa_fwd_guard, NULL, id, seed_salt, out);
+}
+
+static mf_status nsa_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                    uint64_t seed_salt, mf_case_result *out) {
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return nsa_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 /* bufs: q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win */
@@ -300,17 +372,27 @@ static mf_status nsa_bwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
     return mf_tb_guard(ctx, sp, 9, 15, nsa_bwd_call, &args, bufs);
 }
 
-static mf_status nsa_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                     uint64_t seed_salt, mf_case_result *out) {
+static mf_status nsa_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                        uint64_t seed_salt, mf_case_result *out) {
     if (candidate == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "candidate is NULL");
     }
-    return nsa_run_case_impl(ctx, 0, NULL, nsa_bwd_guard, case_index, seed_salt, out);
+    return nsa_run_case_impl(ctx, 0, NULL, nsa_bwd_guard, id, seed_salt, out);
 }
 
-static const mf_verify_target nsa_targets[] = {{"nsa.forward", nsa_forward_verify, NULL},
-                                               {"nsa.backward", nsa_backward_verify, NULL}};
+static mf_status nsa_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
+                                     uint64_t seed_salt, mf_case_result *out) {
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return nsa_backward_verify_id(ctx, candidate, &id, seed_salt, out);
+}
+
+#define NSA_ARGS_PTR offsetof(nsa_args, cfg), sizeof(mf_nsa_config)
+static const mf_verify_target nsa_targets[] = {
+    {"nsa.forward", nsa_forward_verify, NULL, nsa_forward_verify_id, nsa_describe_fwd, nsa_fwd_call,
+     sizeof(nsa_args), NSA_ARGS_PTR, NULL},
+    {"nsa.backward", nsa_backward_verify, NULL, nsa_backward_verify_id, nsa_describe_bwd, nsa_bwd_call,
+     sizeof(nsa_args), NSA_ARGS_PTR, NULL}};
 
 /* ---- memfix bench: the sweep over S (the seed's configuration, Hq/Hk = 6, D = 64) -------- */
 enum { NSA_BENCH_B = 1, NSA_BENCH_HQ = 6, NSA_BENCH_HK = 1, NSA_BENCH_D = 64 };

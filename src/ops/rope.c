@@ -285,8 +285,12 @@ typedef struct rope_case {
     mf_rope_layout layout;
     mf_rope_direction dir;
     mf_dtype dtype;
-    int64_t offset;  /* >= 0: offset positions; -1: the explicit int64 ids below */
+    int64_t offset;  /* >= 0: offset positions; -1: the explicit int64 ids below; -2: generated ids */
     int64_t ids[4];  /* one row shared by all batches (batch_stride 0), T <= 4 */
+    /* generated ids (offset -2): kind, batch_stride (0 or >= T), ids drawn in [0, id_max) from ids_seed */
+    mf_rope_pos_kind kind;
+    int64_t batch_stride, id_max;
+    uint64_t ids_seed;
 } rope_case;
 
 /* Small shapes (fast in host mode): GQA with the rotate_half layout; GPT-J
@@ -295,31 +299,140 @@ typedef struct rope_case {
  * variant starts at a quarter of the table each case needs, so every case
  * also regrows the table on the device (the seed's crash path). */
 static const rope_case rope_cases[] = {
-    {2, 16, 4, 2, 32, 32, 1e4, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, 0, {0}},
-    {1, 8, 2, 1, 24, 16, 1e6, 1.0, MF_ROPE_INTERLEAVED, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 5, {0}},
-    {2, 4, 2, 1, 8, 8, 1e6, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, -1, {131071, 0, 65536, 131000}},
-    {1, 12, 3, 3, 16, 12, 1e4, 4.0, MF_ROPE_HALF, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 100, {0}},
+    {2, 16, 4, 2, 32, 32, 1e4, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, 0, {0}, MF_ROPE_POS_OFFSET, 0, 0, 0},
+    {1, 8, 2, 1, 24, 16, 1e6, 1.0, MF_ROPE_INTERLEAVED, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 5, {0}, MF_ROPE_POS_OFFSET, 0, 0, 0},
+    {2, 4, 2, 1, 8, 8, 1e6, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, -1, {131071, 0, 65536, 131000}, MF_ROPE_POS_OFFSET, 0, 0, 0},
+    {1, 12, 3, 3, 16, 12, 1e4, 4.0, MF_ROPE_HALF, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 100, {0}, MF_ROPE_POS_OFFSET, 0, 0, 0},
 };
 #define ROPE_N_CASES ((int)(sizeof(rope_cases) / sizeof(rope_cases[0])))
+
+/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* Random case i of a seed, k = i + seed: positions cycle over int32 ids with a
+ * batch_stride > T, int64 ids with a batch_stride > T, an offset, and int32 ids
+ * shared by the batches (stride 0); (dtype, direction) over f32 fwd/bwd, bf16
+ * fwd/bwd as (3k + 1) mod 4, so any 4 consecutive cases hold every position
+ * kind and every dtype x direction. Odd T, GQA groups, partial rotary dims,
+ * both layouts, B >= 2 for ids, q and k together > 4096 elements. The large
+ * case: B*T*Hq*Dh > 2^31. */
+static void rope_generate(const mf_case_id *id, rope_case *c) {
+    mf_tb_rng r = mf_tb_case_rng("rope", id);
+    const int k = (int)(((uint64_t)id->index + id->seed) % 4u), dd = (3 * k + 1) % 4;
+    static const int64_t heads[] = {1, 2, 3}, groups[] = {1, 2, 4}, bases[] = {10000, 500000, 1000000};
+    memset(c, 0, sizeof *c);
+    c->dtype = dd >= 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    c->dir = dd % 2 ? MF_ROPE_BACKWARD : MF_ROPE_FORWARD;
+    c->layout = mf_tb_rand_chance(&r, 1, 2) ? MF_ROPE_HALF : MF_ROPE_INTERLEAVED;
+    c->Hk = mf_tb_rand_pick(&r, heads, 3);
+    c->Hq = c->Hk * mf_tb_rand_pick(&r, groups, 3);
+    c->Dh = mf_tb_rand_int(&r, 4, 40) * 2;
+    c->rd = mf_tb_rand_int(&r, 1, c->Dh / 2) * 2;
+    c->base = (double)mf_tb_rand_pick(&r, bases, 3);
+    c->scaling = mf_tb_rand_chance(&r, 1, 3) ? 1.0 + (double)mf_tb_rand_int(&r, 1, 7) : 1.0;
+    c->B = k == 2 ? mf_tb_rand_int(&r, 1, 3) : mf_tb_rand_int(&r, 2, 3);
+    c->T = mf_tb_rand_int(&r, 2, 20) * 2 + 1;
+    while (c->B * c->T * (c->Hq + c->Hk) * c->Dh <= 4096) c->T += 8;
+    if (id->kind == MF_CASE_LARGE) { /* 2^31 + 2^25 elements of q */
+        c->B = 2, c->Hq = 8, c->Hk = 2, c->Dh = 64, c->rd = 64, c->T = 2099200;
+    }
+    if (k == 2) {
+        c->offset = mf_tb_rand_int(&r, 0, 5000);
+        return;
+    }
+    c->offset = -2;
+    c->kind = k == 1 ? MF_ROPE_POS_I64 : MF_ROPE_POS_I32;
+    c->batch_stride = k == 3 ? 0 : c->T + mf_tb_rand_int(&r, 0, 5);
+    c->id_max = mf_tb_rand_chance(&r, 1, 4) ? 131072 : 4096;
+    c->ids_seed = mf_tb_rand_u64(&r);
+}
+
+static mf_status rope_case_of(const mf_case_id *id, rope_case *c) {
+    if (id->kind == MF_CASE_FIXED) {
+        if (id->index < 0 || id->index >= ROPE_N_CASES)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "rope: case %d out of range [0, %d)", id->index, ROPE_N_CASES);
+        *c = rope_cases[id->index];
+    } else {
+        rope_generate(id, c);
+    }
+    return MF_OK;
+}
+
+/* Explicit ids of a case (NULL for offset positions): the table's row, or
+ * (B-1)*batch_stride + T generated ids of c->kind; *max_pos the largest. */
+static void *rope_case_ids(const rope_case *c, size_t *bytes, int64_t *max_pos) {
+    *bytes = 0;
+    if (c->offset >= 0) {
+        *max_pos = c->offset + c->T - 1;
+        return NULL;
+    }
+    if (c->offset == -1) {
+        void *p = malloc(sizeof(c->ids));
+        if (p != NULL) memcpy(p, c->ids, sizeof(c->ids));
+        *bytes = sizeof(c->ids);
+        *max_pos = 0;
+        for (int64_t t = 0; t < c->T; ++t) *max_pos = c->ids[t] > *max_pos ? c->ids[t] : *max_pos;
+        return p;
+    }
+    const size_t n = (size_t)(c->batch_stride > 0 ? (c->B - 1) * c->batch_stride : 0) + (size_t)c->T;
+    const size_t es = c->kind == MF_ROPE_POS_I32 ? 4u : 8u;
+    void *p = malloc(n * es);
+    if (p == NULL) return NULL;
+    mf_tb_rng r = {c->ids_seed};
+    *max_pos = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const int64_t v = mf_tb_rand_int(&r, 0, c->id_max - 1);
+        if (es == 4) ((int32_t *)p)[i] = (int32_t)v;
+        else ((int64_t *)p)[i] = v;
+        *max_pos = v > *max_pos ? v : *max_pos;
+    }
+    *bytes = n * es;
+    return p;
+}
+
+static void rope_shape(const rope_case *c, int64_t L, char *buf, size_t cap) {
+    char pos[96];
+    if (c->offset >= 0) snprintf(pos, sizeof pos, "offset=%lld", (long long)c->offset);
+    else if (c->offset == -1) snprintf(pos, sizeof pos, "ids=int64 batch_stride=0");
+    else
+        snprintf(pos, sizeof pos, "ids=%s batch_stride=%lld ids<%lld", c->kind == MF_ROPE_POS_I32 ? "int32" : "int64",
+                 (long long)c->batch_stride, (long long)c->id_max);
+    snprintf(buf, cap, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld base=%g scaling=%g %s",
+             (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
+             (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
+             (long long)L, c->base, c->scaling, pos);
+}
+
+static mf_status rope_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+    rope_case c;
+    MF_TRY(rope_case_of(id, &c));
+    char shape[192];
+    const int64_t L = c.offset >= 0 ? c.offset + c.T : c.offset == -1 ? 131072 : c.id_max;
+    rope_shape(&c, L, shape, sizeof shape);
+    snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
+    const size_t n = (size_t)(c.B * c.T * (c.Hq + c.Hk) * c.Dh);
+    *bytes = n * (3 * 4 + 3 * mf_dtype_size(c.dtype)) + (size_t)L * (size_t)c.rd * 8;
+    return MF_OK;
+}
 
 /* One case: 'variant' through the public entry points (report), or, when
  * 'entry' != NULL, the candidate 'entry' in place of mf_rope_fused (memfix
  * verify) with the fused variant's ceiling. seed_salt != 0 draws other inputs
  * of the same shape. */
-static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry, int case_index,
+static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry, const mf_case_id *id,
                                     uint64_t seed_salt, mf_case_result *out) {
-    MF_TRY(mf_tb_case_begin(out, "rope", ctx, variant, 2, case_index, ROPE_N_CASES));
-    const rope_case *c = &rope_cases[case_index];
+    MF_TRY(mf_tb_case_begin_id(out, "rope", ctx, variant, 2, id, ROPE_N_CASES));
+    rope_case cc;
+    MF_TRY(rope_case_of(id, &cc));
+    const rope_case *c = &cc;
+    const int case_index = id->index;
     if (entry != NULL) variant = 0;
     mf_tb_case_labels(out, ctx, entry != NULL ? "candidate" : rope_variant_names[variant], c->dtype);
-    int64_t max_pos = c->offset >= 0 ? c->offset + c->T - 1 : 0;
-    if (c->offset < 0)
-        for (int64_t t = 0; t < c->T; ++t) max_pos = c->ids[t] > max_pos ? c->ids[t] : max_pos;
+    int64_t max_pos = 0;
+    size_t id_bytes = 0;
+    void *ids_host = rope_case_ids(c, &id_bytes, &max_pos);
+    if (c->offset < 0 && ids_host == NULL)
+        MF_FAIL(MF_ERR_OUT_OF_MEMORY, "rope: host ids of case %d", case_index);
     const int64_t L = max_pos + 1, cap0 = L / 4 > 0 ? L / 4 : 1;
-    snprintf(out->shape, sizeof(out->shape), "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld",
-             (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
-             (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
-             (long long)L);
+    rope_shape(c, L, out->shape, sizeof(out->shape));
     const mf_tolerance *tol = mf_tb_tolerance("rope.out", c->dtype);
     if (tol == NULL) return MF_ERR_INTERNAL;
     out->atol = tol->atol;
@@ -335,8 +448,7 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     cfg.layout = c->layout;
     const size_t nq = (size_t)(c->B * c->T * c->Hq * c->Dh), nk = (size_t)(c->B * c->T * c->Hk * c->Dh);
     const size_t n = nq + nk, esize = mf_dtype_size(c->dtype);
-    const uint64_t seed =
-        0x726f706500000000ull + (uint64_t)case_index * 2u + seed_salt * 0x9e3779b97f4a7c15ull;
+    const uint64_t seed = mf_tb_case_seed(id, 0x726f706500000000ull, 2u, seed_salt);
     mf_status st = MF_OK;
     float *x32 = (float *)malloc(n * sizeof(float));   /* q then k, widened */
     void *x = malloc(n * esize);                       /* q then k, storage dtype */
@@ -360,7 +472,8 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     mf_fill_nan_f32(ref, n);
     mf_fill_nan_f32(got, n);
     mf_rope_positions pos = c->offset >= 0 ? mf_rope_positions_offset(c->offset)
-                                           : mf_rope_positions_ids(MF_ROPE_POS_I64, c->ids, 0);
+                            : c->offset == -1 ? mf_rope_positions_ids(MF_ROPE_POS_I64, ids_host, 0)
+                                              : mf_rope_positions_ids(c->kind, ids_host, c->batch_stride);
 
     /* The reference, with its host scratch measured. */
     mf_rope_tensors th = {c->B, c->T, c->Hq, c->Hk, MF_DTYPE_F32, x32, x32 + nq, ref, ref + nq};
@@ -376,8 +489,8 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     mf_tb_fill_nan(c->dtype, got_raw, n);
     if ((st = mf_buffer_upload(ctx, d_y, got_raw, n * esize)) != MF_OK) goto done;
     if (c->offset < 0) {
-        if ((st = mf_buffer_alloc(ctx, sizeof(c->ids), &d_ids)) != MF_OK ||
-            (st = mf_buffer_upload(ctx, d_ids, c->ids, sizeof(c->ids))) != MF_OK)
+        if ((st = mf_buffer_alloc(ctx, id_bytes, &d_ids)) != MF_OK ||
+            (st = mf_buffer_upload(ctx, d_ids, ids_host, id_bytes)) != MF_OK)
             goto done;
         pos.ids = d_ids;
     }
@@ -412,22 +525,24 @@ done:
     free(ref);
     free(x);
     free(x32);
+    free(ids_host);
     return st;
 }
 
 static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
-    return rope_run_case_impl(ctx, variant, NULL, case_index, 0, out);
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return rope_run_case_impl(ctx, variant, NULL, &id, 0, out);
 }
 
 /* memfix verify (include/memfix/verify.h): mf_rope_candidate_fn is
  * mf_rope_fused's signature. */
-static mf_status rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, int case_index, uint64_t seed_salt,
-                              mf_case_result *out) {
+static mf_status rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, const mf_case_id *id,
+                                  uint64_t seed_salt, mf_case_result *out) {
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
     }
-    return rope_run_case_impl(ctx, 0, entry, case_index, seed_salt, out);
+    return rope_run_case_impl(ctx, 0, entry, id, seed_salt, out);
 }
 
 /* ---- memfix verify: the guard of rope (fused signature) candidates (src/testbed/testbed.h) ---------------------------- */
@@ -473,12 +588,20 @@ static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_
     return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
 }
 
-static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
-                             mf_case_result *out) {
-    return rope_verify_case(ctx, candidate != NULL ? rope_guard : NULL, case_index, seed_salt, out);
+static mf_status rope_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id, uint64_t seed_salt,
+                                mf_case_result *out) {
+    return rope_verify_case(ctx, candidate != NULL ? rope_guard : NULL, id, seed_salt, out);
 }
 
-static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL}};
+static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
+                             mf_case_result *out) {
+    const mf_case_id id = mf_tb_fixed_id(case_index);
+    return rope_verify_id(ctx, candidate, &id, seed_salt, out);
+}
+
+static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL, rope_verify_id, rope_describe, rope_call,
+                                                 sizeof(rope_args), offsetof(rope_args, cfg),
+                                                 sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused)}};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ROPE_BENCH_HQ = 4, ROPE_BENCH_HK = 2, ROPE_BENCH_DH = 32 };

@@ -78,8 +78,20 @@ const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype)
 
 /* The dump file of a failing output under $MF_TEST_DUMP_DIR (set by the test
  * registrations; unset: no dump): <op>-<variant>-<what>-<hash of the shape>.txt. */
+/* memfix verify --dump: "<dir>/<target>-<case id>" (mf_tb_set_dump_stem); "" otherwise */
+static _Thread_local char g_dump_prefix[400];
+
+void mf_tb_set_dump_stem(const char *stem) { mf_tb_copy_msg(g_dump_prefix, sizeof g_dump_prefix, stem); }
+
 static const char *dump_path(const mf_case_result *out, const char *what, char *buf, size_t cap)
 {
+    if (g_dump_prefix[0] != '\0') { /* memfix verify --dump: named after the target and the case id */
+        const size_t at = strlen(g_dump_prefix) + 1;
+        snprintf(buf, cap, "%s-%s.txt", g_dump_prefix, what);
+        for (char *p = buf + (at < cap ? at : 0); *p; p++)
+            if (*p == '/' || *p == ' ' || *p == '|') *p = '_';
+        return buf;
+    }
     const char *dir = getenv("MF_TEST_DUMP_DIR");
     if (dir == NULL || dir[0] == '\0') return NULL;
     uint64_t h = 1469598103934665603ull; /* FNV-1a of dtype and shape */
@@ -89,6 +101,16 @@ static const char *dump_path(const mf_case_result *out, const char *what, char *
     for (char *p = buf + strlen(dir) + 1; *p; p++)
         if (*p == '/' || *p == ' ' || *p == '|') *p = '_';
     return buf;
+}
+
+int mf_tb_dump_raw(const char *stem, const char *suffix, const void *data, size_t bytes)
+{
+    char path[640];
+    snprintf(path, sizeof path, "%s%s", stem, suffix);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) return 0;
+    const int ok = fwrite(data, 1, bytes, f) == bytes;
+    return fclose(f) == 0 && ok;
 }
 
 mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
@@ -108,6 +130,14 @@ mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_t
         o->max_abs_err = cmp.max_abs_err;
         o->budget_used = cmp.budget_used_pct / 100.0;
         o->pass = cmp.pass;
+    }
+    if (!cmp.pass && g_dump_prefix[0] != '\0' && dump_path(out, what, path, sizeof path) != NULL) {
+        /* memfix verify --dump: the whole expected and got arrays (raw little-endian fp32) beside the
+         * flagged-element list */
+        char stem[520];
+        snprintf(stem, sizeof stem, "%.*s", (int)(strlen(path) - 4), path);
+        (void)mf_tb_dump_raw(stem, ".expected.f32", ref, n * sizeof(float));
+        (void)mf_tb_dump_raw(stem, ".got.f32", got, n * sizeof(float));
     }
     if (!cmp.pass && *all_pass) {
         snprintf(out->message, sizeof(out->message), "%s: %.200s", what, cmp.reason);

@@ -121,11 +121,48 @@ typedef mf_status (*mf_tb_call_fn)(mf_context *ctx, const void *args, mf_tb_guar
  * verify records the defense. */
 mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, mf_tb_call_fn call,
                       const void *args, mf_tb_guarded *bufs);
+/* A target's own entry (mf_verify_target.own): memfix's entry point of the
+ * candidate's type, as the registry stores candidates. */
+#define MF_TB_OWN(fn) ((void (*)(void))(fn))
 /* The device pointer of guarded buffer i (NULL for a buffer not given). */
 void *mf_tb_ptr(mf_tb_guarded *bufs, int i);
 /* The candidate memfix verify is running on this thread (cast it to the
  * target's candidate type); NULL outside a verification. */
 void (*mf_tb_candidate(void))(void);
+
+/* ---- case ids and seeded random cases (src/testbed/cases.c; issue 16 item 3) ------------ */
+/* A splitmix64 stream: the one generator of every op's random cases. */
+typedef struct mf_tb_rng {
+    uint64_t s;
+} mf_tb_rng;
+/* The stream of a generated case: a function of the target's name, id->seed,
+ * id->kind and id->index only. */
+mf_tb_rng mf_tb_case_rng(const char *target, const mf_case_id *id);
+uint64_t mf_tb_rand_u64(mf_tb_rng *r);
+/* Uniform in [lo, hi] (inclusive; lo <= hi). */
+int64_t mf_tb_rand_int(mf_tb_rng *r, int64_t lo, int64_t hi);
+/* One of the n values of v. */
+int64_t mf_tb_rand_pick(mf_tb_rng *r, const int64_t *v, int n);
+/* 1 with probability num/den. */
+int mf_tb_rand_chance(mf_tb_rng *r, int num, int den);
+/* The seed of a case's inputs: base + fixed_index * stride for a fixed case
+ * (the values the built-in cases always had), a mix of seed and index else;
+ * seed_salt != 0 (verify's second sweep) draws others. */
+uint64_t mf_tb_case_seed(const mf_case_id *id, uint64_t base, uint64_t stride, uint64_t seed_salt);
+/* run_case's start for a case id: mf_tb_case_begin with a fixed id's index
+ * range-checked against n_fixed (random and large ids are not: their
+ * generator answers for them). */
+mf_status mf_tb_case_begin_id(mf_case_result *out, const char *op, mf_context *ctx, int variant, int n_variants,
+                              const mf_case_id *id, int n_fixed);
+/* memfix verify --dump: failing outputs of this thread's cases are dumped as
+ * <stem>-<output>.{txt,expected.f32,got.f32} (stem "<dir>/<target>-<case id>");
+ * "" or NULL: the default ($MF_TEST_DUMP_DIR/<op>-<variant>-<output>-<hash>.txt,
+ * flagged elements only, when that variable is set). */
+void mf_tb_set_dump_stem(const char *stem);
+/* Writes bytes of data to "<stem><suffix>"; 1 on success. */
+int mf_tb_dump_raw(const char *stem, const char *suffix, const void *data, size_t bytes);
+/* A fixed id. */
+mf_case_id mf_tb_fixed_id(int index);
 
 /* ---- memfix bench sweeps (mf_bench_case, registry.h) ------------------------------------ */
 /* 'bytes' of host memory kept in c->host[] (freed by memfix bench); NULL (and

@@ -11,7 +11,7 @@
  * which compares it with the reference and checks the scratch ceiling. The
  * defense that rejects a case comes from the guards or from the case's
  * mf_failure kind, never from its message. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* dlinfo, memfd-free socketpair, strsignal */
 #include "memfix/verify.h"
 
 #include "memfix/check.h"
@@ -20,18 +20,33 @@
 #include "testbed.h"
 #include "mem_defense.h"
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef MF_HAVE_HOST_KERNELS
 
 enum { GUARD_BYTES = 1024 }; /* a multiple of 256: the candidate's pointers keep cudaMalloc's alignment */
+
+struct iso_session;
 
 /* The state of one guarded call (thread-local: one verification per thread). */
 typedef struct verify_state {
@@ -39,6 +54,16 @@ typedef struct verify_state {
     char defense[MF_VERIFY_DEFENSE_MAX];
     char reason[256];
     int all_zero; /* the candidate's output was all zeros */
+    char dump_stem[200]; /* --dump: "<dir>/<target>-<case id>" of this case's inputs; "" when not dumping */
+    /* measured by guarded_call: the tracked scratch peak of the calls and the fastest call's time (the first
+     * call of a fresh worker pays its start-up: thread pool, first launch) */
+    size_t peak;
+    double first_seconds;
+    int n_timed;
+    /* mf_verify_lib: the worker session, the thread order of this run, the candidate's and memfix's times */
+    struct iso_session *iso;
+    int sched;
+    double cand_seconds, own_seconds;
 } verify_state;
 static _Thread_local verify_state *g_state;
 
@@ -231,12 +256,17 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
     mf_tb_memdef_begin(ctx, bufs, n_in, mf_tb_candidate(), &md);
     sampler_start(&smp, info);
     mf_clear_error();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     mf_status s = call(ctx, args, bufs);
     mf_status sync = backend_sync(ctx)();
     if (sync == MF_OK) sync = mf_context_synchronize(ctx);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     const size_t max_used = sampler_stop(&smp);
     mf_tb_memdef_end(ctx, &md);
     if (md.defense != NULL) return reject(md.defense, "%s", md.reason);
+    const double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (g_state->n_timed++ == 0 || took < g_state->first_seconds) g_state->first_seconds = took;
     if (s != MF_OK)
         return reject("error", "the candidate returned %s: %s", mf_status_name(s),
                       mf_last_error()[0] ? mf_last_error() : "(no message)");
@@ -247,6 +277,7 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
 
     MF_TRY(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st1));
     const size_t tracked = st1.peak > st0.current ? st1.peak - st0.current : 0;
+    if (tracked > g_state->peak) g_state->peak = tracked;
     const size_t grew = max_used > used0 ? max_used - used0 : 0;
     if (grew > tracked + hidden_slack(ctx))
         return reject("hidden-allocation",
@@ -254,14 +285,21 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
                       "went through the context's allocator (mf_scratch_alloc)",
                       grew, tracked);
     mf_tb_memdef_charge(ctx, &md);
+    /* the peak a worker reports includes the untracked bytes just charged (mem_defense.h) */
+    mf_mem_stats st2;
+    if (mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st2) == MF_OK && st2.peak > st0.current &&
+        st2.peak - st0.current > g_state->peak)
+        g_state->peak = st2.peak - st0.current;
     return MF_OK;
 }
 
-/* Runs the candidate twice on the same guarded inputs (outputs re-filled with
- * NaN in between), checks each call and that both runs give the same bits;
- * leaves the first run's outputs (bufs[n_in..n), concatenated) in out_host. */
-static mf_status guarded_twice(mf_context *ctx, call_fn call, const void *args, guarded *bufs, int n_in, int n,
-                               void *out_host, size_t out_bytes)
+/* Runs the candidate 'runs' times (1 or 2) on the same guarded inputs (outputs
+ * re-filled with NaN in between), checks each call and that both runs give the
+ * same bits; leaves the first run's outputs (bufs[n_in..n), concatenated) in
+ * out_host and, when images != NULL, every buffer's whole guarded image after
+ * the first call in images[i] (NULL for a buffer not given). */
+static mf_status guarded_runs(mf_context *ctx, call_fn call, const void *args, guarded *bufs, int n_in, int n,
+                              void *out_host, size_t out_bytes, int runs, unsigned char **images)
 {
     size_t max_total = 0;
     for (int i = 0; i < n; i++)
@@ -273,11 +311,19 @@ static mf_status guarded_twice(mf_context *ctx, call_fn call, const void *args, 
         s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host copies");
         goto done;
     }
-    for (int run = 0; run < 2 && s == MF_OK; run++) {
+    for (int run = 0; run < runs && s == MF_OK; run++) {
         for (int o = n_in; o < n && run == 1 && s == MF_OK; o++)
             if (bufs[o].base != NULL) /* NULL: an optional output not asked for */
                 s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image, bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
         if (s != MF_OK || (s = guarded_call(ctx, call, args, bufs, n_in, n, tmp)) != MF_OK) break;
+        for (int i = 0; i < n && run == 0 && images != NULL && s == MF_OK; i++)
+            if (bufs[i].base != NULL) {
+                images[i] = (unsigned char *)malloc(bufs[i].bytes + 2 * (size_t)GUARD_BYTES);
+                s = images[i] == NULL ? mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images")
+                                      : mf_buffer_download(ctx, images[i], bufs[i].base,
+                                                           bufs[i].bytes + 2 * (size_t)GUARD_BYTES);
+            }
+        if (s != MF_OK) break;
         unsigned char *dst = run == 0 ? (unsigned char *)out_host : second;
         for (int o = n_in; o < n && s == MF_OK; o++) {
             if (bufs[o].base == NULL) continue;
@@ -285,7 +331,7 @@ static mf_status guarded_twice(mf_context *ctx, call_fn call, const void *args, 
             dst += bufs[o].bytes;
         }
     }
-    if (s == MF_OK && memcmp(out_host, second, out_bytes) != 0) {
+    if (s == MF_OK && runs > 1 && memcmp(out_host, second, out_bytes) != 0) {
         size_t at = 0;
         const unsigned char *a = (const unsigned char *)out_host;
         while (at < out_bytes && a[at] == second[at]) at++;
@@ -312,6 +358,17 @@ done:
     return s;
 }
 
+/* ---- memfix verify --dump: a case's inputs (removed again when the case passes) ------------------ */
+static void dump_input(const char *name, const void *data, size_t bytes)
+{
+    if (g_state == NULL || g_state->dump_stem[0] == '\0') return;
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "-input-%s.bin", name);
+    (void)mf_tb_dump_raw(g_state->dump_stem, suffix, data, bytes);
+}
+
+static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, const void *args);
+
 /* ---- the guard (testbed.h) ---------------------------------------------------------------- */
 void (*mf_tb_candidate(void))(void) { return g_state != NULL ? g_state->candidate : NULL; }
 
@@ -324,6 +381,7 @@ mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, 
                       const void *args, mf_tb_guarded *bufs)
 {
     memset(bufs, 0, sizeof(guarded) * (size_t)n);
+    if (g_state != NULL && g_state->iso != NULL) return iso_guard(ctx, sp, n_in, n, args);
     if (g_state == NULL || g_state->candidate == NULL)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "no candidate under verification on this thread (call mf_verify)");
     size_t out_bytes = 0;
@@ -339,13 +397,14 @@ mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, 
                 break;
             }
             s = mf_buffer_download(ctx, h, sp[i].dev, sp[i].bytes);
+            if (s == MF_OK) dump_input(sp[i].name, h, sp[i].bytes);
             if (s == MF_OK) s = guarded_make(ctx, &bufs[i], sp[i].name, h, sp[i].bytes);
             free(h);
         } else if (sp[i].dev != NULL) { /* NULL: an optional output not asked for */
             s = guarded_make_dt(ctx, &bufs[i], sp[i].name, NULL, sp[i].bytes, sp[i].dtype);
         }
     }
-    if (s == MF_OK) s = guarded_twice(ctx, call, args, bufs, n_in, n, out, out_bytes);
+    if (s == MF_OK) s = guarded_runs(ctx, call, args, bufs, n_in, n, out, out_bytes, 2, NULL);
     unsigned char *p = out;
     for (int i = n_in; i < n && s == MF_OK; i++) {
         if (sp[i].dev == NULL) continue;
@@ -408,6 +467,766 @@ int mf_verify_n_cases(const char *op)
     return t->n_cases != NULL ? t->n_cases() : desc->n_cases;
 }
 
+/* ---- cases by id (issue 16 item 3: fixed, random, large) ------------------------------------ */
+/* One case of target tg by id: run_id where the op has it, else run_case (fixed ids only). */
+static mf_status run_case_id(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void),
+                             const mf_case_id *id, uint64_t salt, mf_case_result *out)
+{
+    if (tg->run_id != NULL) return tg->run_id(ctx, candidate, id, salt, out);
+    if (id->kind != MF_CASE_FIXED) {
+        memset(out, 0, sizeof *out);
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "target '%s' has no case generator", tg->name);
+    }
+    return tg->run_case(ctx, candidate, id->index, salt, out);
+}
+
+/* --dump (MF_VERIFY_DUMP_DIR, set by memfix verify --dump): name this case's dumps after the target and the
+ * case id (the second sweep's with "-rerun"). */
+static void dump_begin(const mf_verify_target *tg, const mf_case_id *id, uint64_t salt, verify_state *st)
+{
+    const char *dir = getenv("MF_VERIFY_DUMP_DIR");
+    if (dir == NULL || dir[0] == '\0') return;
+    char cid[32];
+    mf_case_id_format(id, cid, sizeof cid);
+    snprintf(st->dump_stem, sizeof st->dump_stem, "%.120s/%.40s-%s%s", dir, tg->name, cid, salt ? "-rerun" : "");
+    mf_tb_set_dump_stem(st->dump_stem);
+}
+
+/* A passing case leaves no dump: its input files are removed. */
+static void dump_end(const mf_verify_row *row, verify_state *st)
+{
+    mf_tb_set_dump_stem(NULL);
+    if (st->dump_stem[0] == '\0' || !row->result.pass) return;
+    const char *slash = strrchr(st->dump_stem, '/');
+    if (slash == NULL) return;
+    char dir[200];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - st->dump_stem), st->dump_stem);
+    const char *base = slash + 1;
+    char pat[240];
+    snprintf(pat, sizeof pat, "%s-input-", base);
+    DIR *d = opendir(dir);
+    if (d == NULL) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, pat, strlen(pat)) != 0) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        (void)remove(path);
+    }
+    closedir(d);
+}
+
+/* ==== isolation (issue 16): the candidate in a worker process =========================================== *
+ *
+ * mf_verify_lib keeps everything that decides the verdict in this process: run_case, the reference, the
+ * tolerance rows, the comparison, the exit status. At the guarded call (mf_tb_guard) it sends the call to a
+ * worker (fork + exec of memfix-verify-worker, its own process group, one per thread order): the target's name
+ * and POD arguments (plus the one host struct they point to), the input bytes and the buffer layout. The
+ * worker dlopens the library, builds the guarded buffers, calls the candidate through the target's call
+ * adapter with the in-process defenses (guarded_runs), and answers with its verdict, the scratch peak and the
+ * times, and every buffer's whole guarded image after the first call. This process then checks the canaries
+ * and the inputs again itself, takes the outputs from the images, replays the scratch peak on its own
+ * context (so run_case's ceiling check sees it) and returns to run_case, which compares with the reference.
+ * A worker that exits, dies on a signal, does not answer within the time limit or answers garbage is killed
+ * (its whole process group) and the case is rejected by 'exit', 'crash', 'timeout' or 'protocol'. */
+
+enum { WIRE_HELLO = 0x4d465648u, WIRE_ACK = 0x4d465641u, WIRE_REQ = 0x4d465651u, WIRE_ANS = 0x4d465652u };
+enum { WIRE_NAME = 32, MAX_SCHED = 18, SANITIZER_EXIT = 66 };
+enum { ACK_OK = 0, ACK_LOAD = 1, ACK_BACKEND = 2 };
+
+typedef struct wbuf {
+    unsigned char *p;
+    size_t n, cap;
+    int oom;
+} wbuf;
+
+static void wb_put(wbuf *b, const void *p, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        unsigned char *q = (unsigned char *)realloc(b->p, cap);
+        if (q == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+static void wb_u32(wbuf *b, uint32_t v) { wb_put(b, &v, sizeof v); }
+static void wb_u64(wbuf *b, uint64_t v) { wb_put(b, &v, sizeof v); }
+static void wb_f64(wbuf *b, double v) { wb_put(b, &v, sizeof v); }
+static void wb_str(wbuf *b, const char *s)
+{
+    const uint32_t n = s != NULL ? (uint32_t)strlen(s) : 0;
+    wb_u32(b, n);
+    wb_put(b, s, n);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* 0 when all n bytes were sent */
+static int io_send(int fd, const void *p, size_t n)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    while (n > 0) {
+        const ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* 0: all n bytes read; 1: end of file or error; 2: the deadline passed (deadline <= 0: none) */
+static int io_recv(int fd, void *p, size_t n, double deadline)
+{
+    unsigned char *c = (unsigned char *)p;
+    while (n > 0) {
+        if (deadline > 0) {
+            const double left = deadline - now_s();
+            if (left <= 0) return 2;
+            struct pollfd pf = {fd, POLLIN, 0};
+            const int r = poll(&pf, 1, left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1);
+            if (r < 0 && errno == EINTR) continue;
+            if (r == 0) continue;
+            if (r < 0) return 1;
+        }
+        const ssize_t got = recv(fd, c, n, 0);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return 1;
+        c += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* a string of at most cap-1 bytes (longer: an error) */
+static int io_recv_str(int fd, char *dst, size_t cap, double deadline)
+{
+    uint32_t len = 0;
+    int r = io_recv(fd, &len, sizeof len, deadline);
+    if (r != 0) return r;
+    if (len >= cap) return 3;
+    if ((r = io_recv(fd, dst, len, deadline)) != 0) return r;
+    dst[len] = '\0';
+    return 0;
+}
+
+/* ---- the parent's side ------------------------------------------------------------------------------------ */
+typedef struct worker_proc {
+    pid_t pid;
+    int fd;
+    int alive;
+} worker_proc;
+
+typedef struct schedule {
+    char order[40];   /* CUDAHOST_THREAD_ORDER */
+    int workers;      /* CUDAHOST_WORKERS */
+    char label[40];
+} schedule;
+
+typedef struct iso_session {
+    const mf_verify_target *tg;
+    const char *lib, *symbol;
+    mf_backend backend;
+    double timeout_s;
+    const char *sanitize;
+    char worker_path[4096];
+    int n_sched;
+    schedule sched[MAX_SCHED];
+    worker_proc w[MAX_SCHED];
+    char load_error[512]; /* the worker refused the library (a usage error) */
+    int load_kind;
+} iso_session;
+
+static void worker_kill(worker_proc *w)
+{
+    if (w->pid > 0) {
+        kill(-w->pid, SIGKILL);
+        kill(w->pid, SIGKILL);
+        int st;
+        while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (w->fd >= 0) close(w->fd);
+    w->pid = -1;
+    w->fd = -1;
+    w->alive = 0;
+}
+
+/* The worker w stopped answering ('what' happened while it ...): reaps it and rejects the case by the reason. */
+static mf_status worker_lost(iso_session *is, worker_proc *w, int rc, const char *what)
+{
+    const schedule *sc = &is->sched[g_state->sched];
+    if (rc == 2) {
+        worker_kill(w);
+        return reject("timeout",
+                      "no answer within %g s while %s (%s): an endless loop in host code or in a kernel? "
+                      "The worker's process group was killed (--timeout)",
+                      is->timeout_s, what, sc->label);
+    }
+    int st = 0, reaped = 0;
+    if (rc == 1) /* end of file: the process is exiting; give it a moment */
+        for (int i = 0; i < 200 && !reaped; i++) {
+            const pid_t r = waitpid(w->pid, &st, WNOHANG);
+            if (r == w->pid) reaped = 1;
+            else {
+                const struct timespec pause = {0, 10 * 1000 * 1000};
+                nanosleep(&pause, NULL);
+            }
+        }
+    if (reaped) {
+        kill(-w->pid, SIGKILL); /* whatever it left behind */
+        w->pid = -1;
+    }
+    worker_kill(w);
+    if (reaped && WIFEXITED(st)) {
+        if (is->sanitize != NULL && WEXITSTATUS(st) == SANITIZER_EXIT)
+            return reject("sanitizer", "the %s sanitizer reported an error while %s (%s; its report is on stderr)",
+                          is->sanitize, what, sc->label);
+        return reject("exit",
+                      "the candidate's process exited with status %d while %s (%s): a candidate must return, "
+                      "never exit",
+                      WEXITSTATUS(st), what, sc->label);
+    }
+    if (reaped && WIFSIGNALED(st))
+        return reject("crash", "the candidate's process was killed by signal %d (%s) while %s (%s)", WTERMSIG(st),
+                      strsignal(WTERMSIG(st)), what, sc->label);
+    return reject("protocol", "the worker's answer was malformed while %s (%s): something in its process wrote "
+                              "into verify's socket",
+                  what, sc->label);
+}
+
+extern char **environ;
+
+/* environ without the variables the schedule sets, plus them (built before fork: exec's child may not
+ * allocate). With --sanitize, the sanitizer's options keep the user's and add halt_on_error and exitcode. */
+static char **schedule_env(const iso_session *is, const schedule *sc, char *own[4])
+{
+    size_t n = 0;
+    while (environ[n] != NULL) n++;
+    char **env = (char **)calloc(n + 5, sizeof *env);
+    if (env == NULL) return NULL;
+    const char *var = is->sanitize == NULL             ? NULL
+                      : strcmp(is->sanitize, "thread") == 0 ? "TSAN_OPTIONS="
+                                                            : "ASAN_OPTIONS=";
+    size_t k = 0;
+    const char *user = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "CUDAHOST_THREAD_ORDER=", 22) == 0 || strncmp(environ[i], "CUDAHOST_WORKERS=", 17) == 0)
+            continue;
+        if (var != NULL && strncmp(environ[i], var, 13) == 0) {
+            user = environ[i] + 13;
+            continue;
+        }
+        env[k++] = environ[i];
+    }
+    own[0] = own[1] = own[2] = NULL;
+    if (asprintf(&own[0], "CUDAHOST_THREAD_ORDER=%s", sc->order) < 0) own[0] = NULL;
+    if (asprintf(&own[1], "CUDAHOST_WORKERS=%d", sc->workers) < 0) own[1] = NULL;
+    if (var != NULL && asprintf(&own[2], "%s%s%shalt_on_error=1:exitcode=%d", var, user ? user : "", user ? ":" : "",
+                                SANITIZER_EXIT) < 0)
+        own[2] = NULL;
+    for (int i = 0; i < 3; i++)
+        if (own[i] != NULL) env[k++] = own[i];
+    env[k] = NULL;
+    return env;
+}
+
+/* Starts the worker of schedule i and loads the library there. MF_OK, or a rejection (the worker died or
+ * hung while loading: the library's constructor), or MF_ERR_INVALID_ARGUMENT / MF_ERR_BACKEND_UNAVAILABLE
+ * when the worker refused the library (is->load_error says why). */
+static mf_status worker_start(iso_session *is, int i, double deadline)
+{
+    worker_proc *w = &is->w[i];
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        MF_FAIL(MF_ERR_BACKEND, "socketpair: %s", strerror(errno));
+    char *own[4];
+    char **env = schedule_env(is, &is->sched[i], own);
+    char *argv[] = {is->worker_path, (char *)"--verify-worker", NULL};
+    const pid_t pid = env != NULL ? fork() : -1;
+    if (pid == 0) {
+        /* the child: its own process group (killed as a whole), the socket on fd 3, stdout -> stderr so that
+         * nothing the candidate prints reaches verify's output */
+        setpgid(0, 0);
+        if (dup2(sv[1], 3) < 0 || dup2(2, 1) < 0) _exit(127);
+        execve(is->worker_path, argv, env);
+        _exit(127);
+    }
+    for (int k = 0; k < 3; k++) free(own[k]);
+    free(env);
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        MF_FAIL(MF_ERR_BACKEND, "fork: %s", strerror(errno));
+    }
+    setpgid(pid, pid); /* also here: no window in which a kill of the group misses it */
+    w->pid = pid;
+    w->fd = sv[0];
+    w->alive = 1;
+    wbuf b = {0};
+    wb_u32(&b, WIRE_HELLO);
+    wb_u32(&b, (uint32_t)is->backend);
+    wb_str(&b, is->lib);
+    wb_str(&b, is->symbol);
+    wb_str(&b, is->tg->name);
+    const int sent = b.oom ? -1 : io_send(w->fd, b.p, b.n);
+    free(b.p);
+    if (sent != 0) return worker_lost(is, w, 1, "loading the library");
+    uint32_t magic = 0, kind = 0;
+    char msg[512], san[16];
+    int rc = io_recv(w->fd, &magic, sizeof magic, deadline);
+    if (rc == 0 && magic != WIRE_ACK) rc = 3;
+    if (rc == 0) rc = io_recv(w->fd, &kind, sizeof kind, deadline);
+    if (rc == 0) rc = io_recv_str(w->fd, msg, sizeof msg, deadline);
+    if (rc == 0) rc = io_recv_str(w->fd, san, sizeof san, deadline);
+    if (rc != 0) /* an exec that failed exits 127 before the hello; a constructor may exit, crash or hang */
+        return worker_lost(is, w, rc, "loading the library (its constructors run then)");
+    if (kind != ACK_OK) {
+        snprintf(is->load_error, sizeof is->load_error, "%s", msg);
+        is->load_kind = (int)kind;
+        worker_kill(w);
+        return mf_set_error(kind == ACK_BACKEND ? MF_ERR_BACKEND_UNAVAILABLE : MF_ERR_INVALID_ARGUMENT,
+                            "memfix verify", __FILE__, __LINE__, "%s", msg);
+    }
+    if (is->sanitize != NULL && strcmp(is->sanitize, san) != 0) {
+        snprintf(is->load_error, sizeof is->load_error,
+                 "the worker %.300s is not built with the %s sanitizer (%s): build the %s preset "
+                 "(cmake --preset %s) and point MF_VERIFY_WORKER at its bin/memfix-verify-worker",
+                 is->worker_path, is->sanitize, san[0] ? san : "none", is->sanitize[0] == 't' ? "tsan" : "asan",
+                 is->sanitize[0] == 't' ? "tsan" : "asan");
+        is->load_kind = ACK_BACKEND;
+        worker_kill(w);
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, "memfix verify", __FILE__, __LINE__, "%s", is->load_error);
+    }
+    return MF_OK;
+}
+
+/* The parent's checks of one buffer's image: the canaries (all) and the data (inputs, against 'data'). */
+static mf_status image_check(const unsigned char *img, const char *name, size_t bytes, const void *data)
+{
+    for (size_t i = 0; i < GUARD_BYTES; i++)
+        if (img[i] != canary(i))
+            return reject("guard-band", "wrote before %s: byte %lld relative to its start changed", name,
+                          (long long)i - GUARD_BYTES);
+    for (size_t i = 0; i < GUARD_BYTES; i++)
+        if (img[GUARD_BYTES + bytes + i] != canary(i + GUARD_BYTES))
+            return reject("guard-band", "wrote past the end of %s (%zu bytes): byte %zu changed", name, bytes,
+                          bytes + i);
+    if (data != NULL && memcmp(img + GUARD_BYTES, data, bytes) != 0) {
+        size_t at = 0;
+        while (((const unsigned char *)data)[at] == img[GUARD_BYTES + at]) at++;
+        return reject("input-mutation", "changed input %s (byte %zu of %zu; inputs are read-only)", name, at, bytes);
+    }
+    return MF_OK;
+}
+
+static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, const void *args)
+{
+    verify_state *st = g_state;
+    iso_session *is = st->iso;
+    const mf_verify_target *tg = is->tg;
+    const double deadline = now_s() + is->timeout_s;
+    worker_proc *w = &is->w[st->sched];
+    mf_status s = MF_OK;
+    wbuf b = {0};
+    void **in_host = (void **)calloc((size_t)n, sizeof(void *));
+    unsigned char **img = (unsigned char **)calloc((size_t)n, sizeof(unsigned char *));
+    if (in_host == NULL || img == NULL) {
+        s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host copies");
+        goto done;
+    }
+    /* the request */
+    wb_u32(&b, WIRE_REQ);
+    wb_u32(&b, (uint32_t)n_in);
+    wb_u32(&b, (uint32_t)n);
+    wb_u32(&b, st->sched == 0 ? 2u : 1u); /* the first order also checks determinism */
+    wb_u32(&b, st->sched == 0 ? 1u : 0u); /* and times memfix's own entry */
+    wb_u64(&b, tg->args_size);
+    wb_put(&b, args, tg->args_size);
+    const void *ptr = NULL;
+    if (tg->args_ptr_bytes > 0) memcpy(&ptr, (const unsigned char *)args + tg->args_ptr_offset, sizeof ptr);
+    wb_u32(&b, ptr != NULL);
+    if (ptr != NULL) {
+        wb_u64(&b, tg->args_ptr_bytes);
+        wb_put(&b, ptr, tg->args_ptr_bytes);
+    }
+    for (int i = 0; i < n; i++) {
+        char name[WIRE_NAME] = {0};
+        snprintf(name, sizeof name, "%s", sp[i].name);
+        const int present = sp[i].dev != NULL && (i >= n_in || sp[i].bytes > 0);
+        wb_put(&b, name, sizeof name);
+        wb_u32(&b, (uint32_t)present);
+        wb_u64(&b, sp[i].bytes);
+        wb_u32(&b, (uint32_t)sp[i].dtype);
+    }
+    for (int i = 0; i < n_in && s == MF_OK; i++) {
+        if (sp[i].dev == NULL || sp[i].bytes == 0) continue;
+        in_host[i] = malloc(sp[i].bytes);
+        if (in_host[i] == NULL) s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "inputs");
+        else if ((s = mf_buffer_download(ctx, in_host[i], sp[i].dev, sp[i].bytes)) == MF_OK) {
+            dump_input(sp[i].name, in_host[i], sp[i].bytes);
+            wb_put(&b, in_host[i], sp[i].bytes);
+        }
+    }
+    if (s != MF_OK) goto done;
+    if (b.oom) {
+        s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "request");
+        goto done;
+    }
+    if (!w->alive && (s = worker_start(is, st->sched, deadline)) != MF_OK) goto done;
+    if (io_send(w->fd, b.p, b.n) != 0) {
+        s = worker_lost(is, w, 1, "receiving the case");
+        goto done;
+    }
+    /* the answer */
+    uint32_t magic = 0;
+    int32_t status = 0;
+    char defense[MF_VERIFY_DEFENSE_MAX], reason[256];
+    uint64_t peak = 0;
+    double cand = NAN, own = NAN;
+    int rc = io_recv(w->fd, &magic, sizeof magic, deadline);
+    if (rc == 0 && magic != WIRE_ANS) rc = 3;
+    if (rc == 0) rc = io_recv(w->fd, &status, sizeof status, deadline);
+    if (rc == 0) rc = io_recv(w->fd, defense, sizeof defense, deadline);
+    if (rc == 0) rc = io_recv(w->fd, reason, sizeof reason, deadline);
+    if (rc == 0) rc = io_recv(w->fd, &peak, sizeof peak, deadline);
+    if (rc == 0) rc = io_recv(w->fd, &cand, sizeof cand, deadline);
+    if (rc == 0) rc = io_recv(w->fd, &own, sizeof own, deadline);
+    defense[sizeof defense - 1] = reason[sizeof reason - 1] = '\0';
+    for (int i = 0; i < n && rc == 0 && status == MF_OK; i++) {
+        const int present = sp[i].dev != NULL && (i >= n_in || sp[i].bytes > 0);
+        if (!present) continue;
+        uint64_t total = 0;
+        rc = io_recv(w->fd, &total, sizeof total, deadline);
+        if (rc == 0 && total != sp[i].bytes + 2 * (uint64_t)GUARD_BYTES) rc = 3;
+        if (rc == 0 && (img[i] = (unsigned char *)malloc((size_t)total)) == NULL) {
+            s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images");
+            goto done;
+        }
+        if (rc == 0) rc = io_recv(w->fd, img[i], (size_t)total, deadline);
+    }
+    if (rc != 0) {
+        s = worker_lost(is, w, rc, "running the candidate");
+        goto done;
+    }
+    if (status != MF_OK) {
+        if (defense[0] != '\0') s = reject(defense, "%s", reason);
+        else s = mf_set_error((mf_status)status, "memfix verify worker", __FILE__, __LINE__, "%s", reason);
+        goto done;
+    }
+    /* the parent's own checks */
+    for (int i = 0; i < n && s == MF_OK; i++)
+        if (img[i] != NULL) s = image_check(img[i], sp[i].name, sp[i].bytes, i < n_in ? in_host[i] : NULL);
+    size_t out_floats = 0, zeros = 0;
+    for (int i = n_in; i < n && s == MF_OK; i++) {
+        if (img[i] == NULL) continue;
+        s = mf_buffer_upload(ctx, (void *)(uintptr_t)sp[i].dev, img[i] + GUARD_BYTES, sp[i].bytes);
+        const float *f = (const float *)(const void *)(img[i] + GUARD_BYTES);
+        for (size_t k = 0; k < sp[i].bytes / sizeof(float); k++) zeros += f[k] == 0.0f;
+        out_floats += sp[i].bytes / sizeof(float);
+    }
+    if (s != MF_OK) goto done;
+    st->all_zero = out_floats > 0 && zeros == out_floats;
+    if (st->sched == 0 && isnan(st->cand_seconds)) {
+        st->cand_seconds = cand;
+        st->own_seconds = own;
+    }
+    /* the worker's scratch peak, replayed on this context so that run_case's ceiling check sees it */
+    if (peak > 0) { /* (it includes the untracked memory the worker's memory defenses charged: mem_defense.h) */
+        mf_mem_stats ms;
+        size_t top = 0;
+        if ((s = mf_mem_stats_get(ctx, MF_MEM_DEVICE, &ms)) == MF_OK) {
+            if (!mf_size_add(ms.current, (size_t)peak, &top)) top = SIZE_MAX;
+            mf_context_raise_scratch_peak(ctx, MF_MEM_DEVICE, top);
+        }
+    }
+done:
+    for (int i = 0; i < n && img != NULL; i++) free(img[i]);
+    for (int i = 0; i < n && in_host != NULL; i++) free(in_host[i]);
+    free(img);
+    free(in_host);
+    free(b.p);
+    return s;
+}
+
+/* ---- the worker's side ------------------------------------------------------------------------------------ */
+/* A library built for the CUDA runtime (libcudart among its dependencies, or cuda* symbols it does not get
+ * from cudahost): a message for the host backend, else NULL. */
+static const char *cuda_built(void *handle, char *msg, size_t cap, const char *lib)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0)
+        for (struct link_map *m = lm; m != NULL; m = m->l_next)
+            if (m->l_name != NULL && strstr(m->l_name, "libcudart") != NULL) {
+                snprintf(msg, cap,
+                         "'%.300s' is linked against the CUDA runtime (%.200s): it was built with nvcc for a GPU. The "
+                         "host backend runs candidates built for host execution mode with cudahost-c++ (see "
+                         "docs/verify.md); verify this one with --backend cuda on a machine with a GPU",
+                         lib, m->l_name);
+                return msg;
+            }
+    return NULL;
+}
+
+static int ack(int fd, uint32_t kind, const char *msg)
+{
+    wbuf b = {0};
+    wb_u32(&b, WIRE_ACK);
+    wb_u32(&b, kind);
+    wb_str(&b, msg);
+#if defined(__SANITIZE_THREAD__)
+    wb_str(&b, "thread");
+#elif defined(__SANITIZE_ADDRESS__)
+    wb_str(&b, "address");
+#else
+    wb_str(&b, "");
+#endif
+    const int r = b.oom ? -1 : io_send(fd, b.p, b.n);
+    free(b.p);
+    return r;
+}
+
+/* One request: returns 0 to go on, 1 to stop (the socket closed). */
+static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void))
+{
+    uint32_t magic = 0, n_in = 0, n = 0, runs = 0, time_own = 0, has_ptr = 0;
+    uint64_t args_size = 0, ptr_bytes = 0;
+    if (io_recv(fd, &magic, sizeof magic, 0) != 0 || magic != WIRE_REQ) return 1;
+    if (io_recv(fd, &n_in, 4, 0) || io_recv(fd, &n, 4, 0) || io_recv(fd, &runs, 4, 0) ||
+        io_recv(fd, &time_own, 4, 0) || io_recv(fd, &args_size, 8, 0))
+        return 1;
+    if (n > 64 || n_in > n || args_size != tg->args_size || runs < 1 || runs > 2) return 1;
+    void *args = calloc(1, args_size + 16), *ptr = NULL;
+    mf_tb_buffer *sp = (mf_tb_buffer *)calloc(n + 1, sizeof *sp);
+    guarded *bufs = (guarded *)calloc(n + 1, sizeof *bufs);
+    unsigned char **img = (unsigned char **)calloc(n + 1, sizeof *img);
+    char(*names)[WIRE_NAME] = (char(*)[WIRE_NAME])calloc(n + 1, WIRE_NAME);
+    int stop = args == NULL || sp == NULL || bufs == NULL || img == NULL || names == NULL;
+    if (!stop) stop = io_recv(fd, args, args_size, 0) != 0 || io_recv(fd, &has_ptr, 4, 0) != 0;
+    if (!stop && has_ptr) {
+        stop = io_recv(fd, &ptr_bytes, 8, 0) != 0 || ptr_bytes != tg->args_ptr_bytes ||
+               (ptr = calloc(1, ptr_bytes + 16)) == NULL || io_recv(fd, ptr, ptr_bytes, 0) != 0;
+    }
+    if (!stop && tg->args_ptr_bytes > 0) memcpy((unsigned char *)args + tg->args_ptr_offset, &ptr, sizeof ptr);
+    size_t out_bytes = 0;
+    for (uint32_t i = 0; i < n && !stop; i++) {
+        uint32_t present = 0, dtype = 0;
+        uint64_t bytes = 0;
+        stop = io_recv(fd, names[i], WIRE_NAME, 0) || io_recv(fd, &present, 4, 0) || io_recv(fd, &bytes, 8, 0) ||
+               io_recv(fd, &dtype, 4, 0);
+        names[i][WIRE_NAME - 1] = '\0';
+        sp[i].name = names[i];
+        sp[i].bytes = (size_t)bytes;
+        sp[i].dtype = (mf_dtype)dtype;
+        sp[i].dev = present ? (const void *)1 : NULL; /* a marker: the data follows */
+        if (present && i >= n_in) out_bytes += (size_t)bytes;
+    }
+    verify_state vs;
+    memset(&vs, 0, sizeof vs);
+    vs.candidate = candidate;
+    g_state = &vs;
+    mf_status s = MF_OK;
+    for (uint32_t i = 0; i < n && !stop && s == MF_OK; i++) {
+        if (sp[i].dev == NULL) continue;
+        if (i < n_in) {
+            void *h = malloc(sp[i].bytes ? sp[i].bytes : 1);
+            if (h == NULL || io_recv(fd, h, sp[i].bytes, 0) != 0) stop = 1;
+            else s = guarded_make(ctx, &bufs[i], sp[i].name, h, sp[i].bytes);
+            free(h);
+        } else {
+            s = guarded_make_dt(ctx, &bufs[i], sp[i].name, NULL, sp[i].bytes, sp[i].dtype);
+        }
+    }
+    unsigned char *out = (unsigned char *)malloc(out_bytes ? out_bytes : 1);
+    if (out == NULL) stop = 1;
+    double own_s = NAN;
+    /* the scratch peak from here (memfix's own entry of an earlier request took its own) */
+    if (!stop && s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_DEVICE);
+    if (!stop && s == MF_OK) s = guarded_runs(ctx, tg->call, args, bufs, (int)n_in, (int)n, out, out_bytes, (int)runs, img);
+    if (!stop && s == MF_OK && time_own && tg->own != NULL) {
+        /* memfix's own entry on the same buffers (outputs re-filled with NaN), timed: a warning column */
+        for (uint32_t o = n_in; o < n && s == MF_OK; o++)
+            if (bufs[o].base != NULL)
+                s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image, bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
+        vs.candidate = tg->own;
+        const double t0 = now_s();
+        if (s == MF_OK && tg->call(ctx, args, bufs) == MF_OK && mf_context_synchronize(ctx) == MF_OK)
+            own_s = now_s() - t0;
+        vs.candidate = candidate;
+        s = MF_OK;
+        mf_clear_error();
+    }
+    if (!stop) {
+        wbuf b = {0};
+        char defense[MF_VERIFY_DEFENSE_MAX] = {0}, reason[256] = {0};
+        snprintf(defense, sizeof defense, "%s", vs.defense);
+        snprintf(reason, sizeof reason, "%s", vs.defense[0] ? vs.reason : mf_last_error());
+        wb_u32(&b, WIRE_ANS);
+        const int32_t st32 = (int32_t)s;
+        wb_put(&b, &st32, sizeof st32);
+        wb_put(&b, defense, sizeof defense);
+        wb_put(&b, reason, sizeof reason);
+        wb_u64(&b, vs.peak);
+        wb_f64(&b, vs.first_seconds);
+        wb_f64(&b, own_s);
+        for (uint32_t i = 0; i < n && s == MF_OK; i++) {
+            if (sp[i].dev == NULL) continue;
+            wb_u64(&b, bufs[i].bytes + 2 * (uint64_t)GUARD_BYTES);
+            wb_put(&b, img[i], bufs[i].bytes + 2 * (size_t)GUARD_BYTES);
+        }
+        stop = b.oom || io_send(fd, b.p, b.n) != 0;
+        free(b.p);
+    }
+    g_state = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        guarded_free(ctx, &bufs[i]);
+        free(img[i]);
+    }
+    free(out);
+    free(names);
+    free(img);
+    free(bufs);
+    free(sp);
+    free(ptr);
+    free(args);
+    return stop;
+}
+
+int mf_verify_worker_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const int fd = 3;
+    signal(SIGPIPE, SIG_IGN);
+    uint32_t magic = 0, backend = 0;
+    char lib[4096], symbol[512], target[128], msg[1024];
+    if (io_recv(fd, &magic, 4, 0) != 0 || magic != WIRE_HELLO || io_recv(fd, &backend, 4, 0) != 0 ||
+        io_recv_str(fd, lib, sizeof lib, 0) != 0 || io_recv_str(fd, symbol, sizeof symbol, 0) != 0 ||
+        io_recv_str(fd, target, sizeof target, 0) != 0) {
+        fprintf(stderr, "memfix-verify-worker: run by memfix verify only (no request on fd 3)\n");
+        return 2;
+    }
+    const mf_verify_target *tg = find_target(target, NULL);
+    if (tg == NULL || tg->call == NULL) {
+        snprintf(msg, sizeof msg, "target '%.100s' cannot run in a worker process", target);
+        return ack(fd, ACK_LOAD, msg) == 0 ? 2 : 2;
+    }
+    mf_context *ctx = NULL;
+    if (mf_context_create(&ctx, (mf_backend)backend) != MF_OK) {
+        snprintf(msg, sizeof msg, "cannot create a %s context in the worker: %s", mf_backend_name((mf_backend)backend),
+                 mf_last_error());
+        ack(fd, ACK_BACKEND, msg);
+        return 3;
+    }
+    dlerror();
+    void *handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *e = dlerror();
+        snprintf(msg, sizeof msg, "cannot load '%.300s': %.300s%s", lib, e ? e : "unknown error",
+                 e && strstr(e, "libcudart")
+                     ? " (it is linked against the CUDA runtime: built with nvcc for a GPU. The host backend runs "
+                       "candidates built with cudahost-c++, see docs/verify.md; use --backend cuda on a GPU)"
+                 : e && (strstr(e, "undefined symbol") || strstr(e, "static TLS"))
+                     ? " (a host-mode candidate takes cudahost_* and mf_* from memfix itself: link it without "
+                       "libcudahost.a, see docs/verify.md)"
+                     : "");
+        ack(fd, ACK_LOAD, msg);
+        return 2;
+    }
+    if (mf_context_backend(ctx) == MF_BACKEND_HOST && cuda_built(handle, msg, sizeof msg, lib) != NULL) {
+        ack(fd, ACK_LOAD, msg);
+        return 2;
+    }
+    dlerror();
+    void *sym = dlsym(handle, symbol);
+    const char *e = dlerror();
+    if (sym == NULL || e != NULL) {
+        snprintf(msg, sizeof msg, "no symbol '%.100s' in '%.300s'%s%.200s (declare it extern \"C\")", symbol, lib, e ? ": " : "",
+                 e ? e : "");
+        ack(fd, ACK_LOAD, msg);
+        return 2;
+    }
+    if (dlsym(handle, "cudahost_cudaMalloc") != NULL) {
+        snprintf(msg, sizeof msg,
+                 "'%.300s' contains its own copy of the cudahost runtime (libcudahost.a linked in): link the candidate "
+                 "without cudahost, so that it uses memfix's (see docs/verify.md)",
+                 lib);
+        ack(fd, ACK_LOAD, msg);
+        return 2;
+    }
+    void (*candidate)(void);
+    memcpy(&candidate, &sym, sizeof candidate);
+    if (ack(fd, ACK_OK, "") != 0) return 0;
+    while (serve(fd, ctx, tg, candidate) == 0) {
+    }
+    /* the library stays loaded (its destructors and threads); _exit: this process's exit status is nobody's */
+    _exit(0);
+}
+
+/* ---- the driver of mf_verify_lib ---------------------------------------------------------------------------- */
+void mf_verify_options_init(mf_verify_options *o)
+{
+    if (o == NULL) return;
+    memset(o, 0, sizeof *o);
+    o->timeout_s = 60.0;
+    o->orders = 2;
+    o->order_seed = 1;
+}
+
+static int is_exec(const char *p) { return p != NULL && p[0] != '\0' && access(p, X_OK) == 0; }
+
+static int find_worker(const mf_verify_options *o, char *out, size_t cap)
+{
+    const char *env = getenv("MF_VERIFY_WORKER");
+    if (is_exec(env)) return snprintf(out, cap, "%s", env), 1;
+    if (is_exec(o->worker)) return snprintf(out, cap, "%s", o->worker), 1;
+    char self[4096];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 64);
+    if (len > 0) {
+        self[len] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash != NULL) {
+            snprintf(slash + 1, 64, "memfix-verify-worker");
+            if (is_exec(self)) return snprintf(out, cap, "%s", self), 1;
+        }
+    }
+    return 0;
+}
+
+static void make_schedules(iso_session *is, const mf_verify_options *o)
+{
+    schedule *s = is->sched;
+    int k = 0;
+    snprintf(s[k].order, sizeof s[k].order, "forward");
+    s[k].workers = 2;
+    snprintf(s[k++].label, sizeof s[0].label, "forward order, 2 workers");
+    snprintf(s[k].order, sizeof s[k].order, "reverse");
+    s[k].workers = 1;
+    snprintf(s[k++].label, sizeof s[0].label, "reverse order, 1 worker");
+    const int orders = o->orders < 0 ? 0 : o->orders > MAX_SCHED - 2 ? MAX_SCHED - 2 : o->orders;
+    for (int r = 0; r < orders; r++, k++) {
+        const unsigned long long seed = (unsigned long long)o->order_seed + (unsigned long long)r;
+        snprintf(s[k].order, sizeof s[k].order, "random:%llu", seed);
+        s[k].workers = r % 2 == 0 ? 1 : 2;
+        snprintf(s[k].label, sizeof s[k].label, "random:%llu order, %d worker%s", seed, s[k].workers,
+                 s[k].workers > 1 ? "s" : "");
+    }
+    is->n_sched = k;
+}
+
 /* The defense of a case that ran and failed its checks: from its failure kind. */
 static const char *defense_of(const mf_case_result *r, int all_zero)
 {
@@ -417,17 +1236,22 @@ static const char *defense_of(const mf_case_result *r, int all_zero)
     return "equivalence";
 }
 
-/* One case with every defense; fills row (always). */
-static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), int c, uint64_t salt,
-                    mf_verify_row *row)
+/* One run of case c (salt) in thread order 'sched' (mf_verify_lib) or in process (is == NULL); fills row. */
+static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), const mf_case_id *c,
+                     uint64_t salt, iso_session *is, int sched, mf_verify_row *row)
 {
     verify_state st;
     memset(&st, 0, sizeof st);
     st.candidate = candidate;
+    st.iso = is;
+    st.sched = sched;
+    st.cand_seconds = st.own_seconds = NAN;
     g_state = &st;
     memset(row, 0, sizeof *row);
+    row->cand_seconds = row->own_seconds = NAN;
     mf_clear_error();
-    mf_status s = tg->run_case(ctx, candidate, c, salt, &row->result);
+    dump_begin(tg, c, salt, &st);
+    mf_status s = run_case_id(ctx, tg, candidate, c, salt, &row->result);
     mf_case_result *r = &row->result;
     if (st.defense[0] != '\0') {
         r->pass = 0;
@@ -444,7 +1268,70 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
     } else if (!r->pass) {
         snprintf(row->defense, sizeof row->defense, "%s", defense_of(r, st.all_zero));
     }
+    row->cand_seconds = st.cand_seconds;
+    row->own_seconds = st.own_seconds;
+    if (is != NULL) snprintf(row->schedule, sizeof row->schedule, "%s", is->sched[sched].label);
+    dump_end(row, &st);
     g_state = NULL;
+}
+
+static int output_check(const char *defense)
+{
+    return strcmp(defense, "equivalence") == 0 || strcmp(defense, "nan-prefill") == 0 ||
+           strcmp(defense, "all-zero") == 0;
+}
+
+/* One case with every defense and, with workers, in every thread order; fills row (always). */
+static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), const mf_case_id *c,
+                    uint64_t salt, iso_session *is, mf_verify_row *row)
+{
+    run_once(ctx, tg, candidate, c, salt, is, 0, row);
+    for (int k = 1; is != NULL && salt == 0 && row->result.pass && k < is->n_sched; k++) {
+        mf_verify_row other;
+        run_once(ctx, tg, candidate, c, salt, is, k, &other);
+        if (other.result.pass) continue;
+        char msg[sizeof other.result.message];
+        snprintf(msg, sizeof msg, "%s", other.result.message);
+        const double cand = row->cand_seconds, own = row->own_seconds;
+        *row = other;
+        row->cand_seconds = cand;
+        row->own_seconds = own;
+        if (output_check(other.defense)) { /* else the reason names the order already */
+            snprintf(row->defense, sizeof row->defense, "schedule");
+            char text[2 * sizeof row->result.message];
+            snprintf(text, sizeof text,
+                     "passed in forward order, failed in %s (a race between threads: a missing __syncthreads?): %s",
+                     is->sched[k].label, msg);
+            mf_tb_copy_msg(row->result.message, sizeof row->result.message, text);
+        }
+        break;
+    }
+}
+
+/* Both sweeps over the cases ids[0..n). */
+static void run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), const mf_case_id *ids,
+                    int n, iso_session *is, mf_verify_row *rows)
+{
+    /* Sweep 1: every case in order. */
+    for (int c = 0; c < n; c++) run_one(ctx, tg, candidate, &ids[c], 0, is, &rows[c]);
+    /* Sweep 2: the cases that passed, in reverse order, fresh buffers, other inputs. */
+    for (int c = n - 1; c >= 0; c--) {
+        if (!rows[c].result.pass) continue;
+        mf_verify_row again;
+        run_one(ctx, tg, candidate, &ids[c], 1, is, &again);
+        if (again.result.pass) continue;
+        char msg[sizeof again.result.message];
+        snprintf(msg, sizeof msg, "%s", again.result.message);
+        const double cand = rows[c].cand_seconds, own = rows[c].own_seconds;
+        rows[c] = again;
+        rows[c].cand_seconds = cand;
+        rows[c].own_seconds = own;
+        if (output_check(again.defense)) {
+            snprintf(rows[c].defense, sizeof rows[c].defense, "rerun");
+            snprintf(rows[c].result.message, sizeof rows[c].result.message,
+                     "second sweep (reverse case order, fresh buffers, different inputs): %.180s", msg);
+        }
+    }
 }
 
 mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf_verify_row *rows, size_t cap,
@@ -452,42 +1339,200 @@ mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf
 {
     MF_CHECK_NOT_NULL(n_rows);
     *n_rows = 0;
+    MF_CHECK_NOT_NULL(op);
+    const int n = mf_verify_n_cases(op);
+    if (n < 0)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates (supported: %s)", op,
+                mf_verify_supported_ops());
+    mf_case_id *ids = (mf_case_id *)calloc((size_t)n + 1, sizeof *ids);
+    if (ids == NULL) MF_FAIL(MF_ERR_OUT_OF_MEMORY, "case ids");
+    for (int c = 0; c < n; c++) ids[c] = mf_tb_fixed_id(c);
+    mf_status s = mf_verify_ids(ctx, op, candidate, ids, (size_t)n, rows, cap, n_rows);
+    free(ids);
+    return s;
+}
+
+mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
+                        size_t n_ids, mf_verify_row *rows, size_t cap, size_t *n_rows)
+{
+    MF_CHECK_NOT_NULL(n_rows);
+    *n_rows = 0;
     MF_CHECK_NOT_NULL(ctx);
     MF_CHECK_NOT_NULL(op);
     MF_CHECK_NOT_NULL(candidate);
+    MF_CHECK_NOT_NULL(rows);
+    MF_CHECK_NOT_NULL(ids);
+    const mf_verify_target *tg = find_target(op, NULL);
+    if (tg == NULL)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates (supported: %s)", op,
+                mf_verify_supported_ops());
+    if (cap < n_ids) MF_FAIL(MF_ERR_INVALID_SIZE, "rows holds %zu rows; %zu cases asked for", cap, n_ids);
+    run_all(ctx, tg, candidate, ids, (int)n_ids, NULL, rows);
+    *n_rows = n_ids;
+    return MF_OK;
+}
+
+/* a placeholder candidate in this process: mf_tb_guard sends the calls to the worker */
+static void not_called(void) {}
+
+mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows, size_t cap,
+                        size_t *n_rows)
+{
+    MF_CHECK_NOT_NULL(n_rows);
+    *n_rows = 0;
+    MF_CHECK_NOT_NULL(ctx);
+    MF_CHECK_NOT_NULL(op);
+    MF_CHECK_NOT_NULL(o);
+    MF_CHECK_NOT_NULL(o->lib);
+    MF_CHECK_NOT_NULL(o->symbol);
     MF_CHECK_NOT_NULL(rows);
     const mf_verify_target *tg = find_target(op, NULL);
     if (tg == NULL)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates (supported: %s)", op,
                 mf_verify_supported_ops());
-    const int n = mf_verify_n_cases(op);
-    if (cap < (size_t)n) MF_FAIL(MF_ERR_INVALID_SIZE, "rows holds %zu rows; op '%s' has %d cases", cap, op, n);
-
-    /* Sweep 1: every case in order. */
-    for (int c = 0; c < n; c++) run_one(ctx, tg, candidate, c, 0, &rows[c]);
-    /* Sweep 2: the cases that passed, in reverse order, fresh buffers, other inputs. */
-    for (int c = n - 1; c >= 0; c--) {
-        if (!rows[c].result.pass) continue;
-        mf_verify_row again;
-        run_one(ctx, tg, candidate, c, 1, &again);
-        if (again.result.pass) continue;
-        const int output_check = strcmp(again.defense, "equivalence") == 0 ||
-                                 strcmp(again.defense, "nan-prefill") == 0 ||
-                                 strcmp(again.defense, "all-zero") == 0;
-        char msg[sizeof again.result.message];
-        snprintf(msg, sizeof msg, "%s", again.result.message);
-        rows[c] = again;
-        if (output_check) {
-            snprintf(rows[c].defense, sizeof rows[c].defense, "rerun");
-            snprintf(rows[c].result.message, sizeof rows[c].result.message,
-                     "second sweep (reverse case order, fresh buffers, different inputs): %.180s", msg);
-        }
+    if (tg->call == NULL) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "target '%s' cannot run in a worker process", op);
+    if (o->sanitize != NULL && strcmp(o->sanitize, "thread") != 0 && strcmp(o->sanitize, "address") != 0)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "sanitize '%s': expected thread or address", o->sanitize);
+    if (!(o->timeout_s > 0)) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "timeout %g s: must be > 0", o->timeout_s);
+    /* the cases: o->ids (fixed, random, large), else the target's fixed cases */
+    const int n_fixed = mf_verify_n_cases(op);
+    const size_t n = o->ids != NULL ? o->n_ids : (size_t)n_fixed;
+    if (cap < n) MF_FAIL(MF_ERR_INVALID_SIZE, "rows holds %zu rows; %zu cases asked for", cap, n);
+    mf_case_id *ids = (mf_case_id *)calloc(n + 1, sizeof *ids);
+    if (ids == NULL) MF_FAIL(MF_ERR_OUT_OF_MEMORY, "case ids");
+    for (size_t c = 0; c < n; c++) ids[c] = o->ids != NULL ? o->ids[c] : mf_tb_fixed_id((int)c);
+    iso_session *is = (iso_session *)calloc(1, sizeof *is);
+    if (is == NULL) {
+        free(ids);
+        MF_FAIL(MF_ERR_OUT_OF_MEMORY, "session");
     }
-    *n_rows = (size_t)n;
+    is->tg = tg;
+    is->lib = o->lib;
+    is->symbol = o->symbol;
+    is->backend = mf_context_backend(ctx);
+    is->timeout_s = o->timeout_s;
+    is->sanitize = o->sanitize;
+    for (int i = 0; i < MAX_SCHED; i++) is->w[i].pid = is->w[i].fd = -1;
+    make_schedules(is, o);
+    if (!find_worker(o, is->worker_path, sizeof is->worker_path)) {
+        free(is);
+        free(ids);
+        MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE,
+                "no memfix-verify-worker found (set MF_VERIFY_WORKER, or keep it next to the memfix executable)");
+    }
+    /* the library's path as the worker will see it (a bare name: the current directory's file) */
+    char path[4096];
+    struct stat sb;
+    if (strchr(o->lib, '/') == NULL && stat(o->lib, &sb) == 0) snprintf(path, sizeof path, "./%s", o->lib);
+    else snprintf(path, sizeof path, "%s", o->lib);
+    is->lib = path;
+    /* The first worker answers whether the library loads at all (a usage error, not a verdict). A worker that
+     * dies or hangs while loading (the library's constructors) rejects every case instead. */
+    verify_state probe;
+    memset(&probe, 0, sizeof probe);
+    probe.iso = is;
+    g_state = &probe;
+    mf_status s = worker_start(is, 0, now_s() + is->timeout_s);
+    g_state = NULL;
+    if (s != MF_OK && is->load_error[0] != '\0') {
+        free(is);
+        free(ids);
+        return s;
+    }
+    mf_clear_error();
+    run_all(ctx, tg, not_called, ids, (int)n, is, rows);
+    for (int i = 0; i < MAX_SCHED; i++)
+        if (is->w[i].pid > 0 || is->w[i].fd >= 0) worker_kill(&is->w[i]);
+    free(is);
+    free(ids);
+    *n_rows = n;
+    return MF_OK;
+}
+
+/* ---- the case list of a verification (issue 16 item 3) ----------------------------------------- */
+int mf_verify_has_generator(const char *op)
+{
+    const mf_verify_target *tg = find_target(op, NULL);
+    return tg != NULL && tg->run_id != NULL && tg->describe != NULL;
+}
+
+mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids, size_t cap,
+                             size_t *n)
+{
+    MF_CHECK_NOT_NULL(n);
+    *n = 0;
+    MF_CHECK_NOT_NULL(op);
+    const int n_fixed = mf_verify_n_cases(op);
+    if (n_fixed < 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates", op);
+    if (n_random < 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "n_random %d is negative", n_random);
+    if (!mf_verify_has_generator(op)) n_random = 0, large = 0;
+    const size_t need = (size_t)n_fixed + (size_t)n_random + (large ? 1u : 0u);
+    if (ids == NULL || cap < need) {
+        *n = need; /* the size to ask for */
+        if (ids == NULL) return MF_OK;
+        MF_FAIL(MF_ERR_INVALID_SIZE, "ids holds %zu ids; %zu needed", cap, need);
+    }
+    size_t k = 0;
+    for (int i = 0; i < n_fixed; i++) ids[k++] = mf_tb_fixed_id(i);
+    for (int i = 0; i < n_random; i++) ids[k++] = (mf_case_id){MF_CASE_RANDOM, i, seed};
+    if (large) ids[k++] = (mf_case_id){MF_CASE_LARGE, 0, seed};
+    *n = k;
+    return MF_OK;
+}
+
+mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
+    MF_CHECK_NOT_NULL(op);
+    MF_CHECK_NOT_NULL(id);
+    MF_CHECK_NOT_NULL(buf);
+    if (cap > 0) buf[0] = '\0';
+    if (bytes != NULL) *bytes = 0;
+    const mf_verify_target *tg = find_target(op, NULL);
+    if (tg == NULL) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "op '%s' takes no candidates", op);
+    if (tg->describe == NULL) {
+        if (id->kind != MF_CASE_FIXED || id->index < 0 || id->index >= mf_verify_n_cases(op))
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "target '%s': no case %d", op, id->index);
+        snprintf(buf, cap, "(built-in case %d)", id->index);
+        return MF_OK;
+    }
+    size_t b = 0;
+    MF_TRY(tg->describe(id, buf, cap, &b));
+    if (bytes != NULL) *bytes = b;
     return MF_OK;
 }
 
 #else /* no host kernels: no ops, so nothing takes candidates */
+
+int mf_verify_has_generator(const char *op)
+{
+    (void)op;
+    return 0;
+}
+
+mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids, size_t cap,
+                             size_t *n)
+{
+    (void)seed, (void)n_random, (void)large, (void)ids, (void)cap;
+    if (n != NULL) *n = 0;
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+}
+
+mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
+    (void)id;
+    if (buf != NULL && cap > 0) buf[0] = '\0';
+    if (bytes != NULL) *bytes = 0;
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+}
+
+mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
+                        size_t n_ids, mf_verify_row *rows, size_t cap, size_t *n_rows)
+{
+    (void)ctx, (void)candidate, (void)ids, (void)n_ids, (void)rows, (void)cap;
+    if (n_rows != NULL) *n_rows = 0;
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+}
+
 
 int mf_verify_supported(const char *op)
 {
@@ -515,4 +1560,56 @@ mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf
             op != NULL ? op : "(null)");
 }
 
+void mf_verify_options_init(mf_verify_options *o)
+{
+    if (o != NULL) memset(o, 0, sizeof *o);
+}
+
+mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows, size_t cap,
+                        size_t *n_rows)
+{
+    (void)ctx;
+    (void)o;
+    (void)rows;
+    (void)cap;
+    if (n_rows != NULL) *n_rows = 0;
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels, so no candidates",
+            op != NULL ? op : "(null)");
+}
+
+int mf_verify_worker_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    return 3;
+}
+
 #endif
+
+/* ---- case ids as text (both builds) ---------------------------------------------------------- */
+void mf_case_id_format(const mf_case_id *id, char *buf, size_t cap)
+{
+    if (buf == NULL || cap == 0) return;
+    if (id == NULL) snprintf(buf, cap, "?");
+    else if (id->kind == MF_CASE_FIXED) snprintf(buf, cap, "f%d", id->index);
+    else if (id->kind == MF_CASE_RANDOM) snprintf(buf, cap, "g%d", id->index);
+    else snprintf(buf, cap, "large");
+}
+
+int mf_case_id_parse(const char *s, uint64_t seed, mf_case_id *id)
+{
+    if (s == NULL || id == NULL) return 0;
+    if (strcmp(s, "large") == 0) {
+        *id = (mf_case_id){MF_CASE_LARGE, 0, seed};
+        return 1;
+    }
+    mf_case_kind kind = MF_CASE_FIXED;
+    const char *p = s;
+    if (*p == 'f' || *p == 'g') kind = *p++ == 'g' ? MF_CASE_RANDOM : MF_CASE_FIXED;
+    if (*p < '0' || *p > '9') return 0;
+    char *end = NULL;
+    const long v = strtol(p, &end, 10);
+    if (end == NULL || *end != '\0' || v < 0 || v > 1000000) return 0;
+    *id = (mf_case_id){kind, (int)v, kind == MF_CASE_FIXED ? 0 : seed};
+    return 1;
+}

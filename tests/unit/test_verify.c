@@ -574,6 +574,88 @@ START_TEST(test_own_entries_accepted)
 }
 END_TEST
 
+/* ---- mf_verify_lib: the candidate in worker processes (issue 16) ------------------------ */
+/* Verifies matmul example 'name' through workers; returns the rows rejected,
+ * each of which must name 'defense' (NULL: none may be). */
+static size_t lib_expect(const char *name, const char *defense, double timeout_s, int orders)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/libmatmul_%s.so", MF_CANDIDATE_DIR, name);
+    mf_verify_options o;
+    mf_verify_options_init(&o);
+    ck_assert(o.timeout_s == 60.0 && o.orders == 2);
+    o.worker = MF_VERIFY_WORKER_PATH;
+    o.lib = path;
+    o.symbol = "matmul_candidate";
+    o.timeout_s = timeout_s;
+    o.orders = orders;
+    const int n_cases = mf_verify_n_cases("matmul");
+    mf_verify_row *rows = calloc((size_t)n_cases, sizeof *rows);
+    ck_assert_ptr_nonnull(rows);
+    size_t n = 0, rejected = 0;
+    MF_ASSERT_OK(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, (size_t)n_cases, &n));
+    ck_assert_uint_eq(n, (size_t)n_cases);
+    for (size_t i = 0; i < n; i++) {
+        const mf_verify_row *r = &rows[i];
+        ck_assert_msg(r->schedule[0] != '\0', "%s [%s]: no thread order", name, r->result.shape);
+        if (r->result.pass) continue;
+        rejected++;
+        ck_assert_msg(defense != NULL && strcmp(r->defense, defense) == 0, "%s [%s]: rejected by '%s': %s", name,
+                      r->result.shape, r->defense, r->result.message);
+        ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name, r->result.shape);
+    }
+    free(rows);
+    return rejected;
+}
+
+START_TEST(test_lib_correct) { ck_assert_uint_eq(lib_expect("correct", NULL, 60, 1), 0); }
+END_TEST
+/* the worker's exit ends only that case's call: the following cases get a new worker */
+START_TEST(test_lib_exit_third)
+{
+    const size_t r = lib_expect("exit_third", "exit", 60, 0);
+    ck_assert_uint_ge(r, 1);
+    ck_assert_uint_lt(r, 11);
+}
+END_TEST
+START_TEST(test_lib_tolerance_ctor) { ck_assert_uint_eq(lib_expect("tolerance_ctor", "equivalence", 60, 0), 11); }
+END_TEST
+START_TEST(test_lib_host_loop) { ck_assert_uint_eq(lib_expect("host_loop", "timeout", 5, 0), 1); }
+END_TEST
+/* every case but the two M = N = 1 ones, where thread (0, 0) is the only one with an output */
+START_TEST(test_lib_smem_race) { ck_assert_uint_eq(lib_expect("smem_race", "schedule", 60, 1), 9); }
+END_TEST
+START_TEST(test_lib_stale) { ck_assert_uint_eq(lib_expect("stale", "rerun", 60, 0), 11); }
+END_TEST
+
+START_TEST(test_lib_bad_arguments)
+{
+    mf_verify_options o;
+    mf_verify_options_init(&o);
+    mf_verify_row row;
+    size_t n = 7;
+    ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, &row, 1, &n), MF_ERR_NULL_POINTER);
+    ck_assert_uint_eq(n, 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/libmatmul_correct.so", MF_CANDIDATE_DIR);
+    o.worker = MF_VERIFY_WORKER_PATH;
+    o.lib = path;
+    o.symbol = "nosuch";
+    mf_verify_row rows[16];
+    ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "no symbol 'nosuch'"));
+    o.symbol = "matmul_candidate";
+    o.timeout_s = 0;
+    ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+    o.timeout_s = 60;
+    o.sanitize = "memory";
+    ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+    o.sanitize = NULL;
+    ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, 2, &n), MF_ERR_INVALID_SIZE);
+    ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "nosuch", &o, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 /* ---- the command, in process ---------------------------------------------------------- */
 static int cli(const char *const *args, int n, char **out_text, char **err_text)
 {
@@ -688,6 +770,16 @@ static Suite *verify_suite(void)
     tcase_add_test(tc, test_own_entries_accepted);
     tcase_add_test(tc, test_bad_arguments);
     suite_add_tcase(s, tc);
+    TCase *tlib = tcase_create("isolation");
+    tcase_add_checked_fixture(tlib, mf_test_setup, mf_test_teardown);
+    tcase_add_test(tlib, test_lib_correct);
+    tcase_add_test(tlib, test_lib_exit_third);
+    tcase_add_test(tlib, test_lib_tolerance_ctor);
+    tcase_add_test(tlib, test_lib_host_loop);
+    tcase_add_test(tlib, test_lib_smem_race);
+    tcase_add_test(tlib, test_lib_stale);
+    tcase_add_test(tlib, test_lib_bad_arguments);
+    suite_add_tcase(s, tlib);
     TCase *tcli = tcase_create("cli");
     tcase_add_test(tcli, test_cli);
     suite_add_tcase(s, tcli);
