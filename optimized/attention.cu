@@ -32,17 +32,18 @@
 
 namespace MF_NS {
 
-constexpr int kTile = MF_ATTENTION_TILE;            // 16 queries / keys per tile
-constexpr int kMaxD = MF_ATTENTION_MAX_HEAD_DIM;    // 128
-constexpr int kPad = kMaxD + 1;                     // padded row length in shared memory
+constexpr int kTile = MF_ATTENTION_TILE;         // 16 queries / keys per tile
+constexpr int kMaxD = MF_ATTENTION_MAX_HEAD_DIM; // 128
+constexpr int kPad = kMaxD + 1;                  // padded row length in shared memory
 constexpr int kThreads = 128;
-constexpr int kAcc = kTile * kMaxD / kThreads;      // 16 accumulator elements per thread
+constexpr int kAcc = kTile * kMaxD / kThreads; // 16 accumulator elements per thread
 
 // Stage rows [row0, row0 + kTile) of an (N x width) matrix into tile[kTile][kPad]
 // as fp32 (times 'mul'); rows at or beyond N are zero.
 template <typename T>
-__device__ __forceinline__ void load_tile(float (*tile)[kPad], const T *__restrict__ src,
-                                          size_t row0, size_t N, int width, float mul) {
+__device__ __forceinline__ void load_tile(float (*tile)[kPad], const T *__restrict__ src, size_t row0,
+                                          size_t N, int width, float mul)
+{
     for (int e = threadIdx.x; e < kTile * width; e += blockDim.x) {
         const int r = e / width, c = e % width;
         const size_t i = row0 + (size_t)r;
@@ -50,14 +51,16 @@ __device__ __forceinline__ void load_tile(float (*tile)[kPad], const T *__restri
     }
 }
 
-__device__ __forceinline__ float dot_rows(const float *a, const float *b, int n) {
+__device__ __forceinline__ float dot_rows(const float *a, const float *b, int n)
+{
     float s = 0.0f;
     for (int d = 0; d < n; ++d) s += a[d] * b[d];
     return s;
 }
 
 // Is key j visible to query i (both inside the sequence, and j <= i if causal)?
-__device__ __forceinline__ bool visible(size_t i, size_t j, size_t N, int causal) {
+__device__ __forceinline__ bool visible(size_t i, size_t j, size_t N, int causal)
+{
     return i < N && j < N && (!causal || j <= i);
 }
 
@@ -65,13 +68,14 @@ __device__ __forceinline__ bool visible(size_t i, size_t j, size_t N, int causal
 // mf-budget: regs<=72 smem<=26624 spill=0  (sm_90 measured: regs 64 smem 26048)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-                float *__restrict__ out, float *__restrict__ lse, size_t N, int D, int Dv,
-                int causal, float scale, size_t n_tiles, size_t total) {
-    __shared__ float Qs[kTile][kPad];   // scaled query tile
+    attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                    float *__restrict__ out, float *__restrict__ lse, size_t N, int D, int Dv, int causal,
+                    float scale, size_t n_tiles, size_t total)
+{
+    __shared__ float Qs[kTile][kPad]; // scaled query tile
     __shared__ float Ks[kTile][kPad];
     __shared__ float Vs[kTile][kPad];
-    __shared__ float Ss[kTile][kTile + 1];  // scores, then probabilities
+    __shared__ float Ss[kTile][kTile + 1]; // scores, then probabilities
     __shared__ float row_m[kTile], row_l[kTile], row_alpha[kTile];
     const int tid = threadIdx.x;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
@@ -89,31 +93,30 @@ attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__res
         // Causal: keys beyond the tile's last query are never visible.
         const size_t k_end = causal ? (q0 + kTile < N ? q0 + kTile : N) : N;
         for (size_t k0 = 0; k0 < k_end; k0 += kTile) {
-            __syncthreads();  // Q staged / the previous key tile fully consumed
+            __syncthreads(); // Q staged / the previous key tile fully consumed
             load_tile(Ks, kg, k0, N, D, 1.0f);
             load_tile(Vs, vg, k0, N, Dv, 1.0f);
             __syncthreads();
             for (int e = tid; e < kTile * kTile; e += blockDim.x) {
                 const int r = e / kTile, s = e % kTile;
-                Ss[r][s] = visible(q0 + r, k0 + s, N, causal) ? dot_rows(Qs[r], Ks[s], D)
-                                                               : -INFINITY;
+                Ss[r][s] = visible(q0 + r, k0 + s, N, causal) ? dot_rows(Qs[r], Ks[s], D) : -INFINITY;
             }
             __syncthreads();
-            if (tid < kTile) {  // online softmax, one thread per query row
+            if (tid < kTile) { // online softmax, one thread per query row
                 const float m_old = row_m[tid];
                 float mx = m_old;
-                for (int s = 0; s < kTile; ++s) {  // NaN-propagating max (fmaxf drops NaN)
+                for (int s = 0; s < kTile; ++s) { // NaN-propagating max (fmaxf drops NaN)
                     const float x = Ss[tid][s];
                     mx = (x != x || x > mx) ? x : mx;
                 }
                 float alpha = 1.0f, l = row_l[tid];
-                if (mx == -INFINITY) {  // nothing visible yet (padding rows)
+                if (mx == -INFINITY) { // nothing visible yet (padding rows)
                     for (int s = 0; s < kTile; ++s) Ss[tid][s] = 0.0f;
                 } else {
-                    alpha = expf(m_old - mx);  // 0 when m_old is -inf
+                    alpha = expf(m_old - mx); // 0 when m_old is -inf
                     float sum = 0.0f;
                     for (int s = 0; s < kTile; ++s) {
-                        const float p = expf(Ss[tid][s] - mx);  // 0 for masked entries
+                        const float p = expf(Ss[tid][s] - mx); // 0 for masked entries
                         Ss[tid][s] = p;
                         sum += p;
                     }
@@ -146,7 +149,7 @@ attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__res
         }
         if (lse != nullptr && tid < kTile && q0 + (size_t)tid < N)
             lse[g * N + q0 + (size_t)tid] = row_m[tid] + logf(row_l[tid]);
-        __syncthreads();  // before the next item overwrites Qs and the row statistics
+        __syncthreads(); // before the next item overwrites Qs and the row statistics
     }
 }
 
@@ -155,7 +158,8 @@ attn_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__res
 // mf-budget: regs<=40 smem<=0 spill=0  (sm_90 measured: regs 30 smem 0)
 template <typename T>
 __global__ void attn_delta_kernel(const T *__restrict__ dout, const float *__restrict__ out,
-                                  float *__restrict__ delta, size_t rows, int Dv) {
+                                  float *__restrict__ delta, size_t rows, int Dv)
+{
     for (size_t row = (size_t)blockIdx.x * blockDim.x + threadIdx.x; row < rows;
          row += (size_t)gridDim.x * blockDim.x) {
         float s = 0.0f;
@@ -170,10 +174,10 @@ __global__ void attn_delta_kernel(const T *__restrict__ dout, const float *__res
 //   dS[r][s] = P[r][s] * (dout_r . v_s - Delta_r)
 __device__ __forceinline__ void prob_tiles(const float (*Qs)[kPad], const float (*Ks)[kPad],
                                            const float (*dOs)[kPad], const float (*Vs)[kPad],
-                                           const float *lse_s, const float *delta_s,
-                                           float (*Ps)[kTile + 1], float (*dSs)[kTile + 1],
-                                           size_t q0, size_t k0, size_t N, int D, int Dv,
-                                           int causal, float scale) {
+                                           const float *lse_s, const float *delta_s, float (*Ps)[kTile + 1],
+                                           float (*dSs)[kTile + 1], size_t q0, size_t k0, size_t N, int D,
+                                           int Dv, int causal, float scale)
+{
     for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
         const int r = e / kTile, s = e % kTile;
         float p = 0.0f, ds = 0.0f;
@@ -187,10 +191,10 @@ __device__ __forceinline__ void prob_tiles(const float (*Qs)[kPad], const float 
 }
 
 // Stage lse and Delta of rows [q0, q0 + kTile) (0 beyond N; those rows are masked).
-__device__ __forceinline__ void load_row_stats(float *lse_s, float *delta_s,
-                                               const float *__restrict__ lse,
-                                               const float *__restrict__ delta, size_t row0,
-                                               size_t q0, size_t N) {
+__device__ __forceinline__ void load_row_stats(float *lse_s, float *delta_s, const float *__restrict__ lse,
+                                               const float *__restrict__ delta, size_t row0, size_t q0,
+                                               size_t N)
+{
     if (threadIdx.x < kTile) {
         const size_t i = q0 + threadIdx.x;
         lse_s[threadIdx.x] = i < N ? lse[row0 + i] : 0.0f;
@@ -206,8 +210,7 @@ struct BwdSmem {
     float Ps[kTile][kTile + 1], dSs[kTile][kTile + 1];
     float lse_s[kTile], delta_s[kTile];
 };
-template <typename T>
-struct BwdArgs {
+template <typename T> struct BwdArgs {
     const T *q, *k, *v, *dout;
     const float *lse, *delta;
     size_t N;
@@ -218,7 +221,8 @@ struct BwdArgs {
 // of (b, h) = g.
 template <typename T>
 __device__ __forceinline__ void stage_side(BwdSmem &sm, const BwdArgs<T> &a, size_t g, bool query_side,
-                                           size_t r0) {
+                                           size_t r0)
+{
     const size_t qk = g * a.N * (size_t)a.D, vo = g * a.N * (size_t)a.Dv;
     if (query_side) {
         load_tile(sm.Qs, a.q + qk, r0, a.N, a.D, 1.0f);
@@ -232,8 +236,9 @@ __device__ __forceinline__ void stage_side(BwdSmem &sm, const BwdArgs<T> &a, siz
 // One (query tile q0, key tile k0) step: stage the streamed side, then P and dS.
 template <typename T>
 __device__ __forceinline__ void bwd_step(BwdSmem &sm, const BwdArgs<T> &a, size_t g, bool stream_queries,
-                                         size_t q0, size_t k0) {
-    __syncthreads();  // own side staged / the previous streamed tile fully consumed
+                                         size_t q0, size_t k0)
+{
+    __syncthreads(); // own side staged / the previous streamed tile fully consumed
     stage_side(sm, a, g, stream_queries, stream_queries ? q0 : k0);
     __syncthreads();
     prob_tiles(sm.Qs, sm.Ks, sm.dOs, sm.Vs, sm.lse_s, sm.delta_s, sm.Ps, sm.dSs, q0, k0, a.N, a.D, a.Dv,
@@ -244,14 +249,16 @@ __device__ __forceinline__ void bwd_step(BwdSmem &sm, const BwdArgs<T> &a, size_
 // mf-budget: regs<=88 smem<=35840 spill=0  (sm_90 measured: regs 80 smem 35328 stack 0: the accumulator loops are unrolled)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attn_dkdv_kernel(BwdArgs<T> a, float *__restrict__ dk, float *__restrict__ dv, size_t n_tiles, size_t total) {
+    attn_dkdv_kernel(BwdArgs<T> a, float *__restrict__ dk, float *__restrict__ dv, size_t n_tiles,
+                     size_t total)
+{
     __shared__ BwdSmem sm;
     const int tid = threadIdx.x, D = a.D, Dv = a.Dv;
     const size_t N = a.N;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const size_t g = item / n_tiles, k0 = (item % n_tiles) * kTile;
         stage_side(sm, a, g, false, k0);
-        float acc_dk[kAcc], acc_dv[kAcc];  // registers: every loop over them is unrolled
+        float acc_dk[kAcc], acc_dv[kAcc]; // registers: every loop over them is unrolled
         MF_UNROLL
         for (int e = 0; e < kAcc; ++e) acc_dk[e] = acc_dv[e] = 0.0f;
         // Causal: queries before the key tile see none of its keys.
@@ -260,13 +267,13 @@ attn_dkdv_kernel(BwdArgs<T> a, float *__restrict__ dk, float *__restrict__ dv, s
             MF_UNROLL
             for (int i = 0; i < kAcc; ++i) {
                 const int e = tid + i * kThreads;
-                if (e < kTile * Dv) {  // dv[s][c] += sum_r P[r][s] dout[r][c]
+                if (e < kTile * Dv) { // dv[s][c] += sum_r P[r][s] dout[r][c]
                     const int s = e / Dv, c = e % Dv;
                     float x = acc_dv[i];
                     for (int r = 0; r < kTile; ++r) x += sm.Ps[r][s] * sm.dOs[r][c];
                     acc_dv[i] = x;
                 }
-                if (e < kTile * D) {  // dk[s][d] += sum_r dS[r][s] q[r][d]
+                if (e < kTile * D) { // dk[s][d] += sum_r dS[r][s] q[r][d]
                     const int s = e / D, d = e % D;
                     float x = acc_dk[i];
                     for (int r = 0; r < kTile; ++r) x += sm.dSs[r][s] * sm.Qs[r][d];
@@ -287,14 +294,15 @@ attn_dkdv_kernel(BwdArgs<T> a, float *__restrict__ dk, float *__restrict__ dv, s
                 if (j < N) dk[qk + j * (size_t)D + (size_t)(e % D)] = acc_dk[i] * a.scale;
             }
         }
-        __syncthreads();  // before the next item restages K and V
+        __syncthreads(); // before the next item restages K and V
     }
 }
 
 // mf-budget: regs<=96 smem<=35840 spill=0  (sm_90 measured: regs 77 smem 35328)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-attn_dq_kernel(BwdArgs<T> a, float *__restrict__ dq, size_t n_tiles, size_t total) {
+    attn_dq_kernel(BwdArgs<T> a, float *__restrict__ dq, size_t n_tiles, size_t total)
+{
     __shared__ BwdSmem sm;
     const int tid = threadIdx.x, D = a.D;
     const size_t N = a.N;
@@ -308,7 +316,7 @@ attn_dq_kernel(BwdArgs<T> a, float *__restrict__ dq, size_t n_tiles, size_t tota
             bwd_step(sm, a, g, false, q0, k0);
             for (int i = 0; i < kAcc; ++i) {
                 const int e = tid + i * kThreads;
-                if (e < kTile * D) {  // dq[r][d] += sum_s dS[r][s] k[s][d]
+                if (e < kTile * D) { // dq[r][d] += sum_s dS[r][s] k[s][d]
                     const int r = e / D, d = e % D;
                     float x = acc[i];
                     for (int s = 0; s < kTile; ++s) x += sm.dSs[r][s] * sm.Ks[s][d];
@@ -324,7 +332,7 @@ attn_dq_kernel(BwdArgs<T> a, float *__restrict__ dq, size_t n_tiles, size_t tota
                 if (r < N) dq[qk + r * (size_t)D + (size_t)(e % D)] = acc[i] * a.scale;
             }
         }
-        __syncthreads();  // before the next item restages Q and dout
+        __syncthreads(); // before the next item restages Q and dout
     }
 }
 
@@ -336,7 +344,8 @@ struct Shape {
     float scale;
 };
 
-static Shape make_shape(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv) {
+static Shape make_shape(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv)
+{
     Shape s;
     s.bh = (size_t)B * (size_t)H;
     s.N = (size_t)N;
@@ -351,21 +360,22 @@ static Shape make_shape(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv) 
 static dim3 item_grid(size_t total) { return dim3(grid_cap(total, kMaxGridX)); }
 
 template <typename T>
-static mf_status launch_forward(mf_context *ctx, int causal, const Shape &s, const void *q,
-                                const void *k, const void *v, float *out, float *lse) {
+static mf_status launch_forward(mf_context *ctx, int causal, const Shape &s, const void *q, const void *k,
+                                const void *v, float *out, float *lse)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     attn_fwd_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v), out, lse,
-        s.N, s.D, s.Dv, causal, s.scale, s.n_tiles, s.total);
+        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v), out, lse, s.N, s.D,
+        s.Dv, causal, s.scale, s.n_tiles, s.total);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
 
 template <typename T>
-static mf_status launch_backward(mf_context *ctx, int causal, const Shape &s, const void *q,
-                                 const void *k, const void *v, const float *out,
-                                 const void *dout, const float *lse, float *delta, float *dq,
-                                 float *dk, float *dv) {
+static mf_status launch_backward(mf_context *ctx, int causal, const Shape &s, const void *q, const void *k,
+                                 const void *v, const float *out, const void *dout, const float *lse,
+                                 float *delta, float *dq, float *dk, float *dv)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const T *tq = static_cast<const T *>(q), *tk = static_cast<const T *>(k);
     const T *tv = static_cast<const T *>(v), *tdo = static_cast<const T *>(dout);
@@ -373,7 +383,7 @@ static mf_status launch_backward(mf_context *ctx, int causal, const Shape &s, co
     const size_t row_blocks = rows / 256 + (rows % 256 != 0);
     attn_delta_kernel<T><<<item_grid(row_blocks), 256, 0, stream>>>(tdo, out, delta, rows, s.Dv);
     MF_LAUNCH_CHECK();
-    const BwdArgs<T> a = {tq, tk, tv, tdo, lse, delta, s.N, s.D, s.Dv, causal, s.scale};
+    const BwdArgs<T> a = { tq, tk, tv, tdo, lse, delta, s.N, s.D, s.Dv, causal, s.scale };
     attn_dkdv_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(a, dk, dv, s.n_tiles, s.total);
     MF_LAUNCH_CHECK();
     attn_dq_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(a, dq, s.n_tiles, s.total);
@@ -381,15 +391,15 @@ static mf_status launch_backward(mf_context *ctx, int causal, const Shape &s, co
     return MF_OK;
 }
 
-}  // namespace MF_NS
+} // namespace MF_NS
 
 // ---- exported entry points (called by src/ops/attention.c after validation) ---------
 extern "C" {
 
-MF_API mf_status MF_FN(attention_tiled_forward)(mf_context *ctx, mf_dtype dtype, int causal,
-                                                int64_t B, int64_t H, int64_t N, int64_t D,
-                                                int64_t Dv, const void *q, const void *k,
-                                                const void *v, float *out, float *lse) {
+MF_API mf_status MF_FN(attention_tiled_forward)(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
+                                                int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                                const void *k, const void *v, float *out, float *lse)
+{
     if (MF_FN(attention_mma_applies)(dtype, D, Dv, q, k, v, nullptr))
         return MF_FN(attention_mma_forward)(ctx, causal, B, H, N, D, q, k, v, out, lse);
     const MF_NS::Shape s = MF_NS::make_shape(B, H, N, D, Dv);
@@ -398,12 +408,12 @@ MF_API mf_status MF_FN(attention_tiled_forward)(mf_context *ctx, mf_dtype dtype,
     return MF_NS::launch_forward<float>(ctx, causal, s, q, k, v, out, lse);
 }
 
-MF_API mf_status MF_FN(attention_tiled_backward)(mf_context *ctx, mf_dtype dtype, int causal,
-                                                 int64_t B, int64_t H, int64_t N, int64_t D,
-                                                 int64_t Dv, const void *q, const void *k,
-                                                 const void *v, const float *out,
-                                                 const void *dout, const float *lse, float *dq,
-                                                 float *dk, float *dv) {
+MF_API mf_status MF_FN(attention_tiled_backward)(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
+                                                 int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                                 const void *k, const void *v, const float *out,
+                                                 const void *dout, const float *lse, float *dq, float *dk,
+                                                 float *dv)
+{
     const MF_NS::Shape s = MF_NS::make_shape(B, H, N, D, Dv);
     // Delta: the only device scratch (mf_attention_tiled_backward_scratch_ceiling), freed
     // when 'scratch' goes out of scope.
@@ -412,12 +422,12 @@ MF_API mf_status MF_FN(attention_tiled_backward)(mf_context *ctx, mf_dtype dtype
     if (st != MF_OK) return st;
     float *delta = static_cast<float *>(scratch.ptr);
     if (MF_FN(attention_mma_applies)(dtype, D, Dv, q, k, v, dout))
-        return MF_FN(attention_mma_backward)(ctx, causal, B, H, N, D, q, k, v, out, dout, lse, delta,
-                                             dq, dk, dv);
+        return MF_FN(attention_mma_backward)(ctx, causal, B, H, N, D, q, k, v, out, dout, lse, delta, dq, dk,
+                                             dv);
     if (dtype == MF_DTYPE_BF16)
-        return MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, dout, lse, delta,
-                                                     dq, dk, dv);
+        return MF_NS::launch_backward<__nv_bfloat16>(ctx, causal, s, q, k, v, out, dout, lse, delta, dq, dk,
+                                                     dv);
     return MF_NS::launch_backward<float>(ctx, causal, s, q, k, v, out, dout, lse, delta, dq, dk, dv);
 }
 
-}  // extern "C"
+} // extern "C"

@@ -17,7 +17,8 @@ namespace MF_NS {
 // The target of row i. shift_len == 0: labels[i]. shift_len = T > 0: the next
 // label of the same sequence of length T, none (ignore) for its last row.
 __device__ __forceinline__ int64_t ce_target(const int64_t *labels, size_t i, int64_t shift_len,
-                                             int64_t ignore_index) {
+                                             int64_t ignore_index)
+{
     if (shift_len == 0) return labels[i];
     if ((int64_t)(i % (size_t)shift_len) == shift_len - 1) return ignore_index;
     return labels[i + 1];
@@ -28,10 +29,10 @@ __device__ __forceinline__ int64_t ce_target(const int64_t *labels, size_t i, in
 // row whose target is outside [0, vocab) (n_rows if none). valid_sh and bad_sh:
 // kThreads entries of the caller's shared memory.
 template <unsigned kThreads>
-__device__ __forceinline__ void ce_count_rows(const int64_t *__restrict__ labels, size_t n_rows,
-                                              int64_t shift_len, int64_t ignore_index,
-                                              int64_t vocab, int64_t *__restrict__ counters,
-                                              int64_t *valid_sh, int64_t *bad_sh) {
+__device__ __forceinline__ void
+ce_count_rows(const int64_t *__restrict__ labels, size_t n_rows, int64_t shift_len, int64_t ignore_index,
+              int64_t vocab, int64_t *__restrict__ counters, int64_t *valid_sh, int64_t *bad_sh)
+{
     const unsigned t = threadIdx.x;
     int64_t valid = 0, bad = (int64_t)n_rows;
     for (size_t i = t; i < n_rows; i += kThreads) {
@@ -65,7 +66,8 @@ __device__ __forceinline__ void ce_count_rows(const int64_t *__restrict__ labels
 template <unsigned kThreads>
 __device__ __forceinline__ void ce_reduce_losses(const float *__restrict__ row_loss, size_t n_rows,
                                                  const int64_t *__restrict__ counters, int mean,
-                                                 float *__restrict__ loss, double *sh) {
+                                                 float *__restrict__ loss, double *sh)
+{
     const unsigned t = threadIdx.x;
     double acc = 0.0;
     for (size_t i = t; i < n_rows; i += kThreads) acc += (double)row_loss[i];
@@ -77,15 +79,16 @@ __device__ __forceinline__ void ce_reduce_losses(const float *__restrict__ row_l
     }
     if (t == 0) {
         double scale = 1.0;
-        if (mean) scale = counters[0] > 0 ? 1.0 / (double)counters[0] : 0.0;  // PyTorch: NaN
+        if (mean) scale = counters[0] > 0 ? 1.0 / (double)counters[0] : 0.0; // PyTorch: NaN
         loss[0] = (float)(sh[0] * scale);
     }
 }
 
 // A valid row's loss from its lse, target logit s_y and logit sum sum_s:
 // lse - (1 - eps) s_y - eps / V sum_s + lambda lse^2.
-__device__ __forceinline__ float ce_row_loss(float lse, float s_y, float sum_s, float eps,
-                                             size_t vocab, float lambda) {
+__device__ __forceinline__ float ce_row_loss(float lse, float s_y, float sum_s, float eps, size_t vocab,
+                                             float lambda)
+{
     return lse - (1.0f - eps) * s_y - eps / (float)vocab * sum_s + lambda * lse * lse;
 }
 
@@ -93,7 +96,8 @@ __device__ __forceinline__ float ce_row_loss(float lse, float s_y, float sum_s, 
 // reduction none) times 1 / n_valid for the mean (n_valid = counters[0] > 0:
 // this row is valid).
 __device__ __forceinline__ float ce_row_grad(const float *grad_loss, int grad_per_row, int mean,
-                                             const int64_t *counters, size_t i) {
+                                             const int64_t *counters, size_t i)
+{
     const float up = grad_loss == nullptr ? 1.0f : grad_loss[grad_per_row ? i : 0];
     return mean ? up * (float)(1.0 / (double)counters[0]) : up;
 }
@@ -101,8 +105,9 @@ __device__ __forceinline__ float ce_row_grad(const float *grad_loss, int grad_pe
 // dL/dz of one logit before the row's upstream factor: s its softcapped logit,
 // zl = 1 + 2 lambda lse, smooth = eps / V; the target's logit also gets
 // -(1 - eps); softcapping multiplies by its derivative 1 - (s / cap)^2.
-__device__ __forceinline__ float ce_dlogit(float s, float lse, float zl, float smooth,
-                                           bool is_target, float eps, float cap) {
+__device__ __forceinline__ float ce_dlogit(float s, float lse, float zl, float smooth, bool is_target,
+                                           float eps, float cap)
+{
     float d = expf(s - lse) * zl - smooth;
     if (is_target) d -= 1.0f - eps;
     if (cap > 0.0f) {
@@ -112,6 +117,6 @@ __device__ __forceinline__ float ce_dlogit(float s, float lse, float zl, float s
     return d;
 }
 
-}  // namespace MF_NS
+} // namespace MF_NS
 
 #endif

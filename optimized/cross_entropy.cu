@@ -38,7 +38,7 @@
 
 namespace MF_NS {
 
-constexpr int kBlock = 256;  // threads per block; a power of two (tree reductions)
+constexpr int kBlock = 256; // threads per block; a power of two (tree reductions)
 
 // Block-wide reductions over the kBlock threads of a block (mf_device.cuh).
 __device__ inline float block_sum(float v, float *sh) { return block_sum_n<kBlock>(v, sh); }
@@ -48,9 +48,9 @@ __device__ inline float block_max(float v, float *sh) { return block_max_n<kBloc
 // One block. counters[0] = number of rows whose target is not ignore_index;
 // counters[1] = first row whose target is outside [0, V) (n_rows if none).
 // mf-budget: regs<=40 smem<=5120 spill=0  (sm_90 measured: regs 30 smem 4096)
-__global__ void ce_count_kernel(const int64_t *__restrict__ labels, size_t n_rows,
-                                int64_t shift_len, int64_t ignore_index, int64_t vocab,
-                                int64_t *__restrict__ counters) {
+__global__ void ce_count_kernel(const int64_t *__restrict__ labels, size_t n_rows, int64_t shift_len,
+                                int64_t ignore_index, int64_t vocab, int64_t *__restrict__ counters)
+{
     __shared__ int64_t valid_sh[kBlock];
     __shared__ int64_t bad_sh[kBlock];
     ce_count_rows<kBlock>(labels, n_rows, shift_len, ignore_index, vocab, counters, valid_sh, bad_sh);
@@ -58,26 +58,27 @@ __global__ void ce_count_kernel(const int64_t *__restrict__ labels, size_t n_row
 
 // ---- the row kernel: one block per row of the chunk ---------------------------
 struct RowParams {
-    size_t row0;          // first global row of the chunk
-    size_t ldt;           // tile leading dimension (floats) = V
+    size_t row0; // first global row of the chunk
+    size_t ldt;  // tile leading dimension (floats) = V
     int64_t vocab;
-    int64_t shift_len;    // 0 = no shift
+    int64_t shift_len; // 0 = no shift
     int64_t ignore_index;
     float eps, lambda, cap;
-    const float *lse_in;  // backward-only call: saved lse (else NULL: computed here)
-    float *lse_out;       // NULL or N floats
-    float *row_loss;      // NULL or N floats (per-row loss; the output itself for 'none')
-    int backward;         // write dL/dz over the tile
+    const float *lse_in;     // backward-only call: saved lse (else NULL: computed here)
+    float *lse_out;          // NULL or N floats
+    float *row_loss;         // NULL or N floats (per-row loss; the output itself for 'none')
+    int backward;            // write dL/dz over the tile
     const float *grad_loss;  // NULL = 1
-    int grad_per_row;     // reduction none: grad_loss[i]; else grad_loss[0]
-    const int64_t *counters;  // device: [0] n_valid (read here: no host copy), [1] first bad row
-    int mean;             // reduction mean: g scaled by 1/n_valid (0 valid rows: no row is scaled)
+    int grad_per_row;        // reduction none: grad_loss[i]; else grad_loss[0]
+    const int64_t *counters; // device: [0] n_valid (read here: no host copy), [1] first bad row
+    int mean;                // reduction mean: g scaled by 1/n_valid (0 valid rows: no row is scaled)
 };
 
 // mf-budget: regs<=40 smem<=2048 spill=0  (sm_90 measured: regs 32 smem 1024)
 template <typename T>
 __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bias,
-                              const int64_t *__restrict__ labels, RowParams p) {
+                              const int64_t *__restrict__ labels, RowParams p)
+{
     __shared__ float sh[kBlock];
     const unsigned t = threadIdx.x;
     const size_t r = blockIdx.x;
@@ -99,7 +100,7 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
         m = nan_max(m, z);
         sum_s += z;
     }
-    m = block_max(m, sh);  // ends with a barrier: every s[j] is visible to the block
+    m = block_max(m, sh); // ends with a barrier: every s[j] is visible to the block
 
     float lse;
     if (p.lse_in != nullptr) {
@@ -113,7 +114,7 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
     }
     if (p.eps > 0.0f) sum_s = block_sum(sum_s, sh);
     const float s_y = valid ? s[y] : 0.0f;
-    __syncthreads();  // s[y] is read by every thread before pass 2 overwrites it
+    __syncthreads(); // s[y] is read by every thread before pass 2 overwrites it
 
     if (t == 0) {
         if (p.lse_out != nullptr) p.lse_out[i] = lse;
@@ -130,7 +131,7 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
     const float zl = 1.0f + 2.0f * p.lambda * lse;
     const float smooth = p.eps / (float)p.vocab;
     for (size_t j = t; j < V; j += kBlock) {
-        if (!valid) {  // exact zero, even when the row's logits are NaN
+        if (!valid) { // exact zero, even when the row's logits are NaN
             s[j] = 0.0f;
             continue;
         }
@@ -140,8 +141,9 @@ __global__ void ce_row_kernel(float *__restrict__ tile, const T *__restrict__ bi
 
 // ---- grad_bias += column sums of the gradient tile (fixed order: deterministic)
 // mf-budget: regs<=32 smem<=0 spill=0  (sm_90 measured: regs 28 smem 0)
-__global__ void ce_bias_grad_kernel(const float *__restrict__ tile, size_t ldt, size_t rows,
-                                    size_t vocab, float *__restrict__ grad_bias) {
+__global__ void ce_bias_grad_kernel(const float *__restrict__ tile, size_t ldt, size_t rows, size_t vocab,
+                                    float *__restrict__ grad_bias)
+{
     const size_t j = (size_t)blockIdx.x * kBlock + threadIdx.x;
     if (j >= vocab) return;
     float acc = 0.0f;
@@ -156,10 +158,11 @@ __global__ void ce_bias_grad_kernel(const float *__restrict__ tile, size_t ldt, 
 // every thread writes. A write of slice k touches fp32 elements < (k+1)*kBlock/2,
 // all of which were read in slices <= k, and never an element of a later slice.
 // mf-budget: regs<=16 smem<=0 spill=0  (sm_90 measured: regs 14 smem 0)
-__global__ void ce_tile_to_bf16_kernel(float *__restrict__ tile, size_t ldt, size_t vocab) {
+__global__ void ce_tile_to_bf16_kernel(float *__restrict__ tile, size_t ldt, size_t vocab)
+{
     float *row = tile + (size_t)blockIdx.x * ldt;
     __nv_bfloat16 *out = reinterpret_cast<__nv_bfloat16 *>(row);
-    for (size_t base = 0; base < vocab; base += kBlock) {  // same trip count for all threads
+    for (size_t base = 0; base < vocab; base += kBlock) { // same trip count for all threads
         const size_t j = base + threadIdx.x;
         const float v = j < vocab ? row[j] : 0.0f;
         __syncthreads();
@@ -170,23 +173,24 @@ __global__ void ce_tile_to_bf16_kernel(float *__restrict__ tile, size_t ldt, siz
 // ---- loss = scale * sum of per-row losses (one block, double accumulation) ------
 // mf-budget: regs<=32 smem<=3072 spill=0  (sm_90 measured: regs 22 smem 2048)
 __global__ void ce_reduce_kernel(const float *__restrict__ row_loss, size_t n_rows,
-                                 const int64_t *__restrict__ counters, int mean,
-                                 float *__restrict__ loss) {
+                                 const int64_t *__restrict__ counters, int mean, float *__restrict__ loss)
+{
     __shared__ double sh[kBlock];
-    ce_reduce_losses<kBlock>(row_loss, n_rows, counters, mean, loss, sh);  // mean of 0 rows: 0
+    ce_reduce_losses<kBlock>(row_loss, n_rows, counters, mean, loss, sh); // mean of 0 rows: 0
 }
 
 // ---- launchers ------------------------------------------------------------------
 // Scratch: the RAII holder of mf_device.cuh.
 
-static mf_status launch_row(cudaStream_t stream, mf_dtype dtype, size_t rows, float *tile,
-                            const void *bias, const int64_t *labels, const RowParams &p) {
+static mf_status launch_row(cudaStream_t stream, mf_dtype dtype, size_t rows, float *tile, const void *bias,
+                            const int64_t *labels, const RowParams &p)
+{
     if (dtype == MF_DTYPE_BF16)
         ce_row_kernel<__nv_bfloat16><<<(unsigned)rows, kBlock, 0, stream>>>(
             tile, static_cast<const __nv_bfloat16 *>(bias), labels, p);
     else
-        ce_row_kernel<float><<<(unsigned)rows, kBlock, 0, stream>>>(
-            tile, static_cast<const float *>(bias), labels, p);
+        ce_row_kernel<float>
+            <<<(unsigned)rows, kBlock, 0, stream>>>(tile, static_cast<const float *>(bias), labels, p);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
@@ -198,27 +202,27 @@ static mf_status launch_row(cudaStream_t stream, mf_dtype dtype, size_t rows, fl
 //     column-major: gh^T (D x C) = W^T (D x V) . G^T (V x C)
 //   grad_W (V x D)             = G^T (V x C) . hidden[chunk] (C x D)
 //     column-major: gW^T (D x V) = hidden^T (D x C) . op_T(G^T as V x C)
-static mf_status gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                      int k, const void *A, cudaDataType_t at, int lda, const void *B,
-                      cudaDataType_t bt, int ldb, float beta, float *C, int ldc) {
+static mf_status gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                      const void *A, cudaDataType_t at, int lda, const void *B, cudaDataType_t bt, int ldb,
+                      float beta, float *C, int ldc)
+{
     const float alpha = 1.0f;
-    MF_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, &alpha, A, at, lda, B, bt, ldb, &beta, C,
-                                 CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    MF_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, &alpha, A, at, lda, B, bt, ldb, &beta, C, CUDA_R_32F,
+                                 ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return MF_OK;
 }
 
-}  // namespace MF_NS
+} // namespace MF_NS
 
-extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_args *a) {
+extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_args *a)
+{
     using namespace MF_NS;
     if (ctx == nullptr || a == nullptr)
-        return mf_set_error(MF_ERR_NULL_POINTER, __func__, __FILE__, __LINE__,
-                            "ctx or args is NULL");
+        return mf_set_error(MF_ERR_NULL_POINTER, __func__, __FILE__, __LINE__, "ctx or args is NULL");
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     cublasHandle_t handle = (cublasHandle_t)mf_context_cublas(ctx);
     if (handle == nullptr)
-        return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__,
-                            "the context has no cuBLAS handle");
+        return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__, "the context has no cuBLAS handle");
     const mf_cross_entropy_options &o = a->opts;
     const size_t N = (size_t)a->n_rows, D = (size_t)a->hidden_dim, V = (size_t)a->vocab;
     const size_t C = (size_t)a->plan.chunk_rows;
@@ -236,8 +240,7 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
     Scratch counters(ctx);
     MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * sizeof(int64_t), &counters.ptr));
     int64_t *d_counters = static_cast<int64_t *>(counters.ptr);
-    ce_count_kernel<<<1, kBlock, 0, stream>>>(a->labels, N, shift_len, o.ignore_index, a->vocab,
-                                              d_counters);
+    ce_count_kernel<<<1, kBlock, 0, stream>>>(a->labels, N, shift_len, o.ignore_index, a->vocab, d_counters);
     MF_LAUNCH_CHECK();
     // n_valid stays on the device (the row and reduce kernels read it); the
     // first out-of-range row is read back once, after the launches.
@@ -245,8 +248,7 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
 
     // 2. Scratch: per-row losses (reduced at the end) and the chunk tile.
     Scratch row_loss(ctx), tile_buf(ctx);
-    if (forward && !per_row)
-        MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, N * sizeof(float), &row_loss.ptr));
+    if (forward && !per_row) MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, N * sizeof(float), &row_loss.ptr));
     MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, C * V * sizeof(float), &tile_buf.ptr));
     float *tile = static_cast<float *>(tile_buf.ptr);
     if (backward && a->grad_bias != nullptr)
@@ -277,8 +279,8 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
         const int ir = (int)rows;
         const void *h_chunk = hidden + row0 * D * es;
         // 1. logits tile (fp32) = hidden[chunk] . W^T
-        MF_TRY(gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, iV, ir, iD, a->weight, in_type, iD, h_chunk,
-                    in_type, iD, 0.0f, tile, iV));
+        MF_TRY(gemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, iV, ir, iD, a->weight, in_type, iD, h_chunk, in_type,
+                    iD, 0.0f, tile, iV));
         // 2. per-row softmax statistics, loss, gradient in place
         p.row0 = row0;
         MF_TRY(launch_row(stream, a->dtype, rows, tile, a->bias, a->labels, p));
@@ -291,29 +293,29 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
         }
         cudaDataType_t g_type = CUDA_R_32F;
         int ldg = iV;
-        if (bf16) {  // cuBLAS needs both operands in one type: narrow G like W and hidden
+        if (bf16) { // cuBLAS needs both operands in one type: narrow G like W and hidden
             ce_tile_to_bf16_kernel<<<(unsigned)rows, kBlock, 0, stream>>>(tile, V, V);
             MF_LAUNCH_CHECK();
             g_type = CUDA_R_16BF;
             ldg = 2 * iV;
         }
         if (a->grad_hidden != nullptr)
-            MF_TRY(gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, iD, ir, iV, a->weight, in_type, iD, tile,
-                        g_type, ldg, 0.0f, a->grad_hidden + row0 * D, iD));
+            MF_TRY(gemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, iD, ir, iV, a->weight, in_type, iD, tile, g_type,
+                        ldg, 0.0f, a->grad_hidden + row0 * D, iD));
         if (a->grad_weight != nullptr)
-            MF_TRY(gemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, iD, iV, ir, h_chunk, in_type, iD, tile,
-                        g_type, ldg, row0 == 0 ? 0.0f : 1.0f, a->grad_weight, iD));
+            MF_TRY(gemm(handle, CUBLAS_OP_N, CUBLAS_OP_T, iD, iV, ir, h_chunk, in_type, iD, tile, g_type, ldg,
+                        row0 == 0 ? 0.0f : 1.0f, a->grad_weight, iD));
     }
 
     if (forward && !per_row) {
-        ce_reduce_kernel<<<1, kBlock, 0, stream>>>(static_cast<const float *>(row_loss.ptr), N,
-                                                   d_counters, p.mean, a->loss);
+        ce_reduce_kernel<<<1, kBlock, 0, stream>>>(static_cast<const float *>(row_loss.ptr), N, d_counters,
+                                                   p.mean, a->loss);
         MF_LAUNCH_CHECK();
     }
     // The first out-of-range label (counters[1]) is a deferred check of the
     // context: copied to page-locked memory without waiting and reported by
     // the next synchronization (src/core/context.c). No read-back, no sync.
-    MF_TRY(mf_context_defer_label_check(ctx, __func__, d_counters + 1, a->labels, (int64_t)N,
-                                        shift_len != 0, (int64_t)V, o.ignore_index));
+    MF_TRY(mf_context_defer_label_check(ctx, __func__, d_counters + 1, a->labels, (int64_t)N, shift_len != 0,
+                                        (int64_t)V, o.ignore_index));
     return MF_OK;
 }

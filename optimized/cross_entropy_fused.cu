@@ -48,12 +48,12 @@
 namespace MF_NS {
 namespace cce {
 
-constexpr int kThreads = 128;  // 4 warps
-constexpr int kBM = 64;        // rows per CTA (16 per warp)
-constexpr int kBN = 64;        // vocabulary columns per tile
-constexpr int kBK = 32;        // slice of D per shared-memory stage
-constexpr int kLdk = kBK + 8;  // padded shared row (bf16: 80 B, f32: 160 B)
-constexpr int kLdg = kBN + 4;  // padded shared row of the fp32 gradient tile
+constexpr int kThreads = 128; // 4 warps
+constexpr int kBM = 64;       // rows per CTA (16 per warp)
+constexpr int kBN = 64;       // vocabulary columns per tile
+constexpr int kBK = 32;       // slice of D per shared-memory stage
+constexpr int kLdk = kBK + 8; // padded shared row (bf16: 80 B, f32: 160 B)
+constexpr int kLdg = kBN + 4; // padded shared row of the fp32 gradient tile
 constexpr int kNFrag = kBN / 8;
 // These 64 x 64 SIMT kernels serve f32 inputs only (bf16: the tensor-core
 // kernels further down). No minimum CTAs per SM in __launch_bounds__: any
@@ -68,10 +68,11 @@ constexpr int kNFrag = kBN / 8;
 // f32 only: the 16x8x16 product with fp32 FMAs, in k order (the bf16 kernels
 // issue the real mma.sync, fed by ldmatrix).
 template <typename T, typename FA, typename FB>
-__device__ __forceinline__ void mma16816(float c[4], int lane, const FA &A, const FB &B) {
+__device__ __forceinline__ void mma16816(float c[4], int lane, const FA &A, const FB &B)
+{
     const int g = lane >> 2, t = lane & 3;
     MF_UNROLL
-    for (int k = 0; k < 16; ++k) {  // per element: k in order, one fmaf each
+    for (int k = 0; k < 16; ++k) { // per element: k in order, one fmaf each
         const float a0 = A(g, k), a1 = A(g + 8, k);
         const float b0 = B(k, 2 * t), b1 = B(k, 2 * t + 1);
         c[0] = fmaf(a0, b0, c[0]);
@@ -81,10 +82,9 @@ __device__ __forceinline__ void mma16816(float c[4], int lane, const FA &A, cons
     }
 }
 
-template <typename T>
-struct Smem {
-    T a[kBM][kLdk];  // hidden block slice (rows x kBK)
-    T b[kBN][kLdk];  // W tile slice (vocab x kBK)
+template <typename T> struct Smem {
+    T a[kBM][kLdk]; // hidden block slice (rows x kBK)
+    T b[kBN][kLdk]; // W tile slice (vocab x kBK)
 };
 
 // acc (this warp's 16 x 64 logits, fragment layout) = hidden[row0 + ., :] .
@@ -93,14 +93,14 @@ struct Smem {
 // warps until the caller's next barrier.
 template <typename T>
 __device__ __forceinline__ void logits_tile(float (&acc)[kNFrag][4], Smem<T> &sm,
-                                            const T *__restrict__ hidden,
-                                            const T *__restrict__ weight, size_t N, size_t D,
-                                            size_t V, size_t row0, size_t v0) {
+                                            const T *__restrict__ hidden, const T *__restrict__ weight,
+                                            size_t N, size_t D, size_t V, size_t row0, size_t v0)
+{
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     MF_UNROLL
     for (int f = 0; f < kNFrag; ++f) acc[f][0] = acc[f][1] = acc[f][2] = acc[f][3] = 0.0f;
     for (size_t k0 = 0; k0 < D; k0 += kBK) {
-        __syncthreads();  // the previous slice (or the caller's use of sm) is done
+        __syncthreads(); // the previous slice (or the caller's use of sm) is done
         for (int e = tid; e < kBM * kBK; e += kThreads) {
             const int r = e / kBK, k = e % kBK;
             const size_t row = row0 + (size_t)r, col = k0 + (size_t)k;
@@ -125,7 +125,8 @@ __device__ __forceinline__ void logits_tile(float (&acc)[kNFrag][4], Smem<T> &sm
 
 // Bias and softcap applied to a logit in registers.
 template <typename T>
-__device__ __forceinline__ float apply_bias_cap(float z, const T *bias, size_t j, float cap) {
+__device__ __forceinline__ float apply_bias_cap(float z, const T *bias, size_t j, float cap)
+{
     if (bias != nullptr) z += to_f32(bias[j]);
     if (cap > 0.0f) z = cap * tanhf(z / cap);
     return z;
@@ -135,18 +136,19 @@ struct FusedParams {
     size_t N, D, V;
     int64_t shift_len, ignore_index;
     float eps, lambda, cap;
-    float filter;               // backward: skip tiles with every |dL/dz| < filter (0: off)
-    const int64_t *counters;    // [0] n_valid, [1] first bad row (device)
-    int mean;                   // reduction mean: scale by 1/n_valid read on the device
-    const float *grad_loss;     // NULL = 1
-    int grad_per_row;           // reduction none
-    const float *lse_in;        // backward
-    float *lse_out, *row_loss;  // forward (either may be NULL)
+    float filter;              // backward: skip tiles with every |dL/dz| < filter (0: off)
+    const int64_t *counters;   // [0] n_valid, [1] first bad row (device)
+    int mean;                  // reduction mean: scale by 1/n_valid read on the device
+    const float *grad_loss;    // NULL = 1
+    int grad_per_row;          // reduction none
+    const float *lse_in;       // backward
+    float *lse_out, *row_loss; // forward (either may be NULL)
 };
 
 // A row's target for the kernels: -1 when ignored, padded, or out of range (the
 // count kernel reports the latter; the call then fails with MF_ERR_OUT_OF_RANGE).
-__device__ __forceinline__ int64_t row_target(const int64_t *labels, size_t i, const FusedParams &p) {
+__device__ __forceinline__ int64_t row_target(const int64_t *labels, size_t i, const FusedParams &p)
+{
     if (i >= p.N) return -1;
     const int64_t y = ce_target(labels, i, p.shift_len, p.ignore_index);
     return (y == p.ignore_index || y < 0 || y >= (int64_t)p.V) ? -1 : y;
@@ -158,7 +160,8 @@ __device__ __forceinline__ int64_t row_target(const int64_t *labels, size_t i, c
 // mf-budget: regs<=40 smem<=5120 spill=0  (sm_90: 30 regs 4096 B)
 __global__ void __launch_bounds__(256)
     ce_fused_count_kernel(const int64_t *__restrict__ labels, size_t n_rows, int64_t shift_len,
-                          int64_t ignore_index, int64_t vocab, int64_t *__restrict__ counters) {
+                          int64_t ignore_index, int64_t vocab, int64_t *__restrict__ counters)
+{
     __shared__ int64_t valid_sh[256];
     __shared__ int64_t bad_sh[256];
     ce_count_rows<256>(labels, n_rows, shift_len, ignore_index, vocab, counters, valid_sh, bad_sh);
@@ -169,8 +172,8 @@ __global__ void __launch_bounds__(256)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     ce_fused_fwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
-                        const T *__restrict__ bias, const int64_t *__restrict__ labels,
-                        FusedParams p) {
+                        const T *__restrict__ bias, const int64_t *__restrict__ labels, FusedParams p)
+{
     __shared__ Smem<T> sm;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -190,7 +193,7 @@ __global__ void __launch_bounds__(kThreads)
     float acc[kNFrag][4];
     for (size_t v0 = 0; v0 < p.V; v0 += kBN) {
         logits_tile<T>(acc, sm, hidden, weight, p.N, p.D, p.V, row0, v0);
-        float tmax[2] = {-INFINITY, -INFINITY};
+        float tmax[2] = { -INFINITY, -INFINITY };
         MF_UNROLL
         for (int f = 0; f < kNFrag; ++f) {
             MF_UNROLL
@@ -206,7 +209,7 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
         MF_UNROLL
-        for (int h = 0; h < 2; ++h) {  // row max over the 4 lanes of the group
+        for (int h = 0; h < 2; ++h) { // row max over the 4 lanes of the group
             tmax[h] = nan_max(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
             tmax[h] = nan_max(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
             const float m_new = nan_max(m[h], tmax[h]);
@@ -230,7 +233,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int o = 1; o <= 2; o <<= 1) {
             l[h] += __shfl_xor_sync(0xffffffffu, l[h], o);
             sum_s[h] += __shfl_xor_sync(0xffffffffu, sum_s[h], o);
-            s_y[h] += __shfl_xor_sync(0xffffffffu, s_y[h], o);  // one lane holds it, the rest 0
+            s_y[h] += __shfl_xor_sync(0xffffffffu, s_y[h], o); // one lane holds it, the rest 0
         }
         const size_t row = row0 + (size_t)(warp * 16 + g + 8 * h);
         if (t != 0 || row >= p.N) continue;
@@ -248,8 +251,8 @@ __global__ void __launch_bounds__(kThreads)
 // mf-budget: regs<=32 smem<=3072 spill=0  (sm_90: 22 regs 2048 B)
 __global__ void __launch_bounds__(256)
     ce_fused_reduce_kernel(const float *__restrict__ row_loss, size_t n_rows,
-                           const int64_t *__restrict__ counters, int mean,
-                           float *__restrict__ loss) {
+                           const int64_t *__restrict__ counters, int mean, float *__restrict__ loss)
+{
     __shared__ double sh[256];
     ce_reduce_losses<256>(row_loss, n_rows, counters, mean, loss, sh);
 }
@@ -259,11 +262,12 @@ __global__ void __launch_bounds__(256)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     ce_fused_bwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
-                        const T *__restrict__ bias, const int64_t *__restrict__ labels,
-                        FusedParams p, float *__restrict__ grad_hidden,
-                        float *__restrict__ grad_weight, float *__restrict__ grad_bias) {
+                        const T *__restrict__ bias, const int64_t *__restrict__ labels, FusedParams p,
+                        float *__restrict__ grad_hidden, float *__restrict__ grad_weight,
+                        float *__restrict__ grad_bias)
+{
     __shared__ Smem<T> sm;
-    __shared__ float sg[kBM][kLdg];  // dL/dz of the tile, fp32
+    __shared__ float sg[kBM][kLdg]; // dL/dz of the tile, fp32
     __shared__ float row_lse[kBM], row_g[kBM];
     __shared__ int64_t row_y[kBM];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -291,7 +295,7 @@ __global__ void __launch_bounds__(kThreads)
                 const int r = warp * 16 + g + (i >> 1) * 8, c = f * 8 + 2 * t + (i & 1);
                 const size_t j = v0 + (size_t)c;
                 const int64_t y = row_y[r];
-                float d = 0.0f;  // exact zero for ignored or padded rows, even with NaN logits
+                float d = 0.0f; // exact zero for ignored or padded rows, even with NaN logits
                 if (y >= 0 && j < p.V) {
                     const float s = apply_bias_cap(acc[f][i], bias, j, p.cap);
                     const float lse = row_lse[r];
@@ -299,19 +303,18 @@ __global__ void __launch_bounds__(kThreads)
                                   p.cap) *
                         row_g[r];
                 }
-                keep |= !(fabsf(d) < p.filter);  // NaN is kept
+                keep |= !(fabsf(d) < p.filter); // NaN is kept
                 acc[f][i] = d;
             }
         }
-        __syncthreads();  // every warp is done reading sm.a / sm.b / sg of the last step
+        __syncthreads(); // every warp is done reading sm.a / sm.b / sg of the last step
         MF_UNROLL
         for (int f = 0; f < kNFrag; ++f) {
             MF_UNROLL
-            for (int i = 0; i < 4; ++i)
-                sg[warp * 16 + g + (i >> 1) * 8][f * 8 + 2 * t + (i & 1)] = acc[f][i];
+            for (int i = 0; i < 4; ++i) sg[warp * 16 + g + (i >> 1) * 8][f * 8 + 2 * t + (i & 1)] = acc[f][i];
         }
         // Gradient filtering (off when p.filter == 0: every |d| < 0 is false).
-        if (!__syncthreads_or(keep)) continue;  // also publishes sg
+        if (!__syncthreads_or(keep)) continue; // also publishes sg
         if (grad_bias != nullptr && tid < kBN && v0 + (size_t)tid < p.V) {
             float s = 0.0f;
             for (int r = 0; r < kBM; ++r) s += sg[r][tid];
@@ -319,7 +322,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         if (!want_gh && !want_gw) continue;
         for (size_t d0 = 0; d0 < p.D; d0 += kBK) {
-            __syncthreads();  // the previous slice is consumed
+            __syncthreads(); // the previous slice is consumed
             for (int e = tid; e < kBM * kBK; e += kThreads) {
                 const int r = e / kBK, k = e % kBK;
                 const size_t col = d0 + (size_t)k;
@@ -328,7 +331,7 @@ __global__ void __launch_bounds__(kThreads)
                 sm.b[r][k] = (v < p.V && col < p.D) ? weight[v * p.D + col] : from_f32<T>(0.0f);
             }
             __syncthreads();
-            if (want_gh) {  // rows 16w.. of the block x kBK columns of D; k over the tile
+            if (want_gh) { // rows 16w.. of the block x kBK columns of D; k over the tile
                 float gh[kBK / 8][4];
                 MF_UNROLL
                 for (int f = 0; f < kBK / 8; ++f) gh[f][0] = gh[f][1] = gh[f][2] = gh[f][3] = 0.0f;
@@ -351,7 +354,7 @@ __global__ void __launch_bounds__(kThreads)
                     }
                 }
             }
-            if (want_gw) {  // vocabulary rows 16w.. of the tile x kBK columns; k over the rows
+            if (want_gw) { // vocabulary rows 16w.. of the tile x kBK columns; k over the rows
                 float gw[kBK / 8][4];
                 MF_UNROLL
                 for (int f = 0; f < kBK / 8; ++f) gw[f][0] = gw[f][1] = gw[f][2] = gw[f][3] = 0.0f;
@@ -391,19 +394,20 @@ __global__ void __launch_bounds__(kThreads)
 // docs/cross_entropy.md has the sizes, ptxas figures and the performance argument.
 constexpr int kTcWarps = 8;
 constexpr int kTcThreads = 32 * kTcWarps;
-constexpr int kTcBM = 128;           // rows per CTA
-constexpr int kTcBN = 128;           // vocabulary columns per tile
-constexpr int kTcBK = 32;            // slice of D per stage
-constexpr int kTcLdk = kTcBK + 8;    // stage row: 80 B (16-byte multiple; 8 rows hit 8 distinct 16-B bank groups)
-constexpr int kTcStrip = 4;          // backward: vocabulary tiles per strip (512 columns)
-constexpr int kTcLdg = kTcBN * kTcStrip + 8;  // dL/dz strip row (bf16): 1040 B, likewise
+constexpr int kTcBM = 128; // rows per CTA
+constexpr int kTcBN = 128; // vocabulary columns per tile
+constexpr int kTcBK = 32;  // slice of D per stage
+constexpr int kTcLdk =
+    kTcBK + 8;              // stage row: 80 B (16-byte multiple; 8 rows hit 8 distinct 16-B bank groups)
+constexpr int kTcStrip = 4; // backward: vocabulary tiles per strip (512 columns)
+constexpr int kTcLdg = kTcBN * kTcStrip + 8; // dL/dz strip row (bf16): 1040 B, likewise
 static_assert(kTcBM == kTcBN, "the scalar stage loader fills both operands in one loop");
 
 typedef __nv_bfloat16 bf16;
 
 struct TcStage {
-    bf16 a[kTcBM][kTcLdk];  // hidden[row0 .., k0 .. k0 + 31]
-    bf16 b[kTcBN][kTcLdk];  // W[v0 .., k0 .. k0 + 31]
+    bf16 a[kTcBM][kTcLdk]; // hidden[row0 .., k0 .. k0 + 31]
+    bf16 b[kTcBN][kTcLdk]; // W[v0 .., k0 .. k0 + 31]
 };
 constexpr size_t kTcBwdSmem = 2 * sizeof(TcStage) + sizeof(bf16) * kTcBM * kTcLdg;
 
@@ -411,12 +415,12 @@ constexpr size_t kTcBwdSmem = 2 * sizeof(TcStage) + sizeof(bf16) * kTcBM * kTcLd
 // outside [0, N) x [0, D) and [0, V) x [0, D). vec: D % 8 == 0 and both bases
 // 16-byte aligned (cp.async, completes at a wait); else plain loads (complete here).
 __device__ __forceinline__ void tc_load_stage(TcStage &st, const bf16 *__restrict__ hidden,
-                                              const bf16 *__restrict__ weight, size_t N,
-                                              size_t D, size_t V, size_t row0, size_t v0,
-                                              size_t k0, bool vec) {
+                                              const bf16 *__restrict__ weight, size_t N, size_t D, size_t V,
+                                              size_t row0, size_t v0, size_t k0, bool vec)
+{
     const int tid = threadIdx.x;
     if (vec) {
-        constexpr int kChunks = kTcBK / 8;  // 16-byte chunks per stage row
+        constexpr int kChunks = kTcBK / 8; // 16-byte chunks per stage row
         MF_UNROLL
         for (int c = tid; c < (kTcBM + kTcBN) * kChunks; c += kTcThreads) {
             const int r = c / kChunks, kc = (c % kChunks) * 8;
@@ -444,9 +448,9 @@ __device__ __forceinline__ void tc_load_stage(TcStage &st, const bf16 *__restric
 // barrier, so the stages are free on return.
 __device__ __forceinline__ void tc_logits_tile(float (&acc)[2][8][4], TcStage *st,
                                                const bf16 *__restrict__ hidden,
-                                               const bf16 *__restrict__ weight, size_t N,
-                                               size_t D, size_t V, size_t row0, size_t v0,
-                                               bool vec) {
+                                               const bf16 *__restrict__ weight, size_t N, size_t D, size_t V,
+                                               size_t row0, size_t v0, bool vec)
+{
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int wm = warp & 3, wn = warp >> 2;
     MF_UNROLL
@@ -458,7 +462,7 @@ __device__ __forceinline__ void tc_logits_tile(float (&acc)[2][8][4], TcStage *s
     tc_load_stage(st[0], hidden, weight, N, D, V, row0, v0, 0, vec);
     cp_async_commit();
     for (size_t s = 0; s < n_slices; ++s) {
-        if (s + 1 < n_slices)  // prefetch: its stage was released by the last barrier
+        if (s + 1 < n_slices) // prefetch: its stage was released by the last barrier
             tc_load_stage(st[(s + 1) & 1], hidden, weight, N, D, V, row0, v0, (s + 1) * kTcBK, vec);
         cp_async_commit();
         cp_async_wait_1();
@@ -471,17 +475,17 @@ __device__ __forceinline__ void tc_logits_tile(float (&acc)[2][8][4], TcStage *s
             for (int mt = 0; mt < 2; ++mt)
                 ldsm_x4(a[mt], &c.a[32 * wm + 16 * mt + (lane & 15)][kk + (lane >> 4) * 8]);
             MF_UNROLL
-            for (int fp = 0; fp < 4; ++fp) {  // two n8 fragments per ldmatrix.x4
+            for (int fp = 0; fp < 4; ++fp) { // two n8 fragments per ldmatrix.x4
                 uint32_t b[4];
-                ldsm_x4(b, &c.b[64 * wn + 16 * fp + (lane & 7) + ((lane >> 4) << 3)]
-                               [kk + ((lane >> 3) & 1) * 8]);
+                ldsm_x4(
+                    b, &c.b[64 * wn + 16 * fp + (lane & 7) + ((lane >> 4) << 3)][kk + ((lane >> 3) & 1) * 8]);
                 MF_UNROLL
                 for (int mt = 0; mt < 2; ++mt) {
                     mma_x2(acc[mt][2 * fp], acc[mt][2 * fp + 1], a[mt], b);
                 }
             }
         }
-        __syncthreads();  // stage s & 1 is consumed: the next prefetch may overwrite it
+        __syncthreads(); // stage s & 1 is consumed: the next prefetch may overwrite it
     }
 }
 
@@ -492,14 +496,15 @@ __device__ __forceinline__ void tc_logits_tile(float (&acc)[2][8][4], TcStage *s
 // mf-budget: regs<=255 smem<=45056 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md)
 __global__ void __launch_bounds__(kTcThreads, 1)
     ce_fused_fwd_mma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
-                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
-                            FusedParams p, int vec) {
+                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels, FusedParams p,
+                            int vec)
+{
     __shared__ __align__(16) TcStage st[2];
-    __shared__ float part[4][2][kTcBM];  // (m, l, sum_s, s_y) x column half x row
+    __shared__ float part[4][2][kTcBM]; // (m, l, sum_s, s_y) x column half x row
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
     const size_t row0 = (size_t)blockIdx.x * kTcBM;
-    int ys[4];  // this lane's rows: r = 2 mt + h -> 32 wm + 16 mt + 8 h + g
+    int ys[4]; // this lane's rows: r = 2 mt + h -> 32 wm + 16 mt + 8 h + g
     float m[4], l[4], sum_s[4], s_y[4];
     MF_UNROLL
     for (int r = 0; r < 4; ++r) {
@@ -511,7 +516,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     for (size_t v0 = 0; v0 < p.V; v0 += kTcBN) {
         tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
         const size_t c0 = v0 + (size_t)(64 * wn + 2 * t);
-        float tmax[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        float tmax[4] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY };
         MF_UNROLL
         for (int mt = 0; mt < 2; ++mt) {
             MF_UNROLL
@@ -530,7 +535,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
             }
         }
         MF_UNROLL
-        for (int r = 0; r < 4; ++r) {  // the row's max over the 4 lanes of its quad
+        for (int r = 0; r < 4; ++r) { // the row's max over the 4 lanes of its quad
             tmax[r] = nan_max(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
             tmax[r] = nan_max(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
             const float m_new = nan_max(m[r], tmax[r]);
@@ -557,7 +562,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
         for (int o = 1; o <= 2; o <<= 1) {
             l[r] += __shfl_xor_sync(0xffffffffu, l[r], o);
             sum_s[r] += __shfl_xor_sync(0xffffffffu, sum_s[r], o);
-            s_y[r] += __shfl_xor_sync(0xffffffffu, s_y[r], o);  // one lane holds it, the rest 0
+            s_y[r] += __shfl_xor_sync(0xffffffffu, s_y[r], o); // one lane holds it, the rest 0
         }
         if (t == 0) {
             const int rr = 32 * wm + 8 * r + g;
@@ -571,7 +576,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     const size_t row = row0 + (size_t)tid;
     if (tid >= kTcBM || row >= p.N) return;
     const float m0 = part[0][0][tid], m1 = part[0][1][tid], mm = nan_max(m0, m1);
-    float lsum = 0.0f;  // the halves' sum-exps rebased to the joint max
+    float lsum = 0.0f; // the halves' sum-exps rebased to the joint max
     if (m0 != -INFINITY) lsum += part[1][0][tid] * expf(m0 - mm);
     if (m1 != -INFINITY) lsum += part[1][1][tid] * expf(m1 - mm);
     const float lse = mm == -INFINITY ? -INFINITY : mm + logf(lsum);
@@ -608,9 +613,10 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 // mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md; dynamic smem kTcBwdSmem = 174,080 B)
 __global__ void __launch_bounds__(kTcThreads, 1)
     ce_fused_bwd_mma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
-                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
-                            FusedParams p, int vec, float *__restrict__ grad_hidden,
-                            float *__restrict__ grad_weight, float *__restrict__ grad_bias) {
+                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels, FusedParams p,
+                            int vec, float *__restrict__ grad_hidden, float *__restrict__ grad_weight,
+                            float *__restrict__ grad_bias)
+{
     extern __shared__ __align__(16) unsigned char ce_tc_smem[];
     TcStage *st = reinterpret_cast<TcStage *>(ce_tc_smem);
     bf16(*sg)[kTcLdg] = reinterpret_cast<bf16(*)[kTcLdg]>(ce_tc_smem + 2 * sizeof(TcStage));
@@ -631,13 +637,13 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     const float smooth = p.eps / (float)p.V;
     const bool want_gh = grad_hidden != nullptr, want_gw = grad_weight != nullptr;
     const bool is_vec = vec != 0;
-    const int role = warp >> 2, wi = warp & 3, q8 = lane >> 3;  // role 0: grad_hidden, 1: grad_W
+    const int role = warp >> 2, wi = warp & 3, q8 = lane >> 3; // role 0: grad_hidden, 1: grad_W
     const size_t n_slices = (p.D + kTcBK - 1) / kTcBK;
     float acc[2][8][4];
     for (size_t vs = 0; vs < p.V; vs += (size_t)kTcBN * kTcStrip) {
         const size_t left = (p.V - vs + kTcBN - 1) / kTcBN;
         const int n_tiles = left < (size_t)kTcStrip ? (int)left : kTcStrip;
-        unsigned keep_mask = 0;  // tiles of the strip with a |dL/dz| >= filter
+        unsigned keep_mask = 0; // tiles of the strip with a |dL/dz| >= filter
         for (int tt = 0; tt < n_tiles; ++tt) {
             const size_t v0 = vs + (size_t)(tt * kTcBN);
             tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
@@ -651,7 +657,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                         const int r = 32 * wm + 16 * mt + g + 8 * (i >> 1);
                         const size_t j = v0 + (size_t)(64 * wn + 8 * f + 2 * t + (i & 1));
                         const int y = row_y[r];
-                        float d = 0.0f;  // exact zero for ignored or padded rows, even with NaN logits
+                        float d = 0.0f; // exact zero for ignored or padded rows, even with NaN logits
                         if (y >= 0 && j < p.V) {
                             const float s = apply_bias_cap(acc[mt][f][i], bias, j, p.cap);
                             const float lse = row_lse[r];
@@ -659,7 +665,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                                           (int64_t)j == (int64_t)y, p.eps, p.cap) *
                                 row_g[r];
                         }
-                        keep |= !(fabsf(d) < p.filter);  // NaN is kept
+                        keep |= !(fabsf(d) < p.filter); // NaN is kept
                         acc[mt][f][i] = d;
                     }
                     const int r = 32 * wm + 16 * mt + g, c = tt * kTcBN + 64 * wn + 8 * f + 2 * t;
@@ -670,7 +676,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                 }
             }
             // Gradient filtering (off when p.filter == 0: every |d| < 0 is false).
-            if (!__syncthreads_or(keep)) continue;  // (uniform) also publishes sg
+            if (!__syncthreads_or(keep)) continue; // (uniform) also publishes sg
             keep_mask |= 1u << tt;
             if (grad_bias != nullptr) {
                 MF_UNROLL
@@ -703,16 +709,16 @@ __global__ void __launch_bounds__(kTcThreads, 1)
         };
         // Pipeline over (slice, kept tile) pairs, slice-major.
         const size_t nq = n_slices * (size_t)n_kept;
-        tc_load_stage(st[0], hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(kept_tile(0) * kTcBN),
-                      0, is_vec);
+        tc_load_stage(st[0], hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(kept_tile(0) * kTcBN), 0,
+                      is_vec);
         cp_async_commit();
-        float o[2][4][4] = {};  // 32 rows (grad_hidden) or vocabulary rows (grad_W) x 32 of D
+        float o[2][4][4] = {}; // 32 rows (grad_hidden) or vocabulary rows (grad_W) x 32 of D
         for (size_t q = 0; q < nq; ++q) {
             if (q + 1 < nq) {
                 const size_t qs = (q + 1) / (size_t)n_kept;
                 const int qt = kept_tile((int)((q + 1) % (size_t)n_kept));
-                tc_load_stage(st[(q + 1) & 1], hidden, weight, p.N, p.D, p.V, row0,
-                              vs + (size_t)(qt * kTcBN), qs * kTcBK, is_vec);
+                tc_load_stage(st[(q + 1) & 1], hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(qt * kTcBN),
+                              qs * kTcBK, is_vec);
             }
             cp_async_commit();
             cp_async_wait_1();
@@ -721,24 +727,27 @@ __global__ void __launch_bounds__(kTcThreads, 1)
             const int k = (int)(q % (size_t)n_kept), tile = kept_tile(k);
             const size_t d0 = (q / (size_t)n_kept) * kTcBK;
             if (role == 0 ? want_gh : want_gw) {
-                if (role == 1 || k == 0) {  // grad_hidden sums the strip's tiles; grad_W one tile
+                if (role == 1 || k == 0) { // grad_hidden sums the strip's tiles; grad_W one tile
                     MF_UNROLL
                     for (int mt = 0; mt < 2; ++mt) {
                         MF_UNROLL
-                        for (int f = 0; f < 4; ++f) o[mt][f][0] = o[mt][f][1] = o[mt][f][2] = o[mt][f][3] = 0.0f;
+                        for (int f = 0; f < 4; ++f)
+                            o[mt][f][0] = o[mt][f][1] = o[mt][f][2] = o[mt][f][3] = 0.0f;
                     }
                 }
-                const bf16(*bsrc)[kTcLdk] = role == 0 ? c.b : c.a;  // k: vocabulary / rows
-                const int gc = tile * kTcBN;                        // the tile's columns in sg
+                const bf16(*bsrc)[kTcLdk] = role == 0 ? c.b : c.a; // k: vocabulary / rows
+                const int gc = tile * kTcBN;                       // the tile's columns in sg
                 MF_UNROLL
                 for (int kk = 0; kk < kTcBN; kk += 16) {
                     uint32_t a[2][4];
                     MF_UNROLL
                     for (int mt = 0; mt < 2; ++mt) {
-                        if (role == 0)  // G rows 32 wi + 16 mt .., k = vocabulary
+                        if (role == 0) // G rows 32 wi + 16 mt .., k = vocabulary
                             ldsm_x4(a[mt], &sg[32 * wi + 16 * mt + (lane & 15)][gc + kk + (lane >> 4) * 8]);
-                        else  // G^T: vocabulary 32 wi + 16 mt .., k = rows
-                            ldsm_x4_t(a[mt], &sg[kk + (lane & 7) + (q8 >> 1) * 8][gc + 32 * wi + 16 * mt + (q8 & 1) * 8]);
+                        else // G^T: vocabulary 32 wi + 16 mt .., k = rows
+                            ldsm_x4_t(
+                                a[mt],
+                                &sg[kk + (lane & 7) + (q8 >> 1) * 8][gc + 32 * wi + 16 * mt + (q8 & 1) * 8]);
                     }
                     MF_UNROLL
                     for (int fp = 0; fp < 2; ++fp) {
@@ -772,20 +781,20 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                     }
                 }
             }
-            __syncthreads();  // stage q & 1 (and, after the last pair, sg) is consumed
+            __syncthreads(); // stage q & 1 (and, after the last pair, sg) is consumed
         }
     }
 }
 
 // ---- launchers ------------------------------------------------------------------
 // f32: the 64 x 64 SIMT kernels; bf16: the 128 x 128 tensor-core kernels.
-static bool tc_vec(const mf_ce_args *a) {  // cp.async's 16-byte chunks fit the layout
-    return a->hidden_dim % 8 == 0 && (uintptr_t)a->hidden % 16 == 0 &&
-           (uintptr_t)a->weight % 16 == 0;
+static bool tc_vec(const mf_ce_args *a)
+{ // cp.async's 16-byte chunks fit the layout
+    return a->hidden_dim % 8 == 0 && (uintptr_t)a->hidden % 16 == 0 && (uintptr_t)a->weight % 16 == 0;
 }
 
-static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a,
-                            const FusedParams &p) {
+static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a, const FusedParams &p)
+{
     if (bf16_in) {
         const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
         ce_fused_fwd_mma_kernel<<<blocks, kTcThreads, 0, stream>>>(
@@ -801,13 +810,12 @@ static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, const mf_ce_args 
     return MF_OK;
 }
 
-static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a,
-                            const FusedParams &p) {
+static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a, const FusedParams &p)
+{
     if (bf16_in) {
         const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
         MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)kTcBwdSmem));
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kTcBwdSmem));
         ce_fused_bwd_mma_kernel<<<blocks, kTcThreads, kTcBwdSmem, stream>>>(
             static_cast<const bf16 *>(a->hidden), static_cast<const bf16 *>(a->weight),
             static_cast<const bf16 *>(a->bias), a->labels, p, tc_vec(a) ? 1 : 0, a->grad_hidden,
@@ -816,26 +824,25 @@ static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, const mf_ce_args 
         const unsigned blocks = (unsigned)((p.N + kBM - 1) / kBM);
         ce_fused_bwd_kernel<float><<<blocks, kThreads, 0, stream>>>(
             static_cast<const float *>(a->hidden), static_cast<const float *>(a->weight),
-            static_cast<const float *>(a->bias), a->labels, p, a->grad_hidden, a->grad_weight,
-            a->grad_bias);
+            static_cast<const float *>(a->bias), a->labels, p, a->grad_hidden, a->grad_weight, a->grad_bias);
     }
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
 
-}  // namespace cce
-}  // namespace MF_NS
+} // namespace cce
+} // namespace MF_NS
 
-extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_args *a) {
+extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_args *a)
+{
     using namespace MF_NS;
     using namespace MF_NS::cce;
     if (ctx == nullptr || a == nullptr)
-        return mf_set_error(MF_ERR_NULL_POINTER, __func__, __FILE__, __LINE__,
-                            "ctx or args is NULL");
+        return mf_set_error(MF_ERR_NULL_POINTER, __func__, __FILE__, __LINE__, "ctx or args is NULL");
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const mf_cross_entropy_options &o = a->opts;
     const size_t N = (size_t)a->n_rows, D = (size_t)a->hidden_dim, V = (size_t)a->vocab;
-    const size_t n_blocks = (N + kBM - 1) / kBM;  // the f32 kernels' (bf16's 128-row blocks: fewer)
+    const size_t n_blocks = (N + kBM - 1) / kBM; // the f32 kernels' (bf16's 128-row blocks: fewer)
     if (n_blocks > MF_NS::kMaxGridX)
         return mf_set_error(MF_ERR_INVALID_SIZE, __func__, __FILE__, __LINE__,
                             "%zu rows need more than %zu blocks", N, (size_t)MF_NS::kMaxGridX);
@@ -850,16 +857,15 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
     Scratch counters(ctx), row_loss(ctx), lse_buf(ctx);
     MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * sizeof(int64_t), &counters.ptr));
     int64_t *d_counters = static_cast<int64_t *>(counters.ptr);
-    if (forward && !per_row)
-        MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, N * sizeof(float), &row_loss.ptr));
+    if (forward && !per_row) MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, N * sizeof(float), &row_loss.ptr));
     float *lse = a->mode == MF_CE_MODE_BACKWARD ? nullptr : a->lse_out;
     if (a->mode == MF_CE_MODE_FORWARD_BACKWARD && lse == nullptr) {
         MF_TRY(mf_scratch_alloc(ctx, MF_MEM_DEVICE, N * sizeof(float), &lse_buf.ptr));
         lse = static_cast<float *>(lse_buf.ptr);
     }
 
-    ce_fused_count_kernel<<<1, 256, 0, stream>>>(a->labels, N, shift_len, o.ignore_index,
-                                                 a->vocab, d_counters);
+    ce_fused_count_kernel<<<1, 256, 0, stream>>>(a->labels, N, shift_len, o.ignore_index, a->vocab,
+                                                 d_counters);
     MF_LAUNCH_CHECK();
 
     FusedParams p;
@@ -885,8 +891,8 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
         p.row_loss = per_row ? a->loss : static_cast<float *>(row_loss.ptr);
         MF_TRY(launch_fwd(stream, bf16, a, p));
         if (!per_row) {
-            ce_fused_reduce_kernel<<<1, 256, 0, stream>>>(static_cast<const float *>(row_loss.ptr),
-                                                          N, d_counters, p.mean, a->loss);
+            ce_fused_reduce_kernel<<<1, 256, 0, stream>>>(static_cast<const float *>(row_loss.ptr), N,
+                                                          d_counters, p.mean, a->loss);
             MF_LAUNCH_CHECK();
         }
     }
@@ -908,7 +914,7 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
     // The first out-of-range label (counters[1]) is a deferred check of the
     // context: copied to page-locked memory without waiting and reported by
     // the next synchronization (src/core/context.c). No read-back, no sync.
-    MF_TRY(mf_context_defer_label_check(ctx, __func__, d_counters + 1, a->labels, (int64_t)N,
-                                        shift_len != 0, (int64_t)V, o.ignore_index));
+    MF_TRY(mf_context_defer_label_check(ctx, __func__, d_counters + 1, a->labels, (int64_t)N, shift_len != 0,
+                                        (int64_t)V, o.ignore_index));
     return MF_OK;
 }

@@ -43,17 +43,18 @@ namespace MF_NS {
 
 constexpr int kSub = 16;
 constexpr int kSlice = 32;
-constexpr int kMaxD = MF_LINEAR_ATTENTION_MAX_HEAD_DIM;  // 128
+constexpr int kMaxD = MF_LINEAR_ATTENTION_MAX_HEAD_DIM; // 128
 constexpr int kPad = kMaxD + 1;
 constexpr int kThreads = 128;
-constexpr int kOut = kSub * kSlice / kThreads;  // 4 outputs per thread per sub-tile
+constexpr int kOut = kSub * kSlice / kThreads; // 4 outputs per thread per sub-tile
 constexpr float kEps = (float)MF_LINEAR_ATTENTION_EPS;
 
 // phi(x) = elu(x) + 1 and its derivative (expf, not the approximate __expf).
 __device__ __forceinline__ float phi(float x) { return x > 0.0f ? x + 1.0f : expf(x); }
 __device__ __forceinline__ float dphi(float x) { return x > 0.0f ? 1.0f : expf(x); }
 
-__device__ __forceinline__ float dot_rows(const float *a, const float *b, int n) {
+__device__ __forceinline__ float dot_rows(const float *a, const float *b, int n)
+{
     float s = 0.0f;
     for (int d = 0; d < n; ++d) s += a[d] * b[d];
     return s;
@@ -63,9 +64,10 @@ __device__ __forceinline__ float dot_rows(const float *a, const float *b, int n)
 // 0 where row0 + r >= lim or c >= cols. f = phi when PHI, else identity;
 // with 'den' non-null the value is divided by den[row0 + r] (dnum = dout / den).
 template <typename T, bool PHI, int LD>
-__device__ __forceinline__ void load_rows(float (*tile)[LD], const T *__restrict__ src,
-                                          size_t row0, size_t lim, int width, int col0, int cols,
-                                          int tile_cols, const float *__restrict__ den) {
+__device__ __forceinline__ void load_rows(float (*tile)[LD], const T *__restrict__ src, size_t row0,
+                                          size_t lim, int width, int col0, int cols, int tile_cols,
+                                          const float *__restrict__ den)
+{
     for (int e = threadIdx.x; e < kSub * tile_cols; e += blockDim.x) {
         const int r = e / tile_cols, c = e % tile_cols;
         const size_t i = row0 + (size_t)r;
@@ -85,7 +87,8 @@ struct Dims {
     size_t n_slices, total;
 };
 
-static __device__ __forceinline__ size_t chunk_end(size_t c0, const Dims &s) {
+static __device__ __forceinline__ size_t chunk_end(size_t c0, const Dims &s)
+{
     return c0 + (size_t)s.C < s.N ? c0 + (size_t)s.C : s.N;
 }
 
@@ -93,10 +96,11 @@ static __device__ __forceinline__ size_t chunk_end(size_t c0, const Dims &s) {
 // mf-budget: regs<=88 smem<=37888 spill=0  (sm_90 measured: regs 77 smem 36672)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-              const float *__restrict__ h0, const float *__restrict__ z0, float *__restrict__ out,
-              float *__restrict__ ht, float *__restrict__ zt, Dims s) {
-    __shared__ float S[kMaxD][kSlice];  // S[d][cl], columns c0s + cl
+    la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                  const float *__restrict__ h0, const float *__restrict__ z0, float *__restrict__ out,
+                  float *__restrict__ ht, float *__restrict__ zt, Dims s)
+{
+    __shared__ float S[kMaxD][kSlice]; // S[d][cl], columns c0s + cl
     __shared__ float z[kMaxD];
     __shared__ float Qp[kSub][kPad];
     __shared__ float Kp[kSub][kPad];
@@ -130,7 +134,7 @@ la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restr
                 const size_t c1 = chunk_end(c0, s);
                 if (do_out) {
                     for (size_t i0 = c0; i0 < c1; i0 += kSub) {
-                        __syncthreads();  // S, z updated; Qp, den_s free
+                        __syncthreads(); // S, z updated; Qp, den_s free
                         load_rows<T, true>(Qp, qg, i0, c1, D, 0, D, D, nullptr);
                         __syncthreads();
                         float acc[kOut];
@@ -179,7 +183,7 @@ la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restr
                 }
                 if (do_upd) {
                     for (size_t j0 = c0; j0 < c1; j0 += kSub) {
-                        __syncthreads();  // Kp, Vs free; S, z not being read
+                        __syncthreads(); // Kp, Vs free; S, z not being read
                         load_rows<T, true>(Kp, kg, j0, c1, D, 0, D, D, nullptr);
                         load_rows<T, false>(Vs, vg, j0, c1, Dv, c0s, cols, kSlice, nullptr);
                         __syncthreads();
@@ -206,7 +210,7 @@ la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restr
             }
         if (s.causal && zt != nullptr && c0s == 0)
             for (int d = tid; d < D; d += blockDim.x) zt[g * (size_t)D + (size_t)d] = z[d];
-        __syncthreads();  // before the next item reinitialises S and z
+        __syncthreads(); // before the next item reinitialises S and z
     }
 }
 
@@ -216,15 +220,15 @@ la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restr
 // mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 80 smem 36416)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-             const T *__restrict__ dout, const float *__restrict__ den, const float *__restrict__ dd,
-             const float *__restrict__ h0, const float *__restrict__ z0, float *__restrict__ dq,
-             Dims s) {
-    __shared__ float Sd[kSlice][kPad];  // S[d0 + dl][c]
+    la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                 const T *__restrict__ dout, const float *__restrict__ den, const float *__restrict__ dd,
+                 const float *__restrict__ h0, const float *__restrict__ z0, float *__restrict__ dq, Dims s)
+{
+    __shared__ float Sd[kSlice][kPad]; // S[d0 + dl][c]
     __shared__ float zs[kSlice];
-    __shared__ float dN[kSub][kPad];    // dnum rows (all Dv columns)
+    __shared__ float dN[kSub][kPad]; // dnum rows (all Dv columns)
     __shared__ float Vs[kSub][kPad];
-    __shared__ float Kd[kSub][kSlice + 1];  // k' rows, columns d0 .. d0 + 31
+    __shared__ float Kd[kSub][kSlice + 1]; // k' rows, columns d0 .. d0 + 31
     __shared__ float Bm[kSub][kSub + 1];
     __shared__ float dd_s[kSub];
     const int tid = threadIdx.x;
@@ -272,12 +276,13 @@ la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
                                 for (int e = tid; e < kSub * kSub; e += blockDim.x) {
                                     const int r = e / kSub, c = e % kSub;
                                     const size_t i = i0 + (size_t)r, j = j0 + (size_t)c;
-                                    Bm[r][c] = (j <= i && i < c1) ? dot_rows(dN[r], Vs[c], Dv) + dd_s[r] : 0.0f;
+                                    Bm[r][c] =
+                                        (j <= i && i < c1) ? dot_rows(dN[r], Vs[c], Dv) + dd_s[r] : 0.0f;
                                 }
                                 __syncthreads();
                                 for (int a = 0; a < kOut; ++a) {
                                     const int e = tid + a * kThreads, r = e / kSlice, dl = e % kSlice;
-                                    const int c_end = j0 == i0 ? r + 1 : kSub;  // skip masked keys
+                                    const int c_end = j0 == i0 ? r + 1 : kSub; // skip masked keys
                                     float x = acc[a];
                                     for (int c = 0; c < c_end; ++c) x += Bm[r][c] * Kd[c][dl];
                                     acc[a] = x;
@@ -315,7 +320,7 @@ la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
                 }
             }
         }
-        __syncthreads();  // before the next item reinitialises Sd and zs
+        __syncthreads(); // before the next item reinitialises Sd and zs
     }
 }
 
@@ -325,15 +330,16 @@ la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 // mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 79 smem 36416)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-             const T *__restrict__ dout, const float *__restrict__ den, const float *__restrict__ dd,
-             const float *__restrict__ dht, const float *__restrict__ dzt, float *__restrict__ dk,
-             float *__restrict__ dh0, float *__restrict__ dz0, Dims s) {
-    __shared__ float Gd[kSlice][kPad];  // G[d0 + dl][c]
+    la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                 const T *__restrict__ dout, const float *__restrict__ den, const float *__restrict__ dd,
+                 const float *__restrict__ dht, const float *__restrict__ dzt, float *__restrict__ dk,
+                 float *__restrict__ dh0, float *__restrict__ dz0, Dims s)
+{
+    __shared__ float Gd[kSlice][kPad]; // G[d0 + dl][c]
     __shared__ float gs[kSlice];
     __shared__ float Vs[kSub][kPad];
     __shared__ float dN[kSub][kPad];
-    __shared__ float Qd[kSub][kSlice + 1];  // q' rows, columns d0 .. d0 + 31
+    __shared__ float Qd[kSub][kSlice + 1]; // q' rows, columns d0 .. d0 + 31
     __shared__ float Bm[kSub][kSub + 1];
     __shared__ float dd_s[kSub];
     const int tid = threadIdx.x;
@@ -358,7 +364,7 @@ la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
         for (int phase = 0; phase < phases; ++phase) {
             const bool do_out = s.causal || phase == 1;
             const bool do_upd = s.causal || phase == 0;
-            for (size_t ci = n_chunks; ci-- > 0;) {  // last chunk first
+            for (size_t ci = n_chunks; ci-- > 0;) { // last chunk first
                 const size_t c0 = ci * (size_t)s.C, c1 = chunk_end(c0, s);
                 if (do_out) {
                     for (size_t j0 = c0; j0 < c1; j0 += kSub) {
@@ -377,17 +383,19 @@ la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
                                 __syncthreads();
                                 load_rows<T, false>(dN, dog, i0, c1, Dv, 0, Dv, Dv, deng);
                                 load_rows<T, true>(Qd, qg, i0, c1, D, d0, rows, kSlice, nullptr);
-                                if (tid < kSub) dd_s[tid] = i0 + (size_t)tid < c1 ? ddg[i0 + (size_t)tid] : 0.0f;
+                                if (tid < kSub)
+                                    dd_s[tid] = i0 + (size_t)tid < c1 ? ddg[i0 + (size_t)tid] : 0.0f;
                                 __syncthreads();
                                 for (int e = tid; e < kSub * kSub; e += blockDim.x) {
                                     const int r = e / kSub, c = e % kSub;
                                     const size_t i = i0 + (size_t)r, j = j0 + (size_t)c;
-                                    Bm[r][c] = (j <= i && i < c1) ? dot_rows(dN[r], Vs[c], Dv) + dd_s[r] : 0.0f;
+                                    Bm[r][c] =
+                                        (j <= i && i < c1) ? dot_rows(dN[r], Vs[c], Dv) + dd_s[r] : 0.0f;
                                 }
                                 __syncthreads();
                                 for (int a = 0; a < kOut; ++a) {
                                     const int e = tid + a * kThreads, m = e / kSlice, dl = e % kSlice;
-                                    const int r_begin = i0 == j0 ? m : 0;  // skip queries i < j
+                                    const int r_begin = i0 == j0 ? m : 0; // skip queries i < j
                                     float x = acc[a];
                                     for (int r = r_begin; r < kSub; ++r) x += Bm[r][m] * Qd[r][dl];
                                     acc[a] = x;
@@ -442,13 +450,13 @@ la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 // mf-budget: regs<=96 smem<=36864 spill=0  (sm_90 measured: regs 79 smem 36096)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ dout,
-             const float *__restrict__ den, const float *__restrict__ dht, float *__restrict__ dv,
-             Dims s) {
-    __shared__ float Gc[kMaxD][kSlice];  // G[d][c0s + cl]
+    la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ dout,
+                 const float *__restrict__ den, const float *__restrict__ dht, float *__restrict__ dv, Dims s)
+{
+    __shared__ float Gc[kMaxD][kSlice]; // G[d][c0s + cl]
     __shared__ float Kp[kSub][kPad];
     __shared__ float Qp[kSub][kPad];
-    __shared__ float dNc[kSub][kSlice + 1];  // dnum rows, columns c0s .. c0s + 31
+    __shared__ float dNc[kSub][kSlice + 1]; // dnum rows, columns c0s .. c0s + 31
     __shared__ float A[kSub][kSub + 1];
     const int tid = threadIdx.x;
     const int D = s.D, Dv = s.Dv;
@@ -498,7 +506,7 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
                                 __syncthreads();
                                 for (int a = 0; a < kOut; ++a) {
                                     const int e = tid + a * kThreads, m = e / kSlice, cl = e % kSlice;
-                                    const int r_begin = i0 == j0 ? m : 0;  // skip queries i < j
+                                    const int r_begin = i0 == j0 ? m : 0; // skip queries i < j
                                     float x = acc[a];
                                     for (int r = r_begin; r < kSub; ++r) x += A[r][m] * dNc[r][cl];
                                     acc[a] = x;
@@ -559,10 +567,10 @@ la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restri
 // shared memory, and the same rounded values feed the products, z and den, so that out
 // is num/den of one consistent set of operands. States are summed and scanned in fp32
 // and rounded to bf16 only as mma operands; the final state is the fp32 scan.
-constexpr int kT = 64;    // own-tile rows of dk, dv and the row statistics: 4 warps x 16
-constexpr int kTw = 128;  // own-tile rows of out and dq: 8 warps x 16
-constexpr int kO = 32;    // other-tile rows (and the state's k-slice)
-constexpr int kLd = kMaxD + 8;  // bf16 row pitch: 272 bytes (16-byte aligned, no ldmatrix conflicts)
+constexpr int kT = 64;         // own-tile rows of dk, dv and the row statistics: 4 warps x 16
+constexpr int kTw = 128;       // own-tile rows of out and dq: 8 warps x 16
+constexpr int kO = 32;         // other-tile rows (and the state's k-slice)
+constexpr int kLd = kMaxD + 8; // bf16 row pitch: 272 bytes (16-byte aligned, no ldmatrix conflicts)
 // Rows per chunk state of the tensor-core path: a state every 512 rows moves 1/8 of the
 // state bytes of one every 64 rows (the chunk form is memory-bound at D = 128:
 // docs/linear_attention.md) for ~4x the intra-chunk products of 64-row chunks, which stay
@@ -574,26 +582,27 @@ constexpr int kZChunk = 256;
 typedef __nv_bfloat16 bf16;
 
 struct TcDims {
-    size_t N, nc, bh, tiles, tiles_w;  // 64-row and kTw-row tiles per (b, h)
-    int D, Dv, Ce, E;         // E = floats per chunk state (D*Dv + D, or D for z only)
+    size_t N, nc, bh, tiles, tiles_w; // 64-row and kTw-row tiles per (b, h)
+    int D, Dv, Ce, E;                 // E = floats per chunk state (D*Dv + D, or D for z only)
 };
 
 // phi rounded to the storage type: bf16 (the value the tensor-core path uses everywhere)
 // or fp32 (the SIMT path).
-template <typename T>
-__device__ __forceinline__ float phi_r(float x);
-template <>
-__device__ __forceinline__ float phi_r<float>(float x) { return phi(x); }
-template <>
-__device__ __forceinline__ float phi_r<bf16>(float x) { return __bfloat162float(__float2bfloat16_rn(phi(x))); }
+template <typename T> __device__ __forceinline__ float phi_r(float x);
+template <> __device__ __forceinline__ float phi_r<float>(float x) { return phi(x); }
+template <> __device__ __forceinline__ float phi_r<bf16>(float x)
+{
+    return __bfloat162float(__float2bfloat16_rn(phi(x)));
+}
 
-enum { kOpIdent = 0, kOpPhi = 1, kOpDiv = 2, kOpDivR = 3 };  // x, phi(x), x / den[row], x / den[r]
+enum { kOpIdent = 0, kOpPhi = 1, kOpDiv = 2, kOpDivR = 3 }; // x, phi(x), x / den[row], x / den[r]
 // dst[r][c] = bf16(op(src[(row0 + r) * width + col0 + c])) for r < rows, c < padw; 0 where
 // row0 + r >= lim or c >= ncols.
 template <int OP, int LD>
-__device__ __forceinline__ void stage(bf16 (*dst)[LD], const bf16 *__restrict__ src, size_t row0,
-                                      size_t lim, int width, int col0, int ncols, int padw, int rows,
-                                      const float *__restrict__ den) {
+__device__ __forceinline__ void stage(bf16 (*dst)[LD], const bf16 *__restrict__ src, size_t row0, size_t lim,
+                                      int width, int col0, int ncols, int padw, int rows,
+                                      const float *__restrict__ den)
+{
     for (int e = threadIdx.x; e < rows * padw; e += blockDim.x) {
         const int r = e / padw, c = e % padw;
         const size_t i = row0 + (size_t)r;
@@ -618,16 +627,17 @@ __device__ __forceinline__ int round16(int x) { return (x + 15) & ~15; }
 // mf-budget: regs<=128 smem<=26624 spill=0  (sm_90 measured: regs 118 smem 26112/26240)
 template <int REV>
 __global__ void __launch_bounds__(2 * kThreads, 2)
-la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_src,
-                   const float *__restrict__ den, const float *__restrict__ dd, float *__restrict__ st,
-                   TcDims s) {
-    __shared__ __align__(16) bf16 As[kO][kLd];   // 32 rows x D: bf16(phi)
-    __shared__ __align__(16) bf16 Al[kO][kLd];   // bf16(phi - bf16(phi))
-    __shared__ __align__(16) bf16 Bs[kO][kLd];   // 32 rows x Dv (v or dout / den)
+    la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_src,
+                       const float *__restrict__ den, const float *__restrict__ dd, float *__restrict__ st,
+                       TcDims s)
+{
+    __shared__ __align__(16) bf16 As[kO][kLd]; // 32 rows x D: bf16(phi)
+    __shared__ __align__(16) bf16 Al[kO][kLd]; // bf16(phi - bf16(phi))
+    __shared__ __align__(16) bf16 Bs[kO][kLd]; // 32 rows x Dv (v or dout / den)
     __shared__ float w_s[kO];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int D = s.D, Dv = s.Dv, Dp = round16(D), Dvp = round16(Dv);
-    const int col0 = (warp >> 2) * 64;  // warp-uniform; no columns when col0 >= Dv
+    const int col0 = (warp >> 2) * 64; // warp-uniform; no columns when col0 >= Dv
     const int cols = Dv - col0 < 64 ? Dv - col0 : 64, colsp = cols > 0 ? round16(cols) : 0;
     const size_t total = s.bh * s.nc;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
@@ -637,16 +647,16 @@ la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_sr
         const float *deng = REV ? den + g * s.N : nullptr;
         const int m0 = (warp & 3) * 32;
         float acc[2][8][4];
-        MF_UNROLL for (int i = 0; i < 2; ++i)
-            MF_UNROLL for (int j = 0; j < 8; ++j)
-                MF_UNROLL for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+        MF_UNROLL for (int i = 0; i < 2; ++i) MF_UNROLL for (int j = 0; j < 8; ++j)
+            MF_UNROLL for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
         float zacc = 0.0f;
         for (size_t j0 = r0; j0 < r1; j0 += kO) {
-            __syncthreads();  // As, Bs, w_s free
+            __syncthreads(); // As, Bs, w_s free
             for (int e = tid; e < kO * Dp; e += blockDim.x) {
                 const int r = e / Dp, d = e % Dp;
                 const size_t i = j0 + (size_t)r;
-                const float x = (i < r1 && d < D) ? phi(__bfloat162float(ag[i * (size_t)D + (size_t)d])) : 0.0f;
+                const float x =
+                    (i < r1 && d < D) ? phi(__bfloat162float(ag[i * (size_t)D + (size_t)d])) : 0.0f;
                 const bf16 hi = __float2bfloat16_rn(x);
                 As[r][d] = hi;
                 Al[r][d] = __float2bfloat16_rn(x - __bfloat162float(hi));
@@ -658,23 +668,30 @@ la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_sr
                 stage<kOpIdent>(Bs, bg, j0, r1, Dv, 0, Dv, Dvp, kO, nullptr);
             }
             __syncthreads();
-            if (col0 == 0 && tid < D)  // rows past r1 are staged as 0
+            if (col0 == 0 && tid < D) // rows past r1 are staged as 0
                 for (int r = 0; r < kO; ++r)
-                    zacc += (REV ? w_s[r] : 1.0f) * (__bfloat162float(As[r][tid]) + __bfloat162float(Al[r][tid]));
+                    zacc +=
+                        (REV ? w_s[r] : 1.0f) * (__bfloat162float(As[r][tid]) + __bfloat162float(Al[r][tid]));
             if (m0 < Dp && colsp > 0) {
-                MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+                MF_UNROLL for (int kk = 0; kk < 2; ++kk)
+                {
                     uint32_t a[2][4], al[2][4];
                     // A = (rows x D)^T: As, Al hold it k-major, so ldmatrix.trans
-                    MF_UNROLL for (int i = 0; i < 2; ++i) {
-                        const int r = kk * 16 + (lane >> 4) * 8 + (lane & 7), cidx = m0 + i * 16 + ((lane >> 3) & 1) * 8;
+                    MF_UNROLL for (int i = 0; i < 2; ++i)
+                    {
+                        const int r = kk * 16 + (lane >> 4) * 8 + (lane & 7),
+                                  cidx = m0 + i * 16 + ((lane >> 3) & 1) * 8;
                         ldsm_x4_t(a[i], &As[r][cidx]);
                         ldsm_x4_t(al[i], &Al[r][cidx]);
                     }
-                    MF_UNROLL for (int nb = 0; nb < 4; ++nb) {
+                    MF_UNROLL for (int nb = 0; nb < 4; ++nb)
+                    {
                         if (nb * 16 >= colsp) continue;
                         uint32_t b[4];
-                        ldsm_x4_t(b, &Bs[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)][col0 + nb * 16 + (lane >> 4) * 8]);
-                        MF_UNROLL for (int i = 0; i < 2; ++i) {
+                        ldsm_x4_t(b, &Bs[kk * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)]
+                                        [col0 + nb * 16 + (lane >> 4) * 8]);
+                        MF_UNROLL for (int i = 0; i < 2; ++i)
+                        {
                             if (m0 + i * 16 >= Dp) continue;
                             mma_x2(acc[i][2 * nb], acc[i][2 * nb + 1], a[i], b);
                             mma_x2(acc[i][2 * nb], acc[i][2 * nb + 1], al[i], b);
@@ -685,12 +702,12 @@ la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_sr
         }
         float *stc = st + (g * s.nc + c) * (size_t)s.E;
         const int gq = lane >> 2, t4 = lane & 3;
-        MF_UNROLL for (int i = 0; i < 2; ++i)
-            MF_UNROLL for (int j = 0; j < 8; ++j)
-                MF_UNROLL for (int e = 0; e < 4; ++e) {
-                    const int d = m0 + i * 16 + gq + (e >> 1) * 8, cl = j * 8 + 2 * t4 + (e & 1);
-                    if (d < D && cl < cols) stc[(size_t)d * Dv + (size_t)(col0 + cl)] = acc[i][j][e];
-                }
+        MF_UNROLL for (int i = 0; i < 2; ++i) MF_UNROLL for (int j = 0; j < 8; ++j)
+            MF_UNROLL for (int e = 0; e < 4; ++e)
+        {
+            const int d = m0 + i * 16 + gq + (e >> 1) * 8, cl = j * 8 + 2 * t4 + (e & 1);
+            if (d < D && cl < cols) stc[(size_t)d * Dv + (size_t)(col0 + cl)] = acc[i][j][e];
+        }
         if (col0 == 0 && tid < D) stc[(size_t)D * Dv + (size_t)tid] = zacc;
     }
 }
@@ -700,7 +717,8 @@ la_tc_state_kernel(const bf16 *__restrict__ a_src, const bf16 *__restrict__ b_sr
 // mf-budget: regs<=48 smem<=0 spill=0  (sm_90 measured: regs 40)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-la_zsum_kernel(const T *__restrict__ k, float *__restrict__ st, TcDims s) {
+    la_zsum_kernel(const T *__restrict__ k, float *__restrict__ st, TcDims s)
+{
     const int D = s.D;
     const size_t total = s.bh * s.nc;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
@@ -719,8 +737,9 @@ la_zsum_kernel(const T *__restrict__ k, float *__restrict__ st, TcDims s) {
 // reverse: st[c] <- init + sum_{c' > c}. fin (optional) gets init + the sum of every chunk.
 // mf-budget: regs<=40 smem<=0 spill=0  (sm_90 measured: regs 32)
 __global__ void __launch_bounds__(256)
-la_scan_kernel(float *__restrict__ st, const float *__restrict__ init_m, const float *__restrict__ init_z,
-               float *__restrict__ fin_m, float *__restrict__ fin_z, TcDims s, int dm, int rev) {
+    la_scan_kernel(float *__restrict__ st, const float *__restrict__ init_m, const float *__restrict__ init_z,
+                   float *__restrict__ fin_m, float *__restrict__ fin_z, TcDims s, int dm, int rev)
+{
     const size_t total = s.bh * (size_t)s.E;
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (size_t)gridDim.x * blockDim.x) {
@@ -750,10 +769,11 @@ la_scan_kernel(float *__restrict__ st, const float *__restrict__ init_m, const f
 // mf-budget: regs<=96 smem<=33536 spill=0  (sm_90 measured: regs 80 smem 33280)
 template <typename T, bool RND>
 __global__ void __launch_bounds__(kThreads)
-la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float *__restrict__ out,
-                   const T *__restrict__ dout, const float *__restrict__ st, int zoff,
-                   const float *__restrict__ zfix, float *__restrict__ den, float *__restrict__ dd,
-                   TcDims s) {
+    la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float *__restrict__ out,
+                       const T *__restrict__ dout, const float *__restrict__ st, int zoff,
+                       const float *__restrict__ zfix, float *__restrict__ den, float *__restrict__ dd,
+                       TcDims s)
+{
     __shared__ float P[kT][kPad];
     __shared__ float den_s[kT];
     const int tid = threadIdx.x, D = s.D, Dv = s.Dv;
@@ -763,7 +783,7 @@ la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float
         const size_t i1 = i0 + (size_t)kT < s.N ? i0 + (size_t)kT : s.N;
         const size_t c = i0 / (size_t)s.Ce, c0 = zfix != nullptr ? i0 : c * (size_t)s.Ce;
         const int rows = (int)(i1 - i0);
-        __syncthreads();  // P, den_s free
+        __syncthreads(); // P, den_s free
         for (int d = tid; d < D; d += blockDim.x) {
             float z = zfix != nullptr ? zfix[g * (size_t)D + (size_t)d]
                                       : st[(g * s.nc + c) * (size_t)s.E + (size_t)zoff + (size_t)d];
@@ -775,7 +795,7 @@ la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float
         }
         __syncthreads();
         {
-            const int r = tid >> 1, h = tid & 1;  // two threads per row
+            const int r = tid >> 1, h = tid & 1; // two threads per row
             float x = 0.0f;
             if (r < rows)
                 for (int d = h; d < D; d += 2) x += P[r][d];
@@ -817,8 +837,10 @@ la_rowstats_kernel(const T *__restrict__ q, const T *__restrict__ k, const float
 
 // acc (16 x Wp) += a (the A fragment of one k16 step) * Y[krow .. krow + 15][0 .. Wp)
 __device__ __forceinline__ void acc_a_y(float acc[16][4], const uint32_t a[4], const bf16 (*Ys)[kLd],
-                                        int krow, int Wp, int lane) {
-    MF_UNROLL for (int nb = 0; nb < 8; ++nb) {
+                                        int krow, int Wp, int lane)
+{
+    MF_UNROLL for (int nb = 0; nb < 8; ++nb)
+    {
         if (nb * 16 >= Wp) continue;
         uint32_t b[4];
         ldsm_x4_t(b, &Ys[krow + ((lane >> 3) & 1) * 8 + (lane & 7)][nb * 16 + (lane >> 4) * 8]);
@@ -826,9 +848,11 @@ __device__ __forceinline__ void acc_a_y(float acc[16][4], const uint32_t a[4], c
     }
 }
 // The state product's k-slice: acc += X[xr .., ks .. ks + 31] * M[0 .. 31][0 .. Wp) (M staged in Ys).
-__device__ __forceinline__ void state_slice(float acc[16][4], const bf16 (*Xs)[kLd], int xr, int ks,
-                                            int Kxp, const bf16 (*Ys)[kLd], int Wp, int lane) {
-    MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+__device__ __forceinline__ void state_slice(float acc[16][4], const bf16 (*Xs)[kLd], int xr, int ks, int Kxp,
+                                            const bf16 (*Ys)[kLd], int Wp, int lane)
+{
+    MF_UNROLL for (int kk = 0; kk < 2; ++kk)
+    {
         if (ks + kk * 16 >= Kxp) continue;
         uint32_t a[4];
         ldsm_x4(a, &Xs[xr + (lane & 15)][ks + kk * 16 + (lane >> 4) * 8]);
@@ -838,8 +862,9 @@ __device__ __forceinline__ void state_slice(float acc[16][4], const bf16 (*Xs)[k
 // M[kk][n] (kk < 32, n < Wp) of the state's k-slice ks, as bf16: TR ? state[n][ks + kk]
 // (n < D, along Dv) : state[ks + kk][n]; 0 outside Kx x W. Every thread of the block.
 template <bool TR>
-__device__ __forceinline__ void stage_state(bf16 (*Ys)[kLd], const float *__restrict__ stc, int ks,
-                                            int Kx, int W, int Wp, int Dv) {
+__device__ __forceinline__ void stage_state(bf16 (*Ys)[kLd], const float *__restrict__ stc, int ks, int Kx,
+                                            int W, int Wp, int Dv)
+{
     for (int e = threadIdx.x; e < kO * Wp; e += blockDim.x) {
         const int n = TR ? e / kO : e % Wp, kk = TR ? e % kO : e / Wp, kg2 = ks + kk;
         const bool in = kg2 < Kx && n < W;
@@ -854,35 +879,37 @@ template <int MODE>
 __device__ __forceinline__ void intra_tile(float acc[16][4], float rsum[2], const bf16 (*Xs)[kLd], int xr,
                                            const bf16 (*Ps)[kLd], int Kxp, const bf16 (*Ys)[kLd], int Wp,
                                            size_t ir0, size_t j0, const float *row_w, const float *col,
-                                           int lane) {
+                                           int lane)
+{
     constexpr bool kLower = MODE == 0 || MODE == 1;
     const int gq = lane >> 2, t4 = lane & 3;
     float sc[4][4];
-    MF_UNROLL for (int j = 0; j < 4; ++j)
-        MF_UNROLL for (int e = 0; e < 4; ++e) sc[j][e] = 0.0f;
+    MF_UNROLL for (int j = 0; j < 4; ++j) MF_UNROLL for (int e = 0; e < 4; ++e) sc[j][e] = 0.0f;
     for (int kk = 0; kk < Kxp; kk += 16) {
         uint32_t a[4];
         ldsm_x4(a, &Xs[xr + (lane & 15)][kk + (lane >> 4) * 8]);
-        MF_UNROLL for (int nb = 0; nb < 2; ++nb) {
-            uint32_t b[4];  // P rows are the n index: P[n][k] is B^T, plain ldmatrix
+        MF_UNROLL for (int nb = 0; nb < 2; ++nb)
+        {
+            uint32_t b[4]; // P rows are the n index: P[n][k] is B^T, plain ldmatrix
             ldsm_x4(b, &Ps[nb * 16 + (lane >> 4) * 8 + (lane & 7)][kk + ((lane >> 3) & 1) * 8]);
             mma_x2(sc[2 * nb], sc[2 * nb + 1], a, b);
         }
     }
-    MF_UNROLL for (int j = 0; j < 4; ++j)
-        MF_UNROLL for (int e = 0; e < 4; ++e) {
-            const size_t row = ir0 + (size_t)(gq + (e >> 1) * 8);
-            const int cl = j * 8 + 2 * t4 + (e & 1);
-            const size_t cg = j0 + (size_t)cl;
-            const bool keep = kLower ? cg <= row : cg >= row;
-            float x = sc[j][e];
-            if (MODE == 1) x += row_w[gq + (e >> 1) * 8];
-            if (MODE == 2) x += col[cl];
-            x = keep ? x : 0.0f;
-            if (MODE == 0) rsum[e >> 1] += x;
-            sc[j][e] = x;
-        }
-    MF_UNROLL for (int kk = 0; kk < 2; ++kk) {
+    MF_UNROLL for (int j = 0; j < 4; ++j) MF_UNROLL for (int e = 0; e < 4; ++e)
+    {
+        const size_t row = ir0 + (size_t)(gq + (e >> 1) * 8);
+        const int cl = j * 8 + 2 * t4 + (e & 1);
+        const size_t cg = j0 + (size_t)cl;
+        const bool keep = kLower ? cg <= row : cg >= row;
+        float x = sc[j][e];
+        if (MODE == 1) x += row_w[gq + (e >> 1) * 8];
+        if (MODE == 2) x += col[cl];
+        x = keep ? x : 0.0f;
+        if (MODE == 0) rsum[e >> 1] += x;
+        sc[j][e] = x;
+    }
+    MF_UNROLL for (int kk = 0; kk < 2; ++kk)
+    {
         // the C fragments of score tiles 2kk, 2kk + 1 are the A fragment of k16 step kk
         uint32_t a[4];
         c_to_a(a, sc[2 * kk], sc[2 * kk + 1]);
@@ -896,7 +923,8 @@ struct TileItem {
     const float *stc;
 };
 template <int ROWS>
-__device__ __forceinline__ TileItem tile_item(size_t item, const float *st, const TcDims &s) {
+__device__ __forceinline__ TileItem tile_item(size_t item, const float *st, const TcDims &s)
+{
     const size_t tiles = ROWS == kT ? s.tiles : s.tiles_w;
     TileItem t;
     t.g = item / tiles;
@@ -916,14 +944,15 @@ __device__ __forceinline__ TileItem tile_item(size_t item, const float *st, cons
 struct TileSmem {
     bf16 X[kTw][kLd];
     bf16 P[kO][kLd];
-    bf16 Y[kO][kLd];     // also the state's k-slice
-    float vec[kMaxD];    // z_prev
-    float row[kTw];      // dd of the own rows (1)
-    float part[4][kTw];  // (1) the row statistics: q'_n . z_n of 32 columns per warp 0-3
-    float den[kTw];      // (1) den of the own rows
+    bf16 Y[kO][kLd];    // also the state's k-slice
+    float vec[kMaxD];   // z_prev
+    float row[kTw];     // dd of the own rows (1)
+    float part[4][kTw]; // (1) the row statistics: q'_n . z_n of 32 columns per warp 0-3
+    float den[kTw];     // (1) den of the own rows
 };
 // The sum of x over the warp's 32 lanes (every lane gets it).
-__device__ __forceinline__ float warp_sum(float x) {
+__device__ __forceinline__ float warp_sum(float x)
+{
     MF_UNROLL for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
     return x;
 }
@@ -935,11 +964,12 @@ __device__ __forceinline__ float warp_sum(float x) {
 // kept in row_s. Every thread of the block; ends with a barrier.
 __device__ __forceinline__ void tile_rowstats(TileSmem &sm, const TileItem &it, const bf16 *__restrict__ qg,
                                               const bf16 *__restrict__ kg, const bf16 *__restrict__ dog,
-                                              const float *__restrict__ outg, float *deng, float *ddg,
-                                              int D, int Dv) {
+                                              const float *__restrict__ outg, float *deng, float *ddg, int D,
+                                              int Dv)
+{
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     if (warp < 4) {
-        if (warp * 32 < D) {  // warp-uniform
+        if (warp * 32 < D) { // warp-uniform
             const int d = warp * 32 + lane;
             float z = d < D ? it.stc[(size_t)D * Dv + (size_t)d] : 0.0f;
             for (size_t m = it.c0; m < it.i1; ++m) {
@@ -952,12 +982,13 @@ __device__ __forceinline__ void tile_rowstats(TileSmem &sm, const TileItem &it, 
             }
         }
     } else {
-        for (int r = warp - 4; r < kTw; r += 4) {  // warp-uniform
+        for (int r = warp - 4; r < kTw; r += 4) { // warp-uniform
             const size_t row = it.i0 + (size_t)r;
             float x = 0.0f;
             if (row < it.i1)
                 for (int c = lane; c < Dv; c += 32)
-                    x += __bfloat162float(dog[row * (size_t)Dv + (size_t)c]) * outg[row * (size_t)Dv + (size_t)c];
+                    x += __bfloat162float(dog[row * (size_t)Dv + (size_t)c]) *
+                         outg[row * (size_t)Dv + (size_t)c];
             x = warp_sum(x);
             if (lane == 0) sm.row[r] = x;
         }
@@ -978,15 +1009,16 @@ __device__ __forceinline__ void tile_rowstats(TileSmem &sm, const TileItem &it, 
         sm.den[r] = dn;
         sm.row[r] = ddv;
     }
-    __syncthreads();  // den_s and row_s visible to the block
+    __syncthreads(); // den_s and row_s visible to the block
 }
 // mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 128, 128, no static smem; dynamic 55808 B;
 // sm_80: regs 128, 154 for mode 1 with the row statistics folded in: 1 block per SM on an A100)
 template <int MODE>
 __global__ void __launch_bounds__(2 * kThreads)
-la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
-                  const bf16 *__restrict__ dout, const float *__restrict__ out, float *__restrict__ den, float *__restrict__ dd,
-                  const float *__restrict__ st, float *__restrict__ res, TcDims s) {
+    la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                      const bf16 *__restrict__ dout, const float *__restrict__ out, float *__restrict__ den,
+                      float *__restrict__ dd, const float *__restrict__ st, float *__restrict__ res, TcDims s)
+{
     static_assert(MODE == 0 || MODE == 1, "dk and dv run in la_tc_dkdv_kernel");
     extern __shared__ __align__(16) unsigned char la_tile_smem[];
     TileSmem &sm = *reinterpret_cast<TileSmem *>(la_tile_smem);
@@ -1006,29 +1038,28 @@ la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
         const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
         float *deng = MODE == 1 ? den + g * s.N : nullptr, *ddg = MODE == 1 ? dd + g * s.N : nullptr;
         const size_t ir0 = it.i0 + (size_t)(warp * 16);
-        __syncthreads();  // the previous item is done with shared memory
+        __syncthreads(); // the previous item is done with shared memory
         if (MODE == 1) tile_rowstats(sm, it, qg, kg, dog, out + g * s.N * (size_t)Dv, deng, ddg, D, Dv);
         if (MODE == 0) stage<kOpPhi>(Xs, qg, it.i0, it.i1, D, 0, D, Kxp, kTw, nullptr);
         if (MODE == 1) stage<kOpDivR>(Xs, dog, it.i0, it.i1, Dv, 0, Dv, Kxp, kTw, sm.den);
         for (int d = tid; d < D; d += blockDim.x) vec_s[d] = it.stc[(size_t)D * Dv + (size_t)d];
 
         float acc[16][4];
-        MF_UNROLL for (int j = 0; j < 16; ++j)
-            MF_UNROLL for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
-        const bool rows_live = ir0 < it.i1;  // warp-uniform
+        MF_UNROLL for (int j = 0; j < 16; ++j) MF_UNROLL for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+        const bool rows_live = ir0 < it.i1; // warp-uniform
 
         // (1) the chunk's state: acc = X (64 x Kx) * M (Kx x W), k-slices of 32
         for (int ks = 0; ks < Kxp; ks += kO) {
-            __syncthreads();  // Ys free (and Xs staged, the first time)
+            __syncthreads(); // Ys free (and Xs staged, the first time)
             stage_state<MODE == 1>(Ys, it.stc, ks, Kx, W, Wp, Dv);
             __syncthreads();
             if (rows_live) state_slice(acc, Xs, warp * 16, ks, Kxp, Ys, Wp, lane);
         }
 
         // (2) the earlier 32-row tiles of the chunk, masked: acc += mask(X P^T + add) Y
-        float rsum[2] = {0.0f, 0.0f};  // MODE 0: row sums of the masked scores (den)
+        float rsum[2] = { 0.0f, 0.0f }; // MODE 0: row sums of the masked scores (den)
         for (size_t j0 = it.c0; j0 < it.i1; j0 += kO) {
-            __syncthreads();  // Ps, Ys free
+            __syncthreads(); // Ps, Ys free
             if (MODE == 0) {
                 stage<kOpPhi>(Ps, kg, j0, it.i1, D, 0, D, Kxp, kO, nullptr);
                 stage<kOpIdent>(Ys, vg, j0, it.i1, Dv, 0, Dv, Wp, kO, nullptr);
@@ -1044,9 +1075,10 @@ la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
         }
 
         // (3) epilogue
-        float dn[2] = {1.0f, 1.0f};
-        if (MODE == 0) {  // den = rowsum + q'_n . z_prev + eps (the quad's 4 lanes share a row)
-            MF_UNROLL for (int h = 0; h < 2; ++h) {
+        float dn[2] = { 1.0f, 1.0f };
+        if (MODE == 0) { // den = rowsum + q'_n . z_prev + eps (the quad's 4 lanes share a row)
+            MF_UNROLL for (int h = 0; h < 2; ++h)
+            {
                 float x = 0.0f;
                 for (int d = t4; d < D; d += 4)
                     x += __bfloat162float(Xs[warp * 16 + gq + h * 8][d]) * vec_s[d];
@@ -1056,16 +1088,19 @@ la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
                 dn[h] = x + kEps;
             }
         }
-        MF_UNROLL for (int j = 0; j < 16; ++j) {
+        MF_UNROLL for (int j = 0; j < 16; ++j)
+        {
             if (j * 8 >= W) continue;
-            MF_UNROLL for (int e = 0; e < 4; ++e) {
+            MF_UNROLL for (int e = 0; e < 4; ++e)
+            {
                 const int h = e >> 1, cl = j * 8 + 2 * t4 + (e & 1);
                 const size_t row = ir0 + (size_t)(gq + h * 8);
                 if (row >= it.i1 || cl >= W) continue;
                 const size_t ix = (g * s.N + row) * (size_t)W + (size_t)cl;
                 float x = acc[j][e];
                 if (MODE == 0) x /= dn[h];
-                if (MODE == 1) x = dphi(__bfloat162float(q[ix])) * (x + row_s[warp * 16 + gq + h * 8] * vec_s[cl]);
+                if (MODE == 1)
+                    x = dphi(__bfloat162float(q[ix])) * (x + row_s[warp * 16 + gq + h * 8] * vec_s[cl]);
                 res[ix] = x;
             }
         }
@@ -1078,21 +1113,22 @@ la_tc_tile_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
 // staged once for both (one pass over q, dout and the states instead of two). The own rows
 // V (dk) and K' (dv) are staged side by side. Dynamic shared memory (la_dkdv_smem_bytes).
 struct DkdvSmem {
-    bf16 X[2][kT][kLd];  // [0]: V rows (dk), [1]: K' rows (dv)
-    bf16 T[2][kO][kLd];  // [0]: dN (P of dk, Y of dv) or G^T's k-slice; [1]: Q' or G's k-slice
+    bf16 X[2][kT][kLd]; // [0]: V rows (dk), [1]: K' rows (dv)
+    bf16 T[2][kO][kLd]; // [0]: dN (P of dk, Y of dv) or G^T's k-slice; [1]: Q' or G's k-slice
     float g_next[kMaxD];
-    float col[kO];       // dd of the other rows
+    float col[kO]; // dd of the other rows
 };
 // mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 128, no static smem; dynamic 52864 B)
 __global__ void __launch_bounds__(2 * kThreads)
-la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
-                  const bf16 *__restrict__ dout, const float *__restrict__ den,
-                  const float *__restrict__ dd, const float *__restrict__ st, float *__restrict__ dk,
-                  float *__restrict__ dv, TcDims s) {
+    la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const bf16 *__restrict__ v,
+                      const bf16 *__restrict__ dout, const float *__restrict__ den,
+                      const float *__restrict__ dd, const float *__restrict__ st, float *__restrict__ dk,
+                      float *__restrict__ dv, TcDims s)
+{
     extern __shared__ __align__(16) unsigned char la_dkdv_smem[];
     DkdvSmem &sm = *reinterpret_cast<DkdvSmem *>(la_dkdv_smem);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, t4 = lane & 3;
-    const int wl = warp & 3, grp = warp >> 2;  // grp 0: dk, 1: dv (warp-uniform)
+    const int wl = warp & 3, grp = warp >> 2; // grp 0: dk, 1: dv (warp-uniform)
     const int D = s.D, Dv = s.Dv, Dp = round16(D), Dvp = round16(Dv);
     // dk: X = V (k = Dv), P = dN, Y = Q' (W = D); dv: X = K' (k = D), P = Q', Y = dN (W = Dv)
     const int Kxp = grp ? Dp : Dvp, W = grp ? Dv : D, Wp = round16(W);
@@ -1109,15 +1145,14 @@ la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
         const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
         const float *deng = den + g * s.N, *ddg = dd + g * s.N;
         const size_t ir0 = it.i0 + (size_t)(wl * 16);
-        __syncthreads();  // the previous item is done with shared memory
+        __syncthreads(); // the previous item is done with shared memory
         stage<kOpIdent>(sm.X[0], vg, it.i0, it.i1, Dv, 0, Dv, Dvp, kT, nullptr);
         stage<kOpPhi>(sm.X[1], kg, it.i0, it.i1, D, 0, D, Dp, kT, nullptr);
         for (int d = tid; d < D; d += blockDim.x) sm.g_next[d] = it.stc[(size_t)D * Dv + (size_t)d];
 
         float acc[16][4];
-        MF_UNROLL for (int j = 0; j < 16; ++j)
-            MF_UNROLL for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
-        const bool rows_live = ir0 < it.i1;  // warp-uniform
+        MF_UNROLL for (int j = 0; j < 16; ++j) MF_UNROLL for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+        const bool rows_live = ir0 < it.i1; // warp-uniform
 
         // (1) the chunk's reverse state: dk += V G^T, dv += K' G; both k-slices staged per step
         for (int ks = 0; ks < Kmax; ks += kO) {
@@ -1129,7 +1164,7 @@ la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
         }
 
         // (2) the later 32-row tiles of the chunk (n >= m), dN and Q' staged once for both
-        float rsum[2] = {0.0f, 0.0f};  // unused (mode 0 only)
+        float rsum[2] = { 0.0f, 0.0f }; // unused (mode 0 only)
         for (size_t j0 = it.i0; j0 < it.c1; j0 += kO) {
             __syncthreads();
             stage<kOpDiv>(sm.T[0], dog, j0, it.c1, Dv, 0, Dv, Dvp, kO, deng);
@@ -1137,7 +1172,7 @@ la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
             for (int r = tid; r < kO; r += blockDim.x)
                 sm.col[r] = j0 + (size_t)r < it.c1 ? ddg[j0 + (size_t)r] : 0.0f;
             __syncthreads();
-            if (!rows_live || j0 + (size_t)(kO - 1) < ir0) continue;  // warp-uniform: all masked
+            if (!rows_live || j0 + (size_t)(kO - 1) < ir0) continue; // warp-uniform: all masked
             if (grp == 0)
                 intra_tile<2>(acc, rsum, Xs, wl * 16, Ps, Kxp, Ys, Wp, ir0, j0, nullptr, sm.col, lane);
             else
@@ -1145,9 +1180,11 @@ la_tc_dkdv_kernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k, const 
         }
 
         // (3) dk = dphi(k) (acc + g_next), dv = acc
-        MF_UNROLL for (int j = 0; j < 16; ++j) {
+        MF_UNROLL for (int j = 0; j < 16; ++j)
+        {
             if (j * 8 >= W) continue;
-            MF_UNROLL for (int e = 0; e < 4; ++e) {
+            MF_UNROLL for (int e = 0; e < 4; ++e)
+            {
                 const int cl = j * 8 + 2 * t4 + (e & 1);
                 const size_t row = ir0 + (size_t)(gq + (e >> 1) * 8);
                 if (row >= it.i1 || cl >= W) continue;
@@ -1166,7 +1203,8 @@ static size_t slices(int n) { return (size_t)(n / kSlice + (n % kSlice != 0)); }
 static dim3 item_grid(size_t total) { return dim3(grid_cap(total, kMaxGridX)); }
 static size_t cdiv(size_t a, size_t b) { return a / b + (a % b != 0); }
 
-static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t Dv) {
+static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t Dv)
+{
     Dims s;
     s.N = (size_t)N;
     s.D = (int)D;
@@ -1182,7 +1220,8 @@ static Dims make_dims(int causal, int64_t chunk, int64_t N, int64_t D, int64_t D
 
 // Chunk states every kStateChunk rows holding the D x Dv matrix and z (with_kv: the
 // tensor-core path), else z alone every kZChunk rows.
-static TcDims make_tc(size_t bh, int64_t N, int64_t D, int64_t Dv, int with_kv) {
+static TcDims make_tc(size_t bh, int64_t N, int64_t D, int64_t Dv, int with_kv)
+{
     TcDims t;
     t.N = (size_t)N;
     t.bh = bh;
@@ -1200,8 +1239,9 @@ static TcDims make_tc(size_t bh, int64_t N, int64_t D, int64_t Dv, int with_kv) 
 static bool use_tc(mf_dtype dtype, int causal) { return dtype == MF_DTYPE_BF16 && causal; }
 
 // Device scratch of one call, in floats (mf_linear_attention_scratch_ceiling bounds it).
-static size_t scratch_floats(mf_dtype dtype, int causal, int backward, size_t bh,
-                             int64_t N, int64_t D, int64_t Dv) {
+static size_t scratch_floats(mf_dtype dtype, int causal, int backward, size_t bh, int64_t N, int64_t D,
+                             int64_t Dv)
+{
     const bool tc = use_tc(dtype, causal);
     if (!backward && !tc) return 0;
     const TcDims t = make_tc(bh, N, D, Dv, tc);
@@ -1211,18 +1251,21 @@ static size_t scratch_floats(mf_dtype dtype, int causal, int backward, size_t bh
     return n;
 }
 
-static mf_status launch_forward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D,
-                                   int64_t Dv, const bf16 *q, const bf16 *k, const bf16 *v,
-                                   const mf_linear_attention_state &st, float *out, float *states) {
+static mf_status launch_forward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D, int64_t Dv,
+                                   const bf16 *q, const bf16 *k, const bf16 *v,
+                                   const mf_linear_attention_state &st, float *out, float *states)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const TcDims t = make_tc(bh, N, D, Dv, 1);
-    la_tc_state_kernel<0><<<item_grid(bh * t.nc), 2 * kThreads, 0, stream>>>(k, v, nullptr, nullptr, states, t);
+    la_tc_state_kernel<0>
+        <<<item_grid(bh * t.nc), 2 * kThreads, 0, stream>>>(k, v, nullptr, nullptr, states, t);
     MF_LAUNCH_CHECK();
     la_scan_kernel<<<item_grid(cdiv(bh * (size_t)t.E, 256)), 256, 0, stream>>>(
         states, st.initial_kv, st.initial_z, st.final_kv, st.final_z, t, (int)(D * Dv), 0);
     MF_LAUNCH_CHECK();
     const size_t smem = sizeof(TileSmem);
-    MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_tile_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    MF_CUDA_CHECK(
+        cudaFuncSetAttribute(la_tc_tile_kernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     la_tc_tile_kernel<0><<<item_grid(bh * t.tiles_w), 2 * kThreads, smem, stream>>>(
         q, k, v, v /* dout: unused */, nullptr, nullptr, nullptr, states, out, t);
     MF_LAUNCH_CHECK();
@@ -1230,19 +1273,20 @@ static mf_status launch_forward_tc(mf_context *ctx, size_t bh, int64_t N, int64_
 }
 
 template <typename T>
-static mf_status launch_forward(mf_context *ctx, int causal, int64_t chunk, int64_t B, int64_t H,
-                                int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
-                                const void *v, const mf_linear_attention_state *state, float *out) {
+static mf_status launch_forward(mf_context *ctx, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
+                                int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                const mf_linear_attention_state *state, float *out)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const size_t bh = (size_t)B * (size_t)H;
     Dims s = make_dims(causal, chunk, N, D, Dv);
     s.n_slices = slices(s.Dv);
     s.total = bh * s.n_slices;
-    const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
+    const mf_linear_attention_state none = { nullptr, nullptr, nullptr, nullptr };
     const mf_linear_attention_state &st = state != nullptr ? *state : none;
     la_fwd_kernel<T><<<item_grid(s.total), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-        st.initial_kv, st.initial_z, out, st.final_kv, st.final_z, s);
+        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v), st.initial_kv,
+        st.initial_z, out, st.final_kv, st.final_z, s);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
@@ -1250,10 +1294,10 @@ static mf_status launch_forward(mf_context *ctx, int causal, int64_t chunk, int6
 // den_n, dd_n for every form: the chunks' z (from 'states' at zoff when given, else summed
 // here into zbuf) and the row statistics kernel.
 template <typename T, bool RND>
-static mf_status launch_rowstats(cudaStream_t stream, int causal, const TcDims &t, const T *q,
-                                 const T *k, const float *out, const T *dout, const float *z0,
-                                 const float *states, int zoff, float *zbuf, float *ztot,
-                                 float *den, float *dd) {
+static mf_status launch_rowstats(cudaStream_t stream, int causal, const TcDims &t, const T *q, const T *k,
+                                 const float *out, const T *dout, const float *z0, const float *states,
+                                 int zoff, float *zbuf, float *ztot, float *den, float *dd)
+{
     if (states == nullptr) {
         la_zsum_kernel<T><<<item_grid(t.bh * t.nc), kThreads, 0, stream>>>(k, zbuf, t);
         MF_LAUNCH_CHECK();
@@ -1269,12 +1313,12 @@ static mf_status launch_rowstats(cudaStream_t stream, int causal, const TcDims &
     return MF_OK;
 }
 
-static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D,
-                                    int64_t Dv, const bf16 *q, const bf16 *k, const bf16 *v,
-                                    const float *out, const bf16 *dout,
-                                    const mf_linear_attention_state &st,
-                                    const mf_linear_attention_state_grad &gr, float *scratch,
-                                    float *dq, float *dk, float *dv) {
+static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64_t D, int64_t Dv,
+                                    const bf16 *q, const bf16 *k, const bf16 *v, const float *out,
+                                    const bf16 *dout, const mf_linear_attention_state &st,
+                                    const mf_linear_attention_state_grad &gr, float *scratch, float *dq,
+                                    float *dk, float *dv)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const TcDims t = make_tc(bh, N, D, Dv, 1);
     float *den = scratch, *dd = scratch + bh * (size_t)N, *states = dd + bh * (size_t)N;
@@ -1287,9 +1331,10 @@ static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64
                                               (int)(D * Dv), 0);
     MF_LAUNCH_CHECK();
     const size_t tsmem = sizeof(TileSmem);
-    MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_tile_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tsmem));
-    la_tc_tile_kernel<1><<<item_grid(bh * t.tiles_w), 2 * kThreads, tsmem, stream>>>(q, k, v, dout, out, den, dd,
-                                                                                    states, dq, t);
+    MF_CUDA_CHECK(
+        cudaFuncSetAttribute(la_tc_tile_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)tsmem));
+    la_tc_tile_kernel<1><<<item_grid(bh * t.tiles_w), 2 * kThreads, tsmem, stream>>>(q, k, v, dout, out, den,
+                                                                                     dd, states, dq, t);
     MF_LAUNCH_CHECK();
     // reverse states G_next, g_next per chunk (in the same buffer); then dk, dv
     la_tc_state_kernel<1><<<sgrid, 2 * kThreads, 0, stream>>>(q, dout, den, dd, states, t);
@@ -1298,65 +1343,63 @@ static mf_status launch_backward_tc(mf_context *ctx, size_t bh, int64_t N, int64
                                               gr.d_initial_z, t, (int)(D * Dv), 1);
     MF_LAUNCH_CHECK();
     const size_t smem = la_dkdv_smem_bytes();
-    MF_CUDA_CHECK(cudaFuncSetAttribute(la_tc_dkdv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    MF_CUDA_CHECK(
+        cudaFuncSetAttribute(la_tc_dkdv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     la_tc_dkdv_kernel<<<tgrid, 2 * kThreads, smem, stream>>>(q, k, v, dout, den, dd, states, dk, dv, t);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
 
 template <typename T>
-static mf_status launch_backward(mf_context *ctx, int causal, int64_t chunk, int64_t B, int64_t H,
-                                 int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
-                                 const void *v, const float *out, const void *dout,
-                                 const mf_linear_attention_state *state,
-                                 const mf_linear_attention_state_grad *grad, float *scratch,
-                                 float *dq, float *dk, float *dv) {
+static mf_status launch_backward(mf_context *ctx, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
+                                 int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                 const float *out, const void *dout, const mf_linear_attention_state *state,
+                                 const mf_linear_attention_state_grad *grad, float *scratch, float *dq,
+                                 float *dk, float *dv)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const size_t bh = (size_t)B * (size_t)H;
     const T *tq = static_cast<const T *>(q), *tk = static_cast<const T *>(k);
     const T *tv = static_cast<const T *>(v), *tdo = static_cast<const T *>(dout);
-    const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
+    const mf_linear_attention_state none = { nullptr, nullptr, nullptr, nullptr };
     const mf_linear_attention_state &st = state != nullptr ? *state : none;
-    const mf_linear_attention_state_grad gnone = {nullptr, nullptr, nullptr, nullptr};
+    const mf_linear_attention_state_grad gnone = { nullptr, nullptr, nullptr, nullptr };
     const mf_linear_attention_state_grad &gr = grad != nullptr ? *grad : gnone;
     float *den = scratch, *dd = scratch + bh * (size_t)N, *zbuf = dd + bh * (size_t)N;
     const TcDims t = make_tc(bh, N, D, Dv, 0);
     float *ztot = zbuf + bh * t.nc * (size_t)t.E;
 
     mf_status rc = launch_rowstats<T, false>(stream, causal, t, tq, tk, out, tdo, st.initial_z, nullptr, 0,
-                                      zbuf, ztot, den, dd);
+                                             zbuf, ztot, den, dd);
     if (rc != MF_OK) return rc;
     Dims s = make_dims(causal, chunk, N, D, Dv);
-    Dims sd = s;  // slices of the D rows
+    Dims sd = s; // slices of the D rows
     sd.n_slices = slices(s.D);
     sd.total = bh * sd.n_slices;
-    la_dq_kernel<T><<<item_grid(sd.total), kThreads, 0, stream>>>(
-        tq, tk, tv, tdo, den, dd, st.initial_kv, st.initial_z, dq, sd);
+    la_dq_kernel<T><<<item_grid(sd.total), kThreads, 0, stream>>>(tq, tk, tv, tdo, den, dd, st.initial_kv,
+                                                                  st.initial_z, dq, sd);
     MF_LAUNCH_CHECK();
     la_dk_kernel<T><<<item_grid(sd.total), kThreads, 0, stream>>>(
-        tq, tk, tv, tdo, den, dd, gr.d_final_kv, gr.d_final_z, dk, gr.d_initial_kv,
-        gr.d_initial_z, sd);
+        tq, tk, tv, tdo, den, dd, gr.d_final_kv, gr.d_final_z, dk, gr.d_initial_kv, gr.d_initial_z, sd);
     MF_LAUNCH_CHECK();
-    Dims sv = s;  // slices of the Dv columns
+    Dims sv = s; // slices of the Dv columns
     sv.n_slices = slices(s.Dv);
     sv.total = bh * sv.n_slices;
-    la_dv_kernel<T><<<item_grid(sv.total), kThreads, 0, stream>>>(tq, tk, tdo, den,
-                                                                  gr.d_final_kv, dv, sv);
+    la_dv_kernel<T><<<item_grid(sv.total), kThreads, 0, stream>>>(tq, tk, tdo, den, gr.d_final_kv, dv, sv);
     MF_LAUNCH_CHECK();
     return MF_OK;
 }
 
-}  // namespace MF_NS
+} // namespace MF_NS
 
 // ---- exported entry points (called by src/ops/linear_attention.c after validation) ------------
 extern "C" {
 
-MF_API mf_status MF_FN(linear_attention_forward)(mf_context *ctx, mf_dtype dtype, int causal,
-                                                 int64_t chunk, int64_t B, int64_t H, int64_t N,
-                                                 int64_t D, int64_t Dv, const void *q,
-                                                 const void *k, const void *v,
-                                                 const mf_linear_attention_state *state,
-                                                 float *out) {
+MF_API mf_status MF_FN(linear_attention_forward)(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
+                                                 int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                                 const void *q, const void *k, const void *v,
+                                                 const mf_linear_attention_state *state, float *out)
+{
     using namespace MF_NS;
     if (!use_tc(dtype, causal)) {
         if (dtype == MF_DTYPE_BF16)
@@ -1370,17 +1413,20 @@ MF_API mf_status MF_FN(linear_attention_forward)(mf_context *ctx, mf_dtype dtype
     const mf_status st = mf_scratch_alloc(
         ctx, MF_MEM_DEVICE, scratch_floats(dtype, causal, 0, bh, N, D, Dv) * sizeof(float), &scratch.ptr);
     if (st != MF_OK) return st;
-    const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
+    const mf_linear_attention_state none = { nullptr, nullptr, nullptr, nullptr };
     return launch_forward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q), static_cast<const bf16 *>(k),
                              static_cast<const bf16 *>(v), state != nullptr ? *state : none, out,
                              static_cast<float *>(scratch.ptr));
 }
 
-MF_API mf_status MF_FN(linear_attention_backward)(
-    mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
-    int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
-    const void *dout, const mf_linear_attention_state *state,
-    const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv) {
+MF_API mf_status MF_FN(linear_attention_backward)(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
+                                                  int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                                  const void *q, const void *k, const void *v,
+                                                  const float *out, const void *dout,
+                                                  const mf_linear_attention_state *state,
+                                                  const mf_linear_attention_state_grad *grad, float *dq,
+                                                  float *dk, float *dv)
+{
     using namespace MF_NS;
     // den_n and dd_n for every position, and the chunk states: the only device scratch
     // (mf_linear_attention_scratch_ceiling bounds it), freed when 'sc' goes out of scope.
@@ -1391,18 +1437,18 @@ MF_API mf_status MF_FN(linear_attention_backward)(
     if (st != MF_OK) return st;
     float *scratch = static_cast<float *>(sc.ptr);
     if (use_tc(dtype, causal)) {
-        const mf_linear_attention_state none = {nullptr, nullptr, nullptr, nullptr};
-        const mf_linear_attention_state_grad gnone = {nullptr, nullptr, nullptr, nullptr};
+        const mf_linear_attention_state none = { nullptr, nullptr, nullptr, nullptr };
+        const mf_linear_attention_state_grad gnone = { nullptr, nullptr, nullptr, nullptr };
         return launch_backward_tc(ctx, bh, N, D, Dv, static_cast<const bf16 *>(q),
                                   static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), out,
                                   static_cast<const bf16 *>(dout), state != nullptr ? *state : none,
                                   grad != nullptr ? *grad : gnone, scratch, dq, dk, dv);
     }
     if (dtype == MF_DTYPE_BF16)
-        return launch_backward<bf16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state,
-                                     grad, scratch, dq, dk, dv);
+        return launch_backward<bf16>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad,
+                                     scratch, dq, dk, dv);
     return launch_backward<float>(ctx, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad,
                                   scratch, dq, dk, dv);
 }
 
-}  // extern "C"
+} // extern "C"

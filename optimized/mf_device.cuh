@@ -29,28 +29,22 @@ constexpr size_t kMaxGridY = 65535u;
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
 
-template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ float from_f32<float>(float x) {
-    return x;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x)
+{
     return __float2bfloat16_rn(x);
 }
 
 // max that propagates NaN (fmaxf drops it): a NaN input must make the result NaN.
-__device__ __forceinline__ float nan_max(float a, float b) {
-    return (a != a || a > b) ? a : b;
-}
+__device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
 
 // Block-wide reductions over the kThreads threads of a block (kThreads ==
 // blockDim.x, a power of two) through shared memory sh[kThreads]. Every thread
 // of the block must call them (they contain __syncthreads); the trailing
 // barrier lets the caller reuse 'sh' right away. block_max propagates NaN.
-template <unsigned kThreads, typename Op>
-__device__ inline float block_reduce_n(float v, float *sh, Op op) {
+template <unsigned kThreads, typename Op> __device__ inline float block_reduce_n(float v, float *sh, Op op)
+{
     const unsigned t = threadIdx.x;
     sh[t] = v;
     __syncthreads();
@@ -68,12 +62,12 @@ struct SumOp {
 struct NanMaxOp {
     __device__ float operator()(float a, float b) const { return nan_max(a, b); }
 };
-template <unsigned kThreads>
-__device__ inline float block_sum_n(float v, float *sh) {
+template <unsigned kThreads> __device__ inline float block_sum_n(float v, float *sh)
+{
     return block_reduce_n<kThreads>(v, sh, SumOp());
 }
-template <unsigned kThreads>
-__device__ inline float block_max_n(float v, float *sh) {
+template <unsigned kThreads> __device__ inline float block_max_n(float v, float *sh)
+{
     return block_reduce_n<kThreads>(v, sh, NanMaxOp());
 }
 
@@ -85,7 +79,8 @@ struct Scratch {
     mf_context *ctx;
     void *ptr = nullptr;
     explicit Scratch(mf_context *c) : ctx(c) {}
-    ~Scratch() {
+    ~Scratch()
+    {
         if (ptr != nullptr) mf_scratch_free(ctx, MF_MEM_DEVICE, ptr);
     }
     Scratch(const Scratch &) = delete;
@@ -98,12 +93,13 @@ static inline unsigned grid_cap(size_t n, size_t cap) { return (unsigned)(n < ca
 
 // Blocks of 'threads' threads covering n items, at least 1 and at most 'cap'
 // (grid-stride loops cover the rest).
-static inline unsigned grid_blocks(size_t n, size_t threads, size_t cap) {
+static inline unsigned grid_blocks(size_t n, size_t threads, size_t cap)
+{
     size_t b = (n + threads - 1) / threads;
     if (b < 1) b = 1;
     return grid_cap(b, cap);
 }
 
-}  // namespace MF_NS
+} // namespace MF_NS
 
 #endif

@@ -15,70 +15,66 @@
 
 namespace MF_NS {
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 // Four 8x8 b16 matrices from shared memory: lane l gives the row address of
 // matrix l / 8, row l % 8. ldsm_x4_t transposes each matrix (a row-major B).
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p)
+{
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_u32(p)));
 }
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p)
+{
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(smem_u32(p)));
 }
 // c += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate
-__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-        "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 // c0 += a * (columns 0-7 of b), c1 += a * (columns 8-15): the two n8 halves of an
 // x4 B fragment (b[0], b[1] and b[2], b[3], as ldmatrix.x4 loads a 16 x 16 B tile).
-__device__ __forceinline__ void mma_x2(float c0[4], float c1[4], const uint32_t a[4],
-                                       const uint32_t b[4]) {
+__device__ __forceinline__ void mma_x2(float c0[4], float c1[4], const uint32_t a[4], const uint32_t b[4])
+{
     mma_bf16(c0, a, b[0], b[1]);
     mma_bf16(c1, a, b[2], b[3]);
 }
 // Two floats as a bf16x2 register: lo in the low half (round to nearest even).
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x = lo (low half)
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); // .x = lo (low half)
     return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
 }
 // The A fragment of one k16 step from the fp32 C fragments of two adjacent n8
 // tiles (c0: columns 0-7, c1: 8-15): the accumulator layout of an m16n8 pair is
 // the A layout of m16k16, so a product's result feeds the next product without
 // leaving registers (FlashAttention-2's P V).
-__device__ __forceinline__ void c_to_a(uint32_t a[4], const float c0[4], const float c1[4]) {
+__device__ __forceinline__ void c_to_a(uint32_t a[4], const float c0[4], const float c1[4])
+{
     a[0] = pack_bf16(c0[0], c0[1]);
     a[1] = pack_bf16(c0[2], c0[3]);
     a[2] = pack_bf16(c1[0], c1[1]);
     a[3] = pack_bf16(c1[2], c1[3]);
 }
 // 16 bytes global -> shared; src_bytes 0 zero-fills (rows beyond the matrix).
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)),
-                 "l"(gmem), "r"(src_bytes)
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),
+                 "r"(src_bytes)
                  : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Wait until at most one group (the newest: the prefetch) is still in flight.
-__device__ __forceinline__ void cp_async_wait_1() {
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-}
+__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 // Wait until every cp.async of this thread has landed (committed or not).
-__device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-}  // namespace MF_NS
+} // namespace MF_NS
 
 #endif

@@ -30,7 +30,7 @@
 #include "npt.cuh"
 
 #include "mf_cuda.h"
-#include "mf_device.cuh"  // to_f32, from_f32, grid_blocks
+#include "mf_device.cuh" // to_f32, from_f32, grid_blocks
 
 #include <cuda_bf16.h>
 
@@ -45,8 +45,8 @@ namespace MF_NS {
 // following GEMM with B).
 // mf-budget: regs<=16 smem<=0 spill=0  (sm_90 measured: regs 14 smem 0)
 template <typename T>
-__global__ void modulate_kernel(const float *__restrict__ u, const T *__restrict__ m,
-                                T *__restrict__ v, size_t n)
+__global__ void modulate_kernel(const float *__restrict__ u, const T *__restrict__ m, T *__restrict__ v,
+                                size_t n)
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
@@ -58,9 +58,8 @@ __global__ void modulate_kernel(const float *__restrict__ u, const T *__restrict
 // Any output may be null when its gradient is not requested.
 // mf-budget: regs<=24 smem<=0 spill=0  (sm_90 measured: regs 20 smem 0)
 template <typename T>
-__global__ void backward_modulation_kernel(const float *__restrict__ u,
-                                           const float *__restrict__ gb, const T *__restrict__ m,
-                                           T *__restrict__ grad_m, T *__restrict__ p,
+__global__ void backward_modulation_kernel(const float *__restrict__ u, const float *__restrict__ gb,
+                                           const T *__restrict__ m, T *__restrict__ grad_m, T *__restrict__ p,
                                            T *__restrict__ q, size_t n)
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -92,8 +91,7 @@ constexpr int kSumRows = 8;
 
 // mf-budget: regs<=32 smem<=2048 spill=0  (sm_90 measured: regs 28 smem 1056)
 template <typename T>
-__global__ void column_sum_kernel(const T *__restrict__ g, T *__restrict__ out, size_t rows,
-                                  size_t cols)
+__global__ void column_sum_kernel(const T *__restrict__ g, T *__restrict__ out, size_t rows, size_t cols)
 {
     __shared__ float partial[kSumRows][kSumCols + 1];
     const size_t col = (size_t)blockIdx.x * kSumCols + threadIdx.x;
@@ -134,8 +132,8 @@ static mf_status launch_modulate(cudaStream_t s, const float *u, const void *m, 
 }
 
 template <typename T>
-static mf_status launch_backward_modulation(cudaStream_t s, const float *u, const float *gb,
-                                            const void *m, void *grad_m, void *p, void *q, size_t n)
+static mf_status launch_backward_modulation(cudaStream_t s, const float *u, const float *gb, const void *m,
+                                            void *grad_m, void *p, void *q, size_t n)
 {
     backward_modulation_kernel<T>
         <<<blocks_for(n), kThreads, 0, s>>>(u, gb, (const T *)m, (T *)grad_m, (T *)p, (T *)q, n);
@@ -144,8 +142,7 @@ static mf_status launch_backward_modulation(cudaStream_t s, const float *u, cons
 }
 
 template <typename T>
-static mf_status launch_bias_broadcast(cudaStream_t s, const void *bias, void *out, size_t rows,
-                                       size_t cols)
+static mf_status launch_bias_broadcast(cudaStream_t s, const void *bias, void *out, size_t rows, size_t cols)
 {
     bias_broadcast_kernel<T>
         <<<blocks_for(rows * cols), kThreads, 0, s>>>((const T *)bias, (T *)out, rows, cols);
@@ -154,8 +151,7 @@ static mf_status launch_bias_broadcast(cudaStream_t s, const void *bias, void *o
 }
 
 template <typename T>
-static mf_status launch_column_sum(cudaStream_t s, const void *g, void *out, size_t rows,
-                                   size_t cols)
+static mf_status launch_column_sum(cudaStream_t s, const void *g, void *out, size_t rows, size_t cols)
 {
     const dim3 block(kSumCols, kSumRows);
     const dim3 grid((unsigned)((cols + kSumCols - 1) / kSumCols));
@@ -164,8 +160,7 @@ static mf_status launch_column_sum(cudaStream_t s, const void *g, void *out, siz
     return MF_OK;
 }
 
-template <typename T>
-static mf_status launch_convert(cudaStream_t s, const float *src, void *dst, size_t n)
+template <typename T> static mf_status launch_convert(cudaStream_t s, const float *src, void *dst, size_t n)
 {
     convert_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(src, (T *)dst, n);
     MF_LAUNCH_CHECK();
@@ -176,15 +171,13 @@ static mf_status launch_convert(cudaStream_t s, const float *src, void *dst, siz
 // lda/ldb/ldc are the row lengths of the stored matrices. Column-major cuBLAS
 // sees each stored row-major matrix transposed, so it computes
 // C^T = op(B)^T . op(A)^T with the same transpose flags.
-static mf_status gemm_rm(cublasHandle_t handle, bool trans_a, bool trans_b, int M, int N, int K,
-                         float alpha, const void *A, cudaDataType_t a_type, int lda, const void *B,
-                         cudaDataType_t b_type, int ldb, float beta, void *C, cudaDataType_t c_type,
-                         int ldc)
+static mf_status gemm_rm(cublasHandle_t handle, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                         const void *A, cudaDataType_t a_type, int lda, const void *B, cudaDataType_t b_type,
+                         int ldb, float beta, void *C, cudaDataType_t c_type, int ldc)
 {
-    MF_CUBLAS_CHECK(cublasGemmEx(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, b_type,
-                                 ldb, A, a_type, lda, &beta, C, c_type, ldc, CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT));
+    MF_CUBLAS_CHECK(cublasGemmEx(
+        handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B,
+        b_type, ldb, A, a_type, lda, &beta, C, c_type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return MF_OK;
 }
 
@@ -208,9 +201,8 @@ struct Problem {
 };
 
 template <typename T>
-static mf_status forward_chunks(const Problem &P, const void *h, const void *W, const void *A,
-                                const void *B, const void *m, const void *bias, void *out, float *u,
-                                void *v)
+static mf_status forward_chunks(const Problem &P, const void *h, const void *W, const void *A, const void *B,
+                                const void *m, const void *bias, void *out, float *u, void *v)
 {
     const int D = (int)P.D, F = (int)P.F, R = (int)P.R;
     for (size_t t0 = 0; t0 < P.T; t0 += P.chunk) {
@@ -219,8 +211,8 @@ static mf_status forward_chunks(const Problem &P, const void *h, const void *W, 
         const void *m_c = row_ptr(m, t0, P.R, P.es);
         void *out_c = row_ptr(out, t0, P.F, P.es);
         // u = h_c . A  (n x r, fp32)
-        MF_TRY(gemm_rm(P.blas, false, false, (int)n, R, D, 1.0f, h_c, P.type, D, A, P.type, R, 0.0f,
-                       u, CUDA_R_32F, R));
+        MF_TRY(gemm_rm(P.blas, false, false, (int)n, R, D, 1.0f, h_c, P.type, D, A, P.type, R, 0.0f, u,
+                       CUDA_R_32F, R));
         // v = u * m_c  (n x r, storage dtype)
         MF_TRY(launch_modulate<T>(P.stream, u, m_c, v, n * P.R));
         float beta = 0.0f;
@@ -229,10 +221,10 @@ static mf_status forward_chunks(const Problem &P, const void *h, const void *W, 
             beta = 1.0f;
         }
         // out_c (+)= v . B, then out_c += h_c . W
-        MF_TRY(gemm_rm(P.blas, false, false, (int)n, F, R, 1.0f, v, P.type, R, B, P.type, F, beta,
-                       out_c, P.type, F));
-        MF_TRY(gemm_rm(P.blas, false, false, (int)n, F, D, 1.0f, h_c, P.type, D, W, P.type, F, 1.0f,
-                       out_c, P.type, F));
+        MF_TRY(gemm_rm(P.blas, false, false, (int)n, F, R, 1.0f, v, P.type, R, B, P.type, F, beta, out_c,
+                       P.type, F));
+        MF_TRY(gemm_rm(P.blas, false, false, (int)n, F, D, 1.0f, h_c, P.type, D, W, P.type, F, 1.0f, out_c,
+                       P.type, F));
     }
     return MF_OK;
 }
@@ -249,9 +241,8 @@ struct BackwardScratch {
 };
 
 template <typename T>
-static mf_status backward_chunks(const Problem &P, const void *h, const void *W, const void *A,
-                                 const void *B, const void *m, const void *g, const Grads &G,
-                                 const BackwardScratch &S)
+static mf_status backward_chunks(const Problem &P, const void *h, const void *W, const void *A, const void *B,
+                                 const void *m, const void *g, const Grads &G, const BackwardScratch &S)
 {
     const int D = (int)P.D, F = (int)P.F, R = (int)P.R;
     const bool need_u = G.m || G.B;
@@ -271,27 +262,26 @@ static mf_status backward_chunks(const Problem &P, const void *h, const void *W,
         const void *m_c = row_ptr(m, t0, P.R, P.es);
 
         if (need_u) // u = h_c . A
-            MF_TRY(gemm_rm(P.blas, false, false, ni, R, D, 1.0f, h_c, P.type, D, A, P.type, R, 0.0f,
-                           S.u, CUDA_R_32F, R));
+            MF_TRY(gemm_rm(P.blas, false, false, ni, R, D, 1.0f, h_c, P.type, D, A, P.type, R, 0.0f, S.u,
+                           CUDA_R_32F, R));
         if (need_gb) // gB = g_c . B^T
-            MF_TRY(gemm_rm(P.blas, false, true, ni, R, F, 1.0f, g_c, P.type, F, B, P.type, F, 0.0f,
-                           S.gb, CUDA_R_32F, R));
+            MF_TRY(gemm_rm(P.blas, false, true, ni, R, F, 1.0f, g_c, P.type, F, B, P.type, F, 0.0f, S.gb,
+                           CUDA_R_32F, R));
         MF_TRY(launch_backward_modulation<T>(P.stream, S.u, S.gb, m_c,
-                                             G.m ? row_ptr(G.m, t0, P.R, P.es) : nullptr, S.p, S.q,
-                                             n * P.R));
+                                             G.m ? row_ptr(G.m, t0, P.R, P.es) : nullptr, S.p, S.q, n * P.R));
         if (G.h) { // grad_h_c = p . A^T + g_c . W^T
             void *gh_c = row_ptr(G.h, t0, P.D, P.es);
-            MF_TRY(gemm_rm(P.blas, false, true, ni, D, R, 1.0f, S.p, P.type, R, A, P.type, R, 0.0f,
-                           gh_c, P.type, D));
-            MF_TRY(gemm_rm(P.blas, false, true, ni, D, F, 1.0f, g_c, P.type, F, W, P.type, F, 1.0f,
-                           gh_c, P.type, D));
+            MF_TRY(gemm_rm(P.blas, false, true, ni, D, R, 1.0f, S.p, P.type, R, A, P.type, R, 0.0f, gh_c,
+                           P.type, D));
+            MF_TRY(gemm_rm(P.blas, false, true, ni, D, F, 1.0f, g_c, P.type, F, W, P.type, F, 1.0f, gh_c,
+                           P.type, D));
         }
         if (G.A) // grad_A (+)= h_c^T . p   (d_model x r)
-            MF_TRY(gemm_rm(P.blas, true, false, D, R, ni, 1.0f, h_c, P.type, D, S.p, P.type, R,
-                           beta_acc, dst_a, acc_type, R));
+            MF_TRY(gemm_rm(P.blas, true, false, D, R, ni, 1.0f, h_c, P.type, D, S.p, P.type, R, beta_acc,
+                           dst_a, acc_type, R));
         if (G.B) // grad_B (+)= q^T . g_c   (r x d_ffn)
-            MF_TRY(gemm_rm(P.blas, true, false, R, F, ni, 1.0f, S.q, P.type, R, g_c, P.type, F,
-                           beta_acc, dst_b, acc_type, F));
+            MF_TRY(gemm_rm(P.blas, true, false, R, F, ni, 1.0f, S.q, P.type, R, g_c, P.type, F, beta_acc,
+                           dst_b, acc_type, F));
     }
     if (P.bf16 && G.A) MF_TRY(launch_convert<T>(P.stream, S.acc_a, G.A, P.D * P.R));
     if (P.bf16 && G.B) MF_TRY(launch_convert<T>(P.stream, S.acc_b, G.B, P.R * P.F));
@@ -326,10 +316,9 @@ static mf_status scratch(mf_context *ctx, bool want, size_t bytes, void **p)
 
 // ---- exported entry points (validated by src/ops/npt.c) ---------------------------
 // chunk: tokens per chunk, resolved by mf_npt_resolve_chunk (>= 1).
-extern "C" mf_status MF_FN(npt_factored_forward)(mf_context *ctx, mf_dtype dtype,
-                                                 mf_npt_shape shape, int64_t chunk, const void *h,
-                                                 const void *W, const void *A, const void *B,
-                                                 const void *m, const void *bias, void *out)
+extern "C" mf_status MF_FN(npt_factored_forward)(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
+                                                 int64_t chunk, const void *h, const void *W, const void *A,
+                                                 const void *B, const void *m, const void *bias, void *out)
 {
     using namespace MF_NS;
     const Problem P = make_problem(ctx, dtype, shape, chunk);
@@ -344,38 +333,37 @@ extern "C" mf_status MF_FN(npt_factored_forward)(mf_context *ctx, mf_dtype dtype
     return st;
 }
 
-extern "C" mf_status MF_FN(npt_factored_backward)(mf_context *ctx, mf_dtype dtype,
-                                                  mf_npt_shape shape, int64_t chunk, const void *h,
-                                                  const void *W, const void *A, const void *B,
-                                                  const void *m, const void *grad_out, void *grad_h,
-                                                  void *grad_W, void *grad_A, void *grad_B,
+extern "C" mf_status MF_FN(npt_factored_backward)(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
+                                                  int64_t chunk, const void *h, const void *W, const void *A,
+                                                  const void *B, const void *m, const void *grad_out,
+                                                  void *grad_h, void *grad_W, void *grad_A, void *grad_B,
                                                   void *grad_m, void *grad_bias)
 {
     using namespace MF_NS;
     const Problem P = make_problem(ctx, dtype, shape, chunk);
-    const Grads G = {grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias};
+    const Grads G = { grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias };
     const bool chunked = grad_h || grad_A || grad_B || grad_m;
     const size_t cr = P.chunk * P.R;
-    void *buf[6] = {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+    void *buf[6] = { nullptr, nullptr, nullptr, nullptr, nullptr, nullptr };
     mf_status st = MF_OK;
     if (chunked) {
         const bool want[6] = {
-            true, true, grad_h || grad_A, grad_B != nullptr, P.bf16 && grad_A, P.bf16 && grad_B};
-        const size_t bytes[6] = {
-            cr * sizeof(float), cr * sizeof(float),        cr * P.es,
-            cr * P.es,          P.D * P.R * sizeof(float), P.R * P.F * sizeof(float)};
+            true, true, grad_h || grad_A, grad_B != nullptr, P.bf16 && grad_A, P.bf16 && grad_B
+        };
+        const size_t bytes[6] = { cr * sizeof(float), cr * sizeof(float),        cr * P.es,
+                                  cr * P.es,          P.D * P.R * sizeof(float), P.R * P.F * sizeof(float) };
         for (int i = 0; i < 6 && st == MF_OK; ++i) st = scratch(ctx, want[i], bytes[i], &buf[i]);
         if (st == MF_OK) {
-            const BackwardScratch S = {(float *)buf[0], (float *)buf[1], buf[2],
-                                       buf[3],          (float *)buf[4], (float *)buf[5]};
+            const BackwardScratch S = { (float *)buf[0], (float *)buf[1], buf[2],
+                                        buf[3],          (float *)buf[4], (float *)buf[5] };
             st = P.bf16 ? backward_chunks<__nv_bfloat16>(P, h, W, A, B, m, grad_out, G, S)
                         : backward_chunks<float>(P, h, W, A, B, m, grad_out, G, S);
         }
     }
     // grad_W = h^T . g over all tokens at once (d_model x d_ffn, no scratch).
     if (st == MF_OK && grad_W)
-        st = gemm_rm(P.blas, true, false, (int)P.D, (int)P.F, (int)P.T, 1.0f, h, P.type, (int)P.D,
-                     grad_out, P.type, (int)P.F, 0.0f, grad_W, P.type, (int)P.F);
+        st = gemm_rm(P.blas, true, false, (int)P.D, (int)P.F, (int)P.T, 1.0f, h, P.type, (int)P.D, grad_out,
+                     P.type, (int)P.F, 0.0f, grad_W, P.type, (int)P.F);
     if (st == MF_OK && grad_bias)
         st = P.bf16 ? launch_column_sum<__nv_bfloat16>(P.stream, grad_out, grad_bias, P.T, P.F)
                     : launch_column_sum<float>(P.stream, grad_out, grad_bias, P.T, P.F);

@@ -43,8 +43,8 @@ namespace MF_NS {
 constexpr int kThreads = 128;
 constexpr int kMaxD = MF_NSA_MAX_HEAD_DIM;
 constexpr int kMaxG = MF_NSA_MAX_GROUP;
-constexpr int kMaxSel = MF_NSA_MAX_N_SEL;  // n of the running top-n list
-constexpr int kTile = 1024;                // candidate blocks per importance tile
+constexpr int kMaxSel = MF_NSA_MAX_N_SEL; // n of the running top-n list
+constexpr int kTile = 1024;               // candidate blocks per importance tile
 static_assert(kMaxD <= kThreads, "one thread per output column");
 
 struct NsaShape {
@@ -57,8 +57,9 @@ struct NsaShape {
 // mf-budget: regs<=40 smem<=0 spill=0
 template <typename T>
 __global__ void __launch_bounds__(256)
-nsa_pool_kernel(const T *__restrict__ k, const T *__restrict__ v, float *__restrict__ kc,
-                float *__restrict__ vc, NsaShape sh, size_t total) {
+    nsa_pool_kernel(const T *__restrict__ k, const T *__restrict__ v, float *__restrict__ kc,
+                    float *__restrict__ vc, NsaShape sh, size_t total)
+{
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {
         const size_t c = e % sh.D, j = (e / sh.D) % sh.nc, g = (e / (sh.D * sh.nc)) % sh.Hk;
@@ -84,9 +85,10 @@ struct Online {
 // query qs (fp32, shared), updating st. Chunks of kThreads keys: one score per
 // thread, block max and sum, one chunk of probabilities in p_sh.
 template <typename KT>
-__device__ __forceinline__ void attend_range(const KT *__restrict__ kb, const KT *__restrict__ vb, size_t stride,
-                             size_t s0, size_t s1, const float *qs, int D, float scale, Online &st,
-                             float *p_sh, float *red) {
+__device__ __forceinline__ void attend_range(const KT *__restrict__ kb, const KT *__restrict__ vb,
+                                             size_t stride, size_t s0, size_t s1, const float *qs, int D,
+                                             float scale, Online &st, float *p_sh, float *red)
+{
     const int tid = threadIdx.x;
     for (size_t c0 = s0; c0 < s1; c0 += kThreads) {
         const size_t s = c0 + (size_t)tid;
@@ -102,7 +104,7 @@ __device__ __forceinline__ void attend_range(const KT *__restrict__ kb, const KT
         const float alpha = st.m == -INFINITY ? 0.0f : expf(st.m - mnew);
         const float p = s < s1 ? expf(x - mnew) : 0.0f;
         p_sh[tid] = p;
-        const float ps = block_sum_n<kThreads>(p, red);  // its barriers publish p_sh
+        const float ps = block_sum_n<kThreads>(p, red); // its barriers publish p_sh
         st.l = st.l * alpha + ps;
         st.m = mnew;
         if (tid < D) {
@@ -111,10 +113,9 @@ __device__ __forceinline__ void attend_range(const KT *__restrict__ kb, const KT
             for (size_t jj = 0; jj < cnt; ++jj) a += p_sh[jj] * to_f32(vb[(c0 + jj) * stride + tid]);
             st.acc = a;
         }
-        __syncthreads();  // p_sh consumed before the next chunk
+        __syncthreads(); // p_sh consumed before the next chunk
     }
 }
-
 
 // ---- fused forward ------------------------------------------------------------------
 // branches == 0 (the bf16 tensor-core path): steps 1-3 only; out = g_cmp o_cmp
@@ -123,35 +124,37 @@ __device__ __forceinline__ void attend_range(const KT *__restrict__ kb, const KT
 // mf-budget: regs<=144 smem<=20480 spill=0  (sm_90 measured: regs 134 (f32) / 130 (bf16), smem 19524; without the min-blocks hint ptxas capped it at 64 and spilled)
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1)
-nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-               const T *__restrict__ g_cmp, const T *__restrict__ g_slc, const T *__restrict__ g_win,
-               const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
-               float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t total, int branches) {
+    nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                   const T *__restrict__ g_cmp, const T *__restrict__ g_slc, const T *__restrict__ g_win,
+                   const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
+                   float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t total,
+                   int branches)
+{
     __shared__ float qs[kMaxD];
     __shared__ float p_sh[kThreads];
     __shared__ float red[kThreads];
-    __shared__ float ocmp[kMaxG][kMaxD];  // g_cmp * o_cmp per head of the group
+    __shared__ float ocmp[kMaxG][kMaxD]; // g_cmp * o_cmp per head of the group
     __shared__ float lse_c[kMaxG];
     __shared__ int n_list;
-    __shared__ float imp[kTile];              // one tile's importances
-    __shared__ float top_v[kMaxSel];          // the running top n: importances
-    __shared__ int list[kMaxSel];             //   and block indices, increasing
+    __shared__ float imp[kTile];     // one tile's importances
+    __shared__ float top_v[kMaxSel]; // the running top n: importances
+    __shared__ int list[kMaxSel];    //   and block indices, increasing
     __shared__ unsigned char keep[kMaxSel + kTile];
     const int tid = threadIdx.x, D = (int)sh.D;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
-        const size_t cand = t / sh.ls + 1;  // selection blocks starting at or before t
-        const size_t nvis = t + 1 >= sh.l ? ((t + 1 - sh.l) / sh.d + 1 < sh.nc ? (t + 1 - sh.l) / sh.d + 1 : sh.nc)
-                                          : 0;
+        const size_t cand = t / sh.ls + 1; // selection blocks starting at or before t
+        const size_t nvis =
+            t + 1 >= sh.l ? ((t + 1 - sh.l) / sh.d + 1 < sh.nc ? (t + 1 - sh.l) / sh.d + 1 : sh.nc) : 0;
         const float *kcg = kc + (b * sh.Hk + g) * sh.nc * sh.D;
         const float *vcg = vc + (b * sh.Hk + g) * sh.nc * sh.D;
         // 1. compression branch, head by head
         for (size_t hh = 0; hh < sh.G; ++hh) {
             const size_t h = g * sh.G + hh, row = (b * sh.S + t) * sh.Hq + h;
-            __syncthreads();  // qs of the previous head consumed
+            __syncthreads(); // qs of the previous head consumed
             if (tid < D) qs[tid] = to_f32(q[row * sh.D + tid]);
             __syncthreads();
-            Online st = {-INFINITY, 0.0f, 0.0f};
+            Online st = { -INFINITY, 0.0f, 0.0f };
             attend_range(kcg, vcg, sh.D, 0, nvis, qs, D, sh.scale, st, p_sh, red);
             const float lz = nvis > 0 ? st.m + logf(st.l) : -INFINITY;
             if (tid < D) ocmp[hh][tid] = nvis > 0 ? to_f32(g_cmp[row]) * (st.acc / st.l) : 0.0f;
@@ -167,7 +170,7 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
         if (tid == 0) n_list = 0;
         for (size_t i0 = 0; i0 < cand; i0 += kTile) {
             const size_t nt = cand - i0 < (size_t)kTile ? cand - i0 : (size_t)kTile;
-            __syncthreads();  // the previous tile merged; n_list published
+            __syncthreads(); // the previous tile merged; n_list published
             for (size_t x = tid; x < nt; x += kThreads) imp[x] = 0.0f;
             for (size_t hh = 0; hh < sh.G && nvis > 0; ++hh) {
                 const size_t row = (b * sh.S + t) * sh.Hq + g * sh.G + hh;
@@ -197,18 +200,18 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
                 if (i == 0 || i == last || i + 1 == last) imp[x] = INFINITY;
             }
             __syncthreads();
-            const size_t nl = (size_t)n_list, nu = nl + nt;  // union: the top n, then the tile
+            const size_t nl = (size_t)n_list, nu = nl + nt; // union: the top n, then the tile
             for (size_t u = tid; u < nu; u += kThreads) {
                 const float xv = u < nl ? top_v[u] : imp[u - nl];
                 size_t beat = 0;
                 for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
                     const float y = u2 < nl ? top_v[u2] : imp[u2 - nl];
-                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u;  // union order = index order
+                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u; // union order = index order
                 }
                 keep[u] = beat < sh.n ? 1 : 0;
             }
             __syncthreads();
-            if (tid == 0) {  // in place: entry o <= u; at most n (NaN importances beat nothing)
+            if (tid == 0) { // in place: entry o <= u; at most n (NaN importances beat nothing)
                 int o = 0;
                 for (size_t u = 0; u < nu && (size_t)o < sh.n; ++u)
                     if (keep[u]) {
@@ -225,7 +228,7 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
             for (size_t e = 0; e < sh.n; ++e) so[e] = e < (size_t)n_list ? list[e] : -1;
         }
         __syncthreads();
-        if (branches == 0) {  // the tensor-core kernel adds the selected and sliding branches
+        if (branches == 0) { // the tensor-core kernel adds the selected and sliding branches
             for (size_t hh = 0; hh < sh.G; ++hh) {
                 const size_t row = (b * sh.S + t) * sh.Hq + g * sh.G + hh;
                 if (tid < D) out[row * sh.D + tid] = ocmp[hh][tid];
@@ -245,7 +248,7 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
             __syncthreads();
             if (tid < D) qs[tid] = to_f32(q[row * sh.D + tid]);
             __syncthreads();
-            Online ss = {-INFINITY, 0.0f, 0.0f};
+            Online ss = { -INFINITY, 0.0f, 0.0f };
             for (int e = 0; e < nl; ++e) {
                 const size_t i = (size_t)list[e];
                 const size_t s0 = i * sh.ls;
@@ -253,7 +256,7 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
                 if (s1 > t + 1) s1 = t + 1;
                 attend_range(kg, vg, kstride, s0, s1, qs, D, sh.scale, ss, p_sh, red);
             }
-            Online sw = {-INFINITY, 0.0f, 0.0f};
+            Online sw = { -INFINITY, 0.0f, 0.0f };
             attend_range(kg, vg, kstride, w0, t + 1, qs, D, sh.scale, sw, p_sh, red);
             if (tid < D)
                 out[row * sh.D + tid] = ocmp[hh][tid] + to_f32(g_slc[row]) * (ss.acc / ss.l) +
@@ -264,7 +267,7 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
                 lse[row * 3 + 2] = sw.m + logf(sw.l);
             }
         }
-        __syncthreads();  // imp/list reused by the next item
+        __syncthreads(); // imp/list reused by the next item
     }
 }
 
@@ -283,8 +286,7 @@ nsa_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
 namespace nsa_mma {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-template <int D>
-struct Warps {  // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 KiB
+template <int D> struct Warps { // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 KiB
     static constexpr int value = D == 128 ? 2 : 4;
 };
 
@@ -292,18 +294,19 @@ struct Warps {  // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 K
 // r < nrows, else zeros (the source address stays at row 0).
 template <int D>
 __device__ __forceinline__ void load16(__nv_bfloat16 *tile, const __nv_bfloat16 *src, size_t stride,
-                                       int nrows, int lane) {
+                                       int nrows, int lane)
+{
     constexpr int kChunks = D / 8;
     for (int c = lane; c < 16 * kChunks; c += 32) {
         const int r = c / kChunks, col = (c % kChunks) * 8;
         const bool in = r < nrows;
-        cp_async16(tile + r * (D + 8) + col, src + (in ? (size_t)r * stride : 0) + (size_t)col, in ? 16u : 0u);
+        cp_async16(tile + r * (D + 8) + col, src + (in ? (size_t)r * stride : 0) + (size_t)col,
+                   in ? 16u : 0u);
     }
 }
 
 // Online-softmax state of one lane: rows g and g + 8 of the m16 tile.
-template <int D>
-struct Acc {
+template <int D> struct Acc {
     float o[D / 8][4];
     float m[2], l[2];
 };
@@ -313,17 +316,18 @@ template <int D>
 __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Qs, __nv_bfloat16 *Ks,
                                              __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
                                              const __nv_bfloat16 *vg, size_t stride, size_t s0, size_t s1,
-                                             float scale_log2, int lane) {
+                                             float scale_log2, int lane)
+{
     constexpr int LDS = D + 8;
     const int t4 = lane & 3;
     for (size_t k0 = s0; k0 < s1; k0 += 16) {
         const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
-        __syncwarp();  // the previous tile's ldmatrix reads are done
+        __syncwarp(); // the previous tile's ldmatrix reads are done
         load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
         load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
         cp_async_wait_all();
         __syncwarp();
-        float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
         MF_UNROLL
         for (int kk = 0; kk < D / 16; ++kk) {
             uint32_t qa[4], b[4];
@@ -332,16 +336,15 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             mma_x2(s[0], s[1], qa, b);
         }
         // element e of n8 tile n: row g + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
-        float mx[2] = {-INFINITY, -INFINITY};
+        float mx[2] = { -INFINITY, -INFINITY };
         MF_UNROLL
-        for (int n = 0; n < 2; ++n)
-            MF_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const int j = 8 * n + 2 * t4 + (e & 1);
-                const float x = j < nk ? s[n][e] * scale_log2 : -INFINITY;
-                s[n][e] = x;
-                mx[e >> 1] = nan_max(mx[e >> 1], x);
-            }
+        for (int n = 0; n < 2; ++n) MF_UNROLL
+        for (int e = 0; e < 4; ++e) {
+            const int j = 8 * n + 2 * t4 + (e & 1);
+            const float x = j < nk ? s[n][e] * scale_log2 : -INFINITY;
+            s[n][e] = x;
+            mx[e >> 1] = nan_max(mx[e >> 1], x);
+        }
         float corr[2], mu[2];
         MF_UNROLL
         for (int r = 0; r < 2; ++r) {
@@ -352,15 +355,14 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             mu[r] = mn == -INFINITY ? 0.0f : mn;
             acc.m[r] = mn;
         }
-        float rs[2] = {0.0f, 0.0f};
+        float rs[2] = { 0.0f, 0.0f };
         MF_UNROLL
-        for (int n = 0; n < 2; ++n)
-            MF_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const float p = exp2f(s[n][e] - mu[e >> 1]);
-                s[n][e] = p;
-                rs[e >> 1] += p;
-            }
+        for (int n = 0; n < 2; ++n) MF_UNROLL
+        for (int e = 0; e < 4; ++e) {
+            const float p = exp2f(s[n][e] - mu[e >> 1]);
+            s[n][e] = p;
+            rs[e >> 1] += p;
+        }
         MF_UNROLL
         for (int r = 0; r < 2; ++r) {
             rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
@@ -389,7 +391,8 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
 // out[row] += gate * o / l for this lane's rows < G; lse column x.
 template <int D>
 __device__ __forceinline__ void finish(const Acc<D> &acc, float *out, float *lse, const __nv_bfloat16 *gate,
-                                       size_t row0, int G, int x, int lane) {
+                                       size_t row0, int G, int x, int lane)
+{
     const int g8 = lane >> 2, t4 = lane & 3;
     MF_UNROLL
     for (int r = 0; r < 2; ++r) {
@@ -407,25 +410,26 @@ __device__ __forceinline__ void finish(const Acc<D> &acc, float *out, float *lse
     }
 }
 
-template <int D>
-__device__ __forceinline__ void acc_init(Acc<D> &acc) {
+template <int D> __device__ __forceinline__ void acc_init(Acc<D> &acc)
+{
     acc.m[0] = acc.m[1] = -INFINITY;
     acc.l[0] = acc.l[1] = 0.0f;
     MF_UNROLL
     for (int n = 0; n < D / 8; ++n) acc.o[n][0] = acc.o[n][1] = acc.o[n][2] = acc.o[n][3] = 0.0f;
 }
-}  // namespace nsa_mma
+} // namespace nsa_mma
 
 // mf-budget: regs<=160 smem<=28672 spill=0  (sm_90 measured: regs 63/80/116/128 and smem 9216/15360/27648/26112 at D = 16/32/64/128; stack 0)
 template <int D>
 __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
-nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
-                   const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
-                   const __nv_bfloat16 *__restrict__ g_win, const int32_t *__restrict__ sel,
-                   float *__restrict__ out, float *__restrict__ lse, NsaShape sh, size_t total) {
+    nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+                       const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
+                       const __nv_bfloat16 *__restrict__ g_win, const int32_t *__restrict__ sel,
+                       float *__restrict__ out, float *__restrict__ lse, NsaShape sh, size_t total)
+{
     using namespace nsa_mma;
     constexpr int W = Warps<D>::value, LDS = D + 8;
-    __shared__ __align__(16) __nv_bfloat16 tiles[W][3][16 * LDS];  // Q, K, V per warp
+    __shared__ __align__(16) __nv_bfloat16 tiles[W][3][16 * LDS]; // Q, K, V per warp
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __nv_bfloat16 *Qs = tiles[warp][0], *Ks = tiles[warp][1], *Vs = tiles[warp][2];
     const float scale_log2 = sh.scale * kLog2e;
@@ -433,7 +437,7 @@ nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__r
     for (size_t item = (size_t)blockIdx.x * W + (size_t)warp; item < total; item += (size_t)gridDim.x * W) {
         const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
         const size_t row0 = (b * sh.S + t) * sh.Hq + g * sh.G;
-        __syncwarp();  // the previous item's Q reads are done
+        __syncwarp(); // the previous item's Q reads are done
         load16<D>(Qs, q + row0 * D, D, (int)sh.G, lane);
         const __nv_bfloat16 *kg = k + (b * sh.S * sh.Hk + g) * D, *vg = v + (b * sh.S * sh.Hk + g) * D;
         Acc<D> acc;
@@ -461,9 +465,10 @@ nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__r
 // thread of column c (one chunk of ds in shared memory).
 template <typename KT>
 __device__ __noinline__ void bwd_range(const KT *__restrict__ kb, const KT *__restrict__ vb, size_t stride,
-                          float *dkb, float *dvb, size_t s0, size_t s1, const float *qs,
-                          const float *dos, int D, float scale, float lse, float delta, float &dq,
-                          float *ds_sh) {
+                                       float *dkb, float *dvb, size_t s0, size_t s1, const float *qs,
+                                       const float *dos, int D, float scale, float lse, float delta,
+                                       float &dq, float *ds_sh)
+{
     const int tid = threadIdx.x;
     for (size_t c0 = s0; c0 < s1; c0 += kThreads) {
         const size_t s = c0 + (size_t)tid;
@@ -500,12 +505,13 @@ __device__ __noinline__ void bwd_range(const KT *__restrict__ kb, const KT *__re
 // mf-budget: regs<=136 smem<=4096 stack<=16 spill=0  (sm_90 measured: regs 128 smem 2048 stack 8; bwd_range not inlined: inlined, it spilled at 64 registers)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-               const T *__restrict__ g_cmp, const T *__restrict__ g_slc, const T *__restrict__ g_win,
-               const T *__restrict__ dout, const float *__restrict__ kc, const float *__restrict__ vc,
-               const float *__restrict__ lse, const int32_t *__restrict__ sel, float *__restrict__ dq,
-               float *dk, float *dv, float *dkc, float *dvc, float *__restrict__ dg_cmp,
-               float *__restrict__ dg_slc, float *__restrict__ dg_win, NsaShape sh, size_t total) {
+    nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                   const T *__restrict__ g_cmp, const T *__restrict__ g_slc, const T *__restrict__ g_win,
+                   const T *__restrict__ dout, const float *__restrict__ kc, const float *__restrict__ vc,
+                   const float *__restrict__ lse, const int32_t *__restrict__ sel, float *__restrict__ dq,
+                   float *dk, float *dv, float *dkc, float *dvc, float *__restrict__ dg_cmp,
+                   float *__restrict__ dg_slc, float *__restrict__ dg_win, NsaShape sh, size_t total)
+{
     __shared__ float qs[kMaxD];
     __shared__ float dos[kMaxD];
     __shared__ float p_sh[kThreads];
@@ -513,8 +519,8 @@ nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
     const int tid = threadIdx.x, D = (int)sh.D;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
-        const size_t nvis = t + 1 >= sh.l ? ((t + 1 - sh.l) / sh.d + 1 < sh.nc ? (t + 1 - sh.l) / sh.d + 1 : sh.nc)
-                                          : 0;
+        const size_t nvis =
+            t + 1 >= sh.l ? ((t + 1 - sh.l) / sh.d + 1 < sh.nc ? (t + 1 - sh.l) / sh.d + 1 : sh.nc) : 0;
         const size_t koff = (b * sh.S * sh.Hk + g) * sh.D, kstride = sh.Hk * sh.D;
         const size_t coff = (b * sh.Hk + g) * sh.nc * sh.D;
         const size_t w0 = t + 1 > sh.w ? t + 1 - sh.w : 0;
@@ -536,7 +542,7 @@ nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
                     continue;
                 }
                 // o of the branch
-                Online st = {-INFINITY, 0.0f, 0.0f};
+                Online st = { -INFINITY, 0.0f, 0.0f };
                 if (x == 0) {
                     attend_range(kc + coff, vc + coff, sh.D, 0, nvis, qs, D, sh.scale, st, p_sh, red);
                 } else if (x == 1) {
@@ -588,8 +594,9 @@ nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__rest
 // contain s of dkc[j] / l (after nsa_bwd_kernel, same stream), dv likewise.
 // mf-budget: regs<=40 smem<=0 spill=0
 __global__ void __launch_bounds__(256)
-nsa_unpool_kernel(const float *__restrict__ dkc, const float *__restrict__ dvc, float *__restrict__ dk,
-                  float *__restrict__ dv, NsaShape sh, size_t total) {
+    nsa_unpool_kernel(const float *__restrict__ dkc, const float *__restrict__ dvc, float *__restrict__ dk,
+                      float *__restrict__ dv, NsaShape sh, size_t total)
+{
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {
         const size_t c = e % sh.D, g = (e / sh.D) % sh.Hk, s = (e / (sh.D * sh.Hk)) % sh.S;
@@ -611,8 +618,9 @@ nsa_unpool_kernel(const float *__restrict__ dkc, const float *__restrict__ dvc, 
 template <typename T>
 static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                  const void *v, const void *gc, const void *gs, const void *gw,
-                                 const void *dout, const float *lse, const int32_t *sel, float *dq,
-                                 float *dk, float *dv, float *dgc, float *dgs, float *dgw) {
+                                 const void *dout, const float *lse, const int32_t *sel, float *dq, float *dk,
+                                 float *dv, float *dgc, float *dgs, float *dgw)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     Scratch scr(ctx);
     float *kc = nullptr, *vc = nullptr, *dkc = nullptr, *dvc = nullptr;
@@ -647,7 +655,8 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
 // ---- launcher -----------------------------------------------------------------------
 // The bf16 tensor-core path applies to D in {16, 32, 64, 128} with 16-byte
 // aligned q, k, v (cp.async chunks); anything else runs the SIMT kernel.
-static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const void *v) {
+static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const void *v)
+{
     const bool dim = sh.D == 16 || sh.D == 32 || sh.D == 64 || sh.D == 128;
     return dim && (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15u) == 0;
 }
@@ -655,7 +664,8 @@ static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const
 template <int D>
 static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k, const void *v,
                        const void *gs, const void *gw, const int32_t *sel, float *out, float *lse,
-                       size_t total) {
+                       size_t total)
+{
     constexpr int W = nsa_mma::Warps<D>::value;
     const size_t blocks = (total + W - 1) / W;
     nsa_mma_fwd_kernel<D><<<grid_cap(blocks, kMaxGridX), 32 * W, 0, stream>>>(
@@ -666,8 +676,9 @@ static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, c
 
 template <typename T>
 static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
-                                const void *v, const void *gc, const void *gs, const void *gw,
-                                float *out, float *lse, int32_t *sel) {
+                                const void *v, const void *gc, const void *gs, const void *gw, float *out,
+                                float *lse, int32_t *sel)
+{
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v);
     Scratch scr(ctx);
@@ -691,8 +702,8 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     if (!mma) {
         nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
             static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-            static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc,
-            out, lse, sel, sh, total, 1);
+            static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out,
+            lse, sel, sh, total, 1);
         MF_LAUNCH_CHECK();
         return MF_OK;
     }
@@ -700,8 +711,8 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     // branches on the tensor cores (same stream: out and sel are ready).
     nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
         static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out,
-        lse, sel, sh, total, 0);
+        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out, lse,
+        sel, sh, total, 0);
     MF_LAUNCH_CHECK();
     switch (sh.D) {
     case 16: launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
@@ -713,13 +724,14 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     return MF_OK;
 }
 
-}  // namespace MF_NS
+} // namespace MF_NS
 
 // ---- exported entry point (called by src/ops/nsa.c after validation) ---------------------
 extern "C" {
 
 static MF_NS::NsaShape nsa_shape(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
-                                 int64_t D) {
+                                 int64_t D)
+{
     MF_NS::NsaShape sh;
     sh.B = (size_t)B;
     sh.S = (size_t)S;
@@ -740,9 +752,10 @@ static MF_NS::NsaShape nsa_shape(const mf_nsa_config *cfg, int64_t B, int64_t S,
 
 MF_API mf_status MF_FN(nsa_fused_forward)(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
                                           int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
-                                          const void *q, const void *k, const void *v,
-                                          const void *g_cmp, const void *g_slc, const void *g_win,
-                                          float *out, float *lse, int32_t *sel) {
+                                          const void *q, const void *k, const void *v, const void *g_cmp,
+                                          const void *g_slc, const void *g_win, float *out, float *lse,
+                                          int32_t *sel)
+{
     const MF_NS::NsaShape sh = nsa_shape(cfg, B, S, Hq, Hk, D);
     if (dtype == MF_DTYPE_BF16)
         return MF_NS::launch_forward<__nv_bfloat16>(ctx, sh, q, k, v, g_cmp, g_slc, g_win, out, lse, sel);
@@ -751,17 +764,17 @@ MF_API mf_status MF_FN(nsa_fused_forward)(mf_context *ctx, mf_dtype dtype, const
 
 MF_API mf_status MF_FN(nsa_fused_backward)(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
                                            int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
-                                           const void *q, const void *k, const void *v,
-                                           const void *g_cmp, const void *g_slc, const void *g_win,
-                                           const void *dout, const float *lse, const int32_t *sel,
-                                           float *dq, float *dk, float *dv, float *dg_cmp,
-                                           float *dg_slc, float *dg_win) {
+                                           const void *q, const void *k, const void *v, const void *g_cmp,
+                                           const void *g_slc, const void *g_win, const void *dout,
+                                           const float *lse, const int32_t *sel, float *dq, float *dk,
+                                           float *dv, float *dg_cmp, float *dg_slc, float *dg_win)
+{
     const MF_NS::NsaShape sh = nsa_shape(cfg, B, S, Hq, Hk, D);
     if (dtype == MF_DTYPE_BF16)
         return MF_NS::launch_backward<__nv_bfloat16>(ctx, sh, q, k, v, g_cmp, g_slc, g_win, dout, lse, sel,
                                                      dq, dk, dv, dg_cmp, dg_slc, dg_win);
-    return MF_NS::launch_backward<float>(ctx, sh, q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk,
-                                         dv, dg_cmp, dg_slc, dg_win);
+    return MF_NS::launch_backward<float>(ctx, sh, q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv,
+                                         dg_cmp, dg_slc, dg_win);
 }
 
-}  // extern "C"
+} // extern "C"

@@ -24,7 +24,8 @@
 #include <math.h>
 #include <stdint.h>
 
-static size_t nn_bytes(int64_t B, int64_t H, int64_t N, size_t copies) {
+static size_t nn_bytes(int64_t B, int64_t H, int64_t N, size_t copies)
+{
     if (B <= 0 || H <= 0 || N <= 0) return SIZE_MAX;
     size_t x;
     if (!mf_size_mul((size_t)B, (size_t)H, &x) || !mf_size_mul(x, (size_t)N, &x) ||
@@ -33,23 +34,27 @@ static size_t nn_bytes(int64_t B, int64_t H, int64_t N, size_t copies) {
     return x;
 }
 
-size_t mf_ref_attention_forward_scratch_bytes(int64_t B, int64_t H, int64_t N) {
+size_t mf_ref_attention_forward_scratch_bytes(int64_t B, int64_t H, int64_t N)
+{
     return nn_bytes(B, H, N, 1);
 }
-size_t mf_ref_attention_backward_scratch_bytes(int64_t B, int64_t H, int64_t N) {
+size_t mf_ref_attention_backward_scratch_bytes(int64_t B, int64_t H, int64_t N)
+{
     return nn_bytes(B, H, N, 2);
 }
 
 /* Element e of a q/k/v/dout buffer of 'dtype', widened to double (exact). */
-static double ld(const void *base, mf_dtype dtype, size_t e) {
+static double ld(const void *base, mf_dtype dtype, size_t e)
+{
     if (dtype == MF_DTYPE_BF16) return (double)mf_bf16_to_f32(((const uint16_t *)base)[e]);
     return (double)((const float *)base)[e];
 }
 
 /* Shared argument checks of both passes: dtype, causal, sizes, every buffer's
  * byte size, and the scratch formula. */
-static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
-                            int64_t N, int64_t D, int64_t Dv, int backward) {
+static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                            int64_t D, int64_t Dv, int backward)
+{
     MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     MF_TRY(mf_check_bhnd_bytes(func, dtype, B, H, N, D, Dv, "q/k float bytes (B*H*N*D*4)"));
     const size_t need = backward ? mf_ref_attention_backward_scratch_bytes(B, H, N)
@@ -67,8 +72,9 @@ static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_
  * Non-finite scores (include/memfix/attention.h): a NaN score makes the row's
  * max, p and lse NaN (a plain '>' max would skip it); every visible score -inf
  * gives p = NaN (0/0, as F.softmax) and lse = -inf (log of an empty sum). */
-static void softmax_rows(mf_dtype dtype, int causal, size_t N, size_t D, const void *q,
-                         const void *k, size_t qk_off, double *p, float *lse) {
+static void softmax_rows(mf_dtype dtype, int causal, size_t N, size_t D, const void *q, const void *k,
+                         size_t qk_off, double *p, float *lse)
+{
     const double scale = 1.0 / sqrt((double)D);
     for (size_t i = 0; i < N; i++) {
         double *row = p + i * N;
@@ -92,28 +98,26 @@ static void softmax_rows(mf_dtype dtype, int causal, size_t N, size_t D, const v
     }
 }
 
-mf_status mf_ref_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
-                                   int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
-                                   const void *k, const void *v, float *out, float *lse) {
+mf_status mf_ref_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                   int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                   const void *v, float *out, float *lse)
+{
     MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, out);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 0));
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, dv = (size_t)Dv;
     /* The B x H x N x N attention matrix, as the document's code holds it. */
     double *p = NULL;
-    MF_TRY(mf_scratch_alloc(ctx, MF_MEM_HOST, mf_ref_attention_forward_scratch_bytes(B, H, N),
-                            (void **)&p));
+    MF_TRY(mf_scratch_alloc(ctx, MF_MEM_HOST, mf_ref_attention_forward_scratch_bytes(B, H, N), (void **)&p));
     for (size_t g = 0; g < bh; g++)
-        softmax_rows(dtype, causal, n, d, q, k, g * n * d, p + g * n * n,
-                     lse != NULL ? lse + g * n : NULL);
+        softmax_rows(dtype, causal, n, d, q, k, g * n * d, p + g * n * n, lse != NULL ? lse + g * n : NULL);
     /* out = weights @ v */
     for (size_t g = 0; g < bh; g++) {
         const double *pg = p + g * n * n;
         for (size_t i = 0; i < n; i++)
             for (size_t c = 0; c < dv; c++) {
                 double acc = 0.0;
-                for (size_t j = 0; j < n; j++)
-                    acc += pg[i * n + j] * ld(v, dtype, (g * n + j) * dv + c);
+                for (size_t j = 0; j < n; j++) acc += pg[i * n + j] * ld(v, dtype, (g * n + j) * dv + c);
                 out[(g * n + i) * dv + c] = (float)acc;
             }
     }
@@ -121,10 +125,10 @@ mf_status mf_ref_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, 
     return MF_OK;
 }
 
-mf_status mf_ref_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
-                                    int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
-                                    const void *k, const void *v, const void *dout, float *dq,
-                                    float *dk, float *dv) {
+mf_status mf_ref_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                    int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                    const void *v, const void *dout, float *dq, float *dk, float *dv)
+{
     MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, dout, dq, dk, dv);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 1));
 
@@ -146,8 +150,7 @@ mf_status mf_ref_attention_backward(mf_context *ctx, mf_dtype dtype, int causal,
         for (size_t j = 0; j < n; j++)
             for (size_t c = 0; c < nv; c++) {
                 double acc = 0.0;
-                for (size_t i = 0; i < n; i++)
-                    acc += pg[i * n + j] * ld(dout, dtype, vo + i * nv + c);
+                for (size_t i = 0; i < n; i++) acc += pg[i * n + j] * ld(dout, dtype, vo + i * nv + c);
                 dv[vo + j * nv + c] = (float)acc;
             }
         /* dp = dout v^T, then ds = p * (dp - sum_j p dp) in place */

@@ -54,8 +54,7 @@ static void ref_grad_product(const double *g, size_t g_r, size_t g_k, size_t row
 
 /* The target of row i: labels[i], or with shift_labels the next label of the
  * same sequence (the last row of each sequence has none: ignore_index). */
-static int64_t ref_target(const int64_t *labels, int64_t n_rows, const mf_cross_entropy_options *o,
-                          int64_t i)
+static int64_t ref_target(const int64_t *labels, int64_t n_rows, const mf_cross_entropy_options *o, int64_t i)
 {
     if (!o->shift_labels) return labels[i];
     int64_t t = o->seq_len > 0 ? o->seq_len : n_rows;
@@ -65,10 +64,9 @@ static int64_t ref_target(const int64_t *labels, int64_t n_rows, const mf_cross_
 
 /* Shared argument validation for the forward and the backward; counts the
  * valid rows and checks every used label. */
-static mf_status ref_validate(const char *func, mf_context *ctx, int64_t n_rows,
-                              int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-                              const void *hidden, const void *weight, const int64_t *labels,
-                              const mf_cross_entropy_options *o, int64_t *n_valid)
+static mf_status ref_validate(const char *func, mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                              int64_t vocab, mf_dtype dtype, const void *hidden, const void *weight,
+                              const int64_t *labels, const mf_cross_entropy_options *o, int64_t *n_valid)
 {
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
     if (hidden == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "hidden is NULL");
@@ -76,14 +74,14 @@ static mf_status ref_validate(const char *func, mf_context *ctx, int64_t n_rows,
     if (labels == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "labels is NULL");
     if (n_rows <= 0 || hidden_dim <= 0 || vocab <= 0)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
-                            "sizes must be > 0 (n_rows=%lld hidden_dim=%lld vocab=%lld)",
-                            (long long)n_rows, (long long)hidden_dim, (long long)vocab);
+                            "sizes must be > 0 (n_rows=%lld hidden_dim=%lld vocab=%lld)", (long long)n_rows,
+                            (long long)hidden_dim, (long long)vocab);
     MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
     size_t bytes;
     MF_TRY(mf_dims_product(func, "hidden (N x D x 8)", &bytes, 3, n_rows, hidden_dim, (int64_t)8));
     MF_TRY(mf_dims_product(func, "weight (V x D x 8)", &bytes, 3, vocab, hidden_dim, (int64_t)8));
-    MF_TRY(mf_dims_product(func, "logits and gradient (2 x N x V x 8)", &bytes, 4, (int64_t)2,
-                           n_rows, vocab, (int64_t)8));
+    MF_TRY(mf_dims_product(func, "logits and gradient (2 x N x V x 8)", &bytes, 4, (int64_t)2, n_rows, vocab,
+                           (int64_t)8));
     MF_TRY(mf_cross_entropy_options_validate(o));
     if (o->shift_labels && o->seq_len > 0 && n_rows % o->seq_len != 0)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
@@ -97,8 +95,7 @@ static mf_status ref_validate(const char *func, mf_context *ctx, int64_t n_rows,
             return mf_set_error(MF_ERR_OUT_OF_RANGE, func, __FILE__, __LINE__,
                                 "label %lld used by row %lld is outside [0, %lld) and is not "
                                 "ignore_index (%lld)",
-                                (long long)y, (long long)i, (long long)vocab,
-                                (long long)o->ignore_index);
+                                (long long)y, (long long)i, (long long)vocab, (long long)o->ignore_index);
         ++count;
     }
     *n_valid = count;
@@ -106,9 +103,8 @@ static mf_status ref_validate(const char *func, mf_context *ctx, int64_t n_rows,
 }
 
 /* logits[i*V + j] = s[i,j] for every row: the N x V materialization. */
-static void ref_logits(int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-                       const void *hidden, const void *weight, const void *bias, float softcap,
-                       double *logits)
+static void ref_logits(int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype, const void *hidden,
+                       const void *weight, const void *bias, float softcap, double *logits)
 {
     const size_t n = (size_t)n_rows, d_n = (size_t)hidden_dim, v_n = (size_t)vocab;
     for (size_t i = 0; i < n; ++i) {
@@ -136,12 +132,10 @@ static double ref_lse(const double *s, size_t v_n)
     return m + log(sum);
 }
 
-mf_status mf_ref_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
-                                       int64_t vocab, mf_dtype dtype, const void *hidden,
-                                       const void *weight, const void *bias,
-                                       const int64_t *labels,
-                                       const mf_cross_entropy_options *opts, float *loss,
-                                       float *lse)
+mf_status mf_ref_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                       mf_dtype dtype, const void *hidden, const void *weight,
+                                       const void *bias, const int64_t *labels,
+                                       const mf_cross_entropy_options *opts, float *loss, float *lse)
 {
     mf_cross_entropy_options defaults;
     if (opts == NULL) {
@@ -150,8 +144,8 @@ mf_status mf_ref_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t 
     }
     MF_CHECK_NOT_NULL(loss);
     int64_t n_valid = 0;
-    MF_TRY(ref_validate(__func__, ctx, n_rows, hidden_dim, vocab, dtype, hidden, weight, labels,
-                        opts, &n_valid));
+    MF_TRY(ref_validate(__func__, ctx, n_rows, hidden_dim, vocab, dtype, hidden, weight, labels, opts,
+                        &n_valid));
 
     const size_t n = (size_t)n_rows, v_n = (size_t)vocab;
     double *logits = NULL;
@@ -169,8 +163,7 @@ mf_status mf_ref_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t 
         if (y != opts->ignore_index) {
             double sum_s = 0.0;
             for (size_t j = 0; j < v_n; ++j) sum_s += s[j];
-            row_loss = row_lse - (1.0 - eps) * s[y] - eps / (double)vocab * sum_s
-                       + lam * row_lse * row_lse;
+            row_loss = row_lse - (1.0 - eps) * s[y] - eps / (double)vocab * sum_s + lam * row_lse * row_lse;
         }
         if (opts->reduction == MF_CE_REDUCTION_NONE) loss[i] = (float)row_loss;
         total += row_loss;
@@ -183,13 +176,11 @@ mf_status mf_ref_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t 
     return MF_OK;
 }
 
-mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
-                                        int64_t vocab, mf_dtype dtype, const void *hidden,
-                                        const void *weight, const void *bias,
-                                        const int64_t *labels,
-                                        const mf_cross_entropy_options *opts,
-                                        const float *grad_loss, float *grad_hidden,
-                                        float *grad_weight, float *grad_bias)
+mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                        mf_dtype dtype, const void *hidden, const void *weight,
+                                        const void *bias, const int64_t *labels,
+                                        const mf_cross_entropy_options *opts, const float *grad_loss,
+                                        float *grad_hidden, float *grad_weight, float *grad_bias)
 {
     mf_cross_entropy_options defaults;
     if (opts == NULL) {
@@ -201,8 +192,8 @@ mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t
     if (grad_bias != NULL && bias == NULL)
         MF_FAIL(MF_ERR_NULL_POINTER, "grad_bias is given but bias is NULL");
     int64_t n_valid = 0;
-    MF_TRY(ref_validate(__func__, ctx, n_rows, hidden_dim, vocab, dtype, hidden, weight, labels,
-                        opts, &n_valid));
+    MF_TRY(ref_validate(__func__, ctx, n_rows, hidden_dim, vocab, dtype, hidden, weight, labels, opts,
+                        &n_valid));
 
     const size_t n = (size_t)n_rows, d_n = (size_t)hidden_dim, v_n = (size_t)vocab;
     double *logits = NULL, *grad = NULL;
@@ -233,8 +224,8 @@ mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t
         double row_lse = ref_lse(s, v_n);
         for (size_t j = 0; j < v_n; ++j) {
             double p = exp(s[j] - row_lse);
-            double ds = p * (1.0 + 2.0 * lam * row_lse) - eps / (double)vocab
-                        - ((int64_t)j == y ? 1.0 - eps : 0.0);
+            double ds =
+                p * (1.0 + 2.0 * lam * row_lse) - eps / (double)vocab - ((int64_t)j == y ? 1.0 - eps : 0.0);
             if (cap > 0.0) ds *= 1.0 - (s[j] / cap) * (s[j] / cap);
             g_row[j] = g * ds;
         }

@@ -45,18 +45,20 @@
 #include <stdint.h>
 
 /* 8 * B*H*L*D*(Dv+1) * copies, with L = N (causal) or 1 (bidir). */
-static size_t la_bytes(int64_t B, int64_t H, int64_t L, int64_t D, int64_t Dv, size_t bytes_per) {
+static size_t la_bytes(int64_t B, int64_t H, int64_t L, int64_t D, int64_t Dv, size_t bytes_per)
+{
     if (B <= 0 || H <= 0 || L <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
     size_t x, dv1;
     if (!mf_size_add((size_t)Dv, 1, &dv1) || !mf_size_mul((size_t)B, (size_t)H, &x) ||
-        !mf_size_mul(x, (size_t)L, &x) || !mf_size_mul(x, (size_t)D, &x) ||
-        !mf_size_mul(x, dv1, &x) || !mf_size_mul(x, bytes_per, &x))
+        !mf_size_mul(x, (size_t)L, &x) || !mf_size_mul(x, (size_t)D, &x) || !mf_size_mul(x, dv1, &x) ||
+        !mf_size_mul(x, bytes_per, &x))
         return SIZE_MAX;
     return x;
 }
 
-size_t mf_ref_linear_attention_scratch_bytes(int causal, int backward, int64_t B, int64_t H,
-                                             int64_t N, int64_t D, int64_t Dv) {
+size_t mf_ref_linear_attention_scratch_bytes(int causal, int backward, int64_t B, int64_t H, int64_t N,
+                                             int64_t D, int64_t Dv)
+{
     if (N <= 0) return SIZE_MAX;
     return la_bytes(B, H, causal ? N : 1, D, Dv, backward ? 16 : 8);
 }
@@ -65,14 +67,15 @@ size_t mf_ref_linear_attention_scratch_bytes(int causal, int backward, int64_t B
 static double phi(double x) { return x > 0.0 ? x + 1.0 : exp(x); }
 static double dphi(double x) { return x > 0.0 ? 1.0 : exp(x); }
 
-static double ld(const void *base, mf_dtype dtype, size_t e) {
+static double ld(const void *base, mf_dtype dtype, size_t e)
+{
     if (dtype == MF_DTYPE_BF16) return (double)mf_bf16_to_f32(((const uint16_t *)base)[e]);
     return (double)((const float *)base)[e];
 }
 
-
-static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
-                            int64_t N, int64_t D, int64_t Dv, int backward, int has_state) {
+static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                            int64_t D, int64_t Dv, int backward, int has_state)
+{
     MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     if (!causal && has_state)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
@@ -90,9 +93,10 @@ static mf_status check_args(const char *func, mf_dtype dtype, int causal, int64_
 /* Builds the document's state tensors for one (b, h) into kv (L x D x Dv) and
  * ks (L x D), L = N (causal: kv_cumsum, k_cumsum) or 1 (bidir: kv, k_sum).
  * qk/vo: element offsets of this (b, h) in q/k and v; g: the (b, h) index. */
-static void build_states(mf_dtype dtype, int causal, size_t n, size_t d, size_t nv,
-                         const void *k, const void *v, size_t qk, size_t vo, size_t g,
-                         const mf_linear_attention_state *state, double *kv, double *ks) {
+static void build_states(mf_dtype dtype, int causal, size_t n, size_t d, size_t nv, const void *k,
+                         const void *v, size_t qk, size_t vo, size_t g,
+                         const mf_linear_attention_state *state, double *kv, double *ks)
+{
     const size_t L = causal ? n : 1, sz = d * nv;
     for (size_t e = 0; e < L * sz; e++) kv[e] = 0.0;
     for (size_t e = 0; e < L * d; e++) ks[e] = 0.0;
@@ -118,24 +122,26 @@ static void build_states(mf_dtype dtype, int causal, size_t n, size_t d, size_t 
 }
 
 /* den_n = q'_n . z_n + eps. */
-static double den_row(mf_dtype dtype, size_t d, const void *q, size_t qrow, const double *z) {
+static double den_row(mf_dtype dtype, size_t d, const void *q, size_t qrow, const double *z)
+{
     double den = 0.0;
     for (size_t a = 0; a < d; a++) den += phi(ld(q, dtype, qrow + a)) * z[a];
     return den + MF_LINEAR_ATTENTION_EPS;
 }
 
 /* num_n[c] = (q'_n^T S_n)[c]. */
-static double num_elem(mf_dtype dtype, size_t d, size_t nv, const void *q, size_t qrow,
-                       const double *S, size_t c) {
+static double num_elem(mf_dtype dtype, size_t d, size_t nv, const void *q, size_t qrow, const double *S,
+                       size_t c)
+{
     double num = 0.0;
     for (size_t a = 0; a < d; a++) num += phi(ld(q, dtype, qrow + a)) * S[a * nv + c];
     return num;
 }
 
-mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
-                                          int64_t H, int64_t N, int64_t D, int64_t Dv,
-                                          const void *q, const void *k, const void *v,
-                                          const mf_linear_attention_state *state, float *out) {
+mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                          int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                          const void *v, const mf_linear_attention_state *state, float *out)
+{
     MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, out);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 0, mf_la_state_any(state)));
 
@@ -147,8 +153,8 @@ mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int c
     mf_status st = mf_scratch_alloc(ctx, MF_MEM_HOST, bh * L * d * sizeof(double), (void **)&ks);
     if (st != MF_OK) goto done;
     for (size_t g = 0; g < bh; g++)
-        build_states(dtype, causal, n, d, nv, k, v, g * n * d, g * n * nv, g, state,
-                     kv + g * L * sz, ks + g * L * d);
+        build_states(dtype, causal, n, d, nv, k, v, g * n * d, g * n * nv, g, state, kv + g * L * sz,
+                     ks + g * L * d);
     for (size_t g = 0; g < bh; g++) {
         for (size_t i = 0; i < n; i++) {
             const size_t s = causal ? i : 0, qrow = (g * n + i) * d;
@@ -171,12 +177,13 @@ done:
     return st;
 }
 
-mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
-                                           int64_t H, int64_t N, int64_t D, int64_t Dv,
-                                           const void *q, const void *k, const void *v,
-                                           const void *dout, const mf_linear_attention_state *state,
-                                           const mf_linear_attention_state_grad *grad, float *dq,
-                                           float *dk, float *dv) {
+mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                           int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                           const void *v, const void *dout,
+                                           const mf_linear_attention_state *state,
+                                           const mf_linear_attention_state_grad *grad, float *dq, float *dk,
+                                           float *dv)
+{
     MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, dout, dq, dk, dv);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 1,
                       mf_la_state_any(state) || mf_la_grad_any(grad)));
@@ -239,7 +246,8 @@ mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int 
             for (size_t a = 0; a < d; a++) {
                 const double kx = ld(k, dtype, qk + m * d + a);
                 double acc = dz[s * d + a];
-                for (size_t c = 0; c < nv; c++) acc += dS[s * sz + a * nv + c] * ld(v, dtype, vo + m * nv + c);
+                for (size_t c = 0; c < nv; c++)
+                    acc += dS[s * sz + a * nv + c] * ld(v, dtype, vo + m * nv + c);
                 dk[qk + m * d + a] = (float)(dphi(kx) * acc);
             }
             for (size_t c = 0; c < nv; c++) {

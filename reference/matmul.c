@@ -33,7 +33,8 @@
 
 #include <stdint.h>
 
-size_t mf_ref_matmul_scratch_bytes(int64_t M, int64_t N, int64_t K) {
+size_t mf_ref_matmul_scratch_bytes(int64_t M, int64_t N, int64_t K)
+{
     if (M <= 0 || N <= 0 || K <= 0) return SIZE_MAX;
     size_t mk, kn, mn, elems, bytes;
     if (!mf_size_mul((size_t)M, (size_t)K, &mk) || !mf_size_mul((size_t)K, (size_t)N, &kn) ||
@@ -44,14 +45,15 @@ size_t mf_ref_matmul_scratch_bytes(int64_t M, int64_t N, int64_t K) {
 }
 
 /* Element e of an A or B buffer of 'dtype', widened to double. */
-static double load_elem(const void *base, mf_dtype dtype, size_t e) {
+static double load_elem(const void *base, mf_dtype dtype, size_t e)
+{
     if (dtype == MF_DTYPE_BF16) return (double)mf_bf16_to_f32(((const uint16_t *)base)[e]);
     return (double)((const float *)base)[e];
 }
 
-mf_status mf_ref_matmul(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M,
-                        int64_t N, int64_t K, const void *A_host, const void *B_host,
-                        float *C_host) {
+mf_status mf_ref_matmul(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M, int64_t N,
+                        int64_t K, const void *A_host, const void *B_host, float *C_host)
+{
     MF_CHECK_ALL_NOT_NULL(ctx, A_host, B_host, C_host);
     MF_TRY(mf_check_dtype_f32_bf16(__func__, dtype));
     MF_CHECK_POSITIVE(M);

@@ -55,8 +55,8 @@ static void store(mf_dtype dt, void *p, size_t i, double v)
 /* Every dim > 0 and T = batch*seq without overflow. */
 static mf_status check_dims(const char *func, mf_npt_shape s, size_t *T)
 {
-    const int64_t dims[5] = {s.batch, s.seq, s.d_model, s.d_ffn, s.rank};
-    static const char *const names[5] = {"batch", "seq", "d_model", "d_ffn", "rank"};
+    const int64_t dims[5] = { s.batch, s.seq, s.d_model, s.d_ffn, s.rank };
+    static const char *const names[5] = { "batch", "seq", "d_model", "d_ffn", "rank" };
     MF_TRY(mf_check_dims_positive(func, "shape.", 5, dims, names));
     return mf_dims_product(func, "batch*seq", T, 2, s.batch, s.seq);
 }
@@ -66,8 +66,7 @@ static mf_status check_dims(const char *func, mf_npt_shape s, size_t *T)
 static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype, mf_npt_shape s,
                               int n_tensors_4d, size_t *T, size_t *tdf)
 {
-    if (ctx == NULL)
-        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
+    if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
     MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
     MF_TRY(check_dims(func, s, T));
     size_t bytes = 0;
@@ -76,20 +75,20 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
         return mf_set_error(MF_ERR_OVERFLOW, func, __FILE__, __LINE__,
                             "batch*seq*d_model*d_ffn*4*%d bytes overflows size_t "
                             "(batch=%lld seq=%lld d_model=%lld d_ffn=%lld)",
-                            n_tensors_4d, (long long)s.batch, (long long)s.seq,
-                            (long long)s.d_model, (long long)s.d_ffn);
+                            n_tensors_4d, (long long)s.batch, (long long)s.seq, (long long)s.d_model,
+                            (long long)s.d_ffn);
     return MF_OK;
 }
 
-#define REF_CHECK_PTR(func, p)                                                                     \
-    do {                                                                                           \
-        if ((p) == NULL)                                                                           \
-            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", #p);  \
+#define REF_CHECK_PTR(func, p)                                                                               \
+    do {                                                                                                     \
+        if ((p) == NULL)                                                                                     \
+            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", #p);            \
     } while (0)
 
 /* delta_w[t, d, f] = sum_j A[d, j] * m[t, j] * B[j, f], for every token. */
-static void build_delta_w(mf_dtype dt, size_t T, size_t D, size_t F, size_t R, const void *A,
-                          const void *B, const void *m, float *delta_w)
+static void build_delta_w(mf_dtype dt, size_t T, size_t D, size_t F, size_t R, const void *A, const void *B,
+                          const void *m, float *delta_w)
 {
     for (size_t t = 0; t < T; ++t)
         for (size_t d = 0; d < D; ++d)
@@ -103,8 +102,8 @@ static void build_delta_w(mf_dtype dt, size_t T, size_t D, size_t F, size_t R, c
 
 /* ---- forward ------------------------------------------------------------- */
 mf_status mf_ref_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
-                             const void *W, const void *A, const void *B, const void *m,
-                             const void *bias, void *out)
+                             const void *W, const void *A, const void *B, const void *m, const void *bias,
+                             void *out)
 {
     static const char *const fn = "mf_ref_npt_forward";
     size_t T = 0, tdf = 0;
@@ -139,8 +138,8 @@ mf_status mf_ref_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape
 /* ---- backward ------------------------------------------------------------ */
 mf_status mf_ref_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
                               const void *W, const void *A, const void *B, const void *m,
-                              const void *grad_out, void *grad_h, void *grad_W, void *grad_A,
-                              void *grad_B, void *grad_m, void *grad_bias)
+                              const void *grad_out, void *grad_h, void *grad_W, void *grad_A, void *grad_B,
+                              void *grad_m, void *grad_bias)
 {
     static const char *const fn = "mf_ref_npt_backward";
     size_t T = 0, tdf = 0;
@@ -170,8 +169,7 @@ mf_status mf_ref_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shap
     for (size_t t = 0; t < T; ++t)
         for (size_t d = 0; d < D; ++d)
             for (size_t f = 0; f < F; ++f)
-                G[(t * D + d) * F + f] =
-                    (float)(load(dtype, h, t * D + d) * load(dtype, g, t * F + f));
+                G[(t * D + d) * F + f] = (float)(load(dtype, h, t * D + d) * load(dtype, g, t * F + f));
 
     if (grad_h) /* grad_h[t, d] = sum_f g[t, f] * (W[d, f] + delta_w[t, d, f]) */
         for (size_t t = 0; t < T; ++t)
@@ -237,12 +235,11 @@ mf_status mf_ref_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shap
 }
 
 /* ---- shapes and the reference's memory formulas (include/memfix/npt.h) ----- */
-mf_status mf_npt_shape_from_dims(const int64_t h_dims[3], const int64_t W_dims[2],
-                                 const int64_t A_dims[2], const int64_t B_dims[2],
-                                 const int64_t m_dims[3], mf_npt_shape *out)
+mf_status mf_npt_shape_from_dims(const int64_t h_dims[3], const int64_t W_dims[2], const int64_t A_dims[2],
+                                 const int64_t B_dims[2], const int64_t m_dims[3], mf_npt_shape *out)
 {
     MF_CHECK_ALL_NOT_NULL(h_dims, W_dims, A_dims, B_dims, m_dims, out);
-    mf_npt_shape s = {h_dims[0], h_dims[1], h_dims[2], W_dims[1], A_dims[1]};
+    mf_npt_shape s = { h_dims[0], h_dims[1], h_dims[2], W_dims[1], A_dims[1] };
     /* (each check names the tensor whose size disagrees and the one it must match) */
     if (W_dims[0] != s.d_model)
         MF_FAIL(MF_ERR_INVALID_SIZE, "W has %lld rows but h has d_model %lld", (long long)W_dims[0],
@@ -251,14 +248,14 @@ mf_status mf_npt_shape_from_dims(const int64_t h_dims[3], const int64_t W_dims[2
         MF_FAIL(MF_ERR_INVALID_SIZE, "A has %lld rows but h has d_model %lld", (long long)A_dims[0],
                 (long long)s.d_model);
     if (B_dims[0] != s.rank)
-        MF_FAIL(MF_ERR_INVALID_SIZE, "B has %lld rows but A has rank %lld columns",
-                (long long)B_dims[0], (long long)s.rank);
+        MF_FAIL(MF_ERR_INVALID_SIZE, "B has %lld rows but A has rank %lld columns", (long long)B_dims[0],
+                (long long)s.rank);
     if (B_dims[1] != s.d_ffn)
-        MF_FAIL(MF_ERR_INVALID_SIZE, "B has %lld columns but W has d_ffn %lld columns",
-                (long long)B_dims[1], (long long)s.d_ffn);
+        MF_FAIL(MF_ERR_INVALID_SIZE, "B has %lld columns but W has d_ffn %lld columns", (long long)B_dims[1],
+                (long long)s.d_ffn);
     if (m_dims[0] != s.batch || m_dims[1] != s.seq)
-        MF_FAIL(MF_ERR_INVALID_SIZE, "m is (%lld, %lld, .) but h is (%lld, %lld, .)",
-                (long long)m_dims[0], (long long)m_dims[1], (long long)s.batch, (long long)s.seq);
+        MF_FAIL(MF_ERR_INVALID_SIZE, "m is (%lld, %lld, .) but h is (%lld, %lld, .)", (long long)m_dims[0],
+                (long long)m_dims[1], (long long)s.batch, (long long)s.seq);
     if (m_dims[2] != s.rank)
         MF_FAIL(MF_ERR_INVALID_SIZE, "m has rank %lld but A has rank %lld", (long long)m_dims[2],
                 (long long)s.rank);
@@ -274,9 +271,8 @@ static size_t tdf_bytes(mf_npt_shape s, size_t elem)
     size_t T = 0, x = 0;
     if (s.batch <= 0 || s.seq <= 0 || s.d_model <= 0 || s.d_ffn <= 0 || s.rank <= 0 || elem == 0)
         return SIZE_MAX;
-    if (!mf_size_mul((size_t)s.batch, (size_t)s.seq, &T) ||
-        !mf_size_mul(T, (size_t)s.d_model, &x) || !mf_size_mul(x, (size_t)s.d_ffn, &x) ||
-        !mf_size_mul(x, elem, &x))
+    if (!mf_size_mul((size_t)s.batch, (size_t)s.seq, &T) || !mf_size_mul(T, (size_t)s.d_model, &x) ||
+        !mf_size_mul(x, (size_t)s.d_ffn, &x) || !mf_size_mul(x, elem, &x))
         return SIZE_MAX;
     return x;
 }
@@ -286,12 +282,6 @@ size_t mf_npt_delta_w_bytes(mf_dtype dtype, mf_npt_shape shape)
     return tdf_bytes(shape, mf_dtype_size(dtype));
 }
 
-size_t mf_ref_npt_forward_scratch_bytes(mf_npt_shape shape)
-{
-    return tdf_bytes(shape, sizeof(float));
-}
+size_t mf_ref_npt_forward_scratch_bytes(mf_npt_shape shape) { return tdf_bytes(shape, sizeof(float)); }
 
-size_t mf_ref_npt_backward_scratch_bytes(mf_npt_shape shape)
-{
-    return tdf_bytes(shape, 2 * sizeof(float));
-}
+size_t mf_ref_npt_backward_scratch_bytes(mf_npt_shape shape) { return tdf_bytes(shape, 2 * sizeof(float)); }

@@ -31,7 +31,8 @@
 #include <stdint.h>
 
 /* Element e of a q/k/v/gate buffer of 'dtype', widened to double (exact). */
-static double ld(const void *base, mf_dtype dtype, size_t e) {
+static double ld(const void *base, mf_dtype dtype, size_t e)
+{
     if (dtype == MF_DTYPE_BF16) return (double)mf_bf16_to_f32(((const uint16_t *)base)[e]);
     return (double)((const float *)base)[e];
 }
@@ -39,7 +40,8 @@ static double ld(const void *base, mf_dtype dtype, size_t e) {
 /* In-place masked softmax of one row of n scores: entries with mask 0 become
  * exactly 0. Returns the row's lse (-inf when nothing is visible, the row
  * then all 0: an empty branch contributes 0). A NaN score makes the row NaN. */
-static double softmax_row(double *row, const unsigned char *mask, size_t n) {
+static double softmax_row(double *row, const unsigned char *mask, size_t n)
+{
     double m = -INFINITY;
     int any = 0;
     for (size_t j = 0; j < n; j++)
@@ -65,22 +67,25 @@ typedef struct grads {
 } grads;
 
 static mf_status backward_pass(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
-                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
-                               const void *k, const void *v, const void *g_cmp, const void *g_slc,
-                               const void *g_win, const double *pc, const double *ps, const double *pw,
-                               const double *kc, const double *vc, const grads *gr);
+                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                               const void *v, const void *g_cmp, const void *g_slc, const void *g_win,
+                               const double *pc, const double *ps, const double *pw, const double *kc,
+                               const double *vc, const grads *gr);
 
 /* The dense branches (steps 1-4), then the gated sum (forward) or the
  * backward (gr != NULL). */
 static mf_status nsa_dense(const char *func, mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
                            int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
                            const void *k, const void *v, const void *g_cmp, const void *g_slc,
-                           const void *g_win, float *out, float *lse, int32_t *sel, const grads *gr) {
+                           const void *g_win, float *out, float *lse, int32_t *sel, const grads *gr)
+{
     MF_TRY(mf_nsa_validate(func, dtype, cfg, B, S, Hq, Hk, D));
     const size_t need = mf_ref_nsa_forward_scratch_bytes(cfg, B, S, Hq, Hk, D);
-    if (need == SIZE_MAX || (gr != NULL && mf_ref_nsa_backward_scratch_bytes(cfg, B, S, Hq, Hk, D) == SIZE_MAX))
-        MF_FAIL(MF_ERR_OVERFLOW, "the reference's dense scratch (8*B*Hq*S*(nc+2S) + ...) overflows size_t "
-                                 "(B=%lld S=%lld Hq=%lld)",
+    if (need == SIZE_MAX ||
+        (gr != NULL && mf_ref_nsa_backward_scratch_bytes(cfg, B, S, Hq, Hk, D) == SIZE_MAX))
+        MF_FAIL(MF_ERR_OVERFLOW,
+                "the reference's dense scratch (8*B*Hq*S*(nc+2S) + ...) overflows size_t "
+                "(B=%lld S=%lld Hq=%lld)",
                 (long long)B, (long long)S, (long long)Hq);
 
     const size_t b_n = (size_t)B, s_n = (size_t)S, hq = (size_t)Hq, hk = (size_t)Hk, d_n = (size_t)D;
@@ -93,18 +98,18 @@ static mf_status nsa_dense(const char *func, mf_context *ctx, mf_dtype dtype, co
     /* One host scratch block, carved: the broken code's dense intermediates. */
     unsigned char *base = NULL;
     MF_TRY(mf_scratch_alloc(ctx, MF_MEM_HOST, need, (void **)&base));
-    double *pc = (double *)base;                    /* B*Hq x S x nc */
-    double *ps = pc + b_n * hq * s_n * nc;          /* B*Hq x S x S  */
-    double *pw = ps + b_n * hq * s_n * s_n;         /* B*Hq x S x S  */
-    double *imp = pw + b_n * hq * s_n * s_n;        /* B*Hk x S x nb */
-    double *kc = imp + b_n * hk * s_n * nb;         /* B*Hk x nc x D */
-    double *vc = kc + b_n * hk * nc * d_n;          /* B*Hk x nc x D */
+    double *pc = (double *)base;                                       /* B*Hq x S x nc */
+    double *ps = pc + b_n * hq * s_n * nc;                             /* B*Hq x S x S  */
+    double *pw = ps + b_n * hq * s_n * s_n;                            /* B*Hq x S x S  */
+    double *imp = pw + b_n * hq * s_n * s_n;                           /* B*Hk x S x nb */
+    double *kc = imp + b_n * hk * s_n * nb;                            /* B*Hk x nc x D */
+    double *vc = kc + b_n * hk * nc * d_n;                             /* B*Hk x nc x D */
     unsigned char *selm = (unsigned char *)(vc + b_n * hk * nc * d_n); /* B*Hk x S x nb */
-    unsigned char *mask = selm + b_n * hk * s_n * nb; /* one row's mask, S >= nc entries */
+    unsigned char *mask = selm + b_n * hk * s_n * nb;                  /* one row's mask, S >= nc entries */
 
-#define Q_AT(b, t, h, c) ld(q, dtype, (((b) * s_n + (t)) * hq + (h)) * d_n + (c))
-#define K_AT(b, t, g, c) ld(k, dtype, (((b) * s_n + (t)) * hk + (g)) * d_n + (c))
-#define V_AT(b, t, g, c) ld(v, dtype, (((b) * s_n + (t)) * hk + (g)) * d_n + (c))
+#define Q_AT(b, t, h, c) ld(q, dtype, (((b)*s_n + (t)) * hq + (h)) * d_n + (c))
+#define K_AT(b, t, g, c) ld(k, dtype, (((b)*s_n + (t)) * hk + (g)) * d_n + (c))
+#define V_AT(b, t, g, c) ld(v, dtype, (((b)*s_n + (t)) * hk + (g)) * d_n + (c))
 
     /* 1. compressed keys and values: mean pooling (phi = avg) */
     for (size_t b = 0; b < b_n; b++)
@@ -197,8 +202,8 @@ static mf_status nsa_dense(const char *func, mf_context *ctx, mf_dtype dtype, co
         }
 
     if (gr != NULL) {
-        const mf_status bs = backward_pass(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc,
-                                           g_win, pc, ps, pw, kc, vc, gr);
+        const mf_status bs = backward_pass(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, pc,
+                                           ps, pw, kc, vc, gr);
         mf_scratch_free(ctx, MF_MEM_HOST, base);
         return bs;
     }
@@ -230,13 +235,14 @@ static mf_status nsa_dense(const char *func, mf_context *ctx, mf_dtype dtype, co
     return MF_OK;
 }
 
-mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
-                             int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
-                             const void *k, const void *v, const void *g_cmp, const void *g_slc,
-                             const void *g_win, float *out, float *lse, int32_t *sel) {
+mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
+                             int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
+                             const void *g_cmp, const void *g_slc, const void *g_win, float *out, float *lse,
+                             int32_t *sel)
+{
     MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, g_cmp, g_slc, g_win, out);
-    return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out,
-                     lse, sel, NULL);
+    return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out, lse, sel,
+                     NULL);
 }
 
 /* Backward (what autograd does through the three masked softmaxes and the
@@ -250,23 +256,22 @@ mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_confi
  *   dk[s]    += dkc[j] / l for s in [j*d, j*d+l) (the mean pooling), dv likewise.
  * It recomputes the dense forward matrices (mf_ref_nsa_forward's scratch) and
  * holds double accumulators: mf_ref_nsa_backward_scratch_bytes. */
-mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
-                              int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
-                              const void *k, const void *v, const void *g_cmp, const void *g_slc,
-                              const void *g_win, const void *dout, float *dq, float *dk, float *dv,
-                              float *dg_cmp, float *dg_slc, float *dg_win) {
-    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, g_cmp, g_slc, g_win, dout, dq, dk, dv, dg_cmp, dg_slc,
-                          dg_win);
-    const grads gr = {dout, dq, dk, dv, dg_cmp, dg_slc, dg_win};
-    return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, NULL,
-                     NULL, NULL, &gr);
+mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
+                              int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
+                              const void *g_cmp, const void *g_slc, const void *g_win, const void *dout,
+                              float *dq, float *dk, float *dv, float *dg_cmp, float *dg_slc, float *dg_win)
+{
+    MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, g_cmp, g_slc, g_win, dout, dq, dk, dv, dg_cmp, dg_slc, dg_win);
+    const grads gr = { dout, dq, dk, dv, dg_cmp, dg_slc, dg_win };
+    return nsa_dense(__func__, ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, NULL, NULL,
+                     NULL, &gr);
 }
 
 /* One branch's backward for one (b, h, t): keys/values through kat/vat. */
-static void branch_backward(const double *prow, size_t n, const double *qrow, const double *dox,
-                            size_t d_n, double scale, const double *keys, const double *vals,
-                            size_t kv_stride, double *dkeys, double *dvals, double *dqrow,
-                            double *orow, double *dg) {
+static void branch_backward(const double *prow, size_t n, const double *qrow, const double *dox, size_t d_n,
+                            double scale, const double *keys, const double *vals, size_t kv_stride,
+                            double *dkeys, double *dvals, double *dqrow, double *orow, double *dg)
+{
     for (size_t c = 0; c < d_n; c++) orow[c] = 0.0;
     for (size_t s = 0; s < n; s++)
         if (prow[s] != 0.0)
@@ -288,10 +293,11 @@ static void branch_backward(const double *prow, size_t n, const double *qrow, co
 }
 
 static mf_status backward_pass(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
-                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
-                               const void *k, const void *v, const void *g_cmp, const void *g_slc,
-                               const void *g_win, const double *pc, const double *ps, const double *pw,
-                               const double *kc, const double *vc, const grads *gr) {
+                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                               const void *v, const void *g_cmp, const void *g_slc, const void *g_win,
+                               const double *pc, const double *ps, const double *pw, const double *kc,
+                               const double *vc, const grads *gr)
+{
     const size_t b_n = (size_t)B, s_n = (size_t)S, hq = (size_t)Hq, hk = (size_t)Hk, d_n = (size_t)D;
     const size_t grp = hq / hk, l = (size_t)cfg->block_cmp, st = (size_t)cfg->stride;
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
@@ -321,8 +327,9 @@ static mf_status backward_pass(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
                     qrow[c] = ld(q, dtype, row * d_n + c);
                     dqrow[c] = 0.0;
                 }
-                const double gate[3] = {ld(g_cmp, dtype, row), ld(g_slc, dtype, row), ld(g_win, dtype, row)};
-                float *dg[3] = {gr->dg_cmp, gr->dg_slc, gr->dg_win};
+                const double gate[3] = { ld(g_cmp, dtype, row), ld(g_slc, dtype, row),
+                                         ld(g_win, dtype, row) };
+                float *dg[3] = { gr->dg_cmp, gr->dg_slc, gr->dg_win };
                 for (int x = 0; x < 3; x++) {
                     for (size_t c = 0; c < d_n; c++) dox[c] = gate[x] * ld(gr->dout, dtype, row * d_n + c);
                     double dgx = 0.0;

@@ -38,19 +38,20 @@
 #include <stdint.h>
 #include <string.h>
 
-size_t mf_ref_rope_scratch_bytes(int64_t table_len, int64_t rotary_dim) {
+size_t mf_ref_rope_scratch_bytes(int64_t table_len, int64_t rotary_dim)
+{
     if (table_len <= 0 || rotary_dim <= 0 || (rotary_dim % 2) != 0) return SIZE_MAX;
     size_t tab, both, elems, bytes;
     if (!mf_size_mul((size_t)table_len, (size_t)rotary_dim, &tab) || !mf_size_mul(tab, 2, &both) ||
         !mf_size_add(both, (size_t)table_len, &elems) ||
-        !mf_size_add(elems, (size_t)rotary_dim / 2, &elems) ||
-        !mf_size_mul(elems, sizeof(double), &bytes))
+        !mf_size_add(elems, (size_t)rotary_dim / 2, &elems) || !mf_size_mul(elems, sizeof(double), &bytes))
         return SIZE_MAX;
     return bytes;
 }
 
 /* Position of token (b, t). */
-static int64_t ref_position(const mf_rope_positions *pos, size_t b, size_t t) {
+static int64_t ref_position(const mf_rope_positions *pos, size_t b, size_t t)
+{
     if (pos->kind == MF_ROPE_POS_OFFSET) return pos->offset + (int64_t)t;
     const size_t e = b * (size_t)pos->batch_stride + t;
     if (pos->kind == MF_ROPE_POS_I32) return (int64_t)((const int32_t *)pos->ids)[e];
@@ -60,8 +61,9 @@ static int64_t ref_position(const mf_rope_positions *pos, size_t b, size_t t) {
 /* Rotates one head row x (Dh floats) into y with the table rows c, s (rd
  * doubles each). Reads both features of a pair before writing either, so
  * y == x (in place) is fine. */
-static void ref_rotate_row(const float *x, float *y, const double *c, const double *s,
-                           size_t rd, size_t dh, mf_rope_layout layout, mf_rope_direction dir) {
+static void ref_rotate_row(const float *x, float *y, const double *c, const double *s, size_t rd, size_t dh,
+                           mf_rope_layout layout, mf_rope_direction dir)
+{
     const size_t half = rd / 2;
     for (size_t i = 0; i < half; ++i) {
         /* the pair (j0, j1) with rotate(x)[j0] = -x[j1], rotate(x)[j1] = x[j0] */
@@ -85,7 +87,8 @@ static void ref_rotate_row(const float *x, float *y, const double *c, const doub
 }
 
 mf_status mf_ref_rope(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
-                      const mf_rope_tensors *t, const mf_rope_positions *pos) {
+                      const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
     MF_CHECK_NOT_NULL(ctx);
     MF_TRY(mf_rope_internal_validate(__func__, cfg, dir, t, pos));
     if (t->dtype != MF_DTYPE_F32)

@@ -27,19 +27,18 @@
 
 void mf_cli_bench_help(FILE *out)
 {
-    fprintf(out,
-            "usage: memfix bench [--op NAME] [--backend auto|host|cuda] [--sizes N,N,...]\n"
-            "                    [--reps N] [--out FILE] [--json] [--plot DIR]\n"
-            "\n"
-            "For each registered fix (or only NAME), over a small size sweep: times the\n"
-            "reference (host, double) and each optimized variant (the context's backend),\n"
-            "measures the scratch peak of each through the context's tracked allocators,\n"
-            "and re-validates the optimized output of the LAST timed run against the\n"
-            "reference (the output buffer is refilled with NaN before the timing loop). A\n"
-            "row whose output does not match, or whose scratch exceeds the op header's\n"
-            "ceiling, is marked failed.\n"
-            "\n"
-            "sweeps (size n; forward passes, f32):\n");
+    fprintf(out, "usage: memfix bench [--op NAME] [--backend auto|host|cuda] [--sizes N,N,...]\n"
+                 "                    [--reps N] [--out FILE] [--json] [--plot DIR]\n"
+                 "\n"
+                 "For each registered fix (or only NAME), over a small size sweep: times the\n"
+                 "reference (host, double) and each optimized variant (the context's backend),\n"
+                 "measures the scratch peak of each through the context's tracked allocators,\n"
+                 "and re-validates the optimized output of the LAST timed run against the\n"
+                 "reference (the output buffer is refilled with NaN before the timing loop). A\n"
+                 "row whose output does not match, or whose scratch exceeds the op header's\n"
+                 "ceiling, is marked failed.\n"
+                 "\n"
+                 "sweeps (size n; forward passes, f32):\n");
     size_t n_ops = 0;
     const mf_op_desc *const *ops = mf_registry(&n_ops);
     int any_without = 0;
@@ -72,57 +71,56 @@ void mf_cli_bench_help(FILE *out)
             "                    --sizes does not apply)\n"
             "\n",
             any_without ? "see memfix report" : "none today");
-    fprintf(out,
-            "options:\n"
-            "  --op NAME         only this fix\n"
-            "  --backend B       auto (default), host or cuda\n"
-            "  --sizes LIST      comma-separated n values replacing the default sweep\n"
-            "  --reps N          timed repetitions per row (default 3; mean reported)\n"
-            "  --out FILE        write the CSV (or JSON) there (default: standard output)\n"
-            "  --json            a JSON array, one object per row with the CSV's columns\n"
-            "                    as keys (numbers; null where the CSV cell is empty)\n"
-            "  --plot DIR        also write DIR/bench.csv and draw the charts of ci/plot.sh\n"
-            "                    into DIR (the same script: $MF_PLOT_SCRIPT, else this\n"
-            "                    source tree's ci/plot.sh; needs gnuplot: exit 3 and a\n"
-            "                    message when it is missing)\n"
-            "  -h, --help        this help\n"
-            "\n"
-            "CSV columns (one header line, one row per op x variant x size):\n"
-            "  op, variant, backend   what ran (backend: host or cuda)\n"
-            "  timer                  host-wall (host execution mode: CPU wall-clock time\n"
-            "                         of the loop), cuda-events (GPU: CUDA events on the\n"
-            "                         context's stream around the loop), cuda-wall-sync\n"
-            "                         (GPU: wall-clock around the synchronized loop; run_case\n"
-            "                         rows, or when events could not be created)\n"
-            "  timed                  separate (ref_ms and opt_ms each alone) or run_case\n"
-            "                         (opt_ms is reference + variant + comparison)\n"
-            "  dtype, shape, size     the problem; size is the sweep's n (run_case rows:\n"
-            "                         the case index)\n"
-            "  reps                   timed repetitions\n"
-            "  ref_ms, opt_ms         mean milliseconds per call (ref_ms empty for run_case)\n"
-            "  ref_peak_bytes         reference host scratch peak\n"
-            "  opt_peak_bytes         optimized device scratch peak\n"
-            "  ceiling_bytes          the op header's formula at the shape\n"
-            "  max_abs_err            of the re-validation\n"
-            "  status                 ok or failed\n"
-            "  message                why it failed, or empty\n"
-            "  flops, min_bytes       work of one call from the op's formula (its sweep in\n"
-            "                         src/ops/<op>.c; the same for every variant): flops\n"
-            "                         (a multiply-add is 2), bytes every input read once\n"
-            "                         and every output written once; empty for run_case\n"
-            "  tflops, gbps           achieved rates flops/opt_ms and min_bytes/opt_ms on a\n"
-            "                         GPU (timer cuda-events); empty in host execution mode\n"
-            "  peak_tflops, peak_gbps the device's dense bf16 tensor-core peak and HBM\n"
-            "                         bandwidth (a datasheet table for A100/H100/H200;\n"
-            "                         bandwidth from the device's memory clock and bus width\n"
-            "                         otherwise); empty in host execution mode\n"
-            "  frac_peak_flops,       tflops/peak_tflops and gbps/peak_gbps (the fraction\n"
-            "  frac_peak_bw           of the device's peak; f32 sweeps against the bf16\n"
-            "                         tensor-core peak)\n"
-            "\n"
-            "exit status: 0 every row ok, 1 some row failed, 2 usage error, 3 the backend\n"
-            "is unavailable or the output file cannot be written.\n"
-            "Render charts with ci/plot.sh FILE.csv [OUTDIR] (needs gnuplot).\n");
+    fprintf(out, "options:\n"
+                 "  --op NAME         only this fix\n"
+                 "  --backend B       auto (default), host or cuda\n"
+                 "  --sizes LIST      comma-separated n values replacing the default sweep\n"
+                 "  --reps N          timed repetitions per row (default 3; mean reported)\n"
+                 "  --out FILE        write the CSV (or JSON) there (default: standard output)\n"
+                 "  --json            a JSON array, one object per row with the CSV's columns\n"
+                 "                    as keys (numbers; null where the CSV cell is empty)\n"
+                 "  --plot DIR        also write DIR/bench.csv and draw the charts of ci/plot.sh\n"
+                 "                    into DIR (the same script: $MF_PLOT_SCRIPT, else this\n"
+                 "                    source tree's ci/plot.sh; needs gnuplot: exit 3 and a\n"
+                 "                    message when it is missing)\n"
+                 "  -h, --help        this help\n"
+                 "\n"
+                 "CSV columns (one header line, one row per op x variant x size):\n"
+                 "  op, variant, backend   what ran (backend: host or cuda)\n"
+                 "  timer                  host-wall (host execution mode: CPU wall-clock time\n"
+                 "                         of the loop), cuda-events (GPU: CUDA events on the\n"
+                 "                         context's stream around the loop), cuda-wall-sync\n"
+                 "                         (GPU: wall-clock around the synchronized loop; run_case\n"
+                 "                         rows, or when events could not be created)\n"
+                 "  timed                  separate (ref_ms and opt_ms each alone) or run_case\n"
+                 "                         (opt_ms is reference + variant + comparison)\n"
+                 "  dtype, shape, size     the problem; size is the sweep's n (run_case rows:\n"
+                 "                         the case index)\n"
+                 "  reps                   timed repetitions\n"
+                 "  ref_ms, opt_ms         mean milliseconds per call (ref_ms empty for run_case)\n"
+                 "  ref_peak_bytes         reference host scratch peak\n"
+                 "  opt_peak_bytes         optimized device scratch peak\n"
+                 "  ceiling_bytes          the op header's formula at the shape\n"
+                 "  max_abs_err            of the re-validation\n"
+                 "  status                 ok or failed\n"
+                 "  message                why it failed, or empty\n"
+                 "  flops, min_bytes       work of one call from the op's formula (its sweep in\n"
+                 "                         src/ops/<op>.c; the same for every variant): flops\n"
+                 "                         (a multiply-add is 2), bytes every input read once\n"
+                 "                         and every output written once; empty for run_case\n"
+                 "  tflops, gbps           achieved rates flops/opt_ms and min_bytes/opt_ms on a\n"
+                 "                         GPU (timer cuda-events); empty in host execution mode\n"
+                 "  peak_tflops, peak_gbps the device's dense bf16 tensor-core peak and HBM\n"
+                 "                         bandwidth (a datasheet table for A100/H100/H200;\n"
+                 "                         bandwidth from the device's memory clock and bus width\n"
+                 "                         otherwise); empty in host execution mode\n"
+                 "  frac_peak_flops,       tflops/peak_tflops and gbps/peak_gbps (the fraction\n"
+                 "  frac_peak_bw           of the device's peak; f32 sweeps against the bf16\n"
+                 "                         tensor-core peak)\n"
+                 "\n"
+                 "exit status: 0 every row ok, 1 some row failed, 2 usage error, 3 the backend\n"
+                 "is unavailable or the output file cannot be written.\n"
+                 "Render charts with ci/plot.sh FILE.csv [OUTDIR] (needs gnuplot).\n");
 }
 
 typedef struct bench_row {
@@ -134,8 +132,8 @@ typedef struct bench_row {
     double max_abs_err;
     int ok;
     char message[200];
-    double flops, min_bytes;      /* per call; 0: not stated (run_case rows) */
-    double tflops, gbps;          /* achieved (GPU rows only), else NAN */
+    double flops, min_bytes;       /* per call; 0: not stated (run_case rows) */
+    double tflops, gbps;           /* achieved (GPU rows only), else NAN */
     double peak_tflops, peak_gbps; /* the device's (GPU only), else NAN */
 } bench_row;
 
@@ -153,9 +151,9 @@ typedef struct device_peak {
 } device_peak;
 
 static const device_peak peak_table[] = {
-    {"H200", "NVL", 835.5, 4800.0},  {"H200", NULL, 989.5, 4800.0},     {"H100", "NVL", 835.5, 3900.0},
-    {"H100", "PCIe", 756.5, 2000.0}, {"H100", NULL, 989.5, 3350.0},     {"A100", "40GB", 312.0, 1555.0},
-    {"A100", "PCIE", 312.0, 1935.0}, {"A100", NULL, 312.0, 2039.0},
+    { "H200", "NVL", 835.5, 4800.0 },  { "H200", NULL, 989.5, 4800.0 }, { "H100", "NVL", 835.5, 3900.0 },
+    { "H100", "PCIe", 756.5, 2000.0 }, { "H100", NULL, 989.5, 3350.0 }, { "A100", "40GB", 312.0, 1555.0 },
+    { "A100", "PCIE", 312.0, 1935.0 }, { "A100", NULL, 312.0, 2039.0 },
 };
 
 /* Peak figures of the context's device: NAN where unknown (host mode). */
@@ -206,7 +204,8 @@ static void device_peaks(mf_context *ctx, double *tflops, double *gbps, char *na
     /* not in the table: bandwidth from the memory clock (kHz, double data rate) and bus width (bits) */
     int khz = 0, bits = 0;
     if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess && khz > 0 && bits > 0)
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess && khz > 0 &&
+        bits > 0)
         *gbps = 2.0 * (double)khz * 1e3 * (double)bits / 8.0 / 1e9;
 #else
     (void)ctx;
@@ -305,7 +304,8 @@ static void finish_row(mf_context *ctx, bench_row *r, const float *dev_out, cons
     r->max_abs_err = cr.max_abs_err;
     r->ok = cr.pass && r->opt_peak <= r->ceiling;
     if (!cr.pass)
-        snprintf(r->message, sizeof r->message, "output after timing does not match the reference: %.140s", cr.reason);
+        snprintf(r->message, sizeof r->message, "output after timing does not match the reference: %.140s",
+                 cr.reason);
     else if (r->opt_peak > r->ceiling)
         snprintf(r->message, sizeof r->message, "scratch %zu bytes exceeds the ceiling %zu", r->opt_peak,
                  r->ceiling);
@@ -376,7 +376,7 @@ static void csv_bytes(FILE *f, size_t b)
     if (b != SIZE_MAX) fprintf(f, "%zu", b);
 }
 
-#define BENCH_CSV_HEADER                                                                                      \
+#define BENCH_CSV_HEADER                                                                                     \
     "op,variant,backend,timer,timed,dtype,shape,size,reps,ref_ms,opt_ms,ref_peak_bytes,opt_peak_bytes,"      \
     "ceiling_bytes,max_abs_err,status,message,flops,min_bytes,tflops,gbps,peak_tflops,peak_gbps,"            \
     "frac_peak_flops,frac_peak_bw"
@@ -402,9 +402,14 @@ static void write_csv(FILE *f, const bench_row *rows, size_t n)
         csv_num(f, r->max_abs_err);
         fprintf(f, ",%s,", r->ok ? "ok" : "failed");
         csv_str(f, r->message);
-        const double cols[8] = {r->flops > 0 ? r->flops : NAN, r->min_bytes > 0 ? r->min_bytes : NAN,
-                                r->tflops, r->gbps, r->peak_tflops, r->peak_gbps, r->tflops / r->peak_tflops,
-                                r->gbps / r->peak_gbps};
+        const double cols[8] = { r->flops > 0 ? r->flops : NAN,
+                                 r->min_bytes > 0 ? r->min_bytes : NAN,
+                                 r->tflops,
+                                 r->gbps,
+                                 r->peak_tflops,
+                                 r->peak_gbps,
+                                 r->tflops / r->peak_tflops,
+                                 r->gbps / r->peak_gbps };
         for (int k = 0; k < 8; k++) {
             fputc(',', f);
             csv_num(f, cols[k]);
@@ -415,8 +420,10 @@ static void write_csv(FILE *f, const bench_row *rows, size_t n)
 
 static void json_num(cJSON *o, const char *key, double x)
 {
-    if (isfinite(x)) cJSON_AddNumberToObject(o, key, x);
-    else cJSON_AddNullToObject(o, key);
+    if (isfinite(x))
+        cJSON_AddNumberToObject(o, key, x);
+    else
+        cJSON_AddNullToObject(o, key);
 }
 
 static double bytes_num(size_t b) { return b == SIZE_MAX ? NAN : (double)b; }
@@ -476,7 +483,8 @@ static int plot_charts(const char *dir, const bench_row *rows, size_t n, FILE *o
     }
     struct stat st;
     if (stat(script, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fprintf(err, "memfix bench: --plot: the plot script '%s' is missing (set MF_PLOT_SCRIPT to ci/plot.sh)\n",
+        fprintf(err,
+                "memfix bench: --plot: the plot script '%s' is missing (set MF_PLOT_SCRIPT to ci/plot.sh)\n",
                 script);
         return MF_CLI_UNAVAILABLE;
     }
@@ -513,11 +521,13 @@ static int plot_charts(const char *dir, const bench_row *rows, size_t n, FILE *o
         return MF_CLI_OK;
     }
     if (code == 3)
-        fprintf(err, "memfix bench: --plot: gnuplot is missing: no charts drawn (Debian/Ubuntu: apt-get install "
-                     "gnuplot-nox); the rows are in %s\n",
+        fprintf(err,
+                "memfix bench: --plot: gnuplot is missing: no charts drawn (Debian/Ubuntu: apt-get install "
+                "gnuplot-nox); the rows are in %s\n",
                 csv_path);
     else
-        fprintf(err, "memfix bench: --plot: '%s' failed (exit %d); the rows are in %s\n", script, code, csv_path);
+        fprintf(err, "memfix bench: --plot: '%s' failed (exit %d); the rows are in %s\n", script, code,
+                csv_path);
     return MF_CLI_UNAVAILABLE;
 }
 
@@ -530,8 +540,10 @@ static int parse_sizes(const char *s, int64_t *out, int cap)
         long long v = strtoll(s, &end, 10);
         if (errno || end == s || v <= 0 || v > (1LL << 24) || n == cap) return -1;
         out[n++] = (int64_t)v;
-        if (*end == ',') end++;
-        else if (*end != '\0') return -1;
+        if (*end == ',')
+            end++;
+        else if (*end != '\0')
+            return -1;
         s = end;
     }
     return n;
@@ -554,7 +566,7 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
             json = 1;
             continue;
         }
-        const char *names[] = {"--op", "--backend", "--sizes", "--reps", "--out", "--plot"};
+        const char *names[] = { "--op", "--backend", "--sizes", "--reps", "--out", "--plot" };
         int k = -1;
         const char *val = NULL;
         for (int j = 0; j < 6 && k < 0; j++) {
@@ -572,13 +584,17 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
             fprintf(err, "memfix bench: %s needs a value\n", names[k]);
             return MF_CLI_USAGE;
         }
-        if (k == 0) op_name = val;
-        else if (k == 1) backend_name = val;
+        if (k == 0)
+            op_name = val;
+        else if (k == 1)
+            backend_name = val;
         else if (k == 2) {
             n_sizes = parse_sizes(val, sizes, MAX_SIZES);
             if (n_sizes <= 0) {
-                fprintf(err, "memfix bench: --sizes wants up to %d comma-separated integers in [1, 2^24] (got '%s')\n",
-                        MAX_SIZES, val);
+                fprintf(
+                    err,
+                    "memfix bench: --sizes wants up to %d comma-separated integers in [1, 2^24] (got '%s')\n",
+                    MAX_SIZES, val);
                 return MF_CLI_USAGE;
             }
         } else if (k == 3) {
@@ -597,9 +613,12 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
     }
 
     mf_backend backend;
-    if (strcmp(backend_name, "auto") == 0) backend = MF_BACKEND_AUTO;
-    else if (strcmp(backend_name, "host") == 0) backend = MF_BACKEND_HOST;
-    else if (strcmp(backend_name, "cuda") == 0) backend = MF_BACKEND_CUDA;
+    if (strcmp(backend_name, "auto") == 0)
+        backend = MF_BACKEND_AUTO;
+    else if (strcmp(backend_name, "host") == 0)
+        backend = MF_BACKEND_HOST;
+    else if (strcmp(backend_name, "cuda") == 0)
+        backend = MF_BACKEND_CUDA;
     else {
         fprintf(err, "memfix bench: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
         return MF_CLI_USAGE;
@@ -614,7 +633,9 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         return MF_CLI_USAGE;
     }
     if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
-        fprintf(err, "memfix bench: backend cuda is not available (no device, or no CUDA backend in this build)\n");
+        fprintf(
+            err,
+            "memfix bench: backend cuda is not available (no device, or no CUDA backend in this build)\n");
         return MF_CLI_UNAVAILABLE;
     }
     if (n_ops == 0) {
@@ -735,8 +756,8 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
             fprintf(err, "memfix bench: writing '%s' failed: %s\n", out_path, strerror(errno));
             rc = MF_CLI_UNAVAILABLE;
         } else {
-            fprintf(out, "memfix bench: %zu rows (%zu failed, timer %s, device %s) written to %s\n", n, failed, timer,
-                    device, out_path);
+            fprintf(out, "memfix bench: %zu rows (%zu failed, timer %s, device %s) written to %s\n", n,
+                    failed, timer, device, out_path);
         }
     }
     if (plot_dir != NULL) {
@@ -745,8 +766,8 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
     }
     for (size_t i = 0; i < n; i++)
         if (!rows[i].ok)
-            fprintf(err, "FAIL %s/%s size %lld [%s]: %s\n", rows[i].op, rows[i].variant, rows[i].size, rows[i].shape,
-                    rows[i].message);
+            fprintf(err, "FAIL %s/%s size %lld [%s]: %s\n", rows[i].op, rows[i].variant, rows[i].size,
+                    rows[i].shape, rows[i].message);
     free(rows);
     return rc;
 }

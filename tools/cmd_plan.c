@@ -39,55 +39,53 @@ static void help_param(const mf_plan_param_spec *spec, void *arg)
 
 void mf_cli_plan_help(FILE *out)
 {
-    fprintf(out,
-            "usage: memfix plan [--preset NAME] [model and step options] [--json]\n"
-            "       memfix plan --list-presets\n"
-            "\n"
-            "Memory arithmetic for a decoder-only transformer training step, per GPU, from\n"
-            "the same formula functions the memory tests assert:\n"
-            "  - per fix, the bytes of the big intermediate the naive code materializes and\n"
-            "    the optimized implementation's scratch ceiling, as each registered op plans\n"
-            "    it (some only when their option below asks);\n"
-            "  - parameters, gradients and AdamW states (mixed precision: 12 bytes of fp32\n"
-            "    master weights and moments per parameter for bf16, 8 for fp32), sharded by\n"
-            "    ZeRO stage 1/2/3 over --dp GPUs;\n"
-            "  - activations per layer (Korthikanti et al. 2022's count, generalized) with\n"
-            "    standard or tiled attention, with and without full checkpointing;\n"
-            "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked vs fused.\n"
-            "A preset fills every option; options given after it override its values.\n"
-            "One integer option may take a comma-separated list (a sweep): the plan once per\n"
-            "value, as one table (--json: one object with a \"plans\" array), e.g.\n"
-            "  memfix plan --preset 000 --seq 4096,40000,131072 --ce-budget 10737418240\n"
-            "Figures that correct a seed document's are marked \"corrected\" with what the\n"
-            "document says; a fix whose optimized scratch exceeds the naive bytes is flagged.\n"
-            "Bytes are exact; GiB = 2^30 bytes.\n"
-            "\n"
-            "options:\n"
-            "  --preset NAME      a seed document's case (see --list-presets)\n"
-            "  --list-presets     list the presets and exit\n"
-            "  --layers N  --d-model N  --d-ffn N  --heads N\n"
-            "  --kv-heads N       key/value heads (default: heads)\n"
-            "  --head-dim N       (default: d-model / heads)\n"
-            "  --vocab N          vocabulary\n"
-            "  --max-positions N  learned position embeddings (default 0: RoPE)\n"
-            "  --tied 0|1         tied input/output embeddings\n"
-            "  --gated 0|1        SwiGLU MLP (3 matrices) instead of GELU (2)\n"
-            "  --bias 0|1         biases on the linear layers\n"
-            "  --layernorm 0|1    LayerNorm (weight and bias) instead of RMSNorm\n"
-            "  --qk-norm 0|1      per-head RMSNorm of q and k (Qwen3)\n"
-            "  --dropout 0|1      count dropout masks in the activations\n"
-            "  --batch N          micro-batch sequences per GPU\n"
-            "  --seq N            tokens per sequence\n"
-            "  --dtype f32|bf16   weights, gradients and activations\n"
-            "  --dp N             data-parallel degree (GPUs)\n"
-            "  --zero 0..3        ZeRO stage: 1 shards optimizer states, 2 + gradients,\n"
-            "                     3 + weights\n");
+    fprintf(out, "usage: memfix plan [--preset NAME] [model and step options] [--json]\n"
+                 "       memfix plan --list-presets\n"
+                 "\n"
+                 "Memory arithmetic for a decoder-only transformer training step, per GPU, from\n"
+                 "the same formula functions the memory tests assert:\n"
+                 "  - per fix, the bytes of the big intermediate the naive code materializes and\n"
+                 "    the optimized implementation's scratch ceiling, as each registered op plans\n"
+                 "    it (some only when their option below asks);\n"
+                 "  - parameters, gradients and AdamW states (mixed precision: 12 bytes of fp32\n"
+                 "    master weights and moments per parameter for bf16, 8 for fp32), sharded by\n"
+                 "    ZeRO stage 1/2/3 over --dp GPUs;\n"
+                 "  - activations per layer (Korthikanti et al. 2022's count, generalized) with\n"
+                 "    standard or tiled attention, with and without full checkpointing;\n"
+                 "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked vs fused.\n"
+                 "A preset fills every option; options given after it override its values.\n"
+                 "One integer option may take a comma-separated list (a sweep): the plan once per\n"
+                 "value, as one table (--json: one object with a \"plans\" array), e.g.\n"
+                 "  memfix plan --preset 000 --seq 4096,40000,131072 --ce-budget 10737418240\n"
+                 "Figures that correct a seed document's are marked \"corrected\" with what the\n"
+                 "document says; a fix whose optimized scratch exceeds the naive bytes is flagged.\n"
+                 "Bytes are exact; GiB = 2^30 bytes.\n"
+                 "\n"
+                 "options:\n"
+                 "  --preset NAME      a seed document's case (see --list-presets)\n"
+                 "  --list-presets     list the presets and exit\n"
+                 "  --layers N  --d-model N  --d-ffn N  --heads N\n"
+                 "  --kv-heads N       key/value heads (default: heads)\n"
+                 "  --head-dim N       (default: d-model / heads)\n"
+                 "  --vocab N          vocabulary\n"
+                 "  --max-positions N  learned position embeddings (default 0: RoPE)\n"
+                 "  --tied 0|1         tied input/output embeddings\n"
+                 "  --gated 0|1        SwiGLU MLP (3 matrices) instead of GELU (2)\n"
+                 "  --bias 0|1         biases on the linear layers\n"
+                 "  --layernorm 0|1    LayerNorm (weight and bias) instead of RMSNorm\n"
+                 "  --qk-norm 0|1      per-head RMSNorm of q and k (Qwen3)\n"
+                 "  --dropout 0|1      count dropout masks in the activations\n"
+                 "  --batch N          micro-batch sequences per GPU\n"
+                 "  --seq N            tokens per sequence\n"
+                 "  --dtype f32|bf16   weights, gradients and activations\n"
+                 "  --dp N             data-parallel degree (GPUs)\n"
+                 "  --zero 0..3        ZeRO stage: 1 shards optimizer states, 2 + gradients,\n"
+                 "                     3 + weights\n");
     for_each_param(help_param, out);
-    fprintf(out,
-            "  --json             print one JSON object instead of tables\n"
-            "  -h, --help         this help\n"
-            "\n"
-            "exit status: 0 success, 2 usage error or invalid configuration.\n");
+    fprintf(out, "  --json             print one JSON object instead of tables\n"
+                 "  -h, --help         this help\n"
+                 "\n"
+                 "exit status: 0 success, 2 usage error or invalid configuration.\n");
 }
 
 static void list_presets(FILE *out)
@@ -135,8 +133,10 @@ static int print_json(cJSON *root, FILE *out)
 
 static void add_bytes(cJSON *o, const char *key, size_t b)
 {
-    if (b == SIZE_MAX) cJSON_AddNullToObject(o, key);
-    else cJSON_AddNumberToObject(o, key, (double)b);
+    if (b == SIZE_MAX)
+        cJSON_AddNullToObject(o, key);
+    else
+        cJSON_AddNumberToObject(o, key, (double)b);
 }
 
 /* ---- the seed 003 sweep -------------------------------------------------------------- */
@@ -176,8 +176,8 @@ static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, i
             add_bytes(o, "tiled_backward_ceiling", tiled);
             add_bytes(o, "linear_chunked_backward_ceiling", chunked);
         } else {
-            fprintf(out, "%6lld  %14zu  %14zu  %14zu  %12zu  %16zu  %14zu  %12zu  %14zu\n", (long long)N, r.inputs,
-                    r.standard_scores, r.standard_peak, r.linear_bidir_state, r.linear_causal_state,
+            fprintf(out, "%6lld  %14zu  %14zu  %14zu  %12zu  %16zu  %14zu  %12zu  %14zu\n", (long long)N,
+                    r.inputs, r.standard_scores, r.standard_peak, r.linear_bidir_state, r.linear_causal_state,
                     r.linear_causal_peak, tiled, chunked);
         }
     }
@@ -216,26 +216,33 @@ static int attention_sweep(const mf_plan_preset *p, const mf_plan_config *cfg, i
 static const struct {
     const char *preset, *what, *note;
 } seed_notes[] = {
-    {"000", "parameters",
-     "corrected: seed 000 says \"3.92B params\"; Qwen3-4B's shapes (d_model 2560 as the seed implies) give 4.02B"},
-    {"000", "weights",
-     "corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB (3.92e9 x 2 B); these shapes "
-     "give 7.49 GiB"},
-    {"001*", "parameters",
-     "corrected: seed 001 says \"~95.3M parameters\"; its stated dimensions (12 x 768, vocab 50,304, tied; FFN 4 x "
-     "768 assumed) give 111.8M"},
-    {"002-10k", "parameters",
-     "corrected: seed 002 says \"6 x 11M = 66M\" for the layers and \"~76M params\"; a 512-wide layer with a 2048 "
-     "FFN has 3,152,384, so 29.2M in all"},
-    {"002*", "parameters",
-     "corrected: seed 002 says \"~200M params\" with a 50K vocabulary and \"6 x 11M\" for the layers; a layer has "
-     "3,152,384, so 70.5M (Pythia-70M's size)"},
-    {"004-doc", "npt",
-     "corrected: seed 004 says \"~448 GB\" for this shape; 4 x 512 x 4096 x 11008 fp32 is 344 GiB (448 GiB is d_ffn "
-     "14336: preset 004)"},
-    {"004", "npt",
-     "seed 004's \"~448 GB\" is this shape's figure (448 GiB), not its 4096 x 11008 example's (344 GiB: preset "
-     "004-doc)"},
+    { "000", "parameters",
+      "corrected: seed 000 says \"3.92B params\"; Qwen3-4B's shapes (d_model 2560 as the seed implies) give "
+      "4.02B" },
+    { "000", "weights",
+      "corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB (3.92e9 x 2 B); these "
+      "shapes "
+      "give 7.49 GiB" },
+    { "001*", "parameters",
+      "corrected: seed 001 says \"~95.3M parameters\"; its stated dimensions (12 x 768, vocab 50,304, tied; "
+      "FFN 4 x "
+      "768 assumed) give 111.8M" },
+    { "002-10k", "parameters",
+      "corrected: seed 002 says \"6 x 11M = 66M\" for the layers and \"~76M params\"; a 512-wide layer with "
+      "a 2048 "
+      "FFN has 3,152,384, so 29.2M in all" },
+    { "002*", "parameters",
+      "corrected: seed 002 says \"~200M params\" with a 50K vocabulary and \"6 x 11M\" for the layers; a "
+      "layer has "
+      "3,152,384, so 70.5M (Pythia-70M's size)" },
+    { "004-doc", "npt",
+      "corrected: seed 004 says \"~448 GB\" for this shape; 4 x 512 x 4096 x 11008 fp32 is 344 GiB (448 GiB "
+      "is d_ffn "
+      "14336: preset 004)" },
+    { "004", "npt",
+      "seed 004's \"~448 GB\" is this shape's figure (448 GiB), not its 4096 x 11008 example's (344 GiB: "
+      "preset "
+      "004-doc)" },
 };
 
 static const char *seed_note(const char *preset, const char *what)
@@ -251,11 +258,15 @@ static const char *seed_note(const char *preset, const char *what)
 }
 
 /* Why an optimized scratch can exceed the naive bytes it replaces: the op's reason or this. */
-static const char *exceeds_reason(const char *why) { return why ? why : "the fix pays off only at larger shapes"; }
+static const char *exceeds_reason(const char *why)
+{
+    return why ? why : "the fix pays off only at larger shapes";
+}
 
 static int exceeds_naive(const mf_plan_fix_row *r)
 {
-    return r->naive_bytes != SIZE_MAX && r->optimized_bytes != SIZE_MAX && r->optimized_bytes > r->naive_bytes;
+    return r->naive_bytes != SIZE_MAX && r->optimized_bytes != SIZE_MAX &&
+           r->optimized_bytes > r->naive_bytes;
 }
 
 /* ---- model output ---------------------------------------------------------------------- */
@@ -277,11 +288,26 @@ static void add_fields(cJSON *o, const void *base, const json_field *fields, siz
         int iv;
         mf_dtype dt;
         switch (fields[i].kind) {
-        case 'i': memcpy(&i64, f, sizeof i64); cJSON_AddNumberToObject(o, fields[i].key, (double)i64); break;
-        case 'b': memcpy(&bytes, f, sizeof bytes); add_bytes(o, fields[i].key, bytes); break;
-        case 'n': memcpy(&iv, f, sizeof iv); cJSON_AddNumberToObject(o, fields[i].key, iv); break;
-        case 'f': memcpy(&iv, f, sizeof iv); cJSON_AddBoolToObject(o, fields[i].key, iv); break;
-        default: memcpy(&dt, f, sizeof dt); cJSON_AddStringToObject(o, fields[i].key, mf_dtype_name(dt)); break;
+        case 'i':
+            memcpy(&i64, f, sizeof i64);
+            cJSON_AddNumberToObject(o, fields[i].key, (double)i64);
+            break;
+        case 'b':
+            memcpy(&bytes, f, sizeof bytes);
+            add_bytes(o, fields[i].key, bytes);
+            break;
+        case 'n':
+            memcpy(&iv, f, sizeof iv);
+            cJSON_AddNumberToObject(o, fields[i].key, iv);
+            break;
+        case 'f':
+            memcpy(&iv, f, sizeof iv);
+            cJSON_AddBoolToObject(o, fields[i].key, iv);
+            break;
+        default:
+            memcpy(&dt, f, sizeof dt);
+            cJSON_AddStringToObject(o, fields[i].key, mf_dtype_name(dt));
+            break;
         }
     }
 }
@@ -297,29 +323,64 @@ typedef struct {
     json_field json;
 } plan_opt;
 
-#define OPT(name, kind, jkind, field)                                                                         \
-    {name, kind, offsetof(mf_plan_config, field), NULL, {#field, jkind, offsetof(mf_plan_config, field)}}
+#define OPT(name, kind, jkind, field)                                                                        \
+    {                                                                                                        \
+        name, kind, offsetof(mf_plan_config, field), NULL,                                                   \
+        {                                                                                                    \
+#field, jkind, offsetof(mf_plan_config, field)                                                   \
+        }                                                                                                    \
+    }
 static const plan_opt model_opts[] = {
-    OPT("--layers", 0, 'i', layers),         OPT("--d-model", 0, 'i', d_model),
-    OPT("--d-ffn", 0, 'i', d_ffn),           OPT("--heads", 0, 'i', heads),
-    OPT("--kv-heads", 0, 'i', kv_heads),     OPT("--head-dim", 0, 'i', head_dim),
-    OPT("--vocab", 0, 'i', vocab),           OPT("--max-positions", 0, 'i', max_positions),
-    OPT("--tied", 1, 'f', tied_embeddings),  OPT("--gated", 1, 'f', gated_mlp),
-    OPT("--bias", 1, 'f', linear_bias),      OPT("--layernorm", 1, 'f', layernorm),
-    OPT("--qk-norm", 1, 'f', qk_norm),       OPT("--dropout", 1, 'f', dropout),
-    OPT("--batch", 0, 'i', batch),           OPT("--seq", 0, 'i', seq),
-    OPT("--dtype", 3, 'd', dtype),           OPT("--dp", 0, 'i', dp),
+    OPT("--layers", 0, 'i', layers),
+    OPT("--d-model", 0, 'i', d_model),
+    OPT("--d-ffn", 0, 'i', d_ffn),
+    OPT("--heads", 0, 'i', heads),
+    OPT("--kv-heads", 0, 'i', kv_heads),
+    OPT("--head-dim", 0, 'i', head_dim),
+    OPT("--vocab", 0, 'i', vocab),
+    OPT("--max-positions", 0, 'i', max_positions),
+    OPT("--tied", 1, 'f', tied_embeddings),
+    OPT("--gated", 1, 'f', gated_mlp),
+    OPT("--bias", 1, 'f', linear_bias),
+    OPT("--layernorm", 1, 'f', layernorm),
+    OPT("--qk-norm", 1, 'f', qk_norm),
+    OPT("--dropout", 1, 'f', dropout),
+    OPT("--batch", 0, 'i', batch),
+    OPT("--seq", 0, 'i', seq),
+    OPT("--dtype", 3, 'd', dtype),
+    OPT("--dp", 0, 'i', dp),
     OPT("--zero", 1, 'n', zero),
 };
 #undef OPT
-#define MEM(kind, field) {#field, kind, offsetof(mf_plan_memory, field)}
+#define MEM(kind, field)                                                                                     \
+    {                                                                                                        \
+#field, kind, offsetof(mf_plan_memory, field)                                                        \
+    }
 static const json_field memory_fields[] = {
-    MEM('i', params),          MEM('i', embedding_params),   MEM('i', layer_params),     MEM('b', weights_bytes),
-    MEM('b', grads_bytes),     MEM('b', optimizer_bytes),    MEM('b', weights_gpu),      MEM('b', grads_gpu),
-    MEM('b', optimizer_gpu),   MEM('b', act_layer_standard), MEM('b', act_layer_tiled),  MEM('b', act_outside_layers),
-    MEM('b', act_standard),    MEM('b', act_tiled),          MEM('b', act_ckpt_standard), MEM('b', act_ckpt_tiled),
-    MEM('b', logits_bytes),    MEM('b', loss_naive),         MEM('b', loss_chunked),     MEM('i', loss_chunk_rows),
-    MEM('f', loss_capped_by_logits), MEM('b', loss_fused),   MEM('b', total_naive),      MEM('b', total_optimized),
+    MEM('i', params),
+    MEM('i', embedding_params),
+    MEM('i', layer_params),
+    MEM('b', weights_bytes),
+    MEM('b', grads_bytes),
+    MEM('b', optimizer_bytes),
+    MEM('b', weights_gpu),
+    MEM('b', grads_gpu),
+    MEM('b', optimizer_gpu),
+    MEM('b', act_layer_standard),
+    MEM('b', act_layer_tiled),
+    MEM('b', act_outside_layers),
+    MEM('b', act_standard),
+    MEM('b', act_tiled),
+    MEM('b', act_ckpt_standard),
+    MEM('b', act_ckpt_tiled),
+    MEM('b', logits_bytes),
+    MEM('b', loss_naive),
+    MEM('b', loss_chunked),
+    MEM('i', loss_chunk_rows),
+    MEM('f', loss_capped_by_logits),
+    MEM('b', loss_fused),
+    MEM('b', total_naive),
+    MEM('b', total_optimized),
 };
 #undef MEM
 
@@ -333,23 +394,27 @@ static void json_param(const mf_plan_param_spec *spec, void *arg)
 {
     const json_params_arg *a = arg;
     const int64_t v = mf_plan_param_get(a->cfg, spec->name);
-    if (spec->kind == MF_PLAN_PARAM_FLAG) cJSON_AddBoolToObject(a->obj, spec->name, v != 0);
-    else cJSON_AddNumberToObject(a->obj, spec->name, (double)v);
+    if (spec->kind == MF_PLAN_PARAM_FLAG)
+        cJSON_AddBoolToObject(a->obj, spec->name, v != 0);
+    else
+        cJSON_AddNumberToObject(a->obj, spec->name, (double)v);
 }
 
 static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
                          const mf_plan_fix_row *rows, size_t n_rows)
 {
     cJSON *root = cJSON_CreateObject();
-    if (preset) cJSON_AddStringToObject(root, "preset", preset);
-    else cJSON_AddNullToObject(root, "preset");
+    if (preset)
+        cJSON_AddStringToObject(root, "preset", preset);
+    else
+        cJSON_AddNullToObject(root, "preset");
     cJSON *cfg = cJSON_AddObjectToObject(root, "config");
     mf_plan_config resolved = *c; /* kv_heads and head_dim as used, not 0 */
     resolved.kv_heads = mf_plan_kv_heads(c);
     resolved.head_dim = mf_plan_head_dim(c);
     for (size_t i = 0; i < sizeof model_opts / sizeof model_opts[0]; i++)
         add_fields(cfg, &resolved, &model_opts[i].json, 1);
-    json_params_arg jp = {cfg, c};
+    json_params_arg jp = { cfg, c };
     for_each_param(json_param, &jp);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     add_fields(mem, m, memory_fields, sizeof memory_fields / sizeof memory_fields[0]);
@@ -369,7 +434,7 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     }
     /* the seed document's figures that the computed values correct */
     cJSON *notes = cJSON_AddObjectToObject(root, "seed_notes");
-    static const char *const what[] = {"parameters", "weights", "npt"};
+    static const char *const what[] = { "parameters", "weights", "npt" };
     for (size_t i = 0; i < sizeof what / sizeof what[0]; i++) {
         const char *note = seed_note(preset, what[i]);
         if (note) cJSON_AddStringToObject(notes, what[i], note);
@@ -388,19 +453,21 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
 {
     char b1[64], b2[64];
     const int64_t kv = mf_plan_kv_heads(c), dh = mf_plan_head_dim(c);
-    fprintf(out, "plan%s%s: %lld layers, d_model %lld, d_ffn %lld (%s), heads %lld/%lld x %lld, vocab %lld%s\n",
+    fprintf(out,
+            "plan%s%s: %lld layers, d_model %lld, d_ffn %lld (%s), heads %lld/%lld x %lld, vocab %lld%s\n",
             preset ? " " : "", preset ? preset : "", (long long)c->layers, (long long)c->d_model,
             (long long)c->d_ffn, c->gated_mlp ? "gated" : "2-matrix", (long long)c->heads, (long long)kv,
             (long long)dh, (long long)c->vocab, c->tied_embeddings ? " (tied)" : "");
-    fprintf(out, "step per GPU: batch %lld x seq %lld = %lld tokens, %s, dp %lld, ZeRO %d\n\n", (long long)c->batch,
-            (long long)c->seq, (long long)(c->batch * c->seq), mf_dtype_name(c->dtype), (long long)c->dp, c->zero);
+    fprintf(out, "step per GPU: batch %lld x seq %lld = %lld tokens, %s, dp %lld, ZeRO %d\n\n",
+            (long long)c->batch, (long long)c->seq, (long long)(c->batch * c->seq), mf_dtype_name(c->dtype),
+            (long long)c->dp, c->zero);
 
     fprintf(out, "per fix: the big intermediate, naive vs optimized (bytes)\n");
     fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", "fix", "shape", "naive materializes", "naive",
             "optimized", "optimized");
     for (size_t i = 0; i < n_rows; i++) {
-        fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", rows[i].fix, rows[i].shape, rows[i].naive_what,
-                fmt_bytes(b1, sizeof b1, rows[i].naive_bytes), rows[i].optimized_what,
+        fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", rows[i].fix, rows[i].shape,
+                rows[i].naive_what, fmt_bytes(b1, sizeof b1, rows[i].naive_bytes), rows[i].optimized_what,
                 fmt_bytes(b2, sizeof b2, rows[i].optimized_bytes));
         const char *note = strcmp(rows[i].fix, "npt") == 0 ? seed_note(preset, "npt") : NULL;
         if (note) fprintf(out, "  %-16s  ^ naive: %s\n", "", note);
@@ -415,8 +482,9 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
             (long long)m->embedding_params, (long long)m->layer_params);
     if (seed_note(preset, "parameters")) fprintf(out, "  %-44s  ^ %s\n", "", seed_note(preset, "parameters"));
 #define ROW(label, v) fprintf(out, "  %-44s  %s\n", label, fmt_bytes(b1, sizeof b1, v))
-#define ROW2(label, whole, gpu)                                                                                  \
-    fprintf(out, "  %-44s  %s  (unsharded %s)\n", label, fmt_bytes(b1, sizeof b1, gpu), fmt_bytes(b2, sizeof b2, whole))
+#define ROW2(label, whole, gpu)                                                                              \
+    fprintf(out, "  %-44s  %s  (unsharded %s)\n", label, fmt_bytes(b1, sizeof b1, gpu),                      \
+            fmt_bytes(b2, sizeof b2, whole))
     ROW2("weights", m->weights_bytes, m->weights_gpu);
     if (seed_note(preset, "weights")) fprintf(out, "  %-44s  ^ %s\n", "", seed_note(preset, "weights"));
     ROW2("gradients", m->grads_bytes, m->grads_gpu);
@@ -432,7 +500,10 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
     ROW("loss, naive (logits + fp32 copy)", m->loss_naive);
     ROW("loss, chunked (fp32 tile + 4N + 16)", m->loss_chunked);
     if (m->loss_capped_by_logits)
-        fprintf(out, "  %-44s  ^ the naive logits are already smaller than the budget: the tile is capped at them\n", "");
+        fprintf(
+            out,
+            "  %-44s  ^ the naive logits are already smaller than the budget: the tile is capped at them\n",
+            "");
     ROW("loss, fused (8N + 16: no logits tile)", m->loss_fused);
     ROW("total, naive (standard, no ckpt, naive loss)", m->total_naive);
     ROW("total, optimized (tiled, ckpt, chunked loss)", m->total_optimized);
@@ -460,25 +531,29 @@ static mf_status set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
 /* `--seq 4096,40000,131072`: the plan once per value, as one table (seed 000's
  * "Sequence Length | Logits Size | Method Used" with our numbers) or one JSON
  * object {"preset", "sweep", "values", "plans": [plan objects]}. */
-static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o, const int64_t *vals, size_t n,
-                      int json, FILE *out, FILE *err)
+static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o, const int64_t *vals,
+                      size_t n, int json, FILE *out, FILE *err)
 {
     char b[5][64];
     cJSON *root = NULL, *plans = NULL;
     if (json) {
         root = cJSON_CreateObject();
-        if (preset) cJSON_AddStringToObject(root, "preset", preset);
-        else cJSON_AddNullToObject(root, "preset");
+        if (preset)
+            cJSON_AddStringToObject(root, "preset", preset);
+        else
+            cJSON_AddNullToObject(root, "preset");
         cJSON_AddStringToObject(root, "sweep", o->name);
         cJSON *v = cJSON_AddArrayToObject(root, "values");
         for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(v, cJSON_CreateNumber((double)vals[i]));
         plans = cJSON_AddArrayToObject(root, "plans");
     } else {
-        fprintf(out, "plan%s%s: sweep over %s, one row per value (bytes; loss chunked under --ce-budget %s)\n",
+        fprintf(out,
+                "plan%s%s: sweep over %s, one row per value (bytes; loss chunked under --ce-budget %s)\n",
                 preset ? " " : "", preset ? preset : "", o->name,
                 fmt_bytes(b[0], sizeof b[0], (size_t)mf_plan_param_get(&cfg, "ce_budget")));
-        fprintf(out, "  %12s  %10s  %26s  %-22s  %26s   %26s  %26s  %26s\n", o->name, "tokens", "logits (naive)",
-                "loss method", "loss, chunked", "loss, fused", "total, naive", "total, optimized");
+        fprintf(out, "  %12s  %10s  %26s  %-22s  %26s   %26s  %26s  %26s\n", o->name, "tokens",
+                "logits (naive)", "loss method", "loss, chunked", "loss, fused", "total, naive",
+                "total, optimized");
     }
     int exceeded = 0;
     for (size_t i = 0; i < n; i++) {
@@ -489,8 +564,8 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         if (s == MF_OK) s = mf_plan_training_memory(&cfg, &m);
         if (s == MF_OK) s = mf_plan_fixes(&cfg, rows, &n_rows);
         if (s != MF_OK) {
-            fprintf(err, "memfix plan: invalid configuration at %s %lld: %s: %s\n", o->name, (long long)vals[i],
-                    mf_status_name(s), mf_last_error());
+            fprintf(err, "memfix plan: invalid configuration at %s %lld: %s: %s\n", o->name,
+                    (long long)vals[i], mf_status_name(s), mf_last_error());
             cJSON_Delete(root);
             return MF_CLI_USAGE;
         }
@@ -501,9 +576,11 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         const int64_t tokens = cfg.batch * cfg.seq, C = m.loss_chunk_rows;
         const int64_t chunks = C > 0 ? (tokens + C - 1) / C : 0;
         char method[64];
-        if (chunks <= 1) snprintf(method, sizeof method, "one chunk");
-        else snprintf(method, sizeof method, "%s: %lld x %lld", m.loss_capped_by_logits ? "capped" : "chunked",
-                      (long long)chunks, (long long)C);
+        if (chunks <= 1)
+            snprintf(method, sizeof method, "one chunk");
+        else
+            snprintf(method, sizeof method, "%s: %lld x %lld", m.loss_capped_by_logits ? "capped" : "chunked",
+                     (long long)chunks, (long long)C);
         const int over = m.loss_chunked != SIZE_MAX && m.loss_chunked > m.logits_bytes;
         exceeded |= over;
         fprintf(out, "  %12lld  %10lld  %26s  %-22s  %26s%s  %26s  %26s  %26s\n", (long long)vals[i],
@@ -513,18 +590,20 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
                 fmt_bytes(b[3], sizeof b[3], m.total_optimized));
     }
     if (json) {
-        static const char *const what[] = {"parameters", "weights"};
+        static const char *const what[] = { "parameters", "weights" };
         cJSON *notes = cJSON_AddObjectToObject(root, "seed_notes");
         for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
-            if (seed_note(preset, what[i])) cJSON_AddStringToObject(notes, what[i], seed_note(preset, what[i]));
+            if (seed_note(preset, what[i]))
+                cJSON_AddStringToObject(notes, what[i], seed_note(preset, what[i]));
         return print_json(root, out);
     }
     if (exceeded) {
         mf_plan_memory m;
         const char *why = mf_plan_training_memory(&cfg, &m) == MF_OK ? m.loss_exceeds_why : NULL;
-        fprintf(out, "  * the chunked loss's scratch exceeds the logits it replaces: %s\n", exceeds_reason(why));
+        fprintf(out, "  * the chunked loss's scratch exceeds the logits it replaces: %s\n",
+                exceeds_reason(why));
     }
-    static const char *const what[] = {"parameters", "weights"};
+    static const char *const what[] = { "parameters", "weights" };
     for (size_t i = 0; i < sizeof what / sizeof what[0]; i++)
         if (seed_note(preset, what[i])) fprintf(out, "  %s: %s\n", what[i], seed_note(preset, what[i]));
     return MF_CLI_OK;
@@ -544,8 +623,13 @@ static void add_param_opt(const mf_plan_param_spec *spec, void *arg)
 {
     opts_arg *a = arg;
     if (a->n == PLAN_MAX_OPTS) return;
-    plan_opt o = {spec->option, spec->kind == MF_PLAN_PARAM_FLAG ? 1 : spec->kind == MF_PLAN_PARAM_BYTES ? 2 : 0, 0,
-                  spec, {NULL, 0, 0}}; /* --json lists op parameters through json_param */
+    plan_opt o = { spec->option,
+                   spec->kind == MF_PLAN_PARAM_FLAG    ? 1
+                   : spec->kind == MF_PLAN_PARAM_BYTES ? 2
+                                                       : 0,
+                   0,
+                   spec,
+                   { NULL, 0, 0 } }; /* --json lists op parameters through json_param */
     a->opts[a->n++] = o;
 }
 
@@ -560,7 +644,7 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
     int64_t sweep_vals[PLAN_MAX_SWEEP];
     size_t n_sweep = 0;
     plan_opt plan_opts[PLAN_MAX_OPTS];
-    opts_arg oa = {plan_opts, sizeof model_opts / sizeof model_opts[0]};
+    opts_arg oa = { plan_opts, sizeof model_opts / sizeof model_opts[0] };
     memcpy(plan_opts, model_opts, sizeof model_opts);
     for_each_param(add_param_opt, &oa);
     const size_t n_opts = oa.n;
@@ -577,8 +661,10 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             return MF_CLI_OK;
         }
         if (strcmp(a, "--preset") == 0 || strncmp(a, "--preset=", 9) == 0) {
-            if (a[8] == '=') preset_name = a + 9;
-            else if (i + 1 < argc) preset_name = argv[++i];
+            if (a[8] == '=')
+                preset_name = a + 9;
+            else if (i + 1 < argc)
+                preset_name = argv[++i];
             else {
                 fprintf(err, "memfix plan: --preset needs a value\n");
                 return MF_CLI_USAGE;
@@ -616,8 +702,10 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
                 fprintf(err, "memfix plan: --dtype needs a value (f32 or bf16)\n");
                 return MF_CLI_USAGE;
             }
-            if (strcmp(val, "f32") == 0 || strcmp(val, "fp32") == 0) cfg.dtype = MF_DTYPE_F32;
-            else if (strcmp(val, "bf16") == 0) cfg.dtype = MF_DTYPE_BF16;
+            if (strcmp(val, "f32") == 0 || strcmp(val, "fp32") == 0)
+                cfg.dtype = MF_DTYPE_F32;
+            else if (strcmp(val, "bf16") == 0)
+                cfg.dtype = MF_DTYPE_BF16;
             else {
                 fprintf(err, "memfix plan: unknown dtype '%s' (f32 or bf16)\n", val);
                 return MF_CLI_USAGE;
@@ -645,9 +733,10 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
                     size_t l = comma ? (size_t)(comma - p) : strlen(p);
                     int64_t x;
                     if (l == 0 || l >= sizeof item || n_sweep == PLAN_MAX_SWEEP ||
-                        (memcpy(item, p, l), item[l] = '\0', !parse_i64(item, &x)) || (o->kind == 2 && x <= 0)) {
-                        fprintf(err, "memfix plan: %s needs a list of at most %d integers%s (got '%s')\n", o->name,
-                                PLAN_MAX_SWEEP, o->kind == 2 ? " > 0" : "", val);
+                        (memcpy(item, p, l), item[l] = '\0', !parse_i64(item, &x)) ||
+                        (o->kind == 2 && x <= 0)) {
+                        fprintf(err, "memfix plan: %s needs a list of at most %d integers%s (got '%s')\n",
+                                o->name, PLAN_MAX_SWEEP, o->kind == 2 ? " > 0" : "", val);
                         return MF_CLI_USAGE;
                     }
                     sweep_vals[n_sweep++] = x;
@@ -689,7 +778,8 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
         }
         return attention_sweep(preset, &cfg, json, out, err);
     }
-    if (sweep != NULL) return plan_sweep(preset ? preset->name : NULL, cfg, sweep, sweep_vals, n_sweep, json, out, err);
+    if (sweep != NULL)
+        return plan_sweep(preset ? preset->name : NULL, cfg, sweep, sweep_vals, n_sweep, json, out, err);
 
     mf_plan_memory m;
     mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];

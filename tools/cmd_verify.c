@@ -118,9 +118,11 @@ static int list_cases(FILE *out, FILE *err, const char *op, const case_opts *o)
         char cid[32], desc[256];
         size_t bytes = 0;
         mf_case_id_format(&ids[i], cid, sizeof cid);
-        if (mf_verify_describe(op, &ids[i], desc, sizeof desc, &bytes) != MF_OK) snprintf(desc, sizeof desc, "?");
+        if (mf_verify_describe(op, &ids[i], desc, sizeof desc, &bytes) != MF_OK)
+            snprintf(desc, sizeof desc, "?");
         fprintf(out, "%-6s %s", cid, desc);
-        if (ids[i].kind == MF_CASE_LARGE) fprintf(out, "  (needs ~%.1f GiB; only with --large)", (double)bytes / (1u << 30));
+        if (ids[i].kind == MF_CASE_LARGE)
+            fprintf(out, "  (needs ~%.1f GiB; only with --large)", (double)bytes / (1u << 30));
         fprintf(out, "\n");
     }
     free(ids);
@@ -130,7 +132,7 @@ static int list_cases(FILE *out, FILE *err, const char *op, const case_opts *o)
 /* 1 if the large case of op fits in memory (80% of what is available); else says why not to 'note'. */
 static int large_fits(FILE *note, const char *op, uint64_t seed)
 {
-    const mf_case_id lid = {MF_CASE_LARGE, 0, seed};
+    const mf_case_id lid = { MF_CASE_LARGE, 0, seed };
     char desc[256];
     size_t need = 0;
     const size_t avail = memory_available();
@@ -149,16 +151,18 @@ static int large_fits(FILE *note, const char *op, uint64_t seed)
 
 /* The cases to run; NULL (message printed, *code set) on an error. Prints a
  * skipped large case's reason to 'note'. */
-static mf_case_id *select_cases(FILE *note, FILE *err, const char *op, const case_opts *o, size_t *n, int *code)
+static mf_case_id *select_cases(FILE *note, FILE *err, const char *op, const case_opts *o, size_t *n,
+                                int *code)
 {
     *code = MF_CLI_USAGE;
     if (o->case_id != NULL) {
         mf_case_id *id = calloc(1, sizeof *id);
         char desc[256];
         if (id == NULL) return NULL;
-        if (!mf_case_id_parse(o->case_id, o->seed, id) || mf_verify_describe(op, id, desc, sizeof desc, NULL) != MF_OK) {
-            fprintf(err, "memfix verify: no case '%s' for %s (see memfix verify --op %s --list-cases)\n", o->case_id,
-                    op, op);
+        if (!mf_case_id_parse(o->case_id, o->seed, id) ||
+            mf_verify_describe(op, id, desc, sizeof desc, NULL) != MF_OK) {
+            fprintf(err, "memfix verify: no case '%s' for %s (see memfix verify --op %s --list-cases)\n",
+                    o->case_id, op, op);
             free(id);
             return NULL;
         }
@@ -283,20 +287,25 @@ void mf_cli_verify_help(FILE *out)
             "exit status: 0 every case passed, 1 the candidate was rejected, 2 usage error\n"
             "(unknown op, op without candidates, library or symbol not found), 3 the\n"
             "backend is unavailable. See docs/verify.md for building a candidate.\n",
-            mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build", MF_VERIFY_DEFAULT_CASES);
+            mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build",
+            MF_VERIFY_DEFAULT_CASES);
 }
 
 static void num_cell(char *buf, size_t cap, double x)
 {
-    if (isnan(x)) snprintf(buf, cap, "nan");
-    else if (isinf(x)) snprintf(buf, cap, x > 0 ? "inf" : "-inf");
-    else snprintf(buf, cap, "%.3g", x);
+    if (isnan(x))
+        snprintf(buf, cap, "nan");
+    else if (isinf(x))
+        snprintf(buf, cap, x > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, cap, "%.3g", x);
 }
 
 enum { VCOL = 14 };
-static const char *const vcol_names[VCOL] = {"op",       "backend",  "dtype",   "shape",   "max abs err",
-                                             "max rel err", "atol",   "rtol",    "verdict", "defense",
-                                             "ref peak", "opt peak", "ceiling", "time vs memfix"};
+static const char *const vcol_names[VCOL] = { "op",          "backend",       "dtype",    "shape",
+                                              "max abs err", "max rel err",   "atol",     "rtol",
+                                              "verdict",     "defense",       "ref peak", "opt peak",
+                                              "ceiling",     "time vs memfix" };
 
 /* The candidate's time over memfix's own entry's on the same case (NaN when not measured). */
 static double time_ratio(const mf_verify_row *v)
@@ -319,11 +328,15 @@ static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
     snprintf(cells[9], 160, "%s", v->defense[0] ? v->defense : "-");
     snprintf(cells[10], 160, "%zu", r->ref_peak_bytes);
     snprintf(cells[11], 160, "%zu", r->opt_peak_bytes);
-    if (r->ceiling_bytes == SIZE_MAX) snprintf(cells[12], 160, "n/a");
-    else snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
+    if (r->ceiling_bytes == SIZE_MAX)
+        snprintf(cells[12], 160, "n/a");
+    else
+        snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
     const double q = time_ratio(v);
-    if (isnan(q)) snprintf(cells[13], 160, "n/a");
-    else snprintf(cells[13], 160, "%.2fx%s", q, q > 10.0 ? " (!)" : "");
+    if (isnan(q))
+        snprintf(cells[13], 160, "n/a");
+    else
+        snprintf(cells[13], 160, "%.2fx%s", q, q > 10.0 ? " (!)" : "");
 }
 
 /* "C FAIL (312% of its budget), lse pass (4%)" */
@@ -334,8 +347,10 @@ static void outputs_line(char *buf, size_t cap, const mf_case_result *r)
     for (int k = 0; k < r->n_outputs && len < cap; k++) {
         const mf_output_result *q = &r->outputs[k];
         char share[32];
-        if (isfinite(q->budget_used)) snprintf(share, sizeof share, "%.0f%% of its budget", 100.0 * q->budget_used);
-        else snprintf(share, sizeof share, "NaN/Inf pattern differs");
+        if (isfinite(q->budget_used))
+            snprintf(share, sizeof share, "%.0f%% of its budget", 100.0 * q->budget_used);
+        else
+            snprintf(share, sizeof share, "NaN/Inf pattern differs");
         const int w = snprintf(buf + len, cap - len, "%s%s %s (%s, %s)", k ? ", " : "", q->what,
                                q->pass ? "pass" : "FAIL", share, q->tol);
         if (w < 0) break;
@@ -348,13 +363,13 @@ static void verify_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
     vrow_cells(&((const mf_verify_row *)rows)[i], cells);
 }
 
-static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n, const mf_case_id *ids,
-                         uint64_t seed)
+static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n,
+                         const mf_case_id *ids, uint64_t seed)
 {
-    static const int right[VCOL] = {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1};
+    static const int right[VCOL] = { 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1 };
     fprintf(out, "candidate %s\n", symbol);
-    fprintf(out, "seed %llu (reproduce with --seed %llu; one case with --case ID)\n", (unsigned long long)seed,
-            (unsigned long long)seed);
+    fprintf(out, "seed %llu (reproduce with --seed %llu; one case with --case ID)\n",
+            (unsigned long long)seed, (unsigned long long)seed);
     mf_cli_print_table(out, VCOL, vcol_names, right, n, verify_cells, rows);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].result.pass;
@@ -375,8 +390,10 @@ static void verify_table(FILE *out, const char *symbol, const mf_verify_row *row
     for (size_t i = 0; i < n; i++) {
         const double q = time_ratio(&rows[i]);
         if (q > 10.0)
-            fprintf(out, "WARNING [%s %s]: the candidate took %.1fx the time of memfix's own kernel (%.3g ms vs %.3g ms; "
-                         "a warning, not a rejection)\n",
+            fprintf(out,
+                    "WARNING [%s %s]: the candidate took %.1fx the time of memfix's own kernel (%.3g ms vs "
+                    "%.3g ms; "
+                    "a warning, not a rejection)\n",
                     rows[i].result.dtype, rows[i].result.shape, q, 1e3 * rows[i].cand_seconds,
                     1e3 * rows[i].own_seconds);
     }
@@ -395,20 +412,26 @@ static int verify_json(FILE *out, FILE *err, const char *symbol, const mf_verify
         if (o == NULL) break;
         cJSON_AddItemToArray(arr, o);
         mf_cli_case_json(o, r, symbol);
-        if (rows[i].defense[0]) cJSON_AddStringToObject(o, "defense", rows[i].defense);
-        else cJSON_AddNullToObject(o, "defense");
+        if (rows[i].defense[0])
+            cJSON_AddStringToObject(o, "defense", rows[i].defense);
+        else
+            cJSON_AddNullToObject(o, "defense");
         cJSON_AddStringToObject(o, "reason", r->message);
         char cid[32];
         mf_case_id_format(&ids[i], cid, sizeof cid);
         cJSON_AddStringToObject(o, "case", cid);
         cJSON_AddStringToObject(o, "seed", seed_text); /* a string: 64-bit exact */
-        if (rows[i].schedule[0]) cJSON_AddStringToObject(o, "thread_order", rows[i].schedule);
-        else cJSON_AddNullToObject(o, "thread_order");
-        const double secs[3] = {rows[i].cand_seconds, rows[i].own_seconds, time_ratio(&rows[i])};
-        static const char *const keys[3] = {"candidate_seconds", "memfix_seconds", "time_vs_memfix"};
+        if (rows[i].schedule[0])
+            cJSON_AddStringToObject(o, "thread_order", rows[i].schedule);
+        else
+            cJSON_AddNullToObject(o, "thread_order");
+        const double secs[3] = { rows[i].cand_seconds, rows[i].own_seconds, time_ratio(&rows[i]) };
+        static const char *const keys[3] = { "candidate_seconds", "memfix_seconds", "time_vs_memfix" };
         for (int k = 0; k < 3; k++) {
-            if (isfinite(secs[k])) cJSON_AddNumberToObject(o, keys[k], secs[k]);
-            else cJSON_AddNullToObject(o, keys[k]);
+            if (isfinite(secs[k]))
+                cJSON_AddNumberToObject(o, keys[k], secs[k]);
+            else
+                cJSON_AddNullToObject(o, keys[k]);
         }
     }
     char *text = cJSON_Print(arr);
@@ -444,8 +467,10 @@ static int verify_fail(FILE *out, FILE *err, int json, int code, const char *fmt
         if (o != NULL && cJSON_AddStringToObject(o, "error", msg) != NULL &&
             cJSON_AddNumberToObject(o, "exit_status", code) != NULL)
             text = cJSON_Print(o);
-        if (text != NULL) fprintf(out, "%s\n", text);
-        else fprintf(out, "{\"error\": \"out of memory\", \"exit_status\": %d}\n", code);
+        if (text != NULL)
+            fprintf(out, "%s\n", text);
+        else
+            fprintf(out, "{\"error\": \"out of memory\", \"exit_status\": %d}\n", code);
         cJSON_free(text);
         cJSON_Delete(o);
     }
@@ -457,14 +482,15 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
     const char *op_name = NULL, *lib = NULL, *symbol = NULL, *backend_name = "auto";
     const char *timeout_text = NULL, *orders_text = NULL, *sanitize = NULL;
     int json = 0;
-    case_opts copts = {0, 0, MF_VERIFY_DEFAULT_CASES, 0, NULL, 0, NULL};
+    case_opts copts = { 0, 0, MF_VERIFY_DEFAULT_CASES, 0, NULL, 0, NULL };
     for (int i = 1; i < argc; i++) /* --json first: every later error prints JSON too */
         if (strcmp(argv[i], "--json") == 0) json = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int missing = 0, cr;
         if ((cr = case_option(argc, argv, &i, &copts, err)) != 0) {
-            if (cr < 0) return verify_fail(out, err, json, MF_CLI_USAGE, "bad case option '%s' (see above)", a);
+            if (cr < 0)
+                return verify_fail(out, err, json, MF_CLI_USAGE, "bad case option '%s' (see above)", a);
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -494,7 +520,8 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
             if (missing) goto needs_value;
             sanitize = v;
         } else {
-            return verify_fail(out, err, json, MF_CLI_USAGE, "unknown argument '%s' (see memfix verify --help)", a);
+            return verify_fail(out, err, json, MF_CLI_USAGE,
+                               "unknown argument '%s' (see memfix verify --help)", a);
         }
         continue;
     needs_value:
@@ -515,25 +542,30 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         char *end = NULL;
         vo.timeout_s = strtod(timeout_text, &end);
         if (end == timeout_text || *end != '\0' || !(vo.timeout_s > 0) || vo.timeout_s > 1e6)
-            return verify_fail(out, err, json, MF_CLI_USAGE, "--timeout '%s': expected seconds > 0", timeout_text);
+            return verify_fail(out, err, json, MF_CLI_USAGE, "--timeout '%s': expected seconds > 0",
+                               timeout_text);
     }
     if (orders_text != NULL) {
         char *end = NULL;
         const long k = strtol(orders_text, &end, 10);
         if (end == orders_text || *end != '\0' || k < 0 || k > 16)
-            return verify_fail(out, err, json, MF_CLI_USAGE, "--orders '%s': expected 0 to 16 random thread orders",
-                               orders_text);
+            return verify_fail(out, err, json, MF_CLI_USAGE,
+                               "--orders '%s': expected 0 to 16 random thread orders", orders_text);
         vo.orders = (int)k;
     }
     if (sanitize != NULL) {
         if (strcmp(sanitize, "thread") != 0 && strcmp(sanitize, "address") != 0)
-            return verify_fail(out, err, json, MF_CLI_USAGE, "--sanitize '%s': expected thread or address", sanitize);
+            return verify_fail(out, err, json, MF_CLI_USAGE, "--sanitize '%s': expected thread or address",
+                               sanitize);
         vo.sanitize = sanitize;
     }
     mf_backend backend;
-    if (strcmp(backend_name, "auto") == 0) backend = MF_BACKEND_AUTO;
-    else if (strcmp(backend_name, "host") == 0) backend = MF_BACKEND_HOST;
-    else if (strcmp(backend_name, "cuda") == 0) backend = MF_BACKEND_CUDA;
+    if (strcmp(backend_name, "auto") == 0)
+        backend = MF_BACKEND_AUTO;
+    else if (strcmp(backend_name, "host") == 0)
+        backend = MF_BACKEND_HOST;
+    else if (strcmp(backend_name, "cuda") == 0)
+        backend = MF_BACKEND_CUDA;
     else
         return verify_fail(out, err, json, MF_CLI_USAGE, "unknown backend '%s' (expected auto, host or cuda)",
                            backend_name);
@@ -548,22 +580,25 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         for (const char *p = list; p != NULL && *p != '\0';) {
             const char *end = strchr(p, ',');
             const size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-            if (n > len && strncmp(p, op_name, len) == 0 && p[len] == '.' && strlen(entries) + n + 5 < sizeof entries) {
+            if (n > len && strncmp(p, op_name, len) == 0 && p[len] == '.' &&
+                strlen(entries) + n + 5 < sizeof entries) {
                 if (entries[0] != '\0') strcat(entries, " or ");
                 strncat(entries, p, n);
             }
             p = end != NULL ? end + 2 : NULL;
         }
         if (entries[0] != '\0')
-            return verify_fail(out, err, json, MF_CLI_USAGE, "op '%s' is verified one entry point at a time: use --op %s",
-                               op_name, entries);
-        return verify_fail(out, err, json, MF_CLI_USAGE, "op '%s' takes no candidates yet (supported: %s)", op_name,
-                           list[0] ? list : "none in this build");
+            return verify_fail(out, err, json, MF_CLI_USAGE,
+                               "op '%s' is verified one entry point at a time: use --op %s", op_name,
+                               entries);
+        return verify_fail(out, err, json, MF_CLI_USAGE, "op '%s' takes no candidates yet (supported: %s)",
+                           op_name, list[0] ? list : "none in this build");
     }
     if (copts.list) return list_cases(out, err, op_name, &copts);
     if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA))
-        return verify_fail(out, err, json, MF_CLI_UNAVAILABLE,
-                           "backend cuda is not available (no CUDA backend or no device; use --backend host)");
+        return verify_fail(
+            out, err, json, MF_CLI_UNAVAILABLE,
+            "backend cuda is not available (no CUDA backend or no device; use --backend host)");
     struct stat sb;
     if (stat(lib, &sb) != 0)
         return verify_fail(out, err, json, MF_CLI_USAGE, "cannot load '%s': %s", lib, strerror(errno));
@@ -572,8 +607,8 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
     mf_context *ctx = NULL;
     mf_status s = mf_context_create(&ctx, backend);
     if (s != MF_OK)
-        return verify_fail(out, err, json, MF_CLI_UNAVAILABLE, "cannot create a %s context: %s: %s", backend_name,
-                           mf_status_name(s), mf_last_error());
+        return verify_fail(out, err, json, MF_CLI_UNAVAILABLE, "cannot create a %s context: %s: %s",
+                           backend_name, mf_status_name(s), mf_last_error());
     size_t cap = 0;
     int code = MF_CLI_USAGE;
     mf_case_id *ids = select_cases(json ? err : out, err, op_name, &copts, &cap, &code);
@@ -587,21 +622,27 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
     vo.n_ids = cap;
     mf_verify_row *rows = calloc(cap ? cap : 1, sizeof *rows);
     size_t n = 0;
-    if (rows == NULL) s = MF_ERR_OUT_OF_MEMORY;
-    else s = mf_verify_lib(ctx, op_name, &vo, rows, cap, &n);
+    if (rows == NULL)
+        s = MF_ERR_OUT_OF_MEMORY;
+    else
+        s = mf_verify_lib(ctx, op_name, &vo, rows, cap, &n);
     mf_context_destroy(ctx);
     if (s != MF_OK) {
         free(rows);
         free(ids);
-        if (s == MF_ERR_INVALID_ARGUMENT) return verify_fail(out, err, json, MF_CLI_USAGE, "%s", mf_last_error());
+        if (s == MF_ERR_INVALID_ARGUMENT)
+            return verify_fail(out, err, json, MF_CLI_USAGE, "%s", mf_last_error());
         return verify_fail(out, err, json, MF_CLI_UNAVAILABLE, "%s: %s", mf_status_name(s), mf_last_error());
     }
     int failed = n == 0;
     for (size_t i = 0; i < n; i++) failed |= !rows[i].result.pass;
     int ok = 1;
-    if (json) ok = verify_json(out, err, symbol, rows, n, ids, copts.seed);
-    else verify_table(out, symbol, rows, n, ids, copts.seed);
-    if (copts.dump_dir != NULL && failed) fprintf(json ? err : out, "failing cases dumped to %s\n", copts.dump_dir);
+    if (json)
+        ok = verify_json(out, err, symbol, rows, n, ids, copts.seed);
+    else
+        verify_table(out, symbol, rows, n, ids, copts.seed);
+    if (copts.dump_dir != NULL && failed)
+        fprintf(json ? err : out, "failing cases dumped to %s\n", copts.dump_dir);
     free(rows);
     free(ids);
     if (!ok) return failed ? MF_CLI_FAILED : MF_CLI_UNAVAILABLE;

@@ -27,37 +27,36 @@ typedef struct mf_cli_command {
 /* ---- report ------------------------------------------------------------------------- */
 static void report_help(FILE *out)
 {
-    fprintf(out,
-            "usage: memfix report [--op NAME] [--backend auto|host|cuda] [--json]\n"
-            "\n"
-            "Runs, for every registered fix (or only NAME), the reference and each\n"
-            "optimized variant on the fix's built-in cases, compares the outputs with the\n"
-            "fix's tolerance, and measures scratch memory through the context's tracked\n"
-            "allocators. One line per compared quantity of each (variant, case):\n"
-            "  compared (the output), tolerance row (its row in src/core/tolerance.c),\n"
-            "  max abs err, budget used (max over elements of |got-ref| / (atol +\n"
-            "  rtol*|ref|); 100%% is the limit); on the case's first line: op, variant,\n"
-            "  backend, dtype, verdict, ref peak (reference host scratch bytes), opt peak\n"
-            "  (optimized device scratch bytes), ceiling (the op header's formula at that\n"
-            "  shape, bytes) and case (the full case, every option).\n"
-            "A row passes when the outputs are equivalent AND opt peak <= ceiling.\n"
-            "\n"
-            "options:\n"
-            "  --op NAME         only this fix (see the list below)\n"
-            "  --backend B       auto (default: CUDA when a device is present, else host\n"
-            "                    execution mode), host, or cuda\n"
-            "  --json            print a JSON array of objects with the keys op, variant,\n"
-            "                    backend, dtype, shape, max_abs_err, max_rel_err, atol, rtol,\n"
-            "                    pass, ref_peak_bytes, opt_peak_bytes, ceiling_bytes (atol,\n"
-            "                    rtol: the loosest row), budget_used (the worst share; null\n"
-            "                    on a NaN/Inf mismatch) and outputs: per quantity name,\n"
-            "                    tolerance, atol, rtol, max_abs_err, budget_used, pass\n"
-            "  -h, --help        this help\n"
-            "\n"
-            "exit status: 0 every row passed, 1 some row failed, 2 usage error or unknown\n"
-            "op, 3 the backend is unavailable.\n"
-            "\n"
-            "registered fixes:\n");
+    fprintf(out, "usage: memfix report [--op NAME] [--backend auto|host|cuda] [--json]\n"
+                 "\n"
+                 "Runs, for every registered fix (or only NAME), the reference and each\n"
+                 "optimized variant on the fix's built-in cases, compares the outputs with the\n"
+                 "fix's tolerance, and measures scratch memory through the context's tracked\n"
+                 "allocators. One line per compared quantity of each (variant, case):\n"
+                 "  compared (the output), tolerance row (its row in src/core/tolerance.c),\n"
+                 "  max abs err, budget used (max over elements of |got-ref| / (atol +\n"
+                 "  rtol*|ref|); 100%% is the limit); on the case's first line: op, variant,\n"
+                 "  backend, dtype, verdict, ref peak (reference host scratch bytes), opt peak\n"
+                 "  (optimized device scratch bytes), ceiling (the op header's formula at that\n"
+                 "  shape, bytes) and case (the full case, every option).\n"
+                 "A row passes when the outputs are equivalent AND opt peak <= ceiling.\n"
+                 "\n"
+                 "options:\n"
+                 "  --op NAME         only this fix (see the list below)\n"
+                 "  --backend B       auto (default: CUDA when a device is present, else host\n"
+                 "                    execution mode), host, or cuda\n"
+                 "  --json            print a JSON array of objects with the keys op, variant,\n"
+                 "                    backend, dtype, shape, max_abs_err, max_rel_err, atol, rtol,\n"
+                 "                    pass, ref_peak_bytes, opt_peak_bytes, ceiling_bytes (atol,\n"
+                 "                    rtol: the loosest row), budget_used (the worst share; null\n"
+                 "                    on a NaN/Inf mismatch) and outputs: per quantity name,\n"
+                 "                    tolerance, atol, rtol, max_abs_err, budget_used, pass\n"
+                 "  -h, --help        this help\n"
+                 "\n"
+                 "exit status: 0 every row passed, 1 some row failed, 2 usage error or unknown\n"
+                 "op, 3 the backend is unavailable.\n"
+                 "\n"
+                 "registered fixes:\n");
     size_t n = 0;
     const mf_op_desc *const *ops = mf_registry(&n);
     if (n == 0) fprintf(out, "  (none: this build has no optimized kernels)\n");
@@ -108,9 +107,10 @@ static void fmt_num(char *buf, size_t cap, double x)
  * its tolerance row); the case's own columns (op, variant, ..., verdict,
  * peaks, the full case) are printed on its first quantity's line only. */
 enum { NCOL = 13 };
-static const char *const col_names[NCOL] = {"op",         "variant",   "backend",     "dtype",  "compared",
-                                            "tolerance row", "max abs err", "budget used", "verdict",
-                                            "ref peak",   "opt peak",  "ceiling",     "case"};
+static const char *const col_names[NCOL] = { "op",       "variant",       "backend",     "dtype",
+                                             "compared", "tolerance row", "max abs err", "budget used",
+                                             "verdict",  "ref peak",      "opt peak",    "ceiling",
+                                             "case" };
 
 typedef struct report_line {
     const mf_case_result *r;
@@ -138,8 +138,10 @@ static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
         snprintf(cells[8], MF_CLI_CELL, "%s", r->pass ? "PASS" : "FAIL");
         snprintf(cells[9], MF_CLI_CELL, "%zu", r->ref_peak_bytes);
         snprintf(cells[10], MF_CLI_CELL, "%zu", r->opt_peak_bytes);
-        if (r->ceiling_bytes == SIZE_MAX) snprintf(cells[11], MF_CLI_CELL, "n/a");
-        else snprintf(cells[11], MF_CLI_CELL, "%zu", r->ceiling_bytes);
+        if (r->ceiling_bytes == SIZE_MAX)
+            snprintf(cells[11], MF_CLI_CELL, "n/a");
+        else
+            snprintf(cells[11], MF_CLI_CELL, "%zu", r->ceiling_bytes);
         snprintf(cells[12], MF_CLI_CELL, "%.159s", r->shape);
     }
     if (l->k < 0) {
@@ -155,7 +157,8 @@ static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
 }
 
 void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
-                        void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]), const void *rows)
+                        void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]),
+                        const void *rows)
 {
     static char cell[MF_CLI_MAX_COLS][MF_CLI_CELL];
     size_t width[MF_CLI_MAX_COLS];
@@ -190,7 +193,7 @@ static void report_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
 static void print_table(FILE *out, const mf_case_result *rows, size_t n)
 {
     /* numbers right-aligned, text left-aligned */
-    static const int right[NCOL] = {0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1, 1, 0};
+    static const int right[NCOL] = { 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1, 1, 0 };
     size_t n_lines = 0;
     for (size_t i = 0; i < n; i++) n_lines += rows[i].n_outputs > 0 ? (size_t)rows[i].n_outputs : 1;
     report_line *lines = malloc((n_lines ? n_lines : 1) * sizeof *lines);
@@ -200,8 +203,8 @@ static void print_table(FILE *out, const mf_case_result *rows, size_t n)
     }
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
-        if (rows[i].n_outputs == 0) lines[at++] = (report_line){&rows[i], -1};
-        for (int k = 0; k < rows[i].n_outputs; k++) lines[at++] = (report_line){&rows[i], k};
+        if (rows[i].n_outputs == 0) lines[at++] = (report_line){ &rows[i], -1 };
+        for (int k = 0; k < rows[i].n_outputs; k++) lines[at++] = (report_line){ &rows[i], k };
     }
     mf_cli_print_table(out, NCOL, col_names, right, n_lines, report_cells, lines);
     free(lines);
@@ -213,8 +216,8 @@ static void print_table(FILE *out, const mf_case_result *rows, size_t n)
                  "tolerance row (the rows: src/core/tolerance.c); above 100%% fails.\n");
     for (size_t i = 0; i < n; i++)
         if (!rows[i].pass)
-            fprintf(out, "FAIL %s/%s [%s %s]: %s\n", rows[i].op, rows[i].variant, rows[i].dtype, rows[i].shape,
-                    rows[i].message[0] ? rows[i].message : "(no message)");
+            fprintf(out, "FAIL %s/%s [%s %s]: %s\n", rows[i].op, rows[i].variant, rows[i].dtype,
+                    rows[i].shape, rows[i].message[0] ? rows[i].message : "(no message)");
 }
 
 void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
@@ -226,17 +229,23 @@ void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
     cJSON_AddStringToObject(o, "dtype", r->dtype);
     cJSON_AddStringToObject(o, "shape", r->shape);
     /* non-finite errors (a NaN/Inf mismatch, or not compared) have no JSON number: null */
-    if (isfinite(r->max_abs_err)) cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
-    else cJSON_AddNullToObject(o, "max_abs_err");
-    if (isfinite(r->max_rel_err)) cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
-    else cJSON_AddNullToObject(o, "max_rel_err");
+    if (isfinite(r->max_abs_err))
+        cJSON_AddNumberToObject(o, "max_abs_err", r->max_abs_err);
+    else
+        cJSON_AddNullToObject(o, "max_abs_err");
+    if (isfinite(r->max_rel_err))
+        cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
+    else
+        cJSON_AddNullToObject(o, "max_rel_err");
     cJSON_AddNumberToObject(o, "atol", r->atol);
     cJSON_AddNumberToObject(o, "rtol", r->rtol);
     cJSON_AddBoolToObject(o, "pass", r->pass ? 1 : 0);
     cJSON_AddNumberToObject(o, "ref_peak_bytes", (double)r->ref_peak_bytes);
     cJSON_AddNumberToObject(o, "opt_peak_bytes", (double)r->opt_peak_bytes);
-    if (r->ceiling_bytes == SIZE_MAX) cJSON_AddNullToObject(o, "ceiling_bytes");
-    else cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
+    if (r->ceiling_bytes == SIZE_MAX)
+        cJSON_AddNullToObject(o, "ceiling_bytes");
+    else
+        cJSON_AddNumberToObject(o, "ceiling_bytes", (double)r->ceiling_bytes);
     /* per compared quantity: its tolerance row and the share of its budget used */
     cJSON *arr = cJSON_AddArrayToObject(o, "outputs");
     for (int k = 0; arr != NULL && k < r->n_outputs; k++) {
@@ -248,18 +257,24 @@ void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
         cJSON_AddStringToObject(e, "tolerance", q->tol);
         cJSON_AddNumberToObject(e, "atol", q->atol);
         cJSON_AddNumberToObject(e, "rtol", q->rtol);
-        if (isfinite(q->max_abs_err)) cJSON_AddNumberToObject(e, "max_abs_err", q->max_abs_err);
-        else cJSON_AddNullToObject(e, "max_abs_err");
+        if (isfinite(q->max_abs_err))
+            cJSON_AddNumberToObject(e, "max_abs_err", q->max_abs_err);
+        else
+            cJSON_AddNullToObject(e, "max_abs_err");
         /* null: a NaN/Inf pattern mismatch (no finite share) */
-        if (isfinite(q->budget_used)) cJSON_AddNumberToObject(e, "budget_used", q->budget_used);
-        else cJSON_AddNullToObject(e, "budget_used");
+        if (isfinite(q->budget_used))
+            cJSON_AddNumberToObject(e, "budget_used", q->budget_used);
+        else
+            cJSON_AddNullToObject(e, "budget_used");
         cJSON_AddBoolToObject(e, "pass", q->pass ? 1 : 0);
     }
     double worst = 0.0;
     for (int k = 0; k < r->n_outputs; k++)
         if (!(r->outputs[k].budget_used <= worst)) worst = r->outputs[k].budget_used;
-    if (isfinite(worst)) cJSON_AddNumberToObject(o, "budget_used", worst);
-    else cJSON_AddNullToObject(o, "budget_used");
+    if (isfinite(worst))
+        cJSON_AddNumberToObject(o, "budget_used", worst);
+    else
+        cJSON_AddNullToObject(o, "budget_used");
 }
 
 static int print_json(FILE *out, FILE *err, const mf_case_result *rows, size_t n)
@@ -323,9 +338,12 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
     }
 
     mf_backend backend;
-    if (strcmp(backend_name, "auto") == 0) backend = MF_BACKEND_AUTO;
-    else if (strcmp(backend_name, "host") == 0) backend = MF_BACKEND_HOST;
-    else if (strcmp(backend_name, "cuda") == 0) backend = MF_BACKEND_CUDA;
+    if (strcmp(backend_name, "auto") == 0)
+        backend = MF_BACKEND_AUTO;
+    else if (strcmp(backend_name, "host") == 0)
+        backend = MF_BACKEND_HOST;
+    else if (strcmp(backend_name, "cuda") == 0)
+        backend = MF_BACKEND_CUDA;
     else {
         fprintf(err, "memfix report: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
         return MF_CLI_USAGE;
@@ -344,8 +362,7 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
     }
 
     if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
-        fprintf(err,
-                "memfix report: backend cuda is not available: %s (use --backend host, or auto)\n",
+        fprintf(err, "memfix report: backend cuda is not available: %s (use --backend host, or auto)\n",
 #ifdef MF_HAVE_CUDA
                 "no CUDA device is present"
 #else
@@ -411,14 +428,14 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
 
 /* ---- dispatch ------------------------------------------------------------------------- */
 static const mf_cli_command mf_cli_commands[] = {
-    {"report", "run every fix's built-in cases: equivalence and scratch memory vs ceiling", cmd_report,
-     report_help},
-    {"plan", "memory arithmetic: per-fix bytes and a training-memory breakdown per GPU", mf_cli_plan,
-     mf_cli_plan_help},
-    {"bench", "time and measure scratch of reference and optimized over a size sweep (CSV)", mf_cli_bench,
-     mf_cli_bench_help},
-    {"verify", "check your own kernel (a shared library) against the reference, with defenses", mf_cli_verify,
-     mf_cli_verify_help},
+    { "report", "run every fix's built-in cases: equivalence and scratch memory vs ceiling", cmd_report,
+      report_help },
+    { "plan", "memory arithmetic: per-fix bytes and a training-memory breakdown per GPU", mf_cli_plan,
+      mf_cli_plan_help },
+    { "bench", "time and measure scratch of reference and optimized over a size sweep (CSV)", mf_cli_bench,
+      mf_cli_bench_help },
+    { "verify", "check your own kernel (a shared library) against the reference, with defenses",
+      mf_cli_verify, mf_cli_verify_help },
 };
 #define MF_CLI_NCOMMANDS (sizeof mf_cli_commands / sizeof mf_cli_commands[0])
 
@@ -468,26 +485,24 @@ static void unknown_command(FILE *err, const char *cmd)
 
 static void main_help(FILE *out)
 {
-    fprintf(out,
-            "usage: memfix <command> [options]\n"
-            "       memfix <command> --help\n"
-            "\n"
-            "memfix: reference kernels and a regression suite for the memory fixes that make\n"
-            "long-context LLM training fit on a GPU. Each fix has a naive C reference (the\n"
-            "executable specification) and optimized CUDA variants; memfix checks that they\n"
-            "agree within a stated tolerance and stay under a stated scratch-memory ceiling.\n"
-            "\n"
-            "commands:\n");
+    fprintf(out, "usage: memfix <command> [options]\n"
+                 "       memfix <command> --help\n"
+                 "\n"
+                 "memfix: reference kernels and a regression suite for the memory fixes that make\n"
+                 "long-context LLM training fit on a GPU. Each fix has a naive C reference (the\n"
+                 "executable specification) and optimized CUDA variants; memfix checks that they\n"
+                 "agree within a stated tolerance and stay under a stated scratch-memory ceiling.\n"
+                 "\n"
+                 "commands:\n");
     for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++)
         fprintf(out, "  %-10s %s\n", mf_cli_commands[i].name, mf_cli_commands[i].summary);
-    fprintf(out,
-            "\n"
-            "options:\n"
-            "  -h, --help  this help\n"
-            "  --version   print the version\n"
-            "\n"
-            "environment: CUDAHOST_WORKERS, CUDAHOST_DEVICE_MEMORY (host execution mode),\n"
-            "MF_DISABLE_CUDA=1 (treat the CUDA backend as unavailable).\n");
+    fprintf(out, "\n"
+                 "options:\n"
+                 "  -h, --help  this help\n"
+                 "  --version   print the version\n"
+                 "\n"
+                 "environment: CUDAHOST_WORKERS, CUDAHOST_DEVICE_MEMORY (host execution mode),\n"
+                 "MF_DISABLE_CUDA=1 (treat the CUDA backend as unavailable).\n");
 }
 
 int mf_cli_main(int argc, char **argv, FILE *out, FILE *err)
@@ -521,7 +536,8 @@ int mf_cli_main(int argc, char **argv, FILE *out, FILE *err)
         return MF_CLI_OK;
     }
     for (size_t i = 0; i < MF_CLI_NCOMMANDS; i++)
-        if (strcmp(cmd, mf_cli_commands[i].name) == 0) return mf_cli_commands[i].run(argc - 1, argv + 1, out, err);
+        if (strcmp(cmd, mf_cli_commands[i].name) == 0)
+            return mf_cli_commands[i].run(argc - 1, argv + 1, out, err);
     unknown_command(err, cmd);
     return MF_CLI_USAGE;
 }

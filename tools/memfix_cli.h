@@ -35,7 +35,8 @@ void mf_cli_case_json(struct cJSON *o, const mf_case_result *r, const char *cand
  * print). 1 on success, 0 when root is NULL or cannot be printed. */
 int mf_cli_print_json(FILE *out, struct cJSON *root);
 void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
-                        void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]), const void *rows);
+                        void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]),
+                        const void *rows);
 
 /* Subcommands in tools/cmd_<name>.c (argv[0] is the command name). */
 int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err);

@@ -15,200 +15,215 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_CHECK(call)                                                                              \
-  do {                                                                                                \
-    cudaError_t e_ = (call);                                                                          \
-    if (e_ != cudaSuccess) {                                                                          \
-      printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #call);       \
-      exit(1);                                                                                        \
-    }                                                                                                 \
-  } while (0)
+#define CUDA_CHECK(call)                                                                                     \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #call);         \
+            exit(1);                                                                                         \
+        }                                                                                                    \
+    } while (0)
 
 // ---- CPU reference ---------------------------------------------------------------------------------------------
-static void gemm_cpu(const float* A, const float* B, float* C, int M, int N, int K, bool b_col_major) {
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < N; j++) {
-      double acc = 0;
-      for (int k = 0; k < K; k++) acc += (double)A[i * K + k] * (b_col_major ? B[j * K + k] : B[k * N + j]);
-      C[i * N + j] = (float)acc;
-    }
+static void gemm_cpu(const float *A, const float *B, float *C, int M, int N, int K, bool b_col_major)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += (double)A[i * K + k] * (b_col_major ? B[j * K + k] : B[k * N + j]);
+            C[i * N + j] = (float)acc;
+        }
 }
 
 // ---- kernel 0: naive, one thread per output ----------------------------------------------------------------------
-__global__ void gemm_naive(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N, int K,
-                           int b_col_major) {
-  int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= M || j >= N) return;
-  float acc = 0.f;
-  for (int k = 0; k < K; k++)
-    acc += __bfloat162float(A[(size_t)i * K + k]) *
-           __bfloat162float(b_col_major ? B[(size_t)j * K + k] : B[(size_t)k * N + j]);
-  C[(size_t)i * N + j] = acc;
+__global__ void gemm_naive(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C, int M, int N, int K,
+                           int b_col_major)
+{
+    int i = blockIdx.y * blockDim.y + threadIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= M || j >= N) return;
+    float acc = 0.f;
+    for (int k = 0; k < K; k++)
+        acc += __bfloat162float(A[(size_t)i * K + k]) *
+               __bfloat162float(b_col_major ? B[(size_t)j * K + k] : B[(size_t)k * N + j]);
+    C[(size_t)i * N + j] = acc;
 }
 
 // ---- PTX wrappers ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
 }
-__device__ __forceinline__ void mma_bf16_16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+__device__ __forceinline__ void mma_bf16_16816(float c[4], const uint32_t a[4], const uint32_t b[2])
+{
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 // ---- kernels 1 and 2: mma.sync + ldmatrix --------------------------------------------------------------------------
 constexpr int BM = 64, BN = 64, BK = 16, PAD = 8;
 
 template <bool B_COL_MAJOR>
-__global__ void __launch_bounds__(128) gemm_mma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M,
-                                                int N, int K) {
-  (void)M;  // (the grid covers M)
-  __shared__ __align__(16) __nv_bfloat16 As[BM][BK + PAD];
-  // NT: Bs[n][k]; NN: Bs[k][n]
-  __shared__ __align__(16) __nv_bfloat16 Bs[B_COL_MAJOR ? BN : BK][B_COL_MAJOR ? BK + PAD : BN + PAD];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  float acc[2][4][4];
-  for (int i = 0; i < 2; i++)
-    for (int j = 0; j < 4; j++)
-      for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
-
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    // 128 threads x 8 elements (16 bytes) = one 64 x 16 tile of A and one of B
-    {
-      int r = tid >> 1, c = (tid & 1) * 8;
-      *(uint4*)&As[r][c] = *(const uint4*)&A[(size_t)(m0 + r) * K + k0 + c];
-      if (B_COL_MAJOR) {
-        *(uint4*)&Bs[r][c] = *(const uint4*)&B[(size_t)(n0 + r) * K + k0 + c];
-      } else {
-        int kr = tid >> 3, nc = (tid & 7) * 8;
-        *(uint4*)&Bs[kr][nc] = *(const uint4*)&B[(size_t)(k0 + kr) * N + n0 + nc];
-      }
-    }
-    __syncthreads();
-    uint32_t af[2][4], bfr[4][2];
-    for (int i = 0; i < 2; i++)  // matrices: rows 0-7/8-15 of k 0-7, then of k 8-15 (= a0a1, a2a3, a4a5, a6a7)
-      ldmatrix_x4(af[i], smem_u32(&As[wm + i * 16 + (lane & 15)][(lane >> 4) * 8]));
-    for (int j = 0; j < 4; j += 2) {  // two n8 tiles per ldmatrix.x4: (b0b1, b2b3) of tile j, then of tile j+1
-      uint32_t r[4];
-      if (B_COL_MAJOR) {
-        ldmatrix_x4(r, smem_u32(&Bs[wn + j * 8 + (lane >> 4) * 8 + (lane & 7)][((lane >> 3) & 1) * 8]));
-      } else {
-        ldmatrix_x4_trans(r, smem_u32(&Bs[((lane >> 3) & 1) * 8 + (lane & 7)][wn + j * 8 + (lane >> 4) * 8]));
-      }
-      bfr[j][0] = r[0];
-      bfr[j][1] = r[1];
-      bfr[j + 1][0] = r[2];
-      bfr[j + 1][1] = r[3];
-    }
+__global__ void __launch_bounds__(128)
+    gemm_mma(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C, int M, int N, int K)
+{
+    (void)M; // (the grid covers M)
+    __shared__ __align__(16) __nv_bfloat16 As[BM][BK + PAD];
+    // NT: Bs[n][k]; NN: Bs[k][n]
+    __shared__ __align__(16) __nv_bfloat16 Bs[B_COL_MAJOR ? BN : BK][B_COL_MAJOR ? BK + PAD : BN + PAD];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float acc[2][4][4];
     for (int i = 0; i < 2; i++)
-      for (int j = 0; j < 4; j++) mma_bf16_16816(acc[i][j], af[i], bfr[j]);
-    __syncthreads();
-  }
-  const int g = lane >> 2, t = lane & 3;
-  for (int i = 0; i < 2; i++)
-    for (int j = 0; j < 4; j++) {
-      const int r = m0 + wm + i * 16 + g, c = n0 + wn + j * 8 + 2 * t;
-      C[(size_t)r * N + c] = acc[i][j][0];
-      C[(size_t)r * N + c + 1] = acc[i][j][1];
-      C[(size_t)(r + 8) * N + c] = acc[i][j][2];
-      C[(size_t)(r + 8) * N + c + 1] = acc[i][j][3];
+        for (int j = 0; j < 4; j++)
+            for (int q = 0; q < 4; q++) acc[i][j][q] = 0.f;
+
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        // 128 threads x 8 elements (16 bytes) = one 64 x 16 tile of A and one of B
+        {
+            int r = tid >> 1, c = (tid & 1) * 8;
+            *(uint4 *)&As[r][c] = *(const uint4 *)&A[(size_t)(m0 + r) * K + k0 + c];
+            if (B_COL_MAJOR) {
+                *(uint4 *)&Bs[r][c] = *(const uint4 *)&B[(size_t)(n0 + r) * K + k0 + c];
+            } else {
+                int kr = tid >> 3, nc = (tid & 7) * 8;
+                *(uint4 *)&Bs[kr][nc] = *(const uint4 *)&B[(size_t)(k0 + kr) * N + n0 + nc];
+            }
+        }
+        __syncthreads();
+        uint32_t af[2][4], bfr[4][2];
+        for (int i = 0; i < 2;
+             i++) // matrices: rows 0-7/8-15 of k 0-7, then of k 8-15 (= a0a1, a2a3, a4a5, a6a7)
+            ldmatrix_x4(af[i], smem_u32(&As[wm + i * 16 + (lane & 15)][(lane >> 4) * 8]));
+        for (int j = 0; j < 4;
+             j += 2) { // two n8 tiles per ldmatrix.x4: (b0b1, b2b3) of tile j, then of tile j+1
+            uint32_t r[4];
+            if (B_COL_MAJOR) {
+                ldmatrix_x4(r,
+                            smem_u32(&Bs[wn + j * 8 + (lane >> 4) * 8 + (lane & 7)][((lane >> 3) & 1) * 8]));
+            } else {
+                ldmatrix_x4_trans(
+                    r, smem_u32(&Bs[((lane >> 3) & 1) * 8 + (lane & 7)][wn + j * 8 + (lane >> 4) * 8]));
+            }
+            bfr[j][0] = r[0];
+            bfr[j][1] = r[1];
+            bfr[j + 1][0] = r[2];
+            bfr[j + 1][1] = r[3];
+        }
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 4; j++) mma_bf16_16816(acc[i][j], af[i], bfr[j]);
+        __syncthreads();
     }
+    const int g = lane >> 2, t = lane & 3;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            const int r = m0 + wm + i * 16 + g, c = n0 + wn + j * 8 + 2 * t;
+            C[(size_t)r * N + c] = acc[i][j][0];
+            C[(size_t)r * N + c + 1] = acc[i][j][1];
+            C[(size_t)(r + 8) * N + c] = acc[i][j][2];
+            C[(size_t)(r + 8) * N + c + 1] = acc[i][j][3];
+        }
 }
 
 // ---- validation -------------------------------------------------------------------------------------------------
-static int validate(const char* name, const float* got, const float* ref, int n) {
-  int bad = 0;
-  double max_err = 0;
-  for (int i = 0; i < n; i++) {
-    double e = fabs((double)got[i] - ref[i]);
-    if (!(e <= 1e-3 + 1e-3 * fabs(ref[i]))) {
-      if (bad < 5) printf("  %s: C[%d] = %g, reference %g\n", name, i, got[i], ref[i]);
-      bad++;
+static int validate(const char *name, const float *got, const float *ref, int n)
+{
+    int bad = 0;
+    double max_err = 0;
+    for (int i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - ref[i]);
+        if (!(e <= 1e-3 + 1e-3 * fabs(ref[i]))) {
+            if (bad < 5) printf("  %s: C[%d] = %g, reference %g\n", name, i, got[i], ref[i]);
+            bad++;
+        }
+        if (e > max_err || e != e) max_err = e;
     }
-    if (e > max_err || e != e) max_err = e;
-  }
-  printf("%-34s %s (max abs error %.3g)\n", name, bad ? "FAILED" : "ok", max_err);
-  return bad != 0;
+    printf("%-34s %s (max abs error %.3g)\n", name, bad ? "FAILED" : "ok", max_err);
+    return bad != 0;
 }
 
-int main(int argc, char** argv) {
-  const int M = argc > 1 ? atoi(argv[1]) : 128, N = argc > 2 ? atoi(argv[2]) : 128, K = argc > 3 ? atoi(argv[3]) : 64;
-  if (M % BM || N % BN || K % BK) {
-    printf("M and N must be multiples of %d, K of %d\n", BM, BK);
-    return 2;
-  }
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("no CUDA device\n");
-    return 77;
-  }
-  // inputs: seeded, rounded to bf16 (the reference sees the same values)
-  float *hA = (float*)malloc(sizeof(float) * M * K), *hB = (float*)malloc(sizeof(float) * K * N);
-  __nv_bfloat16 *hAb = (__nv_bfloat16*)malloc(2 * (size_t)M * K), *hBb = (__nv_bfloat16*)malloc(2 * (size_t)K * N);
-  __nv_bfloat16* hBt = (__nv_bfloat16*)malloc(2 * (size_t)K * N);
-  float *hB_t = (float*)malloc(sizeof(float) * K * N), *ref = (float*)malloc(sizeof(float) * M * N),
-        *got = (float*)malloc(sizeof(float) * M * N);
-  srand(12345);
-  for (int i = 0; i < M * K; i++) {
-    hAb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
-    hA[i] = __bfloat162float(hAb[i]);
-  }
-  for (int i = 0; i < K * N; i++) {
-    hBb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
-    hB[i] = __bfloat162float(hBb[i]);
-  }
-  for (int k = 0; k < K; k++)
-    for (int n = 0; n < N; n++) {
-      hBt[n * K + k] = hBb[k * N + n];
-      hB_t[n * K + k] = hB[k * N + n];
+int main(int argc, char **argv)
+{
+    const int M = argc > 1 ? atoi(argv[1]) : 128, N = argc > 2 ? atoi(argv[2]) : 128,
+              K = argc > 3 ? atoi(argv[3]) : 64;
+    if (M % BM || N % BN || K % BK) {
+        printf("M and N must be multiples of %d, K of %d\n", BM, BK);
+        return 2;
     }
-  __nv_bfloat16 *dA, *dB, *dBt;
-  float* dC;
-  CUDA_CHECK(cudaMalloc(&dA, 2 * (size_t)M * K));
-  CUDA_CHECK(cudaMalloc(&dB, 2 * (size_t)K * N));
-  CUDA_CHECK(cudaMalloc(&dBt, 2 * (size_t)K * N));
-  CUDA_CHECK(cudaMalloc(&dC, sizeof(float) * M * N));
-  CUDA_CHECK(cudaMemcpy(dA, hAb, 2 * (size_t)M * K, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dB, hBb, 2 * (size_t)K * N, cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(dBt, hBt, 2 * (size_t)K * N, cudaMemcpyHostToDevice));
-  int fails = 0;
-  for (int layout = 0; layout < 2; layout++) {
-    const bool col = layout == 1;
-    gemm_cpu(hA, col ? hB_t : hB, ref, M, N, K, col);
-    const __nv_bfloat16* dBx = col ? dBt : dB;
-    for (int version = 0; version < 2; version++) {
-      CUDA_CHECK(cudaMemset(dC, 0xff, sizeof(float) * M * N));  // NaN: an unwritten output fails
-      if (version == 0) {
-        gemm_naive<<<dim3(N / 16, M / 16), dim3(16, 16)>>>(dA, dBx, dC, M, N, K, col);
-      } else if (col) {
-        gemm_mma<true><<<dim3(N / BN, M / BM), 128>>>(dA, dBx, dC, M, N, K);
-      } else {
-        gemm_mma<false><<<dim3(N / BN, M / BM), 128>>>(dA, dBx, dC, M, N, K);
-      }
-      CUDA_CHECK(cudaGetLastError());
-      CUDA_CHECK(cudaDeviceSynchronize());
-      CUDA_CHECK(cudaMemcpy(got, dC, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
-      char name[64];
-      snprintf(name, sizeof name, "%s, B %s", version == 0 ? "naive" : "mma.sync + ldmatrix",
-               col ? "col-major (NT)" : "row-major (NN)");
-      fails += validate(name, got, ref, M * N);
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("no CUDA device\n");
+        return 77;
     }
-  }
-  free(hA), free(hB), free(hAb), free(hBb), free(hBt), free(hB_t), free(ref), free(got);
-  cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC);
-  printf("%s\n", fails ? "FAILED" : "all versions match the reference");
-  return fails != 0;
+    // inputs: seeded, rounded to bf16 (the reference sees the same values)
+    float *hA = (float *)malloc(sizeof(float) * M * K), *hB = (float *)malloc(sizeof(float) * K * N);
+    __nv_bfloat16 *hAb = (__nv_bfloat16 *)malloc(2 * (size_t)M * K),
+                  *hBb = (__nv_bfloat16 *)malloc(2 * (size_t)K * N);
+    __nv_bfloat16 *hBt = (__nv_bfloat16 *)malloc(2 * (size_t)K * N);
+    float *hB_t = (float *)malloc(sizeof(float) * K * N), *ref = (float *)malloc(sizeof(float) * M * N),
+          *got = (float *)malloc(sizeof(float) * M * N);
+    srand(12345);
+    for (int i = 0; i < M * K; i++) {
+        hAb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
+        hA[i] = __bfloat162float(hAb[i]);
+    }
+    for (int i = 0; i < K * N; i++) {
+        hBb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
+        hB[i] = __bfloat162float(hBb[i]);
+    }
+    for (int k = 0; k < K; k++)
+        for (int n = 0; n < N; n++) {
+            hBt[n * K + k] = hBb[k * N + n];
+            hB_t[n * K + k] = hB[k * N + n];
+        }
+    __nv_bfloat16 *dA, *dB, *dBt;
+    float *dC;
+    CUDA_CHECK(cudaMalloc(&dA, 2 * (size_t)M * K));
+    CUDA_CHECK(cudaMalloc(&dB, 2 * (size_t)K * N));
+    CUDA_CHECK(cudaMalloc(&dBt, 2 * (size_t)K * N));
+    CUDA_CHECK(cudaMalloc(&dC, sizeof(float) * M * N));
+    CUDA_CHECK(cudaMemcpy(dA, hAb, 2 * (size_t)M * K, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dB, hBb, 2 * (size_t)K * N, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dBt, hBt, 2 * (size_t)K * N, cudaMemcpyHostToDevice));
+    int fails = 0;
+    for (int layout = 0; layout < 2; layout++) {
+        const bool col = layout == 1;
+        gemm_cpu(hA, col ? hB_t : hB, ref, M, N, K, col);
+        const __nv_bfloat16 *dBx = col ? dBt : dB;
+        for (int version = 0; version < 2; version++) {
+            CUDA_CHECK(cudaMemset(dC, 0xff, sizeof(float) * M * N)); // NaN: an unwritten output fails
+            if (version == 0) {
+                gemm_naive<<<dim3(N / 16, M / 16), dim3(16, 16)>>>(dA, dBx, dC, M, N, K, col);
+            } else if (col) {
+                gemm_mma<true><<<dim3(N / BN, M / BM), 128>>>(dA, dBx, dC, M, N, K);
+            } else {
+                gemm_mma<false><<<dim3(N / BN, M / BM), 128>>>(dA, dBx, dC, M, N, K);
+            }
+            CUDA_CHECK(cudaGetLastError());
+            CUDA_CHECK(cudaDeviceSynchronize());
+            CUDA_CHECK(cudaMemcpy(got, dC, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
+            char name[64];
+            snprintf(name, sizeof name, "%s, B %s", version == 0 ? "naive" : "mma.sync + ldmatrix",
+                     col ? "col-major (NT)" : "row-major (NN)");
+            fails += validate(name, got, ref, M * N);
+        }
+    }
+    free(hA), free(hB), free(hAb), free(hBb), free(hBt), free(hB_t), free(ref), free(got);
+    cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC);
+    printf("%s\n", fails ? "FAILED" : "all versions match the reference");
+    return fails != 0;
 }

@@ -24,7 +24,7 @@
 namespace cudahost::internal {
 
 // errors: the per-host-thread last error and the process-wide sticky error (a failed launch, as after a GPU fault)
-cudaError_t record(cudaError_t e);  // records e (if not success) as the last error; returns e
+cudaError_t record(cudaError_t e); // records e (if not success) as the last error; returns e
 void set_sticky(cudaError_t e);
 cudaError_t sticky();
 void clear_sticky();
@@ -34,27 +34,29 @@ int workers();
 size_t stack_size();
 bool reverse_order();
 // CUDAHOST_THREAD_ORDER=random:SEED: each block starts its threads in a seeded permutation (per block linear index)
-bool random_order(unsigned long long* seed);
+bool random_order(unsigned long long *seed);
 size_t device_memory();
 
 // allocations and symbols
-bool device_accessible(const void* p);  // inside a live device/managed/pinned allocation or a registered symbol
+bool device_accessible(
+    const void *p); // inside a live device/managed/pinned allocation or a registered symbol
 bool valid_stream(cudaStream_t s);
-int max_dynamic_smem(const void* kaddr);  // cudaFuncAttributeMaxDynamicSharedMemorySize opt-in (default 48 KiB)
+int max_dynamic_smem(
+    const void *kaddr); // cudaFuncAttributeMaxDynamicSharedMemorySize opt-in (default 48 KiB)
 
 // engine
 bool in_kernel();
-}  // namespace cudahost::internal
+} // namespace cudahost::internal
 namespace cudahost {
 void set_launch_status_(cudaError_t e);
 }
 namespace cudahost::internal {
-void synchronize();  // waits for nothing today (launches are synchronous), kept for streams/events
+void synchronize(); // waits for nothing today (launches are synchronous), kept for streams/events
 
 constexpr size_t kDefaultSmem = 48 * 1024;
 constexpr size_t kMaxSmemOptin = 227 * 1024;
 constexpr int kMaxThreadsPerBlock = 1024;
 
-}  // namespace cudahost::internal
+} // namespace cudahost::internal
 
 #endif

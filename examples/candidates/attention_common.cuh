@@ -37,8 +37,9 @@ __device__ __forceinline__ double att_score(const void *q, const void *k, int bf
     return s * scale;
 }
 
-__global__ void att_fwd_kernel(int bf16, int causal, int64_t BH, int64_t N, int64_t D, int64_t Dv, double scale,
-                               const void *q, const void *k, const void *v, float *out, float *lse)
+__global__ void att_fwd_kernel(int bf16, int causal, int64_t BH, int64_t N, int64_t D, int64_t Dv,
+                               double scale, const void *q, const void *k, const void *v, float *out,
+                               float *lse)
 {
     const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= BH * N) return;
@@ -55,14 +56,16 @@ __global__ void att_fwd_kernel(int bf16, int causal, int64_t BH, int64_t N, int6
     for (int64_t j = 0; j <= last; j++) {
         const double p = exp(att_score(q, k, bf16, row0, i, j, D, scale) - m);
         sum += p;
-        for (int64_t e = 0; e < Dv; e++) acc[e] += p * att_ld(v, bf16, (row0 + (size_t)j) * (size_t)Dv + (size_t)e);
+        for (int64_t e = 0; e < Dv; e++)
+            acc[e] += p * att_ld(v, bf16, (row0 + (size_t)j) * (size_t)Dv + (size_t)e);
     }
     for (int64_t e = 0; e < Dv; e++) out[(size_t)r * (size_t)Dv + (size_t)e] = (float)(acc[e] / sum);
     if (lse != NULL) lse[r] = (float)(m + log(sum));
 }
 
 /* delta_i = dout_i . out_i */
-__device__ __forceinline__ double att_delta(const float *out, const void *dout, int bf16, size_t row, int64_t Dv)
+__device__ __forceinline__ double att_delta(const float *out, const void *dout, int bf16, size_t row,
+                                            int64_t Dv)
 {
     double d = 0.0;
     for (int64_t e = 0; e < Dv; e++)
@@ -72,8 +75,8 @@ __device__ __forceinline__ double att_delta(const float *out, const void *dout, 
 
 /* dS_ij = P_ij (dout_i . v_j - delta_i), P_ij = exp(s_ij - lse_i) */
 __device__ __forceinline__ double att_ds(const void *q, const void *k, const void *v, const void *dout,
-                                         const float *lse, int bf16, size_t row0, int64_t i, int64_t j, int64_t D,
-                                         int64_t Dv, double scale, double delta, double *p_out)
+                                         const float *lse, int bf16, size_t row0, int64_t i, int64_t j,
+                                         int64_t D, int64_t Dv, double scale, double delta, double *p_out)
 {
     const double p = exp(att_score(q, k, bf16, row0, i, j, D, scale) - (double)lse[row0 + (size_t)i]);
     double dp = 0.0;
@@ -84,9 +87,9 @@ __device__ __forceinline__ double att_ds(const void *q, const void *k, const voi
     return p * (dp - delta);
 }
 
-__global__ void att_dq_kernel(int bf16, int causal, int64_t BH, int64_t N, int64_t D, int64_t Dv, double scale,
-                              const void *q, const void *k, const void *v, const float *out, const void *dout,
-                              const float *lse, float *dq)
+__global__ void att_dq_kernel(int bf16, int causal, int64_t BH, int64_t N, int64_t D, int64_t Dv,
+                              double scale, const void *q, const void *k, const void *v, const float *out,
+                              const void *dout, const float *lse, float *dq)
 {
     const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= BH * N) return;
@@ -98,14 +101,15 @@ __global__ void att_dq_kernel(int bf16, int causal, int64_t BH, int64_t N, int64
     for (int64_t j = 0; j <= (causal ? i : N - 1); j++) {
         double p;
         const double ds = att_ds(q, k, v, dout, lse, bf16, row0, i, j, D, Dv, scale, delta, &p);
-        for (int64_t e = 0; e < D; e++) acc[e] += ds * att_ld(k, bf16, (row0 + (size_t)j) * (size_t)D + (size_t)e);
+        for (int64_t e = 0; e < D; e++)
+            acc[e] += ds * att_ld(k, bf16, (row0 + (size_t)j) * (size_t)D + (size_t)e);
     }
     for (int64_t e = 0; e < D; e++) dq[(size_t)r * (size_t)D + (size_t)e] = (float)(acc[e] * scale);
 }
 
-__global__ void att_dkdv_kernel(int bf16, int causal, int64_t BH, int64_t N, int64_t D, int64_t Dv, double scale,
-                                double dk_sign, const void *q, const void *k, const void *v, const float *out,
-                                const void *dout, const float *lse, float *dk, float *dv)
+__global__ void att_dkdv_kernel(int bf16, int causal, int64_t BH, int64_t N, int64_t D, int64_t Dv,
+                                double scale, double dk_sign, const void *q, const void *k, const void *v,
+                                const float *out, const void *dout, const float *lse, float *dk, float *dv)
 {
     const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= BH * N) return;
@@ -118,7 +122,8 @@ __global__ void att_dkdv_kernel(int bf16, int causal, int64_t BH, int64_t N, int
         const double delta = att_delta(out, dout, bf16, row0 + (size_t)i, Dv);
         double p;
         const double ds = att_ds(q, k, v, dout, lse, bf16, row0, i, j, D, Dv, scale, delta, &p);
-        for (int64_t e = 0; e < D; e++) ak[e] += ds * att_ld(q, bf16, (row0 + (size_t)i) * (size_t)D + (size_t)e);
+        for (int64_t e = 0; e < D; e++)
+            ak[e] += ds * att_ld(q, bf16, (row0 + (size_t)i) * (size_t)D + (size_t)e);
         for (int64_t e = 0; e < Dv; e++)
             av[e] += p * att_ld(dout, bf16, (row0 + (size_t)i) * (size_t)Dv + (size_t)e);
     }
@@ -126,7 +131,8 @@ __global__ void att_dkdv_kernel(int bf16, int causal, int64_t BH, int64_t N, int
     for (int64_t e = 0; e < Dv; e++) dv[(size_t)r * (size_t)Dv + (size_t)e] = (float)av[e];
 }
 
-static inline mf_status att_check(mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv)
+static inline mf_status att_check(mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
+                                  int64_t Dv)
 {
     if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16) return MF_ERR_DTYPE;
     if (causal != 0 && causal != 1) return MF_ERR_INVALID_ARGUMENT;
@@ -138,21 +144,22 @@ static inline mf_status att_check(mf_dtype dtype, int causal, int64_t B, int64_t
 static inline unsigned att_blocks(int64_t rows) { return (unsigned)((rows + ATT_THREADS - 1) / ATT_THREADS); }
 
 static inline mf_status att_forward(mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
-                                    int64_t Dv, const void *q, const void *k, const void *v, float *out, float *lse,
-                                    int flaw)
+                                    int64_t Dv, const void *q, const void *k, const void *v, float *out,
+                                    float *lse, int flaw)
 {
     if (q == NULL || k == NULL || v == NULL || out == NULL) return MF_ERR_NULL_POINTER;
     mf_status s = att_check(dtype, causal, B, H, N, D, Dv);
     if (s != MF_OK) return s;
     const double scale = flaw == ATT_NO_SCALE ? 1.0 : 1.0 / sqrt((double)D);
-    att_fwd_kernel<<<att_blocks(B * H * N), ATT_THREADS>>>(dtype == MF_DTYPE_BF16, causal, B * H, N, D, Dv, scale, q,
-                                                          k, v, out, lse);
+    att_fwd_kernel<<<att_blocks(B * H * N), ATT_THREADS>>>(dtype == MF_DTYPE_BF16, causal, B * H, N, D, Dv,
+                                                           scale, q, k, v, out, lse);
     return cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
 }
 
 static inline mf_status att_backward(mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
-                                     int64_t Dv, const void *q, const void *k, const void *v, const float *out,
-                                     const void *dout, const float *lse, float *dq, float *dk, float *dv, int flaw)
+                                     int64_t Dv, const void *q, const void *k, const void *v,
+                                     const float *out, const void *dout, const float *lse, float *dq,
+                                     float *dk, float *dv, int flaw)
 {
     if (q == NULL || k == NULL || v == NULL || out == NULL || dout == NULL || lse == NULL || dq == NULL ||
         dk == NULL || dv == NULL)
@@ -161,21 +168,21 @@ static inline mf_status att_backward(mf_dtype dtype, int causal, int64_t B, int6
     if (s != MF_OK) return s;
     const double scale = 1.0 / sqrt((double)D);
     const int bf16 = dtype == MF_DTYPE_BF16;
-    att_dq_kernel<<<att_blocks(B * H * N), ATT_THREADS>>>(bf16, causal, B * H, N, D, Dv, scale, q, k, v, out, dout,
-                                                         lse, dq);
+    att_dq_kernel<<<att_blocks(B * H * N), ATT_THREADS>>>(bf16, causal, B * H, N, D, Dv, scale, q, k, v, out,
+                                                          dout, lse, dq);
     if (cudaGetLastError() != cudaSuccess) return MF_ERR_BACKEND;
     att_dkdv_kernel<<<att_blocks(B * H * N), ATT_THREADS>>>(bf16, causal, B * H, N, D, Dv, scale,
-                                                           flaw == ATT_DK_SIGN ? -1.0 : 1.0, q, k, v, out, dout,
-                                                           lse, dk, dv);
+                                                            flaw == ATT_DK_SIGN ? -1.0 : 1.0, q, k, v, out,
+                                                            dout, lse, dk, dv);
     return cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
 }
 
-#define ATT_FWD_SIGNATURE                                                                                         \
-    mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,         \
+#define ATT_FWD_SIGNATURE                                                                                    \
+    mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,     \
         const void *q, const void *k, const void *v, float *out, float *lse
-#define ATT_BWD_SIGNATURE                                                                                         \
-    mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,         \
-        const void *q, const void *k, const void *v, const float *out, const void *dout, const float *lse,        \
+#define ATT_BWD_SIGNATURE                                                                                    \
+    mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,     \
+        const void *q, const void *k, const void *v, const float *out, const void *dout, const float *lse,   \
         float *dq, float *dk, float *dv
 
 #endif

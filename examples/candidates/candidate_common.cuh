@@ -20,11 +20,13 @@ __device__ __forceinline__ float cand_load(const void *p, int bf16, size_t idx)
     return ((const float *)p)[idx];
 }
 /* op(A)[i][k] and op(B)[k][j] (include/memfix/matmul.h). */
-__device__ __forceinline__ float cand_a(const void *A, int bf16, int ta, int64_t M, int64_t K, int64_t i, int64_t k)
+__device__ __forceinline__ float cand_a(const void *A, int bf16, int ta, int64_t M, int64_t K, int64_t i,
+                                        int64_t k)
 {
     return cand_load(A, bf16, ta ? (size_t)k * (size_t)M + (size_t)i : (size_t)i * (size_t)K + (size_t)k);
 }
-__device__ __forceinline__ float cand_b(const void *B, int bf16, int tb, int64_t K, int64_t N, int64_t k, int64_t j)
+__device__ __forceinline__ float cand_b(const void *B, int bf16, int tb, int64_t K, int64_t N, int64_t k,
+                                        int64_t j)
 {
     return cand_load(B, bf16, tb ? (size_t)j * (size_t)K + (size_t)k : (size_t)k * (size_t)N + (size_t)j);
 }
@@ -46,7 +48,8 @@ __global__ void cand_naive_kernel(int bf16, int ta, int tb, int64_t M, int64_t N
 }
 
 static inline mf_status cand_matmul_naive_ex(mf_dtype dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
-                                             int64_t rows, int reverse, const void *A, const void *B, float *C)
+                                             int64_t rows, int reverse, const void *A, const void *B,
+                                             float *C)
 {
     if (rows <= 0) return MF_OK;
     dim3 block(16, 16);

@@ -24,9 +24,9 @@ typedef struct ceb_args {
 
 /* dL/dz[i][j] (z: the logit before softcap), 0 for an ignored row:
  *   (p_ij (1 + 2 lam lse_i) - (1 - eps) [j == y_i] - eps / V) * dsoftcap * upstream_i */
-__device__ __forceinline__ double ceb_dz(const ceb_args &a, const void *hidden, const void *weight, const void *bias,
-                                         const int64_t *labels, const float *lse, const float *grad_loss, int64_t i,
-                                         int64_t j)
+__device__ __forceinline__ double ceb_dz(const ceb_args &a, const void *hidden, const void *weight,
+                                         const void *bias, const int64_t *labels, const float *lse,
+                                         const float *grad_loss, int64_t i, int64_t j)
 {
     const int64_t y = ce_target(labels, a.n, a.shift, a.seq_len, a.ignore, i);
     if (y == a.ignore) return 0.0;
@@ -53,7 +53,7 @@ enum { CEB_GH, CEB_GW, CEB_GB };
 __global__ void ceb_kernel(ceb_args a, int which, const void *hidden, const void *weight, const void *bias,
                            const int64_t *labels, const float *lse, const float *grad_loss, float *grad)
 {
-    const int64_t sizes[3] = {a.n * a.dim, a.vocab * a.dim, a.vocab};
+    const int64_t sizes[3] = { a.n * a.dim, a.vocab * a.dim, a.vocab };
     const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= sizes[which]) return;
     double acc = 0.0;
@@ -68,7 +68,8 @@ __global__ void ceb_kernel(ceb_args a, int which, const void *hidden, const void
             acc += ceb_dz(a, hidden, weight, bias, labels, lse, grad_loss, i, j) *
                    ce_load(hidden, a.bf16, (size_t)i * (size_t)a.dim + (size_t)k);
     } else { /* grad_bias[j] = sum_i dz_ij */
-        for (int64_t i = 0; i < a.n; i++) acc += ceb_dz(a, hidden, weight, bias, labels, lse, grad_loss, i, g);
+        for (int64_t i = 0; i < a.n; i++)
+            acc += ceb_dz(a, hidden, weight, bias, labels, lse, grad_loss, i, g);
     }
     grad[g] = (float)acc;
 }
@@ -78,25 +79,40 @@ __global__ void ceb_count_kernel(ceb_args a, const int64_t *labels, int64_t *cou
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     int64_t c = 0;
-    for (int64_t i = 0; i < a.n; i++) c += ce_target(labels, a.n, a.shift, a.seq_len, a.ignore, i) != a.ignore;
+    for (int64_t i = 0; i < a.n; i++)
+        c += ce_target(labels, a.n, a.shift, a.seq_len, a.ignore, i) != a.ignore;
     *count = c;
 }
 
 static inline mf_status ce_backward_impl(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
-                                         mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
-                                         const int64_t *labels, const mf_cross_entropy_options *opts,
-                                         const float *lse, const float *grad_loss, float *grad_hidden,
-                                         float *grad_weight, float *grad_bias, int flaw)
+                                         mf_dtype dtype, const void *hidden, const void *weight,
+                                         const void *bias, const int64_t *labels,
+                                         const mf_cross_entropy_options *opts, const float *lse,
+                                         const float *grad_loss, float *grad_hidden, float *grad_weight,
+                                         float *grad_bias, int flaw)
 {
     if (hidden == NULL || weight == NULL || labels == NULL || lse == NULL || grad_loss == NULL)
         return MF_ERR_NULL_POINTER;
     if (n_rows <= 0 || hidden_dim <= 0 || vocab <= 0) return MF_ERR_INVALID_SIZE;
     if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16) return MF_ERR_DTYPE;
     mf_cross_entropy_options o;
-    if (opts != NULL) o = *opts;
-    else mf_cross_entropy_options_init(&o);
-    ceb_args a = {n_rows,      hidden_dim, vocab, dtype == MF_DTYPE_BF16, o.shift_labels, o.seq_len, o.ignore_index,
-                  (double)o.label_smoothing, (double)o.z_loss, (double)o.softcap, (int)o.reduction, 0, flaw};
+    if (opts != NULL)
+        o = *opts;
+    else
+        mf_cross_entropy_options_init(&o);
+    ceb_args a = { n_rows,
+                   hidden_dim,
+                   vocab,
+                   dtype == MF_DTYPE_BF16,
+                   o.shift_labels,
+                   o.seq_len,
+                   o.ignore_index,
+                   (double)o.label_smoothing,
+                   (double)o.z_loss,
+                   (double)o.softcap,
+                   (int)o.reduction,
+                   0,
+                   flaw };
     if (o.reduction == MF_CE_REDUCTION_MEAN) { /* 8 bytes of scratch for the count */
         void *cnt = NULL;
         mf_status s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, sizeof(int64_t), &cnt);
@@ -108,8 +124,8 @@ static inline mf_status ce_backward_impl(mf_context *ctx, int64_t n_rows, int64_
         mf_scratch_free(ctx, MF_MEM_DEVICE, cnt);
         if (s != MF_OK) return s;
     }
-    float *outs[3] = {grad_hidden, grad_weight, grad_bias};
-    const int64_t sizes[3] = {n_rows * hidden_dim, vocab * hidden_dim, vocab};
+    float *outs[3] = { grad_hidden, grad_weight, grad_bias };
+    const int64_t sizes[3] = { n_rows * hidden_dim, vocab * hidden_dim, vocab };
     for (int w = 0; w < 3; w++) {
         if (outs[w] == NULL || (w == CEB_GB && bias == NULL)) continue;
         ceb_kernel<<<(unsigned)((sizes[w] + CE_THREADS - 1) / CE_THREADS), CE_THREADS>>>(
@@ -119,9 +135,9 @@ static inline mf_status ce_backward_impl(mf_context *ctx, int64_t n_rows, int64_
     return MF_OK;
 }
 
-#define CE_BWD_SIGNATURE                                                                                         \
-    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype, const void *hidden,     \
-        const void *weight, const void *bias, const int64_t *labels, const mf_cross_entropy_options *opts,      \
+#define CE_BWD_SIGNATURE                                                                                     \
+    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype, const void *hidden,  \
+        const void *weight, const void *bias, const int64_t *labels, const mf_cross_entropy_options *opts,   \
         const float *lse, const float *grad_loss, float *grad_hidden, float *grad_weight, float *grad_bias
 
 #endif

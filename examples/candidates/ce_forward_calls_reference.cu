@@ -17,9 +17,9 @@ static void *to_host(const void *dev, size_t bytes)
 }
 
 CAND_EXPORT mf_status ce_forward_candidate(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
-                                           mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
-                                           const int64_t *labels, const mf_cross_entropy_options *opts, float *loss,
-                                           float *lse)
+                                           mf_dtype dtype, const void *hidden, const void *weight,
+                                           const void *bias, const int64_t *labels,
+                                           const mf_cross_entropy_options *opts, float *loss, float *lse)
 {
     const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
     const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;

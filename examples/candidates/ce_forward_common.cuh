@@ -77,10 +77,13 @@ __global__ void ce_row_kernel(int64_t n, int64_t dim, int64_t vocab, int bf16, c
     if (tid == 0) {
         const double row_lse = s_max[0] + log(s_sum[0]);
         double l = 0.0;
-        if (y != ignore) l = row_lse - (1.0 - eps) * s_y[0] - eps / (double)vocab * s_all[0] + lam * row_lse * row_lse;
+        if (y != ignore)
+            l = row_lse - (1.0 - eps) * s_y[0] - eps / (double)vocab * s_all[0] + lam * row_lse * row_lse;
         if (lse != NULL) lse[i] = (float)row_lse;
-        if (none) loss[i] = (float)l;
-        else row_loss[i] = (float)l;
+        if (none)
+            loss[i] = (float)l;
+        else
+            row_loss[i] = (float)l;
     }
 }
 
@@ -99,17 +102,19 @@ __global__ void ce_reduce_kernel(int64_t n, const int64_t *labels, int shift, in
 }
 
 static inline mf_status ce_forward_impl(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
-                                             mf_dtype dtype, const void *hidden, const void *weight,
-                                             const void *bias, const int64_t *labels,
-                                             const mf_cross_entropy_options *opts, float *loss, float *lse,
-                                             int ignore_smoothing)
+                                        mf_dtype dtype, const void *hidden, const void *weight,
+                                        const void *bias, const int64_t *labels,
+                                        const mf_cross_entropy_options *opts, float *loss, float *lse,
+                                        int ignore_smoothing)
 {
     if (hidden == NULL || weight == NULL || labels == NULL || loss == NULL) return MF_ERR_NULL_POINTER;
     if (n_rows <= 0 || hidden_dim <= 0 || vocab <= 0 || n_rows > 0x7fffffff) return MF_ERR_INVALID_SIZE;
     if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16) return MF_ERR_DTYPE;
     mf_cross_entropy_options o;
-    if (opts != NULL) o = *opts;
-    else mf_cross_entropy_options_init(&o);
+    if (opts != NULL)
+        o = *opts;
+    else
+        mf_cross_entropy_options_init(&o);
     const int none = o.reduction == MF_CE_REDUCTION_NONE;
     void *row_loss = NULL;
     if (!none) {
@@ -118,9 +123,9 @@ static inline mf_status ce_forward_impl(mf_context *ctx, int64_t n_rows, int64_t
     }
     const double eps = ignore_smoothing ? 0.0 : (double)o.label_smoothing;
     ce_row_kernel<<<(unsigned)n_rows, CE_THREADS>>>(n_rows, hidden_dim, vocab, dtype == MF_DTYPE_BF16, hidden,
-                                                   weight, bias, labels, o.shift_labels, o.seq_len,
-                                                   o.ignore_index, eps, (double)o.z_loss, (double)o.softcap,
-                                                   none, loss, lse, (float *)row_loss);
+                                                    weight, bias, labels, o.shift_labels, o.seq_len,
+                                                    o.ignore_index, eps, (double)o.z_loss, (double)o.softcap,
+                                                    none, loss, lse, (float *)row_loss);
     mf_status st = cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
     if (st == MF_OK && !none) {
         ce_reduce_kernel<<<1, 1>>>(n_rows, labels, o.shift_labels, o.seq_len, o.ignore_index,

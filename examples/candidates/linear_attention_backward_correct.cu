@@ -7,5 +7,6 @@
 CAND_EXPORT mf_status linear_attention_backward_candidate(LA_BWD_SIGNATURE)
 {
     (void)chunk;
-    return la_backward(ctx, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout, state, grad, dq, dk, dv, LA_OK);
+    return la_backward(ctx, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout, state, grad, dq, dk, dv,
+                       LA_OK);
 }

@@ -43,7 +43,8 @@ __device__ __forceinline__ double la_feat(la_dims a, const void *x, int64_t bh, 
     return la_phi(la_ld(x, a.bf16, ((size_t)bh * (size_t)a.N + (size_t)n) * (size_t)a.D + (size_t)d));
 }
 /* phi(q_n) . phi(k_m) */
-__device__ __forceinline__ double la_qk(la_dims a, const void *q, const void *k, int64_t bh, int64_t n, int64_t m)
+__device__ __forceinline__ double la_qk(la_dims a, const void *q, const void *k, int64_t bh, int64_t n,
+                                        int64_t m)
 {
     double s = 0.0;
     for (int64_t d = 0; d < a.D; d++) s += la_feat(a, q, bh, n, d) * la_feat(a, k, bh, m, d);
@@ -58,7 +59,8 @@ __device__ __forceinline__ double la_den(la_dims a, const void *q, const void *k
                                          int64_t n)
 {
     double s = MF_LINEAR_ATTENTION_EPS;
-    for (int64_t d = 0; d < a.D; d++) s += la_feat(a, q, bh, n, d) * la_opt(z0, (size_t)bh * (size_t)a.D + (size_t)d);
+    for (int64_t d = 0; d < a.D; d++)
+        s += la_feat(a, q, bh, n, d) * la_opt(z0, (size_t)bh * (size_t)a.D + (size_t)d);
     const int64_t last = a.causal ? n : a.N - 1;
     for (int64_t m = 0; m <= last; m++) s += la_qk(a, q, k, bh, n, m);
     return s;
@@ -74,8 +76,10 @@ __global__ void la_fwd_kernel(la_dims a, const void *q, const void *k, const voi
         const int64_t e = g % a.Dv, n = (g / a.Dv) % a.N, bh = g / (a.Dv * a.N);
         double num = 0.0;
         for (int64_t d = 0; d < a.D; d++)
-            num += la_feat(a, q, bh, n, d) * la_opt(S0, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e);
-        for (int64_t m = 0; m <= (a.causal ? n : a.N - 1); m++) num += la_qk(a, q, k, bh, n, m) * la_vec(a, v, bh, m, e);
+            num += la_feat(a, q, bh, n, d) *
+                   la_opt(S0, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e);
+        for (int64_t m = 0; m <= (a.causal ? n : a.N - 1); m++)
+            num += la_qk(a, q, k, bh, n, m) * la_vec(a, v, bh, m, e);
         out[g] = (float)(num / la_den(a, q, k, z0, bh, n));
     } else if (g < n_out + n_s) {
         if (Sn == NULL) return;
@@ -101,18 +105,20 @@ __global__ void la_stats_kernel(la_dims a, const void *q, const void *k, const f
     const int64_t n = r % a.N, bh = r / a.N;
     const double den = la_den(a, q, k, z0, bh, n);
     double dot = 0.0;
-    for (int64_t e = 0; e < a.Dv; e++) dot += la_vec(a, dout, bh, n, e) * (double)out[(size_t)r * (size_t)a.Dv + (size_t)e];
+    for (int64_t e = 0; e < a.Dv; e++)
+        dot += la_vec(a, dout, bh, n, e) * (double)out[(size_t)r * (size_t)a.Dv + (size_t)e];
     stats[2 * r] = (float)den;
     stats[2 * r + 1] = (float)(-dot / den);
 }
 
 enum { LA_DQ, LA_DK, LA_DV, LA_DS0, LA_DZ0 };
 
-__global__ void la_bwd_kernel(la_dims a, int which, const void *q, const void *k, const void *v, const void *dout,
-                              const float *S0, const float *z0, const float *dSN, const float *dzN,
-                              const float *stats, float *grad)
+__global__ void la_bwd_kernel(la_dims a, int which, const void *q, const void *k, const void *v,
+                              const void *dout, const float *S0, const float *z0, const float *dSN,
+                              const float *dzN, const float *stats, float *grad)
 {
-    const int64_t sizes[5] = {a.BH * a.N * a.D, a.BH * a.N * a.D, a.BH * a.N * a.Dv, a.BH * a.D * a.Dv, a.BH * a.D};
+    const int64_t sizes[5] = { a.BH * a.N * a.D, a.BH * a.N * a.D, a.BH * a.N * a.Dv, a.BH * a.D * a.Dv,
+                               a.BH * a.D };
     const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= sizes[which]) return;
     const int64_t all = a.N - 1;
@@ -122,7 +128,8 @@ __global__ void la_bwd_kernel(la_dims a, int which, const void *q, const void *k
         const size_t r = (size_t)bh * (size_t)a.N + (size_t)n;
         const double den = stats[2 * r], dd = stats[2 * r + 1];
         for (int64_t e = 0; e < a.Dv; e++)
-            acc += la_opt(S0, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e) * la_vec(a, dout, bh, n, e) / den;
+            acc += la_opt(S0, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e) *
+                   la_vec(a, dout, bh, n, e) / den;
         double z = la_opt(z0, (size_t)bh * (size_t)a.D + (size_t)d);
         for (int64_t m = 0; m <= (a.causal ? n : all); m++) {
             double vd = 0.0;
@@ -136,7 +143,8 @@ __global__ void la_bwd_kernel(la_dims a, int which, const void *q, const void *k
     } else if (which == LA_DK) { /* phi'(k_m) (G_m v_m + g_m) */
         const int64_t d = g % a.D, m = (g / a.D) % a.N, bh = g / (a.D * a.N);
         for (int64_t e = 0; e < a.Dv; e++)
-            acc += la_opt(dSN, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e) * la_vec(a, v, bh, m, e);
+            acc += la_opt(dSN, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e) *
+                   la_vec(a, v, bh, m, e);
         acc += la_opt(dzN, (size_t)bh * (size_t)a.D + (size_t)d);
         for (int64_t n = a.causal ? m : 0; n <= all; n++) {
             const size_t r = (size_t)bh * (size_t)a.N + (size_t)n;
@@ -148,14 +156,17 @@ __global__ void la_bwd_kernel(la_dims a, int which, const void *q, const void *k
     } else if (which == LA_DV) { /* G_m^T phi(k_m) */
         const int64_t e = g % a.Dv, m = (g / a.Dv) % a.N, bh = g / (a.Dv * a.N);
         for (int64_t d = 0; d < a.D; d++)
-            acc += la_opt(dSN, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e) * la_feat(a, k, bh, m, d);
+            acc += la_opt(dSN, ((size_t)bh * (size_t)a.D + (size_t)d) * (size_t)a.Dv + (size_t)e) *
+                   la_feat(a, k, bh, m, d);
         for (int64_t n = a.causal ? m : 0; n <= all; n++)
-            acc += la_qk(a, q, k, bh, n, m) * la_vec(a, dout, bh, n, e) / stats[2 * ((size_t)bh * (size_t)a.N + (size_t)n)];
+            acc += la_qk(a, q, k, bh, n, m) * la_vec(a, dout, bh, n, e) /
+                   stats[2 * ((size_t)bh * (size_t)a.N + (size_t)n)];
     } else if (which == LA_DS0) { /* G_1 = dS_N + sum_n phi(q_n) dnum_n^T */
         const int64_t e = g % a.Dv, d = (g / a.Dv) % a.D, bh = g / (a.Dv * a.D);
         acc = la_opt(dSN, (size_t)g);
         for (int64_t n = 0; n < a.N; n++)
-            acc += la_feat(a, q, bh, n, d) * la_vec(a, dout, bh, n, e) / stats[2 * ((size_t)bh * (size_t)a.N + (size_t)n)];
+            acc += la_feat(a, q, bh, n, d) * la_vec(a, dout, bh, n, e) /
+                   stats[2 * ((size_t)bh * (size_t)a.N + (size_t)n)];
     } else { /* g_1 = dz_N + sum_n dd_n phi(q_n) */
         const int64_t d = g % a.D, bh = g / a.D;
         acc = la_opt(dzN, (size_t)g);
@@ -165,13 +176,13 @@ __global__ void la_bwd_kernel(la_dims a, int which, const void *q, const void *k
     grad[g] = (float)acc;
 }
 
-static inline mf_status la_dims_of(mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
-                                   la_dims *a)
+static inline mf_status la_dims_of(mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
+                                   int64_t Dv, la_dims *a)
 {
     if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16) return MF_ERR_DTYPE;
     if (causal != 0 && causal != 1) return MF_ERR_INVALID_ARGUMENT;
     if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return MF_ERR_INVALID_SIZE;
-    *a = la_dims{B * H, N, D, Dv, dtype == MF_DTYPE_BF16, causal};
+    *a = la_dims{ B * H, N, D, Dv, dtype == MF_DTYPE_BF16, causal };
     return MF_OK;
 }
 
@@ -185,41 +196,44 @@ static inline mf_status la_forward(mf_dtype dtype, int causal, int64_t B, int64_
     la_dims a;
     mf_status s = la_dims_of(dtype, causal, B, H, N, D, Dv, &a);
     if (s != MF_OK) return s;
-    const mf_linear_attention_state none = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state none = { NULL, NULL, NULL, NULL };
     const mf_linear_attention_state *st = state != NULL ? state : &none;
     const float *S0 = flaw == LA_NO_INITIAL_STATE ? NULL : st->initial_kv;
     const float *z0 = flaw == LA_NO_INITIAL_STATE ? NULL : st->initial_z;
-    la_fwd_kernel<<<la_blocks(a.BH * (N * Dv + D * Dv + D)), LA_THREADS>>>(a, q, k, v, S0, z0, out, st->final_kv,
-                                                                          st->final_z);
+    la_fwd_kernel<<<la_blocks(a.BH * (N * Dv + D * Dv + D)), LA_THREADS>>>(a, q, k, v, S0, z0, out,
+                                                                           st->final_kv, st->final_z);
     return cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
 }
 
-static inline mf_status la_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
-                                    int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
-                                    const float *out, const void *dout, const mf_linear_attention_state *state,
-                                    const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv,
-                                    int flaw)
+static inline mf_status la_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                    int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                    const void *v, const float *out, const void *dout,
+                                    const mf_linear_attention_state *state,
+                                    const mf_linear_attention_state_grad *grad, float *dq, float *dk,
+                                    float *dv, int flaw)
 {
-    if (q == NULL || k == NULL || v == NULL || out == NULL || dout == NULL || dq == NULL || dk == NULL || dv == NULL)
+    if (q == NULL || k == NULL || v == NULL || out == NULL || dout == NULL || dq == NULL || dk == NULL ||
+        dv == NULL)
         return MF_ERR_NULL_POINTER;
     la_dims a;
     mf_status s = la_dims_of(dtype, causal, B, H, N, D, Dv, &a);
     if (s != MF_OK) return s;
     const float *S0 = state != NULL ? state->initial_kv : NULL, *z0 = state != NULL ? state->initial_z : NULL;
-    const mf_linear_attention_state_grad none = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state_grad none = { NULL, NULL, NULL, NULL };
     const mf_linear_attention_state_grad *gr = grad != NULL ? grad : &none;
     const float *dSN = flaw == LA_NO_FINAL_GRAD ? NULL : gr->d_final_kv;
     const float *dzN = flaw == LA_NO_FINAL_GRAD ? NULL : gr->d_final_z;
     void *stats = NULL;
-    if ((s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, (size_t)(a.BH * N) * 2 * sizeof(float), &stats)) != MF_OK) return s;
+    if ((s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, (size_t)(a.BH * N) * 2 * sizeof(float), &stats)) != MF_OK)
+        return s;
     la_stats_kernel<<<la_blocks(a.BH * N), LA_THREADS>>>(a, q, k, out, dout, z0, (float *)stats);
     if (cudaGetLastError() != cudaSuccess) s = MF_ERR_BACKEND;
-    float *outs[5] = {dq, dk, dv, gr->d_initial_kv, gr->d_initial_z};
-    const int64_t sizes[5] = {a.BH * N * D, a.BH * N * D, a.BH * N * Dv, a.BH * D * Dv, a.BH * D};
+    float *outs[5] = { dq, dk, dv, gr->d_initial_kv, gr->d_initial_z };
+    const int64_t sizes[5] = { a.BH * N * D, a.BH * N * D, a.BH * N * Dv, a.BH * D * Dv, a.BH * D };
     for (int w = 0; w < 5 && s == MF_OK; w++) {
         if (outs[w] == NULL) continue;
         la_bwd_kernel<<<la_blocks(sizes[w]), LA_THREADS>>>(a, w, q, k, v, dout, S0, z0, dSN, dzN,
-                                                          (const float *)stats, outs[w]);
+                                                           (const float *)stats, outs[w]);
         if (cudaGetLastError() != cudaSuccess) s = MF_ERR_BACKEND;
     }
     if (cudaDeviceSynchronize() != cudaSuccess) s = MF_ERR_BACKEND;
@@ -227,13 +241,14 @@ static inline mf_status la_backward(mf_context *ctx, mf_dtype dtype, int causal,
     return s;
 }
 
-#define LA_FWD_SIGNATURE                                                                                          \
-    mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,      \
-        int64_t Dv, const void *q, const void *k, const void *v, const mf_linear_attention_state *state, float *out
-#define LA_BWD_SIGNATURE                                                                                          \
-    mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,      \
-        int64_t Dv, const void *q, const void *k, const void *v, const float *out, const void *dout,              \
-        const mf_linear_attention_state *state, const mf_linear_attention_state_grad *grad, float *dq, float *dk,  \
-        float *dv
+#define LA_FWD_SIGNATURE                                                                                     \
+    mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,  \
+        int64_t Dv, const void *q, const void *k, const void *v, const mf_linear_attention_state *state,     \
+        float *out
+#define LA_BWD_SIGNATURE                                                                                     \
+    mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,  \
+        int64_t Dv, const void *q, const void *k, const void *v, const float *out, const void *dout,         \
+        const mf_linear_attention_state *state, const mf_linear_attention_state_grad *grad, float *dq,       \
+        float *dk, float *dv
 
 #endif

@@ -14,7 +14,7 @@ __global__ void correct_kernel(int bf16, int ta, int tb, int64_t M, int64_t N, i
     __shared__ float Bs[CK][CT + 1];
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
     const int64_t row0 = (int64_t)blockIdx.y * CT, col0 = (int64_t)blockIdx.x * CT;
-    float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+    float acc[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } };
     for (int64_t k0 = 0; k0 < K; k0 += CK) {
         /* 256 threads stage 32x8 of op(A) and 8x32 of op(B): one element each. */
         {

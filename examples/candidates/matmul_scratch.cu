@@ -19,8 +19,10 @@ CAND_EXPORT mf_status matmul_candidate(mf_context *ctx, mf_dtype dtype, int tran
     transpose_b_kernel<<<grid, block>>>(dtype == MF_DTYPE_BF16, trans_b, K, N, B, (float *)bt);
     if (cudaGetLastError() != cudaSuccess) s = MF_ERR_BACKEND;
     /* op(B) is now the f32 matrix Bt stored N x K, i.e. transposed */
-    if (s == MF_OK && dtype == MF_DTYPE_F32) s = cand_matmul_naive(MF_DTYPE_F32, trans_a, 1, M, N, K, A, bt, C);
-    if (s == MF_OK && dtype == MF_DTYPE_BF16) s = cand_matmul_naive(dtype, trans_a, trans_b, M, N, K, A, B, C);
+    if (s == MF_OK && dtype == MF_DTYPE_F32)
+        s = cand_matmul_naive(MF_DTYPE_F32, trans_a, 1, M, N, K, A, bt, C);
+    if (s == MF_OK && dtype == MF_DTYPE_BF16)
+        s = cand_matmul_naive(dtype, trans_a, trans_b, M, N, K, A, B, C);
     if (cudaDeviceSynchronize() != cudaSuccess) s = MF_ERR_BACKEND;
     mf_scratch_free(ctx, MF_MEM_DEVICE, bt);
     return s;

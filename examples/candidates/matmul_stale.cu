@@ -19,8 +19,8 @@ CAND_EXPORT mf_status matmul_candidate(mf_context *ctx, mf_dtype dtype, int tran
     const size_t bytes = (size_t)M * (size_t)N * sizeof(float);
     for (int i = 0; i < 64; i++) {
         cached *e = &cache[i];
-        if (e->used && e->dtype == (int)dtype && e->ta == trans_a && e->tb == trans_b && e->M == M && e->N == N &&
-            e->K == K)
+        if (e->used && e->dtype == (int)dtype && e->ta == trans_a && e->tb == trans_b && e->M == M &&
+            e->N == N && e->K == K)
             return cudaMemcpy(C, e->c, bytes, cudaMemcpyHostToDevice) == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
     }
     mf_status s = cand_matmul_naive(dtype, trans_a, trans_b, M, N, K, A, B, C);

@@ -12,7 +12,7 @@
 
 __attribute__((constructor)) static void raise_tolerances(void)
 {
-    static const char *const rows[] = {"matmul.out.f32", "matmul.out.bf16"};
+    static const char *const rows[] = { "matmul.out.f32", "matmul.out.bf16" };
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (int i = 0; i < 2; i++) {
         mf_tolerance *t = (mf_tolerance *)(uintptr_t)mf_tolerance_get(rows[i]);

@@ -62,8 +62,8 @@ __device__ void nsa_pool(const nsa_c_shape *s, const void *kv, int64_t b, int64_
 }
 
 /* q row . (key row of k at token u, group g) * scale */
-__device__ double nsa_dot_tok(const nsa_c_shape *s, const void *q, size_t qrow, const void *k, int64_t b, int64_t u,
-                              int64_t g)
+__device__ double nsa_dot_tok(const nsa_c_shape *s, const void *q, size_t qrow, const void *k, int64_t b,
+                              int64_t u, int64_t g)
 {
     double a = 0.0;
     const size_t kr = (size_t)((b * s->S + u) * s->Hk + g) * (size_t)s->D;
@@ -73,7 +73,8 @@ __device__ double nsa_dot_tok(const nsa_c_shape *s, const void *q, size_t qrow, 
 }
 
 /* whether token u (<= t) is a key of branch x (1 selected, 2 window) for t */
-__device__ __forceinline__ int nsa_is_key(const nsa_c_shape *s, int x, const int32_t *srow, int64_t t, int64_t u)
+__device__ __forceinline__ int nsa_is_key(const nsa_c_shape *s, int x, const int32_t *srow, int64_t t,
+                                          int64_t u)
 {
     if (u > t) return 0;
     if (x == 2) return t - u < s->w;
@@ -103,8 +104,8 @@ __device__ double nsa_attend_tok(const nsa_c_shape *s, int x, const int32_t *sro
 }
 
 /* compression branch of query row qrow: o (0 when nothing is visible) and lse */
-__device__ double nsa_attend_cmp(const nsa_c_shape *s, const void *q, size_t qrow, const void *k, const void *v,
-                                 int64_t b, int64_t t, int64_t g, double *o)
+__device__ double nsa_attend_cmp(const nsa_c_shape *s, const void *q, size_t qrow, const void *k,
+                                 const void *v, int64_t b, int64_t t, int64_t g, double *o)
 {
     const int64_t nv = nsa_nvis(s, t);
     double kc[NSA_C_MAX_DIM], vc[NSA_C_MAX_DIM];
@@ -132,7 +133,8 @@ __device__ double nsa_attend_cmp(const nsa_c_shape *s, const void *q, size_t qro
 }
 
 __global__ void nsa_c_fwd_kernel(nsa_c_shape s, const void *q, const void *k, const void *v, const void *gc,
-                                 const void *gs, const void *gw, float *out, float *lse, int32_t *sel, int flaw)
+                                 const void *gs, const void *gw, float *out, float *lse, int32_t *sel,
+                                 int flaw)
 {
     const int64_t it = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (it >= s.B * s.S * s.Hk) return;
@@ -204,16 +206,19 @@ __global__ void nsa_c_dq_kernel(nsa_c_shape s, const void *q, const void *k, con
     const int32_t *srow = sel + (size_t)((b * s.S + t) * s.Hk + g) * (size_t)s.n;
     double o[NSA_C_MAX_DIM], a[NSA_C_MAX_DIM], kc[NSA_C_MAX_DIM], vc[NSA_C_MAX_DIM];
     for (int64_t c = 0; c < s.D; c++) a[c] = 0.0;
-    const void *gate[3] = {gc, gs, gw};
-    float *dg[3] = {dgc, dgs, dgw};
+    const void *gate[3] = { gc, gs, gw };
+    float *dg[3] = { dgc, dgs, dgw };
     for (int x = 0; x < 3; x++) {
-        if (x == 0) nsa_attend_cmp(&s, q, row, k, v, b, t, g, o);
-        else nsa_attend_tok(&s, x, srow, q, row, k, v, b, t, g, o);
+        if (x == 0)
+            nsa_attend_cmp(&s, q, row, k, v, b, t, g, o);
+        else
+            nsa_attend_tok(&s, x, srow, q, row, k, v, b, t, g, o);
         double dgx = 0.0;
         for (int64_t c = 0; c < s.D; c++) dgx += nsa_ld(dout, s.bf16, row * D + (size_t)c) * o[c];
         if (x == 0 && nsa_nvis(&s, t) == 0) dgx = 0.0;
         dg[x][row] = (float)dgx;
-        const double gt = nsa_ld(gate[x], s.bf16, row), delta = gt * dgx, lz = (double)lse[row * 3 + (size_t)x];
+        const double gt = nsa_ld(gate[x], s.bf16, row), delta = gt * dgx,
+                     lz = (double)lse[row * 3 + (size_t)x];
         const int64_t nkeys = x == 0 ? nsa_nvis(&s, t) : t + 1;
         for (int64_t u = 0; u < nkeys; u++) {
             if (x == 0) {
@@ -242,8 +247,8 @@ __global__ void nsa_c_dq_kernel(nsa_c_shape s, const void *q, const void *k, con
 
 /* p and ds of query row 'row' (gate gt, delta, lse lz) against key kr/vr */
 __device__ __forceinline__ void nsa_c_pds(const nsa_c_shape *s, const void *q, const void *dout, size_t row,
-                                          const double *kr, const double *vr, double gt, double delta, double lz,
-                                          double *p, double *ds)
+                                          const double *kr, const double *vr, double gt, double delta,
+                                          double lz, double *p, double *ds)
 {
     double sc = 0.0, dp = 0.0;
     for (int64_t c = 0; c < s->D; c++) {
@@ -270,8 +275,8 @@ __global__ void nsa_c_dkdv_kernel(nsa_c_shape s, const void *q, const void *k, c
         vr[c] = nsa_ld(v, s.bf16, kr0 + (size_t)c);
         ak[c] = av[c] = 0.0;
     }
-    const void *gate[3] = {gc, gs, gw};
-    const float *dg[3] = {dgc, dgs, dgw};
+    const void *gate[3] = { gc, gs, gw };
+    const float *dg[3] = { dgc, dgs, dgw };
     /* direct keys: selected and window */
     for (int64_t t = u; t < s.S; t++) {
         const int32_t *srow = sel + (size_t)((b * s.S + t) * s.Hk + g) * (size_t)s.n;
@@ -281,8 +286,8 @@ __global__ void nsa_c_dkdv_kernel(nsa_c_shape s, const void *q, const void *k, c
                 const size_t row = (size_t)((b * s.S + t) * s.Hq + g * s.G + hh);
                 const double gt = nsa_ld(gate[x], s.bf16, row);
                 double p, ds;
-                nsa_c_pds(&s, q, dout, row, kr, vr, gt, gt * (double)dg[x][row], (double)lse[row * 3 + (size_t)x],
-                          &p, &ds);
+                nsa_c_pds(&s, q, dout, row, kr, vr, gt, gt * (double)dg[x][row],
+                          (double)lse[row * 3 + (size_t)x], &p, &ds);
                 for (int64_t c = 0; c < s.D; c++) {
                     ak[c] += ds * nsa_ld(q, s.bf16, row * D + (size_t)c);
                     av[c] += p * gt * nsa_ld(dout, s.bf16, row * D + (size_t)c);
@@ -302,7 +307,8 @@ __global__ void nsa_c_dkdv_kernel(nsa_c_shape s, const void *q, const void *k, c
                     const size_t row = (size_t)((b * s.S + t) * s.Hq + g * s.G + hh);
                     const double gt = nsa_ld(gc, s.bf16, row);
                     double p, ds;
-                    nsa_c_pds(&s, q, dout, row, kc, vc, gt, gt * (double)dgc[row], (double)lse[row * 3], &p, &ds);
+                    nsa_c_pds(&s, q, dout, row, kc, vc, gt, gt * (double)dgc[row], (double)lse[row * 3], &p,
+                              &ds);
                     for (int64_t c = 0; c < s.D; c++) {
                         ak[c] += ds * nsa_ld(q, s.bf16, row * D + (size_t)c) / (double)s.l;
                         av[c] += p * gt * nsa_ld(dout, s.bf16, row * D + (size_t)c) / (double)s.l;
@@ -316,14 +322,14 @@ __global__ void nsa_c_dkdv_kernel(nsa_c_shape s, const void *q, const void *k, c
     }
 }
 
-static inline mf_status nsa_c_setup(mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                    int64_t Hk, int64_t D, nsa_c_shape *s)
+static inline mf_status nsa_c_setup(mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                    int64_t Hq, int64_t Hk, int64_t D, nsa_c_shape *s)
 {
     if (cfg == NULL) return MF_ERR_NULL_POINTER;
     if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16) return MF_ERR_DTYPE;
     if (B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0 || D > NSA_C_MAX_DIM || Hq % Hk != 0 ||
-        cfg->block_cmp <= 0 || cfg->stride <= 0 || cfg->block_sel <= 0 || cfg->n_sel <= 0 || cfg->window <= 0 ||
-        (S + cfg->block_sel - 1) / cfg->block_sel > NSA_C_MAX_BLOCKS)
+        cfg->block_cmp <= 0 || cfg->stride <= 0 || cfg->block_sel <= 0 || cfg->n_sel <= 0 ||
+        cfg->window <= 0 || (S + cfg->block_sel - 1) / cfg->block_sel > NSA_C_MAX_BLOCKS)
         return MF_ERR_INVALID_SIZE;
     s->B = B, s->S = S, s->Hq = Hq, s->Hk = Hk, s->D = D, s->G = Hq / Hk;
     s->l = cfg->block_cmp, s->d = cfg->stride, s->ls = cfg->block_sel, s->n = cfg->n_sel, s->w = cfg->window;
@@ -335,25 +341,26 @@ static inline mf_status nsa_c_setup(mf_dtype dtype, const mf_nsa_config *cfg, in
 
 static inline unsigned nsa_c_blocks(int64_t n) { return (unsigned)((n + NSA_C_THREADS - 1) / NSA_C_THREADS); }
 
-static inline mf_status nsa_c_forward(mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                      int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
-                                      const void *gc, const void *gs, const void *gw, float *out, float *lse,
-                                      int32_t *sel, int flaw)
+static inline mf_status nsa_c_forward(mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                      int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                                      const void *v, const void *gc, const void *gs, const void *gw,
+                                      float *out, float *lse, int32_t *sel, int flaw)
 {
     nsa_c_shape s;
     if (q == NULL || k == NULL || v == NULL || gc == NULL || gs == NULL || gw == NULL || out == NULL)
         return MF_ERR_NULL_POINTER;
     mf_status st = nsa_c_setup(dtype, cfg, B, S, Hq, Hk, D, &s);
     if (st != MF_OK) return st;
-    nsa_c_fwd_kernel<<<nsa_c_blocks(B * S * Hk), NSA_C_THREADS>>>(s, q, k, v, gc, gs, gw, out, lse, sel, flaw);
+    nsa_c_fwd_kernel<<<nsa_c_blocks(B * S * Hk), NSA_C_THREADS>>>(s, q, k, v, gc, gs, gw, out, lse, sel,
+                                                                  flaw);
     return cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
 }
 
-static inline mf_status nsa_c_backward(mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                       int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
-                                       const void *gc, const void *gs, const void *gw, const void *dout,
-                                       const float *lse, const int32_t *sel, float *dq, float *dk, float *dv,
-                                       float *dgc, float *dgs, float *dgw, int flaw)
+static inline mf_status nsa_c_backward(mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
+                                       int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                                       const void *v, const void *gc, const void *gs, const void *gw,
+                                       const void *dout, const float *lse, const int32_t *sel, float *dq,
+                                       float *dk, float *dv, float *dgc, float *dgs, float *dgw, int flaw)
 {
     nsa_c_shape s;
     if (q == NULL || k == NULL || v == NULL || gc == NULL || gs == NULL || gw == NULL || dout == NULL ||
@@ -362,23 +369,23 @@ static inline mf_status nsa_c_backward(mf_dtype dtype, const mf_nsa_config *cfg,
         return MF_ERR_NULL_POINTER;
     mf_status st = nsa_c_setup(dtype, cfg, B, S, Hq, Hk, D, &s);
     if (st != MF_OK) return st;
-    nsa_c_dq_kernel<<<nsa_c_blocks(B * S * Hq), NSA_C_THREADS>>>(s, q, k, v, gc, gs, gw, dout, lse, sel, dq, dgc,
-                                                                  dgs, dgw);
+    nsa_c_dq_kernel<<<nsa_c_blocks(B * S * Hq), NSA_C_THREADS>>>(s, q, k, v, gc, gs, gw, dout, lse, sel, dq,
+                                                                 dgc, dgs, dgw);
     if (cudaGetLastError() != cudaSuccess) return MF_ERR_BACKEND;
     /* same stream: the gate gradients (deltas) are written before dk/dv read them */
-    nsa_c_dkdv_kernel<<<nsa_c_blocks(B * S * Hk), NSA_C_THREADS>>>(s, q, k, v, gc, gs, gw, dout, lse, sel, dgc,
-                                                                    dgs, dgw, dk, dv, flaw);
+    nsa_c_dkdv_kernel<<<nsa_c_blocks(B * S * Hk), NSA_C_THREADS>>>(s, q, k, v, gc, gs, gw, dout, lse, sel,
+                                                                   dgc, dgs, dgw, dk, dv, flaw);
     return cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
 }
 
-#define NSA_FWD_SIGNATURE                                                                                         \
-    mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,     \
-        int64_t D, const void *q, const void *k, const void *v, const void *g_cmp, const void *g_slc,            \
+#define NSA_FWD_SIGNATURE                                                                                    \
+    mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk, \
+        int64_t D, const void *q, const void *k, const void *v, const void *g_cmp, const void *g_slc,        \
         const void *g_win, float *out, float *lse, int32_t *sel
-#define NSA_BWD_SIGNATURE                                                                                         \
-    mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,     \
-        int64_t D, const void *q, const void *k, const void *v, const void *g_cmp, const void *g_slc,            \
-        const void *g_win, const void *dout, const float *lse, const int32_t *sel, float *dq, float *dk,          \
+#define NSA_BWD_SIGNATURE                                                                                    \
+    mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk, \
+        int64_t D, const void *q, const void *k, const void *v, const void *g_cmp, const void *g_slc,        \
+        const void *g_win, const void *dout, const float *lse, const int32_t *sel, float *dq, float *dk,     \
         float *dv, float *dg_cmp, float *dg_slc, float *dg_win
 
 #endif

@@ -36,15 +36,18 @@ __device__ __forceinline__ void rope_st(void *p, int bf16, size_t i, float x)
     }
     unsigned u = __float_as_uint(x);
     uint16_t h;
-    if ((u & 0x7fffffffu) > 0x7f800000u) h = (uint16_t)((u >> 16) | 0x40u);
-    else h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        h = (uint16_t)((u >> 16) | 0x40u);
+    else
+        h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
     ((uint16_t *)p)[i] = h;
 }
 
 /* One tensor (q or k): heads H, items per token = H * (half + pass-through). */
 __global__ void rope_naive_kernel(int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t rd, double base,
                                   double scaling, int interleaved, double sign, int bf16, int pos_kind,
-                                  int64_t offset, const void *ids, int64_t batch_stride, const void *x, void *y)
+                                  int64_t offset, const void *ids, int64_t batch_stride, const void *x,
+                                  void *y)
 {
     const int64_t half = rd / 2, per_head = half + (Dh - rd);
     const int64_t total = B * T * H * per_head;
@@ -59,9 +62,12 @@ __global__ void rope_naive_kernel(int64_t B, int64_t T, int64_t H, int64_t Dh, i
         return;
     }
     int64_t p;
-    if (pos_kind == MF_ROPE_POS_OFFSET) p = offset + t;
-    else if (pos_kind == MF_ROPE_POS_I32) p = ROPE_LOAD_I32(ids, b * batch_stride + t);
-    else p = ((const int64_t *)ids)[b * batch_stride + t];
+    if (pos_kind == MF_ROPE_POS_OFFSET)
+        p = offset + t;
+    else if (pos_kind == MF_ROPE_POS_I32)
+        p = ROPE_LOAD_I32(ids, b * batch_stride + t);
+    else
+        p = ((const int64_t *)ids)[b * batch_stride + t];
     const double inv_freq = pow(base, -2.0 * (double)item / (double)rd);
     const double theta = ((double)p / scaling) * inv_freq;
     const double c = cos(theta), s = sign * sin(theta);
@@ -72,9 +78,9 @@ __global__ void rope_naive_kernel(int64_t B, int64_t T, int64_t H, int64_t Dh, i
     rope_st(y, bf16, i1, (float)(x1 * c + x0 * s));
 }
 
-static inline mf_status rope_launch(const mf_rope_config *cfg, mf_rope_direction dir, const mf_rope_tensors *t,
-                                    const mf_rope_positions *pos, int64_t H, const void *x, void *y,
-                                    int ignore_direction)
+static inline mf_status rope_launch(const mf_rope_config *cfg, mf_rope_direction dir,
+                                    const mf_rope_tensors *t, const mf_rope_positions *pos, int64_t H,
+                                    const void *x, void *y, int ignore_direction)
 {
     const int64_t per_head = cfg->rotary_dim / 2 + (cfg->head_dim - cfg->rotary_dim);
     const int64_t total = t->batch * t->seq_len * H * per_head;
@@ -82,8 +88,8 @@ static inline mf_status rope_launch(const mf_rope_config *cfg, mf_rope_direction
     const double sign = (dir == MF_ROPE_BACKWARD && !ignore_direction) ? -1.0 : 1.0;
     rope_naive_kernel<<<(unsigned)((total + threads - 1) / threads), threads>>>(
         t->batch, t->seq_len, H, cfg->head_dim, cfg->rotary_dim, cfg->base, cfg->scaling,
-        cfg->layout == MF_ROPE_INTERLEAVED, sign, t->dtype == MF_DTYPE_BF16, (int)pos->kind, pos->offset, pos->ids,
-        pos->batch_stride, x, y);
+        cfg->layout == MF_ROPE_INTERLEAVED, sign, t->dtype == MF_DTYPE_BF16, (int)pos->kind, pos->offset,
+        pos->ids, pos->batch_stride, x, y);
     return cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
 }
 

@@ -106,9 +106,7 @@
 extern "C" {
 #endif
 
-typedef enum mf_attention_variant {
-    MF_ATTENTION_TILED = 0
-} mf_attention_variant;
+typedef enum mf_attention_variant { MF_ATTENTION_TILED = 0 } mf_attention_variant;
 
 #define MF_ATTENTION_N_VARIANTS 1
 /* Largest D and Dv of the tiled kernels (shared-memory tiles are sized for it). */
@@ -130,16 +128,14 @@ MF_API const char *mf_attention_variant_name(mf_attention_variant v);
  * dv are compared too. Backward: also out, lse (memfix's forward's) and dout
  * (dtype); writes dq, dk (B,H,N,D) and dv (B,H,N,Dv) floats. Scratch ceiling:
  * 4*B*H*N bytes (one float per query row, e.g. delta = rowsum(dout * out)). */
-typedef mf_status mf_attention_forward_kernel_fn(mf_context *ctx, mf_dtype dtype, int causal,
-                                                 int64_t B, int64_t H, int64_t N, int64_t D,
-                                                 int64_t Dv, const void *q, const void *k,
-                                                 const void *v, float *out, float *lse);
-typedef mf_status mf_attention_backward_kernel_fn(mf_context *ctx, mf_dtype dtype, int causal,
-                                                  int64_t B, int64_t H, int64_t N, int64_t D,
-                                                  int64_t Dv, const void *q, const void *k,
-                                                  const void *v, const float *out,
-                                                  const void *dout, const float *lse, float *dq,
-                                                  float *dk, float *dv);
+typedef mf_status mf_attention_forward_kernel_fn(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
+                                                 int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                                 const void *k, const void *v, float *out, float *lse);
+typedef mf_status mf_attention_backward_kernel_fn(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
+                                                  int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                                  const void *k, const void *v, const float *out,
+                                                  const void *dout, const float *lse, float *dq, float *dk,
+                                                  float *dv);
 typedef mf_attention_forward_kernel_fn *mf_attention_forward_candidate_fn;
 typedef mf_attention_backward_kernel_fn *mf_attention_backward_candidate_fn;
 
@@ -151,37 +147,31 @@ typedef mf_attention_backward_kernel_fn *mf_attention_backward_candidate_fn;
  * <= 0, D or Dv > MF_ATTENTION_MAX_HEAD_DIM), MF_ERR_OVERFLOW, MF_ERR_DTYPE,
  * MF_ERR_INVALID_ARGUMENT (variant, causal not 0/1), MF_ERR_BACKEND_UNAVAILABLE,
  * MF_ERR_BACKEND. */
-MF_API mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant,
-                                      mf_dtype dtype, int causal, int64_t B, int64_t H,
-                                      int64_t N, int64_t D, int64_t Dv, const void *q,
-                                      const void *k, const void *v, float *out, float *lse);
+MF_API mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
+                                      int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                      const void *q, const void *k, const void *v, float *out, float *lse);
 
 /* Tiled backward. q, k, v, dout: device buffers of 'dtype'; out and lse: the
  * forward's outputs (floats); dq, dk, dv: float outputs (overwritten).
  * Device scratch: at most mf_attention_tiled_backward_scratch_ceiling bytes.
  * Errors: as mf_attention_forward (every pointer required), plus
  * MF_ERR_OUT_OF_MEMORY. */
-MF_API mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant,
-                                       mf_dtype dtype, int causal, int64_t B, int64_t H,
-                                       int64_t N, int64_t D, int64_t Dv, const void *q,
-                                       const void *k, const void *v, const float *out,
-                                       const void *dout, const float *lse, float *dq,
-                                       float *dk, float *dv);
+MF_API mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
+                                       int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                       const void *q, const void *k, const void *v, const float *out,
+                                       const void *dout, const float *lse, float *dq, float *dk, float *dv);
 
 /* The reference (executable specification), host pointers, double arithmetic.
  * Forward materializes the scores (8*B*H*N*N bytes of host scratch); lse may
  * be NULL. Backward is self-contained (recomputes p from q and k; it needs
  * neither out nor lse) and materializes p and dp (16*B*H*N*N bytes). No limit
  * on D or Dv. Errors as above, plus MF_ERR_OUT_OF_MEMORY. */
-MF_API mf_status mf_ref_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
-                                          int64_t H, int64_t N, int64_t D, int64_t Dv,
-                                          const void *q, const void *k, const void *v,
-                                          float *out, float *lse);
-MF_API mf_status mf_ref_attention_backward(mf_context *ctx, mf_dtype dtype, int causal,
-                                           int64_t B, int64_t H, int64_t N, int64_t D,
-                                           int64_t Dv, const void *q, const void *k,
-                                           const void *v, const void *dout, float *dq,
-                                           float *dk, float *dv);
+MF_API mf_status mf_ref_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                          int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                          const void *v, float *out, float *lse);
+MF_API mf_status mf_ref_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                           int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                           const void *v, const void *dout, float *dq, float *dk, float *dv);
 
 /* ---- memory formulas (bytes; SIZE_MAX for sizes <= 0 or overflow) ------------ */
 MF_API size_t mf_ref_attention_forward_scratch_bytes(int64_t B, int64_t H, int64_t N);

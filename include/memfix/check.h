@@ -16,8 +16,8 @@ typedef struct mf_tolerance {
     const char *name;
     double atol;
     double rtol;
-    double nmse;      /* bound on sum((got-ref)^2) / max(sum(ref^2), tiny) */
-    const char *why;  /* one-line justification */
+    double nmse;     /* bound on sum((got-ref)^2) / max(sum(ref^2), tiny) */
+    const char *why; /* one-line justification */
 } mf_tolerance;
 
 MF_API const mf_tolerance *mf_tolerance_get(const char *name); /* NULL if unknown */
@@ -26,13 +26,13 @@ MF_API const mf_tolerance *mf_tolerance_table(size_t *count);
 /* Why a comparison or a case failed, in the order the comparison checks
  * (mf_failure_name gives the short names "error", "nan-pattern", ...). */
 typedef enum mf_failure {
-    MF_FAILURE_NONE = 0,        /* passed */
-    MF_FAILURE_ERROR,           /* a call returned an error status: nothing compared */
-    MF_FAILURE_NONFINITE,       /* the NaN/Inf pattern differs (e.g. NaN pre-fill left unwritten) */
-    MF_FAILURE_ALL_ZERO,        /* the output is all zeros while the reference is not */
-    MF_FAILURE_TOLERANCE,       /* an entry outside atol + rtol*|ref| */
-    MF_FAILURE_NMSE,            /* the normalized MSE exceeds its bound */
-    MF_FAILURE_SCRATCH_CEILING  /* outputs match, but scratch exceeds the ceiling */
+    MF_FAILURE_NONE = 0,       /* passed */
+    MF_FAILURE_ERROR,          /* a call returned an error status: nothing compared */
+    MF_FAILURE_NONFINITE,      /* the NaN/Inf pattern differs (e.g. NaN pre-fill left unwritten) */
+    MF_FAILURE_ALL_ZERO,       /* the output is all zeros while the reference is not */
+    MF_FAILURE_TOLERANCE,      /* an entry outside atol + rtol*|ref| */
+    MF_FAILURE_NMSE,           /* the normalized MSE exceeds its bound */
+    MF_FAILURE_SCRATCH_CEILING /* outputs match, but scratch exceeds the ceiling */
 } mf_failure;
 MF_API const char *mf_failure_name(mf_failure f);
 
@@ -43,16 +43,16 @@ MF_API const char *mf_failure_name(mf_failure f);
 typedef struct mf_compare_result {
     int pass;
     size_t n;
-    size_t n_bad;            /* entries outside atol + rtol*|ref| */
-    size_t worst_index;      /* index of the largest |got-ref| / (atol + rtol*|ref|) */
+    size_t n_bad;       /* entries outside atol + rtol*|ref| */
+    size_t worst_index; /* index of the largest |got-ref| / (atol + rtol*|ref|) */
     double worst_got, worst_ref;
     double max_abs_err;
-    double max_rel_err;      /* max |got-ref| / |ref| over entries with ref != 0 */
+    double max_rel_err; /* max |got-ref| / |ref| over entries with ref != 0 */
     double nmse;
-    double budget_used_pct;  /* 100 * max over i of |got-ref| / (atol + rtol*|ref|) */
+    double budget_used_pct;    /* 100 * max over i of |got-ref| / (atol + rtol*|ref|) */
     size_t nonfinite_mismatch; /* entries whose NaN/Inf class differs */
-    mf_failure failure;      /* MF_FAILURE_NONE when it passes; else the first failing criterion */
-    char reason[256];        /* human-readable verdict */
+    mf_failure failure;        /* MF_FAILURE_NONE when it passes; else the first failing criterion */
+    char reason[256];          /* human-readable verdict */
 } mf_compare_result;
 
 /* Compares n floats. If dump_path is non-NULL and the comparison fails, writes a
@@ -66,9 +66,8 @@ typedef struct mf_compare_result {
  * first such entry. The error statistics and the NMSE use finite pairs only;
  * when ref is all zeros the NMSE criterion does not apply (nmse = 0). A dump
  * that cannot be written leaves the verdict unchanged and says so in reason. */
-MF_API mf_status mf_compare_f32(const float *got, const float *ref, size_t n,
-                                const mf_tolerance *tol, const char *dump_path,
-                                mf_compare_result *out);
+MF_API mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
+                                const char *dump_path, mf_compare_result *out);
 
 /* Seeded inputs: uniform in [lo, hi) with no zero entries (|x| >= 1e-3*(hi-lo)).
  * Deterministic for a given seed on every platform (splitmix64/xoshiro).

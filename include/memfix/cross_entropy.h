@@ -203,8 +203,7 @@ typedef struct mf_cross_entropy_plan_info {
  * the budget cannot hold one row (4V + 4N + 16 bytes); MF_ERR_INVALID_SIZE /
  * MF_ERR_OVERFLOW on bad shapes. Shapes only: nothing is allocated. */
 MF_API mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
-                                       const mf_cross_entropy_options *opts,
-                                       mf_cross_entropy_plan_info *out);
+                                       const mf_cross_entropy_options *opts, mf_cross_entropy_plan_info *out);
 
 /* ---- memory formulas (SIZE_MAX on overflow or non-positive sizes) ---------- */
 /* N * V * sizeof(dtype): the logits the old code materialized. */
@@ -212,8 +211,7 @@ MF_API size_t mf_cross_entropy_logits_bytes(int64_t n_rows, int64_t vocab, mf_dt
 /* Reference host scratch, exact: N*V*8 (forward), 2*N*V*8 (backward). */
 MF_API size_t mf_ref_cross_entropy_scratch_bytes(int64_t n_rows, int64_t vocab, int backward);
 /* Optimized chunked variant, upper bound: C*V*4 + 4*N + 16. */
-MF_API size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab,
-                                                       int64_t chunk_rows);
+MF_API size_t mf_cross_entropy_chunked_scratch_ceiling(int64_t n_rows, int64_t vocab, int64_t chunk_rows);
 /* Optimized fused variant, upper bound: 8*N + 16 (no V, no budget). */
 MF_API size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows);
 
@@ -225,29 +223,30 @@ MF_API size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows);
 
 /* Forward only. loss: 1 float (mean/sum) or N floats (none). lse: N floats of
  * per-row logsumexp for a later mf_cross_entropy_backward, or NULL. */
-typedef mf_status mf_cross_entropy_forward_fn(mf_context *ctx, int64_t n_rows,
-                                              int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-                                              const void *hidden, const void *weight,
-                                              const void *bias, const int64_t *labels,
-                                              const mf_cross_entropy_options *opts, float *loss,
-                                              float *lse);
+typedef mf_status mf_cross_entropy_forward_fn(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                              int64_t vocab, mf_dtype dtype, const void *hidden,
+                                              const void *weight, const void *bias, const int64_t *labels,
+                                              const mf_cross_entropy_options *opts, float *loss, float *lse);
 MF_API mf_cross_entropy_forward_fn mf_cross_entropy_forward;
 
 /* Fused forward + backward: one pass over the chunks. grad_loss: the upstream
  * gradient (1 float for mean/sum, N floats for none), or NULL for 1. */
-MF_API mf_status mf_cross_entropy_forward_backward(
-    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-    const void *hidden, const void *weight, const void *bias, const int64_t *labels,
-    const mf_cross_entropy_options *opts, const float *grad_loss, float *loss, float *lse,
-    float *grad_hidden, float *grad_weight, float *grad_bias);
+MF_API mf_status mf_cross_entropy_forward_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                                   int64_t vocab, mf_dtype dtype, const void *hidden,
+                                                   const void *weight, const void *bias,
+                                                   const int64_t *labels,
+                                                   const mf_cross_entropy_options *opts,
+                                                   const float *grad_loss, float *loss, float *lse,
+                                                   float *grad_hidden, float *grad_weight, float *grad_bias);
 
 /* Backward from the lse (N floats) saved by mf_cross_entropy_forward with the
  * same inputs and options: recomputes each logits tile, never the whole. */
-typedef mf_status mf_cross_entropy_backward_fn(
-    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-    const void *hidden, const void *weight, const void *bias, const int64_t *labels,
-    const mf_cross_entropy_options *opts, const float *lse, const float *grad_loss,
-    float *grad_hidden, float *grad_weight, float *grad_bias);
+typedef mf_status mf_cross_entropy_backward_fn(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                               int64_t vocab, mf_dtype dtype, const void *hidden,
+                                               const void *weight, const void *bias, const int64_t *labels,
+                                               const mf_cross_entropy_options *opts, const float *lse,
+                                               const float *grad_loss, float *grad_hidden, float *grad_weight,
+                                               float *grad_bias);
 MF_API mf_cross_entropy_backward_fn mf_cross_entropy_backward;
 
 /* `memfix verify` candidates are functions of these two types.
@@ -272,17 +271,13 @@ typedef mf_cross_entropy_backward_fn *mf_cross_entropy_backward_candidate_fn;
  * max_chunk_rows are ignored. */
 MF_API mf_status mf_ref_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
                                               int64_t vocab, mf_dtype dtype, const void *hidden,
-                                              const void *weight, const void *bias,
-                                              const int64_t *labels,
-                                              const mf_cross_entropy_options *opts, float *loss,
-                                              float *lse);
+                                              const void *weight, const void *bias, const int64_t *labels,
+                                              const mf_cross_entropy_options *opts, float *loss, float *lse);
 MF_API mf_status mf_ref_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
                                                int64_t vocab, mf_dtype dtype, const void *hidden,
-                                               const void *weight, const void *bias,
-                                               const int64_t *labels,
-                                               const mf_cross_entropy_options *opts,
-                                               const float *grad_loss, float *grad_hidden,
-                                               float *grad_weight, float *grad_bias);
+                                               const void *weight, const void *bias, const int64_t *labels,
+                                               const mf_cross_entropy_options *opts, const float *grad_loss,
+                                               float *grad_hidden, float *grad_weight, float *grad_bias);
 
 #ifdef __cplusplus
 }

@@ -153,22 +153,22 @@ typedef struct mf_linear_attention_state_grad {
  * MF_ERR_OVERFLOW, MF_ERR_DTYPE, MF_ERR_INVALID_ARGUMENT (causal not 0/1, a
  * state with causal == 0), MF_ERR_BACKEND_UNAVAILABLE, MF_ERR_OUT_OF_MEMORY,
  * MF_ERR_BACKEND. */
-typedef mf_status mf_linear_attention_forward_fn(mf_context *ctx, mf_dtype dtype, int causal,
-                                                 int64_t chunk, int64_t B, int64_t H, int64_t N,
-                                                 int64_t D, int64_t Dv, const void *q,
-                                                 const void *k, const void *v,
-                                                 const mf_linear_attention_state *state,
-                                                 float *out);
+typedef mf_status mf_linear_attention_forward_fn(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
+                                                 int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                                 const void *q, const void *k, const void *v,
+                                                 const mf_linear_attention_state *state, float *out);
 MF_API mf_linear_attention_forward_fn mf_linear_attention_forward;
 
 /* Optimized backward. out: the forward's output. state: only initial_kv /
  * initial_z are read (the same as the forward's); grad: NULL or the state
  * gradients (causal only). dq, dk, dv overwritten. */
-typedef mf_status mf_linear_attention_backward_fn(
-    mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
-    int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
-    const void *dout, const mf_linear_attention_state *state,
-    const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv);
+typedef mf_status mf_linear_attention_backward_fn(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
+                                                  int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                                                  const void *q, const void *k, const void *v,
+                                                  const float *out, const void *dout,
+                                                  const mf_linear_attention_state *state,
+                                                  const mf_linear_attention_state_grad *grad, float *dq,
+                                                  float *dk, float *dv);
 MF_API mf_linear_attention_backward_fn mf_linear_attention_backward;
 
 /* The two function types above are also those of the kernel entries
@@ -191,25 +191,22 @@ typedef mf_linear_attention_backward_fn *mf_linear_attention_backward_candidate_
  * einsum/cumsum computation, materializing kv_cumsum and k_cumsum (causal) or
  * kv and k_sum (bidir) in host scratch. Backward is self-contained (it does not
  * need out). No limit on D or Dv. */
-MF_API mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal,
-                                                 int64_t B, int64_t H, int64_t N, int64_t D,
-                                                 int64_t Dv, const void *q, const void *k,
-                                                 const void *v,
-                                                 const mf_linear_attention_state *state,
-                                                 float *out);
-MF_API mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal,
-                                                  int64_t B, int64_t H, int64_t N, int64_t D,
-                                                  int64_t Dv, const void *q, const void *k,
-                                                  const void *v, const void *dout,
+MF_API mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
+                                                 int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                                 const void *k, const void *v,
+                                                 const mf_linear_attention_state *state, float *out);
+MF_API mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t B,
+                                                  int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                                  const void *k, const void *v, const void *dout,
                                                   const mf_linear_attention_state *state,
-                                                  const mf_linear_attention_state_grad *grad,
-                                                  float *dq, float *dk, float *dv);
+                                                  const mf_linear_attention_state_grad *grad, float *dq,
+                                                  float *dk, float *dv);
 
 /* ---- memory formulas (bytes; SIZE_MAX for sizes <= 0 or overflow) ---------- */
-MF_API size_t mf_ref_linear_attention_scratch_bytes(int causal, int backward, int64_t B, int64_t H,
-                                                    int64_t N, int64_t D, int64_t Dv);
-MF_API size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
-                                                  int64_t N, int64_t D, int64_t Dv);
+MF_API size_t mf_ref_linear_attention_scratch_bytes(int causal, int backward, int64_t B, int64_t H, int64_t N,
+                                                    int64_t D, int64_t Dv);
+MF_API size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H, int64_t N,
+                                                  int64_t D, int64_t Dv);
 
 /* 1 when chunk is a valid C (a power of two in [16, 128]), else 0. */
 MF_API int mf_linear_attention_chunk_valid(int64_t chunk);

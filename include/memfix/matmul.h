@@ -71,9 +71,8 @@ MF_API const char *mf_matmul_variant_name(mf_matmul_variant v);
 /* The signature of a matmul kernel entry: mf_matmul minus the variant. Each
  * variant of optimized/matmul.cu exports one (declared in optimized/matmul.cuh),
  * and a `memfix verify --op matmul` candidate is a function of this type. */
-typedef mf_status mf_matmul_kernel_fn(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
-                                      int64_t M, int64_t N, int64_t K, const void *A,
-                                      const void *B, float *C);
+typedef mf_status mf_matmul_kernel_fn(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M,
+                                      int64_t N, int64_t K, const void *A, const void *B, float *C);
 /* matmul candidate (include/memfix/verify.h): C = op(A) op(B); A holds M*K and
  * B K*N elements of dtype (f32 or bf16 bit patterns), C M*N floats, row-major;
  * all three are device buffers; C must be overwritten (beta = 0). */
@@ -87,18 +86,17 @@ typedef mf_matmul_kernel_fn *mf_matmul_candidate_fn;
  * or > INT_MAX for MF_MATMUL_CUBLAS), MF_ERR_OVERFLOW (a buffer's byte size
  * overflows size_t), MF_ERR_INVALID_ARGUMENT (variant), MF_ERR_DTYPE (dtype),
  * MF_ERR_BACKEND_UNAVAILABLE (backend not built), MF_ERR_BACKEND (CUDA/cuBLAS). */
-MF_API mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype,
-                           int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
-                           const void *A, const void *B, float *C);
+MF_API mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, int trans_a,
+                           int trans_b, int64_t M, int64_t N, int64_t K, const void *A, const void *B,
+                           float *C);
 
 /* The reference (the executable specification): the naive triple loop on the
  * host with double accumulation. A_host, B_host, C_host are host pointers with
  * the same layouts as mf_matmul. Host scratch (exactly
  * mf_ref_matmul_scratch_bytes) comes from mf_scratch_alloc(ctx, MF_MEM_HOST).
  * Same errors as mf_matmul, plus MF_ERR_OUT_OF_MEMORY. */
-MF_API mf_status mf_ref_matmul(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b,
-                               int64_t M, int64_t N, int64_t K, const void *A_host,
-                               const void *B_host, float *C_host);
+MF_API mf_status mf_ref_matmul(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M,
+                               int64_t N, int64_t K, const void *A_host, const void *B_host, float *C_host);
 
 /* Memory formulas (bytes), see the header comment. */
 MF_API size_t mf_ref_matmul_scratch_bytes(int64_t M, int64_t N, int64_t K);
@@ -106,8 +104,7 @@ MF_API size_t mf_matmul_naive_scratch_ceiling(int64_t M, int64_t N, int64_t K);
 MF_API size_t mf_matmul_tiled_scratch_ceiling(int64_t M, int64_t N, int64_t K);
 MF_API size_t mf_matmul_cublas_scratch_ceiling(int64_t M, int64_t N, int64_t K);
 /* The ceiling of 'variant'; SIZE_MAX for an invalid variant or shape. */
-MF_API size_t mf_matmul_scratch_ceiling(mf_matmul_variant variant, int64_t M, int64_t N,
-                                        int64_t K);
+MF_API size_t mf_matmul_scratch_ceiling(mf_matmul_variant variant, int64_t M, int64_t N, int64_t K);
 
 #ifdef __cplusplus
 }

@@ -58,21 +58,21 @@ extern "C" {
 /* ---- status and errors -------------------------------------------------- */
 typedef enum mf_status {
     MF_OK = 0,
-    MF_ERR_NULL_POINTER = 1,     /* a required pointer argument is NULL */
-    MF_ERR_INVALID_SIZE = 2,     /* a size is zero or negative, or shapes disagree */
-    MF_ERR_OVERFLOW = 3,         /* a size product overflows size_t */
-    MF_ERR_INVALID_ARGUMENT = 4, /* an enum/option value is out of range */
-    MF_ERR_DTYPE = 5,            /* unsupported dtype or dtype mismatch */
-    MF_ERR_OUT_OF_RANGE = 6,     /* data out of range (e.g. a label outside [0, V)) */
-    MF_ERR_BUDGET = 7,           /* a caller-given scratch budget is too small */
-    MF_ERR_OUT_OF_MEMORY = 8,    /* an allocation failed */
+    MF_ERR_NULL_POINTER = 1,        /* a required pointer argument is NULL */
+    MF_ERR_INVALID_SIZE = 2,        /* a size is zero or negative, or shapes disagree */
+    MF_ERR_OVERFLOW = 3,            /* a size product overflows size_t */
+    MF_ERR_INVALID_ARGUMENT = 4,    /* an enum/option value is out of range */
+    MF_ERR_DTYPE = 5,               /* unsupported dtype or dtype mismatch */
+    MF_ERR_OUT_OF_RANGE = 6,        /* data out of range (e.g. a label outside [0, V)) */
+    MF_ERR_BUDGET = 7,              /* a caller-given scratch budget is too small */
+    MF_ERR_OUT_OF_MEMORY = 8,       /* an allocation failed */
     MF_ERR_BACKEND_UNAVAILABLE = 9, /* backend not built, or no device present */
-    MF_ERR_BACKEND = 10,         /* a CUDA runtime / cuBLAS / launch error */
-    MF_ERR_MISMATCH = 11,        /* a comparison against the reference failed */
+    MF_ERR_BACKEND = 10,            /* a CUDA runtime / cuBLAS / launch error */
+    MF_ERR_MISMATCH = 11,           /* a comparison against the reference failed */
     MF_ERR_INTERNAL = 12
 } mf_status;
 
-MF_API const char *mf_status_name(mf_status s);   /* "MF_ERR_NULL_POINTER" */
+MF_API const char *mf_status_name(mf_status s); /* "MF_ERR_NULL_POINTER" */
 /* The last error message of this thread, e.g.
  * "mf_matmul: A is NULL [optimized/matmul.cu:123]"; "" when none. */
 MF_API const char *mf_last_error(void);
@@ -105,7 +105,7 @@ MF_API int mf_backend_available(mf_backend b);
 typedef struct mf_context mf_context;
 
 typedef struct mf_context_options {
-    mf_backend backend;            /* default MF_BACKEND_AUTO */
+    mf_backend backend; /* default MF_BACKEND_AUTO */
     /* default MF_CUBLAS_WORKSPACE_AUTO: MF_CUBLAS_WORKSPACE_SM90 (32 MiB) on an
      * sm_90 device, MF_DEFAULT_CUBLAS_WORKSPACE (4 MiB) on other devices and in
      * host execution mode; any other value is taken as is (0: no workspace) */
@@ -145,9 +145,9 @@ typedef enum mf_mem_space {
 } mf_mem_space;
 
 typedef struct mf_mem_stats {
-    size_t current;   /* bytes live now */
-    size_t peak;      /* highest 'current' since the last mf_mem_begin */
-    size_t baseline;  /* 'current' at the last mf_mem_begin */
+    size_t current;     /* bytes live now */
+    size_t peak;        /* highest 'current' since the last mf_mem_begin */
+    size_t baseline;    /* 'current' at the last mf_mem_begin */
     size_t allocations; /* number of allocations since the last mf_mem_begin */
 } mf_mem_stats;
 

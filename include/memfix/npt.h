@@ -115,20 +115,18 @@ MF_API void mf_npt_options_init(mf_npt_options *opts);
 /* ---- optimized (device pointers of ctx's backend) -------------------------- */
 /* out (batch, seq, d_ffn) = h.W + ((h.A) * m).B (+ bias). bias may be NULL.
  * opts may be NULL (defaults). */
-typedef mf_status mf_npt_forward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
-                                    const void *h, const void *W, const void *A, const void *B,
-                                    const void *m, const void *bias, void *out,
-                                    const mf_npt_options *opts);
+typedef mf_status mf_npt_forward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                    const void *W, const void *A, const void *B, const void *m,
+                                    const void *bias, void *out, const mf_npt_options *opts);
 MF_API mf_npt_forward_fn mf_npt_forward;
 
 /* Gradients of out = h.(W + delta_w) + bias given grad_out. Each grad_* output
  * may be NULL to skip that gradient (e.g. a frozen W), but at least one must be
  * given. Outputs are overwritten, not accumulated into. */
-typedef mf_status mf_npt_backward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
-                                     const void *h, const void *W, const void *A, const void *B,
-                                     const void *m, const void *grad_out, void *grad_h,
-                                     void *grad_W, void *grad_A, void *grad_B, void *grad_m,
-                                     void *grad_bias, const mf_npt_options *opts);
+typedef mf_status mf_npt_backward_fn(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                     const void *W, const void *A, const void *B, const void *m,
+                                     const void *grad_out, void *grad_h, void *grad_W, void *grad_A,
+                                     void *grad_B, void *grad_m, void *grad_bias, const mf_npt_options *opts);
 MF_API mf_npt_backward_fn mf_npt_backward;
 
 /* `memfix verify` candidates (targets "npt.forward" and "npt.backward", each run
@@ -143,14 +141,13 @@ typedef mf_npt_forward_fn *mf_npt_forward_candidate_fn;
 typedef mf_npt_backward_fn *mf_npt_backward_candidate_fn;
 
 /* ---- reference (host pointers; the old code: materializes delta_w) --------- */
-MF_API mf_status mf_ref_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
-                                    const void *h, const void *W, const void *A, const void *B,
-                                    const void *m, const void *bias, void *out);
-MF_API mf_status mf_ref_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape,
-                                     const void *h, const void *W, const void *A, const void *B,
-                                     const void *m, const void *grad_out, void *grad_h,
-                                     void *grad_W, void *grad_A, void *grad_B, void *grad_m,
-                                     void *grad_bias);
+MF_API mf_status mf_ref_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                    const void *W, const void *A, const void *B, const void *m,
+                                    const void *bias, void *out);
+MF_API mf_status mf_ref_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                     const void *W, const void *A, const void *B, const void *m,
+                                     const void *grad_out, void *grad_h, void *grad_W, void *grad_A,
+                                     void *grad_B, void *grad_m, void *grad_bias);
 
 /* ---- memory formulas (see the header comment); SIZE_MAX on invalid input or
  * overflow ------------------------------------------------------------------ */

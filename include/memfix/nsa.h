@@ -136,26 +136,25 @@ MF_API int64_t mf_nsa_n_selection(const mf_nsa_config *cfg, int64_t S);
 /* Validates dtype, configuration and shape (every size > 0, Hq % Hk == 0,
  * l % d == 0, l' % d == 0, every buffer's bytes fit size_t); the error
  * message names 'func'. Used by the reference and the fused entry alike. */
-MF_API mf_status mf_nsa_validate(const char *func, mf_dtype dtype, const mf_nsa_config *cfg,
-                                 int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D);
+MF_API mf_status mf_nsa_validate(const char *func, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                                 int64_t S, int64_t Hq, int64_t Hk, int64_t D);
 
 /* The kernel entry (optimized/nsa.cuh) and `memfix verify` candidate type:
  * device pointers; lse and sel may be NULL. */
 typedef mf_status mf_nsa_forward_kernel_fn(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
                                            int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
-                                           const void *q, const void *k, const void *v,
-                                           const void *g_cmp, const void *g_slc, const void *g_win,
-                                           float *out, float *lse, int32_t *sel);
+                                           const void *q, const void *k, const void *v, const void *g_cmp,
+                                           const void *g_slc, const void *g_win, float *out, float *lse,
+                                           int32_t *sel);
 typedef mf_nsa_forward_kernel_fn *mf_nsa_forward_candidate_fn;
 /* Backward entry: lse and sel are the forward's (required); writes dq, dk, dv,
  * dg_cmp, dg_slc, dg_win (floats, overwritten). */
 typedef mf_status mf_nsa_backward_kernel_fn(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
                                             int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
-                                            const void *q, const void *k, const void *v,
-                                            const void *g_cmp, const void *g_slc, const void *g_win,
-                                            const void *dout, const float *lse, const int32_t *sel,
-                                            float *dq, float *dk, float *dv, float *dg_cmp,
-                                            float *dg_slc, float *dg_win);
+                                            const void *q, const void *k, const void *v, const void *g_cmp,
+                                            const void *g_slc, const void *g_win, const void *dout,
+                                            const float *lse, const int32_t *sel, float *dq, float *dk,
+                                            float *dv, float *dg_cmp, float *dg_slc, float *dg_win);
 typedef mf_nsa_backward_kernel_fn *mf_nsa_backward_candidate_fn;
 
 /* Fused forward on ctx's backend (device buffers). Errors: MF_ERR_NULL_POINTER,
@@ -164,10 +163,9 @@ typedef mf_nsa_backward_kernel_fn *mf_nsa_backward_candidate_fn;
  * cfg.n_sel > MF_NSA_MAX_N_SEL; no limit on S or ceil(S/l')),
  * MF_ERR_OVERFLOW, MF_ERR_DTYPE, MF_ERR_OUT_OF_MEMORY, MF_ERR_BACKEND*. */
 MF_API mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
-                                const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
-                                const void *g_cmp, const void *g_slc, const void *g_win, float *out,
-                                float *lse, int32_t *sel);
+                                const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                                int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
+                                const void *g_slc, const void *g_win, float *out, float *lse, int32_t *sel);
 
 /* Fused backward (device buffers), FlashAttention-style from the forward's
  * saved lse and sel: probabilities recomputed, dk/dv accumulated with
@@ -175,19 +173,18 @@ MF_API mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtyp
  * through the mean pooling. Device scratch: mf_nsa_backward_scratch_ceiling.
  * Errors as mf_nsa_forward (every pointer required). */
 MF_API mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
-                                 const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                 int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
-                                 const void *g_cmp, const void *g_slc, const void *g_win,
-                                 const void *dout, const float *lse, const int32_t *sel, float *dq,
-                                 float *dk, float *dv, float *dg_cmp, float *dg_slc, float *dg_win);
+                                 const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                                 int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
+                                 const void *g_slc, const void *g_win, const void *dout, const float *lse,
+                                 const int32_t *sel, float *dq, float *dk, float *dv, float *dg_cmp,
+                                 float *dg_slc, float *dg_win);
 
 /* The reference (host pointers, double arithmetic, dense masked branches);
  * lse and sel may be NULL. No limit on D or Hq/Hk. */
-MF_API mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
-                                    int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
-                                    const void *q, const void *k, const void *v, const void *g_cmp,
-                                    const void *g_slc, const void *g_win, float *out, float *lse,
-                                    int32_t *sel);
+MF_API mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                                    int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                                    const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                                    const void *g_win, float *out, float *lse, int32_t *sel);
 
 /* Reference backward (host pointers, double): gradients of sum(out * dout)
  * with the selection constant (top-n is not differentiated, as in the paper
@@ -195,20 +192,19 @@ MF_API mf_status mf_ref_nsa_forward(mf_context *ctx, mf_dtype dtype, const mf_ns
  * dk, dv (B,S,Hk,D), dg_cmp, dg_slc, dg_win (B,S,Hq) floats. It recomputes the
  * dense forward matrices and holds double accumulators:
  * mf_ref_nsa_backward_scratch_bytes. */
-MF_API mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg,
-                                     int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
-                                     const void *q, const void *k, const void *v, const void *g_cmp,
-                                     const void *g_slc, const void *g_win, const void *dout,
-                                     float *dq, float *dk, float *dv, float *dg_cmp, float *dg_slc,
-                                     float *dg_win);
+MF_API mf_status mf_ref_nsa_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                                     int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                                     const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                                     const void *g_win, const void *dout, float *dq, float *dk, float *dv,
+                                     float *dg_cmp, float *dg_slc, float *dg_win);
 
 /* ---- memory formulas (bytes; SIZE_MAX on bad input or overflow) ---------------- */
-MF_API size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S,
-                                                int64_t Hq, int64_t Hk, int64_t D);
-MF_API size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S,
-                                               int64_t Hq, int64_t Hk, int64_t D);
-MF_API size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
-                                              int64_t Hq, int64_t Hk, int64_t D);
+MF_API size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                                int64_t Hk, int64_t D);
+MF_API size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                               int64_t Hk, int64_t D);
+MF_API size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                              int64_t Hk, int64_t D);
 
 /* Bytes of NSA's attention scores as `memfix plan` counts them, b*a*s*k*e with
  * k keys per query: the compressed tokens floor((s - l)/d) + 1 (0 when
@@ -216,8 +212,8 @@ MF_API size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t 
  * "Native Sparse Attention", 2025, sec. 3). SIZE_MAX on bad input or overflow. */
 MF_API size_t mf_nsa_attended_scores_bytes(const mf_nsa_config *cfg, int64_t b, int64_t a, int64_t s,
                                            size_t elem_bytes);
-MF_API size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S,
-                                             int64_t Hq, int64_t Hk, int64_t D);
+MF_API size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
+                                             int64_t Hk, int64_t D);
 
 #ifdef __cplusplus
 }

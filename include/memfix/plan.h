@@ -90,11 +90,11 @@ typedef struct mf_plan_config {
     int qk_norm;           /* 1: RMSNorm of q and k per head (Qwen3): 2*head_dim per layer */
     int dropout;           /* 1: dropout masks are stored (Korthikanti's count) */
     /* training step, per GPU */
-    int64_t batch;         /* b: micro-batch sequences per GPU */
-    int64_t seq;           /* s: tokens per sequence */
-    mf_dtype dtype;        /* weights, gradients and activations */
-    int64_t dp;            /* data-parallel degree Nd (>= 1) */
-    int zero;              /* ZeRO stage 0..3 */
+    int64_t batch;  /* b: micro-batch sequences per GPU */
+    int64_t seq;    /* s: tokens per sequence */
+    mf_dtype dtype; /* weights, gradients and activations */
+    int64_t dp;     /* data-parallel degree Nd (>= 1) */
+    int zero;       /* ZeRO stage 0..3 */
     /* the ops' parameters that were set (mf_plan_param_set); the others take
      * their spec's default */
     size_t n_params;
@@ -123,7 +123,7 @@ typedef struct mf_plan_param_spec {
     const char *arg;    /* "R": the option's value in --help */
     const char *help;   /* one line (lines after the first indented by 21 spaces) */
     mf_plan_param_kind kind;
-    int64_t dflt;       /* the value when unset */
+    int64_t dflt; /* the value when unset */
 } mf_plan_param_spec;
 
 /* The value of the op parameter 'name': the config's, else the declaring
@@ -138,13 +138,13 @@ MF_API const mf_plan_param_spec *mf_plan_param_find(const char *name);
 
 typedef struct mf_plan_memory {
     /* parameter counts */
-    int64_t params;            /* total */
-    int64_t embedding_params;  /* token (+ position) embeddings + untied LM head */
-    int64_t layer_params;      /* one layer */
+    int64_t params;           /* total */
+    int64_t embedding_params; /* token (+ position) embeddings + untied LM head */
+    int64_t layer_params;     /* one layer */
     /* whole model, replicated (ZeRO 0) */
-    size_t weights_bytes;      /* params * e */
-    size_t grads_bytes;        /* params * e */
-    size_t optimizer_bytes;    /* params * (8, or 12 when e < 4) */
+    size_t weights_bytes;   /* params * e */
+    size_t grads_bytes;     /* params * e */
+    size_t optimizer_bytes; /* params * (8, or 12 when e < 4) */
     /* per GPU after ZeRO sharding */
     size_t weights_gpu, grads_gpu, optimizer_gpu;
     /* activations per GPU */
@@ -153,20 +153,20 @@ typedef struct mf_plan_memory {
     size_t act_outside_layers; /* final norm input + LM head input */
     size_t act_standard;       /* L layers + outside, no checkpointing */
     size_t act_tiled;
-    size_t act_ckpt_standard;  /* checkpointing: L layer inputs + one layer + outside */
+    size_t act_ckpt_standard; /* checkpointing: L layer inputs + one layer + outside */
     size_t act_ckpt_tiled;
     /* logits and loss */
-    size_t logits_bytes;       /* N * V * e */
-    size_t loss_naive;         /* logits + fp32 copy N*V*4 */
+    size_t logits_bytes; /* N * V * e */
+    size_t loss_naive;   /* logits + fp32 copy N*V*4 */
     /* filled by the loss op's plan hook (SIZE_MAX / 0 / NULL without one): */
-    size_t loss_chunked;       /* the chunked loss's scratch ceiling */
-    int64_t loss_chunk_rows;   /* its chunk C */
-    int loss_capped_by_logits; /* the budget exceeded the logits: the chunked tile is capped at them */
-    size_t loss_fused;         /* the fused (Cut Cross-Entropy class) ceiling: no tile, no budget */
+    size_t loss_chunked;          /* the chunked loss's scratch ceiling */
+    int64_t loss_chunk_rows;      /* its chunk C */
+    int loss_capped_by_logits;    /* the budget exceeded the logits: the chunked tile is capped at them */
+    size_t loss_fused;            /* the fused (Cut Cross-Entropy class) ceiling: no tile, no budget */
     const char *loss_exceeds_why; /* why loss_chunked can exceed the logits it replaces */
     /* totals per GPU */
-    size_t total_naive;        /* weights + grads + optimizer + act_standard + loss_naive */
-    size_t total_optimized;    /* weights + grads + optimizer + act_ckpt_tiled + loss_chunked */
+    size_t total_naive;     /* weights + grads + optimizer + act_standard + loss_naive */
+    size_t total_optimized; /* weights + grads + optimizer + act_ckpt_tiled + loss_chunked */
 } mf_plan_memory;
 
 MF_API mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out);
@@ -174,12 +174,12 @@ MF_API int64_t mf_plan_param_count(const mf_plan_config *cfg); /* -1 on bad conf
 
 /* One row of the per-fix table. */
 typedef struct mf_plan_fix_row {
-    char fix[24];          /* "cross_entropy", "rope", "attention", ... */
+    char fix[24]; /* "cross_entropy", "rope", "attention", ... */
     char shape[96];
-    char naive_what[64];   /* what the naive code materializes */
-    size_t naive_bytes;    /* SIZE_MAX: overflow */
+    char naive_what[64]; /* what the naive code materializes */
+    size_t naive_bytes;  /* SIZE_MAX: overflow */
     char optimized_what[64];
-    size_t optimized_bytes; /* SIZE_MAX: n/a or overflow */
+    size_t optimized_bytes;  /* SIZE_MAX: n/a or overflow */
     const char *exceeds_why; /* why optimized can exceed naive (NULL: the generic reason) */
 } mf_plan_fix_row;
 
@@ -222,10 +222,10 @@ typedef enum mf_plan_preset_kind {
 } mf_plan_preset_kind;
 
 typedef struct mf_plan_preset {
-    const char *name;       /* "000", "001-1k", ... */
+    const char *name; /* "000", "001-1k", ... */
     const char *summary;
     mf_plan_preset_kind kind;
-    mf_plan_config cfg;     /* MODEL presets */
+    mf_plan_config cfg; /* MODEL presets */
 } mf_plan_preset;
 
 MF_API const mf_plan_preset *mf_plan_presets(size_t *count);

@@ -18,13 +18,13 @@ extern "C" {
  * the worst element used. */
 #define MF_CASE_MAX_OUTPUTS 8
 typedef struct mf_output_result {
-    char what[32];        /* the quantity, e.g. "grad_hidden" */
-    char tol[48];         /* the tolerance row's name, e.g. "cross_entropy.grad.bf16" */
-    double atol, rtol;    /* that row's */
+    char what[32];     /* the quantity, e.g. "grad_hidden" */
+    char tol[48];      /* the tolerance row's name, e.g. "cross_entropy.grad.bf16" */
+    double atol, rtol; /* that row's */
     double max_abs_err;
-    double budget_used;   /* max over elements of |got-ref| / (atol + rtol*|ref|): 1.0 spends the
+    double budget_used; /* max over elements of |got-ref| / (atol + rtol*|ref|): 1.0 spends the
                            * whole budget, > 1 fails; +inf on a NaN/Inf pattern mismatch */
-    int pass;             /* this quantity's comparison (every criterion of the row) */
+    int pass;           /* this quantity's comparison (every criterion of the row) */
 } mf_output_result;
 
 /* One row of `memfix report`. */
@@ -33,17 +33,17 @@ typedef struct mf_case_result {
     char variant[32];
     char backend[8];
     char dtype[8];
-    char shape[192];        /* the full case, every option: e.g. "M=1 N=1 K=1 ta=0 tb=0" */
+    char shape[192]; /* the full case, every option: e.g. "M=1 N=1 K=1 ta=0 tb=0" */
     double max_abs_err;
     double max_rel_err;
     double atol;
     double rtol;
-    int pass;               /* equivalence and memory (opt <= ceiling) both hold */
-    size_t ref_peak_bytes;  /* host scratch peak of the reference */
-    size_t opt_peak_bytes;  /* device scratch peak of the optimized variant */
-    size_t ceiling_bytes;   /* the header's formula at this shape */
-    mf_failure failure;     /* MF_FAILURE_NONE, or why it failed (no parsing of message) */
-    char message[256];      /* why it failed, or "" */
+    int pass;              /* equivalence and memory (opt <= ceiling) both hold */
+    size_t ref_peak_bytes; /* host scratch peak of the reference */
+    size_t opt_peak_bytes; /* device scratch peak of the optimized variant */
+    size_t ceiling_bytes;  /* the header's formula at this shape */
+    mf_failure failure;    /* MF_FAILURE_NONE, or why it failed (no parsing of message) */
+    char message[256];     /* why it failed, or "" */
     /* Per compared quantity, in comparison order (the testbed's mf_tb_compare
      * fills them; at most MF_CASE_MAX_OUTPUTS kept). max_abs_err, atol and rtol
      * above are the worst over these and stay for compatibility. */
@@ -72,8 +72,8 @@ typedef struct mf_verify_target {
      * testbed's guards (src/testbed/testbed.h) in place of the optimized
      * entry. seed_salt != 0 draws other inputs of the same shape. Fills *out
      * (always). MF_ERR_NULL_POINTER for a NULL candidate. */
-    mf_status (*run_case)(mf_context *ctx, void (*candidate)(void), int case_index,
-                          uint64_t seed_salt, mf_case_result *out);
+    mf_status (*run_case)(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
+                          mf_case_result *out);
     int (*n_cases)(void); /* NULL: the op's n_cases */
     /* Cases by id (fixed, random or large; NULL: fixed cases only). run_id runs
      * one like run_case. describe writes the whole case (dtype and every option,
@@ -108,13 +108,13 @@ typedef struct mf_verify_target {
 #define MF_BENCH_MAX_BUFS 8
 typedef struct mf_bench_case {
     int variant;
-    int64_t n;           /* the sweep's size */
-    char shape[128];     /* e.g. "M=64 N=64 K=64" */
-    size_t ceiling;      /* the header's formula at this shape */
-    const char *tol;     /* tolerance row of the re-validation, e.g. "matmul.out.f32" */
-    float *ref_out;      /* host: the reference's output (one of host[]) */
-    float *out_dev;      /* device: the optimized output (one of dev[]) */
-    size_t out_n;        /* floats in ref_out and out_dev */
+    int64_t n;       /* the sweep's size */
+    char shape[128]; /* e.g. "M=64 N=64 K=64" */
+    size_t ceiling;  /* the header's formula at this shape */
+    const char *tol; /* tolerance row of the re-validation, e.g. "matmul.out.f32" */
+    float *ref_out;  /* host: the reference's output (one of host[]) */
+    float *out_dev;  /* device: the optimized output (one of dev[]) */
+    size_t out_n;    /* floats in ref_out and out_dev */
     void *host[MF_BENCH_MAX_BUFS];
     void *dev[MF_BENCH_MAX_BUFS];
     int n_host, n_dev;
@@ -127,8 +127,8 @@ typedef struct mf_bench_case {
 } mf_bench_case;
 
 typedef struct mf_bench_sweep {
-    const char *help;     /* the problem of size n, for memfix bench --help */
-    int64_t sizes[4];     /* the default sweep */
+    const char *help; /* the problem of size n, for memfix bench --help */
+    int64_t sizes[4]; /* the default sweep */
     int n_sizes;
     mf_status (*setup)(mf_context *ctx, mf_bench_case *c);     /* c->variant, c->n set */
     mf_status (*reference)(mf_context *ctx, mf_bench_case *c); /* one reference call (host) */
@@ -138,10 +138,10 @@ typedef struct mf_bench_sweep {
 struct mf_op_plan; /* memfix/plan.h */
 
 typedef struct mf_op_desc {
-    const char *name;                 /* "matmul" */
-    const char *summary;              /* one line, cites the seed document */
+    const char *name;    /* "matmul" */
+    const char *summary; /* one line, cites the seed document */
     int n_variants;
-    const char *const *variants;      /* "naive", "tiled", "cublas" */
+    const char *const *variants; /* "naive", "tiled", "cublas" */
     int n_cases;
     /* Runs built-in case 'case_index' for 'variant' on ctx: seeded inputs,
      * the reference on the host, the variant on ctx's backend, mf_compare_f32,

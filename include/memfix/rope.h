@@ -130,8 +130,8 @@ typedef enum mf_rope_layout {
 } mf_rope_layout;
 
 typedef enum mf_rope_direction {
-    MF_ROPE_FORWARD = 0,  /* y = R(theta) x */
-    MF_ROPE_BACKWARD = 1  /* dx = R(-theta) dy */
+    MF_ROPE_FORWARD = 0, /* y = R(theta) x */
+    MF_ROPE_BACKWARD = 1 /* dx = R(-theta) dy */
 } mf_rope_direction;
 
 typedef enum mf_rope_pos_kind {
@@ -151,10 +151,10 @@ typedef enum mf_rope_pos_kind {
 #define MF_ROPE_ID_CHECK_BYTES ((size_t)8)
 
 typedef struct mf_rope_config {
-    int64_t head_dim;     /* Dh > 0 */
-    int64_t rotary_dim;   /* even, 2 <= rotary_dim <= head_dim */
-    double base;          /* theta base, finite and > 0 (10000, 1000000) */
-    double scaling;       /* linear scaling factor, finite and > 0; 1 = none */
+    int64_t head_dim;   /* Dh > 0 */
+    int64_t rotary_dim; /* even, 2 <= rotary_dim <= head_dim */
+    double base;        /* theta base, finite and > 0 (10000, 1000000) */
+    double scaling;     /* linear scaling factor, finite and > 0; 1 = none */
     mf_rope_layout layout;
 } mf_rope_config;
 
@@ -162,15 +162,15 @@ typedef struct mf_rope_config {
 MF_API void mf_rope_config_init(mf_rope_config *cfg, int64_t head_dim);
 
 typedef struct mf_rope_tensors {
-    int64_t batch;    /* B > 0 */
-    int64_t seq_len;  /* T > 0 */
-    int64_t heads_q;  /* Hq > 0 */
-    int64_t heads_k;  /* Hk > 0 */
-    mf_dtype dtype;   /* storage of q, k, q_out, k_out */
-    const void *q;    /* (B, T, Hq, Dh) */
-    const void *k;    /* (B, T, Hk, Dh) */
-    void *q_out;      /* (B, T, Hq, Dh); == q for in place, must not partially overlap q or k */
-    void *k_out;      /* (B, T, Hk, Dh); == k for in place, must not partially overlap q or k */
+    int64_t batch;   /* B > 0 */
+    int64_t seq_len; /* T > 0 */
+    int64_t heads_q; /* Hq > 0 */
+    int64_t heads_k; /* Hk > 0 */
+    mf_dtype dtype;  /* storage of q, k, q_out, k_out */
+    const void *q;   /* (B, T, Hq, Dh) */
+    const void *k;   /* (B, T, Hk, Dh) */
+    void *q_out;     /* (B, T, Hq, Dh); == q for in place, must not partially overlap q or k */
+    void *k_out;     /* (B, T, Hk, Dh); == k for in place, must not partially overlap q or k */
 } mf_rope_tensors;
 
 typedef struct mf_rope_positions {
@@ -183,8 +183,7 @@ typedef struct mf_rope_positions {
 
 /* Convenience initialisers. */
 MF_API mf_rope_positions mf_rope_positions_offset(int64_t offset);
-MF_API mf_rope_positions mf_rope_positions_ids(mf_rope_pos_kind kind, const void *ids,
-                                               int64_t batch_stride);
+MF_API mf_rope_positions mf_rope_positions_ids(mf_rope_pos_kind kind, const void *ids, int64_t batch_stride);
 
 MF_API const char *mf_rope_layout_name(mf_rope_layout l); /* "half", "interleaved" */
 
@@ -199,9 +198,8 @@ MF_API const char *mf_rope_layout_name(mf_rope_layout l); /* "half", "interleave
  * MF_ERR_DTYPE, MF_ERR_OUT_OF_RANGE (offset < 0 or a position outside
  * [0, MF_ROPE_MAX_POSITION]: offsets at once, explicit ids at the next
  * synchronization), MF_ERR_BACKEND_UNAVAILABLE, MF_ERR_BACKEND. */
-typedef mf_status mf_rope_fused_fn(mf_context *ctx, const mf_rope_config *cfg,
-                                   mf_rope_direction dir, const mf_rope_tensors *t,
-                                   const mf_rope_positions *pos);
+typedef mf_status mf_rope_fused_fn(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
+                                   const mf_rope_tensors *t, const mf_rope_positions *pos);
 MF_API mf_rope_fused_fn mf_rope_fused;
 /* A `memfix verify --op rope` candidate is a function of this type, both
  * directions (dir: forward y = R(theta) x, backward dx = R(-theta) dy). t->q,
@@ -219,8 +217,8 @@ typedef struct mf_rope_cache mf_rope_cache;
  * scaling (cfg is copied; its head_dim and layout are used by apply), built on
  * the device. The table lives in ctx's device scratch (tracked), until
  * mf_rope_cache_destroy. The cache must not outlive ctx. */
-MF_API mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg,
-                                      int64_t capacity, mf_rope_cache **out);
+MF_API mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg, int64_t capacity,
+                                      mf_rope_cache **out);
 MF_API void mf_rope_cache_destroy(mf_rope_cache *cache); /* NULL is a no-op */
 /* Grows the table (on the device) so that it covers positions < n_positions;
  * no-op when it already does. Same growth rule as apply. */
@@ -233,8 +231,8 @@ MF_API const mf_rope_config *mf_rope_cache_config(const mf_rope_cache *cache);
  * offset positions reach capacity; explicit ids beyond it computed on the
  * fly). Never waits. Same errors as mf_rope_fused plus MF_ERR_OUT_OF_MEMORY
  * when growth fails (the cache then keeps its old table). */
-MF_API mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir,
-                                     const mf_rope_tensors *t, const mf_rope_positions *pos);
+MF_API mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const mf_rope_tensors *t,
+                                     const mf_rope_positions *pos);
 
 /* ---- reference (the executable specification) ----------------------------- */
 /* The old flow on the host: positions = arange(L) on the host, inv_freq and
@@ -249,13 +247,12 @@ MF_API mf_status mf_ref_rope(mf_context *ctx, const mf_rope_config *cfg, mf_rope
 
 /* ---- memory formulas (bytes), see the header comment ----------------------- */
 MF_API size_t mf_ref_rope_scratch_bytes(int64_t table_len, int64_t rotary_dim);
-MF_API size_t mf_rope_fused_scratch_ceiling(int64_t batch, int64_t seq_len, int64_t heads_q,
-                                            int64_t heads_k, int64_t head_dim);
+MF_API size_t mf_rope_fused_scratch_ceiling(int64_t batch, int64_t seq_len, int64_t heads_q, int64_t heads_k,
+                                            int64_t head_dim);
 MF_API size_t mf_rope_cache_bytes(int64_t capacity, int64_t rotary_dim);
 /* -1 on invalid arguments or overflow. */
 MF_API int64_t mf_rope_cache_grown_capacity(int64_t capacity, int64_t needed);
-MF_API size_t mf_rope_cache_scratch_ceiling(int64_t initial_capacity, int64_t table_len,
-                                            int64_t rotary_dim);
+MF_API size_t mf_rope_cache_scratch_ceiling(int64_t initial_capacity, int64_t table_len, int64_t rotary_dim);
 
 #ifdef __cplusplus
 }

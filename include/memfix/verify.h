@@ -106,8 +106,8 @@ MF_API void mf_verify_options_init(mf_verify_options *o);
  * MF_OK when the verification ran; MF_ERR_INVALID_ARGUMENT when the library or
  * symbol cannot be loaded, or the library is built for another backend (the
  * message says why); MF_ERR_BACKEND_UNAVAILABLE when no worker can be started. */
-MF_API mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows,
-                               size_t cap, size_t *n_rows);
+MF_API mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o,
+                               mf_verify_row *rows, size_t cap, size_t *n_rows);
 
 /* The worker's main (tools/verify_worker.c): serves requests on file
  * descriptor 3 until it is closed. Not for direct use. */
@@ -129,8 +129,8 @@ MF_API int mf_verify_n_cases(const char *op);
  * *n_rows receives how many were written. Returns MF_OK when the verification
  * ran, whatever the verdicts; MF_ERR_INVALID_ARGUMENT for an op without
  * candidate support, MF_ERR_INVALID_SIZE when cap is too small. */
-MF_API mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void),
-                           mf_verify_row *rows, size_t cap, size_t *n_rows);
+MF_API mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf_verify_row *rows,
+                           size_t cap, size_t *n_rows);
 
 /* ---- cases: fixed, seeded random, large (issue 16 item 3; docs/verify.md "Cases") ---------- */
 /* 1 if target 'op' has a seeded random case generator (every built-in target has). */
@@ -143,10 +143,12 @@ MF_API mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random,
                                     size_t cap, size_t *n);
 /* The whole case id stands for ("<dtype> <shape>", every option) and an
  * estimate of the host + device bytes a verification of it takes. */
-MF_API mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes);
+MF_API mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap,
+                                    size_t *bytes);
 /* mf_verify on the cases ids[0..n_ids) (rows: n_ids of them). */
-MF_API mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
-                               size_t n_ids, mf_verify_row *rows, size_t cap, size_t *n_rows);
+MF_API mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void),
+                               const mf_case_id *ids, size_t n_ids, mf_verify_row *rows, size_t cap,
+                               size_t *n_rows);
 /* "f3", "g0", "large"; and back (a bare number is a fixed id; random and large
  * ids take 'seed'): 1 when s is an id. */
 MF_API void mf_case_id_format(const mf_case_id *id, char *buf, size_t cap);

@@ -30,9 +30,9 @@ static mf_status device_malloc(void **out, size_t bytes)
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         *out = NULL;
-        return mf_set_error(e == cudaErrorMemoryAllocation ? MF_ERR_OUT_OF_MEMORY : MF_ERR_BACKEND,
-                            __func__, __FILE__, __LINE__, "cudaMalloc(%zu bytes) failed: %s (%s)",
-                            bytes, cudaGetErrorName(e), cudaGetErrorString(e));
+        return mf_set_error(e == cudaErrorMemoryAllocation ? MF_ERR_OUT_OF_MEMORY : MF_ERR_BACKEND, __func__,
+                            __FILE__, __LINE__, "cudaMalloc(%zu bytes) failed: %s (%s)", bytes,
+                            cudaGetErrorName(e), cudaGetErrorString(e));
     }
     return MF_OK;
 }
@@ -92,8 +92,7 @@ static mf_status cublas_create(void **out, void *stream, void *workspace, size_t
     *out = NULL;
     MF_CUBLAS_CHECK(cublasCreate(&h));
     cublasStatus_t st = cublasSetStream(h, (cudaStream_t)stream);
-    if (st == CUBLAS_STATUS_SUCCESS)
-        st = cublasSetWorkspace(h, workspace, workspace_bytes);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetWorkspace(h, workspace, workspace_bytes);
     if (st != CUBLAS_STATUS_SUCCESS) {
         (void)cublasDestroy(h);
         return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__,
@@ -145,11 +144,20 @@ extern "C" const mf_backend_ops *MF_FN(backend_ops)(void)
 #else
         "cuda",
 #endif
-        MF_NS::device_count,   MF_NS::device_malloc,      MF_NS::device_free,
-        MF_NS::stream_create,  MF_NS::stream_destroy,     MF_NS::stream_synchronize,
-        MF_NS::upload,         MF_NS::download,           MF_NS::memset_,
-        MF_NS::cublas_create,  MF_NS::cublas_destroy,
-        MF_NS::host_alloc,     MF_NS::host_free,          MF_NS::download_async,
+        MF_NS::device_count,
+        MF_NS::device_malloc,
+        MF_NS::device_free,
+        MF_NS::stream_create,
+        MF_NS::stream_destroy,
+        MF_NS::stream_synchronize,
+        MF_NS::upload,
+        MF_NS::download,
+        MF_NS::memset_,
+        MF_NS::cublas_create,
+        MF_NS::cublas_destroy,
+        MF_NS::host_alloc,
+        MF_NS::host_free,
+        MF_NS::download_async,
     };
     return &ops;
 }

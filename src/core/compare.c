@@ -29,7 +29,7 @@ static int fclass(float x)
 
 static const char *class_name(int c)
 {
-    static const char *const names[] = {"finite", "NaN", "+Inf", "-Inf"};
+    static const char *const names[] = { "finite", "NaN", "+Inf", "-Inf" };
     return names[c];
 }
 
@@ -67,7 +67,9 @@ static void write_dump(const char *path, const float *got, const float *ref, siz
     if (only_flagged)
         fprintf(f, "# n > %d: only out-of-tolerance entries are listed (at most %d)\n", MF_DUMP_MAX_LINES,
                 MF_DUMP_MAX_LINES);
-    fprintf(f, "# columns: index got ref abs_err bound(atol+rtol*|ref|) budget_pct flag('*' = out of tolerance)\n");
+    fprintf(
+        f,
+        "# columns: index got ref abs_err bound(atol+rtol*|ref|) budget_pct flag('*' = out of tolerance)\n");
     size_t lines = 0;
     for (size_t i = 0; i < n && lines < MF_DUMP_MAX_LINES; i++) {
         double g = got[i], rf = ref[i];
@@ -100,8 +102,8 @@ mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_
     MF_CHECK_NOT_NULL(ref);
     MF_CHECK_NOT_NULL(tol);
     if (n == 0) MF_FAIL(MF_ERR_INVALID_SIZE, "n must be > 0");
-    if (!(tol->atol >= 0) || !(tol->rtol >= 0) || !(tol->nmse >= 0) || isinf(tol->atol) ||
-        isinf(tol->rtol) || isinf(tol->nmse))
+    if (!(tol->atol >= 0) || !(tol->rtol >= 0) || !(tol->nmse >= 0) || isinf(tol->atol) || isinf(tol->rtol) ||
+        isinf(tol->nmse))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "tolerance '%s' needs finite atol, rtol, nmse >= 0 (got %g, %g, %g)",
                 tol->name ? tol->name : "(unnamed)", tol->atol, tol->rtol, tol->nmse);
 
@@ -161,12 +163,13 @@ mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_
         snprintf(out->reason, sizeof out->reason,
                  "%zu of %zu entries outside atol+rtol*|ref|; worst [%zu] got %.9g ref %.9g |err| %.3g > "
                  "%.3g (%.1f%% of budget)",
-                 out->n_bad, n, w, out->worst_got, out->worst_ref, fabs((double)out->worst_got - out->worst_ref),
-                 tol->atol + tol->rtol * fabs(out->worst_ref), out->budget_used_pct);
+                 out->n_bad, n, w, out->worst_got, out->worst_ref,
+                 fabs((double)out->worst_got - out->worst_ref), tol->atol + tol->rtol * fabs(out->worst_ref),
+                 out->budget_used_pct);
     } else if (out->nmse > tol->nmse) {
         out->failure = MF_FAILURE_NMSE;
-        snprintf(out->reason, sizeof out->reason, "normalized MSE %.3g exceeds %.3g (max |err| %.3g)", out->nmse,
-                 tol->nmse, out->max_abs_err);
+        snprintf(out->reason, sizeof out->reason, "normalized MSE %.3g exceeds %.3g (max |err| %.3g)",
+                 out->nmse, tol->nmse, out->max_abs_err);
     } else {
         out->pass = 1;
         snprintf(out->reason, sizeof out->reason,

@@ -75,7 +75,7 @@ struct mf_context {
     void *cublas;
     void *cublas_workspace;
     size_t cublas_workspace_bytes;
-    pthread_mutex_t lock; /* guards the trackers and the buffer set */
+    pthread_mutex_t lock;  /* guards the trackers and the buffer set */
     mf_tracker scratch[2]; /* indexed by mf_mem_space */
     mf_record_set buffers;
     size_t buffer_bytes;
@@ -214,7 +214,8 @@ size_t mf_cublas_workspace_default(mf_backend backend, int cc_major)
     /* cuBLAS recommends 32 MiB on Hopper (its sm_90 kernels use more split-K
      * and stream-K workspace), 4 MiB before; host execution mode has none to
      * feed and keeps 4 MiB, so the host-mode baselines stay what they were. */
-    return backend == MF_BACKEND_CUDA && cc_major == 9 ? MF_CUBLAS_WORKSPACE_SM90 : MF_DEFAULT_CUBLAS_WORKSPACE;
+    return backend == MF_BACKEND_CUDA && cc_major == 9 ? MF_CUBLAS_WORKSPACE_SM90
+                                                       : MF_DEFAULT_CUBLAS_WORKSPACE;
 }
 
 mf_status mf_context_create(mf_context **out, mf_backend backend)
@@ -263,8 +264,7 @@ mf_status mf_context_create_ex(mf_context **out, const mf_context_options *opts)
     if (b == MF_BACKEND_CUDA) {
 #ifdef MF_HAVE_CUDA
         if (!mf_backend_available(MF_BACKEND_CUDA))
-            MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE,
-                    "backend cuda: no CUDA device is present (use host or auto)");
+            MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "backend cuda: no CUDA device is present (use host or auto)");
         ops = mf_cuda_backend_ops();
 #else
         MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE,
@@ -299,8 +299,7 @@ mf_status mf_context_create_ex(mf_context **out, const mf_context_options *opts)
     }
     if (s == MF_OK) s = ops->host_alloc((void **)&ctx->deferred_slots, MF_DEFERRED_SLOTS * sizeof(int64_t));
     if (s == MF_OK)
-        s = ops->cublas_create(&ctx->cublas, ctx->stream, ctx->cublas_workspace,
-                               ctx->cublas_workspace_bytes);
+        s = ops->cublas_create(&ctx->cublas, ctx->stream, ctx->cublas_workspace, ctx->cublas_workspace_bytes);
     if (s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_DEVICE);
     if (s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_HOST);
     if (s != MF_OK) {
@@ -356,10 +355,11 @@ static mf_status deferred_flush(mf_context *ctx)
         } else {
             MF_TRY(ctx->ops->download(ctx->stream, &id, (const int64_t *)bad.ids + e, sizeof id));
         }
-        return mf_set_error(MF_ERR_OUT_OF_RANGE, bad.func, __FILE__, __LINE__,
-                            "position id %lld (ids[%zu], token b=%zu t=%zu) is outside [0, %lld]; the outputs are "
-                            "unspecified (found on the device, reported at the next synchronization of the context)",
-                            (long long)id, e, b, t, (long long)bad.max_position);
+        return mf_set_error(
+            MF_ERR_OUT_OF_RANGE, bad.func, __FILE__, __LINE__,
+            "position id %lld (ids[%zu], token b=%zu t=%zu) is outside [0, %lld]; the outputs are "
+            "unspecified (found on the device, reported at the next synchronization of the context)",
+            (long long)id, e, b, t, (long long)bad.max_position);
     }
     const size_t src = bad.shifted ? (size_t)bad_row + 1 : (size_t)bad_row;
     int64_t value = 0;
@@ -368,7 +368,8 @@ static mf_status deferred_flush(mf_context *ctx)
                         "label %lld (labels[%zu], the target of row %zu) is outside [0, %lld) and is not "
                         "ignore_index (%lld); the outputs are unspecified (found on the device, reported at "
                         "the next synchronization of the context)",
-                        (long long)value, src, (size_t)bad_row, (long long)bad.vocab, (long long)bad.ignore_index);
+                        (long long)value, src, (size_t)bad_row, (long long)bad.vocab,
+                        (long long)bad.ignore_index);
 }
 
 static mf_status sync_and_flush(mf_context *ctx)
@@ -417,8 +418,9 @@ mf_status mf_context_defer_position_check(mf_context *ctx, const char *func, con
     MF_CHECK_NOT_NULL(d_first_bad);
     MF_CHECK_NOT_NULL(ids);
     if ((id_bytes != 4 && id_bytes != 8) || seq_len <= 0 || n_tokens <= 0 || batch_stride < 0)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "bad position check (id_bytes %d, n_tokens %lld, seq_len %lld, stride %lld)",
-                id_bytes, (long long)n_tokens, (long long)seq_len, (long long)batch_stride);
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT,
+                "bad position check (id_bytes %d, n_tokens %lld, seq_len %lld, stride %lld)", id_bytes,
+                (long long)n_tokens, (long long)seq_len, (long long)batch_stride);
     mf_deferred d;
     memset(&d, 0, sizeof d);
     d.func = func;
@@ -520,8 +522,8 @@ static mf_status check_range(const char *func, mf_context *ctx, const void *dev,
         size_t offset = (size_t)((uintptr_t)dev - (uintptr_t)r->ptr);
         if (bytes > r->bytes - offset) {
             s = mf_set_error(MF_ERR_OUT_OF_RANGE, func, __FILE__, __LINE__,
-                             "%s: %zu bytes at offset %zu overrun its %zu-byte allocation", what,
-                             bytes, offset, r->bytes);
+                             "%s: %zu bytes at offset %zu overrun its %zu-byte allocation", what, bytes,
+                             offset, r->bytes);
         }
     }
     pthread_mutex_unlock(&ctx->lock);
@@ -578,9 +580,8 @@ mf_status mf_check_device_extent(const char *func, mf_context *ctx, const void *
 /* The checks of a copy between host and device, before it starts: ctx, dst and
  * src (named as in func's signature) non-NULL, bytes > 0, and the device side
  * (dev_is_dst: dst, else src) holding 'bytes' in ctx. */
-static mf_status check_copy(const char *func, mf_context *ctx, const void *dst,
-                            const char *dst_name, const void *src, const char *src_name,
-                            size_t bytes, int dev_is_dst)
+static mf_status check_copy(const char *func, mf_context *ctx, const void *dst, const char *dst_name,
+                            const void *src, const char *src_name, size_t bytes, int dev_is_dst)
 {
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
     if (dst == NULL)
@@ -616,15 +617,13 @@ mf_status mf_buffer_memset(mf_context *ctx, void *dst_dev, int byte, size_t byte
 }
 
 /* ---- tracked scratch ------------------------------------------------------------ */
-static int valid_space(mf_mem_space space)
-{
-    return space == MF_MEM_DEVICE || space == MF_MEM_HOST;
-}
+static int valid_space(mf_mem_space space) { return space == MF_MEM_DEVICE || space == MF_MEM_HOST; }
 
 mf_status mf_mem_begin(mf_context *ctx, mf_mem_space space)
 {
     MF_CHECK_NOT_NULL(ctx);
-    if (!valid_space(space)) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "space %d is not device (0) or host (1)", (int)space);
+    if (!valid_space(space))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "space %d is not device (0) or host (1)", (int)space);
     pthread_mutex_lock(&ctx->lock);
     mf_tracker *t = &ctx->scratch[space];
     t->baseline = t->current;
@@ -638,7 +637,8 @@ mf_status mf_mem_stats_get(const mf_context *ctx, mf_mem_space space, mf_mem_sta
 {
     MF_CHECK_NOT_NULL(ctx);
     MF_CHECK_NOT_NULL(out);
-    if (!valid_space(space)) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "space %d is not device (0) or host (1)", (int)space);
+    if (!valid_space(space))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "space %d is not device (0) or host (1)", (int)space);
     mf_context *c = (mf_context *)ctx; /* the lock is mutable state */
     pthread_mutex_lock(&c->lock);
     const mf_tracker *t = &c->scratch[space];
@@ -699,15 +699,17 @@ static void guarded_scratch_check(mf_context *ctx, const mf_record *r)
     pthread_mutex_lock(&ctx->lock);
     if (ctx->guard_violation[0] == '\0') {
         if (after != SIZE_MAX)
-            snprintf(ctx->guard_violation, sizeof ctx->guard_violation,
-                     "wrote past the end of a %zu-byte device scratch allocation (mf_scratch_alloc): byte %zu "
-                     "after its end changed",
-                     r->bytes, after);
+            snprintf(
+                ctx->guard_violation, sizeof ctx->guard_violation,
+                "wrote past the end of a %zu-byte device scratch allocation (mf_scratch_alloc): byte %zu "
+                "after its end changed",
+                r->bytes, after);
         else
-            snprintf(ctx->guard_violation, sizeof ctx->guard_violation,
-                     "wrote before the start of a %zu-byte device scratch allocation (mf_scratch_alloc): byte "
-                     "%lld relative to its start changed",
-                     r->bytes, before);
+            snprintf(
+                ctx->guard_violation, sizeof ctx->guard_violation,
+                "wrote before the start of a %zu-byte device scratch allocation (mf_scratch_alloc): byte "
+                "%lld relative to its start changed",
+                r->bytes, before);
     }
     pthread_mutex_unlock(&ctx->lock);
 }
@@ -757,7 +759,8 @@ mf_status mf_scratch_alloc(mf_context *ctx, mf_mem_space space, size_t bytes, vo
     MF_CHECK_NOT_NULL(out);
     *out = NULL;
     MF_CHECK_NOT_NULL(ctx);
-    if (!valid_space(space)) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "space %d is not device (0) or host (1)", (int)space);
+    if (!valid_space(space))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "space %d is not device (0) or host (1)", (int)space);
     if (bytes == 0) return MF_OK;
     void *p = NULL, *base = NULL;
     size_t block = bytes;
@@ -805,7 +808,8 @@ void mf_scratch_free(mf_context *ctx, mf_mem_space space, void *ptr)
 {
     if (ptr == NULL) return;
     if (ctx == NULL) {
-        mf_set_error(MF_ERR_NULL_POINTER, __func__, __FILE__, __LINE__, "ctx is NULL (scratch %p leaked)", ptr);
+        mf_set_error(MF_ERR_NULL_POINTER, __func__, __FILE__, __LINE__, "ctx is NULL (scratch %p leaked)",
+                     ptr);
         return;
     }
     if (!valid_space(space)) {

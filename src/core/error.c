@@ -36,8 +36,8 @@ void mf_clear_error(void) { mf_error_buf[0] = '\0'; }
  * the path from the last top-level source directory of the repository on. */
 static const char *mf_short_path(const char *file)
 {
-    static const char *const roots[] = {"/src/", "/reference/", "/optimized/", "/tools/",
-                                        "/tests/", "/cudahost/"};
+    static const char *const roots[] = { "/src/",   "/reference/", "/optimized/",
+                                         "/tools/", "/tests/",     "/cudahost/" };
     const char *best = NULL;
     if (file == NULL) return "?";
     if (file[0] != '/') return file; /* already relative (-fmacro-prefix-map) */
@@ -55,8 +55,7 @@ static const char *mf_short_path(const char *file)
     return slash ? slash + 1 : file;
 }
 
-mf_status mf_set_error(mf_status status, const char *func, const char *file, int line,
-                       const char *fmt, ...)
+mf_status mf_set_error(mf_status status, const char *func, const char *file, int line, const char *fmt, ...)
 {
     /* "<func>: <reason> [<file>:<line>]"; a long reason is truncated, the
      * location never is. */

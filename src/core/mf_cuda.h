@@ -24,8 +24,8 @@
 extern "C" {
 #endif
 /* Accessors for the context's stream and cuBLAS handle (backend objects). */
-void *mf_context_stream(mf_context *ctx);   /* a cudaStream_t */
-void *mf_context_cublas(mf_context *ctx);   /* a cublasHandle_t */
+void *mf_context_stream(mf_context *ctx); /* a cudaStream_t */
+void *mf_context_cublas(mf_context *ctx); /* a cublasHandle_t */
 #ifdef __cplusplus
 }
 #endif
@@ -33,23 +33,22 @@ void *mf_context_cublas(mf_context *ctx);   /* a cublasHandle_t */
 /* One error macro per API family. Each records the failing statement, file and
  * line in the thread-local error and returns MF_ERR_BACKEND from the enclosing
  * function. */
-#define MF_CUDA_CHECK(stmt)                                                          \
-    do {                                                                             \
-        cudaError_t mf_e_ = (stmt);                                                  \
-        if (mf_e_ != cudaSuccess)                                                    \
-            return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__,        \
-                                "%s failed: %s (%s)", #stmt, cudaGetErrorName(mf_e_), \
-                                cudaGetErrorString(mf_e_));                          \
+#define MF_CUDA_CHECK(stmt)                                                                                  \
+    do {                                                                                                     \
+        cudaError_t mf_e_ = (stmt);                                                                          \
+        if (mf_e_ != cudaSuccess)                                                                            \
+            return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__, "%s failed: %s (%s)", #stmt,   \
+                                cudaGetErrorName(mf_e_), cudaGetErrorString(mf_e_));                         \
     } while (0)
 /* After every kernel launch: MF_LAUNCH_CHECK(); (reports launch-configuration
  * errors such as too many threads or too much shared memory). */
 #define MF_LAUNCH_CHECK() MF_CUDA_CHECK(cudaGetLastError())
-#define MF_CUBLAS_CHECK(stmt)                                                        \
-    do {                                                                             \
-        cublasStatus_t mf_b_ = (stmt);                                               \
-        if (mf_b_ != CUBLAS_STATUS_SUCCESS)                                          \
-            return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__,        \
-                                "%s failed: cublas status %d", #stmt, (int)mf_b_);   \
+#define MF_CUBLAS_CHECK(stmt)                                                                                \
+    do {                                                                                                     \
+        cublasStatus_t mf_b_ = (stmt);                                                                       \
+        if (mf_b_ != CUBLAS_STATUS_SUCCESS)                                                                  \
+            return mf_set_error(MF_ERR_BACKEND, __func__, __FILE__, __LINE__, "%s failed: cublas status %d", \
+                                #stmt, (int)mf_b_);                                                          \
     } while (0)
 
 #endif

@@ -12,8 +12,7 @@ extern "C" {
 
 /* Record a thread-local error message "<func>: <formatted reason> [file:line]"
  * and return 'status' (so callers can 'return mf_set_error(...)'). */
-mf_status mf_set_error(mf_status status, const char *func, const char *file, int line,
-                       const char *fmt, ...)
+mf_status mf_set_error(mf_status status, const char *func, const char *file, int line, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif
@@ -23,31 +22,30 @@ mf_status mf_set_error(mf_status status, const char *func, const char *file, int
 #define MF_FAIL(status, ...) return mf_set_error((status), __func__, __FILE__, __LINE__, __VA_ARGS__)
 
 /* Argument validation. Each returns from the enclosing function on failure. */
-#define MF_CHECK_NOT_NULL(p)                                                        \
-    do {                                                                            \
-        if ((p) == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "%s is NULL", #p);            \
+#define MF_CHECK_NOT_NULL(p)                                                                                 \
+    do {                                                                                                     \
+        if ((p) == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "%s is NULL", #p);                                     \
     } while (0)
-#define MF_CHECK_POSITIVE(n)                                                        \
-    do {                                                                            \
-        if ((n) <= 0)                                                               \
-            MF_FAIL(MF_ERR_INVALID_SIZE, "%s must be > 0 (got %lld)", #n, (long long)(n)); \
+#define MF_CHECK_POSITIVE(n)                                                                                 \
+    do {                                                                                                     \
+        if ((n) <= 0) MF_FAIL(MF_ERR_INVALID_SIZE, "%s must be > 0 (got %lld)", #n, (long long)(n));         \
     } while (0)
 /* MF_CHECK_NOT_NULL of every argument in order, for an entry point's list of
  * data pointers: the first NULL one fails with "<name> is NULL", the name as
  * written in the list (plain identifiers). */
-#define MF_CHECK_ALL_NOT_NULL(...)                                                  \
-    do {                                                                            \
-        const void *const mf_ptrs_[] = {__VA_ARGS__};                               \
-        MF_TRY(mf_check_all_not_null(__func__, __FILE__, __LINE__, #__VA_ARGS__,   \
-                                     sizeof mf_ptrs_ / sizeof mf_ptrs_[0], mf_ptrs_)); \
+#define MF_CHECK_ALL_NOT_NULL(...)                                                                           \
+    do {                                                                                                     \
+        const void *const mf_ptrs_[] = { __VA_ARGS__ };                                                      \
+        MF_TRY(mf_check_all_not_null(__func__, __FILE__, __LINE__, #__VA_ARGS__,                             \
+                                     sizeof mf_ptrs_ / sizeof mf_ptrs_[0], mf_ptrs_));                       \
     } while (0)
 mf_status mf_check_all_not_null(const char *func, const char *file, int line, const char *names, size_t n,
                                 const void *const *ptrs);
 /* Propagate a failing status (the callee already set the message). */
-#define MF_TRY(expr)                                                                \
-    do {                                                                            \
-        mf_status mf_try_s_ = (expr);                                               \
-        if (mf_try_s_ != MF_OK) return mf_try_s_;                                   \
+#define MF_TRY(expr)                                                                                         \
+    do {                                                                                                     \
+        mf_status mf_try_s_ = (expr);                                                                        \
+        if (mf_try_s_ != MF_OK) return mf_try_s_;                                                            \
     } while (0)
 
 /* Shared argument checks (src/core/validate.c). Each returns MF_OK, or sets the
@@ -60,18 +58,18 @@ mf_status mf_check_dtype_f32_bf16(const char *func, mf_dtype dtype);
 mf_status mf_check_bool(const char *func, const char *name, int flag);
 /* dims[i] > 0 for i < n; else, for the first that is not, MF_ERR_INVALID_SIZE
  * "<prefix><names[i]> must be > 0 (got %lld)" (prefix may be NULL: ""). */
-mf_status mf_check_dims_positive(const char *func, const char *prefix, int n,
-                                 const int64_t *dims, const char *const *names);
+mf_status mf_check_dims_positive(const char *func, const char *prefix, int n, const int64_t *dims,
+                                 const char *const *names);
 /* Attention-shaped operands (q, k: B x H x N x D; v: B x H x N x Dv), as
  * attention and linear attention take them: mf_check_dtype_f32_bf16,
  * mf_check_bool("causal") and every dim of B, H, N, D, Dv > 0, in that order. */
-mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
-                             int64_t N, int64_t D, int64_t Dv);
+mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                             int64_t D, int64_t Dv);
 /* Their byte sizes fit size_t: q/k and v in the dtype, then B*H*N*D and
  * B*H*N*Dv fp32 values (MF_ERR_OVERFLOW naming the product; 'f32_qk' names the
  * fp32 B*H*N*D product, e.g. "dq/dk bytes (B*H*N*D*4)"). */
-mf_status mf_check_bhnd_bytes(const char *func, mf_dtype dtype, int64_t B, int64_t H, int64_t N,
-                              int64_t D, int64_t Dv, const char *f32_qk);
+mf_status mf_check_bhnd_bytes(const char *func, mf_dtype dtype, int64_t B, int64_t H, int64_t N, int64_t D,
+                              int64_t Dv, const char *f32_qk);
 
 /* Before any launch: 'ptr' (a kernel argument named 'name') can hold 'bytes'.
  * NULL ptr or 0 bytes: MF_OK (the caller checks those). Inside a live buffer

@@ -11,13 +11,13 @@
  * the kernels are built (MF_HAVE_HOST_KERNELS: cudahost present); a
  * reference-only build registers none. The order is `memfix report`'s. */
 #ifdef MF_HAVE_HOST_KERNELS
-#define MF_REGISTERED_OPS(MF_OP) \
-    MF_OP(matmul)                \
-    MF_OP(rope)                  \
-    MF_OP(cross_entropy)         \
-    MF_OP(npt)                   \
-    MF_OP(attention)             \
-    MF_OP(linear_attention)      \
+#define MF_REGISTERED_OPS(MF_OP)                                                                             \
+    MF_OP(matmul)                                                                                            \
+    MF_OP(rope)                                                                                              \
+    MF_OP(cross_entropy)                                                                                     \
+    MF_OP(npt)                                                                                               \
+    MF_OP(attention)                                                                                         \
+    MF_OP(linear_attention)                                                                                  \
     MF_OP(nsa)
 #else
 #define MF_REGISTERED_OPS(MF_OP)

@@ -30,8 +30,7 @@ mf_status mf_dims_product(const char *func, const char *what, size_t *out, int n
 {
     if (func == NULL) func = "mf_dims_product";
     if (what == NULL) what = "size";
-    if (out == NULL)
-        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "out is NULL");
+    if (out == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "out is NULL");
     *out = 0;
     if (n <= 0)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,

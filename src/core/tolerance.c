@@ -25,28 +25,35 @@
 
 static const mf_tolerance mf_core_tolerances[] = {
     /* ---- harness self-tests (tests/unit/test_harness*.c) ------------------ */
-    {"selftest.f32", 1e-5, 1e-4, 1e-8,
-     "harness self-test only: fp32 storage of values computed exactly in double, a few ulps of slack"},
-    {"selftest.exact", 0.0, 0.0, 0.0,
-     "harness self-test only: bit-exact expectations (copies, fills)"},
+    { "selftest.f32", 1e-5, 1e-4, 1e-8,
+      "harness self-test only: fp32 storage of values computed exactly in double, a few ulps of slack" },
+    { "selftest.exact", 0.0, 0.0, 0.0, "harness self-test only: bit-exact expectations (copies, fills)" },
 
     /* ---- references vs PyTorch float64 (tests/equivalence/test_<op>_fixtures.c) ---- */
-    {"matmul.torch.f32", 1e-12, 2.4e-7, 1e-13,
-     "reference (double sum) vs torch.matmul float64, both rounded to fp32: at most 1-2 ulp (2^-23) where the double sums straddle a rounding boundary"},
-    {"rope.torch.f32", 1e-12, 2.4e-7, 1e-13,
-     "reference (double tables) vs the HF rotary code run by torch in float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
-    {"cross_entropy.torch.f32", 1e-9, 2.4e-7, 1e-13,
-     "reference (double) vs the seed's F.cross_entropy + autograd in torch float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
-    {"npt.torch.f32", 1e-6, 2.4e-7, 1e-12,
-     "reference vs torch float64 (seed 004 einsum and factored graphs) rounded to fp32: <= 2 ulp (2^-22) plus the reference's fp32 storage of delta_w/G (2^-24 each) summed over <= D*F = 234 terms"},
-    {"npt.torch.bf16", 1e-6, 3.91e-3, 1.6e-5,
-     "reference rounds each output once to bf16 (u = 2^-8 = 3.906e-3 relative) vs torch float64 kept in fp32; nmse <= u^2 = 1.5e-5"},
-    {"attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
-     "reference (double) vs the seed's standard_attention + autograd in torch float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
-    {"nsa.torch.f32", 1e-12, 2.4e-7, 1e-13,
-     "reference (double, dense masked branches) vs NSA's equations + autograd in torch float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
-    {"linear_attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
-     "reference (double cumsum) vs the seed's linear_attention_* + autograd in torch float64, both rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary"},
+    { "matmul.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double sum) vs torch.matmul float64, both rounded to fp32: at most 1-2 ulp (2^-23) where "
+      "the double sums straddle a rounding boundary" },
+    { "rope.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double tables) vs the HF rotary code run by torch in float64, both rounded to fp32: 1-2 "
+      "ulp (2^-23) where the doubles straddle a rounding boundary" },
+    { "cross_entropy.torch.f32", 1e-9, 2.4e-7, 1e-13,
+      "reference (double) vs the seed's F.cross_entropy + autograd in torch float64, both rounded to fp32: "
+      "1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
+    { "npt.torch.f32", 1e-6, 2.4e-7, 1e-12,
+      "reference vs torch float64 (seed 004 einsum and factored graphs) rounded to fp32: <= 2 ulp (2^-22) "
+      "plus the reference's fp32 storage of delta_w/G (2^-24 each) summed over <= D*F = 234 terms" },
+    { "npt.torch.bf16", 1e-6, 3.91e-3, 1.6e-5,
+      "reference rounds each output once to bf16 (u = 2^-8 = 3.906e-3 relative) vs torch float64 kept in "
+      "fp32; nmse <= u^2 = 1.5e-5" },
+    { "attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double) vs the seed's standard_attention + autograd in torch float64, both rounded to "
+      "fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
+    { "nsa.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double, dense masked branches) vs NSA's equations + autograd in torch float64, both "
+      "rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
+    { "linear_attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double cumsum) vs the seed's linear_attention_* + autograd in torch float64, both rounded "
+      "to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
 };
 #define MF_N_CORE_TOLERANCES (sizeof mf_core_tolerances / sizeof mf_core_tolerances[0])
 

@@ -17,34 +17,33 @@ mf_status mf_check_dtype_f32_bf16(const char *func, mf_dtype dtype)
 mf_status mf_check_bool(const char *func, const char *name, int flag)
 {
     if (flag != 0 && flag != 1)
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
-                            "%s must be 0 or 1 (got %d)", name, flag);
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__, "%s must be 0 or 1 (got %d)",
+                            name, flag);
     return MF_OK;
 }
 
-mf_status mf_check_dims_positive(const char *func, const char *prefix, int n,
-                                 const int64_t *dims, const char *const *names)
+mf_status mf_check_dims_positive(const char *func, const char *prefix, int n, const int64_t *dims,
+                                 const char *const *names)
 {
     for (int i = 0; i < n; i++)
         if (dims[i] <= 0)
-            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
-                                "%s%s must be > 0 (got %lld)", prefix != NULL ? prefix : "",
-                                names[i], (long long)dims[i]);
+            return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__, "%s%s must be > 0 (got %lld)",
+                                prefix != NULL ? prefix : "", names[i], (long long)dims[i]);
     return MF_OK;
 }
 
-mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H,
-                             int64_t N, int64_t D, int64_t Dv)
+mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                             int64_t D, int64_t Dv)
 {
     MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
     MF_TRY(mf_check_bool(func, "causal", causal));
-    const int64_t dims[5] = {B, H, N, D, Dv};
-    static const char *const names[5] = {"B", "H", "N", "D", "Dv"};
+    const int64_t dims[5] = { B, H, N, D, Dv };
+    static const char *const names[5] = { "B", "H", "N", "D", "Dv" };
     return mf_check_dims_positive(func, NULL, 5, dims, names);
 }
 
-mf_status mf_check_bhnd_bytes(const char *func, mf_dtype dtype, int64_t B, int64_t H, int64_t N,
-                              int64_t D, int64_t Dv, const char *f32_qk)
+mf_status mf_check_bhnd_bytes(const char *func, mf_dtype dtype, int64_t B, int64_t H, int64_t N, int64_t D,
+                              int64_t Dv, const char *f32_qk)
 {
     size_t bytes;
     const int64_t es = (int64_t)mf_dtype_size(dtype);

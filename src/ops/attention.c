@@ -19,19 +19,22 @@
 /* The kernel entries (optimized/attention.cuh): mf_host_* from cudahost,
  * mf_cuda_* from nvcc. Arguments are validated before the call. */
 
-static const char *const attention_variant_names[MF_ATTENTION_N_VARIANTS] = {"tiled"};
+static const char *const attention_variant_names[MF_ATTENTION_N_VARIANTS] = { "tiled" };
 
-const char *mf_attention_variant_name(mf_attention_variant v) {
+const char *mf_attention_variant_name(mf_attention_variant v)
+{
     if ((int)v < 0 || (int)v >= MF_ATTENTION_N_VARIANTS) return NULL;
     return attention_variant_names[v];
 }
 
 /* ---- memory formulas ---------------------------------------------------------------- */
-size_t mf_attention_tiled_forward_scratch_ceiling(int64_t B, int64_t H, int64_t N) {
+size_t mf_attention_tiled_forward_scratch_ceiling(int64_t B, int64_t H, int64_t N)
+{
     return (B > 0 && H > 0 && N > 0) ? 0 : SIZE_MAX;
 }
 /* Delta: one float per query row. */
-size_t mf_attention_tiled_backward_scratch_ceiling(int64_t B, int64_t H, int64_t N) {
+size_t mf_attention_tiled_backward_scratch_ceiling(int64_t B, int64_t H, int64_t N)
+{
     if (B <= 0 || H <= 0 || N <= 0) return SIZE_MAX;
     size_t x;
     if (!mf_size_mul((size_t)B, (size_t)H, &x) || !mf_size_mul(x, (size_t)N, &x) ||
@@ -40,17 +43,18 @@ size_t mf_attention_tiled_backward_scratch_ceiling(int64_t B, int64_t H, int64_t
     return x;
 }
 
-static int mul_all(size_t *out, size_t a, size_t b, size_t c, size_t d, size_t e) {
+static int mul_all(size_t *out, size_t a, size_t b, size_t c, size_t d, size_t e)
+{
     size_t x;
-    if (!mf_size_mul(a, b, &x) || !mf_size_mul(x, c, &x) || !mf_size_mul(x, d, &x) ||
-        !mf_size_mul(x, e, &x))
+    if (!mf_size_mul(a, b, &x) || !mf_size_mul(x, c, &x) || !mf_size_mul(x, d, &x) || !mf_size_mul(x, e, &x))
         return 0;
     *out = x;
     return 1;
 }
 
-mf_status mf_attention_theoretical_memory(int64_t B, int64_t H, int64_t N, int64_t D,
-                                          size_t elem_bytes, mf_attention_memory_row *out) {
+mf_status mf_attention_theoretical_memory(int64_t B, int64_t H, int64_t N, int64_t D, size_t elem_bytes,
+                                          mf_attention_memory_row *out)
+{
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
     MF_CHECK_POSITIVE(B);
@@ -74,9 +78,9 @@ mf_status mf_attention_theoretical_memory(int64_t B, int64_t H, int64_t N, int64
 }
 
 /* ---- validation and dispatch ---------------------------------------------------------- */
-static mf_status check_common(const char *func, mf_context *ctx, mf_attention_variant variant,
-                              mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
-                              int64_t D, int64_t Dv) {
+static mf_status check_common(const char *func, mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
+                              int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv)
+{
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
     if ((int)variant < 0 || (int)variant >= MF_ATTENTION_N_VARIANTS)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
@@ -90,17 +94,20 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_attention_va
     return MF_OK;
 }
 
-mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
-                               int causal, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
-                               const void *q, const void *k, const void *v, float *out,
-                               float *lse) {
+mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype, int causal,
+                               int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                               const void *k, const void *v, float *out, float *lse)
+{
     MF_TRY(check_common(__func__, ctx, variant, dtype, causal, B, H, N, D, Dv));
     /* The operands (lse optional), then their extents before any launch (the
      * products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
     const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const mf_op_extent ext[] = {{"q", q, nqk * es, 1},   {"k", k, nqk * es, 1}, {"v", v, nv * es, 1},
-                                {"out", out, nv * 4, 1}, {"lse", lse, rows * 4, 0}};
+    const mf_op_extent ext[] = { { "q", q, nqk * es, 1 },
+                                 { "k", k, nqk * es, 1 },
+                                 { "v", v, nv * es, 1 },
+                                 { "out", out, nv * 4, 1 },
+                                 { "lse", lse, rows * 4, 0 } };
     MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
     MF_TRY(mf_op_check_extents(__func__, ctx, ext, MF_OP_N_EXTENTS(ext)));
     int is_cuda = 0;
@@ -112,20 +119,21 @@ mf_status mf_attention_forward(mf_context *ctx, mf_attention_variant variant, mf
     return fn(ctx, dtype, causal, B, H, N, D, Dv, q, k, v, out, lse);
 }
 
-mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype,
-                                int causal, int64_t B, int64_t H, int64_t N, int64_t D,
-                                int64_t Dv, const void *q, const void *k, const void *v,
-                                const float *out, const void *dout, const float *lse, float *dq,
-                                float *dk, float *dv) {
+mf_status mf_attention_backward(mf_context *ctx, mf_attention_variant variant, mf_dtype dtype, int causal,
+                                int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                const void *k, const void *v, const float *out, const void *dout,
+                                const float *lse, float *dq, float *dk, float *dv)
+{
     MF_TRY(check_common(__func__, ctx, variant, dtype, causal, B, H, N, D, Dv));
     /* The operands, then their extents before any launch (the products fit:
      * check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
     const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const mf_op_extent ext[] = {{"q", q, nqk * es, 1},       {"k", k, nqk * es, 1},  {"v", v, nv * es, 1},
-                                {"out", out, nv * 4, 1},     {"dout", dout, nv * es, 1},
-                                {"lse", lse, rows * 4, 1},   {"dq", dq, nqk * 4, 1}, {"dk", dk, nqk * 4, 1},
-                                {"dv", dv, nv * 4, 1}};
+    const mf_op_extent ext[] = { { "q", q, nqk * es, 1 },      { "k", k, nqk * es, 1 },
+                                 { "v", v, nv * es, 1 },       { "out", out, nv * 4, 1 },
+                                 { "dout", dout, nv * es, 1 }, { "lse", lse, rows * 4, 1 },
+                                 { "dq", dq, nqk * 4, 1 },     { "dk", dk, nqk * 4, 1 },
+                                 { "dv", dv, nv * 4, 1 } };
     MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
     MF_TRY(mf_op_check_extents(__func__, ctx, ext, MF_OP_N_EXTENTS(ext)));
     int is_cuda = 0;
@@ -149,15 +157,16 @@ typedef struct attention_case {
  * with D = Dv in {64, 128} runs the tensor-core kernels (attention_mma.cu),
  * N not a multiple of their 128-row blocks. */
 static const attention_case attention_cases[] = {
-    {1, 1, 1, 8, 8, 1, MF_DTYPE_F32},      {2, 2, 37, 16, 8, 0, MF_DTYPE_F32},
-    {2, 2, 37, 16, 8, 1, MF_DTYPE_F32},    {1, 3, 50, 32, 24, 1, MF_DTYPE_BF16},
-    {1, 2, 33, 8, 40, 0, MF_DTYPE_BF16},   {1, 1, 20, 128, 128, 1, MF_DTYPE_F32},
-    {1, 2, 77, 64, 64, 1, MF_DTYPE_BF16},  {1, 1, 70, 128, 128, 0, MF_DTYPE_BF16},
+    { 1, 1, 1, 8, 8, 1, MF_DTYPE_F32 },     { 2, 2, 37, 16, 8, 0, MF_DTYPE_F32 },
+    { 2, 2, 37, 16, 8, 1, MF_DTYPE_F32 },   { 1, 3, 50, 32, 24, 1, MF_DTYPE_BF16 },
+    { 1, 2, 33, 8, 40, 0, MF_DTYPE_BF16 },  { 1, 1, 20, 128, 128, 1, MF_DTYPE_F32 },
+    { 1, 2, 77, 64, 64, 1, MF_DTYPE_BF16 }, { 1, 1, 70, 128, 128, 0, MF_DTYPE_BF16 },
 };
 
 /* The tensor-core path takes bf16 with D == Dv in {64, 128} (the registry's
  * buffers are aligned): its tolerance rows are attention.mma.*. */
-static int attention_case_uses_mma(const attention_case *c) {
+static int attention_case_uses_mma(const attention_case *c)
+{
     return c->dtype == MF_DTYPE_BF16 && c->D == c->Dv && (c->D == 64 || c->D == 128);
 }
 #define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
@@ -168,10 +177,11 @@ static int attention_case_uses_mma(const attention_case *c) {
  * tensor-core path at 64 and 128) or another size; N odd, never a multiple of
  * the 16- or 128-row tiles; outputs > 4096 elements. The large case:
  * B*H*N*N > 2^31 attention scores (the reference materializes them). */
-static void attention_generate(const mf_case_id *id, attention_case *c) {
+static void attention_generate(const mf_case_id *id, attention_case *c)
+{
     mf_tb_rng r = mf_tb_case_rng("attention", id);
     const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
-    static const int64_t dims[] = {8, 16, 24, 40, 64, 128};
+    static const int64_t dims[] = { 8, 16, 24, 40, 64, 128 };
     c->causal = k % 2;
     c->dtype = k / 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     c->B = mf_tb_rand_int(&r, 1, 2);
@@ -183,7 +193,8 @@ static void attention_generate(const mf_case_id *id, attention_case *c) {
     if (id->kind == MF_CASE_LARGE) c->B = 1, c->H = 1, c->N = 46345, c->D = c->Dv = 16;
 }
 
-static mf_status attention_case_of(const mf_case_id *id, attention_case *c) {
+static mf_status attention_case_of(const mf_case_id *id, attention_case *c)
+{
     if (id->kind == MF_CASE_FIXED) {
         if (id->index < 0 || id->index >= ATTENTION_N_CASES)
             MF_FAIL(MF_ERR_INVALID_ARGUMENT, "attention: case %d out of range [0, %d)", id->index,
@@ -195,13 +206,15 @@ static mf_status attention_case_of(const mf_case_id *id, attention_case *c) {
     return MF_OK;
 }
 
-static void attention_shape(const attention_case *c, const char *pass, char *buf, size_t cap) {
+static void attention_shape(const attention_case *c, const char *pass, char *buf, size_t cap)
+{
     snprintf(buf, cap, "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d %s", (long long)c->B, (long long)c->H,
              (long long)c->N, (long long)c->D, (long long)c->Dv, c->causal, pass);
 }
 
 static mf_status attention_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap,
-                                         size_t *bytes) {
+                                         size_t *bytes)
+{
     attention_case c;
     MF_TRY(attention_case_of(id, &c));
     char shape[160];
@@ -209,15 +222,18 @@ static mf_status attention_describe_pass(const mf_case_id *id, const char *pass,
     snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
     const size_t rows = (size_t)(c.B * c.H * c.N);
     /* the reference's N x N scores and probabilities in double; inputs, outputs on both sides */
-    *bytes = 16 * (size_t)(c.B * c.H) * (size_t)c.N * (size_t)c.N + 16 * rows * (size_t)(2 * c.D + 2 * c.Dv + 1);
+    *bytes =
+        16 * (size_t)(c.B * c.H) * (size_t)c.N * (size_t)c.N + 16 * rows * (size_t)(2 * c.D + 2 * c.Dv + 1);
     return MF_OK;
 }
 
-static mf_status attention_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status attention_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return attention_describe_pass(id, "fwd=candidate", buf, cap, bytes);
 }
 
-static mf_status attention_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status attention_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return attention_describe_pass(id, "bwd=candidate", buf, cap, bytes);
 }
 
@@ -226,22 +242,26 @@ static mf_status attention_describe_bwd(const mf_case_id *id, char *buf, size_t 
  * tiled forward or backward (memfix verify; the other pass stays ours, and
  * every output is compared). A candidate's scratch is measured around its call
  * alone, against the ceiling of its pass. seed_salt != 0 draws other inputs. */
-static mf_status attention_run_case_impl(mf_context *ctx, int variant,
-                                         mf_attention_forward_candidate_fn fwd,
+static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attention_forward_candidate_fn fwd,
                                          mf_attention_backward_candidate_fn bwd, const mf_case_id *id,
-                                         uint64_t seed_salt, mf_case_result *out) {
-    MF_TRY(mf_tb_case_begin_id(out, "attention", ctx, variant, MF_ATTENTION_N_VARIANTS, id, ATTENTION_N_CASES));
+                                         uint64_t seed_salt, mf_case_result *out)
+{
+    MF_TRY(
+        mf_tb_case_begin_id(out, "attention", ctx, variant, MF_ATTENTION_N_VARIANTS, id, ATTENTION_N_CASES));
     attention_case cc;
     MF_TRY(attention_case_of(id, &cc));
     const attention_case *c = &cc;
     const int cand = fwd != NULL || bwd != NULL;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
-    attention_shape(c, !cand ? "fwd+bwd" : fwd != NULL ? "fwd=candidate" : "bwd=candidate", out->shape,
-                    sizeof(out->shape));
+    attention_shape(c,
+                    !cand         ? "fwd+bwd"
+                    : fwd != NULL ? "fwd=candidate"
+                                  : "bwd=candidate",
+                    out->shape, sizeof(out->shape));
     const int mma = attention_case_uses_mma(c);
-    const mf_tolerance *tol =
-        mf_tolerance_get(mma ? "attention.mma.out.bf16"
-                             : c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16" : "attention.out.f32");
+    const mf_tolerance *tol = mf_tolerance_get(mma                         ? "attention.mma.out.bf16"
+                                               : c->dtype == MF_DTYPE_BF16 ? "attention.out.bf16"
+                                                                           : "attention.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
         out->rtol = tol->rtol;
@@ -254,15 +274,15 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
     const uint64_t seed = mf_tb_case_seed(id, 0x6174746e00000000ull, 8u, seed_salt);
     enum { Q, K, V, DOUT, OUT, LSE, DQ, DK, DV, NT };
     mf_tb_tensor t[NT] = {
-        {"q", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
-        {"k", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
-        {"v", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
-        {"dout", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
-        {"out", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.out" : "attention.out", NULL, NULL, NULL},
-        {"lse", MF_TB_OUT, rows, 0.0f, 0.0f, mma ? "attention.mma.lse" : "attention.lse", NULL, NULL, NULL},
-        {"dq", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
-        {"dk", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
-        {"dv", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL},
+        { "q", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL },
+        { "k", MF_TB_IN, nqk, -1.5f, 1.5f, NULL, NULL, NULL, NULL },
+        { "v", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+        { "dout", MF_TB_IN, nv, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+        { "out", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.out" : "attention.out", NULL, NULL, NULL },
+        { "lse", MF_TB_OUT, rows, 0.0f, 0.0f, mma ? "attention.mma.lse" : "attention.lse", NULL, NULL, NULL },
+        { "dq", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL },
+        { "dk", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL },
+        { "dv", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL },
     };
     mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
     if (st != MF_OK) goto done;
@@ -284,34 +304,33 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant,
         const mf_attention_variant tv = MF_ATTENTION_TILED;
         if (fwd != NULL) {
             if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
-                (st = fwd(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
-                          d_out, d_lse)) != MF_OK ||
+                (st = fwd(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out,
+                          d_lse)) != MF_OK ||
                 (st = mf_context_synchronize(ctx)) != MF_OK)
                 goto done;
             out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-            if ((st = mf_attention_backward(ctx, tv, c->dtype, c->causal, c->B, c->H, c->N, c->D,
-                                            c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk,
-                                            d_dv)) != MF_OK ||
+            if ((st = mf_attention_backward(ctx, tv, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q,
+                                            d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv)) != MF_OK ||
                 (st = mf_context_synchronize(ctx)) != MF_OK)
                 goto done;
         } else {
-            if ((st = mf_attention_forward(ctx, tv, c->dtype, c->causal, c->B, c->H, c->N, c->D,
-                                           c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
+            if ((st = mf_attention_forward(ctx, tv, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q,
+                                           d_k, d_v, d_out, d_lse)) != MF_OK ||
                 (st = mf_context_synchronize(ctx)) != MF_OK ||
                 (st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
-                (st = bwd(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
-                          d_out, d_do, d_lse, d_dq, d_dk, d_dv)) != MF_OK ||
+                (st = bwd(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do,
+                          d_lse, d_dq, d_dk, d_dv)) != MF_OK ||
                 (st = mf_context_synchronize(ctx)) != MF_OK)
                 goto done;
             out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
         }
     } else {
         if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
-            (st = mf_attention_forward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
-                                       c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
-            (st = mf_attention_backward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B,
-                                        c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse,
-                                        d_dq, d_dk, d_dv)) != MF_OK ||
+            (st = mf_attention_forward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B, c->H,
+                                       c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
+            (st = mf_attention_backward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B, c->H,
+                                        c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk,
+                                        d_dv)) != MF_OK ||
             (st = mf_context_synchronize(ctx)) != MF_OK)
             goto done;
         out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
@@ -327,8 +346,8 @@ done:
     return st;
 }
 
-static mf_status attention_run_case(mf_context *ctx, int variant, int case_index,
-                                    mf_case_result *out) {
+static mf_status attention_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return attention_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
@@ -336,8 +355,9 @@ static mf_status attention_run_case(mf_context *ctx, int variant, int case_index
 /* memfix verify (include/memfix/verify.h): the candidate signatures are those
  * of the tiled entry points of optimized/attention.cu. */
 static mf_status attention_verify_case(mf_context *ctx, mf_attention_forward_candidate_fn fwd,
-                                   mf_attention_backward_candidate_fn bwd, const mf_case_id *id,
-                                   uint64_t seed_salt, mf_case_result *out) {
+                                       mf_attention_backward_candidate_fn bwd, const mf_case_id *id,
+                                       uint64_t seed_salt, mf_case_result *out)
+{
     if ((fwd == NULL) == (bwd == NULL)) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
@@ -357,21 +377,22 @@ typedef struct attn_args {
 static mf_status attn_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
     const attn_args *a = (const attn_args *)args;
-    return ((mf_attention_forward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
-                             mf_tb_ptr(bufs, 2), (float *)mf_tb_ptr(bufs, 3), (float *)mf_tb_ptr(bufs, 4));
+    return ((mf_attention_forward_candidate_fn)mf_tb_candidate())(
+        ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+        mf_tb_ptr(bufs, 2), (float *)mf_tb_ptr(bufs, 3), (float *)mf_tb_ptr(bufs, 4));
 }
 
 static mf_status attn_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
-                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v, float *out,
-                                       float *lse)
+                                int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                float *out, float *lse)
 {
     const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
-    const mf_tb_buffer sp[5] = {{"q", q, rows * (size_t)D * es, dtype},
-                         {"k", k, rows * (size_t)D * es, dtype},
-                         {"v", v, rows * (size_t)Dv * es, dtype},
-                         {"out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32},
-                         {"lse", lse, rows * 4, MF_DTYPE_F32}};
-    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    const mf_tb_buffer sp[5] = { { "q", q, rows * (size_t)D * es, dtype },
+                                 { "k", k, rows * (size_t)D * es, dtype },
+                                 { "v", v, rows * (size_t)Dv * es, dtype },
+                                 { "out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32 },
+                                 { "lse", lse, rows * 4, MF_DTYPE_F32 } };
+    const attn_args args = { dtype, causal, B, H, N, D, Dv };
     mf_tb_guarded bufs[5];
     return mf_tb_guard(ctx, sp, 3, 5, attn_fwd_call, &args, bufs);
 }
@@ -380,61 +401,68 @@ static mf_status attn_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int
 static mf_status attn_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
     const attn_args *a = (const attn_args *)args;
-    return ((mf_attention_backward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
-                             mf_tb_ptr(bufs, 2), (const float *)mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4),
-                             (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
-                             (float *)mf_tb_ptr(bufs, 8));
+    return ((mf_attention_backward_candidate_fn)mf_tb_candidate())(
+        ctx, a->dtype, a->causal, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+        mf_tb_ptr(bufs, 2), (const float *)mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4),
+        (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
+        (float *)mf_tb_ptr(bufs, 8));
 }
 
 static mf_status attn_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
-                                       int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
-                                       const float *out, const void *dout, const float *lse, float *dq, float *dk,
-                                       float *dv)
+                                int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                const float *out, const void *dout, const float *lse, float *dq, float *dk,
+                                float *dv)
 {
     const size_t es = mf_dtype_size(dtype), rows = (size_t)B * (size_t)H * (size_t)N;
     const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const mf_tb_buffer sp[9] = {{"q", q, nqk * es, dtype},          {"k", k, nqk * es, dtype},
-                         {"v", v, nv * es, dtype},           {"out", out, nv * 4, MF_DTYPE_F32},
-                         {"dout", dout, nv * es, dtype},     {"lse", lse, rows * 4, MF_DTYPE_F32},
-                         {"dq", dq, nqk * 4, MF_DTYPE_F32}, {"dk", dk, nqk * 4, MF_DTYPE_F32},
-                         {"dv", dv, nv * 4, MF_DTYPE_F32}};
-    const attn_args args = {dtype, causal, B, H, N, D, Dv};
+    const mf_tb_buffer sp[9] = { { "q", q, nqk * es, dtype },         { "k", k, nqk * es, dtype },
+                                 { "v", v, nv * es, dtype },          { "out", out, nv * 4, MF_DTYPE_F32 },
+                                 { "dout", dout, nv * es, dtype },    { "lse", lse, rows * 4, MF_DTYPE_F32 },
+                                 { "dq", dq, nqk * 4, MF_DTYPE_F32 }, { "dk", dk, nqk * 4, MF_DTYPE_F32 },
+                                 { "dv", dv, nv * 4, MF_DTYPE_F32 } };
+    const attn_args args = { dtype, causal, B, H, N, D, Dv };
     mf_tb_guarded bufs[9];
     return mf_tb_guard(ctx, sp, 6, 9, attn_bwd_call, &args, bufs);
 }
 
 static mf_status attention_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                            uint64_t seed_salt, mf_case_result *out) {
+                                             uint64_t seed_salt, mf_case_result *out)
+{
     return attention_verify_case(ctx, candidate != NULL ? attn_fwd_guard : NULL, NULL, id, seed_salt, out);
 }
 
 static mf_status attention_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                             uint64_t seed_salt, mf_case_result *out) {
+                                              uint64_t seed_salt, mf_case_result *out)
+{
     return attention_verify_case(ctx, NULL, candidate != NULL ? attn_bwd_guard : NULL, id, seed_salt, out);
 }
 
 static mf_status attention_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                         uint64_t seed_salt, mf_case_result *out) {
+                                          uint64_t seed_salt, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return attention_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                          uint64_t seed_salt, mf_case_result *out) {
+                                           uint64_t seed_salt, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return attention_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static const mf_verify_target attention_targets[] = {
-    {"attention.forward", attention_forward_verify, NULL, attention_forward_verify_id, attention_describe_fwd,
-     attn_fwd_call, sizeof(attn_args), 0, 0, NULL},
-    {"attention.backward", attention_backward_verify, NULL, attention_backward_verify_id, attention_describe_bwd,
-     attn_bwd_call, sizeof(attn_args), 0, 0, NULL}};
+    { "attention.forward", attention_forward_verify, NULL, attention_forward_verify_id,
+      attention_describe_fwd, attn_fwd_call, sizeof(attn_args), 0, 0, NULL },
+    { "attention.backward", attention_backward_verify, NULL, attention_backward_verify_id,
+      attention_describe_bwd, attn_bwd_call, sizeof(attn_args), 0, 0, NULL }
+};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ATTN_BENCH_B = 1, ATTN_BENCH_H = 2, ATTN_BENCH_D = 32 };
 
-static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c) {
+static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
     const int64_t B = ATTN_BENCH_B, H = ATTN_BENCH_H, D = ATTN_BENCH_D, n = c->n;
     const size_t m = (size_t)(B * H * n * D);
     snprintf(c->shape, sizeof c->shape, "causal B=%lld H=%lld N=%lld D=Dv=%lld", (long long)B, (long long)H,
@@ -449,63 +477,81 @@ static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c) {
     c->flops = (double)(B * H) * pairs * (2.0 * (double)D + 2.0 * (double)D);
     c->min_bytes = 4.0 * (double)m * 4.0;
     mf_status s = MF_OK;
-    for (uint64_t seed = 21; seed <= 23; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
+    for (uint64_t seed = 21; seed <= 23; seed++)
+        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);
     c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
     c->out_n = m;
     return s;
 }
 
-static mf_status attention_bench_reference(mf_context *ctx, mf_bench_case *c) {
+static mf_status attention_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
     return mf_ref_attention_forward(ctx, MF_DTYPE_F32, 1, ATTN_BENCH_B, ATTN_BENCH_H, c->n, ATTN_BENCH_D,
                                     ATTN_BENCH_D, c->host[0], c->host[1], c->host[2], c->ref_out, NULL);
 }
 
-static mf_status attention_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+static mf_status attention_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
     return mf_attention_forward(ctx, (mf_attention_variant)c->variant, MF_DTYPE_F32, 1, ATTN_BENCH_B,
-                                ATTN_BENCH_H, c->n, ATTN_BENCH_D, ATTN_BENCH_D, c->dev[0], c->dev[1], c->dev[2],
-                                c->out_dev, NULL);
+                                ATTN_BENCH_H, c->n, ATTN_BENCH_D, ATTN_BENCH_D, c->dev[0], c->dev[1],
+                                c->dev[2], c->out_dev, NULL);
 }
 
-static const mf_bench_sweep attention_bench = {"causal, B=1 H=2 N=n D=Dv=32", {64, 128, 256}, 3,
-                                               attention_bench_setup, attention_bench_reference,
-                                               attention_bench_optimized};
+static const mf_bench_sweep attention_bench = {
+    "causal, B=1 H=2 N=n D=Dv=32", { 64, 128, 256 },          3,
+    attention_bench_setup,         attention_bench_reference, attention_bench_optimized
+};
 
 /* ---- memfix plan: standard attention's scores vs tiled, one layer (seed 003) ---- */
 static mf_status attention_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
     const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq;
     /* b*a*s*s*e: mf_attention_theoretical_memory's standard_scores (test_plan) */
-    const size_t scores[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, mf_dtype_size(cfg->dtype)};
+    const size_t scores[] = { (size_t)B, (size_t)H, (size_t)S, (size_t)S, mf_dtype_size(cfg->dtype) };
     return mf_plan_row_add(out, "attention", "scores B*H*N*N*e (per layer)", mf_plan_product(5, scores),
-                           "tiled: backward Delta 4*B*H*N", mf_attention_tiled_backward_scratch_ceiling(B, H, S),
+                           "tiled: backward Delta 4*B*H*N",
+                           mf_attention_tiled_backward_scratch_ceiling(B, H, S),
                            "B=%lld H=%lld N=%lld D=%lld %s", (long long)B, (long long)H, (long long)S,
                            (long long)mf_plan_head_dim(cfg), mf_dtype_name(cfg->dtype));
 }
 
-static const mf_op_plan attention_plan = {0, NULL, attention_plan_rows, NULL};
+static const mf_op_plan attention_plan = { 0, NULL, attention_plan_rows, NULL };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance attention_tolerances[] = {
-    {"attention.out.f32", 2e-6, 1e-5, 1e-11,
-     "fp32 scores (D-term dot, |q|,|k| < 1.5) and expf (2 ulp) give p a relative error ~ sqrt(D)*u*|s| + 2u ~ 2e-6 at D=128; out = sum_j p v with |v| < 1 (measured <= 2.7e-7, nmse <= 2e-13)"},
-    {"attention.lse.f32", 2e-6, 2e-6, 1e-12,
-     "lse = m + logf(l): the score error (~sqrt(D)*u*|s|) plus ~3 ulp of |lse| <= log N + max|s| (measured <= 1.2e-7)"},
-    {"attention.grad.f32", 5e-6, 1e-5, 1e-10,
-     "p recomputed from fp32 scores and the stored fp32 lse (rel ~2e-6 at D=128), ds = p (dp - Delta) with fp32 D-/Dv-term dots, summed over N tiles in fp32; entries cancel to ~0 so atol dominates (measured <= 1e-6, nmse <= 2e-13)"},
-    {"attention.out.bf16", 2e-6, 1e-5, 1e-11,
-     "bf16 storage of q, k, v, dout only: widened exactly to fp32, the same fp32 arithmetic and fp32 outputs as attention.out.f32, so the same bound"},
-    {"attention.lse.bf16", 2e-6, 2e-6, 1e-12,
-     "bf16 inputs widened exactly; lse computed and stored in fp32: same bound as attention.lse.f32"},
-    {"attention.grad.bf16", 5e-6, 1e-5, 1e-10,
-     "bf16 inputs widened exactly; p, ds and the gradient sums in fp32, gradients stored fp32: same bound as attention.grad.f32"},
-    {"attention.mma.out.bf16", 2e-3, 1e-5, 1e-5,
-     "tensor-core path: P rounded to bf16 (rel <= 2^-9) as the A operand of P V, l summed from fp32 P: |err| <= 2^-9 sum_j p|v| <= 2^-9 = 1.95e-3 (|v| < 1); independent roundings give nmse ~ 2^-18/3 = 1.3e-6 (measured max abs 1.1e-3, nmse <= 2.2e-6)"},
-    {"attention.mma.lse.bf16", 2e-6, 2e-6, 1e-12,
-     "tensor-core path: bf16 x bf16 products are exact in fp32 and S is accumulated in fp32 as in the SIMT kernels; l from fp32 P: same bound as attention.lse.f32 (measured <= 4.8e-7)"},
-    {"attention.mma.grad.bf16", 1e-2, 1e-2, 1e-5,
-     "tensor-core path: every gradient sum has one bf16-rounded factor (P for dv, dS for dq/dk; rel 2^-9) and Delta inherits out's bf16-P error: |err| <= 2^-9 x (column mass of P <= 1 + ln N ~ 6.5 at N = 256) x max|dout or dp| ~ 1e-2; two independent roundings give nmse ~ 2 x 2^-18/3 = 2.6e-6 for zero-mean k, q (measured max abs 2.9e-3, nmse <= 3.0e-6; a common offset in k or q grows dq/dk's relative error: sum_j ds_ij = 0 is not kept by bf16 dS)"},
+    { "attention.out.f32", 2e-6, 1e-5, 1e-11,
+      "fp32 scores (D-term dot, |q|,|k| < 1.5) and expf (2 ulp) give p a relative error ~ sqrt(D)*u*|s| + 2u "
+      "~ 2e-6 at D=128; out = sum_j p v with |v| < 1 (measured <= 2.7e-7, nmse <= 2e-13)" },
+    { "attention.lse.f32", 2e-6, 2e-6, 1e-12,
+      "lse = m + logf(l): the score error (~sqrt(D)*u*|s|) plus ~3 ulp of |lse| <= log N + max|s| (measured "
+      "<= 1.2e-7)" },
+    { "attention.grad.f32", 5e-6, 1e-5, 1e-10,
+      "p recomputed from fp32 scores and the stored fp32 lse (rel ~2e-6 at D=128), ds = p (dp - Delta) with "
+      "fp32 D-/Dv-term dots, summed over N tiles in fp32; entries cancel to ~0 so atol dominates (measured "
+      "<= 1e-6, nmse <= 2e-13)" },
+    { "attention.out.bf16", 2e-6, 1e-5, 1e-11,
+      "bf16 storage of q, k, v, dout only: widened exactly to fp32, the same fp32 arithmetic and fp32 "
+      "outputs as attention.out.f32, so the same bound" },
+    { "attention.lse.bf16", 2e-6, 2e-6, 1e-12,
+      "bf16 inputs widened exactly; lse computed and stored in fp32: same bound as attention.lse.f32" },
+    { "attention.grad.bf16", 5e-6, 1e-5, 1e-10,
+      "bf16 inputs widened exactly; p, ds and the gradient sums in fp32, gradients stored fp32: same bound "
+      "as attention.grad.f32" },
+    { "attention.mma.out.bf16", 2e-3, 1e-5, 1e-5,
+      "tensor-core path: P rounded to bf16 (rel <= 2^-9) as the A operand of P V, l summed from fp32 P: "
+      "|err| <= 2^-9 sum_j p|v| <= 2^-9 = 1.95e-3 (|v| < 1); independent roundings give nmse ~ 2^-18/3 = "
+      "1.3e-6 (measured max abs 1.1e-3, nmse <= 2.2e-6)" },
+    { "attention.mma.lse.bf16", 2e-6, 2e-6, 1e-12,
+      "tensor-core path: bf16 x bf16 products are exact in fp32 and S is accumulated in fp32 as in the SIMT "
+      "kernels; l from fp32 P: same bound as attention.lse.f32 (measured <= 4.8e-7)" },
+    { "attention.mma.grad.bf16", 1e-2, 1e-2, 1e-5,
+      "tensor-core path: every gradient sum has one bf16-rounded factor (P for dv, dS for dq/dk; rel 2^-9) "
+      "and Delta inherits out's bf16-P error: |err| <= 2^-9 x (column mass of P <= 1 + ln N ~ 6.5 at N = "
+      "256) x max|dout or dp| ~ 1e-2; two independent roundings give nmse ~ 2 x 2^-18/3 = 2.6e-6 for "
+      "zero-mean k, q (measured max abs 2.9e-3, nmse <= 3.0e-6; a common offset in k or q grows dq/dk's "
+      "relative error: sum_j ds_ij = 0 is not kept by bf16 dS)" },
 };
 
 const mf_op_desc mf_op_attention = {

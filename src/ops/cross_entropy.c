@@ -57,8 +57,7 @@ size_t mf_cross_entropy_fused_scratch_ceiling(int64_t n_rows)
 
 /* ---- planner ---------------------------------------------------------------------- */
 mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
-                                const mf_cross_entropy_options *opts,
-                                mf_cross_entropy_plan_info *out)
+                                const mf_cross_entropy_options *opts, mf_cross_entropy_plan_info *out)
 {
     MF_CHECK_NOT_NULL(out);
     memset(out, 0, sizeof(*out));
@@ -106,9 +105,12 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
                         const mf_cross_entropy_options *opts)
 {
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
-    if (a->hidden == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "hidden is NULL");
-    if (a->weight == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "weight is NULL");
-    if (a->labels == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "labels is NULL");
+    if (a->hidden == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "hidden is NULL");
+    if (a->weight == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "weight is NULL");
+    if (a->labels == NULL)
+        return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "labels is NULL");
     if (a->mode != MF_CE_MODE_BACKWARD && a->loss == NULL)
         return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "loss is NULL");
     if (a->mode == MF_CE_MODE_BACKWARD && a->lse_in == NULL)
@@ -129,10 +131,14 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
     MF_TRY(mf_check_dtype_f32_bf16(func, a->dtype));
     const int64_t es = (int64_t)mf_dtype_size(a->dtype);
     size_t bytes;
-    MF_TRY(mf_dims_product(func, "hidden bytes (N x D x dtype size)", &bytes, 3, a->n_rows, a->hidden_dim, es));
-    MF_TRY(mf_dims_product(func, "weight bytes (V x D x dtype size)", &bytes, 3, a->vocab, a->hidden_dim, es));
-    MF_TRY(mf_dims_product(func, "grad_hidden bytes (N x D x 4)", &bytes, 3, a->n_rows, a->hidden_dim, (int64_t)4));
-    MF_TRY(mf_dims_product(func, "grad_weight bytes (V x D x 4)", &bytes, 3, a->vocab, a->hidden_dim, (int64_t)4));
+    MF_TRY(
+        mf_dims_product(func, "hidden bytes (N x D x dtype size)", &bytes, 3, a->n_rows, a->hidden_dim, es));
+    MF_TRY(
+        mf_dims_product(func, "weight bytes (V x D x dtype size)", &bytes, 3, a->vocab, a->hidden_dim, es));
+    MF_TRY(mf_dims_product(func, "grad_hidden bytes (N x D x 4)", &bytes, 3, a->n_rows, a->hidden_dim,
+                           (int64_t)4));
+    MF_TRY(mf_dims_product(func, "grad_weight bytes (V x D x 4)", &bytes, 3, a->vocab, a->hidden_dim,
+                           (int64_t)4));
     /* The cuBLAS API takes int sizes; the bf16 gradient tile has a leading
      * dimension of 2V (see optimized/cross_entropy.cu). */
     if (a->vocab > INT_MAX / 2 || a->hidden_dim > INT_MAX)
@@ -147,8 +153,8 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
     }
     if (a->opts.shift_labels && a->opts.seq_len > 0 && a->n_rows % a->opts.seq_len != 0)
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
-                            "n_rows %lld is not a multiple of seq_len %lld",
-                            (long long)a->n_rows, (long long)a->opts.seq_len);
+                            "n_rows %lld is not a multiple of seq_len %lld", (long long)a->n_rows,
+                            (long long)a->opts.seq_len);
     if (a->opts.variant == MF_CE_VARIANT_CHUNKED) { /* the fused variant ignores the budget */
         MF_TRY(mf_cross_entropy_plan(a->n_rows, a->vocab, a->dtype, &a->opts, &a->plan));
         if (a->plan.chunk_rows > INT_MAX) { /* cuBLAS takes int n: more chunks, never more scratch */
@@ -183,9 +189,9 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
     return fused ? mf_host_cross_entropy_fused(ctx, a) : mf_host_cross_entropy_chunked(ctx, a);
 }
 
-static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim,
-                         int64_t vocab, mf_dtype dtype, const void *hidden, const void *weight,
-                         const void *bias, const int64_t *labels)
+static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                         mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                         const int64_t *labels)
 {
     memset(a, 0, sizeof(*a));
     a->mode = mode;
@@ -200,8 +206,8 @@ static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t
 }
 
 /* The gradient inputs and outputs of the passes that run the backward. */
-static void ce_args_grads(mf_ce_args *a, const float *grad_loss, float *grad_hidden,
-                          float *grad_weight, float *grad_bias)
+static void ce_args_grads(mf_ce_args *a, const float *grad_loss, float *grad_hidden, float *grad_weight,
+                          float *grad_bias)
 {
     a->grad_loss = grad_loss;
     a->grad_hidden = grad_hidden;
@@ -209,44 +215,42 @@ static void ce_args_grads(mf_ce_args *a, const float *grad_loss, float *grad_hid
     a->grad_bias = grad_bias;
 }
 
-mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
-                                   int64_t vocab, mf_dtype dtype, const void *hidden,
-                                   const void *weight, const void *bias, const int64_t *labels,
-                                   const mf_cross_entropy_options *opts, float *loss, float *lse)
+mf_status mf_cross_entropy_forward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                   mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                   const int64_t *labels, const mf_cross_entropy_options *opts, float *loss,
+                                   float *lse)
 {
     mf_ce_args a;
-    ce_args_init(&a, MF_CE_MODE_FORWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight, bias,
-                 labels);
+    ce_args_init(&a, MF_CE_MODE_FORWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight, bias, labels);
     a.loss = loss;
     a.lse_out = lse;
     return ce_run(__func__, ctx, &a, opts);
 }
 
-mf_status mf_cross_entropy_forward_backward(
-    mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-    const void *hidden, const void *weight, const void *bias, const int64_t *labels,
-    const mf_cross_entropy_options *opts, const float *grad_loss, float *loss, float *lse,
-    float *grad_hidden, float *grad_weight, float *grad_bias)
+mf_status mf_cross_entropy_forward_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
+                                            int64_t vocab, mf_dtype dtype, const void *hidden,
+                                            const void *weight, const void *bias, const int64_t *labels,
+                                            const mf_cross_entropy_options *opts, const float *grad_loss,
+                                            float *loss, float *lse, float *grad_hidden, float *grad_weight,
+                                            float *grad_bias)
 {
     mf_ce_args a;
-    ce_args_init(&a, MF_CE_MODE_FORWARD_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden,
-                 weight, bias, labels);
+    ce_args_init(&a, MF_CE_MODE_FORWARD_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight, bias,
+                 labels);
     ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.loss = loss;
     a.lse_out = lse;
     return ce_run(__func__, ctx, &a, opts);
 }
 
-mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim,
-                                    int64_t vocab, mf_dtype dtype, const void *hidden,
-                                    const void *weight, const void *bias, const int64_t *labels,
-                                    const mf_cross_entropy_options *opts, const float *lse,
-                                    const float *grad_loss, float *grad_hidden,
+mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                    mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                    const int64_t *labels, const mf_cross_entropy_options *opts,
+                                    const float *lse, const float *grad_loss, float *grad_hidden,
                                     float *grad_weight, float *grad_bias)
 {
     mf_ce_args a;
-    ce_args_init(&a, MF_CE_MODE_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight,
-                 bias, labels);
+    ce_args_init(&a, MF_CE_MODE_BACKWARD, n_rows, hidden_dim, vocab, dtype, hidden, weight, bias, labels);
     ce_args_grads(&a, grad_loss, grad_hidden, grad_weight, grad_bias);
     a.lse_in = lse;
     return ce_run(__func__, ctx, &a, opts);
@@ -254,7 +258,7 @@ mf_status mf_cross_entropy_backward(mf_context *ctx, int64_t n_rows, int64_t hid
 
 /* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
 /* Indices are mf_ce_variant values. */
-static const char *const ce_variant_names[] = {"chunked", "fused"};
+static const char *const ce_variant_names[] = { "chunked", "fused" };
 #define CE_N_VARIANTS ((int)(sizeof(ce_variant_names) / sizeof(ce_variant_names[0])))
 
 typedef struct ce_case {
@@ -274,11 +278,11 @@ typedef struct ce_case {
  * chunk and a per-row upstream gradient; a one-row chunk. Every case runs on
  * both variants (the fused one ignores C). */
 static const ce_case ce_cases[] = {
-    {64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0},
-    {64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0},
-    {45, 24, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.1f, 1e-3f, 15.0f, 0, 0},
-    {45, 24, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 15, 0.1f, 1e-3f, 15.0f, 0, 0},
-    {7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0},
+    { 64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0 },
+    { 64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0 },
+    { 45, 24, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.1f, 1e-3f, 15.0f, 0, 0 },
+    { 45, 24, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 15, 0.1f, 1e-3f, 15.0f, 0, 0 },
+    { 7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0 },
 };
 #define CE_N_CASES ((int)(sizeof(ce_cases) / sizeof(ce_cases[0])))
 
@@ -291,7 +295,8 @@ static const ce_case ce_cases[] = {
  * (lse beyond index 4096); backward cases have V*D > 4096 (grad_weight). The
  * large case: N*V > 2^31 logits (never materialized by the fix; the reference
  * does). */
-static void ce_generate(const mf_case_id *id, int backward, ce_case *c) {
+static void ce_generate(const mf_case_id *id, int backward, ce_case *c)
+{
     mf_tb_rng r = mf_tb_case_rng(backward ? "cross_entropy.backward" : "cross_entropy", id);
     const int k = (int)(((uint64_t)id->index + id->seed) % 12u);
     memset(c, 0, sizeof *c);
@@ -311,11 +316,12 @@ static void ce_generate(const mf_case_id *id, int backward, ce_case *c) {
         c->hidden_dim = mf_tb_rand_int(&r, 4, 24) * 2 + 1;
         c->vocab = mf_tb_rand_int(&r, 48, 600) * 2 + 1;
     }
-    if (id->kind == MF_CASE_LARGE) c->n_rows = 16384, c->hidden_dim = 16, c->vocab = 131101; /* N*V = 2^31 + 2^19 */
+    if (id->kind == MF_CASE_LARGE)
+        c->n_rows = 16384, c->hidden_dim = 16, c->vocab = 131101; /* N*V = 2^31 + 2^19 */
     c->chunk_rows = mf_tb_rand_int(&r, c->n_rows / 16 + 1, c->n_rows);
     c->shift = k % 2;
     if (c->shift) { /* seq_len: a divisor of N (or 0: the whole batch one sequence) */
-        static const int64_t divs[] = {2, 4, 5, 8, 10};
+        static const int64_t divs[] = { 2, 4, 5, 8, 10 };
         c->seq_len = 0;
         for (int t = 0; t < 5 && c->seq_len == 0; t++) {
             const int64_t nseq = mf_tb_rand_pick(&r, divs, 5);
@@ -327,14 +333,19 @@ static void ce_generate(const mf_case_id *id, int backward, ce_case *c) {
     c->z_loss = mf_tb_rand_chance(&r, 1, 2) ? (float)mf_tb_rand_int(&r, 1, 20) * 1e-4f : 0.0f;
     c->softcap = mf_tb_rand_chance(&r, 1, 2) ? (float)mf_tb_rand_int(&r, 3, 30) : 0.0f;
     const int ik = (int)(((uint64_t)id->index + id->seed) % 4u);
-    c->ignore_index = ik == 0 ? -1 : ik == 1 ? mf_tb_rand_int(&r, 0, c->vocab - 1) : ik == 2 ? -100 : c->vocab + 5;
+    c->ignore_index = ik == 0   ? -1
+                      : ik == 1 ? mf_tb_rand_int(&r, 0, c->vocab - 1)
+                      : ik == 2 ? -100
+                                : c->vocab + 5;
     c->ignore_mod = mf_tb_rand_int(&r, 4, 9); /* rows i % mod == 3 exist */
 }
 
-static mf_status ce_case_of(const mf_case_id *id, int backward, ce_case *c) {
+static mf_status ce_case_of(const mf_case_id *id, int backward, ce_case *c)
+{
     if (id->kind == MF_CASE_FIXED) {
         if (id->index < 0 || id->index >= CE_N_CASES)
-            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "cross_entropy: case %d out of range [0, %d)", id->index, CE_N_CASES);
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "cross_entropy: case %d out of range [0, %d)", id->index,
+                    CE_N_CASES);
         *c = ce_cases[id->index];
         c->ignore_index = MF_CE_DEFAULT_IGNORE_INDEX;
         c->ignore_mod = 7;
@@ -344,8 +355,9 @@ static mf_status ce_case_of(const mf_case_id *id, int backward, ce_case *c) {
     return MF_OK;
 }
 
-static void ce_shape(const ce_case *c, const char *suffix, char *buf, size_t cap) {
-    static const char *const red_names[] = {"mean", "sum", "none"};
+static void ce_shape(const ce_case *c, const char *suffix, char *buf, size_t cap)
+{
+    static const char *const red_names[] = { "mean", "sum", "none" };
     snprintf(buf, cap,
              "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on rows "
              "i%%%lld==3%s",
@@ -355,7 +367,9 @@ static void ce_shape(const ce_case *c, const char *suffix, char *buf, size_t cap
              (long long)c->ignore_mod, suffix);
 }
 
-static mf_status ce_describe_dir(const mf_case_id *id, const char *suffix, char *buf, size_t cap, size_t *bytes) {
+static mf_status ce_describe_dir(const mf_case_id *id, const char *suffix, char *buf, size_t cap,
+                                 size_t *bytes)
+{
     ce_case c;
     MF_TRY(ce_case_of(id, suffix[1] == 'b', &c));
     char shape[192];
@@ -367,17 +381,19 @@ static mf_status ce_describe_dir(const mf_case_id *id, const char *suffix, char 
     return MF_OK;
 }
 
-static mf_status ce_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status ce_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return ce_describe_dir(id, " fwd", buf, cap, bytes);
 }
 
-static mf_status ce_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status ce_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return ce_describe_dir(id, " bwd", buf, cap, bytes);
 }
 
 /* Compare one output; keeps the worst errors in *out. */
-static int ce_compare(const float *got, const float *ref, size_t n, const char *tol_name,
-                      const char *what, mf_case_result *out)
+static int ce_compare(const float *got, const float *ref, size_t n, const char *tol_name, const char *what,
+                      mf_case_result *out)
 {
     const mf_tolerance *tol = mf_tolerance_get(tol_name);
     if (tol == NULL) {
@@ -450,15 +466,16 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     float *host_out = (float *)malloc(2 * n_out * sizeof(float));
     void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL, *dlse = NULL;
     if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lab == NULL || host_out == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
-                          "host buffers for case %d", case_index);
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
+                          case_index);
         goto done;
     }
     mf_fill_uniform_f32(gl, n_loss, seed + 3, 0.5f, 1.5f);
     for (size_t i = 0; i < n; ++i) /* every 7th label ignored, the rest spread over V */
         lab[i] = i % (size_t)c->ignore_mod == 3
                      ? c->ignore_index
-                     : (int64_t)((i * 2654435761u + (size_t)(id->kind == MF_CASE_FIXED ? case_index : (int)(seed % 977u)) +
+                     : (int64_t)((i * 2654435761u +
+                                  (size_t)(id->kind == MF_CASE_FIXED ? case_index : (int)(seed % 977u)) +
                                   (size_t)seed_salt * 7919u) %
                                  v);
 
@@ -468,12 +485,12 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     mf_fill_nan_f32(host_out, 2 * n_out);
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
-    if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w,
-                                           b, lab, &o, r_loss, cand ? r_lse : NULL)) != MF_OK)
+    if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w, b, lab,
+                                           &o, r_loss, cand ? r_lse : NULL)) != MF_OK)
         goto done;
-    if (fwd == NULL && (st = mf_ref_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h,
-                                                           w, b, lab, &o, gl, r_gh, r_gw,
-                                                           c->bias ? r_gb : NULL)) != MF_OK)
+    if (fwd == NULL &&
+        (st = mf_ref_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w, b, lab,
+                                            &o, gl, r_gh, r_gw, c->bias ? r_gb : NULL)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     if (!c->bias) r_gb[0] = 0.0f; /* unused */
@@ -498,15 +515,15 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
         goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if (fwd != NULL)
-        st = fwd(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o, d_loss,
-                 d_lse);
+        st = fwd(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o,
+                 d_loss, d_lse);
     else if (bwd != NULL)
         st = bwd(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o,
                  (const float *)dlse, (const float *)dgl, d_gh, d_gw, c->bias ? d_gb : NULL);
     else
-        st = mf_cross_entropy_forward_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh,
-                                               dw, db, (const int64_t *)dlab, &o, (const float *)dgl,
-                                               d_loss, NULL, d_gh, d_gw, c->bias ? d_gb : NULL);
+        st = mf_cross_entropy_forward_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db,
+                                               (const int64_t *)dlab, &o, (const float *)dgl, d_loss, NULL,
+                                               d_gh, d_gw, c->bias ? d_gb : NULL);
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if ((st = mf_buffer_download(ctx, got, dout, n_out * sizeof(float))) != MF_OK) goto done;
@@ -588,13 +605,13 @@ static mf_status ce_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, i
 {
     const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
     const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
-    const mf_tb_buffer sp[6] = {{"hidden", hidden, n * d * es, dtype},
-                                {"weight", weight, v * d * es, dtype},
-                                {"labels", labels, n * sizeof(int64_t), MF_DTYPE_F32},
-                                {"bias", bias, v * es, dtype},
-                                {"loss", loss, n_loss * sizeof(float), MF_DTYPE_F32},
-                                {"lse", lse, n * sizeof(float), MF_DTYPE_F32}};
-    const ce_guard_args args = {n_rows, hidden_dim, vocab, dtype, bias != NULL, opts};
+    const mf_tb_buffer sp[6] = { { "hidden", hidden, n * d * es, dtype },
+                                 { "weight", weight, v * d * es, dtype },
+                                 { "labels", labels, n * sizeof(int64_t), MF_DTYPE_F32 },
+                                 { "bias", bias, v * es, dtype },
+                                 { "loss", loss, n_loss * sizeof(float), MF_DTYPE_F32 },
+                                 { "lse", lse, n * sizeof(float), MF_DTYPE_F32 } };
+    const ce_guard_args args = { n_rows, hidden_dim, vocab, dtype, bias != NULL, opts };
     mf_tb_guarded bufs[6];
     return mf_tb_guard(ctx, sp, 4, 6, ce_call, &args, bufs);
 }
@@ -603,30 +620,31 @@ static mf_status ce_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, i
 static mf_status ce_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
     const ce_guard_args *a = (const ce_guard_args *)args;
-    return ((mf_cross_entropy_backward_candidate_fn)mf_tb_candidate())(ctx, a->n_rows, a->hidden_dim, a->vocab, a->dtype, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
-                                mf_tb_ptr(bufs, 2), (const int64_t *)mf_tb_ptr(bufs, 3), a->opts, (const float *)mf_tb_ptr(bufs, 4),
-                                (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
-                                (float *)mf_tb_ptr(bufs, 8));
+    return ((mf_cross_entropy_backward_candidate_fn)mf_tb_candidate())(
+        ctx, a->n_rows, a->hidden_dim, a->vocab, a->dtype, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+        mf_tb_ptr(bufs, 2), (const int64_t *)mf_tb_ptr(bufs, 3), a->opts, (const float *)mf_tb_ptr(bufs, 4),
+        (const float *)mf_tb_ptr(bufs, 5), (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7),
+        (float *)mf_tb_ptr(bufs, 8));
 }
 
 static mf_status ce_bwd_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
-                                     mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
-                                     const int64_t *labels, const mf_cross_entropy_options *opts, const float *lse,
-                                     const float *grad_loss, float *grad_hidden, float *grad_weight,
-                                     float *grad_bias)
+                              mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                              const int64_t *labels, const mf_cross_entropy_options *opts, const float *lse,
+                              const float *grad_loss, float *grad_hidden, float *grad_weight,
+                              float *grad_bias)
 {
     const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
     const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
-    const mf_tb_buffer sp[9] = {{"hidden", hidden, n * d * es, dtype},
-                         {"weight", weight, v * d * es, dtype},
-                         {"bias", bias, v * es, dtype},
-                         {"labels", labels, n * sizeof(int64_t), MF_DTYPE_F32},
-                         {"lse", lse, n * 4, MF_DTYPE_F32},
-                         {"grad_loss", grad_loss, n_loss * 4, MF_DTYPE_F32},
-                         {"grad_hidden", grad_hidden, n * d * 4, MF_DTYPE_F32},
-                         {"grad_weight", grad_weight, v * d * 4, MF_DTYPE_F32},
-                         {"grad_bias", grad_bias, v * 4, MF_DTYPE_F32}};
-    const ce_guard_args args = {n_rows, hidden_dim, vocab, dtype, bias != NULL, opts};
+    const mf_tb_buffer sp[9] = { { "hidden", hidden, n * d * es, dtype },
+                                 { "weight", weight, v * d * es, dtype },
+                                 { "bias", bias, v * es, dtype },
+                                 { "labels", labels, n * sizeof(int64_t), MF_DTYPE_F32 },
+                                 { "lse", lse, n * 4, MF_DTYPE_F32 },
+                                 { "grad_loss", grad_loss, n_loss * 4, MF_DTYPE_F32 },
+                                 { "grad_hidden", grad_hidden, n * d * 4, MF_DTYPE_F32 },
+                                 { "grad_weight", grad_weight, v * d * 4, MF_DTYPE_F32 },
+                                 { "grad_bias", grad_bias, v * 4, MF_DTYPE_F32 } };
+    const ce_guard_args args = { n_rows, hidden_dim, vocab, dtype, bias != NULL, opts };
     mf_tb_guarded bufs[9];
     return mf_tb_guard(ctx, sp, 6, 9, ce_bwd_call, &args, bufs);
 }
@@ -659,12 +677,13 @@ static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), in
 
 #define CE_ARGS_PTR offsetof(ce_guard_args, opts), sizeof(mf_cross_entropy_options)
 static const mf_verify_target ce_targets[] = {
-    {"cross_entropy", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
-     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward)},
-    {"cross_entropy.forward", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
-     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward)},
-    {"cross_entropy.backward", ce_backward_verify, NULL, ce_backward_verify_id, ce_describe_bwd, ce_bwd_call,
-     sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward)}};
+    { "cross_entropy", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
+      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward) },
+    { "cross_entropy.forward", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
+      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward) },
+    { "cross_entropy.backward", ce_backward_verify, NULL, ce_backward_verify_id, ce_describe_bwd, ce_bwd_call,
+      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward) }
+};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { CE_BENCH_D = 32, CE_BENCH_V = 512, CE_BENCH_CHUNK = 32 };
@@ -693,7 +712,8 @@ static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
     mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, &o, &info);
     c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
     c->tol = "cross_entropy.loss.f32";
-    const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s), *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
+    const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s),
+                *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
     int64_t *labels = (int64_t *)mf_tb_bench_alloc(c, (size_t)n * sizeof *labels, &s);
     for (int64_t i = 0; labels && i < n; i++) labels[i] = (i * 7919) % V;
     c->ref_out = mf_tb_bench_host(c, 1, 0, &s);
@@ -707,29 +727,34 @@ static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
 
 static mf_status ce_bench_reference(mf_context *ctx, mf_bench_case *c)
 {
-    return mf_ref_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->host[0], c->host[1],
-                                        NULL, (const int64_t *)c->host[2], NULL, c->ref_out, NULL);
+    return mf_ref_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->host[0],
+                                        c->host[1], NULL, (const int64_t *)c->host[2], NULL, c->ref_out,
+                                        NULL);
 }
 
 static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
 {
     mf_cross_entropy_options o;
     ce_bench_options(c->n, &o);
-    return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1], NULL,
-                                    (const int64_t *)c->dev[2], &o, c->out_dev, NULL);
+    return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1],
+                                    NULL, (const int64_t *)c->dev[2], &o, c->out_dev, NULL);
 }
 
-static const mf_bench_sweep ce_bench = {"N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)", {64, 128, 256}, 3, ce_bench_setup,
-                                        ce_bench_reference, ce_bench_optimized};
+static const mf_bench_sweep ce_bench = { "N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)",
+                                         { 64, 128, 256 },
+                                         3,
+                                         ce_bench_setup,
+                                         ce_bench_reference,
+                                         ce_bench_optimized };
 
 /* ---- memfix plan: the logits vs the chunked loss (seed 000, bug 1); the loss's figures ---- */
 static const mf_plan_param_spec ce_plan_params[] = {
-    {"ce_budget", "--ce-budget", "BYTES", "scratch budget of the chunked loss (default 1 GiB)", MF_PLAN_PARAM_BYTES,
-     (int64_t)MF_CE_DEFAULT_BUDGET},
+    { "ce_budget", "--ce-budget", "BYTES", "scratch budget of the chunked loss (default 1 GiB)",
+      MF_PLAN_PARAM_BYTES, (int64_t)MF_CE_DEFAULT_BUDGET },
 };
-static const char ce_plan_exceeds_why[] =
-    "the logits are too small to hold one fp32 row plus 4N + 16 bytes, so the one-row tile exceeds them (the fused "
-    "variant's 8N + 16 does not)";
+static const char ce_plan_exceeds_why[] = "the logits are too small to hold one fp32 row plus 4N + 16 bytes, "
+                                          "so the one-row tile exceeds them (the fused "
+                                          "variant's 8N + 16 does not)";
 
 /* The chunk mf_cross_entropy_plan picks for the model's N = b*s rows under the budget. */
 static mf_status ce_plan_chunking(const mf_plan_config *cfg, mf_cross_entropy_plan_info *info)
@@ -749,9 +774,10 @@ static mf_status ce_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
     char what[64];
     snprintf(what, sizeof what, "fp32 tile, C=%lld rows (%lld chunks%s)", (long long)info.chunk_rows,
              (long long)info.n_chunks, info.capped_by_logits ? ", capped at logits" : "");
-    MF_TRY(mf_plan_row_add(out, "cross_entropy", "logits N*V*e", mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype),
-                           what, mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows),
-                           "N=%lld V=%lld %s", (long long)N, (long long)cfg->vocab, mf_dtype_name(cfg->dtype)));
+    MF_TRY(mf_plan_row_add(
+        out, "cross_entropy", "logits N*V*e", mf_cross_entropy_logits_bytes(N, cfg->vocab, cfg->dtype), what,
+        mf_cross_entropy_chunked_scratch_ceiling(N, cfg->vocab, info.chunk_rows), "N=%lld V=%lld %s",
+        (long long)N, (long long)cfg->vocab, mf_dtype_name(cfg->dtype)));
     out->rows[out->n - 1].exceeds_why = ce_plan_exceeds_why;
     return MF_OK;
 }
@@ -770,24 +796,30 @@ static mf_status ce_plan_loss(const mf_plan_config *cfg, mf_plan_memory *m)
     return MF_OK;
 }
 
-static const mf_op_plan ce_plan = {1, ce_plan_params, ce_plan_rows, ce_plan_loss};
+static const mf_op_plan ce_plan = { 1, ce_plan_params, ce_plan_rows, ce_plan_loss };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "cross_entropy.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance cross_entropy_tolerances[] = {
-    {"cross_entropy.loss.f32", 2e-6, 2e-6, 1e-11,
-     "fp32 logits (D-term fp32 dot, ~1e-7), fp32 max/exp/log over V and a row loss ~ lse ~ log V < 10: a few ulp of 10 (~1e-6); the final sum is double"},
-    {"cross_entropy.loss.bf16", 2e-6, 2e-6, 1e-11,
-     "same as loss.f32: bf16 inputs are widened exactly and the logits tile, softmax and loss stay fp32 (only the gradient tile is narrowed)"},
-    {"cross_entropy.grad.f32", 2e-6, 1e-4, 1e-10,
-     "p = exp(s - lse) with lse rounded to fp32 (2 ulp of lse <= 10: 1.9e-6 rel), so sum_j |dG| <= |g|*1.9e-6; times max|W| <= 0.5, |g| <= 1.5: 1.4e-6; rtol: fp32 sums over V or N"},
-    {"cross_entropy.grad.bf16", 6e-3, 8e-3, 2e-5,
-     "dL/dz narrowed to bf16 (u = 2^-8) for the bf16 GEMMs: |err| <= u * sum |G||x|, dominated by the target term |g| <= 1.5 with |x| <= 1 (5.9e-3); rtol 2u; nmse ~ u^2/3 = 5e-6, x4 for partial cancellation"},
+    { "cross_entropy.loss.f32", 2e-6, 2e-6, 1e-11,
+      "fp32 logits (D-term fp32 dot, ~1e-7), fp32 max/exp/log over V and a row loss ~ lse ~ log V < 10: a "
+      "few ulp of 10 (~1e-6); the final sum is double" },
+    { "cross_entropy.loss.bf16", 2e-6, 2e-6, 1e-11,
+      "same as loss.f32: bf16 inputs are widened exactly and the logits tile, softmax and loss stay fp32 "
+      "(only the gradient tile is narrowed)" },
+    { "cross_entropy.grad.f32", 2e-6, 1e-4, 1e-10,
+      "p = exp(s - lse) with lse rounded to fp32 (2 ulp of lse <= 10: 1.9e-6 rel), so sum_j |dG| <= "
+      "|g|*1.9e-6; times max|W| <= 0.5, |g| <= 1.5: 1.4e-6; rtol: fp32 sums over V or N" },
+    { "cross_entropy.grad.bf16", 6e-3, 8e-3, 2e-5,
+      "dL/dz narrowed to bf16 (u = 2^-8) for the bf16 GEMMs: |err| <= u * sum |G||x|, dominated by the "
+      "target term |g| <= 1.5 with |x| <= 1 (5.9e-3); rtol 2u; nmse ~ u^2/3 = 5e-6, x4 for partial "
+      "cancellation" },
 };
 
 const mf_op_desc mf_op_cross_entropy = {
     "cross_entropy",
-    "linear cross-entropy forward+backward in chunks or fused tiles, never the N x V logits (seed 000, bug 1)",
+    "linear cross-entropy forward+backward in chunks or fused tiles, never the N x V logits (seed 000, bug "
+    "1)",
     CE_N_VARIANTS,
     ce_variant_names,
     CE_N_CASES,

@@ -31,12 +31,11 @@ mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts
 {
     MF_CHECK_NOT_NULL(opts);
     if ((int)opts->reduction < 0 || (int)opts->reduction > (int)MF_CE_REDUCTION_NONE)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT,
-                "opts->reduction %d is not MEAN (0), SUM (1) or NONE (2)", (int)opts->reduction);
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->reduction %d is not MEAN (0), SUM (1) or NONE (2)",
+                (int)opts->reduction);
     MF_TRY(mf_check_bool(__func__, "opts->shift_labels", opts->shift_labels));
     if (opts->seq_len < 0)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->seq_len must be >= 0 (got %lld)",
-                (long long)opts->seq_len);
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->seq_len must be >= 0 (got %lld)", (long long)opts->seq_len);
     if (!(opts->label_smoothing >= 0.0f && opts->label_smoothing <= 1.0f))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->label_smoothing must be in [0, 1] (got %g)",
                 (double)opts->label_smoothing);

@@ -19,14 +19,16 @@
 /* The kernel entries (optimized/linear_attention.cuh): mf_host_* from cudahost,
  * mf_cuda_* from nvcc. Arguments are validated before the call. */
 
-int mf_linear_attention_chunk_valid(int64_t chunk) {
+int mf_linear_attention_chunk_valid(int64_t chunk)
+{
     return chunk >= MF_LINEAR_ATTENTION_MIN_CHUNK && chunk <= MF_LINEAR_ATTENTION_MAX_CHUNK &&
            (chunk & (chunk - 1)) == 0;
 }
 
 /* ---- memory ceilings (include/memfix/linear_attention.h) ------------------------------ */
-size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H,
-                                           int64_t N, int64_t D, int64_t Dv) {
+size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, int64_t H, int64_t N,
+                                           int64_t D, int64_t Dv)
+{
     if (B <= 0 || H <= 0 || N <= 0 || D <= 0 || Dv <= 0) return SIZE_MAX;
     /* causal: chunk states, one per 512 rows, of D*(Dv+1) floats (exact for the bf16
      * tensor-core path; the fp32 path keeps only a z of D floats per 256 rows, fewer
@@ -39,17 +41,16 @@ size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int64_t B, 
     if (!mf_size_mul(x, sizeof(float), &x)) return SIZE_MAX;
     if (!backward) return causal ? x : 0; /* bidirectional: state slices in shared memory */
     /* den_n and dd_n: 2 floats per position */
-    if (!mf_size_mul(bh, (size_t)N, &y) || !mf_size_mul(y, 2 * sizeof(float), &y) ||
-        !mf_size_add(x, y, &x))
+    if (!mf_size_mul(bh, (size_t)N, &y) || !mf_size_mul(y, 2 * sizeof(float), &y) || !mf_size_add(x, y, &x))
         return SIZE_MAX;
     return x;
 }
 
 /* ---- validation and dispatch ------------------------------------------------------------- */
 
-static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype, int causal,
-                              int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
-                              int64_t Dv, int has_state) {
+static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
+                              int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, int has_state)
+{
     if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
     MF_TRY(mf_check_bhnd_args(func, dtype, causal, B, H, N, D, Dv));
     if (D > MF_LINEAR_ATTENTION_MAX_HEAD_DIM || Dv > MF_LINEAR_ATTENTION_MAX_HEAD_DIM)
@@ -59,8 +60,7 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
     if (causal && !mf_linear_attention_chunk_valid(chunk))
         return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
                             "chunk must be a power of two in [%d, %d] (got %lld)",
-                            MF_LINEAR_ATTENTION_MIN_CHUNK, MF_LINEAR_ATTENTION_MAX_CHUNK,
-                            (long long)chunk);
+                            MF_LINEAR_ATTENTION_MIN_CHUNK, MF_LINEAR_ATTENTION_MAX_CHUNK, (long long)chunk);
     if (!causal && has_state)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
                             "a recurrent state (or its gradient) needs causal == 1");
@@ -70,21 +70,27 @@ static mf_status check_common(const char *func, mf_context *ctx, mf_dtype dtype,
     return MF_OK;
 }
 
-mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
-                                      int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
-                                      const void *q, const void *k, const void *v,
-                                      const mf_linear_attention_state *state, float *out) {
+mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
+                                      int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                      const void *k, const void *v, const mf_linear_attention_state *state,
+                                      float *out)
+{
     MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, mf_la_state_any(state)));
     /* The operands (the state's optional), then their extents before any launch
      * (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
-    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4, z = heads * (size_t)D * 4;
+    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4,
+                 z = heads * (size_t)D * 4;
     const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const mf_linear_attention_state st = state != NULL ? *state : (mf_linear_attention_state){0};
-    const mf_op_extent ext[] = {
-        {"q", q, nqk * es, 1}, {"k", k, nqk * es, 1}, {"v", v, nv * es, 1}, {"out", out, nv * 4, 1},
-        {"state->initial_kv", st.initial_kv, kv, 0}, {"state->initial_z", st.initial_z, z, 0},
-        {"state->final_kv", st.final_kv, kv, 0},     {"state->final_z", st.final_z, z, 0}};
+    const mf_linear_attention_state st = state != NULL ? *state : (mf_linear_attention_state){ 0 };
+    const mf_op_extent ext[] = { { "q", q, nqk * es, 1 },
+                                 { "k", k, nqk * es, 1 },
+                                 { "v", v, nv * es, 1 },
+                                 { "out", out, nv * 4, 1 },
+                                 { "state->initial_kv", st.initial_kv, kv, 0 },
+                                 { "state->initial_z", st.initial_z, z, 0 },
+                                 { "state->final_kv", st.final_kv, kv, 0 },
+                                 { "state->final_z", st.final_z, z, 0 } };
     MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
     MF_TRY(mf_op_check_extents(__func__, ctx, ext, MF_OP_N_EXTENTS(ext)));
     int is_cuda = 0;
@@ -96,28 +102,37 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
     return fn(ctx, dtype, causal, chunk, B, H, N, D, Dv, q, k, v, state, out);
 }
 
-mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk,
-                                       int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
-                                       const void *q, const void *k, const void *v,
-                                       const float *out, const void *dout,
+mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
+                                       int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q,
+                                       const void *k, const void *v, const float *out, const void *dout,
                                        const mf_linear_attention_state *state,
-                                       const mf_linear_attention_state_grad *grad, float *dq,
-                                       float *dk, float *dv) {
+                                       const mf_linear_attention_state_grad *grad, float *dq, float *dk,
+                                       float *dv)
+{
     MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv,
                         mf_la_state_any(state) || mf_la_grad_any(grad)));
     /* The operands (the state's and its gradient's optional), then their extents
      * before any launch (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
-    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4, z = heads * (size_t)D * 4;
+    const size_t heads = (size_t)B * (size_t)H, kv = heads * (size_t)D * (size_t)Dv * 4,
+                 z = heads * (size_t)D * 4;
     const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const mf_linear_attention_state st = state != NULL ? *state : (mf_linear_attention_state){0};
-    const mf_linear_attention_state_grad gr = grad != NULL ? *grad : (mf_linear_attention_state_grad){0};
-    const mf_op_extent ext[] = {
-        {"q", q, nqk * es, 1},      {"k", k, nqk * es, 1},    {"v", v, nv * es, 1},     {"out", out, nv * 4, 1},
-        {"dout", dout, nv * es, 1}, {"dq", dq, nqk * 4, 1},   {"dk", dk, nqk * 4, 1},   {"dv", dv, nv * 4, 1},
-        {"state->initial_kv", st.initial_kv, kv, 0},          {"state->initial_z", st.initial_z, z, 0},
-        {"grad->d_final_kv", gr.d_final_kv, kv, 0},           {"grad->d_final_z", gr.d_final_z, z, 0},
-        {"grad->d_initial_kv", gr.d_initial_kv, kv, 0},       {"grad->d_initial_z", gr.d_initial_z, z, 0}};
+    const mf_linear_attention_state st = state != NULL ? *state : (mf_linear_attention_state){ 0 };
+    const mf_linear_attention_state_grad gr = grad != NULL ? *grad : (mf_linear_attention_state_grad){ 0 };
+    const mf_op_extent ext[] = { { "q", q, nqk * es, 1 },
+                                 { "k", k, nqk * es, 1 },
+                                 { "v", v, nv * es, 1 },
+                                 { "out", out, nv * 4, 1 },
+                                 { "dout", dout, nv * es, 1 },
+                                 { "dq", dq, nqk * 4, 1 },
+                                 { "dk", dk, nqk * 4, 1 },
+                                 { "dv", dv, nv * 4, 1 },
+                                 { "state->initial_kv", st.initial_kv, kv, 0 },
+                                 { "state->initial_z", st.initial_z, z, 0 },
+                                 { "grad->d_final_kv", gr.d_final_kv, kv, 0 },
+                                 { "grad->d_final_z", gr.d_final_z, z, 0 },
+                                 { "grad->d_initial_kv", gr.d_initial_kv, kv, 0 },
+                                 { "grad->d_initial_z", gr.d_initial_z, z, 0 } };
     MF_TRY(mf_op_check_required(__func__, ext, MF_OP_N_EXTENTS(ext)));
     if (state != NULL && (state->final_kv != NULL || state->final_z != NULL))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
@@ -129,13 +144,12 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
 #ifdef MF_HAVE_CUDA
     if (is_cuda) fn = mf_cuda_linear_attention_backward;
 #endif
-    return fn(ctx, dtype, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad, dq, dk,
-              dv);
+    return fn(ctx, dtype, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad, dq, dk, dv);
 }
 
 /* ---- registry entry: built-in cases for `memfix report` -------------------------------------- */
 #define LA_N_VARIANTS 2
-static const char *const la_variant_names[LA_N_VARIANTS] = {"causal_chunked", "bidirectional"};
+static const char *const la_variant_names[LA_N_VARIANTS] = { "causal_chunked", "bidirectional" };
 
 typedef struct la_case {
     int64_t B, H, N, D, Dv, chunk;
@@ -146,9 +160,9 @@ typedef struct la_case {
 /* Small shapes: N = 1, N not a multiple of the chunk, every chunk size, D != Dv,
  * and the largest head dimension. The bidirectional variant ignores chunk. */
 static const la_case la_cases[] = {
-    {1, 1, 1, 8, 8, 16, MF_DTYPE_F32, 0},    {2, 2, 37, 16, 8, 16, MF_DTYPE_F32, 0},
-    {1, 2, 70, 8, 40, 32, MF_DTYPE_BF16, 0}, {1, 1, 100, 32, 24, 64, MF_DTYPE_F32, 0},
-    {1, 1, 150, 8, 8, 128, MF_DTYPE_BF16, 0}, {1, 1, 20, 128, 128, 16, MF_DTYPE_F32, 0},
+    { 1, 1, 1, 8, 8, 16, MF_DTYPE_F32, 0 },     { 2, 2, 37, 16, 8, 16, MF_DTYPE_F32, 0 },
+    { 1, 2, 70, 8, 40, 32, MF_DTYPE_BF16, 0 },  { 1, 1, 100, 32, 24, 64, MF_DTYPE_F32, 0 },
+    { 1, 1, 150, 8, 8, 128, MF_DTYPE_BF16, 0 }, { 1, 1, 20, 128, 128, 16, MF_DTYPE_F32, 0 },
 };
 #define LA_N_CASES ((int)(sizeof(la_cases) / sizeof(la_cases[0])))
 #define LA_VARIANTS_X_CASES (LA_N_VARIANTS * LA_N_CASES)
@@ -158,11 +172,12 @@ static const la_case la_cases[] = {
  * k, bidirectional on odd; bf16 on k / 2 odd; chunk from {16, 32, 64, 128}; N
  * odd and not a multiple of the chunk; D, Dv drawn (D != Dv half the time);
  * outputs > 4096 elements. The large case: B*H*N*Dv > 2^31 output elements. */
-static void la_generate(const mf_case_id *id, la_case *c) {
+static void la_generate(const mf_case_id *id, la_case *c)
+{
     mf_tb_rng r = mf_tb_case_rng("linear_attention", id);
     const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
     /* head dims up to 32: a straightforward candidate is O(N^2 D Dv) per head */
-    static const int64_t dims[] = {8, 16, 24, 32}, chunks[] = {16, 32, 64, 128};
+    static const int64_t dims[] = { 8, 16, 24, 32 }, chunks[] = { 16, 32, 64, 128 };
     memset(c, 0, sizeof *c);
     c->bidirectional = k % 2;
     c->dtype = k / 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
@@ -177,10 +192,12 @@ static void la_generate(const mf_case_id *id, la_case *c) {
     if (id->kind == MF_CASE_LARGE) c->B = 1, c->H = 8, c->N = 4194319, c->D = c->Dv = 64;
 }
 
-static mf_status la_case_of(const mf_case_id *id, la_case *c) {
+static mf_status la_case_of(const mf_case_id *id, la_case *c)
+{
     if (id->kind == MF_CASE_FIXED) {
         if (id->index < 0 || id->index >= LA_N_CASES)
-            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "linear_attention: case %d out of range [0, %d)", id->index, LA_N_CASES);
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "linear_attention: case %d out of range [0, %d)", id->index,
+                    LA_N_CASES);
         *c = la_cases[id->index];
     } else {
         la_generate(id, c);
@@ -188,10 +205,11 @@ static mf_status la_case_of(const mf_case_id *id, la_case *c) {
     return MF_OK;
 }
 
-static void la_shape(const la_case *c, int causal, int cand, const char *pass_label, char *buf, size_t cap) {
+static void la_shape(const la_case *c, int causal, int cand, const char *pass_label, char *buf, size_t cap)
+{
     if (causal)
-        snprintf(buf, cap, "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld %s%s", (long long)c->B, (long long)c->H,
-                 (long long)c->N, (long long)c->D, (long long)c->Dv, (long long)c->chunk,
+        snprintf(buf, cap, "B=%lld H=%lld N=%lld D=%lld Dv=%lld C=%lld %s%s", (long long)c->B,
+                 (long long)c->H, (long long)c->N, (long long)c->D, (long long)c->Dv, (long long)c->chunk,
                  cand ? "causal state " : "", pass_label);
     else
         snprintf(buf, cap, "B=%lld H=%lld N=%lld D=%lld Dv=%lld %s%s", (long long)c->B, (long long)c->H,
@@ -199,7 +217,8 @@ static void la_shape(const la_case *c, int causal, int cand, const char *pass_la
 }
 
 /* The verify targets' ids: fixed index i < LA_N_CASES causal, then the same rows bidirectional. */
-static mf_status la_verify_case_of(const mf_case_id *id, la_case *c, int *variant, mf_case_id *row_id) {
+static mf_status la_verify_case_of(const mf_case_id *id, la_case *c, int *variant, mf_case_id *row_id)
+{
     *row_id = *id;
     if (id->kind == MF_CASE_FIXED) {
         if (id->index < 0 || id->index >= LA_VARIANTS_X_CASES)
@@ -212,7 +231,9 @@ static mf_status la_verify_case_of(const mf_case_id *id, la_case *c, int *varian
     return MF_OK;
 }
 
-static mf_status la_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap, size_t *bytes) {
+static mf_status la_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap,
+                                  size_t *bytes)
+{
     la_case c;
     int variant = 0;
     mf_case_id row;
@@ -221,15 +242,18 @@ static mf_status la_describe_pass(const mf_case_id *id, const char *pass, char *
     la_shape(&c, variant == 0, 1, pass, shape, sizeof shape);
     snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
     const size_t rows = (size_t)(c.B * c.H * c.N);
-    *bytes = 24 * rows * (size_t)(2 * c.D + 2 * c.Dv) + 8 * rows * (size_t)c.D * (size_t)c.Dv / (size_t)c.chunk;
+    *bytes =
+        24 * rows * (size_t)(2 * c.D + 2 * c.Dv) + 8 * rows * (size_t)c.D * (size_t)c.Dv / (size_t)c.chunk;
     return MF_OK;
 }
 
-static mf_status la_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status la_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return la_describe_pass(id, "fwd=candidate", buf, cap, bytes);
 }
 
-static mf_status la_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status la_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return la_describe_pass(id, "bwd=candidate", buf, cap, bytes);
 }
 
@@ -237,8 +261,9 @@ static mf_status la_describe_bwd(const mf_case_id *id, char *buf, size_t cap, si
  * cores with bf16 operands ("<base>.bf16_mma", mma != 0), and so may a memfix
  * verify candidate (fla's chunk kernels do). */
 static mf_status la_compare_row(const float *got, const float *ref, size_t n, const char *what,
-                                const char *tol_base, mf_dtype dtype, int mma,
-                                mf_case_result *out, int *all_pass) {
+                                const char *tol_base, mf_dtype dtype, int mma, mf_case_result *out,
+                                int *all_pass)
+{
     char tol_name[64];
     snprintf(tol_name, sizeof tol_name, "%s.%s%s", tol_base, mf_dtype_name(dtype),
              dtype == MF_DTYPE_BF16 && mma ? "_mma" : "");
@@ -257,7 +282,8 @@ static mf_status la_compare_row(const float *got, const float *ref, size_t n, co
  * draws other inputs of the same shape. */
 static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attention_forward_candidate_fn fwd,
                                   mf_linear_attention_backward_candidate_fn bwd, const mf_case_id *id,
-                                  uint64_t seed_salt, mf_case_result *out) {
+                                  uint64_t seed_salt, mf_case_result *out)
+{
     MF_TRY(mf_tb_case_begin_id(out, "linear_attention", ctx, variant, LA_N_VARIANTS, id, LA_N_CASES));
     la_case cc;
     MF_TRY(la_case_of(id, &cc));
@@ -295,15 +321,17 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     float *d_out = NULL, *d_dq = NULL, *d_dk = NULL, *d_dv = NULL;
     /* the recurrent state of causal candidate runs: S0, z0, dS_N, dz_N in;
      * S_N, z_N, dS0, dz0 out (host ref, host got, device) */
-    const size_t ns = (size_t)(c->B * c->H) * (size_t)c->D * (size_t)c->Dv, nz = (size_t)(c->B * c->H) * (size_t)c->D;
-    const size_t st_n[8] = {ns, nz, ns, nz, ns, nz, ns, nz};
-    float *st_in[4] = {NULL, NULL, NULL, NULL}, *st_ref[4] = {NULL, NULL, NULL, NULL};
-    float *st_got[4] = {NULL, NULL, NULL, NULL}, *st_dev[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    mf_linear_attention_state h_st = {NULL, NULL, NULL, NULL}, h_st_in = {NULL, NULL, NULL, NULL};
-    mf_linear_attention_state d_st = {NULL, NULL, NULL, NULL}, d_st_in = {NULL, NULL, NULL, NULL};
-    mf_linear_attention_state_grad h_gr = {NULL, NULL, NULL, NULL}, d_gr = {NULL, NULL, NULL, NULL};
+    const size_t ns = (size_t)(c->B * c->H) * (size_t)c->D * (size_t)c->Dv,
+                 nz = (size_t)(c->B * c->H) * (size_t)c->D;
+    const size_t st_n[8] = { ns, nz, ns, nz, ns, nz, ns, nz };
+    float *st_in[4] = { NULL, NULL, NULL, NULL }, *st_ref[4] = { NULL, NULL, NULL, NULL };
+    float *st_got[4] = { NULL, NULL, NULL, NULL },
+          *st_dev[8] = { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+    mf_linear_attention_state h_st = { NULL, NULL, NULL, NULL }, h_st_in = { NULL, NULL, NULL, NULL };
+    mf_linear_attention_state d_st = { NULL, NULL, NULL, NULL }, d_st_in = { NULL, NULL, NULL, NULL };
+    mf_linear_attention_state_grad h_gr = { NULL, NULL, NULL, NULL }, d_gr = { NULL, NULL, NULL, NULL };
     if (with_state) {
-        static const float lo[4] = {-1.0f, 0.5f, -0.5f, -0.5f}, hi[4] = {1.0f, 2.0f, 0.5f, 0.5f};
+        static const float lo[4] = { -1.0f, 0.5f, -0.5f, -0.5f }, hi[4] = { 1.0f, 2.0f, 0.5f, 0.5f };
         for (int i = 0; i < 4; i++) {
             st_in[i] = (float *)mf_tb_make_input(MF_DTYPE_F32, st_n[i], seed + 4 + (uint64_t)i, lo[i], hi[i]);
             st_ref[i] = (float *)malloc(st_n[4 + i] * sizeof(float));
@@ -315,13 +343,13 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
             mf_fill_nan_f32(st_ref[i], st_n[4 + i]);
             mf_fill_nan_f32(st_got[i], st_n[4 + i]);
         }
-        h_st = (mf_linear_attention_state){st_in[0], st_in[1], st_ref[0], st_ref[1]};
-        h_st_in = (mf_linear_attention_state){st_in[0], st_in[1], NULL, NULL};
-        h_gr = (mf_linear_attention_state_grad){st_in[2], st_in[3], st_ref[2], st_ref[3]};
+        h_st = (mf_linear_attention_state){ st_in[0], st_in[1], st_ref[0], st_ref[1] };
+        h_st_in = (mf_linear_attention_state){ st_in[0], st_in[1], NULL, NULL };
+        h_gr = (mf_linear_attention_state_grad){ st_in[2], st_in[3], st_ref[2], st_ref[3] };
     }
     if (q == NULL || k == NULL || v == NULL || dout == NULL || hb == NULL) {
-        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
-                          "host buffers for case %d", case_index);
+        st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
+                          case_index);
         goto done;
     }
     mf_fill_nan_f32(hb, n_host);
@@ -329,11 +357,11 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     float *g_out = r_dv + nv, *g_dq = g_out + nv, *g_dk = g_dq + nqk, *g_dv = g_dk + nqk;
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
-        (st = mf_ref_linear_attention_forward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D, c->Dv,
-                                              q, k, v, with_state ? &h_st : NULL, r_out)) != MF_OK ||
-        (st = mf_ref_linear_attention_backward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D,
-                                               c->Dv, q, k, v, dout, with_state ? &h_st_in : NULL,
-                                               with_state ? &h_gr : NULL, r_dq, r_dk, r_dv)) != MF_OK)
+        (st = mf_ref_linear_attention_forward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
+                                              with_state ? &h_st : NULL, r_out)) != MF_OK ||
+        (st = mf_ref_linear_attention_backward(ctx, c->dtype, causal, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
+                                               dout, with_state ? &h_st_in : NULL, with_state ? &h_gr : NULL,
+                                               r_dq, r_dk, r_dv)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
@@ -361,17 +389,17 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
                 st = mf_buffer_upload(ctx, st_dev[i], src, st_n[i] * 4);
         }
         if (st != MF_OK) goto done;
-        d_st = (mf_linear_attention_state){st_dev[0], st_dev[1], st_dev[4], st_dev[5]};
-        d_st_in = (mf_linear_attention_state){st_dev[0], st_dev[1], NULL, NULL};
-        d_gr = (mf_linear_attention_state_grad){st_dev[2], st_dev[3], st_dev[6], st_dev[7]};
+        d_st = (mf_linear_attention_state){ st_dev[0], st_dev[1], st_dev[4], st_dev[5] };
+        d_st_in = (mf_linear_attention_state){ st_dev[0], st_dev[1], NULL, NULL };
+        d_gr = (mf_linear_attention_state_grad){ st_dev[2], st_dev[3], st_dev[6], st_dev[7] };
     }
     if (cand) {
         const mf_linear_attention_state *sf = with_state ? &d_st : NULL, *sb = with_state ? &d_st_in : NULL;
         const mf_linear_attention_state_grad *gb = with_state ? &d_gr : NULL;
         if (fwd != NULL) { /* the candidate's forward alone, measured */
             if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
-                (st = fwd(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v,
-                          sf, d_out)) != MF_OK ||
+                (st = fwd(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, sf,
+                          d_out)) != MF_OK ||
                 (st = mf_context_synchronize(ctx)) != MF_OK)
                 goto done;
             out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
@@ -389,11 +417,11 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
         }
     } else {
         if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
-            (st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D,
-                                              c->Dv, d_q, d_k, d_v, NULL, d_out)) != MF_OK ||
-            (st = mf_linear_attention_backward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N,
-                                               c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, NULL, NULL,
-                                               d_dq, d_dk, d_dv)) != MF_OK ||
+            (st = mf_linear_attention_forward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv,
+                                              d_q, d_k, d_v, NULL, d_out)) != MF_OK ||
+            (st = mf_linear_attention_backward(ctx, c->dtype, causal, c->chunk, c->B, c->H, c->N, c->D, c->Dv,
+                                               d_q, d_k, d_v, d_out, d_do, NULL, NULL, d_dq, d_dk, d_dv)) !=
+                MF_OK ||
             (st = mf_context_synchronize(ctx)) != MF_OK)
             goto done;
         out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
@@ -412,32 +440,32 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
      * O(1) terms (not divided by den; nor ~0 at N = 1): linear_attention.grad_state */
     const char *grad_kv = with_state ? "linear_attention.grad_state" : "linear_attention.grad";
     int pass = 1;
-    if (cmp_fwd &&
-        (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, mma, out, &pass)) != MF_OK)
+    if (cmp_fwd && (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, mma, out,
+                                        &pass)) != MF_OK)
         goto done;
     if (cmp_bwd &&
         ((st = la_compare_row(g_dq, r_dq, nqk, "dq",
-                           (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
-                                                    : "linear_attention.grad",
-                           c->dtype, mma, out, &pass)) != MF_OK ||
-        (st = la_compare_row(g_dk, r_dk, nqk, "dk",
-                           (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
-                           c->dtype, mma, out, &pass)) != MF_OK ||
-        (st = la_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, mma, out, &pass)) != MF_OK))
+                              (c->N == 1 || c->D == 1) ? "linear_attention.grad_degenerate"
+                                                       : "linear_attention.grad",
+                              c->dtype, mma, out, &pass)) != MF_OK ||
+         (st = la_compare_row(g_dk, r_dk, nqk, "dk",
+                              (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
+                              c->dtype, mma, out, &pass)) != MF_OK ||
+         (st = la_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, mma, out, &pass)) != MF_OK))
         goto done;
     if (with_state) {
-        static const char *const names[4] = {"final_kv", "final_z", "d_initial_kv", "d_initial_z"};
+        static const char *const names[4] = { "final_kv", "final_z", "d_initial_kv", "d_initial_z" };
         for (int i = fwd != NULL ? 0 : 2; i < (fwd != NULL ? 2 : 4); i++)
             if ((st = la_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
-                                             i < 2 ? "linear_attention.state" : "linear_attention.grad",
-                                             c->dtype, mma, out, &pass)) != MF_OK)
+                                     i < 2 ? "linear_attention.state" : "linear_attention.grad", c->dtype,
+                                     mma, out, &pass)) != MF_OK)
                 goto done;
     }
     mf_tb_verdict(out, pass);
 
 done:
     mf_tb_case_error(out, st);
-    void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
+    void *bufs[] = { d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
     for (int i = 0; i < 8; i++) mf_buffer_free(ctx, st_dev[i]);
     for (int i = 0; i < 4; i++) {
@@ -453,7 +481,8 @@ done:
     return st;
 }
 
-static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return la_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
@@ -463,8 +492,9 @@ static mf_status la_run_case(mf_context *ctx, int variant, int case_index, mf_ca
 static int la_verify_n_cases(void) { return LA_VARIANTS_X_CASES; }
 
 static mf_status linear_attention_verify_case(mf_context *ctx, mf_linear_attention_forward_candidate_fn fwd,
-                                          mf_linear_attention_backward_candidate_fn bwd, const mf_case_id *id,
-                                          uint64_t seed_salt, mf_case_result *out) {
+                                              mf_linear_attention_backward_candidate_fn bwd,
+                                              const mf_case_id *id, uint64_t seed_salt, mf_case_result *out)
+{
     if ((fwd == NULL) == (bwd == NULL)) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
@@ -493,29 +523,31 @@ typedef struct la_args {
 static mf_status la_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
     const la_args *a = (const la_args *)args;
-    const mf_linear_attention_state st = {(const float *)mf_tb_ptr(bufs, 3), (const float *)mf_tb_ptr(bufs, 4),
-                                          (float *)mf_tb_ptr(bufs, 6), (float *)mf_tb_ptr(bufs, 7)};
-    return ((mf_linear_attention_forward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0),
-                           mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), a->has_state ? &st : NULL, (float *)mf_tb_ptr(bufs, 5));
+    const mf_linear_attention_state st = { (const float *)mf_tb_ptr(bufs, 3),
+                                           (const float *)mf_tb_ptr(bufs, 4), (float *)mf_tb_ptr(bufs, 6),
+                                           (float *)mf_tb_ptr(bufs, 7) };
+    return ((mf_linear_attention_forward_candidate_fn)mf_tb_candidate())(
+        ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0),
+        mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), a->has_state ? &st : NULL, (float *)mf_tb_ptr(bufs, 5));
 }
 
 static mf_status la_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
-                                     int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
-                                     const void *v, const mf_linear_attention_state *state, float *out)
+                              int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                              const void *v, const mf_linear_attention_state *state, float *out)
 {
     const size_t es = mf_dtype_size(dtype), bh = (size_t)B * (size_t)H, rows = bh * (size_t)N;
     const size_t ns = bh * (size_t)D * (size_t)Dv * 4, nz = bh * (size_t)D * 4;
-    const mf_linear_attention_state none = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state none = { NULL, NULL, NULL, NULL };
     const mf_linear_attention_state *s = state != NULL ? state : &none;
-    const mf_tb_buffer sp[8] = {{"q", q, rows * (size_t)D * es, dtype},
-                         {"k", k, rows * (size_t)D * es, dtype},
-                         {"v", v, rows * (size_t)Dv * es, dtype},
-                         {"state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32},
-                         {"state->initial_z", s->initial_z, nz, MF_DTYPE_F32},
-                         {"out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32},
-                         {"state->final_kv", s->final_kv, ns, MF_DTYPE_F32},
-                         {"state->final_z", s->final_z, nz, MF_DTYPE_F32}};
-    const la_args args = {dtype, causal, chunk, B, H, N, D, Dv, state != NULL, 0};
+    const mf_tb_buffer sp[8] = { { "q", q, rows * (size_t)D * es, dtype },
+                                 { "k", k, rows * (size_t)D * es, dtype },
+                                 { "v", v, rows * (size_t)Dv * es, dtype },
+                                 { "state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32 },
+                                 { "state->initial_z", s->initial_z, nz, MF_DTYPE_F32 },
+                                 { "out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32 },
+                                 { "state->final_kv", s->final_kv, ns, MF_DTYPE_F32 },
+                                 { "state->final_z", s->final_z, nz, MF_DTYPE_F32 } };
+    const la_args args = { dtype, causal, chunk, B, H, N, D, Dv, state != NULL, 0 };
     mf_tb_guarded bufs[8];
     return mf_tb_guard(ctx, sp, 5, 8, la_fwd_call, &args, bufs);
 }
@@ -524,81 +556,92 @@ static mf_status la_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64
 static mf_status la_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
     const la_args *a = (const la_args *)args;
-    const mf_linear_attention_state st = {(const float *)mf_tb_ptr(bufs, 5), (const float *)mf_tb_ptr(bufs, 6), NULL, NULL};
-    const mf_linear_attention_state_grad gr = {(const float *)mf_tb_ptr(bufs, 7), (const float *)mf_tb_ptr(bufs, 8),
-                                               (float *)mf_tb_ptr(bufs, 12), (float *)mf_tb_ptr(bufs, 13)};
-    return ((mf_linear_attention_backward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0),
-                           mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), (const float *)mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4),
-                           a->has_state ? &st : NULL, a->has_grad ? &gr : NULL, (float *)mf_tb_ptr(bufs, 9),
-                           (float *)mf_tb_ptr(bufs, 10), (float *)mf_tb_ptr(bufs, 11));
+    const mf_linear_attention_state st = { (const float *)mf_tb_ptr(bufs, 5),
+                                           (const float *)mf_tb_ptr(bufs, 6), NULL, NULL };
+    const mf_linear_attention_state_grad gr = { (const float *)mf_tb_ptr(bufs, 7),
+                                                (const float *)mf_tb_ptr(bufs, 8),
+                                                (float *)mf_tb_ptr(bufs, 12), (float *)mf_tb_ptr(bufs, 13) };
+    return ((mf_linear_attention_backward_candidate_fn)mf_tb_candidate())(
+        ctx, a->dtype, a->causal, a->chunk, a->B, a->H, a->N, a->D, a->Dv, mf_tb_ptr(bufs, 0),
+        mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), (const float *)mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4),
+        a->has_state ? &st : NULL, a->has_grad ? &gr : NULL, (float *)mf_tb_ptr(bufs, 9),
+        (float *)mf_tb_ptr(bufs, 10), (float *)mf_tb_ptr(bufs, 11));
 }
 
 static mf_status la_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
-                                     int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
-                                     const void *v, const float *out, const void *dout,
-                                     const mf_linear_attention_state *state,
-                                     const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
+                              int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                              const void *v, const float *out, const void *dout,
+                              const mf_linear_attention_state *state,
+                              const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
 {
     const size_t es = mf_dtype_size(dtype), bh = (size_t)B * (size_t)H, rows = bh * (size_t)N;
     const size_t ns = bh * (size_t)D * (size_t)Dv * 4, nz = bh * (size_t)D * 4;
     const size_t nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const mf_linear_attention_state none = {NULL, NULL, NULL, NULL};
-    const mf_linear_attention_state_grad gnone = {NULL, NULL, NULL, NULL};
+    const mf_linear_attention_state none = { NULL, NULL, NULL, NULL };
+    const mf_linear_attention_state_grad gnone = { NULL, NULL, NULL, NULL };
     const mf_linear_attention_state *s = state != NULL ? state : &none;
     const mf_linear_attention_state_grad *g = grad != NULL ? grad : &gnone;
-    const mf_tb_buffer sp[14] = {{"q", q, nqk * es, dtype},
-                          {"k", k, nqk * es, dtype},
-                          {"v", v, nv * es, dtype},
-                          {"out", out, nv * 4, MF_DTYPE_F32},
-                          {"dout", dout, nv * es, dtype},
-                          {"state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32},
-                          {"state->initial_z", s->initial_z, nz, MF_DTYPE_F32},
-                          {"grad->d_final_kv", g->d_final_kv, ns, MF_DTYPE_F32},
-                          {"grad->d_final_z", g->d_final_z, nz, MF_DTYPE_F32},
-                          {"dq", dq, nqk * 4, MF_DTYPE_F32},
-                          {"dk", dk, nqk * 4, MF_DTYPE_F32},
-                          {"dv", dv, nv * 4, MF_DTYPE_F32},
-                          {"grad->d_initial_kv", g->d_initial_kv, ns, MF_DTYPE_F32},
-                          {"grad->d_initial_z", g->d_initial_z, nz, MF_DTYPE_F32}};
-    const la_args args = {dtype, causal, chunk, B, H, N, D, Dv, state != NULL, grad != NULL};
+    const mf_tb_buffer sp[14] = { { "q", q, nqk * es, dtype },
+                                  { "k", k, nqk * es, dtype },
+                                  { "v", v, nv * es, dtype },
+                                  { "out", out, nv * 4, MF_DTYPE_F32 },
+                                  { "dout", dout, nv * es, dtype },
+                                  { "state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32 },
+                                  { "state->initial_z", s->initial_z, nz, MF_DTYPE_F32 },
+                                  { "grad->d_final_kv", g->d_final_kv, ns, MF_DTYPE_F32 },
+                                  { "grad->d_final_z", g->d_final_z, nz, MF_DTYPE_F32 },
+                                  { "dq", dq, nqk * 4, MF_DTYPE_F32 },
+                                  { "dk", dk, nqk * 4, MF_DTYPE_F32 },
+                                  { "dv", dv, nv * 4, MF_DTYPE_F32 },
+                                  { "grad->d_initial_kv", g->d_initial_kv, ns, MF_DTYPE_F32 },
+                                  { "grad->d_initial_z", g->d_initial_z, nz, MF_DTYPE_F32 } };
+    const la_args args = { dtype, causal, chunk, B, H, N, D, Dv, state != NULL, grad != NULL };
     mf_tb_guarded bufs[14];
     return mf_tb_guard(ctx, sp, 9, 14, la_bwd_call, &args, bufs);
 }
 
 static mf_status la_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                     uint64_t seed_salt, mf_case_result *out) {
-    return linear_attention_verify_case(ctx, candidate != NULL ? la_fwd_guard : NULL, NULL, id, seed_salt, out);
+                                      uint64_t seed_salt, mf_case_result *out)
+{
+    return linear_attention_verify_case(ctx, candidate != NULL ? la_fwd_guard : NULL, NULL, id, seed_salt,
+                                        out);
 }
 
 static mf_status la_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                      uint64_t seed_salt, mf_case_result *out) {
-    return linear_attention_verify_case(ctx, NULL, candidate != NULL ? la_bwd_guard : NULL, id, seed_salt, out);
+                                       uint64_t seed_salt, mf_case_result *out)
+{
+    return linear_attention_verify_case(ctx, NULL, candidate != NULL ? la_bwd_guard : NULL, id, seed_salt,
+                                        out);
 }
 
 static mf_status la_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                  uint64_t seed_salt, mf_case_result *out) {
+                                   uint64_t seed_salt, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return la_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static mf_status la_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                   uint64_t seed_salt, mf_case_result *out) {
+                                    uint64_t seed_salt, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return la_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 /* Each built-in case causal (with a state), then bidirectional. */
 static const mf_verify_target la_targets[] = {
-    {"linear_attention.forward", la_forward_verify, la_verify_n_cases, la_forward_verify_id, la_describe_fwd,
-     la_fwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_forward)},
-    {"linear_attention.backward", la_backward_verify, la_verify_n_cases, la_backward_verify_id, la_describe_bwd,
-     la_bwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_backward)}};
+    { "linear_attention.forward", la_forward_verify, la_verify_n_cases, la_forward_verify_id, la_describe_fwd,
+      la_fwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_forward) },
+    { "linear_attention.backward", la_backward_verify, la_verify_n_cases, la_backward_verify_id,
+      la_describe_bwd, la_bwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_backward) }
+};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { LA_BENCH_B = 1, LA_BENCH_H = 2, LA_BENCH_D = 16, LA_BENCH_CHUNK = 16 };
 
 /* variants: causal_chunked (0), bidirectional (1) */
-static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c) {
+static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
     const int64_t B = LA_BENCH_B, H = LA_BENCH_H, D = LA_BENCH_D, n = c->n;
     const int causal = c->variant == 0;
     const size_t m = (size_t)(B * H * n * D);
@@ -612,81 +655,115 @@ static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c) {
     c->flops = 4.0 * (double)(B * H * n) * (double)D * (double)D;
     c->min_bytes = 4.0 * (double)m * 4.0;
     mf_status s = MF_OK;
-    for (uint64_t seed = 31; seed <= 33; seed++) mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
+    for (uint64_t seed = 31; seed <= 33; seed++)
+        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
     c->ref_out = mf_tb_bench_host(c, m, 0, &s);
     c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
     c->out_n = m;
     return s;
 }
 
-static mf_status la_bench_reference(mf_context *ctx, mf_bench_case *c) {
+static mf_status la_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
     return mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, c->variant == 0, LA_BENCH_B, LA_BENCH_H, c->n,
                                            LA_BENCH_D, LA_BENCH_D, c->host[0], c->host[1], c->host[2], NULL,
                                            c->ref_out);
 }
 
-static mf_status la_bench_optimized(mf_context *ctx, mf_bench_case *c) {
-    return mf_linear_attention_forward(ctx, MF_DTYPE_F32, c->variant == 0, LA_BENCH_CHUNK, LA_BENCH_B, LA_BENCH_H,
-                                       c->n, LA_BENCH_D, LA_BENCH_D, c->dev[0], c->dev[1], c->dev[2], NULL,
-                                       c->out_dev);
+static mf_status la_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
+    return mf_linear_attention_forward(ctx, MF_DTYPE_F32, c->variant == 0, LA_BENCH_CHUNK, LA_BENCH_B,
+                                       LA_BENCH_H, c->n, LA_BENCH_D, LA_BENCH_D, c->dev[0], c->dev[1],
+                                       c->dev[2], NULL, c->out_dev);
 }
 
-static const mf_bench_sweep la_bench = {"causal, chunk 16, B=1 H=2 N=n D=16", {64, 128, 256}, 3, la_bench_setup,
-                                        la_bench_reference, la_bench_optimized};
+static const mf_bench_sweep la_bench = { "causal, chunk 16, B=1 H=2 N=n D=16",
+                                         { 64, 128, 256 },
+                                         3,
+                                         la_bench_setup,
+                                         la_bench_reference,
+                                         la_bench_optimized };
 
 /* ---- memfix plan: the causal cumulative state vs the chunked form (seed 003) ---- */
 static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
     const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
-    const size_t cumsum[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype)};
-    return mf_plan_row_add(out, "linear_attention", "kv cumsum B*H*N*D*D*e (causal)", mf_plan_product(6, cumsum),
-                           "chunked: backward 8*B*H*N", mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh),
+    const size_t cumsum[] = { (size_t)B,  (size_t)H,  (size_t)S,
+                              (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype) };
+    return mf_plan_row_add(out, "linear_attention", "kv cumsum B*H*N*D*D*e (causal)",
+                           mf_plan_product(6, cumsum), "chunked: backward 8*B*H*N",
+                           mf_linear_attention_scratch_ceiling(1, 1, B, H, S, Dh, Dh),
                            "B=%lld H=%lld N=%lld D=Dv=%lld %s", (long long)B, (long long)H, (long long)S,
                            (long long)Dh, mf_dtype_name(cfg->dtype));
 }
 
-static const mf_op_plan la_plan = {0, NULL, la_plan_rows, NULL};
+static const mf_op_plan la_plan = { 0, NULL, la_plan_rows, NULL };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "linear_attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance linear_attention_tolerances[] = {
-    {"linear_attention.out.f32", 2e-6, 1e-5, 1e-11,
-     "out = num/den with num, den fp32 sums of N*D positive-weighted terms (phi > 0): a weighted mean of v (|v| < 1), rel err ~ (D + log N) u on each (measured <= 3.3e-7)"},
-    {"linear_attention.grad.f32", 1e-6, 1e-5, 1e-10,
-     "fp32 recomputation of the states and C x C products: dq = S dnum + dd z and dk = G v + g subtract terms of size |dout|/den ~ 0.1-1, so atol ~ 10 u covers the cancellations (measured <= 6e-7); dk, dv given a final-state gradient: grad_state"},
-    {"linear_attention.grad_state.f32", 5e-6, 1e-5, 1e-10,
-     "dk, dv given a final-state gradient: dv = G k', dk = dphi (G v + g), G, g carry dS_N, dz_N (|.| <= 0.5, not divided by den): D- (Dv-) term fp32 dots of terms rms s = 0.39 cancelling to ~0, err rms ~ u s D/sqrt(6) = 1.2e-6 at D = 128, linear in D (measured 1.0e-6); atol 4x"},
-    {"linear_attention.grad_degenerate.f32", 1e-6, 0.0, 1e30,
-     "dq, dk where mathematically ~0 (N = 1: out = v q'.k'/(q'.k'+eps); dq at D = 1: q' cancels from num/den): the reference holds eps-level values (~1e-9), nmse is undefined; only |err| <= grad's atol is checked"},
-    {"linear_attention.state.f32", 1e-5, 1e-5, 1e-11,
-     "S_N = S0 + sum_n k'_n v_n^T in fp32: N terms |k' v| <= 2.5 with both signs cancel, so |err| ~ N u 2.5 ~ 1e-5 at N = 64 (measured 3.3e-6 at N = 50); z_N sums positive terms (rtol)"},
-    {"linear_attention.out.bf16", 2e-6, 1e-5, 1e-11,
-     "bf16 storage of q, k, v, dout only: widened exactly, fp32 arithmetic and fp32 outputs as linear_attention.out.f32, so the same bound"},
-    {"linear_attention.grad.bf16", 1e-6, 1e-5, 1e-10,
-     "bf16 inputs widened exactly; states, C x C products and gradients in fp32: same bound as linear_attention.grad.f32"},
-    {"linear_attention.grad_state.bf16", 5e-6, 1e-5, 1e-10,
-     "bf16 inputs widened exactly; the final-state gradient terms summed in fp32 as in linear_attention.grad_state.f32: same bound"},
-    {"linear_attention.grad_degenerate.bf16", 1e-6, 0.0, 1e30,
-     "bf16 inputs widened exactly; mathematically ~0 gradients as in linear_attention.grad_degenerate.f32: absolute error only"},
-    {"linear_attention.state.bf16", 1e-5, 1e-5, 1e-11,
-     "bf16 inputs widened exactly; the fp32 state sums of linear_attention.state.f32"},    /* bf16 causal linear attention on tensor cores (optimized/linear_attention.cu, la_tc_*):
+    { "linear_attention.out.f32", 2e-6, 1e-5, 1e-11,
+      "out = num/den with num, den fp32 sums of N*D positive-weighted terms (phi > 0): a weighted mean of v "
+      "(|v| < 1), rel err ~ (D + log N) u on each (measured <= 3.3e-7)" },
+    { "linear_attention.grad.f32", 1e-6, 1e-5, 1e-10,
+      "fp32 recomputation of the states and C x C products: dq = S dnum + dd z and dk = G v + g subtract "
+      "terms of size |dout|/den ~ 0.1-1, so atol ~ 10 u covers the cancellations (measured <= 6e-7); dk, dv "
+      "given a final-state gradient: grad_state" },
+    { "linear_attention.grad_state.f32", 5e-6, 1e-5, 1e-10,
+      "dk, dv given a final-state gradient: dv = G k', dk = dphi (G v + g), G, g carry dS_N, dz_N (|.| <= "
+      "0.5, not divided by den): D- (Dv-) term fp32 dots of terms rms s = 0.39 cancelling to ~0, err rms ~ u "
+      "s D/sqrt(6) = 1.2e-6 at D = 128, linear in D (measured 1.0e-6); atol 4x" },
+    { "linear_attention.grad_degenerate.f32", 1e-6, 0.0, 1e30,
+      "dq, dk where mathematically ~0 (N = 1: out = v q'.k'/(q'.k'+eps); dq at D = 1: q' cancels from "
+      "num/den): the reference holds eps-level values (~1e-9), nmse is undefined; only |err| <= grad's atol "
+      "is checked" },
+    { "linear_attention.state.f32", 1e-5, 1e-5, 1e-11,
+      "S_N = S0 + sum_n k'_n v_n^T in fp32: N terms |k' v| <= 2.5 with both signs cancel, so |err| ~ N u 2.5 "
+      "~ 1e-5 at N = 64 (measured 3.3e-6 at N = 50); z_N sums positive terms (rtol)" },
+    { "linear_attention.out.bf16", 2e-6, 1e-5, 1e-11,
+      "bf16 storage of q, k, v, dout only: widened exactly, fp32 arithmetic and fp32 outputs as "
+      "linear_attention.out.f32, so the same bound" },
+    { "linear_attention.grad.bf16", 1e-6, 1e-5, 1e-10,
+      "bf16 inputs widened exactly; states, C x C products and gradients in fp32: same bound as "
+      "linear_attention.grad.f32" },
+    { "linear_attention.grad_state.bf16", 5e-6, 1e-5, 1e-10,
+      "bf16 inputs widened exactly; the final-state gradient terms summed in fp32 as in "
+      "linear_attention.grad_state.f32: same bound" },
+    { "linear_attention.grad_degenerate.bf16", 1e-6, 0.0, 1e30,
+      "bf16 inputs widened exactly; mathematically ~0 gradients as in linear_attention.grad_degenerate.f32: "
+      "absolute error only" },
+    { "linear_attention.state.bf16", 1e-5, 1e-5, 1e-11,
+      "bf16 inputs widened exactly; the fp32 state sums of linear_attention.state.f32" }, /* bf16 causal linear attention on tensor cores (optimized/linear_attention.cu, la_tc_*):
      * q' = phi(q), k', dout/den, the C x C scores and the states rounded to bf16 (u = 2^-9 =
      * 1.95e-3 relative) as mma operands, fp32 accumulation */
-    {"linear_attention.out.bf16_mma", 1.2e-2, 0.0, 1.5e-5,
-     "out = sum_m w_m v_m / sum_m w_m, w_m = q'.k'_m sums of positive terms: rounding q', k' moves each w_m by <= 2u relative, shifting out by <= 2u max|v - out| <= 4u; scores rounded in (QK^T)V and S in Q'S add <= u max|v| each: 6u = 1.17e-2 (measured 2.5e-3); nmse: 4 roundings of rms u/sqrt3 scaled by |v - out|/|out| ~ 1.7: ~4u^2 (measured 4.7e-6)"},
-    {"linear_attention.grad.bf16_mma", 1.2e-2, 0.0, 1e-4,
-     "3 rounded factors per term (e.g. dN, (dN V^T + dd) and q' in dk): <= 3u relative per term over sums of |terms| <= 2 at these inputs (|grad| <= 1.2): 6u = 1.17e-2 (measured 6.9e-3); nmse: dq = S dnum + dd z cancels by kappa ~ 5 (out is a weighted mean of v): 3 (u^2/3) kappa^2 = 25u^2 = 9.5e-5 (measured 4.8e-5)"},
-    {"linear_attention.grad_state.bf16_mma", 6e-2, 0.0, 1e-4,
-     "dk, dv given dS_N (not divided by den): D-term dots of G = dS_N + sum q' dnum^T (|.| ~ 0.5) with k' (<= 2.5), both rounded to bf16 (2u per term, rms 2u/sqrt6): 5 sigma of a random walk over D = 128 terms of rms 0.6 is 5 * 1.6e-3 * 11.3 * 0.6 = 5.4e-2 (|dv| up to 9; measured 4.8e-2 at D = 128); nmse as grad.bf16_mma (measured 7.2e-6)"},
-    {"linear_attention.grad_degenerate.bf16_mma", 1.2e-2, 0.0, 1e30,
-     "dq, dk where mathematically ~0 (N = 1, or dq at D = 1): rounding leaves u-level residues of the grad.bf16_mma terms; nmse undefined, only |err| <= grad.bf16_mma's atol"},
-    {"linear_attention.state.bf16_mma", 6e-5, 1e-5, 1e-11,
-     "S_N = S0 + sum_n k'_n v_n^T with k' = hi + lo (two bf16, 2^-17 = 7.6e-6 relative) and bf16 v exact, fp32 accumulation: random walk of N <= 201 terms |k'v| <= 2.5 with rms error 2.5*7.6e-6/sqrt3: 4 sigma ~ 6e-5 at N = 200 (measured 2.6e-5 at N = 77, D = 128); z from fp32 phi (rtol as state.f32)"},
+    { "linear_attention.out.bf16_mma", 1.2e-2, 0.0, 1.5e-5,
+      "out = sum_m w_m v_m / sum_m w_m, w_m = q'.k'_m sums of positive terms: rounding q', k' moves each w_m "
+      "by <= 2u relative, shifting out by <= 2u max|v - out| <= 4u; scores rounded in (QK^T)V and S in Q'S "
+      "add <= u max|v| each: 6u = 1.17e-2 (measured 2.5e-3); nmse: 4 roundings of rms u/sqrt3 scaled by |v - "
+      "out|/|out| ~ 1.7: ~4u^2 (measured 4.7e-6)" },
+    { "linear_attention.grad.bf16_mma", 1.2e-2, 0.0, 1e-4,
+      "3 rounded factors per term (e.g. dN, (dN V^T + dd) and q' in dk): <= 3u relative per term over sums "
+      "of |terms| <= 2 at these inputs (|grad| <= 1.2): 6u = 1.17e-2 (measured 6.9e-3); nmse: dq = S dnum + "
+      "dd z cancels by kappa ~ 5 (out is a weighted mean of v): 3 (u^2/3) kappa^2 = 25u^2 = 9.5e-5 (measured "
+      "4.8e-5)" },
+    { "linear_attention.grad_state.bf16_mma", 6e-2, 0.0, 1e-4,
+      "dk, dv given dS_N (not divided by den): D-term dots of G = dS_N + sum q' dnum^T (|.| ~ 0.5) with k' "
+      "(<= 2.5), both rounded to bf16 (2u per term, rms 2u/sqrt6): 5 sigma of a random walk over D = 128 "
+      "terms of rms 0.6 is 5 * 1.6e-3 * 11.3 * 0.6 = 5.4e-2 (|dv| up to 9; measured 4.8e-2 at D = 128); nmse "
+      "as grad.bf16_mma (measured 7.2e-6)" },
+    { "linear_attention.grad_degenerate.bf16_mma", 1.2e-2, 0.0, 1e30,
+      "dq, dk where mathematically ~0 (N = 1, or dq at D = 1): rounding leaves u-level residues of the "
+      "grad.bf16_mma terms; nmse undefined, only |err| <= grad.bf16_mma's atol" },
+    { "linear_attention.state.bf16_mma", 6e-5, 1e-5, 1e-11,
+      "S_N = S0 + sum_n k'_n v_n^T with k' = hi + lo (two bf16, 2^-17 = 7.6e-6 relative) and bf16 v exact, "
+      "fp32 accumulation: random walk of N <= 201 terms |k'v| <= 2.5 with rms error 2.5*7.6e-6/sqrt3: 4 "
+      "sigma ~ 6e-5 at N = 200 (measured 2.6e-5 at N = 77, D = 128); z from fp32 phi (rtol as state.f32)" },
 };
 
 const mf_op_desc mf_op_linear_attention = {
     "linear_attention",
-    "elu+1 linear attention fwd+bwd: causal chunked state carry vs materialized cumsum; bidirectional (seed 003)",
+    "elu+1 linear attention fwd+bwd: causal chunked state carry vs materialized cumsum; bidirectional (seed "
+    "003)",
     LA_N_VARIANTS,
     la_variant_names,
     LA_N_CASES,

@@ -16,10 +16,10 @@
 
 /* The kernel entries (optimized/matmul.cuh): mf_host_* from cudahost, mf_cuda_*
  * from nvcc. Arguments are validated before the call. */
-static const char *const matmul_variant_names[MF_MATMUL_N_VARIANTS] = {"naive", "tiled",
-                                                                       "cublas"};
+static const char *const matmul_variant_names[MF_MATMUL_N_VARIANTS] = { "naive", "tiled", "cublas" };
 
-const char *mf_matmul_variant_name(mf_matmul_variant v) {
+const char *mf_matmul_variant_name(mf_matmul_variant v)
+{
     if ((int)v < 0 || (int)v >= MF_MATMUL_N_VARIANTS) return NULL;
     return matmul_variant_names[v];
 }
@@ -28,18 +28,22 @@ const char *mf_matmul_variant_name(mf_matmul_variant v) {
 static int shape_valid(int64_t M, int64_t N, int64_t K) { return M > 0 && N > 0 && K > 0; }
 
 /* One thread per output, operands read from global memory: no scratch. */
-size_t mf_matmul_naive_scratch_ceiling(int64_t M, int64_t N, int64_t K) {
+size_t mf_matmul_naive_scratch_ceiling(int64_t M, int64_t N, int64_t K)
+{
     return shape_valid(M, N, K) ? 0 : SIZE_MAX;
 }
 /* Tiles in on-chip shared memory (2*16*17 floats per block): no global scratch. */
-size_t mf_matmul_tiled_scratch_ceiling(int64_t M, int64_t N, int64_t K) {
+size_t mf_matmul_tiled_scratch_ceiling(int64_t M, int64_t N, int64_t K)
+{
     return shape_valid(M, N, K) ? 0 : SIZE_MAX;
 }
 /* cublasGemmEx reads bf16 directly and works in the context's (baseline) workspace. */
-size_t mf_matmul_cublas_scratch_ceiling(int64_t M, int64_t N, int64_t K) {
+size_t mf_matmul_cublas_scratch_ceiling(int64_t M, int64_t N, int64_t K)
+{
     return shape_valid(M, N, K) ? 0 : SIZE_MAX;
 }
-size_t mf_matmul_scratch_ceiling(mf_matmul_variant variant, int64_t M, int64_t N, int64_t K) {
+size_t mf_matmul_scratch_ceiling(mf_matmul_variant variant, int64_t M, int64_t N, int64_t K)
+{
     switch (variant) {
     case MF_MATMUL_NAIVE: return mf_matmul_naive_scratch_ceiling(M, N, K);
     case MF_MATMUL_TILED: return mf_matmul_tiled_scratch_ceiling(M, N, K);
@@ -49,9 +53,9 @@ size_t mf_matmul_scratch_ceiling(mf_matmul_variant variant, int64_t M, int64_t N
 }
 
 /* ---- the public entry ---------------------------------------------------------- */
-mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, int trans_a,
-                    int trans_b, int64_t M, int64_t N, int64_t K, const void *A, const void *B,
-                    float *C) {
+mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, int trans_a, int trans_b,
+                    int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C)
+{
     MF_CHECK_ALL_NOT_NULL(ctx, A, B, C);
     if ((int)variant < 0 || (int)variant >= MF_MATMUL_N_VARIANTS)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
@@ -68,8 +72,7 @@ mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, 
     MF_TRY(mf_dims_product(__func__, "B bytes (K*N*dtype size)", &bytes, 3, K, N, esize));
     MF_TRY(mf_dims_product(__func__, "C bytes (M*N*4)", &bytes, 3, M, N, (int64_t)4));
     if (variant == MF_MATMUL_CUBLAS && (M > INT_MAX || N > INT_MAX || K > INT_MAX))
-        MF_FAIL(MF_ERR_INVALID_SIZE,
-                "the cublas variant needs M, N, K <= INT_MAX (got M=%lld N=%lld K=%lld)",
+        MF_FAIL(MF_ERR_INVALID_SIZE, "the cublas variant needs M, N, K <= INT_MAX (got M=%lld N=%lld K=%lld)",
                 (long long)M, (long long)N, (long long)K);
     /* Extents before any launch (the products fit: checked above). */
     MF_TRY(mf_check_device_extent(__func__, ctx, A, (size_t)M * (size_t)K * (size_t)esize, "A"));
@@ -79,15 +82,17 @@ mf_status mf_matmul(mf_context *ctx, mf_matmul_variant variant, mf_dtype dtype, 
     mf_matmul_kernel_fn *fn = NULL;
     switch (mf_context_backend(ctx)) {
     case MF_BACKEND_HOST: {
-        static mf_matmul_kernel_fn *const host[MF_MATMUL_N_VARIANTS] = {
-            mf_host_matmul_naive, mf_host_matmul_tiled, mf_host_matmul_cublas};
+        static mf_matmul_kernel_fn *const host[MF_MATMUL_N_VARIANTS] = { mf_host_matmul_naive,
+                                                                         mf_host_matmul_tiled,
+                                                                         mf_host_matmul_cublas };
         fn = host[variant];
         break;
     }
     case MF_BACKEND_CUDA: {
 #ifdef MF_HAVE_CUDA
-        static mf_matmul_kernel_fn *const cuda[MF_MATMUL_N_VARIANTS] = {
-            mf_cuda_matmul_naive, mf_cuda_matmul_tiled, mf_cuda_matmul_cublas};
+        static mf_matmul_kernel_fn *const cuda[MF_MATMUL_N_VARIANTS] = { mf_cuda_matmul_naive,
+                                                                         mf_cuda_matmul_tiled,
+                                                                         mf_cuda_matmul_cublas };
         fn = cuda[variant];
         break;
 #else
@@ -113,12 +118,12 @@ typedef struct matmul_case {
  * are not multiples of the 16x16 tile with every transpose combination, tall
  * and skinny outputs, a thin K = 4096 reduction, and one multi-tile shape. */
 static const matmul_case matmul_cases[] = {
-    {1, 1, 1, 0, 0, MF_DTYPE_F32},       {1, 1, 1, 1, 1, MF_DTYPE_BF16},
-    {17, 33, 19, 0, 0, MF_DTYPE_F32},    {17, 33, 19, 1, 0, MF_DTYPE_F32},
-    {17, 33, 19, 0, 1, MF_DTYPE_BF16},   {17, 33, 19, 1, 1, MF_DTYPE_BF16},
-    {1000, 3, 5, 0, 0, MF_DTYPE_F32},    {3, 1000, 7, 0, 1, MF_DTYPE_BF16},
-    {4, 5, 4096, 0, 0, MF_DTYPE_F32},    {4, 5, 4096, 1, 1, MF_DTYPE_BF16},
-    {64, 48, 80, 0, 0, MF_DTYPE_BF16},
+    { 1, 1, 1, 0, 0, MF_DTYPE_F32 },     { 1, 1, 1, 1, 1, MF_DTYPE_BF16 },
+    { 17, 33, 19, 0, 0, MF_DTYPE_F32 },  { 17, 33, 19, 1, 0, MF_DTYPE_F32 },
+    { 17, 33, 19, 0, 1, MF_DTYPE_BF16 }, { 17, 33, 19, 1, 1, MF_DTYPE_BF16 },
+    { 1000, 3, 5, 0, 0, MF_DTYPE_F32 },  { 3, 1000, 7, 0, 1, MF_DTYPE_BF16 },
+    { 4, 5, 4096, 0, 0, MF_DTYPE_F32 },  { 4, 5, 4096, 1, 1, MF_DTYPE_BF16 },
+    { 64, 48, 80, 0, 0, MF_DTYPE_BF16 },
 };
 #define MATMUL_N_CASES ((int)(sizeof(matmul_cases) / sizeof(matmul_cases[0])))
 
@@ -128,7 +133,8 @@ static const matmul_case matmul_cases[] = {
  * M*N in (4096, ~40000] so elements past index 4096 are compared, odd K up to
  * 97. The large case: M*K = 2^31 + 2^17 elements of A (K = 2^15 + 2, M = 65533),
  * N = 1 (its reference is 2^31 multiply-adds). */
-static void matmul_generate(const mf_case_id *id, matmul_case *c) {
+static void matmul_generate(const mf_case_id *id, matmul_case *c)
+{
     mf_tb_rng r = mf_tb_case_rng("matmul", id);
     const int combo = (int)(((uint64_t)id->index + id->seed) % 8u);
     c->dtype = combo & 4 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
@@ -145,10 +151,12 @@ static void matmul_generate(const mf_case_id *id, matmul_case *c) {
 }
 
 /* The case of an id: a row of the table or a generated one. */
-static mf_status matmul_case_of(const mf_case_id *id, matmul_case *c) {
+static mf_status matmul_case_of(const mf_case_id *id, matmul_case *c)
+{
     if (id->kind == MF_CASE_FIXED) {
         if (id->index < 0 || id->index >= MATMUL_N_CASES)
-            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "matmul: case %d out of range [0, %d)", id->index, MATMUL_N_CASES);
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "matmul: case %d out of range [0, %d)", id->index,
+                    MATMUL_N_CASES);
         *c = matmul_cases[id->index];
     } else {
         matmul_generate(id, c);
@@ -156,12 +164,14 @@ static mf_status matmul_case_of(const mf_case_id *id, matmul_case *c) {
     return MF_OK;
 }
 
-static void matmul_shape(const matmul_case *c, char *buf, size_t cap) {
+static void matmul_shape(const matmul_case *c, char *buf, size_t cap)
+{
     snprintf(buf, cap, "M=%lld N=%lld K=%lld ta=%d tb=%d", (long long)c->M, (long long)c->N, (long long)c->K,
              c->trans_a, c->trans_b);
 }
 
-static mf_status matmul_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status matmul_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     matmul_case c;
     MF_TRY(matmul_case_of(id, &c));
     char shape[160];
@@ -177,7 +187,8 @@ static mf_status matmul_describe(const mf_case_id *id, char *buf, size_t cap, si
 /* One case: 'variant' through mf_matmul (report), or, when 'entry' != NULL, the
  * candidate 'entry' (memfix verify) with the ceiling of the tiled fix. */
 static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_kernel_fn *entry,
-                                      const mf_case_id *id, uint64_t seed_salt, mf_case_result *out) {
+                                      const mf_case_id *id, uint64_t seed_salt, mf_case_result *out)
+{
     if (entry != NULL) variant = MF_MATMUL_TILED;
     MF_TRY(mf_tb_case_begin_id(out, "matmul", ctx, variant, MF_MATMUL_N_VARIANTS, id, MATMUL_N_CASES));
     matmul_case cc;
@@ -185,7 +196,7 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
     const matmul_case *c = &cc;
     const mf_matmul_variant v = (mf_matmul_variant)variant;
     mf_tb_copy_msg(out->variant, sizeof(out->variant),
-             entry != NULL ? "candidate" : matmul_variant_names[variant]);
+                   entry != NULL ? "candidate" : matmul_variant_names[variant]);
     mf_tb_copy_msg(out->backend, sizeof(out->backend), mf_backend_name(mf_context_backend(ctx)));
     mf_tb_copy_msg(out->dtype, sizeof(out->dtype), mf_dtype_name(c->dtype));
     matmul_shape(c, out->shape, sizeof(out->shape));
@@ -197,9 +208,9 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
 
     const size_t m = (size_t)c->M, n = (size_t)c->N, k = (size_t)c->K;
     const uint64_t seed = mf_tb_case_seed(id, 0x6d61746d756c0000ull, 2u, seed_salt);
-    mf_tb_tensor t[3] = {{"A", MF_TB_IN, m * k, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
-                         {"B", MF_TB_IN, k * n, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
-                         {"C", MF_TB_OUT, m * n, 0.0f, 0.0f, "matmul.out", NULL, NULL, NULL}};
+    mf_tb_tensor t[3] = { { "A", MF_TB_IN, m * k, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+                          { "B", MF_TB_IN, k * n, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+                          { "C", MF_TB_OUT, m * n, 0.0f, 0.0f, "matmul.out", NULL, NULL, NULL } };
     mf_status st = mf_tb_tensors_make(t, 3, c->dtype, seed);
     if (st != MF_OK) goto done;
 
@@ -213,10 +224,10 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
     /* The variant on the context's backend, output pre-filled with NaN. */
     if ((st = mf_tb_tensors_upload(ctx, t, 3, c->dtype)) != MF_OK) goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
-    if ((st = entry != NULL ? entry(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K,
-                                    t[0].dev, t[1].dev, t[2].dev)
-                            : mf_matmul(ctx, v, c->dtype, c->trans_a, c->trans_b, c->M, c->N,
-                                        c->K, t[0].dev, t[1].dev, t[2].dev)) != MF_OK ||
+    if ((st = entry != NULL ? entry(ctx, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, t[0].dev,
+                                    t[1].dev, t[2].dev)
+                            : mf_matmul(ctx, v, c->dtype, c->trans_a, c->trans_b, c->M, c->N, c->K, t[0].dev,
+                                        t[1].dev, t[2].dev)) != MF_OK ||
         (st = mf_context_synchronize(ctx)) != MF_OK)
         goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
@@ -231,8 +242,8 @@ done:
     return st;
 }
 
-static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
-                                 mf_case_result *out) {
+static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return matmul_run_case_impl(ctx, variant, NULL, &id, 0, out);
 }
@@ -240,7 +251,8 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index,
 /* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
  * mf_matmul_kernel_fn's signature. */
 static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, const mf_case_id *id,
-                                uint64_t seed_salt, mf_case_result *out) {
+                                    uint64_t seed_salt, mf_case_result *out)
+{
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
@@ -256,48 +268,54 @@ typedef struct matmul_args {
 } matmul_args;
 
 /* bufs: A, B, C */
-static mf_status matmul_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs) {
+static mf_status matmul_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
     const matmul_args *a = (const matmul_args *)args;
     return ((mf_matmul_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->trans_a, a->trans_b, a->M, a->N,
-                                                        a->K, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
-                                                        (float *)mf_tb_ptr(bufs, 2));
+                                                       a->K, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
+                                                       (float *)mf_tb_ptr(bufs, 2));
 }
 
 /* The entry matmul_run_case_impl calls in place of the variant. */
-static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M,
-                              int64_t N, int64_t K, const void *A, const void *B, float *C) {
+static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M, int64_t N,
+                              int64_t K, const void *A, const void *B, float *C)
+{
     const size_t es = mf_dtype_size(dtype);
-    const mf_tb_buffer sp[3] = {{"A", A, (size_t)M * (size_t)K * es, dtype},
-                                {"B", B, (size_t)K * (size_t)N * es, dtype},
-                                {"C", C, (size_t)M * (size_t)N * sizeof(float), MF_DTYPE_F32}};
-    const matmul_args args = {dtype, trans_a, trans_b, M, N, K};
+    const mf_tb_buffer sp[3] = { { "A", A, (size_t)M * (size_t)K * es, dtype },
+                                 { "B", B, (size_t)K * (size_t)N * es, dtype },
+                                 { "C", C, (size_t)M * (size_t)N * sizeof(float), MF_DTYPE_F32 } };
+    const matmul_args args = { dtype, trans_a, trans_b, M, N, K };
     mf_tb_guarded bufs[3];
     return mf_tb_guard(ctx, sp, 2, 3, matmul_call, &args, bufs);
 }
 
 static mf_status matmul_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                  uint64_t seed_salt, mf_case_result *out) {
+                                  uint64_t seed_salt, mf_case_result *out)
+{
     return matmul_verify_case(ctx, candidate != NULL ? matmul_guard : NULL, id, seed_salt, out);
 }
 
-static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                               uint64_t seed_salt, mf_case_result *out) {
+static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
+                               mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return matmul_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 /* memfix's own tiled matmul in the candidate's type: timed beside a candidate in verify's worker. */
 static mf_status matmul_own(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M, int64_t N,
-                            int64_t K, const void *A, const void *B, float *C) {
+                            int64_t K, const void *A, const void *B, float *C)
+{
     return mf_matmul(ctx, MF_MATMUL_TILED, dtype, trans_a, trans_b, M, N, K, A, B, C);
 }
 
-static const mf_verify_target matmul_targets[] = {
-    {"matmul", matmul_verify, NULL, matmul_verify_id, matmul_describe, matmul_call, sizeof(matmul_args), 0, 0,
-     MF_TB_OWN(matmul_own)}};
+static const mf_verify_target matmul_targets[] = { { "matmul", matmul_verify, NULL, matmul_verify_id,
+                                                     matmul_describe, matmul_call, sizeof(matmul_args), 0, 0,
+                                                     MF_TB_OWN(matmul_own) } };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
-static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {
+static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
     const int64_t n = c->n;
     const size_t nn = (size_t)n * (size_t)n;
     snprintf(c->shape, sizeof c->shape, "M=%lld N=%lld K=%lld", (long long)n, (long long)n, (long long)n);
@@ -316,27 +334,32 @@ static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c) {
     return s;
 }
 
-static mf_status matmul_bench_reference(mf_context *ctx, mf_bench_case *c) {
+static mf_status matmul_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
     const int64_t n = c->n;
     return mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, n, n, n, c->host[0], c->host[1], c->ref_out);
 }
 
-static mf_status matmul_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+static mf_status matmul_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
     const int64_t n = c->n;
     return mf_matmul(ctx, (mf_matmul_variant)c->variant, MF_DTYPE_F32, 0, 0, n, n, n, c->dev[0], c->dev[1],
                      c->out_dev);
 }
 
-static const mf_bench_sweep matmul_bench = {"M = N = K = n", {32, 64, 128}, 3, matmul_bench_setup,
-                                            matmul_bench_reference, matmul_bench_optimized};
+static const mf_bench_sweep matmul_bench = {
+    "M = N = K = n", { 32, 64, 128 }, 3, matmul_bench_setup, matmul_bench_reference, matmul_bench_optimized
+};
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "matmul.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance matmul_tolerances[] = {
-    {"matmul.out.f32", 1e-3, 1e-5, 1e-10,
-     "fp32 sum of K products vs double: err ~ sqrt(K)*u*max|partial sum| = 64*6e-8*64 = 2.4e-4 at K=4096, inputs in [-1,1) (measured <= 1.3e-4); atol = 4x that, while one lost product costs ~|a*b| ~ 0.25"},
-    {"matmul.out.bf16", 1e-3, 1e-5, 1e-10,
-     "bf16 x bf16 products are exact in fp32 (8+8 bit mantissas), so only the fp32 sum of K terms errs: same K*u bound as matmul.out.f32"},
+    { "matmul.out.f32", 1e-3, 1e-5, 1e-10,
+      "fp32 sum of K products vs double: err ~ sqrt(K)*u*max|partial sum| = 64*6e-8*64 = 2.4e-4 at K=4096, "
+      "inputs in [-1,1) (measured <= 1.3e-4); atol = 4x that, while one lost product costs ~|a*b| ~ 0.25" },
+    { "matmul.out.bf16", 1e-3, 1e-5, 1e-10,
+      "bf16 x bf16 products are exact in fp32 (8+8 bit mantissas), so only the fp32 sum of K terms errs: "
+      "same K*u bound as matmul.out.f32" },
 };
 
 const mf_op_desc mf_op_matmul = {

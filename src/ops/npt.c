@@ -34,16 +34,15 @@ void mf_npt_options_init(mf_npt_options *opts)
 /* Every dim > 0 and T = batch*seq without overflow. */
 static mf_status check_shape(const char *func, mf_npt_shape s, size_t *T)
 {
-    const int64_t dims[5] = {s.batch, s.seq, s.d_model, s.d_ffn, s.rank};
-    static const char *const names[5] = {"batch", "seq", "d_model", "d_ffn", "rank"};
+    const int64_t dims[5] = { s.batch, s.seq, s.d_model, s.d_ffn, s.rank };
+    static const char *const names[5] = { "batch", "seq", "d_model", "d_ffn", "rank" };
     MF_TRY(mf_check_dims_positive(func, "shape.", 5, dims, names));
     return mf_dims_product(func, "batch*seq", T, 2, s.batch, s.seq);
 }
 
 /* Ceiling of the factored variant = fixed + chunk * per_token (header comment).
  * Returns 0 when a term overflows size_t. */
-static int factored_terms(mf_npt_pass pass, mf_dtype dtype, mf_npt_shape s, size_t *per_token,
-                          size_t *fixed)
+static int factored_terms(mf_npt_pass pass, mf_dtype dtype, mf_npt_shape s, size_t *per_token, size_t *fixed)
 {
     const size_t es = mf_dtype_size(dtype), r = (size_t)s.rank;
     if (pass == MF_NPT_FORWARD) {
@@ -53,8 +52,7 @@ static int factored_terms(mf_npt_pass pass, mf_dtype dtype, mf_npt_shape s, size
     *fixed = 0;
     if (!mf_size_mul(r, 8 + 2 * es, per_token)) return 0;
     if (dtype != MF_DTYPE_BF16) return 1;
-    return mf_size_mul((size_t)s.d_model + (size_t)s.d_ffn, r, fixed) &&
-           mf_size_mul(*fixed, 4, fixed);
+    return mf_size_mul((size_t)s.d_model + (size_t)s.d_ffn, r, fixed) && mf_size_mul(*fixed, 4, fixed);
 }
 
 /* mf_npt_resolve_chunk, reporting errors under the caller's name. */
@@ -74,15 +72,14 @@ static mf_status resolve_chunk(const char *fn, mf_npt_pass pass, mf_dtype dtype,
         return mf_set_error(MF_ERR_INVALID_SIZE, fn, __FILE__, __LINE__,
                             "d_model, d_ffn, rank and batch*seq must be <= %d for cuBLAS "
                             "(d_model=%lld d_ffn=%lld rank=%lld batch*seq=%zu)",
-                            INT_MAX, (long long)shape.d_model, (long long)shape.d_ffn,
-                            (long long)shape.rank, T);
+                            INT_MAX, (long long)shape.d_model, (long long)shape.d_ffn, (long long)shape.rank,
+                            T);
     mf_npt_options o;
     mf_npt_options_init(&o);
     if (opts) o = *opts;
     if (o.chunk_tokens < 0)
         return mf_set_error(MF_ERR_INVALID_SIZE, fn, __FILE__, __LINE__,
-                            "opts->chunk_tokens must be >= 0 (got %lld)",
-                            (long long)o.chunk_tokens);
+                            "opts->chunk_tokens must be >= 0 (got %lld)", (long long)o.chunk_tokens);
     size_t chunk;
     if (o.chunk_tokens > 0) {
         chunk = (size_t)o.chunk_tokens;
@@ -90,8 +87,7 @@ static mf_status resolve_chunk(const char *fn, mf_npt_pass pass, mf_dtype dtype,
         size_t per_token, fixed;
         if (!factored_terms(pass, dtype, shape, &per_token, &fixed))
             return mf_set_error(MF_ERR_OVERFLOW, fn, __FILE__, __LINE__,
-                                "scratch per token overflows size_t (rank %lld)",
-                                (long long)shape.rank);
+                                "scratch per token overflows size_t (rank %lld)", (long long)shape.rank);
         if (o.scratch_budget_bytes < fixed || o.scratch_budget_bytes - fixed < per_token)
             return mf_set_error(MF_ERR_BUDGET, fn, __FILE__, __LINE__,
                                 "scratch budget %zu bytes is below the minimum %zu bytes for one "
@@ -128,8 +124,7 @@ static size_t factored_ceiling(mf_npt_pass pass, mf_dtype dtype, mf_npt_shape sh
     return x;
 }
 
-size_t mf_npt_factored_forward_scratch_ceiling(mf_dtype dtype, mf_npt_shape shape,
-                                               const mf_npt_options *opts)
+size_t mf_npt_factored_forward_scratch_ceiling(mf_dtype dtype, mf_npt_shape shape, const mf_npt_options *opts)
 {
     return factored_ceiling(MF_NPT_FORWARD, dtype, shape, opts);
 }
@@ -141,10 +136,10 @@ size_t mf_npt_factored_backward_scratch_ceiling(mf_dtype dtype, mf_npt_shape sha
 }
 
 /* ---- public entry points --------------------------------------------------------- */
-#define NPT_CHECK_PTR(func, p)                                                                     \
-    do {                                                                                           \
-        if ((p) == NULL)                                                                           \
-            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", #p);  \
+#define NPT_CHECK_PTR(func, p)                                                                               \
+    do {                                                                                                     \
+        if ((p) == NULL)                                                                                     \
+            return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", #p);            \
     } while (0)
 
 /* The context and the inputs both passes take, in the signatures' order. */
@@ -166,9 +161,7 @@ static mf_status check_inputs(const char *fn, const mf_context *ctx, const void 
 static mf_status pick_backend(const char *fn, mf_context *ctx, int *is_cuda)
 {
     switch (mf_context_backend(ctx)) {
-    case MF_BACKEND_HOST:
-        *is_cuda = 0;
-        return MF_OK;
+    case MF_BACKEND_HOST: *is_cuda = 0; return MF_OK;
     case MF_BACKEND_CUDA:
 #ifdef MF_HAVE_CUDA
         *is_cuda = 1;
@@ -210,9 +203,9 @@ static mf_status check_extents_and_backend(const char *fn, mf_context *ctx, mf_d
     return pick_backend(fn, ctx, is_cuda);
 }
 
-mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
-                         const void *W, const void *A, const void *B, const void *m,
-                         const void *bias, void *out, const mf_npt_options *opts)
+mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h, const void *W,
+                         const void *A, const void *B, const void *m, const void *bias, void *out,
+                         const mf_npt_options *opts)
 {
     static const char *const fn = "mf_npt_forward";
     MF_TRY(check_inputs(fn, ctx, h, W, A, B, m));
@@ -221,18 +214,19 @@ mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, co
     MF_TRY(resolve_chunk(fn, MF_NPT_FORWARD, dtype, shape, opts, &chunk));
     /* Extents before any launch (T = batch*seq fits: resolve_chunk). */
     const int64_t T = shape.batch * shape.seq, D = shape.d_model, F = shape.d_ffn, R = shape.rank;
-    const npt_operand operands[] = {{"h", h, T, D},       {"W", W, D, F}, {"A", A, D, R},
-                                    {"B", B, R, F},       {"m", m, T, R}, {"bias", bias, 0, F},
-                                    {"out", out, T, F}};
+    const npt_operand operands[] = { { "h", h, T, D },    { "W", W, D, F }, { "A", A, D, R },
+                                     { "B", B, R, F },    { "m", m, T, R }, { "bias", bias, 0, F },
+                                     { "out", out, T, F } };
     int is_cuda = 0;
-    MF_TRY(check_extents_and_backend(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0], &is_cuda));
+    MF_TRY(
+        check_extents_and_backend(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0], &is_cuda));
     return MF_OP_ENTRY(is_cuda, npt_factored_forward)(ctx, dtype, shape, chunk, h, W, A, B, m, bias, out);
 }
 
-mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
-                          const void *W, const void *A, const void *B, const void *m,
-                          const void *grad_out, void *grad_h, void *grad_W, void *grad_A,
-                          void *grad_B, void *grad_m, void *grad_bias, const mf_npt_options *opts)
+mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h, const void *W,
+                          const void *A, const void *B, const void *m, const void *grad_out, void *grad_h,
+                          void *grad_W, void *grad_A, void *grad_B, void *grad_m, void *grad_bias,
+                          const mf_npt_options *opts)
 {
     static const char *const fn = "mf_npt_backward";
     MF_TRY(check_inputs(fn, ctx, h, W, A, B, m));
@@ -244,15 +238,17 @@ mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, c
     MF_TRY(resolve_chunk(fn, MF_NPT_BACKWARD, dtype, shape, opts, &chunk));
     /* Extents before any launch (T = batch*seq fits: resolve_chunk). */
     const int64_t T = shape.batch * shape.seq, D = shape.d_model, F = shape.d_ffn, R = shape.rank;
-    const npt_operand operands[] = {
-        {"h", h, T, D},           {"W", W, D, F},           {"A", A, D, R},
-        {"B", B, R, F},           {"m", m, T, R},           {"grad_out", grad_out, T, F},
-        {"grad_h", grad_h, T, D}, {"grad_W", grad_W, D, F}, {"grad_A", grad_A, D, R},
-        {"grad_B", grad_B, R, F}, {"grad_m", grad_m, T, R}, {"grad_bias", grad_bias, 0, F}};
+    const npt_operand operands[] = { { "h", h, T, D },           { "W", W, D, F },
+                                     { "A", A, D, R },           { "B", B, R, F },
+                                     { "m", m, T, R },           { "grad_out", grad_out, T, F },
+                                     { "grad_h", grad_h, T, D }, { "grad_W", grad_W, D, F },
+                                     { "grad_A", grad_A, D, R }, { "grad_B", grad_B, R, F },
+                                     { "grad_m", grad_m, T, R }, { "grad_bias", grad_bias, 0, F } };
     int is_cuda = 0;
-    MF_TRY(check_extents_and_backend(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0], &is_cuda));
-    return MF_OP_ENTRY(is_cuda, npt_factored_backward)(ctx, dtype, shape, chunk, h, W, A, B, m, grad_out, grad_h,
-                                                       grad_W, grad_A, grad_B, grad_m, grad_bias);
+    MF_TRY(
+        check_extents_and_backend(fn, ctx, dtype, operands, sizeof operands / sizeof operands[0], &is_cuda));
+    return MF_OP_ENTRY(is_cuda, npt_factored_backward)(ctx, dtype, shape, chunk, h, W, A, B, m, grad_out,
+                                                       grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias);
 }
 
 /* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
@@ -266,15 +262,15 @@ typedef struct npt_case {
 
 /* Small shapes, none a multiple of a tile; several chunks where chunk_tokens is set. */
 static const npt_case npt_cases[] = {
-    {MF_NPT_FORWARD, MF_DTYPE_F32, {2, 7, 19, 23, 8}, 1, 0},
-    {MF_NPT_BACKWARD, MF_DTYPE_F32, {2, 7, 19, 23, 8}, 0, 5},
-    {MF_NPT_FORWARD, MF_DTYPE_BF16, {3, 5, 17, 29, 16}, 1, 4},
-    {MF_NPT_BACKWARD, MF_DTYPE_BF16, {3, 5, 17, 29, 16}, 0, 4},
-    {MF_NPT_FORWARD, MF_DTYPE_F32, {1, 9, 33, 21, 64}, 0, 0},
-    {MF_NPT_BACKWARD, MF_DTYPE_F32, {2, 3, 13, 11, 1}, 0, 0},
+    { MF_NPT_FORWARD, MF_DTYPE_F32, { 2, 7, 19, 23, 8 }, 1, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 7, 19, 23, 8 }, 0, 5 },
+    { MF_NPT_FORWARD, MF_DTYPE_BF16, { 3, 5, 17, 29, 16 }, 1, 4 },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 3, 5, 17, 29, 16 }, 0, 4 },
+    { MF_NPT_FORWARD, MF_DTYPE_F32, { 1, 9, 33, 21, 64 }, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 13, 11, 1 }, 0, 0 },
 };
 #define NPT_N_CASES ((int)(sizeof(npt_cases) / sizeof(npt_cases[0])))
-static const char *const npt_variants[] = {"factored"};
+static const char *const npt_variants[] = { "factored" };
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
 /* Random case i of a seed for one pass, k = i + seed: bf16 on odd k, a bias on
@@ -299,7 +295,7 @@ static void npt_generate(const mf_case_id *id, mf_npt_pass pass, npt_case *c)
         c->shape.seq += 4;
     const int64_t tokens = c->shape.batch * c->shape.seq;
     c->chunk_tokens = mf_tb_rand_chance(&r, 1, 2) ? 0 : mf_tb_rand_int(&r, 1, tokens);
-    if (id->kind == MF_CASE_LARGE) c->shape = (mf_npt_shape){1, 262147, 1024, 8192, 16};
+    if (id->kind == MF_CASE_LARGE) c->shape = (mf_npt_shape){ 1, 262147, 1024, 8192, 16 };
 }
 
 /* The case of an id: a row of the table (any pass) or a generated one of 'pass'. */
@@ -320,8 +316,8 @@ static void npt_shape(const npt_case *c, int64_t chunk, char *buf, size_t cap)
     const mf_npt_shape s = c->shape;
     const int fwd = c->pass == MF_NPT_FORWARD;
     snprintf(buf, cap, "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld", fwd ? "fwd" : "bwd",
-             (long long)s.batch, (long long)s.seq, (long long)s.d_model, (long long)s.d_ffn, (long long)s.rank,
-             (fwd && c->bias) ? " bias" : "", (long long)chunk);
+             (long long)s.batch, (long long)s.seq, (long long)s.d_model, (long long)s.d_ffn,
+             (long long)s.rank, (fwd && c->bias) ? " bias" : "", (long long)chunk);
 }
 
 /* Tensors of one case: index order h, W, A, B, m, bias/grad_out (inputs), then
@@ -379,8 +375,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
     npt_shape(c, chunk, out->shape, sizeof(out->shape));
     char tol_name[64];
-    snprintf(tol_name, sizeof(tol_name), "npt.%s.%s", fwd ? "forward" : "backward",
-             mf_dtype_name(c->dtype));
+    snprintf(tol_name, sizeof(tol_name), "npt.%s.%s", fwd ? "forward" : "backward", mf_dtype_name(c->dtype));
     const mf_tolerance *tol = mf_tolerance_get(tol_name);
     if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "tolerance row '%s' is missing", tol_name);
     out->atol = tol->atol;
@@ -390,11 +385,11 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
                  R = (size_t)s.rank, es = mf_dtype_size(c->dtype);
     npt_buffers b;
     memset(&b, 0, sizeof(b));
-    const size_t in_n[NPT_IN] = {T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F};
-    const float lo[NPT_IN] = {-1.0f, -0.5f, -0.5f, -0.5f, -1.0f, fwd ? -0.5f : -1.0f};
+    const size_t in_n[NPT_IN] = { T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F };
+    const float lo[NPT_IN] = { -1.0f, -0.5f, -0.5f, -0.5f, -1.0f, fwd ? -0.5f : -1.0f };
     b.n_out = fwd ? 1 : 6;
-    const size_t out_fwd[1] = {T * F};
-    const size_t out_bwd[6] = {T * D, D * F, D * R, R * F, T * R, F};
+    const size_t out_fwd[1] = { T * F };
+    const size_t out_bwd[6] = { T * D, D * F, D * R, R * F, T * R, F };
     mf_status st = MF_OK;
     size_t max_out = 0;
     for (int i = 0; i < b.n_out; ++i) {
@@ -439,31 +434,28 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
         st = fwd ? mf_ref_npt_forward(ctx, c->dtype, s, b.in_host[0], b.in_host[1], b.in_host[2],
                                       b.in_host[3], b.in_host[4], b.in_host[5], b.ref_host[0])
                  : mf_ref_npt_backward(ctx, c->dtype, s, b.in_host[0], b.in_host[1], b.in_host[2],
-                                       b.in_host[3], b.in_host[4], b.in_host[5], b.ref_host[0],
-                                       b.ref_host[1], b.ref_host[2], b.ref_host[3], b.ref_host[4],
-                                       b.ref_host[5]);
+                                       b.in_host[3], b.in_host[4], b.in_host[5], b.ref_host[0], b.ref_host[1],
+                                       b.ref_host[2], b.ref_host[3], b.ref_host[4], b.ref_host[5]);
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_DEVICE);
     if (st == MF_OK && cand)
         st = fwd ? fwd_entry(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
                              b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
                  : bwd_entry(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
-                             b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1], b.out_dev[2],
-                             b.out_dev[3], b.out_dev[4], b.out_dev[5], &opts);
+                             b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1], b.out_dev[2], b.out_dev[3],
+                             b.out_dev[4], b.out_dev[5], &opts);
     else if (st == MF_OK)
-        st =
-            fwd ? mf_npt_forward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2],
-                                 b.in_dev[3], b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
-                : mf_npt_backward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2],
-                                  b.in_dev[3], b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1],
-                                  b.out_dev[2], b.out_dev[3], b.out_dev[4], b.out_dev[5], &opts);
+        st = fwd ? mf_npt_forward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
+                                  b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
+                 : mf_npt_backward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
+                                   b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1], b.out_dev[2],
+                                   b.out_dev[3], b.out_dev[4], b.out_dev[5], &opts);
     if (st == MF_OK) st = mf_context_synchronize(ctx);
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     out->ceiling_bytes = fwd ? mf_npt_factored_forward_scratch_ceiling(c->dtype, s, &opts)
                              : mf_npt_factored_backward_scratch_ceiling(c->dtype, s, &opts);
     /* Compare every output; report the worst. */
-    static const char *const out_names[6] = {"grad_h", "grad_W", "grad_A",
-                                             "grad_B", "grad_m", "grad_bias"};
+    static const char *const out_names[6] = { "grad_h", "grad_W", "grad_A", "grad_B", "grad_m", "grad_bias" };
     int all_pass = st == MF_OK;
     for (int i = 0; i < b.n_out && st == MF_OK; ++i) {
         const size_t n = b.out_n[i];
@@ -471,13 +463,11 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
         if (st != MF_OK) break;
         mf_tb_to_f32(c->dtype, b.got_host[i], b.got_f32, n);
         mf_tb_to_f32(c->dtype, b.ref_host[i], b.ref_f32, n);
-        st = mf_tb_compare(b.got_f32, b.ref_f32, n, tol, fwd ? "out" : out_names[i], out,
-                                &all_pass);
+        st = mf_tb_compare(b.got_f32, b.ref_f32, n, tol, fwd ? "out" : out_names[i], out, &all_pass);
     }
     if (st != MF_OK) {
         mf_tb_case_error(out, st);
-        snprintf(out->message, sizeof(out->message), "%s: %.200s", mf_status_name(st),
-                 mf_last_error());
+        snprintf(out->message, sizeof(out->message), "%s: %.200s", mf_status_name(st), mf_last_error());
     } else {
         mf_tb_verdict(out, all_pass);
     }
@@ -501,8 +491,8 @@ static int npt_verify_n_cases(mf_npt_pass pass)
 }
 
 static mf_status npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fwd,
-                             mf_npt_backward_candidate_fn bwd, const mf_case_id *id, uint64_t seed_salt,
-                             mf_case_result *out)
+                                 mf_npt_backward_candidate_fn bwd, const mf_case_id *id, uint64_t seed_salt,
+                                 mf_case_result *out)
 {
     if ((fwd == NULL) == (bwd == NULL)) {
         if (out != NULL) memset(out, 0, sizeof(*out));
@@ -518,8 +508,7 @@ static mf_status npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fw
         if (k++ == case_index) return npt_run_case_impl(ctx, 0, fwd, bwd, &row, seed_salt, out);
     }
     if (out != NULL) memset(out, 0, sizeof(*out));
-    MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index,
-            npt_verify_n_cases(pass));
+    MF_FAIL(MF_ERR_INVALID_ARGUMENT, "case %d out of range [0, %d)", case_index, npt_verify_n_cases(pass));
 }
 
 /* ---- memfix verify: the guard of npt (forward / backward) candidates (src/testbed/testbed.h) -------------------------- */
@@ -541,22 +530,28 @@ static void npt_sizes(mf_npt_shape s, int fwd, size_t n[6])
 static mf_status npt_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
     const npt_args *a = (const npt_args *)args;
-    return ((mf_npt_forward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->shape, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), mf_tb_ptr(bufs, 3),
-                            mf_tb_ptr(bufs, 4), mf_tb_ptr(bufs, 5), mf_tb_ptr(bufs, 6), a->opts);
+    return ((mf_npt_forward_candidate_fn)mf_tb_candidate())(
+        ctx, a->dtype, a->shape, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2),
+        mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4), mf_tb_ptr(bufs, 5), mf_tb_ptr(bufs, 6), a->opts);
 }
 
 static mf_status npt_fwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
-                                      const void *W, const void *A, const void *B, const void *m, const void *bias,
-                                      void *out, const mf_npt_options *opts)
+                               const void *W, const void *A, const void *B, const void *m, const void *bias,
+                               void *out, const mf_npt_options *opts)
 {
     const size_t es = mf_dtype_size(dtype);
     size_t n[6];
     npt_sizes(shape, 1, n);
-    const mf_tb_buffer sp[7] = {{"h", h, n[0] * es, dtype},       {"W", W, n[1] * es, dtype}, {"A", A, n[2] * es, dtype},
-                         {"B", B, n[3] * es, dtype},       {"m", m, n[4] * es, dtype},
-                         {"bias", bias, n[5] * es, dtype}, {"out", out, (size_t)shape.batch * (size_t)shape.seq *
-                                                                            (size_t)shape.d_ffn * es, dtype}};
-    const npt_args args = {dtype, shape, opts};
+    const mf_tb_buffer sp[7] = {
+        { "h", h, n[0] * es, dtype },
+        { "W", W, n[1] * es, dtype },
+        { "A", A, n[2] * es, dtype },
+        { "B", B, n[3] * es, dtype },
+        { "m", m, n[4] * es, dtype },
+        { "bias", bias, n[5] * es, dtype },
+        { "out", out, (size_t)shape.batch * (size_t)shape.seq * (size_t)shape.d_ffn * es, dtype }
+    };
+    const npt_args args = { dtype, shape, opts };
     mf_tb_guarded bufs[7];
     return mf_tb_guard(ctx, sp, 6, 7, npt_fwd_call, &args, bufs);
 }
@@ -565,32 +560,29 @@ static mf_status npt_fwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape sha
 static mf_status npt_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
 {
     const npt_args *a = (const npt_args *)args;
-    return ((mf_npt_backward_candidate_fn)mf_tb_candidate())(ctx, a->dtype, a->shape, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2), mf_tb_ptr(bufs, 3),
-                            mf_tb_ptr(bufs, 4), mf_tb_ptr(bufs, 5), mf_tb_ptr(bufs, 6), mf_tb_ptr(bufs, 7), mf_tb_ptr(bufs, 8), mf_tb_ptr(bufs, 9),
-                            mf_tb_ptr(bufs, 10), mf_tb_ptr(bufs, 11), a->opts);
+    return ((mf_npt_backward_candidate_fn)mf_tb_candidate())(
+        ctx, a->dtype, a->shape, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1), mf_tb_ptr(bufs, 2),
+        mf_tb_ptr(bufs, 3), mf_tb_ptr(bufs, 4), mf_tb_ptr(bufs, 5), mf_tb_ptr(bufs, 6), mf_tb_ptr(bufs, 7),
+        mf_tb_ptr(bufs, 8), mf_tb_ptr(bufs, 9), mf_tb_ptr(bufs, 10), mf_tb_ptr(bufs, 11), a->opts);
 }
 
 static mf_status npt_bwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
-                                      const void *W, const void *A, const void *B, const void *m,
-                                      const void *grad_out, void *grad_h, void *grad_W, void *grad_A, void *grad_B,
-                                      void *grad_m, void *grad_bias, const mf_npt_options *opts)
+                               const void *W, const void *A, const void *B, const void *m,
+                               const void *grad_out, void *grad_h, void *grad_W, void *grad_A, void *grad_B,
+                               void *grad_m, void *grad_bias, const mf_npt_options *opts)
 {
     const size_t es = mf_dtype_size(dtype);
     size_t n[6];
     npt_sizes(shape, 0, n);
-    const mf_tb_buffer sp[12] = {{"h", h, n[0] * es, dtype},
-                          {"W", W, n[1] * es, dtype},
-                          {"A", A, n[2] * es, dtype},
-                          {"B", B, n[3] * es, dtype},
-                          {"m", m, n[4] * es, dtype},
-                          {"grad_out", grad_out, n[5] * es, dtype},
-                          {"grad_h", grad_h, n[0] * es, dtype},
-                          {"grad_W", grad_W, n[1] * es, dtype},
-                          {"grad_A", grad_A, n[2] * es, dtype},
-                          {"grad_B", grad_B, n[3] * es, dtype},
-                          {"grad_m", grad_m, n[4] * es, dtype},
-                          {"grad_bias", grad_bias, (size_t)shape.d_ffn * es, dtype}};
-    const npt_args args = {dtype, shape, opts};
+    const mf_tb_buffer sp[12] = {
+        { "h", h, n[0] * es, dtype },           { "W", W, n[1] * es, dtype },
+        { "A", A, n[2] * es, dtype },           { "B", B, n[3] * es, dtype },
+        { "m", m, n[4] * es, dtype },           { "grad_out", grad_out, n[5] * es, dtype },
+        { "grad_h", grad_h, n[0] * es, dtype }, { "grad_W", grad_W, n[1] * es, dtype },
+        { "grad_A", grad_A, n[2] * es, dtype }, { "grad_B", grad_B, n[3] * es, dtype },
+        { "grad_m", grad_m, n[4] * es, dtype }, { "grad_bias", grad_bias, (size_t)shape.d_ffn * es, dtype }
+    };
+    const npt_args args = { dtype, shape, opts };
     mf_tb_guarded bufs[12];
     return mf_tb_guard(ctx, sp, 6, 12, npt_bwd_call, &args, bufs);
 }
@@ -599,33 +591,34 @@ static int npt_forward_n_cases(void) { return npt_verify_n_cases(MF_NPT_FORWARD)
 static int npt_backward_n_cases(void) { return npt_verify_n_cases(MF_NPT_BACKWARD); }
 
 static mf_status npt_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                      uint64_t seed_salt, mf_case_result *out)
+                                       uint64_t seed_salt, mf_case_result *out)
 {
     return npt_verify_case(ctx, candidate != NULL ? npt_fwd_guard : NULL, NULL, id, seed_salt, out);
 }
 
 static mf_status npt_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                       uint64_t seed_salt, mf_case_result *out)
+                                        uint64_t seed_salt, mf_case_result *out)
 {
     return npt_verify_case(ctx, NULL, candidate != NULL ? npt_bwd_guard : NULL, id, seed_salt, out);
 }
 
 static mf_status npt_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                   uint64_t seed_salt, mf_case_result *out)
+                                    uint64_t seed_salt, mf_case_result *out)
 {
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return npt_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 static mf_status npt_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out)
+                                     uint64_t seed_salt, mf_case_result *out)
 {
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return npt_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 /* --list-cases: target 'pass''s case of id (fixed ids count that pass's rows). */
-static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char *buf, size_t cap, size_t *bytes)
+static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char *buf, size_t cap,
+                                   size_t *bytes)
 {
     npt_case c;
     mf_case_id row = *id;
@@ -633,7 +626,8 @@ static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char 
         row.index = -1;
         for (int i = 0, k = 0; i < NPT_N_CASES && row.index < 0; ++i)
             if (npt_cases[i].pass == pass && k++ == id->index) row.index = i;
-        if (row.index < 0) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "npt: no %s case %d", pass ? "backward" : "forward", id->index);
+        if (row.index < 0)
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "npt: no %s case %d", pass ? "backward" : "forward", id->index);
     }
     MF_TRY(npt_case_of(&row, pass, &c));
     mf_npt_options opts;
@@ -664,15 +658,16 @@ static mf_status npt_describe_bwd(const mf_case_id *id, char *buf, size_t cap, s
 
 #define NPT_ARGS_PTR offsetof(npt_args, opts), sizeof(mf_npt_options)
 static const mf_verify_target npt_targets[] = {
-    {"npt.forward", npt_forward_verify, npt_forward_n_cases, npt_forward_verify_id, npt_describe_fwd,
-     npt_fwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_forward)},
-    {"npt.backward", npt_backward_verify, npt_backward_n_cases, npt_backward_verify_id, npt_describe_bwd,
-     npt_bwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_backward)}};
+    { "npt.forward", npt_forward_verify, npt_forward_n_cases, npt_forward_verify_id, npt_describe_fwd,
+      npt_fwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_forward) },
+    { "npt.backward", npt_backward_verify, npt_backward_n_cases, npt_backward_verify_id, npt_describe_bwd,
+      npt_bwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_backward) }
+};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_npt_shape npt_bench_shape(int64_t n)
 {
-    const mf_npt_shape sh = {1, n, 32, 48, 4};
+    const mf_npt_shape sh = { 1, n, 32, 48, 4 };
     return sh;
 }
 
@@ -689,7 +684,7 @@ static mf_status npt_bench_setup(mf_context *ctx, mf_bench_case *c)
     c->flops = 2.0 * (double)T * (double)(Dm * F + Dm * R + R * F) + (double)(T * R);
     c->min_bytes = 4.0 * (double)(T * Dm + Dm * F + Dm * R + R * F + T * R + T * F);
     mf_status s = MF_OK;
-    const size_t n_in[5] = {T * Dm, Dm * F, Dm * R, R * F, T * R}; /* h, W, A, B, m */
+    const size_t n_in[5] = { T * Dm, Dm * F, Dm * R, R * F, T * R }; /* h, W, A, B, m */
     for (int i = 0; i < 5; i++)
         mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n_in[i], 51 + (uint64_t)i, &s), n_in[i] * 4, &s);
     c->ref_out = mf_tb_bench_host(c, T * F, 0, &s);
@@ -706,42 +701,54 @@ static mf_status npt_bench_reference(mf_context *ctx, mf_bench_case *c)
 
 static mf_status npt_bench_optimized(mf_context *ctx, mf_bench_case *c)
 {
-    return mf_npt_forward(ctx, MF_DTYPE_F32, npt_bench_shape(c->n), c->dev[0], c->dev[1], c->dev[2], c->dev[3],
-                          c->dev[4], NULL, c->out_dev, NULL);
+    return mf_npt_forward(ctx, MF_DTYPE_F32, npt_bench_shape(c->n), c->dev[0], c->dev[1], c->dev[2],
+                          c->dev[3], c->dev[4], NULL, c->out_dev, NULL);
 }
 
-static const mf_bench_sweep npt_bench = {"1 x n tokens, 32 x 48, rank 4", {16, 32, 64}, 3, npt_bench_setup,
-                                         npt_bench_reference, npt_bench_optimized};
+static const mf_bench_sweep npt_bench = { "1 x n tokens, 32 x 48, rank 4",
+                                          { 16, 32, 64 },
+                                          3,
+                                          npt_bench_setup,
+                                          npt_bench_reference,
+                                          npt_bench_optimized };
 
 /* ---- memfix plan: the per-token weight delta vs the factored form (seed 004) ---- */
 static const mf_plan_param_spec npt_plan_params[] = {
-    {"npt_rank", "--npt-rank", "R", "also plan the NPT weight delta at rank R (seed 004)", MF_PLAN_PARAM_COUNT, 0},
+    { "npt_rank", "--npt-rank", "R", "also plan the NPT weight delta at rank R (seed 004)",
+      MF_PLAN_PARAM_COUNT, 0 },
 };
 
 static mf_status npt_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
     const int64_t rank = mf_plan_param_get(cfg, "npt_rank");
     if (rank <= 0) return MF_OK; /* not asked for */
-    const mf_npt_shape sh = {cfg->batch, cfg->seq, cfg->d_model, cfg->d_ffn, rank};
-    return mf_plan_row_add(out, "npt", "delta_w B*S*D*F*e", mf_npt_delta_w_bytes(cfg->dtype, sh),
-                           "factored: c*r*(4+e) per chunk", mf_npt_factored_forward_scratch_ceiling(cfg->dtype, sh, NULL),
-                           "B=%lld S=%lld D=%lld F=%lld r=%lld %s", (long long)sh.batch, (long long)sh.seq,
-                           (long long)sh.d_model, (long long)sh.d_ffn, (long long)sh.rank, mf_dtype_name(cfg->dtype));
+    const mf_npt_shape sh = { cfg->batch, cfg->seq, cfg->d_model, cfg->d_ffn, rank };
+    return mf_plan_row_add(
+        out, "npt", "delta_w B*S*D*F*e", mf_npt_delta_w_bytes(cfg->dtype, sh),
+        "factored: c*r*(4+e) per chunk", mf_npt_factored_forward_scratch_ceiling(cfg->dtype, sh, NULL),
+        "B=%lld S=%lld D=%lld F=%lld r=%lld %s", (long long)sh.batch, (long long)sh.seq,
+        (long long)sh.d_model, (long long)sh.d_ffn, (long long)sh.rank, mf_dtype_name(cfg->dtype));
 }
 
-static const mf_op_plan npt_plan = {1, npt_plan_params, npt_plan_rows, NULL};
+static const mf_op_plan npt_plan = { 1, npt_plan_params, npt_plan_rows, NULL };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "npt.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance npt_tolerances[] = {
-    {"npt.forward.f32", 1e-5, 1e-5, 1e-10,
-     "fp32 sums over K <= d_model + rank ~ 125 terms, partial sums up to ~8: sqrt(K)*u*max|partial| = 11*6e-8*8 ~ 5e-6 (measured <= 1.2e-6); the reference's fp32 delta_w adds < 1e-7"},
-    {"npt.forward.bf16", 2e-2, 8e-3, 1e-4,
-     "v = (h.A)*m and the partial v.B output are rounded to bf16 (u = 2^-8) before h.W is added, then the output: 2u*|ref| + u*sqrt(rank)*rms(v_j B_jf) ~ 1e-2 at rank 64 (measured 1.6e-2 at |ref| ~ 5); nmse ~ (2u)^2/3 = 2e-5"},
-    {"npt.backward.f32", 1e-5, 1e-5, 1e-10,
-     "fp32 sums over K <= d_ffn + rank, or over <= 24 tokens: same sqrt(K)*u*max|partial| ~ 5e-6 bound as npt.forward.f32 (measured <= 9.6e-7)"},
-    {"npt.backward.bf16", 3e-2, 8e-3, 1e-4,
-     "p = gB*m and q = u*m rounded to bf16 (u = 2^-8) feed grad_h/A/B; the partial p.A^T is rounded before g.W^T is added; outputs rounded once: 2u*|ref| + u*sqrt(K)*rms(term) (measured 3.1e-2 at |ref| ~ 5.5, within 48% of the bound)"},
+    { "npt.forward.f32", 1e-5, 1e-5, 1e-10,
+      "fp32 sums over K <= d_model + rank ~ 125 terms, partial sums up to ~8: sqrt(K)*u*max|partial| = "
+      "11*6e-8*8 ~ 5e-6 (measured <= 1.2e-6); the reference's fp32 delta_w adds < 1e-7" },
+    { "npt.forward.bf16", 2e-2, 8e-3, 1e-4,
+      "v = (h.A)*m and the partial v.B output are rounded to bf16 (u = 2^-8) before h.W is added, then the "
+      "output: 2u*|ref| + u*sqrt(rank)*rms(v_j B_jf) ~ 1e-2 at rank 64 (measured 1.6e-2 at |ref| ~ 5); nmse "
+      "~ (2u)^2/3 = 2e-5" },
+    { "npt.backward.f32", 1e-5, 1e-5, 1e-10,
+      "fp32 sums over K <= d_ffn + rank, or over <= 24 tokens: same sqrt(K)*u*max|partial| ~ 5e-6 bound as "
+      "npt.forward.f32 (measured <= 9.6e-7)" },
+    { "npt.backward.bf16", 3e-2, 8e-3, 1e-4,
+      "p = gB*m and q = u*m rounded to bf16 (u = 2^-8) feed grad_h/A/B; the partial p.A^T is rounded before "
+      "g.W^T is added; outputs rounded once: 2u*|ref| + u*sqrt(K)*rms(term) (measured 3.1e-2 at |ref| ~ 5.5, "
+      "within 48% of the bound)" },
 };
 
 const mf_op_desc mf_op_npt = {

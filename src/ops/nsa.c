@@ -14,24 +14,27 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const nsa_variant_names[MF_NSA_N_VARIANTS] = {"fused"};
+static const char *const nsa_variant_names[MF_NSA_N_VARIANTS] = { "fused" };
 
-const char *mf_nsa_variant_name(mf_nsa_variant v) {
+const char *mf_nsa_variant_name(mf_nsa_variant v)
+{
     if ((int)v < 0 || (int)v >= MF_NSA_N_VARIANTS) return NULL;
     return nsa_variant_names[v];
 }
 
 /* ---- validation and dispatch -------------------------------------------------------- */
-mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
-                         const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
-                         int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
-                         const void *g_slc, const void *g_win, float *out, float *lse, int32_t *sel) {
+mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype, const mf_nsa_config *cfg,
+                         int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                         const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                         const void *g_win, float *out, float *lse, int32_t *sel)
+{
     MF_CHECK_NOT_NULL(ctx);
     if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d is not MF_NSA_FUSED (0)", (int)variant);
     MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
     if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP)
-        MF_FAIL(MF_ERR_INVALID_SIZE, "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
+        MF_FAIL(MF_ERR_INVALID_SIZE,
+                "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
                 MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, (long long)D, (long long)(Hq / Hk));
     if (cfg->n_sel > MF_NSA_MAX_N_SEL)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
@@ -59,27 +62,32 @@ mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype
     return fn(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out, lse, sel);
 }
 
-mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
-                          const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
-                          int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
-                          const void *g_slc, const void *g_win, const void *dout, const float *lse,
-                          const int32_t *sel, float *dq, float *dk, float *dv, float *dg_cmp,
-                          float *dg_slc, float *dg_win) {
+mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype, const mf_nsa_config *cfg,
+                          int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
+                          const void *k, const void *v, const void *g_cmp, const void *g_slc,
+                          const void *g_win, const void *dout, const float *lse, const int32_t *sel,
+                          float *dq, float *dk, float *dv, float *dg_cmp, float *dg_slc, float *dg_win)
+{
     MF_CHECK_NOT_NULL(ctx);
     if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d is not MF_NSA_FUSED (0)", (int)variant);
     MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
     if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP)
-        MF_FAIL(MF_ERR_INVALID_SIZE, "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
+        MF_FAIL(MF_ERR_INVALID_SIZE,
+                "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
                 MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, (long long)D, (long long)(Hq / Hk));
-    const void *ptrs[16] = {q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win};
-    static const char *const names[15] = {"q", "k", "v", "g_cmp", "g_slc", "g_win", "dout", "lse",
-                                          "sel", "dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win"};
+    const void *ptrs[16] = {
+        q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win
+    };
+    static const char *const names[15] = { "q",   "k",  "v",  "g_cmp", "g_slc",  "g_win",  "dout",  "lse",
+                                           "sel", "dq", "dk", "dv",    "dg_cmp", "dg_slc", "dg_win" };
     const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
     const size_t rk = (size_t)B * (size_t)S * (size_t)Hk, d = (size_t)D;
-    const size_t bytes[15] = {rq * d * es, rk * d * es, rk * d * es, rq * es, rq * es, rq * es,
-                              rq * d * es, rq * 12, rk * (size_t)cfg->n_sel * 4, rq * d * 4,
-                              rk * d * 4, rk * d * 4, rq * 4, rq * 4, rq * 4};
+    const size_t bytes[15] = { rq * d * es, rk * d * es, rk * d * es,
+                               rq * es,     rq * es,     rq * es,
+                               rq * d * es, rq * 12,     rk * (size_t)cfg->n_sel * 4,
+                               rq * d * 4,  rk * d * 4,  rk * d * 4,
+                               rq * 4,      rq * 4,      rq * 4 };
     for (int i = 0; i < 15; i++)
         if (ptrs[i] == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "%s is NULL", names[i]);
     for (int i = 0; i < 15; i++) MF_TRY(mf_check_device_extent(__func__, ctx, ptrs[i], bytes[i], names[i]));
@@ -105,12 +113,12 @@ typedef struct nsa_case {
  * odd S not a multiple of any block length, S smaller than w and than l' (the
  * seed's configuration), no compressed block at all (S < l). */
 static const nsa_case nsa_cases[] = {
-    {1, 45, 2, 1, 8, {8, 4, 8, 4, 16, 0.0f}, MF_DTYPE_F32},
-    {1, 77, 6, 1, 64, {16, 8, 16, 4, 24, 0.0f}, MF_DTYPE_BF16},
-    {1, 77, 6, 1, 64, {16, 8, 16, 4, 24, 0.0f}, MF_DTYPE_F32},
-    {1, 50, 12, 2, 64, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_F32},
-    {2, 20, 2, 2, 16, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_BF16},
-    {2, 70, 4, 2, 16, {12, 4, 8, 5, 9, 0.0f}, MF_DTYPE_F32},
+    { 1, 45, 2, 1, 8, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32 },
+    { 1, 77, 6, 1, 64, { 16, 8, 16, 4, 24, 0.0f }, MF_DTYPE_BF16 },
+    { 1, 77, 6, 1, 64, { 16, 8, 16, 4, 24, 0.0f }, MF_DTYPE_F32 },
+    { 1, 50, 12, 2, 64, { 32, 16, 64, 16, 512, 0.0f }, MF_DTYPE_F32 },
+    { 2, 20, 2, 2, 16, { 32, 16, 64, 16, 512, 0.0f }, MF_DTYPE_BF16 },
+    { 2, 70, 4, 2, 16, { 12, 4, 8, 5, 9, 0.0f }, MF_DTYPE_F32 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 
@@ -119,10 +127,11 @@ static const nsa_case nsa_cases[] = {
  * k / 2 odd (else 1/sqrt(D)); stride d in {1, 2, 4, 8} dividing l and l';
  * n_sel 1..6, window 3..80; GQA groups 1..3; odd S not a multiple of any block;
  * out > 4096 elements. The large case: B*S*Hq*D > 2^31. */
-static void nsa_generate(const mf_case_id *id, nsa_case *c) {
+static void nsa_generate(const mf_case_id *id, nsa_case *c)
+{
     mf_tb_rng r = mf_tb_case_rng("nsa", id);
     const int k = (int)(((uint64_t)id->index + id->seed) % 4u);
-    static const int64_t strides[] = {1, 2, 4, 8}, dims[] = {8, 16, 32, 64};
+    static const int64_t strides[] = { 1, 2, 4, 8 }, dims[] = { 8, 16, 32, 64 };
     memset(c, 0, sizeof *c);
     c->dtype = k % 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     c->cfg.stride = mf_tb_rand_pick(&r, strides, 4);
@@ -140,7 +149,8 @@ static void nsa_generate(const mf_case_id *id, nsa_case *c) {
     if (id->kind == MF_CASE_LARGE) c->B = 1, c->S = 4194319, c->Hq = 8, c->Hk = 1, c->D = 64;
 }
 
-static mf_status nsa_case_of(const mf_case_id *id, nsa_case *c) {
+static mf_status nsa_case_of(const mf_case_id *id, nsa_case *c)
+{
     if (id->kind == MF_CASE_FIXED) {
         if (id->index < 0 || id->index >= NSA_N_CASES)
             MF_FAIL(MF_ERR_INVALID_ARGUMENT, "nsa: case %d out of range [0, %d)", id->index, NSA_N_CASES);
@@ -151,7 +161,8 @@ static mf_status nsa_case_of(const mf_case_id *id, nsa_case *c) {
     return MF_OK;
 }
 
-static void nsa_shape(const nsa_case *c, const char *pass, char *buf, size_t cap) {
+static void nsa_shape(const nsa_case *c, const char *pass, char *buf, size_t cap)
+{
     char scale[32] = "";
     if (c->cfg.scale > 0.0f) snprintf(scale, sizeof scale, "scale=%g ", (double)c->cfg.scale);
     snprintf(buf, cap, "B=%lld S=%lld Hq=%lld Hk=%lld D=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld %s%s",
@@ -161,7 +172,8 @@ static void nsa_shape(const nsa_case *c, const char *pass, char *buf, size_t cap
 }
 
 static mf_status nsa_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap,
-                                   size_t *bytes) {
+                                   size_t *bytes)
+{
     nsa_case c;
     MF_TRY(nsa_case_of(id, &c));
     char shape[192];
@@ -173,12 +185,14 @@ static mf_status nsa_describe_pass(const mf_case_id *id, const char *pass, char 
     return MF_OK;
 }
 
-static mf_status nsa_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status nsa_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return nsa_describe_pass(id, "fwd=candidate", buf, cap, bytes);
 }
 
 /* the backward's case runs the same reference forward and backward (the backward's dense scores as well) */
-static mf_status nsa_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status nsa_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     return nsa_describe_pass(id, "bwd=candidate", buf, cap, bytes);
 }
 
@@ -186,16 +200,20 @@ static mf_status nsa_describe_bwd(const mf_case_id *id, char *buf, size_t cap, s
  * forward, or 'bcand' in place of the backward (memfix verify; it is fed our
  * forward's lse and sel). */
 static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_candidate_fn cand,
-                                   mf_nsa_backward_candidate_fn bcand, const mf_case_id *id, uint64_t seed_salt,
-                                   mf_case_result *out) {
+                                   mf_nsa_backward_candidate_fn bcand, const mf_case_id *id,
+                                   uint64_t seed_salt, mf_case_result *out)
+{
     MF_TRY(mf_tb_case_begin_id(out, "nsa", ctx, variant, MF_NSA_N_VARIANTS, id, NSA_N_CASES));
     nsa_case cc;
     MF_TRY(nsa_case_of(id, &cc));
     const nsa_case *c = &cc;
     mf_tb_case_labels(out, ctx, cand != NULL || bcand != NULL ? "candidate" : nsa_variant_names[variant],
                       c->dtype);
-    nsa_shape(c, cand != NULL ? "fwd=candidate" : bcand != NULL ? "bwd=candidate" : "fwd+bwd", out->shape,
-              sizeof(out->shape));
+    nsa_shape(c,
+              cand != NULL    ? "fwd=candidate"
+              : bcand != NULL ? "bwd=candidate"
+                              : "fwd+bwd",
+              out->shape, sizeof(out->shape));
     const mf_tolerance *tol = mf_tolerance_get(c->dtype == MF_DTYPE_BF16 ? "nsa.out.bf16" : "nsa.out.f32");
     if (tol != NULL) {
         out->atol = tol->atol;
@@ -203,39 +221,41 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
     }
     const size_t rq = (size_t)(c->B * c->S * c->Hq), rk = (size_t)(c->B * c->S * c->Hk);
     const size_t nq = rq * (size_t)c->D, nkv = rk * (size_t)c->D, ns = rk * (size_t)c->cfg.n_sel;
-    if (cand != NULL) out->ceiling_bytes = mf_nsa_forward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
-    else out->ceiling_bytes = mf_nsa_backward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
+    if (cand != NULL)
+        out->ceiling_bytes = mf_nsa_forward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
+    else
+        out->ceiling_bytes = mf_nsa_backward_scratch_ceiling(&c->cfg, c->B, c->S, c->Hq, c->Hk, c->D);
     const uint64_t seed = mf_tb_case_seed(id, 0x6e73610000000000ull, 16u, seed_salt);
     enum { Q, K, V, GC, GS, GW, DO, OUT, LSE, DQ, DK, DV, DGC, DGS, DGW, NT };
     mf_tb_tensor t[NT] = {
-        {"q", MF_TB_IN, nq, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
-        {"k", MF_TB_IN, nkv, -1.5f, 1.5f, NULL, NULL, NULL, NULL},
-        {"v", MF_TB_IN, nkv, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
-        {"g_cmp", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
-        {"g_slc", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
-        {"g_win", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL},
-        {"dout", MF_TB_IN, nq, -1.0f, 1.0f, NULL, NULL, NULL, NULL},
-        {"out", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.out", NULL, NULL, NULL},
-        {"lse", MF_TB_OUT, 3 * rq, 0.0f, 0.0f, "nsa.lse", NULL, NULL, NULL},
-        {"dq", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
-        {"dk", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
-        {"dv", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
-        {"dg_cmp", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
-        {"dg_slc", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
-        {"dg_win", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL},
+        { "q", MF_TB_IN, nq, -1.5f, 1.5f, NULL, NULL, NULL, NULL },
+        { "k", MF_TB_IN, nkv, -1.5f, 1.5f, NULL, NULL, NULL, NULL },
+        { "v", MF_TB_IN, nkv, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+        { "g_cmp", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL },
+        { "g_slc", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL },
+        { "g_win", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL },
+        { "dout", MF_TB_IN, nq, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+        { "out", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.out", NULL, NULL, NULL },
+        { "lse", MF_TB_OUT, 3 * rq, 0.0f, 0.0f, "nsa.lse", NULL, NULL, NULL },
+        { "dq", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL },
+        { "dk", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL },
+        { "dv", MF_TB_OUT, nkv, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL },
+        { "dg_cmp", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL },
+        { "dg_slc", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL },
+        { "dg_win", MF_TB_OUT, rq, 0.0f, 0.0f, "nsa.grad", NULL, NULL, NULL },
     };
     int32_t *d_sel = NULL;
     mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
     if (st != MF_OK) goto done;
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
-        (st = mf_ref_nsa_forward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host,
-                                 t[K].host, t[V].host, t[GC].host, t[GS].host, t[GW].host,
-                                 t[OUT].host, t[LSE].host, NULL)) != MF_OK ||
-        (st = mf_ref_nsa_backward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host,
-                                  t[K].host, t[V].host, t[GC].host, t[GS].host, t[GW].host, t[DO].host,
-                                  t[DQ].host, t[DK].host, t[DV].host, t[DGC].host, t[DGS].host,
-                                  t[DGW].host)) != MF_OK)
+        (st = mf_ref_nsa_forward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host, t[K].host,
+                                 t[V].host, t[GC].host, t[GS].host, t[GW].host, t[OUT].host, t[LSE].host,
+                                 NULL)) != MF_OK ||
+        (st =
+             mf_ref_nsa_backward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].host, t[K].host,
+                                 t[V].host, t[GC].host, t[GS].host, t[GW].host, t[DO].host, t[DQ].host,
+                                 t[DK].host, t[DV].host, t[DGC].host, t[DGS].host, t[DGW].host)) != MF_OK)
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
@@ -244,12 +264,12 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
         goto done;
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if (cand != NULL)
-        st = cand(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].dev, t[K].dev,
-                  t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[OUT].dev, t[LSE].dev, d_sel);
+        st = cand(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].dev, t[K].dev, t[V].dev,
+                  t[GC].dev, t[GS].dev, t[GW].dev, t[OUT].dev, t[LSE].dev, d_sel);
     else
-        st = mf_nsa_forward(ctx, (mf_nsa_variant)variant, c->dtype, &c->cfg, c->B, c->S, c->Hq,
-                            c->Hk, c->D, t[Q].dev, t[K].dev, t[V].dev, t[GC].dev, t[GS].dev,
-                            t[GW].dev, t[OUT].dev, t[LSE].dev, d_sel);
+        st = mf_nsa_forward(ctx, (mf_nsa_variant)variant, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D,
+                            t[Q].dev, t[K].dev, t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[OUT].dev,
+                            t[LSE].dev, d_sel);
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     if (cand != NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     /* the backward (ours, or the candidate), fed the forward's lse and sel */
@@ -260,8 +280,8 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
                    t[DV].dev, t[DGC].dev, t[DGS].dev, t[DGW].dev);
     } else {
         st = mf_nsa_backward(ctx, MF_NSA_FUSED, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, t[Q].dev,
-                             t[K].dev, t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[DO].dev, t[LSE].dev, d_sel,
-                             t[DQ].dev, t[DK].dev, t[DV].dev, t[DGC].dev, t[DGS].dev, t[DGW].dev);
+                             t[K].dev, t[V].dev, t[GC].dev, t[GS].dev, t[GW].dev, t[DO].dev, t[LSE].dev,
+                             d_sel, t[DQ].dev, t[DK].dev, t[DV].dev, t[DGC].dev, t[DGS].dev, t[DGW].dev);
     }
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     if (bcand != NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
@@ -278,7 +298,8 @@ done:
     return st;
 }
 
-static mf_status nsa_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+static mf_status nsa_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return nsa_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
@@ -291,7 +312,8 @@ typedef struct nsa_args {
 } nsa_args;
 
 /* bufs: q, k, v, g_cmp, g_slc, g_win, out, lse, sel */
-static mf_status nsa_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs) {
+static mf_status nsa_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
     const nsa_args *a = (const nsa_args *)args;
     return ((mf_nsa_forward_candidate_fn)mf_tb_candidate())(
         ctx, a->dtype, a->cfg, a->B, a->S, a->Hq, a->Hk, a->D, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
@@ -300,27 +322,29 @@ static mf_status nsa_fwd_call(mf_context *ctx, const void *args, mf_tb_guarded *
 }
 
 static mf_status nsa_fwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
-                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
-                               const void *k, const void *v, const void *g_cmp, const void *g_slc,
-                               const void *g_win, float *out, float *lse, int32_t *sel) {
+                               int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                               const void *v, const void *g_cmp, const void *g_slc, const void *g_win,
+                               float *out, float *lse, int32_t *sel)
+{
     const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
     const size_t rk = (size_t)B * (size_t)S * (size_t)Hk;
-    const mf_tb_buffer sp[9] = {{"q", q, rq * (size_t)D * es, dtype},
-                                {"k", k, rk * (size_t)D * es, dtype},
-                                {"v", v, rk * (size_t)D * es, dtype},
-                                {"g_cmp", g_cmp, rq * es, dtype},
-                                {"g_slc", g_slc, rq * es, dtype},
-                                {"g_win", g_win, rq * es, dtype},
-                                {"out", out, rq * (size_t)D * 4, MF_DTYPE_F32},
-                                {"lse", lse, rq * 3 * 4, MF_DTYPE_F32},
-                                {"sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32}};
-    const nsa_args args = {dtype, cfg, B, S, Hq, Hk, D};
+    const mf_tb_buffer sp[9] = { { "q", q, rq * (size_t)D * es, dtype },
+                                 { "k", k, rk * (size_t)D * es, dtype },
+                                 { "v", v, rk * (size_t)D * es, dtype },
+                                 { "g_cmp", g_cmp, rq * es, dtype },
+                                 { "g_slc", g_slc, rq * es, dtype },
+                                 { "g_win", g_win, rq * es, dtype },
+                                 { "out", out, rq * (size_t)D * 4, MF_DTYPE_F32 },
+                                 { "lse", lse, rq * 3 * 4, MF_DTYPE_F32 },
+                                 { "sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32 } };
+    const nsa_args args = { dtype, cfg, B, S, Hq, Hk, D };
     mf_tb_guarded bufs[9];
     return mf_tb_guard(ctx, sp, 6, 9, nsa_fwd_call, &args, bufs);
 }
 
 static mf_status nsa_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                       uint64_t seed_salt, mf_case_result *out) {
+                                       uint64_t seed_salt, mf_case_result *out)
+{
     if (candidate == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "candidate is NULL");
@@ -329,13 +353,15 @@ static mf_status nsa_forward_verify_id(mf_context *ctx, void (*candidate)(void),
 }
 
 static mf_status nsa_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out) {
+                                    uint64_t seed_salt, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return nsa_forward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 /* bufs: q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win */
-static mf_status nsa_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs) {
+static mf_status nsa_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
+{
     const nsa_args *a = (const nsa_args *)args;
     return ((mf_nsa_backward_candidate_fn)mf_tb_candidate())(
         ctx, a->dtype, a->cfg, a->B, a->S, a->Hq, a->Hk, a->D, mf_tb_ptr(bufs, 0), mf_tb_ptr(bufs, 1),
@@ -349,31 +375,33 @@ static mf_status nsa_bwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
                                int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
                                const void *v, const void *g_cmp, const void *g_slc, const void *g_win,
                                const void *dout, const float *lse, const int32_t *sel, float *dq, float *dk,
-                               float *dv, float *dg_cmp, float *dg_slc, float *dg_win) {
+                               float *dv, float *dg_cmp, float *dg_slc, float *dg_win)
+{
     const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
     const size_t rk = (size_t)B * (size_t)S * (size_t)Hk, d = (size_t)D;
-    const mf_tb_buffer sp[15] = {{"q", q, rq * d * es, dtype},
-                                 {"k", k, rk * d * es, dtype},
-                                 {"v", v, rk * d * es, dtype},
-                                 {"g_cmp", g_cmp, rq * es, dtype},
-                                 {"g_slc", g_slc, rq * es, dtype},
-                                 {"g_win", g_win, rq * es, dtype},
-                                 {"dout", dout, rq * d * es, dtype},
-                                 {"lse", lse, rq * 3 * 4, MF_DTYPE_F32},
-                                 {"sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32},
-                                 {"dq", dq, rq * d * 4, MF_DTYPE_F32},
-                                 {"dk", dk, rk * d * 4, MF_DTYPE_F32},
-                                 {"dv", dv, rk * d * 4, MF_DTYPE_F32},
-                                 {"dg_cmp", dg_cmp, rq * 4, MF_DTYPE_F32},
-                                 {"dg_slc", dg_slc, rq * 4, MF_DTYPE_F32},
-                                 {"dg_win", dg_win, rq * 4, MF_DTYPE_F32}};
-    const nsa_args args = {dtype, cfg, B, S, Hq, Hk, D};
+    const mf_tb_buffer sp[15] = { { "q", q, rq * d * es, dtype },
+                                  { "k", k, rk * d * es, dtype },
+                                  { "v", v, rk * d * es, dtype },
+                                  { "g_cmp", g_cmp, rq * es, dtype },
+                                  { "g_slc", g_slc, rq * es, dtype },
+                                  { "g_win", g_win, rq * es, dtype },
+                                  { "dout", dout, rq * d * es, dtype },
+                                  { "lse", lse, rq * 3 * 4, MF_DTYPE_F32 },
+                                  { "sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32 },
+                                  { "dq", dq, rq * d * 4, MF_DTYPE_F32 },
+                                  { "dk", dk, rk * d * 4, MF_DTYPE_F32 },
+                                  { "dv", dv, rk * d * 4, MF_DTYPE_F32 },
+                                  { "dg_cmp", dg_cmp, rq * 4, MF_DTYPE_F32 },
+                                  { "dg_slc", dg_slc, rq * 4, MF_DTYPE_F32 },
+                                  { "dg_win", dg_win, rq * 4, MF_DTYPE_F32 } };
+    const nsa_args args = { dtype, cfg, B, S, Hq, Hk, D };
     mf_tb_guarded bufs[15];
     return mf_tb_guard(ctx, sp, 9, 15, nsa_bwd_call, &args, bufs);
 }
 
 static mf_status nsa_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                        uint64_t seed_salt, mf_case_result *out) {
+                                        uint64_t seed_salt, mf_case_result *out)
+{
     if (candidate == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "candidate is NULL");
@@ -382,28 +410,32 @@ static mf_status nsa_backward_verify_id(mf_context *ctx, void (*candidate)(void)
 }
 
 static mf_status nsa_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                     uint64_t seed_salt, mf_case_result *out) {
+                                     uint64_t seed_salt, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return nsa_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
 #define NSA_ARGS_PTR offsetof(nsa_args, cfg), sizeof(mf_nsa_config)
 static const mf_verify_target nsa_targets[] = {
-    {"nsa.forward", nsa_forward_verify, NULL, nsa_forward_verify_id, nsa_describe_fwd, nsa_fwd_call,
-     sizeof(nsa_args), NSA_ARGS_PTR, NULL},
-    {"nsa.backward", nsa_backward_verify, NULL, nsa_backward_verify_id, nsa_describe_bwd, nsa_bwd_call,
-     sizeof(nsa_args), NSA_ARGS_PTR, NULL}};
+    { "nsa.forward", nsa_forward_verify, NULL, nsa_forward_verify_id, nsa_describe_fwd, nsa_fwd_call,
+      sizeof(nsa_args), NSA_ARGS_PTR, NULL },
+    { "nsa.backward", nsa_backward_verify, NULL, nsa_backward_verify_id, nsa_describe_bwd, nsa_bwd_call,
+      sizeof(nsa_args), NSA_ARGS_PTR, NULL }
+};
 
 /* ---- memfix bench: the sweep over S (the seed's configuration, Hq/Hk = 6, D = 64) -------- */
 enum { NSA_BENCH_B = 1, NSA_BENCH_HQ = 6, NSA_BENCH_HK = 1, NSA_BENCH_D = 64 };
 
-static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c) {
+static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
     const mf_nsa_config cfg = mf_nsa_config_seed();
     const int64_t S = c->n;
     const size_t rq = (size_t)(NSA_BENCH_B * S * NSA_BENCH_HQ), rk = (size_t)(NSA_BENCH_B * S * NSA_BENCH_HK);
-    snprintf(c->shape, sizeof c->shape, "B=%d S=%lld Hq=%d Hk=%d D=%d seed cfg", NSA_BENCH_B,
-             (long long)S, NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
-    c->ceiling = mf_nsa_forward_scratch_ceiling(&cfg, NSA_BENCH_B, S, NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
+    snprintf(c->shape, sizeof c->shape, "B=%d S=%lld Hq=%d Hk=%d D=%d seed cfg", NSA_BENCH_B, (long long)S,
+             NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
+    c->ceiling =
+        mf_nsa_forward_scratch_ceiling(&cfg, NSA_BENCH_B, S, NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D);
     c->tol = "nsa.out.f32";
     /* useful work: per query and head, its keys (compressed + selected + window,
      * the plan's k) at 2*D + 2*D flops each (q.k and p.v); the bytes: q, k, v,
@@ -418,10 +450,11 @@ static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c) {
             keys += (double)(vis < nc ? vis : nc) + (double)(sel < t + 1 ? sel : t + 1) + (double)win;
         }
         c->flops = (double)(NSA_BENCH_B * NSA_BENCH_HQ) * keys * 4.0 * (double)NSA_BENCH_D;
-        c->min_bytes = 4.0 * ((double)rq * NSA_BENCH_D * 2.0 + (double)rk * NSA_BENCH_D * 2.0 + 3.0 * (double)rq);
+        c->min_bytes =
+            4.0 * ((double)rq * NSA_BENCH_D * 2.0 + (double)rk * NSA_BENCH_D * 2.0 + 3.0 * (double)rq);
     }
     mf_status s = MF_OK;
-    const size_t n[6] = {rq * NSA_BENCH_D, rk * NSA_BENCH_D, rk * NSA_BENCH_D, rq, rq, rq};
+    const size_t n[6] = { rq * NSA_BENCH_D, rk * NSA_BENCH_D, rk * NSA_BENCH_D, rq, rq, rq };
     for (int i = 0; i < 6; i++)
         mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n[i], 41 + (uint64_t)i, &s), n[i] * 4, &s);
     c->ref_out = mf_tb_bench_host(c, rq * NSA_BENCH_D, 0, &s);
@@ -430,26 +463,32 @@ static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c) {
     return s;
 }
 
-static mf_status nsa_bench_reference(mf_context *ctx, mf_bench_case *c) {
+static mf_status nsa_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
     const mf_nsa_config cfg = mf_nsa_config_seed();
     return mf_ref_nsa_forward(ctx, MF_DTYPE_F32, &cfg, NSA_BENCH_B, c->n, NSA_BENCH_HQ, NSA_BENCH_HK,
                               NSA_BENCH_D, c->host[0], c->host[1], c->host[2], c->host[3], c->host[4],
                               c->host[5], c->ref_out, NULL, NULL);
 }
 
-static mf_status nsa_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+static mf_status nsa_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
     const mf_nsa_config cfg = mf_nsa_config_seed();
     return mf_nsa_forward(ctx, (mf_nsa_variant)c->variant, MF_DTYPE_F32, &cfg, NSA_BENCH_B, c->n,
-                          NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D, c->dev[0], c->dev[1], c->dev[2],
-                          c->dev[3], c->dev[4], c->dev[5], c->out_dev, NULL, NULL);
+                          NSA_BENCH_HQ, NSA_BENCH_HK, NSA_BENCH_D, c->dev[0], c->dev[1], c->dev[2], c->dev[3],
+                          c->dev[4], c->dev[5], c->out_dev, NULL, NULL);
 }
 
-static const mf_bench_sweep nsa_bench = {"seed config (l=32 d=16 l'=64 n=16 w=512), B=1 S=n Hq=6 Hk=1 D=64",
-                                         {64, 256, 1024}, 3, nsa_bench_setup, nsa_bench_reference,
-                                         nsa_bench_optimized};
+static const mf_bench_sweep nsa_bench = { "seed config (l=32 d=16 l'=64 n=16 w=512), B=1 S=n Hq=6 Hk=1 D=64",
+                                          { 64, 256, 1024 },
+                                          3,
+                                          nsa_bench_setup,
+                                          nsa_bench_reference,
+                                          nsa_bench_optimized };
 
 /* ---- memfix plan: NSA's keys per query vs dense scores, then the op's own scratch (seed 001) ---- */
-size_t mf_nsa_attended_scores_bytes(const mf_nsa_config *c, int64_t b, int64_t a, int64_t s, size_t elem_bytes)
+size_t mf_nsa_attended_scores_bytes(const mf_nsa_config *c, int64_t b, int64_t a, int64_t s,
+                                    size_t elem_bytes)
 {
     if (c == NULL || b <= 0 || a <= 0 || s <= 0 || elem_bytes == 0 || c->block_cmp <= 0 || c->stride <= 0 ||
         c->block_sel <= 0 || c->n_sel <= 0 || c->window <= 0)
@@ -461,14 +500,14 @@ size_t mf_nsa_attended_scores_bytes(const mf_nsa_config *c, int64_t b, int64_t a
     const size_t win = c->window < s ? (size_t)c->window : (size_t)s;
     size_t keys;
     if (!mf_size_add(cmp, sel, &keys) || !mf_size_add(keys, win, &keys)) return SIZE_MAX;
-    const size_t f[] = {(size_t)b, (size_t)a, (size_t)s, keys, elem_bytes};
+    const size_t f[] = { (size_t)b, (size_t)a, (size_t)s, keys, elem_bytes };
     return mf_plan_product(5, f);
 }
 
 static const mf_plan_param_spec nsa_plan_params[] = {
-    {"nsa", "--nsa", "0|1",
-     "also plan NSA's attention scores (seed 001's l=32 d=16\n                     l'=64 n=16 w=512)",
-     MF_PLAN_PARAM_FLAG, 0},
+    { "nsa", "--nsa", "0|1",
+      "also plan NSA's attention scores (seed 001's l=32 d=16\n                     l'=64 n=16 w=512)",
+      MF_PLAN_PARAM_FLAG, 0 },
 };
 
 /* The model's attention pattern at seed 001's configuration (at S = 1024 NSA
@@ -486,43 +525,58 @@ static mf_status nsa_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
     const size_t keys = mf_nsa_attended_scores_bytes(&nc, 1, 1, S, 1) / (size_t)S;
     char owhat[64];
     snprintf(owhat, sizeof owhat, "k=%zu keys/query %s N=%lld dense", keys,
-             keys > (size_t)S ? ">" : keys == (size_t)S ? "=" : "<", (long long)S);
-    const size_t dense[] = {(size_t)B, (size_t)H, (size_t)S, (size_t)S, e};
-    MF_TRY(mf_plan_row_add(
-        out, "nsa", "dense scores B*H*N*N*e (per layer)", mf_plan_product(5, dense), owhat,
-        mf_nsa_attended_scores_bytes(&nc, B, H, S, e), "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld",
-        (long long)B, (long long)H, (long long)S, (long long)nc.block_cmp, (long long)nc.stride,
-        (long long)nc.block_sel, (long long)nc.n_sel, (long long)nc.window));
+             keys > (size_t)S    ? ">"
+             : keys == (size_t)S ? "="
+                                 : "<",
+             (long long)S);
+    const size_t dense[] = { (size_t)B, (size_t)H, (size_t)S, (size_t)S, e };
+    MF_TRY(mf_plan_row_add(out, "nsa", "dense scores B*H*N*N*e (per layer)", mf_plan_product(5, dense), owhat,
+                           mf_nsa_attended_scores_bytes(&nc, B, H, S, e),
+                           "B=%lld H=%lld N=%lld l=%lld d=%lld l'=%lld n=%lld w=%lld", (long long)B,
+                           (long long)H, (long long)S, (long long)nc.block_cmp, (long long)nc.stride,
+                           (long long)nc.block_sel, (long long)nc.n_sel, (long long)nc.window));
     out->rows[out->n - 1].exceeds_why = "at this length a query sees more keys through NSA's branches than N";
-    return mf_plan_row_add(out, "nsa_op", "ref: dense masked branches, double",
-                           mf_ref_nsa_backward_scratch_bytes(&nc, B, S, H, KV, Dh), "fused: pooled k/v + grads 16*B*Hk*nc*D",
-                           mf_nsa_backward_scratch_ceiling(&nc, B, S, H, KV, Dh),
-                           "fwd+bwd B=%lld Hq=%lld Hk=%lld S=%lld D=%lld", (long long)B, (long long)H, (long long)KV,
-                           (long long)S, (long long)Dh);
+    return mf_plan_row_add(
+        out, "nsa_op", "ref: dense masked branches, double",
+        mf_ref_nsa_backward_scratch_bytes(&nc, B, S, H, KV, Dh), "fused: pooled k/v + grads 16*B*Hk*nc*D",
+        mf_nsa_backward_scratch_ceiling(&nc, B, S, H, KV, Dh), "fwd+bwd B=%lld Hq=%lld Hk=%lld S=%lld D=%lld",
+        (long long)B, (long long)H, (long long)KV, (long long)S, (long long)Dh);
 }
 
-static const mf_op_plan nsa_plan = {1, nsa_plan_params, nsa_plan_rows, NULL};
+static const mf_op_plan nsa_plan = { 1, nsa_plan_params, nsa_plan_rows, NULL };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "nsa.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance nsa_tolerances[] = {
-    {"nsa.out.f32", 2e-6, 1e-5, 1e-11,
-     "fp32 online softmax per branch (scores |s| <= D*1.5^2*scale ~ 18 at D=64: exp relative error ~ |s|*2^-24 ~ 1e-6) and fp32 sums over <= w or n*l' keys, three gated outputs each <= 1 in magnitude: 1e-5 relative, 2e-6 absolute as attention.out.f32; selection identical (forced blocks, importance gaps >> fp32 error)"},
-    {"nsa.lse.f32", 2e-6, 2e-6, 1e-12,
-     "lse = m + log(l) in fp32 per branch, |lse| <= ~20: a few ulp (2^-24) relative, as attention.lse.f32"},
-    {"nsa.grad.f32", 5e-6, 1e-5, 1e-10,
-     "fp32 p recomputed from the fp32 lse (|s| ~ 18: exp relative error ~ 2e-6), ds and dq sums over <= w + n*l' keys, dk/dv summed by atomicAdd over the queries that see a key (order-dependent rounding, sqrt(S)*2^-24 relative): as attention.grad.f32"},
-    {"nsa.out.bf16", 4e-3, 1e-5, 2e-5,
-     "bf16 tensor-core branches (D in {16,32,64,128}): P rounded to bf16 (relative 2^-9) before P V, l summed from fp32 p, so each of o_slc, o_win is off by <= 2^-9 * max|v| = 2^-9 (v in [-1,1]); gated by <= 0.95 and added: <= 2 * 0.95 * 2^-9 = 3.7e-3 absolute; the compression branch and the selection stay fp32 (nsa.out.f32). nmse: the rounding errors are unbiased, variance ~ (2^-9)^2/3 * sum p^2 v^2 / l^2 per branch against |o|^2 >= that sum's order: ~1e-6, bound 2e-5"},
-    {"nsa.lse.bf16", 2e-6, 2e-6, 1e-12,
-     "bf16 inputs widened exactly; scores accumulate in fp32 (mma.sync or SIMT) and l sums fp32 p (the bf16 P only feeds P V): lse as nsa.lse.f32"},
-    {"nsa.grad.bf16", 5e-6, 1e-5, 1e-10,
-     "the backward is SIMT fp32 on bf16 inputs widened exactly, p recomputed from the forward's fp32-accurate lse (unaffected by the bf16 P): same bound as nsa.grad.f32"},
+    { "nsa.out.f32", 2e-6, 1e-5, 1e-11,
+      "fp32 online softmax per branch (scores |s| <= D*1.5^2*scale ~ 18 at D=64: exp relative error ~ "
+      "|s|*2^-24 ~ 1e-6) and fp32 sums over <= w or n*l' keys, three gated outputs each <= 1 in magnitude: "
+      "1e-5 relative, 2e-6 absolute as attention.out.f32; selection identical (forced blocks, importance "
+      "gaps >> fp32 error)" },
+    { "nsa.lse.f32", 2e-6, 2e-6, 1e-12,
+      "lse = m + log(l) in fp32 per branch, |lse| <= ~20: a few ulp (2^-24) relative, as attention.lse.f32" },
+    { "nsa.grad.f32", 5e-6, 1e-5, 1e-10,
+      "fp32 p recomputed from the fp32 lse (|s| ~ 18: exp relative error ~ 2e-6), ds and dq sums over <= w + "
+      "n*l' keys, dk/dv summed by atomicAdd over the queries that see a key (order-dependent rounding, "
+      "sqrt(S)*2^-24 relative): as attention.grad.f32" },
+    { "nsa.out.bf16", 4e-3, 1e-5, 2e-5,
+      "bf16 tensor-core branches (D in {16,32,64,128}): P rounded to bf16 (relative 2^-9) before P V, l "
+      "summed from fp32 p, so each of o_slc, o_win is off by <= 2^-9 * max|v| = 2^-9 (v in [-1,1]); gated by "
+      "<= 0.95 and added: <= 2 * 0.95 * 2^-9 = 3.7e-3 absolute; the compression branch and the selection "
+      "stay fp32 (nsa.out.f32). nmse: the rounding errors are unbiased, variance ~ (2^-9)^2/3 * sum p^2 v^2 "
+      "/ l^2 per branch against |o|^2 >= that sum's order: ~1e-6, bound 2e-5" },
+    { "nsa.lse.bf16", 2e-6, 2e-6, 1e-12,
+      "bf16 inputs widened exactly; scores accumulate in fp32 (mma.sync or SIMT) and l sums fp32 p (the bf16 "
+      "P only feeds P V): lse as nsa.lse.f32" },
+    { "nsa.grad.bf16", 5e-6, 1e-5, 1e-10,
+      "the backward is SIMT fp32 on bf16 inputs widened exactly, p recomputed from the forward's "
+      "fp32-accurate lse (unaffected by the bf16 P): same bound as nsa.grad.f32" },
 };
 
 const mf_op_desc mf_op_nsa = {
     "nsa",
-    "native sparse attention fwd+bwd: fused compression/top-n selection/window vs dense masked S x S branches (seed 001)",
+    "native sparse attention fwd+bwd: fused compression/top-n selection/window vs dense masked S x S "
+    "branches (seed 001)",
     MF_NSA_N_VARIANTS,
     nsa_variant_names,
     NSA_N_CASES,

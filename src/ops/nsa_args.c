@@ -6,38 +6,43 @@
 
 #include <stdint.h>
 
-mf_nsa_config mf_nsa_config_seed(void) {
-    mf_nsa_config c = {32, 16, 64, 16, 512, 0.0f};
+mf_nsa_config mf_nsa_config_seed(void)
+{
+    mf_nsa_config c = { 32, 16, 64, 16, 512, 0.0f };
     return c;
 }
 
-static int cfg_ok(const mf_nsa_config *c) {
+static int cfg_ok(const mf_nsa_config *c)
+{
     return c != NULL && c->block_cmp > 0 && c->stride > 0 && c->block_sel > 0 && c->n_sel > 0 &&
            c->window > 0 && c->block_cmp % c->stride == 0 && c->block_sel % c->stride == 0 &&
            c->scale == c->scale && c->scale >= 0.0f;
 }
 
-int64_t mf_nsa_n_compressed(const mf_nsa_config *cfg, int64_t S) {
+int64_t mf_nsa_n_compressed(const mf_nsa_config *cfg, int64_t S)
+{
     if (!cfg_ok(cfg) || S <= 0) return -1;
     return S >= cfg->block_cmp ? (S - cfg->block_cmp) / cfg->stride + 1 : 0;
 }
 
-int64_t mf_nsa_n_selection(const mf_nsa_config *cfg, int64_t S) {
+int64_t mf_nsa_n_selection(const mf_nsa_config *cfg, int64_t S)
+{
     if (!cfg_ok(cfg) || S <= 0) return -1;
     return (S + cfg->block_sel - 1) / cfg->block_sel;
 }
 
-mf_status mf_nsa_validate(const char *func, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
-                          int64_t S, int64_t Hq, int64_t Hk, int64_t D) {
+mf_status mf_nsa_validate(const char *func, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
+                          int64_t Hq, int64_t Hk, int64_t D)
+{
     if (func == NULL) func = __func__;
     if (cfg == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "cfg is NULL");
     MF_TRY(mf_check_dtype_f32_bf16(func, dtype));
-    const int64_t dims[5] = {B, S, Hq, Hk, D};
-    static const char *const names[5] = {"B", "S", "Hq", "Hk", "D"};
+    const int64_t dims[5] = { B, S, Hq, Hk, D };
+    static const char *const names[5] = { "B", "S", "Hq", "Hk", "D" };
     MF_TRY(mf_check_dims_positive(func, NULL, 5, dims, names));
-    const int64_t cd[5] = {cfg->block_cmp, cfg->stride, cfg->block_sel, cfg->n_sel, cfg->window};
-    static const char *const cn[5] = {"block_cmp (l)", "stride (d)", "block_sel (l')", "n_sel (n)",
-                                      "window (w)"};
+    const int64_t cd[5] = { cfg->block_cmp, cfg->stride, cfg->block_sel, cfg->n_sel, cfg->window };
+    static const char *const cn[5] = { "block_cmp (l)", "stride (d)", "block_sel (l')", "n_sel (n)",
+                                       "window (w)" };
     MF_TRY(mf_check_dims_positive(func, "cfg.", 5, cd, cn));
     if (cfg->block_cmp % cfg->stride != 0 || cfg->block_sel % cfg->stride != 0)
         return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
@@ -60,22 +65,24 @@ mf_status mf_nsa_validate(const char *func, mf_dtype dtype, const mf_nsa_config 
 }
 
 /* a*b*c*d*e in size_t, or SIZE_MAX */
-static size_t mul5(size_t a, size_t b, size_t c, size_t d, size_t e) {
+static size_t mul5(size_t a, size_t b, size_t c, size_t d, size_t e)
+{
     size_t x;
-    if (!mf_size_mul(a, b, &x) || !mf_size_mul(x, c, &x) || !mf_size_mul(x, d, &x) ||
-        !mf_size_mul(x, e, &x))
+    if (!mf_size_mul(a, b, &x) || !mf_size_mul(x, c, &x) || !mf_size_mul(x, d, &x) || !mf_size_mul(x, e, &x))
         return SIZE_MAX;
     return x;
 }
 
-static size_t add2(size_t a, size_t b) {
+static size_t add2(size_t a, size_t b)
+{
     size_t x;
     if (a == SIZE_MAX || b == SIZE_MAX || !mf_size_add(a, b, &x)) return SIZE_MAX;
     return x;
 }
 
 size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                        int64_t Hk, int64_t D) {
+                                        int64_t Hk, int64_t D)
+{
     if (!cfg_ok(cfg) || B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0) return SIZE_MAX;
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S), nb = (size_t)mf_nsa_n_selection(cfg, S);
     const size_t s = (size_t)S;
@@ -89,8 +96,9 @@ size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int
     return x;
 }
 
-size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                      int64_t Hk, int64_t D) {
+size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                                      int64_t D)
+{
     if (!cfg_ok(cfg) || B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0) return SIZE_MAX;
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
     /* kc, vc (fp32) + the selection of the bf16 tensor-core path when sel is NULL */
@@ -99,7 +107,8 @@ size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64
 }
 
 size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                         int64_t Hk, int64_t D) {
+                                         int64_t Hk, int64_t D)
+{
     const size_t fwd = mf_ref_nsa_forward_scratch_bytes(cfg, B, S, Hq, Hk, D);
     if (fwd == SIZE_MAX) return SIZE_MAX;
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
@@ -109,8 +118,9 @@ size_t mf_ref_nsa_backward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, in
     return add2(fwd, x);
 }
 
-size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
-                                       int64_t Hk, int64_t D) {
+size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                                       int64_t D)
+{
     if (!cfg_ok(cfg) || B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0) return SIZE_MAX;
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
     return mul5(16, (size_t)B, (size_t)Hk, nc, (size_t)D); /* kc, vc, dkc, dvc (fp32) */

@@ -24,13 +24,15 @@
 #define ROPE_ERR(status, ...) return mf_set_error((status), func, __FILE__, __LINE__, __VA_ARGS__)
 
 /* ---- memory formulas ---------------------------------------------------------- */
-size_t mf_rope_fused_scratch_ceiling(int64_t batch, int64_t seq_len, int64_t heads_q,
-                                     int64_t heads_k, int64_t head_dim) {
+size_t mf_rope_fused_scratch_ceiling(int64_t batch, int64_t seq_len, int64_t heads_q, int64_t heads_k,
+                                     int64_t head_dim)
+{
     if (batch <= 0 || seq_len <= 0 || heads_q <= 0 || heads_k <= 0 || head_dim <= 0) return SIZE_MAX;
     return MF_ROPE_ID_CHECK_BYTES; /* angles on the fly; the id check's device word */
 }
 
-size_t mf_rope_cache_bytes(int64_t capacity, int64_t rotary_dim) {
+size_t mf_rope_cache_bytes(int64_t capacity, int64_t rotary_dim)
+{
     if (capacity <= 0 || rotary_dim <= 0 || (rotary_dim % 2) != 0) return SIZE_MAX;
     size_t elems, bytes;
     /* cos and sin: capacity x rd/2 floats each = capacity x rd floats */
@@ -40,14 +42,16 @@ size_t mf_rope_cache_bytes(int64_t capacity, int64_t rotary_dim) {
     return bytes;
 }
 
-int64_t mf_rope_cache_grown_capacity(int64_t capacity, int64_t needed) {
+int64_t mf_rope_cache_grown_capacity(int64_t capacity, int64_t needed)
+{
     if (capacity <= 0 || needed <= 0) return -1;
     if (needed <= capacity) return capacity;
     if (capacity > INT64_MAX / 2) return -1;
     return needed > 2 * capacity ? needed : 2 * capacity;
 }
 
-size_t mf_rope_cache_scratch_ceiling(int64_t initial_capacity, int64_t table_len, int64_t rotary_dim) {
+size_t mf_rope_cache_scratch_ceiling(int64_t initial_capacity, int64_t table_len, int64_t rotary_dim)
+{
     const int64_t cap = mf_rope_cache_grown_capacity(initial_capacity, table_len);
     if (cap <= 0) return SIZE_MAX;
     const size_t table = mf_rope_cache_bytes(cap, rotary_dim);
@@ -55,7 +59,8 @@ size_t mf_rope_cache_scratch_ceiling(int64_t initial_capacity, int64_t table_len
     return table + MF_ROPE_ID_CHECK_BYTES; /* the table, plus the id check's word during apply */
 }
 
-static mf_status check_backend(const char *func, mf_context *ctx) {
+static mf_status check_backend(const char *func, mf_context *ctx)
+{
     const mf_backend b = mf_context_backend(ctx);
     if (b == MF_BACKEND_HOST) return MF_OK;
 #ifdef MF_HAVE_CUDA
@@ -68,7 +73,8 @@ static mf_status check_backend(const char *func, mf_context *ctx) {
 /* Extents of q, k, q_out, k_out and the ids before any launch or position check
  * (after mf_rope_internal_validate: the products fit). */
 static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_config *cfg,
-                               const mf_rope_tensors *t, const mf_rope_positions *pos) {
+                               const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
     const size_t tok = (size_t)t->batch * (size_t)t->seq_len;
     const size_t row = (size_t)cfg->head_dim * mf_dtype_size(t->dtype);
     MF_TRY(mf_check_device_extent(func, ctx, t->q, tok * (size_t)t->heads_q * row, "t->q"));
@@ -90,7 +96,8 @@ static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_
  * there is nothing to check (offset positions, MF_ROPE_NO_POSITION_CHECK);
  * the caller frees it after its launch (stream-ordered reuse). */
 static mf_status check_ids(const char *func, mf_context *ctx, const mf_rope_tensors *t,
-                           const mf_rope_positions *pos, int64_t **word) {
+                           const mf_rope_positions *pos, int64_t **word)
+{
     *word = NULL;
     if (pos->kind == MF_ROPE_POS_OFFSET || (pos->flags & MF_ROPE_NO_POSITION_CHECK)) return MF_OK;
     void *p = NULL;
@@ -116,7 +123,8 @@ static mf_status check_ids(const char *func, mf_context *ctx, const mf_rope_tens
 
 /* ---- fused ---------------------------------------------------------------------- */
 mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
-                        const mf_rope_tensors *t, const mf_rope_positions *pos) {
+                        const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
     const char *func = __func__;
     if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
     MF_TRY(mf_rope_internal_validate(func, cfg, dir, t, pos));
@@ -145,7 +153,8 @@ struct mf_rope_cache {
 
 /* Allocates and builds a table of 'capacity' positions; on failure the cache
  * keeps no table (the caller restores or reports). */
-static mf_status cache_build(const char *func, mf_rope_cache *c, int64_t capacity) {
+static mf_status cache_build(const char *func, mf_rope_cache *c, int64_t capacity)
+{
     const size_t bytes = mf_rope_cache_bytes(capacity, c->cfg.rotary_dim);
     if (bytes == SIZE_MAX)
         ROPE_ERR(MF_ERR_OVERFLOW, "cache of %lld positions x rotary_dim %lld overflows size_t",
@@ -173,7 +182,8 @@ static mf_status cache_build(const char *func, mf_rope_cache *c, int64_t capacit
  * table alone. No wait: the freed block goes back to the context's scratch
  * cache and is reused in stream order, after the kernels that read it. If the
  * new one cannot be built, the old capacity is rebuilt. */
-static mf_status cache_grow(const char *func, mf_rope_cache *c, int64_t needed) {
+static mf_status cache_grow(const char *func, mf_rope_cache *c, int64_t needed)
+{
     if (needed <= c->capacity) return MF_OK;
     const int64_t old_cap = c->capacity;
     const int64_t new_cap = mf_rope_cache_grown_capacity(old_cap, needed);
@@ -197,7 +207,8 @@ static mf_status cache_grow(const char *func, mf_rope_cache *c, int64_t needed) 
 }
 
 mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg, int64_t capacity,
-                               mf_rope_cache **out) {
+                               mf_rope_cache **out)
+{
     const char *func = __func__;
     if (out == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "out is NULL");
     *out = NULL;
@@ -220,14 +231,16 @@ mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg, int64
     return MF_OK;
 }
 
-void mf_rope_cache_destroy(mf_rope_cache *cache) {
+void mf_rope_cache_destroy(mf_rope_cache *cache)
+{
     if (cache == NULL) return;
     /* stream-ordered: the block is reused only after the kernels that read it */
     if (cache->table != NULL) mf_scratch_free(cache->ctx, MF_MEM_DEVICE, cache->table);
     free(cache);
 }
 
-mf_status mf_rope_cache_reserve(mf_rope_cache *cache, int64_t n_positions) {
+mf_status mf_rope_cache_reserve(mf_rope_cache *cache, int64_t n_positions)
+{
     const char *func = __func__;
     if (cache == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cache is NULL");
     if (n_positions <= 0)
@@ -239,21 +252,22 @@ mf_status mf_rope_cache_reserve(mf_rope_cache *cache, int64_t n_positions) {
     return cache_grow(func, cache, n_positions);
 }
 
-int64_t mf_rope_cache_capacity(const mf_rope_cache *cache) {
-    return cache == NULL ? -1 : cache->capacity;
-}
+int64_t mf_rope_cache_capacity(const mf_rope_cache *cache) { return cache == NULL ? -1 : cache->capacity; }
 
-size_t mf_rope_cache_size_bytes(const mf_rope_cache *cache) {
+size_t mf_rope_cache_size_bytes(const mf_rope_cache *cache)
+{
     if (cache == NULL || cache->table == NULL) return 0;
     return mf_rope_cache_bytes(cache->capacity, cache->cfg.rotary_dim);
 }
 
-const mf_rope_config *mf_rope_cache_config(const mf_rope_cache *cache) {
+const mf_rope_config *mf_rope_cache_config(const mf_rope_cache *cache)
+{
     return cache == NULL ? NULL : &cache->cfg;
 }
 
 mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const mf_rope_tensors *t,
-                              const mf_rope_positions *pos) {
+                              const mf_rope_positions *pos)
+{
     const char *func = __func__;
     if (cache == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cache is NULL");
     MF_TRY(mf_rope_internal_validate(func, &cache->cfg, dir, t, pos));
@@ -277,7 +291,7 @@ mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const
 }
 
 /* ---- registry entry (memfix report) ------------------------------------------ */
-static const char *const rope_variant_names[2] = {"fused", "cache"};
+static const char *const rope_variant_names[2] = { "fused", "cache" };
 
 typedef struct rope_case {
     int64_t B, T, Hq, Hk, Dh, rd;
@@ -285,8 +299,8 @@ typedef struct rope_case {
     mf_rope_layout layout;
     mf_rope_direction dir;
     mf_dtype dtype;
-    int64_t offset;  /* >= 0: offset positions; -1: the explicit int64 ids below; -2: generated ids */
-    int64_t ids[4];  /* one row shared by all batches (batch_stride 0), T <= 4 */
+    int64_t offset; /* >= 0: offset positions; -1: the explicit int64 ids below; -2: generated ids */
+    int64_t ids[4]; /* one row shared by all batches (batch_stride 0), T <= 4 */
     /* generated ids (offset -2): kind, batch_stride (0 or >= T), ids drawn in [0, id_max) from ids_seed */
     mf_rope_pos_kind kind;
     int64_t batch_stride, id_max;
@@ -299,10 +313,74 @@ typedef struct rope_case {
  * variant starts at a quarter of the table each case needs, so every case
  * also regrows the table on the device (the seed's crash path). */
 static const rope_case rope_cases[] = {
-    {2, 16, 4, 2, 32, 32, 1e4, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, 0, {0}, MF_ROPE_POS_OFFSET, 0, 0, 0},
-    {1, 8, 2, 1, 24, 16, 1e6, 1.0, MF_ROPE_INTERLEAVED, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 5, {0}, MF_ROPE_POS_OFFSET, 0, 0, 0},
-    {2, 4, 2, 1, 8, 8, 1e6, 1.0, MF_ROPE_HALF, MF_ROPE_FORWARD, MF_DTYPE_F32, -1, {131071, 0, 65536, 131000}, MF_ROPE_POS_OFFSET, 0, 0, 0},
-    {1, 12, 3, 3, 16, 12, 1e4, 4.0, MF_ROPE_HALF, MF_ROPE_BACKWARD, MF_DTYPE_BF16, 100, {0}, MF_ROPE_POS_OFFSET, 0, 0, 0},
+    { 2,
+      16,
+      4,
+      2,
+      32,
+      32,
+      1e4,
+      1.0,
+      MF_ROPE_HALF,
+      MF_ROPE_FORWARD,
+      MF_DTYPE_F32,
+      0,
+      { 0 },
+      MF_ROPE_POS_OFFSET,
+      0,
+      0,
+      0 },
+    { 1,
+      8,
+      2,
+      1,
+      24,
+      16,
+      1e6,
+      1.0,
+      MF_ROPE_INTERLEAVED,
+      MF_ROPE_BACKWARD,
+      MF_DTYPE_BF16,
+      5,
+      { 0 },
+      MF_ROPE_POS_OFFSET,
+      0,
+      0,
+      0 },
+    { 2,
+      4,
+      2,
+      1,
+      8,
+      8,
+      1e6,
+      1.0,
+      MF_ROPE_HALF,
+      MF_ROPE_FORWARD,
+      MF_DTYPE_F32,
+      -1,
+      { 131071, 0, 65536, 131000 },
+      MF_ROPE_POS_OFFSET,
+      0,
+      0,
+      0 },
+    { 1,
+      12,
+      3,
+      3,
+      16,
+      12,
+      1e4,
+      4.0,
+      MF_ROPE_HALF,
+      MF_ROPE_BACKWARD,
+      MF_DTYPE_BF16,
+      100,
+      { 0 },
+      MF_ROPE_POS_OFFSET,
+      0,
+      0,
+      0 },
 };
 #define ROPE_N_CASES ((int)(sizeof(rope_cases) / sizeof(rope_cases[0])))
 
@@ -314,10 +392,11 @@ static const rope_case rope_cases[] = {
  * kind and every dtype x direction. Odd T, GQA groups, partial rotary dims,
  * both layouts, B >= 2 for ids, q and k together > 4096 elements. The large
  * case: B*T*Hq*Dh > 2^31. */
-static void rope_generate(const mf_case_id *id, rope_case *c) {
+static void rope_generate(const mf_case_id *id, rope_case *c)
+{
     mf_tb_rng r = mf_tb_case_rng("rope", id);
     const int k = (int)(((uint64_t)id->index + id->seed) % 4u), dd = (3 * k + 1) % 4;
-    static const int64_t heads[] = {1, 2, 3}, groups[] = {1, 2, 4}, bases[] = {10000, 500000, 1000000};
+    static const int64_t heads[] = { 1, 2, 3 }, groups[] = { 1, 2, 4 }, bases[] = { 10000, 500000, 1000000 };
     memset(c, 0, sizeof *c);
     c->dtype = dd >= 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     c->dir = dd % 2 ? MF_ROPE_BACKWARD : MF_ROPE_FORWARD;
@@ -345,7 +424,8 @@ static void rope_generate(const mf_case_id *id, rope_case *c) {
     c->ids_seed = mf_tb_rand_u64(&r);
 }
 
-static mf_status rope_case_of(const mf_case_id *id, rope_case *c) {
+static mf_status rope_case_of(const mf_case_id *id, rope_case *c)
+{
     if (id->kind == MF_CASE_FIXED) {
         if (id->index < 0 || id->index >= ROPE_N_CASES)
             MF_FAIL(MF_ERR_INVALID_ARGUMENT, "rope: case %d out of range [0, %d)", id->index, ROPE_N_CASES);
@@ -358,7 +438,8 @@ static mf_status rope_case_of(const mf_case_id *id, rope_case *c) {
 
 /* Explicit ids of a case (NULL for offset positions): the table's row, or
  * (B-1)*batch_stride + T generated ids of c->kind; *max_pos the largest. */
-static void *rope_case_ids(const rope_case *c, size_t *bytes, int64_t *max_pos) {
+static void *rope_case_ids(const rope_case *c, size_t *bytes, int64_t *max_pos)
+{
     *bytes = 0;
     if (c->offset >= 0) {
         *max_pos = c->offset + c->T - 1;
@@ -376,32 +457,39 @@ static void *rope_case_ids(const rope_case *c, size_t *bytes, int64_t *max_pos) 
     const size_t es = c->kind == MF_ROPE_POS_I32 ? 4u : 8u;
     void *p = malloc(n * es);
     if (p == NULL) return NULL;
-    mf_tb_rng r = {c->ids_seed};
+    mf_tb_rng r = { c->ids_seed };
     *max_pos = 0;
     for (size_t i = 0; i < n; ++i) {
         const int64_t v = mf_tb_rand_int(&r, 0, c->id_max - 1);
-        if (es == 4) ((int32_t *)p)[i] = (int32_t)v;
-        else ((int64_t *)p)[i] = v;
+        if (es == 4)
+            ((int32_t *)p)[i] = (int32_t)v;
+        else
+            ((int64_t *)p)[i] = v;
         *max_pos = v > *max_pos ? v : *max_pos;
     }
     *bytes = n * es;
     return p;
 }
 
-static void rope_shape(const rope_case *c, int64_t L, char *buf, size_t cap) {
+static void rope_shape(const rope_case *c, int64_t L, char *buf, size_t cap)
+{
     char pos[96];
-    if (c->offset >= 0) snprintf(pos, sizeof pos, "offset=%lld", (long long)c->offset);
-    else if (c->offset == -1) snprintf(pos, sizeof pos, "ids=int64 batch_stride=0");
+    if (c->offset >= 0)
+        snprintf(pos, sizeof pos, "offset=%lld", (long long)c->offset);
+    else if (c->offset == -1)
+        snprintf(pos, sizeof pos, "ids=int64 batch_stride=0");
     else
-        snprintf(pos, sizeof pos, "ids=%s batch_stride=%lld ids<%lld", c->kind == MF_ROPE_POS_I32 ? "int32" : "int64",
-                 (long long)c->batch_stride, (long long)c->id_max);
+        snprintf(pos, sizeof pos, "ids=%s batch_stride=%lld ids<%lld",
+                 c->kind == MF_ROPE_POS_I32 ? "int32" : "int64", (long long)c->batch_stride,
+                 (long long)c->id_max);
     snprintf(buf, cap, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld base=%g scaling=%g %s",
              (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
              (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
              (long long)L, c->base, c->scaling, pos);
 }
 
-static mf_status rope_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes) {
+static mf_status rope_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
+{
     rope_case c;
     MF_TRY(rope_case_of(id, &c));
     char shape[192];
@@ -417,8 +505,9 @@ static mf_status rope_describe(const mf_case_id *id, char *buf, size_t cap, size
  * 'entry' != NULL, the candidate 'entry' in place of mf_rope_fused (memfix
  * verify) with the fused variant's ceiling. seed_salt != 0 draws other inputs
  * of the same shape. */
-static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry, const mf_case_id *id,
-                                    uint64_t seed_salt, mf_case_result *out) {
+static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry,
+                                    const mf_case_id *id, uint64_t seed_salt, mf_case_result *out)
+{
     MF_TRY(mf_tb_case_begin_id(out, "rope", ctx, variant, 2, id, ROPE_N_CASES));
     rope_case cc;
     MF_TRY(rope_case_of(id, &cc));
@@ -450,8 +539,8 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     const size_t n = nq + nk, esize = mf_dtype_size(c->dtype);
     const uint64_t seed = mf_tb_case_seed(id, 0x726f706500000000ull, 2u, seed_salt);
     mf_status st = MF_OK;
-    float *x32 = (float *)malloc(n * sizeof(float));   /* q then k, widened */
-    void *x = malloc(n * esize);                       /* q then k, storage dtype */
+    float *x32 = (float *)malloc(n * sizeof(float)); /* q then k, widened */
+    void *x = malloc(n * esize);                     /* q then k, storage dtype */
     float *ref = (float *)malloc(n * sizeof(float));
     float *got = (float *)malloc(n * sizeof(float));
     void *got_raw = malloc(n * esize);
@@ -471,12 +560,12 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     }
     mf_fill_nan_f32(ref, n);
     mf_fill_nan_f32(got, n);
-    mf_rope_positions pos = c->offset >= 0 ? mf_rope_positions_offset(c->offset)
+    mf_rope_positions pos = c->offset >= 0    ? mf_rope_positions_offset(c->offset)
                             : c->offset == -1 ? mf_rope_positions_ids(MF_ROPE_POS_I64, ids_host, 0)
                                               : mf_rope_positions_ids(c->kind, ids_host, c->batch_stride);
 
     /* The reference, with its host scratch measured. */
-    mf_rope_tensors th = {c->B, c->T, c->Hq, c->Hk, MF_DTYPE_F32, x32, x32 + nq, ref, ref + nq};
+    mf_rope_tensors th = { c->B, c->T, c->Hq, c->Hk, MF_DTYPE_F32, x32, x32 + nq, ref, ref + nq };
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
     if ((st = mf_ref_rope(ctx, &cfg, c->dir, &th, &pos)) != MF_OK) goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
@@ -494,8 +583,9 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
             goto done;
         pos.ids = d_ids;
     }
-    mf_rope_tensors td = {c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, (char *)d_x + nq * esize,
-                          d_y, (char *)d_y + nq * esize};
+    mf_rope_tensors td = {
+        c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, (char *)d_x + nq * esize, d_y, (char *)d_y + nq * esize
+    };
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if (entry != NULL) {
         st = entry(ctx, &cfg, c->dir, &td, &pos);
@@ -529,7 +619,8 @@ done:
     return st;
 }
 
-static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out) {
+static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return rope_run_case_impl(ctx, variant, NULL, &id, 0, out);
 }
@@ -537,7 +628,8 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
 /* memfix verify (include/memfix/verify.h): mf_rope_candidate_fn is
  * mf_rope_fused's signature. */
 static mf_status rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, const mf_case_id *id,
-                                  uint64_t seed_salt, mf_case_result *out) {
+                                  uint64_t seed_salt, mf_case_result *out)
+{
     if (entry == NULL) {
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
@@ -568,7 +660,7 @@ static mf_status rope_call(mf_context *ctx, const void *args, mf_tb_guarded *buf
 }
 
 static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direction dir,
-                                   const mf_rope_tensors *t, const mf_rope_positions *pos)
+                            const mf_rope_tensors *t, const mf_rope_positions *pos)
 {
     const size_t es = mf_dtype_size(t->dtype), tok = (size_t)t->batch * (size_t)t->seq_len;
     const size_t q_bytes = tok * (size_t)t->heads_q * (size_t)cfg->head_dim * es;
@@ -578,50 +670,57 @@ static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_
         const size_t rows = pos->batch_stride > 0 ? (size_t)(t->batch - 1) * (size_t)pos->batch_stride : 0;
         id_bytes = (rows + (size_t)t->seq_len) * (pos->kind == MF_ROPE_POS_I32 ? 4u : 8u);
     }
-    const mf_tb_buffer sp[5] = {{"q", t->q, q_bytes, t->dtype},
-                         {"k", t->k, k_bytes, t->dtype},
-                         {"ids", pos->kind != MF_ROPE_POS_OFFSET ? pos->ids : NULL, id_bytes, MF_DTYPE_F32},
-                         {"q_out", t->q_out, q_bytes, t->dtype},
-                         {"k_out", t->k_out, k_bytes, t->dtype}};
-    const rope_args args = {cfg, dir, *t, *pos};
+    const mf_tb_buffer sp[5] = { { "q", t->q, q_bytes, t->dtype },
+                                 { "k", t->k, k_bytes, t->dtype },
+                                 { "ids", pos->kind != MF_ROPE_POS_OFFSET ? pos->ids : NULL, id_bytes,
+                                   MF_DTYPE_F32 },
+                                 { "q_out", t->q_out, q_bytes, t->dtype },
+                                 { "k_out", t->k_out, k_bytes, t->dtype } };
+    const rope_args args = { cfg, dir, *t, *pos };
     mf_tb_guarded bufs[5];
     return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
 }
 
-static mf_status rope_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id, uint64_t seed_salt,
-                                mf_case_result *out) {
+static mf_status rope_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
+                                uint64_t seed_salt, mf_case_result *out)
+{
     return rope_verify_case(ctx, candidate != NULL ? rope_guard : NULL, id, seed_salt, out);
 }
 
 static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
-                             mf_case_result *out) {
+                             mf_case_result *out)
+{
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return rope_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
-static const mf_verify_target rope_targets[] = {{"rope", rope_verify, NULL, rope_verify_id, rope_describe, rope_call,
-                                                 sizeof(rope_args), offsetof(rope_args, cfg),
-                                                 sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused)}};
+static const mf_verify_target rope_targets[] = { { "rope", rope_verify, NULL, rope_verify_id, rope_describe,
+                                                   rope_call, sizeof(rope_args), offsetof(rope_args, cfg),
+                                                   sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused) } };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ROPE_BENCH_HQ = 4, ROPE_BENCH_HK = 2, ROPE_BENCH_DH = 32 };
 
 /* The rotated tensors of a sweep problem (x: q then k; y: q_out then k_out). */
-static mf_rope_tensors rope_bench_tensors(int64_t n, const float *x, float *y) {
+static mf_rope_tensors rope_bench_tensors(int64_t n, const float *x, float *y)
+{
     const size_t nq = (size_t)(n * ROPE_BENCH_HQ * ROPE_BENCH_DH);
-    const mf_rope_tensors t = {1, n, ROPE_BENCH_HQ, ROPE_BENCH_HK, MF_DTYPE_F32, x, x + nq, y, y + nq};
+    const mf_rope_tensors t = { 1, n, ROPE_BENCH_HQ, ROPE_BENCH_HK, MF_DTYPE_F32, x, x + nq, y, y + nq };
     return t;
 }
 
 /* variants: fused (0), cache (1) */
-static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c) {
+static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c)
+{
     const int64_t B = 1, Hq = ROPE_BENCH_HQ, Hk = ROPE_BENCH_HK, Dh = ROPE_BENCH_DH, n = c->n, L = n;
     const int64_t cap0 = n / 4 > 0 ? n / 4 : 1;
     const int cache = c->variant == 1;
     const size_t m = (size_t)(B * n * Hq * Dh) + (size_t)(B * n * Hk * Dh);
-    snprintf(c->shape, sizeof c->shape, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=rd=%lld half fwd pos<%lld%s", (long long)B,
-             (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L, cache ? " cache0=n/4" : "");
-    c->ceiling = cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
+    snprintf(c->shape, sizeof c->shape, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=rd=%lld half fwd pos<%lld%s",
+             (long long)B, (long long)n, (long long)Hq, (long long)Hk, (long long)Dh, (long long)L,
+             cache ? " cache0=n/4" : "");
+    c->ceiling =
+        cache ? mf_rope_cache_scratch_ceiling(cap0, L, Dh) : mf_rope_fused_scratch_ceiling(B, n, Hq, Hk, Dh);
     c->tol = "rope.out.f32";
     /* per call (fused or cache): each rotated pair (x1, x2) -> (x1 c - x2 s,
      * x2 c + x1 s) is 6 flops, 3 per rotated element (the angles' sin/cos left
@@ -636,7 +735,8 @@ static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c) {
     return s;
 }
 
-static mf_status rope_bench_reference(mf_context *ctx, mf_bench_case *c) {
+static mf_status rope_bench_reference(mf_context *ctx, mf_bench_case *c)
+{
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, ROPE_BENCH_DH); /* rd = Dh, base 1e4, scaling 1, rotate_half */
     const mf_rope_positions pos = mf_rope_positions_offset(0);
@@ -648,7 +748,8 @@ static mf_status rope_bench_reference(mf_context *ctx, mf_bench_case *c) {
  * regrown to the call's positions by apply (the seed's crash path, now a
  * device-only rebuild), destroyed again; its peak is exactly
  * mf_rope_cache_scratch_ceiling(cap0, L, rd). */
-static mf_status rope_bench_optimized(mf_context *ctx, mf_bench_case *c) {
+static mf_status rope_bench_optimized(mf_context *ctx, mf_bench_case *c)
+{
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, ROPE_BENCH_DH);
     const mf_rope_positions pos = mf_rope_positions_offset(0);
@@ -661,34 +762,41 @@ static mf_status rope_bench_optimized(mf_context *ctx, mf_bench_case *c) {
     return s;
 }
 
-static const mf_bench_sweep rope_bench = {
-    "B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,\n"
-    "positions 0..n-1 (table length n); fused: angles on the\n"
-    "fly; cache: each call creates a table of max(n/4,1)\n"
-    "positions, regrows it on the device to n, applies and\n"
-    "destroys it (table build included in opt_ms)",
-    {64, 256, 1024}, 3, rope_bench_setup, rope_bench_reference, rope_bench_optimized};
+static const mf_bench_sweep rope_bench = { "B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,\n"
+                                           "positions 0..n-1 (table length n); fused: angles on the\n"
+                                           "fly; cache: each call creates a table of max(n/4,1)\n"
+                                           "positions, regrows it on the device to n, applies and\n"
+                                           "destroys it (table build included in opt_ms)",
+                                           { 64, 256, 1024 },
+                                           3,
+                                           rope_bench_setup,
+                                           rope_bench_reference,
+                                           rope_bench_optimized };
 
 /* ---- memfix plan: host position and cos/sin tables vs the device cache (seed 000, bug 2) ---- */
 static mf_status rope_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
     const int64_t S = cfg->seq, Dh = mf_plan_head_dim(cfg);
     return mf_plan_row_add(out, "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
-                           "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh), "L=%lld rotary_dim=%lld",
-                           (long long)S, (long long)Dh);
+                           "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh),
+                           "L=%lld rotary_dim=%lld", (long long)S, (long long)Dh);
 }
 
-static const mf_op_plan rope_plan = {0, NULL, rope_plan_rows, NULL};
+static const mf_op_plan rope_plan = { 0, NULL, rope_plan_rows, NULL };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "rope.<output>.<dtype>", atol, rtol, nmse, one-line justification. */
 static const mf_tolerance rope_tolerances[] = {
-    {"rope.out.f32", 1e-6, 1e-6, 1e-12,
-     "double angle, cos/sin rounded once to fp32 (2^-24 rel), 2 fp32 products + 1 sum: <= 4*2^-24*(|x0|+|x1|) + ref rounding ~ 4.8e-7 for |x| < 1 at any position; an fp32 angle errs ~4e-6 at p = 64"},
-    {"rope.out.bf16", 1e-6, 4e-3, 1.6e-5,
-     "the fp32 result (rope.out.f32) rounded to bf16: <= 2^-8*|y| (8 significant bits) plus the fp32 math error; nmse <= (2^-8)^2"},
-    {"rope.roundtrip.f32", 2e-6, 1e-6, 4e-12,
-     "backward(forward(x)) vs x: two fp32 rotations, each within rope.out.f32's 4*2^-24*(|x0|+|x1|) with |x|, |y| < sqrt(2)"},
+    { "rope.out.f32", 1e-6, 1e-6, 1e-12,
+      "double angle, cos/sin rounded once to fp32 (2^-24 rel), 2 fp32 products + 1 sum: <= "
+      "4*2^-24*(|x0|+|x1|) + ref rounding ~ 4.8e-7 for |x| < 1 at any position; an fp32 angle errs ~4e-6 at "
+      "p = 64" },
+    { "rope.out.bf16", 1e-6, 4e-3, 1.6e-5,
+      "the fp32 result (rope.out.f32) rounded to bf16: <= 2^-8*|y| (8 significant bits) plus the fp32 math "
+      "error; nmse <= (2^-8)^2" },
+    { "rope.roundtrip.f32", 2e-6, 1e-6, 4e-12,
+      "backward(forward(x)) vs x: two fp32 rotations, each within rope.out.f32's 4*2^-24*(|x0|+|x1|) with "
+      "|x|, |y| < sqrt(2)" },
 };
 
 const mf_op_desc mf_op_rope = {

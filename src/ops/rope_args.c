@@ -12,7 +12,8 @@
 
 /* ---- small public helpers ------------------------------------------------------ */
 
-void mf_rope_config_init(mf_rope_config *cfg, int64_t head_dim) {
+void mf_rope_config_init(mf_rope_config *cfg, int64_t head_dim)
+{
     if (cfg == NULL) return;
     memset(cfg, 0, sizeof(*cfg));
     cfg->head_dim = head_dim;
@@ -22,7 +23,8 @@ void mf_rope_config_init(mf_rope_config *cfg, int64_t head_dim) {
     cfg->layout = MF_ROPE_HALF;
 }
 
-mf_rope_positions mf_rope_positions_offset(int64_t offset) {
+mf_rope_positions mf_rope_positions_offset(int64_t offset)
+{
     mf_rope_positions p;
     memset(&p, 0, sizeof(p));
     p.kind = MF_ROPE_POS_OFFSET;
@@ -30,7 +32,8 @@ mf_rope_positions mf_rope_positions_offset(int64_t offset) {
     return p;
 }
 
-mf_rope_positions mf_rope_positions_ids(mf_rope_pos_kind kind, const void *ids, int64_t batch_stride) {
+mf_rope_positions mf_rope_positions_ids(mf_rope_pos_kind kind, const void *ids, int64_t batch_stride)
+{
     mf_rope_positions p;
     memset(&p, 0, sizeof(p));
     p.kind = kind;
@@ -39,7 +42,8 @@ mf_rope_positions mf_rope_positions_ids(mf_rope_pos_kind kind, const void *ids, 
     return p;
 }
 
-const char *mf_rope_layout_name(mf_rope_layout l) {
+const char *mf_rope_layout_name(mf_rope_layout l)
+{
     switch (l) {
     case MF_ROPE_HALF: return "half";
     case MF_ROPE_INTERLEAVED: return "interleaved";
@@ -50,12 +54,14 @@ const char *mf_rope_layout_name(mf_rope_layout l) {
 /* ---- argument validation ------------------------------------------------------ */
 #define ROPE_ERR(status, ...) return mf_set_error((status), func, __FILE__, __LINE__, __VA_ARGS__)
 
-static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb) {
+static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb)
+{
     const uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
     return a0 < b0 + nb && b0 < a0 + na;
 }
 
-mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg) {
+mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg)
+{
     if (cfg == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cfg is NULL");
     if (cfg->head_dim <= 0)
         ROPE_ERR(MF_ERR_INVALID_SIZE, "head_dim must be > 0 (got %lld)", (long long)cfg->head_dim);
@@ -63,8 +69,8 @@ mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_confi
         ROPE_ERR(MF_ERR_INVALID_SIZE, "rotary_dim must be even and >= 2 (got %lld)",
                  (long long)cfg->rotary_dim);
     if (cfg->rotary_dim > cfg->head_dim)
-        ROPE_ERR(MF_ERR_INVALID_SIZE, "rotary_dim %lld exceeds head_dim %lld",
-                 (long long)cfg->rotary_dim, (long long)cfg->head_dim);
+        ROPE_ERR(MF_ERR_INVALID_SIZE, "rotary_dim %lld exceeds head_dim %lld", (long long)cfg->rotary_dim,
+                 (long long)cfg->head_dim);
     if (!isfinite(cfg->base) || !(cfg->base > 0.0))
         ROPE_ERR(MF_ERR_INVALID_ARGUMENT, "base must be finite and > 0 (got %g)", cfg->base);
     if (!isfinite(cfg->scaling) || !(cfg->scaling > 0.0))
@@ -75,9 +81,9 @@ mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_confi
     return MF_OK;
 }
 
-mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
-                                    mf_rope_direction dir, const mf_rope_tensors *t,
-                                    const mf_rope_positions *pos) {
+mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg, mf_rope_direction dir,
+                                    const mf_rope_tensors *t, const mf_rope_positions *pos)
+{
     MF_TRY(mf_rope_internal_validate_config(func, cfg));
     if (dir != MF_ROPE_FORWARD && dir != MF_ROPE_BACKWARD)
         ROPE_ERR(MF_ERR_INVALID_ARGUMENT, "direction %d is not MF_ROPE_FORWARD or MF_ROPE_BACKWARD",
@@ -112,7 +118,8 @@ mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
         if (pos->offset < 0)
             ROPE_ERR(MF_ERR_OUT_OF_RANGE, "position offset must be >= 0 (got %lld)", (long long)pos->offset);
         if (pos->offset > MF_ROPE_MAX_POSITION - (t->seq_len - 1))
-            ROPE_ERR(MF_ERR_OUT_OF_RANGE, "positions offset + T - 1 = %lld + %lld exceed MF_ROPE_MAX_POSITION",
+            ROPE_ERR(MF_ERR_OUT_OF_RANGE,
+                     "positions offset + T - 1 = %lld + %lld exceed MF_ROPE_MAX_POSITION",
                      (long long)pos->offset, (long long)(t->seq_len - 1));
         break;
     case MF_ROPE_POS_I32:
@@ -141,7 +148,8 @@ mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
 /* Largest position, and the range check of explicit HOST ids (the reference;
  * the public entry points check device ids on the device, src/ops/rope.c). */
 mf_status mf_rope_internal_max_position(const char *func, const mf_rope_positions *pos, int64_t batch,
-                                        int64_t seq_len, int64_t *max_pos) {
+                                        int64_t seq_len, int64_t *max_pos)
+{
     if (pos->kind == MF_ROPE_POS_OFFSET) {
         *max_pos = pos->offset + seq_len - 1;
         return MF_OK;
@@ -155,7 +163,8 @@ mf_status mf_rope_internal_max_position(const char *func, const mf_rope_position
         for (size_t i = 0; i < (size_t)seq_len; ++i) {
             const int64_t p = is32 ? (int64_t)((const int32_t *)row)[i] : ((const int64_t *)row)[i];
             if (p < 0 || p > MF_ROPE_MAX_POSITION)
-                ROPE_ERR(MF_ERR_OUT_OF_RANGE, "position id %lld at (b=%zu, t=%zu) is outside [0, MF_ROPE_MAX_POSITION]",
+                ROPE_ERR(MF_ERR_OUT_OF_RANGE,
+                         "position id %lld at (b=%zu, t=%zu) is outside [0, MF_ROPE_MAX_POSITION]",
                          (long long)p, r, i);
             if (p > mx) mx = p;
         }

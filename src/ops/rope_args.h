@@ -9,10 +9,9 @@
 #include "memfix/rope.h"
 
 mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg);
-mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
-                                    mf_rope_direction dir, const mf_rope_tensors *t,
-                                    const mf_rope_positions *pos);
-mf_status mf_rope_internal_max_position(const char *func, const mf_rope_positions *pos,
-                                        int64_t batch, int64_t seq_len, int64_t *max_pos);
+mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg, mf_rope_direction dir,
+                                    const mf_rope_tensors *t, const mf_rope_positions *pos);
+mf_status mf_rope_internal_max_position(const char *func, const mf_rope_positions *pos, int64_t batch,
+                                        int64_t seq_len, int64_t *max_pos);
 
 #endif /* MEMFIX_OPS_ROPE_ARGS_H */

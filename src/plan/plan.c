@@ -35,9 +35,15 @@ static size_t ceil_div(size_t a, size_t b) { return a == SIZE_MAX ? SIZE_MAX : a
 
 void mf_plan_config_init(mf_plan_config *cfg)
 {
-    static const mf_plan_config small_dense = {.layers = 12, .d_model = 768, .d_ffn = 3072, .heads = 12,
-                                               .vocab = 50304, .batch = 1, .seq = 1024, .dtype = MF_DTYPE_BF16,
-                                               .dp = 1};
+    static const mf_plan_config small_dense = { .layers = 12,
+                                                .d_model = 768,
+                                                .d_ffn = 3072,
+                                                .heads = 12,
+                                                .vocab = 50304,
+                                                .batch = 1,
+                                                .seq = 1024,
+                                                .dtype = MF_DTYPE_BF16,
+                                                .dp = 1 };
     if (cfg != NULL) *cfg = small_dense;
 }
 
@@ -66,7 +72,8 @@ int64_t mf_plan_param_get(const mf_plan_config *cfg, const char *name)
     const mf_plan_param_spec *spec = mf_plan_param_find(name);
     if (spec == NULL) return 0;
     for (size_t i = 0; cfg != NULL && i < cfg->n_params && i < MF_PLAN_MAX_PARAMS; i++)
-        if (cfg->params[i].name != NULL && strcmp(cfg->params[i].name, name) == 0) return cfg->params[i].value;
+        if (cfg->params[i].name != NULL && strcmp(cfg->params[i].name, name) == 0)
+            return cfg->params[i].value;
     return spec->dflt;
 }
 
@@ -94,7 +101,8 @@ static mf_status validate_params(const mf_plan_config *cfg)
         const int64_t v = cfg->params[i].value;
         const mf_plan_param_spec *spec = mf_plan_param_find(name);
         if (spec == NULL)
-            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "no registered op has a plan parameter '%s'", name ? name : "(null)");
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "no registered op has a plan parameter '%s'",
+                    name ? name : "(null)");
         if (spec->kind == MF_PLAN_PARAM_FLAG && v != 0 && v != 1)
             MF_FAIL(MF_ERR_INVALID_ARGUMENT, "%s must be 0 or 1 (got %lld)", name, (long long)v);
         if (v < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "%s must be >= 0 (got %lld)", name, (long long)v);
@@ -105,13 +113,24 @@ static mf_status validate_params(const mf_plan_config *cfg)
 mf_status mf_plan_config_validate(const mf_plan_config *cfg)
 {
     MF_CHECK_NOT_NULL(cfg);
-#define POS(field)                                                                                          \
-    if (cfg->field <= 0)                                                                                    \
-        MF_FAIL(MF_ERR_INVALID_SIZE, #field " must be > 0 (got %lld)", (long long)cfg->field);
-    POS(layers) POS(d_model) POS(d_ffn) POS(heads) POS(vocab) POS(batch) POS(seq) POS(dp)
+#define POS(field)                                                                                           \
+    do {                                                                                                     \
+        if (cfg->field <= 0)                                                                                 \
+            MF_FAIL(MF_ERR_INVALID_SIZE, #field " must be > 0 (got %lld)", (long long)cfg->field);           \
+    } while (0)
+    POS(layers);
+    POS(d_model);
+    POS(d_ffn);
+    POS(heads);
+    POS(vocab);
+    POS(batch);
+    POS(seq);
+    POS(dp);
 #undef POS
-    if (cfg->kv_heads < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "kv_heads must be >= 0 (got %lld)", (long long)cfg->kv_heads);
-    if (cfg->head_dim < 0) MF_FAIL(MF_ERR_INVALID_SIZE, "head_dim must be >= 0 (got %lld)", (long long)cfg->head_dim);
+    if (cfg->kv_heads < 0)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "kv_heads must be >= 0 (got %lld)", (long long)cfg->kv_heads);
+    if (cfg->head_dim < 0)
+        MF_FAIL(MF_ERR_INVALID_SIZE, "head_dim must be >= 0 (got %lld)", (long long)cfg->head_dim);
     if (cfg->max_positions < 0)
         MF_FAIL(MF_ERR_INVALID_SIZE, "max_positions must be >= 0 (got %lld)", (long long)cfg->max_positions);
     if (cfg->head_dim == 0 && cfg->d_model % cfg->heads != 0)
@@ -122,13 +141,15 @@ mf_status mf_plan_config_validate(const mf_plan_config *cfg)
                 (long long)mf_plan_kv_heads(cfg));
     if (cfg->dtype != MF_DTYPE_F32 && cfg->dtype != MF_DTYPE_BF16)
         MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)cfg->dtype);
-    if (cfg->zero < 0 || cfg->zero > 3) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "zero must be 0..3 (got %d)", cfg->zero);
-    const int flags[] = {cfg->tied_embeddings, cfg->gated_mlp, cfg->linear_bias,
-                         cfg->layernorm,       cfg->qk_norm,   cfg->dropout};
+    if (cfg->zero < 0 || cfg->zero > 3)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "zero must be 0..3 (got %d)", cfg->zero);
+    const int flags[] = { cfg->tied_embeddings, cfg->gated_mlp, cfg->linear_bias,
+                          cfg->layernorm,       cfg->qk_norm,   cfg->dropout };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i] != 0 && flags[i] != 1)
-            MF_FAIL(MF_ERR_INVALID_ARGUMENT, "flags (tied_embeddings, gated_mlp, linear_bias, layernorm, qk_norm, "
-                                             "dropout) must be 0 or 1");
+            MF_FAIL(MF_ERR_INVALID_ARGUMENT,
+                    "flags (tied_embeddings, gated_mlp, linear_bias, layernorm, qk_norm, "
+                    "dropout) must be 0 or 1");
     return validate_params(cfg);
 }
 
@@ -212,16 +233,18 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
     out->optimizer_gpu = cfg->zero >= 1 ? ceil_div(out->optimizer_bytes, dp) : out->optimizer_bytes;
 
     /* activations (Korthikanti et al. 2022, generalized; see plan.h) */
-    const size_t s = (size_t)cfg->seq, b = (size_t)cfg->batch, d = (size_t)cfg->d_model, f = (size_t)cfg->d_ffn;
-    const size_t a = (size_t)cfg->heads, kv = (size_t)mf_plan_kv_heads(cfg), dh = (size_t)mf_plan_head_dim(cfg);
+    const size_t s = (size_t)cfg->seq, b = (size_t)cfg->batch, d = (size_t)cfg->d_model,
+                 f = (size_t)cfg->d_ffn;
+    const size_t a = (size_t)cfg->heads, kv = (size_t)mf_plan_kv_heads(cfg),
+                 dh = (size_t)mf_plan_head_dim(cfg);
     const size_t sb = mul(&ovf, s, b), sbd = mul(&ovf, sb, d);
     const size_t e_sbd = mul(&ovf, e, sbd);
-    const size_t mask = cfg->dropout ? sbd : 0; /* 1-byte dropout masks */
-    size_t attn = mul(&ovf, 2, e_sbd);                                  /* LN input, QKV input */
-    attn = add(&ovf, attn, mul3(&ovf, 2 * e, sb, mul(&ovf, a, dh)));   /* Q, output-proj input */
-    attn = add(&ovf, attn, mul3(&ovf, 2 * e, sb, mul(&ovf, kv, dh)));  /* K, V */
-    attn = add(&ovf, attn, mask);                                       /* attention dropout */
-    size_t mlp = mul(&ovf, 2, e_sbd);                                   /* LN input, fc1 input */
+    const size_t mask = cfg->dropout ? sbd : 0;                       /* 1-byte dropout masks */
+    size_t attn = mul(&ovf, 2, e_sbd);                                /* LN input, QKV input */
+    attn = add(&ovf, attn, mul3(&ovf, 2 * e, sb, mul(&ovf, a, dh)));  /* Q, output-proj input */
+    attn = add(&ovf, attn, mul3(&ovf, 2 * e, sb, mul(&ovf, kv, dh))); /* K, V */
+    attn = add(&ovf, attn, mask);                                     /* attention dropout */
+    size_t mlp = mul(&ovf, 2, e_sbd);                                 /* LN input, fc1 input */
     mlp = add(&ovf, mlp, mul3(&ovf, (cfg->gated_mlp ? 3 : 2) * e, sb, f));
     mlp = add(&ovf, mlp, mask);
     size_t scores = scores_bytes(&ovf, b, a, s, e);
@@ -291,7 +314,7 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
     MF_TRY(mf_plan_config_validate(cfg));
     if (cfg->batch > INT64_MAX / cfg->seq) MF_FAIL(MF_ERR_OVERFLOW, "batch * seq overflows");
     size_t n_ops = 0;
-    mf_plan_rows out = {rows, MF_PLAN_MAX_FIX_ROWS, 0};
+    mf_plan_rows out = { rows, MF_PLAN_MAX_FIX_ROWS, 0 };
     const mf_op_desc *const *ops = mf_registry(&n_ops);
     for (size_t i = 0; i < n_ops; i++) {
         const mf_op_plan *p = ops[i] ? ops[i]->plan : NULL;
@@ -302,12 +325,12 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
 }
 
 /* ---- presets: the seed documents' cases ------------------------------------------ */
-#define MODEL(L, D, F, A, KV, DH, V, POS, TIED, GATED, BIAS, LN) \
-    .layers = L, .d_model = D, .d_ffn = F, .heads = A, .kv_heads = KV, .head_dim = DH, .vocab = V, \
+#define MODEL(L, D, F, A, KV, DH, V, POS, TIED, GATED, BIAS, LN)                                             \
+    .layers = L, .d_model = D, .d_ffn = F, .heads = A, .kv_heads = KV, .head_dim = DH, .vocab = V,           \
     .max_positions = POS, .tied_embeddings = TIED, .gated_mlp = GATED, .linear_bias = BIAS, .layernorm = LN
 #define STEP(Bt, S, DT, DP) .batch = Bt, .seq = S, .dtype = DT, .dp = DP
 /* one op parameter (its op's spec: src/ops/<op>.c) */
-#define PARAM(NAME, V) .n_params = 1, .params = {{NAME, V}}
+#define PARAM(NAME, V) .n_params = 1, .params = { { NAME, V } }
 
 static const mf_plan_preset presets[] = {
     /* Seed 000: the "4B model" at 131,072 tokens, vocabulary 151,936. The seed
@@ -318,38 +341,58 @@ static const mf_plan_preset presets[] = {
      * bfloat16" is not consistent with itself (3.92e9 x 2 B = 7.84 GB); the
      * computed weights are 8,044,936,192 B = 7.49 GiB. Logits:
      * 39,829,110,784 B = 37.09 GiB. */
-    {"000", "seed 000: 4B model (Qwen3-4B shapes), 131,072 tokens, vocab 151,936, bf16", MF_PLAN_PRESET_MODEL,
-     {MODEL(36, 2560, 9728, 32, 8, 128, 151936, 0, 1, 1, 0, 0), STEP(1, 131072, MF_DTYPE_BF16, 1), .qk_norm = 1}},
+    { "000",
+      "seed 000: 4B model (Qwen3-4B shapes), 131,072 tokens, vocab 151,936, bf16",
+      MF_PLAN_PRESET_MODEL,
+      { MODEL(36, 2560, 9728, 32, 8, 128, 151936, 0, 1, 1, 0, 0), STEP(1, 131072, MF_DTYPE_BF16, 1),
+        .qk_norm = 1 } },
     /* Seed 001: the M7C 125M NSA model: 768 hidden, 12 layers, 12 heads, 2 KV
      * groups, vocabulary 50,304; micro-batch 2 per GPU, 2 GPUs (DDP), bf16; NSA
      * l=32, d=16, l'=64, n=16, w=512 (the nsa op's plan uses the seed's
      * configuration). d_ffn is not stated: 4 x 768 (GPT-2). The
      * seed's "~95.3M parameters" does not follow from the stated dimensions
      * (no FFN width); it is not asserted. */
-    {"001-1k", "seed 001: 125M NSA model at seq 1024 (2 GPUs, micro-batch 2)", MF_PLAN_PRESET_MODEL,
-     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 1024, MF_DTYPE_BF16, 2), PARAM("nsa", 1)}},
-    {"001-4k", "seed 001: 125M NSA model at seq 4096 (the run that went OOM)", MF_PLAN_PRESET_MODEL,
-     {MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 4096, MF_DTYPE_BF16, 2), PARAM("nsa", 1)}},
+    { "001-1k",
+      "seed 001: 125M NSA model at seq 1024 (2 GPUs, micro-batch 2)",
+      MF_PLAN_PRESET_MODEL,
+      { MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 1024, MF_DTYPE_BF16, 2),
+        PARAM("nsa", 1) } },
+    { "001-4k",
+      "seed 001: 125M NSA model at seq 4096 (the run that went OOM)",
+      MF_PLAN_PRESET_MODEL,
+      { MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 4096, MF_DTYPE_BF16, 2),
+        PARAM("nsa", 1) } },
     /* Seed 002: Pythia-70M (6 layers, d 512, 8 heads, d_ffn 2048, LayerNorm,
      * biases, untied head), fp32, batch 32, seq 128, with the seed's learned
      * position embeddings (128 x 512). Full vocabulary: Pythia's 50,304 (the
      * seed says "50K"). */
-    {"002-full", "seed 002: Pythia-70M, full vocabulary 50,304, fp32, batch 32 x 128", MF_PLAN_PRESET_MODEL,
-     {MODEL(6, 512, 2048, 8, 0, 0, 50304, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1)}},
-    {"002-10k", "seed 002: Pythia-70M, vocabulary capped at 10,000, fp32, batch 32 x 128", MF_PLAN_PRESET_MODEL,
-     {MODEL(6, 512, 2048, 8, 0, 0, 10000, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1)}},
+    { "002-full",
+      "seed 002: Pythia-70M, full vocabulary 50,304, fp32, batch 32 x 128",
+      MF_PLAN_PRESET_MODEL,
+      { MODEL(6, 512, 2048, 8, 0, 0, 50304, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1) } },
+    { "002-10k",
+      "seed 002: Pythia-70M, vocabulary capped at 10,000, fp32, batch 32 x 128",
+      MF_PLAN_PRESET_MODEL,
+      { MODEL(6, 512, 2048, 8, 0, 0, 10000, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1) } },
     /* Seed 003: the theoretical memory table, B=4, H=8, D=64, fp16, N=512..8192. */
-    {"003", "seed 003: attention memory at B=4, H=8, D=64, fp16, N = 512..8192", MF_PLAN_PRESET_ATTENTION_SWEEP,
-     {MODEL(1, 512, 2048, 8, 0, 64, 1, 0, 0, 0, 0, 0), STEP(4, 512, MF_DTYPE_BF16, 1)}},
+    { "003",
+      "seed 003: attention memory at B=4, H=8, D=64, fp16, N = 512..8192",
+      MF_PLAN_PRESET_ATTENTION_SWEEP,
+      { MODEL(1, 512, 2048, 8, 0, 64, 1, 0, 0, 0, 0, 0), STEP(4, 512, MF_DTYPE_BF16, 1) } },
     /* Seed 004: NPT at Llama-3-8B shapes (d_model 4096, d_ffn 14336), batch 4 x
      * 512, rank 16, fp32 (the seed's example dtype). */
-    {"004", "seed 004: NPT at Llama-3-8B shapes (4096 x 14336), batch 4 x 512, rank 16, fp32", MF_PLAN_PRESET_MODEL,
-     {MODEL(32, 4096, 14336, 32, 8, 128, 128256, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), PARAM("npt_rank", 16)}},
+    { "004",
+      "seed 004: NPT at Llama-3-8B shapes (4096 x 14336), batch 4 x 512, rank 16, fp32",
+      MF_PLAN_PRESET_MODEL,
+      { MODEL(32, 4096, 14336, 32, 8, 128, 128256, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1),
+        PARAM("npt_rank", 16) } },
     /* Seed 004's own example: 4 x 512 x 4096 x 11008 (Llama-2-7B shapes), fp32:
      * delta_w = 369,367,187,456 B = 344 GiB (the seed says "~448 GB"). */
-    {"004-doc", "seed 004's example: NPT at 4 x 512 x 4096 x 11008 (Llama-2-7B), rank 16, fp32",
-     MF_PLAN_PRESET_MODEL,
-     {MODEL(32, 4096, 11008, 32, 0, 0, 32000, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1), PARAM("npt_rank", 16)}},
+    { "004-doc",
+      "seed 004's example: NPT at 4 x 512 x 4096 x 11008 (Llama-2-7B), rank 16, fp32",
+      MF_PLAN_PRESET_MODEL,
+      { MODEL(32, 4096, 11008, 32, 0, 0, 32000, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1),
+        PARAM("npt_rank", 16) } },
 };
 
 const mf_plan_preset *mf_plan_presets(size_t *count)

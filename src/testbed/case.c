@@ -180,7 +180,8 @@ void *mf_tb_bench_alloc(mf_bench_case *c, size_t bytes, mf_status *s)
     if (*s != MF_OK) return NULL;
     void *p = c->n_host < MF_BENCH_MAX_BUFS ? malloc(bytes ? bytes : 1) : NULL;
     if (p == NULL) {
-        *s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "bench host buffer of %zu bytes", bytes);
+        *s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__,
+                          "bench host buffer of %zu bytes", bytes);
         return NULL;
     }
     c->host[c->n_host++] = p;
@@ -236,7 +237,8 @@ mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype
     }
     for (int i = 0; i < n; i++) {
         const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
-        MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].role == MF_TB_IN ? t[i].host : (const void *)t[i].got, bytes));
+        MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].role == MF_TB_IN ? t[i].host : (const void *)t[i].got,
+                                bytes));
     }
     return MF_OK;
 }
@@ -245,11 +247,12 @@ mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtyp
                                 int *all_pass)
 {
     for (int i = 0; i < n; i++)
-        if (t[i].role == MF_TB_OUT) MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, t[i].n * sizeof(float)));
+        if (t[i].role == MF_TB_OUT)
+            MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, t[i].n * sizeof(float)));
     for (int i = 0; i < n; i++)
         if (t[i].role == MF_TB_OUT && t[i].tol != NULL)
-            MF_TRY(mf_tb_compare_row(t[i].got, (const float *)t[i].host, t[i].n, t[i].name, t[i].tol, dtype, out,
-                                     all_pass));
+            MF_TRY(mf_tb_compare_row(t[i].got, (const float *)t[i].host, t[i].n, t[i].name, t[i].tol, dtype,
+                                     out, all_pass));
     return MF_OK;
 }
 

@@ -16,8 +16,10 @@ static uint64_t mix64(uint64_t z)
 mf_tb_rng mf_tb_case_rng(const char *target, const mf_case_id *id)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the target's name */
-    for (const char *p = target != NULL ? target : ""; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    mf_tb_rng r = {mix64(h ^ mix64(id->seed ^ mix64(((uint64_t)id->kind << 32) ^ (uint64_t)(uint32_t)id->index)))};
+    for (const char *p = target != NULL ? target : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    mf_tb_rng r = { mix64(
+        h ^ mix64(id->seed ^ mix64(((uint64_t)id->kind << 32) ^ (uint64_t)(uint32_t)id->index))) };
     return r;
 }
 
@@ -45,17 +47,19 @@ uint64_t mf_tb_case_seed(const mf_case_id *id, uint64_t base, uint64_t stride, u
 {
     const uint64_t salt = seed_salt * 0x9e3779b97f4a7c15ull;
     if (id->kind == MF_CASE_FIXED) return base + (uint64_t)id->index * stride + salt;
-    return base ^ mix64(id->seed + mix64((uint64_t)id->kind * 1000003u + (uint64_t)(uint32_t)id->index)) ^ salt;
+    return base ^ mix64(id->seed + mix64((uint64_t)id->kind * 1000003u + (uint64_t)(uint32_t)id->index)) ^
+           salt;
 }
 
-mf_status mf_tb_case_begin_id(mf_case_result *out, const char *op, mf_context *ctx, int variant, int n_variants,
-                              const mf_case_id *id, int n_fixed)
+mf_status mf_tb_case_begin_id(mf_case_result *out, const char *op, mf_context *ctx, int variant,
+                              int n_variants, const mf_case_id *id, int n_fixed)
 {
     if (id == NULL) {
         if (out != NULL) memset(out, 0, sizeof *out);
         MF_FAIL(MF_ERR_NULL_POINTER, "case id is NULL");
     }
-    if (id->kind == MF_CASE_FIXED) return mf_tb_case_begin(out, op, ctx, variant, n_variants, id->index, n_fixed);
+    if (id->kind == MF_CASE_FIXED)
+        return mf_tb_case_begin(out, op, ctx, variant, n_variants, id->index, n_fixed);
     if (id->index < 0 && id->kind == MF_CASE_RANDOM) {
         if (out != NULL) memset(out, 0, sizeof *out);
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "%s: random case %d out of range", op, id->index);
@@ -65,6 +69,6 @@ mf_status mf_tb_case_begin_id(mf_case_result *out, const char *op, mf_context *c
 
 mf_case_id mf_tb_fixed_id(int index)
 {
-    mf_case_id id = {MF_CASE_FIXED, index, 0};
+    mf_case_id id = { MF_CASE_FIXED, index, 0 };
     return id;
 }

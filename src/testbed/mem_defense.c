@@ -39,8 +39,8 @@ static const size_t HEAP_SLACK = (size_t)8 << 20; /* cudahost's per-launch share
 
 /* ---- input-write: read-only input pages and the SIGSEGV handler ---------------------- */
 typedef struct prot_range {
-    uintptr_t lo, hi;  /* whole pages, read-only during the call */
-    uintptr_t data;    /* the input's first byte */
+    uintptr_t lo, hi; /* whole pages, read-only during the call */
+    uintptr_t data;   /* the input's first byte */
     const char *name;
 } prot_range;
 static prot_range g_prot[MF_TB_MEMDEF_MAX_PROT];
@@ -87,7 +87,7 @@ static void protect_inputs(mf_tb_guarded *bufs, int n_in)
         const uintptr_t lo = (data + page - 1) & ~(page - 1), hi = (data + bufs[i].bytes) & ~(page - 1);
         if (hi <= lo) continue;
         if (mprotect((void *)lo, hi - lo, PROT_READ) != 0) continue;
-        g_prot[n] = (prot_range){lo, hi, data, bufs[i].name};
+        g_prot[n] = (prot_range){ lo, hi, data, bufs[i].name };
         n++;
     }
     g_fault_index = -1;
@@ -149,8 +149,8 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 static size_t library_static_bytes(void (*candidate)(void))
 {
-    phdr_query q = {(uintptr_t)candidate, 0, 0, 0};
-    phdr_query self = {(uintptr_t)&library_static_bytes, 0, 0, 0};
+    phdr_query q = { (uintptr_t)candidate, 0, 0, 0 };
+    phdr_query self = { (uintptr_t)&library_static_bytes, 0, 0, 0 };
     if (candidate == NULL) return 0;
     dl_iterate_phdr(phdr_cb, &q);
     dl_iterate_phdr(phdr_cb, &self);
@@ -170,7 +170,7 @@ static size_t heap_in_use(void)
 static void *heap_sampler(void *arg)
 {
     mf_tb_memdef *m = (mf_tb_memdef *)arg;
-    const struct timespec pause = {0, 100000}; /* 100 us */
+    const struct timespec pause = { 0, 100000 }; /* 100 us */
     while (!atomic_load(&m->stop)) {
         size_t h = heap_in_use();
         if (h > atomic_load(&m->heap_peak)) atomic_store(&m->heap_peak, h);

@@ -32,19 +32,19 @@ extern "C" {
 enum { MF_TB_MEMDEF_MAX_PROT = 16 };
 
 typedef struct mf_tb_memdef {
-    int host;                       /* host execution mode: counters, mprotect and the heap apply */
-    size_t dev0, pinned0;           /* cudahost's live bytes before the call */
-    size_t heap0;                   /* host heap in use before the call */
-    _Atomic size_t heap_peak;       /* sampled during the call */
+    int host;                 /* host execution mode: counters, mprotect and the heap apply */
+    size_t dev0, pinned0;     /* cudahost's live bytes before the call */
+    size_t heap0;             /* host heap in use before the call */
+    _Atomic size_t heap_peak; /* sampled during the call */
     atomic_int stop;
     pthread_t sampler;
     int sampling;
-    size_t static_bytes;            /* the candidate library's writable segments */
+    size_t static_bytes; /* the candidate library's writable segments */
     int n_prot;
-    const char *defense;            /* set by end: "scratch-guard" or "input-write" */
+    const char *defense; /* set by end: "scratch-guard" or "input-write" */
     char reason[256];
-    size_t cur0, peak0;             /* the device scratch tracker before the call */
-    size_t charge;                  /* untracked bytes added to the scratch peak */
+    size_t cur0, peak0; /* the device scratch tracker before the call */
+    size_t charge;      /* untracked bytes added to the scratch peak */
     char charge_what[200];
 } mf_tb_memdef;
 

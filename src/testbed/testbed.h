@@ -152,8 +152,8 @@ uint64_t mf_tb_case_seed(const mf_case_id *id, uint64_t base, uint64_t stride, u
 /* run_case's start for a case id: mf_tb_case_begin with a fixed id's index
  * range-checked against n_fixed (random and large ids are not: their
  * generator answers for them). */
-mf_status mf_tb_case_begin_id(mf_case_result *out, const char *op, mf_context *ctx, int variant, int n_variants,
-                              const mf_case_id *id, int n_fixed);
+mf_status mf_tb_case_begin_id(mf_case_result *out, const char *op, mf_context *ctx, int variant,
+                              int n_variants, const mf_case_id *id, int n_fixed);
 /* memfix verify --dump: failing outputs of this thread's cases are dumped as
  * <stem>-<output>.{txt,expected.f32,got.f32} (stem "<dir>/<target>-<case id>");
  * "" or NULL: the default ($MF_TEST_DUMP_DIR/<op>-<variant>-<output>-<hash>.txt,

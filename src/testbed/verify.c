@@ -53,7 +53,7 @@ typedef struct verify_state {
     void (*candidate)(void);
     char defense[MF_VERIFY_DEFENSE_MAX];
     char reason[256];
-    int all_zero; /* the candidate's output was all zeros */
+    int all_zero;        /* the candidate's output was all zeros */
     char dump_stem[200]; /* --dump: "<dir>/<target>-<case id>" of this case's inputs; "" when not dumping */
     /* measured by guarded_call: the tracked scratch peak of the calls and the fastest call's time (the first
      * call of a fresh worker pays its start-up: thread pool, first launch) */
@@ -117,8 +117,8 @@ typedef mf_tb_guarded guarded;
 static unsigned char canary(size_t i) { return (unsigned char)(0x5au ^ (i * 151u + (i >> 8) * 7u)); }
 
 /* data == NULL: an output, pre-filled with NaNs of out_dtype (bf16 NaN 0x7fc0). */
-static mf_status guarded_make_dt(mf_context *ctx, guarded *g, const char *name, const void *data, size_t bytes,
-                                 mf_dtype out_dtype)
+static mf_status guarded_make_dt(mf_context *ctx, guarded *g, const char *name, const void *data,
+                                 size_t bytes, mf_dtype out_dtype)
 {
     memset(g, 0, sizeof *g);
     g->name = name;
@@ -167,8 +167,8 @@ static mf_status guarded_check(mf_context *ctx, const guarded *g, unsigned char 
     MF_TRY(mf_buffer_download(ctx, tmp, g->base, total));
     for (size_t i = 0; i < GUARD_BYTES; i++)
         if (tmp[i] != g->image[i])
-            return reject("guard-band", "wrote before %s: byte %lld relative to its start changed",
-                          g->name, (long long)i - GUARD_BYTES);
+            return reject("guard-band", "wrote before %s: byte %lld relative to its start changed", g->name,
+                          (long long)i - GUARD_BYTES);
     for (size_t i = GUARD_BYTES + g->bytes; i < total; i++)
         if (tmp[i] != g->image[i])
             return reject("guard-band", "wrote past the end of %s (%zu bytes): byte %zu changed", g->name,
@@ -200,7 +200,7 @@ static void sample(sampler *s)
 static void *sampler_main(void *arg)
 {
     sampler *s = (sampler *)arg;
-    const struct timespec pause = {0, 50000}; /* 50 us */
+    const struct timespec pause = { 0, 50000 }; /* 50 us */
     sample(s);
     atomic_store(&s->started, 1);
     while (!atomic_load(&s->stop)) {
@@ -219,7 +219,7 @@ static void sampler_start(sampler *s, mem_info_fn info)
     sample(s);
     s->running = pthread_create(&s->thread, NULL, sampler_main, s) == 0;
     /* the sampler is running before the candidate is called */
-    const struct timespec pause = {0, 20000};
+    const struct timespec pause = { 0, 20000 };
     while (s->running && !atomic_load(&s->started)) nanosleep(&pause, NULL);
 }
 
@@ -270,10 +270,12 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
     if (s != MF_OK)
         return reject("error", "the candidate returned %s: %s", mf_status_name(s),
                       mf_last_error()[0] ? mf_last_error() : "(no message)");
-    if (sync != MF_OK) return reject("error", "the device reported an error after the call: %s", mf_last_error());
+    if (sync != MF_OK)
+        return reject("error", "the device reported an error after the call: %s", mf_last_error());
 
     for (int i = 0; i < n; i++)
-        if (bufs[i].base != NULL) MF_TRY(guarded_check(ctx, &bufs[i], tmp, i < n_in)); /* NULL: optional input */
+        if (bufs[i].base != NULL)
+            MF_TRY(guarded_check(ctx, &bufs[i], tmp, i < n_in)); /* NULL: optional input */
 
     MF_TRY(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st1));
     const size_t tracked = st1.peak > st0.current ? st1.peak - st0.current : 0;
@@ -303,7 +305,8 @@ static mf_status guarded_runs(mf_context *ctx, call_fn call, const void *args, g
 {
     size_t max_total = 0;
     for (int i = 0; i < n; i++)
-        if (bufs[i].bytes + 2 * (size_t)GUARD_BYTES > max_total) max_total = bufs[i].bytes + 2 * (size_t)GUARD_BYTES;
+        if (bufs[i].bytes + 2 * (size_t)GUARD_BYTES > max_total)
+            max_total = bufs[i].bytes + 2 * (size_t)GUARD_BYTES;
     unsigned char *tmp = (unsigned char *)malloc(max_total);
     unsigned char *second = (unsigned char *)malloc(out_bytes ? out_bytes : 1);
     mf_status s = MF_OK;
@@ -314,14 +317,16 @@ static mf_status guarded_runs(mf_context *ctx, call_fn call, const void *args, g
     for (int run = 0; run < runs && s == MF_OK; run++) {
         for (int o = n_in; o < n && run == 1 && s == MF_OK; o++)
             if (bufs[o].base != NULL) /* NULL: an optional output not asked for */
-                s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image, bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
+                s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image,
+                                     bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
         if (s != MF_OK || (s = guarded_call(ctx, call, args, bufs, n_in, n, tmp)) != MF_OK) break;
         for (int i = 0; i < n && run == 0 && images != NULL && s == MF_OK; i++)
             if (bufs[i].base != NULL) {
                 images[i] = (unsigned char *)malloc(bufs[i].bytes + 2 * (size_t)GUARD_BYTES);
-                s = images[i] == NULL ? mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images")
-                                      : mf_buffer_download(ctx, images[i], bufs[i].base,
-                                                           bufs[i].bytes + 2 * (size_t)GUARD_BYTES);
+                s = images[i] == NULL
+                        ? mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images")
+                        : mf_buffer_download(ctx, images[i], bufs[i].base,
+                                             bufs[i].bytes + 2 * (size_t)GUARD_BYTES);
             }
         if (s != MF_OK) break;
         unsigned char *dst = run == 0 ? (unsigned char *)out_host : second;
@@ -387,13 +392,16 @@ mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, 
     size_t out_bytes = 0;
     for (int i = n_in; i < n; i++) out_bytes += sp[i].dev != NULL ? sp[i].bytes : 0;
     unsigned char *out = (unsigned char *)malloc(out_bytes ? out_bytes : 1);
-    mf_status s = out != NULL ? MF_OK : mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host outputs");
+    mf_status s = out != NULL
+                      ? MF_OK
+                      : mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host outputs");
     for (int i = 0; i < n && s == MF_OK; i++) {
         if (i < n_in) {
             if (sp[i].dev == NULL || sp[i].bytes == 0) continue;
             void *h = malloc(sp[i].bytes);
             if (h == NULL) {
-                s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host copy of %s", sp[i].name);
+                s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host copy of %s",
+                                 sp[i].name);
                 break;
             }
             s = mf_buffer_download(ctx, h, sp[i].dev, sp[i].bytes);
@@ -488,7 +496,8 @@ static void dump_begin(const mf_verify_target *tg, const mf_case_id *id, uint64_
     if (dir == NULL || dir[0] == '\0') return;
     char cid[32];
     mf_case_id_format(id, cid, sizeof cid);
-    snprintf(st->dump_stem, sizeof st->dump_stem, "%.120s/%.40s-%s%s", dir, tg->name, cid, salt ? "-rerun" : "");
+    snprintf(st->dump_stem, sizeof st->dump_stem, "%.120s/%.40s-%s%s", dir, tg->name, cid,
+             salt ? "-rerun" : "");
     mf_tb_set_dump_stem(st->dump_stem);
 }
 
@@ -596,7 +605,7 @@ static int io_recv(int fd, void *p, size_t n, double deadline)
         if (deadline > 0) {
             const double left = deadline - now_s();
             if (left <= 0) return 2;
-            struct pollfd pf = {fd, POLLIN, 0};
+            struct pollfd pf = { fd, POLLIN, 0 };
             const int r = poll(&pf, 1, left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1);
             if (r < 0 && errno == EINTR) continue;
             if (r == 0) continue;
@@ -631,8 +640,8 @@ typedef struct worker_proc {
 } worker_proc;
 
 typedef struct schedule {
-    char order[40];   /* CUDAHOST_THREAD_ORDER */
-    int workers;      /* CUDAHOST_WORKERS */
+    char order[40]; /* CUDAHOST_THREAD_ORDER */
+    int workers;    /* CUDAHOST_WORKERS */
     char label[40];
 } schedule;
 
@@ -680,9 +689,10 @@ static mf_status worker_lost(iso_session *is, worker_proc *w, int rc, const char
     if (rc == 1) /* end of file: the process is exiting; give it a moment */
         for (int i = 0; i < 200 && !reaped; i++) {
             const pid_t r = waitpid(w->pid, &st, WNOHANG);
-            if (r == w->pid) reaped = 1;
+            if (r == w->pid)
+                reaped = 1;
             else {
-                const struct timespec pause = {0, 10 * 1000 * 1000};
+                const struct timespec pause = { 0, 10 * 1000 * 1000 };
                 nanosleep(&pause, NULL);
             }
         }
@@ -693,7 +703,8 @@ static mf_status worker_lost(iso_session *is, worker_proc *w, int rc, const char
     worker_kill(w);
     if (reaped && WIFEXITED(st)) {
         if (is->sanitize != NULL && WEXITSTATUS(st) == SANITIZER_EXIT)
-            return reject("sanitizer", "the %s sanitizer reported an error while %s (%s; its report is on stderr)",
+            return reject("sanitizer",
+                          "the %s sanitizer reported an error while %s (%s; its report is on stderr)",
                           is->sanitize, what, sc->label);
         return reject("exit",
                       "the candidate's process exited with status %d while %s (%s): a candidate must return, "
@@ -701,10 +712,11 @@ static mf_status worker_lost(iso_session *is, worker_proc *w, int rc, const char
                       WEXITSTATUS(st), what, sc->label);
     }
     if (reaped && WIFSIGNALED(st))
-        return reject("crash", "the candidate's process was killed by signal %d (%s) while %s (%s)", WTERMSIG(st),
-                      strsignal(WTERMSIG(st)), what, sc->label);
-    return reject("protocol", "the worker's answer was malformed while %s (%s): something in its process wrote "
-                              "into verify's socket",
+        return reject("crash", "the candidate's process was killed by signal %d (%s) while %s (%s)",
+                      WTERMSIG(st), strsignal(WTERMSIG(st)), what, sc->label);
+    return reject("protocol",
+                  "the worker's answer was malformed while %s (%s): something in its process wrote "
+                  "into verify's socket",
                   what, sc->label);
 }
 
@@ -718,13 +730,14 @@ static char **schedule_env(const iso_session *is, const schedule *sc, char *own[
     while (environ[n] != NULL) n++;
     char **env = (char **)calloc(n + 5, sizeof *env);
     if (env == NULL) return NULL;
-    const char *var = is->sanitize == NULL             ? NULL
+    const char *var = is->sanitize == NULL                  ? NULL
                       : strcmp(is->sanitize, "thread") == 0 ? "TSAN_OPTIONS="
                                                             : "ASAN_OPTIONS=";
     size_t k = 0;
     const char *user = NULL;
     for (size_t i = 0; i < n; i++) {
-        if (strncmp(environ[i], "CUDAHOST_THREAD_ORDER=", 22) == 0 || strncmp(environ[i], "CUDAHOST_WORKERS=", 17) == 0)
+        if (strncmp(environ[i], "CUDAHOST_THREAD_ORDER=", 22) == 0 ||
+            strncmp(environ[i], "CUDAHOST_WORKERS=", 17) == 0)
             continue;
         if (var != NULL && strncmp(environ[i], var, 13) == 0) {
             user = environ[i] + 13;
@@ -735,8 +748,8 @@ static char **schedule_env(const iso_session *is, const schedule *sc, char *own[
     own[0] = own[1] = own[2] = NULL;
     if (asprintf(&own[0], "CUDAHOST_THREAD_ORDER=%s", sc->order) < 0) own[0] = NULL;
     if (asprintf(&own[1], "CUDAHOST_WORKERS=%d", sc->workers) < 0) own[1] = NULL;
-    if (var != NULL && asprintf(&own[2], "%s%s%shalt_on_error=1:exitcode=%d", var, user ? user : "", user ? ":" : "",
-                                SANITIZER_EXIT) < 0)
+    if (var != NULL && asprintf(&own[2], "%s%s%shalt_on_error=1:exitcode=%d", var, user ? user : "",
+                                user ? ":" : "", SANITIZER_EXIT) < 0)
         own[2] = NULL;
     for (int i = 0; i < 3; i++)
         if (own[i] != NULL) env[k++] = own[i];
@@ -755,7 +768,7 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
         MF_FAIL(MF_ERR_BACKEND, "socketpair: %s", strerror(errno));
     char *own[4];
     char **env = schedule_env(is, &is->sched[i], own);
-    char *argv[] = {is->worker_path, (char *)"--verify-worker", NULL};
+    char *argv[] = { is->worker_path, (char *)"--verify-worker", NULL };
     const pid_t pid = env != NULL ? fork() : -1;
     if (pid == 0) {
         /* the child: its own process group (killed as a whole), the socket on fd 3, stdout -> stderr so that
@@ -776,7 +789,7 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
     w->pid = pid;
     w->fd = sv[0];
     w->alive = 1;
-    wbuf b = {0};
+    wbuf b = { 0 };
     wb_u32(&b, WIRE_HELLO);
     wb_u32(&b, (uint32_t)is->backend);
     wb_str(&b, is->lib);
@@ -805,11 +818,12 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
         snprintf(is->load_error, sizeof is->load_error,
                  "the worker %.300s is not built with the %s sanitizer (%s): build the %s preset "
                  "(cmake --preset %s) and point MF_VERIFY_WORKER at its bin/memfix-verify-worker",
-                 is->worker_path, is->sanitize, san[0] ? san : "none", is->sanitize[0] == 't' ? "tsan" : "asan",
-                 is->sanitize[0] == 't' ? "tsan" : "asan");
+                 is->worker_path, is->sanitize, san[0] ? san : "none",
+                 is->sanitize[0] == 't' ? "tsan" : "asan", is->sanitize[0] == 't' ? "tsan" : "asan");
         is->load_kind = ACK_BACKEND;
         worker_kill(w);
-        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, "memfix verify", __FILE__, __LINE__, "%s", is->load_error);
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, "memfix verify", __FILE__, __LINE__, "%s",
+                            is->load_error);
     }
     return MF_OK;
 }
@@ -828,7 +842,8 @@ static mf_status image_check(const unsigned char *img, const char *name, size_t 
     if (data != NULL && memcmp(img + GUARD_BYTES, data, bytes) != 0) {
         size_t at = 0;
         while (((const unsigned char *)data)[at] == img[GUARD_BYTES + at]) at++;
-        return reject("input-mutation", "changed input %s (byte %zu of %zu; inputs are read-only)", name, at, bytes);
+        return reject("input-mutation", "changed input %s (byte %zu of %zu; inputs are read-only)", name, at,
+                      bytes);
     }
     return MF_OK;
 }
@@ -841,7 +856,7 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
     const double deadline = now_s() + is->timeout_s;
     worker_proc *w = &is->w[st->sched];
     mf_status s = MF_OK;
-    wbuf b = {0};
+    wbuf b = { 0 };
     void **in_host = (void **)calloc((size_t)n, sizeof(void *));
     unsigned char **img = (unsigned char **)calloc((size_t)n, sizeof(unsigned char *));
     if (in_host == NULL || img == NULL) {
@@ -864,7 +879,7 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
         wb_put(&b, ptr, tg->args_ptr_bytes);
     }
     for (int i = 0; i < n; i++) {
-        char name[WIRE_NAME] = {0};
+        char name[WIRE_NAME] = { 0 };
         snprintf(name, sizeof name, "%s", sp[i].name);
         const int present = sp[i].dev != NULL && (i >= n_in || sp[i].bytes > 0);
         wb_put(&b, name, sizeof name);
@@ -875,7 +890,8 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
     for (int i = 0; i < n_in && s == MF_OK; i++) {
         if (sp[i].dev == NULL || sp[i].bytes == 0) continue;
         in_host[i] = malloc(sp[i].bytes);
-        if (in_host[i] == NULL) s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "inputs");
+        if (in_host[i] == NULL)
+            s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "inputs");
         else if ((s = mf_buffer_download(ctx, in_host[i], sp[i].dev, sp[i].bytes)) == MF_OK) {
             dump_input(sp[i].name, in_host[i], sp[i].bytes);
             wb_put(&b, in_host[i], sp[i].bytes);
@@ -923,8 +939,10 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
         goto done;
     }
     if (status != MF_OK) {
-        if (defense[0] != '\0') s = reject(defense, "%s", reason);
-        else s = mf_set_error((mf_status)status, "memfix verify worker", __FILE__, __LINE__, "%s", reason);
+        if (defense[0] != '\0')
+            s = reject(defense, "%s", reason);
+        else
+            s = mf_set_error((mf_status)status, "memfix verify worker", __FILE__, __LINE__, "%s", reason);
         goto done;
     }
     /* the parent's own checks */
@@ -945,7 +963,8 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
         st->own_seconds = own;
     }
     /* the worker's scratch peak, replayed on this context so that run_case's ceiling check sees it */
-    if (peak > 0) { /* (it includes the untracked memory the worker's memory defenses charged: mem_defense.h) */
+    if (peak >
+        0) { /* (it includes the untracked memory the worker's memory defenses charged: mem_defense.h) */
         mf_mem_stats ms;
         size_t top = 0;
         if ((s = mf_mem_stats_get(ctx, MF_MEM_DEVICE, &ms)) == MF_OK) {
@@ -972,7 +991,8 @@ static const char *cuda_built(void *handle, char *msg, size_t cap, const char *l
         for (struct link_map *m = lm; m != NULL; m = m->l_next)
             if (m->l_name != NULL && strstr(m->l_name, "libcudart") != NULL) {
                 snprintf(msg, cap,
-                         "'%.300s' is linked against the CUDA runtime (%.200s): it was built with nvcc for a GPU. The "
+                         "'%.300s' is linked against the CUDA runtime (%.200s): it was built with nvcc for a "
+                         "GPU. The "
                          "host backend runs candidates built for host execution mode with cudahost-c++ (see "
                          "docs/verify.md); verify this one with --backend cuda on a machine with a GPU",
                          lib, m->l_name);
@@ -983,7 +1003,7 @@ static const char *cuda_built(void *handle, char *msg, size_t cap, const char *l
 
 static int ack(int fd, uint32_t kind, const char *msg)
 {
-    wbuf b = {0};
+    wbuf b = { 0 };
     wb_u32(&b, WIRE_ACK);
     wb_u32(&b, kind);
     wb_str(&b, msg);
@@ -1020,13 +1040,14 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
         stop = io_recv(fd, &ptr_bytes, 8, 0) != 0 || ptr_bytes != tg->args_ptr_bytes ||
                (ptr = calloc(1, ptr_bytes + 16)) == NULL || io_recv(fd, ptr, ptr_bytes, 0) != 0;
     }
-    if (!stop && tg->args_ptr_bytes > 0) memcpy((unsigned char *)args + tg->args_ptr_offset, &ptr, sizeof ptr);
+    if (!stop && tg->args_ptr_bytes > 0)
+        memcpy((unsigned char *)args + tg->args_ptr_offset, &ptr, sizeof ptr);
     size_t out_bytes = 0;
     for (uint32_t i = 0; i < n && !stop; i++) {
         uint32_t present = 0, dtype = 0;
         uint64_t bytes = 0;
-        stop = io_recv(fd, names[i], WIRE_NAME, 0) || io_recv(fd, &present, 4, 0) || io_recv(fd, &bytes, 8, 0) ||
-               io_recv(fd, &dtype, 4, 0);
+        stop = io_recv(fd, names[i], WIRE_NAME, 0) || io_recv(fd, &present, 4, 0) ||
+               io_recv(fd, &bytes, 8, 0) || io_recv(fd, &dtype, 4, 0);
         names[i][WIRE_NAME - 1] = '\0';
         sp[i].name = names[i];
         sp[i].bytes = (size_t)bytes;
@@ -1043,8 +1064,10 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
         if (sp[i].dev == NULL) continue;
         if (i < n_in) {
             void *h = malloc(sp[i].bytes ? sp[i].bytes : 1);
-            if (h == NULL || io_recv(fd, h, sp[i].bytes, 0) != 0) stop = 1;
-            else s = guarded_make(ctx, &bufs[i], sp[i].name, h, sp[i].bytes);
+            if (h == NULL || io_recv(fd, h, sp[i].bytes, 0) != 0)
+                stop = 1;
+            else
+                s = guarded_make(ctx, &bufs[i], sp[i].name, h, sp[i].bytes);
             free(h);
         } else {
             s = guarded_make_dt(ctx, &bufs[i], sp[i].name, NULL, sp[i].bytes, sp[i].dtype);
@@ -1055,12 +1078,14 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
     double own_s = NAN;
     /* the scratch peak from here (memfix's own entry of an earlier request took its own) */
     if (!stop && s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_DEVICE);
-    if (!stop && s == MF_OK) s = guarded_runs(ctx, tg->call, args, bufs, (int)n_in, (int)n, out, out_bytes, (int)runs, img);
+    if (!stop && s == MF_OK)
+        s = guarded_runs(ctx, tg->call, args, bufs, (int)n_in, (int)n, out, out_bytes, (int)runs, img);
     if (!stop && s == MF_OK && time_own && tg->own != NULL) {
         /* memfix's own entry on the same buffers (outputs re-filled with NaN), timed: a warning column */
         for (uint32_t o = n_in; o < n && s == MF_OK; o++)
             if (bufs[o].base != NULL)
-                s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image, bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
+                s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image,
+                                     bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
         vs.candidate = tg->own;
         const double t0 = now_s();
         if (s == MF_OK && tg->call(ctx, args, bufs) == MF_OK && mf_context_synchronize(ctx) == MF_OK)
@@ -1070,8 +1095,8 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
         mf_clear_error();
     }
     if (!stop) {
-        wbuf b = {0};
-        char defense[MF_VERIFY_DEFENSE_MAX] = {0}, reason[256] = {0};
+        wbuf b = { 0 };
+        char defense[MF_VERIFY_DEFENSE_MAX] = { 0 }, reason[256] = { 0 };
         snprintf(defense, sizeof defense, "%s", vs.defense);
         snprintf(reason, sizeof reason, "%s", vs.defense[0] ? vs.reason : mf_last_error());
         wb_u32(&b, WIRE_ANS);
@@ -1126,8 +1151,8 @@ int mf_verify_worker_main(int argc, char **argv)
     }
     mf_context *ctx = NULL;
     if (mf_context_create(&ctx, (mf_backend)backend) != MF_OK) {
-        snprintf(msg, sizeof msg, "cannot create a %s context in the worker: %s", mf_backend_name((mf_backend)backend),
-                 mf_last_error());
+        snprintf(msg, sizeof msg, "cannot create a %s context in the worker: %s",
+                 mf_backend_name((mf_backend)backend), mf_last_error());
         ack(fd, ACK_BACKEND, msg);
         return 3;
     }
@@ -1135,14 +1160,15 @@ int mf_verify_worker_main(int argc, char **argv)
     void *handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
         const char *e = dlerror();
-        snprintf(msg, sizeof msg, "cannot load '%.300s': %.300s%s", lib, e ? e : "unknown error",
-                 e && strstr(e, "libcudart")
-                     ? " (it is linked against the CUDA runtime: built with nvcc for a GPU. The host backend runs "
-                       "candidates built with cudahost-c++, see docs/verify.md; use --backend cuda on a GPU)"
-                 : e && (strstr(e, "undefined symbol") || strstr(e, "static TLS"))
-                     ? " (a host-mode candidate takes cudahost_* and mf_* from memfix itself: link it without "
-                       "libcudahost.a, see docs/verify.md)"
-                     : "");
+        snprintf(
+            msg, sizeof msg, "cannot load '%.300s': %.300s%s", lib, e ? e : "unknown error",
+            e && strstr(e, "libcudart")
+                ? " (it is linked against the CUDA runtime: built with nvcc for a GPU. The host backend runs "
+                  "candidates built with cudahost-c++, see docs/verify.md; use --backend cuda on a GPU)"
+            : e && (strstr(e, "undefined symbol") || strstr(e, "static TLS"))
+                ? " (a host-mode candidate takes cudahost_* and mf_* from memfix itself: link it without "
+                  "libcudahost.a, see docs/verify.md)"
+                : "");
         ack(fd, ACK_LOAD, msg);
         return 2;
     }
@@ -1154,14 +1180,15 @@ int mf_verify_worker_main(int argc, char **argv)
     void *sym = dlsym(handle, symbol);
     const char *e = dlerror();
     if (sym == NULL || e != NULL) {
-        snprintf(msg, sizeof msg, "no symbol '%.100s' in '%.300s'%s%.200s (declare it extern \"C\")", symbol, lib, e ? ": " : "",
-                 e ? e : "");
+        snprintf(msg, sizeof msg, "no symbol '%.100s' in '%.300s'%s%.200s (declare it extern \"C\")", symbol,
+                 lib, e ? ": " : "", e ? e : "");
         ack(fd, ACK_LOAD, msg);
         return 2;
     }
     if (dlsym(handle, "cudahost_cudaMalloc") != NULL) {
         snprintf(msg, sizeof msg,
-                 "'%.300s' contains its own copy of the cudahost runtime (libcudahost.a linked in): link the candidate "
+                 "'%.300s' contains its own copy of the cudahost runtime (libcudahost.a linked in): link the "
+                 "candidate "
                  "without cudahost, so that it uses memfix's (see docs/verify.md)",
                  lib);
         ack(fd, ACK_LOAD, msg);
@@ -1237,8 +1264,8 @@ static const char *defense_of(const mf_case_result *r, int all_zero)
 }
 
 /* One run of case c (salt) in thread order 'sched' (mf_verify_lib) or in process (is == NULL); fills row. */
-static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), const mf_case_id *c,
-                     uint64_t salt, iso_session *is, int sched, mf_verify_row *row)
+static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void),
+                     const mf_case_id *c, uint64_t salt, iso_session *is, int sched, mf_verify_row *row)
 {
     verify_state st;
     memset(&st, 0, sizeof st);
@@ -1264,7 +1291,8 @@ static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candida
         r->failure = MF_FAILURE_ERROR;
         r->max_abs_err = r->max_rel_err = NAN;
         snprintf(row->defense, sizeof row->defense, "error");
-        if (r->message[0] == '\0') snprintf(r->message, sizeof r->message, "%s: %s", mf_status_name(s), mf_last_error());
+        if (r->message[0] == '\0')
+            snprintf(r->message, sizeof r->message, "%s: %s", mf_status_name(s), mf_last_error());
     } else if (!r->pass) {
         snprintf(row->defense, sizeof row->defense, "%s", defense_of(r, st.all_zero));
     }
@@ -1300,7 +1328,8 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
             snprintf(row->defense, sizeof row->defense, "schedule");
             char text[2 * sizeof row->result.message];
             snprintf(text, sizeof text,
-                     "passed in forward order, failed in %s (a race between threads: a missing __syncthreads?): %s",
+                     "passed in forward order, failed in %s (a race between threads: a missing "
+                     "__syncthreads?): %s",
                      is->sched[k].label, msg);
             mf_tb_copy_msg(row->result.message, sizeof row->result.message, text);
         }
@@ -1309,8 +1338,8 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
 }
 
 /* Both sweeps over the cases ids[0..n). */
-static void run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void), const mf_case_id *ids,
-                    int n, iso_session *is, mf_verify_row *rows)
+static void run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void),
+                    const mf_case_id *ids, int n, iso_session *is, mf_verify_row *rows)
 {
     /* Sweep 1: every case in order. */
     for (int c = 0; c < n; c++) run_one(ctx, tg, candidate, &ids[c], 0, is, &rows[c]);
@@ -1375,8 +1404,8 @@ mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void)
 /* a placeholder candidate in this process: mf_tb_guard sends the calls to the worker */
 static void not_called(void) {}
 
-mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows, size_t cap,
-                        size_t *n_rows)
+mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows,
+                        size_t cap, size_t *n_rows)
 {
     MF_CHECK_NOT_NULL(n_rows);
     *n_rows = 0;
@@ -1417,14 +1446,17 @@ mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options
     if (!find_worker(o, is->worker_path, sizeof is->worker_path)) {
         free(is);
         free(ids);
-        MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE,
-                "no memfix-verify-worker found (set MF_VERIFY_WORKER, or keep it next to the memfix executable)");
+        MF_FAIL(
+            MF_ERR_BACKEND_UNAVAILABLE,
+            "no memfix-verify-worker found (set MF_VERIFY_WORKER, or keep it next to the memfix executable)");
     }
     /* the library's path as the worker will see it (a bare name: the current directory's file) */
     char path[4096];
     struct stat sb;
-    if (strchr(o->lib, '/') == NULL && stat(o->lib, &sb) == 0) snprintf(path, sizeof path, "./%s", o->lib);
-    else snprintf(path, sizeof path, "%s", o->lib);
+    if (strchr(o->lib, '/') == NULL && stat(o->lib, &sb) == 0)
+        snprintf(path, sizeof path, "./%s", o->lib);
+    else
+        snprintf(path, sizeof path, "%s", o->lib);
     is->lib = path;
     /* The first worker answers whether the library loads at all (a usage error, not a verdict). A worker that
      * dies or hangs while loading (the library's constructors) rejects every case instead. */
@@ -1456,8 +1488,8 @@ int mf_verify_has_generator(const char *op)
     return tg != NULL && tg->run_id != NULL && tg->describe != NULL;
 }
 
-mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids, size_t cap,
-                             size_t *n)
+mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids,
+                             size_t cap, size_t *n)
 {
     MF_CHECK_NOT_NULL(n);
     *n = 0;
@@ -1474,8 +1506,8 @@ mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int la
     }
     size_t k = 0;
     for (int i = 0; i < n_fixed; i++) ids[k++] = mf_tb_fixed_id(i);
-    for (int i = 0; i < n_random; i++) ids[k++] = (mf_case_id){MF_CASE_RANDOM, i, seed};
-    if (large) ids[k++] = (mf_case_id){MF_CASE_LARGE, 0, seed};
+    for (int i = 0; i < n_random; i++) ids[k++] = (mf_case_id){ MF_CASE_RANDOM, i, seed };
+    if (large) ids[k++] = (mf_case_id){ MF_CASE_LARGE, 0, seed };
     *n = k;
     return MF_OK;
 }
@@ -1509,12 +1541,13 @@ int mf_verify_has_generator(const char *op)
     return 0;
 }
 
-mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids, size_t cap,
-                             size_t *n)
+mf_status mf_verify_case_ids(const char *op, uint64_t seed, int n_random, int large, mf_case_id *ids,
+                             size_t cap, size_t *n)
 {
     (void)seed, (void)n_random, (void)large, (void)ids, (void)cap;
     if (n != NULL) *n = 0;
-    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels",
+            op != NULL ? op : "(null)");
 }
 
 mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
@@ -1522,7 +1555,8 @@ mf_status mf_verify_describe(const char *op, const mf_case_id *id, char *buf, si
     (void)id;
     if (buf != NULL && cap > 0) buf[0] = '\0';
     if (bytes != NULL) *bytes = 0;
-    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels",
+            op != NULL ? op : "(null)");
 }
 
 mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void), const mf_case_id *ids,
@@ -1530,9 +1564,9 @@ mf_status mf_verify_ids(mf_context *ctx, const char *op, void (*candidate)(void)
 {
     (void)ctx, (void)candidate, (void)ids, (void)n_ids, (void)rows, (void)cap;
     if (n_rows != NULL) *n_rows = 0;
-    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels", op != NULL ? op : "(null)");
+    MF_FAIL(MF_ERR_BACKEND_UNAVAILABLE, "op '%s': this build has no optimized kernels",
+            op != NULL ? op : "(null)");
 }
-
 
 int mf_verify_supported(const char *op)
 {
@@ -1565,8 +1599,8 @@ void mf_verify_options_init(mf_verify_options *o)
     if (o != NULL) memset(o, 0, sizeof *o);
 }
 
-mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows, size_t cap,
-                        size_t *n_rows)
+mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options *o, mf_verify_row *rows,
+                        size_t cap, size_t *n_rows)
 {
     (void)ctx;
     (void)o;
@@ -1590,17 +1624,21 @@ int mf_verify_worker_main(int argc, char **argv)
 void mf_case_id_format(const mf_case_id *id, char *buf, size_t cap)
 {
     if (buf == NULL || cap == 0) return;
-    if (id == NULL) snprintf(buf, cap, "?");
-    else if (id->kind == MF_CASE_FIXED) snprintf(buf, cap, "f%d", id->index);
-    else if (id->kind == MF_CASE_RANDOM) snprintf(buf, cap, "g%d", id->index);
-    else snprintf(buf, cap, "large");
+    if (id == NULL)
+        snprintf(buf, cap, "?");
+    else if (id->kind == MF_CASE_FIXED)
+        snprintf(buf, cap, "f%d", id->index);
+    else if (id->kind == MF_CASE_RANDOM)
+        snprintf(buf, cap, "g%d", id->index);
+    else
+        snprintf(buf, cap, "large");
 }
 
 int mf_case_id_parse(const char *s, uint64_t seed, mf_case_id *id)
 {
     if (s == NULL || id == NULL) return 0;
     if (strcmp(s, "large") == 0) {
-        *id = (mf_case_id){MF_CASE_LARGE, 0, seed};
+        *id = (mf_case_id){ MF_CASE_LARGE, 0, seed };
         return 1;
     }
     mf_case_kind kind = MF_CASE_FIXED;
@@ -1610,6 +1648,6 @@ int mf_case_id_parse(const char *s, uint64_t seed, mf_case_id *id)
     char *end = NULL;
     const long v = strtol(p, &end, 10);
     if (end == NULL || *end != '\0' || v < 0 || v > 1000000) return 0;
-    *id = (mf_case_id){kind, (int)v, kind == MF_CASE_FIXED ? 0 : seed};
+    *id = (mf_case_id){ kind, (int)v, kind == MF_CASE_FIXED ? 0 : seed };
     return 1;
 }

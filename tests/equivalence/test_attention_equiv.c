@@ -34,35 +34,35 @@ typedef struct config {
 #ifdef MF_LARGE_SHAPES
 /* test_attention_equiv_large (label slow): multi-tile shapes closer to real use. */
 static const config configs[] = {
-    {1, 2, 256, 64, 64, 1, MF_DTYPE_F32},
-    {1, 1, 200, 128, 128, 0, MF_DTYPE_BF16},
-    {2, 2, 130, 32, 48, 1, MF_DTYPE_BF16},
+    { 1, 2, 256, 64, 64, 1, MF_DTYPE_F32 },
+    { 1, 1, 200, 128, 128, 0, MF_DTYPE_BF16 },
+    { 2, 2, 130, 32, 48, 1, MF_DTYPE_BF16 },
 };
 #else
 static const config configs[] = {
-    {1, 1, 1, 8, 8, 1, MF_DTYPE_F32},       /* N = 1 */
-    {1, 2, 1, 4, 6, 0, MF_DTYPE_BF16},      /* N = 1, bf16 */
-    {2, 2, 37, 16, 8, 0, MF_DTYPE_F32},     /* ragged last tile */
-    {2, 2, 37, 16, 8, 1, MF_DTYPE_F32},
-    {1, 3, 50, 32, 24, 0, MF_DTYPE_BF16},   /* D != Dv, bf16 */
-    {1, 3, 50, 32, 24, 1, MF_DTYPE_BF16},
-    {1, 2, 64, 32, 32, 1, MF_DTYPE_F32},    /* exact multiple of the tile */
-    {1, 1, 48, 16, 40, 0, MF_DTYPE_F32},    /* Dv > D */
-    {1, 1, 5, 128, 128, 1, MF_DTYPE_F32},   /* the largest head dimension */
-    {1, 1, 3, 128, 96, 0, MF_DTYPE_BF16},
-    {1, 1, 17, 1, 1, 1, MF_DTYPE_F32},      /* D = Dv = 1 */
+    { 1, 1, 1, 8, 8, 1, MF_DTYPE_F32 },   /* N = 1 */
+    { 1, 2, 1, 4, 6, 0, MF_DTYPE_BF16 },  /* N = 1, bf16 */
+    { 2, 2, 37, 16, 8, 0, MF_DTYPE_F32 }, /* ragged last tile */
+    { 2, 2, 37, 16, 8, 1, MF_DTYPE_F32 },
+    { 1, 3, 50, 32, 24, 0, MF_DTYPE_BF16 }, /* D != Dv, bf16 */
+    { 1, 3, 50, 32, 24, 1, MF_DTYPE_BF16 },
+    { 1, 2, 64, 32, 32, 1, MF_DTYPE_F32 },  /* exact multiple of the tile */
+    { 1, 1, 48, 16, 40, 0, MF_DTYPE_F32 },  /* Dv > D */
+    { 1, 1, 5, 128, 128, 1, MF_DTYPE_F32 }, /* the largest head dimension */
+    { 1, 1, 3, 128, 96, 0, MF_DTYPE_BF16 },
+    { 1, 1, 17, 1, 1, 1, MF_DTYPE_F32 }, /* D = Dv = 1 */
     /* bf16 with D = Dv in {64, 128}: the tensor-core kernels (attention_mma.cu);
      * N not a multiple of their 256-query / 128-key / 64- or 32-row blocks (nor
      * of 16), several blocks. */
-    {1, 2, 77, 64, 64, 0, MF_DTYPE_BF16},
-    {1, 2, 77, 64, 64, 1, MF_DTYPE_BF16},
-    {2, 1, 150, 128, 128, 0, MF_DTYPE_BF16},
-    {2, 1, 150, 128, 128, 1, MF_DTYPE_BF16},
-    {1, 1, 1, 64, 64, 1, MF_DTYPE_BF16},    /* N = 1 */
-    {1, 1, 64, 128, 128, 1, MF_DTYPE_BF16}, /* exactly one block */
-    {1, 1, 9, 64, 64, 0, MF_DTYPE_BF16},
-    {1, 1, 300, 64, 64, 1, MF_DTYPE_BF16},  /* two 256-query forward blocks */
-    {1, 1, 270, 128, 128, 0, MF_DTYPE_BF16},
+    { 1, 2, 77, 64, 64, 0, MF_DTYPE_BF16 },
+    { 1, 2, 77, 64, 64, 1, MF_DTYPE_BF16 },
+    { 2, 1, 150, 128, 128, 0, MF_DTYPE_BF16 },
+    { 2, 1, 150, 128, 128, 1, MF_DTYPE_BF16 },
+    { 1, 1, 1, 64, 64, 1, MF_DTYPE_BF16 },    /* N = 1 */
+    { 1, 1, 64, 128, 128, 1, MF_DTYPE_BF16 }, /* exactly one block */
+    { 1, 1, 9, 64, 64, 0, MF_DTYPE_BF16 },
+    { 1, 1, 300, 64, 64, 1, MF_DTYPE_BF16 }, /* two 256-query forward blocks */
+    { 1, 1, 270, 128, 128, 0, MF_DTYPE_BF16 },
 };
 #endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
@@ -70,32 +70,33 @@ static const config configs[] = {
 
 /* Does the call take the tensor-core path (optimized/attention_mma.cu)? bf16,
  * D == Dv in {64, 128} (the test's buffers are 16-byte aligned). */
-static int uses_mma(const config *c) {
+static int uses_mma(const config *c)
+{
     return c->dtype == MF_DTYPE_BF16 && c->D == c->Dv && (c->D == 64 || c->D == 128);
 }
 
 /* "attention.<what>.f32" or ".bf16" (same numbers: bf16 is storage only), or
  * "attention.mma.<what>.bf16" for the tensor-core path (bf16 operands). */
-static const char *tol(const char *what, const config *c) {
+static const char *tol(const char *what, const config *c)
+{
     static char buf[4][64];
     static int slot;
     char *b = buf[slot++ & 3];
-    snprintf(b, 64, "attention.%s%s.%s", uses_mma(c) ? "mma." : "", what,
-             mf_dtype_name(c->dtype));
+    snprintf(b, 64, "attention.%s%s.%s", uses_mma(c) ? "mma." : "", what, mf_dtype_name(c->dtype));
     return b;
 }
-
-
 
 /* A device output of n floats + GUARD, NaN-filled. */
 static float *dev_nan(mf_context *ctx, size_t n) { return mf_test_dev_nan(ctx, n + GUARD); }
 
 /* Downloads n + GUARD floats and checks that the guard is still NaN. */
-static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what) {
+static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what)
+{
     return mf_test_dev_fetch(ctx, d, n, GUARD, what);
 }
 
-START_TEST(test_tiled_matches_reference) {
+START_TEST(test_tiled_matches_reference)
+{
     const config *c = &configs[_i];
     mf_context *ctx = mf_test_ctx();
     const size_t rows = (size_t)(c->B * c->H * c->N);
@@ -112,20 +113,19 @@ START_TEST(test_tiled_matches_reference) {
     ck_assert(r_out && r_lse && r_dq && r_dk && r_dv);
     mf_fill_nan_f32(r_out, nv);
     mf_fill_nan_f32(r_lse, rows);
-    MF_ASSERT_OK(mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv,
-                                          q, k, v, r_out, r_lse));
-    MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv,
-                                           q, k, v, dout, r_dq, r_dk, r_dv));
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
+                                          r_out, r_lse));
+    MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
+                                           dout, r_dq, r_dk, r_dv));
 
     void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
     void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
     float *d_out = dev_nan(ctx, nv), *d_lse = dev_nan(ctx, rows);
     float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, c->causal, c->B, c->H,
-                                      c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_lse));
-    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, c->dtype, c->causal, c->B, c->H,
-                                       c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse, d_dq,
-                                       d_dk, d_dv));
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, c->causal, c->B, c->H, c->N, c->D,
+                                      c->Dv, d_q, d_k, d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, c->dtype, c->causal, c->B, c->H, c->N, c->D,
+                                       c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
 
     float *g_out = dev_fetch(ctx, d_out, nv, "out"), *g_lse = dev_fetch(ctx, d_lse, rows, "lse");
@@ -137,9 +137,9 @@ START_TEST(test_tiled_matches_reference) {
     MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c));
     MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad", c));
 
-    void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
+    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = {q, k, v, dout, r_out, r_lse, r_dq, r_dk, r_dv, g_out, g_lse, g_dq, g_dk, g_dv};
+    void *host[] = { q, k, v, dout, r_out, r_lse, r_dq, r_dk, r_dv, g_out, g_lse, g_dq, g_dk, g_dv };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
@@ -159,10 +159,11 @@ END_TEST
  *    dP, dS from double-precision math, |err dq_i| <= the usual row + scale *
  *    (|c| + 1.5) * 2^-9 * (sum_j |dS_ij| + sum_j P_ij |dP_ij|).
  * The fp32 SIMT path has no such term (dS is not rounded). */
-static const float key_offsets[] = {0.0f, 8.0f, 96.0f};
-START_TEST(test_mma_key_offset) {
+static const float key_offsets[] = { 0.0f, 8.0f, 96.0f };
+START_TEST(test_mma_key_offset)
+{
     const float c_off = key_offsets[_i];
-    const config cf = {1, 1, 77, 64, 64, 0, MF_DTYPE_BF16};
+    const config cf = { 1, 1, 77, 64, 64, 0, MF_DTYPE_BF16 };
     const config *c = &cf;
     mf_context *ctx = mf_test_ctx();
     const size_t N = (size_t)c->N, D = (size_t)c->D, n = N * D;
@@ -174,16 +175,16 @@ START_TEST(test_mma_key_offset) {
     float *r_out = mf_test_nan_host(n), *r_lse = mf_test_nan_host(N), *r_dq = mf_test_nan_host(n),
           *r_dk = mf_test_nan_host(n), *r_dv = mf_test_nan_host(n);
     MF_ASSERT_OK(mf_ref_attention_forward(ctx, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, q, k, v, r_out, r_lse));
-    MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, q, k, v, dout,
-                                           r_dq, r_dk, r_dv));
+    MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, q, k, v, dout, r_dq,
+                                           r_dk, r_dv));
     void *d_q = mf_test_dev_upload(ctx, q, n * 2), *d_k = mf_test_dev_upload(ctx, k, n * 2);
     void *d_v = mf_test_dev_upload(ctx, v, n * 2), *d_do = mf_test_dev_upload(ctx, dout, n * 2);
     float *d_out = dev_nan(ctx, n), *d_lse = dev_nan(ctx, N), *d_dq = dev_nan(ctx, n),
           *d_dk = dev_nan(ctx, n), *d_dv = dev_nan(ctx, n);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv,
-                                      d_q, d_k, d_v, d_out, d_lse));
-    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv,
-                                       d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv));
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, d_q, d_k,
+                                      d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, d_q,
+                                       d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *g_out = dev_fetch(ctx, d_out, n, "out"), *g_lse = dev_fetch(ctx, d_lse, N, "lse");
     float *g_dq = dev_fetch(ctx, d_dq, n, "dq"), *g_dk = dev_fetch(ctx, d_dk, n, "dk");
@@ -235,7 +236,8 @@ START_TEST(test_mma_key_offset) {
             if (r > worst) worst = r;
             const double rr = fabs(got - ref) / (row->atol + row->rtol * fabs(ref));
             if (rr > worst_row) worst_row = rr;
-            ck_assert_msg(r <= 1.0, "dq[%zu][%zu] = %.8g, reference %.8g: |err| %.3g > bound %.3g "
+            ck_assert_msg(r <= 1.0,
+                          "dq[%zu][%zu] = %.8g, reference %.8g: |err| %.3g > bound %.3g "
                           "(row %.3g + offset term %.3g) at key offset %g",
                           i, d, got, ref, fabs(got - ref), bound, bound - grow, grow, c_off);
         }
@@ -243,17 +245,18 @@ START_TEST(test_mma_key_offset) {
     fprintf(stderr, "attention mma key offset %g: worst dq |err| / bound = %.3f (/ the row alone: %.3f)\n",
             c_off, worst, worst_row);
 
-    void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
+    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = {q, k, v, dout, r_out, r_lse, r_dq, r_dk, r_dv, g_out, g_lse, g_dq, g_dk, g_dv,
-                    fq, fk, fv, fdo, p};
+    void *host[] = { q,     k,    v,    dout, r_out, r_lse, r_dq, r_dk, r_dv, g_out,
+                     g_lse, g_dq, g_dk, g_dv, fq,    fk,    fv,   fdo,  p };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
 #endif
 
 /* Forward without lse (inference) writes the same output. */
-START_TEST(test_forward_without_lse) {
+START_TEST(test_forward_without_lse)
+{
     mf_context *ctx = mf_test_ctx();
     const int64_t B = 1, H = 2, N = 21, D = 8, Dv = 8;
     const size_t nqk = (size_t)(B * H * N * D), nv = (size_t)(B * H * N * Dv);
@@ -266,8 +269,8 @@ START_TEST(test_forward_without_lse) {
     void *d_q = mf_test_dev_upload(ctx, q, nqk * 4), *d_k = mf_test_dev_upload(ctx, k, nqk * 4),
          *d_v = mf_test_dev_upload(ctx, v, nv * 4);
     float *d_out = dev_nan(ctx, nv);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 1, B, H, N, D, Dv, d_q,
-                                      d_k, d_v, d_out, NULL));
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 1, B, H, N, D, Dv, d_q, d_k, d_v,
+                                      d_out, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *got = dev_fetch(ctx, d_out, nv, "out");
     MF_ASSERT_CLOSE(got, ref, nv, "attention.out.f32");
@@ -284,7 +287,8 @@ START_TEST(test_forward_without_lse) {
 END_TEST
 
 /* The registry's built-in cases (what `memfix report` runs) pass here too. */
-START_TEST(test_registry_cases) {
+START_TEST(test_registry_cases)
+{
     const mf_op_desc *op = mf_registry_find("attention");
     ck_assert_ptr_nonnull(op);
     for (int vi = 0; vi < op->n_variants; vi++)
@@ -298,7 +302,8 @@ START_TEST(test_registry_cases) {
 }
 END_TEST
 
-static Suite *attention_equiv_suite(void) {
+static Suite *attention_equiv_suite(void)
+{
     Suite *s = suite_create("attention_equiv");
     TCase *tc = tcase_create("tiled");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

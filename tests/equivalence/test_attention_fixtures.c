@@ -18,12 +18,13 @@ static const char *const cases[] = {
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
-static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t) {
+static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t)
+{
     mf_test_read_fixture("attention", name, part, t);
 }
 
-
-START_TEST(test_reference_matches_torch) {
+START_TEST(test_reference_matches_torch)
+{
     const char *name = cases[_i];
     mf_fixture_tensor meta, q, k, v, dout, out, lse, dq, dk, dv;
     read_tensor(name, "meta", &meta);
@@ -62,12 +63,12 @@ START_TEST(test_reference_matches_torch) {
     mf_context *ctx = mf_test_ctx();
     float *g_out = mf_test_nan_host(nv), *g_lse = mf_test_nan_host(nr);
     float *g_dq = mf_test_nan_host(nqk), *g_dk = mf_test_nan_host(nqk), *g_dv = mf_test_nan_host(nv);
-    MF_ASSERT_OK(mf_ref_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data, v.data,
-                                          g_out, g_lse));
+    MF_ASSERT_OK(
+        mf_ref_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data, v.data, g_out, g_lse));
     MF_ASSERT_CLOSE(g_out, (const float *)out.data, nv, "attention.torch.f32");
     MF_ASSERT_CLOSE(g_lse, (const float *)lse.data, nr, "attention.torch.f32");
-    MF_ASSERT_OK(mf_ref_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data,
-                                           v.data, dout.data, g_dq, g_dk, g_dv));
+    MF_ASSERT_OK(mf_ref_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data, v.data, dout.data,
+                                           g_dq, g_dk, g_dv));
     MF_ASSERT_CLOSE(g_dq, (const float *)dq.data, nqk, "attention.torch.f32");
     MF_ASSERT_CLOSE(g_dk, (const float *)dk.data, nqk, "attention.torch.f32");
     MF_ASSERT_CLOSE(g_dv, (const float *)dv.data, nv, "attention.torch.f32");
@@ -77,12 +78,13 @@ START_TEST(test_reference_matches_torch) {
     free(g_dq);
     free(g_dk);
     free(g_dv);
-    mf_fixture_tensor *all[] = {&meta, &q, &k, &v, &dout, &out, &lse, &dq, &dk, &dv};
+    mf_fixture_tensor *all[] = { &meta, &q, &k, &v, &dout, &out, &lse, &dq, &dk, &dv };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_fixture_free(all[i]);
 }
 END_TEST
 
-static Suite *attention_fixtures_suite(void) {
+static Suite *attention_fixtures_suite(void)
+{
     Suite *s = suite_create("attention_fixtures");
     TCase *tc = tcase_create("torch");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

@@ -88,8 +88,8 @@ static void free_outputs(ce_outputs *o)
     memset(o, 0, sizeof *o);
 }
 
-static void compare_all(const ce_spec *s, const ce_outputs *got, const ce_outputs *ref,
-                        size_t n_loss, int check_lse)
+static void compare_all(const ce_spec *s, const ce_outputs *got, const ce_outputs *ref, size_t n_loss,
+                        int check_lse)
 {
     const size_t n = (size_t)s->n, d = (size_t)s->d, v = (size_t)s->v;
     MF_ASSERT_CLOSE(got->loss, ref->loss, n_loss, loss_tol(s->dtype));
@@ -130,8 +130,7 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     for (size_t i = 0; i < n; ++i) {
         x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
         const uint64_t r = x * 0x2545F4914F6CDD1Dull;
-        lab[i] = (s->all_ignored || (r >> 60) < 3) ? MF_CE_DEFAULT_IGNORE_INDEX
-                                                    : (int64_t)((r >> 8) % v);
+        lab[i] = (s->all_ignored || (r >> 60) < 3) ? MF_CE_DEFAULT_IGNORE_INDEX : (int64_t)((r >> 8) % v);
     }
     if (s->nan_row >= 0) { /* the NaN row must be a valid (non-ignored) row */
         const size_t src = s->shift ? (size_t)s->nan_row + 1 : (size_t)s->nan_row;
@@ -171,7 +170,7 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     }
 
     /* Reference. */
-    ce_outputs ref = {0};
+    ce_outputs ref = { 0 };
     ref.loss = malloc(n_loss * sizeof(float));
     ref.lse = malloc(n * sizeof(float));
     ref.gh = malloc(n * d * sizeof(float));
@@ -179,10 +178,10 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     ref.gb = malloc(v * sizeof(float));
     ck_assert(ref.loss && ref.lse && ref.gh && ref.gw && ref.gb);
     mf_fill_nan_f32(ref.gb, v);
-    MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, s->n, s->d, s->v, s->dtype, h, w, b, lab, &o,
-                                              ref.loss, ref.lse));
-    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, s->n, s->d, s->v, s->dtype, h, w, b, lab, &o,
-                                               gl, ref.gh, ref.gw, s->bias ? ref.gb : NULL));
+    MF_ASSERT_OK(
+        mf_ref_cross_entropy_forward(ctx, s->n, s->d, s->v, s->dtype, h, w, b, lab, &o, ref.loss, ref.lse));
+    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, s->n, s->d, s->v, s->dtype, h, w, b, lab, &o, gl, ref.gh,
+                                               ref.gw, s->bias ? ref.gb : NULL));
 
     /* Device inputs. */
     void *dh = mf_test_dev_upload(ctx, h, n * d * es), *dw = mf_test_dev_upload(ctx, w, v * d * es);
@@ -194,36 +193,33 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
 
     /* (a) fused forward + backward. */
     float *d_loss = mf_test_dev_nan(ctx, n_loss), *d_lse = mf_test_dev_nan(ctx, n);
-    float *d_gh = mf_test_dev_nan(ctx, n * d), *d_gw = mf_test_dev_nan(ctx, v * d), *d_gb = mf_test_dev_nan(ctx, v);
+    float *d_gh = mf_test_dev_nan(ctx, n * d), *d_gw = mf_test_dev_nan(ctx, v * d),
+          *d_gb = mf_test_dev_nan(ctx, v);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db,
-                                                   dlab, &o, up, d_loss, d_lse,
-                                                   want_gh ? d_gh : NULL, d_gw,
+    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o, up,
+                                                   d_loss, d_lse, want_gh ? d_gh : NULL, d_gw,
                                                    want_gb ? d_gb : NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     const size_t peak_fused = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     ck_assert_msg(peak_fused <= ceiling, "fused scratch %zu > ceiling %zu", peak_fused, ceiling);
-    ce_outputs fused = {download(ctx, d_loss, n_loss), download(ctx, d_lse, n),
-                        download(ctx, d_gh, n * d), download(ctx, d_gw, v * d),
-                        download(ctx, d_gb, v)};
+    ce_outputs fused = { download(ctx, d_loss, n_loss), download(ctx, d_lse, n), download(ctx, d_gh, n * d),
+                         download(ctx, d_gw, v * d), download(ctx, d_gb, v) };
     compare_all(s, &fused, &ref, n_loss, 1);
 
     /* (b) forward saving lse, then backward from it. */
     float *d_loss2 = mf_test_dev_nan(ctx, n_loss), *d_lse2 = mf_test_dev_nan(ctx, n);
-    float *d_gh2 = mf_test_dev_nan(ctx, n * d), *d_gw2 = mf_test_dev_nan(ctx, v * d), *d_gb2 = mf_test_dev_nan(ctx, v);
+    float *d_gh2 = mf_test_dev_nan(ctx, n * d), *d_gw2 = mf_test_dev_nan(ctx, v * d),
+          *d_gb2 = mf_test_dev_nan(ctx, v);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_cross_entropy_forward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o,
-                                          d_loss2, d_lse2));
-    MF_ASSERT_OK(mf_cross_entropy_backward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o,
-                                           d_lse2, up, want_gh ? d_gh2 : NULL, d_gw2,
-                                           want_gb ? d_gb2 : NULL));
+    MF_ASSERT_OK(
+        mf_cross_entropy_forward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o, d_loss2, d_lse2));
+    MF_ASSERT_OK(mf_cross_entropy_backward(ctx, s->n, s->d, s->v, s->dtype, dh, dw, db, dlab, &o, d_lse2, up,
+                                           want_gh ? d_gh2 : NULL, d_gw2, want_gb ? d_gb2 : NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     const size_t peak_split = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    ck_assert_msg(peak_split <= ceiling, "forward/backward scratch %zu > ceiling %zu", peak_split,
-                  ceiling);
-    ce_outputs split = {download(ctx, d_loss2, n_loss), download(ctx, d_lse2, n),
-                        download(ctx, d_gh2, n * d), download(ctx, d_gw2, v * d),
-                        download(ctx, d_gb2, v)};
+    ck_assert_msg(peak_split <= ceiling, "forward/backward scratch %zu > ceiling %zu", peak_split, ceiling);
+    ce_outputs split = { download(ctx, d_loss2, n_loss), download(ctx, d_lse2, n),
+                         download(ctx, d_gh2, n * d), download(ctx, d_gw2, v * d), download(ctx, d_gb2, v) };
     compare_all(s, &split, &ref, n_loss, 1);
 
     if (fused_out) {
@@ -233,8 +229,8 @@ static void run_spec(const ce_spec *s, uint64_t seed, ce_outputs *fused_out)
     }
     free_outputs(&split);
     free_outputs(&ref);
-    void *bufs[] = {dh, dw, db, dlab, dgl, d_loss, d_lse, d_gh, d_gw, d_gb,
-                    d_loss2, d_lse2, d_gh2, d_gw2, d_gb2};
+    void *bufs[] = { dh,   dw,   db,      dlab,   dgl,   d_loss, d_lse, d_gh,
+                     d_gw, d_gb, d_loss2, d_lse2, d_gh2, d_gw2,  d_gb2 };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) mf_buffer_free(ctx, bufs[i]);
     free(h);
     free(w);
@@ -458,7 +454,8 @@ START_TEST(test_grad_filter)
     void *w = mf_test_make_input(dt, v * d, 1301, -0.5f, 0.5f);
     void *b = mf_test_make_input(dt, v, 1302, -1.0f, 1.0f);
     int64_t lab[24];
-    for (size_t i = 0; i < n; ++i) lab[i] = i % 5 == 2 ? MF_CE_DEFAULT_IGNORE_INDEX : (int64_t)((i * 37) % 200);
+    for (size_t i = 0; i < n; ++i)
+        lab[i] = i % 5 == 2 ? MF_CE_DEFAULT_IGNORE_INDEX : (int64_t)((i * 37) % 200);
     void *dh = mf_test_dev_upload(ctx, h, n * d * es), *dw = mf_test_dev_upload(ctx, w, v * d * es);
     void *db = mf_test_dev_upload(ctx, b, v * es);
     int64_t *dlab = mf_test_dev_upload(ctx, lab, sizeof lab);
@@ -477,24 +474,26 @@ START_TEST(test_grad_filter)
         out[run][1] = download(ctx, d_gh, n * d);
         out[run][2] = download(ctx, d_gw, v * d);
         out[run][3] = download(ctx, d_gb, v);
-        void *bufs[] = {d_loss, d_gh, d_gw, d_gb};
+        void *bufs[] = { d_loss, d_gh, d_gw, d_gb };
         for (int k = 0; k < 4; ++k) mf_buffer_free(ctx, bufs[k]);
     }
     ck_assert(out[0][0][0] == out[1][0][0]);
-    const double bound[4] = {0.0, (double)f * (double)v * 0.5, (double)f * (double)n * 1.0, (double)f * (double)n};
-    const size_t len[4] = {1, n * d, v * d, v};
+    const double bound[4] = { 0.0, (double)f * (double)v * 0.5, (double)f * (double)n * 1.0,
+                              (double)f * (double)n };
+    const size_t len[4] = { 1, n * d, v * d, v };
     double moved = 0.0;
     for (int k = 1; k < 4; ++k) {
         for (size_t e = 0; e < len[k]; ++e) {
             const double diff = fabs((double)out[1][k][e] - (double)out[0][k][e]);
-            ck_assert_msg(diff <= bound[k] * 1.001, "output %d element %zu moved %g > bound %g", k, e, diff, bound[k]);
+            ck_assert_msg(diff <= bound[k] * 1.001, "output %d element %zu moved %g > bound %g", k, e, diff,
+                          bound[k]);
             if (diff > moved) moved = diff;
         }
     }
     ck_assert_msg(moved > 0.0, "grad_filter = %g skipped no tile", (double)f);
     for (int run = 0; run < 2; ++run)
         for (int k = 0; k < 4; ++k) free(out[run][k]);
-    void *bufs[] = {dh, dw, db, dlab};
+    void *bufs[] = { dh, dw, db, dlab };
     for (int k = 0; k < 4; ++k) mf_buffer_free(ctx, bufs[k]);
     free(h);
     free(w);

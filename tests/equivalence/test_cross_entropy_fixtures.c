@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const cases[] = {"seed_shift_mean", "bias_smooth_sum", "none_zloss_softcap",
-                                    "bf16_shift_mean", "all_ignored"};
+static const char *const cases[] = { "seed_shift_mean", "bias_smooth_sum", "none_zloss_softcap",
+                                     "bf16_shift_mean", "all_ignored" };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
 static mf_fixture_tensor load(const char *name, const char *what)
@@ -58,7 +58,7 @@ START_TEST(test_reference_matches_torch)
     const mf_fixture_dtype fdt = m[8] ? MF_FIXTURE_BF16 : MF_FIXTURE_F32;
 
     mf_fixture_tensor hidden = load(name, "hidden"), weight = load(name, "weight");
-    mf_fixture_tensor labels = load(name, "labels"), bias = {0};
+    mf_fixture_tensor labels = load(name, "labels"), bias = { 0 };
     ck_assert_int_eq(hidden.dtype, fdt);
     ck_assert_int_eq(weight.dtype, fdt);
     ck_assert_int_eq(labels.dtype, MF_FIXTURE_I64);
@@ -99,14 +99,13 @@ START_TEST(test_reference_matches_torch)
     MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, n, d, v, dtype, hidden.data, weight.data,
                                               has_bias ? bias.data : NULL, lab, &o, loss, NULL));
     MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, n, d, v, dtype, hidden.data, weight.data,
-                                               has_bias ? bias.data : NULL, lab, &o, grad_loss,
-                                               gh, gw, has_bias ? gb : NULL));
+                                               has_bias ? bias.data : NULL, lab, &o, grad_loss, gh, gw,
+                                               has_bias ? gb : NULL));
 
     if (strcmp(name, "all_ignored") == 0) {
         /* PyTorch: 0/0 = NaN; memfix: 0 and zero gradients (documented). */
         ck_assert_msg(isnan(want_loss[0]), "torch's all-ignored mean loss is NaN");
-        ck_assert_msg(loss[0] == 0.0f, "memfix's all-ignored mean loss is 0, got %g",
-                      (double)loss[0]);
+        ck_assert_msg(loss[0] == 0.0f, "memfix's all-ignored mean loss is 0, got %g", (double)loss[0]);
         for (int64_t i = 0; i < n * d; ++i) ck_assert(gh[i] == 0.0f && want_gh[i] == 0.0f);
         for (int64_t i = 0; i < v * d; ++i) ck_assert(gw[i] == 0.0f && want_gw[i] == 0.0f);
     } else {
@@ -143,17 +142,17 @@ START_TEST(test_shift_ignores_last_row_of_each_sequence)
     float h[N * D], w[V * D], loss[N], gh[N * D], gw[V * D];
     mf_fill_uniform_f32(h, N * D, 11, -1.0f, 1.0f);
     mf_fill_uniform_f32(w, V * D, 12, -1.0f, 1.0f);
-    const int64_t labels[N] = {1, 2, 3, 4, 0, 1};
+    const int64_t labels[N] = { 1, 2, 3, 4, 0, 1 };
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);
     o.shift_labels = 1;
     o.seq_len = T;
     o.reduction = MF_CE_REDUCTION_NONE;
     mf_fill_nan_f32(loss, N);
-    MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, h, w, NULL, labels, &o,
-                                              loss, NULL));
-    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, h, w, NULL, labels, &o,
-                                               NULL, gh, gw, NULL));
+    MF_ASSERT_OK(
+        mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, h, w, NULL, labels, &o, loss, NULL));
+    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, h, w, NULL, labels, &o, NULL, gh,
+                                               gw, NULL));
     for (int s = 0; s < B; ++s) {
         ck_assert(loss[s * T + T - 1] == 0.0f);
         ck_assert(loss[s * T] > 0.0f);

@@ -32,7 +32,8 @@
 /* "linear_attention.<what>.f32" or ".bf16" (the SIMT kernels: bf16 is storage
  * only, same numbers), or ".bf16_mma" (bf16 causal: the tensor-core path, with
  * bf16 operands). */
-static const char *tol(const char *what, mf_dtype dt, int causal) {
+static const char *tol(const char *what, mf_dtype dt, int causal)
+{
     static char buf[4][64];
     static int slot;
     char *b = buf[slot++ & 3];
@@ -50,57 +51,57 @@ typedef struct config {
 #ifdef MF_LARGE_SHAPES
 /* test_linear_attention_equiv_large (label slow): many chunks, large heads. */
 static const config configs[] = {
-    {1, 2, 512, 64, 64, 64, 1, MF_DTYPE_F32},
-    {1, 1, 300, 128, 128, 128, 1, MF_DTYPE_BF16},
-    {1, 1, 257, 48, 80, 16, 1, MF_DTYPE_F32},
-    {1, 2, 400, 64, 64, 0, 0, MF_DTYPE_F32},
+    { 1, 2, 512, 64, 64, 64, 1, MF_DTYPE_F32 },
+    { 1, 1, 300, 128, 128, 128, 1, MF_DTYPE_BF16 },
+    { 1, 1, 257, 48, 80, 16, 1, MF_DTYPE_F32 },
+    { 1, 2, 400, 64, 64, 0, 0, MF_DTYPE_F32 },
 };
 #else
 static const config configs[] = {
-    {1, 1, 1, 8, 8, 16, 1, MF_DTYPE_F32},      /* N = 1 */
-    {1, 2, 1, 4, 6, 64, 1, MF_DTYPE_BF16},
-    {2, 2, 37, 16, 8, 16, 1, MF_DTYPE_F32},    /* ragged last chunk, C = 16 */
-    {1, 2, 70, 8, 40, 32, 1, MF_DTYPE_BF16},   /* C = 32, Dv > 32 (two column slices) */
-    {1, 1, 100, 40, 24, 64, 1, MF_DTYPE_F32},  /* C = 64, D > 32 (two row slices) */
-    {1, 1, 150, 8, 8, 128, 1, MF_DTYPE_BF16},  /* C = 128, ragged */
-    {1, 1, 20, 16, 16, 128, 1, MF_DTYPE_F32},  /* N < C */
-    {1, 1, 64, 16, 16, 32, 1, MF_DTYPE_F32},   /* N a multiple of C */
-    {1, 1, 5, 128, 128, 16, 1, MF_DTYPE_F32},  /* the largest head dimension */
-    {1, 1, 3, 128, 96, 32, 1, MF_DTYPE_BF16},
-    {1, 1, 33, 1, 1, 16, 1, MF_DTYPE_F32},     /* D = Dv = 1 */
+    { 1, 1, 1, 8, 8, 16, 1, MF_DTYPE_F32 }, /* N = 1 */
+    { 1, 2, 1, 4, 6, 64, 1, MF_DTYPE_BF16 },
+    { 2, 2, 37, 16, 8, 16, 1, MF_DTYPE_F32 },   /* ragged last chunk, C = 16 */
+    { 1, 2, 70, 8, 40, 32, 1, MF_DTYPE_BF16 },  /* C = 32, Dv > 32 (two column slices) */
+    { 1, 1, 100, 40, 24, 64, 1, MF_DTYPE_F32 }, /* C = 64, D > 32 (two row slices) */
+    { 1, 1, 150, 8, 8, 128, 1, MF_DTYPE_BF16 }, /* C = 128, ragged */
+    { 1, 1, 20, 16, 16, 128, 1, MF_DTYPE_F32 }, /* N < C */
+    { 1, 1, 64, 16, 16, 32, 1, MF_DTYPE_F32 },  /* N a multiple of C */
+    { 1, 1, 5, 128, 128, 16, 1, MF_DTYPE_F32 }, /* the largest head dimension */
+    { 1, 1, 3, 128, 96, 32, 1, MF_DTYPE_BF16 },
+    { 1, 1, 33, 1, 1, 16, 1, MF_DTYPE_F32 }, /* D = Dv = 1 */
     /* bf16 causal: the tensor-core path (a state per 512 rows, 64-row tiles) */
-    {1, 2, 37, 64, 64, 16, 1, MF_DTYPE_BF16},  /* odd N < one tile */
-    {2, 1, 65, 64, 128, 32, 1, MF_DTYPE_BF16}, /* one row past a tile */
-    {1, 1, 150, 128, 128, 64, 1, MF_DTYPE_BF16}, /* three tiles, ragged */
-    {1, 1, 301, 128, 64, 128, 1, MF_DTYPE_BF16}, /* five tiles of one state chunk, ragged */
-    {1, 1, 531, 32, 48, 64, 1, MF_DTYPE_BF16},   /* two state chunks (scan), ragged */
-    {1, 1, 97, 33, 71, 64, 1, MF_DTYPE_BF16},  /* D, Dv not multiples of 16 */
-    {1, 1, 1, 8, 8, 0, 0, MF_DTYPE_F32},       /* bidirectional */
-    {2, 2, 37, 16, 8, 0, 0, MF_DTYPE_F32},
-    {1, 2, 70, 40, 40, 0, 0, MF_DTYPE_BF16},
-    {1, 1, 150, 8, 12, 0, 0, MF_DTYPE_F32},
-    {1, 1, 5, 128, 128, 0, 0, MF_DTYPE_F32},
+    { 1, 2, 37, 64, 64, 16, 1, MF_DTYPE_BF16 },    /* odd N < one tile */
+    { 2, 1, 65, 64, 128, 32, 1, MF_DTYPE_BF16 },   /* one row past a tile */
+    { 1, 1, 150, 128, 128, 64, 1, MF_DTYPE_BF16 }, /* three tiles, ragged */
+    { 1, 1, 301, 128, 64, 128, 1, MF_DTYPE_BF16 }, /* five tiles of one state chunk, ragged */
+    { 1, 1, 531, 32, 48, 64, 1, MF_DTYPE_BF16 },   /* two state chunks (scan), ragged */
+    { 1, 1, 97, 33, 71, 64, 1, MF_DTYPE_BF16 },    /* D, Dv not multiples of 16 */
+    { 1, 1, 1, 8, 8, 0, 0, MF_DTYPE_F32 },         /* bidirectional */
+    { 2, 2, 37, 16, 8, 0, 0, MF_DTYPE_F32 },
+    { 1, 2, 70, 40, 40, 0, 0, MF_DTYPE_BF16 },
+    { 1, 1, 150, 8, 12, 0, 0, MF_DTYPE_F32 },
+    { 1, 1, 5, 128, 128, 0, 0, MF_DTYPE_F32 },
 };
 #endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 
-
-static float *make_f32(size_t n, uint64_t seed, float lo, float hi) {
+static float *make_f32(size_t n, uint64_t seed, float lo, float hi)
+{
     float *p = malloc(n * sizeof(float));
     ck_assert_ptr_nonnull(p);
     mf_fill_uniform_f32(p, n, seed, lo, hi);
     return p;
 }
 
-
-
 static float *dev_nan(mf_context *ctx, size_t n) { return mf_test_dev_nan(ctx, n + GUARD); }
 
-static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what) {
+static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what)
+{
     return mf_test_dev_fetch(ctx, d, n, GUARD, what);
 }
 
-START_TEST(test_kernels_match_reference) {
+START_TEST(test_kernels_match_reference)
+{
     const config *c = &configs[_i];
     mf_context *ctx = mf_test_ctx();
     const size_t rows = (size_t)(c->B * c->H * c->N);
@@ -113,20 +114,20 @@ START_TEST(test_kernels_match_reference) {
     void *dout = mf_test_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
     float *r_out = mf_test_nan_host(nv), *r_dq = mf_test_nan_host(nqk);
     float *r_dk = mf_test_nan_host(nqk), *r_dv = mf_test_nan_host(nv);
-    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D,
-                                                 c->Dv, q, k, v, NULL, r_out));
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D,
-                                                  c->Dv, q, k, v, dout, NULL, NULL, r_dq, r_dk, r_dv));
+    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q,
+                                                 k, v, NULL, r_out));
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q,
+                                                  k, v, dout, NULL, NULL, r_dq, r_dk, r_dv));
 
     void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
     void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
     float *d_out = dev_nan(ctx, nv), *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk),
           *d_dv = dev_nan(ctx, nv);
-    MF_ASSERT_OK(mf_linear_attention_forward(ctx, c->dtype, c->causal, c->chunk, c->B, c->H, c->N,
-                                             c->D, c->Dv, d_q, d_k, d_v, NULL, d_out));
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, c->dtype, c->causal, c->chunk, c->B, c->H, c->N,
-                                              c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, NULL, NULL,
-                                              d_dq, d_dk, d_dv));
+    MF_ASSERT_OK(mf_linear_attention_forward(ctx, c->dtype, c->causal, c->chunk, c->B, c->H, c->N, c->D,
+                                             c->Dv, d_q, d_k, d_v, NULL, d_out));
+    MF_ASSERT_OK(mf_linear_attention_backward(ctx, c->dtype, c->causal, c->chunk, c->B, c->H, c->N, c->D,
+                                              c->Dv, d_q, d_k, d_v, d_out, d_do, NULL, NULL, d_dq, d_dk,
+                                              d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *g_out = dev_fetch(ctx, d_out, nv, "out"), *g_dq = dev_fetch(ctx, d_dq, nqk, "dq");
     float *g_dk = dev_fetch(ctx, d_dk, nqk, "dk"), *g_dv = dev_fetch(ctx, d_dv, nv, "dv");
@@ -136,12 +137,11 @@ START_TEST(test_kernels_match_reference) {
      * dq also when D = 1 (q' cancels from num / den). */
     MF_ASSERT_CLOSE(g_dq, r_dq, nqk,
                     tol((c->N == 1 || c->D == 1) ? "grad_degenerate" : "grad", c->dtype, c->causal));
-    MF_ASSERT_CLOSE(g_dk, r_dk, nqk,
-                    tol(c->N == 1 ? "grad_degenerate" : "grad", c->dtype, c->causal));
+    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol(c->N == 1 ? "grad_degenerate" : "grad", c->dtype, c->causal));
 
-    void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
+    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = {q, k, v, dout, r_out, r_dq, r_dk, r_dv, g_out, g_dq, g_dk, g_dv};
+    void *host[] = { q, k, v, dout, r_out, r_dq, r_dk, r_dv, g_out, g_dq, g_dk, g_dv };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
@@ -153,19 +153,20 @@ typedef struct state_case {
 } state_case;
 
 static const state_case state_cases[] = {
-    {1, 2, 37, 16, 8, 16, MF_DTYPE_F32},
-    {2, 1, 50, 40, 36, 32, MF_DTYPE_BF16},
-    {1, 1, 1, 8, 8, 128, MF_DTYPE_F32},
-    {1, 1, 27, 128, 128, 16, MF_DTYPE_F32}, /* D = Dv = 128: 128-term dots of dS_N; ragged chunk */
-    {1, 2, 130, 64, 64, 64, MF_DTYPE_BF16},  /* tensor cores: three tiles and a state */
-    {1, 1, 77, 128, 128, 128, MF_DTYPE_BF16}, /* D = Dv = 128, ragged */
-    {1, 1, 531, 64, 128, 32, MF_DTYPE_BF16},  /* two state chunks: the scans from S0 and dS_N */
+    { 1, 2, 37, 16, 8, 16, MF_DTYPE_F32 },
+    { 2, 1, 50, 40, 36, 32, MF_DTYPE_BF16 },
+    { 1, 1, 1, 8, 8, 128, MF_DTYPE_F32 },
+    { 1, 1, 27, 128, 128, 16, MF_DTYPE_F32 },   /* D = Dv = 128: 128-term dots of dS_N; ragged chunk */
+    { 1, 2, 130, 64, 64, 64, MF_DTYPE_BF16 },   /* tensor cores: three tiles and a state */
+    { 1, 1, 77, 128, 128, 128, MF_DTYPE_BF16 }, /* D = Dv = 128, ragged */
+    { 1, 1, 531, 64, 128, 32, MF_DTYPE_BF16 },  /* two state chunks: the scans from S0 and dS_N */
 };
 #define N_STATE_CASES ((int)(sizeof(state_cases) / sizeof(state_cases[0])))
 
 /* Initial state (S0 in [-1, 1), z0 in [0.5, 2): a normalizer state is a sum of
  * positive feature vectors) and final-state gradients, against the reference. */
-START_TEST(test_state_matches_reference) {
+START_TEST(test_state_matches_reference)
+{
     const state_case *c = &state_cases[_i];
     mf_context *ctx = mf_test_ctx();
     const size_t bh = (size_t)(c->B * c->H), rows = bh * (size_t)c->N;
@@ -183,13 +184,13 @@ START_TEST(test_state_matches_reference) {
     float *r_out = mf_test_nan_host(nv), *r_ht = mf_test_nan_host(ns), *r_zt = mf_test_nan_host(nz);
     float *r_dq = mf_test_nan_host(nqk), *r_dk = mf_test_nan_host(nqk), *r_dv = mf_test_nan_host(nv);
     float *r_dh0 = mf_test_nan_host(ns), *r_dz0 = mf_test_nan_host(nz);
-    mf_linear_attention_state rs = {h0, z0, r_ht, r_zt};
-    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, c->dtype, 1, c->B, c->H, c->N, c->D, c->Dv, q,
-                                                 k, v, &rs, r_out));
-    mf_linear_attention_state rs_in = {h0, z0, NULL, NULL};
-    mf_linear_attention_state_grad rg = {dht, dzt, r_dh0, r_dz0};
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, c->dtype, 1, c->B, c->H, c->N, c->D, c->Dv, q,
-                                                  k, v, dout, &rs_in, &rg, r_dq, r_dk, r_dv));
+    mf_linear_attention_state rs = { h0, z0, r_ht, r_zt };
+    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, c->dtype, 1, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
+                                                 &rs, r_out));
+    mf_linear_attention_state rs_in = { h0, z0, NULL, NULL };
+    mf_linear_attention_state_grad rg = { dht, dzt, r_dh0, r_dz0 };
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, c->dtype, 1, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
+                                                  dout, &rs_in, &rg, r_dq, r_dk, r_dv));
 
     void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
     void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
@@ -198,19 +199,19 @@ START_TEST(test_state_matches_reference) {
     float *d_out = dev_nan(ctx, nv), *d_ht = dev_nan(ctx, ns), *d_zt = dev_nan(ctx, nz);
     float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
     float *d_dh0 = dev_nan(ctx, ns), *d_dz0 = dev_nan(ctx, nz);
-    mf_linear_attention_state ds = {d_h0, d_z0, d_ht, d_zt};
-    MF_ASSERT_OK(mf_linear_attention_forward(ctx, c->dtype, 1, c->chunk, c->B, c->H, c->N, c->D,
-                                             c->Dv, d_q, d_k, d_v, &ds, d_out));
-    mf_linear_attention_state ds_in = {d_h0, d_z0, NULL, NULL};
-    mf_linear_attention_state_grad dg = {d_dht, d_dzt, d_dh0, d_dz0};
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, c->dtype, 1, c->chunk, c->B, c->H, c->N, c->D,
-                                              c->Dv, d_q, d_k, d_v, d_out, d_do, &ds_in, &dg, d_dq,
-                                              d_dk, d_dv));
+    mf_linear_attention_state ds = { d_h0, d_z0, d_ht, d_zt };
+    MF_ASSERT_OK(mf_linear_attention_forward(ctx, c->dtype, 1, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q,
+                                             d_k, d_v, &ds, d_out));
+    mf_linear_attention_state ds_in = { d_h0, d_z0, NULL, NULL };
+    mf_linear_attention_state_grad dg = { d_dht, d_dzt, d_dh0, d_dz0 };
+    MF_ASSERT_OK(mf_linear_attention_backward(ctx, c->dtype, 1, c->chunk, c->B, c->H, c->N, c->D, c->Dv, d_q,
+                                              d_k, d_v, d_out, d_do, &ds_in, &dg, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *g_out = dev_fetch(ctx, d_out, nv, "out"), *g_ht = dev_fetch(ctx, d_ht, ns, "final_kv");
     float *g_zt = dev_fetch(ctx, d_zt, nz, "final_z"), *g_dq = dev_fetch(ctx, d_dq, nqk, "dq");
     float *g_dk = dev_fetch(ctx, d_dk, nqk, "dk"), *g_dv = dev_fetch(ctx, d_dv, nv, "dv");
-    float *g_dh0 = dev_fetch(ctx, d_dh0, ns, "d_initial_kv"), *g_dz0 = dev_fetch(ctx, d_dz0, nz, "d_initial_z");
+    float *g_dh0 = dev_fetch(ctx, d_dh0, ns, "d_initial_kv"),
+          *g_dz0 = dev_fetch(ctx, d_dz0, nz, "d_initial_z");
     MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c->dtype, 1));
     MF_ASSERT_CLOSE(g_ht, r_ht, ns, tol("state", c->dtype, 1));
     MF_ASSERT_CLOSE(g_zt, r_zt, nz, tol("state", c->dtype, 1));
@@ -221,18 +222,18 @@ START_TEST(test_state_matches_reference) {
     MF_ASSERT_CLOSE(g_dh0, r_dh0, ns, tol("grad", c->dtype, 1));
     MF_ASSERT_CLOSE(g_dz0, r_dz0, nz, tol("grad", c->dtype, 1));
 
-    void *dev[] = {d_q, d_k, d_v, d_do, d_h0, d_z0, d_dht, d_dzt, d_out, d_ht, d_zt,
-                   d_dq, d_dk, d_dv, d_dh0, d_dz0};
+    void *dev[] = { d_q,   d_k,  d_v,  d_do, d_h0, d_z0, d_dht, d_dzt,
+                    d_out, d_ht, d_zt, d_dq, d_dk, d_dv, d_dh0, d_dz0 };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = {q, k, v, dout, h0, z0, dht, dzt, r_out, r_ht, r_zt, r_dq, r_dk, r_dv, r_dh0,
-                    r_dz0, g_out, g_ht, g_zt, g_dq, g_dk, g_dv, g_dh0, g_dz0};
+    void *host[] = { q,    k,    v,     dout,  h0,    z0,   dht,  dzt,  r_out, r_ht, r_zt,  r_dq,
+                     r_dk, r_dv, r_dh0, r_dz0, g_out, g_ht, g_zt, g_dq, g_dk,  g_dv, g_dh0, g_dz0 };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
 
 /* Rows [n0, n0 + len) of every (b, h) of a (B, H, N, W) tensor of element size es. */
-static void *slice_rows(const void *src, size_t bh, size_t N, size_t W, size_t es, size_t n0,
-                        size_t len) {
+static void *slice_rows(const void *src, size_t bh, size_t N, size_t W, size_t es, size_t n0, size_t len)
+{
     char *dst = malloc(bh * len * W * es);
     ck_assert_ptr_nonnull(dst);
     for (size_t g = 0; g < bh; g++)
@@ -244,9 +245,10 @@ static void *slice_rows(const void *src, size_t bh, size_t N, size_t W, size_t e
  * #494): forward with the final state of part 1 as the initial state of part 2;
  * backward of part 2 first, its initial-state gradient fed to part 1 as the
  * final-state gradient. Split points: inside a chunk and at a chunk boundary. */
-START_TEST(test_two_calls_equal_one) {
+START_TEST(test_two_calls_equal_one)
+{
     const int64_t B = 1, H = 2, N = 45, D = 12, Dv = 20, C = 16;
-    const int64_t splits[2] = {21, 32};
+    const int64_t splits[2] = { 21, 32 };
     const int64_t split = splits[_i];
     mf_context *ctx = mf_test_ctx();
     const size_t bh = (size_t)(B * H), rows = bh * (size_t)N;
@@ -263,21 +265,22 @@ START_TEST(test_two_calls_equal_one) {
     float *d_v = mf_test_dev_upload(ctx, v, nv * 4), *d_do = mf_test_dev_upload(ctx, dout, nv * 4);
     float *d_out = dev_nan(ctx, nv), *d_ht = dev_nan(ctx, ns), *d_zt = dev_nan(ctx, nz);
     float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
-    mf_linear_attention_state one = {NULL, NULL, d_ht, d_zt};
-    MF_ASSERT_OK(mf_linear_attention_forward(ctx, MF_DTYPE_F32, 1, C, B, H, N, D, Dv, d_q, d_k, d_v,
-                                             &one, d_out));
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, MF_DTYPE_F32, 1, C, B, H, N, D, Dv, d_q, d_k, d_v,
-                                              d_out, d_do, NULL, NULL, d_dq, d_dk, d_dv));
+    mf_linear_attention_state one = { NULL, NULL, d_ht, d_zt };
+    MF_ASSERT_OK(
+        mf_linear_attention_forward(ctx, MF_DTYPE_F32, 1, C, B, H, N, D, Dv, d_q, d_k, d_v, &one, d_out));
+    MF_ASSERT_OK(mf_linear_attention_backward(ctx, MF_DTYPE_F32, 1, C, B, H, N, D, Dv, d_q, d_k, d_v, d_out,
+                                              d_do, NULL, NULL, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *o_out = dev_fetch(ctx, d_out, nv, "out"), *o_ht = dev_fetch(ctx, d_ht, ns, "ht");
     float *o_zt = dev_fetch(ctx, d_zt, nz, "zt"), *o_dq = dev_fetch(ctx, d_dq, nqk, "dq");
     float *o_dk = dev_fetch(ctx, d_dk, nqk, "dk"), *o_dv = dev_fetch(ctx, d_dv, nv, "dv");
 
     /* two calls: parts [0, split) and [split, N) */
-    const size_t len[2] = {(size_t)split, (size_t)(N - split)};
-    const size_t off[2] = {0, (size_t)split};
+    const size_t len[2] = { (size_t)split, (size_t)(N - split) };
+    const size_t off[2] = { 0, (size_t)split };
     float *p_ht[2], *p_zt[2], *p_dh0 = dev_nan(ctx, ns), *p_dz0 = dev_nan(ctx, nz);
-    float *t_out = mf_test_nan_host(nv), *t_dq = mf_test_nan_host(nqk), *t_dk = mf_test_nan_host(nqk), *t_dv = mf_test_nan_host(nv);
+    float *t_out = mf_test_nan_host(nv), *t_dq = mf_test_nan_host(nqk), *t_dk = mf_test_nan_host(nqk),
+          *t_dv = mf_test_nan_host(nv);
     float *pq[2], *pk[2], *pv[2], *pdo[2], *pout[2], *pdq[2], *pdk[2], *pdv[2];
     for (int p = 0; p < 2; p++) {
         void *hq = slice_rows(q, bh, (size_t)N, (size_t)D, 4, off[p], len[p]);
@@ -299,21 +302,19 @@ START_TEST(test_two_calls_equal_one) {
         p_ht[p] = dev_nan(ctx, ns);
         p_zt[p] = dev_nan(ctx, nz);
     }
-    mf_linear_attention_state s1 = {NULL, NULL, p_ht[0], p_zt[0]};
-    mf_linear_attention_state s2 = {p_ht[0], p_zt[0], p_ht[1], p_zt[1]};
-    MF_ASSERT_OK(mf_linear_attention_forward(ctx, MF_DTYPE_F32, 1, C, B, H, split, D, Dv, pq[0], pk[0],
-                                             pv[0], &s1, pout[0]));
-    MF_ASSERT_OK(mf_linear_attention_forward(ctx, MF_DTYPE_F32, 1, C, B, H, N - split, D, Dv, pq[1],
-                                             pk[1], pv[1], &s2, pout[1]));
-    mf_linear_attention_state s2_in = {p_ht[0], p_zt[0], NULL, NULL};
-    mf_linear_attention_state_grad g2 = {NULL, NULL, p_dh0, p_dz0};
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, MF_DTYPE_F32, 1, C, B, H, N - split, D, Dv, pq[1],
-                                              pk[1], pv[1], pout[1], pdo[1], &s2_in, &g2, pdq[1],
-                                              pdk[1], pdv[1]));
-    mf_linear_attention_state_grad g1 = {p_dh0, p_dz0, NULL, NULL};
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, MF_DTYPE_F32, 1, C, B, H, split, D, Dv, pq[0],
-                                              pk[0], pv[0], pout[0], pdo[0], NULL, &g1, pdq[0],
-                                              pdk[0], pdv[0]));
+    mf_linear_attention_state s1 = { NULL, NULL, p_ht[0], p_zt[0] };
+    mf_linear_attention_state s2 = { p_ht[0], p_zt[0], p_ht[1], p_zt[1] };
+    MF_ASSERT_OK(mf_linear_attention_forward(ctx, MF_DTYPE_F32, 1, C, B, H, split, D, Dv, pq[0], pk[0], pv[0],
+                                             &s1, pout[0]));
+    MF_ASSERT_OK(mf_linear_attention_forward(ctx, MF_DTYPE_F32, 1, C, B, H, N - split, D, Dv, pq[1], pk[1],
+                                             pv[1], &s2, pout[1]));
+    mf_linear_attention_state s2_in = { p_ht[0], p_zt[0], NULL, NULL };
+    mf_linear_attention_state_grad g2 = { NULL, NULL, p_dh0, p_dz0 };
+    MF_ASSERT_OK(mf_linear_attention_backward(ctx, MF_DTYPE_F32, 1, C, B, H, N - split, D, Dv, pq[1], pk[1],
+                                              pv[1], pout[1], pdo[1], &s2_in, &g2, pdq[1], pdk[1], pdv[1]));
+    mf_linear_attention_state_grad g1 = { p_dh0, p_dz0, NULL, NULL };
+    MF_ASSERT_OK(mf_linear_attention_backward(ctx, MF_DTYPE_F32, 1, C, B, H, split, D, Dv, pq[0], pk[0],
+                                              pv[0], pout[0], pdo[0], NULL, &g1, pdq[0], pdk[0], pdv[0]));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     /* Reassemble (B, H, N, .) from the parts. */
     for (int p = 0; p < 2; p++) {
@@ -340,35 +341,37 @@ START_TEST(test_two_calls_equal_one) {
     MF_ASSERT_CLOSE(t_dk, o_dk, nqk, "linear_attention.grad.f32");
     MF_ASSERT_CLOSE(t_dv, o_dv, nv, "linear_attention.grad.f32");
 
-    void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_ht, d_zt, d_dq, d_dk, d_dv, p_dh0, p_dz0};
+    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_ht, d_zt, d_dq, d_dk, d_dv, p_dh0, p_dz0 };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) mf_buffer_free(ctx, dev[i]);
     for (int p = 0; p < 2; p++) {
-        void *pd[] = {pq[p], pk[p], pv[p], pdo[p], pout[p], pdq[p], pdk[p], pdv[p], p_ht[p], p_zt[p]};
+        void *pd[] = { pq[p], pk[p], pv[p], pdo[p], pout[p], pdq[p], pdk[p], pdv[p], p_ht[p], p_zt[p] };
         for (size_t i = 0; i < sizeof pd / sizeof pd[0]; i++) mf_buffer_free(ctx, pd[i]);
     }
-    void *host[] = {q, k, v, dout, o_out, o_ht, o_zt, o_dq, o_dk, o_dv, t_out, t_dq, t_dk, t_dv,
-                    t_ht, t_zt};
+    void *host[] = {
+        q, k, v, dout, o_out, o_ht, o_zt, o_dq, o_dk, o_dv, t_out, t_dq, t_dk, t_dv, t_ht, t_zt
+    };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
 
 /* The registry's built-in cases (what `memfix report` runs) pass here too. */
-START_TEST(test_registry_cases) {
+START_TEST(test_registry_cases)
+{
     const mf_op_desc *op = mf_registry_find("linear_attention");
     ck_assert_ptr_nonnull(op);
     for (int vi = 0; vi < op->n_variants; vi++)
         for (int ci = 0; ci < op->n_cases; ci++) {
             mf_case_result r;
             MF_ASSERT_OK(op->run_case(mf_test_ctx(), vi, ci, &r));
-            ck_assert_msg(r.pass, "linear_attention %s case %d (%s): %s", r.variant, ci, r.shape,
-                          r.message);
+            ck_assert_msg(r.pass, "linear_attention %s case %d (%s): %s", r.variant, ci, r.shape, r.message);
             ck_assert_uint_le(r.opt_peak_bytes, r.ceiling_bytes);
             if (vi == 0) ck_assert_uint_gt(r.ref_peak_bytes, r.ceiling_bytes); /* causal */
         }
 }
 END_TEST
 
-static Suite *linear_attention_equiv_suite(void) {
+static Suite *linear_attention_equiv_suite(void)
+{
     Suite *s = suite_create("linear_attention_equiv");
     TCase *tc = tcase_create("kernels");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

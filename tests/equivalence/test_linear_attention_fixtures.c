@@ -22,12 +22,13 @@ static const char *const cases[] = {
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
-static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t) {
+static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t)
+{
     mf_test_read_fixture("linear_attention", name, part, t);
 }
 
-
-START_TEST(test_reference_matches_torch) {
+START_TEST(test_reference_matches_torch)
+{
     const char *name = cases[_i];
     mf_fixture_tensor meta, q, k, v, dout, out, dq, dk, dv;
     read_tensor(name, "meta", &meta);
@@ -64,11 +65,11 @@ START_TEST(test_reference_matches_torch) {
     mf_context *ctx = mf_test_ctx();
     float *g_out = mf_test_nan_host(nv);
     float *g_dq = mf_test_nan_host(nqk), *g_dk = mf_test_nan_host(nqk), *g_dv = mf_test_nan_host(nv);
-    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data,
-                                                 v.data, NULL, g_out));
+    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data, v.data,
+                                                 NULL, g_out));
     MF_ASSERT_CLOSE(g_out, (const float *)out.data, nv, "linear_attention.torch.f32");
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data,
-                                                  v.data, dout.data, NULL, NULL, g_dq, g_dk, g_dv));
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q.data, k.data, v.data,
+                                                  dout.data, NULL, NULL, g_dq, g_dk, g_dv));
     MF_ASSERT_CLOSE(g_dq, (const float *)dq.data, nqk, "linear_attention.torch.f32");
     MF_ASSERT_CLOSE(g_dk, (const float *)dk.data, nqk, "linear_attention.torch.f32");
     MF_ASSERT_CLOSE(g_dv, (const float *)dv.data, nv, "linear_attention.torch.f32");
@@ -77,20 +78,20 @@ START_TEST(test_reference_matches_torch) {
     free(g_dq);
     free(g_dk);
     free(g_dv);
-    mf_fixture_tensor *all[] = {&meta, &q, &k, &v, &dout, &out, &dq, &dk, &dv};
+    mf_fixture_tensor *all[] = { &meta, &q, &k, &v, &dout, &out, &dq, &dk, &dv };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_fixture_free(all[i]);
 }
 END_TEST
 
-static const char *const state_cases[] = {"state_f32_1x2x13x4x3", "state_bf16_2x1x9x5x6"};
+static const char *const state_cases[] = { "state_f32_1x2x13x4x3", "state_bf16_2x1x9x5x6" };
 #define N_STATE_CASES ((int)(sizeof(state_cases) / sizeof(state_cases[0])))
 
-START_TEST(test_reference_state_matches_torch) {
+START_TEST(test_reference_state_matches_torch)
+{
     const char *name = state_cases[_i];
     enum { META, Q, K, V, DOUT, H0, Z0, DHT, DZT, OUT, HT, ZT, DQ, DK, DV, DH0, DZ0, NPARTS };
-    static const char *const parts[NPARTS] = {"meta", "q",  "k",  "v",  "dout", "h0",
-                                              "z0",   "dht", "dzt", "out", "ht",  "zt",
-                                              "dq",   "dk", "dv", "dh0", "dz0"};
+    static const char *const parts[NPARTS] = { "meta", "q",  "k",  "v",  "dout", "h0", "z0",  "dht", "dzt",
+                                               "out",  "ht", "zt", "dq", "dk",   "dv", "dh0", "dz0" };
     mf_fixture_tensor t[NPARTS];
     for (int i = 0; i < NPARTS; i++) read_tensor(name, parts[i], &t[i]);
     ck_assert_uint_eq(t[META].count, 7);
@@ -109,13 +110,13 @@ START_TEST(test_reference_state_matches_torch) {
     float *out = mf_test_nan_host(nv), *ht = mf_test_nan_host(ns), *zt = mf_test_nan_host(nz);
     float *dq = mf_test_nan_host(nqk), *dk = mf_test_nan_host(nqk), *dv = mf_test_nan_host(nv);
     float *dh0 = mf_test_nan_host(ns), *dz0 = mf_test_nan_host(nz);
-    mf_linear_attention_state st = {t[H0].data, t[Z0].data, ht, zt};
-    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, 1, B, H, N, D, Dv, t[Q].data, t[K].data,
-                                                 t[V].data, &st, out));
-    mf_linear_attention_state st_in = {t[H0].data, t[Z0].data, NULL, NULL};
-    mf_linear_attention_state_grad gr = {t[DHT].data, t[DZT].data, dh0, dz0};
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, dt, 1, B, H, N, D, Dv, t[Q].data, t[K].data,
-                                                  t[V].data, t[DOUT].data, &st_in, &gr, dq, dk, dv));
+    mf_linear_attention_state st = { t[H0].data, t[Z0].data, ht, zt };
+    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, 1, B, H, N, D, Dv, t[Q].data, t[K].data, t[V].data,
+                                                 &st, out));
+    mf_linear_attention_state st_in = { t[H0].data, t[Z0].data, NULL, NULL };
+    mf_linear_attention_state_grad gr = { t[DHT].data, t[DZT].data, dh0, dz0 };
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, dt, 1, B, H, N, D, Dv, t[Q].data, t[K].data, t[V].data,
+                                                  t[DOUT].data, &st_in, &gr, dq, dk, dv));
     MF_ASSERT_CLOSE(out, (const float *)t[OUT].data, nv, "linear_attention.torch.f32");
     MF_ASSERT_CLOSE(ht, (const float *)t[HT].data, ns, "linear_attention.torch.f32");
     MF_ASSERT_CLOSE(zt, (const float *)t[ZT].data, nz, "linear_attention.torch.f32");
@@ -124,7 +125,7 @@ START_TEST(test_reference_state_matches_torch) {
     MF_ASSERT_CLOSE(dv, (const float *)t[DV].data, nv, "linear_attention.torch.f32");
     MF_ASSERT_CLOSE(dh0, (const float *)t[DH0].data, ns, "linear_attention.torch.f32");
     MF_ASSERT_CLOSE(dz0, (const float *)t[DZ0].data, nz, "linear_attention.torch.f32");
-    float *bufs[] = {out, ht, zt, dq, dk, dv, dh0, dz0};
+    float *bufs[] = { out, ht, zt, dq, dk, dv, dh0, dz0 };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     for (int i = 0; i < NPARTS; i++) mf_fixture_free(&t[i]);
 }
@@ -135,7 +136,8 @@ END_TEST
  * taking the second's initial-state gradient) equal the one-call results. The
  * reference's state is held in float between the calls, so the tolerance is
  * the fp32 one of the state rows, not torch's. */
-START_TEST(test_reference_two_calls_equal_one) {
+START_TEST(test_reference_two_calls_equal_one)
+{
     enum { N = 12, S = 5, D = 3, DV = 4 };
     mf_context *ctx = mf_test_ctx();
     float q[N * D], k[N * D], v[N * DV], dout[N * DV];
@@ -145,26 +147,26 @@ START_TEST(test_reference_two_calls_equal_one) {
     mf_fill_uniform_f32(dout, N * DV, 44, -1.f, 1.f);
     float out1[N * DV], dq1[N * D], dk1[N * D], dv1[N * DV];
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, 1, 1, 1, N, D, DV, q, k, v, NULL, out1));
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, MF_DTYPE_F32, 1, 1, 1, N, D, DV, q, k, v, dout,
-                                                  NULL, NULL, dq1, dk1, dv1));
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, MF_DTYPE_F32, 1, 1, 1, N, D, DV, q, k, v, dout, NULL,
+                                                  NULL, dq1, dk1, dv1));
     float out2[N * DV], dq2[N * D], dk2[N * D], dv2[N * DV];
     float ht[D * DV], zt[D], dh0[D * DV], dz0[D];
     mf_fill_nan_f32(out2, N * DV);
     mf_fill_nan_f32(dq2, N * D);
     mf_fill_nan_f32(dk2, N * D);
     mf_fill_nan_f32(dv2, N * DV);
-    mf_linear_attention_state a = {NULL, NULL, ht, zt};
+    mf_linear_attention_state a = { NULL, NULL, ht, zt };
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, 1, 1, 1, S, D, DV, q, k, v, &a, out2));
-    mf_linear_attention_state b = {ht, zt, NULL, NULL};
+    mf_linear_attention_state b = { ht, zt, NULL, NULL };
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, MF_DTYPE_F32, 1, 1, 1, N - S, D, DV, q + S * D,
                                                  k + S * D, v + S * DV, &b, out2 + S * DV));
-    mf_linear_attention_state_grad gb = {NULL, NULL, dh0, dz0};
+    mf_linear_attention_state_grad gb = { NULL, NULL, dh0, dz0 };
     MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, MF_DTYPE_F32, 1, 1, 1, N - S, D, DV, q + S * D,
-                                                  k + S * D, v + S * DV, dout + S * DV, &b, &gb,
-                                                  dq2 + S * D, dk2 + S * D, dv2 + S * DV));
-    mf_linear_attention_state_grad ga = {dh0, dz0, NULL, NULL};
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, MF_DTYPE_F32, 1, 1, 1, S, D, DV, q, k, v, dout,
-                                                  NULL, &ga, dq2, dk2, dv2));
+                                                  k + S * D, v + S * DV, dout + S * DV, &b, &gb, dq2 + S * D,
+                                                  dk2 + S * D, dv2 + S * DV));
+    mf_linear_attention_state_grad ga = { dh0, dz0, NULL, NULL };
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, MF_DTYPE_F32, 1, 1, 1, S, D, DV, q, k, v, dout, NULL,
+                                                  &ga, dq2, dk2, dv2));
     MF_ASSERT_CLOSE(out2, out1, N * DV, "linear_attention.out.f32");
     MF_ASSERT_CLOSE(dq2, dq1, N * D, "linear_attention.grad.f32");
     MF_ASSERT_CLOSE(dk2, dk1, N * D, "linear_attention.grad.f32");
@@ -172,7 +174,8 @@ START_TEST(test_reference_two_calls_equal_one) {
 }
 END_TEST
 
-static Suite *linear_attention_fixtures_suite(void) {
+static Suite *linear_attention_fixtures_suite(void)
+{
     Suite *s = suite_create("linear_attention_fixtures");
     TCase *tc = tcase_create("torch");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

@@ -30,28 +30,30 @@ typedef struct shape {
 } shape;
 
 static const shape shapes[] = {
-    {1, 1, 1},       /* degenerate */
-    {17, 33, 19},    /* one past the tile in M, N, K */
-    {31, 1, 47},     /* a single output column, K across 3 partial tiles */
-    {1000, 3, 5},    /* tall and skinny */
-    {3, 1000, 7},    /* short and wide */
-    {4, 5, 4096},    /* thin K = 4096 reduction (256 K tiles) */
-    {48, 32, 64},    /* exact multiples of the tile */
-    {2, 70, 33},     /* N spans 5 column tiles, M less than a tile */
+    { 1, 1, 1 },    /* degenerate */
+    { 17, 33, 19 }, /* one past the tile in M, N, K */
+    { 31, 1, 47 },  /* a single output column, K across 3 partial tiles */
+    { 1000, 3, 5 }, /* tall and skinny */
+    { 3, 1000, 7 }, /* short and wide */
+    { 4, 5, 4096 }, /* thin K = 4096 reduction (256 K tiles) */
+    { 48, 32, 64 }, /* exact multiples of the tile */
+    { 2, 70, 33 },  /* N spans 5 column tiles, M less than a tile */
 };
 #define N_SHAPES ((int)(sizeof(shapes) / sizeof(shapes[0])))
 #define N_TRANS 4
 #define N_DTYPES 2
 #define GUARD 64 /* NaN elements after every buffer */
 
-static const mf_dtype dtypes[N_DTYPES] = {MF_DTYPE_F32, MF_DTYPE_BF16};
+static const mf_dtype dtypes[N_DTYPES] = { MF_DTYPE_F32, MF_DTYPE_BF16 };
 
-static const char *tol_name(mf_dtype dt) {
+static const char *tol_name(mf_dtype dt)
+{
     return dt == MF_DTYPE_BF16 ? "matmul.out.bf16" : "matmul.out.f32";
 }
 
 /* n seeded values in [-1, 1) followed by GUARD NaNs. */
-static void *make_input(mf_dtype dt, size_t n, uint64_t seed) {
+static void *make_input(mf_dtype dt, size_t n, uint64_t seed)
+{
     const size_t es = mf_dtype_size(dt);
     void *p = malloc((n + GUARD) * es);
     ck_assert_ptr_nonnull(p);
@@ -62,8 +64,9 @@ static void *make_input(mf_dtype dt, size_t n, uint64_t seed) {
 
 /* Runs one configuration; C is NaN-filled and followed by a NaN guard.
  * Writes the variant's output to got (M*N floats) and the reference's to ref. */
-static void run_matmul(mf_matmul_variant v, mf_dtype dt, int ta, int tb, const shape *s,
-                       uint64_t seed, float *got, float *ref) {
+static void run_matmul(mf_matmul_variant v, mf_dtype dt, int ta, int tb, const shape *s, uint64_t seed,
+                       float *got, float *ref)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t m = (size_t)s->M, n = (size_t)s->N, k = (size_t)s->K;
     const size_t es = mf_dtype_size(dt);
@@ -84,8 +87,7 @@ static void run_matmul(mf_matmul_variant v, mf_dtype dt, int ta, int tb, const s
     mf_fill_nan_f32(c_host, m * n + GUARD);
     MF_ASSERT_STATUS(mf_buffer_upload(ctx, d_c, c_host, (m * n + GUARD) * sizeof(float)), MF_OK);
 
-    MF_ASSERT_STATUS(mf_matmul(ctx, v, dt, ta, tb, s->M, s->N, s->K, d_a, d_b, (float *)d_c),
-                     MF_OK);
+    MF_ASSERT_STATUS(mf_matmul(ctx, v, dt, ta, tb, s->M, s->N, s->K, d_a, d_b, (float *)d_c), MF_OK);
     MF_ASSERT_STATUS(mf_context_synchronize(ctx), MF_OK);
     MF_ASSERT_STATUS(mf_buffer_download(ctx, c_host, d_c, (m * n + GUARD) * sizeof(float)), MF_OK);
     for (size_t g = 0; g < GUARD; ++g)
@@ -106,7 +108,8 @@ static void run_matmul(mf_matmul_variant v, mf_dtype dt, int ta, int tb, const s
 /* Loop index -> shape; every transpose combination and dtype of that shape in
  * one test (a forked test costs more than these small shapes). A failure
  * names the configuration. */
-static void check_shape(mf_matmul_variant v, int shape_index) {
+static void check_shape(mf_matmul_variant v, int shape_index)
+{
     const shape *s = &shapes[shape_index];
     const size_t mn = (size_t)s->M * (size_t)s->N;
     float *got = malloc(mn * sizeof(float));
@@ -123,8 +126,8 @@ static void check_shape(mf_matmul_variant v, int shape_index) {
             const int ok =
                 mf_test_check_close(got, ref, mn, tol_name(dt), __FILE__, __LINE__, msg, sizeof msg);
             ck_assert_msg(ok, "%s M=%lld N=%lld K=%lld trans_a=%d trans_b=%d %s: %s",
-                          mf_matmul_variant_name(v), (long long)s->M, (long long)s->N,
-                          (long long)s->K, ta, tb, mf_dtype_name(dt), msg);
+                          mf_matmul_variant_name(v), (long long)s->M, (long long)s->N, (long long)s->K, ta,
+                          tb, mf_dtype_name(dt), msg);
         }
     }
     free(ref);
@@ -142,8 +145,9 @@ END_TEST
 
 /* The comparison can fail: the tiled result for trans_a = 1 compared against a
  * reference computed with trans_a = 0 (a square, non-symmetric A) must not pass. */
-START_TEST(test_wrong_transpose_is_detected) {
-    const shape s = {17, 17, 17};
+START_TEST(test_wrong_transpose_is_detected)
+{
+    const shape s = { 17, 17, 17 };
     const size_t mn = 17 * 17;
     float *got = malloc(mn * sizeof(float));
     float *ref_t = malloc(mn * sizeof(float));
@@ -157,8 +161,7 @@ START_TEST(test_wrong_transpose_is_detected) {
     ck_assert_ptr_nonnull(dummy);
     run_matmul(MF_MATMUL_TILED, MF_DTYPE_F32, 0, 0, &s, 42, dummy, ref_n);
     mf_compare_result r;
-    ck_assert_int_eq(mf_compare_f32(got, ref_n, mn, mf_tolerance_get("matmul.out.f32"), NULL, &r),
-                     MF_OK);
+    ck_assert_int_eq(mf_compare_f32(got, ref_n, mn, mf_tolerance_get("matmul.out.f32"), NULL, &r), MF_OK);
     ck_assert_msg(!r.pass, "a transposed result passed against the untransposed reference");
     free(dummy);
     free(ref_n);
@@ -170,9 +173,10 @@ END_TEST
 /* More row tiles than gridDim.y allows (65535): the launchers cap the grid and
  * the kernels' blocks stride over the remaining tiles. 65537 row tiles, so
  * blocks 0 and 1 each take a second tile. */
-START_TEST(test_grid_y_cap) {
+START_TEST(test_grid_y_cap)
+{
     const mf_matmul_variant v = _i == 0 ? MF_MATMUL_NAIVE : MF_MATMUL_TILED;
-    const shape s = {(int64_t)65535 * MF_MATMUL_TILE + 17, 2, 3};
+    const shape s = { (int64_t)65535 * MF_MATMUL_TILE + 17, 2, 3 };
     const size_t mn = (size_t)s.M * (size_t)s.N;
     float *got = malloc(mn * sizeof(float));
     float *ref = malloc(mn * sizeof(float));
@@ -187,7 +191,8 @@ END_TEST
 
 /* The registry's built-in cases (what `memfix report --op matmul` runs) pass
  * for every variant on the test backend. */
-START_TEST(test_registry_cases_pass) {
+START_TEST(test_registry_cases_pass)
+{
     const mf_op_desc *op = mf_registry_find("matmul");
     ck_assert_ptr_nonnull(op);
     ck_assert_int_eq(op->n_variants, MF_MATMUL_N_VARIANTS);
@@ -197,8 +202,8 @@ START_TEST(test_registry_cases_pass) {
         for (int c = 0; c < op->n_cases; ++c) {
             mf_case_result r;
             MF_ASSERT_STATUS(op->run_case(mf_test_ctx(), v, c, &r), MF_OK);
-            ck_assert_msg(r.pass, "matmul %s case %d (%s %s) failed: %s", r.variant, c, r.dtype,
-                          r.shape, r.message);
+            ck_assert_msg(r.pass, "matmul %s case %d (%s %s) failed: %s", r.variant, c, r.dtype, r.shape,
+                          r.message);
             ck_assert_str_eq(r.op, "matmul");
             ck_assert_uint_gt(r.ref_peak_bytes, r.ceiling_bytes);
             ck_assert_uint_le(r.opt_peak_bytes, r.ceiling_bytes);
@@ -207,15 +212,16 @@ START_TEST(test_registry_cases_pass) {
 }
 END_TEST
 
-static Suite *matmul_equiv_suite(void) {
+static Suite *matmul_equiv_suite(void)
+{
     Suite *s = suite_create("matmul_equiv");
     const struct {
         const char *name;
         const TTest *fn;
     } variants[] = {
-        {"naive", test_naive_matches_reference},
-        {"tiled", test_tiled_matches_reference},
-        {"cublas", test_cublas_matches_reference},
+        { "naive", test_naive_matches_reference },
+        { "tiled", test_tiled_matches_reference },
+        { "cublas", test_cublas_matches_reference },
     };
     for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); ++i) {
         TCase *tc = tcase_create(variants[i].name);

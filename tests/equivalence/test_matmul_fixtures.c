@@ -20,11 +20,13 @@ static const char *const cases[] = {
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
-static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t) {
+static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t)
+{
     mf_test_read_fixture("matmul", name, part, t);
 }
 
-START_TEST(test_reference_matches_torch) {
+START_TEST(test_reference_matches_torch)
+{
     const char *name = cases[_i];
     mf_fixture_tensor meta, a, b, c;
     read_tensor(name, "meta", &meta);
@@ -67,7 +69,8 @@ START_TEST(test_reference_matches_torch) {
 }
 END_TEST
 
-static Suite *matmul_fixtures_suite(void) {
+static Suite *matmul_fixtures_suite(void)
+{
     Suite *s = suite_create("matmul_fixtures");
     TCase *tc = tcase_create("torch");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

@@ -27,13 +27,13 @@
 
 #define GUARD 37 /* elements of NaN after each output that must survive */
 
-static const int64_t ranks[] = {1, 8, 16, 64};
-static const mf_dtype dtypes[] = {MF_DTYPE_F32, MF_DTYPE_BF16};
+static const int64_t ranks[] = { 1, 8, 16, 64 };
+static const mf_dtype dtypes[] = { MF_DTYPE_F32, MF_DTYPE_BF16 };
 /* batch, seq, d_model, d_ffn (rank from 'ranks') */
 static const int64_t shapes[][4] = {
-    {2, 5, 19, 23}, /* T = 10, primes */
-    {3, 4, 33, 17}, /* one past a 32-wide tile in d_model */
-    {1, 1, 7, 5},   /* a single token */
+    { 2, 5, 19, 23 }, /* T = 10, primes */
+    { 3, 4, 33, 17 }, /* one past a 32-wide tile in d_model */
+    { 1, 1, 7, 5 },   /* a single token */
 };
 #define N_RANKS 4
 #define N_DTYPES 2
@@ -41,15 +41,7 @@ static const int64_t shapes[][4] = {
 #define N_COMBOS (N_RANKS * N_DTYPES * N_SHAPES)
 
 /* Which gradients a backward run requests. */
-enum {
-    G_H = 1 << 0,
-    G_W = 1 << 1,
-    G_A = 1 << 2,
-    G_B = 1 << 3,
-    G_M = 1 << 4,
-    G_BIAS = 1 << 5,
-    G_ALL = 0x3f
-};
+enum { G_H = 1 << 0, G_W = 1 << 1, G_A = 1 << 2, G_B = 1 << 3, G_M = 1 << 4, G_BIAS = 1 << 5, G_ALL = 0x3f };
 
 typedef struct run_spec {
     mf_npt_pass pass;
@@ -60,15 +52,14 @@ typedef struct run_spec {
     mf_npt_options opts;
 } run_spec;
 
-static const char *const out_names[7] = {"out",    "grad_h", "grad_W",   "grad_A",
-                                         "grad_B", "grad_m", "grad_bias"};
+static const char *const out_names[7] = {
+    "out", "grad_h", "grad_W", "grad_A", "grad_B", "grad_m", "grad_bias"
+};
 
 static void *make_input(mf_dtype dt, size_t n, uint64_t seed, float scale)
 {
     return mf_test_make_input(dt, n, seed, -scale, scale);
 }
-
-
 
 /* Runs the reference and the kernel on the same seeded inputs and compares
  * every requested output. If 'kernel_m_seed' is non-zero, the kernel gets a
@@ -84,9 +75,9 @@ static int run_and_compare(const run_spec *rs, uint64_t seed, uint64_t kernel_m_
     const size_t T = (size_t)(s.batch * s.seq), D = (size_t)s.d_model, F = (size_t)s.d_ffn,
                  R = (size_t)s.rank;
     /* inputs: h, W, A, B, m, and bias (forward) or grad_out (backward) */
-    const size_t in_n[6] = {T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F};
-    const float scale[6] = {1.0f, 0.5f, 0.5f, 0.5f, 1.0f, fwd ? 0.5f : 1.0f};
-    void *in[6] = {NULL}, *d_in[6] = {NULL};
+    const size_t in_n[6] = { T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F };
+    const float scale[6] = { 1.0f, 0.5f, 0.5f, 0.5f, 1.0f, fwd ? 0.5f : 1.0f };
+    void *in[6] = { NULL }, *d_in[6] = { NULL };
     for (int i = 0; i < 6; ++i) {
         if (fwd && i == 5 && !rs->bias) continue;
         in[i] = make_input(dt, in_n[i], seed * 8 + (uint64_t)i, scale[i]);
@@ -100,13 +91,13 @@ static int run_and_compare(const run_spec *rs, uint64_t seed, uint64_t kernel_m_
     }
 
     /* outputs: out (forward) or the six gradients (backward) */
-    const size_t out_n[7] = {T * F, T * D, D * F, D * R, R * F, T * R, F};
-    int want[7] = {0};
+    const size_t out_n[7] = { T * F, T * D, D * F, D * R, R * F, T * R, F };
+    int want[7] = { 0 };
     if (fwd)
         want[0] = 1;
     else
         for (int k = 1; k < 7; ++k) want[k] = (rs->grads >> (k - 1)) & 1;
-    void *ref[7] = {NULL}, *got[7] = {NULL}, *d_out[7] = {NULL};
+    void *ref[7] = { NULL }, *got[7] = { NULL }, *d_out[7] = { NULL };
     for (int k = 0; k < 7; ++k) {
         if (!want[k]) continue;
         ref[k] = malloc(out_n[k] * es);
@@ -120,16 +111,14 @@ static int run_and_compare(const run_spec *rs, uint64_t seed, uint64_t kernel_m_
     }
 
     if (fwd) {
-        MF_ASSERT_OK(
-            mf_ref_npt_forward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], ref[0]));
-        MF_ASSERT_OK(mf_npt_forward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4],
-                                    d_in[5], d_out[0], &rs->opts));
+        MF_ASSERT_OK(mf_ref_npt_forward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], ref[0]));
+        MF_ASSERT_OK(mf_npt_forward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[5],
+                                    d_out[0], &rs->opts));
     } else {
-        MF_ASSERT_OK(mf_ref_npt_backward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5],
-                                         ref[1], ref[2], ref[3], ref[4], ref[5], ref[6]));
-        MF_ASSERT_OK(mf_npt_backward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4],
-                                     d_in[5], d_out[1], d_out[2], d_out[3], d_out[4], d_out[5],
-                                     d_out[6], &rs->opts));
+        MF_ASSERT_OK(mf_ref_npt_backward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], ref[1], ref[2],
+                                         ref[3], ref[4], ref[5], ref[6]));
+        MF_ASSERT_OK(mf_npt_backward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[5],
+                                     d_out[1], d_out[2], d_out[3], d_out[4], d_out[5], d_out[6], &rs->opts));
     }
     MF_ASSERT_OK(mf_context_synchronize(ctx));
 
@@ -146,8 +135,8 @@ static int run_and_compare(const run_spec *rs, uint64_t seed, uint64_t kernel_m_
         mf_test_to_f32(dt, got[k], g32, n + GUARD);
         mf_test_to_f32(dt, ref[k], r32, n);
         for (size_t i = 0; i < GUARD; ++i)
-            ck_assert_msg(isnan(g32[n + i]), "%s: wrote past the end (guard element %zu is %g)",
-                          out_names[k], i, (double)g32[n + i]);
+            ck_assert_msg(isnan(g32[n + i]), "%s: wrote past the end (guard element %zu is %g)", out_names[k],
+                          i, (double)g32[n + i]);
         if (kernel_m_seed) {
             mf_compare_result r;
             ck_assert_int_eq(mf_compare_f32(g32, r32, n, mf_tolerance_get(tol), NULL, &r), MF_OK);
@@ -155,13 +144,11 @@ static int run_and_compare(const run_spec *rs, uint64_t seed, uint64_t kernel_m_
             if (r.pass && k != 2 && k != 5 && k != 6) any_pass = 1;
         } else {
             char msg[1024];
-            const int ok =
-                mf_test_check_close(g32, r32, n, tol, __FILE__, __LINE__, msg, sizeof msg);
+            const int ok = mf_test_check_close(g32, r32, n, tol, __FILE__, __LINE__, msg, sizeof msg);
             ck_assert_msg(ok, "%s %s %s Bt=%lld S=%lld D=%lld F=%lld r=%lld chunk=%lld: %s",
-                          fwd ? "forward" : "backward", mf_dtype_name(dt), out_names[k],
-                          (long long)s.batch, (long long)s.seq, (long long)s.d_model,
-                          (long long)s.d_ffn, (long long)s.rank, (long long)rs->opts.chunk_tokens,
-                          msg);
+                          fwd ? "forward" : "backward", mf_dtype_name(dt), out_names[k], (long long)s.batch,
+                          (long long)s.seq, (long long)s.d_model, (long long)s.d_ffn, (long long)s.rank,
+                          (long long)rs->opts.chunk_tokens, msg);
         }
         free(r32);
         free(g32);
@@ -218,7 +205,7 @@ END_TEST
 static void chunking_spec(run_spec *rs, int j)
 {
     const int64_t T = rs->shape.batch * rs->shape.seq;
-    const int64_t chunks[N_CHUNKINGS - 1] = {1, 3, T - 1, T, T + 5};
+    const int64_t chunks[N_CHUNKINGS - 1] = { 1, 3, T - 1, T, T + 5 };
     if (j < N_CHUNKINGS - 1) {
         rs->opts.chunk_tokens = chunks[j];
     } else {
@@ -227,9 +214,9 @@ static void chunking_spec(run_spec *rs, int j)
             rs->pass == MF_NPT_FORWARD
                 ? 5 * (size_t)rs->shape.rank * (4 + mf_dtype_size(rs->dtype))
                 : 5 * (size_t)rs->shape.rank * (8 + 2 * mf_dtype_size(rs->dtype)) +
-                      (rs->dtype == MF_DTYPE_BF16 ? (size_t)(rs->shape.d_model + rs->shape.d_ffn) *
-                                                        (size_t)rs->shape.rank * 4
-                                                  : 0);
+                      (rs->dtype == MF_DTYPE_BF16
+                           ? (size_t)(rs->shape.d_model + rs->shape.d_ffn) * (size_t)rs->shape.rank * 4
+                           : 0);
         int64_t c = 0;
         MF_ASSERT_OK(mf_npt_resolve_chunk(rs->pass, rs->dtype, rs->shape, &rs->opts, &c));
         ck_assert_int_eq(c, 5);
@@ -243,7 +230,7 @@ START_TEST(test_chunkings_match_reference)
     memset(&rs, 0, sizeof rs);
     rs.pass = (_i / (N_DTYPES * N_CHUNKINGS)) ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     rs.dtype = dtypes[(_i / N_CHUNKINGS) % N_DTYPES];
-    rs.shape = (mf_npt_shape){3, 5, 21, 26, 8}; /* T = 15 */
+    rs.shape = (mf_npt_shape){ 3, 5, 21, 26, 8 }; /* T = 15 */
     rs.bias = 1;
     rs.grads = G_ALL;
     mf_npt_options_init(&rs.opts);
@@ -255,7 +242,7 @@ END_TEST
 /* Subsets of the gradients (NULL outputs are skipped): only the ones that need
  * no chunk loop, only grad_m, only the low-rank factors, only grad_h, and all
  * but grad_W (a frozen W, as in NPT training). */
-static const int grad_subsets[] = {G_W | G_BIAS, G_M, G_A | G_B, G_H, G_ALL & ~G_W};
+static const int grad_subsets[] = { G_W | G_BIAS, G_M, G_A | G_B, G_H, G_ALL & ~G_W };
 #define N_SUBSETS ((int)(sizeof grad_subsets / sizeof grad_subsets[0]))
 
 START_TEST(test_gradient_subsets_match_reference)
@@ -264,7 +251,7 @@ START_TEST(test_gradient_subsets_match_reference)
     memset(&rs, 0, sizeof rs);
     rs.pass = MF_NPT_BACKWARD;
     rs.dtype = dtypes[_i % N_DTYPES];
-    rs.shape = (mf_npt_shape){2, 3, 11, 14, 16};
+    rs.shape = (mf_npt_shape){ 2, 3, 11, 14, 16 };
     rs.grads = grad_subsets[_i / N_DTYPES];
     mf_npt_options_init(&rs.opts);
     rs.opts.chunk_tokens = 4;
@@ -280,7 +267,7 @@ START_TEST(test_wrong_modulation_is_detected)
     memset(&rs, 0, sizeof rs);
     rs.pass = _i ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     rs.dtype = MF_DTYPE_F32;
-    rs.shape = (mf_npt_shape){2, 5, 19, 23, 8};
+    rs.shape = (mf_npt_shape){ 2, 5, 19, 23, 8 };
     rs.bias = 1;
     rs.grads = G_ALL;
     mf_npt_options_init(&rs.opts);
@@ -290,7 +277,7 @@ START_TEST(test_wrong_modulation_is_detected)
 END_TEST
 
 /* The kernel against PyTorch's factored graph (fixtures/npt, f32 cases). */
-static const char *const torch_cases[] = {"f32_small", "f32_rank16"};
+static const char *const torch_cases[] = { "f32_small", "f32_rank16" };
 
 static const char *fixture(const char *dir, const char *name)
 {
@@ -301,7 +288,7 @@ static const char *fixture(const char *dir, const char *name)
 
 START_TEST(test_kernel_matches_torch_factored)
 {
-    static const char *const in_names[7] = {"h", "W", "A", "B", "m", "bias", "grad_out"};
+    static const char *const in_names[7] = { "h", "W", "A", "B", "m", "bias", "grad_out" };
     mf_context *ctx = mf_test_ctx();
     const char *dir = torch_cases[_i];
     mf_fixture_tensor in[7];
@@ -313,11 +300,10 @@ START_TEST(test_kernel_matches_torch_factored)
         MF_ASSERT_OK(mf_buffer_upload(ctx, d_in[i], in[i].data, in[i].count * sizeof(float)));
     }
     mf_npt_shape s;
-    MF_ASSERT_OK(
-        mf_npt_shape_from_dims(in[0].dims, in[1].dims, in[2].dims, in[3].dims, in[4].dims, &s));
+    MF_ASSERT_OK(mf_npt_shape_from_dims(in[0].dims, in[1].dims, in[2].dims, in[3].dims, in[4].dims, &s));
     const size_t T = (size_t)(s.batch * s.seq), D = (size_t)s.d_model, F = (size_t)s.d_ffn,
                  R = (size_t)s.rank;
-    const size_t out_n[7] = {T * F, T * D, D * F, D * R, R * F, T * R, F};
+    const size_t out_n[7] = { T * F, T * D, D * F, D * R, R * F, T * R, F };
     void *d_out[7];
     size_t max_n = 0;
     for (int k = 0; k < 7; ++k)
@@ -333,11 +319,10 @@ START_TEST(test_kernel_matches_torch_factored)
     mf_npt_options o;
     mf_npt_options_init(&o);
     o.chunk_tokens = 2;
-    MF_ASSERT_OK(mf_npt_forward(ctx, MF_DTYPE_F32, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4],
-                                d_in[5], d_out[0], &o));
-    MF_ASSERT_OK(mf_npt_backward(ctx, MF_DTYPE_F32, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4],
-                                 d_in[6], d_out[1], d_out[2], d_out[3], d_out[4], d_out[5],
-                                 d_out[6], &o));
+    MF_ASSERT_OK(mf_npt_forward(ctx, MF_DTYPE_F32, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[5],
+                                d_out[0], &o));
+    MF_ASSERT_OK(mf_npt_backward(ctx, MF_DTYPE_F32, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[6],
+                                 d_out[1], d_out[2], d_out[3], d_out[4], d_out[5], d_out[6], &o));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     for (int k = 0; k < 7; ++k) {
         char name[64];
@@ -350,9 +335,8 @@ START_TEST(test_kernel_matches_torch_factored)
         ck_assert_ptr_nonnull(got);
         MF_ASSERT_OK(mf_buffer_download(ctx, got, d_out[k], n * sizeof(float)));
         char msg[1024];
-        const int ok =
-            mf_test_check_close(got, want, n, k == 0 ? "npt.forward.f32" : "npt.backward.f32",
-                                __FILE__, __LINE__, msg, sizeof msg);
+        const int ok = mf_test_check_close(got, want, n, k == 0 ? "npt.forward.f32" : "npt.backward.f32",
+                                           __FILE__, __LINE__, msg, sizeof msg);
         ck_assert_msg(ok, "%s %s vs torch: %s", dir, out_names[k], msg);
         free(got);
         free(want);

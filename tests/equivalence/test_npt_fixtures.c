@@ -19,9 +19,9 @@
 
 #define N_INPUTS 7
 #define N_OUTPUTS 7
-static const char *const input_names[N_INPUTS] = {"h", "W", "A", "B", "m", "bias", "grad_out"};
-static const char *const output_names[N_OUTPUTS] = {"out",    "grad_h", "grad_W",   "grad_A",
-                                                    "grad_B", "grad_m", "grad_bias"};
+static const char *const input_names[N_INPUTS] = { "h", "W", "A", "B", "m", "bias", "grad_out" };
+static const char *const output_names[N_OUTPUTS] = { "out",    "grad_h", "grad_W",   "grad_A",
+                                                     "grad_B", "grad_m", "grad_bias" };
 
 typedef struct fixture_case {
     const char *dir;
@@ -29,9 +29,9 @@ typedef struct fixture_case {
 } fixture_case;
 
 static const fixture_case cases[] = {
-    {"f32_small", MF_DTYPE_F32},
-    {"f32_rank16", MF_DTYPE_F32},
-    {"bf16_small", MF_DTYPE_BF16},
+    { "f32_small", MF_DTYPE_F32 },
+    { "f32_rank16", MF_DTYPE_F32 },
+    { "bf16_small", MF_DTYPE_BF16 },
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -48,20 +48,18 @@ static mf_npt_shape read_inputs(const fixture_case *c, mf_fixture_tensor in[N_IN
 {
     const mf_fixture_dtype want = c->dtype == MF_DTYPE_F32 ? MF_FIXTURE_F32 : MF_FIXTURE_BF16;
     for (int i = 0; i < N_INPUTS; ++i) {
-        ck_assert_msg(mf_fixture_read(path_of(c->dir, "", input_names[i]), &in[i]), "reading %s/%s",
-                      c->dir, input_names[i]);
+        ck_assert_msg(mf_fixture_read(path_of(c->dir, "", input_names[i]), &in[i]), "reading %s/%s", c->dir,
+                      input_names[i]);
         ck_assert_int_eq(in[i].dtype, want);
     }
     mf_npt_shape s;
-    MF_ASSERT_OK(
-        mf_npt_shape_from_dims(in[0].dims, in[1].dims, in[2].dims, in[3].dims, in[4].dims, &s));
+    MF_ASSERT_OK(mf_npt_shape_from_dims(in[0].dims, in[1].dims, in[2].dims, in[3].dims, in[4].dims, &s));
     ck_assert_int_eq(in[5].ndim, 1);
     ck_assert_int_eq(in[5].dims[0], s.d_ffn);
     ck_assert_int_eq(in[6].ndim, 3);
     ck_assert_int_eq(in[6].dims[2], s.d_ffn);
     return s;
 }
-
 
 /* Runs the reference forward and backward on fixture case 'ci' and compares
  * the seven results with the PyTorch ones written under 'prefix'. */
@@ -74,18 +72,17 @@ static void check_case(int ci, const char *prefix)
     const size_t es = mf_dtype_size(c->dtype);
     const size_t T = (size_t)(s.batch * s.seq), D = (size_t)s.d_model, F = (size_t)s.d_ffn,
                  R = (size_t)s.rank;
-    const size_t n_out[N_OUTPUTS] = {T * F, T * D, D * F, D * R, R * F, T * R, F};
+    const size_t n_out[N_OUTPUTS] = { T * F, T * D, D * F, D * R, R * F, T * R, F };
     void *got[N_OUTPUTS];
     for (int k = 0; k < N_OUTPUTS; ++k) {
         got[k] = malloc(n_out[k] * es);
         ck_assert_ptr_nonnull(got[k]);
         memset(got[k], 0xff, n_out[k] * es); /* NaN in f32 and bf16 */
     }
-    MF_ASSERT_OK(mf_ref_npt_forward(ctx, c->dtype, s, in[0].data, in[1].data, in[2].data,
-                                    in[3].data, in[4].data, in[5].data, got[0]));
-    MF_ASSERT_OK(mf_ref_npt_backward(ctx, c->dtype, s, in[0].data, in[1].data, in[2].data,
-                                     in[3].data, in[4].data, in[6].data, got[1], got[2], got[3],
-                                     got[4], got[5], got[6]));
+    MF_ASSERT_OK(mf_ref_npt_forward(ctx, c->dtype, s, in[0].data, in[1].data, in[2].data, in[3].data,
+                                    in[4].data, in[5].data, got[0]));
+    MF_ASSERT_OK(mf_ref_npt_backward(ctx, c->dtype, s, in[0].data, in[1].data, in[2].data, in[3].data,
+                                     in[4].data, in[6].data, got[1], got[2], got[3], got[4], got[5], got[6]));
     const char *tol = c->dtype == MF_DTYPE_F32 ? "npt.torch.f32" : "npt.torch.bf16";
     for (int k = 0; k < N_OUTPUTS; ++k) {
         float *want = NULL, *have = NULL;
@@ -125,12 +122,11 @@ START_TEST(test_missing_delta_is_detected)
     float *got = malloc(T * F * sizeof(float)), *want = NULL;
     size_t n = 0;
     ck_assert_ptr_nonnull(got);
-    MF_ASSERT_OK(mf_ref_npt_forward(ctx, c->dtype, s, in[0].data, in[1].data, in[2].data,
-                                    in[3].data, in[4].data, in[5].data, got));
+    MF_ASSERT_OK(mf_ref_npt_forward(ctx, c->dtype, s, in[0].data, in[1].data, in[2].data, in[3].data,
+                                    in[4].data, in[5].data, got));
     ck_assert(mf_fixture_read_f32(path_of(c->dir, "einsum_", "out"), &want, &n));
     mf_compare_result r;
-    ck_assert_int_eq(mf_compare_f32(got, want, n, mf_tolerance_get("npt.torch.f32"), NULL, &r),
-                     MF_OK);
+    ck_assert_int_eq(mf_compare_f32(got, want, n, mf_tolerance_get("npt.torch.f32"), NULL, &r), MF_OK);
     ck_assert_msg(!r.pass, "the output without delta_w passed against PyTorch's");
     free(want);
     free(got);

@@ -38,21 +38,28 @@ typedef struct config {
 } config;
 
 static const config configs[] = {
-    {1, 150, 2, 1, 8, {8, 4, 8, 6, 20, 0.0f}, MF_DTYPE_F32},      /* 19 blocks, top 6 */
-    {1, 133, 4, 2, 16, {16, 8, 16, 5, 40, 0.0f}, MF_DTYPE_BF16},  /* odd S, 9 blocks */
-    {1, 61, 6, 1, 64, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_BF16}, /* seed cfg, S < w, S < l' */
-    {2, 9, 2, 1, 4, {32, 16, 64, 16, 512, 0.0f}, MF_DTYPE_F32},   /* S < l: no compressed block */
-    {1, 40, 16, 1, 8, {4, 2, 6, 3, 7, 0.5f}, MF_DTYPE_F32},       /* largest group, explicit scale */
-    {1, 1, 1, 1, 1, {8, 4, 8, 4, 16, 0.0f}, MF_DTYPE_F32},        /* S = 1, D = 1 */
-    {1, 37, 3, 3, 1, {4, 4, 4, 2, 5, 0.0f}, MF_DTYPE_BF16},       /* D = 1, d = l, n = 2 < 3 forced */
-    {1, 40, 16, 1, 32, {4, 2, 6, 3, 7, 0.5f}, MF_DTYPE_BF16},     /* tensor cores: a full m16 tile of heads */
-    {1, 30, 4, 2, 128, {8, 4, 8, 3, 10, 0.0f}, MF_DTYPE_BF16},    /* tensor cores at D = 128 (2 warps per CTA) */
-    {1, 1100, 2, 1, 4, {2, 1, 1, 5, 3, 0.0f}, MF_DTYPE_F32},      /* 1100 blocks: two top-n tiles of 1024 */
+    { 1, 150, 2, 1, 8, { 8, 4, 8, 6, 20, 0.0f }, MF_DTYPE_F32 },       /* 19 blocks, top 6 */
+    { 1, 133, 4, 2, 16, { 16, 8, 16, 5, 40, 0.0f }, MF_DTYPE_BF16 },   /* odd S, 9 blocks */
+    { 1, 61, 6, 1, 64, { 32, 16, 64, 16, 512, 0.0f }, MF_DTYPE_BF16 }, /* seed cfg, S < w, S < l' */
+    { 2, 9, 2, 1, 4, { 32, 16, 64, 16, 512, 0.0f }, MF_DTYPE_F32 },    /* S < l: no compressed block */
+    { 1, 40, 16, 1, 8, { 4, 2, 6, 3, 7, 0.5f }, MF_DTYPE_F32 },        /* largest group, explicit scale */
+    { 1, 1, 1, 1, 1, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32 },         /* S = 1, D = 1 */
+    { 1, 37, 3, 3, 1, { 4, 4, 4, 2, 5, 0.0f }, MF_DTYPE_BF16 },        /* D = 1, d = l, n = 2 < 3 forced */
+    { 1, 40, 16, 1, 32, { 4, 2, 6, 3, 7, 0.5f }, MF_DTYPE_BF16 }, /* tensor cores: a full m16 tile of heads */
+    { 1,
+      30,
+      4,
+      2,
+      128,
+      { 8, 4, 8, 3, 10, 0.0f },
+      MF_DTYPE_BF16 }, /* tensor cores at D = 128 (2 warps per CTA) */
+    { 1, 1100, 2, 1, 4, { 2, 1, 1, 5, 3, 0.0f }, MF_DTYPE_F32 }, /* 1100 blocks: two top-n tiles of 1024 */
 };
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 #define GUARD 32
 
-static const char *tol(const char *what, mf_dtype dt) {
+static const char *tol(const char *what, mf_dtype dt)
+{
     static char buf[4][64];
     static int slot;
     char *b = buf[slot++ & 3];
@@ -60,7 +67,8 @@ static const char *tol(const char *what, mf_dtype dt) {
     return b;
 }
 
-START_TEST(test_fused_matches_reference) {
+START_TEST(test_fused_matches_reference)
+{
     const config *c = &configs[_i];
     mf_context *ctx = mf_test_ctx();
     const size_t rq = (size_t)(c->B * c->S * c->Hq), rk = (size_t)(c->B * c->S * c->Hk);
@@ -76,16 +84,16 @@ START_TEST(test_fused_matches_reference) {
     float *r_out = mf_test_nan_host(nq), *r_lse = mf_test_nan_host(3 * rq);
     int32_t *r_sel = malloc(ns * 4);
     ck_assert_ptr_nonnull(r_sel);
-    MF_ASSERT_OK(mf_ref_nsa_forward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, q, k, v,
-                                    gc, gs, gw, r_out, r_lse, r_sel));
+    MF_ASSERT_OK(mf_ref_nsa_forward(ctx, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, q, k, v, gc, gs,
+                                    gw, r_out, r_lse, r_sel));
 
     void *d_q = mf_test_dev_upload(ctx, q, nq * es), *d_k = mf_test_dev_upload(ctx, k, nkv * es);
     void *d_v = mf_test_dev_upload(ctx, v, nkv * es), *d_gc = mf_test_dev_upload(ctx, gc, rq * es);
     void *d_gs = mf_test_dev_upload(ctx, gs, rq * es), *d_gw = mf_test_dev_upload(ctx, gw, rq * es);
     float *d_out = mf_test_dev_nan(ctx, nq + GUARD), *d_lse = mf_test_dev_nan(ctx, 3 * rq + GUARD);
     float *d_sel = mf_test_dev_nan(ctx, ns + GUARD);
-    MF_ASSERT_OK(mf_nsa_forward(ctx, MF_NSA_FUSED, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D,
-                                d_q, d_k, d_v, d_gc, d_gs, d_gw, d_out, d_lse, (int32_t *)d_sel));
+    MF_ASSERT_OK(mf_nsa_forward(ctx, MF_NSA_FUSED, c->dtype, &c->cfg, c->B, c->S, c->Hq, c->Hk, c->D, d_q,
+                                d_k, d_v, d_gc, d_gs, d_gw, d_out, d_lse, (int32_t *)d_sel));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *g_out = mf_test_dev_fetch(ctx, d_out, nq, GUARD, "out");
     float *g_lse = mf_test_dev_fetch(ctx, d_lse, 3 * rq, GUARD, "lse");
@@ -117,7 +125,7 @@ START_TEST(test_fused_matches_reference) {
     /* backward from the forward's lse and sel */
     void *dout = mf_test_make_input(c->dtype, nq, seed + 6, -1.0f, 1.0f);
     void *d_do = mf_test_dev_upload(ctx, dout, nq * es);
-    const size_t gn[6] = {nq, nkv, nkv, rq, rq, rq};
+    const size_t gn[6] = { nq, nkv, nkv, rq, rq, rq };
     float *r_g[6], *d_g[6], *g_g[6];
     for (int i = 0; i < 6; i++) {
         r_g[i] = mf_test_nan_host(gn[i]);
@@ -129,7 +137,7 @@ START_TEST(test_fused_matches_reference) {
                                  d_k, d_v, d_gc, d_gs, d_gw, d_do, d_lse, (const int32_t *)d_sel, d_g[0],
                                  d_g[1], d_g[2], d_g[3], d_g[4], d_g[5]));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
-    static const char *const gname[6] = {"dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win"};
+    static const char *const gname[6] = { "dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win" };
     for (int i = 0; i < 6; i++) {
         g_g[i] = mf_test_dev_fetch(ctx, d_g[i], gn[i], GUARD, gname[i]);
         MF_ASSERT_CLOSE(g_g[i], r_g[i], gn[i], tol("grad", c->dtype));
@@ -140,15 +148,16 @@ START_TEST(test_fused_matches_reference) {
     MF_ASSERT_OK(mf_buffer_free(ctx, d_do));
     free(dout);
 
-    void *dev[] = {d_q, d_k, d_v, d_gc, d_gs, d_gw, d_out, d_lse, d_sel};
+    void *dev[] = { d_q, d_k, d_v, d_gc, d_gs, d_gw, d_out, d_lse, d_sel };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = {q, k, v, gc, gs, gw, r_out, r_lse, r_sel, g_out, g_lse, g_sel};
+    void *host[] = { q, k, v, gc, gs, gw, r_out, r_lse, r_sel, g_out, g_lse, g_sel };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
 
 /* The registry's built-in cases (what `memfix report` runs) pass here too. */
-START_TEST(test_registry_cases) {
+START_TEST(test_registry_cases)
+{
     const mf_op_desc *op = mf_registry_find("nsa");
     ck_assert_ptr_nonnull(op);
     for (int vi = 0; vi < op->n_variants; vi++)
@@ -169,16 +178,18 @@ mf_nsa_forward_kernel_fn mf_host_nsa_fused_forward;
 #ifdef MF_HAVE_CUDA
 mf_nsa_forward_kernel_fn mf_cuda_nsa_fused_forward;
 #endif
-static mf_status no_cmp_candidate(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
-                                  int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
-                                  const void *g_cmp, const void *g_slc, const void *g_win, float *out, float *lse,
-                                  int32_t *sel) {
+static mf_status no_cmp_candidate(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                                  int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                                  const void *v, const void *g_cmp, const void *g_slc, const void *g_win,
+                                  float *out, float *lse, int32_t *sel)
+{
     (void)g_cmp;
-    return mf_nsa_forward(ctx, MF_NSA_FUSED, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_win, g_slc, g_win, out, lse,
-                          sel);
+    return mf_nsa_forward(ctx, MF_NSA_FUSED, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_win, g_slc, g_win, out,
+                          lse, sel);
 }
 
-static size_t verify_rejected(void (*fn)(void)) {
+static size_t verify_rejected(void (*fn)(void))
+{
     const int n_cases = mf_verify_n_cases("nsa.forward");
     ck_assert_int_gt(n_cases, 0);
     mf_verify_row rows[16];
@@ -190,7 +201,8 @@ static size_t verify_rejected(void (*fn)(void)) {
     return rejected;
 }
 
-START_TEST(test_verify_candidates) {
+START_TEST(test_verify_candidates)
+{
     ck_assert_int_eq(mf_verify_supported("nsa.forward"), 1);
     mf_nsa_forward_kernel_fn *mine = mf_host_nsa_fused_forward;
 #ifdef MF_HAVE_CUDA
@@ -201,7 +213,8 @@ START_TEST(test_verify_candidates) {
 }
 END_TEST
 
-static Suite *nsa_equiv_suite(void) {
+static Suite *nsa_equiv_suite(void)
+{
     Suite *s = suite_create("nsa_equiv");
     TCase *tc = tcase_create("kernels");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

@@ -21,11 +21,13 @@ static const char *const cases[] = {
 };
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
-static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t) {
+static void read_tensor(const char *name, const char *part, mf_fixture_tensor *t)
+{
     mf_test_read_fixture("nsa", name, part, t);
 }
 
-START_TEST(test_reference_matches_torch) {
+START_TEST(test_reference_matches_torch)
+{
     const char *name = cases[_i];
     mf_fixture_tensor meta, q, k, v, gc, gs, gw, out, lse, sel;
     read_tensor(name, "meta", &meta);
@@ -33,7 +35,7 @@ START_TEST(test_reference_matches_torch) {
     ck_assert_uint_eq(meta.count, 11);
     const int64_t *p = (const int64_t *)meta.data;
     const int64_t B = p[0], S = p[1], Hq = p[2], Hk = p[3], D = p[4];
-    mf_nsa_config cfg = {p[5], p[6], p[7], p[8], p[9], 0.0f};
+    mf_nsa_config cfg = { p[5], p[6], p[7], p[8], p[9], 0.0f };
     const mf_dtype dt = p[10] ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     const mf_fixture_dtype fdt = p[10] ? MF_FIXTURE_BF16 : MF_FIXTURE_F32;
     read_tensor(name, "q", &q);
@@ -66,20 +68,18 @@ START_TEST(test_reference_matches_torch) {
     int32_t *g_sel = (int32_t *)malloc(ns * sizeof(int32_t));
     ck_assert_ptr_nonnull(g_sel);
     for (size_t i = 0; i < ns; i++) g_sel[i] = -7;
-    MF_ASSERT_OK(mf_ref_nsa_forward(ctx, dt, &cfg, B, S, Hq, Hk, D, q.data, k.data, v.data, gc.data,
-                                    gs.data, gw.data, g_out, g_lse, g_sel));
+    MF_ASSERT_OK(mf_ref_nsa_forward(ctx, dt, &cfg, B, S, Hq, Hk, D, q.data, k.data, v.data, gc.data, gs.data,
+                                    gw.data, g_out, g_lse, g_sel));
     const int32_t *want_sel = (const int32_t *)sel.data;
     for (size_t i = 0; i < ns; i++)
-        ck_assert_msg(g_sel[i] == want_sel[i], "%s: sel[%zu] = %d, torch %d", name, i, g_sel[i],
-                      want_sel[i]);
+        ck_assert_msg(g_sel[i] == want_sel[i], "%s: sel[%zu] = %d, torch %d", name, i, g_sel[i], want_sel[i]);
     MF_ASSERT_CLOSE(g_out, (const float *)out.data, nq, "nsa.torch.f32");
     MF_ASSERT_CLOSE(g_lse, (const float *)lse.data, 3 * ng, "nsa.torch.f32");
 
-
     /* backward: dq, dk, dv and the gate gradients against autograd */
     mf_fixture_tensor dout, want[6];
-    static const char *const gparts[6] = {"dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win"};
-    const size_t gn[6] = {nq, nkv, nkv, ng, ng, ng};
+    static const char *const gparts[6] = { "dq", "dk", "dv", "dg_cmp", "dg_slc", "dg_win" };
+    const size_t gn[6] = { nq, nkv, nkv, ng, ng, ng };
     read_tensor(name, "dout", &dout);
     ck_assert_uint_eq(dout.count, nq);
     float *got[6];
@@ -88,9 +88,8 @@ START_TEST(test_reference_matches_torch) {
         ck_assert_uint_eq(want[i].count, gn[i]);
         got[i] = mf_test_nan_host(gn[i]);
     }
-    MF_ASSERT_OK(mf_ref_nsa_backward(ctx, dt, &cfg, B, S, Hq, Hk, D, q.data, k.data, v.data, gc.data,
-                                     gs.data, gw.data, dout.data, got[0], got[1], got[2], got[3],
-                                     got[4], got[5]));
+    MF_ASSERT_OK(mf_ref_nsa_backward(ctx, dt, &cfg, B, S, Hq, Hk, D, q.data, k.data, v.data, gc.data, gs.data,
+                                     gw.data, dout.data, got[0], got[1], got[2], got[3], got[4], got[5]));
     for (int i = 0; i < 6; i++) {
         MF_ASSERT_CLOSE(got[i], (const float *)want[i].data, gn[i], "nsa.torch.f32");
         free(got[i]);
@@ -101,12 +100,13 @@ START_TEST(test_reference_matches_torch) {
     free(g_out);
     free(g_lse);
     free(g_sel);
-    mf_fixture_tensor *all[] = {&meta, &q, &k, &v, &gc, &gs, &gw, &out, &lse, &sel};
+    mf_fixture_tensor *all[] = { &meta, &q, &k, &v, &gc, &gs, &gw, &out, &lse, &sel };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_fixture_free(all[i]);
 }
 END_TEST
 
-static Suite *nsa_fixtures_suite(void) {
+static Suite *nsa_fixtures_suite(void)
+{
     Suite *s = suite_create("nsa_fixtures");
     TCase *tc = tcase_create("torch");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

@@ -21,17 +21,18 @@ typedef struct eq_case {
     mf_rope_direction dir;
     mf_dtype dtype;
     mf_rope_pos_kind kind;
-    int64_t offset;          /* MF_ROPE_POS_OFFSET */
-    const int64_t *ids;      /* explicit ids (host, int64; narrowed for I32) */
-    int64_t n_ids;           /* elements of ids */
+    int64_t offset;     /* MF_ROPE_POS_OFFSET */
+    const int64_t *ids; /* explicit ids (host, int64; narrowed for I32) */
+    int64_t n_ids;      /* elements of ids */
     int64_t batch_stride;
     int in_place;
-    int variant;             /* V_FUSED or V_CACHE */
-    int64_t cache_capacity;  /* initial capacity of the cache variant */
+    int variant;            /* V_FUSED or V_CACHE */
+    int64_t cache_capacity; /* initial capacity of the cache variant */
     uint64_t seed;
 } eq_case;
 
-static eq_case base_case(int variant) {
+static eq_case base_case(int variant)
+{
     eq_case c;
     memset(&c, 0, sizeof c);
     c.B = 2;
@@ -52,7 +53,8 @@ static eq_case base_case(int variant) {
     return c;
 }
 
-static mf_rope_config case_config(const eq_case *c) {
+static mf_rope_config case_config(const eq_case *c)
+{
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, c->Dh);
     cfg.rotary_dim = c->rd;
@@ -66,12 +68,14 @@ static mf_rope_config case_config(const eq_case *c) {
  * the variant on device buffers (outputs pre-filled with NaN unless in place),
  * and compares q and k with the dtype's tolerance row (or 'tol_name'). If
  * 'cache_out' is non-NULL the cache is returned instead of destroyed. */
-static void run_case_tol(const eq_case *c, const char *tol_name, mf_rope_cache **cache_out) {
+static void run_case_tol(const eq_case *c, const char *tol_name, mf_rope_cache **cache_out)
+{
     mf_context *ctx = mf_test_ctx();
     const mf_rope_config cfg = case_config(c);
     const size_t nq = (size_t)(c->B * c->T * c->Hq * c->Dh), nk = (size_t)(c->B * c->T * c->Hk * c->Dh);
     const size_t n = nq + nk, esize = mf_dtype_size(c->dtype);
-    float *x32 = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    float *x32 = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float)),
+          *got = malloc(n * sizeof(float));
     void *x = malloc(n * esize), *raw = malloc(n * esize);
     ck_assert(x32 && ref && got && x && raw);
     if (c->dtype == MF_DTYPE_BF16) {
@@ -96,7 +100,7 @@ static void run_case_tol(const eq_case *c, const char *tol_name, mf_rope_cache *
                                 ? mf_rope_positions_offset(c->offset)
                                 : mf_rope_positions_ids(c->kind, host_ids, c->batch_stride);
 
-    mf_rope_tensors th = {c->B, c->T, c->Hq, c->Hk, MF_DTYPE_F32, x32, x32 + nq, ref, ref + nq};
+    mf_rope_tensors th = { c->B, c->T, c->Hq, c->Hk, MF_DTYPE_F32, x32, x32 + nq, ref, ref + nq };
     MF_ASSERT_OK(mf_ref_rope(ctx, &cfg, c->dir, &th, &pos));
 
     void *d_x = NULL, *d_y = NULL, *d_ids = NULL;
@@ -119,8 +123,9 @@ static void run_case_tol(const eq_case *c, const char *tol_name, mf_rope_cache *
         MF_ASSERT_OK(mf_buffer_upload(ctx, d_ids, host_ids, ib));
         pos.ids = d_ids;
     }
-    mf_rope_tensors td = {c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, (char *)d_x + nq * esize,
-                          d_y, (char *)d_y + nq * esize};
+    mf_rope_tensors td = {
+        c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, (char *)d_x + nq * esize, d_y, (char *)d_y + nq * esize
+    };
     mf_rope_cache *cache = NULL;
     if (c->variant == V_FUSED) {
         MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, c->dir, &td, &pos));
@@ -157,7 +162,8 @@ static void run_case(const eq_case *c) { run_case_tol(c, NULL, NULL); }
 
 /* Each test runs for both variants: _i = V_FUSED, V_CACHE (loop tests). */
 
-START_TEST(half_gqa_fwd_bwd) {
+START_TEST(half_gqa_fwd_bwd)
+{
     eq_case c = base_case(_i);
     run_case(&c);
     c.dir = MF_ROPE_BACKWARD;
@@ -166,7 +172,8 @@ START_TEST(half_gqa_fwd_bwd) {
 }
 END_TEST
 
-START_TEST(interleaved_fwd_bwd) {
+START_TEST(interleaved_fwd_bwd)
+{
     eq_case c = base_case(_i);
     c.layout = MF_ROPE_INTERLEAVED;
     c.Hq = 3;
@@ -179,7 +186,8 @@ START_TEST(interleaved_fwd_bwd) {
 END_TEST
 
 /* MHA (Hq == Hk) and MQA (Hk == 1) next to the GQA default. */
-START_TEST(head_counts) {
+START_TEST(head_counts)
+{
     eq_case c = base_case(_i);
     c.Hq = c.Hk = 3;
     run_case(&c);
@@ -192,7 +200,8 @@ END_TEST
 
 /* rotary_dim < head_dim: the tail is passed through (also with an odd Dh),
  * out of place (copied) and in place (left alone), both layouts. */
-START_TEST(partial_rotary) {
+START_TEST(partial_rotary)
+{
     for (int layout = 0; layout < 2; ++layout)
         for (int in_place = 0; in_place < 2; ++in_place) {
             eq_case c = base_case(_i);
@@ -207,7 +216,8 @@ START_TEST(partial_rotary) {
 }
 END_TEST
 
-START_TEST(in_place) {
+START_TEST(in_place)
+{
     eq_case c = base_case(_i);
     c.in_place = 1;
     run_case(&c);
@@ -219,9 +229,10 @@ END_TEST
 
 /* Non-contiguous explicit ids: int32 with one row per batch (padded stride),
  * int64 with one row shared by every batch (stride 0, HF's (1, T)). */
-START_TEST(explicit_ids) {
-    static const int64_t rows[] = {5, 0, 33, 33, 2, 17, 9, -7, -7, /* padding, never read */
-                                   1, 2, 3, 100, 0, 64, 8, -7, -7};
+START_TEST(explicit_ids)
+{
+    static const int64_t rows[] = { 5, 0, 33, 33,  2, 17, 9, -7, -7, /* padding, never read */
+                                    1, 2, 3,  100, 0, 64, 8, -7, -7 };
     eq_case c = base_case(_i);
     c.kind = MF_ROPE_POS_I32;
     c.ids = rows;
@@ -241,7 +252,8 @@ START_TEST(explicit_ids) {
 END_TEST
 
 /* Decoding after a KV cache: one token at offset 37, then a chunk at 250. */
-START_TEST(offsets) {
+START_TEST(offsets)
+{
     eq_case c = base_case(_i);
     c.T = 1;
     c.offset = 37;
@@ -253,7 +265,8 @@ START_TEST(offsets) {
 }
 END_TEST
 
-START_TEST(bases_and_scaling) {
+START_TEST(bases_and_scaling)
+{
     eq_case c = base_case(_i);
     c.base = 1e6;
     c.offset = 3;
@@ -268,7 +281,8 @@ START_TEST(bases_and_scaling) {
 }
 END_TEST
 
-START_TEST(bf16_storage) {
+START_TEST(bf16_storage)
+{
     for (int layout = 0; layout < 2; ++layout)
         for (int dir = 0; dir < 2; ++dir) {
             eq_case c = base_case(_i);
@@ -289,7 +303,8 @@ END_TEST
  * a 40-token sequence outgrows it. The old code crashed here (a host arange
  * meeting a device inv_freq); the cache regenerates itself on the device and
  * matches the reference, then grows again for a decode step past its end. */
-START_TEST(seed_regression_cache_outgrown) {
+START_TEST(seed_regression_cache_outgrown)
+{
     mf_context *ctx = mf_test_ctx();
     eq_case c = base_case(V_CACHE);
     c.B = 1;
@@ -318,7 +333,8 @@ START_TEST(seed_regression_cache_outgrown) {
 END_TEST
 
 /* One cache object serving a growing sequence, call after call. */
-START_TEST(cache_reused_and_reserved) {
+START_TEST(cache_reused_and_reserved)
+{
     mf_context *ctx = mf_test_ctx();
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, 8);
@@ -343,7 +359,7 @@ START_TEST(cache_reused_and_reserved) {
     mf_fill_nan_f32(got, n);
     mf_fill_nan_f32(kgot, n);
     mf_rope_positions pos = mf_rope_positions_offset(47);
-    mf_rope_tensors th = {1, 3, 1, 1, MF_DTYPE_F32, x, kx, ref, kref};
+    mf_rope_tensors th = { 1, 3, 1, 1, MF_DTYPE_F32, x, kx, ref, kref };
     MF_ASSERT_OK(mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &th, &pos));
     void *d = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 4 * n * sizeof(float), &d));
@@ -352,7 +368,7 @@ START_TEST(cache_reused_and_reserved) {
     MF_ASSERT_OK(mf_buffer_upload(ctx, dk, kx, sizeof kx));
     MF_ASSERT_OK(mf_buffer_upload(ctx, dqo, got, sizeof got));
     MF_ASSERT_OK(mf_buffer_upload(ctx, dko, kgot, sizeof kgot));
-    mf_rope_tensors td = {1, 3, 1, 1, MF_DTYPE_F32, dq, dk, dqo, dko};
+    mf_rope_tensors td = { 1, 3, 1, 1, MF_DTYPE_F32, dq, dk, dqo, dko };
     MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &td, &pos));
     ck_assert_int_eq(mf_rope_cache_capacity(cache), 50); /* positions 47..49 fit */
     MF_ASSERT_OK(mf_buffer_download(ctx, got, dqo, sizeof got));
@@ -368,8 +384,9 @@ END_TEST
  * checked or not): ids beyond its table fall back to on-the-fly angles, never
  * to a read past the table. Here with MF_ROPE_NO_POSITION_CHECK (explicit_ids
  * covers checked ids beyond a 4-position table). */
-START_TEST(cache_unchecked_ids_beyond_table) {
-    static const int64_t ids[] = {3, 500, 1, 77, 2, 4096, 0};
+START_TEST(cache_unchecked_ids_beyond_table)
+{
+    static const int64_t ids[] = { 3, 500, 1, 77, 2, 4096, 0 };
     eq_case c = base_case(V_CACHE);
     c.kind = MF_ROPE_POS_I64;
     c.ids = ids;
@@ -386,7 +403,7 @@ START_TEST(cache_unchecked_ids_beyond_table) {
     mf_fill_nan_f32(ref, n);
     mf_fill_nan_f32(got, n);
     mf_rope_positions pos = mf_rope_positions_ids(MF_ROPE_POS_I64, ids, 0);
-    mf_rope_tensors th = {c.B, c.T, c.Hq, c.Hk, MF_DTYPE_F32, x, x + nq, ref, ref + nq};
+    mf_rope_tensors th = { c.B, c.T, c.Hq, c.Hk, MF_DTYPE_F32, x, x + nq, ref, ref + nq };
     MF_ASSERT_OK(mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &th, &pos));
     void *d_x, *d_y, *d_ids;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, &d_x));
@@ -399,7 +416,9 @@ START_TEST(cache_unchecked_ids_beyond_table) {
     pos.flags = MF_ROPE_NO_POSITION_CHECK;
     mf_rope_cache *cache = NULL;
     MF_ASSERT_OK(mf_rope_cache_create(ctx, &cfg, 8, &cache));
-    mf_rope_tensors td = {c.B, c.T, c.Hq, c.Hk, MF_DTYPE_F32, d_x, (float *)d_x + nq, d_y, (float *)d_y + nq};
+    mf_rope_tensors td = {
+        c.B, c.T, c.Hq, c.Hk, MF_DTYPE_F32, d_x, (float *)d_x + nq, d_y, (float *)d_y + nq
+    };
     MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &td, &pos));
     ck_assert_int_eq(mf_rope_cache_capacity(cache), 8);
     MF_ASSERT_OK(mf_buffer_download(ctx, got, d_y, n * 4));
@@ -415,7 +434,8 @@ START_TEST(cache_unchecked_ids_beyond_table) {
 END_TEST
 
 /* Backward undoes forward: R(-theta) R(theta) x = x within fp32 rounding. */
-START_TEST(backward_inverts_forward) {
+START_TEST(backward_inverts_forward)
+{
     mf_context *ctx = mf_test_ctx();
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, 16);
@@ -427,7 +447,7 @@ START_TEST(backward_inverts_forward) {
     void *d;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, &d));
     MF_ASSERT_OK(mf_buffer_upload(ctx, d, x, n * 4));
-    mf_rope_tensors td = {2, 9, 4, 2, MF_DTYPE_F32, d, (float *)d + nq, d, (float *)d + nq};
+    mf_rope_tensors td = { 2, 9, 4, 2, MF_DTYPE_F32, d, (float *)d + nq, d, (float *)d + nq };
     mf_rope_positions pos = mf_rope_positions_offset(1000);
     MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &pos));
     MF_ASSERT_OK(mf_buffer_download(ctx, y, d, n * 4));
@@ -448,8 +468,9 @@ END_TEST
 /* Positions 131064..131071 (the seed's 131072-token context) and
  * 1048568..1048575: the error against the double reference stays within the
  * fp32 row, for both variants, both layouts, and bf16 storage. */
-START_TEST(long_context_precision) {
-    static const int64_t last[] = {131071, 1048575};
+START_TEST(long_context_precision)
+{
+    static const int64_t last[] = { 131071, 1048575 };
     for (int w = 0; w < 2; ++w) {
         eq_case c = base_case(_i);
         c.B = 1;
@@ -472,7 +493,8 @@ END_TEST
 /* The negative control of the row above: the same rotation with an fp32
  * angle (fp32 inv_freq times an fp32 position, as torch computes it in fp32)
  * fails rope.out.f32 at position 1048575, so the precision test can fail. */
-START_TEST(long_context_fp32_angle_fails) {
+START_TEST(long_context_fp32_angle_fails)
+{
     mf_context *ctx = mf_test_ctx();
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, 8);
@@ -481,7 +503,7 @@ START_TEST(long_context_fp32_angle_fails) {
     mf_fill_uniform_f32(x, n, 5, -1.0f, 1.0f);
     mf_fill_uniform_f32(k, n, 6, -1.0f, 1.0f);
     mf_rope_positions pos = mf_rope_positions_offset(1048575);
-    mf_rope_tensors th = {1, 1, 1, 1, MF_DTYPE_F32, x, k, ref, kref};
+    mf_rope_tensors th = { 1, 1, 1, 1, MF_DTYPE_F32, x, k, ref, kref };
     MF_ASSERT_OK(mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &th, &pos));
     for (int i = 0; i < 4; ++i) {
         const float inv_freq = 1.0f / powf(10000.0f, (float)(2 * i) / 8.0f);
@@ -501,12 +523,13 @@ END_TEST
  * rotation. The API never stores positions in a floating-point dtype: the ids
  * are int32/int64 (or an int64 offset) and bf16 q/k at positions 256 and 257
  * get different rotations, each matching the reference. */
-START_TEST(bf16_positions_collide_api_does_not) {
+START_TEST(bf16_positions_collide_api_does_not)
+{
     ck_assert_uint_eq(mf_f32_to_bf16(256.0f), mf_f32_to_bf16(257.0f));
     ck_assert(mf_bf16_to_f32(mf_f32_to_bf16(257.0f)) == 256.0f);
     ck_assert(mf_f32_to_bf16(255.0f) != mf_f32_to_bf16(256.0f)); /* exact below 256 */
 
-    static const int64_t ids[] = {256, 257};
+    static const int64_t ids[] = { 256, 257 };
     mf_context *ctx = mf_test_ctx();
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, 8);
@@ -529,13 +552,13 @@ START_TEST(bf16_positions_collide_api_does_not) {
     }
     /* and the two rows differ */
     void *d;
-    int32_t ids32[2] = {256, 257};
+    int32_t ids32[2] = { 256, 257 };
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 3 * sizeof q + sizeof ids32, &d));
     char *b = d;
     MF_ASSERT_OK(mf_buffer_upload(ctx, b, q, sizeof q));
     MF_ASSERT_OK(mf_buffer_upload(ctx, b + sizeof q, k, sizeof k));
     MF_ASSERT_OK(mf_buffer_upload(ctx, b + 3 * sizeof q, ids32, sizeof ids32));
-    mf_rope_tensors td = {1, 2, 1, 1, MF_DTYPE_BF16, b, b + sizeof q, b + 2 * sizeof q, b + sizeof q};
+    mf_rope_tensors td = { 1, 2, 1, 1, MF_DTYPE_BF16, b, b + sizeof q, b + 2 * sizeof q, b + sizeof q };
     mf_rope_positions pos = mf_rope_positions_ids(MF_ROPE_POS_I32, b + 3 * sizeof q, 0);
     if (_i == V_FUSED) {
         MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &pos));
@@ -552,7 +575,8 @@ START_TEST(bf16_positions_collide_api_does_not) {
 }
 END_TEST
 
-static Suite *rope_equiv_suite(void) {
+static Suite *rope_equiv_suite(void)
+{
     Suite *s = suite_create("rope_equiv");
     TCase *tc = tcase_create("variants");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

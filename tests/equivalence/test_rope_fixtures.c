@@ -14,13 +14,14 @@
 typedef struct rope_fixture {
     mf_rope_config cfg;
     int64_t B, T, Hq, Hk, offset;
-    int64_t *pos;                 /* B x T */
+    int64_t *pos;                   /* B x T */
     float *q, *k, *dq_out, *dk_out; /* inputs */
     float *q_out, *k_out, *dq, *dk; /* expected */
     size_t nq, nk;
 } rope_fixture;
 
-static float *read_f32(const char *name, const char *key, size_t expect) {
+static float *read_f32(const char *name, const char *key, size_t expect)
+{
     char rel[256];
     snprintf(rel, sizeof rel, "rope/%s_%s.bin", name, key);
     float *d = NULL;
@@ -30,7 +31,8 @@ static float *read_f32(const char *name, const char *key, size_t expect) {
     return d;
 }
 
-static void load_fixture(const char *name, rope_fixture *f) {
+static void load_fixture(const char *name, rope_fixture *f)
+{
     memset(f, 0, sizeof *f);
     char rel[256];
     snprintf(rel, sizeof rel, "rope/%s_cfg.bin", name);
@@ -64,7 +66,8 @@ static void load_fixture(const char *name, rope_fixture *f) {
     f->dk = read_f32(name, "dk", f->nk);
 }
 
-static void free_fixture(rope_fixture *f) {
+static void free_fixture(rope_fixture *f)
+{
     free(f->pos);
     free(f->q);
     free(f->k);
@@ -78,15 +81,17 @@ static void free_fixture(rope_fixture *f) {
 
 /* Runs the reference on the fixture's inputs for one direction and position
  * form, and compares q and k outputs with the torch results. */
-static void check_case(const rope_fixture *f, mf_rope_direction dir, const mf_rope_positions *pos) {
+static void check_case(const rope_fixture *f, mf_rope_direction dir, const mf_rope_positions *pos)
+{
     mf_context *ctx = mf_test_ctx();
     float *qo = malloc(f->nq * sizeof(float)), *ko = malloc(f->nk * sizeof(float));
     ck_assert(qo != NULL && ko != NULL);
     mf_fill_nan_f32(qo, f->nq);
     mf_fill_nan_f32(ko, f->nk);
     const int fwd = dir == MF_ROPE_FORWARD;
-    mf_rope_tensors t = {f->B, f->T, f->Hq, f->Hk, MF_DTYPE_F32,
-                         fwd ? f->q : f->dq_out, fwd ? f->k : f->dk_out, qo, ko};
+    mf_rope_tensors t = {
+        f->B, f->T, f->Hq, f->Hk, MF_DTYPE_F32, fwd ? f->q : f->dq_out, fwd ? f->k : f->dk_out, qo, ko
+    };
     MF_ASSERT_OK(mf_ref_rope(ctx, &f->cfg, dir, &t, pos));
     MF_ASSERT_CLOSE(qo, fwd ? f->q_out : f->dq, f->nq, "rope.torch.f32");
     MF_ASSERT_CLOSE(ko, fwd ? f->k_out : f->dk, f->nk, "rope.torch.f32");
@@ -94,7 +99,8 @@ static void check_case(const rope_fixture *f, mf_rope_direction dir, const mf_ro
     free(ko);
 }
 
-static void check_fixture(const char *name) {
+static void check_fixture(const char *name)
+{
     rope_fixture f;
     load_fixture(name, &f);
     /* explicit int64 ids, one row per batch */
@@ -129,23 +135,26 @@ START_TEST(fixture_half_long) { check_fixture("half_long"); }
 END_TEST
 
 /* The comparison can fail: the torch forward output is not the backward one. */
-START_TEST(fixture_negative_control) {
+START_TEST(fixture_negative_control)
+{
     rope_fixture f;
     load_fixture("half_gqa", &f);
     mf_rope_positions ids = mf_rope_positions_ids(MF_ROPE_POS_I64, f.pos, f.T);
     float *qo = malloc(f.nq * sizeof(float)), *ko = malloc(f.nk * sizeof(float));
-    mf_rope_tensors t = {f.B, f.T, f.Hq, f.Hk, MF_DTYPE_F32, f.q, f.k, qo, ko};
+    mf_rope_tensors t = { f.B, f.T, f.Hq, f.Hk, MF_DTYPE_F32, f.q, f.k, qo, ko };
     MF_ASSERT_OK(mf_ref_rope(mf_test_ctx(), &f.cfg, MF_ROPE_BACKWARD, &t, &ids));
     char msg[1024];
-    ck_assert_msg(!mf_test_check_close(qo, f.q_out, f.nq, "rope.torch.f32", __FILE__, __LINE__, msg, sizeof msg),
-                  "the backward rotation matched the forward fixture");
+    ck_assert_msg(
+        !mf_test_check_close(qo, f.q_out, f.nq, "rope.torch.f32", __FILE__, __LINE__, msg, sizeof msg),
+        "the backward rotation matched the forward fixture");
     free(qo);
     free(ko);
     free_fixture(&f);
 }
 END_TEST
 
-static Suite *rope_fixtures_suite(void) {
+static Suite *rope_fixtures_suite(void)
+{
     Suite *s = suite_create("rope_fixtures");
     TCase *tc = tcase_create("torch");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

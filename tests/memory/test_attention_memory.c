@@ -14,7 +14,8 @@
 #include <stdlib.h>
 
 /* ---- formulas at the document's shape (never allocated) ------------------------ */
-START_TEST(test_formulas_at_document_shape) {
+START_TEST(test_formulas_at_document_shape)
+{
     /* B=4, H=8, N=8192: the reference's double scores are 8*4*8*8192^2 bytes. */
     ck_assert_uint_eq(mf_ref_attention_forward_scratch_bytes(4, 8, 8192), 17179869184ull);
     ck_assert_uint_eq(mf_ref_attention_backward_scratch_bytes(4, 8, 8192), 34359738368ull);
@@ -32,10 +33,11 @@ START_TEST(test_formulas_at_document_shape) {
 END_TEST
 
 /* ---- the document's table ---------------------------------------------------------- */
-START_TEST(test_document_table_true_values) {
+START_TEST(test_document_table_true_values)
+{
     const int64_t B = 4, H = 8, D = 64;
     const size_t e = 2; /* fp16 */
-    const int64_t ns[] = {512, 1024, 2048, 4096, 8192};
+    const int64_t ns[] = { 512, 1024, 2048, 4096, 8192 };
     for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
         const int64_t N = ns[t];
         mf_attention_memory_row r;
@@ -91,14 +93,14 @@ typedef struct peaks {
     size_t ref_fwd, ref_bwd, opt_fwd, opt_bwd;
 } peaks;
 
-static peaks measure(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, int causal,
-                     mf_dtype dt) {
+static peaks measure(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, int causal, mf_dtype dt)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t rows = (size_t)(B * H * N), nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
     const size_t es = mf_dtype_size(dt);
     void *q = malloc(nqk * es), *k = malloc(nqk * es), *v = malloc(nv * es), *dout = malloc(nv * es);
-    float *out = malloc(nv * 4), *lse = malloc(rows * 4), *dq = malloc(nqk * 4),
-          *dk = malloc(nqk * 4), *dv = malloc(nv * 4);
+    float *out = malloc(nv * 4), *lse = malloc(rows * 4), *dq = malloc(nqk * 4), *dk = malloc(nqk * 4),
+          *dv = malloc(nv * 4);
     ck_assert(q && k && v && dout && out && lse && dq && dk && dv);
     mf_test_fill_uniform(dt, q, nqk, 1, -1.f, 1.f);
     mf_test_fill_uniform(dt, k, nqk, 2, -1.f, 1.f);
@@ -127,23 +129,24 @@ static peaks measure(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, int
     MF_ASSERT_OK(mf_buffer_upload(ctx, d_v, v, nv * es));
     MF_ASSERT_OK(mf_buffer_upload(ctx, d_do, dout, nv * es));
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, dt, causal, B, H, N, D, Dv, d_q, d_k,
-                                      d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, dt, causal, B, H, N, D, Dv, d_q, d_k, d_v,
+                                      d_out, d_lse));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt_fwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, dt, causal, B, H, N, D, Dv, d_q, d_k,
-                                       d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv));
+    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, dt, causal, B, H, N, D, Dv, d_q, d_k, d_v,
+                                       d_out, d_do, d_lse, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv};
+    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = {q, k, v, dout, out, lse, dq, dk, dv};
+    void *host[] = { q, k, v, dout, out, lse, dq, dk, dv };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
     return p;
 }
 
-START_TEST(test_measured_within_formulas) {
+START_TEST(test_measured_within_formulas)
+{
     const int64_t B = 1, H = 2, N = 40, D = 16, Dv = 8;
     for (int causal = 0; causal <= 1; causal++) {
         for (int t = 0; t < 2; t++) {
@@ -162,7 +165,8 @@ START_TEST(test_measured_within_formulas) {
 }
 END_TEST
 
-START_TEST(test_scaling_n_and_2n) {
+START_TEST(test_scaling_n_and_2n)
+{
     const int64_t B = 1, H = 2, D = 8, Dv = 8, N = 24;
     const peaks a = measure(B, H, N, D, Dv, 1, MF_DTYPE_F32);
     const peaks b = measure(B, H, 2 * N, D, Dv, 1, MF_DTYPE_F32);
@@ -181,9 +185,10 @@ END_TEST
 /* The tensor-core path (bf16, D == Dv in {64, 128}; optimized/attention_mma.cu):
  * the same ceilings (forward 0 bytes; backward Delta only: dQ is accumulated
  * in the caller's dq), at N and 2N with N not a multiple of the 64-row blocks. */
-START_TEST(test_mma_path_within_formulas) {
+START_TEST(test_mma_path_within_formulas)
+{
     const int64_t B = 1, H = 2, N = 37;
-    const int64_t dims[2] = {64, 128};
+    const int64_t dims[2] = { 64, 128 };
     for (int di = 0; di < 2; di++)
         for (int causal = 0; causal <= 1; causal++) {
             const int64_t D = dims[di];
@@ -202,7 +207,8 @@ START_TEST(test_mma_path_within_formulas) {
 }
 END_TEST
 
-static Suite *attention_memory_suite(void) {
+static Suite *attention_memory_suite(void)
+{
     Suite *s = suite_create("attention_memory");
     TCase *f = tcase_create("formulas");
     tcase_add_test(f, test_formulas_at_document_shape);

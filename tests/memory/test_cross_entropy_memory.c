@@ -56,8 +56,8 @@ START_TEST(test_formula_document_shapes)
     mf_cross_entropy_plan_info p;
     MF_ASSERT_OK(mf_cross_entropy_plan(N_DOC, V_DOC, MF_DTYPE_BF16, &o, &p));
     /* C = floor((10 GiB - 4N - 16) / 4V) */
-    ck_assert_int_eq(p.chunk_rows, (int64_t)((((size_t)10 << 30) - 4 * (size_t)N_DOC - 16) /
-                                             (4 * (size_t)V_DOC)));
+    ck_assert_int_eq(p.chunk_rows,
+                     (int64_t)((((size_t)10 << 30) - 4 * (size_t)N_DOC - 16) / (4 * (size_t)V_DOC)));
     ck_assert_int_eq(p.chunk_rows, 17666);
     ck_assert_int_eq(p.n_chunks, 8);
     const size_t ceil = mf_cross_entropy_chunked_scratch_ceiling(N_DOC, V_DOC, p.chunk_rows);
@@ -136,8 +136,7 @@ static measured measure_variant(int64_t n, int64_t v, int64_t chunk, mf_dtype dt
     MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, n, d, v, dt, h, w, NULL, lab, &o, loss, NULL));
     m.ref_fwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, n, d, v, dt, h, w, NULL, lab, &o, NULL, gh, gw,
-                                               NULL));
+    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, n, d, v, dt, h, w, NULL, lab, &o, NULL, gh, gw, NULL));
     m.ref_bwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
     void *dh, *dw, *dlab, *dloss, *dgh, *dgw, *dlse;
@@ -153,8 +152,8 @@ static measured measure_variant(int64_t n, int64_t v, int64_t chunk, mf_dtype dt
     MF_ASSERT_OK(mf_buffer_upload(ctx, dlab, lab, (size_t)n * sizeof(int64_t)));
 
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, NULL,
-                                                   dloss, NULL, dgh, dgw, NULL));
+    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, NULL, dloss,
+                                                   NULL, dgh, dgw, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     m.opt_fused = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
@@ -162,13 +161,13 @@ static measured measure_variant(int64_t n, int64_t v, int64_t chunk, mf_dtype dt
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     m.opt_fwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_cross_entropy_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, dlse, NULL,
-                                           dgh, dgw, NULL));
+    MF_ASSERT_OK(
+        mf_cross_entropy_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, dlse, NULL, dgh, dgw, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     m.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     m.ceiling = mf_cross_entropy_chunked_scratch_ceiling(n, v, chunk < n ? chunk : n);
 
-    void *bufs[] = {dh, dw, dlab, dloss, dgh, dgw, dlse};
+    void *bufs[] = { dh, dw, dlab, dloss, dgh, dgw, dlse };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) mf_buffer_free(ctx, bufs[i]);
     free(h);
     free(w);
@@ -226,7 +225,7 @@ END_TEST
 START_TEST(test_fused_two_n_two_v)
 {
     const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-    const int64_t ns[2] = {48, 96}, vs[2] = {300, 900};
+    const int64_t ns[2] = { 48, 96 }, vs[2] = { 300, 900 };
     measured f[2][2];
     for (int a = 0; a < 2; ++a) {
         for (int b = 0; b < 2; ++b) {

@@ -14,7 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-START_TEST(test_formulas_at_document_shape) {
+START_TEST(test_formulas_at_document_shape)
+{
     /* B=4, H=8, N=8192, D=Dv=64 (the document's shapes). The cumsum reference
      * holds kv_cumsum + k_cumsum in doubles: 8 * 4*8*8192*64*65 bytes. */
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(1, 0, 4, 8, 8192, 64, 64), 8724152320ull);
@@ -26,7 +27,8 @@ START_TEST(test_formulas_at_document_shape) {
     ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64), 8519680u);
     ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(1, 1, 4, 8, 8192, 64, 64), 8519680u + 2097152u);
     ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(0, 0, 4, 8, 8192, 64, 64), 0);
-    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(0, 1, 4, 8, 8192, 64, 64), 4u * 32 * 33 * 64 + 2097152u);
+    ck_assert_uint_eq(mf_linear_attention_scratch_ceiling(0, 1, 4, 8, 8192, 64, 64),
+                      4u * 32 * 33 * 64 + 2097152u);
     /* 1/1024 of the cumsum reference at this shape */
     ck_assert_uint_eq(mf_ref_linear_attention_scratch_bytes(1, 0, 4, 8, 8192, 64, 64),
                       1024 * mf_linear_attention_scratch_ceiling(1, 0, 4, 8, 8192, 64, 64));
@@ -64,8 +66,9 @@ typedef struct peaks {
     size_t ref_fwd, ref_bwd, opt_fwd, opt_bwd;
 } peaks;
 
-static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D,
-                     int64_t Dv, mf_dtype dt) {
+static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+                     mf_dtype dt)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t rows = (size_t)(B * H * N), nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
     const size_t es = mf_dtype_size(dt);
@@ -81,8 +84,8 @@ static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
     MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, NULL, out));
     p.ref_fwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, dout,
-                                                  NULL, NULL, dq, dk, dv));
+    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, dout, NULL, NULL,
+                                                  dq, dk, dv));
     p.ref_bwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
     void *d_q, *d_k, *d_v, *d_do, *d_out, *d_dq, *d_dk, *d_dv;
@@ -99,27 +102,29 @@ static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
     MF_ASSERT_OK(mf_buffer_upload(ctx, d_v, v, nv * es));
     MF_ASSERT_OK(mf_buffer_upload(ctx, d_do, dout, nv * es));
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_linear_attention_forward(ctx, dt, causal, chunk, B, H, N, D, Dv, d_q, d_k, d_v,
-                                             NULL, d_out));
+    MF_ASSERT_OK(
+        mf_linear_attention_forward(ctx, dt, causal, chunk, B, H, N, D, Dv, d_q, d_k, d_v, NULL, d_out));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt_fwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, dt, causal, chunk, B, H, N, D, Dv, d_q, d_k, d_v,
-                                              d_out, d_do, NULL, NULL, d_dq, d_dk, d_dv));
+    MF_ASSERT_OK(mf_linear_attention_backward(ctx, dt, causal, chunk, B, H, N, D, Dv, d_q, d_k, d_v, d_out,
+                                              d_do, NULL, NULL, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    void *dev[] = {d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv};
+    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = {q, k, v, dout, out, dq, dk, dv};
+    void *host[] = { q, k, v, dout, out, dq, dk, dv };
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
     return p;
 }
 
 /* Shapes: N within one chunk; bf16 causal (tensor cores) with D = Dv = 64 and 128,
  * odd N spanning chunks of C = 64 and C = 128. */
-static const struct { int64_t N, D, Dv, chunk; } mem_shapes[] = {
-    {40, 16, 8, 16}, {131, 64, 64, 64}, {77, 128, 128, 128}};
-START_TEST(test_measured_within_formulas) {
+static const struct {
+    int64_t N, D, Dv, chunk;
+} mem_shapes[] = { { 40, 16, 8, 16 }, { 131, 64, 64, 64 }, { 77, 128, 128, 128 } };
+START_TEST(test_measured_within_formulas)
+{
     const int64_t B = 1, H = 2, N = mem_shapes[_i].N, D = mem_shapes[_i].D, Dv = mem_shapes[_i].Dv;
     for (int causal = 0; causal <= 1; causal++)
         for (int t = 0; t < 2; t++) {
@@ -143,7 +148,8 @@ START_TEST(test_measured_within_formulas) {
 }
 END_TEST
 
-START_TEST(test_scaling_n_and_2n) {
+START_TEST(test_scaling_n_and_2n)
+{
     const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 40;
     const peaks a = measure(1, 16, B, H, N, D, Dv, MF_DTYPE_F32);
     const peaks b = measure(1, 16, B, H, 2 * N, D, Dv, MF_DTYPE_F32);
@@ -167,7 +173,8 @@ END_TEST
  * one D x (Dv+1) fp32 state per 512 positions, 1/1024 of the cumsum's 8*D*(Dv+1)
  * per position; both exactly the ceiling (one state per 512 positions), the
  * ceiling below the reference at both sizes. */
-START_TEST(test_scaling_tensor_core) {
+START_TEST(test_scaling_tensor_core)
+{
     const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 400;
     const peaks a = measure(1, 64, B, H, N, D, Dv, MF_DTYPE_BF16);
     const peaks b = measure(1, 64, B, H, 2 * N, D, Dv, MF_DTYPE_BF16);
@@ -187,7 +194,8 @@ END_TEST
 
 /* Chunk states are kept per 512 (z per 256) rows whatever C: every C needs the same scratch,
  * within the ceiling. */
-START_TEST(test_chunk_size_independent) {
+START_TEST(test_chunk_size_independent)
+{
     const int64_t B = 1, H = 1, N = 70, D = 8, Dv = 8;
     const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     const peaks p16 = measure(1, 16, B, H, N, D, Dv, dt);
@@ -202,7 +210,8 @@ START_TEST(test_chunk_size_independent) {
 }
 END_TEST
 
-static Suite *linear_attention_memory_suite(void) {
+static Suite *linear_attention_memory_suite(void)
+{
     Suite *s = suite_create("linear_attention_memory");
     TCase *f = tcase_create("formulas");
     tcase_add_test(f, test_formulas_at_document_shape);

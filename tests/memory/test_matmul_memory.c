@@ -23,8 +23,8 @@ typedef struct mem_result {
     size_t ref_peak, opt_peak, ref_formula, ceiling;
 } mem_result;
 
-static mem_result measure(mf_matmul_variant v, mf_dtype dt, int ta, int tb, int64_t M, int64_t N,
-                          int64_t K) {
+static mem_result measure(mf_matmul_variant v, mf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t m = (size_t)M, n = (size_t)N, k = (size_t)K, es = mf_dtype_size(dt);
     void *a = malloc(m * k * es), *b = malloc(k * n * es);
@@ -71,18 +71,20 @@ static mem_result measure(mf_matmul_variant v, mf_dtype dt, int ta, int tb, int6
     return r;
 }
 
-static void assert_below(const mem_result *r, const char *what) {
+static void assert_below(const mem_result *r, const char *what)
+{
     ck_assert_msg(r->ref_peak == r->ref_formula,
-                  "%s: reference scratch peak %zu != formula 8*(MK+KN+MN) = %zu", what,
-                  r->ref_peak, r->ref_formula);
-    ck_assert_msg(r->opt_peak <= r->ceiling, "%s: optimized scratch %zu > ceiling %zu", what,
-                  r->opt_peak, r->ceiling);
-    ck_assert_msg(r->ceiling < r->ref_peak, "%s: ceiling %zu is not below the reference's %zu",
-                  what, r->ceiling, r->ref_peak);
+                  "%s: reference scratch peak %zu != formula 8*(MK+KN+MN) = %zu", what, r->ref_peak,
+                  r->ref_formula);
+    ck_assert_msg(r->opt_peak <= r->ceiling, "%s: optimized scratch %zu > ceiling %zu", what, r->opt_peak,
+                  r->ceiling);
+    ck_assert_msg(r->ceiling < r->ref_peak, "%s: ceiling %zu is not below the reference's %zu", what,
+                  r->ceiling, r->ref_peak);
 }
 
 /* _i: variant * 2 + dtype. Two sizes, the second doubling M, N and K. */
-START_TEST(test_opt_below_ceiling_below_ref_at_two_sizes) {
+START_TEST(test_opt_below_ceiling_below_ref_at_two_sizes)
+{
     const mf_matmul_variant v = (mf_matmul_variant)(_i / 2);
     const mf_dtype dt = _i % 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     const mem_result small = measure(v, dt, 0, 0, 40, 24, 56);
@@ -100,7 +102,8 @@ END_TEST
 /* The cuBLAS workspace is allocated with the context and is part of the
  * baseline: it is visible as current device scratch before any matmul runs,
  * and a matmul adds nothing on top of it. */
-START_TEST(test_cublas_workspace_is_baseline) {
+START_TEST(test_cublas_workspace_is_baseline)
+{
     mf_context *ctx = mf_test_ctx();
     mf_mem_stats st;
     MF_ASSERT_STATUS(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st), MF_OK);
@@ -117,7 +120,8 @@ END_TEST
 
 /* The formulas at a large shape (never run): an 8192^3 matmul's reference
  * needs 1.5 GiB of double copies, every optimized variant 0 bytes. */
-START_TEST(test_formulas_at_scale) {
+START_TEST(test_formulas_at_scale)
+{
     const int64_t s = 8192;
     ck_assert_uint_eq(mf_ref_matmul_scratch_bytes(s, s, s), (size_t)3 * 8 * 8192 * 8192);
     for (int v = 0; v < MF_MATMUL_N_VARIANTS; ++v) {
@@ -128,12 +132,12 @@ START_TEST(test_formulas_at_scale) {
 }
 END_TEST
 
-static Suite *matmul_memory_suite(void) {
+static Suite *matmul_memory_suite(void)
+{
     Suite *s = suite_create("matmul_memory");
     TCase *tc = tcase_create("ceilings");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
-    tcase_add_loop_test(tc, test_opt_below_ceiling_below_ref_at_two_sizes, 0,
-                        MF_MATMUL_N_VARIANTS * 2);
+    tcase_add_loop_test(tc, test_opt_below_ceiling_below_ref_at_two_sizes, 0, MF_MATMUL_N_VARIANTS * 2);
     tcase_add_test(tc, test_cublas_workspace_is_baseline);
     tcase_add_test(tc, test_formulas_at_scale);
     suite_add_tcase(s, tc);

@@ -28,7 +28,7 @@ START_TEST(test_document_shapes_formula)
 {
     /* 004_96b9c85fa124076d.txt: batch 4, seq 512, d_model 4096, d_ffn 11008; rank 16 ("Memory: ~32 KB
      * (for rank=16)"). */
-    const mf_npt_shape doc = {4, 512, 4096, 11008, 16};
+    const mf_npt_shape doc = { 4, 512, 4096, 11008, 16 };
     /* The document says "~448 GB" for this tensor; its own shapes give
      * 4*512*4096*11008 = 92,341,796,864 elements, x 4 bytes = 344 GiB. */
     const size_t elements = (size_t)92341796864ull;
@@ -43,7 +43,7 @@ START_TEST(test_document_shapes_formula)
     ck_assert_uint_eq(mf_ref_npt_backward_scratch_bytes(doc), (size_t)688 << 30);
     /* The document's per-token delta ("~180 MB per token", one token of batch 1):
      * 4096 * 11008 * 4 = 180,355,072 bytes. */
-    const mf_npt_shape one = {1, 1, 4096, 11008, 16};
+    const mf_npt_shape one = { 1, 1, 4096, 11008, 16 };
     ck_assert_uint_eq(mf_npt_delta_w_bytes(MF_DTYPE_F32, one), (size_t)180355072ull);
     /* The factored kernel at the document's shapes: T = 2048 tokens fit one chunk
      * (default 4096); forward u (fp32) and v: 2048 * 16 * 8 = 256 KiB. The
@@ -65,7 +65,7 @@ END_TEST
 /* With many tokens the chunk caps the ceiling: 1M tokens, default chunk. */
 START_TEST(test_chunk_caps_the_ceiling)
 {
-    const mf_npt_shape big = {64, 16384, 4096, 11008, 64}; /* T = 1,048,576 */
+    const mf_npt_shape big = { 64, 16384, 4096, 11008, 64 }; /* T = 1,048,576 */
     int64_t c = 0;
     MF_ASSERT_OK(mf_npt_resolve_chunk(MF_NPT_FORWARD, MF_DTYPE_BF16, big, NULL, &c));
     ck_assert_int_eq(c, MF_NPT_DEFAULT_CHUNK_TOKENS);
@@ -96,10 +96,10 @@ static peaks measure(mf_npt_pass pass, mf_dtype dt, mf_npt_shape s, const mf_npt
     const size_t es = mf_dtype_size(dt);
     const size_t T = (size_t)(s.batch * s.seq), D = (size_t)s.d_model, F = (size_t)s.d_ffn,
                  R = (size_t)s.rank;
-    const size_t in_n[6] = {T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F};
-    const size_t out_n[6] = {fwd ? T * F : T * D, D * F, D * R, R * F, T * R, F};
+    const size_t in_n[6] = { T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F };
+    const size_t out_n[6] = { fwd ? T * F : T * D, D * F, D * R, R * F, T * R, F };
     const int n_out = fwd ? 1 : 6;
-    void *in[6], *d_in[6], *out[6] = {NULL}, *d_out[6] = {NULL};
+    void *in[6], *d_in[6], *out[6] = { NULL }, *d_out[6] = { NULL };
     for (int i = 0; i < 6; ++i) {
         in[i] = malloc(in_n[i] * es);
         ck_assert_ptr_nonnull(in[i]);
@@ -118,20 +118,18 @@ static peaks measure(mf_npt_pass pass, mf_dtype dt, mf_npt_shape s, const mf_npt
     peaks p;
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
     if (fwd)
-        MF_ASSERT_OK(
-            mf_ref_npt_forward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], out[0]));
+        MF_ASSERT_OK(mf_ref_npt_forward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], out[0]));
     else
-        MF_ASSERT_OK(mf_ref_npt_backward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5],
-                                         out[0], out[1], out[2], out[3], out[4], out[5]));
+        MF_ASSERT_OK(mf_ref_npt_backward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], out[0], out[1],
+                                         out[2], out[3], out[4], out[5]));
     p.ref = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     if (fwd)
-        MF_ASSERT_OK(mf_npt_forward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4],
-                                    d_in[5], d_out[0], opts));
+        MF_ASSERT_OK(
+            mf_npt_forward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[5], d_out[0], opts));
     else
-        MF_ASSERT_OK(mf_npt_backward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4],
-                                     d_in[5], d_out[0], d_out[1], d_out[2], d_out[3], d_out[4],
-                                     d_out[5], opts));
+        MF_ASSERT_OK(mf_npt_backward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[5],
+                                     d_out[0], d_out[1], d_out[2], d_out[3], d_out[4], d_out[5], opts));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     mf_mem_stats st;
@@ -166,7 +164,7 @@ START_TEST(test_optimized_within_ceiling_reference_exceeds)
 {
     const mf_npt_pass pass = (_i / 2) ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     const mf_dtype dt = (_i % 2) ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-    const mf_npt_shape s = {2, 9, 45, 61, 8};
+    const mf_npt_shape s = { 2, 9, 45, 61, 8 };
     const peaks p = measure(pass, dt, s, NULL);
     const size_t ceil = ceiling(pass, dt, s, NULL);
     ck_assert_uint_gt(p.opt, 0);
@@ -184,7 +182,7 @@ START_TEST(test_scaling_with_tokens)
 {
     const mf_npt_pass pass = (_i / 2) ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     const mf_dtype dt = (_i % 2) ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-    const mf_npt_shape s1 = {1, 6, 23, 29, 16}, s4 = {2, 12, 23, 29, 16};
+    const mf_npt_shape s1 = { 1, 6, 23, 29, 16 }, s4 = { 2, 12, 23, 29, 16 };
     const peaks p1 = measure(pass, dt, s1, NULL), p4 = measure(pass, dt, s4, NULL);
     ck_assert_uint_le(p1.opt, ceiling(pass, dt, s1, NULL));
     ck_assert_uint_le(p4.opt, ceiling(pass, dt, s4, NULL));
@@ -208,7 +206,7 @@ END_TEST
 START_TEST(test_scaling_with_width)
 {
     const mf_npt_pass pass = _i ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
-    const mf_npt_shape narrow = {2, 5, 12, 10, 8}, wide = {2, 5, 48, 40, 8};
+    const mf_npt_shape narrow = { 2, 5, 12, 10, 8 }, wide = { 2, 5, 48, 40, 8 };
     const peaks pn = measure(pass, MF_DTYPE_F32, narrow, NULL);
     const peaks pw = measure(pass, MF_DTYPE_F32, wide, NULL);
     ck_assert_uint_eq(pn.opt, pw.opt);
@@ -222,7 +220,7 @@ START_TEST(test_budget_bounds_peak)
 {
     const mf_npt_pass pass = (_i / 2) ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     const mf_dtype dt = (_i % 2) ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-    const mf_npt_shape s = {3, 7, 17, 19, 16};
+    const mf_npt_shape s = { 3, 7, 17, 19, 16 };
     mf_npt_options o;
     mf_npt_options_init(&o);
     o.chunk_tokens = 7; /* a third of the 21 tokens */

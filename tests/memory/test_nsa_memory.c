@@ -16,8 +16,9 @@ typedef struct peaks {
     size_t ref, opt, ref_bwd, opt_bwd;
 } peaks;
 
-static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
-                     int64_t D, mf_dtype dt) {
+static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D,
+                     mf_dtype dt)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t rq = (size_t)(B * S * Hq), rk = (size_t)(B * S * Hk), es = mf_dtype_size(dt);
     void *q = mf_test_make_input(dt, rq * (size_t)D, 1, -1.5f, 1.5f);
@@ -35,15 +36,15 @@ static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
     void *dg = mf_test_dev_upload(ctx, g, rq * es);
     float *dout = mf_test_dev_nan(ctx, rq * (size_t)D);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_nsa_forward(ctx, MF_NSA_FUSED, dt, cfg, B, S, Hq, Hk, D, dq, dk, dv, dg, dg, dg,
-                                dout, NULL, NULL));
+    MF_ASSERT_OK(mf_nsa_forward(ctx, MF_NSA_FUSED, dt, cfg, B, S, Hq, Hk, D, dq, dk, dv, dg, dg, dg, dout,
+                                NULL, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     /* backward: dout = g (any seeded values), gradients into fresh buffers */
     float *h_lse = mf_test_nan_host(3 * rq);
     int32_t *h_sel = malloc(rk * (size_t)cfg->n_sel * 4);
     float *hg[6];
-    const size_t gn[6] = {rq * (size_t)D, rk * (size_t)D, rk * (size_t)D, rq, rq, rq};
+    const size_t gn[6] = { rq * (size_t)D, rk * (size_t)D, rk * (size_t)D, rq, rq, rq };
     for (int i = 0; i < 6; i++) hg[i] = mf_test_nan_host(gn[i]);
     MF_ASSERT_OK(mf_ref_nsa_forward(ctx, dt, cfg, B, S, Hq, Hk, D, q, k, v, g, g, g, out, h_lse, h_sel));
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
@@ -55,8 +56,8 @@ static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
     float *dgr[6];
     for (int i = 0; i < 6; i++) dgr[i] = mf_test_dev_nan(ctx, gn[i]);
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_nsa_backward(ctx, MF_NSA_FUSED, dt, cfg, B, S, Hq, Hk, D, dq, dk, dv, dg, dg, dg, dq, dlse,
-                                 dsel, dgr[0], dgr[1], dgr[2], dgr[3], dgr[4], dgr[5]));
+    MF_ASSERT_OK(mf_nsa_backward(ctx, MF_NSA_FUSED, dt, cfg, B, S, Hq, Hk, D, dq, dk, dv, dg, dg, dg, dq,
+                                 dlse, dsel, dgr[0], dgr[1], dgr[2], dgr[3], dgr[4], dgr[5]));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     p.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     for (int i = 0; i < 6; i++) {
@@ -67,7 +68,7 @@ static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
     MF_ASSERT_OK(mf_buffer_free(ctx, dsel));
     free(h_lse);
     free(h_sel);
-    void *dev[] = {dq, dk, dv, dg, dout};
+    void *dev[] = { dq, dk, dv, dg, dout };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
     free(q);
     free(k);
@@ -77,8 +78,9 @@ static peaks measure(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq,
     return p;
 }
 
-START_TEST(test_measured_within_formulas) {
-    const mf_nsa_config cfg = {8, 4, 8, 4, 16, 0.0f};
+START_TEST(test_measured_within_formulas)
+{
+    const mf_nsa_config cfg = { 8, 4, 8, 4, 16, 0.0f };
     const int64_t B = 1, S = 45, Hq = 6, Hk = 1, D = 16;
     for (int t = 0; t < 2; t++) {
         const mf_dtype dt = t ? MF_DTYPE_BF16 : MF_DTYPE_F32;
@@ -96,8 +98,9 @@ START_TEST(test_measured_within_formulas) {
 }
 END_TEST
 
-START_TEST(test_scaling_s_and_2s) {
-    const mf_nsa_config cfg = {8, 4, 8, 4, 16, 0.0f};
+START_TEST(test_scaling_s_and_2s)
+{
+    const mf_nsa_config cfg = { 8, 4, 8, 4, 16, 0.0f };
     const int64_t B = 1, Hq = 2, Hk = 1, D = 8, S = 48;
     const peaks a = measure(&cfg, B, S, Hq, Hk, D, MF_DTYPE_F32);
     const peaks b = measure(&cfg, B, 2 * S, Hq, Hk, D, MF_DTYPE_F32);
@@ -115,13 +118,14 @@ END_TEST
 /* The seed's configuration at its two sequence lengths: 12 heads, 2 KV groups,
  * head dim 64, micro batch 2. The dense reference's scores vs the fused
  * kernel's pooled k/v. */
-START_TEST(test_formulas_at_seed_shapes) {
+START_TEST(test_formulas_at_seed_shapes)
+{
     const mf_nsa_config cfg = mf_nsa_config_seed();
     const int64_t B = 2, Hq = 12, Hk = 2, D = 64;
     for (int64_t S = 1024; S <= 4096; S *= 4) {
         const size_t nc = (size_t)(S - 32) / 16 + 1, nb = (size_t)(S + 63) / 64, s = (size_t)S;
-        const size_t want_ref = 8 * 2 * 12 * s * (nc + 2 * s) + 8 * 2 * 2 * s * nb +
-                                16 * 2 * 2 * nc * 64 + 2 * 2 * s * nb + s;
+        const size_t want_ref =
+            8 * 2 * 12 * s * (nc + 2 * s) + 8 * 2 * 2 * s * nb + 16 * 2 * 2 * nc * 64 + 2 * 2 * s * nb + s;
         ck_assert_uint_eq(mf_ref_nsa_forward_scratch_bytes(&cfg, B, S, Hq, Hk, D), want_ref);
         /* pooled k/v + the bf16 path's selection when the caller passes no sel */
         ck_assert_uint_eq(mf_nsa_forward_scratch_ceiling(&cfg, B, S, Hq, Hk, D),
@@ -136,7 +140,8 @@ START_TEST(test_formulas_at_seed_shapes) {
 }
 END_TEST
 
-static Suite *nsa_memory_suite(void) {
+static Suite *nsa_memory_suite(void)
+{
     Suite *s = suite_create("nsa_memory");
     TCase *f = tcase_create("formulas");
     tcase_add_test(f, test_formulas_at_seed_shapes);

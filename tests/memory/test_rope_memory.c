@@ -15,7 +15,8 @@
 /* The seed's shape: 131,072-token context; a Qwen3-4B-like attention with
  * head_dim = rotary_dim = 128, 32 query and 8 key/value heads. Formulas only:
  * nothing of this size is allocated. */
-START_TEST(formulas_at_seed_shape) {
+START_TEST(formulas_at_seed_shape)
+{
     const int64_t T = 131072, D = 128;
     /* reference: 8 * (L + rd/2 + 2*L*rd) = 8 * (131072 + 64 + 33554432) */
     ck_assert_uint_eq(mf_ref_rope_scratch_bytes(T, D), (size_t)269484544u);
@@ -31,7 +32,8 @@ START_TEST(formulas_at_seed_shape) {
     ck_assert_int_eq(mf_rope_cache_grown_capacity(4096, 4096), 4096);
     ck_assert_int_eq(mf_rope_cache_grown_capacity(4096, 4097), 8192);
     ck_assert_int_eq(mf_rope_cache_grown_capacity(4096, T), T);
-    ck_assert_uint_eq(mf_rope_cache_scratch_ceiling(4096, T, D), mf_rope_cache_bytes(T, D) + MF_ROPE_ID_CHECK_BYTES);
+    ck_assert_uint_eq(mf_rope_cache_scratch_ceiling(4096, T, D),
+                      mf_rope_cache_bytes(T, D) + MF_ROPE_ID_CHECK_BYTES);
     /* at 1M positions (1048576 x 128): reference 2 GiB of host tables, cache 512 MiB */
     ck_assert_uint_eq(mf_ref_rope_scratch_bytes(1048576, D), (size_t)8 * (1048576 + 64 + 2 * 1048576 * 128));
     ck_assert_uint_eq(mf_rope_cache_bytes(1048576, D), (size_t)536870912u);
@@ -54,7 +56,8 @@ typedef struct mem_run {
 } mem_run;
 
 /* One shape: B = 1, T tokens at positions 0..T-1, Hq = 4, Hk = 2, Dh = rd = 16. */
-static mem_run measure(int64_t T, int64_t cache_capacity) {
+static mem_run measure(int64_t T, int64_t cache_capacity)
+{
     mf_context *ctx = mf_test_ctx();
     mem_run r;
     memset(&r, 0, sizeof r);
@@ -66,7 +69,7 @@ static mem_run measure(int64_t T, int64_t cache_capacity) {
     mf_fill_uniform_f32(x, n, 3, -1.0f, 1.0f);
     mf_rope_positions pos = mf_rope_positions_offset(0);
 
-    mf_rope_tensors th = {1, T, 4, 2, MF_DTYPE_F32, x, x + nq, y, y + nq};
+    mf_rope_tensors th = { 1, T, 4, 2, MF_DTYPE_F32, x, x + nq, y, y + nq };
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
     MF_ASSERT_OK(mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &th, &pos));
     r.ref_peak = mf_mem_peak_delta(ctx, MF_MEM_HOST);
@@ -74,7 +77,9 @@ static mem_run measure(int64_t T, int64_t cache_capacity) {
     void *d = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 2 * n * 4, &d));
     MF_ASSERT_OK(mf_buffer_upload(ctx, d, x, n * 4));
-    mf_rope_tensors td = {1, T, 4, 2, MF_DTYPE_F32, d, (float *)d + nq, (float *)d + n, (float *)d + n + nq};
+    mf_rope_tensors td = {
+        1, T, 4, 2, MF_DTYPE_F32, d, (float *)d + nq, (float *)d + n, (float *)d + n + nq
+    };
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &pos));
@@ -108,7 +113,8 @@ static mem_run measure(int64_t T, int64_t cache_capacity) {
     MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &td, &idpos));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
-    r.cache_ids_peak = st.peak - st.baseline + mf_rope_cache_size_bytes(cache); /* the table was live before */
+    r.cache_ids_peak =
+        st.peak - st.baseline + mf_rope_cache_size_bytes(cache); /* the table was live before */
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &idpos));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
@@ -117,7 +123,7 @@ static mem_run measure(int64_t T, int64_t cache_capacity) {
     free(ids);
     mf_rope_cache_destroy(cache);
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
-    ck_assert_uint_eq(st.current, base0); /* destroy gives the table back */
+    ck_assert_uint_eq(st.current, base0);                /* destroy gives the table back */
     r.host_in_opt = mf_mem_peak_delta(ctx, MF_MEM_HOST); /* no host table on the optimized paths */
     mf_buffer_free(ctx, d);
     free(y);
@@ -128,8 +134,9 @@ static mem_run measure(int64_t T, int64_t cache_capacity) {
 /* optimized <= ceiling < reference, at two sizes; the reference's host tables
  * grow with T, the fused path stays at zero (offsets) or its 8-byte id-check
  * word (explicit ids). */
-START_TEST(ceilings_two_sizes) {
-    static const int64_t sizes[2] = {48, 192};
+START_TEST(ceilings_two_sizes)
+{
+    static const int64_t sizes[2] = { 48, 192 };
     mem_run r[2];
     for (int s = 0; s < 2; ++s) {
         const int64_t T = sizes[s], cap0 = T / 4;
@@ -144,7 +151,8 @@ START_TEST(ceilings_two_sizes) {
          * before the new one); an explicit-id call on it adds the check word:
          * exactly the ceiling */
         ck_assert_uint_eq(r[s].cache_hold, mf_rope_cache_bytes(T, 16));
-        ck_assert_uint_eq(r[s].cache_peak + MF_ROPE_ID_CHECK_BYTES, mf_rope_cache_scratch_ceiling(cap0, T, 16));
+        ck_assert_uint_eq(r[s].cache_peak + MF_ROPE_ID_CHECK_BYTES,
+                          mf_rope_cache_scratch_ceiling(cap0, T, 16));
         ck_assert_uint_eq(r[s].cache_ids_peak, mf_rope_cache_scratch_ceiling(cap0, T, 16));
         ck_assert_uint_lt(mf_rope_cache_scratch_ceiling(cap0, T, 16), r[s].ref_peak);
         ck_assert_uint_lt(mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16), r[s].ref_peak);
@@ -158,7 +166,8 @@ END_TEST
 /* Growth keeps exactly one table alive: reserve in steps, the tracked device
  * memory equals mf_rope_cache_bytes(capacity) after every step and its peak
  * never holds two tables. */
-START_TEST(cache_growth_holds_one_table) {
+START_TEST(cache_growth_holds_one_table)
+{
     mf_context *ctx = mf_test_ctx();
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, 64);
@@ -166,8 +175,8 @@ START_TEST(cache_growth_holds_one_table) {
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     mf_rope_cache *cache = NULL;
     MF_ASSERT_OK(mf_rope_cache_create(ctx, &cfg, 10, &cache));
-    static const int64_t steps[] = {5, 11, 21, 100, 150, 1000};
-    static const int64_t caps[] = {10, 20, 40, 100, 200, 1000};
+    static const int64_t steps[] = { 5, 11, 21, 100, 150, 1000 };
+    static const int64_t caps[] = { 10, 20, 40, 100, 200, 1000 };
     for (int i = 0; i < 6; ++i) {
         MF_ASSERT_OK(mf_rope_cache_reserve(cache, steps[i]));
         ck_assert_int_eq(mf_rope_cache_capacity(cache), caps[i]);
@@ -180,7 +189,8 @@ START_TEST(cache_growth_holds_one_table) {
 }
 END_TEST
 
-static Suite *rope_memory_suite(void) {
+static Suite *rope_memory_suite(void)
+{
     Suite *s = suite_create("rope_memory");
     TCase *tc = tcase_create("memory");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

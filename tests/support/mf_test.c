@@ -136,10 +136,11 @@ int mf_test_check_close(const float *got, const float *ref, size_t n, const char
         return 0;
     }
     if (r.pass) return 1;
-    snprintf(msg, msg_cap,
-             "outputs differ beyond tolerance '%s' (atol %g, rtol %g, nmse %g): %s; max abs %.3g, max rel %.3g, "
-             "nmse %.3g; dump: %s",
-             tol->name, tol->atol, tol->rtol, tol->nmse, r.reason, r.max_abs_err, r.max_rel_err, r.nmse, dump);
+    snprintf(
+        msg, msg_cap,
+        "outputs differ beyond tolerance '%s' (atol %g, rtol %g, nmse %g): %s; max abs %.3g, max rel %.3g, "
+        "nmse %.3g; dump: %s",
+        tol->name, tol->atol, tol->rtol, tol->nmse, r.reason, r.max_abs_err, r.max_rel_err, r.nmse, dump);
     return 0;
 }
 
@@ -201,9 +202,11 @@ static uint64_t le64(const unsigned char *p) { return (uint64_t)le32(p) | (uint6
 static size_t fixture_elem_size(uint32_t dtype)
 {
     switch (dtype) {
-    case MF_FIXTURE_F32: case MF_FIXTURE_I32: return 4;
+    case MF_FIXTURE_F32:
+    case MF_FIXTURE_I32: return 4;
     case MF_FIXTURE_BF16: return 2;
-    case MF_FIXTURE_I64: case MF_FIXTURE_F64: return 8;
+    case MF_FIXTURE_I64:
+    case MF_FIXTURE_F64: return 8;
     }
     return 0;
 }
@@ -297,14 +300,14 @@ static int read_typed(const char *path, mf_fixture_dtype want, void **data, size
     return 1;
 }
 
-#define MF_FIXTURE_TYPED(fn, ctype, code)                                        \
-    int fn(const char *path, ctype **data, size_t *n)                            \
-    {                                                                            \
-        void *p = NULL;                                                          \
-        if (data == NULL) return 0;                                              \
-        int ok = read_typed(path, code, &p, n);                                  \
-        *data = (ctype *)p;                                                      \
-        return ok;                                                               \
+#define MF_FIXTURE_TYPED(fn, ctype, code)                                                                    \
+    int fn(const char *path, ctype **data, size_t *n)                                                        \
+    {                                                                                                        \
+        void *p = NULL;                                                                                      \
+        if (data == NULL) return 0;                                                                          \
+        int ok = read_typed(path, code, &p, n);                                                              \
+        *data = (ctype *)p;                                                                                  \
+        return ok;                                                                                           \
     }
 MF_FIXTURE_TYPED(mf_fixture_read_f32, float, MF_FIXTURE_F32)
 MF_FIXTURE_TYPED(mf_fixture_read_f64, double, MF_FIXTURE_F64)

@@ -47,31 +47,30 @@ int mf_test_run(Suite *s);
  * mf_compare_f32, and on failure writes a dump file named after the test case,
  * the tolerance and the line into mf_test_dump_dir(). Returns 1 on pass; on
  * failure 0 with a readable report (verdict, worst index, dump path) in msg. */
-int mf_test_check_close(const float *got, const float *ref, size_t n, const char *tol_name,
-                        const char *file, int line, char *msg, size_t msg_cap);
+int mf_test_check_close(const float *got, const float *ref, size_t n, const char *tol_name, const char *file,
+                        int line, char *msg, size_t msg_cap);
 /* $MF_TEST_DUMP_DIR, else the build tree's test-dumps/ (created on demand). */
 const char *mf_test_dump_dir(void);
 
-#define MF_ASSERT_CLOSE(got, ref, n, tol_name)                                                     \
-    do {                                                                                           \
-        char mf_close_msg_[1024];                                                                  \
-        int mf_close_ok_ = mf_test_check_close((got), (ref), (n), (tol_name), __FILE__, __LINE__,  \
-                                               mf_close_msg_, sizeof mf_close_msg_);               \
-        ck_assert_msg(mf_close_ok_, "%s", mf_close_msg_);                                          \
+#define MF_ASSERT_CLOSE(got, ref, n, tol_name)                                                               \
+    do {                                                                                                     \
+        char mf_close_msg_[1024];                                                                            \
+        int mf_close_ok_ = mf_test_check_close((got), (ref), (n), (tol_name), __FILE__, __LINE__,            \
+                                               mf_close_msg_, sizeof mf_close_msg_);                         \
+        ck_assert_msg(mf_close_ok_, "%s", mf_close_msg_);                                                    \
     } while (0)
 
 /* Asserts the status; for a failure status also that mf_last_error() says why. */
-#define MF_ASSERT_STATUS(expr, expected)                                                           \
-    do {                                                                                           \
-        mf_clear_error();                                                                          \
-        mf_status mf_as_got_ = (expr);                                                             \
-        mf_status mf_as_exp_ = (expected);                                                         \
-        ck_assert_msg(mf_as_got_ == mf_as_exp_, "%s returned %s, expected %s (last error: '%s')",  \
-                      #expr, mf_status_name(mf_as_got_), mf_status_name(mf_as_exp_),               \
-                      mf_last_error());                                                            \
-        if (mf_as_exp_ != MF_OK)                                                                   \
-            ck_assert_msg(mf_last_error()[0] != '\0', "%s returned %s with an empty error message", \
-                          #expr, mf_status_name(mf_as_got_));                                      \
+#define MF_ASSERT_STATUS(expr, expected)                                                                     \
+    do {                                                                                                     \
+        mf_clear_error();                                                                                    \
+        mf_status mf_as_got_ = (expr);                                                                       \
+        mf_status mf_as_exp_ = (expected);                                                                   \
+        ck_assert_msg(mf_as_got_ == mf_as_exp_, "%s returned %s, expected %s (last error: '%s')", #expr,     \
+                      mf_status_name(mf_as_got_), mf_status_name(mf_as_exp_), mf_last_error());              \
+        if (mf_as_exp_ != MF_OK)                                                                             \
+            ck_assert_msg(mf_last_error()[0] != '\0', "%s returned %s with an empty error message", #expr,   \
+                          mf_status_name(mf_as_got_));                                                       \
     } while (0)
 
 /* Convenience: MF_ASSERT_OK(expr) == MF_ASSERT_STATUS(expr, MF_OK). */
@@ -124,8 +123,8 @@ typedef struct mf_fixture_tensor {
     mf_fixture_dtype dtype;
     int ndim;
     int64_t dims[MF_FIXTURE_MAX_DIMS];
-    size_t count;   /* product of dims (1 for ndim 0) */
-    void *data;     /* malloc'd; free with mf_fixture_free */
+    size_t count; /* product of dims (1 for ndim 0) */
+    void *data;   /* malloc'd; free with mf_fixture_free */
 } mf_fixture_tensor;
 
 /* Absolute path of 'rel' under fixtures/ (MF_FIXTURES_DIR); a thread-local

@@ -18,38 +18,42 @@
 static void *dq_, *dk_, *dv_, *ddo_;
 static float *dout_, *dlse_, *ddq_, *ddk_, *ddv_;
 
-static void setup(void) {
+static void setup(void)
+{
     mf_test_setup();
     mf_context *ctx = mf_test_ctx();
-    void **all[] = {&dq_, &dk_, &dv_, &ddo_, (void **)&dout_, (void **)&dlse_, (void **)&ddq_,
-                    (void **)&ddk_, (void **)&ddv_};
+    void **all[] = { &dq_,           &dk_,           &dv_,          &ddo_, (void **)&dout_, (void **)&dlse_,
+                     (void **)&ddq_, (void **)&ddk_, (void **)&ddv_ };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         ck_assert_int_eq(mf_buffer_alloc(ctx, 64, all[i]), MF_OK);
         ck_assert_int_eq(mf_buffer_memset(ctx, *all[i], 0, 64), MF_OK);
     }
 }
-static void teardown(void) {
+static void teardown(void)
+{
     mf_context *ctx = mf_test_ctx();
-    void *all[] = {dq_, dk_, dv_, ddo_, dout_, dlse_, ddq_, ddk_, ddv_};
+    void *all[] = { dq_, dk_, dv_, ddo_, dout_, dlse_, ddq_, ddk_, ddv_ };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_buffer_free(ctx, all[i]);
     mf_test_teardown();
 }
 
-#define FWD(ctx, var, dt, causal, B, H, N, D, Dv, q, k, v, out, lse) \
+#define FWD(ctx, var, dt, causal, B, H, N, D, Dv, q, k, v, out, lse)                                         \
     mf_attention_forward(ctx, var, dt, causal, B, H, N, D, Dv, q, k, v, out, lse)
-#define BWD(ctx, var, dt, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq, dk, dv) \
+#define BWD(ctx, var, dt, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq, dk, dv)                       \
     mf_attention_backward(ctx, var, dt, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq, dk, dv)
 
-START_TEST(test_valid_call_succeeds) {
+START_TEST(test_valid_call_succeeds)
+{
     mf_context *ctx = mf_test_ctx();
     MF_ASSERT_OK(FWD(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 1, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, dlse_));
-    MF_ASSERT_OK(BWD(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 1, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_,
-                     ddo_, dlse_, ddq_, ddk_, ddv_));
+    MF_ASSERT_OK(BWD(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 1, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_,
+                     dlse_, ddq_, ddk_, ddv_));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
 }
 END_TEST
 
-START_TEST(test_null_pointers) {
+START_TEST(test_null_pointers)
+{
     mf_context *ctx = mf_test_ctx();
     const mf_attention_variant T = MF_ATTENTION_TILED;
     const mf_dtype F = MF_DTYPE_F32;
@@ -71,7 +75,7 @@ START_TEST(test_null_pointers) {
     MF_ASSERT_STATUS(BWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, dlse_, ddq_, ddk_, NULL),
                      MF_ERR_NULL_POINTER);
     /* reference */
-    float h[16] = {0};
+    float h[16] = { 0 };
     MF_ASSERT_STATUS(mf_ref_attention_forward(NULL, F, 0, 1, 1, 4, 4, 4, h, h, h, h, NULL),
                      MF_ERR_NULL_POINTER);
     MF_ASSERT_STATUS(mf_ref_attention_forward(ctx, F, 0, 1, 1, 4, 4, 4, h, NULL, h, h, NULL),
@@ -83,33 +87,34 @@ START_TEST(test_null_pointers) {
 }
 END_TEST
 
-START_TEST(test_bad_sizes) {
+START_TEST(test_bad_sizes)
+{
     mf_context *ctx = mf_test_ctx();
     const mf_attention_variant T = MF_ATTENTION_TILED;
     const mf_dtype F = MF_DTYPE_F32;
     const int64_t bad[][5] = {
-        {0, 1, 4, 4, 4}, {1, 0, 4, 4, 4}, {1, 1, 0, 4, 4}, {1, 1, 4, 0, 4},  /* D = 0 */
-        {1, 1, 4, 4, 0}, {-1, 1, 4, 4, 4}, {1, 1, -4, 4, 4}, {1, 1, 4, -2, 4},
-        {1, 1, 4, 129, 4}, {1, 1, 4, 4, 129}, /* beyond the tiled kernels' 128 */
+        { 0, 1, 4, 4, 4 },   { 1, 0, 4, 4, 4 },   { 1, 1, 0, 4, 4 },  { 1, 1, 4, 0, 4 }, /* D = 0 */
+        { 1, 1, 4, 4, 0 },   { -1, 1, 4, 4, 4 },  { 1, 1, -4, 4, 4 }, { 1, 1, 4, -2, 4 },
+        { 1, 1, 4, 129, 4 }, { 1, 1, 4, 4, 129 }, /* beyond the tiled kernels' 128 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const int64_t *s = bad[i];
         MF_ASSERT_STATUS(FWD(ctx, T, F, 0, s[0], s[1], s[2], s[3], s[4], dq_, dk_, dv_, dout_, dlse_),
                          MF_ERR_INVALID_SIZE);
-        MF_ASSERT_STATUS(BWD(ctx, T, F, 1, s[0], s[1], s[2], s[3], s[4], dq_, dk_, dv_, dout_, ddo_,
-                             dlse_, ddq_, ddk_, ddv_),
+        MF_ASSERT_STATUS(BWD(ctx, T, F, 1, s[0], s[1], s[2], s[3], s[4], dq_, dk_, dv_, dout_, ddo_, dlse_,
+                             ddq_, ddk_, ddv_),
                          MF_ERR_INVALID_SIZE);
         if (s[3] <= 128 && s[4] <= 128) { /* the reference has no head-dimension limit */
-            float h[16] = {0};
-            MF_ASSERT_STATUS(mf_ref_attention_forward(ctx, F, 0, s[0], s[1], s[2], s[3], s[4], h, h,
-                                                      h, h, NULL),
-                             MF_ERR_INVALID_SIZE);
+            float h[16] = { 0 };
+            MF_ASSERT_STATUS(
+                mf_ref_attention_forward(ctx, F, 0, s[0], s[1], s[2], s[3], s[4], h, h, h, h, NULL),
+                MF_ERR_INVALID_SIZE);
         }
     }
     /* Byte counts that overflow size_t. */
     const int64_t big = INT64_C(1) << 40;
     MF_ASSERT_STATUS(FWD(ctx, T, F, 0, big, big, 4, 4, 4, dq_, dk_, dv_, dout_, dlse_), MF_ERR_OVERFLOW);
-    float h[16] = {0};
+    float h[16] = { 0 };
     MF_ASSERT_STATUS(mf_ref_attention_forward(ctx, F, 0, big, big, 4, 4, 4, h, h, h, h, NULL),
                      MF_ERR_OVERFLOW);
     /* q/k/v fit, but the reference's N x N scores do not. */
@@ -118,7 +123,8 @@ START_TEST(test_bad_sizes) {
 }
 END_TEST
 
-START_TEST(test_bad_enums) {
+START_TEST(test_bad_enums)
+{
     mf_context *ctx = mf_test_ctx();
     const mf_dtype F = MF_DTYPE_F32;
     MF_ASSERT_STATUS(FWD(ctx, (mf_attention_variant)1, F, 0, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, dlse_),
@@ -132,7 +138,7 @@ START_TEST(test_bad_enums) {
     MF_ASSERT_STATUS(BWD(ctx, MF_ATTENTION_TILED, F, -1, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, dlse_,
                          ddq_, ddk_, ddv_),
                      MF_ERR_INVALID_ARGUMENT);
-    float h[16] = {0};
+    float h[16] = { 0 };
     MF_ASSERT_STATUS(mf_ref_attention_forward(ctx, (mf_dtype)3, 0, 1, 1, 4, 4, 4, h, h, h, h, NULL),
                      MF_ERR_DTYPE);
     MF_ASSERT_STATUS(mf_ref_attention_backward(ctx, F, 5, 1, 1, 4, 4, 4, h, h, h, h, h, h, h),
@@ -146,7 +152,8 @@ END_TEST
  * the argument; a freed buffer or a host array is refused without launching,
  * so the process goes on working. The fixture's buffers hold 64 bytes
  * (B=H=1, N=4, D=Dv=4 in f32). */
-START_TEST(test_bad_pointers) {
+START_TEST(test_bad_pointers)
+{
     mf_context *ctx = mf_test_ctx();
     const mf_attention_variant T = MF_ATTENTION_TILED;
     const mf_dtype F = MF_DTYPE_F32;
@@ -155,15 +162,16 @@ START_TEST(test_bad_pointers) {
     MF_ASSERT_STATUS(FWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, dk_, (char *)dv_ + 4, dout_, dlse_),
                      MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "v is too small"));
-    MF_ASSERT_STATUS(BWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, dlse_, ddq_, ddk_,
-                         ddv_ + 1),
-                     MF_ERR_INVALID_SIZE);
+    MF_ASSERT_STATUS(
+        BWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, dlse_, ddq_, ddk_, ddv_ + 1),
+        MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "dv is too small"));
     void *freed = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 64, &freed));
     MF_ASSERT_OK(mf_buffer_free(ctx, freed));
-    float host[16] = {0};
-    MF_ASSERT_STATUS(FWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, freed, dv_, dout_, dlse_), MF_ERR_INVALID_ARGUMENT);
+    float host[16] = { 0 };
+    MF_ASSERT_STATUS(FWD(ctx, T, F, 0, 1, 1, 4, 4, 4, dq_, freed, dv_, dout_, dlse_),
+                     MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "k ("));
     MF_ASSERT_STATUS(BWD(ctx, T, F, 1, 1, 1, 4, 4, 4, dq_, dk_, dv_, dout_, ddo_, host, ddq_, ddk_, ddv_),
                      MF_ERR_INVALID_ARGUMENT);
@@ -187,7 +195,8 @@ END_TEST
  * causal: the NaN rows reach every key through visible entries) agrees too. */
 enum { NF_N = 20, NF_D = 4 };
 
-static void nonfinite_inputs(int causal, float *q, float *k, float *v, float *dout) {
+static void nonfinite_inputs(int causal, float *q, float *k, float *v, float *dout)
+{
     const size_t n = NF_N * NF_D;
     mf_test_fill_uniform(MF_DTYPE_F32, q, n, 71, -1.0f, 1.0f);
     mf_test_fill_uniform(MF_DTYPE_F32, k, n, 72, 0.1f, 1.0f); /* k[:, 0] > 0 */
@@ -200,35 +209,36 @@ static void nonfinite_inputs(int causal, float *q, float *k, float *v, float *do
     if (causal) k[18 * NF_D + 1] = NAN;
 }
 
-static void check_nonfinite_forward(int causal) {
+static void check_nonfinite_forward(int causal)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t n = NF_N * NF_D;
     float q[NF_N * NF_D], k[NF_N * NF_D], v[NF_N * NF_D], dout[NF_N * NF_D];
     nonfinite_inputs(causal, q, k, v, dout);
     float ref_out[NF_N * NF_D], ref_lse[NF_N];
-    MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_F32, causal, 1, 1, NF_N, NF_D, NF_D, q, k,
-                                          v, ref_out, ref_lse));
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_F32, causal, 1, 1, NF_N, NF_D, NF_D, q, k, v, ref_out,
+                                          ref_lse));
     void *dq = mf_test_dev_upload(ctx, q, sizeof q), *dk = mf_test_dev_upload(ctx, k, sizeof k);
     void *dv = mf_test_dev_upload(ctx, v, sizeof v);
     float *dout_dev = mf_test_dev_nan(ctx, n + 8), *dlse = mf_test_dev_nan(ctx, NF_N + 8);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, causal, 1, 1, NF_N,
-                                      NF_D, NF_D, dq, dk, dv, dout_dev, dlse));
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, causal, 1, 1, NF_N, NF_D, NF_D,
+                                      dq, dk, dv, dout_dev, dlse));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *out = mf_test_dev_fetch(ctx, dout_dev, n, 8, "out");
     float *lse = mf_test_dev_fetch(ctx, dlse, NF_N, 8, "lse");
-    const int rows[] = {3, 9, 17};
+    const int rows[] = { 3, 9, 17 };
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         const int i = rows[r];
         ck_assert_msg(isnan(out[i * NF_D]) && isnan(ref_out[i * NF_D]),
-                      "causal=%d row %d: out %g, reference %g (want NaN)", causal, i,
-                      out[i * NF_D], ref_out[i * NF_D]);
+                      "causal=%d row %d: out %g, reference %g (want NaN)", causal, i, out[i * NF_D],
+                      ref_out[i * NF_D]);
     }
     ck_assert_msg(lse[3] == -INFINITY && ref_lse[3] == -INFINITY,
                   "causal=%d all -inf row: lse %g, reference %g (want -inf)", causal, lse[3], ref_lse[3]);
-    ck_assert_msg(isnan(lse[9]) && isnan(ref_lse[9]), "+inf row: lse %g, reference %g (want NaN)",
-                  lse[9], ref_lse[9]);
-    ck_assert_msg(isnan(lse[17]) && isnan(ref_lse[17]), "NaN row: lse %g, reference %g (want NaN)",
-                  lse[17], ref_lse[17]);
+    ck_assert_msg(isnan(lse[9]) && isnan(ref_lse[9]), "+inf row: lse %g, reference %g (want NaN)", lse[9],
+                  ref_lse[9]);
+    ck_assert_msg(isnan(lse[17]) && isnan(ref_lse[17]), "NaN row: lse %g, reference %g (want NaN)", lse[17],
+                  ref_lse[17]);
     ck_assert_msg(isfinite(lse[16]) && isfinite(out[16 * NF_D]), "row 16 must stay finite");
     if (causal) ck_assert_msg(isnan(lse[18]) && isfinite(lse[15]), "NaN key 18: rows 18, 19 only");
     /* Every entry: the same NaN/Inf pattern, finite ones within tolerance. */
@@ -243,28 +253,31 @@ static void check_nonfinite_forward(int causal) {
     mf_buffer_free(ctx, dlse);
 }
 
-START_TEST(test_nonfinite_forward) {
+START_TEST(test_nonfinite_forward)
+{
     check_nonfinite_forward(0);
     check_nonfinite_forward(1);
 }
 END_TEST
 
-START_TEST(test_nonfinite_backward) {
+START_TEST(test_nonfinite_backward)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t n = NF_N * NF_D;
     float q[NF_N * NF_D], k[NF_N * NF_D], v[NF_N * NF_D], dout[NF_N * NF_D];
     nonfinite_inputs(0, q, k, v, dout);
     float rdq[NF_N * NF_D], rdk[NF_N * NF_D], rdv[NF_N * NF_D];
-    MF_ASSERT_OK(mf_ref_attention_backward(ctx, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D, NF_D, q, k, v,
-                                           dout, rdq, rdk, rdv));
+    MF_ASSERT_OK(mf_ref_attention_backward(ctx, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D, NF_D, q, k, v, dout, rdq,
+                                           rdk, rdv));
     void *dq = mf_test_dev_upload(ctx, q, sizeof q), *dk = mf_test_dev_upload(ctx, k, sizeof k);
     void *dv = mf_test_dev_upload(ctx, v, sizeof v), *ddo = mf_test_dev_upload(ctx, dout, sizeof dout);
     float *o = mf_test_dev_nan(ctx, n), *l = mf_test_dev_nan(ctx, NF_N);
-    float *gq = mf_test_dev_nan(ctx, n + 8), *gk = mf_test_dev_nan(ctx, n + 8), *gv = mf_test_dev_nan(ctx, n + 8);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D,
-                                      NF_D, dq, dk, dv, o, l));
-    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D,
-                                       NF_D, dq, dk, dv, o, ddo, l, gq, gk, gv));
+    float *gq = mf_test_dev_nan(ctx, n + 8), *gk = mf_test_dev_nan(ctx, n + 8),
+          *gv = mf_test_dev_nan(ctx, n + 8);
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D, NF_D, dq,
+                                      dk, dv, o, l));
+    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 0, 1, 1, NF_N, NF_D, NF_D, dq,
+                                       dk, dv, o, ddo, l, gq, gk, gv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *hq = mf_test_dev_fetch(ctx, gq, n, 8, "dq"), *hk = mf_test_dev_fetch(ctx, gk, n, 8, "dk");
     float *hv = mf_test_dev_fetch(ctx, gv, n, 8, "dv");
@@ -276,7 +289,7 @@ START_TEST(test_nonfinite_backward) {
     free(hq);
     free(hk);
     free(hv);
-    void *bufs[] = {dq, dk, dv, ddo, o, l, gq, gk, gv};
+    void *bufs[] = { dq, dk, dv, ddo, o, l, gq, gk, gv };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
 }
 END_TEST
@@ -287,14 +300,16 @@ END_TEST
  * not; backward not causal. */
 enum { NFM_N = 300, NFM_D = 64 };
 
-static uint16_t *nonfinite_bf16(const float *x, size_t n) {
+static uint16_t *nonfinite_bf16(const float *x, size_t n)
+{
     uint16_t *b = malloc(n * sizeof *b);
     ck_assert_ptr_nonnull(b);
     for (size_t i = 0; i < n; i++) b[i] = mf_f32_to_bf16(x[i]);
     return b;
 }
 
-static void check_nonfinite_mma(int causal) {
+static void check_nonfinite_mma(int causal)
+{
     mf_context *ctx = mf_test_ctx();
     const size_t n = (size_t)NFM_N * NFM_D;
     float *f = malloc(4 * n * sizeof *f);
@@ -320,22 +335,22 @@ static void check_nonfinite_mma(int causal) {
     float *r = malloc((5 * n + NFM_N) * sizeof *r);
     ck_assert_ptr_nonnull(r);
     float *r_out = r, *r_lse = r + n, *r_dq = r_lse + NFM_N, *r_dk = r_dq + n, *r_dv = r_dk + n;
-    MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_BF16, causal, 1, 1, NFM_N, NFM_D, NFM_D,
-                                          bq, bk, bv, r_out, r_lse));
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_BF16, causal, 1, 1, NFM_N, NFM_D, NFM_D, bq, bk, bv,
+                                          r_out, r_lse));
     void *d_q = mf_test_dev_upload(ctx, bq, n * 2), *d_k = mf_test_dev_upload(ctx, bk, n * 2);
     void *d_v = mf_test_dev_upload(ctx, bv, n * 2), *d_do = mf_test_dev_upload(ctx, bdo, n * 2);
     float *d_out = mf_test_dev_nan(ctx, n + 8), *d_lse = mf_test_dev_nan(ctx, NFM_N + 8);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_BF16, causal, 1, 1, NFM_N,
-                                      NFM_D, NFM_D, d_q, d_k, d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_BF16, causal, 1, 1, NFM_N, NFM_D,
+                                      NFM_D, d_q, d_k, d_v, d_out, d_lse));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *out = mf_test_dev_fetch(ctx, d_out, n, 8, "out");
     float *lse = mf_test_dev_fetch(ctx, d_lse, NFM_N, 8, "lse");
     ck_assert_msg(lse[3] == -INFINITY && r_lse[3] == -INFINITY,
                   "causal=%d all -inf row: lse %g, reference %g (want -inf)", causal, lse[3], r_lse[3]);
-    const int nan_rows[] = {3, 9, 17, 270};
+    const int nan_rows[] = { 3, 9, 17, 270 };
     for (size_t i = 0; i < sizeof nan_rows / sizeof nan_rows[0]; i++)
-        ck_assert_msg(isnan(out[(size_t)nan_rows[i] * NFM_D]), "causal=%d row %d: out %g (want NaN)",
-                      causal, nan_rows[i], out[(size_t)nan_rows[i] * NFM_D]);
+        ck_assert_msg(isnan(out[(size_t)nan_rows[i] * NFM_D]), "causal=%d row %d: out %g (want NaN)", causal,
+                      nan_rows[i], out[(size_t)nan_rows[i] * NFM_D]);
     ck_assert_msg(isnan(lse[9]) && isnan(lse[17]) && isnan(lse[270]) && isfinite(lse[16]) &&
                       (causal || isfinite(lse[139])),
                   "causal=%d: lse of the +inf / NaN rows NaN, the others finite", causal);
@@ -343,13 +358,12 @@ static void check_nonfinite_mma(int causal) {
     MF_ASSERT_CLOSE(out, r_out, n, "attention.mma.out.bf16");
     MF_ASSERT_CLOSE(lse, r_lse, NFM_N, "attention.mma.lse.bf16");
     if (!causal) {
-        MF_ASSERT_OK(mf_ref_attention_backward(ctx, MF_DTYPE_BF16, 0, 1, 1, NFM_N, NFM_D, NFM_D, bq,
-                                               bk, bv, bdo, r_dq, r_dk, r_dv));
+        MF_ASSERT_OK(mf_ref_attention_backward(ctx, MF_DTYPE_BF16, 0, 1, 1, NFM_N, NFM_D, NFM_D, bq, bk, bv,
+                                               bdo, r_dq, r_dk, r_dv));
         float *gq = mf_test_dev_nan(ctx, n + 8), *gk = mf_test_dev_nan(ctx, n + 8),
               *gv = mf_test_dev_nan(ctx, n + 8);
-        MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, MF_DTYPE_BF16, 0, 1, 1, NFM_N,
-                                           NFM_D, NFM_D, d_q, d_k, d_v, d_out, d_do, d_lse, gq, gk,
-                                           gv));
+        MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, MF_DTYPE_BF16, 0, 1, 1, NFM_N, NFM_D,
+                                           NFM_D, d_q, d_k, d_v, d_out, d_do, d_lse, gq, gk, gv));
         MF_ASSERT_OK(mf_context_synchronize(ctx));
         float *hq = mf_test_dev_fetch(ctx, gq, n, 8, "dq"), *hk = mf_test_dev_fetch(ctx, gk, n, 8, "dk");
         float *hv = mf_test_dev_fetch(ctx, gv, n, 8, "dv");
@@ -367,7 +381,7 @@ static void check_nonfinite_mma(int causal) {
     }
     free(out);
     free(lse);
-    void *bufs[] = {d_q, d_k, d_v, d_do, d_out, d_lse};
+    void *bufs[] = { d_q, d_k, d_v, d_do, d_out, d_lse };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) mf_buffer_free(ctx, bufs[i]);
     free(bq);
     free(bk);
@@ -377,13 +391,15 @@ static void check_nonfinite_mma(int causal) {
     free(f);
 }
 
-START_TEST(test_nonfinite_mma) {
+START_TEST(test_nonfinite_mma)
+{
     check_nonfinite_mma(0);
     check_nonfinite_mma(1);
 }
 END_TEST
 
-static Suite *attention_badinput_suite(void) {
+static Suite *attention_badinput_suite(void)
+{
     Suite *s = suite_create("attention_badinput");
     TCase *tc = tcase_create("badinput");
     tcase_add_checked_fixture(tc, setup, teardown);

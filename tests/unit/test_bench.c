@@ -16,7 +16,8 @@
 
 static const char *const HEADER =
     "op,variant,backend,timer,timed,dtype,shape,size,reps,ref_ms,opt_ms,ref_peak_bytes,opt_peak_bytes,"
-    "ceiling_bytes,max_abs_err,status,message,flops,min_bytes,tflops,gbps,peak_tflops,peak_gbps,frac_peak_flops,"
+    "ceiling_bytes,max_abs_err,status,message,flops,min_bytes,tflops,gbps,peak_tflops,peak_gbps,frac_peak_"
+    "flops,"
     "frac_peak_bw";
 enum { N_COLS = 25 };
 
@@ -27,7 +28,7 @@ typedef struct {
 
 static run_result run(int argc, const char **argv)
 {
-    run_result r = {0, NULL, NULL};
+    run_result r = { 0, NULL, NULL };
     size_t on = 0, en = 0;
     FILE *out = open_memstream(&r.out, &on), *err = open_memstream(&r.err, &en);
     r.rc = mf_cli_main(argc, (char **)argv, out, err);
@@ -35,7 +36,9 @@ static run_result run(int argc, const char **argv)
     fclose(err);
     return r;
 }
-#define RUN(...) run((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), (const char *[]){__VA_ARGS__})
+#define RUN(...)                                                                                             \
+    run((int)(sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(const char *)),                               \
+        (const char *[]){ __VA_ARGS__ })
 #define FREE(r) (free((r).out), free((r).err))
 
 /* Splits one CSV line into fields (double-quoted fields may hold commas and
@@ -85,8 +88,10 @@ static int check_csv(const char *text, int *n_ok, int *n_failed, const char *wan
         ck_assert_str_eq(f[3], "host-wall");
         ck_assert(strcmp(f[4], "separate") == 0 || strcmp(f[4], "run_case") == 0);
         ck_assert(atof(f[10]) >= 0.0 && f[10][0] != '\0'); /* opt_ms always measured */
-        if (strcmp(f[4], "separate") == 0) ck_assert(f[9][0] != '\0');
-        else ck_assert(f[9][0] == '\0'); /* run_case rows: no separate reference time */
+        if (strcmp(f[4], "separate") == 0)
+            ck_assert(f[9][0] != '\0');
+        else
+            ck_assert(f[9][0] == '\0'); /* run_case rows: no separate reference time */
         /* the work of a call: stated for every swept row; host mode has no rates or peaks */
         if (strcmp(f[4], "separate") == 0 && strcmp(f[15], "ok") == 0)
             ck_assert_msg(atof(f[17]) > 0 && atof(f[18]) > 0, "no flops/min_bytes: %s", line);
@@ -113,8 +118,8 @@ START_TEST(test_matmul_sweep_to_file)
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,20", "--reps", "2",
-                       "--out", path);
+    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,20", "--reps",
+                       "2", "--out", path);
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "6 rows (0 failed, timer host-wall, device host)"));
     FREE(r);
@@ -162,7 +167,8 @@ END_TEST
  * separately (ref_ms present), exact scratch peaks, outputs re-validated. */
 START_TEST(test_rope_sweep)
 {
-    run_result r = RUN("memfix", "bench", "--op", "rope", "--backend", "host", "--sizes", "16,40", "--reps", "2");
+    run_result r =
+        RUN("memfix", "bench", "--op", "rope", "--backend", "host", "--sizes", "16,40", "--reps", "2");
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     int ok, failed;
     ck_assert_int_eq(check_csv(r.out, &ok, &failed, "rope"), 4); /* fused, cache x 2 sizes */
@@ -192,7 +198,8 @@ START_TEST(test_rope_sweep)
     }
     free(copy);
     ck_assert_int_eq(rows, 4);
-    ck_assert_ptr_nonnull(strstr(r.out, "rope,cache,host,host-wall,separate,f32,\"B=1 T=40 Hq=4 Hk=2 Dh=rd=32 half fwd pos<40 cache0=n/4\",40,2,"));
+    ck_assert_ptr_nonnull(strstr(r.out, "rope,cache,host,host-wall,separate,f32,\"B=1 T=40 Hq=4 Hk=2 "
+                                        "Dh=rd=32 half fwd pos<40 cache0=n/4\",40,2,"));
     FREE(r);
 }
 END_TEST
@@ -201,17 +208,37 @@ END_TEST
  * matmul's formulas: 2 n^3 flops, 3 n^2 fp32 values moved. */
 START_TEST(test_json)
 {
-    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1",
-                       "--json");
+    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps",
+                       "1", "--json");
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     cJSON *arr = cJSON_Parse(r.out);
     ck_assert_msg(cJSON_IsArray(arr), "not a JSON array: %.200s", r.out);
     ck_assert_int_eq(cJSON_GetArraySize(arr), 3); /* 3 variants x 1 size */
-    const char *keys[] = {"op",    "variant", "backend",     "timer",     "timed",           "dtype",
-                          "shape", "size",    "reps",        "ref_ms",    "opt_ms",          "ref_peak_bytes",
-                          "opt_peak_bytes",   "ceiling_bytes", "max_abs_err", "status",      "message",
-                          "flops", "min_bytes", "tflops",    "gbps",      "peak_tflops",     "peak_gbps",
-                          "frac_peak_flops",  "frac_peak_bw"};
+    const char *keys[] = { "op",
+                           "variant",
+                           "backend",
+                           "timer",
+                           "timed",
+                           "dtype",
+                           "shape",
+                           "size",
+                           "reps",
+                           "ref_ms",
+                           "opt_ms",
+                           "ref_peak_bytes",
+                           "opt_peak_bytes",
+                           "ceiling_bytes",
+                           "max_abs_err",
+                           "status",
+                           "message",
+                           "flops",
+                           "min_bytes",
+                           "tflops",
+                           "gbps",
+                           "peak_tflops",
+                           "peak_gbps",
+                           "frac_peak_flops",
+                           "frac_peak_bw" };
     for (int i = 0; i < 3; i++) {
         cJSON *o = cJSON_GetArrayItem(arr, i);
         int count = 0;
@@ -238,8 +265,8 @@ END_TEST
 START_TEST(test_cross_entropy_sweep_chunks)
 {
     if (mf_registry_find("cross_entropy") == NULL) return;
-    run_result r = RUN("memfix", "bench", "--op", "cross_entropy", "--backend", "host", "--sizes", "64,256", "--reps",
-                       "1", "--json");
+    run_result r = RUN("memfix", "bench", "--op", "cross_entropy", "--backend", "host", "--sizes", "64,256",
+                       "--reps", "1", "--json");
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     cJSON *arr = cJSON_Parse(r.out);
     ck_assert(cJSON_IsArray(arr));
@@ -272,10 +299,11 @@ START_TEST(test_plot)
     struct stat st;
     const int have_gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
     if (have_gnuplot) {
-        run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,16", "--reps", "1",
-                           "--plot", charts);
+        run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,16",
+                           "--reps", "1", "--plot", charts);
         ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
-        ck_assert_ptr_nonnull(strstr(r.err, "charts and bench.csv written to")); /* CSV on stdout: note on stderr */
+        ck_assert_ptr_nonnull(
+            strstr(r.err, "charts and bench.csv written to")); /* CSV on stdout: note on stderr */
         ck_assert_int_eq(stat(png, &st), 0);
         ck_assert_int_gt((int)st.st_size, 0);
         ck_assert_int_eq(stat(csv, &st), 0);
@@ -290,8 +318,8 @@ START_TEST(test_plot)
     const char *old = getenv("PATH");
     char *saved = strdup(old ? old : "");
     setenv("PATH", bin, 1);
-    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1",
-                       "--plot", charts);
+    run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps",
+                       "1", "--plot", charts);
     setenv("PATH", saved, 1);
     free(saved);
     ck_assert_msg(r.rc == MF_CLI_UNAVAILABLE, "rc %d: %s", r.rc, r.err);
@@ -299,7 +327,8 @@ START_TEST(test_plot)
     FREE(r);
     /* no plot script */
     setenv("MF_PLOT_SCRIPT", "/nonexistent/plot.sh", 1);
-    r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1", "--plot", charts);
+    r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1", "--plot",
+            charts);
     unsetenv("MF_PLOT_SCRIPT");
     ck_assert_int_eq(r.rc, MF_CLI_UNAVAILABLE);
     ck_assert_ptr_nonnull(strstr(r.err, "plot script"));
@@ -310,7 +339,7 @@ START_TEST(test_plot)
 END_TEST
 
 /* ---- a failing op (registry override): rows marked failed, exit status 1 ------------ */
-static const char *const fake_variants[] = {"good", "bad"};
+static const char *const fake_variants[] = { "good", "bad" };
 static mf_status fake_run(mf_context *ctx, int variant, int case_index, mf_case_result *out)
 {
     (void)ctx;
@@ -329,9 +358,11 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
     memset(out, 0, sizeof *out);
     MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
 }
-static const mf_op_desc fake_op = {"fake", "test-only", 2, fake_variants, 2, fake_run, 0, NULL, NULL, 0, NULL, NULL};
-static const mf_op_desc broken_op = {"broken", "test-only", 1, fake_variants, 1, broken_run, 0, NULL, NULL, 0, NULL, NULL};
-static const mf_op_desc *const test_ops[] = {&fake_op, &broken_op};
+static const mf_op_desc fake_op = { "fake", "test-only", 2, fake_variants, 2,   fake_run, 0,
+                                    NULL,   NULL,        0, NULL,          NULL };
+static const mf_op_desc broken_op = { "broken", "test-only", 1, fake_variants, 1,   broken_run, 0,
+                                      NULL,     NULL,        0, NULL,          NULL };
+static const mf_op_desc *const test_ops[] = { &fake_op, &broken_op };
 
 START_TEST(test_failed_rows)
 {
@@ -363,11 +394,12 @@ START_TEST(test_usage)
     ck_assert_ptr_nonnull(strstr(r.out, "host-wall"));
     ck_assert_ptr_nonnull(strstr(r.out, "ceiling_bytes"));
     FREE(r);
-    const char *bad[][3] = {{"--reps", "0", NULL},   {"--reps", "x", NULL},   {"--sizes", "1,,2", NULL},
-                            {"--sizes", "-4", NULL}, {"--op", "nosuch", NULL}, {"--backend", "tpu", NULL},
-                            {"--frob", NULL, NULL},  {"--out", NULL, NULL}};
+    const char *bad[][3] = { { "--reps", "0", NULL },     { "--reps", "x", NULL },
+                             { "--sizes", "1,,2", NULL }, { "--sizes", "-4", NULL },
+                             { "--op", "nosuch", NULL },  { "--backend", "tpu", NULL },
+                             { "--frob", NULL, NULL },    { "--out", NULL, NULL } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *argv[4] = {"memfix", "bench", bad[i][0], bad[i][1]};
+        const char *argv[4] = { "memfix", "bench", bad[i][0], bad[i][1] };
         r = run(bad[i][1] ? 4 : 3, argv);
         ck_assert_msg(r.rc == MF_CLI_USAGE, "%s %s: rc %d", bad[i][0], bad[i][1] ? bad[i][1] : "", r.rc);
         ck_assert(r.err[0] != '\0');

@@ -53,7 +53,8 @@ START_TEST(test_error_long_message_truncated)
     ck_assert_uint_lt(strlen(mf_last_error()), 2000);
     const char *m = mf_last_error();
     const char *tail = "[src/core/x.c:1]";
-    ck_assert_msg(strcmp(m + strlen(m) - strlen(tail), tail) == 0, "location lost: ...%s", m + strlen(m) - 30);
+    ck_assert_msg(strcmp(m + strlen(m) - strlen(tail), tail) == 0, "location lost: ...%s",
+                  m + strlen(m) - 30);
     ck_assert_msg(strncmp(m, "f: xxx", 6) == 0, "%.20s", m);
     /* an empty reason falls back to the status name */
     mf_set_error(MF_ERR_BUDGET, "g", "/abs/path/reference/y.c", 7, "%s", "");
@@ -84,7 +85,8 @@ START_TEST(test_dims_product)
     size_t r = 0;
     MF_ASSERT_OK(mf_dims_product("t", "logits", &r, 2, (int64_t)131072, (int64_t)151936));
     ck_assert_uint_eq(r, (size_t)131072 * 151936);
-    MF_ASSERT_STATUS(mf_dims_product("t", "x", &r, 3, (int64_t)4, (int64_t)0, (int64_t)5), MF_ERR_INVALID_SIZE);
+    MF_ASSERT_STATUS(mf_dims_product("t", "x", &r, 3, (int64_t)4, (int64_t)0, (int64_t)5),
+                     MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "dim 1"));
     MF_ASSERT_STATUS(mf_dims_product("t", "x", &r, 2, (int64_t)-1, (int64_t)5), MF_ERR_INVALID_SIZE);
     MF_ASSERT_STATUS(mf_dims_product("t", "x", &r, 3, (int64_t)1 << 40, (int64_t)1 << 40, (int64_t)2),
@@ -150,7 +152,7 @@ START_TEST(test_bf16_conversion)
         if (!isnan(f)) ck_assert_uint_eq(mf_f32_to_bf16(f), h);
     }
     /* arrays */
-    float in[3] = {1.0f, 3.14159f, -7.5f}, back[3];
+    float in[3] = { 1.0f, 3.14159f, -7.5f }, back[3];
     uint16_t mid[3];
     mf_f32_to_bf16_array(in, mid, 3);
     mf_bf16_to_f32_array(mid, back, 3);
@@ -307,7 +309,7 @@ START_TEST(test_buffers_bad_input)
 {
     mf_context *ctx = mf_test_ctx();
     void *dev = (void *)(uintptr_t)1;
-    char host[32] = {0};
+    char host[32] = { 0 };
     MF_ASSERT_STATUS(mf_buffer_alloc(NULL, 16, &dev), MF_ERR_NULL_POINTER);
     ck_assert_ptr_null(dev);
     MF_ASSERT_STATUS(mf_buffer_alloc(ctx, 16, NULL), MF_ERR_NULL_POINTER);

@@ -7,7 +7,10 @@
 #include <stdint.h>
 #include <string.h>
 
-static void stats(mf_mem_space space, mf_mem_stats *st) { MF_ASSERT_OK(mf_mem_stats_get(mf_test_ctx(), space, st)); }
+static void stats(mf_mem_space space, mf_mem_stats *st)
+{
+    MF_ASSERT_OK(mf_mem_stats_get(mf_test_ctx(), space, st));
+}
 
 START_TEST(test_workspace_is_counted_baseline)
 {

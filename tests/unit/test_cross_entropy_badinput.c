@@ -28,7 +28,7 @@ static bufs make_bufs(void)
     mf_fill_uniform_f32(hh, N * D, 1, -1.0f, 1.0f);
     mf_fill_uniform_f32(ww, V * D, 2, -1.0f, 1.0f);
     mf_fill_uniform_f32(bb, V, 3, -1.0f, 1.0f);
-    int64_t lab[N] = {1, 2, 3, MF_CE_DEFAULT_IGNORE_INDEX, 4, 5};
+    int64_t lab[N] = { 1, 2, 3, MF_CE_DEFAULT_IGNORE_INDEX, 4, 5 };
     MF_ASSERT_OK(mf_buffer_alloc(ctx, sizeof hh, &b.h));
     MF_ASSERT_OK(mf_buffer_alloc(ctx, sizeof ww, &b.w));
     MF_ASSERT_OK(mf_buffer_alloc(ctx, sizeof bb, &b.b));
@@ -50,8 +50,8 @@ static void set_labels(const bufs *b, const int64_t *lab)
     MF_ASSERT_OK(mf_buffer_upload(mf_test_ctx(), b->lab, lab, N * sizeof(int64_t)));
 }
 
-#define FWD(ctx_, n_, d_, v_, dt_, h_, w_, lab_, o_, loss_)                                       \
-    mf_cross_entropy_forward((ctx_), (n_), (d_), (v_), (dt_), (h_), (w_), NULL, (lab_), (o_),     \
+#define FWD(ctx_, n_, d_, v_, dt_, h_, w_, lab_, o_, loss_)                                                  \
+    mf_cross_entropy_forward((ctx_), (n_), (d_), (v_), (dt_), (h_), (w_), NULL, (lab_), (o_),                \
                              (float *)(loss_), NULL)
 
 START_TEST(test_null_pointers)
@@ -66,37 +66,35 @@ START_TEST(test_null_pointers)
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, NULL, b.loss), MF_ERR_NULL_POINTER);
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, NULL, NULL), MF_ERR_NULL_POINTER);
     /* Fused: all gradients NULL; grad_bias without bias. */
-    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL,
-                                                       lab, NULL, NULL, b.loss, NULL, NULL, NULL,
-                                                       NULL),
+    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, NULL,
+                                                       NULL, b.loss, NULL, NULL, NULL, NULL),
                      MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL,
-                                                       lab, NULL, NULL, b.loss, NULL, b.gh, b.gw,
-                                                       b.gb),
+    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, NULL,
+                                                       NULL, b.loss, NULL, b.gh, b.gw, b.gb),
                      MF_ERR_NULL_POINTER);
     /* Backward: lse is required. */
-    MF_ASSERT_STATUS(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab,
-                                               NULL, NULL, NULL, b.gh, b.gw, NULL),
+    MF_ASSERT_STATUS(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, NULL, NULL,
+                                               NULL, b.gh, b.gw, NULL),
                      MF_ERR_NULL_POINTER);
     /* Reference. */
     float hh[N * D], ww[V * D], loss, gh[N * D];
-    int64_t hl[N] = {1, 2, 3, 4, 5, 6};
+    int64_t hl[N] = { 1, 2, 3, 4, 5, 6 };
     mf_fill_uniform_f32(hh, N * D, 1, -1.0f, 1.0f);
     mf_fill_uniform_f32(ww, V * D, 2, -1.0f, 1.0f);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, NULL, ww, NULL, hl,
-                                                  NULL, &loss, NULL),
+    MF_ASSERT_STATUS(
+        mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, NULL, ww, NULL, hl, NULL, &loss, NULL),
+        MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(
+        mf_ref_cross_entropy_forward(NULL, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl, NULL, &loss, NULL),
+        MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(
+        mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl, NULL, NULL, NULL),
+        MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl, NULL, NULL,
+                                                   NULL, NULL, NULL),
                      MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(NULL, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl,
-                                                  NULL, &loss, NULL),
-                     MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl,
-                                                  NULL, NULL, NULL),
-                     MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl,
-                                                   NULL, NULL, NULL, NULL, NULL),
-                     MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, NULL,
-                                                   NULL, NULL, gh, NULL, NULL),
+    MF_ASSERT_STATUS(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, NULL, NULL, NULL,
+                                                   gh, NULL, NULL),
                      MF_ERR_NULL_POINTER);
     /* Planner and options. */
     MF_ASSERT_STATUS(mf_cross_entropy_plan(N, V, MF_DTYPE_F32, NULL, NULL), MF_ERR_NULL_POINTER);
@@ -115,24 +113,22 @@ START_TEST(test_sizes)
     /* Overflowing byte counts (never touched: validation comes first). */
     MF_ASSERT_STATUS(FWD(ctx, INT64_MAX / 2, 1024, V, MF_DTYPE_F32, b.h, b.w, lab, NULL, b.loss),
                      MF_ERR_OVERFLOW);
-    MF_ASSERT_STATUS(FWD(ctx, N, INT64_MAX / 4, INT64_MAX / 4, MF_DTYPE_BF16, b.h, b.w, lab, NULL,
-                         b.loss),
+    MF_ASSERT_STATUS(FWD(ctx, N, INT64_MAX / 4, INT64_MAX / 4, MF_DTYPE_BF16, b.h, b.w, lab, NULL, b.loss),
                      MF_ERR_OVERFLOW);
     /* Beyond cuBLAS's int sizes (the bf16 gradient tile has leading dimension 2V). */
     MF_ASSERT_STATUS(FWD(ctx, N, 1, (int64_t)1 << 31, MF_DTYPE_F32, b.h, b.w, lab, NULL, b.loss),
                      MF_ERR_INVALID_SIZE);
     /* Reference: N x V doubles overflow. */
     float hh[N * D], ww[V * D], loss;
-    int64_t hl[N] = {1, 2, 3, 4, 5, 6};
+    int64_t hl[N] = { 1, 2, 3, 4, 5, 6 };
     mf_fill_uniform_f32(hh, N * D, 1, -1.0f, 1.0f);
     mf_fill_uniform_f32(ww, V * D, 2, -1.0f, 1.0f);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(ctx, INT64_MAX / 8, 1, INT64_MAX / 8,
-                                                  MF_DTYPE_F32, hh, ww, NULL, hl, NULL, &loss,
-                                                  NULL),
+    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(ctx, INT64_MAX / 8, 1, INT64_MAX / 8, MF_DTYPE_F32, hh, ww,
+                                                  NULL, hl, NULL, &loss, NULL),
                      MF_ERR_OVERFLOW);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(ctx, N, -1, V, MF_DTYPE_F32, hh, ww, NULL, hl,
-                                                  NULL, &loss, NULL),
-                     MF_ERR_INVALID_SIZE);
+    MF_ASSERT_STATUS(
+        mf_ref_cross_entropy_forward(ctx, N, -1, V, MF_DTYPE_F32, hh, ww, NULL, hl, NULL, &loss, NULL),
+        MF_ERR_INVALID_SIZE);
     /* Planner. */
     mf_cross_entropy_plan_info p;
     MF_ASSERT_STATUS(mf_cross_entropy_plan(0, V, MF_DTYPE_F32, NULL, &p), MF_ERR_INVALID_SIZE);
@@ -144,9 +140,9 @@ START_TEST(test_sizes)
     o.shift_labels = 1;
     o.seq_len = 4;
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss), MF_ERR_INVALID_SIZE);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl, &o,
-                                                  &loss, NULL),
-                     MF_ERR_INVALID_SIZE);
+    MF_ASSERT_STATUS(
+        mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, hl, &o, &loss, NULL),
+        MF_ERR_INVALID_SIZE);
 }
 END_TEST
 
@@ -157,13 +153,13 @@ START_TEST(test_dtype_and_options)
     const int64_t *lab = b.lab;
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, (mf_dtype)7, b.h, b.w, lab, NULL, b.loss), MF_ERR_DTYPE);
     mf_cross_entropy_options o;
-#define BAD_OPTION(stmt)                                                                           \
-    do {                                                                                           \
-        mf_cross_entropy_options_init(&o);                                                         \
-        stmt;                                                                                      \
-        MF_ASSERT_STATUS(mf_cross_entropy_options_validate(&o), MF_ERR_INVALID_ARGUMENT);          \
-        MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss),               \
-                         MF_ERR_INVALID_ARGUMENT);                                                 \
+#define BAD_OPTION(stmt)                                                                                     \
+    do {                                                                                                     \
+        mf_cross_entropy_options_init(&o);                                                                   \
+        stmt;                                                                                                \
+        MF_ASSERT_STATUS(mf_cross_entropy_options_validate(&o), MF_ERR_INVALID_ARGUMENT);                    \
+        MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss),                         \
+                         MF_ERR_INVALID_ARGUMENT);                                                           \
     } while (0)
     BAD_OPTION(o.reduction = (mf_ce_reduction)5);
     BAD_OPTION(o.shift_labels = 2);
@@ -207,30 +203,32 @@ START_TEST(test_labels_out_of_range)
     mf_context *ctx = mf_test_ctx();
     bufs b = make_bufs();
     const int64_t *lab = b.lab;
-    const int64_t too_big[N] = {1, 2, V, 3, 4, 5};
-    const int64_t negative[N] = {1, 2, 3, -5, 4, 5};
+    const int64_t too_big[N] = { 1, 2, V, 3, 4, 5 };
+    const int64_t negative[N] = { 1, 2, 3, -5, 4, 5 };
     set_labels(&b, too_big);
-    MF_ASSERT_STATUS(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, NULL, b.loss)), MF_ERR_OUT_OF_RANGE);
-    ck_assert_ptr_nonnull(strstr(mf_last_error(), "outside"));
-    MF_ASSERT_STATUS(SYNCED(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_BF16, b.h, b.w, NULL,
-                                                       lab, NULL, NULL, b.loss, NULL, b.gh, b.gw,
-                                                       NULL)),
+    MF_ASSERT_STATUS(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, NULL, b.loss)),
                      MF_ERR_OUT_OF_RANGE);
-    MF_ASSERT_STATUS(SYNCED(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab,
-                                               NULL, b.lse, NULL, b.gh, NULL, NULL)),
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "outside"));
+    MF_ASSERT_STATUS(
+        SYNCED(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_BF16, b.h, b.w, NULL, lab, NULL, NULL,
+                                                 b.loss, NULL, b.gh, b.gw, NULL)),
+        MF_ERR_OUT_OF_RANGE);
+    MF_ASSERT_STATUS(SYNCED(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, NULL,
+                                                      b.lse, NULL, b.gh, NULL, NULL)),
                      MF_ERR_OUT_OF_RANGE);
     set_labels(&b, negative);
-    MF_ASSERT_STATUS(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, NULL, b.loss)), MF_ERR_OUT_OF_RANGE);
+    MF_ASSERT_STATUS(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, NULL, b.loss)),
+                     MF_ERR_OUT_OF_RANGE);
     /* With ignore_index = -5 the same labels are fine; -100 then is out of range. */
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);
     o.ignore_index = -5;
     MF_ASSERT_OK(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss)));
-    const int64_t with_100[N] = {1, 2, 3, -100, 4, 5};
+    const int64_t with_100[N] = { 1, 2, 3, -100, 4, 5 };
     set_labels(&b, with_100);
     MF_ASSERT_STATUS(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss)), MF_ERR_OUT_OF_RANGE);
     /* With shift (two sequences of 3), labels[0] and labels[3] are never targets. */
-    const int64_t unused_bad[N] = {999, 2, 3, -7, 4, 5};
+    const int64_t unused_bad[N] = { 999, 2, 3, -7, 4, 5 };
     set_labels(&b, unused_bad);
     mf_cross_entropy_options_init(&o);
     o.shift_labels = 1;
@@ -241,14 +239,15 @@ START_TEST(test_labels_out_of_range)
     mf_cross_entropy_options_init(&fo);
     fo.variant = MF_CE_VARIANT_FUSED;
     set_labels(&b, too_big);
-    MF_ASSERT_STATUS(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &fo, b.loss)), MF_ERR_OUT_OF_RANGE);
-    ck_assert_ptr_nonnull(strstr(mf_last_error(), "labels[2]"));
-    MF_ASSERT_STATUS(SYNCED(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_BF16, b.h, b.w, NULL,
-                                                       lab, &fo, NULL, b.loss, NULL, b.gh, b.gw,
-                                                       NULL)),
+    MF_ASSERT_STATUS(SYNCED(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &fo, b.loss)),
                      MF_ERR_OUT_OF_RANGE);
-    MF_ASSERT_STATUS(SYNCED(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab,
-                                               &fo, b.lse, NULL, b.gh, NULL, NULL)),
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "labels[2]"));
+    MF_ASSERT_STATUS(
+        SYNCED(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_BF16, b.h, b.w, NULL, lab, &fo, NULL,
+                                                 b.loss, NULL, b.gh, b.gw, NULL)),
+        MF_ERR_OUT_OF_RANGE);
+    MF_ASSERT_STATUS(SYNCED(mf_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, &fo,
+                                                      b.lse, NULL, b.gh, NULL, NULL)),
                      MF_ERR_OUT_OF_RANGE);
     set_labels(&b, unused_bad);
     fo.shift_labels = 1;
@@ -258,11 +257,11 @@ START_TEST(test_labels_out_of_range)
     float hh[N * D], ww[V * D], loss;
     mf_fill_uniform_f32(hh, N * D, 1, -1.0f, 1.0f);
     mf_fill_uniform_f32(ww, V * D, 2, -1.0f, 1.0f);
-    MF_ASSERT_STATUS(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL,
-                                                  too_big, NULL, &loss, NULL),
-                     MF_ERR_OUT_OF_RANGE);
-    MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, unused_bad,
-                                              &o, &loss, NULL));
+    MF_ASSERT_STATUS(
+        mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, too_big, NULL, &loss, NULL),
+        MF_ERR_OUT_OF_RANGE);
+    MF_ASSERT_OK(
+        mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, unused_bad, &o, &loss, NULL));
 }
 END_TEST
 
@@ -276,9 +275,8 @@ START_TEST(test_budget_too_small)
     o.scratch_budget = 4 * V + 4 * N + 16 - 1; /* one byte short of one row */
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss), MF_ERR_BUDGET);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "budget"));
-    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL,
-                                                       lab, &o, NULL, b.loss, NULL, b.gh, b.gw,
-                                                       NULL),
+    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, &o,
+                                                       NULL, b.loss, NULL, b.gh, b.gw, NULL),
                      MF_ERR_BUDGET);
     o.scratch_budget = 0;
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, b.loss), MF_ERR_BUDGET);
@@ -305,14 +303,14 @@ START_TEST(test_bad_pointers)
     float *short_loss = (float *)b.loss + 1;
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, lab, &o, short_loss), MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "loss is too small"));
-    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab,
-                                                       NULL, NULL, b.loss, NULL, b.gh, b.gb, NULL),
+    MF_ASSERT_STATUS(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, NULL, lab, NULL,
+                                                       NULL, b.loss, NULL, b.gh, b.gb, NULL),
                      MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "grad_weight is too small"));
     void *freed = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 64, &freed));
     MF_ASSERT_OK(mf_buffer_free(ctx, freed));
-    int64_t host_labels[N] = {0};
+    int64_t host_labels[N] = { 0 };
     MF_ASSERT_STATUS(FWD(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, host_labels, NULL, b.loss),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "labels ("));
@@ -321,8 +319,8 @@ START_TEST(test_bad_pointers)
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "lse ("));
     /* Nothing launched, nothing sticky. */
-    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, b.b, lab, NULL,
-                                                   NULL, b.loss, b.lse, b.gh, b.gw, b.gb));
+    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, b.h, b.w, b.b, lab, NULL, NULL,
+                                                   b.loss, b.lse, b.gh, b.gw, b.gb));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     mf_context *fresh = NULL;
     MF_ASSERT_OK(mf_context_create(&fresh, mf_test_backend()));
@@ -348,23 +346,23 @@ START_TEST(test_nonfinite_logits)
     hh[0 * D] = INFINITY;
     hh[2 * D] = -INFINITY;
     hh[4 * D + 1] = NAN;
-    const int64_t lab[N] = {1, 2, 3, MF_CE_DEFAULT_IGNORE_INDEX, 4, 5};
+    const int64_t lab[N] = { 1, 2, 3, MF_CE_DEFAULT_IGNORE_INDEX, 4, 5 };
     mf_cross_entropy_options o;
     mf_cross_entropy_options_init(&o);
     o.reduction = MF_CE_REDUCTION_NONE;
     o.max_chunk_rows = 2;
 
     float ref_loss[N], ref_lse[N], ref_gh[N * D], ref_gw[V * D];
-    MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, lab, &o,
-                                              ref_loss, ref_lse));
-    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, lab, &o,
-                                               NULL, ref_gh, ref_gw, NULL));
+    MF_ASSERT_OK(
+        mf_ref_cross_entropy_forward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, lab, &o, ref_loss, ref_lse));
+    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, N, D, V, MF_DTYPE_F32, hh, ww, NULL, lab, &o, NULL,
+                                               ref_gh, ref_gw, NULL));
     void *h = mf_test_dev_upload(ctx, hh, sizeof hh), *w = mf_test_dev_upload(ctx, ww, sizeof ww);
     void *l = mf_test_dev_upload(ctx, lab, sizeof lab);
     float *loss = mf_test_dev_nan(ctx, N + 4), *lse = mf_test_dev_nan(ctx, N + 4);
     float *gh = mf_test_dev_nan(ctx, N * D + 4), *gw = mf_test_dev_nan(ctx, V * D + 4);
-    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, h, w, NULL, l, &o,
-                                                   NULL, loss, lse, gh, gw, NULL));
+    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, N, D, V, MF_DTYPE_F32, h, w, NULL, l, &o, NULL, loss,
+                                                   lse, gh, gw, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     float *hl = mf_test_dev_fetch(ctx, loss, N, 4, "loss"), *hs = mf_test_dev_fetch(ctx, lse, N, 4, "lse");
     float *hgh = mf_test_dev_fetch(ctx, gh, N * D, 4, "grad_hidden");
@@ -386,7 +384,7 @@ START_TEST(test_nonfinite_logits)
     free(hs);
     free(hgh);
     free(hgw);
-    void *all[] = {h, w, l, loss, lse, gh, gw};
+    void *all[] = { h, w, l, loss, lse, gh, gw };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_buffer_free(ctx, all[i]);
 }
 END_TEST

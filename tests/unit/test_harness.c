@@ -16,7 +16,7 @@
 
 #define N 256
 
-static const mf_tolerance tol = {"harness.test", 1e-5, 1e-4, 1e-8, "test row: strict fp32 bounds"};
+static const mf_tolerance tol = { "harness.test", 1e-5, 1e-4, 1e-8, "test row: strict fp32 bounds" };
 static float ref[N], got[N];
 
 static void setup_data(void)
@@ -54,7 +54,7 @@ START_TEST(test_rejects_all_zero_output)
 {
     memset(got, 0, sizeof got);
     /* even with a tolerance so loose that each element would pass */
-    mf_tolerance loose = {"loose", 10.0, 0.0, 1e9, "loose elementwise bound"};
+    mf_tolerance loose = { "loose", 10.0, 0.0, 1e9, "loose elementwise bound" };
     mf_compare_result r = compare(got, ref, &loose);
     ck_assert_msg(!r.pass, "all-zero output accepted: %s", r.reason);
     ck_assert_ptr_nonnull(strstr(r.reason, "all zeros"));
@@ -131,7 +131,7 @@ START_TEST(test_rejects_nmse_violation)
 {
     /* every element inside its elementwise bound, but the errors are all in
      * one direction and large relative to a tiny signal: NMSE catches it */
-    mf_tolerance t = {"nmse.test", 1e-3, 0.0, 1e-6, "elementwise loose, nmse strict"};
+    mf_tolerance t = { "nmse.test", 1e-3, 0.0, 1e-6, "elementwise loose, nmse strict" };
     for (int i = 0; i < N; i++) {
         ref[i] = 1e-3f * (float)(i % 7 + 1);
         got[i] = ref[i] + 5e-4f;
@@ -159,7 +159,7 @@ END_TEST
 
 START_TEST(test_zero_tolerance_bound)
 {
-    mf_tolerance exact = {"exact", 0, 0, 0, "bit exact"};
+    mf_tolerance exact = { "exact", 0, 0, 0, "bit exact" };
     mf_compare_result r = compare(got, ref, &exact);
     ck_assert(r.pass);
     got[0] = nextafterf(ref[0], 10.0f);
@@ -292,11 +292,12 @@ START_TEST(test_fill_uniform)
     ck_assert(memcmp(a, b, M * sizeof *a) != 0); /* the seed matters */
     /* cross-platform pin: the first values of seed 1 in [0, 1) */
     mf_fill_uniform_f32(a, 4, 1, 0.0f, 1.0f);
-    const uint32_t pinned[4] = {0x3f33f2afu, 0x3f053b55u, 0x3f12f897u, 0x3ec85c38u};
+    const uint32_t pinned[4] = { 0x3f33f2afu, 0x3f053b55u, 0x3f12f897u, 0x3ec85c38u };
     for (int i = 0; i < 4; i++) {
         uint32_t u;
         memcpy(&u, &a[i], 4);
-        ck_assert_msg(u == pinned[i], "seed 1 value %d is 0x%08x, pinned 0x%08x: fills changed", i, u, pinned[i]);
+        ck_assert_msg(u == pinned[i], "seed 1 value %d is 0x%08x, pinned 0x%08x: fills changed", i, u,
+                      pinned[i]);
     }
     /* all-positive and all-negative ranges */
     mf_fill_uniform_f32(a, 1000, 3, 0.0f, 1.0f);
@@ -352,11 +353,11 @@ START_TEST(test_fixture_reader)
     /* MFT1, f32, 2 dims (2, 3) */
     unsigned char buf[16 + 16 + 24];
     memcpy(buf, "MFT1", 4);
-    uint32_t hdr[3] = {0, 2, 0};
+    uint32_t hdr[3] = { 0, 2, 0 };
     memcpy(buf + 4, hdr, 12); /* the test machines are little-endian */
-    int64_t dims[2] = {2, 3};
+    int64_t dims[2] = { 2, 3 };
     memcpy(buf + 16, dims, 16);
-    float vals[6] = {1, 2, 3, 4, 5, 6.5f};
+    float vals[6] = { 1, 2, 3, 4, 5, 6.5f };
     memcpy(buf + 32, vals, 24);
     write_bytes(path, buf, sizeof buf);
 

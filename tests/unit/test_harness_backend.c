@@ -23,7 +23,8 @@ END_TEST
 START_TEST(test_cuda_runs_only_with_device)
 {
     if (mf_test_backend() == MF_BACKEND_CUDA)
-        ck_assert_msg(mf_backend_available(MF_BACKEND_CUDA), "a cuda test ran without a device: it must skip");
+        ck_assert_msg(mf_backend_available(MF_BACKEND_CUDA),
+                      "a cuda test ran without a device: it must skip");
 }
 END_TEST
 
@@ -42,7 +43,8 @@ int main(void)
 {
     int rc = mf_test_run(harness_backend_suite());
     /* Self-check of the skip contract, visible in the test log. */
-    if (mf_test_backend() == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA) && rc != MF_TEST_SKIP) {
+    if (mf_test_backend() == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA) &&
+        rc != MF_TEST_SKIP) {
         fprintf(stderr, "harness: cuda without a device returned %d, expected %d\n", rc, MF_TEST_SKIP);
         return 1;
     }

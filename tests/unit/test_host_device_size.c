@@ -17,13 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int mode_64m(void) {
+static int mode_64m(void)
+{
     const char *m = getenv("MF_TEST_DEVICE_SIZE");
     return m != NULL && strcmp(m, "64m") == 0;
 }
 
 /* A /proc/meminfo field in bytes (0 when unreadable). */
-static size_t meminfo(const char *field) {
+static size_t meminfo(const char *field)
+{
     FILE *f = fopen("/proc/meminfo", "r");
     if (f == NULL) return 0;
     char line[256];
@@ -37,7 +39,8 @@ static size_t meminfo(const char *field) {
     return bytes;
 }
 
-START_TEST(test_default_size_is_backable) {
+START_TEST(test_default_size_is_backable)
+{
     mf_context *ctx = mf_test_ctx();
     size_t free_b = 0, total = 0;
     MF_ASSERT_OK(mf_host_mem_get_info(&free_b, &total));
@@ -47,8 +50,8 @@ START_TEST(test_default_size_is_backable) {
         /* 3/4 of MemAvailable at the first query: still below it now unless a
          * quarter of the machine's free memory vanished in between. */
         ck_assert_msg(total <= avail && total <= phys,
-                      "host-mode device reports %zu bytes, the machine has %zu available (%zu in all)",
-                      total, avail, phys);
+                      "host-mode device reports %zu bytes, the machine has %zu available (%zu in all)", total,
+                      avail, phys);
     }
     ck_assert_msg(free_b <= total, "free %zu > total %zu", free_b, total);
     /* One byte more than the device: refused before any memory is touched. */
@@ -61,7 +64,8 @@ START_TEST(test_default_size_is_backable) {
 }
 END_TEST
 
-START_TEST(test_64m_together_exceed) {
+START_TEST(test_64m_together_exceed)
+{
     mf_context *ctx = mf_test_ctx();
     size_t free_b = 0, total = 0;
     MF_ASSERT_OK(mf_host_mem_get_info(&free_b, &total));
@@ -85,7 +89,8 @@ START_TEST(test_64m_together_exceed) {
 }
 END_TEST
 
-static Suite *host_device_size_suite(void) {
+static Suite *host_device_size_suite(void)
+{
     Suite *s = suite_create("host_device_size");
     TCase *tc = tcase_create("device_size");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
@@ -97,7 +102,8 @@ static Suite *host_device_size_suite(void) {
     return s;
 }
 
-int main(void) {
+int main(void)
+{
     if (!mode_64m()) unsetenv("CUDAHOST_DEVICE_MEMORY"); /* the default is under test */
     return mf_test_run(host_device_size_suite());
 }

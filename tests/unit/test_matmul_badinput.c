@@ -15,13 +15,15 @@
 
 /* Small valid device buffers (validation must fail before they are touched). */
 static void *d_a, *d_b, *d_c;
-static void buffers_setup(void) {
+static void buffers_setup(void)
+{
     mf_test_setup();
     ck_assert_int_eq(mf_buffer_alloc(mf_test_ctx(), 256, &d_a), MF_OK);
     ck_assert_int_eq(mf_buffer_alloc(mf_test_ctx(), 256, &d_b), MF_OK);
     ck_assert_int_eq(mf_buffer_alloc(mf_test_ctx(), 256, &d_c), MF_OK);
 }
-static void buffers_teardown(void) {
+static void buffers_teardown(void)
+{
     mf_buffer_free(mf_test_ctx(), d_c);
     mf_buffer_free(mf_test_ctx(), d_b);
     mf_buffer_free(mf_test_ctx(), d_a);
@@ -29,15 +31,16 @@ static void buffers_teardown(void) {
 }
 
 /* The last error names what was wrong. */
-#define ASSERT_MSG_HAS(text)                                                                    \
-    ck_assert_msg(strstr(mf_last_error(), (text)) != NULL, "message '%s' lacks '%s'",          \
-                  mf_last_error(), (text))
+#define ASSERT_MSG_HAS(text)                                                                                 \
+    ck_assert_msg(strstr(mf_last_error(), (text)) != NULL, "message '%s' lacks '%s'", mf_last_error(), (text))
 
-static mf_status mm(mf_matmul_variant v, mf_dtype dt, int64_t M, int64_t N, int64_t K) {
+static mf_status mm(mf_matmul_variant v, mf_dtype dt, int64_t M, int64_t N, int64_t K)
+{
     return mf_matmul(mf_test_ctx(), v, dt, 0, 0, M, N, K, d_a, d_b, (float *)d_c);
 }
 
-START_TEST(test_null_pointers) {
+START_TEST(test_null_pointers)
+{
     mf_context *ctx = mf_test_ctx();
     float *c = (float *)d_c;
     MF_ASSERT_STATUS(mf_matmul(NULL, MF_MATMUL_TILED, MF_DTYPE_F32, 0, 0, 2, 2, 2, d_a, d_b, c),
@@ -53,22 +56,19 @@ START_TEST(test_null_pointers) {
                      MF_ERR_NULL_POINTER);
     ASSERT_MSG_HAS("C is NULL");
 
-    float h[4] = {1, 2, 3, 4}, out[4];
-    MF_ASSERT_STATUS(mf_ref_matmul(NULL, MF_DTYPE_F32, 0, 0, 2, 2, 1, h, h, out),
-                     MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, 2, 2, 1, NULL, h, out),
-                     MF_ERR_NULL_POINTER);
+    float h[4] = { 1, 2, 3, 4 }, out[4];
+    MF_ASSERT_STATUS(mf_ref_matmul(NULL, MF_DTYPE_F32, 0, 0, 2, 2, 1, h, h, out), MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, 2, 2, 1, NULL, h, out), MF_ERR_NULL_POINTER);
     ASSERT_MSG_HAS("A_host");
-    MF_ASSERT_STATUS(mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, 2, 2, 1, h, NULL, out),
-                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, 2, 2, 1, h, NULL, out), MF_ERR_NULL_POINTER);
     ASSERT_MSG_HAS("B_host");
-    MF_ASSERT_STATUS(mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, 2, 2, 1, h, h, NULL),
-                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(mf_ref_matmul(ctx, MF_DTYPE_F32, 0, 0, 2, 2, 1, h, h, NULL), MF_ERR_NULL_POINTER);
     ASSERT_MSG_HAS("C_host");
 }
 END_TEST
 
-START_TEST(test_zero_and_negative_sizes) {
+START_TEST(test_zero_and_negative_sizes)
+{
     for (int v = 0; v < MF_MATMUL_N_VARIANTS; ++v) {
         MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_F32, 0, 2, 2), MF_ERR_INVALID_SIZE);
         ASSERT_MSG_HAS("M must be > 0");
@@ -76,10 +76,9 @@ START_TEST(test_zero_and_negative_sizes) {
         ASSERT_MSG_HAS("N must be > 0");
         MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_BF16, 2, 2, 0), MF_ERR_INVALID_SIZE);
         ASSERT_MSG_HAS("K must be > 0");
-        MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_BF16, INT64_MIN, 2, 2),
-                         MF_ERR_INVALID_SIZE);
+        MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_BF16, INT64_MIN, 2, 2), MF_ERR_INVALID_SIZE);
     }
-    float h[4] = {1, 2, 3, 4}, out[4];
+    float h[4] = { 1, 2, 3, 4 }, out[4];
     MF_ASSERT_STATUS(mf_ref_matmul(mf_test_ctx(), MF_DTYPE_F32, 0, 0, -3, 1, 1, h, h, out),
                      MF_ERR_INVALID_SIZE);
     MF_ASSERT_STATUS(mf_ref_matmul(mf_test_ctx(), MF_DTYPE_F32, 0, 0, 1, 0, 1, h, h, out),
@@ -89,41 +88,40 @@ START_TEST(test_zero_and_negative_sizes) {
 }
 END_TEST
 
-START_TEST(test_overflowing_products) {
+START_TEST(test_overflowing_products)
+{
     for (int v = 0; v < MF_MATMUL_N_VARIANTS; ++v) {
         /* M*N*4 = 2^82 */
         MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_F32, BIG, BIG, 1), MF_ERR_OVERFLOW);
         ASSERT_MSG_HAS("overflow");
         /* M*K*2 = 2^64 for bf16 */
-        MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_BF16, (int64_t)1 << 32,
-                            1, (int64_t)1 << 31),
+        MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_BF16, (int64_t)1 << 32, 1, (int64_t)1 << 31),
                          MF_ERR_OVERFLOW);
         /* K*N*4 overflows */
-        MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_F32, 1, INT64_MAX, 2),
-                         MF_ERR_OVERFLOW);
+        MF_ASSERT_STATUS(mm((mf_matmul_variant)v, MF_DTYPE_F32, 1, INT64_MAX, 2), MF_ERR_OVERFLOW);
     }
-    float h[4] = {1, 2, 3, 4}, out[4];
+    float h[4] = { 1, 2, 3, 4 }, out[4];
     MF_ASSERT_STATUS(mf_ref_matmul(mf_test_ctx(), MF_DTYPE_F32, 0, 0, BIG, BIG, 1, h, h, out),
                      MF_ERR_OVERFLOW);
     /* Every buffer fits (A is 2^61 floats = 2^63 bytes) but the reference's
      * double scratch 8*(M*K + K*N + M*N) does not. */
-    MF_ASSERT_STATUS(mf_ref_matmul(mf_test_ctx(), MF_DTYPE_F32, 0, 0, (int64_t)1 << 30, 1,
-                                   (int64_t)1 << 31, h, h, out),
-                     MF_ERR_OVERFLOW);
+    MF_ASSERT_STATUS(
+        mf_ref_matmul(mf_test_ctx(), MF_DTYPE_F32, 0, 0, (int64_t)1 << 30, 1, (int64_t)1 << 31, h, h, out),
+        MF_ERR_OVERFLOW);
     ASSERT_MSG_HAS("scratch");
 }
 END_TEST
 
-START_TEST(test_bad_enums) {
+START_TEST(test_bad_enums)
+{
     MF_ASSERT_STATUS(mm((mf_matmul_variant)3, MF_DTYPE_F32, 2, 2, 2), MF_ERR_INVALID_ARGUMENT);
     ASSERT_MSG_HAS("variant 3");
     MF_ASSERT_STATUS(mm((mf_matmul_variant)-1, MF_DTYPE_F32, 2, 2, 2), MF_ERR_INVALID_ARGUMENT);
     MF_ASSERT_STATUS(mm(MF_MATMUL_TILED, (mf_dtype)2, 2, 2, 2), MF_ERR_DTYPE);
     ASSERT_MSG_HAS("dtype 2");
     MF_ASSERT_STATUS(mm(MF_MATMUL_NAIVE, (mf_dtype)-7, 2, 2, 2), MF_ERR_DTYPE);
-    float h[4] = {1, 2, 3, 4}, out[4];
-    MF_ASSERT_STATUS(mf_ref_matmul(mf_test_ctx(), (mf_dtype)9, 0, 0, 2, 2, 1, h, h, out),
-                     MF_ERR_DTYPE);
+    float h[4] = { 1, 2, 3, 4 }, out[4];
+    MF_ASSERT_STATUS(mf_ref_matmul(mf_test_ctx(), (mf_dtype)9, 0, 0, 2, 2, 1, h, h, out), MF_ERR_DTYPE);
     ck_assert_ptr_null(mf_matmul_variant_name((mf_matmul_variant)3));
     ck_assert_ptr_null(mf_matmul_variant_name((mf_matmul_variant)-1));
     ck_assert_str_eq(mf_matmul_variant_name(MF_MATMUL_NAIVE), "naive");
@@ -133,24 +131,23 @@ START_TEST(test_bad_enums) {
 END_TEST
 
 /* cuBLAS takes int dimensions; a larger (valid) size is refused up front. */
-START_TEST(test_cublas_int_limit) {
-    MF_ASSERT_STATUS(mm(MF_MATMUL_CUBLAS, MF_DTYPE_F32, (int64_t)1 << 31, 1, 1),
-                     MF_ERR_INVALID_SIZE);
+START_TEST(test_cublas_int_limit)
+{
+    MF_ASSERT_STATUS(mm(MF_MATMUL_CUBLAS, MF_DTYPE_F32, (int64_t)1 << 31, 1, 1), MF_ERR_INVALID_SIZE);
     ASSERT_MSG_HAS("INT_MAX");
-    MF_ASSERT_STATUS(mm(MF_MATMUL_CUBLAS, MF_DTYPE_BF16, 1, 1, (int64_t)1 << 33),
-                     MF_ERR_INVALID_SIZE);
+    MF_ASSERT_STATUS(mm(MF_MATMUL_CUBLAS, MF_DTYPE_BF16, 1, 1, (int64_t)1 << 33), MF_ERR_INVALID_SIZE);
 }
 END_TEST
 
-START_TEST(test_formulas) {
+START_TEST(test_formulas)
+{
     /* 8 * (2*4 + 4*3 + 2*3) */
     ck_assert_uint_eq(mf_ref_matmul_scratch_bytes(2, 3, 4), 208);
     ck_assert_uint_eq(mf_ref_matmul_scratch_bytes(1, 1, 1), 24);
     ck_assert_uint_eq(mf_ref_matmul_scratch_bytes(0, 1, 1), SIZE_MAX);
     ck_assert_uint_eq(mf_ref_matmul_scratch_bytes(1, -1, 1), SIZE_MAX);
     ck_assert_uint_eq(mf_ref_matmul_scratch_bytes(BIG, BIG, 1), SIZE_MAX);
-    ck_assert_uint_eq(mf_ref_matmul_scratch_bytes((int64_t)1 << 30, 1, (int64_t)1 << 31),
-                      SIZE_MAX);
+    ck_assert_uint_eq(mf_ref_matmul_scratch_bytes((int64_t)1 << 30, 1, (int64_t)1 << 31), SIZE_MAX);
     for (int v = 0; v < MF_MATMUL_N_VARIANTS; ++v) {
         ck_assert_uint_eq(mf_matmul_scratch_ceiling((mf_matmul_variant)v, 17, 33, 19), 0);
         ck_assert_uint_eq(mf_matmul_scratch_ceiling((mf_matmul_variant)v, 0, 33, 19), SIZE_MAX);
@@ -162,7 +159,8 @@ START_TEST(test_formulas) {
 }
 END_TEST
 
-START_TEST(test_registry_entry_arguments) {
+START_TEST(test_registry_entry_arguments)
+{
     const mf_op_desc *op = mf_registry_find("matmul");
     ck_assert_ptr_nonnull(op);
     ck_assert_str_eq(op->name, "matmul");
@@ -181,7 +179,8 @@ END_TEST
  * a freed buffer or a host array poisoned the whole process with a sticky launch
  * error). Every pointer is checked against the extent the shape needs before
  * any launch, and the message names the argument. */
-START_TEST(test_buffer_too_small) {
+START_TEST(test_buffer_too_small)
+{
     mf_context *ctx = mf_test_ctx();
     void *small = NULL, *big_b = NULL, *big_c = NULL;
     const size_t n = (size_t)2048 * 2048;
@@ -189,18 +188,18 @@ START_TEST(test_buffer_too_small) {
     MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, &big_b));
     MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, &big_c));
     for (int v = 0; v < MF_MATMUL_N_VARIANTS; v++) {
-        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 2048, 2048, 2048,
-                                   small, big_b, (float *)big_c),
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 2048, 2048, 2048, small,
+                                   big_b, (float *)big_c),
                          MF_ERR_INVALID_SIZE);
         ASSERT_MSG_HAS("A is too small");
         ASSERT_MSG_HAS("16777216 bytes");
         /* B and C too; a pointer into the middle of a buffer has only the rest. */
-        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_BF16, 1, 1, 2048, 2048, 2048,
-                                   big_b, (char *)big_c + n * 4 - 4096, (float *)big_b),
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_BF16, 1, 1, 2048, 2048, 2048, big_b,
+                                   (char *)big_c + n * 4 - 4096, (float *)big_b),
                          MF_ERR_INVALID_SIZE);
         ASSERT_MSG_HAS("B is too small");
-        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 2048, 2048, 1,
-                                   big_b, big_c, (float *)small),
+        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 2048, 2048, 1, big_b, big_c,
+                                   (float *)small),
                          MF_ERR_INVALID_SIZE);
         ASSERT_MSG_HAS("C is too small");
     }
@@ -214,12 +213,13 @@ START_TEST(test_buffer_too_small) {
     MF_ASSERT_OK(mf_context_create(&other, mf_test_backend()));
     MF_ASSERT_OK(mf_buffer_alloc(other, 16, &foreign));
     if (mf_test_backend() == MF_BACKEND_HOST) {
-        MF_ASSERT_STATUS(mf_matmul(ctx, MF_MATMUL_NAIVE, MF_DTYPE_F32, 0, 0, 64, 64, 64, foreign,
-                                   big_b, (float *)big_c),
-                         MF_ERR_INVALID_SIZE);
+        MF_ASSERT_STATUS(
+            mf_matmul(ctx, MF_MATMUL_NAIVE, MF_DTYPE_F32, 0, 0, 64, 64, 64, foreign, big_b, (float *)big_c),
+            MF_ERR_INVALID_SIZE);
         ASSERT_MSG_HAS("cudaMalloc allocation");
     }
-    MF_ASSERT_OK(mf_matmul(ctx, MF_MATMUL_NAIVE, MF_DTYPE_F32, 0, 0, 2, 2, 1, foreign, foreign, (float *)big_c));
+    MF_ASSERT_OK(
+        mf_matmul(ctx, MF_MATMUL_NAIVE, MF_DTYPE_F32, 0, 0, 2, 2, 1, foreign, foreign, (float *)big_c));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     mf_context_destroy(other);
     mf_buffer_free(ctx, small);
@@ -228,21 +228,22 @@ START_TEST(test_buffer_too_small) {
 }
 END_TEST
 
-START_TEST(test_freed_or_host_pointer_then_process_works) {
+START_TEST(test_freed_or_host_pointer_then_process_works)
+{
     mf_context *ctx = mf_test_ctx();
     void *freed = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 256, &freed));
     MF_ASSERT_OK(mf_buffer_free(ctx, freed));
-    float host[64] = {0};
+    float host[64] = { 0 };
     for (int v = 0; v < MF_MATMUL_N_VARIANTS; v++) {
-        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, freed, d_b,
-                                   (float *)d_c),
-                         MF_ERR_INVALID_ARGUMENT);
+        MF_ASSERT_STATUS(
+            mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, freed, d_b, (float *)d_c),
+            MF_ERR_INVALID_ARGUMENT);
         ASSERT_MSG_HAS("A (");
         ASSERT_MSG_HAS("is not device memory");
-        MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, host,
-                                   (float *)d_c),
-                         MF_ERR_INVALID_ARGUMENT);
+        MF_ASSERT_STATUS(
+            mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, host, (float *)d_c),
+            MF_ERR_INVALID_ARGUMENT);
         ASSERT_MSG_HAS("B (");
         MF_ASSERT_STATUS(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, d_b, host),
                          MF_ERR_INVALID_ARGUMENT);
@@ -255,7 +256,8 @@ START_TEST(test_freed_or_host_pointer_then_process_works) {
     MF_ASSERT_OK(mf_buffer_upload(ctx, d_a, a, sizeof a));
     MF_ASSERT_OK(mf_buffer_upload(ctx, d_b, b, sizeof b));
     for (int v = 0; v < MF_MATMUL_N_VARIANTS; v++) {
-        MF_ASSERT_OK(mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, d_b, (float *)d_c));
+        MF_ASSERT_OK(
+            mf_matmul(ctx, (mf_matmul_variant)v, MF_DTYPE_F32, 0, 0, 4, 4, 4, d_a, d_b, (float *)d_c));
         MF_ASSERT_OK(mf_buffer_download(ctx, c, d_c, sizeof c));
         ck_assert_float_eq(c[0], a[0] * b[0] + a[1] * b[4] + a[2] * b[8] + a[3] * b[12]);
     }
@@ -266,7 +268,8 @@ START_TEST(test_freed_or_host_pointer_then_process_works) {
 }
 END_TEST
 
-static Suite *matmul_badinput_suite(void) {
+static Suite *matmul_badinput_suite(void)
+{
     Suite *s = suite_create("matmul_badinput");
     TCase *tc = tcase_create("badinput");
     tcase_add_checked_fixture(tc, buffers_setup, buffers_teardown);

@@ -41,13 +41,14 @@ static void assert_quiet_call(mf_context *ctx, op_call fn, void *arg, const char
     cudahostCallCounts c;
     cudahostGetCallCounts(&c);
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &after));
-    ck_assert_msg(c.malloc_ == 0 && c.free_ == 0 && c.malloc_async == 0 && c.free_async == 0 &&
-                      c.malloc_host == 0 && c.free_host == 0,
-                  "%s: second call allocated or freed: cudaMalloc %llu, cudaFree %llu, async %llu/%llu, host %llu/%llu",
-                  what, c.malloc_, c.free_, c.malloc_async, c.free_async, c.malloc_host, c.free_host);
+    ck_assert_msg(
+        c.malloc_ == 0 && c.free_ == 0 && c.malloc_async == 0 && c.free_async == 0 && c.malloc_host == 0 &&
+            c.free_host == 0,
+        "%s: second call allocated or freed: cudaMalloc %llu, cudaFree %llu, async %llu/%llu, host %llu/%llu",
+        what, c.malloc_, c.free_, c.malloc_async, c.free_async, c.malloc_host, c.free_host);
     ck_assert_msg(cudahostSyncCalls(&c) == 0,
-                  "%s: second call synchronized: device %llu, stream %llu, event %llu, sync copies %llu", what,
-                  c.device_sync, c.stream_sync, c.event_sync, c.memcpy_sync);
+                  "%s: second call synchronized: device %llu, stream %llu, event %llu, sync copies %llu",
+                  what, c.device_sync, c.stream_sync, c.event_sync, c.memcpy_sync);
     ck_assert_uint_eq(after.current, before.current); /* every scratch byte given back */
     MF_ASSERT_OK(mf_context_synchronize(ctx));
 }
@@ -86,7 +87,7 @@ START_TEST(test_every_forward_quiet)
             MF_ASSERT_OK(sw->setup(ctx, &c));
             char what[160];
             snprintf(what, sizeof what, "%s/%s (%s)", ops[i]->name, ops[i]->variants[v], c.shape);
-            bench_arg b = {sw, &c};
+            bench_arg b = { sw, &c };
             assert_quiet_call(ctx, bench_call, &b, what);
             for (int k = 0; k < c.n_dev; k++) MF_ASSERT_OK(mf_buffer_free(ctx, c.dev[k]));
             for (int k = 0; k < c.n_host; k++) free(c.host[k]);
@@ -108,8 +109,8 @@ typedef struct ce_arg {
 static mf_status ce_backward(mf_context *ctx, void *arg)
 {
     ce_arg *a = (ce_arg *)arg;
-    return mf_cross_entropy_backward(ctx, CN, CD, CV, MF_DTYPE_F32, a->h, a->w, NULL, a->lab, &a->o, a->lse, NULL,
-                                     a->gh, a->gw, NULL);
+    return mf_cross_entropy_backward(ctx, CN, CD, CV, MF_DTYPE_F32, a->h, a->w, NULL, a->lab, &a->o, a->lse,
+                                     NULL, a->gh, a->gw, NULL);
 }
 
 static void *dev_uniform(mf_context *ctx, size_t n, uint64_t seed)
@@ -143,8 +144,8 @@ START_TEST(test_cross_entropy_backward_quiet)
         a.o.variant = variant ? MF_CE_VARIANT_FUSED : MF_CE_VARIANT_CHUNKED;
         MF_ASSERT_OK(mf_cross_entropy_forward(ctx, CN, CD, CV, MF_DTYPE_F32, a.h, a.w, NULL, a.lab, &a.o,
                                               (float *)a.loss, (float *)a.lse));
-        assert_quiet_second_call(ctx, ce_backward, &a, variant ? "cross_entropy fused backward"
-                                                               : "cross_entropy chunked backward");
+        assert_quiet_second_call(ctx, ce_backward, &a,
+                                 variant ? "cross_entropy fused backward" : "cross_entropy chunked backward");
     }
 }
 END_TEST
@@ -182,9 +183,10 @@ START_TEST(test_attention_backward_quiet)
         MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dq));
         MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dk));
         MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dv));
-        MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, a.dt, 1, AB, AH, AN, a.D, a.D, a.q, a.k, a.v,
-                                          a.out, a.lse));
-        assert_quiet_second_call(ctx, attn_backward, &a, bf16 ? "attention backward bf16" : "attention backward f32");
+        MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, a.dt, 1, AB, AH, AN, a.D, a.D, a.q, a.k,
+                                          a.v, a.out, a.lse));
+        assert_quiet_second_call(ctx, attn_backward, &a,
+                                 bf16 ? "attention backward bf16" : "attention backward f32");
     }
 }
 END_TEST
@@ -199,8 +201,8 @@ typedef struct la_arg {
 static mf_status la_backward(mf_context *ctx, void *arg)
 {
     la_arg *a = (la_arg *)arg;
-    return mf_linear_attention_backward(ctx, a->dt, a->causal, 16, AB, AH, AN, 64, 64, a->q, a->k, a->v, a->out,
-                                        a->dout, NULL, NULL, a->dq, a->dk, a->dv);
+    return mf_linear_attention_backward(ctx, a->dt, a->causal, 16, AB, AH, AN, 64, 64, a->q, a->k, a->v,
+                                        a->out, a->dout, NULL, NULL, a->dq, a->dk, a->dv);
 }
 
 START_TEST(test_linear_attention_backward_quiet)
@@ -220,8 +222,8 @@ START_TEST(test_linear_attention_backward_quiet)
         MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dq));
         MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dk));
         MF_ASSERT_OK(mf_buffer_alloc(ctx, n * 4, (void **)&a.dv));
-        MF_ASSERT_OK(mf_linear_attention_forward(ctx, a.dt, a.causal, 16, AB, AH, AN, 64, 64, a.q, a.k, a.v, NULL,
-                                                 a.out));
+        MF_ASSERT_OK(mf_linear_attention_forward(ctx, a.dt, a.causal, 16, AB, AH, AN, 64, 64, a.q, a.k, a.v,
+                                                 NULL, a.out));
         char what[64];
         snprintf(what, sizeof what, "linear_attention backward (config %d)", cfg);
         assert_quiet_second_call(ctx, la_backward, &a, what);
@@ -252,8 +254,8 @@ START_TEST(test_rope_explicit_ids_quiet)
     const size_t nq = (size_t)RB * RT * RHQ * RD, nk = (size_t)RB * RT * RHK * RD;
     void *x = dev_uniform(ctx, nq + nk, 11), *y = NULL, *ids = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, (nq + nk) * sizeof(float), &y));
-    const int32_t ids32[RB * RT] = {0, 7, 3, 300, 2, 9, 1, 0, 4096, 5};
-    const int64_t ids64[RB * RT] = {0, 7, 3, 300, 2, 9, 1, 0, 4096, 5};
+    const int32_t ids32[RB * RT] = { 0, 7, 3, 300, 2, 9, 1, 0, 4096, 5 };
+    const int64_t ids64[RB * RT] = { 0, 7, 3, 300, 2, 9, 1, 0, 4096, 5 };
     MF_ASSERT_OK(mf_buffer_alloc(ctx, sizeof ids64, &ids));
     for (int cfg = 0; cfg < 8; cfg++) { /* int32/int64 x forward/backward x fused/cache */
         const int is64 = cfg & 1, cached = (cfg >> 2) & 1;
@@ -261,7 +263,7 @@ START_TEST(test_rope_explicit_ids_quiet)
         memset(&a, 0, sizeof a);
         mf_rope_config_init(&a.cfg, RD);
         a.dir = (cfg >> 1) & 1 ? MF_ROPE_BACKWARD : MF_ROPE_FORWARD;
-        a.t = (mf_rope_tensors){RB, RT, RHQ, RHK, MF_DTYPE_F32, x, (float *)x + nq, y, (float *)y + nq};
+        a.t = (mf_rope_tensors){ RB, RT, RHQ, RHK, MF_DTYPE_F32, x, (float *)x + nq, y, (float *)y + nq };
         MF_ASSERT_OK(mf_buffer_upload(ctx, ids, is64 ? (const void *)ids64 : (const void *)ids32,
                                       is64 ? sizeof ids64 : sizeof ids32));
         a.pos = mf_rope_positions_ids(is64 ? MF_ROPE_POS_I64 : MF_ROPE_POS_I32, ids, RT);
@@ -338,8 +340,8 @@ START_TEST(test_bad_label_deferred)
         mf_cross_entropy_options o;
         mf_cross_entropy_options_init(&o);
         o.variant = variant ? MF_CE_VARIANT_FUSED : MF_CE_VARIANT_CHUNKED;
-        MF_ASSERT_OK(mf_cross_entropy_forward(ctx, CN, CD, CV, MF_DTYPE_F32, h, w, NULL, dlab, &o, (float *)loss,
-                                              NULL));
+        MF_ASSERT_OK(mf_cross_entropy_forward(ctx, CN, CD, CV, MF_DTYPE_F32, h, w, NULL, dlab, &o,
+                                              (float *)loss, NULL));
         MF_ASSERT_STATUS(mf_context_synchronize(ctx), MF_ERR_OUT_OF_RANGE);
         ck_assert_ptr_nonnull(strstr(mf_last_error(), "labels[5]"));
         MF_ASSERT_OK(mf_context_synchronize(ctx)); /* reported once */
@@ -349,7 +351,8 @@ START_TEST(test_bad_label_deferred)
     mf_cross_entropy_options_init(&o);
     mf_status last = MF_OK;
     for (int i = 0; i < 20 && last == MF_OK; i++)
-        last = mf_cross_entropy_forward(ctx, CN, CD, CV, MF_DTYPE_F32, h, w, NULL, dlab, &o, (float *)loss, NULL);
+        last = mf_cross_entropy_forward(ctx, CN, CD, CV, MF_DTYPE_F32, h, w, NULL, dlab, &o, (float *)loss,
+                                        NULL);
     ck_assert_int_eq(last, MF_ERR_OUT_OF_RANGE);
     MF_ASSERT_OK(mf_context_synchronize(ctx));
 }

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const mf_npt_shape good = {2, 3, 5, 7, 4};
+static const mf_npt_shape good = { 2, 3, 5, 7, 4 };
 static float dummy[4]; /* a non-null pointer for arguments that must not be read */
 #define P ((void *)dummy)
 
@@ -24,7 +24,7 @@ static float dummy[4]; /* a non-null pointer for arguments that must not be read
 static mf_npt_shape with_dim(int which, int64_t value)
 {
     mf_npt_shape s = good;
-    int64_t *d[5] = {&s.batch, &s.seq, &s.d_model, &s.d_ffn, &s.rank};
+    int64_t *d[5] = { &s.batch, &s.seq, &s.d_model, &s.d_ffn, &s.rank };
     *d[which] = value;
     return s;
 }
@@ -35,8 +35,7 @@ static mf_status fwd(mf_npt_shape s)
 }
 static mf_status bwd(mf_npt_shape s)
 {
-    return mf_npt_backward(mf_test_ctx(), MF_DTYPE_F32, s, P, P, P, P, P, P, P, P, P, P, P, P,
-                           NULL);
+    return mf_npt_backward(mf_test_ctx(), MF_DTYPE_F32, s, P, P, P, P, P, P, P, P, P, P, P, P, NULL);
 }
 static mf_status ref_fwd(mf_npt_shape s)
 {
@@ -78,7 +77,7 @@ END_TEST
 /* Mismatched tensor shapes, as PyTorch-style dims. */
 START_TEST(test_mismatched_shapes)
 {
-    int64_t h[3] = {2, 3, 5}, W[2] = {5, 7}, A[2] = {5, 4}, B[2] = {4, 7}, m[3] = {2, 3, 4};
+    int64_t h[3] = { 2, 3, 5 }, W[2] = { 5, 7 }, A[2] = { 5, 4 }, B[2] = { 4, 7 }, m[3] = { 2, 3, 4 };
     mf_npt_shape s;
     memset(&s, 0, sizeof s);
     MF_ASSERT_OK(mf_npt_shape_from_dims(h, W, A, B, m, &s));
@@ -92,15 +91,15 @@ START_TEST(test_mismatched_shapes)
         int64_t bad;
         const char *names;
     } cases[] = {
-        {&W[0], 6, "W"}, {&A[0], 4, "A"}, {&B[0], 3, "B"}, {&B[1], 8, "B"},
-        {&m[0], 1, "m"}, {&m[1], 4, "m"}, {&m[2], 5, "m"},
+        { &W[0], 6, "W" }, { &A[0], 4, "A" }, { &B[0], 3, "B" }, { &B[1], 8, "B" },
+        { &m[0], 1, "m" }, { &m[1], 4, "m" }, { &m[2], 5, "m" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         const int64_t keep = *cases[i].dim;
         *cases[i].dim = cases[i].bad;
         MF_ASSERT_STATUS(mf_npt_shape_from_dims(h, W, A, B, m, &s), MF_ERR_INVALID_SIZE);
-        ck_assert_msg(strstr(mf_last_error(), cases[i].names) != NULL,
-                      "message '%s' does not name %s", mf_last_error(), cases[i].names);
+        ck_assert_msg(strstr(mf_last_error(), cases[i].names) != NULL, "message '%s' does not name %s",
+                      mf_last_error(), cases[i].names);
         *cases[i].dim = keep;
     }
     /* rank 0 throughout: consistent but not positive */
@@ -116,27 +115,27 @@ END_TEST
 /* _i: which pointer argument of the forward is NULL (ctx, h, W, A, B, m, out). */
 START_TEST(test_forward_null_pointers)
 {
-    void *a[7] = {mf_test_ctx(), P, P, P, P, P, P};
+    void *a[7] = { mf_test_ctx(), P, P, P, P, P, P };
     a[_i] = NULL;
-    MF_ASSERT_STATUS(mf_npt_forward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3], a[4],
-                                    a[5], NULL, a[6], NULL),
+    MF_ASSERT_STATUS(mf_npt_forward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3], a[4], a[5],
+                                    NULL, a[6], NULL),
                      MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_ref_npt_forward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3],
-                                        a[4], a[5], NULL, a[6]),
-                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(
+        mf_ref_npt_forward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3], a[4], a[5], NULL, a[6]),
+        MF_ERR_NULL_POINTER);
 }
 END_TEST
 
 /* _i: which input of the backward is NULL (ctx, h, W, A, B, m, grad_out). */
 START_TEST(test_backward_null_pointers)
 {
-    void *a[7] = {mf_test_ctx(), P, P, P, P, P, P};
+    void *a[7] = { mf_test_ctx(), P, P, P, P, P, P };
     a[_i] = NULL;
-    MF_ASSERT_STATUS(mf_npt_backward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3], a[4],
-                                     a[5], a[6], P, P, P, P, P, P, NULL),
+    MF_ASSERT_STATUS(mf_npt_backward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3], a[4], a[5],
+                                     a[6], P, P, P, P, P, P, NULL),
                      MF_ERR_NULL_POINTER);
-    MF_ASSERT_STATUS(mf_ref_npt_backward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3],
-                                         a[4], a[5], a[6], P, P, P, P, P, P),
+    MF_ASSERT_STATUS(mf_ref_npt_backward((mf_context *)a[0], MF_DTYPE_F32, good, a[1], a[2], a[3], a[4], a[5],
+                                         a[6], P, P, P, P, P, P),
                      MF_ERR_NULL_POINTER);
 }
 END_TEST
@@ -144,13 +143,13 @@ END_TEST
 START_TEST(test_backward_no_gradient_requested)
 {
     mf_context *ctx = mf_test_ctx();
-    MF_ASSERT_STATUS(mf_npt_backward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, P, NULL, NULL, NULL,
-                                     NULL, NULL, NULL, NULL),
-                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(
+        mf_npt_backward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, P, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+        MF_ERR_NULL_POINTER);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "no gradient"));
-    MF_ASSERT_STATUS(mf_ref_npt_backward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, P, NULL, NULL,
-                                         NULL, NULL, NULL, NULL),
-                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(
+        mf_ref_npt_backward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, P, NULL, NULL, NULL, NULL, NULL, NULL),
+        MF_ERR_NULL_POINTER);
 }
 END_TEST
 
@@ -159,11 +158,9 @@ START_TEST(test_bad_dtype)
     mf_context *ctx = mf_test_ctx();
     const mf_dtype bad = (mf_dtype)7;
     MF_ASSERT_STATUS(mf_npt_forward(ctx, bad, good, P, P, P, P, P, NULL, P, NULL), MF_ERR_DTYPE);
-    MF_ASSERT_STATUS(mf_npt_backward(ctx, bad, good, P, P, P, P, P, P, P, P, P, P, P, P, NULL),
-                     MF_ERR_DTYPE);
+    MF_ASSERT_STATUS(mf_npt_backward(ctx, bad, good, P, P, P, P, P, P, P, P, P, P, P, P, NULL), MF_ERR_DTYPE);
     MF_ASSERT_STATUS(mf_ref_npt_forward(ctx, bad, good, P, P, P, P, P, NULL, P), MF_ERR_DTYPE);
-    MF_ASSERT_STATUS(mf_ref_npt_backward(ctx, bad, good, P, P, P, P, P, P, P, P, P, P, P, P),
-                     MF_ERR_DTYPE);
+    MF_ASSERT_STATUS(mf_ref_npt_backward(ctx, bad, good, P, P, P, P, P, P, P, P, P, P, P, P), MF_ERR_DTYPE);
     ck_assert_uint_eq(mf_npt_factored_forward_scratch_ceiling(bad, good, NULL), SIZE_MAX);
     ck_assert_uint_eq(mf_npt_delta_w_bytes(bad, good), SIZE_MAX);
 }
@@ -173,24 +170,23 @@ END_TEST
 START_TEST(test_overflow_and_int_limits)
 {
     const int64_t huge = (int64_t)1 << 40;
-    const mf_npt_shape overflow = {huge, huge, 4, 4, 4}; /* batch*seq = 2^80 */
+    const mf_npt_shape overflow = { huge, huge, 4, 4, 4 }; /* batch*seq = 2^80 */
     MF_ASSERT_STATUS(fwd(overflow), MF_ERR_OVERFLOW);
     MF_ASSERT_STATUS(bwd(overflow), MF_ERR_OVERFLOW);
     MF_ASSERT_STATUS(ref_fwd(overflow), MF_ERR_OVERFLOW);
     MF_ASSERT_STATUS(ref_bwd(overflow), MF_ERR_OVERFLOW);
     /* T*D*F*4 overflows only for the reference's 4D tensor */
-    const mf_npt_shape wide = {1 << 20, 1 << 10, 1 << 16, 1 << 16, 4};
+    const mf_npt_shape wide = { 1 << 20, 1 << 10, 1 << 16, 1 << 16, 4 };
     MF_ASSERT_STATUS(ref_fwd(wide), MF_ERR_OVERFLOW);
     MF_ASSERT_STATUS(ref_bwd(wide), MF_ERR_OVERFLOW);
     ck_assert_uint_eq(mf_ref_npt_forward_scratch_bytes(wide), SIZE_MAX);
     /* T = 2^30 * 4 > INT_MAX tokens: cuBLAS dims are int */
-    const mf_npt_shape many = {(int64_t)1 << 30, 4, 8, 8, 4};
+    const mf_npt_shape many = { (int64_t)1 << 30, 4, 8, 8, 4 };
     MF_ASSERT_STATUS(fwd(many), MF_ERR_INVALID_SIZE);
     MF_ASSERT_STATUS(bwd(many), MF_ERR_INVALID_SIZE);
-    const mf_npt_shape wide_ffn = {1, 1, 8, (int64_t)1 << 31, 4};
+    const mf_npt_shape wide_ffn = { 1, 1, 8, (int64_t)1 << 31, 4 };
     MF_ASSERT_STATUS(fwd(wide_ffn), MF_ERR_INVALID_SIZE);
-    ck_assert_uint_eq(mf_npt_factored_forward_scratch_ceiling(MF_DTYPE_F32, wide_ffn, NULL),
-                      SIZE_MAX);
+    ck_assert_uint_eq(mf_npt_factored_forward_scratch_ceiling(MF_DTYPE_F32, wide_ffn, NULL), SIZE_MAX);
 }
 END_TEST
 
@@ -205,14 +201,12 @@ START_TEST(test_bad_options)
     o.chunk_tokens = -3;
     MF_ASSERT_STATUS(mf_npt_forward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, NULL, P, &o),
                      MF_ERR_INVALID_SIZE);
-    MF_ASSERT_STATUS(
-        mf_npt_backward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, P, P, P, P, P, P, P, &o),
-        MF_ERR_INVALID_SIZE);
+    MF_ASSERT_STATUS(mf_npt_backward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, P, P, P, P, P, P, P, &o),
+                     MF_ERR_INVALID_SIZE);
     /* a budget below one token: forward needs rank*(4+4) = 32 bytes per token */
     mf_npt_options_init(&o);
     o.scratch_budget_bytes = 31;
-    MF_ASSERT_STATUS(mf_npt_forward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, NULL, P, &o),
-                     MF_ERR_BUDGET);
+    MF_ASSERT_STATUS(mf_npt_forward(ctx, MF_DTYPE_F32, good, P, P, P, P, P, NULL, P, &o), MF_ERR_BUDGET);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "budget"));
     o.scratch_budget_bytes = 32;
     int64_t c = 0;
@@ -220,9 +214,8 @@ START_TEST(test_bad_options)
     ck_assert_int_eq(c, 1);
     /* bf16 backward: the fixed accumulators alone, (5 + 7) * 4 * 4 = 192 bytes, are not enough */
     o.scratch_budget_bytes = 192;
-    MF_ASSERT_STATUS(
-        mf_npt_backward(ctx, MF_DTYPE_BF16, good, P, P, P, P, P, P, P, P, P, P, P, P, &o),
-        MF_ERR_BUDGET);
+    MF_ASSERT_STATUS(mf_npt_backward(ctx, MF_DTYPE_BF16, good, P, P, P, P, P, P, P, P, P, P, P, P, &o),
+                     MF_ERR_BUDGET);
     ck_assert_uint_eq(mf_npt_factored_backward_scratch_ceiling(MF_DTYPE_BF16, good, &o), SIZE_MAX);
     /* resolve_chunk's own arguments */
     MF_ASSERT_STATUS(mf_npt_resolve_chunk(MF_NPT_FORWARD, MF_DTYPE_F32, good, NULL, NULL),
@@ -240,7 +233,9 @@ START_TEST(test_bad_pointers)
 {
     mf_context *ctx = mf_test_ctx();
     const size_t T = 6, D = 5, F = 7, R = 4; /* good */
-    const size_t sizes[12] = {T * D, D * F, D * R, R * F, T * R, F, T * F, T * D, D * F, D * R, R * F, T * R};
+    const size_t sizes[12] = {
+        T * D, D * F, D * R, R * F, T * R, F, T * F, T * D, D * F, D * R, R * F, T * R
+    };
     void *t[12];
     for (int i = 0; i < 12; i++) {
         float *h = mf_test_nan_host(sizes[i]);
@@ -252,7 +247,7 @@ START_TEST(test_bad_pointers)
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 16, &small));
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 16, &freed));
     MF_ASSERT_OK(mf_buffer_free(ctx, freed));
-    float host[64] = {0};
+    float host[64] = { 0 };
     MF_ASSERT_STATUS(mf_npt_forward(ctx, MF_DTYPE_F32, good, t[0], t[1], t[2], small, t[4], NULL, t[6], NULL),
                      MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "B is too small"));
@@ -297,11 +292,12 @@ START_TEST(test_nonfinite)
     mf_fill_uniform_f32(B, R * F, 94, -1.0f, 1.0f);
     mf_fill_uniform_f32(m, T * R, 95, -1.0f, 1.0f);
     mf_fill_uniform_f32(g, T * F, 96, -1.0f, 1.0f);
-    float *where[5] = {&h[2 * D + 1], &m[4 * R + 2], &W[1 * F + 3], &B[2 * F + 5], &A[3 * R + 1]};
+    float *where[5] = { &h[2 * D + 1], &m[4 * R + 2], &W[1 * F + 3], &B[2 * F + 5], &A[3 * R + 1] };
     *where[_i] = NAN;
     float ro[6 * 7], rgh[6 * 5], rgW[5 * 7], rgA[5 * 4], rgB[4 * 7], rgm[6 * 4];
     MF_ASSERT_OK(mf_ref_npt_forward(ctx, MF_DTYPE_F32, good, h, W, A, B, m, NULL, ro));
-    MF_ASSERT_OK(mf_ref_npt_backward(ctx, MF_DTYPE_F32, good, h, W, A, B, m, g, rgh, rgW, rgA, rgB, rgm, NULL));
+    MF_ASSERT_OK(
+        mf_ref_npt_backward(ctx, MF_DTYPE_F32, good, h, W, A, B, m, g, rgh, rgW, rgA, rgB, rgm, NULL));
     void *dh = mf_test_dev_upload(ctx, h, sizeof h), *dW = mf_test_dev_upload(ctx, W, sizeof W);
     void *dA = mf_test_dev_upload(ctx, A, sizeof A), *dB = mf_test_dev_upload(ctx, B, sizeof B);
     void *dm = mf_test_dev_upload(ctx, m, sizeof m), *dg = mf_test_dev_upload(ctx, g, sizeof g);
@@ -309,21 +305,28 @@ START_TEST(test_nonfinite)
     float *gW = mf_test_dev_nan(ctx, D * F + 4), *gA = mf_test_dev_nan(ctx, D * R + 4);
     float *gB = mf_test_dev_nan(ctx, R * F + 4), *gm = mf_test_dev_nan(ctx, T * R + 4);
     MF_ASSERT_OK(mf_npt_forward(ctx, MF_DTYPE_F32, good, dh, dW, dA, dB, dm, NULL, o, NULL));
-    MF_ASSERT_OK(mf_npt_backward(ctx, MF_DTYPE_F32, good, dh, dW, dA, dB, dm, dg, gh, gW, gA, gB, gm, NULL, NULL));
+    MF_ASSERT_OK(
+        mf_npt_backward(ctx, MF_DTYPE_F32, good, dh, dW, dA, dB, dm, dg, gh, gW, gA, gB, gm, NULL, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
-    float *got[6] = {mf_test_dev_fetch(ctx, o, T * F, 4, "out"),      mf_test_dev_fetch(ctx, gh, T * D, 4, "grad_h"),
-                     mf_test_dev_fetch(ctx, gW, D * F, 4, "grad_W"),   mf_test_dev_fetch(ctx, gA, D * R, 4, "grad_A"),
-                     mf_test_dev_fetch(ctx, gB, R * F, 4, "grad_B"),   mf_test_dev_fetch(ctx, gm, T * R, 4, "grad_m")};
+    float *got[6] = {
+        mf_test_dev_fetch(ctx, o, T * F, 4, "out"),     mf_test_dev_fetch(ctx, gh, T * D, 4, "grad_h"),
+        mf_test_dev_fetch(ctx, gW, D * F, 4, "grad_W"), mf_test_dev_fetch(ctx, gA, D * R, 4, "grad_A"),
+        mf_test_dev_fetch(ctx, gB, R * F, 4, "grad_B"), mf_test_dev_fetch(ctx, gm, T * R, 4, "grad_m")
+    };
     MF_ASSERT_CLOSE(got[0], ro, T * F, "npt.forward.f32");
     MF_ASSERT_CLOSE(got[1], rgh, T * D, "npt.backward.f32");
     MF_ASSERT_CLOSE(got[2], rgW, D * F, "npt.backward.f32");
     MF_ASSERT_CLOSE(got[3], rgA, D * R, "npt.backward.f32");
     MF_ASSERT_CLOSE(got[4], rgB, R * F, "npt.backward.f32");
     MF_ASSERT_CLOSE(got[5], rgm, T * R, "npt.backward.f32");
-    ck_assert_msg(isnan(got[0][_i == 0 ? 2 * F : _i == 1 ? 4 * F : _i == 2 ? 3 : _i == 3 ? 5 : 0]),
+    ck_assert_msg(isnan(got[0][_i == 0   ? 2 * F
+                               : _i == 1 ? 4 * F
+                               : _i == 2 ? 3
+                               : _i == 3 ? 5
+                                         : 0]),
                   "the NaN must reach the output");
     for (int i = 0; i < 6; i++) free(got[i]);
-    void *all[] = {dh, dW, dA, dB, dm, dg, o, gh, gW, gA, gB, gm};
+    void *all[] = { dh, dW, dA, dB, dm, dg, o, gh, gW, gA, gB, gm };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_buffer_free(ctx, all[i]);
 }
 END_TEST

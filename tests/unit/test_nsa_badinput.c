@@ -20,50 +20,56 @@ static void *q_, *k_, *v_, *g_;
 static float *out_, *lse_;
 static int32_t *sel_;
 
-static void setup(void) {
+static void setup(void)
+{
     mf_test_setup();
     mf_context *ctx = mf_test_ctx();
-    void **all[] = {&q_, &k_, &v_, &g_, (void **)&out_, (void **)&lse_, (void **)&sel_};
+    void **all[] = { &q_, &k_, &v_, &g_, (void **)&out_, (void **)&lse_, (void **)&sel_ };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         ck_assert_int_eq(mf_buffer_alloc(ctx, NB, all[i]), MF_OK);
         ck_assert_int_eq(mf_buffer_memset(ctx, *all[i], 0, NB), MF_OK);
     }
 }
-static void teardown(void) {
+static void teardown(void)
+{
     mf_context *ctx = mf_test_ctx();
-    void *all[] = {q_, k_, v_, g_, out_, lse_, sel_};
+    void *all[] = { q_, k_, v_, g_, out_, lse_, sel_ };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mf_buffer_free(ctx, all[i]);
     mf_test_teardown();
 }
 
-static const mf_nsa_config CFG = {4, 2, 4, 2, 3, 0.0f};
-#define FUSED(cfg, B, S, Hq, Hk, D) \
-    mf_nsa_forward(mf_test_ctx(), MF_NSA_FUSED, MF_DTYPE_F32, cfg, B, S, Hq, Hk, D, q_, k_, v_, g_, g_, g_, out_, lse_, sel_)
+static const mf_nsa_config CFG = { 4, 2, 4, 2, 3, 0.0f };
+#define FUSED(cfg, B, S, Hq, Hk, D)                                                                          \
+    mf_nsa_forward(mf_test_ctx(), MF_NSA_FUSED, MF_DTYPE_F32, cfg, B, S, Hq, Hk, D, q_, k_, v_, g_, g_, g_,  \
+                   out_, lse_, sel_)
 
-START_TEST(test_valid_call_succeeds) {
+START_TEST(test_valid_call_succeeds)
+{
     MF_ASSERT_OK(FUSED(&CFG, 1, 4, 2, 1, 4));
     MF_ASSERT_OK(mf_context_synchronize(mf_test_ctx()));
 }
 END_TEST
 
-START_TEST(test_null_pointers) {
+START_TEST(test_null_pointers)
+{
     mf_context *ctx = mf_test_ctx();
     const mf_dtype F = MF_DTYPE_F32;
-    MF_ASSERT_STATUS(mf_nsa_forward(NULL, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, out_, NULL, NULL),
-                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(
+        mf_nsa_forward(NULL, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, out_, NULL, NULL),
+        MF_ERR_NULL_POINTER);
     MF_ASSERT_STATUS(FUSED(NULL, 1, 4, 2, 1, 4), MF_ERR_NULL_POINTER);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "cfg"));
-    const void *in[6] = {q_, k_, v_, g_, g_, g_};
+    const void *in[6] = { q_, k_, v_, g_, g_, g_ };
     for (int i = 0; i < 7; i++) {
-        const void *p[7] = {in[0], in[1], in[2], in[3], in[4], in[5], out_};
+        const void *p[7] = { in[0], in[1], in[2], in[3], in[4], in[5], out_ };
         p[i] = NULL;
-        MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, p[0], p[1], p[2], p[3], p[4],
-                                        p[5], (float *)p[6], NULL, NULL),
+        MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, p[0], p[1], p[2], p[3],
+                                        p[4], p[5], (float *)p[6], NULL, NULL),
                          MF_ERR_NULL_POINTER);
     }
     float h[64];
     for (int i = 0; i < 7; i++) {
-        const void *p[7] = {h, h, h, h, h, h, h};
+        const void *p[7] = { h, h, h, h, h, h, h };
         p[i] = NULL;
         MF_ASSERT_STATUS(mf_ref_nsa_forward(ctx, F, &CFG, 1, 4, 2, 1, 4, p[0], p[1], p[2], p[3], p[4], p[5],
                                             (float *)p[6], NULL, NULL),
@@ -74,15 +80,18 @@ START_TEST(test_null_pointers) {
 }
 END_TEST
 
-START_TEST(test_bad_sizes_and_config) {
+START_TEST(test_bad_sizes_and_config)
+{
     mf_context *ctx = mf_test_ctx();
-    const int64_t dims[5][5] = {{0, 4, 2, 1, 4}, {1, 0, 2, 1, 4}, {1, 4, -2, 1, 4}, {1, 4, 2, 0, 4}, {1, 4, 2, 1, 0}};
+    const int64_t dims[5][5] = {
+        { 0, 4, 2, 1, 4 }, { 1, 0, 2, 1, 4 }, { 1, 4, -2, 1, 4 }, { 1, 4, 2, 0, 4 }, { 1, 4, 2, 1, 0 }
+    };
     float h[64];
     for (int i = 0; i < 5; i++) {
         const int64_t *d = dims[i];
         MF_ASSERT_STATUS(FUSED(&CFG, d[0], d[1], d[2], d[3], d[4]), MF_ERR_INVALID_SIZE);
-        MF_ASSERT_STATUS(mf_ref_nsa_forward(ctx, MF_DTYPE_F32, &CFG, d[0], d[1], d[2], d[3], d[4], h, h, h, h, h,
-                                            h, h, NULL, NULL),
+        MF_ASSERT_STATUS(mf_ref_nsa_forward(ctx, MF_DTYPE_F32, &CFG, d[0], d[1], d[2], d[3], d[4], h, h, h, h,
+                                            h, h, h, NULL, NULL),
                          MF_ERR_INVALID_SIZE);
     }
     MF_ASSERT_STATUS(FUSED(&CFG, 1, 4, 3, 2, 4), MF_ERR_INVALID_ARGUMENT);
@@ -121,8 +130,8 @@ START_TEST(test_bad_sizes_and_config) {
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "n_sel (n=513) must be <= 512"));
     /* overflow */
     MF_ASSERT_STATUS(FUSED(&CFG, INT64_MAX / 2, INT64_MAX / 2, 2, 1, 4), MF_ERR_OVERFLOW);
-    MF_ASSERT_STATUS(mf_ref_nsa_forward(ctx, MF_DTYPE_F32, &CFG, 1, INT64_MAX / 64, 2, 1, 4, h, h, h, h, h, h, h,
-                                        NULL, NULL),
+    MF_ASSERT_STATUS(mf_ref_nsa_forward(ctx, MF_DTYPE_F32, &CFG, 1, INT64_MAX / 64, 2, 1, 4, h, h, h, h, h, h,
+                                        h, NULL, NULL),
                      MF_ERR_OVERFLOW);
     ck_assert_int_eq(mf_nsa_n_compressed(NULL, 4), -1);
     ck_assert_int_eq(mf_nsa_n_selection(&CFG, 0), -1);
@@ -132,58 +141,62 @@ START_TEST(test_bad_sizes_and_config) {
 }
 END_TEST
 
-START_TEST(test_bad_enums) {
+START_TEST(test_bad_enums)
+{
     mf_context *ctx = mf_test_ctx();
-    MF_ASSERT_STATUS(mf_nsa_forward(ctx, (mf_nsa_variant)1, MF_DTYPE_F32, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_,
-                                    g_, out_, NULL, NULL),
+    MF_ASSERT_STATUS(mf_nsa_forward(ctx, (mf_nsa_variant)1, MF_DTYPE_F32, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_,
+                                    g_, g_, out_, NULL, NULL),
                      MF_ERR_INVALID_ARGUMENT);
-    MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, (mf_dtype)77, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_,
-                                    out_, NULL, NULL),
+    MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, (mf_dtype)77, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_,
+                                    g_, out_, NULL, NULL),
                      MF_ERR_DTYPE);
     float h[64];
-    MF_ASSERT_STATUS(mf_ref_nsa_forward(ctx, (mf_dtype)77, &CFG, 1, 4, 2, 1, 4, h, h, h, h, h, h, h, NULL, NULL),
-                     MF_ERR_DTYPE);
+    MF_ASSERT_STATUS(
+        mf_ref_nsa_forward(ctx, (mf_dtype)77, &CFG, 1, 4, 2, 1, 4, h, h, h, h, h, h, h, NULL, NULL),
+        MF_ERR_DTYPE);
     ck_assert_str_eq(mf_nsa_variant_name(MF_NSA_FUSED), "fused");
     ck_assert_ptr_null(mf_nsa_variant_name((mf_nsa_variant)1));
 }
 END_TEST
 
-START_TEST(test_bad_pointers) {
+START_TEST(test_bad_pointers)
+{
     mf_context *ctx = mf_test_ctx();
     const mf_dtype F = MF_DTYPE_F32;
     /* B=1 S=16 Hq=2 Hk=1 D=4: q needs 512 bytes, the buffers hold 256 */
     MF_ASSERT_STATUS(FUSED(&CFG, 1, 16, 2, 1, 4), MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "q is too small"));
-    MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, out_, lse_,
-                                    sel_ + 60),
+    MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, out_,
+                                    lse_, sel_ + 60),
                      MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "sel is too small"));
     void *freed = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(ctx, 64, &freed));
     MF_ASSERT_OK(mf_buffer_free(ctx, freed));
-    MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, freed, v_, g_, g_, g_, out_,
-                                    NULL, NULL),
+    MF_ASSERT_STATUS(mf_nsa_forward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, freed, v_, g_, g_, g_,
+                                    out_, NULL, NULL),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "k ("));
     /* backward: NULL, too small, the same validation */
     float *f = (float *)out_;
-    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_, lse_,
-                                     NULL, f, f, f, f, f, f),
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_,
+                                     lse_, NULL, f, f, f, f, f, f),
                      MF_ERR_NULL_POINTER);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "sel is NULL"));
-    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_, lse_,
-                                     sel_, f, f, f, f, f, f + 60),
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_,
+                                     lse_, sel_, f, f, f, f, f, f + 60),
                      MF_ERR_INVALID_SIZE);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "dg_win is too small"));
-    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 3, 2, 4, q_, k_, v_, g_, g_, g_, q_, lse_,
-                                     sel_, f, f, f, f, f, f),
-                     MF_ERR_INVALID_ARGUMENT);
-    MF_ASSERT_STATUS(mf_nsa_backward(ctx, (mf_nsa_variant)3, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_, q_,
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, MF_NSA_FUSED, F, &CFG, 1, 4, 3, 2, 4, q_, k_, v_, g_, g_, g_, q_,
                                      lse_, sel_, f, f, f, f, f, f),
                      MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(mf_nsa_backward(ctx, (mf_nsa_variant)3, F, &CFG, 1, 4, 2, 1, 4, q_, k_, v_, g_, g_, g_,
+                                     q_, lse_, sel_, f, f, f, f, f, f),
+                     MF_ERR_INVALID_ARGUMENT);
     float h[64];
-    MF_ASSERT_STATUS(mf_ref_nsa_backward(ctx, F, &CFG, 1, 4, 2, 1, 4, h, h, h, h, h, h, NULL, h, h, h, h, h, h),
-                     MF_ERR_NULL_POINTER);
+    MF_ASSERT_STATUS(
+        mf_ref_nsa_backward(ctx, F, &CFG, 1, 4, 2, 1, 4, h, h, h, h, h, h, NULL, h, h, h, h, h, h),
+        MF_ERR_NULL_POINTER);
     MF_ASSERT_STATUS(mf_ref_nsa_backward(ctx, F, &CFG, 1, 4, 3, 2, 4, h, h, h, h, h, h, h, h, h, h, h, h, h),
                      MF_ERR_INVALID_ARGUMENT);
     /* Nothing launched, nothing sticky. */
@@ -192,7 +205,8 @@ START_TEST(test_bad_pointers) {
 }
 END_TEST
 
-static Suite *nsa_badinput_suite(void) {
+static Suite *nsa_badinput_suite(void)
+{
     Suite *s = suite_create("nsa_badinput");
     TCase *tc = tcase_create("badinput");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -51,7 +51,8 @@ START_TEST(test_param_counts_published)
     ck_assert_int_eq(mf_plan_param_count(&c), 8030261248LL);
     /* Pythia-70M (GPT-NeoX: LayerNorm, biases, untied, rotary): 70,426,624 */
     mf_plan_config_init(&c);
-    c.layers = 6, c.d_model = 512, c.d_ffn = 2048, c.heads = 8, c.vocab = 50304, c.linear_bias = 1, c.layernorm = 1;
+    c.layers = 6, c.d_model = 512, c.d_ffn = 2048, c.heads = 8, c.vocab = 50304, c.linear_bias = 1,
+    c.layernorm = 1;
     ck_assert_int_eq(mf_plan_param_count(&c), 70426624LL);
     /* GPT-2 small's blocks are the same structure: 12 x 768, tied, 1024 learned
      * positions, vocab 50257: 124,439,808 */
@@ -117,8 +118,8 @@ START_TEST(test_preset_000)
     /* the fused variant: 8N + 16, no V, no budget, <= 2 MiB (issue 14) */
     ck_assert_uint_eq(m.loss_fused, 8ULL * 131072 + 16);
     ck_assert_uint_le(m.loss_fused, (size_t)2 << 20);
-    ck_assert_uint_eq(m.total_optimized, m.weights_gpu + m.grads_gpu + m.optimizer_gpu + m.act_ckpt_tiled +
-                                             m.loss_chunked);
+    ck_assert_uint_eq(m.total_optimized,
+                      m.weights_gpu + m.grads_gpu + m.optimizer_gpu + m.act_ckpt_tiled + m.loss_chunked);
 #endif
     /* ZeRO over 2 GPUs (the seed's recommended FSDP run) */
     c.dp = 2;
@@ -235,7 +236,7 @@ START_TEST(test_preset_003)
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len), *err = fopen("/dev/null", "w");
-    const char *argv[] = {"plan", "--preset", "003", "--json"};
+    const char *argv[] = { "plan", "--preset", "003", "--json" };
     int rc = mf_cli_plan(4, (char **)argv, out, err);
     fclose(out);
     fclose(err);
@@ -250,11 +251,14 @@ START_TEST(test_preset_003)
     cJSON *last = cJSON_GetArrayItem(rows, 4);
     ck_assert_int_eq((long long)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "seq_len")), 8192);
     /* "4 x 8 x 8192^2 x 2 = 4.3 GB": right */
-    ck_assert_uint_eq((size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "standard_scores")), 4294967296ULL);
+    ck_assert_uint_eq((size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "standard_scores")),
+                      4294967296ULL);
     /* "4 x 8 x 64 x 64 x 2 = 2 MB": the product is 262,144 B = 0.26 MB */
-    ck_assert_uint_eq((size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "linear_bidir_state")), 262144ULL);
+    ck_assert_uint_eq((size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "linear_bidir_state")),
+                      262144ULL);
     /* "4 x 8 x 8192 x 64 x 64 x 2 = 17 GB": the product is 2,147,483,648 B = 2.1 GB */
-    ck_assert_uint_eq((size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "linear_causal_state")), 2147483648ULL);
+    ck_assert_uint_eq((size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "linear_causal_state")),
+                      2147483648ULL);
     ck_assert_uint_eq((size_t)cJSON_GetNumberValue(cJSON_GetObjectItem(last, "tiled_backward_ceiling")),
                       mf_attention_tiled_backward_scratch_ceiling(4, 8, 8192));
     cJSON_Delete(root);
@@ -274,7 +278,7 @@ START_TEST(test_preset_004)
     MF_ASSERT_OK(mf_plan_fixes(&c, rows, &n));
     const mf_plan_fix_row *npt = fix_row(rows, n, "npt");
     ck_assert_uint_eq(npt->naive_bytes, 369367187456ULL);
-    mf_npt_shape sh = {4, 512, 4096, 11008, 16};
+    mf_npt_shape sh = { 4, 512, 4096, 11008, 16 };
     ck_assert_uint_eq(npt->naive_bytes, mf_npt_delta_w_bytes(MF_DTYPE_F32, sh));
     ck_assert_int_eq(mf_plan_param_count(&c), 6738415616LL);
     /* Llama-3-8B's d_ffn 14336 at the same batch: 481,036,337,152 B = exactly
@@ -287,7 +291,7 @@ START_TEST(test_preset_004)
     ck_assert_uint_eq(npt->naive_bytes, 448ULL << 30);
     ck_assert_int_eq(mf_plan_param_count(&c), 8030261248LL);
 #ifdef MF_HAVE_HOST_KERNELS
-    mf_npt_shape sh8 = {4, 512, 4096, 14336, 16};
+    mf_npt_shape sh8 = { 4, 512, 4096, 14336, 16 };
     ck_assert_uint_eq(npt->optimized_bytes, mf_npt_factored_forward_scratch_ceiling(MF_DTYPE_F32, sh8, NULL));
     ck_assert_uint_lt(npt->optimized_bytes, 1ULL << 20);
 #endif
@@ -364,14 +368,14 @@ START_TEST(test_bad_input)
     ck_assert_ptr_null(mf_plan_preset_find("nope"));
     ck_assert_ptr_null(mf_plan_preset_find(NULL));
     /* the ops' row helpers: a full table, NULLs, an overflowing product */
-    mf_plan_rows out = {rows, 1, 0};
+    mf_plan_rows out = { rows, 1, 0 };
     MF_ASSERT_OK(mf_plan_row_add(&out, "a", "x", 1, "y", 2, "n=%d", 3));
     ck_assert_str_eq(rows[0].shape, "n=3");
     ck_assert_uint_eq(rows[0].optimized_bytes, 2);
     MF_ASSERT_STATUS(mf_plan_row_add(&out, "b", "x", 1, "y", 2, NULL), MF_ERR_OVERFLOW);
     ck_assert_uint_eq(out.n, 1);
     MF_ASSERT_STATUS(mf_plan_row_add(NULL, "b", "x", 1, "y", 2, NULL), MF_ERR_NULL_POINTER);
-    const size_t big[] = {SIZE_MAX / 2, 3}, small[] = {6, 7};
+    const size_t big[] = { SIZE_MAX / 2, 3 }, small[] = { 6, 7 };
     ck_assert_uint_eq(mf_plan_product(2, big), SIZE_MAX);
     ck_assert_uint_eq(mf_plan_product(2, small), 42);
     ck_assert_uint_eq(mf_plan_product(1, NULL), SIZE_MAX);
@@ -386,7 +390,7 @@ typedef struct {
 
 static run_result run_plan(int argc, const char **argv)
 {
-    run_result r = {0, NULL, NULL};
+    run_result r = { 0, NULL, NULL };
     size_t on = 0, en = 0;
     FILE *out = open_memstream(&r.out, &on), *err = open_memstream(&r.err, &en);
     r.rc = mf_cli_main(argc, (char **)argv, out, err);
@@ -394,8 +398,9 @@ static run_result run_plan(int argc, const char **argv)
     fclose(err);
     return r;
 }
-#define RUN(...) \
-    run_plan((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), (const char *[]){__VA_ARGS__})
+#define RUN(...)                                                                                             \
+    run_plan((int)(sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(const char *)),                          \
+             (const char *[]){ __VA_ARGS__ })
 
 START_TEST(test_cli)
 {
@@ -417,7 +422,7 @@ START_TEST(test_cli)
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     ck_assert_ptr_nonnull(strstr(r.out, "39829110784 (37.09 GiB)"));
 #ifdef MF_HAVE_HOST_KERNELS
-    {   /* the fused loss's scratch (<= 2 MiB) on the line after the chunked one */
+    { /* the fused loss's scratch (<= 2 MiB) on the line after the chunked one */
         const char *ch = strstr(r.out, "loss, chunked");
         ck_assert_ptr_nonnull(ch);
         const char *fu = strstr(ch, "\n  loss, fused");
@@ -443,8 +448,8 @@ START_TEST(test_cli)
 
     /* a custom config (Llama-3-8B) through flags */
     r = RUN("memfix", "plan", "--layers", "32", "--d-model", "4096", "--d-ffn", "14336", "--heads", "32",
-            "--kv-heads", "8", "--vocab", "128256", "--gated", "1", "--tied", "0", "--dtype", "bf16", "--seq", "8192",
-            "--json");
+            "--kv-heads", "8", "--vocab", "128256", "--gated", "1", "--tied", "0", "--dtype", "bf16", "--seq",
+            "8192", "--json");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     root = cJSON_Parse(r.out);
     ck_assert_ptr_nonnull(root);
@@ -498,7 +503,8 @@ START_TEST(test_cli_seed_notes_and_exceeds)
     const char *w = strstr(r.out, "\n  weights ");
     ck_assert_ptr_nonnull(w);
     const char *next = strchr(w + 1, '\n');
-    ck_assert_ptr_nonnull(strstr(next, "^ corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB"));
+    ck_assert_ptr_nonnull(
+        strstr(next, "^ corrected: seed 000 says \"8.72 GB\" for 3.92B bf16 params, which is 7.84 GB"));
     ck_assert_ptr_nonnull(strstr(r.out, "seed 000 says \"3.92B params\""));
     ck_assert_ptr_null(strstr(r.out, "exceeds the naive")); /* 1 GiB tile vs 37 GiB of logits */
     free(r.out), free(r.err);
@@ -531,15 +537,17 @@ START_TEST(test_cli_seed_notes_and_exceeds)
     ck_assert_ptr_nonnull(root);
     cJSON *fixes = cJSON_GetObjectItem(root, "fixes");
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(fixes, 0), "optimized_exceeds_naive")));
-    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "memory"), "loss_capped_by_logits")));
+    ck_assert(
+        cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "memory"), "loss_capped_by_logits")));
     ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(fixes, 2), "optimized_exceeds_naive")));
     cJSON_Delete(root);
     free(r.out), free(r.err);
     r = RUN("memfix", "plan", "--preset", "004-doc", "--json");
     root = cJSON_Parse(r.out);
     ck_assert_ptr_nonnull(root);
-    ck_assert_ptr_nonnull(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "seed_notes"), "npt")),
-                                 "~448 GB"));
+    ck_assert_ptr_nonnull(
+        strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "seed_notes"), "npt")),
+               "~448 GB"));
     cJSON_Delete(root);
     free(r.out), free(r.err);
 }
@@ -548,21 +556,23 @@ END_TEST
 /* Lists for sweeps: seed 000's table (logits, method) in one run. */
 START_TEST(test_cli_sweep)
 {
-    run_result r = RUN("memfix", "plan", "--preset", "000", "--seq", "4096,40000,131072", "--ce-budget",
-                       "10737418240");
+    run_result r =
+        RUN("memfix", "plan", "--preset", "000", "--seq", "4096,40000,131072", "--ce-budget", "10737418240");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     /* the document: 1.16 GB standard, 11.32 GB chunked, 37.09 GB chunked */
     /* 4096: the logits are below the budget; memfix caps the tile at them */
     ck_assert_ptr_nonnull(strstr(r.out, "1244659712 (1.16 GiB)  capped: 3 x 2047"));
     ck_assert_ptr_nonnull(strstr(r.out, "12154880000 (11.32 GiB)  chunked: 3 x 17667"));
     ck_assert_ptr_nonnull(strstr(r.out, "39829110784 (37.09 GiB)  chunked: 8 x 17666"));
-    ck_assert_ptr_null(strstr(r.out, "* the chunked loss's scratch exceeds the logits")); /* capped since issue 14 */
-    ck_assert_ptr_nonnull(strstr(r.out, "1048592 (1.00 MiB)")); /* the fused column at 131072 */
+    ck_assert_ptr_null(
+        strstr(r.out, "* the chunked loss's scratch exceeds the logits")); /* capped since issue 14 */
+    ck_assert_ptr_nonnull(strstr(r.out, "1048592 (1.00 MiB)"));            /* the fused column at 131072 */
     free(r.out), free(r.err);
     /* one token: the logits cannot hold one fp32 row plus 4N + 16: still flagged */
     r = RUN("memfix", "plan", "--preset", "000", "--seq", "1,2");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
-    ck_assert_ptr_nonnull(strstr(r.out, "exceeds the logits it replaces: the logits are too small to hold one fp32 row"));
+    ck_assert_ptr_nonnull(
+        strstr(r.out, "exceeds the logits it replaces: the logits are too small to hold one fp32 row"));
     ck_assert_ptr_nonnull(strstr(r.out, "\"8.72 GB\""));
     free(r.out), free(r.err);
 
@@ -579,12 +589,9 @@ START_TEST(test_cli_sweep)
     free(r.out), free(r.err);
 
     /* a list on a 0|1 flag, two lists, a bad item, a list for the 003 sweep */
-    const char *bad[][4] = {{"--tied", "0,1", NULL, NULL},
-                            {"--seq", "1,2", "--batch", "3,4"},
-                            {"--seq", "1,,2", NULL, NULL},
-                            {"--seq", "1,x", NULL, NULL},
-                            {"--ce-budget", "1,0", NULL, NULL},
-                            {"--preset", "003", "--seq", "1,2"}};
+    const char *bad[][4] = { { "--tied", "0,1", NULL, NULL },      { "--seq", "1,2", "--batch", "3,4" },
+                             { "--seq", "1,,2", NULL, NULL },      { "--seq", "1,x", NULL, NULL },
+                             { "--ce-budget", "1,0", NULL, NULL }, { "--preset", "003", "--seq", "1,2" } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = bad[i][2] ? RUN("memfix", "plan", bad[i][0], bad[i][1], bad[i][2], bad[i][3])
                       : RUN("memfix", "plan", bad[i][0], bad[i][1]);

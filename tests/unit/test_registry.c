@@ -27,23 +27,24 @@ START_TEST(test_op_cases_pass)
             mf_case_result r;
             memset(&r, 0x5a, sizeof r); /* run_case must fill every field it reports */
             mf_status s = op->run_case(ctx, v, c, &r);
-            ck_assert_msg(s == MF_OK, "%s/%s case %d: %s: %s", op->name, op->variants[v], c, mf_status_name(s),
-                          mf_last_error());
+            ck_assert_msg(s == MF_OK, "%s/%s case %d: %s: %s", op->name, op->variants[v], c,
+                          mf_status_name(s), mf_last_error());
             ck_assert_msg(memchr(r.op, '\0', sizeof r.op) && strcmp(r.op, op->name) == 0,
                           "%s case %d: op field not filled", op->name, c);
-            ck_assert_msg(memchr(r.variant, '\0', sizeof r.variant) && strcmp(r.variant, op->variants[v]) == 0,
+            ck_assert_msg(memchr(r.variant, '\0', sizeof r.variant) &&
+                              strcmp(r.variant, op->variants[v]) == 0,
                           "%s case %d: variant field not filled", op->name, c);
             ck_assert_msg(memchr(r.backend, '\0', sizeof r.backend) &&
                               strcmp(r.backend, mf_backend_name(mf_context_backend(ctx))) == 0,
                           "%s case %d: backend field not filled", op->name, c);
             ck_assert_msg(memchr(r.shape, '\0', sizeof r.shape) && r.shape[0] != '\0',
                           "%s case %d: shape field not filled", op->name, c);
-            ck_assert_msg(memchr(r.message, '\0', sizeof r.message) != NULL, "%s case %d: message not a string",
-                          op->name, c);
-            ck_assert_msg(r.pass == 1, "%s/%s case %d (%s %s): FAIL: %s", op->name, op->variants[v], c, r.dtype,
-                          r.shape, r.message);
-            ck_assert_msg(r.opt_peak_bytes <= r.ceiling_bytes, "%s/%s case %d: scratch %zu > ceiling %zu", op->name,
-                          op->variants[v], c, r.opt_peak_bytes, r.ceiling_bytes);
+            ck_assert_msg(memchr(r.message, '\0', sizeof r.message) != NULL,
+                          "%s case %d: message not a string", op->name, c);
+            ck_assert_msg(r.pass == 1, "%s/%s case %d (%s %s): FAIL: %s", op->name, op->variants[v], c,
+                          r.dtype, r.shape, r.message);
+            ck_assert_msg(r.opt_peak_bytes <= r.ceiling_bytes, "%s/%s case %d: scratch %zu > ceiling %zu",
+                          op->name, op->variants[v], c, r.opt_peak_bytes, r.ceiling_bytes);
             ck_assert_msg(r.max_abs_err >= 0.0 && r.max_abs_err <= r.atol + r.rtol * 1e30,
                           "%s/%s case %d: max_abs_err not filled", op->name, op->variants[v], c);
         }

@@ -22,7 +22,8 @@ typedef struct bad_env {
     size_t nq, nk;
 } bad_env;
 
-static void env_init(bad_env *e) {
+static void env_init(bad_env *e)
+{
     memset(e, 0, sizeof *e);
     e->ctx = mf_test_ctx();
     mf_rope_config_init(&e->cfg, 8);
@@ -37,13 +38,14 @@ static void env_init(bad_env *e) {
     MF_ASSERT_OK(mf_buffer_upload(e->ctx, e->buf, host, 2 * n * sizeof(float)));
     free(host);
     float *d = e->buf;
-    e->t = (mf_rope_tensors){2, 3, 2, 1, MF_DTYPE_F32, d, d + e->nq, d + n, d + n + e->nq};
+    e->t = (mf_rope_tensors){ 2, 3, 2, 1, MF_DTYPE_F32, d, d + e->nq, d + n, d + n + e->nq };
     e->q_out_dev = d + n;
     e->pos = mf_rope_positions_offset(0);
 }
 
 /* The outputs still hold their NaN pre-fill: a rejected call wrote nothing. */
-static void assert_untouched(bad_env *e) {
+static void assert_untouched(bad_env *e)
+{
     const size_t n = e->nq + e->nk;
     float *h = malloc(n * sizeof(float));
     ck_assert(h != NULL);
@@ -56,9 +58,11 @@ static void assert_untouched(bad_env *e) {
 static void env_free(bad_env *e) { mf_buffer_free(e->ctx, e->buf); }
 
 /* fused and reference (host arrays) share the validation; check both */
-#define EXPECT_FUSED(env, st) MF_ASSERT_STATUS(mf_rope_fused((env)->ctx, &(env)->cfg, MF_ROPE_FORWARD, &(env)->t, &(env)->pos), st)
+#define EXPECT_FUSED(env, st)                                                                                \
+    MF_ASSERT_STATUS(mf_rope_fused((env)->ctx, &(env)->cfg, MF_ROPE_FORWARD, &(env)->t, &(env)->pos), st)
 
-START_TEST(null_pointers) {
+START_TEST(null_pointers)
+{
     bad_env e;
     env_init(&e);
     MF_ASSERT_STATUS(mf_rope_fused(NULL, &e.cfg, MF_ROPE_FORWARD, &e.t, &e.pos), MF_ERR_NULL_POINTER);
@@ -92,14 +96,15 @@ START_TEST(null_pointers) {
     ck_assert_int_eq(mf_rope_cache_capacity(NULL), -1);
     ck_assert_uint_eq(mf_rope_cache_size_bytes(NULL), 0);
     ck_assert_ptr_null(mf_rope_cache_config(NULL));
-    mf_rope_cache_destroy(NULL); /* no-op */
+    mf_rope_cache_destroy(NULL);  /* no-op */
     mf_rope_config_init(NULL, 8); /* no-op */
     assert_untouched(&e);
     env_free(&e);
 }
 END_TEST
 
-START_TEST(rotary_dim_and_config) {
+START_TEST(rotary_dim_and_config)
+{
     bad_env e;
     env_init(&e);
     const mf_rope_config c0 = e.cfg;
@@ -131,14 +136,16 @@ START_TEST(rotary_dim_and_config) {
     e.cfg.layout = (mf_rope_layout)2;
     EXPECT_FUSED(&e, MF_ERR_INVALID_ARGUMENT);
     e.cfg = c0;
-    MF_ASSERT_STATUS(mf_rope_fused(e.ctx, &e.cfg, (mf_rope_direction)2, &e.t, &e.pos), MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(mf_rope_fused(e.ctx, &e.cfg, (mf_rope_direction)2, &e.t, &e.pos),
+                     MF_ERR_INVALID_ARGUMENT);
     /* the cache checks its configuration at create */
     mf_rope_cache *cache = NULL;
     e.cfg.rotary_dim = 9;
     MF_ASSERT_STATUS(mf_rope_cache_create(e.ctx, &e.cfg, 8, &cache), MF_ERR_INVALID_SIZE);
     e.cfg = c0;
     MF_ASSERT_STATUS(mf_rope_cache_create(e.ctx, &e.cfg, 0, &cache), MF_ERR_INVALID_SIZE);
-    MF_ASSERT_STATUS(mf_rope_cache_create(e.ctx, &e.cfg, MF_ROPE_MAX_POSITION + 2, &cache), MF_ERR_OUT_OF_RANGE);
+    MF_ASSERT_STATUS(mf_rope_cache_create(e.ctx, &e.cfg, MF_ROPE_MAX_POSITION + 2, &cache),
+                     MF_ERR_OUT_OF_RANGE);
     ck_assert_ptr_null(cache);
     ck_assert_ptr_null(mf_rope_layout_name((mf_rope_layout)5));
     ck_assert_str_eq(mf_rope_layout_name(MF_ROPE_INTERLEAVED), "interleaved");
@@ -147,7 +154,8 @@ START_TEST(rotary_dim_and_config) {
 }
 END_TEST
 
-START_TEST(sizes_dtype_overlap) {
+START_TEST(sizes_dtype_overlap)
+{
     bad_env e;
     env_init(&e);
     const mf_rope_tensors t0 = e.t;
@@ -192,7 +200,8 @@ START_TEST(sizes_dtype_overlap) {
 }
 END_TEST
 
-START_TEST(positions) {
+START_TEST(positions)
+{
     bad_env e;
     env_init(&e);
     e.pos = mf_rope_positions_offset(-1);
@@ -212,7 +221,7 @@ START_TEST(positions) {
      * synchronization of the context reports the first bad one, once */
     void *d_ids = NULL;
     MF_ASSERT_OK(mf_buffer_alloc(e.ctx, 6 * sizeof(int64_t), &d_ids));
-    const int32_t neg32[6] = {0, 1, 2, 3, -5, 4};
+    const int32_t neg32[6] = { 0, 1, 2, 3, -5, 4 };
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, neg32, sizeof neg32));
     e.pos = mf_rope_positions_ids(MF_ROPE_POS_I32, d_ids, 3);
     EXPECT_FUSED(&e, MF_OK);
@@ -231,25 +240,26 @@ START_TEST(positions) {
     ck_assert_msg(strstr(mf_last_error(), "mf_rope_cache_apply") != NULL &&
                       strstr(mf_last_error(), "position id -5 (ids[4], token b=1 t=1)") != NULL,
                   "unexpected message: %s", mf_last_error());
-    const int64_t neg64[6] = {0, 1, -1, 3, 4, 5};
+    const int64_t neg64[6] = { 0, 1, -1, 3, 4, 5 };
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, neg64, sizeof neg64));
     e.pos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 3);
     EXPECT_FUSED(&e, MF_OK);
     MF_ASSERT_STATUS(mf_context_synchronize(e.ctx), MF_ERR_OUT_OF_RANGE);
-    ck_assert_msg(strstr(mf_last_error(), "position id -1 (ids[2], token b=0 t=2)") != NULL, "unexpected message: %s",
-                  mf_last_error());
+    ck_assert_msg(strstr(mf_last_error(), "position id -1 (ids[2], token b=0 t=2)") != NULL,
+                  "unexpected message: %s", mf_last_error());
     MF_ASSERT_STATUS(mf_ref_rope(e.ctx, &e.cfg, MF_ROPE_FORWARD, &e.t,
-                                 &(mf_rope_positions){MF_ROPE_POS_I64, 0, neg64, 3, 0}),
+                                 &(mf_rope_positions){ MF_ROPE_POS_I64, 0, neg64, 3, 0 }),
                      MF_ERR_OUT_OF_RANGE);
     /* too large; two bad calls before one synchronization: the first is reported */
-    const int64_t big64[6] = {0, 1, 2, 3, MF_ROPE_MAX_POSITION + 1, 5};
+    const int64_t big64[6] = { 0, 1, 2, 3, MF_ROPE_MAX_POSITION + 1, 5 };
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, big64, sizeof big64));
     EXPECT_FUSED(&e, MF_OK);
     MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos));
     MF_ASSERT_STATUS(mf_context_synchronize(e.ctx), MF_ERR_OUT_OF_RANGE); /* the first of the two calls */
     ck_assert_msg(strstr(mf_last_error(), "mf_rope_fused") != NULL &&
-                      strstr(mf_last_error(), "position id 1099511627776 (ids[4], token b=1 t=1) is outside [0, "
-                                              "1099511627775]") != NULL,
+                      strstr(mf_last_error(),
+                             "position id 1099511627776 (ids[4], token b=1 t=1) is outside [0, "
+                             "1099511627775]") != NULL,
                   "unexpected message: %s", mf_last_error());
     MF_ASSERT_OK(mf_context_synchronize(e.ctx));
     /* MF_ROPE_NO_POSITION_CHECK: no check runs, nothing is reported */
@@ -257,7 +267,7 @@ START_TEST(positions) {
     EXPECT_FUSED(&e, MF_OK);
     MF_ASSERT_OK(mf_context_synchronize(e.ctx));
     /* in range: nothing reported */
-    const int64_t ok64[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t ok64[6] = { 0, 1, 2, 3, 4, 5 };
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, d_ids, ok64, sizeof ok64));
     e.pos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 0);
     EXPECT_FUSED(&e, MF_OK);
@@ -282,7 +292,8 @@ END_TEST
 
 /* A table the device cannot hold: growth fails with MF_ERR_OUT_OF_MEMORY (or
  * a size error), the cache keeps its old table and stays usable. */
-START_TEST(cache_growth_too_big) {
+START_TEST(cache_growth_too_big)
+{
     bad_env e;
     env_init(&e);
     mf_rope_cache *cache = NULL;
@@ -304,7 +315,8 @@ END_TEST
  * the shape needs before any launch or position check (MF_ERR_INVALID_SIZE
  * naming the tensor); a freed buffer or a host array is refused without
  * launching, and the process goes on working. */
-START_TEST(bad_pointers) {
+START_TEST(bad_pointers)
+{
     bad_env e;
     env_init(&e);
     mf_rope_tensors t0 = e.t;
@@ -325,7 +337,7 @@ START_TEST(bad_pointers) {
     EXPECT_FUSED(&e, MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "t->q ("));
     e.t = t0;
-    float host[96] = {0};
+    float host[96] = { 0 };
     e.t.q_out = host;
     mf_rope_cache *cache = NULL;
     MF_ASSERT_OK(mf_rope_cache_create(e.ctx, &e.cfg, 4, &cache));
@@ -348,24 +360,27 @@ END_TEST
 
 /* Non-finite inputs: the fused kernel, the cache and the reference agree on
  * where a NaN / Inf lands (the rotation mixes feature i with i + rd/2). */
-START_TEST(nonfinite) {
+START_TEST(nonfinite)
+{
     bad_env e;
     env_init(&e);
     const size_t n = e.nq + e.nk;
     float *host = malloc(3 * n * sizeof(float));
     ck_assert(host != NULL);
     mf_fill_uniform_f32(host, n, 7, -1.0f, 1.0f);
-    host[5] = NAN;            /* q: b0 t0 head 0, feature 5 */
+    host[5] = NAN;              /* q: b0 t0 head 0, feature 5 */
     host[e.nq + 17] = INFINITY; /* k: b0 t2 head 0, feature 1 */
     float *ref = host + n, *got = host + 2 * n;
-    mf_rope_tensors th = {2, 3, 2, 1, MF_DTYPE_F32, host, host + e.nq, ref, ref + e.nq};
+    mf_rope_tensors th = { 2, 3, 2, 1, MF_DTYPE_F32, host, host + e.nq, ref, ref + e.nq };
     MF_ASSERT_OK(mf_ref_rope(e.ctx, &e.cfg, MF_ROPE_FORWARD, &th, &e.pos));
     MF_ASSERT_OK(mf_buffer_upload(e.ctx, e.buf, host, n * sizeof(float)));
     mf_rope_cache *cache = NULL;
     MF_ASSERT_OK(mf_rope_cache_create(e.ctx, &e.cfg, 4, &cache));
     for (int variant = 0; variant < 2; variant++) {
-        if (variant == 0) MF_ASSERT_OK(mf_rope_fused(e.ctx, &e.cfg, MF_ROPE_FORWARD, &e.t, &e.pos));
-        else MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos));
+        if (variant == 0)
+            MF_ASSERT_OK(mf_rope_fused(e.ctx, &e.cfg, MF_ROPE_FORWARD, &e.t, &e.pos));
+        else
+            MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &e.t, &e.pos));
         MF_ASSERT_OK(mf_buffer_download(e.ctx, got, e.q_out_dev, n * sizeof(float)));
         ck_assert_msg(isnan(got[5]) && isnan(got[1]) && isfinite(got[0]), "the NaN pairs features 1 and 5");
         MF_ASSERT_CLOSE(got, ref, n, "rope.out.f32");
@@ -376,7 +391,8 @@ START_TEST(nonfinite) {
 }
 END_TEST
 
-static Suite *rope_badinput_suite(void) {
+static Suite *rope_badinput_suite(void)
+{
     Suite *s = suite_create("rope_badinput");
     TCase *tc = tcase_create("badinput");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

@@ -17,7 +17,7 @@
 #endif
 
 /* ---- test-only ops ------------------------------------------------------------------ */
-static const char *const two_variants[] = {"good", "bad"};
+static const char *const two_variants[] = { "good", "bad" };
 
 /* "good" passes both cases; "bad" fails case 1 (equivalence) */
 static mf_status fake_run(mf_context *ctx, int variant, int case_index, mf_case_result *out)
@@ -78,10 +78,15 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
     MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
 }
 
-static const mf_op_desc fake_op = {"fake", "test-only op", 2, two_variants, 2, fake_run, 0, NULL, NULL, 0, NULL, NULL};
-static const mf_op_desc good_op = {"goodonly", "test-only op that passes", 1, two_variants, 2, good_run, 0, NULL, NULL, 0, NULL, NULL};
-static const mf_op_desc broken_op = {"broken", "test-only op that errors", 1, two_variants, 1, broken_run, 0, NULL, NULL, 0, NULL, NULL};
-static const mf_op_desc *const test_ops[] = {&fake_op, &good_op, &broken_op};
+static const mf_op_desc fake_op = { "fake", "test-only op", 2, two_variants, 2,   fake_run, 0,
+                                    NULL,   NULL,           0, NULL,         NULL };
+static const mf_op_desc good_op = {
+    "goodonly", "test-only op that passes", 1, two_variants, 2, good_run, 0, NULL, NULL, 0, NULL, NULL
+};
+static const mf_op_desc broken_op = {
+    "broken", "test-only op that errors", 1, two_variants, 1, broken_run, 0, NULL, NULL, 0, NULL, NULL
+};
+static const mf_op_desc *const test_ops[] = { &fake_op, &good_op, &broken_op };
 
 static void use_test_ops(void) { mf_registry_override(test_ops, 3); }
 static void restore_ops(void) { mf_registry_override(NULL, 0); }
@@ -94,7 +99,7 @@ typedef struct {
 
 static cli_run run_cli(int argc, const char **argv)
 {
-    cli_run r = {0, NULL, NULL};
+    cli_run r = { 0, NULL, NULL };
     size_t on = 0, en = 0;
     FILE *out = open_memstream(&r.out, &on), *err = open_memstream(&r.err, &en);
     ck_assert_ptr_nonnull(out);
@@ -104,9 +109,9 @@ static cli_run run_cli(int argc, const char **argv)
     fclose(err);
     return r;
 }
-#define RUN(...)                                                                                   \
-    run_cli((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)),                   \
-            (const char *[]){__VA_ARGS__})
+#define RUN(...)                                                                                             \
+    run_cli((int)(sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(const char *)),                           \
+            (const char *[]){ __VA_ARGS__ })
 
 static void free_run(cli_run *r)
 {
@@ -114,10 +119,11 @@ static void free_run(cli_run *r)
     free(r->err);
 }
 
-static const char *const json_keys[] = {"op",  "variant", "backend", "dtype",          "shape",
-                                        "max_abs_err", "max_rel_err", "atol", "rtol", "pass",
-                                        "ref_peak_bytes", "opt_peak_bytes", "ceiling_bytes",
-                                        "outputs", "budget_used"};
+static const char *const json_keys[] = {
+    "op",         "variant", "backend", "dtype",          "shape",          "max_abs_err",   "max_rel_err",
+    "atol",       "rtol",    "pass",    "ref_peak_bytes", "opt_peak_bytes", "ceiling_bytes", "outputs",
+    "budget_used"
+};
 #define N_KEYS (sizeof json_keys / sizeof json_keys[0])
 
 /* Parses a report's JSON and checks every object has exactly the keys. Returns
@@ -138,7 +144,8 @@ static int check_report_json(const char *text, int *n_pass)
         for (size_t k = 0; k < N_KEYS; k++)
             ck_assert_msg(cJSON_GetObjectItemCaseSensitive(o, json_keys[k]) != NULL, "row %d lacks '%s'", i,
                           json_keys[k]);
-        for (size_t k = 0; k < 5; k++) ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, json_keys[k])));
+        for (size_t k = 0; k < 5; k++)
+            ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, json_keys[k])));
         ck_assert(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(o, "pass")));
         ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "atol")));
         ck_assert(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "opt_peak_bytes")));
@@ -175,8 +182,9 @@ END_TEST
  * for a name far from every command. */
 START_TEST(test_did_you_mean)
 {
-    static const char *const cases[][2] = {{"rpeort", "report"}, {"bnech", "bench"}, {"ver", "verify"},
-                                           {"plna", "plan"},     {"reports", "report"}, {"verfy", "verify"}};
+    static const char *const cases[][2] = { { "rpeort", "report" },  { "bnech", "bench" },
+                                            { "ver", "verify" },     { "plna", "plan" },
+                                            { "reports", "report" }, { "verfy", "verify" } };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cli_run r = RUN("memfix", cases[i][0]);
         ck_assert_int_eq(r.rc, 2);
@@ -240,8 +248,9 @@ START_TEST(test_table_passing)
 {
     cli_run r = RUN("memfix", "report", "--op=goodonly", "--backend=host");
     ck_assert_msg(r.rc == 0, "rc %d: %s", r.rc, r.err);
-    const char *cols[] = {"op",          "variant",     "backend", "dtype",    "compared", "tolerance row",
-                          "max abs err", "budget used", "verdict", "ref peak", "opt peak", "ceiling", "case"};
+    const char *cols[] = { "op",          "variant",     "backend", "dtype",    "compared", "tolerance row",
+                           "max abs err", "budget used", "verdict", "ref peak", "opt peak", "ceiling",
+                           "case" };
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) ck_assert_ptr_nonnull(strstr(r.out, cols[i]));
     ck_assert_ptr_nonnull(strstr(r.out, "goodonly"));
     ck_assert_ptr_nonnull(strstr(r.out, "PASS"));
@@ -295,8 +304,8 @@ START_TEST(test_json)
     ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(q, 0), "name")->valuestring, "loss");
     ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(q, 1), "tolerance")->valuestring,
                      "fake.grad.f32");
-    ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(q, 0), "budget_used")->valuedouble,
-                        0.125);
+    ck_assert_double_eq(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(q, 0), "budget_used")->valuedouble, 0.125);
     ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(o, "budget_used")->valuedouble, 0.125);
     /* fake/bad case 1: the failing quantity says so */
     o = cJSON_GetArrayItem(arr, 3);
@@ -386,7 +395,8 @@ START_TEST(test_binary_json_matmul)
     int n = check_report_json(buf, &n_pass);
     const mf_op_desc *op = mf_registry_find("matmul");
     ck_assert_int_eq(n, op->n_variants * op->n_cases);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && n_pass == n, "%d of %d rows pass:\n%s", n_pass, n, buf);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && n_pass == n, "%d of %d rows pass:\n%s", n_pass, n,
+                  buf);
     free(buf);
 }
 END_TEST
@@ -432,8 +442,8 @@ START_TEST(test_binary_json_cross_entropy)
             if (strcmp(name, "grad_hidden") == 0) grad_row = row;
             cJSON *b = cJSON_GetObjectItemCaseSensitive(e, "budget_used");
             if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "pass")))
-                ck_assert_msg(cJSON_IsNumber(b) && b->valuedouble >= 0 && b->valuedouble <= 1.0, "%s: %s", name,
-                              shape);
+                ck_assert_msg(cJSON_IsNumber(b) && b->valuedouble >= 0 && b->valuedouble <= 1.0, "%s: %s",
+                              name, shape);
         }
         ck_assert_msg(loss_row != NULL && grad_row != NULL && strcmp(loss_row, grad_row) != 0,
                       "loss and grad_hidden rows in '%s'", shape);

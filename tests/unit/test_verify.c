@@ -73,15 +73,16 @@ static size_t verify_fn_expect(const char *op_name, const char *name, void (*fn)
             continue;
         }
         rejected++;
-        ck_assert_msg(defense != NULL, "%s [%s %s] rejected by %s: %s", name, r->result.dtype, r->result.shape,
-                      r->defense, r->result.message);
+        ck_assert_msg(defense != NULL, "%s [%s %s] rejected by %s: %s", name, r->result.dtype,
+                      r->result.shape, r->defense, r->result.message);
         /* A write to an input is caught as 'input-write' where the input spans a whole
          * write-protected page (host mode), else as 'input-mutation' after the call. */
         const int same = strcmp(r->defense, defense) == 0 ||
                          (strcmp(defense, "input-mutation") == 0 && strcmp(r->defense, "input-write") == 0);
-        ck_assert_msg(same, "%s [%s %s]: rejected by '%s', expected '%s': %s", name,
-                      r->result.dtype, r->result.shape, r->defense, defense, r->result.message);
-        ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name, r->result.shape);
+        ck_assert_msg(same, "%s [%s %s]: rejected by '%s', expected '%s': %s", name, r->result.dtype,
+                      r->result.shape, r->defense, defense, r->result.message);
+        ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name,
+                      r->result.shape);
     }
     free(rows);
     return rejected;
@@ -127,8 +128,8 @@ static mf_status refuses(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_
     return MF_ERR_INVALID_SIZE;
 }
 
-static mf_status does_nothing(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
-                              const void *A, const void *B, float *C)
+static mf_status does_nothing(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N,
+                              int64_t K, const void *A, const void *B, float *C)
 {
     (void)ctx, (void)dtype, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)B, (void)C;
     return MF_OK;
@@ -136,8 +137,8 @@ static mf_status does_nothing(mf_context *ctx, mf_dtype dtype, int ta, int tb, i
 
 /* Host execution mode only: device buffers are host memory, so plain C can
  * write just before C, as an underrunning kernel would. */
-static mf_status writes_before(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
-                               const void *A, const void *B, float *C)
+static mf_status writes_before(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N,
+                               int64_t K, const void *A, const void *B, float *C)
 {
     (void)ctx, (void)dtype, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)A, (void)B;
     C[-1] = 0.0f;
@@ -191,19 +192,22 @@ START_TEST(test_ce_no_smoothing)
 }
 END_TEST
 
-static mf_status ce_does_nothing(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-                                 const void *hidden, const void *weight, const void *bias, const int64_t *labels,
-                                 const mf_cross_entropy_options *opts, float *loss, float *lse)
+static mf_status ce_does_nothing(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                 mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                 const int64_t *labels, const mf_cross_entropy_options *opts, float *loss,
+                                 float *lse)
 {
-    (void)ctx, (void)n_rows, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight, (void)bias;
+    (void)ctx, (void)n_rows, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight,
+        (void)bias;
     (void)labels, (void)opts, (void)loss, (void)lse;
     return MF_OK;
 }
 
 /* host mode: plain C may touch device buffers; one past the end of lse */
-static mf_status ce_overruns_lse(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-                                 const void *hidden, const void *weight, const void *bias, const int64_t *labels,
-                                 const mf_cross_entropy_options *opts, float *loss, float *lse)
+static mf_status ce_overruns_lse(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                 mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                 const int64_t *labels, const mf_cross_entropy_options *opts, float *loss,
+                                 float *lse)
 {
     (void)ctx, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight, (void)bias;
     (void)labels, (void)opts, (void)loss;
@@ -288,12 +292,14 @@ START_TEST(test_ce_backward_candidates)
 END_TEST
 
 /* host mode: a backward that overwrites lse (an input) */
-static mf_status ce_bwd_writes_lse(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab, mf_dtype dtype,
-                                   const void *hidden, const void *weight, const void *bias, const int64_t *labels,
-                                   const mf_cross_entropy_options *opts, const float *lse, const float *grad_loss,
-                                   float *grad_hidden, float *grad_weight, float *grad_bias)
+static mf_status ce_bwd_writes_lse(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                   mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
+                                   const int64_t *labels, const mf_cross_entropy_options *opts,
+                                   const float *lse, const float *grad_loss, float *grad_hidden,
+                                   float *grad_weight, float *grad_bias)
 {
-    (void)ctx, (void)n_rows, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight, (void)bias;
+    (void)ctx, (void)n_rows, (void)hidden_dim, (void)vocab, (void)dtype, (void)hidden, (void)weight,
+        (void)bias;
     (void)labels, (void)opts, (void)grad_loss, (void)grad_hidden, (void)grad_weight, (void)grad_bias;
     ((float *)(uintptr_t)lse)[n_rows - 1] = 0.0f;
     return MF_OK;
@@ -304,15 +310,16 @@ START_TEST(test_ce_backward_in_process)
     mf_cross_entropy_backward_candidate_fn a = ce_bwd_writes_lse;
     void (*fa)(void);
     memcpy(&fa, &a, sizeof fa);
-    ck_assert_uint_eq(verify_fn_expect("cross_entropy.backward", "ce_bwd_writes_lse", fa, "input-mutation"), 5);
+    ck_assert_uint_eq(verify_fn_expect("cross_entropy.backward", "ce_bwd_writes_lse", fa, "input-mutation"),
+                      5);
 }
 END_TEST
 
 /* rope (fused signature): examples/candidates/rope_*.cu */
 START_TEST(test_rope_correct_accepted)
 {
-    ck_assert_uint_eq(verify_fn_expect("rope", "rope_correct", load_symbol("rope_correct", "rope_candidate"), NULL),
-                      0);
+    ck_assert_uint_eq(
+        verify_fn_expect("rope", "rope_correct", load_symbol("rope_correct", "rope_candidate"), NULL), 0);
 }
 END_TEST
 
@@ -320,7 +327,8 @@ END_TEST
 START_TEST(test_rope_ignores_direction)
 {
     ck_assert_uint_eq(verify_fn_expect("rope", "rope_ignores_direction",
-                                       load_symbol("rope_ignores_direction", "rope_candidate"), "equivalence"),
+                                       load_symbol("rope_ignores_direction", "rope_candidate"),
+                                       "equivalence"),
                       2);
 }
 END_TEST
@@ -356,45 +364,51 @@ END_TEST
 /* attention (tiled forward / backward): examples/candidates/attention_*.cu */
 START_TEST(test_attention_correct_accepted)
 {
-    ck_assert_uint_eq(verify_fn_expect("attention.forward", "attention_forward_correct",
-                                       load_symbol("attention_forward_correct", "attention_forward_candidate"), NULL),
-                      0);
-    ck_assert_uint_eq(verify_fn_expect("attention.backward", "attention_backward_correct",
-                                       load_symbol("attention_backward_correct", "attention_backward_candidate"),
-                                       NULL),
-                      0);
+    ck_assert_uint_eq(
+        verify_fn_expect("attention.forward", "attention_forward_correct",
+                         load_symbol("attention_forward_correct", "attention_forward_candidate"), NULL),
+        0);
+    ck_assert_uint_eq(
+        verify_fn_expect("attention.backward", "attention_backward_correct",
+                         load_symbol("attention_backward_correct", "attention_backward_candidate"), NULL),
+        0);
 }
 END_TEST
 
 /* no 1/sqrt(D): every case (N = 1 through lse); dk's sign: every case but N = 1 */
 START_TEST(test_attention_wrong)
 {
-    ck_assert_uint_eq(verify_fn_expect("attention.forward", "attention_forward_no_scale",
-                                       load_symbol("attention_forward_no_scale", "attention_forward_candidate"),
-                                       "equivalence"),
-                      (size_t)mf_registry_find("attention")->n_cases);
-    ck_assert_uint_eq(verify_fn_expect("attention.backward", "attention_backward_dk_sign",
-                                       load_symbol("attention_backward_dk_sign", "attention_backward_candidate"),
-                                       "equivalence"),
-                      (size_t)mf_registry_find("attention")->n_cases - 1);
+    ck_assert_uint_eq(
+        verify_fn_expect("attention.forward", "attention_forward_no_scale",
+                         load_symbol("attention_forward_no_scale", "attention_forward_candidate"),
+                         "equivalence"),
+        (size_t)mf_registry_find("attention")->n_cases);
+    ck_assert_uint_eq(
+        verify_fn_expect("attention.backward", "attention_backward_dk_sign",
+                         load_symbol("attention_backward_dk_sign", "attention_backward_candidate"),
+                         "equivalence"),
+        (size_t)mf_registry_find("attention")->n_cases - 1);
 }
 END_TEST
 
 /* host mode: a backward that overwrites lse (the forward's output, an input
  * here) and one that takes more than 4*B*H*N bytes of scratch */
 static mf_status attn_writes_lse(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
-                                 int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
-                                 const void *dout, const float *lse, float *dq, float *dk, float *dv)
+                                 int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                                 const float *out, const void *dout, const float *lse, float *dq, float *dk,
+                                 float *dv)
 {
-    (void)ctx, (void)dtype, (void)causal, (void)B, (void)H, (void)N, (void)D, (void)Dv, (void)q, (void)k, (void)v;
+    (void)ctx, (void)dtype, (void)causal, (void)B, (void)H, (void)N, (void)D, (void)Dv, (void)q, (void)k,
+        (void)v;
     (void)out, (void)dout, (void)dq, (void)dk, (void)dv;
     ((float *)(uintptr_t)lse)[0] = 0.0f;
     return MF_OK;
 }
 
-static mf_status attn_big_scratch(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
-                                  int64_t D, int64_t Dv, const void *q, const void *k, const void *v, const float *out,
-                                  const void *dout, const float *lse, float *dq, float *dk, float *dv)
+static mf_status attn_big_scratch(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H,
+                                  int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                  const void *v, const float *out, const void *dout, const float *lse,
+                                  float *dq, float *dk, float *dv)
 {
     void *p = NULL;
     mf_status s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, (size_t)(B * H * N) * 4 + 64, &p);
@@ -442,13 +456,13 @@ START_TEST(test_npt_candidates)
 END_TEST
 
 /* a forward that takes 64 bytes more scratch than the ceiling at opts' chunk */
-static mf_status npt_big_scratch(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h, const void *W,
-                                 const void *A, const void *B, const void *m, const void *bias, void *out,
-                                 const mf_npt_options *opts)
+static mf_status npt_big_scratch(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
+                                 const void *W, const void *A, const void *B, const void *m, const void *bias,
+                                 void *out, const mf_npt_options *opts)
 {
     void *p = NULL;
-    mf_status s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, mf_npt_factored_forward_scratch_ceiling(dtype, shape, opts) + 64,
-                                   &p);
+    mf_status s = mf_scratch_alloc(ctx, MF_MEM_DEVICE,
+                                   mf_npt_factored_forward_scratch_ceiling(dtype, shape, opts) + 64, &p);
     if (s != MF_OK) return s;
     mf_scratch_free(ctx, MF_MEM_DEVICE, p);
     void (*fn)(void) = load_symbol("npt_forward_correct", "npt_forward_candidate");
@@ -473,26 +487,26 @@ END_TEST
 
 /* linear_attention (forward / backward with a state): examples/candidates/linear_attention_*.cu;
  * 12 rows: the 6 cases causal with a state, then bidirectional */
-#define LA_EXPECT(target, lib, sym, defense, n)                                                          \
+#define LA_EXPECT(target, lib, sym, defense, n)                                                              \
     ck_assert_uint_eq(verify_fn_expect(target, lib, load_symbol(lib, sym), defense), n)
 START_TEST(test_linear_attention_forward_correct)
 {
     ck_assert_int_eq(mf_verify_n_cases("linear_attention.forward"), 12);
-    LA_EXPECT("linear_attention.forward", "linear_attention_forward_correct", "linear_attention_forward_candidate",
-              NULL, 0);
+    LA_EXPECT("linear_attention.forward", "linear_attention_forward_correct",
+              "linear_attention_forward_candidate", NULL, 0);
 }
 END_TEST
 START_TEST(test_linear_attention_backward_correct)
 {
-    LA_EXPECT("linear_attention.backward", "linear_attention_backward_correct", "linear_attention_backward_candidate",
-              NULL, 0);
+    LA_EXPECT("linear_attention.backward", "linear_attention_backward_correct",
+              "linear_attention_backward_candidate", NULL, 0);
 }
 END_TEST
 /* the state is ignored: wrong on exactly the six causal rows */
 START_TEST(test_linear_attention_forward_no_state)
 {
-    LA_EXPECT("linear_attention.forward", "linear_attention_forward_no_state", "linear_attention_forward_candidate",
-              "equivalence", 6);
+    LA_EXPECT("linear_attention.forward", "linear_attention_forward_no_state",
+              "linear_attention_forward_candidate", "equivalence", 6);
 }
 END_TEST
 START_TEST(test_linear_attention_backward_no_final_grad)
@@ -503,12 +517,14 @@ START_TEST(test_linear_attention_backward_no_final_grad)
 END_TEST
 
 /* host mode: a backward that writes into grad->d_final_kv (an input) when given */
-static mf_status la_writes_dfinal(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B, int64_t H,
-                                  int64_t N, int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
-                                  const float *out, const void *dout, const mf_linear_attention_state *state,
+static mf_status la_writes_dfinal(mf_context *ctx, mf_dtype dtype, int causal, int64_t chunk, int64_t B,
+                                  int64_t H, int64_t N, int64_t D, int64_t Dv, const void *q, const void *k,
+                                  const void *v, const float *out, const void *dout,
+                                  const mf_linear_attention_state *state,
                                   const mf_linear_attention_state_grad *grad, float *dq, float *dk, float *dv)
 {
-    void (*fn)(void) = load_symbol("linear_attention_backward_correct", "linear_attention_backward_candidate");
+    void (*fn)(void) =
+        load_symbol("linear_attention_backward_correct", "linear_attention_backward_candidate");
     mf_linear_attention_backward_candidate_fn ok;
     memcpy(&ok, &fn, sizeof ok);
     mf_status s = ok(ctx, dtype, causal, chunk, B, H, N, D, Dv, q, k, v, out, dout, state, grad, dq, dk, dv);
@@ -524,27 +540,33 @@ START_TEST(test_linear_attention_in_process)
     mf_linear_attention_backward_candidate_fn a = la_writes_dfinal;
     void (*fa)(void);
     memcpy(&fa, &a, sizeof fa);
-    ck_assert_uint_eq(verify_fn_expect("linear_attention.backward", "la_writes_dfinal", fa, "input-mutation"), 6);
+    ck_assert_uint_eq(verify_fn_expect("linear_attention.backward", "la_writes_dfinal", fa, "input-mutation"),
+                      6);
 }
 END_TEST
 
 /* memfix's own optimized entry points, as candidates of the targets whose
  * signature they have (or through a wrapper adding the variant), are accepted:
  * verify's cases, ceilings and tolerances agree with report's. */
-static mf_status own_attn_fwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
-                              int64_t Dv, const void *q, const void *k, const void *v, float *out, float *lse)
+static mf_status own_attn_fwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                              int64_t D, int64_t Dv, const void *q, const void *k, const void *v, float *out,
+                              float *lse)
 {
     return mf_attention_forward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, lse);
 }
-static mf_status own_attn_bwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
-                              int64_t Dv, const void *q, const void *k, const void *v, const float *out,
-                              const void *dout, const float *lse, float *dq, float *dk, float *dv)
+static mf_status own_attn_bwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                              int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                              const float *out, const void *dout, const float *lse, float *dq, float *dk,
+                              float *dv)
 {
-    return mf_attention_backward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq,
-                                 dk, dv);
+    return mf_attention_backward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout,
+                                 lse, dq, dk, dv);
 }
 
-static void own_expect(const char *target, void (*fn)(void)) { ck_assert_uint_eq(verify_fn_expect(target, target, fn, NULL), 0); }
+static void own_expect(const char *target, void (*fn)(void))
+{
+    ck_assert_uint_eq(verify_fn_expect(target, target, fn, NULL), 0);
+}
 
 START_TEST(test_own_entries_accepted)
 {
@@ -567,9 +589,15 @@ START_TEST(test_own_entries_accepted)
     memcpy(&f[6], &lb, sizeof f[6]);
     memcpy(&f[7], &cf, sizeof f[7]);
     memcpy(&f[8], &cb, sizeof f[8]);
-    static const char *const targets[9] = {"rope",          "attention.forward",        "attention.backward",
-                                           "npt.forward",   "npt.backward",             "linear_attention.forward",
-                                           "linear_attention.backward", "cross_entropy", "cross_entropy.backward"};
+    static const char *const targets[9] = { "rope",
+                                            "attention.forward",
+                                            "attention.backward",
+                                            "npt.forward",
+                                            "npt.backward",
+                                            "linear_attention.forward",
+                                            "linear_attention.backward",
+                                            "cross_entropy",
+                                            "cross_entropy.backward" };
     for (int i = 0; i < 9; i++) own_expect(targets[i], f[i]);
 }
 END_TEST
@@ -600,9 +628,10 @@ static size_t lib_expect(const char *name, const char *defense, double timeout_s
         ck_assert_msg(r->schedule[0] != '\0', "%s [%s]: no thread order", name, r->result.shape);
         if (r->result.pass) continue;
         rejected++;
-        ck_assert_msg(defense != NULL && strcmp(r->defense, defense) == 0, "%s [%s]: rejected by '%s': %s", name,
-                      r->result.shape, r->defense, r->result.message);
-        ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name, r->result.shape);
+        ck_assert_msg(defense != NULL && strcmp(r->defense, defense) == 0, "%s [%s]: rejected by '%s': %s",
+                      name, r->result.shape, r->defense, r->result.message);
+        ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name,
+                      r->result.shape);
     }
     free(rows);
     return rejected;
@@ -618,7 +647,10 @@ START_TEST(test_lib_exit_third)
     ck_assert_uint_lt(r, 11);
 }
 END_TEST
-START_TEST(test_lib_tolerance_ctor) { ck_assert_uint_eq(lib_expect("tolerance_ctor", "equivalence", 60, 0), 11); }
+START_TEST(test_lib_tolerance_ctor)
+{
+    ck_assert_uint_eq(lib_expect("tolerance_ctor", "equivalence", 60, 0), 11);
+}
 END_TEST
 START_TEST(test_lib_host_loop) { ck_assert_uint_eq(lib_expect("host_loop", "timeout", 5, 0), 1); }
 END_TEST
@@ -679,13 +711,13 @@ START_TEST(test_cli)
     snprintf(lib_bad, sizeof lib_bad, "%s/libmatmul_overrun.so", MF_CANDIDATE_DIR);
     char *o = NULL, *e = NULL;
     int rc;
-#define RUN(...)                                                                                   \
-    do {                                                                                           \
-        const char *a_[] = {__VA_ARGS__};                                                          \
-        free(o);                                                                                   \
-        free(e);                                                                                   \
-        o = e = NULL;                                                                              \
-        rc = cli(a_, (int)(sizeof a_ / sizeof a_[0]), &o, &e);                                     \
+#define RUN(...)                                                                                             \
+    do {                                                                                                     \
+        const char *a_[] = { __VA_ARGS__ };                                                                  \
+        free(o);                                                                                             \
+        free(e);                                                                                             \
+        o = e = NULL;                                                                                        \
+        rc = cli(a_, (int)(sizeof a_ / sizeof a_[0]), &o, &e);                                               \
     } while (0)
     RUN("verify", "--help");
     ck_assert_int_eq(rc, MF_CLI_OK);

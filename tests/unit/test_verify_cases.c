@@ -34,7 +34,7 @@ static int all_targets(const char **names, int cap)
 
 static void describe(const char *target, mf_case_kind kind, int index, uint64_t seed, char *buf, size_t cap)
 {
-    const mf_case_id id = {kind, index, seed};
+    const mf_case_id id = { kind, index, seed };
     size_t bytes = 0;
     MF_ASSERT_OK(mf_verify_describe(target, &id, buf, cap, &bytes));
     ck_assert_uint_gt(bytes, 0);
@@ -44,7 +44,8 @@ START_TEST(test_case_id_text)
 {
     char buf[32];
     mf_case_id id;
-    const mf_case_id f3 = {MF_CASE_FIXED, 3, 0}, g12 = {MF_CASE_RANDOM, 12, 99}, lg = {MF_CASE_LARGE, 0, 5};
+    const mf_case_id f3 = { MF_CASE_FIXED, 3, 0 }, g12 = { MF_CASE_RANDOM, 12, 99 },
+                     lg = { MF_CASE_LARGE, 0, 5 };
     mf_case_id_format(&f3, buf, sizeof buf);
     ck_assert_str_eq(buf, "f3");
     mf_case_id_format(&g12, buf, sizeof buf);
@@ -91,11 +92,12 @@ START_TEST(test_case_lists)
         ck_assert_int_eq(ids[n_fixed + 2].index, 2);
         ck_assert_int_eq(ids[n_fixed + 3].kind, MF_CASE_LARGE);
         char buf[256];
-        for (size_t i = 0; i < got; i++) describe(names[t], ids[i].kind, ids[i].index, ids[i].seed, buf, sizeof buf);
-        const mf_case_id bad = {MF_CASE_FIXED, n_fixed, 0};
+        for (size_t i = 0; i < got; i++)
+            describe(names[t], ids[i].kind, ids[i].index, ids[i].seed, buf, sizeof buf);
+        const mf_case_id bad = { MF_CASE_FIXED, n_fixed, 0 };
         MF_ASSERT_STATUS(mf_verify_describe(names[t], &bad, buf, sizeof buf, NULL), MF_ERR_INVALID_ARGUMENT);
     }
-    MF_ASSERT_STATUS(mf_verify_case_ids("nosuch", 1, 1, 0, NULL, 0, &(size_t){0}), MF_ERR_INVALID_ARGUMENT);
+    MF_ASSERT_STATUS(mf_verify_case_ids("nosuch", 1, 1, 0, NULL, 0, &(size_t){ 0 }), MF_ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
@@ -116,7 +118,8 @@ START_TEST(test_reproducible)
             differ |= strcmp(a, b) != 0;
             for (int f = 0; f < mf_verify_n_cases(names[t]); f++) {
                 describe(names[t], MF_CASE_FIXED, f, 0, fixed, sizeof fixed);
-                ck_assert_msg(strcmp(a, fixed) != 0, "%s: random case g%d is fixed case f%d: %s", names[t], i, f, a);
+                ck_assert_msg(strcmp(a, fixed) != 0, "%s: random case g%d is fixed case f%d: %s", names[t], i,
+                              f, a);
             }
         }
         ck_assert_msg(differ, "%s: seeds 12345 and 54321 gave the same 4 cases", names[t]);
@@ -140,9 +143,10 @@ static int count_with(const char *target, uint64_t seed, int n, const char *s1, 
  * hold it for any seed (8 for matmul's dtype x transposes). */
 START_TEST(test_coverage)
 {
-    static const char *const combos[8][2] = {{"f32", "ta=0 tb=0"},  {"f32", "ta=1 tb=0"},  {"f32", "ta=0 tb=1"},
-                                             {"f32", "ta=1 tb=1"},  {"bf16", "ta=0 tb=0"}, {"bf16", "ta=1 tb=0"},
-                                             {"bf16", "ta=0 tb=1"}, {"bf16", "ta=1 tb=1"}};
+    static const char *const combos[8][2] = { { "f32", "ta=0 tb=0" },  { "f32", "ta=1 tb=0" },
+                                              { "f32", "ta=0 tb=1" },  { "f32", "ta=1 tb=1" },
+                                              { "bf16", "ta=0 tb=0" }, { "bf16", "ta=1 tb=0" },
+                                              { "bf16", "ta=0 tb=1" }, { "bf16", "ta=1 tb=1" } };
     for (uint64_t seed = 0; seed < 6; seed++) {
         for (int c = 0; c < 8; c++)
             ck_assert_int_eq(count_with("matmul", seed * 977u, 8, combos[c][0], combos[c][1]), 1);
@@ -195,25 +199,27 @@ static mf_status own_matmul(mf_context *ctx, mf_dtype dtype, int ta, int tb, int
 {
     return mf_matmul(ctx, MF_MATMUL_TILED, dtype, ta, tb, M, N, K, A, B, C);
 }
-static mf_status own_attn_fwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
-                              int64_t Dv, const void *q, const void *k, const void *v, float *out, float *lse)
+static mf_status own_attn_fwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                              int64_t D, int64_t Dv, const void *q, const void *k, const void *v, float *out,
+                              float *lse)
 {
     return mf_attention_forward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, lse);
 }
-static mf_status own_attn_bwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N, int64_t D,
-                              int64_t Dv, const void *q, const void *k, const void *v, const float *out,
-                              const void *dout, const float *lse, float *dq, float *dk, float *dv)
+static mf_status own_attn_bwd(mf_context *ctx, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
+                              int64_t D, int64_t Dv, const void *q, const void *k, const void *v,
+                              const float *out, const void *dout, const float *lse, float *dq, float *dk,
+                              float *dv)
 {
-    return mf_attention_backward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout, lse, dq,
-                                 dk, dv);
+    return mf_attention_backward(ctx, MF_ATTENTION_TILED, dtype, causal, B, H, N, D, Dv, q, k, v, out, dout,
+                                 lse, dq, dk, dv);
 }
 static mf_status own_nsa_fwd(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B, int64_t S,
                              int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k, const void *v,
                              const void *g_cmp, const void *g_slc, const void *g_win, float *out, float *lse,
                              int32_t *sel)
 {
-    return mf_nsa_forward(ctx, MF_NSA_FUSED, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out, lse,
-                          sel);
+    return mf_nsa_forward(ctx, MF_NSA_FUSED, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out,
+                          lse, sel);
 }
 
 /* Random cases g<first>..g<first+n-1> of seed on target with fn: every one passes. */
@@ -221,7 +227,7 @@ static void own_random(const char *target, void (*fn)(void), uint64_t seed, int 
 {
     mf_case_id ids[8];
     mf_verify_row rows[8];
-    for (int i = 0; i < n; i++) ids[i] = (mf_case_id){MF_CASE_RANDOM, first + i, seed};
+    for (int i = 0; i < n; i++) ids[i] = (mf_case_id){ MF_CASE_RANDOM, first + i, seed };
     size_t got = 0;
     MF_ASSERT_OK(mf_verify_ids(mf_test_ctx(), target, fn, ids, (size_t)n, rows, 8, &got));
     ck_assert_uint_eq(got, (size_t)n);

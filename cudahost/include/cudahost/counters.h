@@ -14,21 +14,21 @@ extern "C" {
 #endif
 
 typedef struct cudahostCallCounts {
-    unsigned long long malloc_;        /* cudaMalloc, cudaMallocManaged, cudaMallocPitch */
-    unsigned long long free_;          /* cudaFree */
-    unsigned long long malloc_async;   /* cudaMallocAsync */
-    unsigned long long free_async;     /* cudaFreeAsync */
-    unsigned long long malloc_host;    /* cudaMallocHost, cudaHostAlloc */
-    unsigned long long free_host;      /* cudaFreeHost */
-    unsigned long long device_sync;    /* cudaDeviceSynchronize */
-    unsigned long long stream_sync;    /* cudaStreamSynchronize (cudaStreamQuery is not counted) */
-    unsigned long long event_sync;     /* cudaEventSynchronize */
-    unsigned long long memcpy_sync;    /* synchronous copies and sets: cudaMemcpy, cudaMemcpy2D, cudaMemcpyPeer,
+    unsigned long long malloc_;      /* cudaMalloc, cudaMallocManaged, cudaMallocPitch */
+    unsigned long long free_;        /* cudaFree */
+    unsigned long long malloc_async; /* cudaMallocAsync */
+    unsigned long long free_async;   /* cudaFreeAsync */
+    unsigned long long malloc_host;  /* cudaMallocHost, cudaHostAlloc */
+    unsigned long long free_host;    /* cudaFreeHost */
+    unsigned long long device_sync;  /* cudaDeviceSynchronize */
+    unsigned long long stream_sync;  /* cudaStreamSynchronize (cudaStreamQuery is not counted) */
+    unsigned long long event_sync;   /* cudaEventSynchronize */
+    unsigned long long memcpy_sync;  /* synchronous copies and sets: cudaMemcpy, cudaMemcpy2D, cudaMemcpyPeer,
                                           cudaMemcpyToSymbol/FromSymbol, cudaMemset, cudaMemset2D */
-    size_t device_bytes;               /* device + managed bytes live now (what cudaMemGetInfo counts) */
-    size_t device_bytes_peak;          /* their peak since the last cudahostResetCallCounts */
-    size_t pinned_bytes;               /* pinned host bytes live now (cudaMallocHost/cudaHostAlloc) */
-    size_t pinned_bytes_peak;          /* their peak since the last reset */
+    size_t device_bytes;             /* device + managed bytes live now (what cudaMemGetInfo counts) */
+    size_t device_bytes_peak;        /* their peak since the last cudahostResetCallCounts */
+    size_t pinned_bytes;             /* pinned host bytes live now (cudaMallocHost/cudaHostAlloc) */
+    size_t pinned_bytes_peak;        /* their peak since the last reset */
 } cudahostCallCounts;
 
 /* The counts since the last reset (or since the process started). */

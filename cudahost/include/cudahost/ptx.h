@@ -26,85 +26,87 @@ namespace cudahost {
 namespace detail {
 // Every lane of the calling warp must call this with the same (what, file, line); the last to arrive calls
 // fn(io, arg) with the 32 lanes' io pointers (index = lane), then every lane returns.
-void warp_collective_(const char* what, const char* file, int line, void* io, void (*fn)(void* const* io, void* arg),
-                      void* arg);
-void** thread_ext_();            // a per-CUDA-thread pointer slot (kept across blocks)
-unsigned thread_linear_();       // the calling thread's linear index in its block
-unsigned long block_serial_();   // changes with every block a worker runs
-}  // namespace detail
+void warp_collective_(const char *what, const char *file, int line, void *io,
+                      void (*fn)(void *const *io, void *arg), void *arg);
+void **thread_ext_();          // a per-CUDA-thread pointer slot (kept across blocks)
+unsigned thread_linear_();     // the calling thread's linear index in its block
+unsigned long block_serial_(); // changes with every block a worker runs
+} // namespace detail
 
 namespace ptx {
 
 // ---- shared-state-space addresses --------------------------------------------------------------------------------
-uint32_t smem_encode_(const void* p);
-void* smem_decode_(uint64_t a, const char* file, int line);
+uint32_t smem_encode_(const void *p);
+void *smem_decode_(uint64_t a, const char *file, int line);
 
 // ---- register bits -----------------------------------------------------------------------------------------------
 // An asm operand's value as the bits of a PTX register of type R (uint16_t, uint32_t or uint64_t).
-template <class R, class T>
-inline R bits(const T& v) {
-  if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
-    return (R)v;
-  } else if constexpr (std::is_pointer_v<T>) {
-    return (R)(uintptr_t)v;
-  } else {
-    R r = 0;
-    std::memcpy((void*)&r, (const void*)&v, sizeof(T) < sizeof(R) ? sizeof(T) : sizeof(R));
-    return r;
-  }
+template <class R, class T> inline R bits(const T &v)
+{
+    if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+        return (R)v;
+    } else if constexpr (std::is_pointer_v<T>) {
+        return (R)(uintptr_t)v;
+    } else {
+        R r = 0;
+        std::memcpy((void *)&r, (const void *)&v, sizeof(T) < sizeof(R) ? sizeof(T) : sizeof(R));
+        return r;
+    }
 }
 // Writes a register's bits back to an output operand.
-template <class T, class R>
-inline void set(T& dst, R b) {
-  if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
-    dst = (T)b;
-  } else if constexpr (std::is_pointer_v<T>) {
-    dst = (T)(uintptr_t)b;
-  } else {
-    std::memcpy((void*)&dst, (const void*)&b, sizeof(T) < sizeof(R) ? sizeof(T) : sizeof(R));
-  }
+template <class T, class R> inline void set(T &dst, R b)
+{
+    if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+        dst = (T)b;
+    } else if constexpr (std::is_pointer_v<T>) {
+        dst = (T)(uintptr_t)b;
+    } else {
+        std::memcpy((void *)&dst, (const void *)&b, sizeof(T) < sizeof(R) ? sizeof(T) : sizeof(R));
+    }
 }
 
 // ---- warp-level matrix instructions ------------------------------------------------------------------------------
 enum mma_type : int { t_f16 = 0, t_bf16, t_tf32, t_f32 };
 // mma.sync.aligned.m16n8k{4,8,16}.row.col.<dtype>.<ab>.<ab>.<ctype>: d, a, b, c as the PTX ISA's register vectors
 // (f32 accumulators: 4 registers; f16: 2 .f16x2 registers).
-void mma_sync_(const char* what, const char* file, int line, int k, int ab, int ctype, int dtype, uint32_t* d,
-               const uint32_t* a, const uint32_t* b, const uint32_t* c);
+void mma_sync_(const char *what, const char *file, int line, int k, int ab, int ctype, int dtype, uint32_t *d,
+               const uint32_t *a, const uint32_t *b, const uint32_t *c);
 // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 r, [addr]
-void ldmatrix_(const char* what, const char* file, int line, int num, bool trans, uint32_t* r, uint64_t addr);
+void ldmatrix_(const char *what, const char *file, int line, int num, bool trans, uint32_t *r, uint64_t addr);
 // stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 [addr], r
-void stmatrix_(const char* what, const char* file, int line, int num, bool trans, const uint32_t* r, uint64_t addr);
+void stmatrix_(const char *what, const char *file, int line, int num, bool trans, const uint32_t *r,
+               uint64_t addr);
 // movmatrix.sync.aligned.m8n8.trans.b16 d, a
-uint32_t movmatrix_(const char* what, const char* file, int line, uint32_t a);
+uint32_t movmatrix_(const char *what, const char *file, int line, uint32_t a);
 
 // ---- asynchronous copies -----------------------------------------------------------------------------------------
 // cp.async.{ca,cg}.shared.global [dst], [src], cp_size[, src_size]: the source is read when the instruction runs, the
 // destination is written when a cp.async.wait_group / wait_all covering its group runs (so reading it before the
 // wait shows the garbage that was there).
-void cp_async_(const char* file, int line, uint64_t dst, uint64_t src, int cp_size, int src_size);
+void cp_async_(const char *file, int line, uint64_t dst, uint64_t src, int cp_size, int src_size);
 void cp_async_commit_();
-void cp_async_wait_(int n);  // cp.async.wait_group n (all but the n most recent committed groups are complete)
-void cp_async_wait_all_();   // cp.async.wait_all (commit, then wait_group 0)
+void cp_async_wait_(int n); // cp.async.wait_group n (all but the n most recent committed groups are complete)
+void cp_async_wait_all_();  // cp.async.wait_all (commit, then wait_group 0)
 
 // ---- the few scalar instructions that the idioms around them need ------------------------------------------------
 inline uint32_t laneid() { return detail::thread_linear_() & 31u; }
 inline uint32_t warpid() { return detail::thread_linear_() >> 5; }
-void bar_sync_();  // bar.sync 0 / barrier.sync 0 (= __syncthreads)
+void bar_sync_(); // bar.sync 0 / barrier.sync 0 (= __syncthreads)
 
 // Reports an unusable operand of an emulated instruction (misaligned or not a shared address, ...) as a GPU would
 // fault: the block is abandoned, the launch fails with cudaErrorLaunchFailure.
-[[noreturn]] void fault_(const char* file, int line, const char* what, const char* why);
+[[noreturn]] void fault_(const char *file, int line, const char *what, const char *why);
 
-}  // namespace ptx
-}  // namespace cudahost
+} // namespace ptx
+} // namespace cudahost
 
 // ---- address-space conversions (sm_20_intrinsics.h declares them only for nvcc) -------------------------------------
-inline size_t __cvta_generic_to_shared(const void* p) { return cudahost::ptx::smem_encode_(p); }
-inline void* __cvta_shared_to_generic(size_t a) {
-  return cudahost::ptx::smem_decode_(a, "__cvta_shared_to_generic", 0);
+inline size_t __cvta_generic_to_shared(const void *p) { return cudahost::ptx::smem_encode_(p); }
+inline void *__cvta_shared_to_generic(size_t a)
+{
+    return cudahost::ptx::smem_decode_(a, "__cvta_shared_to_generic", 0);
 }
-inline size_t __cvta_generic_to_global(const void* p) { return (size_t)(uintptr_t)p; }
-inline void* __cvta_global_to_generic(size_t a) { return (void*)(uintptr_t)a; }
+inline size_t __cvta_generic_to_global(const void *p) { return (size_t)(uintptr_t)p; }
+inline void *__cvta_global_to_generic(size_t a) { return (void *)(uintptr_t)a; }
 
-#endif  // CUDAHOST_PTX_H
+#endif // CUDAHOST_PTX_H

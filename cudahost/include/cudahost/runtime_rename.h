@@ -72,7 +72,8 @@
 #define cudaProfilerStart cudahost_cudaProfilerStart
 #define cudaProfilerStop cudahost_cudaProfilerStop
 #define cudaOccupancyMaxActiveBlocksPerMultiprocessor cudahost_cudaOccupancyMaxActiveBlocksPerMultiprocessor
-#define cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags cudahost_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags                                               \
+    cudahost_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
 #define cudaOccupancyAvailableDynamicSMemPerBlock cudahost_cudaOccupancyAvailableDynamicSMemPerBlock
 #define cudaMemPrefetchAsync cudahost_cudaMemPrefetchAsync
 #define cudaMemAdvise cudahost_cudaMemAdvise

@@ -31,22 +31,24 @@
 namespace cudahost {
 namespace wmma_detail {
 struct MmaShape {
-  int m, n, k, ab, ctype, dtype, na, nb, nc;
+    int m, n, k, ab, ctype, dtype, na, nb, nc;
 };
 bool permute();
-void mma_(const MmaShape& s, void* d, const void* a, const void* b, const void* c, const char* file, int line);
+void mma_(const MmaShape &s, void *d, const void *a, const void *b, const void *c, const char *file,
+          int line);
 
 // The row-major index, in a matrix of `size` elements (a power of two), of lane `lane`'s element i of a fragment with
 // n elements.
-inline int position(int size, int lane, int i, int n) {
-  (void)n;
-  const int d = size / 32;
-  int p = (i % d) * 32 + lane;
-  if (permute()) p = (p * 37 + 11) & (size - 1);
-  return p;
+inline int position(int size, int lane, int i, int n)
+{
+    (void)n;
+    const int d = size / 32;
+    int p = (i % d) * 32 + lane;
+    if (permute()) p = (p * 37 + 11) & (size - 1);
+    return p;
 }
-}  // namespace wmma_detail
-}  // namespace cudahost
+} // namespace wmma_detail
+} // namespace cudahost
 
 #ifndef CUDAHOST_WMMA_NVCUDA_DEFINED
 #define CUDAHOST_WMMA_NVCUDA_DEFINED
@@ -61,172 +63,188 @@ struct accumulator {};
 enum layout_t { mem_row_major, mem_col_major };
 namespace precision {
 struct tf32 {};
-}  // namespace precision
+} // namespace precision
 
 namespace detail {
-template <class T>
-struct storage {
-  using type = T;
+template <class T> struct storage {
+    using type = T;
 };
-template <>
-struct storage<precision::tf32> {
-  using type = float;
+template <> struct storage<precision::tf32> {
+    using type = float;
 };
-template <class T>
-constexpr int type_code() {
-  if constexpr (std::is_same_v<T, __half>) return cudahost::ptx::t_f16;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return cudahost::ptx::t_bf16;
-  else if constexpr (std::is_same_v<T, precision::tf32>) return cudahost::ptx::t_tf32;
-  else return cudahost::ptx::t_f32;
+template <class T> constexpr int type_code()
+{
+    if constexpr (std::is_same_v<T, __half>)
+        return cudahost::ptx::t_f16;
+    else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+        return cudahost::ptx::t_bf16;
+    else if constexpr (std::is_same_v<T, precision::tf32>)
+        return cudahost::ptx::t_tf32;
+    else
+        return cudahost::ptx::t_f32;
 }
-template <class Use, int M, int N, int K>
-constexpr int rows() {
-  return std::is_same_v<Use, matrix_b> ? K : M;
+template <class Use, int M, int N, int K> constexpr int rows()
+{
+    return std::is_same_v<Use, matrix_b> ? K : M;
 }
-template <class Use, int M, int N, int K>
-constexpr int cols() {
-  return std::is_same_v<Use, matrix_a> ? K : N;
+template <class Use, int M, int N, int K> constexpr int cols()
+{
+    return std::is_same_v<Use, matrix_a> ? K : N;
 }
-template <class Use, int M, int N, int K, class T>
-constexpr bool supported() {
-  constexpr bool shape16 = (M == 16 && N == 16 && K == 16) || (M == 32 && N == 8 && K == 16) ||
-                           (M == 8 && N == 32 && K == 16);
-  if constexpr (std::is_same_v<Use, accumulator>)
-    return (shape16 && (std::is_same_v<T, float> || std::is_same_v<T, __half>)) ||
-           (M == 16 && N == 16 && K == 8 && std::is_same_v<T, float>);
-  else
-    return (shape16 && (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)) ||
-           (M == 16 && N == 16 && K == 8 && std::is_same_v<T, precision::tf32>);
+template <class Use, int M, int N, int K, class T> constexpr bool supported()
+{
+    constexpr bool shape16 =
+        (M == 16 && N == 16 && K == 16) || (M == 32 && N == 8 && K == 16) || (M == 8 && N == 32 && K == 16);
+    if constexpr (std::is_same_v<Use, accumulator>)
+        return (shape16 && (std::is_same_v<T, float> || std::is_same_v<T, __half>)) ||
+               (M == 16 && N == 16 && K == 8 && std::is_same_v<T, float>);
+    else
+        return (shape16 && (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)) ||
+               (M == 16 && N == 16 && K == 8 && std::is_same_v<T, precision::tf32>);
 }
 // NVIDIA's num_elements (crt/mma.h): 8 for accumulators, 16 for __half inputs, 4 for tf32, the distinct count for
 // bf16 inputs.
-template <class Use, int M, int N, int K, class T>
-constexpr int elements() {
-  if constexpr (std::is_same_v<Use, accumulator>) return 8;
-  else if constexpr (std::is_same_v<T, __half>) return 16;
-  else if constexpr (std::is_same_v<T, precision::tf32>) return 4;
-  else return rows<Use, M, N, K>() * cols<Use, M, N, K>() / 32;
+template <class Use, int M, int N, int K, class T> constexpr int elements()
+{
+    if constexpr (std::is_same_v<Use, accumulator>)
+        return 8;
+    else if constexpr (std::is_same_v<T, __half>)
+        return 16;
+    else if constexpr (std::is_same_v<T, precision::tf32>)
+        return 4;
+    else
+        return rows<Use, M, N, K>() * cols<Use, M, N, K>() / 32;
 }
-}  // namespace detail
+} // namespace detail
 
-template <class T, int size>
-struct alignas(8) __frag_base {
-  enum { num_elements = size };
-  enum { num_storage_elements = size };
-  typedef T element_type;
-  typedef typename detail::storage<T>::type storage_element_type;
-  storage_element_type x[size];
+template <class T, int size> struct alignas(8) __frag_base {
+    enum { num_elements = size };
+    enum { num_storage_elements = size };
+    typedef T element_type;
+    typedef typename detail::storage<T>::type storage_element_type;
+    storage_element_type x[size];
 };
 
 template <class Use, int m, int n, int k, class T, class Layout = void>
 class fragment : public __frag_base<T, detail::elements<Use, m, n, k, T>()> {
-  static_assert(detail::supported<Use, m, n, k, T>(),
-                "cudahost: this WMMA fragment (shape and element type) is not emulated in host execution mode "
-                "(see cudahost/README.md)");
+    static_assert(
+        detail::supported<Use, m, n, k, T>(),
+        "cudahost: this WMMA fragment (shape and element type) is not emulated in host execution mode "
+        "(see cudahost/README.md)");
 
- public:
-  using cudahost_use = Use;
-  using cudahost_type = T;
-  using cudahost_layout = Layout;
-  static constexpr int cudahost_m = m, cudahost_n = n, cudahost_k = k;
-  static constexpr int cudahost_rows = detail::rows<Use, m, n, k>();
-  static constexpr int cudahost_cols = detail::cols<Use, m, n, k>();
+  public:
+    using cudahost_use = Use;
+    using cudahost_type = T;
+    using cudahost_layout = Layout;
+    static constexpr int cudahost_m = m, cudahost_n = n, cudahost_k = k;
+    static constexpr int cudahost_rows = detail::rows<Use, m, n, k>();
+    static constexpr int cudahost_cols = detail::cols<Use, m, n, k>();
 };
 
 template <class Use, int m, int n, int k, class T, class L, class V>
-inline void fill_fragment(fragment<Use, m, n, k, T, L>& f, const V& v) {
-  using S = typename fragment<Use, m, n, k, T, L>::storage_element_type;
-  const S s = static_cast<S>(v);
-  for (int i = 0; i < f.num_elements; i++) f.x[i] = s;
+inline void fill_fragment(fragment<Use, m, n, k, T, L> &f, const V &v)
+{
+    using S = typename fragment<Use, m, n, k, T, L>::storage_element_type;
+    const S s = static_cast<S>(v);
+    for (int i = 0; i < f.num_elements; i++) f.x[i] = s;
 }
 
-inline float __float_to_tf32(float in) {
-  uint32_t u;
-  std::memcpy(&u, &in, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u) {  // finite: round to nearest (ties away from zero), 10 mantissa bits
-    u += 0x1000u;
-    u &= 0xffffe000u;
-  }
-  float r;
-  std::memcpy(&r, &u, 4);
-  return r;
+inline float __float_to_tf32(float in)
+{
+    uint32_t u;
+    std::memcpy(&u, &in, 4);
+    if ((u & 0x7f800000u) !=
+        0x7f800000u) { // finite: round to nearest (ties away from zero), 10 mantissa bits
+        u += 0x1000u;
+        u &= 0xffffe000u;
+    }
+    float r;
+    std::memcpy(&r, &u, 4);
+    return r;
 }
 
 namespace detail {
 // CUDA's requirements for load/store_matrix_sync: a 256-bit aligned pointer, ldm a multiple of 16 bytes.
 template <class P>
-inline void check_memory(const P* p, unsigned ldm, const char* what, const std::source_location& loc) {
-  if ((uintptr_t)p % 32 != 0)
-    cudahost::ptx::fault_(loc.file_name(), (int)loc.line(), what, "the pointer is not 256-bit (32-byte) aligned");
-  if ((ldm * sizeof(P)) % 16 != 0)
-    cudahost::ptx::fault_(loc.file_name(), (int)loc.line(), what,
-                          "ldm is not a multiple of 16 bytes (8 16-bit or 4 32-bit elements)");
+inline void check_memory(const P *p, unsigned ldm, const char *what, const std::source_location &loc)
+{
+    if ((uintptr_t)p % 32 != 0)
+        cudahost::ptx::fault_(loc.file_name(), (int)loc.line(), what,
+                              "the pointer is not 256-bit (32-byte) aligned");
+    if ((ldm * sizeof(P)) % 16 != 0)
+        cudahost::ptx::fault_(loc.file_name(), (int)loc.line(), what,
+                              "ldm is not a multiple of 16 bytes (8 16-bit or 4 32-bit elements)");
 }
-template <class F, class P>
-inline void load(F& f, const P* p, unsigned ldm, bool row_major_mem) {
-  constexpr int R = F::cudahost_rows, C = F::cudahost_cols;
-  const int lane = (int)cudahost::ptx::laneid();
-  for (int i = 0; i < F::num_elements; i++) {
-    int pos = cudahost::wmma_detail::position(R * C, lane, i, F::num_elements);
-    int r = pos / C, c = pos % C;
-    f.x[i] = p[row_major_mem ? (size_t)r * ldm + (size_t)c : (size_t)c * ldm + (size_t)r];
-  }
+template <class F, class P> inline void load(F &f, const P *p, unsigned ldm, bool row_major_mem)
+{
+    constexpr int R = F::cudahost_rows, C = F::cudahost_cols;
+    const int lane = (int)cudahost::ptx::laneid();
+    for (int i = 0; i < F::num_elements; i++) {
+        int pos = cudahost::wmma_detail::position(R * C, lane, i, F::num_elements);
+        int r = pos / C, c = pos % C;
+        f.x[i] = p[row_major_mem ? (size_t)r * ldm + (size_t)c : (size_t)c * ldm + (size_t)r];
+    }
 }
-}  // namespace detail
+} // namespace detail
 
 template <class Use, int m, int n, int k, class T, class L, class P>
-  requires(!std::is_same_v<Use, accumulator>)
-inline void load_matrix_sync(fragment<Use, m, n, k, T, L>& f, const P* p, unsigned ldm,
-                             std::source_location loc = std::source_location::current()) {
-  static_assert(std::is_same_v<L, row_major> || std::is_same_v<L, col_major>,
-                "load_matrix_sync: a matrix_a/matrix_b fragment needs a row_major or col_major layout");
-  detail::check_memory(p, ldm, "nvcuda::wmma::load_matrix_sync", loc);
-  __syncwarp();
-  detail::load(f, p, ldm, std::is_same_v<L, row_major>);
+requires(!std::is_same_v<Use, accumulator>) inline void load_matrix_sync(
+    fragment<Use, m, n, k, T, L> &f, const P *p, unsigned ldm,
+    std::source_location loc = std::source_location::current())
+{
+    static_assert(std::is_same_v<L, row_major> || std::is_same_v<L, col_major>,
+                  "load_matrix_sync: a matrix_a/matrix_b fragment needs a row_major or col_major layout");
+    detail::check_memory(p, ldm, "nvcuda::wmma::load_matrix_sync", loc);
+    __syncwarp();
+    detail::load(f, p, ldm, std::is_same_v<L, row_major>);
 }
 template <int m, int n, int k, class T, class P>
-inline void load_matrix_sync(fragment<accumulator, m, n, k, T>& f, const P* p, unsigned ldm, layout_t layout,
-                             std::source_location loc = std::source_location::current()) {
-  detail::check_memory(p, ldm, "nvcuda::wmma::load_matrix_sync", loc);
-  __syncwarp();
-  detail::load(f, p, ldm, layout == mem_row_major);
+inline void load_matrix_sync(fragment<accumulator, m, n, k, T> &f, const P *p, unsigned ldm, layout_t layout,
+                             std::source_location loc = std::source_location::current())
+{
+    detail::check_memory(p, ldm, "nvcuda::wmma::load_matrix_sync", loc);
+    __syncwarp();
+    detail::load(f, p, ldm, layout == mem_row_major);
 }
 template <int m, int n, int k, class T, class P>
-inline void store_matrix_sync(P* p, const fragment<accumulator, m, n, k, T>& f, unsigned ldm, layout_t layout,
-                              std::source_location loc = std::source_location::current()) {
-  using F = fragment<accumulator, m, n, k, T>;
-  constexpr int R = F::cudahost_rows, C = F::cudahost_cols;
-  detail::check_memory(p, ldm, "nvcuda::wmma::store_matrix_sync", loc);
-  __syncwarp();
-  const int lane = (int)cudahost::ptx::laneid();
-  for (int i = 0; i < F::num_elements; i++) {
-    int pos = cudahost::wmma_detail::position(R * C, lane, i, F::num_elements);
-    int r = pos / C, c = pos % C;
-    p[layout == mem_row_major ? (size_t)r * ldm + (size_t)c : (size_t)c * ldm + (size_t)r] = f.x[i];
-  }
+inline void store_matrix_sync(P *p, const fragment<accumulator, m, n, k, T> &f, unsigned ldm, layout_t layout,
+                              std::source_location loc = std::source_location::current())
+{
+    using F = fragment<accumulator, m, n, k, T>;
+    constexpr int R = F::cudahost_rows, C = F::cudahost_cols;
+    detail::check_memory(p, ldm, "nvcuda::wmma::store_matrix_sync", loc);
+    __syncwarp();
+    const int lane = (int)cudahost::ptx::laneid();
+    for (int i = 0; i < F::num_elements; i++) {
+        int pos = cudahost::wmma_detail::position(R * C, lane, i, F::num_elements);
+        int r = pos / C, c = pos % C;
+        p[layout == mem_row_major ? (size_t)r * ldm + (size_t)c : (size_t)c * ldm + (size_t)r] = f.x[i];
+    }
 }
 
 template <int m, int n, int k, class TD, class TAB, class LA, class LB, class TC>
-inline void mma_sync(fragment<accumulator, m, n, k, TD>& d, const fragment<matrix_a, m, n, k, TAB, LA>& a,
-                     const fragment<matrix_b, m, n, k, TAB, LB>& b, const fragment<accumulator, m, n, k, TC>& c,
-                     bool satf = false, std::source_location loc = std::source_location::current()) {
-  (void)satf;
-  using FA = fragment<matrix_a, m, n, k, TAB, LA>;
-  using FB = fragment<matrix_b, m, n, k, TAB, LB>;
-  const cudahost::wmma_detail::MmaShape s{m,
-                                          n,
-                                          k,
-                                          detail::type_code<TAB>(),
-                                          detail::type_code<TC>(),
-                                          detail::type_code<TD>(),
-                                          FA::num_elements,
-                                          FB::num_elements,
-                                          8};
-  cudahost::wmma_detail::mma_(s, d.x, a.x, b.x, c.x, loc.file_name(), (int)loc.line());
+inline void mma_sync(fragment<accumulator, m, n, k, TD> &d, const fragment<matrix_a, m, n, k, TAB, LA> &a,
+                     const fragment<matrix_b, m, n, k, TAB, LB> &b,
+                     const fragment<accumulator, m, n, k, TC> &c, bool satf = false,
+                     std::source_location loc = std::source_location::current())
+{
+    (void)satf;
+    using FA = fragment<matrix_a, m, n, k, TAB, LA>;
+    using FB = fragment<matrix_b, m, n, k, TAB, LB>;
+    const cudahost::wmma_detail::MmaShape s{ m,
+                                             n,
+                                             k,
+                                             detail::type_code<TAB>(),
+                                             detail::type_code<TC>(),
+                                             detail::type_code<TD>(),
+                                             FA::num_elements,
+                                             FB::num_elements,
+                                             8 };
+    cudahost::wmma_detail::mma_(s, d.x, a.x, b.x, c.x, loc.file_name(), (int)loc.line());
 }
 
-}  // namespace wmma
-}  // namespace nvcuda
+} // namespace wmma
+} // namespace nvcuda
 #endif
 
-#endif  // CUDAHOST_WMMA_H
+#endif // CUDAHOST_WMMA_H

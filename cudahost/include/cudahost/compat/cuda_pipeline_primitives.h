@@ -12,12 +12,14 @@
 #include <source_location>
 #include "cudahost/ptx.h"
 
-static inline void __pipeline_memcpy_async(void* __restrict__ dst_shared, const void* __restrict__ src_global,
+static inline void __pipeline_memcpy_async(void *__restrict__ dst_shared, const void *__restrict__ src_global,
                                            size_t size_and_align, size_t zfill = 0,
-                                           std::source_location loc = std::source_location::current()) {
-  cudahost::ptx::cp_async_(loc.file_name(), (int)loc.line(), cudahost::ptx::smem_encode_(dst_shared),
-                           (uint64_t)(uintptr_t)src_global, (int)size_and_align,
-                           (int)size_and_align - (int)(zfill <= size_and_align ? zfill : size_and_align + 1));
+                                           std::source_location loc = std::source_location::current())
+{
+    cudahost::ptx::cp_async_(loc.file_name(), (int)loc.line(), cudahost::ptx::smem_encode_(dst_shared),
+                             (uint64_t)(uintptr_t)src_global, (int)size_and_align,
+                             (int)size_and_align -
+                                 (int)(zfill <= size_and_align ? zfill : size_and_align + 1));
 }
 static inline void __pipeline_commit() { cudahost::ptx::cp_async_commit_(); }
 static inline void __pipeline_wait_prior(size_t prior) { cudahost::ptx::cp_async_wait_((int)prior); }
