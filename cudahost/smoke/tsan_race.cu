@@ -6,7 +6,7 @@ __global__ void shift_left(const float *in, float *out)
 {
     __shared__ float s[64];
     int t = threadIdx.x;
-    s[t] = in[t];
+    s[t] = in[t]; // CUDAHOST_RACE_WRITE
     // missing __syncthreads() here
     out[t] = s[(t + 1) % 64]; // CUDAHOST_RACE_LINE
 }
