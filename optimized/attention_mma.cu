@@ -179,16 +179,7 @@ __global__ void __launch_bounds__(kThreads)
                     mx[e >> 1] = nan_max(mx[e >> 1], x);
                 }
                 float corr[2], mu[2];
-                MF_UNROLL
-                for (int r = 0; r < 2; ++r) {
-                    mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-                    mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-                    const float mn = nan_max(m[mt][r], mx[r]);
-                    // Nothing visible yet (mn = -inf): keep everything at 0, avoid inf - inf.
-                    corr[r] = mn == -INFINITY ? 1.0f : exp2f(m[mt][r] - mn);
-                    mu[r] = mn == -INFINITY ? 0.0f : mn;
-                    m[mt][r] = mn;
-                }
+                online_max_step(m[mt], mx, corr, mu);
                 float rs[2] = { 0.0f, 0.0f };
                 MF_UNROLL
                 for (int n = 0; n < BC / 8; ++n) MF_UNROLL
@@ -199,8 +190,7 @@ __global__ void __launch_bounds__(kThreads)
                 }
                 MF_UNROLL
                 for (int r = 0; r < 2; ++r) {
-                    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
-                    rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
+                    rs[r] = quad_sum(rs[r]);
                     l[mt][r] = l[mt][r] * corr[r] + rs[r];
                 }
                 MF_UNROLL

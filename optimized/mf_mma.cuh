@@ -63,6 +63,34 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float c0[4], const f
     a[3] = pack_bf16(c1[2], c1[3]);
 }
 // 16 bytes global -> shared; src_bytes 0 zero-fills (rows beyond the matrix).
+// Row reductions over the four lanes of a quad (lanes 4g..4g+3 hold one accumulator row of an m16n8 tile).
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = nan_max(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return nan_max(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x)
+{
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// One online-softmax step for the two accumulator rows (r = 0: row g, r = 1: row g + 8) a lane holds:
+// mx[r] is this lane's max over the new tile's (already scaled, log2-domain) scores; it is reduced over
+// the quad and folded into the running max m[r]. corr[r] = 2^(m_old - m_new) rescales the running sum and
+// output; mu[r] is what to subtract from the tile's scores before exp2 (0 while nothing is visible, m = -inf,
+// which keeps everything at 0 and avoids inf - inf).
+__device__ __forceinline__ void online_max_step(float m[2], const float mx[2], float corr[2], float mu[2])
+{
+    MF_UNROLL
+    for (int r = 0; r < 2; ++r) {
+        const float mn = nan_max(m[r], quad_max(mx[r]));
+        corr[r] = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
+        mu[r] = mn == -INFINITY ? 0.0f : mn;
+        m[r] = mn;
+    }
+}
+
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem),

@@ -346,15 +346,7 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             mx[e >> 1] = nan_max(mx[e >> 1], x);
         }
         float corr[2], mu[2];
-        MF_UNROLL
-        for (int r = 0; r < 2; ++r) {
-            mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = nan_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float mn = nan_max(acc.m[r], mx[r]);
-            corr[r] = mn == -INFINITY ? 1.0f : exp2f(acc.m[r] - mn);
-            mu[r] = mn == -INFINITY ? 0.0f : mn;
-            acc.m[r] = mn;
-        }
+        online_max_step(acc.m, mx, corr, mu);
         float rs[2] = { 0.0f, 0.0f };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
@@ -365,8 +357,7 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
         }
         MF_UNROLL
         for (int r = 0; r < 2; ++r) {
-            rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 1);
-            rs[r] += __shfl_xor_sync(0xffffffffu, rs[r], 2);
+            rs[r] = quad_sum(rs[r]);
             acc.l[r] = acc.l[r] * corr[r] + rs[r];
         }
         // P in bf16 (what a bf16 kernel multiplies), the A fragment of P V
