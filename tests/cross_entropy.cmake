@@ -22,6 +22,12 @@ if(TEST test_cross_entropy_equiv.host)
       LABELS "equivalence;host" TIMEOUT ${_ce_fwd_timeout} SKIP_RETURN_CODE 77
       ENVIRONMENT "${_ce_fwd_env};CK_RUN_CASE=${_case}")
   endforeach()
+  # Under TSan the V = 151,936 case takes 15-30 minutes of one core (1187 CTAs of 256 fibers per pass):
+  # labelled slow there so CI's TSan leg (-LE slow) stays short; run it with
+  # `ctest --preset tsan -R fused_vocab`. The default and ASan legs run it in every CI.
+  if(MF_SANITIZER STREQUAL "thread")
+    set_property(TEST test_cross_entropy_equiv_fused_vocab.host APPEND PROPERTY LABELS slow)
+  endif()
 endif()
 
 # The fused variant's test case (mma.sync fragments, the shared dL/dz tile, the
