@@ -230,7 +230,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
                        "REJECTED \\[f[0-9]+: [^\n]*cap=[1-9][^\n]* by equivalence" --cases 0)
   mf_verify_cases_test(rt_ce_zloss_sum cross_entropy rt_ce_zloss_sum ce_forward_candidate
                        "REJECTED \\[[fg][0-9]+: [^\n]* sum [^\n]* by equivalence" --cases 0)
-  # the correct examples: accepted with several seeds (the default 4 random cases each)
+  # the correct examples: accepted with several seeds (the default random cases each: 4, rope 16)
   foreach(_seed 1 2)
     mf_verify_cases_test(matmul_correct_${_seed} matmul matmul_correct matmul_candidate "candidate ACCEPTED"
                          --seed ${_seed} --cases 4)

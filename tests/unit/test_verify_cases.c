@@ -139,10 +139,15 @@ static int count_with(const char *target, uint64_t seed, int n, const char *s1, 
     return k;
 }
 
-/* What the fixed cases leave out is in every run's random cases: the default 4
- * hold it for any seed (8 for matmul's dtype x transposes). */
+/* What the fixed cases leave out is in every run's random cases: the default
+ * number (mf_verify_default_cases: 4, matmul's 8 dtype x transposes, rope's 16
+ * position kinds x dtype x direction) holds it for any seed. */
 START_TEST(test_coverage)
 {
+    ck_assert_int_eq(mf_verify_default_cases("matmul"), 8);
+    ck_assert_int_eq(mf_verify_default_cases("rope"), 16);
+    ck_assert_int_eq(mf_verify_default_cases("attention.forward"), 4);
+    ck_assert_int_eq(mf_verify_default_cases("nosuch"), -1);
     static const char *const combos[8][2] = { { "f32", "ta=0 tb=0" },  { "f32", "ta=1 tb=0" },
                                               { "f32", "ta=0 tb=1" },  { "f32", "ta=1 tb=1" },
                                               { "bf16", "ta=0 tb=0" }, { "bf16", "ta=1 tb=0" },
