@@ -64,7 +64,7 @@ static void report_help(FILE *out)
         fprintf(out, "  %-16s %s\n", ops[i]->name, ops[i]->summary ? ops[i]->summary : "");
         fprintf(out, "  %-16s variants:", "");
         for (int v = 0; v < ops[i]->n_variants; v++) fprintf(out, " %s", ops[i]->variants[v]);
-        fprintf(out, "; %d built-in cases\n", ops[i]->n_cases);
+        fprintf(out, "; %d built-in cases (report runs %d)\n", ops[i]->n_cases, mf_op_report_cases(ops[i]));
     }
 }
 
@@ -381,7 +381,8 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
 
     size_t cap = 0, n = 0;
     for (size_t i = 0; i < n_ops; i++)
-        if (only == NULL || all[i] == only) cap += (size_t)all[i]->n_variants * (size_t)all[i]->n_cases;
+        if (only == NULL || all[i] == only)
+            cap += (size_t)all[i]->n_variants * (size_t)mf_op_report_cases(all[i]);
     mf_case_result *rows = calloc(cap ? cap : 1, sizeof *rows);
     if (rows == NULL) {
         mf_context_destroy(ctx);
@@ -393,7 +394,7 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
         const mf_op_desc *op = all[i];
         if (only != NULL && op != only) continue;
         for (int v = 0; v < op->n_variants; v++) {
-            for (int c = 0; c < op->n_cases; c++) {
+            for (int c = 0; c < mf_op_report_cases(op); c++) {
                 mf_case_result *r = &rows[n++];
                 mf_clear_error();
                 s = op->run_case(ctx, v, c, r);

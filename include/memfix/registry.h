@@ -163,7 +163,17 @@ typedef struct mf_op_desc {
     /* `memfix plan`'s rows for a model's shape, the parameters they need and,
      * for the loss op, the loss's figures (memfix/plan.h); NULL: no rows. */
     const struct mf_op_plan *plan;
+    /* `memfix report`'s rows (and test_registry's): the first n_report_cases
+     * built-in cases; 0: all n_cases. The cases after them are the equivalence
+     * suite's (tests/equivalence, through the same run_case). */
+    int n_report_cases;
 } mf_op_desc;
+
+/* The number of built-in cases `memfix report` runs for op. */
+static inline int mf_op_report_cases(const mf_op_desc *op)
+{
+    return op->n_report_cases > 0 && op->n_report_cases < op->n_cases ? op->n_report_cases : op->n_cases;
+}
 
 MF_API const mf_op_desc *const *mf_registry(size_t *count);
 MF_API const mf_op_desc *mf_registry_find(const char *name);

@@ -157,11 +157,38 @@ typedef struct attention_case {
  * with D = Dv in {64, 128} runs the tensor-core kernels (attention_mma.cu),
  * N not a multiple of their 128-row blocks. */
 static const attention_case attention_cases[] = {
-    { 1, 1, 1, 8, 8, 1, MF_DTYPE_F32 },     { 2, 2, 37, 16, 8, 0, MF_DTYPE_F32 },
-    { 2, 2, 37, 16, 8, 1, MF_DTYPE_F32 },   { 1, 3, 50, 32, 24, 1, MF_DTYPE_BF16 },
-    { 1, 2, 33, 8, 40, 0, MF_DTYPE_BF16 },  { 1, 1, 20, 128, 128, 1, MF_DTYPE_F32 },
-    { 1, 2, 77, 64, 64, 1, MF_DTYPE_BF16 }, { 1, 1, 70, 128, 128, 0, MF_DTYPE_BF16 },
+    { 1, 1, 1, 8, 8, 1, MF_DTYPE_F32 },
+    { 2, 2, 37, 16, 8, 0, MF_DTYPE_F32 },
+    { 2, 2, 37, 16, 8, 1, MF_DTYPE_F32 },
+    { 1, 3, 50, 32, 24, 1, MF_DTYPE_BF16 },
+    { 1, 2, 33, 8, 40, 0, MF_DTYPE_BF16 },
+    { 1, 1, 20, 128, 128, 1, MF_DTYPE_F32 },
+    { 1, 2, 77, 64, 64, 1, MF_DTYPE_BF16 },
+    { 1, 1, 70, 128, 128, 0, MF_DTYPE_BF16 },
+    /* The equivalence suite's (tests/equivalence/test_attention_equiv.c runs
+     * every case): N = 1 in bf16, D != Dv and Dv > D, the largest head
+     * dimension with N tiny, D = Dv = 1; the tensor-core kernels with N not a
+     * multiple of their 256-query / 128-key / 64- or 32-row blocks (nor of 16),
+     * several blocks, N = 1, exactly one block, two 256-query forward blocks. */
+    { 1, 2, 1, 4, 6, 0, MF_DTYPE_BF16 },
+    { 1, 3, 50, 32, 24, 0, MF_DTYPE_BF16 },
+    { 1, 2, 64, 32, 32, 1, MF_DTYPE_F32 },
+    { 1, 1, 48, 16, 40, 0, MF_DTYPE_F32 },
+    { 1, 1, 5, 128, 128, 1, MF_DTYPE_F32 },
+    { 1, 1, 3, 128, 96, 0, MF_DTYPE_BF16 },
+    { 1, 1, 17, 1, 1, 1, MF_DTYPE_F32 },
+    { 1, 2, 77, 64, 64, 0, MF_DTYPE_BF16 },
+    { 2, 1, 150, 128, 128, 0, MF_DTYPE_BF16 },
+    { 2, 1, 150, 128, 128, 1, MF_DTYPE_BF16 },
+    { 1, 1, 1, 64, 64, 1, MF_DTYPE_BF16 },
+    { 1, 1, 64, 128, 128, 1, MF_DTYPE_BF16 },
+    { 1, 1, 9, 64, 64, 0, MF_DTYPE_BF16 },
+    { 1, 1, 300, 64, 64, 1, MF_DTYPE_BF16 },
+    { 1, 1, 270, 128, 128, 0, MF_DTYPE_BF16 },
 };
+/* memfix verify's fixed cases: the first 8 (the rest are the test suite's; its
+ * random cases cover D, Dv, causal and dtype). */
+#define ATTENTION_N_VERIFY_CASES 8
 
 /* The tensor-core path takes bf16 with D == Dv in {64, 128} (the registry's
  * buffers are aligned): its tolerance rows are attention.mma.*. */
@@ -212,9 +239,18 @@ static void attention_shape(const attention_case *c, const char *pass, char *buf
              (long long)c->N, (long long)c->D, (long long)c->Dv, c->causal, pass);
 }
 
+static mf_status attention_verify_id_check(const mf_case_id *id)
+{
+    if (id->kind == MF_CASE_FIXED && (id->index < 0 || id->index >= ATTENTION_N_VERIFY_CASES))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "attention: verify case %d out of range [0, %d)", id->index,
+                ATTENTION_N_VERIFY_CASES);
+    return MF_OK;
+}
+
 static mf_status attention_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap,
                                          size_t *bytes)
 {
+    MF_TRY(attention_verify_id_check(id));
     attention_case c;
     MF_TRY(attention_case_of(id, &c));
     char shape[160];
@@ -363,6 +399,11 @@ static mf_status attention_verify_case(mf_context *ctx, mf_attention_forward_can
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
                 "exactly one of fwd and bwd must be given");
     }
+    const mf_status st = attention_verify_id_check(id);
+    if (st != MF_OK) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        return st;
+    }
     return attention_run_case_impl(ctx, 0, fwd, bwd, id, seed_salt, out);
 }
 
@@ -451,10 +492,12 @@ static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(vo
     return attention_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
+static int attention_verify_n_cases(void) { return ATTENTION_N_VERIFY_CASES; }
+
 static const mf_verify_target attention_targets[] = {
-    { "attention.forward", attention_forward_verify, NULL, attention_forward_verify_id,
+    { "attention.forward", attention_forward_verify, attention_verify_n_cases, attention_forward_verify_id,
       attention_describe_fwd, attn_fwd_call, sizeof(attn_args), 0, 0, NULL, 0 },
-    { "attention.backward", attention_backward_verify, NULL, attention_backward_verify_id,
+    { "attention.backward", attention_backward_verify, attention_verify_n_cases, attention_backward_verify_id,
       attention_describe_bwd, attn_bwd_call, sizeof(attn_args), 0, 0, NULL, 0 }
 };
 
@@ -567,4 +610,5 @@ const mf_op_desc mf_op_attention = {
     (int)(sizeof attention_tolerances / sizeof attention_tolerances[0]),
     attention_tolerances,
     &attention_plan,
+    ATTENTION_N_VERIFY_CASES, /* report: the first cases; the rest are the equivalence suite's */
 };

@@ -114,18 +114,80 @@ typedef struct matmul_case {
     mf_dtype dtype;
 } matmul_case;
 
+/* Every transpose combination and dtype of one shape. */
+// clang-format off
+#define MATMUL_ALL8(M, N, K)                                                                                 \
+    { M, N, K, 0, 0, MF_DTYPE_F32 }, { M, N, K, 0, 0, MF_DTYPE_BF16 }, { M, N, K, 1, 0, MF_DTYPE_F32 },      \
+    { M, N, K, 1, 0, MF_DTYPE_BF16 }, { M, N, K, 0, 1, MF_DTYPE_F32 }, { M, N, K, 0, 1, MF_DTYPE_BF16 },     \
+    { M, N, K, 1, 1, MF_DTYPE_F32 }, { M, N, K, 1, 1, MF_DTYPE_BF16 }
+// clang-format on
+
 /* Small shapes (fast in host mode) covering: the degenerate 1x1x1, sizes that
  * are not multiples of the 16x16 tile with every transpose combination, tall
  * and skinny outputs, a thin K = 4096 reduction, and one multi-tile shape. */
 static const matmul_case matmul_cases[] = {
-    { 1, 1, 1, 0, 0, MF_DTYPE_F32 },     { 1, 1, 1, 1, 1, MF_DTYPE_BF16 },
-    { 17, 33, 19, 0, 0, MF_DTYPE_F32 },  { 17, 33, 19, 1, 0, MF_DTYPE_F32 },
-    { 17, 33, 19, 0, 1, MF_DTYPE_BF16 }, { 17, 33, 19, 1, 1, MF_DTYPE_BF16 },
-    { 1000, 3, 5, 0, 0, MF_DTYPE_F32 },  { 3, 1000, 7, 0, 1, MF_DTYPE_BF16 },
-    { 4, 5, 4096, 0, 0, MF_DTYPE_F32 },  { 4, 5, 4096, 1, 1, MF_DTYPE_BF16 },
+    { 1, 1, 1, 0, 0, MF_DTYPE_F32 },
+    { 1, 1, 1, 1, 1, MF_DTYPE_BF16 },
+    { 17, 33, 19, 0, 0, MF_DTYPE_F32 },
+    { 17, 33, 19, 1, 0, MF_DTYPE_F32 },
+    { 17, 33, 19, 0, 1, MF_DTYPE_BF16 },
+    { 17, 33, 19, 1, 1, MF_DTYPE_BF16 },
+    { 1000, 3, 5, 0, 0, MF_DTYPE_F32 },
+    { 3, 1000, 7, 0, 1, MF_DTYPE_BF16 },
+    { 4, 5, 4096, 0, 0, MF_DTYPE_F32 },
+    { 4, 5, 4096, 1, 1, MF_DTYPE_BF16 },
     { 64, 48, 80, 0, 0, MF_DTYPE_BF16 },
+    /* The equivalence sweep (tests/equivalence/test_matmul_equiv.c runs every
+     * case): the rest of every transpose combination and dtype of 1x1x1, one past
+     * the tile (17x33x19), a single output column with K over 3 partial tiles
+     * (31x1x47), tall and skinny (1000x3x5), short and wide (3x1000x7), a thin
+     * K = 4096 reduction, exact tile multiples (48x32x64), N over 5 column tiles
+     * with M below a tile (2x70x33). */
+    { 1, 1, 1, 0, 0, MF_DTYPE_BF16 },
+    { 1, 1, 1, 1, 0, MF_DTYPE_F32 },
+    { 1, 1, 1, 1, 0, MF_DTYPE_BF16 },
+    { 1, 1, 1, 0, 1, MF_DTYPE_F32 },
+    { 1, 1, 1, 0, 1, MF_DTYPE_BF16 },
+    { 1, 1, 1, 1, 1, MF_DTYPE_F32 },
+    { 17, 33, 19, 0, 0, MF_DTYPE_BF16 },
+    { 17, 33, 19, 1, 0, MF_DTYPE_BF16 },
+    { 17, 33, 19, 0, 1, MF_DTYPE_F32 },
+    { 17, 33, 19, 1, 1, MF_DTYPE_F32 },
+    MATMUL_ALL8(31, 1, 47),
+    { 1000, 3, 5, 0, 0, MF_DTYPE_BF16 },
+    { 1000, 3, 5, 1, 0, MF_DTYPE_F32 },
+    { 1000, 3, 5, 1, 0, MF_DTYPE_BF16 },
+    { 1000, 3, 5, 0, 1, MF_DTYPE_F32 },
+    { 1000, 3, 5, 0, 1, MF_DTYPE_BF16 },
+    { 1000, 3, 5, 1, 1, MF_DTYPE_F32 },
+    { 1000, 3, 5, 1, 1, MF_DTYPE_BF16 },
+    { 3, 1000, 7, 0, 0, MF_DTYPE_F32 },
+    { 3, 1000, 7, 0, 0, MF_DTYPE_BF16 },
+    { 3, 1000, 7, 1, 0, MF_DTYPE_F32 },
+    { 3, 1000, 7, 1, 0, MF_DTYPE_BF16 },
+    { 3, 1000, 7, 0, 1, MF_DTYPE_F32 },
+    { 3, 1000, 7, 1, 1, MF_DTYPE_F32 },
+    { 3, 1000, 7, 1, 1, MF_DTYPE_BF16 },
+    { 4, 5, 4096, 0, 0, MF_DTYPE_BF16 },
+    { 4, 5, 4096, 1, 0, MF_DTYPE_F32 },
+    { 4, 5, 4096, 1, 0, MF_DTYPE_BF16 },
+    { 4, 5, 4096, 0, 1, MF_DTYPE_F32 },
+    { 4, 5, 4096, 0, 1, MF_DTYPE_BF16 },
+    { 4, 5, 4096, 1, 1, MF_DTYPE_F32 },
+    MATMUL_ALL8(48, 32, 64),
+    MATMUL_ALL8(2, 70, 33),
+    /* The memory suite's shapes (tests/memory/test_matmul_memory.c): two sizes,
+     * the second doubling M, N and K, and the cuBLAS workspace case. */
+    { 40, 24, 56, 0, 0, MF_DTYPE_F32 },
+    { 40, 24, 56, 0, 0, MF_DTYPE_BF16 },
+    { 80, 48, 112, 1, 1, MF_DTYPE_F32 },
+    { 80, 48, 112, 1, 1, MF_DTYPE_BF16 },
+    { 33, 17, 65, 0, 1, MF_DTYPE_BF16 },
 };
 #define MATMUL_N_CASES ((int)(sizeof(matmul_cases) / sizeof(matmul_cases[0])))
+/* memfix verify's built-in cases: the first 11 (the sweep after them is the
+ * test suites'; verify's random cases cover the dtype x transpose combinations). */
+#define MATMUL_N_VERIFY_CASES 11
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
 /* Random case i of a seed: the dtype x (ta, tb) combination (i + seed) mod 8, so
@@ -179,8 +241,18 @@ static void matmul_shape(const matmul_case *c, char *buf, size_t cap)
              c->trans_a, c->trans_b);
 }
 
+/* memfix verify's fixed cases are the first MATMUL_N_VERIFY_CASES. */
+static mf_status matmul_verify_id_check(const mf_case_id *id)
+{
+    if (id->kind == MF_CASE_FIXED && (id->index < 0 || id->index >= MATMUL_N_VERIFY_CASES))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "matmul: verify case %d out of range [0, %d)", id->index,
+                MATMUL_N_VERIFY_CASES);
+    return MF_OK;
+}
+
 static mf_status matmul_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
 {
+    MF_TRY(matmul_verify_id_check(id));
     matmul_case c;
     MF_TRY(matmul_case_of(id, &c));
     char shape[160];
@@ -266,6 +338,11 @@ static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entr
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
     }
+    const mf_status st = matmul_verify_id_check(id);
+    if (st != MF_OK) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        return st;
+    }
     return matmul_run_case_impl(ctx, 0, entry, id, seed_salt, out);
 }
 
@@ -318,9 +395,11 @@ static mf_status matmul_own(mf_context *ctx, mf_dtype dtype, int trans_a, int tr
     return mf_matmul(ctx, MF_MATMUL_TILED, dtype, trans_a, trans_b, M, N, K, A, B, C);
 }
 
-static const mf_verify_target matmul_targets[] = { { "matmul", matmul_verify, NULL, matmul_verify_id,
-                                                     matmul_describe, matmul_call, sizeof(matmul_args), 0, 0,
-                                                     MF_TB_OWN(matmul_own), 8 } };
+static int matmul_verify_n_cases(void) { return MATMUL_N_VERIFY_CASES; }
+
+static const mf_verify_target matmul_targets[] = { { "matmul", matmul_verify, matmul_verify_n_cases,
+                                                     matmul_verify_id, matmul_describe, matmul_call,
+                                                     sizeof(matmul_args), 0, 0, MF_TB_OWN(matmul_own), 8 } };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c)
@@ -383,5 +462,6 @@ const mf_op_desc mf_op_matmul = {
     &matmul_bench,
     (int)(sizeof matmul_tolerances / sizeof matmul_tolerances[0]),
     matmul_tolerances,
-    NULL, /* no plan rows: a matmul is not a memory fix of a model */
+    NULL,                  /* no plan rows: a matmul is not a memory fix of a model */
+    MATMUL_N_VERIFY_CASES, /* report: the first cases; the rest are the equivalence suite's sweep */
 };

@@ -2,6 +2,7 @@
  * comparison path and the verdict. */
 #include "testbed.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,12 +217,14 @@ mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t se
     uint64_t k = 0;
     for (int i = 0; i < n; i++) {
         if (t[i].role == MF_TB_IN) {
-            t[i].host = mf_tb_make_input(dtype, t[i].n, seed + k++, t[i].lo, t[i].hi);
+            t[i].host = mf_tb_make_input(dtype, t[i].n + MF_TB_GUARD, seed + k++, t[i].lo, t[i].hi);
+            if (t[i].host != NULL)
+                mf_tb_fill_nan(dtype, (char *)t[i].host + t[i].n * mf_dtype_size(dtype), MF_TB_GUARD);
         } else {
             t[i].host = malloc(t[i].n * sizeof(float));
-            t[i].got = (float *)malloc(t[i].n * sizeof(float));
+            t[i].got = (float *)malloc((t[i].n + MF_TB_GUARD) * sizeof(float));
             if (t[i].host != NULL) mf_fill_nan_f32((float *)t[i].host, t[i].n);
-            if (t[i].got != NULL) mf_fill_nan_f32(t[i].got, t[i].n);
+            if (t[i].got != NULL) mf_fill_nan_f32(t[i].got, t[i].n + MF_TB_GUARD);
         }
         if (t[i].host == NULL || (t[i].role == MF_TB_OUT && t[i].got == NULL))
             MF_FAIL(MF_ERR_OUT_OF_MEMORY, "host buffer of %zu elements for %s", t[i].n, t[i].name);
@@ -229,17 +232,18 @@ mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t se
     return MF_OK;
 }
 
+/* A tensor's device bytes: its elements and the NaN guard after them. */
+static size_t tensor_bytes(const mf_tb_tensor *t, mf_dtype dtype)
+{
+    return (t->n + MF_TB_GUARD) * (t->role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
+}
+
 mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype)
 {
-    for (int i = 0; i < n; i++) {
-        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
-        MF_TRY(mf_buffer_alloc(ctx, bytes, &t[i].dev));
-    }
-    for (int i = 0; i < n; i++) {
-        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
+    for (int i = 0; i < n; i++) MF_TRY(mf_buffer_alloc(ctx, tensor_bytes(&t[i], dtype), &t[i].dev));
+    for (int i = 0; i < n; i++)
         MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].role == MF_TB_IN ? t[i].host : (const void *)t[i].got,
-                                bytes));
-    }
+                                tensor_bytes(&t[i], dtype)));
     return MF_OK;
 }
 
@@ -248,11 +252,21 @@ mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtyp
 {
     for (int i = 0; i < n; i++)
         if (t[i].role == MF_TB_OUT)
-            MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, t[i].n * sizeof(float)));
-    for (int i = 0; i < n; i++)
-        if (t[i].role == MF_TB_OUT && t[i].tol != NULL)
+            MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, tensor_bytes(&t[i], dtype)));
+    for (int i = 0; i < n; i++) {
+        if (t[i].role != MF_TB_OUT) continue;
+        for (size_t g = t[i].n; g < t[i].n + MF_TB_GUARD; g++) {
+            if (!isnan(t[i].got[g]) && *all_pass) { /* written past the end */
+                *all_pass = 0;
+                out->failure = MF_FAILURE_NONFINITE;
+                snprintf(out->message, sizeof(out->message), "%s: write past the end at element %zu (%g)",
+                         t[i].name, g, (double)t[i].got[g]);
+            }
+        }
+        if (t[i].tol != NULL)
             MF_TRY(mf_tb_compare_row(t[i].got, (const float *)t[i].host, t[i].n, t[i].name, t[i].tol, dtype,
                                      out, all_pass));
+    }
     return MF_OK;
 }
 

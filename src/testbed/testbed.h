@@ -81,11 +81,18 @@ typedef struct mf_tb_tensor {
     void *dev;       /* the device buffer */
 } mf_tb_tensor;
 
+/* Every tensor's device buffer (and an input's host buffer) carries MF_TB_GUARD
+ * NaN elements after its n: a read past the end of an input brings a NaN into
+ * the result (even where a padded tile multiplies it by zero), and an output's
+ * guard must still be NaN after the run (a write past the end fails, kind
+ * MF_FAILURE_NONFINITE). */
+#define MF_TB_GUARD 64
 /* Host buffers: the k-th input seeded with seed + k, outputs (host and got) NaN. */
 mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed);
 /* Device buffers in table order: inputs uploaded, outputs NaN-filled. */
 mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype);
-/* Downloads every output, then compares each (table order) through mf_tb_compare_row. */
+/* Downloads every output, checks its guard, then compares each (table order)
+ * through mf_tb_compare_row. */
 mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
                                 int *all_pass);
 /* Frees the device and host buffers (NULL-safe). */

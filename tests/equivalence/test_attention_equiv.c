@@ -2,21 +2,22 @@
  * reference that materializes the N x N scores (reference/attention.c), seed
  * document 003.
  *
- * For each configuration: seeded inputs (q, k in [-1.5, 1.5) so that the
- * softmax is far from uniform, v and dout in [-1, 1)), the reference forward
- * and backward on the host, then the tiled forward and backward on the test
- * backend into outputs pre-filled with NaN and followed by a NaN guard region
- * that must stay untouched. out, lse, dq, dk and dv are compared with the
- * op's tolerance rows. Configurations: N = 1, N not a multiple of the 16-row
- * tile, exact multiples, causal and not, D != Dv, D = Dv = 128 (the maximum)
- * with N tiny, D = 1, fp32 and bf16 storage. Also: the registry's built-in
- * cases pass on the test backend. Shapes are small for host execution mode.
+ * The configurations are the op's built-in cases (src/ops/attention.c: N = 1,
+ * N not a multiple of the 16-row tile, exact multiples, causal and not,
+ * D != Dv, D = Dv = 128 with N tiny, D = 1, fp32 and bf16 storage, the
+ * tensor-core kernels' block edges), run through the testbed as `memfix
+ * report` runs them: seeded inputs (q, k in [-1.5, 1.5) so that the softmax is
+ * far from uniform, v and dout in [-1, 1)), the reference forward and backward
+ * on the host, the tiled forward and backward on the test backend into outputs
+ * pre-filled with NaN and followed by a NaN guard, out, lse, dq, dk and dv
+ * compared with the op's tolerance rows. Here stay the op's own properties: a
+ * common key offset (the tensor-core dq bound), the forward without lse, and
+ * (MF_LARGE_SHAPES, test_attention_equiv_large, label slow) multi-tile shapes.
  */
 #include "mf_test.h"
 
 #include "memfix/attention.h"
 #include "memfix/check.h"
-#include "memfix/registry.h"
 
 #include <check.h>
 #include <math.h>
@@ -38,34 +39,8 @@ static const config configs[] = {
     { 1, 1, 200, 128, 128, 0, MF_DTYPE_BF16 },
     { 2, 2, 130, 32, 48, 1, MF_DTYPE_BF16 },
 };
-#else
-static const config configs[] = {
-    { 1, 1, 1, 8, 8, 1, MF_DTYPE_F32 },   /* N = 1 */
-    { 1, 2, 1, 4, 6, 0, MF_DTYPE_BF16 },  /* N = 1, bf16 */
-    { 2, 2, 37, 16, 8, 0, MF_DTYPE_F32 }, /* ragged last tile */
-    { 2, 2, 37, 16, 8, 1, MF_DTYPE_F32 },
-    { 1, 3, 50, 32, 24, 0, MF_DTYPE_BF16 }, /* D != Dv, bf16 */
-    { 1, 3, 50, 32, 24, 1, MF_DTYPE_BF16 },
-    { 1, 2, 64, 32, 32, 1, MF_DTYPE_F32 },  /* exact multiple of the tile */
-    { 1, 1, 48, 16, 40, 0, MF_DTYPE_F32 },  /* Dv > D */
-    { 1, 1, 5, 128, 128, 1, MF_DTYPE_F32 }, /* the largest head dimension */
-    { 1, 1, 3, 128, 96, 0, MF_DTYPE_BF16 },
-    { 1, 1, 17, 1, 1, 1, MF_DTYPE_F32 }, /* D = Dv = 1 */
-    /* bf16 with D = Dv in {64, 128}: the tensor-core kernels (attention_mma.cu);
-     * N not a multiple of their 256-query / 128-key / 64- or 32-row blocks (nor
-     * of 16), several blocks. */
-    { 1, 2, 77, 64, 64, 0, MF_DTYPE_BF16 },
-    { 1, 2, 77, 64, 64, 1, MF_DTYPE_BF16 },
-    { 2, 1, 150, 128, 128, 0, MF_DTYPE_BF16 },
-    { 2, 1, 150, 128, 128, 1, MF_DTYPE_BF16 },
-    { 1, 1, 1, 64, 64, 1, MF_DTYPE_BF16 },    /* N = 1 */
-    { 1, 1, 64, 128, 128, 1, MF_DTYPE_BF16 }, /* exactly one block */
-    { 1, 1, 9, 64, 64, 0, MF_DTYPE_BF16 },
-    { 1, 1, 300, 64, 64, 1, MF_DTYPE_BF16 }, /* two 256-query forward blocks */
-    { 1, 1, 270, 128, 128, 0, MF_DTYPE_BF16 },
-};
-#endif
 #define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
+#endif
 #define GUARD 32
 
 /* Does the call take the tensor-core path (optimized/attention_mma.cu)? bf16,
@@ -95,6 +70,7 @@ static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *w
     return mf_test_dev_fetch(ctx, d, n, GUARD, what);
 }
 
+#ifdef MF_LARGE_SHAPES
 START_TEST(test_tiled_matches_reference)
 {
     const config *c = &configs[_i];
@@ -143,6 +119,7 @@ START_TEST(test_tiled_matches_reference)
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
+#endif
 
 #ifndef MF_LARGE_SHAPES
 /* A common offset c added to every key (k in [c - 1.5, c + 1.5)) shifts each
@@ -286,37 +263,19 @@ START_TEST(test_forward_without_lse)
 }
 END_TEST
 
-/* The registry's built-in cases (what `memfix report` runs) pass here too. */
-START_TEST(test_registry_cases)
-{
-    const mf_op_desc *op = mf_registry_find("attention");
-    ck_assert_ptr_nonnull(op);
-    for (int vi = 0; vi < op->n_variants; vi++)
-        for (int ci = 0; ci < op->n_cases; ci++) {
-            mf_case_result r;
-            MF_ASSERT_OK(op->run_case(mf_test_ctx(), vi, ci, &r));
-            ck_assert_msg(r.pass, "attention %s case %d (%s): %s", r.variant, ci, r.shape, r.message);
-            ck_assert_uint_le(r.opt_peak_bytes, r.ceiling_bytes);
-            ck_assert_uint_gt(r.ref_peak_bytes, r.ceiling_bytes);
-        }
-}
-END_TEST
-
 static Suite *attention_equiv_suite(void)
 {
     Suite *s = suite_create("attention_equiv");
     TCase *tc = tcase_create("tiled");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+#ifdef MF_LARGE_SHAPES
     tcase_add_loop_test(tc, test_tiled_matches_reference, 0, N_CONFIGS);
-    tcase_add_test(tc, test_forward_without_lse);
-#ifndef MF_LARGE_SHAPES
+#else
+    mf_test_add_op_cases(s, "attention"); /* TCase tiled: the built-in cases */
     tcase_add_loop_test(tc, test_mma_key_offset, 0, (int)(sizeof key_offsets / sizeof key_offsets[0]));
 #endif
+    tcase_add_test(tc, test_forward_without_lse);
     suite_add_tcase(s, tc);
-    TCase *reg = tcase_create("registry");
-    tcase_add_checked_fixture(reg, mf_test_setup, mf_test_teardown);
-    tcase_add_test(reg, test_registry_cases);
-    suite_add_tcase(s, reg);
     return s;
 }
 

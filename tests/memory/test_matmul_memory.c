@@ -17,57 +17,31 @@
 
 #include <check.h>
 #include <stdint.h>
-#include <stdlib.h>
+#include <stdio.h>
+
+/* The memory cases of the op's table (src/ops/matmul.c, its last five):
+ * 40x24x56 (f32, bf16), 80x48x112 transposed (f32, bf16), cublas 33x17x65 bf16. */
+#define MEM_CASE0 65
 
 typedef struct mem_result {
     size_t ref_peak, opt_peak, ref_formula, ceiling;
 } mem_result;
 
-static mem_result measure(mf_matmul_variant v, mf_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K)
+/* Case MEM_CASE0 + k of variant v through the testbed (equivalent and
+ * opt <= ceiling asserted there: a variant that skipped the work would
+ * trivially use no memory), checked to be the shape the formulas are given. */
+static mem_result measure(mf_matmul_variant v, int k, const char *dtype, int64_t M, int64_t N, int64_t K,
+                          int ta, int tb)
 {
-    mf_context *ctx = mf_test_ctx();
-    const size_t m = (size_t)M, n = (size_t)N, k = (size_t)K, es = mf_dtype_size(dt);
-    void *a = malloc(m * k * es), *b = malloc(k * n * es);
-    float *c = malloc(m * n * sizeof(float));
-    ck_assert_ptr_nonnull(a);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_ptr_nonnull(c);
-    mf_test_fill_uniform(dt, a, m * k, 11, -1.0f, 1.0f);
-    mf_test_fill_uniform(dt, b, k * n, 12, -1.0f, 1.0f);
-    mf_fill_nan_f32(c, m * n);
-    mem_result r;
-
-    MF_ASSERT_STATUS(mf_mem_begin(ctx, MF_MEM_HOST), MF_OK);
-    MF_ASSERT_STATUS(mf_ref_matmul(ctx, dt, ta, tb, M, N, K, a, b, c), MF_OK);
-    r.ref_peak = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-
-    void *d_a, *d_b, *d_c;
-    MF_ASSERT_STATUS(mf_buffer_alloc(ctx, m * k * es, &d_a), MF_OK);
-    MF_ASSERT_STATUS(mf_buffer_alloc(ctx, k * n * es, &d_b), MF_OK);
-    MF_ASSERT_STATUS(mf_buffer_alloc(ctx, m * n * sizeof(float), &d_c), MF_OK);
-    MF_ASSERT_STATUS(mf_buffer_upload(ctx, d_a, a, m * k * es), MF_OK);
-    MF_ASSERT_STATUS(mf_buffer_upload(ctx, d_b, b, k * n * es), MF_OK);
-    MF_ASSERT_STATUS(mf_mem_begin(ctx, MF_MEM_DEVICE), MF_OK);
-    MF_ASSERT_STATUS(mf_matmul(ctx, v, dt, ta, tb, M, N, K, d_a, d_b, (float *)d_c), MF_OK);
-    MF_ASSERT_STATUS(mf_context_synchronize(ctx), MF_OK);
-    r.opt_peak = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-
-    /* The measured run also computed the right thing (a variant that skipped
-     * the work would trivially use no memory). */
-    float *got = malloc(m * n * sizeof(float));
-    ck_assert_ptr_nonnull(got);
-    MF_ASSERT_STATUS(mf_buffer_download(ctx, got, d_c, m * n * sizeof(float)), MF_OK);
-    MF_ASSERT_CLOSE(got, c, m * n, dt == MF_DTYPE_BF16 ? "matmul.out.bf16" : "matmul.out.f32");
-
-    MF_ASSERT_STATUS(mf_buffer_free(ctx, d_c), MF_OK);
-    MF_ASSERT_STATUS(mf_buffer_free(ctx, d_b), MF_OK);
-    MF_ASSERT_STATUS(mf_buffer_free(ctx, d_a), MF_OK);
-    free(got);
-    free(c);
-    free(b);
-    free(a);
-    r.ref_formula = mf_ref_matmul_scratch_bytes(M, N, K);
-    r.ceiling = mf_matmul_scratch_ceiling(v, M, N, K);
+    const mf_case_result c = mf_test_op_case("matmul", (int)v, MEM_CASE0 + k);
+    char shape[96];
+    snprintf(shape, sizeof shape, "M=%lld N=%lld K=%lld ta=%d tb=%d", (long long)M, (long long)N,
+             (long long)K, ta, tb);
+    ck_assert_str_eq(c.shape, shape);
+    ck_assert_str_eq(c.dtype, dtype);
+    ck_assert_uint_eq(c.ceiling_bytes, mf_matmul_scratch_ceiling(v, M, N, K));
+    const mem_result r = { c.ref_peak_bytes, c.opt_peak_bytes, mf_ref_matmul_scratch_bytes(M, N, K),
+                           c.ceiling_bytes };
     return r;
 }
 
@@ -86,9 +60,10 @@ static void assert_below(const mem_result *r, const char *what)
 START_TEST(test_opt_below_ceiling_below_ref_at_two_sizes)
 {
     const mf_matmul_variant v = (mf_matmul_variant)(_i / 2);
-    const mf_dtype dt = _i % 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-    const mem_result small = measure(v, dt, 0, 0, 40, 24, 56);
-    const mem_result large = measure(v, dt, 1, 1, 80, 48, 112);
+    const int bf16 = _i % 2;
+    const char *dt = bf16 ? "bf16" : "f32";
+    const mem_result small = measure(v, bf16, dt, 40, 24, 56, 0, 0);
+    const mem_result large = measure(v, 2 + bf16, dt, 80, 48, 112, 1, 1);
     assert_below(&small, "40x24x56");
     assert_below(&large, "80x48x112");
     /* Scaling: the reference grows 4x (every term is a product of two dims),
@@ -111,7 +86,7 @@ START_TEST(test_cublas_workspace_is_baseline)
     const size_t ws = mf_context_cublas_workspace_bytes(ctx);
     ck_assert_uint_gt(ws, 0);
     ck_assert_uint_ge(before, ws);
-    const mem_result r = measure(MF_MATMUL_CUBLAS, MF_DTYPE_BF16, 0, 1, 33, 17, 65);
+    const mem_result r = measure(MF_MATMUL_CUBLAS, 4, "bf16", 33, 17, 65, 0, 1);
     assert_below(&r, "cublas 33x17x65");
     MF_ASSERT_STATUS(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st), MF_OK);
     ck_assert_uint_eq(st.current, before);

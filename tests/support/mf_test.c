@@ -374,3 +374,105 @@ float *mf_test_dev_fetch(mf_context *ctx, const float *d, size_t n, size_t guard
         ck_assert_msg(isnan(h[i]), "%s: write past the end at element %zu", what, i);
     return h;
 }
+
+/* ---- an op's built-in cases ------------------------------------------------------------ */
+/* Runs case c of variant v of op into *r and checks the contract of a result
+ * row; 1 when it passed, else 0 with the reason (naming the case) in msg. */
+static int op_case_check(const mf_op_desc *op, int v, int c, mf_case_result *r, char *msg, size_t cap)
+{
+    mf_context *ctx = mf_test_ctx();
+    const char *var = op->variants[v];
+    memset(r, 0x5a, sizeof *r); /* run_case must fill every field it reports */
+    mf_status s = op->run_case(ctx, v, c, r);
+    if (s != MF_OK) {
+        snprintf(msg, cap, "%s/%s case %d: %s: %s", op->name, var, c, mf_status_name(s), mf_last_error());
+        return 0;
+    }
+    const char *bad = NULL;
+    if (!memchr(r->op, '\0', sizeof r->op) || strcmp(r->op, op->name) != 0)
+        bad = "op field not filled";
+    else if (!memchr(r->variant, '\0', sizeof r->variant) || strcmp(r->variant, var) != 0)
+        bad = "variant field not filled";
+    else if (!memchr(r->backend, '\0', sizeof r->backend) ||
+             strcmp(r->backend, mf_backend_name(mf_context_backend(ctx))) != 0)
+        bad = "backend field not filled";
+    else if (!memchr(r->dtype, '\0', sizeof r->dtype) || !memchr(r->shape, '\0', sizeof r->shape) ||
+             r->shape[0] == '\0')
+        bad = "dtype or shape field not filled";
+    else if (!memchr(r->message, '\0', sizeof r->message))
+        bad = "message not a string";
+    else if (!(r->max_abs_err >= 0.0 && r->max_abs_err <= r->atol + r->rtol * 1e30))
+        bad = "max_abs_err not filled";
+    if (bad != NULL) {
+        snprintf(msg, cap, "%s/%s case %d: %s", op->name, var, c, bad);
+        return 0;
+    }
+    if (r->pass != 1 || r->failure != MF_FAILURE_NONE) {
+        snprintf(msg, cap, "%s/%s case %d (%s %s): FAIL (%s): %s", op->name, var, c, r->dtype, r->shape,
+                 mf_failure_name(r->failure), r->message);
+        return 0;
+    }
+    if (r->opt_peak_bytes > r->ceiling_bytes) {
+        snprintf(msg, cap, "%s/%s case %d (%s %s): scratch %zu > ceiling %zu", op->name, var, c, r->dtype,
+                 r->shape, r->opt_peak_bytes, r->ceiling_bytes);
+        return 0;
+    }
+    return 1;
+}
+
+mf_case_result mf_test_op_case(const char *op_name, int v, int c)
+{
+    const mf_op_desc *op = mf_registry_find(op_name);
+    ck_assert_msg(op != NULL, "op %s is not registered", op_name);
+    ck_assert_msg(v >= 0 && v < op->n_variants && c >= 0 && c < op->n_cases, "%s: no variant %d case %d",
+                  op_name, v, c);
+    mf_case_result r;
+    char msg[512];
+    const int ok = op_case_check(op, v, c, &r, msg, sizeof msg);
+    ck_assert_msg(ok, "%s", msg);
+    return r;
+}
+
+static const char *op_cases_name; /* set while building the suite, inherited by the forked tests */
+static int op_cases_per_test = MF_TEST_CASES_PER_TEST;
+
+/* _i = variant * tests_per_variant + chunk: every case of the chunk runs (a
+ * failure does not hide the next), and the test fails naming each failing case. */
+START_TEST(test_op_cases)
+{
+    const mf_op_desc *op = mf_registry_find(op_cases_name);
+    ck_assert_ptr_nonnull(op);
+    const int per = op_cases_per_test, chunks = (op->n_cases + per - 1) / per;
+    const int v = _i / chunks, c0 = (_i % chunks) * per;
+    const int c1 = c0 + per < op->n_cases ? c0 + per : op->n_cases;
+    char report[4096] = "", msg[512];
+    int n_fail = 0;
+    for (int c = c0; c < c1; c++) {
+        mf_case_result r;
+        if (op_case_check(op, v, c, &r, msg, sizeof msg)) continue;
+        n_fail++;
+        const size_t len = strlen(report);
+        snprintf(report + len, sizeof report - len, "\n  %s", msg);
+    }
+    ck_assert_msg(n_fail == 0, "%d of cases %d..%d failed:%s", n_fail, c0, c1 - 1, report);
+}
+END_TEST
+
+void mf_test_add_op_cases(Suite *s, const char *op_name)
+{
+    const mf_op_desc *op = mf_registry_find(op_name);
+    if (op == NULL || op->n_cases <= 0) {
+        fprintf(stderr, "mf_test_add_op_cases: op %s is not registered or has no cases\n", op_name);
+        return;
+    }
+    const char *env = getenv("MF_TEST_CASES_PER_TEST");
+    if (env != NULL && atoi(env) > 0) op_cases_per_test = atoi(env);
+    op_cases_name = op->name;
+    const int chunks = (op->n_cases + op_cases_per_test - 1) / op_cases_per_test;
+    for (int v = 0; v < op->n_variants; v++) {
+        TCase *tc = tcase_create(op->variants[v]);
+        tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+        tcase_add_loop_test(tc, test_op_cases, v * chunks, (v + 1) * chunks);
+        suite_add_tcase(s, tc);
+    }
+}

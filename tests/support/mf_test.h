@@ -22,6 +22,7 @@
 
 #include "memfix/check.h"
 #include "memfix/memfix.h"
+#include "memfix/registry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,6 +99,28 @@ float *mf_test_dev_nan(mf_context *ctx, size_t n);
  * buffer; asserts that the guard floats after the first n are still NaN
  * ("<what>: write past the end at element i"). */
 float *mf_test_dev_fetch(mf_context *ctx, const float *d, size_t n, size_t guard, const char *what);
+
+/* ---- an op's built-in cases, through its descriptor (src/ops/<op>.c) ------------
+ * The equivalence and memory suites run the cases that `memfix report` runs,
+ * through the same testbed (src/testbed/): seeded inputs, the reference, NaN
+ * pre-filled and guarded outputs, the variant, every output compared with its
+ * tolerance row, the scratch peaks. */
+/* Runs case c of variant v of op (its descriptor's run_case) and fails the
+ * current test unless it ran, filled every field of the result and passed
+ * (equivalent, and optimized scratch <= ceiling); the message names the op,
+ * variant, case, dtype, shape, failure kind and reason. Returns the result
+ * (peaks and ceiling for the memory suites). */
+mf_case_result mf_test_op_case(const char *op, int variant, int case_index);
+/* One TCase per variant of op, named after the variant (the REVERSE tcase of
+ * mf_add_op_tests can name one), each a loop test over the op's built-in cases,
+ * MF_TEST_CASES_PER_TEST cases per Check test (each forked test costs tens of
+ * ms in host mode, far more than a small case): every case of a test runs, and
+ * the test fails naming each failing case (index, dtype, shape, failure kind,
+ * reason). MF_TEST_CASES_PER_TEST=1 in the environment gives one Check test
+ * per case. Call it while building the suite (reads the registry only; no
+ * CUDA). One op per executable. */
+#define MF_TEST_CASES_PER_TEST 8
+void mf_test_add_op_cases(Suite *s, const char *op);
 
 /* ---- fixtures (files under the source tree's fixtures/) ------------------------
  * Binary tensor format ("MFT1"), little-endian, written by

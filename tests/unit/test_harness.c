@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mf_test.h"
 #include "mf_internal.h"
+#include "testbed/testbed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -416,6 +417,43 @@ START_TEST(test_cuda_returns_77_without_device)
 }
 END_TEST
 
+/* The testbed's guard bands (src/testbed/case.c): an input is followed by NaNs
+ * on the device, and a value written past the end of an output fails the case
+ * (MF_FAILURE_NONFINITE, naming the element), while the same output without
+ * the stray write passes. */
+#define TB_N 16
+START_TEST(test_testbed_guard_bands)
+{
+    mf_context *ctx = mf_test_ctx();
+    mf_tb_tensor t[2] = { { "x", MF_TB_IN, TB_N, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+                          { "y", MF_TB_OUT, TB_N, 0.0f, 0.0f, "selftest", NULL, NULL, NULL } };
+    MF_ASSERT_OK(mf_tb_tensors_make(t, 2, MF_DTYPE_F32, 5));
+    memcpy(t[1].host, t[0].host, TB_N * sizeof(float)); /* the "reference": y = x */
+    MF_ASSERT_OK(mf_tb_tensors_upload(ctx, t, 2, MF_DTYPE_F32));
+    float in[TB_N + MF_TB_GUARD], y[TB_N + 1];
+    MF_ASSERT_OK(mf_buffer_download(ctx, in, t[0].dev, sizeof in));
+    for (int i = TB_N; i < TB_N + MF_TB_GUARD; i++)
+        ck_assert_msg(isnan(in[i]), "input guard %d is %g", i, in[i]);
+    memcpy(y, t[0].host, TB_N * sizeof(float));
+    y[TB_N] = 0.0f; /* one element past the end */
+    MF_ASSERT_OK(mf_buffer_upload(ctx, t[1].dev, y, sizeof y));
+    mf_case_result r;
+    memset(&r, 0, sizeof r);
+    int pass = 1;
+    MF_ASSERT_OK(mf_tb_tensors_compare(ctx, t, 2, MF_DTYPE_F32, &r, &pass));
+    ck_assert_int_eq(pass, 0);
+    ck_assert_int_eq(r.failure, MF_FAILURE_NONFINITE);
+    ck_assert_msg(strstr(r.message, "y: write past the end at element 16") != NULL, "%s", r.message);
+    y[TB_N] = NAN; /* the guard restored: the same output passes */
+    MF_ASSERT_OK(mf_buffer_upload(ctx, t[1].dev, y, sizeof y));
+    memset(&r, 0, sizeof r);
+    pass = 1;
+    MF_ASSERT_OK(mf_tb_tensors_compare(ctx, t, 2, MF_DTYPE_F32, &r, &pass));
+    ck_assert_msg(pass == 1, "%s", r.message);
+    mf_tb_tensors_free(ctx, t, 2);
+}
+END_TEST
+
 Suite *harness_suite(void)
 {
     Suite *s = suite_create("harness");
@@ -442,6 +480,11 @@ Suite *harness_suite(void)
 
     tc = tcase_create("fixtures");
     tcase_add_test(tc, test_fixture_reader);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("testbed");
+    tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+    tcase_add_test(tc, test_testbed_guard_bands);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("skip");
