@@ -830,4 +830,5 @@ const mf_op_desc mf_op_cross_entropy = {
     (int)(sizeof cross_entropy_tolerances / sizeof cross_entropy_tolerances[0]),
     cross_entropy_tolerances,
     &ce_plan,
+    0, /* report: every built-in case */
 };

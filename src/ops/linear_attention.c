@@ -774,4 +774,5 @@ const mf_op_desc mf_op_linear_attention = {
     (int)(sizeof linear_attention_tolerances / sizeof linear_attention_tolerances[0]),
     linear_attention_tolerances,
     &la_plan,
+    0, /* report: every built-in case */
 };

@@ -765,4 +765,5 @@ const mf_op_desc mf_op_npt = {
     (int)(sizeof npt_tolerances / sizeof npt_tolerances[0]),
     npt_tolerances,
     &npt_plan,
+    0, /* report: every built-in case */
 };

@@ -608,4 +608,5 @@ const mf_op_desc mf_op_nsa = {
     (int)(sizeof nsa_tolerances / sizeof nsa_tolerances[0]),
     nsa_tolerances,
     &nsa_plan,
+    0, /* report: every built-in case */
 };
