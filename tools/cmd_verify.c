@@ -290,16 +290,6 @@ void mf_cli_verify_help(FILE *out)
             MF_VERIFY_DEFAULT_CASES);
 }
 
-static void num_cell(char *buf, size_t cap, double x)
-{
-    if (isnan(x))
-        snprintf(buf, cap, "nan");
-    else if (isinf(x))
-        snprintf(buf, cap, x > 0 ? "inf" : "-inf");
-    else
-        snprintf(buf, cap, "%.3g", x);
-}
-
 enum { VCOL = 14 };
 static const char *const vcol_names[VCOL] = { "op",          "backend",       "dtype",    "shape",
                                               "max abs err", "max rel err",   "atol",     "rtol",
@@ -319,10 +309,10 @@ static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
     snprintf(cells[1], 160, "%s", r->backend);
     snprintf(cells[2], 160, "%s", r->dtype);
     snprintf(cells[3], 160, "%.159s", r->shape);
-    num_cell(cells[4], 160, r->max_abs_err);
-    num_cell(cells[5], 160, r->max_rel_err);
-    num_cell(cells[6], 160, r->atol);
-    num_cell(cells[7], 160, r->rtol);
+    mf_cli_num_cell(cells[4], 160, r->max_abs_err);
+    mf_cli_num_cell(cells[5], 160, r->max_rel_err);
+    mf_cli_num_cell(cells[6], 160, r->atol);
+    mf_cli_num_cell(cells[7], 160, r->rtol);
     snprintf(cells[8], 160, "%s", r->pass ? "PASS" : "FAIL");
     snprintf(cells[9], 160, "%s", v->defense[0] ? v->defense : "-");
     snprintf(cells[10], 160, "%zu", r->ref_peak_bytes);

@@ -113,7 +113,7 @@ const mf_op_desc *mf_cli_find_op(FILE *err, const char *cmd, const char *name)
     return NULL;
 }
 
-static void fmt_num(char *buf, size_t cap, double x)
+void mf_cli_num_cell(char *buf, size_t cap, double x)
 {
     if (isinf(x))
         snprintf(buf, cap, x > 0 ? "inf" : "-inf");
@@ -166,13 +166,13 @@ static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
     }
     if (l->k < 0) {
         snprintf(cells[4], MF_CLI_CELL, "(none)");
-        fmt_num(cells[6], MF_CLI_CELL, r->max_abs_err);
+        mf_cli_num_cell(cells[6], MF_CLI_CELL, r->max_abs_err);
         return;
     }
     const mf_output_result *o = &r->outputs[l->k];
     snprintf(cells[4], MF_CLI_CELL, "%s%s", o->what, o->pass ? "" : " FAIL");
     snprintf(cells[5], MF_CLI_CELL, "%s", o->tol);
-    fmt_num(cells[6], MF_CLI_CELL, o->max_abs_err);
+    mf_cli_num_cell(cells[6], MF_CLI_CELL, o->max_abs_err);
     fmt_budget(cells[7], MF_CLI_CELL, o->budget_used);
 }
 

@@ -41,6 +41,9 @@ int mf_cli_backend(FILE *err, const char *cmd, const char *name, mf_backend *bac
  * 'NAME'; registered ops: ..." printed to err. */
 const mf_op_desc *mf_cli_find_op(FILE *err, const char *cmd, const char *name);
 
+/* A number as a table cell: %.3g, or nan, inf, -inf. */
+void mf_cli_num_cell(char *buf, size_t cap, double x);
+
 /* A text table of n rows: ncol columns named names[], numbers right-aligned
  * where right[c], each row's cells filled by cells(rows, i, ...). */
 enum { MF_CLI_MAX_COLS = 16, MF_CLI_CELL = 160 };
