@@ -556,39 +556,34 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
     const char *op_name = NULL, *backend_name = "auto", *out_path = NULL, *plot_dir = NULL;
     int reps = 3, n_sizes = 0, json = 0;
     int64_t sizes[MAX_SIZES];
+    enum { OPT_H, OPT_HELP, OPT_JSON, OPT_OP, OPT_BACKEND, OPT_SIZES, OPT_REPS, OPT_OUT, OPT_PLOT, N_OPTS };
+    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },     { "--help", 0 },    { "--json", 0 },
+                                             { "--op", 1 },   { "--backend", 1 }, { "--sizes", 1 },
+                                             { "--reps", 1 }, { "--out", 1 },     { "--plot", 1 } };
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        const char *val;
+        const int k = mf_cli_option(argc, argv, &i, opts, N_OPTS, &val);
+        if (k == OPT_H || k == OPT_HELP) {
             mf_cli_bench_help(out);
             return MF_CLI_OK;
         }
-        if (strcmp(a, "--json") == 0) {
+        if (k == OPT_JSON) {
             json = 1;
             continue;
         }
-        const char *names[] = { "--op", "--backend", "--sizes", "--reps", "--out", "--plot" };
-        int k = -1;
-        const char *val = NULL;
-        for (int j = 0; j < 6 && k < 0; j++) {
-            size_t len = strlen(names[j]);
-            if (strncmp(a, names[j], len) == 0 && (a[len] == '\0' || a[len] == '=')) {
-                k = j;
-                val = a[len] == '=' ? a + len + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            }
-        }
         if (k < 0) {
-            fprintf(err, "memfix bench: unknown argument '%s' (see memfix bench --help)\n", a);
+            fprintf(err, "memfix bench: unknown argument '%s' (see memfix bench --help)\n", argv[i]);
             return MF_CLI_USAGE;
         }
         if (val == NULL || *val == '\0') {
-            fprintf(err, "memfix bench: %s needs a value\n", names[k]);
+            fprintf(err, "memfix bench: %s needs a value\n", opts[k].name);
             return MF_CLI_USAGE;
         }
-        if (k == 0)
+        if (k == OPT_OP)
             op_name = val;
-        else if (k == 1)
+        else if (k == OPT_BACKEND)
             backend_name = val;
-        else if (k == 2) {
+        else if (k == OPT_SIZES) {
             n_sizes = parse_sizes(val, sizes, MAX_SIZES);
             if (n_sizes <= 0) {
                 fprintf(
@@ -597,7 +592,7 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
                     MAX_SIZES, val);
                 return MF_CLI_USAGE;
             }
-        } else if (k == 3) {
+        } else if (k == OPT_REPS) {
             char *end = NULL;
             long v = strtol(val, &end, 10);
             if (end == val || *end != '\0' || v < 1 || v > 1000) {
@@ -605,7 +600,7 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
                 return MF_CLI_USAGE;
             }
             reps = (int)v;
-        } else if (k == 4) {
+        } else if (k == OPT_OUT) {
             out_path = val;
         } else {
             plot_dir = val;
@@ -613,25 +608,11 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
     }
 
     mf_backend backend;
-    if (strcmp(backend_name, "auto") == 0)
-        backend = MF_BACKEND_AUTO;
-    else if (strcmp(backend_name, "host") == 0)
-        backend = MF_BACKEND_HOST;
-    else if (strcmp(backend_name, "cuda") == 0)
-        backend = MF_BACKEND_CUDA;
-    else {
-        fprintf(err, "memfix bench: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
-        return MF_CLI_USAGE;
-    }
+    if (!mf_cli_backend(err, "bench", backend_name, &backend)) return MF_CLI_USAGE;
     size_t n_ops = 0;
     const mf_op_desc *const *all = mf_registry(&n_ops);
     const mf_op_desc *only = NULL;
-    if (op_name != NULL && (only = mf_registry_find(op_name)) == NULL) {
-        fprintf(err, "memfix bench: unknown op '%s'; registered ops:", op_name);
-        for (size_t i = 0; i < n_ops; i++) fprintf(err, "%s %s", i ? "," : "", all[i]->name);
-        fprintf(err, "%s\n", n_ops ? "" : " (none)");
-        return MF_CLI_USAGE;
-    }
+    if (op_name != NULL && (only = mf_cli_find_op(err, "bench", op_name)) == NULL) return MF_CLI_USAGE;
     if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
         fprintf(
             err,

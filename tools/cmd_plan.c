@@ -647,28 +647,32 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
     opts_arg oa = { plan_opts, sizeof model_opts / sizeof model_opts[0] };
     memcpy(plan_opts, model_opts, sizeof model_opts);
     for_each_param(add_param_opt, &oa);
-    const size_t n_opts = oa.n;
+    /* the command's own options, then the model's and the ops' (kind 3, --dtype: among the own) */
+    enum { OPT_H, OPT_HELP, OPT_LIST, OPT_PRESET, OPT_JSON, OPT_DTYPE, N_OWN };
+    mf_cli_opt opts[N_OWN + PLAN_MAX_OPTS] = { { "-h", 0 },       { "--help", 0 }, { "--list-presets", 0 },
+                                               { "--preset", 1 }, { "--json", 0 }, { "--dtype", 1 } };
+    for (size_t k = 0; k < oa.n; k++)
+        opts[N_OWN + k] = (mf_cli_opt){ plan_opts[k].kind == 3 ? NULL : plan_opts[k].name, 1 };
+    const size_t n_opts = N_OWN + oa.n;
     /* the preset first, whatever its position, so options override it */
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        const char *val;
+        const int k = mf_cli_option(argc, argv, &i, opts, OPT_PRESET + 1, &val);
+        if (k == OPT_H || k == OPT_HELP) {
             mf_cli_plan_help(out);
             return MF_CLI_OK;
         }
-        if (strcmp(a, "--list-presets") == 0) {
+        if (k == OPT_LIST) {
             fprintf(out, "presets:\n");
             list_presets(out);
             return MF_CLI_OK;
         }
-        if (strcmp(a, "--preset") == 0 || strncmp(a, "--preset=", 9) == 0) {
-            if (a[8] == '=')
-                preset_name = a + 9;
-            else if (i + 1 < argc)
-                preset_name = argv[++i];
-            else {
+        if (k == OPT_PRESET) {
+            if (val == NULL) {
                 fprintf(err, "memfix plan: --preset needs a value\n");
                 return MF_CLI_USAGE;
             }
+            preset_name = val;
         }
     }
     if (preset_name != NULL) {
@@ -681,23 +685,14 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
         cfg = preset->cfg;
     }
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--preset") == 0) {
-            i++;
-            continue;
-        }
-        if (strncmp(a, "--preset=", 9) == 0) continue;
-        if (strcmp(a, "--json") == 0) {
+        const char *a = argv[i], *val;
+        const int k = mf_cli_option(argc, argv, &i, opts, n_opts, &val);
+        if (k == OPT_PRESET) continue;
+        if (k == OPT_JSON) {
             json = 1;
             continue;
         }
-        /* --name VALUE or --name=VALUE */
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a) : strlen(a);
-        const char *val = NULL;
-        int matched = 0;
-        if (len == 7 && strncmp(a, "--dtype", 7) == 0) {
-            val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (k == OPT_DTYPE) {
             if (val == NULL) {
                 fprintf(err, "memfix plan: --dtype needs a value (f32 or bf16)\n");
                 return MF_CLI_USAGE;
@@ -712,58 +707,52 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             }
             continue;
         }
-        for (size_t k = 0; k < n_opts && !matched; k++) {
-            const plan_opt *o = &plan_opts[k];
-            if (o->kind == 3 || strlen(o->name) != len || strncmp(a, o->name, len) != 0) continue;
-            matched = 1;
-            val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            int64_t v;
-            if (val != NULL && strchr(val, ',') != NULL) { /* a list: sweep this option */
-                if (o->kind == 1 || (sweep != NULL && sweep != o)) {
-                    fprintf(err, "memfix plan: %s\n",
-                            o->kind == 1 ? "a 0|1 flag takes one value, not a list"
-                                         : "only one option may take a list of values");
-                    return MF_CLI_USAGE;
-                }
-                sweep = o;
-                n_sweep = 0;
-                for (const char *p = val; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-                    char item[32];
-                    const char *comma = strchr(p, ',');
-                    size_t l = comma ? (size_t)(comma - p) : strlen(p);
-                    int64_t x;
-                    if (l == 0 || l >= sizeof item || n_sweep == PLAN_MAX_SWEEP ||
-                        (memcpy(item, p, l), item[l] = '\0', !parse_i64(item, &x)) ||
-                        (o->kind == 2 && x <= 0)) {
-                        fprintf(err, "memfix plan: %s needs a list of at most %d integers%s (got '%s')\n",
-                                o->name, PLAN_MAX_SWEEP, o->kind == 2 ? " > 0" : "", val);
-                        return MF_CLI_USAGE;
-                    }
-                    sweep_vals[n_sweep++] = x;
-                }
-                if (set_opt(&cfg, o, sweep_vals[0]) != MF_OK) {
-                    fprintf(err, "memfix plan: %s: %s\n", o->name, mf_last_error());
-                    return MF_CLI_USAGE;
-                }
-                continue;
-            }
-            if (val == NULL || !parse_i64(val, &v)) {
-                fprintf(err, "memfix plan: %s needs an integer value%s%s%s\n", o->name, val ? " (got '" : "",
-                        val ? val : "", val ? "')" : "");
+        if (k < 0) {
+            fprintf(err, "memfix plan: unknown argument '%s' (see memfix plan --help)\n", a);
+            return MF_CLI_USAGE;
+        }
+        const plan_opt *o = &plan_opts[k - N_OWN];
+        int64_t v;
+        if (val != NULL && strchr(val, ',') != NULL) { /* a list: sweep this option */
+            if (o->kind == 1 || (sweep != NULL && sweep != o)) {
+                fprintf(err, "memfix plan: %s\n",
+                        o->kind == 1 ? "a 0|1 flag takes one value, not a list"
+                                     : "only one option may take a list of values");
                 return MF_CLI_USAGE;
             }
-            if (sweep == o) sweep = NULL; /* a later single value replaces the list */
-            if (o->kind == 2 && v <= 0) {
-                fprintf(err, "memfix plan: %s must be > 0\n", o->name);
-                return MF_CLI_USAGE;
+            sweep = o;
+            n_sweep = 0;
+            for (const char *p = val; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+                char item[32];
+                const char *comma = strchr(p, ',');
+                size_t l = comma ? (size_t)(comma - p) : strlen(p);
+                int64_t x;
+                if (l == 0 || l >= sizeof item || n_sweep == PLAN_MAX_SWEEP ||
+                    (memcpy(item, p, l), item[l] = '\0', !parse_i64(item, &x)) || (o->kind == 2 && x <= 0)) {
+                    fprintf(err, "memfix plan: %s needs a list of at most %d integers%s (got '%s')\n",
+                            o->name, PLAN_MAX_SWEEP, o->kind == 2 ? " > 0" : "", val);
+                    return MF_CLI_USAGE;
+                }
+                sweep_vals[n_sweep++] = x;
             }
-            if (set_opt(&cfg, o, v) != MF_OK) {
+            if (set_opt(&cfg, o, sweep_vals[0]) != MF_OK) {
                 fprintf(err, "memfix plan: %s: %s\n", o->name, mf_last_error());
                 return MF_CLI_USAGE;
             }
+            continue;
         }
-        if (!matched) {
-            fprintf(err, "memfix plan: unknown argument '%s' (see memfix plan --help)\n", a);
+        if (val == NULL || !parse_i64(val, &v)) {
+            fprintf(err, "memfix plan: %s needs an integer value%s%s%s\n", o->name, val ? " (got '" : "",
+                    val ? val : "", val ? "')" : "");
+            return MF_CLI_USAGE;
+        }
+        if (sweep == o) sweep = NULL; /* a later single value replaces the list */
+        if (o->kind == 2 && v <= 0) {
+            fprintf(err, "memfix plan: %s must be > 0\n", o->name);
+            return MF_CLI_USAGE;
+        }
+        if (set_opt(&cfg, o, v) != MF_OK) {
+            fprintf(err, "memfix plan: %s: %s\n", o->name, mf_last_error());
             return MF_CLI_USAGE;
         }
     }

@@ -49,44 +49,43 @@ static uint64_t fresh_seed(void)
 /* 1: argv[*i] was a case option (consumed, with its value); 0: not one; -1: a usage error (printed). */
 static int case_option(int argc, char **argv, int *i, case_opts *o, FILE *err)
 {
-    const char *a = argv[*i], *v;
-    int missing = 0;
-    if (strcmp(a, "--list-cases") == 0) return o->list = 1;
-    if (strcmp(a, "--large") == 0) return o->large = 1;
-    if ((v = mf_cli_option_value(argc, argv, i, "--seed", &missing)) != NULL || missing) {
+    enum { OPT_LIST, OPT_LARGE, OPT_SEED, OPT_CASES, OPT_CASE, OPT_DUMP, N_OPTS };
+    static const mf_cli_opt opts[N_OPTS] = { { "--list-cases", 0 }, { "--large", 0 }, { "--seed", 1 },
+                                             { "--cases", 1 },      { "--case", 1 },  { "--dump", 1 } };
+    const char *v;
+    const int k = mf_cli_option(argc, argv, i, opts, N_OPTS, &v);
+    if (k == OPT_LIST) return o->list = 1;
+    if (k == OPT_LARGE) return o->large = 1;
+    if (k == OPT_SEED) {
         char *end = NULL;
-        if (!missing) o->seed = strtoull(v, &end, 10);
-        if (missing || end == v || *end != '\0' || v[0] == '-') {
+        if (v != NULL) o->seed = strtoull(v, &end, 10);
+        if (v == NULL || end == v || *end != '\0' || v[0] == '-') {
             fprintf(err, "memfix verify: --seed needs a non-negative integer\n");
             return -1;
         }
         o->seed_given = 1;
         return 1;
     }
-    if ((v = mf_cli_option_value(argc, argv, i, "--cases", &missing)) != NULL || missing) {
+    if (k == OPT_CASES) {
         char *end = NULL;
-        const long n = missing ? -1 : strtol(v, &end, 10);
-        if (missing || end == v || *end != '\0' || n < 0 || n > MF_VERIFY_MAX_CASES) {
+        const long n = v == NULL ? -1 : strtol(v, &end, 10);
+        if (v == NULL || end == v || *end != '\0' || n < 0 || n > MF_VERIFY_MAX_CASES) {
             fprintf(err, "memfix verify: --cases needs a count in [0, %d]\n", MF_VERIFY_MAX_CASES);
             return -1;
         }
         o->n_random = (int)n;
         return 1;
     }
-    if ((v = mf_cli_option_value(argc, argv, i, "--case", &missing)) != NULL || missing) {
-        if (missing) {
-            fprintf(err, "memfix verify: --case needs a case id (see --list-cases)\n");
+    if (k == OPT_CASE || k == OPT_DUMP) {
+        if (v == NULL) {
+            fprintf(err, "memfix verify: %s\n",
+                    k == OPT_CASE ? "--case needs a case id (see --list-cases)" : "--dump needs a directory");
             return -1;
         }
-        o->case_id = v;
-        return 1;
-    }
-    if ((v = mf_cli_option_value(argc, argv, i, "--dump", &missing)) != NULL || missing) {
-        if (missing) {
-            fprintf(err, "memfix verify: --dump needs a directory\n");
-            return -1;
-        }
-        o->dump_dir = v;
+        if (k == OPT_CASE)
+            o->case_id = v;
+        else
+            o->dump_dir = v;
         return 1;
     }
     return 0;
@@ -292,16 +291,6 @@ void mf_cli_verify_help(FILE *out)
             MF_VERIFY_DEFAULT_CASES);
 }
 
-static void num_cell(char *buf, size_t cap, double x)
-{
-    if (isnan(x))
-        snprintf(buf, cap, "nan");
-    else if (isinf(x))
-        snprintf(buf, cap, x > 0 ? "inf" : "-inf");
-    else
-        snprintf(buf, cap, "%.3g", x);
-}
-
 enum { VCOL = 14 };
 static const char *const vcol_names[VCOL] = { "op",          "backend",       "dtype",    "shape",
                                               "max abs err", "max rel err",   "atol",     "rtol",
@@ -321,10 +310,10 @@ static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
     snprintf(cells[1], 160, "%s", r->backend);
     snprintf(cells[2], 160, "%s", r->dtype);
     snprintf(cells[3], 160, "%.159s", r->shape);
-    num_cell(cells[4], 160, r->max_abs_err);
-    num_cell(cells[5], 160, r->max_rel_err);
-    num_cell(cells[6], 160, r->atol);
-    num_cell(cells[7], 160, r->rtol);
+    mf_cli_num_cell(cells[4], 160, r->max_abs_err);
+    mf_cli_num_cell(cells[5], 160, r->max_rel_err);
+    mf_cli_num_cell(cells[6], 160, r->atol);
+    mf_cli_num_cell(cells[7], 160, r->rtol);
     snprintf(cells[8], 160, "%s", r->pass ? "PASS" : "FAIL");
     snprintf(cells[9], 160, "%s", v->defense[0] ? v->defense : "-");
     snprintf(cells[10], 160, "%zu", r->ref_peak_bytes);
@@ -486,47 +475,47 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
     case_opts copts = { 0, 0, -1, 0, NULL, 0, NULL }; /* n_random -1: the target's default */
     for (int i = 1; i < argc; i++)                    /* --json first: every later error prints JSON too */
         if (strcmp(argv[i], "--json") == 0) json = 1;
+    enum {
+        OPT_H,
+        OPT_HELP,
+        OPT_JSON,
+        OPT_OP,
+        OPT_LIB,
+        OPT_SYMBOL,
+        OPT_BACKEND,
+        OPT_TIMEOUT,
+        OPT_ORDERS,
+        OPT_SANITIZE,
+        N_OPTS
+    };
+    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },        { "--help", 0 },    { "--json", 0 },
+                                             { "--op", 1 },      { "--lib", 1 },     { "--symbol", 1 },
+                                             { "--backend", 1 }, { "--timeout", 1 }, { "--orders", 1 },
+                                             { "--sanitize", 1 } };
+    const char **value_of[N_OPTS] = { NULL,    NULL,          NULL,          &op_name,     &lib,
+                                      &symbol, &backend_name, &timeout_text, &orders_text, &sanitize };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
-        int missing = 0, cr;
+        int k, cr;
         if ((cr = case_option(argc, argv, &i, &copts, err)) != 0) {
             if (cr < 0)
                 return verify_fail(out, err, json, MF_CLI_USAGE, "bad case option '%s' (see above)", a);
             continue;
         }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        k = mf_cli_option(argc, argv, &i, opts, N_OPTS, &v);
+        if (k == OPT_H || k == OPT_HELP) {
             mf_cli_verify_help(out);
             return MF_CLI_OK;
-        } else if (strcmp(a, "--json") == 0) {
+        } else if (k == OPT_JSON) {
             json = 1;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
-            if (missing) goto needs_value;
-            op_name = v;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--lib", &missing)) != NULL || missing) {
-            if (missing) goto needs_value;
-            lib = v;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--symbol", &missing)) != NULL || missing) {
-            if (missing) goto needs_value;
-            symbol = v;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
-            if (missing) goto needs_value;
-            backend_name = v;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--timeout", &missing)) != NULL || missing) {
-            if (missing) goto needs_value;
-            timeout_text = v;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--orders", &missing)) != NULL || missing) {
-            if (missing) goto needs_value;
-            orders_text = v;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--sanitize", &missing)) != NULL || missing) {
-            if (missing) goto needs_value;
-            sanitize = v;
-        } else {
+        } else if (k < 0) {
             return verify_fail(out, err, json, MF_CLI_USAGE,
                                "unknown argument '%s' (see memfix verify --help)", a);
+        } else if (v == NULL) {
+            return verify_fail(out, err, json, MF_CLI_USAGE, "%s needs a value", a);
+        } else {
+            *value_of[k] = v;
         }
-        continue;
-    needs_value:
-        return verify_fail(out, err, json, MF_CLI_USAGE, "%s needs a value", a);
     }
     if (!copts.seed_given) copts.seed = fresh_seed();
     if (copts.n_random < 0) { /* the target's: every combination its generator cycles through */
@@ -568,13 +557,7 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         vo.sanitize = sanitize;
     }
     mf_backend backend;
-    if (strcmp(backend_name, "auto") == 0)
-        backend = MF_BACKEND_AUTO;
-    else if (strcmp(backend_name, "host") == 0)
-        backend = MF_BACKEND_HOST;
-    else if (strcmp(backend_name, "cuda") == 0)
-        backend = MF_BACKEND_CUDA;
-    else
+    if (!mf_cli_backend(NULL, "verify", backend_name, &backend))
         return verify_fail(out, err, json, MF_CLI_USAGE, "unknown backend '%s' (expected auto, host or cuda)",
                            backend_name);
     if (!mf_verify_supported(op_name) && mf_registry_find(op_name) == NULL)

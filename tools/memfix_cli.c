@@ -68,32 +68,52 @@ static void report_help(FILE *out)
     }
 }
 
-static void list_ops(FILE *f)
+int mf_cli_option(int argc, char **argv, int *i, const mf_cli_opt *opts, size_t n, const char **value)
 {
+    const char *a = argv[*i];
+    *value = NULL;
+    for (size_t k = 0; k < n; k++) {
+        const size_t len = opts[k].name != NULL ? strlen(opts[k].name) : 0;
+        if (len == 0 || strncmp(a, opts[k].name, len) != 0) continue;
+        if (a[len] == '\0' && !opts[k].takes_value) return (int)k;
+        if (!opts[k].takes_value || (a[len] != '\0' && a[len] != '=')) continue;
+        if (a[len] == '=')
+            *value = a + len + 1;
+        else if (*i + 1 < argc)
+            *value = argv[++*i];
+        return (int)k;
+    }
+    return -1;
+}
+
+int mf_cli_backend(FILE *err, const char *cmd, const char *name, mf_backend *backend)
+{
+    static const char *const names[] = { "auto", "host", "cuda" };
+    static const mf_backend backends[] = { MF_BACKEND_AUTO, MF_BACKEND_HOST, MF_BACKEND_CUDA };
+    for (int k = 0; k < 3; k++)
+        if (strcmp(name, names[k]) == 0) {
+            *backend = backends[k];
+            return 1;
+        }
+    if (err != NULL)
+        fprintf(err, "memfix %s: unknown backend '%s' (expected auto, host or cuda)\n", cmd, name);
+    return 0;
+}
+
+const mf_op_desc *mf_cli_find_op(FILE *err, const char *cmd, const char *name)
+{
+    const mf_op_desc *op = mf_registry_find(name);
+    if (op != NULL) return op;
     size_t n = 0;
     const mf_op_desc *const *ops = mf_registry(&n);
-    fprintf(f, "registered ops:");
-    if (n == 0) fprintf(f, " (none)");
-    for (size_t i = 0; i < n; i++) fprintf(f, "%s %s", i ? "," : "", ops[i]->name);
-    fprintf(f, "\n");
+    fprintf(err, "memfix %s: unknown op '%s'; registered ops:", cmd, name);
+    if (n == 0) fprintf(err, " (none)");
+    for (size_t i = 0; i < n; i++) fprintf(err, "%s %s", i ? "," : "", ops[i]->name);
+    fprintf(err, "\n");
+    return NULL;
 }
 
-const char *mf_cli_option_value(int argc, char **argv, int *i, const char *name, int *missing)
-{
-    size_t len = strlen(name);
-    const char *a = argv[*i];
-    *missing = 0;
-    if (strncmp(a, name, len) != 0) return NULL;
-    if (a[len] == '=') return a + len + 1;
-    if (a[len] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        *missing = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static void fmt_num(char *buf, size_t cap, double x)
+void mf_cli_num_cell(char *buf, size_t cap, double x)
 {
     if (isinf(x))
         snprintf(buf, cap, x > 0 ? "inf" : "-inf");
@@ -146,13 +166,13 @@ static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
     }
     if (l->k < 0) {
         snprintf(cells[4], MF_CLI_CELL, "(none)");
-        fmt_num(cells[6], MF_CLI_CELL, r->max_abs_err);
+        mf_cli_num_cell(cells[6], MF_CLI_CELL, r->max_abs_err);
         return;
     }
     const mf_output_result *o = &r->outputs[l->k];
     snprintf(cells[4], MF_CLI_CELL, "%s%s", o->what, o->pass ? "" : " FAIL");
     snprintf(cells[5], MF_CLI_CELL, "%s", o->tol);
-    fmt_num(cells[6], MF_CLI_CELL, o->max_abs_err);
+    mf_cli_num_cell(cells[6], MF_CLI_CELL, o->max_abs_err);
     fmt_budget(cells[7], MF_CLI_CELL, o->budget_used);
 }
 
@@ -311,55 +331,39 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *op_name = NULL, *backend_name = "auto";
     int json = 0;
+    enum { OPT_H, OPT_HELP, OPT_JSON, OPT_OP, OPT_BACKEND, N_OPTS };
+    static const mf_cli_opt opts[N_OPTS] = {
+        { "-h", 0 }, { "--help", 0 }, { "--json", 0 }, { "--op", 1 }, { "--backend", 1 }
+    };
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int missing = 0;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        const char *v;
+        const int k = mf_cli_option(argc, argv, &i, opts, N_OPTS, &v);
+        if (k == OPT_H || k == OPT_HELP) {
             report_help(out);
             return MF_CLI_OK;
-        } else if (strcmp(a, "--json") == 0) {
+        } else if (k == OPT_JSON) {
             json = 1;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--op", &missing)) != NULL || missing) {
-            if (missing) {
-                fprintf(err, "memfix report: --op needs a value\n");
-                return MF_CLI_USAGE;
-            }
-            op_name = v;
-        } else if ((v = mf_cli_option_value(argc, argv, &i, "--backend", &missing)) != NULL || missing) {
-            if (missing) {
-                fprintf(err, "memfix report: --backend needs a value (auto, host or cuda)\n");
-                return MF_CLI_USAGE;
-            }
-            backend_name = v;
-        } else {
-            fprintf(err, "memfix report: unknown argument '%s' (see memfix report --help)\n", a);
+        } else if (k < 0) {
+            fprintf(err, "memfix report: unknown argument '%s' (see memfix report --help)\n", argv[i]);
             return MF_CLI_USAGE;
+        } else if (v == NULL) {
+            fprintf(err, "memfix report: %s needs a value%s\n", opts[k].name,
+                    k == OPT_BACKEND ? " (auto, host or cuda)" : "");
+            return MF_CLI_USAGE;
+        } else if (k == OPT_OP) {
+            op_name = v;
+        } else {
+            backend_name = v;
         }
     }
 
     mf_backend backend;
-    if (strcmp(backend_name, "auto") == 0)
-        backend = MF_BACKEND_AUTO;
-    else if (strcmp(backend_name, "host") == 0)
-        backend = MF_BACKEND_HOST;
-    else if (strcmp(backend_name, "cuda") == 0)
-        backend = MF_BACKEND_CUDA;
-    else {
-        fprintf(err, "memfix report: unknown backend '%s' (expected auto, host or cuda)\n", backend_name);
-        return MF_CLI_USAGE;
-    }
+    if (!mf_cli_backend(err, "report", backend_name, &backend)) return MF_CLI_USAGE;
 
     size_t n_ops = 0;
     const mf_op_desc *const *all = mf_registry(&n_ops);
     const mf_op_desc *only = NULL;
-    if (op_name != NULL) {
-        only = mf_registry_find(op_name);
-        if (only == NULL) {
-            fprintf(err, "memfix report: unknown op '%s'; ", op_name);
-            list_ops(err);
-            return MF_CLI_USAGE;
-        }
-    }
+    if (op_name != NULL && (only = mf_cli_find_op(err, "report", op_name)) == NULL) return MF_CLI_USAGE;
 
     if (backend == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
         fprintf(err, "memfix report: backend cuda is not available: %s (use --backend host, or auto)\n",

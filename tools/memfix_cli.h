@@ -19,10 +19,30 @@ enum { MF_CLI_OK = 0, MF_CLI_FAILED = 1, MF_CLI_USAGE = 2, MF_CLI_UNAVAILABLE = 
 
 int mf_cli_main(int argc, char **argv, FILE *out, FILE *err);
 
-/* Shared option parsing for the subcommands: "--name VALUE" or "--name=VALUE".
- * Returns the value (advancing *i past a separate VALUE), or NULL when argv[*i]
- * is not that option, or when VALUE is missing (then *missing = 1). */
-const char *mf_cli_option_value(int argc, char **argv, int *i, const char *name, int *missing);
+/* Option parsing, one helper for every subcommand. An option is a flag
+ * ("--json", "-h"; matched exactly) or takes a value ("--name VALUE" or
+ * "--name=VALUE"). */
+typedef struct mf_cli_opt {
+    const char *name; /* NULL: an unused slot, never matched */
+    int takes_value;
+} mf_cli_opt;
+
+/* Which of opts[0..n) argv[*i] is: its index, or -1 when none. For an option
+ * with a value, *value is VALUE ("" for "--name=") and *i moves past a
+ * separate VALUE; *value is NULL for a flag and when VALUE is missing
+ * (argv[*i] was the last argument). */
+int mf_cli_option(int argc, char **argv, int *i, const mf_cli_opt *opts, size_t n, const char **value);
+
+/* --backend's value: 1 and *backend for auto, host or cuda; else 0, and when
+ * err != NULL "memfix CMD: unknown backend ..." printed there. */
+int mf_cli_backend(FILE *err, const char *cmd, const char *name, mf_backend *backend);
+
+/* --op's value: the registered op, or NULL with "memfix CMD: unknown op
+ * 'NAME'; registered ops: ..." printed to err. */
+const mf_op_desc *mf_cli_find_op(FILE *err, const char *cmd, const char *name);
+
+/* A number as a table cell: %.3g, or nan, inf, -inf. */
+void mf_cli_num_cell(char *buf, size_t cap, double x);
 
 /* A text table of n rows: ncol columns named names[], numbers right-aligned
  * where right[c], each row's cells filled by cells(rows, i, ...). */

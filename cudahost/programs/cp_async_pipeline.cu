@@ -3,21 +3,14 @@
 // A CPU reference, then four kernels: naive; shared-memory tiles loaded synchronously; a double-buffered tile loop
 // (4-byte cp.async.ca, cp.async.wait_group 1); a 3-stage pipeline (16-byte cp.async.cg, needs K and N multiples of
 // 4), then the validation. PTX ISA 9.7.9.25 (cp.async, cp.async.commit_group, cp.async.wait_group).
+#include "program_common.cuh"
+
 #include <cuda_runtime.h>
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#define CUDA_CHECK(call)                                                                                     \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess) {                                                                             \
-            printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #call);         \
-            exit(1);                                                                                         \
-        }                                                                                                    \
-    } while (0)
 
 #define TILE 16
 
@@ -160,37 +153,17 @@ __global__ void sgemm_pipelined(const float *A, const float *B, float *C, int M,
     if (row < M && col < N) C[(size_t)row * N + col] = acc;
 }
 
-// ---- validation -------------------------------------------------------------------------------------------------
-static int validate(const char *name, const float *got, const float *ref, int n)
-{
-    int bad = 0;
-    double max_err = 0;
-    for (int i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - ref[i]);
-        if (!(e <= 1e-4 + 1e-4 * fabs(ref[i]))) {
-            if (bad < 5) printf("  %s: C[%d] = %g, reference %g\n", name, i, got[i], ref[i]);
-            bad++;
-        }
-        if (e > max_err || e != e) max_err = e;
-    }
-    printf("%-32s %s (max abs error %.3g)\n", name, bad ? "FAILED" : "ok", max_err);
-    return bad != 0;
-}
-
+// ---- inputs, runs and validation (validate(): program_common.cuh) ----------------------------------------------
 int main(int argc, char **argv)
 {
     const int M = argc > 1 ? atoi(argv[1]) : 48, N = argc > 2 ? atoi(argv[2]) : 40,
               K = argc > 3 ? atoi(argv[3]) : 52;
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no CUDA device\n");
-        return 77;
-    }
+    if (no_cuda_device()) return 77;
     float *A = (float *)malloc(4 * (size_t)M * K), *B = (float *)malloc(4 * (size_t)K * N);
     float *ref = (float *)malloc(4 * (size_t)M * N), *got = (float *)malloc(4 * (size_t)M * N);
     srand(99);
-    for (int i = 0; i < M * K; i++) A[i] = (float)rand() / RAND_MAX * 2.f - 1.f;
-    for (int i = 0; i < K * N; i++) B[i] = (float)rand() / RAND_MAX * 2.f - 1.f;
+    for (int i = 0; i < M * K; i++) A[i] = uniform_pm1();
+    for (int i = 0; i < K * N; i++) B[i] = uniform_pm1();
     sgemm_cpu(A, B, ref, M, N, K);
     float *dA, *dB, *dC;
     CUDA_CHECK(cudaMalloc(&dA, 4 * (size_t)M * K));
@@ -215,10 +188,9 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaGetLastError());
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(got, dC, 4 * (size_t)M * N, cudaMemcpyDeviceToHost));
-        fails += validate(names[v], got, ref, M * N);
+        fails += validate(names[v], "C", got, ref, (size_t)M * N, 1e-4);
     }
     free(A), free(B), free(ref), free(got);
     cudaFree(dA), cudaFree(dB), cudaFree(dC);
-    printf("%s\n", fails ? "FAILED" : "all versions match the reference");
-    return fails != 0;
+    return verdict(fails);
 }

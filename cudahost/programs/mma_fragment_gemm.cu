@@ -4,6 +4,8 @@
 //   C (M x N, fp32) = A (M x K, row-major) * B (K x N, row-major) + C
 // A CPU reference, then three kernels (bf16 and f16 inputs on m16n8k16, tf32 on m16n8k8), one warp per 16 x 8 tile
 // of C, then the validation. Needs M a multiple of 16, N of 8 and K of 16.
+#include "program_common.cuh"
+
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -15,15 +17,6 @@
 #include <string.h>
 
 #include <type_traits>
-
-#define CUDA_CHECK(call)                                                                                     \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess) {                                                                             \
-            printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #call);         \
-            exit(1);                                                                                         \
-        }                                                                                                    \
-    } while (0)
 
 // ---- CPU reference ---------------------------------------------------------------------------------------------
 static void gemm_cpu(const float *A, const float *B, const float *C0, float *C, int M, int N, int K)
@@ -112,31 +105,11 @@ __global__ void gemm_m16n8k8_tf32(const float *A, const float *B, float *C, int 
     for (int i = 0; i < 4; i++) C[(size_t)(r0 + g + (i >> 1) * 8) * N + c0 + 2 * t + (i & 1)] = c[i];
 }
 
-// ---- validation -------------------------------------------------------------------------------------------------
-static int validate(const char *name, const float *got, const float *ref, int n, double tol)
-{
-    int bad = 0;
-    double max_err = 0;
-    for (int i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - ref[i]);
-        if (!(e <= tol + tol * fabs(ref[i]))) {
-            if (bad < 5) printf("  %s: C[%d] = %g, reference %g\n", name, i, got[i], ref[i]);
-            bad++;
-        }
-        if (e > max_err || e != e) max_err = e;
-    }
-    printf("%-24s %s (max abs error %.3g)\n", name, bad ? "FAILED" : "ok", max_err);
-    return bad != 0;
-}
-
+// ---- inputs, runs and validation (validate(): program_common.cuh) ----------------------------------------------
 int main()
 {
     const int M = 64, N = 32, K = 64;
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no CUDA device\n");
-        return 77;
-    }
+    if (no_cuda_device()) return 77;
     float *A = (float *)malloc(4 * M * K), *B = (float *)malloc(4 * K * N), *C0 = (float *)malloc(4 * M * N);
     float *ref = (float *)malloc(4 * M * N), *got = (float *)malloc(4 * M * N);
     __nv_bfloat16 *Ab = (__nv_bfloat16 *)malloc(2 * M * K), *Bb = (__nv_bfloat16 *)malloc(2 * K * N);
@@ -176,10 +149,9 @@ int main()
         CUDA_CHECK(cudaGetLastError());
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(got, dC, 4 * M * N, cudaMemcpyDeviceToHost));
-        fails += validate(names[v], got, ref, M * N, 1e-5);
+        fails += validate(names[v], "C", got, ref, (size_t)M * N, 1e-5);
     }
     free(A), free(B), free(C0), free(ref), free(got), free(Ab), free(Bb), free(Ah), free(Bh);
     cudaFree(dA), cudaFree(dB), cudaFree(dC);
-    printf("%s\n", fails ? "FAILED" : "all versions match the reference");
-    return fails != 0;
+    return verdict(fails);
 }

@@ -6,6 +6,8 @@
 //
 // Block tile 64 x 64, k-step 16, 4 warps in 2 x 2, each warp 32 x 32 = 2 (m16) x 4 (n8) mma tiles.
 // Needs M, N multiples of 64 and K a multiple of 16.
+#include "program_common.cuh"
+
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 
@@ -14,15 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CUDA_CHECK(call)                                                                                     \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess) {                                                                             \
-            printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #call);         \
-            exit(1);                                                                                         \
-        }                                                                                                    \
-    } while (0)
 
 // ---- CPU reference ---------------------------------------------------------------------------------------------
 static void gemm_cpu(const float *A, const float *B, float *C, int M, int N, int K, bool b_col_major)
@@ -139,23 +132,7 @@ __global__ void __launch_bounds__(128)
         }
 }
 
-// ---- validation -------------------------------------------------------------------------------------------------
-static int validate(const char *name, const float *got, const float *ref, int n)
-{
-    int bad = 0;
-    double max_err = 0;
-    for (int i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - ref[i]);
-        if (!(e <= 1e-3 + 1e-3 * fabs(ref[i]))) {
-            if (bad < 5) printf("  %s: C[%d] = %g, reference %g\n", name, i, got[i], ref[i]);
-            bad++;
-        }
-        if (e > max_err || e != e) max_err = e;
-    }
-    printf("%-34s %s (max abs error %.3g)\n", name, bad ? "FAILED" : "ok", max_err);
-    return bad != 0;
-}
-
+// ---- inputs, runs and validation (validate(): program_common.cuh) ----------------------------------------------
 int main(int argc, char **argv)
 {
     const int M = argc > 1 ? atoi(argv[1]) : 128, N = argc > 2 ? atoi(argv[2]) : 128,
@@ -164,11 +141,7 @@ int main(int argc, char **argv)
         printf("M and N must be multiples of %d, K of %d\n", BM, BK);
         return 2;
     }
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no CUDA device\n");
-        return 77;
-    }
+    if (no_cuda_device()) return 77;
     // inputs: seeded, rounded to bf16 (the reference sees the same values)
     float *hA = (float *)malloc(sizeof(float) * M * K), *hB = (float *)malloc(sizeof(float) * K * N);
     __nv_bfloat16 *hAb = (__nv_bfloat16 *)malloc(2 * (size_t)M * K),
@@ -177,14 +150,8 @@ int main(int argc, char **argv)
     float *hB_t = (float *)malloc(sizeof(float) * K * N), *ref = (float *)malloc(sizeof(float) * M * N),
           *got = (float *)malloc(sizeof(float) * M * N);
     srand(12345);
-    for (int i = 0; i < M * K; i++) {
-        hAb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
-        hA[i] = __bfloat162float(hAb[i]);
-    }
-    for (int i = 0; i < K * N; i++) {
-        hBb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
-        hB[i] = __bfloat162float(hBb[i]);
-    }
+    fill_bf16(hAb, hA, (size_t)M * K);
+    fill_bf16(hBb, hB, (size_t)K * N);
     for (int k = 0; k < K; k++)
         for (int n = 0; n < N; n++) {
             hBt[n * K + k] = hBb[k * N + n];
@@ -219,11 +186,10 @@ int main(int argc, char **argv)
             char name[64];
             snprintf(name, sizeof name, "%s, B %s", version == 0 ? "naive" : "mma.sync + ldmatrix",
                      col ? "col-major (NT)" : "row-major (NN)");
-            fails += validate(name, got, ref, M * N);
+            fails += validate(name, "C", got, ref, (size_t)M * N, 1e-3);
         }
     }
     free(hA), free(hB), free(hAb), free(hBb), free(hBt), free(hB_t), free(ref), free(got);
     cudaFree(dA), cudaFree(dB), cudaFree(dBt), cudaFree(dC);
-    printf("%s\n", fails ? "FAILED" : "all versions match the reference");
-    return fails != 0;
+    return verdict(fails);
 }

@@ -3,6 +3,8 @@
 // A CPU reference, a naive kernel, two WMMA kernels (one warp per 16x16 tile straight from global memory; a 64x64
 // block tile staged in shared memory, 4 warps of 32x32, with an alpha/beta epilogue on the accumulator fragments),
 // then the validation. Needs M, N multiples of 64 and K a multiple of 16.
+#include "program_common.cuh"
+
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <mma.h>
@@ -12,15 +14,6 @@
 #include <stdlib.h>
 
 using namespace nvcuda;
-
-#define CUDA_CHECK(call)                                                                                     \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess) {                                                                             \
-            printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #call);         \
-            exit(1);                                                                                         \
-        }                                                                                                    \
-    } while (0)
 
 // ---- CPU reference ---------------------------------------------------------------------------------------------
 static void gemm_cpu(const float *A, const float *B, float *C, int M, int N, int K, float alpha, float beta)
@@ -107,23 +100,7 @@ __global__ void __launch_bounds__(128) gemm_wmma_smem(const __nv_bfloat16 *A, co
         }
 }
 
-// ---- validation -------------------------------------------------------------------------------------------------
-static int validate(const char *name, const float *got, const float *ref, int n)
-{
-    int bad = 0;
-    double max_err = 0;
-    for (int i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - ref[i]);
-        if (!(e <= 1e-3 + 1e-3 * fabs(ref[i]))) {
-            if (bad < 5) printf("  %s: C[%d] = %g, reference %g\n", name, i, got[i], ref[i]);
-            bad++;
-        }
-        if (e > max_err || e != e) max_err = e;
-    }
-    printf("%-28s %s (max abs error %.3g)\n", name, bad ? "FAILED" : "ok", max_err);
-    return bad != 0;
-}
-
+// ---- inputs, runs and validation (validate(): program_common.cuh) ----------------------------------------------
 int main(int argc, char **argv)
 {
     const int M = argc > 1 ? atoi(argv[1]) : 128, N = argc > 2 ? atoi(argv[2]) : 64,
@@ -133,25 +110,15 @@ int main(int argc, char **argv)
         printf("M and N must be multiples of %d, K of %d\n", BM, BK);
         return 2;
     }
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-        printf("no CUDA device\n");
-        return 77;
-    }
+    if (no_cuda_device()) return 77;
     float *hA = (float *)malloc(sizeof(float) * M * K), *hB = (float *)malloc(sizeof(float) * K * N);
     float *hC0 = (float *)malloc(sizeof(float) * M * N), *ref = (float *)malloc(sizeof(float) * M * N),
           *got = (float *)malloc(sizeof(float) * M * N);
     __nv_bfloat16 *hAb = (__nv_bfloat16 *)malloc(2 * (size_t)M * K),
                   *hBb = (__nv_bfloat16 *)malloc(2 * (size_t)K * N);
     srand(2024);
-    for (int i = 0; i < M * K; i++) {
-        hAb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
-        hA[i] = __bfloat162float(hAb[i]);
-    }
-    for (int i = 0; i < K * N; i++) {
-        hBb[i] = __float2bfloat16((float)rand() / RAND_MAX * 2.f - 1.f);
-        hB[i] = __bfloat162float(hBb[i]);
-    }
+    fill_bf16(hAb, hA, (size_t)M * K);
+    fill_bf16(hBb, hB, (size_t)K * N);
     for (int i = 0; i < M * N; i++) hC0[i] = (float)rand() / RAND_MAX - 0.5f;
     for (int i = 0; i < M * N; i++) ref[i] = hC0[i];
     gemm_cpu(hA, hB, ref, M, N, K, alpha, beta);
@@ -172,10 +139,9 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaGetLastError());
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(got, dC, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
-        fails += validate(names[v], got, ref, M * N);
+        fails += validate(names[v], "C", got, ref, (size_t)M * N, 1e-3);
     }
     free(hA), free(hB), free(hC0), free(ref), free(got), free(hAb), free(hBb);
     cudaFree(dA), cudaFree(dB), cudaFree(dC);
-    printf("%s\n", fails ? "FAILED" : "all versions match the reference");
-    return fails != 0;
+    return verdict(fails);
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <utility>
 #include <new>
 #include <vector>
 
@@ -125,6 +126,21 @@ void scale_c(void *C, Elem ce, int64_t ldc, int64_t i0, int64_t mb, int64_t j0, 
         }
 }
 
+/* The rows x cols block at (r0, c0) of op(X) in fp32 (X column-major with leading dimension ld), kept in X's
+   layout: column-major rows x cols if op is N, cols x rows if T. Returns the block's leading dimension. */
+int64_t load_op_tile(float *dst, const void *X, Elem e, int64_t ld, cublasOperation_t op, int64_t r0,
+                     int64_t rows, int64_t c0, int64_t cols)
+{
+    if (op != CUBLAS_OP_N) {
+        std::swap(r0, c0);
+        std::swap(rows, cols);
+    }
+    for (int64_t c = 0; c < cols; ++c)
+        for (int64_t r = 0; r < rows; ++r)
+            dst[r + c * rows] = load(X, e, (size_t)(r0 + r) + (size_t)(c0 + c) * (size_t)ld);
+    return rows;
+}
+
 /* One column-major product C = alpha op(A) op(B) + beta C. Arguments already validated; m, n > 0. */
 cublasStatus_t gemm_one(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
                         float alpha, const void *A, Elem ae, int64_t lda, const void *B, Elem be, int64_t ldb,
@@ -167,34 +183,10 @@ cublasStatus_t gemm_one(cublasOperation_t ta, cublasOperation_t tb, int64_t m, i
                                      : beta * load(C, ce, (size_t)(i0 + i) + (size_t)(j0 + j) * (size_t)ldc);
             for (int64_t p0 = 0; p0 < k; p0 += kTileK) {
                 const int64_t kb = std::min(kTileK, k - p0);
-                /* A tile: op(A) rows i0.., cols p0..; stored as (mb x kb) if N, (kb x mb) if T */
-                float *a = ta_buf.data();
-                int64_t a_ld;
-                if (ta == CUBLAS_OP_N) {
-                    a_ld = mb;
-                    for (int64_t p = 0; p < kb; ++p)
-                        for (int64_t i = 0; i < mb; ++i)
-                            a[i + p * a_ld] = load(A, ae, (size_t)(i0 + i) + (size_t)(p0 + p) * (size_t)lda);
-                } else {
-                    a_ld = kb;
-                    for (int64_t i = 0; i < mb; ++i)
-                        for (int64_t p = 0; p < kb; ++p)
-                            a[p + i * a_ld] = load(A, ae, (size_t)(p0 + p) + (size_t)(i0 + i) * (size_t)lda);
-                }
-                /* B tile: op(B) rows p0.., cols j0..; stored as (kb x nb) if N, (nb x kb) if T */
-                float *b = tb_buf.data();
-                int64_t b_ld;
-                if (tb == CUBLAS_OP_N) {
-                    b_ld = kb;
-                    for (int64_t j = 0; j < nb; ++j)
-                        for (int64_t p = 0; p < kb; ++p)
-                            b[p + j * b_ld] = load(B, be, (size_t)(p0 + p) + (size_t)(j0 + j) * (size_t)ldb);
-                } else {
-                    b_ld = nb;
-                    for (int64_t p = 0; p < kb; ++p)
-                        for (int64_t j = 0; j < nb; ++j)
-                            b[j + p * b_ld] = load(B, be, (size_t)(j0 + j) + (size_t)(p0 + p) * (size_t)ldb);
-                }
+                /* op(A) rows i0.., cols p0..; op(B) rows p0.., cols j0.. */
+                float *a = ta_buf.data(), *b = tb_buf.data();
+                const int64_t a_ld = load_op_tile(a, A, ae, lda, ta, i0, mb, p0, kb);
+                const int64_t b_ld = load_op_tile(b, B, be, ldb, tb, p0, kb, j0, nb);
                 cblas_sgemm(CblasColMajor, cblas_op(ta), cblas_op(tb), (blasint)mb, (blasint)nb, (blasint)kb,
                             alpha, a, (blasint)a_ld, b, (blasint)b_ld, 1.0f, tc, (blasint)mb);
             }
@@ -208,10 +200,14 @@ cublasStatus_t gemm_one(cublasOperation_t ta, cublasOperation_t tb, int64_t m, i
 
 float read_scalar(const void *p) { return *static_cast<const float *>(p); }
 
-/* Type checks of the Ex entry points. */
-cublasStatus_t check_types(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t compute,
-                           Elem *ae, Elem *be, Elem *ce)
+/* The checks of the Ex entry points: check_gemm's, then the types. */
+cublasStatus_t check_ex(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
+                        int64_t n, int64_t k, const void *alpha, int64_t lda, int64_t ldb, const void *beta,
+                        int64_t ldc, int64_t batch, cudaDataType at, cudaDataType bt, cudaDataType ct,
+                        cublasComputeType_t compute, Elem *ae, Elem *be, Elem *ce)
 {
+    const cublasStatus_t st = check_gemm(handle, ta, tb, m, n, k, alpha, lda, ldb, beta, ldc, batch);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
     if (!compute_is_32f(compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (!elem_of(at, ae) || !elem_of(bt, be) || !elem_of(ct, ce)) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (*ae != *be) return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -258,6 +254,25 @@ cublasStatus_t gemm_batched(cublasHandle_t handle, cublasOperation_t transa, cub
                       ldc);
         if (st != CUBLAS_STATUS_SUCCESS) return st;
     }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The handle's settings: a null handle is CUBLAS_STATUS_NOT_INITIALIZED, a null result pointer or a value the
+   setter does not take CUBLAS_STATUS_INVALID_VALUE. */
+template <typename T> cublasStatus_t get_setting(cublasHandle_t handle, T cublasContext::*field, T *value)
+{
+    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+    *value = handle->*field;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+template <typename T>
+cublasStatus_t set_setting(cublasHandle_t handle, T cublasContext::*field, T value, bool valid)
+{
+    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (!valid) return CUBLAS_STATUS_INVALID_VALUE;
+    handle->*field = value;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -323,10 +338,7 @@ cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t handle, cudaStream
 
 cublasStatus_t CUBLASWINAPI cublasGetStream_v2(cublasHandle_t handle, cudaStream_t *streamId)
 {
-    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (streamId == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    *streamId = handle->stream;
-    return CUBLAS_STATUS_SUCCESS;
+    return get_setting(handle, &cublasContext::stream, streamId);
 }
 
 cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
@@ -344,56 +356,39 @@ cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t handle, void *w
 
 cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode)
 {
-    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
     const unsigned base = (unsigned)mode & 0xFu, flags = (unsigned)mode & ~0xFu;
-    if (base > (unsigned)CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH ||
-        (flags & ~(unsigned)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) != 0)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    handle->math_mode = mode; /* recorded; host mode always computes in full fp32 */
-    return CUBLAS_STATUS_SUCCESS;
+    /* recorded; host mode always computes in full fp32 */
+    return set_setting(handle, &cublasContext::math_mode, mode,
+                       base <= (unsigned)CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH &&
+                           (flags & ~(unsigned)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) == 0);
 }
 
 cublasStatus_t CUBLASWINAPI cublasGetMathMode(cublasHandle_t handle, cublasMath_t *mode)
 {
-    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->math_mode;
-    return CUBLAS_STATUS_SUCCESS;
+    return get_setting(handle, &cublasContext::math_mode, mode);
 }
 
 cublasStatus_t CUBLASWINAPI cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode)
 {
-    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
     /* device memory is host memory here, so both modes read alpha/beta the same way */
-    if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    handle->pointer_mode = mode;
-    return CUBLAS_STATUS_SUCCESS;
+    return set_setting(handle, &cublasContext::pointer_mode, mode,
+                       mode == CUBLAS_POINTER_MODE_HOST || mode == CUBLAS_POINTER_MODE_DEVICE);
 }
 
 cublasStatus_t CUBLASWINAPI cublasGetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t *mode)
 {
-    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->pointer_mode;
-    return CUBLAS_STATUS_SUCCESS;
+    return get_setting(handle, &cublasContext::pointer_mode, mode);
 }
 
 cublasStatus_t CUBLASWINAPI cublasSetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t mode)
 {
-    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (mode != CUBLAS_ATOMICS_NOT_ALLOWED && mode != CUBLAS_ATOMICS_ALLOWED)
-        return CUBLAS_STATUS_INVALID_VALUE;
-    handle->atomics_mode = mode;
-    return CUBLAS_STATUS_SUCCESS;
+    return set_setting(handle, &cublasContext::atomics_mode, mode,
+                       mode == CUBLAS_ATOMICS_NOT_ALLOWED || mode == CUBLAS_ATOMICS_ALLOWED);
 }
 
 cublasStatus_t CUBLASWINAPI cublasGetAtomicsMode(cublasHandle_t handle, cublasAtomicsMode_t *mode)
 {
-    if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
-    if (mode == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    *mode = handle->atomics_mode;
-    return CUBLAS_STATUS_SUCCESS;
+    return get_setting(handle, &cublasContext::atomics_mode, mode);
 }
 
 const char *CUBLASWINAPI cublasGetStatusName(cublasStatus_t status)
@@ -490,14 +485,8 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx_64(cublasHandle_t handle, cublasOperati
                                             void *C, cudaDataType Ctype, int64_t ldc,
                                             cublasComputeType_t computeType, cublasGemmAlgo_t algo)
 {
-    (void)algo;
-    cublasStatus_t st = check_gemm(handle, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, 1);
-    if (st != CUBLAS_STATUS_SUCCESS) return st;
-    Elem ae, be, ce;
-    st = check_types(Atype, Btype, Ctype, computeType, &ae, &be, &ce);
-    if (st != CUBLAS_STATUS_SUCCESS) return st;
-    return gemm_strided(handle, transa, transb, m, n, k, alpha, A, ae, lda, 0, B, be, ldb, 0, beta, C, ce,
-                        ldc, 0, 1);
+    return cublasGemmStridedBatchedEx_64(handle, transa, transb, m, n, k, alpha, A, Atype, lda, 0, B, Btype,
+                                         ldb, 0, beta, C, Ctype, ldc, 0, 1, computeType, algo);
 }
 
 cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
@@ -519,10 +508,9 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx_64(
     cublasComputeType_t computeType, cublasGemmAlgo_t algo)
 {
     (void)algo;
-    cublasStatus_t st = check_gemm(handle, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, batchCount);
-    if (st != CUBLAS_STATUS_SUCCESS) return st;
     Elem ae, be, ce;
-    st = check_types(Atype, Btype, Ctype, computeType, &ae, &be, &ce);
+    const cublasStatus_t st = check_ex(handle, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc,
+                                       batchCount, Atype, Btype, Ctype, computeType, &ae, &be, &ce);
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     return gemm_strided(handle, transa, transb, m, n, k, alpha, A, ae, lda, strideA, B, be, ldb, strideB,
                         beta, C, ce, ldc, strideC, batchCount);
@@ -546,10 +534,9 @@ cublasStatus_t CUBLASWINAPI cublasGemmBatchedEx(
     int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
 {
     (void)algo;
-    cublasStatus_t st = check_gemm(handle, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, batchCount);
-    if (st != CUBLAS_STATUS_SUCCESS) return st;
     Elem ae, be, ce;
-    st = check_types(Atype, Btype, Ctype, computeType, &ae, &be, &ce);
+    const cublasStatus_t st = check_ex(handle, transa, transb, m, n, k, alpha, lda, ldb, beta, ldc,
+                                       batchCount, Atype, Btype, Ctype, computeType, &ae, &be, &ce);
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     return gemm_batched(handle, transa, transb, m, n, k, alpha, Aarray, ae, lda, Barray, be, ldb, beta,
                         Carray, ce, ldc, batchCount);

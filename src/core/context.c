@@ -397,16 +397,13 @@ mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const 
                                        const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
                                        int64_t ignore_index)
 {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(d_first_bad);
-    mf_deferred d;
-    memset(&d, 0, sizeof d);
-    d.func = func;
-    d.labels = labels;
-    d.n_rows = n_rows;
-    d.vocab = vocab;
-    d.ignore_index = ignore_index;
-    d.shifted = shifted;
+    MF_CHECK_ALL_NOT_NULL(ctx, d_first_bad);
+    const mf_deferred d = { .func = func,
+                            .labels = labels,
+                            .n_rows = n_rows,
+                            .vocab = vocab,
+                            .ignore_index = ignore_index,
+                            .shifted = shifted };
     return defer_check(ctx, &d, d_first_bad);
 }
 
@@ -414,22 +411,18 @@ mf_status mf_context_defer_position_check(mf_context *ctx, const char *func, con
                                           const void *ids, int id_bytes, int64_t n_tokens, int64_t seq_len,
                                           int64_t batch_stride, int64_t max_position)
 {
-    MF_CHECK_NOT_NULL(ctx);
-    MF_CHECK_NOT_NULL(d_first_bad);
-    MF_CHECK_NOT_NULL(ids);
+    MF_CHECK_ALL_NOT_NULL(ctx, d_first_bad, ids);
     if ((id_bytes != 4 && id_bytes != 8) || seq_len <= 0 || n_tokens <= 0 || batch_stride < 0)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                 "bad position check (id_bytes %d, n_tokens %lld, seq_len %lld, stride %lld)", id_bytes,
                 (long long)n_tokens, (long long)seq_len, (long long)batch_stride);
-    mf_deferred d;
-    memset(&d, 0, sizeof d);
-    d.func = func;
-    d.n_rows = n_tokens;
-    d.ids = ids;
-    d.id_bytes = id_bytes;
-    d.seq_len = seq_len;
-    d.batch_stride = batch_stride;
-    d.max_position = max_position;
+    const mf_deferred d = { .func = func,
+                            .n_rows = n_tokens,
+                            .ids = ids,
+                            .id_bytes = id_bytes,
+                            .seq_len = seq_len,
+                            .batch_stride = batch_stride,
+                            .max_position = max_position };
     return defer_check(ctx, &d, d_first_bad);
 }
 

@@ -331,6 +331,12 @@ mf_status mf_plan_fixes(const mf_plan_config *cfg, mf_plan_fix_row *rows, size_t
 #define STEP(Bt, S, DT, DP) .batch = Bt, .seq = S, .dtype = DT, .dp = DP
 /* one op parameter (its op's spec: src/ops/<op>.c) */
 #define PARAM(NAME, V) .n_params = 1, .params = { { NAME, V } }
+/* the models and steps that two presets share: seed 001's NSA model at seq S,
+ * seed 002's Pythia-70M with vocabulary V, seed 004's NPT step */
+#define M7C_NSA(S)                                                                                           \
+    MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, S, MF_DTYPE_BF16, 2), PARAM("nsa", 1)
+#define PYTHIA_70M(V) MODEL(6, 512, 2048, 8, 0, 0, V, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1)
+#define NPT_STEP STEP(4, 512, MF_DTYPE_F32, 1), PARAM("npt_rank", 16)
 
 static const mf_plan_preset presets[] = {
     /* Seed 000: the "4B model" at 131,072 tokens, vocabulary 151,936. The seed
@@ -355,13 +361,11 @@ static const mf_plan_preset presets[] = {
     { "001-1k",
       "seed 001: 125M NSA model at seq 1024 (2 GPUs, micro-batch 2)",
       MF_PLAN_PRESET_MODEL,
-      { MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 1024, MF_DTYPE_BF16, 2),
-        PARAM("nsa", 1) } },
+      { M7C_NSA(1024) } },
     { "001-4k",
       "seed 001: 125M NSA model at seq 4096 (the run that went OOM)",
       MF_PLAN_PRESET_MODEL,
-      { MODEL(12, 768, 3072, 12, 2, 64, 50304, 0, 1, 0, 0, 1), STEP(2, 4096, MF_DTYPE_BF16, 2),
-        PARAM("nsa", 1) } },
+      { M7C_NSA(4096) } },
     /* Seed 002: Pythia-70M (6 layers, d 512, 8 heads, d_ffn 2048, LayerNorm,
      * biases, untied head), fp32, batch 32, seq 128, with the seed's learned
      * position embeddings (128 x 512). Full vocabulary: Pythia's 50,304 (the
@@ -369,11 +373,11 @@ static const mf_plan_preset presets[] = {
     { "002-full",
       "seed 002: Pythia-70M, full vocabulary 50,304, fp32, batch 32 x 128",
       MF_PLAN_PRESET_MODEL,
-      { MODEL(6, 512, 2048, 8, 0, 0, 50304, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1) } },
+      { PYTHIA_70M(50304) } },
     { "002-10k",
       "seed 002: Pythia-70M, vocabulary capped at 10,000, fp32, batch 32 x 128",
       MF_PLAN_PRESET_MODEL,
-      { MODEL(6, 512, 2048, 8, 0, 0, 10000, 128, 0, 0, 1, 1), STEP(32, 128, MF_DTYPE_F32, 1) } },
+      { PYTHIA_70M(10000) } },
     /* Seed 003: the theoretical memory table, B=4, H=8, D=64, fp16, N=512..8192. */
     { "003",
       "seed 003: attention memory at B=4, H=8, D=64, fp16, N = 512..8192",
@@ -384,15 +388,13 @@ static const mf_plan_preset presets[] = {
     { "004",
       "seed 004: NPT at Llama-3-8B shapes (4096 x 14336), batch 4 x 512, rank 16, fp32",
       MF_PLAN_PRESET_MODEL,
-      { MODEL(32, 4096, 14336, 32, 8, 128, 128256, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1),
-        PARAM("npt_rank", 16) } },
+      { MODEL(32, 4096, 14336, 32, 8, 128, 128256, 0, 0, 1, 0, 0), NPT_STEP } },
     /* Seed 004's own example: 4 x 512 x 4096 x 11008 (Llama-2-7B shapes), fp32:
      * delta_w = 369,367,187,456 B = 344 GiB (the seed says "~448 GB"). */
     { "004-doc",
       "seed 004's example: NPT at 4 x 512 x 4096 x 11008 (Llama-2-7B), rank 16, fp32",
       MF_PLAN_PRESET_MODEL,
-      { MODEL(32, 4096, 11008, 32, 0, 0, 32000, 0, 0, 1, 0, 0), STEP(4, 512, MF_DTYPE_F32, 1),
-        PARAM("npt_rank", 16) } },
+      { MODEL(32, 4096, 11008, 32, 0, 0, 32000, 0, 0, 1, 0, 0), NPT_STEP } },
 };
 
 const mf_plan_preset *mf_plan_presets(size_t *count)
