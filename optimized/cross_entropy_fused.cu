@@ -87,27 +87,36 @@ template <typename T> struct Smem {
     T b[kBN][kLdk]; // W tile slice (vocab x kBK)
 };
 
+// sm <- hidden[row0 .. +63, k0 .. +31] and W[v0 .. +63, k0 .. +31], zero outside
+// [0, N) x [0, D) and [0, V) x [0, D).
+template <typename T>
+__device__ __forceinline__ void load_slice(Smem<T> &sm, const T *__restrict__ hidden,
+                                           const T *__restrict__ weight, size_t N, size_t D, size_t V,
+                                           size_t row0, size_t v0, size_t k0)
+{
+    for (int e = threadIdx.x; e < kBM * kBK; e += kThreads) {
+        const int r = e / kBK, k = e % kBK;
+        const size_t row = row0 + (size_t)r, col = k0 + (size_t)k;
+        sm.a[r][k] = (row < N && col < D) ? hidden[row * D + col] : from_f32<T>(0.0f);
+        const size_t v = v0 + (size_t)r;
+        sm.b[r][k] = (v < V && col < D) ? weight[v * D + col] : from_f32<T>(0.0f);
+    }
+}
+
 // acc (this warp's 16 x 64 logits, fragment layout) = hidden[row0 + ., :] .
 // W[v0 + ., :]^T, zero outside [0, N) x [0, V). Every thread of the block calls
 // it (barriers inside); on return sm.a / sm.b are still being read by other
 // warps until the caller's next barrier.
 template <typename T>
-__device__ __forceinline__ void logits_tile(float (&acc)[kNFrag][4], Smem<T> &sm,
+__device__ __forceinline__ void logits_tile(float (&acc)[1][kNFrag][4], Smem<T> &sm,
                                             const T *__restrict__ hidden, const T *__restrict__ weight,
                                             size_t N, size_t D, size_t V, size_t row0, size_t v0)
 {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    MF_UNROLL
-    for (int f = 0; f < kNFrag; ++f) acc[f][0] = acc[f][1] = acc[f][2] = acc[f][3] = 0.0f;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    frags_zero(acc);
     for (size_t k0 = 0; k0 < D; k0 += kBK) {
         __syncthreads(); // the previous slice (or the caller's use of sm) is done
-        for (int e = tid; e < kBM * kBK; e += kThreads) {
-            const int r = e / kBK, k = e % kBK;
-            const size_t row = row0 + (size_t)r, col = k0 + (size_t)k;
-            sm.a[r][k] = (row < N && col < D) ? hidden[row * D + col] : from_f32<T>(0.0f);
-            const size_t v = v0 + (size_t)r;
-            sm.b[r][k] = (v < V && col < D) ? weight[v * D + col] : from_f32<T>(0.0f);
-        }
+        load_slice(sm, hidden, weight, N, D, V, row0, v0, k0);
         __syncthreads();
         const T(*a)[kLdk] = sm.a + warp * 16;
         MF_UNROLL
@@ -117,7 +126,7 @@ __device__ __forceinline__ void logits_tile(float (&acc)[kNFrag][4], Smem<T> &sm
             for (int f = 0; f < kNFrag; ++f) {
                 const T(*b)[kLdk] = sm.b + f * 8;
                 auto B = [&](int k, int n) { return to_f32(b[n][kk + k]); };
-                mma16816<T>(acc[f], lane, A, B);
+                mma16816<T>(acc[0][f], lane, A, B);
             }
         }
     }
@@ -154,6 +163,117 @@ __device__ __forceinline__ int64_t row_target(const int64_t *labels, size_t i, c
     return (y == p.ignore_index || y < 0 || y >= (int64_t)p.V) ? -1 : y;
 }
 
+// One vocabulary tile of the forward, shared by the f32 and bf16 kernels: bias and
+// softcap applied to the logits in acc (in place), then, for each of the R = 2 MT rows
+// this lane holds (ys: their targets), the online max m and sum-exp l, the sum of
+// logits and the target logit. c0: this lane's first column.
+template <typename T, int MT, int NF>
+__device__ __forceinline__ void fwd_tile(float (&acc)[MT][NF][4], size_t c0, const T *bias,
+                                         const FusedParams &p, const int (&ys)[2 * MT], float (&m)[2 * MT],
+                                         float (&l)[2 * MT], float (&sum_s)[2 * MT], float (&s_y)[2 * MT])
+{
+    float tmax[2 * MT];
+    MF_UNROLL
+    for (int r = 0; r < 2 * MT; ++r) tmax[r] = -INFINITY;
+    for_each_frag(acc, c0, [&](float &x, int r, size_t j) {
+        if (j >= p.V) return;
+        const float s = apply_bias_cap(x, bias, j, p.cap);
+        x = s;
+        tmax[r] = nan_max(tmax[r], s);
+        sum_s[r] += s;
+        if ((int64_t)j == (int64_t)ys[r]) s_y[r] = s;
+    });
+    MF_UNROLL
+    for (int r = 0; r < 2 * MT; ++r) { // the row's max over the 4 lanes of its quad
+        const float m_new = nan_max(m[r], quad_max(tmax[r]));
+        // exp(-inf - -inf) would be NaN: an all -inf prefix contributes 0.
+        l[r] = m[r] == -INFINITY ? 0.0f : l[r] * expf(m[r] - m_new);
+        m[r] = m_new;
+    }
+    for_each_frag(acc, c0, [&](float &x, int r, size_t j) {
+        if (j < p.V && m[r] != -INFINITY) l[r] += expf(x - m[r]);
+    });
+}
+
+// The start of the forward for the R rows of a lane, row slot r = row rbase + 8 r: their
+// targets as int (V <= INT_MAX / 2 is validated; -1 for none) and empty statistics.
+template <int R>
+__device__ __forceinline__ void fwd_init(const int64_t *labels, const FusedParams &p, size_t rbase,
+                                         int (&ys)[R], float (&m)[R], float (&l)[R], float (&sum_s)[R],
+                                         float (&s_y)[R])
+{
+    MF_UNROLL
+    for (int r = 0; r < R; ++r) {
+        ys[r] = (int)row_target(labels, rbase + (size_t)(8 * r), p);
+        m[r] = -INFINITY;
+        l[r] = sum_s[r] = s_y[r] = 0.0f;
+    }
+}
+
+// The end of the forward for the R rows of a lane: l, sum_s and s_y summed over the
+// quad (s_y: one lane holds it, the rest 0).
+template <int R>
+__device__ __forceinline__ void fwd_quad_sums(float (&l)[R], float (&sum_s)[R], float (&s_y)[R])
+{
+    MF_UNROLL
+    for (int r = 0; r < R; ++r) {
+        l[r] = quad_sum(l[r]);
+        sum_s[r] = quad_sum(sum_s[r]);
+        s_y[r] = quad_sum(s_y[r]);
+    }
+}
+
+// Row 'row''s outputs from its max m and sum-exp l: lse, and the loss when it has a target.
+__device__ __forceinline__ void fwd_store_row(const FusedParams &p, size_t row, float m, float l,
+                                              bool has_target, float s_y, float sum_s)
+{
+    const float lse = m == -INFINITY ? -INFINITY : m + logf(l);
+    if (p.lse_out != nullptr) p.lse_out[row] = lse;
+    if (p.row_loss != nullptr)
+        p.row_loss[row] = has_target ? ce_row_loss(lse, s_y, sum_s, p.eps, p.V, p.lambda) : 0.0f;
+}
+
+// Row statistics of the backward in shared memory, for the block's rows row0 + tid
+// (tid < rows): target (-1: none), upstream gradient, saved lse.
+__device__ __forceinline__ void bwd_row_stats(const int64_t *labels, const FusedParams &p, size_t row0,
+                                              int rows, int *row_y, float *row_g, float *row_lse)
+{
+    const int tid = threadIdx.x;
+    if (tid >= rows) return;
+    const size_t i = row0 + (size_t)tid;
+    const int64_t y = row_target(labels, i, p);
+    row_y[tid] = (int)y;
+    row_g[tid] = y >= 0 ? ce_row_grad(p.grad_loss, p.grad_per_row, p.mean, p.counters, i) : 0.0f;
+    row_lse[tid] = i < p.N ? p.lse_in[i] : 0.0f;
+}
+
+// dL/dz of a recomputed tile, in place in acc (f32 and bf16 backward): row slot r is
+// the block's row rbase + 8 r (row_y, row_lse, row_g: bwd_row_stats), c0 this lane's
+// first column. Exact zero for ignored or padded rows, even with NaN logits. Returns
+// whether some |dL/dz| >= p.filter (NaN counts as kept).
+template <typename T, int MT, int NF>
+__device__ __forceinline__ int dlogit_tile(float (&acc)[MT][NF][4], size_t c0, int rbase, const T *bias,
+                                           const FusedParams &p, const int *row_y, const float *row_lse,
+                                           const float *row_g)
+{
+    const float smooth = p.eps / (float)p.V;
+    int keep = 0;
+    for_each_frag(acc, c0, [&](float &x, int r, size_t j) {
+        const int rr = rbase + 8 * r, y = row_y[rr];
+        float d = 0.0f;
+        if (y >= 0 && j < p.V) {
+            const float s = apply_bias_cap(x, bias, j, p.cap);
+            const float lse = row_lse[rr];
+            d = ce_dlogit(s, lse, 1.0f + 2.0f * p.lambda * lse, smooth, (int64_t)j == (int64_t)y, p.eps,
+                          p.cap) *
+                row_g[rr];
+        }
+        keep |= !(fabsf(d) < p.filter);
+        x = d;
+    });
+    return keep;
+}
+
 // ---- label pre-pass -------------------------------------------------------------
 // One block: counters[0] = rows whose target is not ignore_index, counters[1] =
 // the first row whose target is outside [0, V) (N if none).
@@ -168,7 +288,7 @@ __global__ void __launch_bounds__(256)
 }
 
 // ---- forward: lse and row losses, logits in registers only ----------------------
-// mf-budget: regs<=128 smem<=20480 stack<=0 spill=0  (sm_90: f32 128 regs 20480 B, bf16 104 regs 10240 B)
+// mf-budget: regs<=128 smem<=20480 stack<=0 spill=0  (sm_90: f32 106 regs 20480 B)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     ce_fused_fwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
@@ -178,72 +298,20 @@ __global__ void __launch_bounds__(kThreads)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const size_t row0 = (size_t)blockIdx.x * kBM;
-    // This lane's two rows (fragment rows g and g + 8 of the warp's 16); their
-    // targets as int (V <= INT_MAX / 2 is validated), -1 for none.
+    // This lane's two rows: fragment rows g and g + 8 of the warp's 16.
     int ys[2];
     float m[2], l[2], sum_s[2], s_y[2];
-    MF_UNROLL
-    for (int h = 0; h < 2; ++h) {
-        ys[h] = (int)row_target(labels, row0 + (size_t)(warp * 16 + g + 8 * h), p);
-        m[h] = -INFINITY;
-        l[h] = 0.0f;
-        sum_s[h] = 0.0f;
-        s_y[h] = 0.0f;
-    }
-    float acc[kNFrag][4];
+    fwd_init(labels, p, row0 + (size_t)(warp * 16 + g), ys, m, l, sum_s, s_y);
+    float acc[1][kNFrag][4];
     for (size_t v0 = 0; v0 < p.V; v0 += kBN) {
         logits_tile<T>(acc, sm, hidden, weight, p.N, p.D, p.V, row0, v0);
-        float tmax[2] = { -INFINITY, -INFINITY };
-        MF_UNROLL
-        for (int f = 0; f < kNFrag; ++f) {
-            MF_UNROLL
-            for (int i = 0; i < 4; ++i) {
-                const int h = i >> 1;
-                const size_t j = v0 + (size_t)(f * 8 + 2 * t + (i & 1));
-                if (j >= p.V) continue;
-                const float s = apply_bias_cap(acc[f][i], bias, j, p.cap);
-                acc[f][i] = s;
-                tmax[h] = nan_max(tmax[h], s);
-                sum_s[h] += s;
-                if ((int64_t)j == (int64_t)ys[h]) s_y[h] = s;
-            }
-        }
-        MF_UNROLL
-        for (int h = 0; h < 2; ++h) { // row max over the 4 lanes of the group
-            tmax[h] = nan_max(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
-            tmax[h] = nan_max(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-            const float m_new = nan_max(m[h], tmax[h]);
-            // exp(-inf - -inf) would be NaN: an all -inf prefix contributes 0.
-            l[h] = m[h] == -INFINITY ? 0.0f : l[h] * expf(m[h] - m_new);
-            m[h] = m_new;
-        }
-        MF_UNROLL
-        for (int f = 0; f < kNFrag; ++f) {
-            MF_UNROLL
-            for (int i = 0; i < 4; ++i) {
-                const int h = i >> 1;
-                const size_t j = v0 + (size_t)(f * 8 + 2 * t + (i & 1));
-                if (j < p.V && m[h] != -INFINITY) l[h] += expf(acc[f][i] - m[h]);
-            }
-        }
+        fwd_tile(acc, v0 + (size_t)(2 * t), bias, p, ys, m, l, sum_s, s_y);
     }
+    fwd_quad_sums(l, sum_s, s_y);
     MF_UNROLL
     for (int h = 0; h < 2; ++h) {
-        MF_UNROLL
-        for (int o = 1; o <= 2; o <<= 1) {
-            l[h] += __shfl_xor_sync(0xffffffffu, l[h], o);
-            sum_s[h] += __shfl_xor_sync(0xffffffffu, sum_s[h], o);
-            s_y[h] += __shfl_xor_sync(0xffffffffu, s_y[h], o); // one lane holds it, the rest 0
-        }
         const size_t row = row0 + (size_t)(warp * 16 + g + 8 * h);
-        if (t != 0 || row >= p.N) continue;
-        const float lse = m[h] == -INFINITY ? -INFINITY : m[h] + logf(l[h]);
-        if (p.lse_out != nullptr) p.lse_out[row] = lse;
-        if (p.row_loss != nullptr) {
-            float loss = 0.0f;
-            if (ys[h] >= 0) loss = ce_row_loss(lse, s_y[h], sum_s[h], p.eps, p.V, p.lambda);
-            p.row_loss[row] = loss;
-        }
+        if (t == 0 && row < p.N) fwd_store_row(p, row, m[h], l[h], ys[h] >= 0, s_y[h], sum_s[h]);
     }
 }
 
@@ -257,8 +325,31 @@ __global__ void __launch_bounds__(256)
     ce_reduce_losses<256>(row_loss, n_rows, counters, mean, loss, sh);
 }
 
+// One kBK-wide slice of a gradient product of the f32 backward, for this warp's 16 rows:
+// TR false: (G . B)[16 w .., :] with B = the W slice (grad_hidden); TR true: (G^T . B)
+// with B = the hidden slice (grad_W); k runs over the 64 columns (rows) of G.
+// out(r, col, x) adds x at row r of the 64 and column col of D (c0 = d0 + 2 t).
+template <bool TR, typename T, typename Out>
+__device__ __forceinline__ void grad_slice(const float (*sg)[kLdg], const T (*b)[kLdk], size_t c0, Out &&out)
+{
+    static_assert(kBM == kBN, "G is square: k runs over 64 either way");
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
+    float o[1][kBK / 8][4];
+    frags_zero(o);
+    MF_UNROLL
+    for (int kk = 0; kk < kBN; kk += 16) {
+        auto A = [&](int r, int k) { return TR ? sg[kk + k][warp * 16 + r] : sg[warp * 16 + r][kk + k]; };
+        MF_UNROLL
+        for (int f = 0; f < kBK / 8; ++f) {
+            auto B = [&](int k, int n) { return to_f32(b[kk + k][f * 8 + n]); };
+            mma16816<T>(o[0][f], lane, A, B);
+        }
+    }
+    for_each_frag(o, c0, [&](float &x, int r, size_t col) { out((size_t)(warp * 16 + g + 8 * r), col, x); });
+}
+
 // ---- backward: recompute, dL/dz in registers, three gradient products -----------
-// mf-budget: regs<=128 smem<=38912 stack<=0 spill=0  (sm_90: f32 128 regs 38912 B, bf16 100 regs 28672 B)
+// mf-budget: regs<=128 smem<=38912 stack<=0 spill=0  (sm_90: f32 128 regs 38656 B)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     ce_fused_bwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,
@@ -269,50 +360,20 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ Smem<T> sm;
     __shared__ float sg[kBM][kLdg]; // dL/dz of the tile, fp32
     __shared__ float row_lse[kBM], row_g[kBM];
-    __shared__ int64_t row_y[kBM];
+    __shared__ int row_y[kBM];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const size_t row0 = (size_t)blockIdx.x * kBM;
-    if (tid < kBM) {
-        const size_t i = row0 + (size_t)tid;
-        const int64_t y = row_target(labels, i, p);
-        const float up = y >= 0 ? ce_row_grad(p.grad_loss, p.grad_per_row, p.mean, p.counters, i) : 0.0f;
-        row_y[tid] = y;
-        row_g[tid] = up;
-        row_lse[tid] = i < p.N ? p.lse_in[i] : 0.0f;
-    }
-    // (visible after logits_tile's first barrier)
-    const float smooth = p.eps / (float)p.V;
+    bwd_row_stats(labels, p, row0, kBM, row_y, row_g, row_lse); // (visible after logits_tile's first barrier)
     const bool want_gh = grad_hidden != nullptr, want_gw = grad_weight != nullptr;
-    float acc[kNFrag][4];
+    float acc[1][kNFrag][4];
     for (size_t v0 = 0; v0 < p.V; v0 += kBN) {
         logits_tile<T>(acc, sm, hidden, weight, p.N, p.D, p.V, row0, v0);
-        int keep = 0;
-        MF_UNROLL
-        for (int f = 0; f < kNFrag; ++f) {
-            MF_UNROLL
-            for (int i = 0; i < 4; ++i) {
-                const int r = warp * 16 + g + (i >> 1) * 8, c = f * 8 + 2 * t + (i & 1);
-                const size_t j = v0 + (size_t)c;
-                const int64_t y = row_y[r];
-                float d = 0.0f; // exact zero for ignored or padded rows, even with NaN logits
-                if (y >= 0 && j < p.V) {
-                    const float s = apply_bias_cap(acc[f][i], bias, j, p.cap);
-                    const float lse = row_lse[r];
-                    d = ce_dlogit(s, lse, 1.0f + 2.0f * p.lambda * lse, smooth, (int64_t)j == y, p.eps,
-                                  p.cap) *
-                        row_g[r];
-                }
-                keep |= !(fabsf(d) < p.filter); // NaN is kept
-                acc[f][i] = d;
-            }
-        }
+        const int keep =
+            dlogit_tile(acc, v0 + (size_t)(2 * t), warp * 16 + g, bias, p, row_y, row_lse, row_g);
         __syncthreads(); // every warp is done reading sm.a / sm.b / sg of the last step
-        MF_UNROLL
-        for (int f = 0; f < kNFrag; ++f) {
-            MF_UNROLL
-            for (int i = 0; i < 4; ++i) sg[warp * 16 + g + (i >> 1) * 8][f * 8 + 2 * t + (i & 1)] = acc[f][i];
-        }
+        for_each_frag(acc, (size_t)(2 * t),
+                      [&](float &x, int r, size_t c) { sg[warp * 16 + g + 8 * r][c] = x; });
         // Gradient filtering (off when p.filter == 0: every |d| < 0 is false).
         if (!__syncthreads_or(keep)) continue; // also publishes sg
         if (grad_bias != nullptr && tid < kBN && v0 + (size_t)tid < p.V) {
@@ -323,60 +384,20 @@ __global__ void __launch_bounds__(kThreads)
         if (!want_gh && !want_gw) continue;
         for (size_t d0 = 0; d0 < p.D; d0 += kBK) {
             __syncthreads(); // the previous slice is consumed
-            for (int e = tid; e < kBM * kBK; e += kThreads) {
-                const int r = e / kBK, k = e % kBK;
-                const size_t col = d0 + (size_t)k;
-                const size_t row = row0 + (size_t)r, v = v0 + (size_t)r;
-                sm.a[r][k] = (row < p.N && col < p.D) ? hidden[row * p.D + col] : from_f32<T>(0.0f);
-                sm.b[r][k] = (v < p.V && col < p.D) ? weight[v * p.D + col] : from_f32<T>(0.0f);
-            }
+            load_slice(sm, hidden, weight, p.N, p.D, p.V, row0, v0, d0);
             __syncthreads();
-            if (want_gh) { // rows 16w.. of the block x kBK columns of D; k over the tile
-                float gh[kBK / 8][4];
-                MF_UNROLL
-                for (int f = 0; f < kBK / 8; ++f) gh[f][0] = gh[f][1] = gh[f][2] = gh[f][3] = 0.0f;
-                MF_UNROLL
-                for (int kk = 0; kk < kBN; kk += 16) {
-                    auto A = [&](int r, int k) { return sg[warp * 16 + r][kk + k]; };
-                    MF_UNROLL
-                    for (int f = 0; f < kBK / 8; ++f) {
-                        auto B = [&](int k, int n) { return to_f32(sm.b[kk + k][f * 8 + n]); };
-                        mma16816<T>(gh[f], lane, A, B);
-                    }
-                }
-                MF_UNROLL
-                for (int f = 0; f < kBK / 8; ++f) {
-                    MF_UNROLL
-                    for (int i = 0; i < 4; ++i) {
-                        const size_t row = row0 + (size_t)(warp * 16 + g + (i >> 1) * 8);
-                        const size_t col = d0 + (size_t)(f * 8 + 2 * t + (i & 1));
-                        if (row < p.N && col < p.D) grad_hidden[row * p.D + col] += gh[f][i];
-                    }
-                }
-            }
-            if (want_gw) { // vocabulary rows 16w.. of the tile x kBK columns; k over the rows
-                float gw[kBK / 8][4];
-                MF_UNROLL
-                for (int f = 0; f < kBK / 8; ++f) gw[f][0] = gw[f][1] = gw[f][2] = gw[f][3] = 0.0f;
-                MF_UNROLL
-                for (int kk = 0; kk < kBM; kk += 16) {
-                    auto A = [&](int r, int k) { return sg[kk + k][warp * 16 + r]; };
-                    MF_UNROLL
-                    for (int f = 0; f < kBK / 8; ++f) {
-                        auto B = [&](int k, int n) { return to_f32(sm.a[kk + k][f * 8 + n]); };
-                        mma16816<T>(gw[f], lane, A, B);
-                    }
-                }
-                MF_UNROLL
-                for (int f = 0; f < kBK / 8; ++f) {
-                    MF_UNROLL
-                    for (int i = 0; i < 4; ++i) {
-                        const size_t v = v0 + (size_t)(warp * 16 + g + (i >> 1) * 8);
-                        const size_t col = d0 + (size_t)(f * 8 + 2 * t + (i & 1));
-                        if (v < p.V && col < p.D) atomicAdd(grad_weight + v * p.D + col, gw[f][i]);
-                    }
-                }
-            }
+            // grad_hidden: rows 16w.. of the block x kBK columns of D, k over the tile's columns
+            if (want_gh)
+                grad_slice<false>(sg, sm.b, d0 + (size_t)(2 * t), [&](size_t r, size_t col, float x) {
+                    const size_t row = row0 + r;
+                    if (row < p.N && col < p.D) grad_hidden[row * p.D + col] += x;
+                });
+            // grad_W: vocabulary rows 16w.. of the tile x kBK columns, k over the block's rows
+            if (want_gw)
+                grad_slice<true>(sg, sm.a, d0 + (size_t)(2 * t), [&](size_t r, size_t col, float x) {
+                    const size_t v = v0 + r;
+                    if (v < p.V && col < p.D) atomicAdd(grad_weight + v * p.D + col, x);
+                });
         }
     }
 }
@@ -453,11 +474,7 @@ __device__ __forceinline__ void tc_logits_tile(float (&acc)[2][8][4], TcStage *s
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int wm = warp & 3, wn = warp >> 2;
-    MF_UNROLL
-    for (int mt = 0; mt < 2; ++mt) {
-        MF_UNROLL
-        for (int f = 0; f < 8; ++f) acc[mt][f][0] = acc[mt][f][1] = acc[mt][f][2] = acc[mt][f][3] = 0.0f;
-    }
+    frags_zero(acc);
     const size_t n_slices = (D + kTcBK - 1) / kTcBK;
     tc_load_stage(st[0], hidden, weight, N, D, V, row0, v0, 0, vec);
     cp_async_commit();
@@ -506,65 +523,16 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     const size_t row0 = (size_t)blockIdx.x * kTcBM;
     int ys[4]; // this lane's rows: r = 2 mt + h -> 32 wm + 16 mt + 8 h + g
     float m[4], l[4], sum_s[4], s_y[4];
-    MF_UNROLL
-    for (int r = 0; r < 4; ++r) {
-        ys[r] = (int)row_target(labels, row0 + (size_t)(32 * wm + 8 * r + g), p);
-        m[r] = -INFINITY;
-        l[r] = sum_s[r] = s_y[r] = 0.0f;
-    }
+    fwd_init(labels, p, row0 + (size_t)(32 * wm + g), ys, m, l, sum_s, s_y);
     float acc[2][8][4];
     for (size_t v0 = 0; v0 < p.V; v0 += kTcBN) {
         tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
-        const size_t c0 = v0 + (size_t)(64 * wn + 2 * t);
-        float tmax[4] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY };
-        MF_UNROLL
-        for (int mt = 0; mt < 2; ++mt) {
-            MF_UNROLL
-            for (int f = 0; f < 8; ++f) {
-                MF_UNROLL
-                for (int i = 0; i < 4; ++i) {
-                    const int r = 2 * mt + (i >> 1);
-                    const size_t j = c0 + (size_t)(8 * f + (i & 1));
-                    if (j >= p.V) continue;
-                    const float s = apply_bias_cap(acc[mt][f][i], bias, j, p.cap);
-                    acc[mt][f][i] = s;
-                    tmax[r] = nan_max(tmax[r], s);
-                    sum_s[r] += s;
-                    if ((int64_t)j == (int64_t)ys[r]) s_y[r] = s;
-                }
-            }
-        }
-        MF_UNROLL
-        for (int r = 0; r < 4; ++r) { // the row's max over the 4 lanes of its quad
-            tmax[r] = nan_max(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
-            tmax[r] = nan_max(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
-            const float m_new = nan_max(m[r], tmax[r]);
-            // exp(-inf - -inf) would be NaN: an all -inf prefix contributes 0.
-            l[r] = m[r] == -INFINITY ? 0.0f : l[r] * expf(m[r] - m_new);
-            m[r] = m_new;
-        }
-        MF_UNROLL
-        for (int mt = 0; mt < 2; ++mt) {
-            MF_UNROLL
-            for (int f = 0; f < 8; ++f) {
-                MF_UNROLL
-                for (int i = 0; i < 4; ++i) {
-                    const int r = 2 * mt + (i >> 1);
-                    const size_t j = c0 + (size_t)(8 * f + (i & 1));
-                    if (j < p.V && m[r] != -INFINITY) l[r] += expf(acc[mt][f][i] - m[r]);
-                }
-            }
-        }
+        fwd_tile(acc, v0 + (size_t)(64 * wn + 2 * t), bias, p, ys, m, l, sum_s, s_y);
     }
-    MF_UNROLL
-    for (int r = 0; r < 4; ++r) {
+    fwd_quad_sums(l, sum_s, s_y);
+    if (t == 0) {
         MF_UNROLL
-        for (int o = 1; o <= 2; o <<= 1) {
-            l[r] += __shfl_xor_sync(0xffffffffu, l[r], o);
-            sum_s[r] += __shfl_xor_sync(0xffffffffu, sum_s[r], o);
-            s_y[r] += __shfl_xor_sync(0xffffffffu, s_y[r], o); // one lane holds it, the rest 0
-        }
-        if (t == 0) {
+        for (int r = 0; r < 4; ++r) {
             const int rr = 32 * wm + 8 * r + g;
             part[0][wn][rr] = m[r];
             part[1][wn][rr] = l[r];
@@ -579,17 +547,8 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     float lsum = 0.0f; // the halves' sum-exps rebased to the joint max
     if (m0 != -INFINITY) lsum += part[1][0][tid] * expf(m0 - mm);
     if (m1 != -INFINITY) lsum += part[1][1][tid] * expf(m1 - mm);
-    const float lse = mm == -INFINITY ? -INFINITY : mm + logf(lsum);
-    if (p.lse_out != nullptr) p.lse_out[row] = lse;
-    if (p.row_loss != nullptr) {
-        float loss = 0.0f;
-        if (row_target(labels, row, p) >= 0) {
-            const float sy = part[3][0][tid] + part[3][1][tid];
-            const float ss = part[2][0][tid] + part[2][1][tid];
-            loss = ce_row_loss(lse, sy, ss, p.eps, p.V, p.lambda);
-        }
-        p.row_loss[row] = loss;
-    }
+    fwd_store_row(p, row, mm, lsum, row_target(labels, row, p) >= 0, part[3][0][tid] + part[3][1][tid],
+                  part[2][0][tid] + part[2][1][tid]);
 }
 
 // ---- bf16 backward -----------------------------------------------------------------
@@ -625,16 +584,8 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
     const size_t row0 = (size_t)blockIdx.x * kTcBM;
-    if (tid < kTcBM) {
-        const size_t i = row0 + (size_t)tid;
-        const int64_t y = row_target(labels, i, p);
-        const float up = y >= 0 ? ce_row_grad(p.grad_loss, p.grad_per_row, p.mean, p.counters, i) : 0.0f;
-        row_y[tid] = (int)y;
-        row_g[tid] = up;
-        row_lse[tid] = i < p.N ? p.lse_in[i] : 0.0f;
-    }
-    // (visible after tc_logits_tile's first barrier)
-    const float smooth = p.eps / (float)p.V;
+    bwd_row_stats(labels, p, row0, kTcBM, row_y, row_g,
+                  row_lse); // (visible after tc_logits_tile's first barrier)
     const bool want_gh = grad_hidden != nullptr, want_gw = grad_weight != nullptr;
     const bool is_vec = vec != 0;
     const int role = warp >> 2, wi = warp & 3, q8 = lane >> 3; // role 0: grad_hidden, 1: grad_W
@@ -647,27 +598,12 @@ __global__ void __launch_bounds__(kTcThreads, 1)
         for (int tt = 0; tt < n_tiles; ++tt) {
             const size_t v0 = vs + (size_t)(tt * kTcBN);
             tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
-            int keep = 0;
+            const int keep =
+                dlogit_tile(acc, v0 + (size_t)(64 * wn + 2 * t), 32 * wm + g, bias, p, row_y, row_lse, row_g);
             MF_UNROLL
             for (int mt = 0; mt < 2; ++mt) {
                 MF_UNROLL
                 for (int f = 0; f < 8; ++f) {
-                    MF_UNROLL
-                    for (int i = 0; i < 4; ++i) {
-                        const int r = 32 * wm + 16 * mt + g + 8 * (i >> 1);
-                        const size_t j = v0 + (size_t)(64 * wn + 8 * f + 2 * t + (i & 1));
-                        const int y = row_y[r];
-                        float d = 0.0f; // exact zero for ignored or padded rows, even with NaN logits
-                        if (y >= 0 && j < p.V) {
-                            const float s = apply_bias_cap(acc[mt][f][i], bias, j, p.cap);
-                            const float lse = row_lse[r];
-                            d = ce_dlogit(s, lse, 1.0f + 2.0f * p.lambda * lse, smooth,
-                                          (int64_t)j == (int64_t)y, p.eps, p.cap) *
-                                row_g[r];
-                        }
-                        keep |= !(fabsf(d) < p.filter); // NaN is kept
-                        acc[mt][f][i] = d;
-                    }
                     const int r = 32 * wm + 16 * mt + g, c = tt * kTcBN + 64 * wn + 8 * f + 2 * t;
                     *reinterpret_cast<__nv_bfloat162 *>(&sg[r][c]) =
                         __floats2bfloat162_rn(acc[mt][f][0], acc[mt][f][1]);
@@ -727,14 +663,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
             const int k = (int)(q % (size_t)n_kept), tile = kept_tile(k);
             const size_t d0 = (q / (size_t)n_kept) * kTcBK;
             if (role == 0 ? want_gh : want_gw) {
-                if (role == 1 || k == 0) { // grad_hidden sums the strip's tiles; grad_W one tile
-                    MF_UNROLL
-                    for (int mt = 0; mt < 2; ++mt) {
-                        MF_UNROLL
-                        for (int f = 0; f < 4; ++f)
-                            o[mt][f][0] = o[mt][f][1] = o[mt][f][2] = o[mt][f][3] = 0.0f;
-                    }
-                }
+                if (role == 1 || k == 0) frags_zero(o); // grad_hidden sums the strip's tiles; grad_W one tile
                 const bf16(*bsrc)[kTcLdk] = role == 0 ? c.b : c.a; // k: vocabulary / rows
                 const int gc = tile * kTcBN;                       // the tile's columns in sg
                 MF_UNROLL
@@ -760,25 +689,17 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                     }
                 }
                 if (role == 1 || k == n_kept - 1) {
-                    MF_UNROLL
-                    for (int mt = 0; mt < 2; ++mt) {
-                        MF_UNROLL
-                        for (int f = 0; f < 4; ++f) {
-                            MF_UNROLL
-                            for (int i = 0; i < 4; ++i) {
-                                const int r = 32 * wi + 16 * mt + g + 8 * (i >> 1);
-                                const size_t col = d0 + (size_t)(8 * f + 2 * t + (i & 1));
-                                if (col >= p.D) continue;
-                                if (role == 0) {
-                                    const size_t row = row0 + (size_t)r;
-                                    if (row < p.N) grad_hidden[row * p.D + col] += o[mt][f][i];
-                                } else {
-                                    const size_t v = vs + (size_t)(tile * kTcBN + r);
-                                    if (v < p.V) atomicAdd(grad_weight + v * p.D + col, o[mt][f][i]);
-                                }
-                            }
+                    for_each_frag(o, d0 + (size_t)(2 * t), [&](float &x, int rs, size_t col) {
+                        const int r = 32 * wi + g + 8 * rs;
+                        if (col >= p.D) return;
+                        if (role == 0) {
+                            const size_t row = row0 + (size_t)r;
+                            if (row < p.N) grad_hidden[row * p.D + col] += x;
+                        } else {
+                            const size_t v = vs + (size_t)(tile * kTcBN + r);
+                            if (v < p.V) atomicAdd(grad_weight + v * p.D + col, x);
                         }
-                    }
+                    });
                 }
             }
             __syncthreads(); // stage q & 1 (and, after the last pair, sg) is consumed

@@ -60,24 +60,26 @@ __device__ __forceinline__ float dot_rows(const float *a, const float *b, int n)
     return s;
 }
 
-// tile[r][c] = f(src[(row0 + r) * width + col0 + c]) for r < kSub, c < tile_cols;
-// 0 where row0 + r >= lim or c >= cols. f = phi when PHI, else identity;
-// with 'den' non-null the value is divided by den[row0 + r] (dnum = dout / den).
-template <typename T, bool PHI, int LD>
-__device__ __forceinline__ void load_rows(float (*tile)[LD], const T *__restrict__ src, size_t row0,
-                                          size_t lim, int width, int col0, int cols, int tile_cols,
-                                          const float *__restrict__ den)
+enum { kOpIdent = 0, kOpPhi = 1, kOpDiv = 2, kOpDivR = 3 }; // x, phi(x), x / den[row], x / den[r]
+// dst[r][c] = op(src[(row0 + r) * width + col0 + c]) for r < rows, c < padw, rounded to the
+// destination type (fp32 tiles of the SIMT kernels, bf16 of the tensor-core ones); 0 where
+// row0 + r >= lim or c >= ncols.
+template <int OP, typename S, typename Dst, int LD>
+__device__ __forceinline__ void stage(Dst (*dst)[LD], const S *__restrict__ src, size_t row0, size_t lim,
+                                      int width, int col0, int ncols, int padw, int rows,
+                                      const float *__restrict__ den)
 {
-    for (int e = threadIdx.x; e < kSub * tile_cols; e += blockDim.x) {
-        const int r = e / tile_cols, c = e % tile_cols;
+    for (int e = threadIdx.x; e < rows * padw; e += blockDim.x) {
+        const int r = e / padw, c = e % padw;
         const size_t i = row0 + (size_t)r;
         float x = 0.0f;
-        if (i < lim && c < cols) {
+        if (i < lim && c < ncols) {
             x = to_f32(src[i * (size_t)width + (size_t)(col0 + c)]);
-            if (PHI) x = phi(x);
-            if (den != nullptr) x /= den[i];
+            if (OP == kOpPhi) x = phi(x);
+            if (OP == kOpDiv) x /= den[i];
+            if (OP == kOpDivR) x /= den[r];
         }
-        tile[r][c] = x;
+        dst[r][c] = from_f32<Dst>(x);
     }
 }
 
@@ -92,8 +94,211 @@ static __device__ __forceinline__ size_t chunk_end(size_t c0, const Dims &s)
     return c0 + (size_t)s.C < s.N ? c0 + (size_t)s.C : s.N;
 }
 
+// One (b, h) = g's rows of the inputs (row-major: N x D for q and k, N x Dv for v and dout).
+template <typename T> struct Heads {
+    const T *q, *k, *v, *dout;
+    __device__ __forceinline__ Heads(const T *q_, const T *k_, const T *v_, const T *dout_, size_t g,
+                                     size_t N, int D, int Dv)
+        : q(q_ + g * N * (size_t)D), k(k_ + g * N * (size_t)D), v(v_ + g * N * (size_t)Dv),
+          dout(dout_ + g * N * (size_t)Dv)
+    {}
+};
+
+// A SIMT block's work item: (b, h) = g and the slice s0 .. s0 + n - 1 (n <= kSlice) of the
+// 'extent' state rows (D) or columns (Dv) it owns.
+struct Slice {
+    size_t g;
+    int s0, n;
+    __device__ __forceinline__ Slice(size_t item, const Dims &s, int extent)
+        : g(item / s.n_slices), s0((int)(item % s.n_slices) * kSlice),
+          n(extent - s0 < kSlice ? extent - s0 : kSlice)
+    {}
+};
+
+// fn(sl, hd) for each work item of this block: its slice and (b, h)'s input rows; a barrier
+// after each, before the next item reinitialises the block's shared state.
+template <typename T, typename Fn>
+__device__ __forceinline__ void for_slices(const Dims &s, int extent, const T *q, const T *k, const T *v,
+                                           const T *dout, Fn &&fn)
+{
+    for (size_t item = blockIdx.x; item < s.total; item += gridDim.x) {
+        const Slice sl(item, s, extent);
+        fn(sl, Heads<T>(q, k, v, dout, sl.g, s.N, s.D, s.Dv));
+        __syncthreads();
+    }
+}
+
+// The block's slice of a D x Dv state (g's matrix at m, NULL: zeros) <-> shared memory:
+// COLS: columns s0 .. of every row, sh[d][cl]; else rows s0 .., sh[dl][c]. STORE writes
+// the slice's n valid lines back.
+template <bool COLS, bool STORE, typename P, int LD>
+__device__ __forceinline__ void state_io(float (*sh)[LD], P m, const Slice &sl, int D, int Dv)
+{
+    const int other = COLS ? D : Dv;
+    for (int e = threadIdx.x; e < kSlice * other; e += blockDim.x) {
+        const int a = e % kSlice, o = e / kSlice; // a: within the slice
+        float &x = COLS ? sh[o][a] : sh[a][o];
+        const size_t ix = COLS ? (size_t)o * Dv + (size_t)(sl.s0 + a) : (size_t)(sl.s0 + a) * Dv + (size_t)o;
+        if constexpr (STORE) {
+            if (a < sl.n) m[ix] = x;
+        } else {
+            x = (m != nullptr && a < sl.n) ? m[ix] : 0.0f;
+        }
+    }
+}
+// v[x] = src[x] (NULL or x >= n: 0) for x < len: the normalizer slices and dd of a sub-tile.
+__device__ __forceinline__ void load_vec(float *v, const float *src, int n, int len)
+{
+    for (int x = threadIdx.x; x < len; x += blockDim.x) v[x] = (src != nullptr && x < n) ? src[x] : 0.0f;
+}
+// dst[x] = v[x] for x < n: the final normalizer slice.
+__device__ __forceinline__ void store_vec(float *dst, const float *v, int n)
+{
+    for (int x = threadIdx.x; x < n; x += blockDim.x) dst[x] = v[x];
+}
+
+// Sub-tiles x = x0, x0 + kSub, .. < x1 of a chunk ending at c1: load(x, c1), then body(x),
+// each between barriers (the previous sub-tile is consumed before the load).
+template <typename Load, typename Body>
+__device__ __forceinline__ void subtiles(size_t x0, size_t x1, size_t c1, Load &&load, Body &&body)
+{
+    for (size_t x = x0; x < x1; x += kSub) {
+        __syncthreads();
+        load(x, c1);
+        __syncthreads();
+        body(x);
+    }
+}
+
+// The sweep of a SIMT kernel over the chunks c0 .. c1 - 1 (REV: last chunk first). causal:
+// per chunk the outputs (out(c0, c1, x) per sub-tile x staged by load_out: the state before
+// the chunk plus the intra-chunk term), then the state update (upd() per sub-tile staged by
+// load_upd). Bidirectional: phase 0 = the whole state (every chunk's update), phase 1 = the
+// outputs from it.
+template <bool REV, typename LoadO, typename Out, typename LoadU, typename Upd>
+__device__ __forceinline__ void sweep(const Dims &s, LoadO &&load_out, Out &&out, LoadU &&load_upd, Upd &&upd)
+{
+    const size_t n_chunks = s.N / (size_t)s.C + (s.N % (size_t)s.C != 0);
+    const int phases = s.causal ? 1 : 2;
+    for (int phase = 0; phase < phases; ++phase) {
+        for (size_t ci = 0; ci < n_chunks; ++ci) {
+            const size_t c0 = (REV ? n_chunks - 1 - ci : ci) * (size_t)s.C, c1 = chunk_end(c0, s);
+            if (s.causal || phase == 1) subtiles(c0, c1, c1, load_out, [&](size_t x) { out(c0, c1, x); });
+            if (s.causal || phase == 0) subtiles(c0, c1, c1, load_upd, [&](size_t) { upd(); });
+        }
+    }
+}
+
+// fn(a, r, l) for the kOut outputs of this thread in a kSub x kSlice sub-tile: element
+// e = tid + a kThreads is row r = e / kSlice, slice column l = e % kSlice.
+template <typename Fn> __device__ __forceinline__ void for_out(Fn &&fn)
+{
+    MF_UNROLL
+    for (int a = 0; a < kOut; ++a) {
+        const int e = (int)threadIdx.x + a * kThreads;
+        fn(a, e / kSlice, e % kSlice);
+    }
+}
+
+// acc[r, l] = init(r, l) + sum_d X[r][d] * S(d, l), S(d, l) = S[d][l] (COLS) or S[l][d]:
+// the sub-tile's product with the state before the chunk.
+template <bool COLS, int LDX, int LDS, typename Init>
+__device__ __forceinline__ void state_acc(float (&acc)[kOut], const float (*X)[LDX], const float (*S)[LDS],
+                                          int n, Init &&init)
+{
+    for_out([&](int a, int r, int l) {
+        float x = init(r, l);
+        for (int d = 0; d < n; ++d) x += X[r][d] * (COLS ? S[d][l] : S[l][d]);
+        acc[a] = x;
+    });
+}
+// M[r][c] = X[r] . Y[c] (+ add[r] when ADD) where query i0 + r sees key j0 + c (j <= i, i < c1),
+// else 0: the masked intra-chunk products.
+template <bool ADD, int LDM, int LDX, int LDY>
+__device__ __forceinline__ void masked_products(float (*M)[LDM], const float (*X)[LDX], const float (*Y)[LDY],
+                                                int n, const float *add, size_t i0, size_t j0, size_t c1)
+{
+    for (int e = threadIdx.x; e < kSub * kSub; e += blockDim.x) {
+        const int r = e / kSub, c = e % kSub;
+        const size_t i = i0 + (size_t)r, j = j0 + (size_t)c;
+        M[r][c] =
+            (j <= i && i < c1) ? (ADD ? dot_rows(X[r], Y[c], n) + add[r] : dot_rows(X[r], Y[c], n)) : 0.0f;
+    }
+}
+// acc[r, l] += sum_c M(r, c) Y[c][l]; M(r, c) = M[r][c], or M[c][r] for TR (the key side).
+// On the diagonal sub-tile the masked terms are skipped, not weighted by 0: 0 * NaN would
+// leak a masked value (c <= r, or c >= r for TR).
+template <bool TR, int LDM, int LDY>
+__device__ __forceinline__ void intra_acc(float (&acc)[kOut], const float (*M)[LDM], const float (*Y)[LDY],
+                                          bool diag)
+{
+    for_out([&](int a, int r, int l) {
+        const int lo = TR && diag ? r : 0, hi = !TR && diag ? r + 1 : kSub;
+        float x = acc[a];
+        for (int c = lo; c < hi; ++c) x += (TR ? M[c][r] : M[r][c]) * Y[c][l];
+        acc[a] = x;
+    });
+}
+// S(d, c) += sum_m X[m][d] Y[m][c] over the block's slice (COLS: S[d][cl] with Y the slice;
+// else S[dl][c] with X the slice): the state update by one sub-tile.
+template <bool COLS, int LDS, int LDX, int LDY>
+__device__ __forceinline__ void state_update(float (*S)[LDS], const float (*X)[LDX], const float (*Y)[LDY],
+                                             int other)
+{
+    for (int e = threadIdx.x; e < kSlice * other; e += blockDim.x) {
+        const int a = e % kSlice, o = e / kSlice;
+        const int di = COLS ? o : a, ci = COLS ? a : o;
+        float &st = COLS ? S[o][a] : S[a][o];
+        float x = st;
+        for (int m = 0; m < kSub; ++m) x += X[m][di] * Y[m][ci];
+        st = x;
+    }
+}
+// z[d] += sum_m w_m X[m][d] (w = 1 when w is NULL) for d < n: the normalizer's update.
+template <int LDX>
+__device__ __forceinline__ void vec_update(float *z, const float (*X)[LDX], const float *w, int n)
+{
+    for (int d = threadIdx.x; d < n; d += blockDim.x) {
+        float x = z[d];
+        for (int m = 0; m < kSub; ++m) x += w != nullptr ? w[m] * X[m][d] : X[m][d];
+        z[d] = x;
+    }
+}
+// put(i, r, l, acc) for this thread's outputs of rows i = i0 + r < c1 and slice columns l < n.
+template <typename Put>
+__device__ __forceinline__ void put_out(const float (&acc)[kOut], size_t i0, size_t c1, int n, Put &&put)
+{
+    for_out([&](int a, int r, int l) {
+        const size_t i = i0 + (size_t)r;
+        if (i < c1 && l < n) put(i, r, l, acc[a]);
+    });
+}
+
+// One intra-chunk step: the masked products M of query sub-tile i0 and key sub-tile j0
+// (masked_products), then acc += M Z (TR: M^T Z) (intra_acc).
+template <bool ADD, bool TR, int LDM, int LDX, int LDY, int LDZ>
+__device__ __forceinline__ void intra_step(float (&acc)[kOut], float (*M)[LDM], const float (*X)[LDX],
+                                           const float (*Y)[LDY], int n, const float *add,
+                                           const float (*Z)[LDZ], size_t i0, size_t j0, size_t c1)
+{
+    masked_products<ADD>(M, X, Y, n, add, i0, j0, c1);
+    __syncthreads();
+    intra_acc<TR>(acc, M, Z, i0 == j0);
+}
+// dst[i, s0 + l] = dphi(src[i, s0 + l]) acc (rows of width D, g's rows at dst and src):
+// dq and dk of the block's slice.
+template <typename T>
+__device__ __forceinline__ void put_dphi(const float (&acc)[kOut], size_t x0, size_t c1, const Slice &sl,
+                                         int D, const T *src, float *dst)
+{
+    put_out(acc, x0, c1, sl.n, [&](size_t i, int, int l, float x) {
+        const size_t idx = i * (size_t)D + (size_t)(sl.s0 + l);
+        dst[idx] = dphi(to_f32(src[idx])) * x;
+    });
+}
+
 // ---- forward: one block per (b, h, 32 columns of S) ----------------------------------
-// mf-budget: regs<=88 smem<=37888 spill=0  (sm_90 measured: regs 77 smem 36672)
+// mf-budget: regs<=88 smem<=37888 spill=0  (sm_90 measured: regs 80 smem 36672)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -109,225 +314,113 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ float den_s[kSub];
     const int tid = threadIdx.x;
     const int D = s.D, Dv = s.Dv;
-    for (size_t item = blockIdx.x; item < s.total; item += gridDim.x) {
-        const size_t g = item / s.n_slices;
-        const int c0s = (int)(item % s.n_slices) * kSlice;
-        const int cols = Dv - c0s < kSlice ? Dv - c0s : kSlice;
-        const T *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
-        const T *vg = v + g * s.N * (size_t)Dv;
-        float *og = out + g * s.N * (size_t)Dv;
-        const size_t st = g * (size_t)D * (size_t)Dv;
-        for (int e = tid; e < D * kSlice; e += blockDim.x) {
-            const int d = e / kSlice, cl = e % kSlice;
-            S[d][cl] = (h0 != nullptr && cl < cols) ? h0[st + (size_t)d * Dv + (size_t)(c0s + cl)] : 0.0f;
-        }
-        for (int d = tid; d < D; d += blockDim.x) z[d] = z0 != nullptr ? z0[g * (size_t)D + (size_t)d] : 0.0f;
-
-        // causal: per chunk, outputs (state before the chunk + masked intra-chunk
-        // products), then the state update. bidir: phase 0 = the whole state,
-        // phase 1 = the outputs from it.
-        const int phases = s.causal ? 1 : 2;
-        for (int phase = 0; phase < phases; ++phase) {
-            const bool do_out = s.causal || phase == 1;
-            const bool do_upd = s.causal || phase == 0;
-            for (size_t c0 = 0; c0 < s.N; c0 += (size_t)s.C) {
-                const size_t c1 = chunk_end(c0, s);
-                if (do_out) {
-                    for (size_t i0 = c0; i0 < c1; i0 += kSub) {
-                        __syncthreads(); // S, z updated; Qp, den_s free
-                        load_rows<T, true>(Qp, qg, i0, c1, D, 0, D, D, nullptr);
-                        __syncthreads();
-                        float acc[kOut];
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, r = e / kSlice, cl = e % kSlice;
-                            float x = 0.0f;
-                            for (int d = 0; d < D; ++d) x += Qp[r][d] * S[d][cl];
-                            acc[a] = x;
-                        }
-                        float my_den = 0.0f;
-                        if (tid < kSub) my_den = dot_rows(Qp[tid], z, D);
-                        if (s.causal) {
-                            for (size_t j0 = c0; j0 <= i0; j0 += kSub) {
-                                __syncthreads();
-                                load_rows<T, true>(Kp, kg, j0, c1, D, 0, D, D, nullptr);
-                                load_rows<T, false>(Vs, vg, j0, c1, Dv, c0s, cols, kSlice, nullptr);
-                                __syncthreads();
-                                for (int e = tid; e < kSub * kSub; e += blockDim.x) {
-                                    const int r = e / kSub, c = e % kSub;
-                                    const size_t i = i0 + (size_t)r, j = j0 + (size_t)c;
-                                    A[r][c] = (j <= i && i < c1) ? dot_rows(Qp[r], Kp[c], D) : 0.0f;
-                                }
-                                __syncthreads();
-                                for (int a = 0; a < kOut; ++a) {
-                                    const int e = tid + a * kThreads, r = e / kSlice, cl = e % kSlice;
-                                    // masked keys (j > i, diagonal sub-tile) are skipped, not
-                                    // weighted by 0: 0 * NaN would leak a later v into row i
-                                    const int c_end = j0 == i0 ? r + 1 : kSub;
-                                    float x = acc[a];
-                                    for (int c = 0; c < c_end; ++c) x += A[r][c] * Vs[c][cl];
-                                    acc[a] = x;
-                                }
-                                if (tid < kSub)
-                                    for (int c = 0; c < kSub; ++c) my_den += A[tid][c];
-                            }
-                        }
-                        if (tid < kSub) den_s[tid] = my_den + kEps;
-                        __syncthreads();
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, r = e / kSlice, cl = e % kSlice;
-                            const size_t i = i0 + (size_t)r;
-                            if (i < c1 && cl < cols)
-                                og[i * (size_t)Dv + (size_t)(c0s + cl)] = acc[a] / den_s[r];
-                        }
-                    }
-                }
-                if (do_upd) {
-                    for (size_t j0 = c0; j0 < c1; j0 += kSub) {
-                        __syncthreads(); // Kp, Vs free; S, z not being read
-                        load_rows<T, true>(Kp, kg, j0, c1, D, 0, D, D, nullptr);
-                        load_rows<T, false>(Vs, vg, j0, c1, Dv, c0s, cols, kSlice, nullptr);
-                        __syncthreads();
-                        for (int e = tid; e < D * kSlice; e += blockDim.x) {
-                            const int d = e / kSlice, cl = e % kSlice;
-                            float x = S[d][cl];
-                            for (int c = 0; c < kSub; ++c) x += Kp[c][d] * Vs[c][cl];
-                            S[d][cl] = x;
-                        }
-                        for (int d = tid; d < D; d += blockDim.x) {
-                            float x = z[d];
-                            for (int c = 0; c < kSub; ++c) x += Kp[c][d];
-                            z[d] = x;
-                        }
-                    }
-                }
-            }
-        }
+    for_slices(s, Dv, q, k, v, v /* no dout */, [&](const Slice &sl, const Heads<T> &hd) {
+        const size_t st = sl.g * (size_t)D * (size_t)Dv;
+        state_io<true, false>(S, h0 != nullptr ? h0 + st : nullptr, sl, D, Dv);
+        load_vec(z, z0 != nullptr ? z0 + sl.g * (size_t)D : nullptr, D, D);
+        auto load_q = [&](size_t i0, size_t c1) {
+            stage<kOpPhi>(Qp, hd.q, i0, c1, D, 0, D, D, kSub, nullptr);
+        };
+        auto load_kv = [&](size_t j0, size_t c1) {
+            stage<kOpPhi>(Kp, hd.k, j0, c1, D, 0, D, D, kSub, nullptr);
+            stage<kOpIdent>(Vs, hd.v, j0, c1, Dv, sl.s0, sl.n, kSlice, kSub, nullptr);
+        };
+        auto out_tile = [&](size_t c0, size_t c1, size_t i0) {
+            float acc[kOut];
+            state_acc<true>(acc, Qp, S, D, [](int, int) { return 0.0f; });
+            float my_den = tid < kSub ? dot_rows(Qp[tid], z, D) : 0.0f;
+            if (s.causal)
+                subtiles(c0, i0 + 1, c1, load_kv, [&](size_t j0) {
+                    intra_step<false, false>(acc, A, Qp, Kp, D, nullptr, Vs, i0, j0, c1);
+                    if (tid < kSub)
+                        for (int c = 0; c < kSub; ++c) my_den += A[tid][c];
+                });
+            if (tid < kSub) den_s[tid] = my_den + kEps;
+            __syncthreads();
+            put_out(acc, i0, c1, sl.n, [&](size_t i, int r, int l, float x) {
+                out[(sl.g * s.N + i) * (size_t)Dv + (size_t)(sl.s0 + l)] = x / den_s[r];
+            });
+        };
+        sweep<false>(s, load_q, out_tile, load_kv, [&] {
+            state_update<true>(S, Kp, Vs, D);
+            vec_update(z, Kp, nullptr, D);
+        });
         __syncthreads();
-        if (s.causal && ht != nullptr)
-            for (int e = tid; e < D * kSlice; e += blockDim.x) {
-                const int d = e / kSlice, cl = e % kSlice;
-                if (cl < cols) ht[st + (size_t)d * Dv + (size_t)(c0s + cl)] = S[d][cl];
-            }
-        if (s.causal && zt != nullptr && c0s == 0)
-            for (int d = tid; d < D; d += blockDim.x) zt[g * (size_t)D + (size_t)d] = z[d];
-        __syncthreads(); // before the next item reinitialises S and z
-    }
+        if (s.causal && ht != nullptr) state_io<true, true>(S, ht + st, sl, D, Dv);
+        if (s.causal && zt != nullptr && sl.s0 == 0) store_vec(zt + sl.g * (size_t)D, z, D);
+    });
+}
+
+// Shared memory of the row-slice kernels (dq, dk): the block's 32 rows of the state (S or
+// G, all Dv columns) and of its normalizer (z or g), a dnum and a v sub-tile (all Dv
+// columns), a phi sub-tile of the slice's columns (k' for dq, q' for dk), the masked
+// products and dd of the dnum sub-tile.
+struct RowSmem {
+    float St[kSlice][kPad];
+    float sv[kSlice];
+    float dN[kSub][kPad];
+    float Vs[kSub][kPad];
+    float P[kSub][kSlice + 1];
+    float Bm[kSub][kSub + 1];
+    float dd[kSub];
+};
+// The start of a row-slice item: the state slice and its normalizer from (b, h)'s matrix in
+// m and vector in zv (NULL: zeros).
+__device__ __forceinline__ void row_init(RowSmem &sm, const Slice &sl, const float *m, const float *zv, int D,
+                                         int Dv)
+{
+    state_io<false, false>(sm.St, m != nullptr ? m + sl.g * (size_t)D * (size_t)Dv : nullptr, sl, D, Dv);
+    load_vec(sm.sv, zv != nullptr ? zv + sl.g * (size_t)D + sl.s0 : nullptr, sl.n, kSlice);
+}
+// The dnum sub-tile i0 (dout / den) and its dd (g's rows at dout, den and dd).
+template <typename T>
+__device__ __forceinline__ void load_dnum(RowSmem &sm, const T *dout, const float *den, const float *dd,
+                                          size_t i0, size_t c1, int Dv)
+{
+    stage<kOpDiv>(sm.dN, dout, i0, c1, Dv, 0, Dv, Dv, kSub, den);
+    load_vec(sm.dd, dd + i0, (int)(c1 - i0), kSub);
 }
 
 // ---- backward 2: dq, one block per (b, h, 32 rows of S), forward sweep -----------------------
 // dq'_n[d] = sum_c S_prev[d][c] dnum_n[c] + dd_n z_prev[d]
 //          + sum_{m<=n in chunk} k'_m[d] (v_m . dnum_n + dd_n)
-// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 80 smem 36416)
+// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 79 smem 36416)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                  const T *__restrict__ dout, const float *__restrict__ den, const float *__restrict__ dd,
                  const float *__restrict__ h0, const float *__restrict__ z0, float *__restrict__ dq, Dims s)
 {
-    __shared__ float Sd[kSlice][kPad]; // S[d0 + dl][c]
-    __shared__ float zs[kSlice];
-    __shared__ float dN[kSub][kPad]; // dnum rows (all Dv columns)
-    __shared__ float Vs[kSub][kPad];
-    __shared__ float Kd[kSub][kSlice + 1]; // k' rows, columns d0 .. d0 + 31
-    __shared__ float Bm[kSub][kSub + 1];
-    __shared__ float dd_s[kSub];
-    const int tid = threadIdx.x;
+    __shared__ RowSmem sm; // St = S[d0 + dl][c], sv = z, P = k' (columns d0 ..)
     const int D = s.D, Dv = s.Dv;
-    for (size_t item = blockIdx.x; item < s.total; item += gridDim.x) {
-        const size_t g = item / s.n_slices;
-        const int d0 = (int)(item % s.n_slices) * kSlice;
-        const int rows = D - d0 < kSlice ? D - d0 : kSlice;
-        const T *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
-        const T *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
-        const float *deng = den + g * s.N, *ddg = dd + g * s.N;
-        const size_t st = g * (size_t)D * (size_t)Dv;
-        for (int e = tid; e < kSlice * Dv; e += blockDim.x) {
-            const int dl = e % kSlice, c = e / kSlice;
-            Sd[dl][c] = (h0 != nullptr && dl < rows) ? h0[st + (size_t)(d0 + dl) * Dv + (size_t)c] : 0.0f;
-        }
-        if (tid < kSlice)
-            zs[tid] = (z0 != nullptr && tid < rows) ? z0[g * (size_t)D + (size_t)(d0 + tid)] : 0.0f;
-
-        const int phases = s.causal ? 1 : 2;
-        for (int phase = 0; phase < phases; ++phase) {
-            const bool do_out = s.causal || phase == 1;
-            const bool do_upd = s.causal || phase == 0;
-            for (size_t c0 = 0; c0 < s.N; c0 += (size_t)s.C) {
-                const size_t c1 = chunk_end(c0, s);
-                if (do_out) {
-                    for (size_t i0 = c0; i0 < c1; i0 += kSub) {
-                        __syncthreads();
-                        load_rows<T, false>(dN, dog, i0, c1, Dv, 0, Dv, Dv, deng);
-                        if (tid < kSub) dd_s[tid] = i0 + (size_t)tid < c1 ? ddg[i0 + (size_t)tid] : 0.0f;
-                        __syncthreads();
-                        float acc[kOut];
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, r = e / kSlice, dl = e % kSlice;
-                            float x = dd_s[r] * zs[dl];
-                            for (int c = 0; c < Dv; ++c) x += Sd[dl][c] * dN[r][c];
-                            acc[a] = x;
-                        }
-                        if (s.causal) {
-                            for (size_t j0 = c0; j0 <= i0; j0 += kSub) {
-                                __syncthreads();
-                                load_rows<T, false>(Vs, vg, j0, c1, Dv, 0, Dv, Dv, nullptr);
-                                load_rows<T, true>(Kd, kg, j0, c1, D, d0, rows, kSlice, nullptr);
-                                __syncthreads();
-                                for (int e = tid; e < kSub * kSub; e += blockDim.x) {
-                                    const int r = e / kSub, c = e % kSub;
-                                    const size_t i = i0 + (size_t)r, j = j0 + (size_t)c;
-                                    Bm[r][c] =
-                                        (j <= i && i < c1) ? dot_rows(dN[r], Vs[c], Dv) + dd_s[r] : 0.0f;
-                                }
-                                __syncthreads();
-                                for (int a = 0; a < kOut; ++a) {
-                                    const int e = tid + a * kThreads, r = e / kSlice, dl = e % kSlice;
-                                    const int c_end = j0 == i0 ? r + 1 : kSub; // skip masked keys
-                                    float x = acc[a];
-                                    for (int c = 0; c < c_end; ++c) x += Bm[r][c] * Kd[c][dl];
-                                    acc[a] = x;
-                                }
-                            }
-                        }
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, r = e / kSlice, dl = e % kSlice;
-                            const size_t i = i0 + (size_t)r;
-                            if (i < c1 && dl < rows) {
-                                const size_t idx = i * (size_t)D + (size_t)(d0 + dl);
-                                dq[g * s.N * (size_t)D + idx] = dphi(to_f32(qg[idx])) * acc[a];
-                            }
-                        }
-                    }
-                }
-                if (do_upd) {
-                    for (size_t j0 = c0; j0 < c1; j0 += kSub) {
-                        __syncthreads();
-                        load_rows<T, false>(Vs, vg, j0, c1, Dv, 0, Dv, Dv, nullptr);
-                        load_rows<T, true>(Kd, kg, j0, c1, D, d0, rows, kSlice, nullptr);
-                        __syncthreads();
-                        for (int e = tid; e < kSlice * Dv; e += blockDim.x) {
-                            const int dl = e % kSlice, c = e / kSlice;
-                            float x = Sd[dl][c];
-                            for (int m = 0; m < kSub; ++m) x += Kd[m][dl] * Vs[m][c];
-                            Sd[dl][c] = x;
-                        }
-                        if (tid < kSlice) {
-                            float x = zs[tid];
-                            for (int m = 0; m < kSub; ++m) x += Kd[m][tid];
-                            zs[tid] = x;
-                        }
-                    }
-                }
-            }
-        }
-        __syncthreads(); // before the next item reinitialises Sd and zs
-    }
+    for_slices(s, D, q, k, v, dout, [&](const Slice &sl, const Heads<T> &hd) {
+        const float *deng = den + sl.g * s.N, *ddg = dd + sl.g * s.N;
+        row_init(sm, sl, h0, z0, D, Dv);
+        auto load_dn = [&](size_t i0, size_t c1) { load_dnum(sm, hd.dout, deng, ddg, i0, c1, Dv); };
+        auto load_vk = [&](size_t j0, size_t c1) {
+            stage<kOpIdent>(sm.Vs, hd.v, j0, c1, Dv, 0, Dv, Dv, kSub, nullptr);
+            stage<kOpPhi>(sm.P, hd.k, j0, c1, D, sl.s0, sl.n, kSlice, kSub, nullptr);
+        };
+        auto out_tile = [&](size_t c0, size_t c1, size_t i0) {
+            float acc[kOut];
+            state_acc<false>(acc, sm.dN, sm.St, Dv, [&](int r, int l) { return sm.dd[r] * sm.sv[l]; });
+            if (s.causal)
+                subtiles(c0, i0 + 1, c1, load_vk, [&](size_t j0) {
+                    intra_step<true, false>(acc, sm.Bm, sm.dN, sm.Vs, Dv, sm.dd, sm.P, i0, j0, c1);
+                });
+            put_dphi(acc, i0, c1, sl, D, hd.q, dq + sl.g * s.N * (size_t)D);
+        };
+        sweep<false>(s, load_dn, out_tile, load_vk, [&] {
+            state_update<false>(sm.St, sm.P, sm.Vs, Dv);
+            vec_update(sm.sv, sm.P, nullptr, kSlice);
+        });
+    });
 }
 
 // ---- backward 3: dk (and the initial state's gradients), one block per (b, h, 32 rows
 // of G), reverse sweep ------------------------------------------------------------------------
 // dk'_m[d] = sum_c G_next[d][c] v_m[c] + g_next[d] + sum_{n>=m in chunk} q'_n[d] (dnum_n . v_m + dd_n)
-// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 79 smem 36416)
+// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 80 smem 36416)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -335,119 +428,40 @@ __global__ void __launch_bounds__(kThreads)
                  const float *__restrict__ dht, const float *__restrict__ dzt, float *__restrict__ dk,
                  float *__restrict__ dh0, float *__restrict__ dz0, Dims s)
 {
-    __shared__ float Gd[kSlice][kPad]; // G[d0 + dl][c]
-    __shared__ float gs[kSlice];
-    __shared__ float Vs[kSub][kPad];
-    __shared__ float dN[kSub][kPad];
-    __shared__ float Qd[kSub][kSlice + 1]; // q' rows, columns d0 .. d0 + 31
-    __shared__ float Bm[kSub][kSub + 1];
-    __shared__ float dd_s[kSub];
-    const int tid = threadIdx.x;
+    __shared__ RowSmem sm; // St = G[d0 + dl][c], sv = g, P = q' (columns d0 ..)
     const int D = s.D, Dv = s.Dv;
-    const size_t n_chunks = s.N / (size_t)s.C + (s.N % (size_t)s.C != 0);
-    for (size_t item = blockIdx.x; item < s.total; item += gridDim.x) {
-        const size_t g = item / s.n_slices;
-        const int d0 = (int)(item % s.n_slices) * kSlice;
-        const int rows = D - d0 < kSlice ? D - d0 : kSlice;
-        const T *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
-        const T *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
-        const float *deng = den + g * s.N, *ddg = dd + g * s.N;
-        const size_t st = g * (size_t)D * (size_t)Dv;
-        for (int e = tid; e < kSlice * Dv; e += blockDim.x) {
-            const int dl = e % kSlice, c = e / kSlice;
-            Gd[dl][c] = (dht != nullptr && dl < rows) ? dht[st + (size_t)(d0 + dl) * Dv + (size_t)c] : 0.0f;
-        }
-        if (tid < kSlice)
-            gs[tid] = (dzt != nullptr && tid < rows) ? dzt[g * (size_t)D + (size_t)(d0 + tid)] : 0.0f;
-
-        const int phases = s.causal ? 1 : 2;
-        for (int phase = 0; phase < phases; ++phase) {
-            const bool do_out = s.causal || phase == 1;
-            const bool do_upd = s.causal || phase == 0;
-            for (size_t ci = n_chunks; ci-- > 0;) { // last chunk first
-                const size_t c0 = ci * (size_t)s.C, c1 = chunk_end(c0, s);
-                if (do_out) {
-                    for (size_t j0 = c0; j0 < c1; j0 += kSub) {
-                        __syncthreads();
-                        load_rows<T, false>(Vs, vg, j0, c1, Dv, 0, Dv, Dv, nullptr);
-                        __syncthreads();
-                        float acc[kOut];
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, m = e / kSlice, dl = e % kSlice;
-                            float x = gs[dl];
-                            for (int c = 0; c < Dv; ++c) x += Gd[dl][c] * Vs[m][c];
-                            acc[a] = x;
-                        }
-                        if (s.causal) {
-                            for (size_t i0 = j0; i0 < c1; i0 += kSub) {
-                                __syncthreads();
-                                load_rows<T, false>(dN, dog, i0, c1, Dv, 0, Dv, Dv, deng);
-                                load_rows<T, true>(Qd, qg, i0, c1, D, d0, rows, kSlice, nullptr);
-                                if (tid < kSub)
-                                    dd_s[tid] = i0 + (size_t)tid < c1 ? ddg[i0 + (size_t)tid] : 0.0f;
-                                __syncthreads();
-                                for (int e = tid; e < kSub * kSub; e += blockDim.x) {
-                                    const int r = e / kSub, c = e % kSub;
-                                    const size_t i = i0 + (size_t)r, j = j0 + (size_t)c;
-                                    Bm[r][c] =
-                                        (j <= i && i < c1) ? dot_rows(dN[r], Vs[c], Dv) + dd_s[r] : 0.0f;
-                                }
-                                __syncthreads();
-                                for (int a = 0; a < kOut; ++a) {
-                                    const int e = tid + a * kThreads, m = e / kSlice, dl = e % kSlice;
-                                    const int r_begin = i0 == j0 ? m : 0; // skip queries i < j
-                                    float x = acc[a];
-                                    for (int r = r_begin; r < kSub; ++r) x += Bm[r][m] * Qd[r][dl];
-                                    acc[a] = x;
-                                }
-                            }
-                        }
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, m = e / kSlice, dl = e % kSlice;
-                            const size_t j = j0 + (size_t)m;
-                            if (j < c1 && dl < rows) {
-                                const size_t idx = j * (size_t)D + (size_t)(d0 + dl);
-                                dk[g * s.N * (size_t)D + idx] = dphi(to_f32(kg[idx])) * acc[a];
-                            }
-                        }
-                    }
-                }
-                if (do_upd) {
-                    for (size_t i0 = c0; i0 < c1; i0 += kSub) {
-                        __syncthreads();
-                        load_rows<T, false>(dN, dog, i0, c1, Dv, 0, Dv, Dv, deng);
-                        load_rows<T, true>(Qd, qg, i0, c1, D, d0, rows, kSlice, nullptr);
-                        if (tid < kSub) dd_s[tid] = i0 + (size_t)tid < c1 ? ddg[i0 + (size_t)tid] : 0.0f;
-                        __syncthreads();
-                        for (int e = tid; e < kSlice * Dv; e += blockDim.x) {
-                            const int dl = e % kSlice, c = e / kSlice;
-                            float x = Gd[dl][c];
-                            for (int r = 0; r < kSub; ++r) x += Qd[r][dl] * dN[r][c];
-                            Gd[dl][c] = x;
-                        }
-                        if (tid < kSlice) {
-                            float x = gs[tid];
-                            for (int r = 0; r < kSub; ++r) x += dd_s[r] * Qd[r][tid];
-                            gs[tid] = x;
-                        }
-                    }
-                }
-            }
-        }
+    for_slices(s, D, q, k, v, dout, [&](const Slice &sl, const Heads<T> &hd) {
+        row_init(sm, sl, dht, dzt, D, Dv);
+        auto load_v = [&](size_t j0, size_t c1) {
+            stage<kOpIdent>(sm.Vs, hd.v, j0, c1, Dv, 0, Dv, Dv, kSub, nullptr);
+        };
+        auto load_dq = [&](size_t i0, size_t c1) {
+            load_dnum(sm, hd.dout, den + sl.g * s.N, dd + sl.g * s.N, i0, c1, Dv);
+            stage<kOpPhi>(sm.P, hd.q, i0, c1, D, sl.s0, sl.n, kSlice, kSub, nullptr);
+        };
+        auto out_tile = [&](size_t, size_t c1, size_t j0) {
+            float acc[kOut];
+            state_acc<false>(acc, sm.Vs, sm.St, Dv, [&](int, int l) { return sm.sv[l]; });
+            if (s.causal)
+                subtiles(j0, c1, c1, load_dq, [&](size_t i0) {
+                    intra_step<true, true>(acc, sm.Bm, sm.dN, sm.Vs, Dv, sm.dd, sm.P, i0, j0, c1);
+                });
+            put_dphi(acc, j0, c1, sl, D, hd.k, dk + sl.g * s.N * (size_t)D);
+        };
+        sweep<true>(s, load_v, out_tile, load_dq, [&] {
+            state_update<false>(sm.St, sm.P, sm.dN, Dv);
+            vec_update(sm.sv, sm.P, sm.dd, kSlice);
+        });
         __syncthreads();
         if (s.causal && dh0 != nullptr)
-            for (int e = tid; e < kSlice * Dv; e += blockDim.x) {
-                const int dl = e % kSlice, c = e / kSlice;
-                if (dl < rows) dh0[st + (size_t)(d0 + dl) * Dv + (size_t)c] = Gd[dl][c];
-            }
-        if (s.causal && dz0 != nullptr && tid < rows) dz0[g * (size_t)D + (size_t)(d0 + tid)] = gs[tid];
-        __syncthreads();
-    }
+            state_io<false, true>(sm.St, dh0 + sl.g * (size_t)D * (size_t)Dv, sl, D, Dv);
+        if (s.causal && dz0 != nullptr) store_vec(dz0 + sl.g * (size_t)D + sl.s0, sm.sv, sl.n);
+    });
 }
 
 // ---- backward 4: dv, one block per (b, h, 32 columns of G), reverse sweep ----------------
 // dv_m[c] = sum_d G_next[d][c] k'_m[d] + sum_{n>=m in chunk} (q'_n . k'_m) dnum_n[c]
-// mf-budget: regs<=96 smem<=36864 spill=0  (sm_90 measured: regs 79 smem 36096)
+// mf-budget: regs<=96 smem<=36864 spill=0  (sm_90 measured: regs 80 smem 36096)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ dout,
@@ -458,87 +472,29 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ float Qp[kSub][kPad];
     __shared__ float dNc[kSub][kSlice + 1]; // dnum rows, columns c0s .. c0s + 31
     __shared__ float A[kSub][kSub + 1];
-    const int tid = threadIdx.x;
     const int D = s.D, Dv = s.Dv;
-    const size_t n_chunks = s.N / (size_t)s.C + (s.N % (size_t)s.C != 0);
-    for (size_t item = blockIdx.x; item < s.total; item += gridDim.x) {
-        const size_t g = item / s.n_slices;
-        const int c0s = (int)(item % s.n_slices) * kSlice;
-        const int cols = Dv - c0s < kSlice ? Dv - c0s : kSlice;
-        const T *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
-        const T *dog = dout + g * s.N * (size_t)Dv;
-        const float *deng = den + g * s.N;
-        const size_t st = g * (size_t)D * (size_t)Dv;
-        for (int e = tid; e < D * kSlice; e += blockDim.x) {
-            const int d = e / kSlice, cl = e % kSlice;
-            Gc[d][cl] = (dht != nullptr && cl < cols) ? dht[st + (size_t)d * Dv + (size_t)(c0s + cl)] : 0.0f;
-        }
-
-        const int phases = s.causal ? 1 : 2;
-        for (int phase = 0; phase < phases; ++phase) {
-            const bool do_out = s.causal || phase == 1;
-            const bool do_upd = s.causal || phase == 0;
-            for (size_t ci = n_chunks; ci-- > 0;) {
-                const size_t c0 = ci * (size_t)s.C, c1 = chunk_end(c0, s);
-                if (do_out) {
-                    for (size_t j0 = c0; j0 < c1; j0 += kSub) {
-                        __syncthreads();
-                        load_rows<T, true>(Kp, kg, j0, c1, D, 0, D, D, nullptr);
-                        __syncthreads();
-                        float acc[kOut];
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, m = e / kSlice, cl = e % kSlice;
-                            float x = 0.0f;
-                            for (int d = 0; d < D; ++d) x += Gc[d][cl] * Kp[m][d];
-                            acc[a] = x;
-                        }
-                        if (s.causal) {
-                            for (size_t i0 = j0; i0 < c1; i0 += kSub) {
-                                __syncthreads();
-                                load_rows<T, true>(Qp, qg, i0, c1, D, 0, D, D, nullptr);
-                                load_rows<T, false>(dNc, dog, i0, c1, Dv, c0s, cols, kSlice, deng);
-                                __syncthreads();
-                                for (int e = tid; e < kSub * kSub; e += blockDim.x) {
-                                    const int r = e / kSub, c = e % kSub;
-                                    const size_t i = i0 + (size_t)r, j = j0 + (size_t)c;
-                                    A[r][c] = (j <= i && i < c1) ? dot_rows(Qp[r], Kp[c], D) : 0.0f;
-                                }
-                                __syncthreads();
-                                for (int a = 0; a < kOut; ++a) {
-                                    const int e = tid + a * kThreads, m = e / kSlice, cl = e % kSlice;
-                                    const int r_begin = i0 == j0 ? m : 0; // skip queries i < j
-                                    float x = acc[a];
-                                    for (int r = r_begin; r < kSub; ++r) x += A[r][m] * dNc[r][cl];
-                                    acc[a] = x;
-                                }
-                            }
-                        }
-                        for (int a = 0; a < kOut; ++a) {
-                            const int e = tid + a * kThreads, m = e / kSlice, cl = e % kSlice;
-                            const size_t j = j0 + (size_t)m;
-                            if (j < c1 && cl < cols)
-                                dv[(g * s.N + j) * (size_t)Dv + (size_t)(c0s + cl)] = acc[a];
-                        }
-                    }
-                }
-                if (do_upd) {
-                    for (size_t i0 = c0; i0 < c1; i0 += kSub) {
-                        __syncthreads();
-                        load_rows<T, true>(Qp, qg, i0, c1, D, 0, D, D, nullptr);
-                        load_rows<T, false>(dNc, dog, i0, c1, Dv, c0s, cols, kSlice, deng);
-                        __syncthreads();
-                        for (int e = tid; e < D * kSlice; e += blockDim.x) {
-                            const int d = e / kSlice, cl = e % kSlice;
-                            float x = Gc[d][cl];
-                            for (int r = 0; r < kSub; ++r) x += Qp[r][d] * dNc[r][cl];
-                            Gc[d][cl] = x;
-                        }
-                    }
-                }
-            }
-        }
-        __syncthreads();
-    }
+    for_slices(s, Dv, q, k, dout /* no v */, dout, [&](const Slice &sl, const Heads<T> &hd) {
+        state_io<true, false>(Gc, dht != nullptr ? dht + sl.g * (size_t)D * (size_t)Dv : nullptr, sl, D, Dv);
+        auto load_k = [&](size_t j0, size_t c1) {
+            stage<kOpPhi>(Kp, hd.k, j0, c1, D, 0, D, D, kSub, nullptr);
+        };
+        auto load_qd = [&](size_t i0, size_t c1) {
+            stage<kOpPhi>(Qp, hd.q, i0, c1, D, 0, D, D, kSub, nullptr);
+            stage<kOpDiv>(dNc, hd.dout, i0, c1, Dv, sl.s0, sl.n, kSlice, kSub, den + sl.g * s.N);
+        };
+        auto out_tile = [&](size_t, size_t c1, size_t j0) {
+            float acc[kOut];
+            state_acc<true>(acc, Kp, Gc, D, [](int, int) { return 0.0f; });
+            if (s.causal)
+                subtiles(j0, c1, c1, load_qd, [&](size_t i0) {
+                    intra_step<false, true>(acc, A, Qp, Kp, D, nullptr, dNc, i0, j0, c1);
+                });
+            put_out(acc, j0, c1, sl.n, [&](size_t j, int, int l, float x) {
+                dv[(sl.g * s.N + j) * (size_t)Dv + (size_t)(sl.s0 + l)] = x;
+            });
+        };
+        sweep<true>(s, load_k, out_tile, load_qd, [&] { state_update<true>(Gc, Qp, dNc, D); });
+    });
 }
 
 // ==== the causal form on tensor cores (bf16 storage), in the chunk form of ==================
@@ -595,27 +551,6 @@ template <> __device__ __forceinline__ float phi_r<bf16>(float x)
     return __bfloat162float(__float2bfloat16_rn(phi(x)));
 }
 
-enum { kOpIdent = 0, kOpPhi = 1, kOpDiv = 2, kOpDivR = 3 }; // x, phi(x), x / den[row], x / den[r]
-// dst[r][c] = bf16(op(src[(row0 + r) * width + col0 + c])) for r < rows, c < padw; 0 where
-// row0 + r >= lim or c >= ncols.
-template <int OP, int LD>
-__device__ __forceinline__ void stage(bf16 (*dst)[LD], const bf16 *__restrict__ src, size_t row0, size_t lim,
-                                      int width, int col0, int ncols, int padw, int rows,
-                                      const float *__restrict__ den)
-{
-    for (int e = threadIdx.x; e < rows * padw; e += blockDim.x) {
-        const int r = e / padw, c = e % padw;
-        const size_t i = row0 + (size_t)r;
-        float x = 0.0f;
-        if (i < lim && c < ncols) {
-            x = __bfloat162float(src[i * (size_t)width + (size_t)(col0 + c)]);
-            if (OP == kOpPhi) x = phi(x);
-            if (OP == kOpDiv) x /= den[i];
-            if (OP == kOpDivR) x /= den[r];
-        }
-        dst[r][c] = __float2bfloat16_rn(x);
-    }
-}
 __device__ __forceinline__ int round16(int x) { return (x + 15) & ~15; }
 
 // ---- chunk states: one block of 8 warps per (b, h, chunk) -----------------------------------------
@@ -1034,14 +969,14 @@ __global__ void __launch_bounds__(2 * kThreads)
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const TileItem it = tile_item<kTw>(item, st, s);
         const size_t g = it.g;
-        const bf16 *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
-        const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
+        const Heads<bf16> hd(q, k, v, dout, g, s.N, D, Dv);
         float *deng = MODE == 1 ? den + g * s.N : nullptr, *ddg = MODE == 1 ? dd + g * s.N : nullptr;
         const size_t ir0 = it.i0 + (size_t)(warp * 16);
         __syncthreads(); // the previous item is done with shared memory
-        if (MODE == 1) tile_rowstats(sm, it, qg, kg, dog, out + g * s.N * (size_t)Dv, deng, ddg, D, Dv);
-        if (MODE == 0) stage<kOpPhi>(Xs, qg, it.i0, it.i1, D, 0, D, Kxp, kTw, nullptr);
-        if (MODE == 1) stage<kOpDivR>(Xs, dog, it.i0, it.i1, Dv, 0, Dv, Kxp, kTw, sm.den);
+        if (MODE == 1)
+            tile_rowstats(sm, it, hd.q, hd.k, hd.dout, out + g * s.N * (size_t)Dv, deng, ddg, D, Dv);
+        if (MODE == 0) stage<kOpPhi>(Xs, hd.q, it.i0, it.i1, D, 0, D, Kxp, kTw, nullptr);
+        if (MODE == 1) stage<kOpDivR>(Xs, hd.dout, it.i0, it.i1, Dv, 0, Dv, Kxp, kTw, sm.den);
         for (int d = tid; d < D; d += blockDim.x) vec_s[d] = it.stc[(size_t)D * Dv + (size_t)d];
 
         float acc[16][4];
@@ -1061,11 +996,11 @@ __global__ void __launch_bounds__(2 * kThreads)
         for (size_t j0 = it.c0; j0 < it.i1; j0 += kO) {
             __syncthreads(); // Ps, Ys free
             if (MODE == 0) {
-                stage<kOpPhi>(Ps, kg, j0, it.i1, D, 0, D, Kxp, kO, nullptr);
-                stage<kOpIdent>(Ys, vg, j0, it.i1, Dv, 0, Dv, Wp, kO, nullptr);
+                stage<kOpPhi>(Ps, hd.k, j0, it.i1, D, 0, D, Kxp, kO, nullptr);
+                stage<kOpIdent>(Ys, hd.v, j0, it.i1, Dv, 0, Dv, Wp, kO, nullptr);
             } else {
-                stage<kOpIdent>(Ps, vg, j0, it.i1, Dv, 0, Dv, Kxp, kO, nullptr);
-                stage<kOpPhi>(Ys, kg, j0, it.i1, D, 0, D, Wp, kO, nullptr);
+                stage<kOpIdent>(Ps, hd.v, j0, it.i1, Dv, 0, Dv, Kxp, kO, nullptr);
+                stage<kOpPhi>(Ys, hd.k, j0, it.i1, D, 0, D, Wp, kO, nullptr);
             }
             __syncthreads();
             // warp-uniform: skip the tiles that the mask removes entirely for this warp
@@ -1141,13 +1076,12 @@ __global__ void __launch_bounds__(2 * kThreads)
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const TileItem it = tile_item<kT>(item, st, s);
         const size_t g = it.g;
-        const bf16 *qg = q + g * s.N * (size_t)D, *kg = k + g * s.N * (size_t)D;
-        const bf16 *vg = v + g * s.N * (size_t)Dv, *dog = dout + g * s.N * (size_t)Dv;
+        const Heads<bf16> hd(q, k, v, dout, g, s.N, D, Dv);
         const float *deng = den + g * s.N, *ddg = dd + g * s.N;
         const size_t ir0 = it.i0 + (size_t)(wl * 16);
         __syncthreads(); // the previous item is done with shared memory
-        stage<kOpIdent>(sm.X[0], vg, it.i0, it.i1, Dv, 0, Dv, Dvp, kT, nullptr);
-        stage<kOpPhi>(sm.X[1], kg, it.i0, it.i1, D, 0, D, Dp, kT, nullptr);
+        stage<kOpIdent>(sm.X[0], hd.v, it.i0, it.i1, Dv, 0, Dv, Dvp, kT, nullptr);
+        stage<kOpPhi>(sm.X[1], hd.k, it.i0, it.i1, D, 0, D, Dp, kT, nullptr);
         for (int d = tid; d < D; d += blockDim.x) sm.g_next[d] = it.stc[(size_t)D * Dv + (size_t)d];
 
         float acc[16][4];
@@ -1167,8 +1101,8 @@ __global__ void __launch_bounds__(2 * kThreads)
         float rsum[2] = { 0.0f, 0.0f }; // unused (mode 0 only)
         for (size_t j0 = it.i0; j0 < it.c1; j0 += kO) {
             __syncthreads();
-            stage<kOpDiv>(sm.T[0], dog, j0, it.c1, Dv, 0, Dv, Dvp, kO, deng);
-            stage<kOpPhi>(sm.T[1], qg, j0, it.c1, D, 0, D, Dp, kO, nullptr);
+            stage<kOpDiv>(sm.T[0], hd.dout, j0, it.c1, Dv, 0, Dv, Dvp, kO, deng);
+            stage<kOpPhi>(sm.T[1], hd.q, j0, it.c1, D, 0, D, Dp, kO, nullptr);
             for (int r = tid; r < kO; r += blockDim.x)
                 sm.col[r] = j0 + (size_t)r < it.c1 ? ddg[j0 + (size_t)r] : 0.0f;
             __syncthreads();

@@ -11,6 +11,7 @@
 #define MEMFIX_MF_MMA_CUH
 
 #include <cuda_bf16.h>
+#include <cstddef>
 #include <cstdint>
 
 namespace MF_NS {
@@ -73,6 +74,29 @@ __device__ __forceinline__ float quad_sum(float x)
 {
     x += __shfl_xor_sync(0xffffffffu, x, 1);
     return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Walk an accumulator array acc[MT][NF][4] (MT m16 tiles x NF n8 fragments, PTX C layout:
+// element i of fragment f of tile mt is row g + 8 (2 mt + (i >> 1)), column 2 t + 8 f + (i & 1)
+// of the warp's tile, g = lane / 4, t = lane % 4) in fragment order: fn(x, r, j) with x the
+// element (a reference), r = 2 mt + (i >> 1) the lane's row slot and j = c0 + 8 f + (i & 1)
+// (c0: this lane's first column, e.g. tile column + 2 t). Unrolled: r is a constant per call,
+// so per-slot arrays indexed by it stay in registers.
+template <int MT, int NF, typename Fn>
+__device__ __forceinline__ void for_each_frag(float (&acc)[MT][NF][4], size_t c0, Fn &&fn)
+{
+    MF_UNROLL
+    for (int mt = 0; mt < MT; ++mt) {
+        MF_UNROLL
+        for (int f = 0; f < NF; ++f) {
+            MF_UNROLL
+            for (int i = 0; i < 4; ++i) fn(acc[mt][f][i], 2 * mt + (i >> 1), c0 + (size_t)(8 * f + (i & 1)));
+        }
+    }
+}
+template <typename Acc> __device__ __forceinline__ void frags_zero(Acc &acc)
+{
+    for_each_frag(acc, 0, [](float &x, int, size_t) { x = 0.0f; });
 }
 
 // One online-softmax step for the two accumulator rows (r = 0: row g, r = 1: row g + 8) a lane holds:

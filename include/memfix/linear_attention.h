@@ -123,27 +123,31 @@ extern "C" {
 /* Largest D and Dv of the optimized kernels. */
 #define MF_LINEAR_ATTENTION_MAX_HEAD_DIM 128
 
+/* Both state structs below are the same four buffers: a (kv, z) pair that is
+ * read, shape (B,H,D,Dv) and (B,H,D), then a (kv, z) pair that is written.
+ * Every field may be NULL. (Local to this header.) */
+#define MF_LA_STATE_FIELDS_(in_kv, in_z, out_kv, out_z)                                                      \
+    const float *in_kv;                                                                                      \
+    const float *in_z;                                                                                       \
+    float *out_kv;                                                                                           \
+    float *out_z
+
 /* Recurrent state of the causal form (device buffers for the optimized entry
- * points, host buffers for the reference). Every field may be NULL:
- *   initial_kv (B,H,D,Dv), initial_z (B,H,D): S0, z0 (NULL: zeros);
+ * points, host buffers for the reference):
+ *   initial_kv, initial_z: S0, z0 (NULL: zeros);
  *   final_kv, final_z: outputs S_N, z_N (NULL: not written). */
 typedef struct mf_linear_attention_state {
-    const float *initial_kv;
-    const float *initial_z;
-    float *final_kv;
-    float *final_z;
+    MF_LA_STATE_FIELDS_(initial_kv, initial_z, final_kv, final_z);
 } mf_linear_attention_state;
 
-/* Gradients of the state for the causal backward. Every field may be NULL:
+/* Gradients of the state for the causal backward:
  *   d_final_kv, d_final_z: dL/dS_N, dL/dz_N from whatever consumed the final
  *     state (NULL: zeros);
  *   d_initial_kv, d_initial_z: outputs dL/dS0, dL/dz0 (NULL: not written). */
 typedef struct mf_linear_attention_state_grad {
-    const float *d_final_kv;
-    const float *d_final_z;
-    float *d_initial_kv;
-    float *d_initial_z;
+    MF_LA_STATE_FIELDS_(d_final_kv, d_final_z, d_initial_kv, d_initial_z);
 } mf_linear_attention_state_grad;
+#undef MF_LA_STATE_FIELDS_
 
 /* Optimized forward on ctx's backend (device buffers). causal: 0 or 1. chunk:
  * C for the causal form (power of two in [16, 128]); ignored when causal == 0.
