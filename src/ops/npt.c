@@ -155,27 +155,6 @@ static mf_status check_inputs(const char *fn, const mf_context *ctx, const void 
     return MF_OK;
 }
 
-/* *is_cuda = 0 for the host backend, 1 for CUDA; MF_ERR_BACKEND_UNAVAILABLE
- * when the CUDA backend is not built, MF_ERR_INVALID_ARGUMENT for an unknown
- * backend. */
-static mf_status pick_backend(const char *fn, mf_context *ctx, int *is_cuda)
-{
-    switch (mf_context_backend(ctx)) {
-    case MF_BACKEND_HOST: *is_cuda = 0; return MF_OK;
-    case MF_BACKEND_CUDA:
-#ifdef MF_HAVE_CUDA
-        *is_cuda = 1;
-        return MF_OK;
-#else
-        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, fn, __FILE__, __LINE__,
-                            "the CUDA backend is not built into this library");
-#endif
-    default:
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, fn, __FILE__, __LINE__,
-                            "context has an unknown backend %d", (int)mf_context_backend(ctx));
-    }
-}
-
 /* One device operand of an entry: 'rows' x 'cols' elements of the dtype (a
  * vector: rows 0). */
 typedef struct npt_operand {
@@ -200,7 +179,7 @@ static mf_status check_extents_and_backend(const char *fn, mf_context *ctx, mf_d
             MF_TRY(mf_dims_product(fn, what, &n, 3, ops[i].rows, ops[i].cols, es));
         MF_TRY(mf_check_device_extent(fn, ctx, ops[i].p, n, ops[i].name));
     }
-    return pick_backend(fn, ctx, is_cuda);
+    return mf_op_pick_backend(fn, ctx, "npt", is_cuda);
 }
 
 mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h, const void *W,
