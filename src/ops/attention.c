@@ -476,13 +476,8 @@ static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c)
     const double pairs = (double)n * (double)(n + 1) / 2.0;
     c->flops = (double)(B * H) * pairs * (2.0 * (double)D + 2.0 * (double)D);
     c->min_bytes = 4.0 * (double)m * 4.0;
-    mf_status s = MF_OK;
-    for (uint64_t seed = 21; seed <= 23; seed++)
-        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
-    c->out_n = m;
-    return s;
+    const size_t n_in[3] = { m, m, m }; /* q, k, v */
+    return mf_tb_bench_io(ctx, c, 3, n_in, 21, m);
 }
 
 static mf_status attention_bench_reference(mf_context *ctx, mf_bench_case *c)

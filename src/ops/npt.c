@@ -662,14 +662,8 @@ static mf_status npt_bench_setup(mf_context *ctx, mf_bench_case *c)
      * once, y written once, fp32 */
     c->flops = 2.0 * (double)T * (double)(Dm * F + Dm * R + R * F) + (double)(T * R);
     c->min_bytes = 4.0 * (double)(T * Dm + Dm * F + Dm * R + R * F + T * R + T * F);
-    mf_status s = MF_OK;
     const size_t n_in[5] = { T * Dm, Dm * F, Dm * R, R * F, T * R }; /* h, W, A, B, m */
-    for (int i = 0; i < 5; i++)
-        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n_in[i], 51 + (uint64_t)i, &s), n_in[i] * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, T * F, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, T * F * 4, &s);
-    c->out_n = T * F;
-    return s;
+    return mf_tb_bench_io(ctx, c, 5, n_in, 51, T * F);
 }
 
 static mf_status npt_bench_reference(mf_context *ctx, mf_bench_case *c)

@@ -453,14 +453,8 @@ static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c)
         c->min_bytes =
             4.0 * ((double)rq * NSA_BENCH_D * 2.0 + (double)rk * NSA_BENCH_D * 2.0 + 3.0 * (double)rq);
     }
-    mf_status s = MF_OK;
     const size_t n[6] = { rq * NSA_BENCH_D, rk * NSA_BENCH_D, rk * NSA_BENCH_D, rq, rq, rq };
-    for (int i = 0; i < 6; i++)
-        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n[i], 41 + (uint64_t)i, &s), n[i] * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, rq * NSA_BENCH_D, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, rq * NSA_BENCH_D * 4, &s);
-    c->out_n = rq * NSA_BENCH_D;
-    return s;
+    return mf_tb_bench_io(ctx, c, 6, n, 41, rq * NSA_BENCH_D);
 }
 
 static mf_status nsa_bench_reference(mf_context *ctx, mf_bench_case *c)

@@ -727,12 +727,7 @@ static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c)
      * out); q and k read once, q_out and k_out written once, fp32 */
     c->flops = 3.0 * (double)m;
     c->min_bytes = 4.0 * 2.0 * (double)m;
-    mf_status s = MF_OK;
-    mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, 61, &s), m * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
-    c->out_n = m;
-    return s;
+    return mf_tb_bench_io(ctx, c, 1, &m, 61, m); /* x: q then k */
 }
 
 static mf_status rope_bench_reference(mf_context *ctx, mf_bench_case *c)

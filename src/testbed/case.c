@@ -266,3 +266,15 @@ void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n)
         t[i].got = NULL;
     }
 }
+
+mf_status mf_tb_bench_io(mf_context *ctx, mf_bench_case *c, int n_in, const size_t *n, uint64_t seed0,
+                         size_t out_n)
+{
+    mf_status s = MF_OK;
+    for (int i = 0; i < n_in; i++)
+        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n[i], seed0 + (uint64_t)i, &s), n[i] * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, out_n, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, out_n * 4, &s);
+    c->out_n = out_n;
+    return s;
+}

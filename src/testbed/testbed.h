@@ -176,6 +176,13 @@ float *mf_tb_bench_host(mf_bench_case *c, size_t n, uint64_t seed, mf_status *s)
  * NULL when *s is or becomes an error. */
 void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_t bytes, mf_status *s);
 
+/* The buffers of a sweep whose optimized call takes n_in fp32 inputs and
+ * writes one fp32 output: input i (n[i] floats) seeded with seed0 + i on the
+ * host with its device copy, then c->ref_out (host) and c->out_dev (device)
+ * of out_n floats, c->out_n = out_n. Returns the first failing status. */
+mf_status mf_tb_bench_io(mf_context *ctx, mf_bench_case *c, int n_in, const size_t *n, uint64_t seed0,
+                         size_t out_n);
+
 #ifdef __cplusplus
 }
 #endif
