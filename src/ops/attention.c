@@ -227,15 +227,9 @@ static mf_status attention_describe_pass(const mf_case_id *id, const char *pass,
     return MF_OK;
 }
 
-static mf_status attention_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return attention_describe_pass(id, "fwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(attention_describe_fwd, attention_describe_pass, "fwd=candidate")
 
-static mf_status attention_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return attention_describe_pass(id, "bwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(attention_describe_bwd, attention_describe_pass, "bwd=candidate")
 
 /* One case: 'variant' through mf_attention_forward and mf_attention_backward
  * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
@@ -437,19 +431,9 @@ static mf_status attention_backward_verify_id(mf_context *ctx, void (*candidate)
     return attention_verify_case(ctx, NULL, candidate != NULL ? attn_bwd_guard : NULL, id, seed_salt, out);
 }
 
-static mf_status attention_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                          uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return attention_forward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(attention_forward_verify, attention_forward_verify_id)
 
-static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                           uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return attention_backward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(attention_backward_verify, attention_backward_verify_id)
 
 static const mf_verify_target attention_targets[] = {
     { "attention.forward", attention_forward_verify, NULL, attention_forward_verify_id,

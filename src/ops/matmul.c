@@ -248,18 +248,6 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index, m
     return matmul_run_case_impl(ctx, variant, NULL, &id, 0, out);
 }
 
-/* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
- * mf_matmul_kernel_fn's signature. */
-static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, const mf_case_id *id,
-                                    uint64_t seed_salt, mf_case_result *out)
-{
-    if (entry == NULL) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
-    }
-    return matmul_run_case_impl(ctx, 0, entry, id, seed_salt, out);
-}
-
 /* ---- memfix verify: the guard of matmul candidates (src/testbed/testbed.h) ------------------ */
 typedef struct matmul_args {
     mf_dtype dtype;
@@ -289,18 +277,8 @@ static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int 
     return mf_tb_guard(ctx, sp, 2, 3, matmul_call, &args, bufs);
 }
 
-static mf_status matmul_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                  uint64_t seed_salt, mf_case_result *out)
-{
-    return matmul_verify_case(ctx, candidate != NULL ? matmul_guard : NULL, id, seed_salt, out);
-}
-
-static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
-                               mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return matmul_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_VERIFY_RUNS(matmul_verify, matmul_verify_id,
+                  matmul_run_case_impl(ctx, 0, matmul_guard, id, seed_salt, out))
 
 /* memfix's own tiled matmul in the candidate's type: timed beside a candidate in verify's worker. */
 static mf_status matmul_own(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M, int64_t N,

@@ -581,19 +581,9 @@ static mf_status npt_backward_verify_id(mf_context *ctx, void (*candidate)(void)
     return npt_verify_case(ctx, NULL, candidate != NULL ? npt_bwd_guard : NULL, id, seed_salt, out);
 }
 
-static mf_status npt_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return npt_forward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(npt_forward_verify, npt_forward_verify_id)
 
-static mf_status npt_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                     uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return npt_backward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(npt_backward_verify, npt_backward_verify_id)
 
 /* --list-cases: target 'pass''s case of id (fixed ids count that pass's rows). */
 static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char *buf, size_t cap,
@@ -625,15 +615,9 @@ static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char 
     return MF_OK;
 }
 
-static mf_status npt_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return npt_describe_pass(id, MF_NPT_FORWARD, buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(npt_describe_fwd, npt_describe_pass, MF_NPT_FORWARD)
 
-static mf_status npt_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return npt_describe_pass(id, MF_NPT_BACKWARD, buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(npt_describe_bwd, npt_describe_pass, MF_NPT_BACKWARD)
 
 #define NPT_ARGS_PTR offsetof(npt_args, opts), sizeof(mf_npt_options)
 static const mf_verify_target npt_targets[] = {

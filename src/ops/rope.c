@@ -625,18 +625,6 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
     return rope_run_case_impl(ctx, variant, NULL, &id, 0, out);
 }
 
-/* memfix verify (include/memfix/verify.h): mf_rope_candidate_fn is
- * mf_rope_fused's signature. */
-static mf_status rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, const mf_case_id *id,
-                                  uint64_t seed_salt, mf_case_result *out)
-{
-    if (entry == NULL) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
-    }
-    return rope_run_case_impl(ctx, 0, entry, id, seed_salt, out);
-}
-
 /* ---- memfix verify: the guard of rope (fused signature) candidates (src/testbed/testbed.h) ---------------------------- */
 typedef struct rope_args {
     const mf_rope_config *cfg;
@@ -681,18 +669,7 @@ static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_
     return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
 }
 
-static mf_status rope_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                uint64_t seed_salt, mf_case_result *out)
-{
-    return rope_verify_case(ctx, candidate != NULL ? rope_guard : NULL, id, seed_salt, out);
-}
-
-static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
-                             mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return rope_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_VERIFY_RUNS(rope_verify, rope_verify_id, rope_run_case_impl(ctx, 0, rope_guard, id, seed_salt, out))
 
 static const mf_verify_target rope_targets[] = { { "rope", rope_verify, NULL, rope_verify_id, rope_describe,
                                                    rope_call, sizeof(rope_args), offsetof(rope_args, cfg),

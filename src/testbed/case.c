@@ -175,6 +175,12 @@ void mf_tb_case_error(mf_case_result *out, mf_status st)
     }
 }
 
+mf_status mf_tb_null_candidate(const char *func, const char *what, mf_case_result *out)
+{
+    if (out != NULL) memset(out, 0, sizeof(*out));
+    return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", what);
+}
+
 void *mf_tb_bench_alloc(mf_bench_case *c, size_t bytes, mf_status *s)
 {
     if (*s != MF_OK) return NULL;

@@ -121,6 +121,39 @@ typedef mf_status (*mf_tb_call_fn)(mf_context *ctx, const void *args, mf_tb_guar
  * verify records the defense. */
 mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, mf_tb_call_fn call,
                       const void *args, mf_tb_guarded *bufs);
+/* A target's run_id called with a NULL candidate: *out zeroed (out may be
+ * NULL) and MF_ERR_NULL_POINTER "<what> is NULL" reported for func
+ * (MF_TB_VERIFY_RUNS). */
+mf_status mf_tb_null_candidate(const char *func, const char *what, mf_case_result *out);
+/* A target's run_case (mf_verify_target.run_case: built-in case case_index)
+ * defined as its run_id on mf_tb_fixed_id(case_index). */
+#define MF_TB_RUN_FIXED(name, run_id)                                                                        \
+    static mf_status name(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,      \
+                          mf_case_result *out)                                                               \
+    {                                                                                                        \
+        const mf_case_id id = mf_tb_fixed_id(case_index);                                                    \
+        return run_id(ctx, candidate, &id, seed_salt, out);                                                  \
+    }
+/* A target's run_id 'name_id' and run_case 'name' for an op whose guarded
+ * case is one expression: name_id(ctx, candidate, id, seed_salt, out) answers
+ * MF_ERR_NULL_POINTER for a NULL candidate, else evaluates 'run' (of ctx, id,
+ * seed_salt and out: the op's case with its guard as the entry); name is
+ * name_id on fixed ids (MF_TB_RUN_FIXED). */
+#define MF_TB_VERIFY_RUNS(name, name_id, run)                                                                \
+    static mf_status name_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,                 \
+                             uint64_t seed_salt, mf_case_result *out)                                        \
+    {                                                                                                        \
+        if (candidate == NULL) return mf_tb_null_candidate(#name_id, "candidate", out);                      \
+        return run;                                                                                          \
+    }                                                                                                        \
+    MF_TB_RUN_FIXED(name, name_id)
+/* A target's describe (mf_verify_target.describe) for one pass of an op whose
+ * describe_pass(id, pass, buf, cap, bytes) describes every pass. */
+#define MF_TB_DESCRIBE_PASS(name, describe_pass, pass)                                                       \
+    static mf_status name(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)                        \
+    {                                                                                                        \
+        return describe_pass(id, pass, buf, cap, bytes);                                                     \
+    }
 /* A target's own entry (mf_verify_target.own): memfix's entry point of the
  * candidate's type, as the registry stores candidates. */
 #define MF_TB_OWN(fn) ((void (*)(void))(fn))
