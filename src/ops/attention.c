@@ -330,9 +330,7 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attent
         out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     }
 
-    int pass = 1;
-    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
-    mf_tb_verdict(out, pass);
+    st = mf_tb_tensors_verdict(ctx, t, NT, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);

@@ -232,9 +232,7 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
         goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
 
-    int pass = 1;
-    if ((st = mf_tb_tensors_compare(ctx, t, 3, c->dtype, out, &pass)) != MF_OK) goto done;
-    mf_tb_verdict(out, pass);
+    st = mf_tb_tensors_verdict(ctx, t, 3, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);

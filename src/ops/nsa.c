@@ -285,9 +285,7 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
     if (bcand != NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if (cand == NULL && bcand == NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
 
-    int pass = 1;
-    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
-    mf_tb_verdict(out, pass);
+    st = mf_tb_tensors_verdict(ctx, t, NT, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);

@@ -217,6 +217,17 @@ void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_
     return *s == MF_OK ? p : NULL;
 }
 
+/* The dtype a tensor is stored in on the device and in its host buffer. */
+static mf_dtype tb_dev_dtype(const mf_tb_tensor *t, mf_dtype dtype)
+{
+    return t->role == MF_TB_OUT ? MF_DTYPE_F32 : dtype;
+}
+
+static mf_dtype tb_host_dtype(const mf_tb_tensor *t, mf_dtype dtype)
+{
+    return t->role == MF_TB_IN || t->role == MF_TB_OUT_DT_REF ? dtype : MF_DTYPE_F32;
+}
+
 mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed)
 {
     uint64_t k = 0;
@@ -224,12 +235,13 @@ mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t se
         if (t[i].role == MF_TB_IN) {
             t[i].host = mf_tb_make_input(dtype, t[i].n, seed + k++, t[i].lo, t[i].hi);
         } else {
-            t[i].host = malloc(t[i].n * sizeof(float));
+            const mf_dtype hd = tb_host_dtype(&t[i], dtype);
+            t[i].host = malloc(t[i].n * mf_dtype_size(hd));
             t[i].got = (float *)malloc(t[i].n * sizeof(float));
-            if (t[i].host != NULL) mf_fill_nan_f32((float *)t[i].host, t[i].n);
+            if (t[i].host != NULL) mf_tb_fill_nan(hd, t[i].host, t[i].n);
             if (t[i].got != NULL) mf_fill_nan_f32(t[i].got, t[i].n);
         }
-        if (t[i].host == NULL || (t[i].role == MF_TB_OUT && t[i].got == NULL))
+        if (t[i].host == NULL || (t[i].role != MF_TB_IN && t[i].got == NULL))
             MF_FAIL(MF_ERR_OUT_OF_MEMORY, "host buffer of %zu elements for %s", t[i].n, t[i].name);
     }
     return MF_OK;
@@ -237,14 +249,20 @@ mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t se
 
 mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype)
 {
+    for (int i = 0; i < n; i++)
+        MF_TRY(mf_buffer_alloc(ctx, t[i].n * mf_dtype_size(tb_dev_dtype(&t[i], dtype)), &t[i].dev));
     for (int i = 0; i < n; i++) {
-        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
-        MF_TRY(mf_buffer_alloc(ctx, bytes, &t[i].dev));
-    }
-    for (int i = 0; i < n; i++) {
-        const size_t bytes = t[i].n * (t[i].role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
-        MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].role == MF_TB_IN ? t[i].host : (const void *)t[i].got,
-                                bytes));
+        const mf_dtype dd = tb_dev_dtype(&t[i], dtype);
+        const size_t bytes = t[i].n * mf_dtype_size(dd);
+        if (t[i].role == MF_TB_IN) {
+            MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].host, bytes));
+        } else {
+            /* got's first bytes hold the dtype's NaNs for the upload, then f32 NaNs again */
+            mf_tb_fill_nan(dd, t[i].got, t[i].n);
+            const mf_status s = mf_buffer_upload(ctx, t[i].dev, t[i].got, bytes);
+            mf_fill_nan_f32(t[i].got, t[i].n);
+            MF_TRY(s);
+        }
     }
     return MF_OK;
 }
@@ -252,13 +270,41 @@ mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype
 mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
                                 int *all_pass)
 {
-    for (int i = 0; i < n; i++)
-        if (t[i].role == MF_TB_OUT)
+    for (int i = 0; i < n; i++) {
+        if (t[i].role == MF_TB_IN) continue;
+        const mf_dtype dd = tb_dev_dtype(&t[i], dtype);
+        if (dd == MF_DTYPE_F32) {
             MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, t[i].n * sizeof(float)));
-    for (int i = 0; i < n; i++)
-        if (t[i].role == MF_TB_OUT && t[i].tol != NULL)
-            MF_TRY(mf_tb_compare_row(t[i].got, (const float *)t[i].host, t[i].n, t[i].name, t[i].tol, dtype,
-                                     out, all_pass));
+            continue;
+        }
+        void *raw = malloc(t[i].n * mf_dtype_size(dd));
+        if (raw == NULL)
+            MF_FAIL(MF_ERR_OUT_OF_MEMORY, "download buffer of %zu elements for %s", t[i].n, t[i].name);
+        const mf_status s = mf_buffer_download(ctx, raw, t[i].dev, t[i].n * mf_dtype_size(dd));
+        if (s == MF_OK) mf_tb_to_f32(dd, raw, t[i].got, t[i].n);
+        free(raw);
+        MF_TRY(s);
+    }
+    for (int i = 0; i < n; i++) {
+        if (t[i].role == MF_TB_IN || t[i].tol == NULL) continue;
+        const mf_dtype hd = tb_host_dtype(&t[i], dtype);
+        float *ref = hd == MF_DTYPE_F32 ? (float *)t[i].host : (float *)malloc(t[i].n * sizeof(float));
+        if (ref == NULL)
+            MF_FAIL(MF_ERR_OUT_OF_MEMORY, "compare buffer of %zu elements for %s", t[i].n, t[i].name);
+        if (hd != MF_DTYPE_F32) mf_tb_to_f32(hd, t[i].host, ref, t[i].n);
+        const mf_status s =
+            mf_tb_compare_row(t[i].got, ref, t[i].n, t[i].name, t[i].tol, dtype, out, all_pass);
+        if (ref != t[i].host) free(ref);
+        MF_TRY(s);
+    }
+    return MF_OK;
+}
+
+mf_status mf_tb_tensors_verdict(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out)
+{
+    int pass = 1;
+    MF_TRY(mf_tb_tensors_compare(ctx, t, n, dtype, out, &pass));
+    mf_tb_verdict(out, pass);
     return MF_OK;
 }
 

@@ -68,8 +68,12 @@ void mf_tb_case_error(mf_case_result *out, mf_status st);
 /* One tensor of a case, listed in a table: an input (seeded on the host,
  * uploaded) or an output (NaN-filled on the host and the device, so an
  * unwritten output fails; compared after the run under the row
- * "<tol>.<dtype>"). Inputs are stored in the case's dtype, outputs in f32. */
-typedef enum mf_tb_role { MF_TB_IN = 0, MF_TB_OUT = 1 } mf_tb_role;
+ * "<tol>.<dtype>"). Inputs are stored in the case's dtype; an output in f32
+ * (MF_TB_OUT) or in the case's dtype: on the device only (MF_TB_OUT_DT: the
+ * reference writes f32) or by the reference too (MF_TB_OUT_DT_REF). An
+ * output in the case's dtype is NaN-filled with the dtype's NaN and widened
+ * to f32 for the comparison. */
+typedef enum mf_tb_role { MF_TB_IN = 0, MF_TB_OUT = 1, MF_TB_OUT_DT = 2, MF_TB_OUT_DT_REF = 3 } mf_tb_role;
 typedef struct mf_tb_tensor {
     const char *name;
     mf_tb_role role;
@@ -77,17 +81,23 @@ typedef struct mf_tb_tensor {
     float lo, hi;    /* inputs: the seeded range [lo, hi) */
     const char *tol; /* outputs: the tolerance row's base, e.g. "attention.out"; NULL: not compared */
     void *host;      /* inputs: the data; outputs: the reference's result */
-    float *got;      /* outputs: the device's result, downloaded by mf_tb_tensors_compare */
+    float *got;      /* outputs: the device's result, downloaded (and widened) by mf_tb_tensors_compare */
     void *dev;       /* the device buffer */
 } mf_tb_tensor;
 
-/* Host buffers: the k-th input seeded with seed + k, outputs (host and got) NaN. */
+/* Host buffers: the k-th input seeded with seed + k, outputs (host and got) NaN
+ * (host in its role's dtype, got in f32). */
 mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed);
-/* Device buffers in table order: inputs uploaded, outputs NaN-filled. */
+/* Device buffers in table order: inputs uploaded, outputs NaN-filled (with
+ * the NaN of the dtype the role stores them in). */
 mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype);
-/* Downloads every output, then compares each (table order) through mf_tb_compare_row. */
+/* Downloads every output (widened to f32 into got), then compares each (table
+ * order, the reference widened to f32) through mf_tb_compare_row. */
 mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
                                 int *all_pass);
+/* The end of a case's run: every output compared (mf_tb_tensors_compare),
+ * then the verdict (mf_tb_verdict). */
+mf_status mf_tb_tensors_verdict(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out);
 /* Frees the device and host buffers (NULL-safe). */
 void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n);
 
