@@ -135,6 +135,30 @@ mf_status mf_ref_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape
     return MF_OK;
 }
 
+/* The gradient of one factor of delta_w[t, d, f] = sum_j A[d, j] * m[t, j] * B[j, f],
+ * element (i, j) of grad_m (i = t), grad_A (i = d) or grad_B (i = f): the sum,
+ * over the two of t, d, f the factor lacks, of G[t, d, f] times the other two
+ * factors (in the order A, m, B), in double, t outermost. */
+enum npt_factor { FACTOR_A, FACTOR_M, FACTOR_B };
+static double factor_grad(mf_dtype dt, const float *G, const void *A, const void *m, const void *B, size_t T,
+                          size_t D, size_t F, size_t R, enum npt_factor which, size_t i, size_t j)
+{
+    const size_t t0 = which == FACTOR_M ? i : 0, t1 = which == FACTOR_M ? i + 1 : T;
+    const size_t d0 = which == FACTOR_A ? i : 0, d1 = which == FACTOR_A ? i + 1 : D;
+    const size_t f0 = which == FACTOR_B ? i : 0, f1 = which == FACTOR_B ? i + 1 : F;
+    double acc = 0.0;
+    for (size_t t = t0; t < t1; ++t)
+        for (size_t d = d0; d < d1; ++d)
+            for (size_t f = f0; f < f1; ++f) {
+                double term = (double)G[(t * D + d) * F + f];
+                if (which != FACTOR_A) term *= load(dt, A, d * R + j);
+                if (which != FACTOR_M) term *= load(dt, m, t * R + j);
+                if (which != FACTOR_B) term *= load(dt, B, j * F + f);
+                acc += term;
+            }
+    return acc;
+}
+
 /* ---- backward ------------------------------------------------------------ */
 mf_status mf_ref_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h,
                               const void *W, const void *A, const void *B, const void *m,
@@ -189,38 +213,21 @@ mf_status mf_ref_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shap
                 store(dtype, grad_W, d * F + f, acc);
             }
 
+    /* the three factors of delta_w[t, d, f]'s j-th term, A[d, j] * m[t, j] * B[j, f] */
     if (grad_m) /* grad_m[t, j] = sum_{d,f} G[t, d, f] * A[d, j] * B[j, f] */
         for (size_t t = 0; t < T; ++t)
-            for (size_t j = 0; j < R; ++j) {
-                double acc = 0.0;
-                for (size_t d = 0; d < D; ++d)
-                    for (size_t f = 0; f < F; ++f)
-                        acc += (double)G[(t * D + d) * F + f] * load(dtype, A, d * R + j) *
-                               load(dtype, B, j * F + f);
-                store(dtype, grad_m, t * R + j, acc);
-            }
+            for (size_t j = 0; j < R; ++j)
+                store(dtype, grad_m, t * R + j, factor_grad(dtype, G, A, m, B, T, D, F, R, FACTOR_M, t, j));
 
     if (grad_A) /* grad_A[d, j] = sum_{t,f} G[t, d, f] * m[t, j] * B[j, f] */
         for (size_t d = 0; d < D; ++d)
-            for (size_t j = 0; j < R; ++j) {
-                double acc = 0.0;
-                for (size_t t = 0; t < T; ++t)
-                    for (size_t f = 0; f < F; ++f)
-                        acc += (double)G[(t * D + d) * F + f] * load(dtype, m, t * R + j) *
-                               load(dtype, B, j * F + f);
-                store(dtype, grad_A, d * R + j, acc);
-            }
+            for (size_t j = 0; j < R; ++j)
+                store(dtype, grad_A, d * R + j, factor_grad(dtype, G, A, m, B, T, D, F, R, FACTOR_A, d, j));
 
     if (grad_B) /* grad_B[j, f] = sum_{t,d} G[t, d, f] * A[d, j] * m[t, j] */
         for (size_t j = 0; j < R; ++j)
-            for (size_t f = 0; f < F; ++f) {
-                double acc = 0.0;
-                for (size_t t = 0; t < T; ++t)
-                    for (size_t d = 0; d < D; ++d)
-                        acc += (double)G[(t * D + d) * F + f] * load(dtype, A, d * R + j) *
-                               load(dtype, m, t * R + j);
-                store(dtype, grad_B, j * F + f, acc);
-            }
+            for (size_t f = 0; f < F; ++f)
+                store(dtype, grad_B, j * F + f, factor_grad(dtype, G, A, m, B, T, D, F, R, FACTOR_B, f, j));
 
     if (grad_bias) /* grad_bias[f] = sum_t g[t, f] */
         for (size_t f = 0; f < F; ++f) {

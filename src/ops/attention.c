@@ -263,15 +263,9 @@ static mf_status attention_describe_pass(const mf_case_id *id, const char *pass,
     return MF_OK;
 }
 
-static mf_status attention_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return attention_describe_pass(id, "fwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(attention_describe_fwd, attention_describe_pass, "fwd=candidate")
 
-static mf_status attention_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return attention_describe_pass(id, "bwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(attention_describe_bwd, attention_describe_pass, "bwd=candidate")
 
 /* One case: 'variant' through mf_attention_forward and mf_attention_backward
  * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
@@ -372,9 +366,7 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attent
         out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     }
 
-    int pass = 1;
-    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
-    mf_tb_verdict(out, pass);
+    st = mf_tb_tensors_verdict(ctx, t, NT, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);
@@ -478,19 +470,9 @@ static mf_status attention_backward_verify_id(mf_context *ctx, void (*candidate)
     return attention_verify_case(ctx, NULL, candidate != NULL ? attn_bwd_guard : NULL, id, seed_salt, out);
 }
 
-static mf_status attention_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                          uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return attention_forward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(attention_forward_verify, attention_forward_verify_id)
 
-static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                           uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return attention_backward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(attention_backward_verify, attention_backward_verify_id)
 
 static int attention_verify_n_cases(void) { return ATTENTION_N_VERIFY_CASES; }
 
@@ -519,13 +501,8 @@ static mf_status attention_bench_setup(mf_context *ctx, mf_bench_case *c)
     const double pairs = (double)n * (double)(n + 1) / 2.0;
     c->flops = (double)(B * H) * pairs * (2.0 * (double)D + 2.0 * (double)D);
     c->min_bytes = 4.0 * (double)m * 4.0;
-    mf_status s = MF_OK;
-    for (uint64_t seed = 21; seed <= 23; seed++)
-        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
-    c->out_n = m;
-    return s;
+    const size_t n_in[3] = { m, m, m }; /* q, k, v */
+    return mf_tb_bench_io(ctx, c, 3, n_in, 21, m);
 }
 
 static mf_status attention_bench_reference(mf_context *ctx, mf_bench_case *c)

@@ -381,15 +381,9 @@ static mf_status ce_describe_dir(const mf_case_id *id, const char *suffix, char 
     return MF_OK;
 }
 
-static mf_status ce_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return ce_describe_dir(id, " fwd", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(ce_describe_fwd, ce_describe_dir, " fwd")
 
-static mf_status ce_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return ce_describe_dir(id, " bwd", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(ce_describe_bwd, ce_describe_dir, " bwd")
 
 /* Compare one output; keeps the worst errors in *out. */
 static int ce_compare(const float *got, const float *ref, size_t n, const char *tol_name, const char *what,
@@ -661,19 +655,9 @@ static mf_status ce_backward_verify_id(mf_context *ctx, void (*candidate)(void),
     return cross_entropy_verify_case(ctx, NULL, candidate != NULL ? ce_bwd_guard : NULL, id, seed_salt, out);
 }
 
-static mf_status ce_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                   uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return ce_forward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(ce_forward_verify, ce_forward_verify_id)
 
-static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return ce_backward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(ce_backward_verify, ce_backward_verify_id)
 
 #define CE_ARGS_PTR offsetof(ce_guard_args, opts), sizeof(mf_cross_entropy_options)
 static const mf_verify_target ce_targets[] = {

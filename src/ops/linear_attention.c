@@ -247,15 +247,9 @@ static mf_status la_describe_pass(const mf_case_id *id, const char *pass, char *
     return MF_OK;
 }
 
-static mf_status la_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return la_describe_pass(id, "fwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(la_describe_fwd, la_describe_pass, "fwd=candidate")
 
-static mf_status la_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return la_describe_pass(id, "bwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(la_describe_bwd, la_describe_pass, "bwd=candidate")
 
 /* mf_tb_compare with the tolerance row of the kernels: bf16 causal runs on tensor
  * cores with bf16 operands ("<base>.bf16_mma", mma != 0), and so may a memfix
@@ -614,19 +608,9 @@ static mf_status la_backward_verify_id(mf_context *ctx, void (*candidate)(void),
                                         out);
 }
 
-static mf_status la_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                   uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return la_forward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(la_forward_verify, la_forward_verify_id)
 
-static mf_status la_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return la_backward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(la_backward_verify, la_backward_verify_id)
 
 /* Each built-in case causal (with a state), then bidirectional. */
 static const mf_verify_target la_targets[] = {
@@ -654,13 +638,8 @@ static mf_status la_bench_setup(mf_context *ctx, mf_bench_case *c)
      * q, k, v read once, out written once, fp32 */
     c->flops = 4.0 * (double)(B * H * n) * (double)D * (double)D;
     c->min_bytes = 4.0 * (double)m * 4.0;
-    mf_status s = MF_OK;
-    for (uint64_t seed = 31; seed <= 33; seed++)
-        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, seed, &s), m * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
-    c->out_n = m;
-    return s;
+    const size_t n_in[3] = { m, m, m }; /* q, k, v */
+    return mf_tb_bench_io(ctx, c, 3, n_in, 31, m);
 }
 
 static mf_status la_bench_reference(mf_context *ctx, mf_bench_case *c)

@@ -313,9 +313,7 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
         goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
 
-    int pass = 1;
-    if ((st = mf_tb_tensors_compare(ctx, t, 3, c->dtype, out, &pass)) != MF_OK) goto done;
-    mf_tb_verdict(out, pass);
+    st = mf_tb_tensors_verdict(ctx, t, 3, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);
@@ -327,23 +325,6 @@ static mf_status matmul_run_case(mf_context *ctx, int variant, int case_index, m
 {
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return matmul_run_case_impl(ctx, variant, NULL, &id, 0, out);
-}
-
-/* memfix verify (include/memfix/verify.h): mf_matmul_candidate_fn is
- * mf_matmul_kernel_fn's signature. */
-static mf_status matmul_verify_case(mf_context *ctx, mf_matmul_candidate_fn entry, const mf_case_id *id,
-                                    uint64_t seed_salt, mf_case_result *out)
-{
-    if (entry == NULL) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
-    }
-    const mf_status st = matmul_verify_id_check(id);
-    if (st != MF_OK) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        return st;
-    }
-    return matmul_run_case_impl(ctx, 0, entry, id, seed_salt, out);
 }
 
 /* ---- memfix verify: the guard of matmul candidates (src/testbed/testbed.h) ------------------ */
@@ -375,18 +356,20 @@ static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int 
     return mf_tb_guard(ctx, sp, 2, 3, matmul_call, &args, bufs);
 }
 
-static mf_status matmul_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                  uint64_t seed_salt, mf_case_result *out)
+/* A candidate's case: the id range-checked (verify's fixed cases are the first MATMUL_N_VERIFY_CASES),
+ * then the case with the guard as the entry. */
+static mf_status matmul_verify_run(mf_context *ctx, const mf_case_id *id, uint64_t seed_salt,
+                                   mf_case_result *out)
 {
-    return matmul_verify_case(ctx, candidate != NULL ? matmul_guard : NULL, id, seed_salt, out);
+    const mf_status st = matmul_verify_id_check(id);
+    if (st != MF_OK) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        return st;
+    }
+    return matmul_run_case_impl(ctx, 0, matmul_guard, id, seed_salt, out);
 }
 
-static mf_status matmul_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
-                               mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return matmul_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_VERIFY_RUNS(matmul_verify, matmul_verify_id, matmul_verify_run(ctx, id, seed_salt, out))
 
 /* memfix's own tiled matmul in the candidate's type: timed beside a candidate in verify's worker. */
 static mf_status matmul_own(mf_context *ctx, mf_dtype dtype, int trans_a, int trans_b, int64_t M, int64_t N,

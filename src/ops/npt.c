@@ -155,27 +155,6 @@ static mf_status check_inputs(const char *fn, const mf_context *ctx, const void 
     return MF_OK;
 }
 
-/* *is_cuda = 0 for the host backend, 1 for CUDA; MF_ERR_BACKEND_UNAVAILABLE
- * when the CUDA backend is not built, MF_ERR_INVALID_ARGUMENT for an unknown
- * backend. */
-static mf_status pick_backend(const char *fn, mf_context *ctx, int *is_cuda)
-{
-    switch (mf_context_backend(ctx)) {
-    case MF_BACKEND_HOST: *is_cuda = 0; return MF_OK;
-    case MF_BACKEND_CUDA:
-#ifdef MF_HAVE_CUDA
-        *is_cuda = 1;
-        return MF_OK;
-#else
-        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, fn, __FILE__, __LINE__,
-                            "the CUDA backend is not built into this library");
-#endif
-    default:
-        return mf_set_error(MF_ERR_INVALID_ARGUMENT, fn, __FILE__, __LINE__,
-                            "context has an unknown backend %d", (int)mf_context_backend(ctx));
-    }
-}
-
 /* One device operand of an entry: 'rows' x 'cols' elements of the dtype (a
  * vector: rows 0). */
 typedef struct npt_operand {
@@ -200,7 +179,7 @@ static mf_status check_extents_and_backend(const char *fn, mf_context *ctx, mf_d
             MF_TRY(mf_dims_product(fn, what, &n, 3, ops[i].rows, ops[i].cols, es));
         MF_TRY(mf_check_device_extent(fn, ctx, ops[i].p, n, ops[i].name));
     }
-    return pick_backend(fn, ctx, is_cuda);
+    return mf_op_pick_backend(fn, ctx, "npt", is_cuda);
 }
 
 mf_status mf_npt_forward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, const void *h, const void *W,
@@ -320,34 +299,6 @@ static void npt_shape(const npt_case *c, int64_t chunk, char *buf, size_t cap)
              (long long)s.rank, (fwd && c->bias) ? " bias" : "", (long long)chunk);
 }
 
-/* Tensors of one case: index order h, W, A, B, m, bias/grad_out (inputs), then
- * the outputs (forward: out; backward: grad_h, grad_W, grad_A, grad_B, grad_m,
- * grad_bias). */
-enum { NPT_IN = 6, NPT_MAX_OUT = 6 };
-
-typedef struct npt_buffers {
-    size_t in_n[NPT_IN], out_n[NPT_MAX_OUT];
-    void *in_host[NPT_IN], *in_dev[NPT_IN];
-    void *ref_host[NPT_MAX_OUT], *got_host[NPT_MAX_OUT], *out_dev[NPT_MAX_OUT];
-    float *ref_f32, *got_f32;
-    int n_out;
-} npt_buffers;
-
-static void npt_buffers_free(mf_context *ctx, npt_buffers *b)
-{
-    for (int i = 0; i < NPT_IN; ++i) {
-        free(b->in_host[i]);
-        mf_buffer_free(ctx, b->in_dev[i]);
-    }
-    for (int i = 0; i < NPT_MAX_OUT; ++i) {
-        free(b->ref_host[i]);
-        free(b->got_host[i]);
-        mf_buffer_free(ctx, b->out_dev[i]);
-    }
-    free(b->ref_f32);
-    free(b->got_f32);
-}
-
 /* One case: the factored variant through mf_npt_forward / mf_npt_backward
  * (report), or, when fwd_entry or bwd_entry != NULL, that candidate in place of
  * the public entry of the case's pass (memfix verify). seed_salt != 0 draws
@@ -356,7 +307,6 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
                                    mf_npt_backward_candidate_fn bwd_entry, const mf_case_id *id,
                                    uint64_t seed_salt, mf_case_result *out)
 {
-    static const char *const fn = "npt_run_case";
     MF_TRY(mf_tb_case_begin_id(out, "npt", ctx, variant, 1, id, NPT_N_CASES));
     npt_case cc;
     MF_TRY(npt_case_of(id, bwd_entry != NULL ? MF_NPT_BACKWARD : MF_NPT_FORWARD, &cc));
@@ -374,104 +324,84 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     int64_t chunk = 0;
     MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
     npt_shape(c, chunk, out->shape, sizeof(out->shape));
+    const char *const tol_base = fwd ? "npt.forward" : "npt.backward";
     char tol_name[64];
-    snprintf(tol_name, sizeof(tol_name), "npt.%s.%s", fwd ? "forward" : "backward", mf_dtype_name(c->dtype));
+    snprintf(tol_name, sizeof(tol_name), "%s.%s", tol_base, mf_dtype_name(c->dtype));
     const mf_tolerance *tol = mf_tolerance_get(tol_name);
     if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "tolerance row '%s' is missing", tol_name);
     out->atol = tol->atol;
     out->rtol = tol->rtol;
 
+    /* The tensors: the inputs h, W, A, B, m and bias (forward, when the case
+     * has one) or grad_out (backward), then the outputs (forward: out;
+     * backward: grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias), stored in
+     * the case's dtype by the reference and the variant alike. */
     const size_t T = (size_t)s.batch * (size_t)s.seq, D = (size_t)s.d_model, F = (size_t)s.d_ffn,
-                 R = (size_t)s.rank, es = mf_dtype_size(c->dtype);
-    npt_buffers b;
-    memset(&b, 0, sizeof(b));
-    const size_t in_n[NPT_IN] = { T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F };
-    const float lo[NPT_IN] = { -1.0f, -0.5f, -0.5f, -0.5f, -1.0f, fwd ? -0.5f : -1.0f };
-    b.n_out = fwd ? 1 : 6;
-    const size_t out_fwd[1] = { T * F };
-    const size_t out_bwd[6] = { T * D, D * F, D * R, R * F, T * R, F };
-    mf_status st = MF_OK;
-    size_t max_out = 0;
-    for (int i = 0; i < b.n_out; ++i) {
-        b.out_n[i] = fwd ? out_fwd[i] : out_bwd[i];
-        if (b.out_n[i] > max_out) max_out = b.out_n[i];
+                 R = (size_t)s.rank;
+    const size_t in_n[6] = { T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F };
+    const float lo[6] = { -1.0f, -0.5f, -0.5f, -0.5f, -1.0f, fwd ? -0.5f : -1.0f };
+    const char *const in_names[6] = { "h", "W", "A", "B", "m", fwd ? "bias" : "grad_out" };
+    const size_t out_n[6] = { fwd ? T * F : T * D, D * F, D * R, R * F, T * R, F };
+    static const char *const out_names[6] = { "grad_h", "grad_W", "grad_A", "grad_B", "grad_m", "grad_bias" };
+    const int n_in = fwd && !c->bias ? 5 : 6, n_out = fwd ? 1 : 6, nt = n_in + n_out;
+    mf_tb_tensor t[12];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < n_in; ++i) {
+        t[i].name = in_names[i];
+        t[i].role = MF_TB_IN;
+        t[i].n = in_n[i];
+        t[i].lo = lo[i];
+        t[i].hi = -lo[i];
     }
-    for (int i = 0; i < NPT_IN && st == MF_OK; ++i) {
-        b.in_n[i] = in_n[i];
-        if (fwd && i == 5 && !c->bias) continue; /* no bias */
-        b.in_host[i] = malloc(in_n[i] * es);
-        if (b.in_host[i] == NULL) {
-            st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host inputs");
-            break;
-        }
-        const uint64_t seed = mf_tb_case_seed(id, 0x6e7074ull * 1000u, 16u, seed_salt) + (uint64_t)i;
-        mf_tb_fill_uniform(c->dtype, b.in_host[i], in_n[i], seed, lo[i], -lo[i]);
-        st = mf_buffer_alloc(ctx, in_n[i] * es, &b.in_dev[i]);
-        if (st == MF_OK) st = mf_buffer_upload(ctx, b.in_dev[i], b.in_host[i], in_n[i] * es);
+    for (int i = 0; i < n_out; ++i) {
+        t[n_in + i].name = fwd ? "out" : out_names[i];
+        t[n_in + i].role = MF_TB_OUT_DT_REF;
+        t[n_in + i].n = out_n[i];
+        t[n_in + i].tol = tol_base;
     }
-    /* Outputs: NaN pre-filled on the device, so an unwritten entry fails. */
-    for (int i = 0; i < b.n_out && st == MF_OK; ++i) {
-        const size_t n = b.out_n[i];
-        b.ref_host[i] = malloc(n * es);
-        b.got_host[i] = malloc(n * es);
-        if (!b.ref_host[i] || !b.got_host[i]) {
-            st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host outputs");
-            break;
-        }
-        mf_tb_fill_nan(c->dtype, b.got_host[i], n);
-        st = mf_buffer_alloc(ctx, n * es, &b.out_dev[i]);
-        if (st == MF_OK) st = mf_buffer_upload(ctx, b.out_dev[i], b.got_host[i], n * es);
-    }
-    if (st == MF_OK) {
-        b.ref_f32 = (float *)malloc(max_out * sizeof(float));
-        b.got_f32 = (float *)malloc(max_out * sizeof(float));
-        if (!b.ref_f32 || !b.got_f32)
-            st = mf_set_error(MF_ERR_OUT_OF_MEMORY, fn, __FILE__, __LINE__, "host compare buffers");
-    }
+    const uint64_t seed = mf_tb_case_seed(id, 0x6e7074ull * 1000u, 16u, seed_salt);
+    /* the entries' pointers: the 6th input and the outputs a pass lacks are NULL */
+    void *in_h[6] = { NULL }, *in_d[6] = { NULL }, *out_h[6] = { NULL }, *out_d[6] = { NULL };
+    mf_status st = mf_tb_tensors_make(t, nt, c->dtype, seed);
+    for (int i = 0; i < n_in; ++i) in_h[i] = t[i].host;
+    for (int i = 0; i < n_out; ++i) out_h[i] = t[n_in + i].host;
     /* The reference on the host, then the variant on ctx's backend. */
     if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_HOST);
     if (st == MF_OK)
-        st = fwd ? mf_ref_npt_forward(ctx, c->dtype, s, b.in_host[0], b.in_host[1], b.in_host[2],
-                                      b.in_host[3], b.in_host[4], b.in_host[5], b.ref_host[0])
-                 : mf_ref_npt_backward(ctx, c->dtype, s, b.in_host[0], b.in_host[1], b.in_host[2],
-                                       b.in_host[3], b.in_host[4], b.in_host[5], b.ref_host[0], b.ref_host[1],
-                                       b.ref_host[2], b.ref_host[3], b.ref_host[4], b.ref_host[5]);
+        st = fwd ? mf_ref_npt_forward(ctx, c->dtype, s, in_h[0], in_h[1], in_h[2], in_h[3], in_h[4], in_h[5],
+                                      out_h[0])
+                 : mf_ref_npt_backward(ctx, c->dtype, s, in_h[0], in_h[1], in_h[2], in_h[3], in_h[4], in_h[5],
+                                       out_h[0], out_h[1], out_h[2], out_h[3], out_h[4], out_h[5]);
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+    /* Outputs NaN pre-filled on the device, so an unwritten entry fails. */
+    if (st == MF_OK) st = mf_tb_tensors_upload(ctx, t, nt, c->dtype);
+    for (int i = 0; i < n_in; ++i) in_d[i] = t[i].dev;
+    for (int i = 0; i < n_out; ++i) out_d[i] = t[n_in + i].dev;
     if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_DEVICE);
     if (st == MF_OK && cand)
-        st = fwd ? fwd_entry(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
-                             b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
-                 : bwd_entry(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
-                             b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1], b.out_dev[2], b.out_dev[3],
-                             b.out_dev[4], b.out_dev[5], &opts);
+        st = fwd ? fwd_entry(ctx, c->dtype, s, in_d[0], in_d[1], in_d[2], in_d[3], in_d[4], in_d[5], out_d[0],
+                             &opts)
+                 : bwd_entry(ctx, c->dtype, s, in_d[0], in_d[1], in_d[2], in_d[3], in_d[4], in_d[5], out_d[0],
+                             out_d[1], out_d[2], out_d[3], out_d[4], out_d[5], &opts);
     else if (st == MF_OK)
-        st = fwd ? mf_npt_forward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
-                                  b.in_dev[4], b.in_dev[5], b.out_dev[0], &opts)
-                 : mf_npt_backward(ctx, c->dtype, s, b.in_dev[0], b.in_dev[1], b.in_dev[2], b.in_dev[3],
-                                   b.in_dev[4], b.in_dev[5], b.out_dev[0], b.out_dev[1], b.out_dev[2],
-                                   b.out_dev[3], b.out_dev[4], b.out_dev[5], &opts);
+        st = fwd ? mf_npt_forward(ctx, c->dtype, s, in_d[0], in_d[1], in_d[2], in_d[3], in_d[4], in_d[5],
+                                  out_d[0], &opts)
+                 : mf_npt_backward(ctx, c->dtype, s, in_d[0], in_d[1], in_d[2], in_d[3], in_d[4], in_d[5],
+                                   out_d[0], out_d[1], out_d[2], out_d[3], out_d[4], out_d[5], &opts);
     if (st == MF_OK) st = mf_context_synchronize(ctx);
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     out->ceiling_bytes = fwd ? mf_npt_factored_forward_scratch_ceiling(c->dtype, s, &opts)
                              : mf_npt_factored_backward_scratch_ceiling(c->dtype, s, &opts);
     /* Compare every output; report the worst. */
-    static const char *const out_names[6] = { "grad_h", "grad_W", "grad_A", "grad_B", "grad_m", "grad_bias" };
     int all_pass = st == MF_OK;
-    for (int i = 0; i < b.n_out && st == MF_OK; ++i) {
-        const size_t n = b.out_n[i];
-        st = mf_buffer_download(ctx, b.got_host[i], b.out_dev[i], n * es);
-        if (st != MF_OK) break;
-        mf_tb_to_f32(c->dtype, b.got_host[i], b.got_f32, n);
-        mf_tb_to_f32(c->dtype, b.ref_host[i], b.ref_f32, n);
-        st = mf_tb_compare(b.got_f32, b.ref_f32, n, tol, fwd ? "out" : out_names[i], out, &all_pass);
-    }
+    if (st == MF_OK) st = mf_tb_tensors_compare(ctx, t, nt, c->dtype, out, &all_pass);
     if (st != MF_OK) {
         mf_tb_case_error(out, st);
         snprintf(out->message, sizeof(out->message), "%s: %.200s", mf_status_name(st), mf_last_error());
     } else {
         mf_tb_verdict(out, all_pass);
     }
-    npt_buffers_free(ctx, &b);
+    mf_tb_tensors_free(ctx, t, nt);
     return st;
 }
 
@@ -602,19 +532,9 @@ static mf_status npt_backward_verify_id(mf_context *ctx, void (*candidate)(void)
     return npt_verify_case(ctx, NULL, candidate != NULL ? npt_bwd_guard : NULL, id, seed_salt, out);
 }
 
-static mf_status npt_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return npt_forward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(npt_forward_verify, npt_forward_verify_id)
 
-static mf_status npt_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                     uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return npt_backward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_RUN_FIXED(npt_backward_verify, npt_backward_verify_id)
 
 /* --list-cases: target 'pass''s case of id (fixed ids count that pass's rows). */
 static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char *buf, size_t cap,
@@ -646,15 +566,9 @@ static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char 
     return MF_OK;
 }
 
-static mf_status npt_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return npt_describe_pass(id, MF_NPT_FORWARD, buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(npt_describe_fwd, npt_describe_pass, MF_NPT_FORWARD)
 
-static mf_status npt_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return npt_describe_pass(id, MF_NPT_BACKWARD, buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(npt_describe_bwd, npt_describe_pass, MF_NPT_BACKWARD)
 
 #define NPT_ARGS_PTR offsetof(npt_args, opts), sizeof(mf_npt_options)
 static const mf_verify_target npt_targets[] = {
@@ -683,14 +597,8 @@ static mf_status npt_bench_setup(mf_context *ctx, mf_bench_case *c)
      * once, y written once, fp32 */
     c->flops = 2.0 * (double)T * (double)(Dm * F + Dm * R + R * F) + (double)(T * R);
     c->min_bytes = 4.0 * (double)(T * Dm + Dm * F + Dm * R + R * F + T * R + T * F);
-    mf_status s = MF_OK;
     const size_t n_in[5] = { T * Dm, Dm * F, Dm * R, R * F, T * R }; /* h, W, A, B, m */
-    for (int i = 0; i < 5; i++)
-        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n_in[i], 51 + (uint64_t)i, &s), n_in[i] * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, T * F, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, T * F * 4, &s);
-    c->out_n = T * F;
-    return s;
+    return mf_tb_bench_io(ctx, c, 5, n_in, 51, T * F);
 }
 
 static mf_status npt_bench_reference(mf_context *ctx, mf_bench_case *c)

@@ -23,19 +23,30 @@ const char *mf_nsa_variant_name(mf_nsa_variant v)
 }
 
 /* ---- validation and dispatch -------------------------------------------------------- */
+/* What both passes check first, reported for func: ctx, the variant, the
+ * shape and configuration (mf_nsa_validate), the fused kernels' limits. */
+static mf_status nsa_check_call(const char *func, mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype,
+                                const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
+                                int64_t D)
+{
+    if (ctx == NULL) return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "ctx is NULL");
+    if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, func, __FILE__, __LINE__,
+                            "variant %d is not MF_NSA_FUSED (0)", (int)variant);
+    MF_TRY(mf_nsa_validate(func, dtype, cfg, B, S, Hq, Hk, D));
+    if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP)
+        return mf_set_error(MF_ERR_INVALID_SIZE, func, __FILE__, __LINE__,
+                            "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
+                            MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, (long long)D, (long long)(Hq / Hk));
+    return MF_OK;
+}
+
 mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype, const mf_nsa_config *cfg,
                          int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
                          const void *k, const void *v, const void *g_cmp, const void *g_slc,
                          const void *g_win, float *out, float *lse, int32_t *sel)
 {
-    MF_CHECK_NOT_NULL(ctx);
-    if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d is not MF_NSA_FUSED (0)", (int)variant);
-    MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
-    if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP)
-        MF_FAIL(MF_ERR_INVALID_SIZE,
-                "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
-                MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, (long long)D, (long long)(Hq / Hk));
+    MF_TRY(nsa_check_call(__func__, ctx, variant, dtype, cfg, B, S, Hq, Hk, D));
     if (cfg->n_sel > MF_NSA_MAX_N_SEL)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                 "the fused forward keeps its top-n list in shared memory: cfg.n_sel (n=%lld) must be <= %d",
@@ -68,14 +79,7 @@ mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtyp
                           const void *g_win, const void *dout, const float *lse, const int32_t *sel,
                           float *dq, float *dk, float *dv, float *dg_cmp, float *dg_slc, float *dg_win)
 {
-    MF_CHECK_NOT_NULL(ctx);
-    if ((int)variant < 0 || (int)variant >= MF_NSA_N_VARIANTS)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "variant %d is not MF_NSA_FUSED (0)", (int)variant);
-    MF_TRY(mf_nsa_validate(__func__, dtype, cfg, B, S, Hq, Hk, D));
-    if (D > MF_NSA_MAX_HEAD_DIM || Hq / Hk > MF_NSA_MAX_GROUP)
-        MF_FAIL(MF_ERR_INVALID_SIZE,
-                "the fused kernel supports D <= %d and Hq/Hk <= %d (got D=%lld Hq/Hk=%lld)",
-                MF_NSA_MAX_HEAD_DIM, MF_NSA_MAX_GROUP, (long long)D, (long long)(Hq / Hk));
+    MF_TRY(nsa_check_call(__func__, ctx, variant, dtype, cfg, B, S, Hq, Hk, D));
     const void *ptrs[16] = {
         q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win
     };
@@ -185,16 +189,10 @@ static mf_status nsa_describe_pass(const mf_case_id *id, const char *pass, char 
     return MF_OK;
 }
 
-static mf_status nsa_describe_fwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return nsa_describe_pass(id, "fwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(nsa_describe_fwd, nsa_describe_pass, "fwd=candidate")
 
 /* the backward's case runs the same reference forward and backward (the backward's dense scores as well) */
-static mf_status nsa_describe_bwd(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
-{
-    return nsa_describe_pass(id, "bwd=candidate", buf, cap, bytes);
-}
+MF_TB_DESCRIBE_PASS(nsa_describe_bwd, nsa_describe_pass, "bwd=candidate")
 
 /* One case: the fused forward and backward (report), or 'cand' in place of the
  * forward, or 'bcand' in place of the backward (memfix verify; it is fed our
@@ -287,9 +285,7 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
     if (bcand != NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if (cand == NULL && bcand == NULL) out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
 
-    int pass = 1;
-    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
-    mf_tb_verdict(out, pass);
+    st = mf_tb_tensors_verdict(ctx, t, NT, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);
@@ -342,22 +338,8 @@ static mf_status nsa_fwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
     return mf_tb_guard(ctx, sp, 6, 9, nsa_fwd_call, &args, bufs);
 }
 
-static mf_status nsa_forward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                       uint64_t seed_salt, mf_case_result *out)
-{
-    if (candidate == NULL) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "candidate is NULL");
-    }
-    return nsa_run_case_impl(ctx, 0, nsa_fwd_guard, NULL, id, seed_salt, out);
-}
-
-static mf_status nsa_forward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                    uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return nsa_forward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_VERIFY_RUNS(nsa_forward_verify, nsa_forward_verify_id,
+                  nsa_run_case_impl(ctx, 0, nsa_fwd_guard, NULL, id, seed_salt, out))
 
 /* bufs: q, k, v, g_cmp, g_slc, g_win, dout, lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win */
 static mf_status nsa_bwd_call(mf_context *ctx, const void *args, mf_tb_guarded *bufs)
@@ -399,22 +381,8 @@ static mf_status nsa_bwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
     return mf_tb_guard(ctx, sp, 9, 15, nsa_bwd_call, &args, bufs);
 }
 
-static mf_status nsa_backward_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                        uint64_t seed_salt, mf_case_result *out)
-{
-    if (candidate == NULL) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "candidate is NULL");
-    }
-    return nsa_run_case_impl(ctx, 0, NULL, nsa_bwd_guard, id, seed_salt, out);
-}
-
-static mf_status nsa_backward_verify(mf_context *ctx, void (*candidate)(void), int case_index,
-                                     uint64_t seed_salt, mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return nsa_backward_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_VERIFY_RUNS(nsa_backward_verify, nsa_backward_verify_id,
+                  nsa_run_case_impl(ctx, 0, NULL, nsa_bwd_guard, id, seed_salt, out))
 
 /* memfix's own fused kernels in the candidate types: timed beside a candidate in verify's worker (the
  * backward only timed: its atomicAdd accumulation is not verified as a candidate, docs/verify.md). */
@@ -474,14 +442,8 @@ static mf_status nsa_bench_setup(mf_context *ctx, mf_bench_case *c)
         c->min_bytes =
             4.0 * ((double)rq * NSA_BENCH_D * 2.0 + (double)rk * NSA_BENCH_D * 2.0 + 3.0 * (double)rq);
     }
-    mf_status s = MF_OK;
     const size_t n[6] = { rq * NSA_BENCH_D, rk * NSA_BENCH_D, rk * NSA_BENCH_D, rq, rq, rq };
-    for (int i = 0; i < 6; i++)
-        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n[i], 41 + (uint64_t)i, &s), n[i] * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, rq * NSA_BENCH_D, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, rq * NSA_BENCH_D * 4, &s);
-    c->out_n = rq * NSA_BENCH_D;
-    return s;
+    return mf_tb_bench_io(ctx, c, 6, n, 41, rq * NSA_BENCH_D);
 }
 
 static mf_status nsa_bench_reference(mf_context *ctx, mf_bench_case *c)

@@ -542,54 +542,43 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     const size_t nq = (size_t)(c->B * c->T * c->Hq * c->Dh), nk = (size_t)(c->B * c->T * c->Hk * c->Dh);
     const size_t n = nq + nk, esize = mf_dtype_size(c->dtype);
     const uint64_t seed = mf_tb_case_seed(id, 0x726f706500000000ull, 2u, seed_salt);
-    mf_status st = MF_OK;
-    float *x32 = (float *)malloc(n * sizeof(float)); /* q then k, widened */
-    void *x = malloc(n * esize);                     /* q then k, storage dtype */
-    float *ref = (float *)malloc(n * sizeof(float));
-    float *got = (float *)malloc(n * sizeof(float));
-    void *got_raw = malloc(n * esize);
-    void *d_x = NULL, *d_y = NULL, *d_ids = NULL;
+    enum { X, Y, NT }; /* x: q then k; y: q_out then k_out, stored in the case's dtype */
+    mf_tb_tensor t[NT] = {
+        { "x", MF_TB_IN, n, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
+        { "q_out|k_out", MF_TB_OUT_DT, n, 0.0f, 0.0f, "rope.out", NULL, NULL, NULL },
+    };
+    float *x32 = NULL; /* the reference's input: x widened */
+    void *d_ids = NULL;
     mf_rope_cache *cache = NULL;
-    if (x32 == NULL || x == NULL || ref == NULL || got == NULL || got_raw == NULL) {
+    mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
+    if (st != MF_OK) goto done;
+    if ((x32 = (float *)malloc(n * sizeof(float))) == NULL) {
         st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
                           case_index);
         goto done;
     }
-    if (c->dtype == MF_DTYPE_BF16) {
-        mf_fill_uniform_bf16((uint16_t *)x, n, seed, -1.0f, 1.0f);
-        mf_bf16_to_f32_array((const uint16_t *)x, x32, n);
-    } else {
-        mf_fill_uniform_f32(x32, n, seed, -1.0f, 1.0f);
-        memcpy(x, x32, n * sizeof(float));
-    }
-    mf_fill_nan_f32(ref, n);
-    mf_fill_nan_f32(got, n);
+    mf_tb_to_f32(c->dtype, t[X].host, x32, n);
     mf_rope_positions pos = c->offset >= 0    ? mf_rope_positions_offset(c->offset)
                             : c->offset == -1 ? mf_rope_positions_ids(MF_ROPE_POS_I64, ids_host, 0)
                                               : mf_rope_positions_ids(c->kind, ids_host, c->batch_stride);
 
-    /* The reference, with its host scratch measured. */
+    /* The reference (in f32 on the widened inputs), with its host scratch measured. */
+    float *ref = (float *)t[Y].host;
     mf_rope_tensors th = { c->B, c->T, c->Hq, c->Hk, MF_DTYPE_F32, x32, x32 + nq, ref, ref + nq };
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
     if ((st = mf_ref_rope(ctx, &cfg, c->dir, &th, &pos)) != MF_OK) goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
     /* The variant, outputs pre-filled with NaN (bf16 NaN is 0x7fc0). */
-    if ((st = mf_buffer_alloc(ctx, n * esize, &d_x)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, n * esize, &d_y)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, d_x, x, n * esize)) != MF_OK)
-        goto done;
-    mf_tb_fill_nan(c->dtype, got_raw, n);
-    if ((st = mf_buffer_upload(ctx, d_y, got_raw, n * esize)) != MF_OK) goto done;
+    if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK) goto done;
     if (c->offset < 0) {
         if ((st = mf_buffer_alloc(ctx, id_bytes, &d_ids)) != MF_OK ||
             (st = mf_buffer_upload(ctx, d_ids, ids_host, id_bytes)) != MF_OK)
             goto done;
         pos.ids = d_ids;
     }
-    mf_rope_tensors td = {
-        c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, (char *)d_x + nq * esize, d_y, (char *)d_y + nq * esize
-    };
+    char *d_x = (char *)t[X].dev, *d_y = (char *)t[Y].dev;
+    mf_rope_tensors td = { c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, d_x + nq * esize, d_y, d_y + nq * esize };
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if (entry != NULL) {
         st = entry(ctx, &cfg, c->dir, &td, &pos);
@@ -601,23 +590,14 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     }
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    if ((st = mf_buffer_download(ctx, got_raw, d_y, n * esize)) != MF_OK) goto done;
-    mf_tb_to_f32(c->dtype, got_raw, got, n);
 
-    int pass = 1;
-    if ((st = mf_tb_compare(got, ref, n, tol, "q_out|k_out", out, &pass)) != MF_OK) goto done;
-    mf_tb_verdict(out, pass);
+    st = mf_tb_tensors_verdict(ctx, t, NT, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);
     mf_rope_cache_destroy(cache);
     mf_buffer_free(ctx, d_ids);
-    mf_buffer_free(ctx, d_y);
-    mf_buffer_free(ctx, d_x);
-    free(got_raw);
-    free(got);
-    free(ref);
-    free(x);
+    mf_tb_tensors_free(ctx, t, NT);
     free(x32);
     free(ids_host);
     return st;
@@ -627,18 +607,6 @@ static mf_status rope_run_case(mf_context *ctx, int variant, int case_index, mf_
 {
     const mf_case_id id = mf_tb_fixed_id(case_index);
     return rope_run_case_impl(ctx, variant, NULL, &id, 0, out);
-}
-
-/* memfix verify (include/memfix/verify.h): mf_rope_candidate_fn is
- * mf_rope_fused's signature. */
-static mf_status rope_verify_case(mf_context *ctx, mf_rope_candidate_fn entry, const mf_case_id *id,
-                                  uint64_t seed_salt, mf_case_result *out)
-{
-    if (entry == NULL) {
-        if (out != NULL) memset(out, 0, sizeof(*out));
-        MF_FAIL(MF_ERR_NULL_POINTER, "entry is NULL");
-    }
-    return rope_run_case_impl(ctx, 0, entry, id, seed_salt, out);
 }
 
 /* ---- memfix verify: the guard of rope (fused signature) candidates (src/testbed/testbed.h) ---------------------------- */
@@ -685,18 +653,7 @@ static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_
     return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
 }
 
-static mf_status rope_verify_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,
-                                uint64_t seed_salt, mf_case_result *out)
-{
-    return rope_verify_case(ctx, candidate != NULL ? rope_guard : NULL, id, seed_salt, out);
-}
-
-static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,
-                             mf_case_result *out)
-{
-    const mf_case_id id = mf_tb_fixed_id(case_index);
-    return rope_verify_id(ctx, candidate, &id, seed_salt, out);
-}
+MF_TB_VERIFY_RUNS(rope_verify, rope_verify_id, rope_run_case_impl(ctx, 0, rope_guard, id, seed_salt, out))
 
 static const mf_verify_target rope_targets[] = { { "rope", rope_verify, NULL, rope_verify_id, rope_describe,
                                                    rope_call, sizeof(rope_args), offsetof(rope_args, cfg),
@@ -731,12 +688,7 @@ static mf_status rope_bench_setup(mf_context *ctx, mf_bench_case *c)
      * out); q and k read once, q_out and k_out written once, fp32 */
     c->flops = 3.0 * (double)m;
     c->min_bytes = 4.0 * 2.0 * (double)m;
-    mf_status s = MF_OK;
-    mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, m, 61, &s), m * 4, &s);
-    c->ref_out = mf_tb_bench_host(c, m, 0, &s);
-    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, m * 4, &s);
-    c->out_n = m;
-    return s;
+    return mf_tb_bench_io(ctx, c, 1, &m, 61, m); /* x: q then k */
 }
 
 static mf_status rope_bench_reference(mf_context *ctx, mf_bench_case *c)

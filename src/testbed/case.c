@@ -176,6 +176,12 @@ void mf_tb_case_error(mf_case_result *out, mf_status st)
     }
 }
 
+mf_status mf_tb_null_candidate(const char *func, const char *what, mf_case_result *out)
+{
+    if (out != NULL) memset(out, 0, sizeof(*out));
+    return mf_set_error(MF_ERR_NULL_POINTER, func, __FILE__, __LINE__, "%s is NULL", what);
+}
+
 void *mf_tb_bench_alloc(mf_bench_case *c, size_t bytes, mf_status *s)
 {
     if (*s != MF_OK) return NULL;
@@ -212,6 +218,17 @@ void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_
     return *s == MF_OK ? p : NULL;
 }
 
+/* The dtype a tensor is stored in on the device and in its host buffer. */
+static mf_dtype tb_dev_dtype(const mf_tb_tensor *t, mf_dtype dtype)
+{
+    return t->role == MF_TB_OUT ? MF_DTYPE_F32 : dtype;
+}
+
+static mf_dtype tb_host_dtype(const mf_tb_tensor *t, mf_dtype dtype)
+{
+    return t->role == MF_TB_IN || t->role == MF_TB_OUT_DT_REF ? dtype : MF_DTYPE_F32;
+}
+
 mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed)
 {
     uint64_t k = 0;
@@ -221,12 +238,13 @@ mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t se
             if (t[i].host != NULL)
                 mf_tb_fill_nan(dtype, (char *)t[i].host + t[i].n * mf_dtype_size(dtype), MF_TB_GUARD);
         } else {
-            t[i].host = malloc(t[i].n * sizeof(float));
+            const mf_dtype hd = tb_host_dtype(&t[i], dtype);
+            t[i].host = malloc(t[i].n * mf_dtype_size(hd));
             t[i].got = (float *)malloc((t[i].n + MF_TB_GUARD) * sizeof(float));
-            if (t[i].host != NULL) mf_fill_nan_f32((float *)t[i].host, t[i].n);
+            if (t[i].host != NULL) mf_tb_fill_nan(hd, t[i].host, t[i].n);
             if (t[i].got != NULL) mf_fill_nan_f32(t[i].got, t[i].n + MF_TB_GUARD);
         }
-        if (t[i].host == NULL || (t[i].role == MF_TB_OUT && t[i].got == NULL))
+        if (t[i].host == NULL || (t[i].role != MF_TB_IN && t[i].got == NULL))
             MF_FAIL(MF_ERR_OUT_OF_MEMORY, "host buffer of %zu elements for %s", t[i].n, t[i].name);
     }
     return MF_OK;
@@ -235,26 +253,48 @@ mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t se
 /* A tensor's device bytes: its elements and the NaN guard after them. */
 static size_t tensor_bytes(const mf_tb_tensor *t, mf_dtype dtype)
 {
-    return (t->n + MF_TB_GUARD) * (t->role == MF_TB_IN ? mf_dtype_size(dtype) : sizeof(float));
+    return (t->n + MF_TB_GUARD) * mf_dtype_size(tb_dev_dtype(t, dtype));
 }
 
 mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype)
 {
     for (int i = 0; i < n; i++) MF_TRY(mf_buffer_alloc(ctx, tensor_bytes(&t[i], dtype), &t[i].dev));
-    for (int i = 0; i < n; i++)
-        MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].role == MF_TB_IN ? t[i].host : (const void *)t[i].got,
-                                tensor_bytes(&t[i], dtype)));
+    for (int i = 0; i < n; i++) {
+        const mf_dtype dd = tb_dev_dtype(&t[i], dtype);
+        if (t[i].role == MF_TB_IN) {
+            MF_TRY(mf_buffer_upload(ctx, t[i].dev, t[i].host, tensor_bytes(&t[i], dtype)));
+        } else {
+            /* got's first bytes hold the dtype's NaNs (data and guard) for the upload, then f32 NaNs again */
+            mf_tb_fill_nan(dd, t[i].got, t[i].n + MF_TB_GUARD);
+            const mf_status s = mf_buffer_upload(ctx, t[i].dev, t[i].got, tensor_bytes(&t[i], dtype));
+            mf_fill_nan_f32(t[i].got, t[i].n + MF_TB_GUARD);
+            MF_TRY(s);
+        }
+    }
     return MF_OK;
 }
 
 mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
                                 int *all_pass)
 {
-    for (int i = 0; i < n; i++)
-        if (t[i].role == MF_TB_OUT)
-            MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, tensor_bytes(&t[i], dtype)));
     for (int i = 0; i < n; i++) {
-        if (t[i].role != MF_TB_OUT) continue;
+        if (t[i].role == MF_TB_IN) continue;
+        const mf_dtype dd = tb_dev_dtype(&t[i], dtype);
+        const size_t ng = t[i].n + MF_TB_GUARD;
+        if (dd == MF_DTYPE_F32) {
+            MF_TRY(mf_buffer_download(ctx, t[i].got, t[i].dev, ng * sizeof(float)));
+            continue;
+        }
+        void *raw = malloc(ng * mf_dtype_size(dd));
+        if (raw == NULL)
+            MF_FAIL(MF_ERR_OUT_OF_MEMORY, "download buffer of %zu elements for %s", t[i].n, t[i].name);
+        const mf_status s = mf_buffer_download(ctx, raw, t[i].dev, ng * mf_dtype_size(dd));
+        if (s == MF_OK) mf_tb_to_f32(dd, raw, t[i].got, ng);
+        free(raw);
+        MF_TRY(s);
+    }
+    for (int i = 0; i < n; i++) {
+        if (t[i].role == MF_TB_IN) continue;
         for (size_t g = t[i].n; g < t[i].n + MF_TB_GUARD; g++) {
             if (!isnan(t[i].got[g]) && *all_pass) { /* written past the end */
                 *all_pass = 0;
@@ -263,10 +303,25 @@ mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtyp
                          t[i].name, g, (double)t[i].got[g]);
             }
         }
-        if (t[i].tol != NULL)
-            MF_TRY(mf_tb_compare_row(t[i].got, (const float *)t[i].host, t[i].n, t[i].name, t[i].tol, dtype,
-                                     out, all_pass));
+        if (t[i].tol == NULL) continue;
+        const mf_dtype hd = tb_host_dtype(&t[i], dtype);
+        float *ref = hd == MF_DTYPE_F32 ? (float *)t[i].host : (float *)malloc(t[i].n * sizeof(float));
+        if (ref == NULL)
+            MF_FAIL(MF_ERR_OUT_OF_MEMORY, "compare buffer of %zu elements for %s", t[i].n, t[i].name);
+        if (hd != MF_DTYPE_F32) mf_tb_to_f32(hd, t[i].host, ref, t[i].n);
+        const mf_status s =
+            mf_tb_compare_row(t[i].got, ref, t[i].n, t[i].name, t[i].tol, dtype, out, all_pass);
+        if (ref != t[i].host) free(ref);
+        MF_TRY(s);
     }
+    return MF_OK;
+}
+
+mf_status mf_tb_tensors_verdict(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out)
+{
+    int pass = 1;
+    MF_TRY(mf_tb_tensors_compare(ctx, t, n, dtype, out, &pass));
+    mf_tb_verdict(out, pass);
     return MF_OK;
 }
 
@@ -279,4 +334,16 @@ void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n)
         t[i].dev = t[i].host = NULL;
         t[i].got = NULL;
     }
+}
+
+mf_status mf_tb_bench_io(mf_context *ctx, mf_bench_case *c, int n_in, const size_t *n, uint64_t seed0,
+                         size_t out_n)
+{
+    mf_status s = MF_OK;
+    for (int i = 0; i < n_in; i++)
+        mf_tb_bench_dev(ctx, c, mf_tb_bench_host(c, n[i], seed0 + (uint64_t)i, &s), n[i] * 4, &s);
+    c->ref_out = mf_tb_bench_host(c, out_n, 0, &s);
+    c->out_dev = (float *)mf_tb_bench_dev(ctx, c, NULL, out_n * 4, &s);
+    c->out_n = out_n;
+    return s;
 }

@@ -68,8 +68,12 @@ void mf_tb_case_error(mf_case_result *out, mf_status st);
 /* One tensor of a case, listed in a table: an input (seeded on the host,
  * uploaded) or an output (NaN-filled on the host and the device, so an
  * unwritten output fails; compared after the run under the row
- * "<tol>.<dtype>"). Inputs are stored in the case's dtype, outputs in f32. */
-typedef enum mf_tb_role { MF_TB_IN = 0, MF_TB_OUT = 1 } mf_tb_role;
+ * "<tol>.<dtype>"). Inputs are stored in the case's dtype; an output in f32
+ * (MF_TB_OUT) or in the case's dtype: on the device only (MF_TB_OUT_DT: the
+ * reference writes f32) or by the reference too (MF_TB_OUT_DT_REF). An
+ * output in the case's dtype is NaN-filled with the dtype's NaN and widened
+ * to f32 for the comparison. */
+typedef enum mf_tb_role { MF_TB_IN = 0, MF_TB_OUT = 1, MF_TB_OUT_DT = 2, MF_TB_OUT_DT_REF = 3 } mf_tb_role;
 typedef struct mf_tb_tensor {
     const char *name;
     mf_tb_role role;
@@ -77,7 +81,7 @@ typedef struct mf_tb_tensor {
     float lo, hi;    /* inputs: the seeded range [lo, hi) */
     const char *tol; /* outputs: the tolerance row's base, e.g. "attention.out"; NULL: not compared */
     void *host;      /* inputs: the data; outputs: the reference's result */
-    float *got;      /* outputs: the device's result, downloaded by mf_tb_tensors_compare */
+    float *got;      /* outputs: the device's result, downloaded (and widened) by mf_tb_tensors_compare */
     void *dev;       /* the device buffer */
 } mf_tb_tensor;
 
@@ -87,14 +91,20 @@ typedef struct mf_tb_tensor {
  * guard must still be NaN after the run (a write past the end fails, kind
  * MF_FAILURE_NONFINITE). */
 #define MF_TB_GUARD 64
-/* Host buffers: the k-th input seeded with seed + k, outputs (host and got) NaN. */
+/* Host buffers: the k-th input seeded with seed + k, outputs (host and got) NaN
+ * (host in its role's dtype, got in f32). */
 mf_status mf_tb_tensors_make(mf_tb_tensor *t, int n, mf_dtype dtype, uint64_t seed);
-/* Device buffers in table order: inputs uploaded, outputs NaN-filled. */
+/* Device buffers in table order: inputs uploaded, outputs NaN-filled (with
+ * the NaN of the dtype the role stores them in). */
 mf_status mf_tb_tensors_upload(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype);
-/* Downloads every output, checks its guard, then compares each (table order)
- * through mf_tb_compare_row. */
+/* Downloads every output (widened to f32 into got), checks its guard, then
+ * compares each (table order, the reference widened to f32) through
+ * mf_tb_compare_row. */
 mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out,
                                 int *all_pass);
+/* The end of a case's run: every output compared (mf_tb_tensors_compare),
+ * then the verdict (mf_tb_verdict). */
+mf_status mf_tb_tensors_verdict(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtype dtype, mf_case_result *out);
 /* Frees the device and host buffers (NULL-safe). */
 void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n);
 
@@ -128,6 +138,39 @@ typedef mf_status (*mf_tb_call_fn)(mf_context *ctx, const void *args, mf_tb_guar
  * verify records the defense. */
 mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, mf_tb_call_fn call,
                       const void *args, mf_tb_guarded *bufs);
+/* A target's run_id called with a NULL candidate: *out zeroed (out may be
+ * NULL) and MF_ERR_NULL_POINTER "<what> is NULL" reported for func
+ * (MF_TB_VERIFY_RUNS). */
+mf_status mf_tb_null_candidate(const char *func, const char *what, mf_case_result *out);
+/* A target's run_case (mf_verify_target.run_case: built-in case case_index)
+ * defined as its run_id on mf_tb_fixed_id(case_index). */
+#define MF_TB_RUN_FIXED(name, run_id)                                                                        \
+    static mf_status name(mf_context *ctx, void (*candidate)(void), int case_index, uint64_t seed_salt,      \
+                          mf_case_result *out)                                                               \
+    {                                                                                                        \
+        const mf_case_id id = mf_tb_fixed_id(case_index);                                                    \
+        return run_id(ctx, candidate, &id, seed_salt, out);                                                  \
+    }
+/* A target's run_id 'name_id' and run_case 'name' for an op whose guarded
+ * case is one expression: name_id(ctx, candidate, id, seed_salt, out) answers
+ * MF_ERR_NULL_POINTER for a NULL candidate, else evaluates 'run' (of ctx, id,
+ * seed_salt and out: the op's case with its guard as the entry); name is
+ * name_id on fixed ids (MF_TB_RUN_FIXED). */
+#define MF_TB_VERIFY_RUNS(name, name_id, run)                                                                \
+    static mf_status name_id(mf_context *ctx, void (*candidate)(void), const mf_case_id *id,                 \
+                             uint64_t seed_salt, mf_case_result *out)                                        \
+    {                                                                                                        \
+        if (candidate == NULL) return mf_tb_null_candidate(#name_id, "candidate", out);                      \
+        return run;                                                                                          \
+    }                                                                                                        \
+    MF_TB_RUN_FIXED(name, name_id)
+/* A target's describe (mf_verify_target.describe) for one pass of an op whose
+ * describe_pass(id, pass, buf, cap, bytes) describes every pass. */
+#define MF_TB_DESCRIBE_PASS(name, describe_pass, pass)                                                       \
+    static mf_status name(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)                        \
+    {                                                                                                        \
+        return describe_pass(id, pass, buf, cap, bytes);                                                     \
+    }
 /* A target's own entry (mf_verify_target.own): memfix's entry point of the
  * candidate's type, as the registry stores candidates. */
 #define MF_TB_OWN(fn) ((void (*)(void))(fn))
@@ -182,6 +225,13 @@ float *mf_tb_bench_host(mf_bench_case *c, size_t n, uint64_t seed, mf_status *s)
 /* A device buffer of 'bytes' (a copy of host when non-NULL), kept in c->dev[];
  * NULL when *s is or becomes an error. */
 void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_t bytes, mf_status *s);
+
+/* The buffers of a sweep whose optimized call takes n_in fp32 inputs and
+ * writes one fp32 output: input i (n[i] floats) seeded with seed0 + i on the
+ * host with its device copy, then c->ref_out (host) and c->out_dev (device)
+ * of out_n floats, c->out_n = out_n. Returns the first failing status. */
+mf_status mf_tb_bench_io(mf_context *ctx, mf_bench_case *c, int n_in, const size_t *n, uint64_t seed0,
+                         size_t out_n);
 
 #ifdef __cplusplus
 }
