@@ -453,12 +453,13 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
 // Keys [s0, s1) of one branch, probabilities recomputed from the saved lse:
 // p = exp(scale q.k - lse), ds = p (do.v - delta); dk and dv (or dkc, dvc)
 // accumulate through atomicAdd (several queries share a key), dq in the
-// thread of column c (one chunk of ds in shared memory).
+// thread of column c (one chunk of ds in shared memory); returns dq updated
+// (by value: a reference to the caller's register would need a stack frame).
 template <typename KT>
-__device__ __noinline__ void bwd_range(const KT *__restrict__ kb, const KT *__restrict__ vb, size_t stride,
-                                       float *dkb, float *dvb, size_t s0, size_t s1, const float *qs,
-                                       const float *dos, int D, float scale, float lse, float delta,
-                                       float &dq, float *ds_sh)
+__device__ __noinline__ float bwd_range(const KT *__restrict__ kb, const KT *__restrict__ vb, size_t stride,
+                                        float *dkb, float *dvb, size_t s0, size_t s1, const float *qs,
+                                        const float *dos, int D, float scale, float lse, float delta,
+                                        float dq, float *ds_sh)
 {
     const int tid = threadIdx.x;
     for (size_t c0 = s0; c0 < s1; c0 += kThreads) {
@@ -489,11 +490,12 @@ __device__ __noinline__ void bwd_range(const KT *__restrict__ kb, const KT *__re
         }
         __syncthreads();
     }
+    return dq;
 }
 
 // One block per (b, t, KV group), looping over the group's heads; per branch:
 // o recomputed (online, as the forward), dg = dout.o, delta = g dg, then bwd_range.
-// mf-budget: regs<=136 smem<=4096 stack<=16 spill=0  (sm_90 measured: regs 128 smem 2048 stack 8; bwd_range not inlined: inlined, it spilled at 64 registers)
+// mf-budget: regs<=136 smem<=4096 stack<=0 spill=0  (sm_90 measured: regs 128 smem 2048 stack 0; bwd_range not inlined (inlined, it spilled at 64 registers) and returns dq by value (a reference cost an 8-byte frame))
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -557,20 +559,20 @@ __global__ void __launch_bounds__(kThreads)
                 const float delta = gate * dg;
                 const float lz = lse[row * 3 + (size_t)x];
                 if (x == 0) {
-                    bwd_range(kc + coff, vc + coff, sh.D, dkc + coff, dvc + coff, 0, nvis, qs, dos, D,
-                              sh.scale, lz, delta, dqc, p_sh);
+                    dqc = bwd_range(kc + coff, vc + coff, sh.D, dkc + coff, dvc + coff, 0, nvis, qs, dos, D,
+                                    sh.scale, lz, delta, dqc, p_sh);
                 } else if (x == 1) {
                     for (size_t e = 0; e < sh.n; ++e) {
                         const int32_t i = srow[e];
                         if (i < 0) break;
                         const size_t s0 = (size_t)i * sh.ls;
                         const size_t s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                        bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, s0, s1, qs, dos, D,
-                                  sh.scale, lz, delta, dqc, p_sh);
+                        dqc = bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, s0, s1, qs, dos, D,
+                                        sh.scale, lz, delta, dqc, p_sh);
                     }
                 } else {
-                    bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, w0, t + 1, qs, dos, D,
-                              sh.scale, lz, delta, dqc, p_sh);
+                    dqc = bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, w0, t + 1, qs, dos, D,
+                                    sh.scale, lz, delta, dqc, p_sh);
                 }
                 __syncthreads();
                 if (tid < D) dos[tid] = to_f32(dout[row * sh.D + tid]);
