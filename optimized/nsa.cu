@@ -23,9 +23,10 @@
 // (the saved sel), ds = p (g dout.v - g dout.o); dq in registers, dk/dv and
 // the compressed dkc/dvc by atomicAdd; nsa_unpool_kernel spreads dkc/dvc back
 // through the mean pooling. Scratch: kc, vc, dkc, dvc.
-// bf16 (D in {16, 32, 64, 128}): steps 1-3 stay SIMT (fp32 scores decide the
-// selection), step 4 runs on the tensor cores (nsa_mma_fwd_kernel below).
-// The backward is SIMT. Each block loops over
+// bf16 (D in {16, 32, 64, 128}): step 4 runs on the tensor cores
+// (nsa_mma_fwd_kernel below), and for D <= 64, n <= 32 steps 1-3 too
+// (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
+// decide the selection); otherwise steps 1-3 stay SIMT. The backward is SIMT. Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -449,6 +450,291 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
     }
 }
 
+// ---- bf16 tensor-core path: compression branch and importances on mma.sync ----------
+// One CTA (4 warps) per (b, KV group, block of QT tokens): its 64 rows are the
+// (token, head) pairs t0 + r / G, r % G (QT = min(16, 64 / G) tokens, so every
+// token's G heads are in the CTA), warp w owning rows 16w..16w+15 as one m16
+// tile. The compressed keys are common to all queries: each tile of 16 of them
+// is staged once per CTA and feeds 64 rows (FlashAttention over kc/vc).
+// Causal at compressed-block granularity: row t sees j iff j*d + l - 1 <= t.
+// Precision: kc and vc are fp32 means, not bf16 numbers, and the scores decide
+// the selection, so the products run on split operands: kc = hi + mid + lo
+// (three bf16, residual ~2^-24 relative: the scores are as accurate as fp32
+// SIMT ones), vc = hi + lo and P = hi + lo (P V as Phi Vhi + Phi Vlo + Plo Vhi,
+// ~2^-16 relative). q is bf16, exact.
+//   pass 1: online softmax over the visible kc tiles: out = g_cmp o_cmp, lse
+//           column 0; the lse stays in registers (base 2).
+//   pass 2: per tile of kSelTile candidate blocks, the kc tiles overlapping it
+//           again: p = 2^(s - lse) per (row, j) to shared memory, then one thread
+//           per (token, block) sums its heads and overlapping j (deterministic
+//           order), forced blocks +inf, and the tile is merged into each token's
+//           running top n by ranking as nsa_fwd_kernel does (n <= kCmpMaxSel).
+// Rows beyond S and padding rows (r >= QT*G) are masked (no visible key).
+namespace nsa_cmp {
+constexpr int kWarps = 4, kThreadsC = 32 * kWarps, kRows = 16 * kWarps;
+constexpr int kMaxQT = 16;     // tokens per CTA at most
+constexpr int kSelTile = 64;   // candidate blocks per importance tile
+constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
+constexpr int kUnion = kCmpMaxSel + kSelTile;
+
+__device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+// Rows [k0, k0 + 16) of the fp32 kc (and vc when Vhi != nullptr) of one group into
+// split bf16 tiles; rows at or beyond nk0 are zero.
+template <int D>
+__device__ __forceinline__ void load_split(__nv_bfloat16 *Khi, __nv_bfloat16 *Kmid, __nv_bfloat16 *Klo,
+                                           __nv_bfloat16 *Vhi, __nv_bfloat16 *Vlo, const float *kcg,
+                                           const float *vcg, size_t k0, size_t nk0)
+{
+    constexpr int LDS = D + 8;
+    for (int e = threadIdx.x; e < 16 * D; e += kThreadsC) {
+        const int r = e / D, c = e % D;
+        const bool in = k0 + (size_t)r < nk0;
+        const float x = in ? kcg[(k0 + (size_t)r) * D + (size_t)c] : 0.0f;
+        const float h = bf16_round(x), m = bf16_round(x - h);
+        Khi[r * LDS + c] = __float2bfloat16_rn(h);
+        Kmid[r * LDS + c] = __float2bfloat16_rn(m);
+        Klo[r * LDS + c] = __float2bfloat16_rn(x - h - m);
+        if (Vhi != nullptr) {
+            const float y = in ? vcg[(k0 + (size_t)r) * D + (size_t)c] : 0.0f;
+            const float yh = bf16_round(y);
+            Vhi[r * LDS + c] = __float2bfloat16_rn(yh);
+            Vlo[r * LDS + c] = __float2bfloat16_rn(y - yh);
+        }
+    }
+}
+
+// s = Q K^T for this warp's 16 rows and 16 keys, K split three ways.
+template <int D>
+__device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const __nv_bfloat16 *Khi,
+                                       const __nv_bfloat16 *Kmid, const __nv_bfloat16 *Klo, int lane)
+{
+    constexpr int LDS = D + 8;
+    MF_UNROLL
+    for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    MF_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t qa[4], b[4];
+        ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+        const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
+        ldsm_x4(b, Klo + boff);
+        mma_x2(s[0], s[1], qa, b);
+        ldsm_x4(b, Kmid + boff);
+        mma_x2(s[0], s[1], qa, b);
+        ldsm_x4(b, Khi + boff);
+        mma_x2(s[0], s[1], qa, b);
+    }
+}
+} // namespace nsa_cmp
+
+// mf-budget: regs<=168 smem<=36864 spill=0  (sm_90 measured: regs 148/148/168, smem 21056/25664/34880 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
+template <int D>
+__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
+    nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
+                       const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
+                       float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t QT,
+                       size_t nblk, size_t total)
+{
+    using namespace nsa_cmp;
+    using nsa_mma::kLn2;
+    using nsa_mma::kLog2e;
+    constexpr int LDS = D + 8;
+    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Kt[3][16 * LDS]; // kc hi, mid, lo
+    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS]; // vc hi, lo
+    __shared__ float Ps[kRows][17];                         // pass 2: p of one kc tile
+    __shared__ float imp[kMaxQT][kSelTile];
+    __shared__ float top_v[kMaxQT][kCmpMaxSel];
+    __shared__ int list[kMaxQT][kCmpMaxSel];
+    __shared__ unsigned char keep[kMaxQT][kUnion];
+    __shared__ int n_list[kMaxQT];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
+    const float scale_log2 = sh.scale * kLog2e;
+    const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
+        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, nrows = (tend - t0) * sh.G;
+        const auto nvis_of = [&](size_t t) -> size_t {
+            if (t + 1 < sh.l) return 0;
+            const size_t nv = (t + 1 - sh.l) / sh.d + 1;
+            return nv < sh.nc ? nv : sh.nc;
+        };
+        const size_t nk0 = nvis_of(tend - 1); // keys any row of the CTA sees
+        const float *kcg = kc + (b * sh.Hk + g) * sh.nc * D, *vcg = vc + (b * sh.Hk + g) * sh.nc * D;
+        // this lane's rows: r = 16 warp + g8 + 8 i
+        size_t nv[2], grow[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+            const size_t t = t0 + r / sh.G;
+            nv[i] = r < nrows ? nvis_of(t) : 0;
+            grow[i] = r < nrows ? (b * sh.S + t) * sh.Hq + g * sh.G + r % sh.G : 0;
+        }
+        __syncthreads(); // the previous item's tiles are consumed
+        for (int c = tid; c < kRows * (D / 8); c += kThreadsC) {
+            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+            const bool in = (size_t)r < nrows;
+            const size_t gr =
+                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
+            cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
+        }
+        cp_async_wait_all();
+        // pass 1: the compression branch
+        float o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
+            __syncthreads(); // Q landed; the previous tile consumed
+            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kcg, vcg, k0, nk0);
+            __syncthreads();
+            float s[2][4];
+            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+            float mx[2] = { -INFINITY, -INFINITY };
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
+                const float x = j < nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
+                s[n][e] = x;
+                mx[e >> 1] = nan_max(mx[e >> 1], x);
+            }
+            float corr[2], mu[2];
+            online_max_step(m, mx, corr, mu);
+            float rs[2] = { 0.0f, 0.0f }, plo[2][4];
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float p = exp2f(s[n][e] - mu[e >> 1]);
+                rs[e >> 1] += p;
+                s[n][e] = bf16_round(p);
+                plo[n][e] = p - s[n][e];
+            }
+            MF_UNROLL
+            for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
+            uint32_t pa[4], pl[4];
+            c_to_a(pa, s[0], s[1]);
+            c_to_a(pl, plo[0], plo[1]);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                MF_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    o[2 * np + h][0] *= corr[0];
+                    o[2 * np + h][1] *= corr[0];
+                    o[2 * np + h][2] *= corr[1];
+                    o[2 * np + h][3] *= corr[1];
+                }
+                const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bh[4], bl[4];
+                ldsm_x4_t(bh, Vt[0] + voff);
+                ldsm_x4_t(bl, Vt[1] + voff);
+                mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
+            }
+        }
+        float lse2[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const bool any = nv[i] > 0;
+            lse2[i] = any ? m[i] + log2f(l[i]) : INFINITY; // pass 2: p = 0 without a visible key
+            if ((size_t)(16 * warp + g8 + 8 * i) >= nrows) continue;
+            const float w = any ? __bfloat162float(g_cmp[grow[i]]) / l[i] : 0.0f;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                float *op = out + grow[i] * D + (size_t)(n * 8 + 2 * t4);
+                op[0] = w * o[n][2 * i];
+                op[1] = w * o[n][2 * i + 1];
+            }
+            if (lse != nullptr && t4 == 0) lse[grow[i] * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
+        }
+        // pass 2: importances and the running top n of each token
+        const size_t ntok = tend - t0, cand_max = (tend - 1) / sh.ls + 1;
+        if ((size_t)tid < ntok) n_list[tid] = 0;
+        for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
+            const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
+            __syncthreads(); // the previous tile merged (n_list published), Kt consumed
+            for (int e = tid; e < kMaxQT * kSelTile; e += kThreadsC) imp[e / kSelTile][e % kSelTile] = 0.0f;
+            // compressed blocks j overlapping [i0*l', iend*l'): j*d + l > i0*l', j*d < iend*l'
+            const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
+            const size_t jlo = (lo_num + sh.d - 1) / sh.d / 16 * 16; // tile-aligned
+            size_t jhi = (iend * sh.ls - 1) / sh.d + 1;
+            if (jhi > nk0) jhi = nk0;
+            for (size_t k0 = jlo; k0 < jhi; k0 += 16) {
+                __syncthreads(); // Ps and Kt consumed
+                load_split<D>(Kt[0], Kt[1], Kt[2], nullptr, nullptr, kcg, nullptr, k0, nk0);
+                __syncthreads();
+                float s[2][4];
+                nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+                MF_UNROLL
+                for (int n = 0; n < 2; ++n) MF_UNROLL
+                for (int e = 0; e < 4; ++e) {
+                    const int jj = 8 * n + 2 * t4 + (e & 1);
+                    const size_t j = k0 + (size_t)jj;
+                    Ps[16 * warp + g8 + 8 * (e >> 1)][jj] =
+                        j < nv[e >> 1] ? exp2f(s[n][e] * scale_log2 - lse2[e >> 1]) : 0.0f;
+                }
+                __syncthreads();
+                // blocks overlapping this kc tile (tokens [k0*d, (k0 + 15)*d + l)) within [i0, iend)
+                size_t ib0 = k0 * sh.d / sh.ls, ib1 = ((k0 + 15) * sh.d + sh.l - 1) / sh.ls + 1;
+                if (ib0 < i0) ib0 = i0;
+                if (ib1 > iend) ib1 = iend;
+                const size_t nbt = ib1 > ib0 ? ib1 - ib0 : 0;
+                for (size_t e = tid; e < ntok * nbt; e += kThreadsC) {
+                    const size_t tok = e / nbt, i = ib0 + e % nbt;
+                    const size_t lo2 = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
+                    size_t ja = (lo2 + sh.d - 1) / sh.d, jb = ((i + 1) * sh.ls - 1) / sh.d + 1;
+                    if (ja < k0) ja = k0;
+                    if (jb > k0 + 16) jb = k0 + 16;
+                    float acc = imp[tok][i - i0];
+                    for (size_t hh = 0; hh < sh.G; ++hh)
+                        for (size_t j = ja; j < jb; ++j) acc += Ps[tok * sh.G + hh][j - k0];
+                    imp[tok][i - i0] = acc;
+                }
+            }
+            __syncthreads();
+            // forced blocks, then each token's union (its top n, then the tile's candidates) ranked
+            for (size_t e = tid; e < ntok * kSelTile; e += kThreadsC) {
+                const size_t tok = e / kSelTile, i = i0 + e % kSelTile, last = (t0 + tok) / sh.ls;
+                if (i == 0 || i == last || i + 1 == last) imp[tok][i - i0] = INFINITY;
+            }
+            __syncthreads();
+            for (size_t e = tid; e < ntok * kUnion; e += kThreadsC) {
+                const size_t tok = e / kUnion, u = e % kUnion, t = t0 + tok;
+                const size_t ct = t / sh.ls + 1,
+                             nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+                if (u >= nu) continue;
+                const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                size_t beat = 0;
+                for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
+                    const float y = u2 < nl ? top_v[tok][u2] : imp[tok][u2 - nl];
+                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u; // union order = index order
+                }
+                keep[tok][u] = beat < sh.n ? 1 : 0;
+            }
+            __syncthreads();
+            if ((size_t)tid < ntok) { // in place: entry o <= u; at most n
+                const size_t tok = (size_t)tid, t = t0 + tok, ct = t / sh.ls + 1;
+                const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+                int o2 = 0;
+                for (size_t u = 0; u < nu && (size_t)o2 < sh.n; ++u)
+                    if (keep[tok][u]) {
+                        top_v[tok][o2] = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                        list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
+                        ++o2;
+                    }
+                n_list[tok] = o2;
+            }
+        }
+        __syncthreads();
+        for (size_t e = tid; e < ntok * sh.n; e += kThreadsC) {
+            const size_t tok = e / sh.n, x = e % sh.n;
+            sel[((b * sh.S + t0 + tok) * sh.Hk + g) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
+        }
+    }
+}
+
 // ---- backward ---------------------------------------------------------------------------
 // Keys [s0, s1) of one branch, probabilities recomputed from the saved lse:
 // p = exp(scale q.k - lse), ds = p (do.v - delta); dk and dv (or dkc, dvc)
@@ -667,6 +953,20 @@ static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, c
         static_cast<const __nv_bfloat16 *>(gw), sel, out, lse, sh, total);
 }
 
+// Compression branch and selection on the tensor cores (bf16, D <= 64): one
+// CTA per (b, KV group, QT tokens), QT * G <= 64 rows.
+template <int D>
+static void launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
+                       const float *kc, const float *vc, float *out, float *lse, int32_t *sel)
+{
+    const size_t QT = (size_t)nsa_cmp::kRows / sh.G < (size_t)nsa_cmp::kMaxQT ? (size_t)nsa_cmp::kRows / sh.G
+                                                                              : (size_t)nsa_cmp::kMaxQT;
+    const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
+    nsa_mma_cmp_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc), kc, vc, out, lse, sel,
+        sh, QT, nblk, total);
+}
+
 template <typename T>
 static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                 const void *v, const void *gc, const void *gs, const void *gw, float *out,
@@ -700,12 +1000,21 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
         MF_LAUNCH_CHECK();
         return MF_OK;
     }
-    // bf16: compression and selection (SIMT), then the selected and sliding
+    // bf16: compression and selection (on the tensor cores for D <= 64 and
+    // n <= nsa_cmp::kCmpMaxSel, else SIMT), then the selected and sliding
     // branches on the tensor cores (same stream: out and sel are ready).
-    nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out, lse,
-        sel, sh, total, 0);
+    if (sh.D <= 64 && sh.n <= (size_t)nsa_cmp::kCmpMaxSel) {
+        switch (sh.D) {
+        case 16: launch_cmp<16>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        case 32: launch_cmp<32>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        default: launch_cmp<64>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        }
+    } else {
+        nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
+            static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
+            static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out,
+            lse, sel, sh, total, 0);
+    }
     MF_LAUNCH_CHECK();
     switch (sh.D) {
     case 16: launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
