@@ -26,7 +26,9 @@
 // bf16 (D in {16, 32, 64, 128}): step 4 runs on the tensor cores
 // (nsa_mma_fwd_kernel below), and for D <= 64, n <= 32 steps 1-3 too
 // (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
-// decide the selection); otherwise steps 1-3 stay SIMT. The backward is SIMT. Each block loops over
+// decide the selection); otherwise steps 1-3 stay SIMT. Backward, bf16 with
+// D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
+// (nsa_mma_bwd_kernel), the compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -287,6 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 namespace nsa_mma {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
+__device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 template <int D> struct Warps { // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 KiB
     static constexpr int value = D == 128 ? 2 : 4;
 };
@@ -312,8 +315,10 @@ template <int D> struct Acc {
     float m[2], l[2];
 };
 
-// Keys [s0, s1) of the group (row s at kg + s * stride) into acc.
-template <int D>
+// Keys [s0, s1) of the group (row s at kg + s * stride) into acc. SPLIT (the
+// backward's recomputation of o): P V as Phi V + Plo V with P = Phi + Plo, both
+// bf16 (~2^-16 relative), so that dg = dout . o is not moved by P's rounding.
+template <int D, bool SPLIT = false>
 __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Qs, __nv_bfloat16 *Ks,
                                              __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
                                              const __nv_bfloat16 *vg, size_t stride, size_t s0, size_t s1,
@@ -362,7 +367,18 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             acc.l[r] = acc.l[r] * corr[r] + rs[r];
         }
         // P in bf16 (what a bf16 kernel multiplies), the A fragment of P V
-        uint32_t pa[4];
+        uint32_t pa[4], pl[4] = { 0u, 0u, 0u, 0u };
+        if (SPLIT) {
+            float lo[2][4];
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float h = bf16_round(s[n][e]);
+                lo[n][e] = s[n][e] - h;
+                s[n][e] = h;
+            }
+            c_to_a(pl, lo[0], lo[1]);
+        }
         c_to_a(pa, s[0], s[1]);
         MF_UNROLL
         for (int np = 0; np < D / 16; ++np) {
@@ -375,6 +391,7 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             }
             uint32_t b[4];
             ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            if (SPLIT) mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pl, b);
             mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
         }
     }
@@ -471,13 +488,12 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
 //           running top n by ranking as nsa_fwd_kernel does (n <= kCmpMaxSel).
 // Rows beyond S and padding rows (r >= QT*G) are masked (no visible key).
 namespace nsa_cmp {
+using nsa_mma::bf16_round;
 constexpr int kWarps = 4, kThreadsC = 32 * kWarps, kRows = 16 * kWarps;
 constexpr int kMaxQT = 16;     // tokens per CTA at most
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
-
-__device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
 // Rows [k0, k0 + 16) of the fp32 kc (and vc when Vhi != nullptr) of one group into
 // split bf16 tiles; rows at or beyond nk0 are zero.
@@ -735,6 +751,204 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     }
 }
 
+// ---- bf16 tensor-core backward: selected and sliding branches on mma.sync ------------
+// One warp per (b, t, KV group), its m16 tile holding the group's G heads (rows
+// G..15 zero), as nsa_mma_fwd_kernel. Per branch (selected, window):
+//   1. o recomputed over the branch's keys (attend_tiles with P split hi + lo,
+//      ~2^-16), dg = dout . o, Delta = gate dg (FlashAttention-2's rowsum(dO o)
+//      of the gated output);
+//   2. per 16-key tile: S = Q K^T and dP = dO V^T (mma.sync), P = 2^(S log2e scale
+//      - lse log2e) from the forward's saved lse, dS = P (gate dP - Delta);
+//      dQ += dS K in registers (A = dS straight from the accumulators), and
+//      dK += dS^T Q, dV += (gate P)^T dO (A = dS^T, (gate P)^T by ldmatrix.trans
+//      from a 16 x 16 staging tile), added to the fp32 dk, dv with atomicAdd:
+//      neighbouring queries and the group's shared selection hit the same keys.
+// dq[row] += scale dQ at the end (nsa_bwd_kernel wrote the compression
+// branch's part first, same stream).
+namespace nsa_mma {
+template <int D>
+__device__ __forceinline__ void
+bwd_tiles(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs, __nv_bfloat16 *Ks,
+          __nv_bfloat16 *Vs, __nv_bfloat16 *Ss, __nv_bfloat16 *Pt, const __nv_bfloat16 *kg,
+          const __nv_bfloat16 *vg, float *dkg, float *dvg, size_t stride, size_t s0, size_t s1,
+          float scale_log2, float scale, const float lse2[2], const float delta[2], const float gate[2],
+          int G, int lane)
+{
+    constexpr int LDS = D + 8, LDX = 24;
+    const int g8 = lane >> 2, t4 = lane & 3;
+    for (size_t k0 = s0; k0 < s1; k0 += 16) {
+        const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
+        __syncwarp(); // the previous tile's reads are done
+        load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
+        load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
+        cp_async_wait_all();
+        __syncwarp();
+        float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+        float dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+        MF_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk) {
+            uint32_t qa[4], da[4], b[4];
+            const int aoff = (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8;
+            const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
+            ldsm_x4(qa, Qs + aoff);
+            ldsm_x4(da, dOs + aoff);
+            ldsm_x4(b, Ks + boff);
+            mma_x2(s[0], s[1], qa, b);
+            ldsm_x4(b, Vs + boff);
+            mma_x2(dp[0], dp[1], da, b);
+        }
+        // element e of n8 tile n: head row g8 + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
+        MF_UNROLL
+        for (int n = 0; n < 2; ++n) MF_UNROLL
+        for (int e = 0; e < 4; ++e) {
+            const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
+            const bool ok = j < nk && r < G;
+            const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
+            const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
+            dp[n][e] = ds;
+            Ss[r * LDX + j] = __float2bfloat16_rn(ds);
+            Pt[r * LDX + j] = __float2bfloat16_rn(gate[i] * p);
+        }
+        // dQ += dS K: B[k=key][n=c] = K[key][c] (row-major B: ldmatrix.trans)
+        uint32_t sa[4];
+        c_to_a(sa, dp[0], dp[1]);
+        MF_UNROLL
+        for (int np = 0; np < D / 16; ++np) {
+            uint32_t b[4];
+            ldsm_x4_t(b, Ks + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, b);
+        }
+        __syncwarp(); // dS and gate P staged
+        // A = dS^T, (gate P)^T [key][head]: 8x8 block (R0, C0) of the transpose is
+        // the transposed block (C0, R0) of the [head][key] tile (ldmatrix.trans).
+        uint32_t dsT[4], pT[4];
+        const int toff = ((lane >> 4) * 8 + (lane & 7)) * LDX + ((lane >> 3) & 1) * 8;
+        ldsm_x4_t(dsT, Ss + toff);
+        ldsm_x4_t(pT, Pt + toff);
+        MF_UNROLL
+        for (int np = 0; np < D / 16; ++np) {
+            float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+            float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+            const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+            uint32_t b[4];
+            ldsm_x4_t(b, Qs + off); // B[k=head][n=c] = Q[head][c]
+            mma_x2(ck[0], ck[1], dsT, b);
+            ldsm_x4_t(b, dOs + off);
+            mma_x2(cv[0], cv[1], pT, b);
+            MF_UNROLL
+            for (int i = 0; i < 2; ++i) {
+                const int key = g8 + 8 * i;
+                if (key >= nk) continue;
+                MF_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    const size_t at = (k0 + (size_t)key) * stride + (size_t)(np * 16 + h * 8 + 2 * t4);
+                    atomicAdd(dkg + at, ck[h][2 * i] * scale);
+                    atomicAdd(dkg + at + 1, ck[h][2 * i + 1] * scale);
+                    atomicAdd(dvg + at, cv[h][2 * i]);
+                    atomicAdd(dvg + at + 1, cv[h][2 * i + 1]);
+                }
+            }
+        }
+    }
+}
+} // namespace nsa_mma
+
+// mf-budget: regs<=232 smem<=45056 spill=0  (sm_90 measured: regs 92/116/164/229, smem 18432/26624/43008/37888 at D = 16/32/64/128, stack 0)
+template <int D>
+__global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
+    nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+                       const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
+                       const __nv_bfloat16 *__restrict__ g_win, const __nv_bfloat16 *__restrict__ dout,
+                       const float *__restrict__ lse, const int32_t *__restrict__ sel, float *__restrict__ dq,
+                       float *dk, float *dv, float *__restrict__ dg_slc, float *__restrict__ dg_win,
+                       NsaShape sh, size_t total)
+{
+    using namespace nsa_mma;
+    constexpr int W = Warps<D>::value, LDS = D + 8, LDX = 24;
+    __shared__ __align__(16) __nv_bfloat16 tiles[W][4][16 * LDS]; // Q, K, V, dO per warp
+    __shared__ __align__(16) __nv_bfloat16 stage[W][2][16 * LDX]; // dS, gate P [head][key]
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
+    __nv_bfloat16 *Qs = tiles[warp][0], *Ks = tiles[warp][1], *Vs = tiles[warp][2], *dOs = tiles[warp][3];
+    const float scale_log2 = sh.scale * kLog2e;
+    const size_t kstride = sh.Hk * sh.D;
+    const int G = (int)sh.G;
+    for (size_t item = (size_t)blockIdx.x * W + (size_t)warp; item < total; item += (size_t)gridDim.x * W) {
+        const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
+        const size_t row0 = (b * sh.S + t) * sh.Hq + g * sh.G, koff = (b * sh.S * sh.Hk + g) * D;
+        __syncwarp(); // the previous item's Q and dO reads are done
+        load16<D>(Qs, q + row0 * D, D, G, lane);
+        load16<D>(dOs, dout + row0 * D, D, G, lane);
+        cp_async_wait_all();
+        __syncwarp();
+        const int32_t *srow = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
+        const size_t w0 = t + 1 > sh.w ? t + 1 - sh.w : 0;
+        float dqa[D / 8][4];
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
+        for (int x = 1; x < 3; ++x) {
+            const size_t nr = x == 1 ? sh.n : 1; // key ranges: the selected blocks, or the window
+            float gate[2], lse2[2], delta[2];
+            {
+                Acc<D> acc;
+                acc_init(acc);
+                for (size_t e = 0; e < nr; ++e) {
+                    size_t s0 = w0, s1 = t + 1;
+                    if (x == 1) {
+                        const int32_t i = srow[e];
+                        if (i < 0) break;
+                        s0 = (size_t)i * sh.ls;
+                        s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                    }
+                    attend_tiles<D, true>(acc, Qs, Ks, Vs, k + koff, v + koff, kstride, s0, s1, scale_log2,
+                                          lane);
+                }
+                const __nv_bfloat16 *gp = x == 1 ? g_slc : g_win;
+                float *dgo = x == 1 ? dg_slc : dg_win;
+                MF_UNROLL
+                for (int i = 0; i < 2; ++i) {
+                    const int r = g8 + 8 * i;
+                    float dg = 0.0f;
+                    MF_UNROLL
+                    for (int n = 0; n < D / 8; ++n) {
+                        const __nv_bfloat16 *dr = dOs + r * LDS + n * 8 + 2 * t4;
+                        dg += __bfloat162float(dr[0]) * acc.o[n][2 * i] +
+                              __bfloat162float(dr[1]) * acc.o[n][2 * i + 1];
+                    }
+                    dg = quad_sum(dg) / acc.l[i];
+                    const bool ok = r < G;
+                    gate[i] = ok ? __bfloat162float(gp[row0 + (size_t)r]) : 0.0f;
+                    lse2[i] = ok ? lse[(row0 + (size_t)r) * 3 + (size_t)x] * kLog2e : 0.0f;
+                    delta[i] = ok ? gate[i] * dg : 0.0f;
+                    if (ok && t4 == 0) dgo[row0 + (size_t)r] = dg;
+                }
+            }
+            for (size_t e = 0; e < nr; ++e) {
+                size_t s0 = w0, s1 = t + 1;
+                if (x == 1) {
+                    const int32_t i = srow[e];
+                    if (i < 0) break;
+                    s0 = (size_t)i * sh.ls;
+                    s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                }
+                bwd_tiles<D>(dqa, Qs, dOs, Ks, Vs, stage[warp][0], stage[warp][1], k + koff, v + koff,
+                             dk + koff, dv + koff, kstride, s0, s1, scale_log2, sh.scale, lse2, delta, gate,
+                             G, lane);
+            }
+        }
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const int r = g8 + 8 * i;
+            if (r >= G) continue;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                float *o = dq + (row0 + (size_t)r) * D + (size_t)(n * 8 + 2 * t4);
+                o[0] += sh.scale * dqa[n][2 * i];
+                o[1] += sh.scale * dqa[n][2 * i + 1];
+            }
+        }
+    }
+}
+
 // ---- backward ---------------------------------------------------------------------------
 // Keys [s0, s1) of one branch, probabilities recomputed from the saved lse:
 // p = exp(scale q.k - lse), ds = p (do.v - delta); dk and dv (or dkc, dvc)
@@ -781,6 +995,8 @@ __device__ __noinline__ float bwd_range(const KT *__restrict__ kb, const KT *__r
 
 // One block per (b, t, KV group), looping over the group's heads; per branch:
 // o recomputed (online, as the forward), dg = dout.o, delta = g dg, then bwd_range.
+// branches = 3: all three; 1 (the bf16 tensor-core path): the compression branch
+// only (it writes dq; nsa_mma_bwd_kernel adds the selected and sliding parts).
 // mf-budget: regs<=136 smem<=4096 stack<=0 spill=0  (sm_90 measured: regs 128 smem 2048 stack 0; bwd_range not inlined (inlined, it spilled at 64 registers) and returns dq by value (a reference cost an 8-byte frame))
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -789,7 +1005,8 @@ __global__ void __launch_bounds__(kThreads)
                    const T *__restrict__ dout, const float *__restrict__ kc, const float *__restrict__ vc,
                    const float *__restrict__ lse, const int32_t *__restrict__ sel, float *__restrict__ dq,
                    float *dk, float *dv, float *dkc, float *dvc, float *__restrict__ dg_cmp,
-                   float *__restrict__ dg_slc, float *__restrict__ dg_win, NsaShape sh, size_t total)
+                   float *__restrict__ dg_slc, float *__restrict__ dg_win, NsaShape sh, size_t total,
+                   int branches)
 {
     __shared__ float qs[kMaxD];
     __shared__ float dos[kMaxD];
@@ -813,7 +1030,7 @@ __global__ void __launch_bounds__(kThreads)
             }
             __syncthreads();
             float dqc = 0.0f;
-            for (int x = 0; x < 3; ++x) {
+            for (int x = 0; x < branches; ++x) {
                 const float gate = to_f32((x == 0 ? g_cmp : x == 1 ? g_slc : g_win)[row]);
                 float *dgo = x == 0 ? dg_cmp : x == 1 ? dg_slc : dg_win;
                 if (x == 0 && nvis == 0) {
@@ -894,6 +1111,23 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const void *v);
+
+template <int D>
+static void launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
+                           const void *v, const void *gs, const void *gw, const void *dout, const float *lse,
+                           const int32_t *sel, float *dq, float *dk, float *dv, float *dgs, float *dgw,
+                           size_t total)
+{
+    constexpr int W = nsa_mma::Warps<D>::value;
+    const size_t blocks = (total + W - 1) / W;
+    nsa_mma_bwd_kernel<D><<<grid_cap(blocks, kMaxGridX), 32 * W, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
+        static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
+        static_cast<const __nv_bfloat16 *>(gw), static_cast<const __nv_bfloat16 *>(dout), lse, sel, dq, dk,
+        dv, dgs, dgw, sh, total);
+}
+
 template <typename T>
 static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                  const void *v, const void *gc, const void *gs, const void *gw,
@@ -919,11 +1153,30 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
         MF_LAUNCH_CHECK();
     }
     const size_t total = sh.B * sh.S * sh.Hk;
+    const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v) && ((uintptr_t)dout & 15u) == 0;
     nsa_bwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
         static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
         static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw),
-        static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total);
+        static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total,
+        mma ? 1 : 3);
     MF_LAUNCH_CHECK();
+    if (mma) { // the selected and sliding branches on the tensor cores (same stream: dq written)
+        switch (sh.D) {
+        case 16:
+            launch_mma_bwd<16>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        case 32:
+            launch_mma_bwd<32>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        case 64:
+            launch_mma_bwd<64>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        default:
+            launch_mma_bwd<128>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        }
+        MF_LAUNCH_CHECK();
+    }
     if (ncd > 0) {
         nsa_unpool_kernel<<<grid_blocks(nkv, 256, kMaxGridX), 256, 0, stream>>>(dkc, dvc, dk, dv, sh, nkv);
         MF_LAUNCH_CHECK();

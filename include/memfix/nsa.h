@@ -93,11 +93,19 @@
  *     NSA paper's kernel); P rounded to bf16 before P V as a bf16 kernel does
  *     (l sums the fp32 p), so bf16 rows differ from f32's by up to ~2^-9
  *     (tolerance row nsa.out.bf16).
- *   Backward (SIMT for every dtype; no mma.sync yet), same grid as the SIMT
- *   forward: per branch, p recomputed from the saved lse over the keys of the
- *   saved sel, dq in registers, dk/dv (and the compressed dkc/dvc, spread back
- *   through the mean pooling) by atomicAdd: not bitwise deterministic, so
- *   `memfix verify`'s determinism defense would reject it as a candidate.
+ *   Backward, FlashAttention-2 style from the forward's saved lse and sel: per
+ *   branch, o recomputed (for dg and Delta = gate dout.o), p = exp(s - lse)
+ *   over the keys of the saved sel, ds = p (gate dout.v - Delta), dq in
+ *   registers, dk/dv (and the compressed dkc/dvc, spread back through the mean
+ *   pooling) accumulated in fp32 by atomicAdd, since the group's heads share
+ *   their selected blocks and neighbouring queries' blocks and windows hit the
+ *   same keys: not bitwise deterministic, so `memfix verify`'s determinism
+ *   defense would reject it as a candidate. f32 (or bf16 not eligible as
+ *   above): SIMT, one thread block per (b, t, KV group). bf16, D in {16, 32,
+ *   64, 128}, aligned (dout too): the selected and sliding branches on the
+ *   tensor cores (one warp per (b, t, KV group), S, dP, dQ, dK, dV products on
+ *   mma.sync, dS and gate*P rounded to bf16: tolerance row nsa.grad.bf16); the
+ *   compression branch's backward stays SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
  *   which it does not meet: projected about 1x, the per-query gathered K/V of
  *   the selected and sliding branches dominating.
