@@ -23,9 +23,12 @@
 // (the saved sel), ds = p (g dout.v - g dout.o); dq in registers, dk/dv and
 // the compressed dkc/dvc by atomicAdd; nsa_unpool_kernel spreads dkc/dvc back
 // through the mean pooling. Scratch: kc, vc, dkc, dvc.
-// bf16 (D in {16, 32, 64, 128}): steps 1-3 stay SIMT (fp32 scores decide the
-// selection), step 4 runs on the tensor cores (nsa_mma_fwd_kernel below).
-// The backward is SIMT. Each block loops over
+// bf16 (D in {16, 32, 64, 128}): step 4 runs on the tensor cores
+// (nsa_mma_fwd_kernel below), and for D <= 64, n <= 32 steps 1-3 too
+// (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
+// decide the selection); otherwise steps 1-3 stay SIMT. Backward, bf16 with
+// D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
+// (nsa_mma_bwd_kernel), the compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -286,6 +289,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 namespace nsa_mma {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
+__device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 template <int D> struct Warps { // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 KiB
     static constexpr int value = D == 128 ? 2 : 4;
 };
@@ -311,8 +315,10 @@ template <int D> struct Acc {
     float m[2], l[2];
 };
 
-// Keys [s0, s1) of the group (row s at kg + s * stride) into acc.
-template <int D>
+// Keys [s0, s1) of the group (row s at kg + s * stride) into acc. SPLIT (the
+// backward's recomputation of o): P V as Phi V + Plo V with P = Phi + Plo, both
+// bf16 (~2^-16 relative), so that dg = dout . o is not moved by P's rounding.
+template <int D, bool SPLIT = false>
 __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Qs, __nv_bfloat16 *Ks,
                                              __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
                                              const __nv_bfloat16 *vg, size_t stride, size_t s0, size_t s1,
@@ -361,7 +367,18 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             acc.l[r] = acc.l[r] * corr[r] + rs[r];
         }
         // P in bf16 (what a bf16 kernel multiplies), the A fragment of P V
-        uint32_t pa[4];
+        uint32_t pa[4], pl[4] = { 0u, 0u, 0u, 0u };
+        if (SPLIT) {
+            float lo[2][4];
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float h = bf16_round(s[n][e]);
+                lo[n][e] = s[n][e] - h;
+                s[n][e] = h;
+            }
+            c_to_a(pl, lo[0], lo[1]);
+        }
         c_to_a(pa, s[0], s[1]);
         MF_UNROLL
         for (int np = 0; np < D / 16; ++np) {
@@ -374,6 +391,7 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
             }
             uint32_t b[4];
             ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            if (SPLIT) mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pl, b);
             mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
         }
     }
@@ -449,16 +467,499 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
     }
 }
 
+// ---- bf16 tensor-core path: compression branch and importances on mma.sync ----------
+// One CTA (4 warps) per (b, KV group, block of QT tokens): its 64 rows are the
+// (token, head) pairs t0 + r / G, r % G (QT = min(16, 64 / G) tokens, so every
+// token's G heads are in the CTA), warp w owning rows 16w..16w+15 as one m16
+// tile. The compressed keys are common to all queries: each tile of 16 of them
+// is staged once per CTA and feeds 64 rows (FlashAttention over kc/vc).
+// Causal at compressed-block granularity: row t sees j iff j*d + l - 1 <= t.
+// Precision: kc and vc are fp32 means, not bf16 numbers, and the scores decide
+// the selection, so the products run on split operands: kc = hi + mid + lo
+// (three bf16, residual ~2^-24 relative: the scores are as accurate as fp32
+// SIMT ones), vc = hi + lo and P = hi + lo (P V as Phi Vhi + Phi Vlo + Plo Vhi,
+// ~2^-16 relative). q is bf16, exact.
+//   pass 1: online softmax over the visible kc tiles: out = g_cmp o_cmp, lse
+//           column 0; the lse stays in registers (base 2).
+//   pass 2: per tile of kSelTile candidate blocks, the kc tiles overlapping it
+//           again: p = 2^(s - lse) per (row, j) to shared memory, then one thread
+//           per (token, block) sums its heads and overlapping j (deterministic
+//           order), forced blocks +inf, and the tile is merged into each token's
+//           running top n by ranking as nsa_fwd_kernel does (n <= kCmpMaxSel).
+// Rows beyond S and padding rows (r >= QT*G) are masked (no visible key).
+namespace nsa_cmp {
+using nsa_mma::bf16_round;
+constexpr int kWarps = 4, kThreadsC = 32 * kWarps, kRows = 16 * kWarps;
+constexpr int kMaxQT = 16;     // tokens per CTA at most
+constexpr int kSelTile = 64;   // candidate blocks per importance tile
+constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
+constexpr int kUnion = kCmpMaxSel + kSelTile;
+
+// Rows [k0, k0 + 16) of the fp32 kc (and vc when Vhi != nullptr) of one group into
+// split bf16 tiles; rows at or beyond nk0 are zero.
+template <int D>
+__device__ __forceinline__ void load_split(__nv_bfloat16 *Khi, __nv_bfloat16 *Kmid, __nv_bfloat16 *Klo,
+                                           __nv_bfloat16 *Vhi, __nv_bfloat16 *Vlo, const float *kcg,
+                                           const float *vcg, size_t k0, size_t nk0)
+{
+    constexpr int LDS = D + 8;
+    for (int e = threadIdx.x; e < 16 * D; e += kThreadsC) {
+        const int r = e / D, c = e % D;
+        const bool in = k0 + (size_t)r < nk0;
+        const float x = in ? kcg[(k0 + (size_t)r) * D + (size_t)c] : 0.0f;
+        const float h = bf16_round(x), m = bf16_round(x - h);
+        Khi[r * LDS + c] = __float2bfloat16_rn(h);
+        Kmid[r * LDS + c] = __float2bfloat16_rn(m);
+        Klo[r * LDS + c] = __float2bfloat16_rn(x - h - m);
+        if (Vhi != nullptr) {
+            const float y = in ? vcg[(k0 + (size_t)r) * D + (size_t)c] : 0.0f;
+            const float yh = bf16_round(y);
+            Vhi[r * LDS + c] = __float2bfloat16_rn(yh);
+            Vlo[r * LDS + c] = __float2bfloat16_rn(y - yh);
+        }
+    }
+}
+
+// s = Q K^T for this warp's 16 rows and 16 keys, K split three ways.
+template <int D>
+__device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const __nv_bfloat16 *Khi,
+                                       const __nv_bfloat16 *Kmid, const __nv_bfloat16 *Klo, int lane)
+{
+    constexpr int LDS = D + 8;
+    MF_UNROLL
+    for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    MF_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t qa[4], b[4];
+        ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+        const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
+        ldsm_x4(b, Klo + boff);
+        mma_x2(s[0], s[1], qa, b);
+        ldsm_x4(b, Kmid + boff);
+        mma_x2(s[0], s[1], qa, b);
+        ldsm_x4(b, Khi + boff);
+        mma_x2(s[0], s[1], qa, b);
+    }
+}
+} // namespace nsa_cmp
+
+// mf-budget: regs<=168 smem<=36864 spill=0  (sm_90 measured: regs 148/148/168, smem 21056/25664/34880 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
+template <int D>
+__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
+    nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
+                       const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
+                       float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t QT,
+                       size_t nblk, size_t total)
+{
+    using namespace nsa_cmp;
+    using nsa_mma::kLn2;
+    using nsa_mma::kLog2e;
+    constexpr int LDS = D + 8;
+    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Kt[3][16 * LDS]; // kc hi, mid, lo
+    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS]; // vc hi, lo
+    __shared__ float Ps[kRows][17];                         // pass 2: p of one kc tile
+    __shared__ float imp[kMaxQT][kSelTile];
+    __shared__ float top_v[kMaxQT][kCmpMaxSel];
+    __shared__ int list[kMaxQT][kCmpMaxSel];
+    __shared__ unsigned char keep[kMaxQT][kUnion];
+    __shared__ int n_list[kMaxQT];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
+    const float scale_log2 = sh.scale * kLog2e;
+    const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
+        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, nrows = (tend - t0) * sh.G;
+        const auto nvis_of = [&](size_t t) -> size_t {
+            if (t + 1 < sh.l) return 0;
+            const size_t nv = (t + 1 - sh.l) / sh.d + 1;
+            return nv < sh.nc ? nv : sh.nc;
+        };
+        const size_t nk0 = nvis_of(tend - 1); // keys any row of the CTA sees
+        const float *kcg = kc + (b * sh.Hk + g) * sh.nc * D, *vcg = vc + (b * sh.Hk + g) * sh.nc * D;
+        // this lane's rows: r = 16 warp + g8 + 8 i
+        size_t nv[2], grow[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+            const size_t t = t0 + r / sh.G;
+            nv[i] = r < nrows ? nvis_of(t) : 0;
+            grow[i] = r < nrows ? (b * sh.S + t) * sh.Hq + g * sh.G + r % sh.G : 0;
+        }
+        __syncthreads(); // the previous item's tiles are consumed
+        for (int c = tid; c < kRows * (D / 8); c += kThreadsC) {
+            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+            const bool in = (size_t)r < nrows;
+            const size_t gr =
+                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
+            cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
+        }
+        cp_async_wait_all();
+        // pass 1: the compression branch
+        float o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
+            __syncthreads(); // Q landed; the previous tile consumed
+            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kcg, vcg, k0, nk0);
+            __syncthreads();
+            float s[2][4];
+            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+            float mx[2] = { -INFINITY, -INFINITY };
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
+                const float x = j < nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
+                s[n][e] = x;
+                mx[e >> 1] = nan_max(mx[e >> 1], x);
+            }
+            float corr[2], mu[2];
+            online_max_step(m, mx, corr, mu);
+            float rs[2] = { 0.0f, 0.0f }, plo[2][4];
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float p = exp2f(s[n][e] - mu[e >> 1]);
+                rs[e >> 1] += p;
+                s[n][e] = bf16_round(p);
+                plo[n][e] = p - s[n][e];
+            }
+            MF_UNROLL
+            for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
+            uint32_t pa[4], pl[4];
+            c_to_a(pa, s[0], s[1]);
+            c_to_a(pl, plo[0], plo[1]);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                MF_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    o[2 * np + h][0] *= corr[0];
+                    o[2 * np + h][1] *= corr[0];
+                    o[2 * np + h][2] *= corr[1];
+                    o[2 * np + h][3] *= corr[1];
+                }
+                const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bh[4], bl[4];
+                ldsm_x4_t(bh, Vt[0] + voff);
+                ldsm_x4_t(bl, Vt[1] + voff);
+                mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
+            }
+        }
+        float lse2[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const bool any = nv[i] > 0;
+            lse2[i] = any ? m[i] + log2f(l[i]) : INFINITY; // pass 2: p = 0 without a visible key
+            if ((size_t)(16 * warp + g8 + 8 * i) >= nrows) continue;
+            const float w = any ? __bfloat162float(g_cmp[grow[i]]) / l[i] : 0.0f;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                float *op = out + grow[i] * D + (size_t)(n * 8 + 2 * t4);
+                op[0] = w * o[n][2 * i];
+                op[1] = w * o[n][2 * i + 1];
+            }
+            if (lse != nullptr && t4 == 0) lse[grow[i] * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
+        }
+        // pass 2: importances and the running top n of each token
+        const size_t ntok = tend - t0, cand_max = (tend - 1) / sh.ls + 1;
+        if ((size_t)tid < ntok) n_list[tid] = 0;
+        for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
+            const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
+            __syncthreads(); // the previous tile merged (n_list published), Kt consumed
+            for (int e = tid; e < kMaxQT * kSelTile; e += kThreadsC) imp[e / kSelTile][e % kSelTile] = 0.0f;
+            // compressed blocks j overlapping [i0*l', iend*l'): j*d + l > i0*l', j*d < iend*l'
+            const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
+            const size_t jlo = (lo_num + sh.d - 1) / sh.d / 16 * 16; // tile-aligned
+            size_t jhi = (iend * sh.ls - 1) / sh.d + 1;
+            if (jhi > nk0) jhi = nk0;
+            for (size_t k0 = jlo; k0 < jhi; k0 += 16) {
+                __syncthreads(); // Ps and Kt consumed
+                load_split<D>(Kt[0], Kt[1], Kt[2], nullptr, nullptr, kcg, nullptr, k0, nk0);
+                __syncthreads();
+                float s[2][4];
+                nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+                MF_UNROLL
+                for (int n = 0; n < 2; ++n) MF_UNROLL
+                for (int e = 0; e < 4; ++e) {
+                    const int jj = 8 * n + 2 * t4 + (e & 1);
+                    const size_t j = k0 + (size_t)jj;
+                    Ps[16 * warp + g8 + 8 * (e >> 1)][jj] =
+                        j < nv[e >> 1] ? exp2f(s[n][e] * scale_log2 - lse2[e >> 1]) : 0.0f;
+                }
+                __syncthreads();
+                // blocks overlapping this kc tile (tokens [k0*d, (k0 + 15)*d + l)) within [i0, iend)
+                size_t ib0 = k0 * sh.d / sh.ls, ib1 = ((k0 + 15) * sh.d + sh.l - 1) / sh.ls + 1;
+                if (ib0 < i0) ib0 = i0;
+                if (ib1 > iend) ib1 = iend;
+                const size_t nbt = ib1 > ib0 ? ib1 - ib0 : 0;
+                for (size_t e = tid; e < ntok * nbt; e += kThreadsC) {
+                    const size_t tok = e / nbt, i = ib0 + e % nbt;
+                    const size_t lo2 = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
+                    size_t ja = (lo2 + sh.d - 1) / sh.d, jb = ((i + 1) * sh.ls - 1) / sh.d + 1;
+                    if (ja < k0) ja = k0;
+                    if (jb > k0 + 16) jb = k0 + 16;
+                    float acc = imp[tok][i - i0];
+                    for (size_t hh = 0; hh < sh.G; ++hh)
+                        for (size_t j = ja; j < jb; ++j) acc += Ps[tok * sh.G + hh][j - k0];
+                    imp[tok][i - i0] = acc;
+                }
+            }
+            __syncthreads();
+            // forced blocks, then each token's union (its top n, then the tile's candidates) ranked
+            for (size_t e = tid; e < ntok * kSelTile; e += kThreadsC) {
+                const size_t tok = e / kSelTile, i = i0 + e % kSelTile, last = (t0 + tok) / sh.ls;
+                if (i == 0 || i == last || i + 1 == last) imp[tok][i - i0] = INFINITY;
+            }
+            __syncthreads();
+            for (size_t e = tid; e < ntok * kUnion; e += kThreadsC) {
+                const size_t tok = e / kUnion, u = e % kUnion, t = t0 + tok;
+                const size_t ct = t / sh.ls + 1,
+                             nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+                if (u >= nu) continue;
+                const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                size_t beat = 0;
+                for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
+                    const float y = u2 < nl ? top_v[tok][u2] : imp[tok][u2 - nl];
+                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u; // union order = index order
+                }
+                keep[tok][u] = beat < sh.n ? 1 : 0;
+            }
+            __syncthreads();
+            if ((size_t)tid < ntok) { // in place: entry o <= u; at most n
+                const size_t tok = (size_t)tid, t = t0 + tok, ct = t / sh.ls + 1;
+                const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+                int o2 = 0;
+                for (size_t u = 0; u < nu && (size_t)o2 < sh.n; ++u)
+                    if (keep[tok][u]) {
+                        top_v[tok][o2] = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                        list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
+                        ++o2;
+                    }
+                n_list[tok] = o2;
+            }
+        }
+        __syncthreads();
+        for (size_t e = tid; e < ntok * sh.n; e += kThreadsC) {
+            const size_t tok = e / sh.n, x = e % sh.n;
+            sel[((b * sh.S + t0 + tok) * sh.Hk + g) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
+        }
+    }
+}
+
+// ---- bf16 tensor-core backward: selected and sliding branches on mma.sync ------------
+// One warp per (b, t, KV group), its m16 tile holding the group's G heads (rows
+// G..15 zero), as nsa_mma_fwd_kernel. Per branch (selected, window):
+//   1. o recomputed over the branch's keys (attend_tiles with P split hi + lo,
+//      ~2^-16), dg = dout . o, Delta = gate dg (FlashAttention-2's rowsum(dO o)
+//      of the gated output);
+//   2. per 16-key tile: S = Q K^T and dP = dO V^T (mma.sync), P = 2^(S log2e scale
+//      - lse log2e) from the forward's saved lse, dS = P (gate dP - Delta);
+//      dQ += dS K in registers (A = dS straight from the accumulators), and
+//      dK += dS^T Q, dV += (gate P)^T dO (A = dS^T, (gate P)^T by ldmatrix.trans
+//      from a 16 x 16 staging tile), added to the fp32 dk, dv with atomicAdd:
+//      neighbouring queries and the group's shared selection hit the same keys.
+// dq[row] += scale dQ at the end (nsa_bwd_kernel wrote the compression
+// branch's part first, same stream).
+namespace nsa_mma {
+template <int D>
+__device__ __forceinline__ void
+bwd_tiles(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs, __nv_bfloat16 *Ks,
+          __nv_bfloat16 *Vs, __nv_bfloat16 *Ss, __nv_bfloat16 *Pt, const __nv_bfloat16 *kg,
+          const __nv_bfloat16 *vg, float *dkg, float *dvg, size_t stride, size_t s0, size_t s1,
+          float scale_log2, float scale, const float lse2[2], const float delta[2], const float gate[2],
+          int G, int lane)
+{
+    constexpr int LDS = D + 8, LDX = 24;
+    const int g8 = lane >> 2, t4 = lane & 3;
+    for (size_t k0 = s0; k0 < s1; k0 += 16) {
+        const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
+        __syncwarp(); // the previous tile's reads are done
+        load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
+        load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
+        cp_async_wait_all();
+        __syncwarp();
+        float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+        float dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+        MF_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk) {
+            uint32_t qa[4], da[4], b[4];
+            const int aoff = (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8;
+            const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
+            ldsm_x4(qa, Qs + aoff);
+            ldsm_x4(da, dOs + aoff);
+            ldsm_x4(b, Ks + boff);
+            mma_x2(s[0], s[1], qa, b);
+            ldsm_x4(b, Vs + boff);
+            mma_x2(dp[0], dp[1], da, b);
+        }
+        // element e of n8 tile n: head row g8 + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
+        MF_UNROLL
+        for (int n = 0; n < 2; ++n) MF_UNROLL
+        for (int e = 0; e < 4; ++e) {
+            const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
+            const bool ok = j < nk && r < G;
+            const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
+            const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
+            dp[n][e] = ds;
+            Ss[r * LDX + j] = __float2bfloat16_rn(ds);
+            Pt[r * LDX + j] = __float2bfloat16_rn(gate[i] * p);
+        }
+        // dQ += dS K: B[k=key][n=c] = K[key][c] (row-major B: ldmatrix.trans)
+        uint32_t sa[4];
+        c_to_a(sa, dp[0], dp[1]);
+        MF_UNROLL
+        for (int np = 0; np < D / 16; ++np) {
+            uint32_t b[4];
+            ldsm_x4_t(b, Ks + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, b);
+        }
+        __syncwarp(); // dS and gate P staged
+        // A = dS^T, (gate P)^T [key][head]: 8x8 block (R0, C0) of the transpose is
+        // the transposed block (C0, R0) of the [head][key] tile (ldmatrix.trans).
+        uint32_t dsT[4], pT[4];
+        const int toff = ((lane >> 4) * 8 + (lane & 7)) * LDX + ((lane >> 3) & 1) * 8;
+        ldsm_x4_t(dsT, Ss + toff);
+        ldsm_x4_t(pT, Pt + toff);
+        MF_UNROLL
+        for (int np = 0; np < D / 16; ++np) {
+            float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+            float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+            const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+            uint32_t b[4];
+            ldsm_x4_t(b, Qs + off); // B[k=head][n=c] = Q[head][c]
+            mma_x2(ck[0], ck[1], dsT, b);
+            ldsm_x4_t(b, dOs + off);
+            mma_x2(cv[0], cv[1], pT, b);
+            MF_UNROLL
+            for (int i = 0; i < 2; ++i) {
+                const int key = g8 + 8 * i;
+                if (key >= nk) continue;
+                MF_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    const size_t at = (k0 + (size_t)key) * stride + (size_t)(np * 16 + h * 8 + 2 * t4);
+                    atomicAdd(dkg + at, ck[h][2 * i] * scale);
+                    atomicAdd(dkg + at + 1, ck[h][2 * i + 1] * scale);
+                    atomicAdd(dvg + at, cv[h][2 * i]);
+                    atomicAdd(dvg + at + 1, cv[h][2 * i + 1]);
+                }
+            }
+        }
+    }
+}
+} // namespace nsa_mma
+
+// mf-budget: regs<=232 smem<=45056 spill=0  (sm_90 measured: regs 92/116/164/229, smem 18432/26624/43008/37888 at D = 16/32/64/128, stack 0)
+template <int D>
+__global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
+    nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+                       const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
+                       const __nv_bfloat16 *__restrict__ g_win, const __nv_bfloat16 *__restrict__ dout,
+                       const float *__restrict__ lse, const int32_t *__restrict__ sel, float *__restrict__ dq,
+                       float *dk, float *dv, float *__restrict__ dg_slc, float *__restrict__ dg_win,
+                       NsaShape sh, size_t total)
+{
+    using namespace nsa_mma;
+    constexpr int W = Warps<D>::value, LDS = D + 8, LDX = 24;
+    __shared__ __align__(16) __nv_bfloat16 tiles[W][4][16 * LDS]; // Q, K, V, dO per warp
+    __shared__ __align__(16) __nv_bfloat16 stage[W][2][16 * LDX]; // dS, gate P [head][key]
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
+    __nv_bfloat16 *Qs = tiles[warp][0], *Ks = tiles[warp][1], *Vs = tiles[warp][2], *dOs = tiles[warp][3];
+    const float scale_log2 = sh.scale * kLog2e;
+    const size_t kstride = sh.Hk * sh.D;
+    const int G = (int)sh.G;
+    for (size_t item = (size_t)blockIdx.x * W + (size_t)warp; item < total; item += (size_t)gridDim.x * W) {
+        const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
+        const size_t row0 = (b * sh.S + t) * sh.Hq + g * sh.G, koff = (b * sh.S * sh.Hk + g) * D;
+        __syncwarp(); // the previous item's Q and dO reads are done
+        load16<D>(Qs, q + row0 * D, D, G, lane);
+        load16<D>(dOs, dout + row0 * D, D, G, lane);
+        cp_async_wait_all();
+        __syncwarp();
+        const int32_t *srow = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
+        const size_t w0 = t + 1 > sh.w ? t + 1 - sh.w : 0;
+        float dqa[D / 8][4];
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
+        for (int x = 1; x < 3; ++x) {
+            const size_t nr = x == 1 ? sh.n : 1; // key ranges: the selected blocks, or the window
+            float gate[2], lse2[2], delta[2];
+            {
+                Acc<D> acc;
+                acc_init(acc);
+                for (size_t e = 0; e < nr; ++e) {
+                    size_t s0 = w0, s1 = t + 1;
+                    if (x == 1) {
+                        const int32_t i = srow[e];
+                        if (i < 0) break;
+                        s0 = (size_t)i * sh.ls;
+                        s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                    }
+                    attend_tiles<D, true>(acc, Qs, Ks, Vs, k + koff, v + koff, kstride, s0, s1, scale_log2,
+                                          lane);
+                }
+                const __nv_bfloat16 *gp = x == 1 ? g_slc : g_win;
+                float *dgo = x == 1 ? dg_slc : dg_win;
+                MF_UNROLL
+                for (int i = 0; i < 2; ++i) {
+                    const int r = g8 + 8 * i;
+                    float dg = 0.0f;
+                    MF_UNROLL
+                    for (int n = 0; n < D / 8; ++n) {
+                        const __nv_bfloat16 *dr = dOs + r * LDS + n * 8 + 2 * t4;
+                        dg += __bfloat162float(dr[0]) * acc.o[n][2 * i] +
+                              __bfloat162float(dr[1]) * acc.o[n][2 * i + 1];
+                    }
+                    dg = quad_sum(dg) / acc.l[i];
+                    const bool ok = r < G;
+                    gate[i] = ok ? __bfloat162float(gp[row0 + (size_t)r]) : 0.0f;
+                    lse2[i] = ok ? lse[(row0 + (size_t)r) * 3 + (size_t)x] * kLog2e : 0.0f;
+                    delta[i] = ok ? gate[i] * dg : 0.0f;
+                    if (ok && t4 == 0) dgo[row0 + (size_t)r] = dg;
+                }
+            }
+            for (size_t e = 0; e < nr; ++e) {
+                size_t s0 = w0, s1 = t + 1;
+                if (x == 1) {
+                    const int32_t i = srow[e];
+                    if (i < 0) break;
+                    s0 = (size_t)i * sh.ls;
+                    s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                }
+                bwd_tiles<D>(dqa, Qs, dOs, Ks, Vs, stage[warp][0], stage[warp][1], k + koff, v + koff,
+                             dk + koff, dv + koff, kstride, s0, s1, scale_log2, sh.scale, lse2, delta, gate,
+                             G, lane);
+            }
+        }
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const int r = g8 + 8 * i;
+            if (r >= G) continue;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                float *o = dq + (row0 + (size_t)r) * D + (size_t)(n * 8 + 2 * t4);
+                o[0] += sh.scale * dqa[n][2 * i];
+                o[1] += sh.scale * dqa[n][2 * i + 1];
+            }
+        }
+    }
+}
+
 // ---- backward ---------------------------------------------------------------------------
 // Keys [s0, s1) of one branch, probabilities recomputed from the saved lse:
 // p = exp(scale q.k - lse), ds = p (do.v - delta); dk and dv (or dkc, dvc)
 // accumulate through atomicAdd (several queries share a key), dq in the
-// thread of column c (one chunk of ds in shared memory).
+// thread of column c (one chunk of ds in shared memory); returns dq updated
+// (by value: a reference to the caller's register would need a stack frame).
 template <typename KT>
-__device__ __noinline__ void bwd_range(const KT *__restrict__ kb, const KT *__restrict__ vb, size_t stride,
-                                       float *dkb, float *dvb, size_t s0, size_t s1, const float *qs,
-                                       const float *dos, int D, float scale, float lse, float delta,
-                                       float &dq, float *ds_sh)
+__device__ __noinline__ float bwd_range(const KT *__restrict__ kb, const KT *__restrict__ vb, size_t stride,
+                                        float *dkb, float *dvb, size_t s0, size_t s1, const float *qs,
+                                        const float *dos, int D, float scale, float lse, float delta,
+                                        float dq, float *ds_sh)
 {
     const int tid = threadIdx.x;
     for (size_t c0 = s0; c0 < s1; c0 += kThreads) {
@@ -489,11 +990,14 @@ __device__ __noinline__ void bwd_range(const KT *__restrict__ kb, const KT *__re
         }
         __syncthreads();
     }
+    return dq;
 }
 
 // One block per (b, t, KV group), looping over the group's heads; per branch:
 // o recomputed (online, as the forward), dg = dout.o, delta = g dg, then bwd_range.
-// mf-budget: regs<=136 smem<=4096 stack<=16 spill=0  (sm_90 measured: regs 128 smem 2048 stack 8; bwd_range not inlined: inlined, it spilled at 64 registers)
+// branches = 3: all three; 1 (the bf16 tensor-core path): the compression branch
+// only (it writes dq; nsa_mma_bwd_kernel adds the selected and sliding parts).
+// mf-budget: regs<=136 smem<=4096 stack<=0 spill=0  (sm_90 measured: regs 128 smem 2048 stack 0; bwd_range not inlined (inlined, it spilled at 64 registers) and returns dq by value (a reference cost an 8-byte frame))
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -501,7 +1005,8 @@ __global__ void __launch_bounds__(kThreads)
                    const T *__restrict__ dout, const float *__restrict__ kc, const float *__restrict__ vc,
                    const float *__restrict__ lse, const int32_t *__restrict__ sel, float *__restrict__ dq,
                    float *dk, float *dv, float *dkc, float *dvc, float *__restrict__ dg_cmp,
-                   float *__restrict__ dg_slc, float *__restrict__ dg_win, NsaShape sh, size_t total)
+                   float *__restrict__ dg_slc, float *__restrict__ dg_win, NsaShape sh, size_t total,
+                   int branches)
 {
     __shared__ float qs[kMaxD];
     __shared__ float dos[kMaxD];
@@ -525,7 +1030,7 @@ __global__ void __launch_bounds__(kThreads)
             }
             __syncthreads();
             float dqc = 0.0f;
-            for (int x = 0; x < 3; ++x) {
+            for (int x = 0; x < branches; ++x) {
                 const float gate = to_f32((x == 0 ? g_cmp : x == 1 ? g_slc : g_win)[row]);
                 float *dgo = x == 0 ? dg_cmp : x == 1 ? dg_slc : dg_win;
                 if (x == 0 && nvis == 0) {
@@ -557,20 +1062,20 @@ __global__ void __launch_bounds__(kThreads)
                 const float delta = gate * dg;
                 const float lz = lse[row * 3 + (size_t)x];
                 if (x == 0) {
-                    bwd_range(kc + coff, vc + coff, sh.D, dkc + coff, dvc + coff, 0, nvis, qs, dos, D,
-                              sh.scale, lz, delta, dqc, p_sh);
+                    dqc = bwd_range(kc + coff, vc + coff, sh.D, dkc + coff, dvc + coff, 0, nvis, qs, dos, D,
+                                    sh.scale, lz, delta, dqc, p_sh);
                 } else if (x == 1) {
                     for (size_t e = 0; e < sh.n; ++e) {
                         const int32_t i = srow[e];
                         if (i < 0) break;
                         const size_t s0 = (size_t)i * sh.ls;
                         const size_t s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                        bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, s0, s1, qs, dos, D,
-                                  sh.scale, lz, delta, dqc, p_sh);
+                        dqc = bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, s0, s1, qs, dos, D,
+                                        sh.scale, lz, delta, dqc, p_sh);
                     }
                 } else {
-                    bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, w0, t + 1, qs, dos, D,
-                              sh.scale, lz, delta, dqc, p_sh);
+                    dqc = bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, w0, t + 1, qs, dos, D,
+                                    sh.scale, lz, delta, dqc, p_sh);
                 }
                 __syncthreads();
                 if (tid < D) dos[tid] = to_f32(dout[row * sh.D + tid]);
@@ -606,6 +1111,23 @@ __global__ void __launch_bounds__(256)
     }
 }
 
+static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const void *v);
+
+template <int D>
+static void launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
+                           const void *v, const void *gs, const void *gw, const void *dout, const float *lse,
+                           const int32_t *sel, float *dq, float *dk, float *dv, float *dgs, float *dgw,
+                           size_t total)
+{
+    constexpr int W = nsa_mma::Warps<D>::value;
+    const size_t blocks = (total + W - 1) / W;
+    nsa_mma_bwd_kernel<D><<<grid_cap(blocks, kMaxGridX), 32 * W, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
+        static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
+        static_cast<const __nv_bfloat16 *>(gw), static_cast<const __nv_bfloat16 *>(dout), lse, sel, dq, dk,
+        dv, dgs, dgw, sh, total);
+}
+
 template <typename T>
 static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                  const void *v, const void *gc, const void *gs, const void *gw,
@@ -631,11 +1153,30 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
         MF_LAUNCH_CHECK();
     }
     const size_t total = sh.B * sh.S * sh.Hk;
+    const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v) && ((uintptr_t)dout & 15u) == 0;
     nsa_bwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
         static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
         static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw),
-        static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total);
+        static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total,
+        mma ? 1 : 3);
     MF_LAUNCH_CHECK();
+    if (mma) { // the selected and sliding branches on the tensor cores (same stream: dq written)
+        switch (sh.D) {
+        case 16:
+            launch_mma_bwd<16>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        case 32:
+            launch_mma_bwd<32>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        case 64:
+            launch_mma_bwd<64>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        default:
+            launch_mma_bwd<128>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            break;
+        }
+        MF_LAUNCH_CHECK();
+    }
     if (ncd > 0) {
         nsa_unpool_kernel<<<grid_blocks(nkv, 256, kMaxGridX), 256, 0, stream>>>(dkc, dvc, dk, dv, sh, nkv);
         MF_LAUNCH_CHECK();
@@ -663,6 +1204,20 @@ static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, c
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
         static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
         static_cast<const __nv_bfloat16 *>(gw), sel, out, lse, sh, total);
+}
+
+// Compression branch and selection on the tensor cores (bf16, D <= 64): one
+// CTA per (b, KV group, QT tokens), QT * G <= 64 rows.
+template <int D>
+static void launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
+                       const float *kc, const float *vc, float *out, float *lse, int32_t *sel)
+{
+    const size_t QT = (size_t)nsa_cmp::kRows / sh.G < (size_t)nsa_cmp::kMaxQT ? (size_t)nsa_cmp::kRows / sh.G
+                                                                              : (size_t)nsa_cmp::kMaxQT;
+    const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
+    nsa_mma_cmp_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc), kc, vc, out, lse, sel,
+        sh, QT, nblk, total);
 }
 
 template <typename T>
@@ -698,12 +1253,21 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
         MF_LAUNCH_CHECK();
         return MF_OK;
     }
-    // bf16: compression and selection (SIMT), then the selected and sliding
+    // bf16: compression and selection (on the tensor cores for D <= 64 and
+    // n <= nsa_cmp::kCmpMaxSel, else SIMT), then the selected and sliding
     // branches on the tensor cores (same stream: out and sel are ready).
-    nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out, lse,
-        sel, sh, total, 0);
+    if (sh.D <= 64 && sh.n <= (size_t)nsa_cmp::kCmpMaxSel) {
+        switch (sh.D) {
+        case 16: launch_cmp<16>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        case 32: launch_cmp<32>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        default: launch_cmp<64>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        }
+    } else {
+        nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
+            static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
+            static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw), kc, vc, out,
+            lse, sel, sh, total, 0);
+    }
     MF_LAUNCH_CHECK();
     switch (sh.D) {
     case 16: launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;

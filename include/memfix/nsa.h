@@ -68,32 +68,47 @@
  *
  * Variants
  * --------
- *   MF_NSA_FUSED. Forward: one thread block (128 threads) per (b, t, KV
- *   group) loops over the group's heads: the compression branch with a chunked
- *   online softmax over the compressed keys (SIMT, fp32), the block
- *   importances of t recomputed from the compression lse, 1024 candidate
- *   blocks per tile, each tile merged into the running top n by parallel
- *   ranking (shared memory independent of S; n <= MF_NSA_MAX_N_SEL). Then:
+ *   MF_NSA_FUSED. Forward: compressed k/v pooled once (fp32) by a separate
+ *   kernel; then
  *   - f32 storage, or bf16 with D not in {16, 32, 64, 128} or q/k/v not
- *     16-byte aligned: the selected and sliding branches SIMT, online softmax
- *     over only their keys, fp32 throughout;
- *   - bf16, D in {16, 32, 64, 128}, aligned: the selected and sliding branches on
- *     the tensor cores (mma.sync m16n8k16, bf16 in, fp32 accumulate, ldmatrix
- *     fed from cp.async tiles), one warp per (b, t, KV group) whose m16 tile
- *     holds the group's heads, so each 16-key K/V tile is loaded once per group
- *     (the NSA paper's kernel); online softmax in registers; P rounded to bf16
- *     before P V as a bf16 kernel does (l sums the fp32 p), so bf16 rows differ
- *     from f32's by up to ~2^-9 (tolerance row nsa.out.bf16).
- *   The compression branch and the selection stay SIMT fp32 in both paths
- *   (the selection must not flip on rounding). Compressed k/v are pooled once
- *   by a separate kernel.
- *   Backward (SIMT for every dtype; no mma.sync yet), same grid: per branch, p
- *   recomputed from the saved lse over the keys of the saved sel, dq in
+ *     16-byte aligned: one thread block (128 threads) per (b, t, KV group)
+ *     loops over the group's heads: the compression branch with a chunked
+ *     online softmax over the compressed keys, the block importances of t
+ *     recomputed from the compression lse, 1024 candidate blocks per tile, each
+ *     tile merged into the running top n by parallel ranking (shared memory
+ *     independent of S; n <= MF_NSA_MAX_N_SEL), then the selected and sliding
+ *     branches, online softmax over only their keys; SIMT, fp32 throughout;
+ *   - bf16, D in {16, 32, 64, 128}, aligned: everything on the tensor cores
+ *     (mma.sync m16n8k16, bf16 in, fp32 accumulate, ldmatrix fed from shared
+ *     tiles). Compression branch and importances (D <= 64 and n <= 32; else
+ *     the SIMT kernel above): FlashAttention over the compressed keys, one CTA
+ *     per (b, KV group, min(16, 64/G) tokens) whose 64 rows are the tokens'
+ *     heads, causal at compressed-block granularity; a second pass over the
+ *     same key tiles gives p = exp(s - lse), summed per (token, block) in a
+ *     fixed order and merged into each token's running top n by ranking. The
+ *     products use split operands (kc = three bf16 terms, vc and P two), so
+ *     scores, lse and selection are as accurate as fp32 SIMT ones. Selected
+ *     and sliding branches: one warp per (b, t, KV group) whose m16 tile holds
+ *     the group's heads, so each 16-key K/V tile is loaded once per group (the
+ *     NSA paper's kernel); P rounded to bf16 before P V as a bf16 kernel does
+ *     (l sums the fp32 p), so bf16 rows differ from f32's by up to ~2^-9
+ *     (tolerance row nsa.out.bf16).
+ *   Backward, FlashAttention-2 style from the forward's saved lse and sel: per
+ *   branch, o recomputed (for dg and Delta = gate dout.o), p = exp(s - lse)
+ *   over the keys of the saved sel, ds = p (gate dout.v - Delta), dq in
  *   registers, dk/dv (and the compressed dkc/dvc, spread back through the mean
- *   pooling) by atomicAdd: not bitwise deterministic, so `memfix verify`'s
- *   determinism defense would reject it as a candidate.
+ *   pooling) accumulated in fp32 by atomicAdd, since the group's heads share
+ *   their selected blocks and neighbouring queries' blocks and windows hit the
+ *   same keys: not bitwise deterministic, so `memfix verify`'s determinism
+ *   defense would reject it as a candidate. f32 (or bf16 not eligible as
+ *   above): SIMT, one thread block per (b, t, KV group). bf16, D in {16, 32,
+ *   64, 128}, aligned (dout too): the selected and sliding branches on the
+ *   tensor cores (one warp per (b, t, KV group), S, dP, dQ, dK, dV products on
+ *   mma.sync, dS and gate*P rounded to bf16: tolerance row nsa.grad.bf16); the
+ *   compression branch's backward stays SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
- *   which it does not meet: the SIMT compression branch dominates there.
+ *   which it does not meet: projected about 1x, the per-query gathered K/V of
+ *   the selected and sliding branches dominating.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
