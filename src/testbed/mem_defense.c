@@ -41,6 +41,7 @@ static const size_t HEAP_SLACK = (size_t)8 << 20; /* cudahost's per-launch share
 typedef struct prot_range {
     uintptr_t lo, hi; /* whole pages, read-only during the call */
     uintptr_t data;   /* the input's first byte */
+    size_t bytes;     /* the input's size: a fault at or past data + bytes is a write past its end */
     const char *name;
 } prot_range;
 static prot_range g_prot[MF_TB_MEMDEF_MAX_PROT];
@@ -83,11 +84,21 @@ static void protect_inputs(mf_tb_guarded *bufs, int n_in)
     for (int i = 0; i < n_in && n < MF_TB_MEMDEF_MAX_PROT; i++) {
         if (bufs[i].base == NULL || bufs[i].bytes == 0) continue;
         const uintptr_t data = (uintptr_t)mf_tb_ptr(bufs, i);
-        /* only the pages wholly inside the input: nothing else lives there */
-        const uintptr_t lo = (data + page - 1) & ~(page - 1), hi = (data + bufs[i].bytes) & ~(page - 1);
+        uintptr_t lo, hi;
+        if (bufs[i].paged && (data & (page - 1)) == 0) {
+            /* a paged input (verify.c): its pages hold nothing else, so every byte of it is protected, the
+             * partial last page included (the rest of that page is padding and the start of the trailing
+             * guard) */
+            lo = data;
+            hi = (data + bufs[i].bytes + page - 1) & ~(page - 1);
+        } else {
+            /* only the pages wholly inside the input: nothing else lives there */
+            lo = (data + page - 1) & ~(page - 1);
+            hi = (data + bufs[i].bytes) & ~(page - 1);
+        }
         if (hi <= lo) continue;
         if (mprotect((void *)lo, hi - lo, PROT_READ) != 0) continue;
-        g_prot[n] = (prot_range){ lo, hi, data, bufs[i].name };
+        g_prot[n] = (prot_range){ lo, hi, data, bufs[i].bytes, bufs[i].name };
         n++;
     }
     g_fault_index = -1;
@@ -110,11 +121,20 @@ static void unprotect_inputs(mf_tb_memdef *m)
     g_n_prot = 0;
     const int f = g_fault_index;
     if (f >= 0 && m->defense == NULL) {
-        m->defense = "input-write";
-        snprintf(m->reason, sizeof m->reason,
-                 "wrote to input %s during the call (byte %zu; inputs are read-only, even if restored before "
-                 "returning: the page was write-protected and the write faulted)",
-                 g_prot[f].name, (size_t)(g_fault_addr - g_prot[f].data));
+        const size_t at = (size_t)(g_fault_addr - g_prot[f].data);
+        if (at < g_prot[f].bytes) {
+            m->defense = "input-write";
+            snprintf(
+                m->reason, sizeof m->reason,
+                "wrote to input %s during the call (byte %zu of %zu; inputs are read-only, even if restored "
+                "before returning: the page was write-protected and the write faulted)",
+                g_prot[f].name, at, g_prot[f].bytes);
+        } else {
+            m->defense = "guard-band";
+            snprintf(m->reason, sizeof m->reason,
+                     "wrote past the end of %s (%zu bytes): byte %zu, on the write-protected page after it",
+                     g_prot[f].name, g_prot[f].bytes, at);
+        }
     }
     g_fault_index = -1;
 }
