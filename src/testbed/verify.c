@@ -560,9 +560,12 @@ static void dump_end(const mf_verify_row *row, verify_state *st)
  * and POD arguments (plus the one host struct they point to), the input bytes and the buffer layout. The
  * worker dlopens the library, builds the guarded buffers, calls the candidate through the target's call
  * adapter with the in-process defenses (guarded_runs), and answers with its verdict, the scratch peak and the
- * times, and every buffer's whole guarded image after the first call. This process then checks the canaries
- * and the inputs again itself, takes the outputs from the images, replays the scratch peak on its own
- * context (so run_case's ceiling check sees it) and returns to run_case, which compares with the reference.
+ * times, every buffer's whole guarded image after the first call and the second call's outputs. This process
+ * then checks the canaries, the inputs and determinism again itself, takes the outputs from the images,
+ * replays the scratch peak on its own context (so run_case's ceiling check sees it) and returns to run_case,
+ * which compares with the reference; it also measures the worker's resident memory around the request
+ * (/proc, run_once checks it against the case's ceiling) and times the request, and the same request for
+ * memfix's own entry (the time column).
  * A worker that exits, dies on a signal, does not answer within the time limit or answers garbage is killed
  * (its whole process group) and the case is rejected by 'exit', 'crash', 'timeout' or 'protocol'. */
 
@@ -884,7 +887,8 @@ static mf_status image_check(const unsigned char *img, const char *name, size_t 
  * runs' outputs, one download buffer (the page padding and the guards counted in each). */
 enum { MEM_COPIES = 7 };
 /* cudahost's launches (per-block shared memory, the fibers' stacks, the thread pool's first start), the
- * allocator's arenas and the worker's small allocations */
+ * allocator's arenas, the worker's small allocations and code pages touched for the first time (the largest
+ * growth of the example candidates' workers is ~6 MiB) */
 static const size_t MEM_SLACK = (size_t)16 << 20;
 
 /* Resets pid's peak resident set (VmHWM) to its current one (Linux: "5" to /proc/PID/clear_refs); 0 on
