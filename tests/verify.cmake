@@ -112,6 +112,22 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_expect(smem_race 1 "by schedule: passed in forward order, failed in"
     MUST_NOT "by (equivalence|nan-prefill|exit|crash)"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_smem_race.so --orders 1)
+  # the red team's attacks on the isolation (examples/candidates/rt_*; docs/verify.md "Isolation")
+  set(_rt --op matmul --symbol matmul_candidate --orders 0 --lib)
+  mf_verify_expect(rt_call_parity 1 "by determinism" ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_call_parity.so)
+  mf_verify_expect(rt_loop_second_call 1 "\\[f2: [^\n]*\\] by timeout"
+    ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_loop_second_call.so --case f2 --timeout 3)
+  # kill(getppid(), SIGTERM): ignored by verify, the case rejected by protocol, exit status 1
+  mf_verify_expect(rt_kill_parent 1 "by protocol: the candidate's process \\(pid [0-9]+\\) sent signal 15"
+    ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_kill_parent.so)
+  # a forged verdict on fd 1, fd 2 and /proc/<verify>/fd/1 never reaches verify's stdout
+  mf_verify_expect(rt_fake_accept 1 "candidate REJECTED" MUST_NOT "FORGED"
+    ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_fake_accept.so)
+  mf_verify_expect(rt_close_fd3 1 "REJECTED [^\n]* by exit"
+    ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_close_fd3.so --timeout 10)
+  # a race that forward and reverse order both hide: the random orders (seeded by --seed) find it
+  mf_verify_expect(rt_order_race 1 "by schedule: passed in forward order, failed in random"
+    ARGS --op matmul --symbol matmul_candidate --lib ${_mf_cand_dir}/librt_matmul_order_race.so --orders 2)
   # --json is printed on errors after parsing too
   mf_verify_expect(json_usage 2 "\"exit_status\":[ \t]*2|no symbol 'nosuch'"
     ARGS --op matmul --symbol nosuch --lib ${_mf_cand_dir}/libmatmul_correct.so --json)
@@ -199,7 +215,22 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_cases_test(rope_ignores_batch_stride rope rope_ignores_batch_stride rope_candidate "${_rand}" --seed 9)
   mf_verify_cases_test(ce_ignore_minus100 cross_entropy ce_forward_ignore_minus100 ce_forward_candidate "${_rand}"
                        --seed 10)
-  # the correct examples: accepted with several seeds (the default 4 random cases each)
+  mf_verify_cases_test(rope_bf16_forward_wrong rope rope_bf16_forward_wrong rope_candidate "${_rand}" --seed 3)
+  mf_verify_cases_test(nsa_fixed_shapes_fixed_only nsa.forward nsa_forward_fixed_shapes nsa_forward_candidate
+                       "candidate ACCEPTED" --cases 0)
+  mf_verify_cases_test(nsa_fixed_shapes nsa.forward nsa_forward_fixed_shapes nsa_forward_candidate "${_rand}"
+                       --cases 1)
+  # the red team (issue 16 "Done when"; examples/candidates/rt_*): cheats tuned to what the cases left out
+  mf_verify_cases_test(rt_beyond_65536 matmul rt_matmul_beyond_65536 matmul_candidate "${_rand}" --seed 12
+                       --cases 1)
+  mf_verify_cases_test(rt_rope_bf16_i64 rope rt_rope_bf16_i64 rope_candidate "${_rand}" --seed 5 --cases 16)
+  mf_verify_cases_test(rt_rope_i64_backward rope rt_rope_i64_backward rope_candidate "${_rand}" --seed 5
+                       --cases 16)
+  mf_verify_cases_test(rt_ce_ignores_softcap cross_entropy rt_ce_ignores_softcap ce_forward_candidate
+                       "REJECTED \\[f[0-9]+: [^\n]*cap=[1-9][^\n]* by equivalence" --cases 0)
+  mf_verify_cases_test(rt_ce_zloss_sum cross_entropy rt_ce_zloss_sum ce_forward_candidate
+                       "REJECTED \\[[fg][0-9]+: [^\n]* sum [^\n]* by equivalence" --cases 0)
+  # the correct examples: accepted with several seeds (the default random cases each: 4, rope 16)
   foreach(_seed 1 2)
     mf_verify_cases_test(matmul_correct_${_seed} matmul matmul_correct matmul_candidate "candidate ACCEPTED"
                          --seed ${_seed} --cases 4)

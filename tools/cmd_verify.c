@@ -274,7 +274,8 @@ void mf_cli_verify_help(FILE *out)
             "cases (docs/verify.md \"Cases\"):\n"
             "  --seed S          seed of the random cases (default: a fresh one from the time\n"
             "                    and the process id, printed; pass it again to reproduce)\n"
-            "  --cases N         random cases in addition to the fixed ones (default %d):\n"
+            "  --cases N         random cases in addition to the fixed ones (default %d;\n"
+            "                    matmul 8, rope 16: every combination of their generators):\n"
             "                    odd shapes, outputs beyond 4096 elements, every option\n"
             "  --list-cases      print the case ids and the whole case each stands for, then\n"
             "                    exit (needs only --op)\n"
@@ -487,8 +488,8 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
     const char *op_name = NULL, *lib = NULL, *symbol = NULL, *backend_name = "auto";
     const char *timeout_text = NULL, *orders_text = NULL, *sanitize = NULL;
     int json = 0;
-    case_opts copts = { 0, 0, MF_VERIFY_DEFAULT_CASES, 0, NULL, 0, NULL };
-    for (int i = 1; i < argc; i++) /* --json first: every later error prints JSON too */
+    case_opts copts = { 0, 0, -1, 0, NULL, 0, NULL }; /* n_random -1: the target's default */
+    for (int i = 1; i < argc; i++)                    /* --json first: every later error prints JSON too */
         if (strcmp(argv[i], "--json") == 0) json = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -533,6 +534,10 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         return verify_fail(out, err, json, MF_CLI_USAGE, "%s needs a value", a);
     }
     if (!copts.seed_given) copts.seed = fresh_seed();
+    if (copts.n_random < 0) { /* the target's: every combination its generator cycles through */
+        const int d = op_name != NULL ? mf_verify_default_cases(op_name) : -1;
+        copts.n_random = d > 0 ? d : MF_VERIFY_DEFAULT_CASES;
+    }
     if (op_name == NULL || ((lib == NULL || symbol == NULL) && !copts.list))
         return verify_fail(out, err, json, MF_CLI_USAGE,
                            "--op, --lib and --symbol are required (see memfix verify --help)");
@@ -540,6 +545,9 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
     mf_verify_options_init(&vo);
     vo.lib = lib;
     vo.symbol = symbol;
+    /* the random thread orders follow the seed too: another run, other orders (a race that a fixed set of
+     * orders happens to hide is found by some run); --seed S repeats them */
+    vo.order_seed = (copts.seed % 1000000000000ull) * 16u + 1u;
 #ifdef MF_VERIFY_WORKER_DEFAULT
     vo.worker = MF_VERIFY_WORKER_DEFAULT;
 #endif

@@ -96,6 +96,10 @@ typedef struct mf_verify_target {
     /* memfix's own entry point of the candidate's type (cast to void (*)(void)),
      * timed beside the candidate in the worker; NULL: no timing. */
     void (*own)(void);
+    /* memfix verify's default number of random cases (--cases): the cycle
+     * of the generator's combinations, so that a default run holds every one
+     * (0: the command's default, 4). */
+    int default_cases;
 } mf_verify_target;
 
 /* One size of an op's `memfix bench` sweep (forward pass, f32). The op's

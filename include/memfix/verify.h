@@ -126,6 +126,10 @@ MF_API const char *mf_verify_supported_ops(void);
 /* The number of rows mf_verify writes for target 'op' (its built-in cases);
  * -1 for a target without candidate support. */
 MF_API int mf_verify_n_cases(const char *op);
+/* memfix verify's default number of random cases for target 'op' (--cases):
+ * enough for every combination its generator cycles through (matmul 8, rope
+ * 16), at least 4; -1 for a target without candidate support. */
+MF_API int mf_verify_default_cases(const char *op);
 
 /* Runs 'candidate' (a function of op's candidate signature, cast to
  * void (*)(void)) on every built-in case of 'op' with all defenses, on ctx.

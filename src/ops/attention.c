@@ -453,9 +453,9 @@ static mf_status attention_backward_verify(mf_context *ctx, void (*candidate)(vo
 
 static const mf_verify_target attention_targets[] = {
     { "attention.forward", attention_forward_verify, NULL, attention_forward_verify_id,
-      attention_describe_fwd, attn_fwd_call, sizeof(attn_args), 0, 0, NULL },
+      attention_describe_fwd, attn_fwd_call, sizeof(attn_args), 0, 0, NULL, 0 },
     { "attention.backward", attention_backward_verify, NULL, attention_backward_verify_id,
-      attention_describe_bwd, attn_bwd_call, sizeof(attn_args), 0, 0, NULL }
+      attention_describe_bwd, attn_bwd_call, sizeof(attn_args), 0, 0, NULL, 0 }
 };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */

@@ -678,11 +678,11 @@ static mf_status ce_backward_verify(mf_context *ctx, void (*candidate)(void), in
 #define CE_ARGS_PTR offsetof(ce_guard_args, opts), sizeof(mf_cross_entropy_options)
 static const mf_verify_target ce_targets[] = {
     { "cross_entropy", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
-      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward) },
+      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward), 0 },
     { "cross_entropy.forward", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
-      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward) },
+      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward), 0 },
     { "cross_entropy.backward", ce_backward_verify, NULL, ce_backward_verify_id, ce_describe_bwd, ce_bwd_call,
-      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward) }
+      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward), 0 }
 };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */

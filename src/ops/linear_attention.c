@@ -631,9 +631,9 @@ static mf_status la_backward_verify(mf_context *ctx, void (*candidate)(void), in
 /* Each built-in case causal (with a state), then bidirectional. */
 static const mf_verify_target la_targets[] = {
     { "linear_attention.forward", la_forward_verify, la_verify_n_cases, la_forward_verify_id, la_describe_fwd,
-      la_fwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_forward) },
+      la_fwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_forward), 0 },
     { "linear_attention.backward", la_backward_verify, la_verify_n_cases, la_backward_verify_id,
-      la_describe_bwd, la_bwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_backward) }
+      la_describe_bwd, la_bwd_call, sizeof(la_args), 0, 0, MF_TB_OWN(mf_linear_attention_backward), 0 }
 };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */

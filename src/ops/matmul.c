@@ -131,7 +131,9 @@ static const matmul_case matmul_cases[] = {
 /* Random case i of a seed: the dtype x (ta, tb) combination (i + seed) mod 8, so
  * any 8 consecutive cases hold all eight; odd M, N (not tile multiples) with
  * M*N in (4096, ~40000] so elements past index 4096 are compared, odd K up to
- * 97. The large case: M*K = 2^31 + 2^17 elements of A (K = 2^15 + 2, M = 65533),
+ * 97; every fourth case (i + seed = 0 mod 4), and a quarter of the others, is
+ * wide instead: M*N > 2^20 (past index 65536 and 2^20: a kernel right only
+ * within one big tile fails) with odd K up to 7. The large case: M*K = 2^31 + 2^17 elements of A (K = 2^15 + 2, M = 65533),
  * N = 1 (its reference is 2^31 multiply-adds). */
 static void matmul_generate(const mf_case_id *id, matmul_case *c)
 {
@@ -142,6 +144,13 @@ static void matmul_generate(const mf_case_id *id, matmul_case *c)
     c->trans_b = (combo >> 1) & 1;
     if (id->kind == MF_CASE_LARGE) {
         c->M = 65533, c->K = 32770, c->N = 1;
+        return;
+    }
+    if ((id->index + id->seed) % 4u == 0 || mf_tb_rand_chance(&r, 1, 4)) {
+        c->M = mf_tb_rand_int(&r, 512, 600) * 2 + 1;
+        c->N = ((int64_t)1 << 20) / c->M + 2 * mf_tb_rand_int(&r, 1, 40) + 1;
+        c->N += c->N % 2 == 0;
+        c->K = mf_tb_rand_int(&r, 0, 3) * 2 + 1;
         return;
     }
     c->M = mf_tb_rand_int(&r, 16, 150) * 2 + 1;
@@ -311,7 +320,7 @@ static mf_status matmul_own(mf_context *ctx, mf_dtype dtype, int trans_a, int tr
 
 static const mf_verify_target matmul_targets[] = { { "matmul", matmul_verify, NULL, matmul_verify_id,
                                                      matmul_describe, matmul_call, sizeof(matmul_args), 0, 0,
-                                                     MF_TB_OWN(matmul_own) } };
+                                                     MF_TB_OWN(matmul_own), 8 } };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 static mf_status matmul_bench_setup(mf_context *ctx, mf_bench_case *c)

@@ -659,9 +659,9 @@ static mf_status npt_describe_bwd(const mf_case_id *id, char *buf, size_t cap, s
 #define NPT_ARGS_PTR offsetof(npt_args, opts), sizeof(mf_npt_options)
 static const mf_verify_target npt_targets[] = {
     { "npt.forward", npt_forward_verify, npt_forward_n_cases, npt_forward_verify_id, npt_describe_fwd,
-      npt_fwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_forward) },
+      npt_fwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_forward), 0 },
     { "npt.backward", npt_backward_verify, npt_backward_n_cases, npt_backward_verify_id, npt_describe_bwd,
-      npt_bwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_backward) }
+      npt_bwd_call, sizeof(npt_args), NPT_ARGS_PTR, MF_TB_OWN(mf_npt_backward), 0 }
 };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */

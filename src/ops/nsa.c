@@ -416,12 +416,33 @@ static mf_status nsa_backward_verify(mf_context *ctx, void (*candidate)(void), i
     return nsa_backward_verify_id(ctx, candidate, &id, seed_salt, out);
 }
 
+/* memfix's own fused kernels in the candidate types: timed beside a candidate in verify's worker (the
+ * backward only timed: its atomicAdd accumulation is not verified as a candidate, docs/verify.md). */
+static mf_status nsa_own_forward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                                 int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                                 const void *v, const void *g_cmp, const void *g_slc, const void *g_win,
+                                 float *out, float *lse, int32_t *sel)
+{
+    return mf_nsa_forward(ctx, MF_NSA_FUSED, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out,
+                          lse, sel);
+}
+
+static mf_status nsa_own_backward(mf_context *ctx, mf_dtype dtype, const mf_nsa_config *cfg, int64_t B,
+                                  int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q, const void *k,
+                                  const void *v, const void *g_cmp, const void *g_slc, const void *g_win,
+                                  const void *dout, const float *lse, const int32_t *sel, float *dq,
+                                  float *dk, float *dv, float *dg_cmp, float *dg_slc, float *dg_win)
+{
+    return mf_nsa_backward(ctx, MF_NSA_FUSED, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, dout,
+                           lse, sel, dq, dk, dv, dg_cmp, dg_slc, dg_win);
+}
+
 #define NSA_ARGS_PTR offsetof(nsa_args, cfg), sizeof(mf_nsa_config)
 static const mf_verify_target nsa_targets[] = {
     { "nsa.forward", nsa_forward_verify, NULL, nsa_forward_verify_id, nsa_describe_fwd, nsa_fwd_call,
-      sizeof(nsa_args), NSA_ARGS_PTR, NULL },
+      sizeof(nsa_args), NSA_ARGS_PTR, MF_TB_OWN(nsa_own_forward), 0 },
     { "nsa.backward", nsa_backward_verify, NULL, nsa_backward_verify_id, nsa_describe_bwd, nsa_bwd_call,
-      sizeof(nsa_args), NSA_ARGS_PTR, NULL }
+      sizeof(nsa_args), NSA_ARGS_PTR, MF_TB_OWN(nsa_own_backward), 0 }
 };
 
 /* ---- memfix bench: the sweep over S (the seed's configuration, Hq/Hk = 6, D = 64) -------- */

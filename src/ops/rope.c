@@ -385,17 +385,21 @@ static const rope_case rope_cases[] = {
 #define ROPE_N_CASES ((int)(sizeof(rope_cases) / sizeof(rope_cases[0])))
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
-/* Random case i of a seed, k = i + seed: positions cycle over int32 ids with a
- * batch_stride > T, int64 ids with a batch_stride > T, an offset, and int32 ids
- * shared by the batches (stride 0); (dtype, direction) over f32 fwd/bwd, bf16
- * fwd/bwd as (3k + 1) mod 4, so any 4 consecutive cases hold every position
- * kind and every dtype x direction. Odd T, GQA groups, partial rotary dims,
+/* Random case i of a seed, k = (i + seed) mod 16: positions cycle over int32
+ * ids with a batch_stride > T, int64 ids with a batch_stride > T, an offset,
+ * and int32 ids shared by the batches (stride 0) as k mod 4; (dtype,
+ * direction) over f32 fwd/bwd, bf16 fwd/bwd as (k / 4 + 3 (k mod 4) + 1) mod 4,
+ * so any 4 consecutive cases hold every position kind, every aligned 4 every
+ * dtype x direction, and any 16 every position kind x dtype x direction (a
+ * kernel wrong only for bf16 with int64 ids, or for the backward with int64
+ * ids, fails one of them). Odd T, GQA groups, partial rotary dims,
  * both layouts, B >= 2 for ids, q and k together > 4096 elements. The large
  * case: B*T*Hq*Dh > 2^31. */
 static void rope_generate(const mf_case_id *id, rope_case *c)
 {
     mf_tb_rng r = mf_tb_case_rng("rope", id);
-    const int k = (int)(((uint64_t)id->index + id->seed) % 4u), dd = (3 * k + 1) % 4;
+    const int k16 = (int)(((uint64_t)id->index + id->seed) % 16u), k = k16 % 4,
+              dd = (k16 / 4 + 3 * k + 1) % 4;
     static const int64_t heads[] = { 1, 2, 3 }, groups[] = { 1, 2, 4 }, bases[] = { 10000, 500000, 1000000 };
     memset(c, 0, sizeof *c);
     c->dtype = dd >= 2 ? MF_DTYPE_BF16 : MF_DTYPE_F32;
@@ -696,7 +700,7 @@ static mf_status rope_verify(mf_context *ctx, void (*candidate)(void), int case_
 
 static const mf_verify_target rope_targets[] = { { "rope", rope_verify, NULL, rope_verify_id, rope_describe,
                                                    rope_call, sizeof(rope_args), offsetof(rope_args, cfg),
-                                                   sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused) } };
+                                                   sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused), 16 } };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ROPE_BENCH_HQ = 4, ROPE_BENCH_HK = 2, ROPE_BENCH_DH = 32 };

@@ -35,7 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -502,6 +505,13 @@ int mf_verify_n_cases(const char *op)
     return t->n_cases != NULL ? t->n_cases() : desc->n_cases;
 }
 
+int mf_verify_default_cases(const char *op)
+{
+    const mf_verify_target *t = find_target(op, NULL);
+    if (t == NULL) return -1;
+    return t->default_cases > 4 ? t->default_cases : 4;
+}
+
 /* ---- cases by id (issue 16 item 3: fixed, random, large) ------------------------------------ */
 /* One case of target tg by id: run_id where the op has it, else run_case (fixed ids only). */
 static mf_status run_case_id(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void),
@@ -704,6 +714,106 @@ static void worker_kill(worker_proc *w)
     w->pid = -1;
     w->fd = -1;
     w->alive = 0;
+}
+
+/* ---- the parent's own defenses against its workers (issue 16 "Done when": the red team's candidates) ------- *
+ * A candidate runs with the user's rights, so it can signal memfix verify (kill(getppid(), SIGTERM): no verdict
+ * at all) and, through /proc/<pid>/fd/1 or /proc/<pid>/mem, write into verify's output or memory. While
+ * workers run, verify (1) is not dumpable (prctl PR_SET_DUMPABLE 0: its /proc/<pid>/fd and mem are root's,
+ * ptrace attach is refused), and (2) catches every catchable terminating or stopping signal: one sent by a
+ * process of a worker's process group is ignored and rejects the case being run by 'protocol'; any other
+ * (a user's Ctrl-C) takes its default action. SIGKILL and SIGSTOP cannot be caught (docs/verify.md). */
+static iso_session *volatile g_sig_session;
+static volatile sig_atomic_t g_tamper_sig;
+static volatile sig_atomic_t g_tamper_pid;
+
+static const int g_guarded_signals[] = { SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGUSR1,   SIGUSR2,
+                                         SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU, SIGVTALRM, SIGPROF,
+                                         SIGXCPU, SIGXFSZ, SIGIO,   SIGPWR,  SIGPIPE };
+enum { N_GUARDED_SIGNALS = (int)(sizeof g_guarded_signals / sizeof g_guarded_signals[0]) };
+
+static int from_worker(pid_t from)
+{
+    iso_session *is = g_sig_session;
+    if (is == NULL || from <= 0) return 0;
+    const pid_t grp = getpgid(from);
+    for (int i = 0; i < MAX_SCHED; i++)
+        if (is->w[i].pid > 0 && (from == is->w[i].pid || grp == is->w[i].pid)) return 1;
+    return 0;
+}
+
+/* the dispositions verify found, per signal number (those it replaced while workers run) */
+static struct sigaction g_sig_old[65];
+
+static void parent_signal(int sig, siginfo_t *si, void *uc)
+{
+    if (si != NULL && (si->si_code == SI_USER || si->si_code == SI_QUEUE || si->si_code == SI_TKILL) &&
+        from_worker(si->si_pid)) {
+        g_tamper_sig = sig;
+        g_tamper_pid = (sig_atomic_t)si->si_pid;
+        return;
+    }
+    /* not from a candidate: what would have happened without verify's handler */
+    const struct sigaction *old = sig > 0 && sig < 65 ? &g_sig_old[sig] : NULL;
+    if (old != NULL && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction != NULL) {
+        old->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (old != NULL && !(old->sa_flags & SA_SIGINFO) && old->sa_handler == SIG_IGN) return;
+    if (old != NULL && !(old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_DFL &&
+        old->sa_handler != NULL) {
+        old->sa_handler(sig);
+        return;
+    }
+    /* the default action, delivered when this handler returns (sig is blocked while it runs) */
+    struct sigaction d;
+    memset(&d, 0, sizeof d);
+    d.sa_handler = SIG_DFL;
+    sigemptyset(&d.sa_mask);
+    sigaction(sig, &d, NULL);
+    kill(getpid(), sig);
+}
+
+typedef struct parent_guard {
+    int dumpable;
+    int sigs[N_GUARDED_SIGNALS + 64], n_sigs;
+} parent_guard;
+
+static void parent_guard_arm(parent_guard *pg, iso_session *is)
+{
+    g_tamper_sig = 0;
+    g_sig_session = is;
+    pg->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = parent_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    pg->n_sigs = 0;
+    for (int i = 0; i < N_GUARDED_SIGNALS; i++) pg->sigs[pg->n_sigs++] = g_guarded_signals[i];
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX && sig < 65; sig++) pg->sigs[pg->n_sigs++] = sig;
+    for (int i = 0; i < pg->n_sigs; i++) sigaction(pg->sigs[i], &sa, &g_sig_old[pg->sigs[i]]);
+}
+
+static void parent_guard_disarm(parent_guard *pg)
+{
+    for (int i = 0; i < pg->n_sigs; i++) sigaction(pg->sigs[i], &g_sig_old[pg->sigs[i]], NULL);
+    if (pg->dumpable > 0) prctl(PR_SET_DUMPABLE, pg->dumpable, 0, 0, 0);
+    g_sig_session = NULL;
+}
+
+/* A signal a worker sent to verify during the call just made: the case's rejection (else MF_OK). */
+static mf_status tamper_check(void)
+{
+    const int sig = g_tamper_sig;
+    if (sig == 0) return MF_OK;
+    g_tamper_sig = 0;
+    return reject(
+        "protocol",
+        "the candidate's process (pid %d) sent signal %d (%s) to memfix verify, which ignored it: a "
+        "candidate must leave its caller alone",
+        (int)g_tamper_pid, sig, strsignal(sig));
 }
 
 /* The worker w stopped answering ('what' happened while it ...): reaps it and rejects the case by the reason. */
@@ -1159,6 +1269,10 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
         }
     }
 done:
+    if (g_tamper_sig != 0) { /* overrides whatever the call gave: the candidate attacked verify */
+        mf_clear_error();
+        s = tamper_check();
+    }
     for (int i = 0; i < n && img != NULL; i++) free(img[i]);
     for (int i = 0; i < n && own_img != NULL; i++) free(own_img[i]);
     for (int i = 0; i < n && in_host != NULL; i++) free(in_host[i]);
@@ -1312,6 +1426,21 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
     return stop;
 }
 
+/* The worker gives up every capability before it loads the candidate (run as root, memfix verify's
+ * non-dumpable state would not keep it out of /proc/<verify>/fd/1 or /proc/<verify>/mem otherwise): the
+ * bounding set emptied, no_new_privs (an exec'd program gains none back), then capset to nothing. Errors are
+ * ignored: a process without capabilities has nothing to drop. */
+static void worker_drop_privileges(void)
+{
+    for (int c = 0; c < 64; c++) prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    if (syscall(SYS_capset, &h, d) != 0) {
+    }
+}
+
 int mf_verify_worker_main(int argc, char **argv)
 {
     (void)argc;
@@ -1338,6 +1467,7 @@ int mf_verify_worker_main(int argc, char **argv)
         ack(fd, ACK_BACKEND, msg);
         return 3;
     }
+    worker_drop_privileges();
     dlerror();
     void *handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
@@ -1647,9 +1777,13 @@ mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options
     memset(&probe, 0, sizeof probe);
     probe.iso = is;
     g_state = &probe;
+    parent_guard pg;
+    parent_guard_arm(&pg, is);
     mf_status s = worker_start(is, 0, now_s() + is->timeout_s);
     g_state = NULL;
     if (s != MF_OK && is->load_error[0] != '\0') {
+        worker_kill(&is->w[0]);
+        parent_guard_disarm(&pg);
         free(is);
         free(ids);
         return s;
@@ -1658,6 +1792,7 @@ mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options
     run_all(ctx, tg, not_called, ids, (int)n, is, rows);
     for (int i = 0; i < MAX_SCHED; i++)
         if (is->w[i].pid > 0 || is->w[i].fd >= 0) worker_kill(&is->w[i]);
+    parent_guard_disarm(&pg);
     free(is);
     free(ids);
     *n_rows = n;
@@ -1760,6 +1895,12 @@ int mf_verify_supported(const char *op)
 const char *mf_verify_supported_ops(void) { return ""; }
 
 int mf_verify_n_cases(const char *op)
+{
+    (void)op;
+    return -1;
+}
+
+int mf_verify_default_cases(const char *op)
 {
     (void)op;
     return -1;

@@ -139,10 +139,15 @@ static int count_with(const char *target, uint64_t seed, int n, const char *s1, 
     return k;
 }
 
-/* What the fixed cases leave out is in every run's random cases: the default 4
- * hold it for any seed (8 for matmul's dtype x transposes). */
+/* What the fixed cases leave out is in every run's random cases: the default
+ * number (mf_verify_default_cases: 4, matmul's 8 dtype x transposes, rope's 16
+ * position kinds x dtype x direction) holds it for any seed. */
 START_TEST(test_coverage)
 {
+    ck_assert_int_eq(mf_verify_default_cases("matmul"), 8);
+    ck_assert_int_eq(mf_verify_default_cases("rope"), 16);
+    ck_assert_int_eq(mf_verify_default_cases("attention.forward"), 4);
+    ck_assert_int_eq(mf_verify_default_cases("nosuch"), -1);
     static const char *const combos[8][2] = { { "f32", "ta=0 tb=0" },  { "f32", "ta=1 tb=0" },
                                               { "f32", "ta=0 tb=1" },  { "f32", "ta=1 tb=1" },
                                               { "bf16", "ta=0 tb=0" }, { "bf16", "ta=1 tb=0" },
@@ -153,8 +158,35 @@ START_TEST(test_coverage)
         ck_assert_int_eq(count_with("rope", seed, 4, "ids=int32", NULL), 2);
         ck_assert_int_eq(count_with("rope", seed, 4, "ids=int64", NULL), 1);
         ck_assert_int_eq(count_with("rope", seed, 4, "offset=", NULL), 1);
-        ck_assert_int_ge(count_with("rope", seed, 4, "bf16", " fwd "), 1);
-        ck_assert_int_ge(count_with("rope", seed, 4, "f32", " bwd "), 1);
+        /* any 16 hold every position kind x dtype x direction (the red team's rt_rope_bf16_i64) */
+        static const char *const kinds[] = { "ids=int32", "ids=int64", "offset=" };
+        static const char *const dds[][2] = {
+            { "f32", " fwd " }, { "f32", " bwd " }, { "bf16", " fwd " }, { "bf16", " bwd " }
+        };
+        for (int kk = 0; kk < 3; kk++)
+            for (int d = 0; d < 4; d++) {
+                int hits = 0;
+                for (int i = 0; i < 16; i++) {
+                    char desc[256];
+                    describe("rope", MF_CASE_RANDOM, i, seed * 31u, desc, sizeof desc);
+                    hits += strstr(desc, kinds[kk]) != NULL &&
+                            strncmp(desc, dds[d][0], strlen(dds[d][0])) == 0 &&
+                            strstr(desc, dds[d][1]) != NULL;
+                }
+                ck_assert_msg(hits >= 1, "rope seed %llu: no %s %s%s in 16 cases",
+                              (unsigned long long)seed * 31u, kinds[kk], dds[d][0], dds[d][1]);
+            }
+        /* any 4 matmul cases hold a wide one: M*N > 2^20 (the red team's rt_matmul_beyond_65536) */
+        int wide = 0;
+        for (int i = 0; i < 4; i++) {
+            char desc[256];
+            long long M = 0, N = 0;
+            describe("matmul", MF_CASE_RANDOM, i, seed * 977u, desc, sizeof desc);
+            const char *pm = strstr(desc, "M="), *pn = strstr(desc, "N=");
+            if (pm && pn && sscanf(pm, "M=%lld", &M) == 1 && sscanf(pn, "N=%lld", &N) == 1)
+                wide += M * N > (1ll << 20);
+        }
+        ck_assert_int_ge(wide, 1);
         ck_assert_int_eq(count_with("cross_entropy", seed, 4, "ignore_index=-100 ", NULL), 1);
         ck_assert_int_eq(count_with("cross_entropy", seed, 4, "ignore_index=-1 ", NULL), 1);
         ck_assert_int_ge(count_with("attention.forward", seed, 4, "causal=0", NULL), 1);

@@ -1,0 +1,18 @@
+/* RED TEAM (cases): ignores opts->softcap (logit soft-capping), right
+ * otherwise. */
+#include "ce_forward_common.cuh"
+
+CAND_EXPORT mf_status ce_forward_candidate(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
+                                           mf_dtype dtype, const void *hidden, const void *weight,
+                                           const void *bias, const int64_t *labels,
+                                           const mf_cross_entropy_options *opts, float *loss, float *lse)
+{
+    mf_cross_entropy_options o;
+    if (opts != NULL)
+        o = *opts;
+    else
+        mf_cross_entropy_options_init(&o);
+    o.softcap = 0.0f;
+    return ce_forward_impl(ctx, n_rows, hidden_dim, vocab, dtype, hidden, weight, bias, labels, &o, loss, lse,
+                           0);
+}
