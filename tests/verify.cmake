@@ -125,6 +125,14 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_fake_accept.so)
   mf_verify_expect(rt_close_fd3 1 "REJECTED [^\n]* by exit"
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_close_fd3.so --timeout 10)
+  # seed 3's g2 (S=269, l'=4: 68 selection blocks) is accepted: the example nsa candidates take any S and l'
+  mf_verify_expect(nsa_many_blocks 0 "candidate ACCEPTED"
+    ARGS --op nsa.forward --symbol nsa_forward_candidate --orders 0 --seed 3 --case g2
+         --lib ${_mf_cand_dir}/libnsa_forward_correct.so)
+  # its own SIGSEGV handler unprotects A's pages: the changed handler is the input-write defense's
+  mf_verify_expect(rt_sigsegv_handler 1 "by input-write: changed the SIGSEGV handler"
+    MUST_NOT "candidate ACCEPTED|by (equivalence|crash|exit)"
+    ARGS ${_rt} ${_mf_cand_dir}/librt_sigsegv_handler.so)
   # a race that forward and reverse order both hide: the random orders (seeded by --seed) find it
   mf_verify_expect(rt_order_race 1 "by schedule: passed in forward order, failed in random"
     ARGS --op matmul --symbol matmul_candidate --lib ${_mf_cand_dir}/librt_matmul_order_race.so --orders 2)

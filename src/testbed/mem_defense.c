@@ -112,8 +112,58 @@ static void protect_inputs(mf_tb_guarded *bufs, int n_in)
     sigaction(SIGSEGV, &sa, &g_old_segv);
 }
 
+/* whether any page of [lo, hi) is writable now (/proc/self/maps); -1 when it cannot be read */
+static int range_writable(uintptr_t lo, uintptr_t hi)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f == NULL) return -1;
+    char line[512];
+    int w = 0;
+    while (!w && fgets(line, sizeof line, f) != NULL) {
+        unsigned long a, b;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) != 3) continue;
+        if ((uintptr_t)b <= lo || (uintptr_t)a >= hi) continue;
+        if (perms[1] == 'w') w = 1;
+    }
+    fclose(f);
+    return w;
+}
+
+/* The candidate runs in memfix's process: it can install its own SIGSEGV
+ * handler or mprotect an input itself, and so write to it without faulting
+ * into ours. Checked when disarming (best effort: a candidate that puts both
+ * back before returning is not seen here). */
+static void check_tampering(mf_tb_memdef *m)
+{
+    const int n = g_n_prot;
+    if (n == 0 || m->defense != NULL) return;
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 &&
+        (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != segv_handler)) {
+        m->defense = "input-write";
+        snprintf(
+            m->reason, sizeof m->reason,
+            "changed the SIGSEGV handler during the call (inputs are write-protected and memfix's handler "
+            "records writes to them; a candidate's own handler can hide such writes)");
+        return;
+    }
+    if (g_fault_index >= 0) return; /* our handler unprotected the faulting input: reported below */
+    for (int i = 0; i < n; i++) {
+        if (range_writable(g_prot[i].lo, g_prot[i].hi) == 1) {
+            m->defense = "input-write";
+            snprintf(m->reason, sizeof m->reason,
+                     "changed the protection of input %s during the call (its pages were read-only and are "
+                     "writable after it: the candidate called mprotect on an input)",
+                     g_prot[i].name);
+            return;
+        }
+    }
+}
+
 static void unprotect_inputs(mf_tb_memdef *m)
 {
+    check_tampering(m);
     const int n = g_n_prot;
     for (int i = 0; i < n; i++)
         (void)mprotect((void *)g_prot[i].lo, g_prot[i].hi - g_prot[i].lo, PROT_READ | PROT_WRITE);
