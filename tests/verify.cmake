@@ -29,7 +29,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   add_test(NAME test_verify_cli_mutates_input.host
     COMMAND ${_mf_verify_cmd} --json --lib ${_mf_cand_dir}/libmatmul_mutates_input.so)
   set_tests_properties(test_verify_cli_mutates_input.host PROPERTIES
-    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-mutation\"")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-(mutation|write)\"")
   add_test(NAME test_verify_cli_hidden_alloc.host
     COMMAND ${_mf_verify_cmd} --lib ${_mf_cand_dir}/libmatmul_hidden_alloc.so)
   set_tests_properties(test_verify_cli_hidden_alloc.host PROPERTIES
@@ -125,6 +125,14 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_fake_accept.so)
   mf_verify_expect(rt_close_fd3 1 "REJECTED [^\n]* by exit"
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_close_fd3.so --timeout 10)
+  # seed 3's g2 (S=269, l'=4: 68 selection blocks) is accepted: the example nsa candidates take any S and l'
+  mf_verify_expect(nsa_many_blocks 0 "candidate ACCEPTED"
+    ARGS --op nsa.forward --symbol nsa_forward_candidate --orders 0 --seed 3 --case g2
+         --lib ${_mf_cand_dir}/libnsa_forward_correct.so)
+  # its own SIGSEGV handler unprotects A's pages: the changed handler is the input-write defense's
+  mf_verify_expect(rt_sigsegv_handler 1 "by input-write: changed the SIGSEGV handler"
+    MUST_NOT "candidate ACCEPTED|by (equivalence|crash|exit)"
+    ARGS ${_rt} ${_mf_cand_dir}/librt_sigsegv_handler.so)
   # a race that forward and reverse order both hide: the random orders (seeded by --seed) find it
   mf_verify_expect(rt_order_race 1 "by schedule: passed in forward order, failed in random"
     ARGS --op matmul --symbol matmul_candidate --lib ${_mf_cand_dir}/librt_matmul_order_race.so --orders 2)
@@ -271,4 +279,34 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     COMMAND ${CMAKE_COMMAND} -DMEMFIX=$<TARGET_FILE:memfix-cli> -DLIB=${_mf_cand_dir}/libmatmul_beyond_4096.so
             -DDIR=${CMAKE_BINARY_DIR}/test-dumps/verify-cases-dump -P ${CMAKE_CURRENT_LIST_DIR}/support/verify_dump_test.cmake)
   set_tests_properties(test_verify_cases_dump.host PROPERTIES LABELS "unit;host" TIMEOUT 120)
+endif()
+
+# memfix verify's memory and measurement defenses (docs/verify.md "Memory defenses" and "Measured by
+# memfix"): every byte of every input is write-protected in host mode (a small input, an input's partial
+# last page, a write by cudaMemcpy), each undone before the candidate returns.
+if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
+  set(_mf_cand_dir ${CMAKE_BINARY_DIR}/candidates/host)
+  set(_mm --op matmul --symbol matmul_candidate --orders 0 --lib)
+  # A of f0 (M=1, K=1) is 4 bytes: rejected there, by the write-protection
+  mf_verify_expect(mem_small_negate_restore 1 "\\[f0: f32 M=1 N=1 K=1[^\n]*\\] by input-write: wrote to input A"
+    MUST_NOT "by (input-mutation|equivalence|crash|exit)"
+    ARGS ${_mm} ${_mf_cand_dir}/libmem_small_negate_restore.so)
+  # B of f7 (bf16 K=7 x N=1000) is 14000 bytes, 3.4 pages: its last element is bytes 13998..13999
+  mf_verify_expect(mem_last_element 1
+    "\\[f7: bf16 M=3 N=1000 K=7 ta=0 tb=1\\] by input-write: wrote to input B during the call \\(byte 13998 of 14000"
+    MUST_NOT "by (input-mutation|equivalence|crash|exit)"
+    ARGS ${_mm} ${_mf_cand_dir}/libmem_last_element.so)
+  mf_verify_expect(mem_memcpy_restore 1 "\\] by input-write: wrote to input A"
+    MUST_NOT "by (input-mutation|equivalence|crash|exit)|candidate ACCEPTED"
+    ARGS ${_mm} ${_mf_cand_dir}/libmem_memcpy_restore.so)
+  # The worker's own measurements (a library in its process could forge them) are backed by memfix's from
+  # outside it: a 64 MiB workspace mapped with mmap in host code escapes every in-process counter, and the
+  # worker's peak RSS (/proc) rejects it on every case (matmul's ceiling is 0).
+  # (not under the sanitizers: a sanitizer-built worker's resident memory, shadow and quarantine, is not
+  # measured, and nothing inside the worker sees an mmap)
+  if(NOT MF_SANITIZER)
+  mf_verify_expect(meas_mmap_scratch 1 "by process-memory: memory measured outside the candidate|cases, 0 passed"
+    MUST_NOT "by (scratch-ceiling|equivalence|crash|exit)"
+    ARGS ${_mm} ${_mf_cand_dir}/libmeas_mmap_scratch.so)
+  endif()
 endif()

@@ -4,13 +4,13 @@
  * softmax and, for bf16, tensor cores). Here every score is recomputed in
  * double by the thread that needs it, two-pass softmax, no scratch:
  *   forward   one thread per (b, t, KV group): compression branch and block
- *             importances head by head, top n by repeated arg-max, then the
+ *             importances block by block, the top n kept while streaming, then the
  *             selected and sliding branches; writes out, lse, sel;
  *   backward  one thread per query row (dq and the three gate gradients), then
  *             one thread per key row (dk, dv: the direct selected/sliding terms
  *             and the compressed blocks' terms spread through the mean pooling),
  *             so every output has one writer: deterministic.
- * Limits of these examples: D <= 128, ceil(S/l') <= 64. 'flaw' selects the
+ * Limits of these examples: D <= 128, n <= 64, Hq/Hk <= 16 (any S and l'). 'flaw' selects the
  * wrong examples' mistake. */
 #ifndef MF_NSA_COMMON_CUH
 #define MF_NSA_COMMON_CUH
@@ -24,7 +24,8 @@
 
 #define CAND_EXPORT extern "C" __attribute__((visibility("default")))
 #define NSA_C_MAX_DIM 128
-#define NSA_C_MAX_BLOCKS 64
+#define NSA_C_MAX_BLOCKS 64 /* n_sel: the selected blocks a query keeps (any number of blocks) */
+#define NSA_C_MAX_GROUP 16
 #define NSA_C_THREADS 64
 
 enum { NSA_OK = 0, NSA_UNGATED_CMP = 1, NSA_NO_POOL_GRAD = 2 };
@@ -140,36 +141,50 @@ __global__ void nsa_c_fwd_kernel(nsa_c_shape s, const void *q, const void *k, co
     if (it >= s.B * s.S * s.Hk) return;
     const int64_t g = it % s.Hk, t = (it / s.Hk) % s.S, b = it / (s.Hk * s.S);
     const int64_t cand = t / s.ls + 1, last = t / s.ls, nv = nsa_nvis(&s, t);
-    double imp[NSA_C_MAX_BLOCKS], o[NSA_C_MAX_DIM], kc[NSA_C_MAX_DIM];
-    for (int64_t i = 0; i < cand; i++) imp[i] = 0.0;
-    /* importances: the compression probabilities of the group's heads, each
-     * visible compressed block j added to every selection block it overlaps */
-    for (int64_t hh = 0; hh < s.G; hh++) {
-        const size_t row = (size_t)((b * s.S + t) * s.Hq + g * s.G + hh);
-        const double lz = nsa_attend_cmp(&s, q, row, k, v, b, t, g, o);
-        for (int64_t j = 0; j < nv; j++) {
-            nsa_pool(&s, k, b, g, j, kc);
-            double a = 0.0;
-            for (int64_t c = 0; c < s.D; c++) a += nsa_ld(q, s.bf16, row * (size_t)s.D + (size_t)c) * kc[c];
-            const double p = exp(a * s.scale - lz);
-            for (int64_t i = (j * s.d) / s.ls; i <= (j * s.d + s.l - 1) / s.ls && i < cand; i++) imp[i] += p;
+    double lz[NSA_C_MAX_GROUP], o[NSA_C_MAX_DIM], kc[NSA_C_MAX_DIM];
+    for (int64_t hh = 0; hh < s.G; hh++)
+        lz[hh] = nsa_attend_cmp(&s, q, (size_t)((b * s.S + t) * s.Hq + g * s.G + hh), k, v, b, t, g, o);
+    /* importance of selection block i: the compression probabilities of the
+     * group's heads, of every visible compressed block j overlapping it; the
+     * first and the two last blocks always taken. Top n kept while streaming
+     * over i (ties to the lower index), so any number of blocks fits. */
+    const int64_t want = s.n < cand ? s.n : cand;
+    double topv[NSA_C_MAX_BLOCKS];
+    int32_t topi[NSA_C_MAX_BLOCKS];
+    int64_t nt = 0;
+    for (int64_t i = 0; i < cand; i++) {
+        double imp = 0.0;
+        if (i == 0 || i == last || i + 1 == last) {
+            imp = INFINITY;
+        } else {
+            const int64_t lo = i * s.ls - s.l + 1, jlo = lo > 0 ? (lo + s.d - 1) / s.d : 0;
+            int64_t jhi = ((i + 1) * s.ls - 1) / s.d;
+            if (jhi > nv - 1) jhi = nv - 1;
+            for (int64_t hh = 0; hh < s.G; hh++) {
+                const size_t row = (size_t)((b * s.S + t) * s.Hq + g * s.G + hh);
+                for (int64_t j = jlo; j <= jhi; j++) {
+                    nsa_pool(&s, k, b, g, j, kc);
+                    double a = 0.0;
+                    for (int64_t c = 0; c < s.D; c++)
+                        a += nsa_ld(q, s.bf16, row * (size_t)s.D + (size_t)c) * kc[c];
+                    imp += exp(a * s.scale - lz[hh]);
+                }
+            }
         }
+        if (nt == want && !(imp > topv[nt - 1])) continue;
+        int64_t p = nt < want ? nt : want - 1;
+        for (; p > 0 && imp > topv[p - 1]; p--) topv[p] = topv[p - 1], topi[p] = topi[p - 1];
+        topv[p] = imp, topi[p] = (int32_t)i;
+        if (nt < want) nt++;
     }
-    for (int64_t i = 0; i < cand; i++)
-        if (i == 0 || i == last || i + 1 == last) imp[i] = INFINITY;
-    /* top n: repeated arg-max (ties to the lower index), listed in increasing order */
+    /* listed in increasing order */
     int32_t srow[NSA_C_MAX_BLOCKS];
-    int64_t ns = 0;
-    unsigned char taken[NSA_C_MAX_BLOCKS];
-    for (int64_t i = 0; i < cand; i++) taken[i] = 0;
-    for (int64_t e = 0; e < s.n && e < cand; e++) {
-        int64_t best = -1;
-        for (int64_t i = 0; i < cand; i++)
-            if (!taken[i] && (best < 0 || imp[i] > imp[best])) best = i;
-        taken[best] = 1;
+    const int64_t ns = nt;
+    for (int64_t e = 0; e < ns; e++) {
+        int64_t p = e;
+        for (; p > 0 && srow[p - 1] > topi[e]; p--) srow[p] = srow[p - 1];
+        srow[p] = topi[e];
     }
-    for (int64_t i = 0; i < cand; i++)
-        if (taken[i]) srow[ns++] = (int32_t)i;
     for (int64_t e = ns; e < s.n && e < NSA_C_MAX_BLOCKS; e++) srow[e] = -1;
     const size_t srow0 = (size_t)((b * s.S + t) * s.Hk + g) * (size_t)s.n;
     if (sel != NULL)
@@ -329,7 +344,7 @@ static inline mf_status nsa_c_setup(mf_dtype dtype, const mf_nsa_config *cfg, in
     if (dtype != MF_DTYPE_F32 && dtype != MF_DTYPE_BF16) return MF_ERR_DTYPE;
     if (B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0 || D > NSA_C_MAX_DIM || Hq % Hk != 0 ||
         cfg->block_cmp <= 0 || cfg->stride <= 0 || cfg->block_sel <= 0 || cfg->n_sel <= 0 ||
-        cfg->window <= 0 || (S + cfg->block_sel - 1) / cfg->block_sel > NSA_C_MAX_BLOCKS)
+        cfg->window <= 0 || cfg->n_sel > NSA_C_MAX_BLOCKS || Hq / Hk > NSA_C_MAX_GROUP)
         return MF_ERR_INVALID_SIZE;
     s->B = B, s->S = S, s->Hq = Hq, s->Hk = Hk, s->D = D, s->G = Hq / Hk;
     s->l = cfg->block_cmp, s->d = cfg->stride, s->ls = cfg->block_sel, s->n = cfg->n_sel, s->w = cfg->window;

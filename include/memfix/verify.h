@@ -41,7 +41,10 @@
  *   exit, crash        the worker exited or was killed by a signal in the call;
  *   timeout            no answer within the time limit (the worker is killed);
  *   protocol           the worker's answer was malformed;
- *   sanitizer          a sanitizer-built worker reported an error.
+ *   sanitizer          a sanitizer-built worker reported an error;
+ *   process-memory     host backend: the worker's peak resident memory, read by
+ *                      memfix from /proc around each request, grew beyond its
+ *                      copies of the buffers + the scratch ceiling + a slack.
  * Limits: with mf_verify a candidate that crashes takes the process with it
  * (mf_verify_lib isolates it; docs/verify.md states its threat model); a hidden
  * allocation freed again within the call is caught only if the sampler sees
@@ -71,8 +74,9 @@ extern "C" {
 typedef struct mf_verify_row {
     mf_case_result result;
     char defense[MF_VERIFY_DEFENSE_MAX]; /* "" when it passed; else a name above */
-    /* mf_verify_lib only (NaN otherwise): the candidate's first call and memfix's
-     * own optimized entry on the same buffers in the worker, in seconds (a
+    /* mf_verify_lib only (NaN otherwise): the round trip of the first thread
+     * order's request to the worker for the candidate and for memfix's own
+     * optimized entry on the same buffers, timed by memfix, in seconds (a
      * warning column, never a rejection; own_seconds NaN for a target without one). */
     double cand_seconds, own_seconds;
     char schedule[40]; /* the thread order the row's result comes from, e.g. "reverse, 1 worker" */

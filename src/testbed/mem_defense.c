@@ -41,6 +41,7 @@ static const size_t HEAP_SLACK = (size_t)8 << 20; /* cudahost's per-launch share
 typedef struct prot_range {
     uintptr_t lo, hi; /* whole pages, read-only during the call */
     uintptr_t data;   /* the input's first byte */
+    size_t bytes;     /* the input's size: a fault at or past data + bytes is a write past its end */
     const char *name;
 } prot_range;
 static prot_range g_prot[MF_TB_MEMDEF_MAX_PROT];
@@ -83,11 +84,21 @@ static void protect_inputs(mf_tb_guarded *bufs, int n_in)
     for (int i = 0; i < n_in && n < MF_TB_MEMDEF_MAX_PROT; i++) {
         if (bufs[i].base == NULL || bufs[i].bytes == 0) continue;
         const uintptr_t data = (uintptr_t)mf_tb_ptr(bufs, i);
-        /* only the pages wholly inside the input: nothing else lives there */
-        const uintptr_t lo = (data + page - 1) & ~(page - 1), hi = (data + bufs[i].bytes) & ~(page - 1);
+        uintptr_t lo, hi;
+        if (bufs[i].paged && (data & (page - 1)) == 0) {
+            /* a paged input (verify.c): its pages hold nothing else, so every byte of it is protected, the
+             * partial last page included (the rest of that page is padding and the start of the trailing
+             * guard) */
+            lo = data;
+            hi = (data + bufs[i].bytes + page - 1) & ~(page - 1);
+        } else {
+            /* only the pages wholly inside the input: nothing else lives there */
+            lo = (data + page - 1) & ~(page - 1);
+            hi = (data + bufs[i].bytes) & ~(page - 1);
+        }
         if (hi <= lo) continue;
         if (mprotect((void *)lo, hi - lo, PROT_READ) != 0) continue;
-        g_prot[n] = (prot_range){ lo, hi, data, bufs[i].name };
+        g_prot[n] = (prot_range){ lo, hi, data, bufs[i].bytes, bufs[i].name };
         n++;
     }
     g_fault_index = -1;
@@ -101,8 +112,58 @@ static void protect_inputs(mf_tb_guarded *bufs, int n_in)
     sigaction(SIGSEGV, &sa, &g_old_segv);
 }
 
+/* whether any page of [lo, hi) is writable now (/proc/self/maps); -1 when it cannot be read */
+static int range_writable(uintptr_t lo, uintptr_t hi)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f == NULL) return -1;
+    char line[512];
+    int w = 0;
+    while (!w && fgets(line, sizeof line, f) != NULL) {
+        unsigned long a, b;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &a, &b, perms) != 3) continue;
+        if ((uintptr_t)b <= lo || (uintptr_t)a >= hi) continue;
+        if (perms[1] == 'w') w = 1;
+    }
+    fclose(f);
+    return w;
+}
+
+/* The candidate runs in memfix's process: it can install its own SIGSEGV
+ * handler or mprotect an input itself, and so write to it without faulting
+ * into ours. Checked when disarming (best effort: a candidate that puts both
+ * back before returning is not seen here). */
+static void check_tampering(mf_tb_memdef *m)
+{
+    const int n = g_n_prot;
+    if (n == 0 || m->defense != NULL) return;
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 &&
+        (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != segv_handler)) {
+        m->defense = "input-write";
+        snprintf(
+            m->reason, sizeof m->reason,
+            "changed the SIGSEGV handler during the call (inputs are write-protected and memfix's handler "
+            "records writes to them; a candidate's own handler can hide such writes)");
+        return;
+    }
+    if (g_fault_index >= 0) return; /* our handler unprotected the faulting input: reported below */
+    for (int i = 0; i < n; i++) {
+        if (range_writable(g_prot[i].lo, g_prot[i].hi) == 1) {
+            m->defense = "input-write";
+            snprintf(m->reason, sizeof m->reason,
+                     "changed the protection of input %s during the call (its pages were read-only and are "
+                     "writable after it: the candidate called mprotect on an input)",
+                     g_prot[i].name);
+            return;
+        }
+    }
+}
+
 static void unprotect_inputs(mf_tb_memdef *m)
 {
+    check_tampering(m);
     const int n = g_n_prot;
     for (int i = 0; i < n; i++)
         (void)mprotect((void *)g_prot[i].lo, g_prot[i].hi - g_prot[i].lo, PROT_READ | PROT_WRITE);
@@ -110,11 +171,20 @@ static void unprotect_inputs(mf_tb_memdef *m)
     g_n_prot = 0;
     const int f = g_fault_index;
     if (f >= 0 && m->defense == NULL) {
-        m->defense = "input-write";
-        snprintf(m->reason, sizeof m->reason,
-                 "wrote to input %s during the call (byte %zu; inputs are read-only, even if restored before "
-                 "returning: the page was write-protected and the write faulted)",
-                 g_prot[f].name, (size_t)(g_fault_addr - g_prot[f].data));
+        const size_t at = (size_t)(g_fault_addr - g_prot[f].data);
+        if (at < g_prot[f].bytes) {
+            m->defense = "input-write";
+            snprintf(
+                m->reason, sizeof m->reason,
+                "wrote to input %s during the call (byte %zu of %zu; inputs are read-only, even if restored "
+                "before returning: the page was write-protected and the write faulted)",
+                g_prot[f].name, at, g_prot[f].bytes);
+        } else {
+            m->defense = "guard-band";
+            snprintf(m->reason, sizeof m->reason,
+                     "wrote past the end of %s (%zu bytes): byte %zu, on the write-protected page after it",
+                     g_prot[f].name, g_prot[f].bytes, at);
+        }
     }
     g_fault_index = -1;
 }

@@ -2,8 +2,9 @@
  *   scratch-guard   device scratch from mf_scratch_alloc gets 256-byte canary
  *                   zones before and after (src/core/context.c), checked when
  *                   freed and after the call;
- *   input-write     in host execution mode the whole pages inside each guarded
- *                   input are read-only during the call (mprotect); a write
+ *   input-write     in host execution mode each guarded input sits on pages of
+ *                   its own (verify.c pages it), read-only during the call
+ *                   (mprotect), so every byte of it is protected; a write
  *                   faults, a SIGSEGV handler records it and lets the page be
  *                   written (the call goes on, and is rejected after it);
  *   untracked memory, counted against the ceiling: pinned host memory
@@ -41,7 +42,8 @@ typedef struct mf_tb_memdef {
     int sampling;
     size_t static_bytes; /* the candidate library's writable segments */
     int n_prot;
-    const char *defense; /* set by end: "scratch-guard" or "input-write" */
+    const char *defense; /* set by end: "scratch-guard", "input-write" or "guard-band" (a write on the
+                          * protected page after an input's end) */
     char reason[256];
     size_t cur0, peak0; /* the device scratch tracker before the call */
     size_t charge;      /* untracked bytes added to the scratch peak */

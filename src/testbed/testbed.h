@@ -119,12 +119,17 @@ typedef struct mf_tb_buffer {
     mf_dtype dtype; /* outputs: the NaN pattern */
 } mf_tb_buffer;
 
-/* A guarded buffer: [1 KiB guard][bytes][1 KiB guard] on the device. */
+/* A guarded buffer: [1 KiB guard][bytes][1 KiB guard] on the device. An input in
+ * host execution mode is 'paged': its bytes start on a page boundary and the
+ * allocation runs to the end of their last page, so the pages holding the input
+ * hold nothing else and can be write-protected whole (mem_defense.c). */
 typedef struct mf_tb_guarded {
     const char *name;
     unsigned char *base;  /* device: [guard][bytes][guard] */
     unsigned char *image; /* host: what base must hold (guards exact; interior = the data) */
     size_t bytes;
+    unsigned char *alloc; /* the allocation holding base (mf_buffer_free's pointer) */
+    int paged;            /* base + 1 KiB is page-aligned, and its pages up to bytes are the buffer's */
 } mf_tb_guarded;
 
 /* Calls the candidate on the guarded buffers (mf_tb_ptr(bufs, i) in the order

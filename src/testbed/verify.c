@@ -67,6 +67,11 @@ typedef struct verify_state {
     struct iso_session *iso;
     int sched;
     double cand_seconds, own_seconds;
+    /* mf_verify_lib, host backend: the worker's peak RSS growth during a request beyond its own copies of the
+     * call's buffers, measured by memfix from /proc (the worst request of the case); checked against the
+     * case's ceiling by run_once (iso_memory_verdict) */
+    int mem_measured;
+    size_t mem_excess, mem_growth, mem_allow;
 } verify_state;
 static _Thread_local verify_state *g_state;
 
@@ -119,14 +124,29 @@ typedef mf_tb_guarded guarded;
 
 static unsigned char canary(size_t i) { return (unsigned char)(0x5au ^ (i * 151u + (i >> 8) * 7u)); }
 
-/* data == NULL: an output, pre-filled with NaNs of out_dtype (bf16 NaN 0x7fc0). */
+static size_t page_bytes(void)
+{
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+/* data == NULL: an output, pre-filled with NaNs of out_dtype (bf16 NaN 0x7fc0).
+ * An input in host execution mode is paged (testbed.h): its first byte on a page
+ * boundary and the allocation padded to the end of its last page, so that the
+ * input-write defense can make every byte of it read-only (mem_defense.c). */
 static mf_status guarded_make_dt(mf_context *ctx, guarded *g, const char *name, const void *data,
                                  size_t bytes, mf_dtype out_dtype)
 {
     memset(g, 0, sizeof *g);
     g->name = name;
     g->bytes = bytes;
+    if (bytes > SIZE_MAX / 4) MF_FAIL(MF_ERR_OUT_OF_MEMORY, "%s: %zu bytes", name, bytes);
     const size_t total = bytes + 2 * (size_t)GUARD_BYTES;
+    const size_t page = page_bytes();
+    const int paged = data != NULL && mf_context_backend(ctx) == MF_BACKEND_HOST;
+    /* paged: up to a page to align base + GUARD, then the guard, the data's whole pages, the trailing guard */
+    const size_t alloc_bytes =
+        paged ? page + 2 * (size_t)GUARD_BYTES + (bytes + page - 1) / page * page : total;
     g->image = (unsigned char *)malloc(total);
     if (g->image == NULL) MF_FAIL(MF_ERR_OUT_OF_MEMORY, "host image of %zu bytes for %s", total, name);
     for (size_t i = 0; i < GUARD_BYTES; i++) {
@@ -143,8 +163,13 @@ static mf_status guarded_make_dt(mf_context *ctx, guarded *g, const char *name, 
     else
         mf_fill_nan_f32((float *)(void *)(g->image + GUARD_BYTES), bytes / sizeof(float));
     void *p = NULL;
-    MF_TRY(mf_buffer_alloc(ctx, total, &p));
-    g->base = (unsigned char *)p;
+    MF_TRY(mf_buffer_alloc(ctx, alloc_bytes, &p));
+    g->alloc = (unsigned char *)p;
+    g->base = g->alloc;
+    if (paged) {
+        g->base += (page - ((uintptr_t)g->alloc + GUARD_BYTES) % page) % page;
+        g->paged = 1;
+    }
     return mf_buffer_upload(ctx, g->base, g->image, total);
 }
 
@@ -157,7 +182,7 @@ static void *guarded_ptr(const guarded *g) { return g->base + GUARD_BYTES; }
 
 static void guarded_free(mf_context *ctx, guarded *g)
 {
-    if (g->base != NULL) mf_buffer_free(ctx, g->base);
+    if (g->alloc != NULL) mf_buffer_free(ctx, g->alloc);
     free(g->image);
     memset(g, 0, sizeof *g);
 }
@@ -304,7 +329,8 @@ static mf_status guarded_call(mf_context *ctx, call_fn call, const void *args, g
  * out_host and, when images != NULL, every buffer's whole guarded image after
  * the first call in images[i] (NULL for a buffer not given). */
 static mf_status guarded_runs(mf_context *ctx, call_fn call, const void *args, guarded *bufs, int n_in, int n,
-                              void *out_host, size_t out_bytes, int runs, unsigned char **images)
+                              void *out_host, size_t out_bytes, int runs, unsigned char **images,
+                              void *second_host)
 {
     size_t max_total = 0;
     for (int i = 0; i < n; i++)
@@ -339,6 +365,7 @@ static mf_status guarded_runs(mf_context *ctx, call_fn call, const void *args, g
             dst += bufs[o].bytes;
         }
     }
+    if (s == MF_OK && runs > 1 && second_host != NULL) memcpy(second_host, second, out_bytes);
     if (s == MF_OK && runs > 1 && memcmp(out_host, second, out_bytes) != 0) {
         size_t at = 0;
         const unsigned char *a = (const unsigned char *)out_host;
@@ -415,7 +442,7 @@ mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, 
             s = guarded_make_dt(ctx, &bufs[i], sp[i].name, NULL, sp[i].bytes, sp[i].dtype);
         }
     }
-    if (s == MF_OK) s = guarded_runs(ctx, call, args, bufs, n_in, n, out, out_bytes, 2, NULL);
+    if (s == MF_OK) s = guarded_runs(ctx, call, args, bufs, n_in, n, out, out_bytes, 2, NULL, NULL);
     unsigned char *p = out;
     for (int i = n_in; i < n && s == MF_OK; i++) {
         if (sp[i].dev == NULL) continue;
@@ -543,9 +570,12 @@ static void dump_end(const mf_verify_row *row, verify_state *st)
  * and POD arguments (plus the one host struct they point to), the input bytes and the buffer layout. The
  * worker dlopens the library, builds the guarded buffers, calls the candidate through the target's call
  * adapter with the in-process defenses (guarded_runs), and answers with its verdict, the scratch peak and the
- * times, and every buffer's whole guarded image after the first call. This process then checks the canaries
- * and the inputs again itself, takes the outputs from the images, replays the scratch peak on its own
- * context (so run_case's ceiling check sees it) and returns to run_case, which compares with the reference.
+ * times, every buffer's whole guarded image after the first call and the second call's outputs. This process
+ * then checks the canaries, the inputs and determinism again itself, takes the outputs from the images,
+ * replays the scratch peak on its own context (so run_case's ceiling check sees it) and returns to run_case,
+ * which compares with the reference; it also measures the worker's resident memory around the request
+ * (/proc, run_once checks it against the case's ceiling) and times the request, and the same request for
+ * memfix's own entry (the time column).
  * A worker that exits, dies on a signal, does not answer within the time limit or answers garbage is killed
  * (its whole process group) and the case is rejected by 'exit', 'crash', 'timeout' or 'protocol'. */
 
@@ -666,6 +696,8 @@ typedef struct iso_session {
     schedule sched[MAX_SCHED];
     worker_proc w[MAX_SCHED];
     char load_error[512]; /* the worker refused the library (a usage error) */
+    int mem_state;        /* the worker's memory from /proc: 0 not tried yet, 1 measured, -1 unavailable */
+    int worker_sanitized; /* the worker is built with a sanitizer: its RSS (shadow, quarantine) is not measured */
     int load_kind;
 } iso_session;
 
@@ -924,6 +956,7 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
         return mf_set_error(kind == ACK_BACKEND ? MF_ERR_BACKEND_UNAVAILABLE : MF_ERR_INVALID_ARGUMENT,
                             "memfix verify", __FILE__, __LINE__, "%s", msg);
     }
+    is->worker_sanitized = san[0] != '\0';
     if (is->sanitize != NULL && strcmp(is->sanitize, san) != 0) {
         snprintf(is->load_error, sizeof is->load_error,
                  "the worker %.300s is not built with the %s sanitizer (%s): build the %s preset "
@@ -958,6 +991,106 @@ static mf_status image_check(const unsigned char *img, const char *name, size_t 
     return MF_OK;
 }
 
+/* ---- measured by memfix, outside the worker: its memory (/proc) and the round trips' wall time --------------- */
+/* A request's buffers are held by the worker in at most this many copies: the received input, the host
+ * image and the guarded device buffer of each, the images sent back and the answer holding them, the two
+ * runs' outputs, one download buffer (the page padding and the guards counted in each). */
+enum { MEM_COPIES = 7 };
+/* cudahost's launches (per-block shared memory, the fibers' stacks, the thread pool's first start), the
+ * allocator's arenas, the worker's small allocations and code pages touched for the first time (the largest
+ * growth of the example candidates' workers is ~6 MiB) */
+static const size_t MEM_SLACK = (size_t)16 << 20;
+
+/* Resets pid's peak resident set (VmHWM) to its current one (Linux: "5" to /proc/PID/clear_refs); 0 on
+ * success. */
+static int proc_reset_hwm(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/clear_refs", (int)pid);
+    const int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const int ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+/* The "VmRSS:" or "VmHWM:" line of /proc/PID/status in bytes; 0 on success. */
+static int proc_vm_bytes(pid_t pid, const char *key, size_t *bytes)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) return -1;
+    int r = -1;
+    const size_t k = strlen(key);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, key, k) == 0) {
+            unsigned long long kb = 0;
+            if (sscanf(line + k, "%llu", &kb) == 1) {
+                *bytes = (size_t)kb * 1024u;
+                r = 0;
+            }
+            break;
+        }
+    fclose(f);
+    return r;
+}
+
+/* run_once's check of the memory memfix measured (host backend): the worker's peak RSS growth beyond its
+ * own copies of the buffers must stay within the case's scratch ceiling + MEM_SLACK. */
+static void iso_memory_verdict(verify_state *st, const mf_case_result *r)
+{
+    if (!st->mem_measured || st->defense[0] != '\0') return;
+    size_t limit = 0;
+    if (!mf_size_add(r->ceiling_bytes, MEM_SLACK, &limit)) limit = SIZE_MAX;
+    if (st->mem_excess > limit)
+        (void)reject(
+            "process-memory",
+            "memory measured outside the candidate (the worker's peak RSS, /proc) grew by %zu bytes "
+            "during a call, which exceeds its copies of the buffers (%zu) + the scratch ceiling (%zu) "
+            "+ %zu of slack",
+            st->mem_growth, st->mem_allow, r->ceiling_bytes, MEM_SLACK);
+}
+
+typedef struct answer {
+    int32_t status;
+    char defense[MF_VERIFY_DEFENSE_MAX], reason[256];
+    uint64_t peak;
+    double cand, own;
+} answer;
+
+/* One answer of the worker: its verdict, then (status MF_OK) every present buffer's image after the first
+ * call into img[i] and, with runs == 2, the second run's outputs (out_bytes) into *second. 0, io_recv's
+ * codes (3: malformed), or 4: out of memory. */
+static int recv_answer(int fd, const mf_tb_buffer *sp, int n_in, int n, int runs, size_t out_bytes,
+                       double deadline, answer *a, unsigned char **img, unsigned char **second)
+{
+    uint32_t magic = 0;
+    int rc = io_recv(fd, &magic, sizeof magic, deadline);
+    if (rc == 0 && magic != WIRE_ANS) rc = 3;
+    if (rc == 0) rc = io_recv(fd, &a->status, sizeof a->status, deadline);
+    if (rc == 0) rc = io_recv(fd, a->defense, sizeof a->defense, deadline);
+    if (rc == 0) rc = io_recv(fd, a->reason, sizeof a->reason, deadline);
+    if (rc == 0) rc = io_recv(fd, &a->peak, sizeof a->peak, deadline);
+    if (rc == 0) rc = io_recv(fd, &a->cand, sizeof a->cand, deadline);
+    if (rc == 0) rc = io_recv(fd, &a->own, sizeof a->own, deadline);
+    a->defense[sizeof a->defense - 1] = a->reason[sizeof a->reason - 1] = '\0';
+    for (int i = 0; i < n && rc == 0 && a->status == MF_OK; i++) {
+        const int present = sp[i].dev != NULL && (i >= n_in || sp[i].bytes > 0);
+        if (!present) continue;
+        uint64_t total = 0;
+        rc = io_recv(fd, &total, sizeof total, deadline);
+        if (rc == 0 && total != sp[i].bytes + 2 * (uint64_t)GUARD_BYTES) rc = 3;
+        if (rc == 0 && (img[i] = (unsigned char *)malloc((size_t)total)) == NULL) return 4;
+        if (rc == 0) rc = io_recv(fd, img[i], (size_t)total, deadline);
+    }
+    if (rc == 0 && a->status == MF_OK && runs == 2) {
+        if ((*second = (unsigned char *)malloc(out_bytes ? out_bytes : 1)) == NULL) return 4;
+        rc = io_recv(fd, *second, out_bytes, deadline);
+    }
+    return rc;
+}
+
 static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, const void *args)
 {
     verify_state *st = g_state;
@@ -967,9 +1100,12 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
     worker_proc *w = &is->w[st->sched];
     mf_status s = MF_OK;
     wbuf b = { 0 };
+    const int runs = st->sched == 0 ? 2 : 1; /* the first order also checks determinism */
+    unsigned char *second = NULL;
     void **in_host = (void **)calloc((size_t)n, sizeof(void *));
     unsigned char **img = (unsigned char **)calloc((size_t)n, sizeof(unsigned char *));
-    if (in_host == NULL || img == NULL) {
+    unsigned char **own_img = (unsigned char **)calloc((size_t)n, sizeof(unsigned char *));
+    if (in_host == NULL || img == NULL || own_img == NULL) {
         s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host copies");
         goto done;
     }
@@ -977,8 +1113,8 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
     wb_u32(&b, WIRE_REQ);
     wb_u32(&b, (uint32_t)n_in);
     wb_u32(&b, (uint32_t)n);
-    wb_u32(&b, st->sched == 0 ? 2u : 1u); /* the first order also checks determinism */
-    wb_u32(&b, st->sched == 0 ? 1u : 0u); /* and times memfix's own entry */
+    wb_u32(&b, (uint32_t)runs);
+    wb_u32(&b, 0u); /* 0: the candidate; 1: memfix's own entry (the time column, below) */
     wb_u64(&b, tg->args_size);
     wb_put(&b, args, tg->args_size);
     const void *ptr = NULL;
@@ -988,6 +1124,8 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
         wb_u64(&b, tg->args_ptr_bytes);
         wb_put(&b, ptr, tg->args_ptr_bytes);
     }
+    size_t out_bytes = 0, io_bytes = 0;
+    const size_t page = page_bytes();
     for (int i = 0; i < n; i++) {
         char name[WIRE_NAME] = { 0 };
         snprintf(name, sizeof name, "%s", sp[i].name);
@@ -996,6 +1134,8 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
         wb_u32(&b, (uint32_t)present);
         wb_u64(&b, sp[i].bytes);
         wb_u32(&b, (uint32_t)sp[i].dtype);
+        if (present && i >= n_in) out_bytes += sp[i].bytes;
+        if (present) io_bytes += sp[i].bytes + 2 * (size_t)GUARD_BYTES + page;
     }
     for (int i = 0; i < n_in && s == MF_OK; i++) {
         if (sp[i].dev == NULL || sp[i].bytes == 0) continue;
@@ -1013,51 +1153,101 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
         goto done;
     }
     if (!w->alive && (s = worker_start(is, st->sched, deadline)) != MF_OK) goto done;
+    /* the worker's memory, measured here (host backend): its peak RSS from now on (Linux) */
+    size_t rss0 = 0;
+    int mem = 0;
+    if (is->backend == MF_BACKEND_HOST && !is->worker_sanitized && is->mem_state >= 0) {
+        mem = proc_reset_hwm(w->pid) == 0 && proc_vm_bytes(w->pid, "VmRSS:", &rss0) == 0;
+        if (!mem && is->mem_state == 0)
+            fprintf(stderr,
+                    "memfix verify: note: /proc/%d/clear_refs or /proc/%d/status is not available (%s): the "
+                    "worker's memory is not measured from outside it (docs/verify.md, \"Measured by "
+                    "memfix\")\n",
+                    (int)w->pid, (int)w->pid, strerror(errno));
+        is->mem_state = mem ? 1 : -1;
+    }
+    const double t0 = now_s();
     if (io_send(w->fd, b.p, b.n) != 0) {
         s = worker_lost(is, w, 1, "receiving the case");
         goto done;
     }
     /* the answer */
-    uint32_t magic = 0;
-    int32_t status = 0;
-    char defense[MF_VERIFY_DEFENSE_MAX], reason[256];
-    uint64_t peak = 0;
-    double cand = NAN, own = NAN;
-    int rc = io_recv(w->fd, &magic, sizeof magic, deadline);
-    if (rc == 0 && magic != WIRE_ANS) rc = 3;
-    if (rc == 0) rc = io_recv(w->fd, &status, sizeof status, deadline);
-    if (rc == 0) rc = io_recv(w->fd, defense, sizeof defense, deadline);
-    if (rc == 0) rc = io_recv(w->fd, reason, sizeof reason, deadline);
-    if (rc == 0) rc = io_recv(w->fd, &peak, sizeof peak, deadline);
-    if (rc == 0) rc = io_recv(w->fd, &cand, sizeof cand, deadline);
-    if (rc == 0) rc = io_recv(w->fd, &own, sizeof own, deadline);
-    defense[sizeof defense - 1] = reason[sizeof reason - 1] = '\0';
-    for (int i = 0; i < n && rc == 0 && status == MF_OK; i++) {
-        const int present = sp[i].dev != NULL && (i >= n_in || sp[i].bytes > 0);
-        if (!present) continue;
-        uint64_t total = 0;
-        rc = io_recv(w->fd, &total, sizeof total, deadline);
-        if (rc == 0 && total != sp[i].bytes + 2 * (uint64_t)GUARD_BYTES) rc = 3;
-        if (rc == 0 && (img[i] = (unsigned char *)malloc((size_t)total)) == NULL) {
-            s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images");
-            goto done;
-        }
-        if (rc == 0) rc = io_recv(w->fd, img[i], (size_t)total, deadline);
+    answer a;
+    memset(&a, 0, sizeof a);
+    int rc = recv_answer(w->fd, sp, n_in, n, runs, out_bytes, deadline, &a, img, &second);
+    const double round_trip = now_s() - t0;
+    if (rc == 4) {
+        worker_kill(w); /* the rest of its answer is still in the socket */
+        s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images");
+        goto done;
     }
     if (rc != 0) {
         s = worker_lost(is, w, rc, "running the candidate");
         goto done;
     }
-    if (status != MF_OK) {
-        if (defense[0] != '\0')
-            s = reject(defense, "%s", reason);
+    size_t hwm = 0;
+    if (mem && proc_vm_bytes(w->pid, "VmHWM:", &hwm) == 0) {
+        const size_t growth = hwm > rss0 ? hwm - rss0 : 0;
+        size_t allow = 0;
+        if (!mf_size_mul(io_bytes, MEM_COPIES, &allow)) allow = SIZE_MAX;
+        const size_t excess = growth > allow ? growth - allow : 0;
+        if (!st->mem_measured || excess > st->mem_excess) {
+            st->mem_excess = excess;
+            st->mem_growth = growth;
+            st->mem_allow = allow;
+        }
+        st->mem_measured = 1;
+        if (getenv("MF_VERIFY_MEM_DEBUG") != NULL)
+            fprintf(stderr, "memfix verify: worker %d: peak RSS +%zu bytes, copies %zu, excess %zu\n",
+                    (int)w->pid, growth, allow, excess);
+    }
+    if (a.status != MF_OK) {
+        if (a.defense[0] != '\0')
+            s = reject(a.defense, "%s", a.reason);
         else
-            s = mf_set_error((mf_status)status, "memfix verify worker", __FILE__, __LINE__, "%s", reason);
+            s = mf_set_error((mf_status)a.status, "memfix verify worker", __FILE__, __LINE__, "%s", a.reason);
         goto done;
+    }
+    /* the time column: the round trips of this request and of the same request for memfix's own entry, both
+     * timed here (transfers and checks included in both) */
+    if (st->sched == 0 && isnan(st->cand_seconds)) {
+        st->cand_seconds = round_trip;
+        if (tg->own != NULL) {
+            const uint32_t own_flag = 1;
+            memcpy(b.p + 16, &own_flag, sizeof own_flag); /* after magic, n_in, n, runs */
+            answer oa;
+            memset(&oa, 0, sizeof oa);
+            unsigned char *own_second = NULL;
+            const double t1 = now_s();
+            int orc = io_send(w->fd, b.p, b.n) != 0 ? 1 : 0;
+            if (orc == 0)
+                orc = recv_answer(w->fd, sp, n_in, n, runs, out_bytes, now_s() + is->timeout_s, &oa, own_img,
+                                  &own_second);
+            if (orc == 0) st->own_seconds = now_s() - t1;
+            free(own_second);
+            if (orc != 0) worker_kill(w); /* the next request starts a fresh one; only the timing is lost */
+        }
     }
     /* the parent's own checks */
     for (int i = 0; i < n && s == MF_OK; i++)
         if (img[i] != NULL) s = image_check(img[i], sp[i].name, sp[i].bytes, i < n_in ? in_host[i] : NULL);
+    /* determinism, compared here: the second run's outputs against the first's */
+    if (s == MF_OK && second != NULL) {
+        const unsigned char *q = second;
+        for (int i = n_in; i < n && s == MF_OK; i++) {
+            if (img[i] == NULL) continue;
+            if (memcmp(img[i] + GUARD_BYTES, q, sp[i].bytes) != 0) {
+                size_t at = 0;
+                while (img[i][GUARD_BYTES + at] == q[at]) at++;
+                s = reject(
+                    "determinism",
+                    "a second call on the same inputs (outputs re-filled with NaN) gave different bits "
+                    "(first at byte %zu of %s; compared by memfix on the outputs the worker returned)",
+                    at, sp[i].name);
+            }
+            q += sp[i].bytes;
+        }
+    }
     size_t out_floats = 0, zeros = 0;
     for (int i = n_in; i < n && s == MF_OK; i++) {
         if (img[i] == NULL) continue;
@@ -1068,17 +1258,13 @@ static mf_status iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, in
     }
     if (s != MF_OK) goto done;
     st->all_zero = out_floats > 0 && zeros == out_floats;
-    if (st->sched == 0 && isnan(st->cand_seconds)) {
-        st->cand_seconds = cand;
-        st->own_seconds = own;
-    }
-    /* the worker's scratch peak, replayed on this context so that run_case's ceiling check sees it */
-    if (peak >
-        0) { /* (it includes the untracked memory the worker's memory defenses charged: mem_defense.h) */
+    /* the worker's scratch peak, replayed on this context so that run_case's ceiling check sees it (it includes
+     * the untracked memory the worker's memory defenses charged: mem_defense.h) */
+    if (a.peak > 0) {
         mf_mem_stats ms;
         size_t top = 0;
         if ((s = mf_mem_stats_get(ctx, MF_MEM_DEVICE, &ms)) == MF_OK) {
-            if (!mf_size_add(ms.current, (size_t)peak, &top)) top = SIZE_MAX;
+            if (!mf_size_add(ms.current, (size_t)a.peak, &top)) top = SIZE_MAX;
             mf_context_raise_scratch_peak(ctx, MF_MEM_DEVICE, top);
         }
     }
@@ -1088,7 +1274,10 @@ done:
         s = tamper_check();
     }
     for (int i = 0; i < n && img != NULL; i++) free(img[i]);
+    for (int i = 0; i < n && own_img != NULL; i++) free(own_img[i]);
     for (int i = 0; i < n && in_host != NULL; i++) free(in_host[i]);
+    free(second);
+    free(own_img);
     free(img);
     free(in_host);
     free(b.p);
@@ -1136,13 +1325,15 @@ static int ack(int fd, uint32_t kind, const char *msg)
 /* One request: returns 0 to go on, 1 to stop (the socket closed). */
 static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void))
 {
-    uint32_t magic = 0, n_in = 0, n = 0, runs = 0, time_own = 0, has_ptr = 0;
+    uint32_t magic = 0, n_in = 0, n = 0, runs = 0, own = 0, has_ptr = 0;
     uint64_t args_size = 0, ptr_bytes = 0;
     if (io_recv(fd, &magic, sizeof magic, 0) != 0 || magic != WIRE_REQ) return 1;
     if (io_recv(fd, &n_in, 4, 0) || io_recv(fd, &n, 4, 0) || io_recv(fd, &runs, 4, 0) ||
-        io_recv(fd, &time_own, 4, 0) || io_recv(fd, &args_size, 8, 0))
+        io_recv(fd, &own, 4, 0) || io_recv(fd, &args_size, 8, 0))
         return 1;
-    if (n > 64 || n_in > n || args_size != tg->args_size || runs < 1 || runs > 2) return 1;
+    if (n > 64 || n_in > n || args_size != tg->args_size || runs < 1 || runs > 2 || own > 1 ||
+        (own && tg->own == NULL))
+        return 1;
     void *args = calloc(1, args_size + 16), *ptr = NULL;
     mf_tb_buffer *sp = (mf_tb_buffer *)calloc(n + 1, sizeof *sp);
     guarded *bufs = (guarded *)calloc(n + 1, sizeof *bufs);
@@ -1171,7 +1362,8 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
     }
     verify_state vs;
     memset(&vs, 0, sizeof vs);
-    vs.candidate = candidate;
+    vs.candidate =
+        own ? tg->own : candidate; /* own: memfix's entry, timed by the parent beside the candidate */
     g_state = &vs;
     mf_status s = MF_OK;
     for (uint32_t i = 0; i < n && !stop && s == MF_OK; i++) {
@@ -1188,26 +1380,14 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
         }
     }
     unsigned char *out = (unsigned char *)malloc(out_bytes ? out_bytes : 1);
-    if (out == NULL) stop = 1;
-    double own_s = NAN;
+    unsigned char *second = runs == 2 ? (unsigned char *)malloc(out_bytes ? out_bytes : 1) : NULL;
+    if (out == NULL || (runs == 2 && second == NULL)) stop = 1;
+    const double own_s = NAN; /* (memfix times its own entry itself: a request of its own) */
     /* the scratch peak from here (memfix's own entry of an earlier request took its own) */
     if (!stop && s == MF_OK) s = mf_mem_begin(ctx, MF_MEM_DEVICE);
     if (!stop && s == MF_OK)
-        s = guarded_runs(ctx, tg->call, args, bufs, (int)n_in, (int)n, out, out_bytes, (int)runs, img);
-    if (!stop && s == MF_OK && time_own && tg->own != NULL) {
-        /* memfix's own entry on the same buffers (outputs re-filled with NaN), timed: a warning column */
-        for (uint32_t o = n_in; o < n && s == MF_OK; o++)
-            if (bufs[o].base != NULL)
-                s = mf_buffer_upload(ctx, bufs[o].base, bufs[o].image,
-                                     bufs[o].bytes + 2 * (size_t)GUARD_BYTES);
-        vs.candidate = tg->own;
-        const double t0 = now_s();
-        if (s == MF_OK && tg->call(ctx, args, bufs) == MF_OK && mf_context_synchronize(ctx) == MF_OK)
-            own_s = now_s() - t0;
-        vs.candidate = candidate;
-        s = MF_OK;
-        mf_clear_error();
-    }
+        s = guarded_runs(ctx, tg->call, args, bufs, (int)n_in, (int)n, out, out_bytes, (int)runs, img,
+                         second);
     if (!stop) {
         wbuf b = { 0 };
         char defense[MF_VERIFY_DEFENSE_MAX] = { 0 }, reason[256] = { 0 };
@@ -1226,6 +1406,7 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
             wb_u64(&b, bufs[i].bytes + 2 * (uint64_t)GUARD_BYTES);
             wb_put(&b, img[i], bufs[i].bytes + 2 * (size_t)GUARD_BYTES);
         }
+        if (s == MF_OK && runs == 2) wb_put(&b, second, out_bytes); /* memfix compares the two runs itself */
         stop = b.oom || io_send(fd, b.p, b.n) != 0;
         free(b.p);
     }
@@ -1234,6 +1415,7 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
         guarded_free(ctx, &bufs[i]);
         free(img[i]);
     }
+    free(second);
     free(out);
     free(names);
     free(img);
@@ -1410,6 +1592,7 @@ static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candida
     dump_begin(tg, c, salt, &st);
     mf_status s = run_case_id(ctx, tg, candidate, c, salt, &row->result);
     mf_case_result *r = &row->result;
+    if (is != NULL) iso_memory_verdict(&st, r); /* the memory memfix measured outside the worker */
     if (st.defense[0] != '\0') {
         r->pass = 0;
         r->failure = MF_FAILURE_ERROR;

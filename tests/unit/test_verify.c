@@ -145,6 +145,30 @@ static mf_status writes_before(mf_context *ctx, mf_dtype dtype, int ta, int tb, 
     return MF_OK;
 }
 
+/* Host execution mode only: flips A's last byte and flips it back (A unchanged when it returns). Each input
+ * has pages of its own, all read-only during the call, so the write faults on every case: A of 4 bytes (f0)
+ * and an A whose last page is partial alike. */
+static mf_status flips_last_input_byte(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N,
+                                       int64_t K, const void *A, const void *B, float *C)
+{
+    (void)ctx, (void)ta, (void)tb, (void)N, (void)B, (void)C;
+    volatile unsigned char *a = (volatile unsigned char *)(uintptr_t)A;
+    const size_t last = (size_t)M * (size_t)K * (dtype == MF_DTYPE_BF16 ? 2u : 4u) - 1;
+    a[last] ^= 0x80u;
+    a[last] ^= 0x80u;
+    return MF_OK;
+}
+
+/* Host execution mode only: changes the byte right after A (its guard, on A's last page or the next). */
+static mf_status writes_after_input(mf_context *ctx, mf_dtype dtype, int ta, int tb, int64_t M, int64_t N,
+                                    int64_t K, const void *A, const void *B, float *C)
+{
+    (void)ctx, (void)ta, (void)tb, (void)N, (void)B, (void)C;
+    volatile unsigned char *a = (volatile unsigned char *)(uintptr_t)A;
+    a[(size_t)M * (size_t)K * (dtype == MF_DTYPE_BF16 ? 2u : 4u)] ^= 0xffu;
+    return MF_OK;
+}
+
 static void expect_all(mf_matmul_candidate_fn fn, const char *defense, const char *reason_part)
 {
     mf_verify_row rows[32];
@@ -170,6 +194,15 @@ START_TEST(test_in_process_underrun)
 {
     ck_assert_int_eq(mf_context_backend(mf_test_ctx()), MF_BACKEND_HOST);
     expect_all(writes_before, "guard-band", "wrote before C: byte -4");
+}
+END_TEST
+
+/* every byte of every input is write-protected in host mode, whatever its size */
+START_TEST(test_in_process_input_write_every_byte)
+{
+    ck_assert_int_eq(mf_context_backend(mf_test_ctx()), MF_BACKEND_HOST);
+    expect_all(flips_last_input_byte, "input-write", "wrote to input A during the call");
+    expect_all(writes_after_input, "guard-band", "wrote past the end of A");
 }
 END_TEST
 
@@ -781,6 +814,7 @@ static Suite *verify_suite(void)
     tcase_add_test(tc, test_in_process_error);
     tcase_add_test(tc, test_in_process_unwritten);
     tcase_add_test(tc, test_in_process_underrun);
+    tcase_add_test(tc, test_in_process_input_write_every_byte);
     tcase_add_test(tc, test_ce_correct_accepted);
     tcase_add_test(tc, test_ce_no_smoothing);
     tcase_add_test(tc, test_ce_in_process);

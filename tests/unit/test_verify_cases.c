@@ -302,6 +302,17 @@ static void own_all(int seed)
     AS_FN(f, sf), own_random("nsa.forward", f, s, 0, 2);
 }
 
+/* Several seeds' random nsa cases run and pass with memfix's own entry (seed 3's g2,
+ * bf16 S=269 l=1 d=1 l'=4: 68 selection blocks, once past an example candidate's limit). */
+START_TEST(test_own_nsa_seeds)
+{
+    void (*f)(void);
+    mf_nsa_forward_candidate_fn sf = own_nsa_fwd;
+    AS_FN(f, sf);
+    for (uint64_t seed = 1; seed <= 5; seed += 2) own_random("nsa.forward", f, seed, 0, 4);
+}
+END_TEST
+
 START_TEST(test_own_random_0) { own_all(0); }
 END_TEST
 START_TEST(test_own_random_2) { own_all(2); }
@@ -326,6 +337,7 @@ static Suite *verify_cases_suite(void)
         tcase_add_checked_fixture(town, mf_test_setup, mf_test_teardown);
         tcase_add_test(town, test_own_random_0);
         tcase_add_test(town, test_own_random_2);
+        tcase_add_test(town, test_own_nsa_seeds);
         suite_add_tcase(s, town);
     }
     return s;
