@@ -40,6 +40,15 @@ endif()
 set(MF_TEST_TIMEOUT_MULTIPLIER ${_mf_default_multiplier} CACHE STRING
     "Factor applied to every mf_add_check_test TIMEOUT (sanitizer/coverage builds are slower)")
 
+# The sanitizer's options every test gets in an MF_SANITIZER build (bad-input tests ask for SIZE_MAX
+# bytes and expect MF_ERR_OUT_OF_MEMORY; TSan's suppressions: tests/support/tsan.supp).
+set(MF_SANITIZER_TEST_ENV "")
+if(MF_SANITIZER STREQUAL "address")
+  set(MF_SANITIZER_TEST_ENV "ASAN_OPTIONS=allocator_may_return_null=1")
+elseif(MF_SANITIZER STREQUAL "thread")
+  set(MF_SANITIZER_TEST_ENV "TSAN_OPTIONS=allocator_may_return_null=1:suppressions=${PROJECT_SOURCE_DIR}/tests/support/tsan.supp")
+endif()
+
 function(mf_add_check_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT;REVERSE" "SOURCES;LABELS;BACKENDS;ENVIRONMENT" ${ARGN})
   if(ARG_UNPARSED_ARGUMENTS)
@@ -71,13 +80,7 @@ function(mf_add_check_test name)
   target_compile_options(${name} PRIVATE ${MF_WARN_FLAGS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
-  set(extra_env ${ARG_ENVIRONMENT})
-  if(MF_SANITIZER STREQUAL "address")
-    # bad-input tests ask for SIZE_MAX bytes and expect MF_ERR_OUT_OF_MEMORY
-    list(APPEND extra_env "ASAN_OPTIONS=allocator_may_return_null=1")
-  elseif(MF_SANITIZER STREQUAL "thread")
-    list(APPEND extra_env "TSAN_OPTIONS=allocator_may_return_null=1:suppressions=${PROJECT_SOURCE_DIR}/tests/support/tsan.supp")
-  endif()
+  set(extra_env ${ARG_ENVIRONMENT} ${MF_SANITIZER_TEST_ENV})
   foreach(backend IN LISTS ARG_BACKENDS)
     add_test(NAME ${name}.${backend} COMMAND ${name})
     set_tests_properties(${name}.${backend} PROPERTIES
