@@ -399,6 +399,7 @@ static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
         if (only != NULL && op != only) continue;
         for (int v = 0; v < op->n_variants; v++) {
             for (int c = 0; c < mf_op_report_cases(op); c++) {
+                if (!mf_op_case_applies(op, v, c)) continue;
                 mf_case_result *r = &rows[n++];
                 mf_clear_error();
                 s = op->run_case(ctx, v, c, r);

@@ -167,12 +167,22 @@ typedef struct mf_op_desc {
      * built-in cases; 0: all n_cases. The cases after them are the equivalence
      * suite's (tests/equivalence, through the same run_case). */
     int n_report_cases;
+    /* Whether built-in case case_index runs for variant (e.g. a case written
+     * for one variant's tiling); NULL: every case runs for every variant.
+     * report, test_registry and the equivalence suites skip the others. */
+    int (*case_applies)(int variant, int case_index);
 } mf_op_desc;
 
 /* The number of built-in cases `memfix report` runs for op. */
 static inline int mf_op_report_cases(const mf_op_desc *op)
 {
     return op->n_report_cases > 0 && op->n_report_cases < op->n_cases ? op->n_report_cases : op->n_cases;
+}
+
+/* Whether op's built-in case c runs for variant v (mf_op_desc.case_applies). */
+static inline int mf_op_case_applies(const mf_op_desc *op, int v, int c)
+{
+    return op->case_applies == NULL || op->case_applies(v, c);
 }
 
 MF_API const mf_op_desc *const *mf_registry(size_t *count);

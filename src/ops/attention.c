@@ -588,4 +588,5 @@ const mf_op_desc mf_op_attention = {
     attention_tolerances,
     &attention_plan,
     ATTENTION_N_VERIFY_CASES, /* report: the first cases; the rest are the equivalence suite's */
+    NULL,                     /* case_applies: every case runs for every variant */
 };

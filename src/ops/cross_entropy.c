@@ -814,5 +814,6 @@ const mf_op_desc mf_op_cross_entropy = {
     (int)(sizeof cross_entropy_tolerances / sizeof cross_entropy_tolerances[0]),
     cross_entropy_tolerances,
     &ce_plan,
-    0, /* report: every built-in case */
+    0,    /* report: every built-in case */
+    NULL, /* case_applies: every case runs for every variant */
 };

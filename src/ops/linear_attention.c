@@ -753,5 +753,6 @@ const mf_op_desc mf_op_linear_attention = {
     (int)(sizeof linear_attention_tolerances / sizeof linear_attention_tolerances[0]),
     linear_attention_tolerances,
     &la_plan,
-    0, /* report: every built-in case */
+    0,    /* report: every built-in case */
+    NULL, /* case_applies: every case runs for every variant */
 };

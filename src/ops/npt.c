@@ -673,5 +673,6 @@ const mf_op_desc mf_op_npt = {
     (int)(sizeof npt_tolerances / sizeof npt_tolerances[0]),
     npt_tolerances,
     &npt_plan,
-    0, /* report: every built-in case */
+    0,    /* report: every built-in case */
+    NULL, /* case_applies: every case runs for every variant */
 };

@@ -575,5 +575,6 @@ const mf_op_desc mf_op_nsa = {
     (int)(sizeof nsa_tolerances / sizeof nsa_tolerances[0]),
     nsa_tolerances,
     &nsa_plan,
-    0, /* report: every built-in case */
+    0,    /* report: every built-in case */
+    NULL, /* case_applies: every case runs for every variant */
 };

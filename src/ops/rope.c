@@ -769,5 +769,6 @@ const mf_op_desc mf_op_rope = {
     (int)(sizeof rope_tolerances / sizeof rope_tolerances[0]),
     rope_tolerances,
     &rope_plan,
-    0, /* report: every built-in case */
+    0,    /* report: every built-in case */
+    NULL, /* case_applies: every case runs for every variant */
 };

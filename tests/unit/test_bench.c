@@ -359,9 +359,9 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
     MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
 }
 static const mf_op_desc fake_op = { "fake", "test-only", 2, fake_variants, 2,    fake_run, 0,
-                                    NULL,   NULL,        0, NULL,          NULL, 0 };
+                                    NULL,   NULL,        0, NULL,          NULL, 0,        NULL };
 static const mf_op_desc broken_op = { "broken", "test-only", 1, fake_variants, 1,    broken_run, 0,
-                                      NULL,     NULL,        0, NULL,          NULL, 0 };
+                                      NULL,     NULL,        0, NULL,          NULL, 0,          NULL };
 static const mf_op_desc *const test_ops[] = { &fake_op, &broken_op };
 
 START_TEST(test_failed_rows)

@@ -24,6 +24,7 @@ START_TEST(test_op_cases_pass)
     mf_context *ctx = mf_test_ctx();
     for (int v = 0; v < op->n_variants; v++) {
         for (int c = 0; c < mf_op_report_cases(op); c++) { /* the rest: the op's equivalence suite */
+            if (!mf_op_case_applies(op, v, c)) continue;
             mf_case_result r;
             memset(&r, 0x5a, sizeof r); /* run_case must fill every field it reports */
             mf_status s = op->run_case(ctx, v, c, &r);

@@ -79,12 +79,14 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
 }
 
 static const mf_op_desc fake_op = { "fake", "test-only op", 2, two_variants, 2,    fake_run, 0,
-                                    NULL,   NULL,           0, NULL,         NULL, 0 };
+                                    NULL,   NULL,           0, NULL,         NULL, 0,        NULL };
 static const mf_op_desc good_op = {
-    "goodonly", "test-only op that passes", 1, two_variants, 2, good_run, 0, NULL, NULL, 0, NULL, NULL, 0
+    "goodonly", "test-only op that passes", 1, two_variants, 2, good_run, 0, NULL, NULL, 0, NULL, NULL, 0,
+    NULL
 };
 static const mf_op_desc broken_op = {
-    "broken", "test-only op that errors", 1, two_variants, 1, broken_run, 0, NULL, NULL, 0, NULL, NULL, 0
+    "broken", "test-only op that errors", 1, two_variants, 1, broken_run, 0, NULL, NULL, 0, NULL, NULL, 0,
+    NULL
 };
 static const mf_op_desc *const test_ops[] = { &fake_op, &good_op, &broken_op };
 
