@@ -46,7 +46,12 @@ set(MF_SANITIZER_TEST_ENV "")
 if(MF_SANITIZER STREQUAL "address")
   set(MF_SANITIZER_TEST_ENV "ASAN_OPTIONS=allocator_may_return_null=1")
 elseif(MF_SANITIZER STREQUAL "thread")
-  set(MF_SANITIZER_TEST_ENV "TSAN_OPTIONS=allocator_may_return_null=1:suppressions=${PROJECT_SOURCE_DIR}/tests/support/tsan.supp")
+  # MF_TEST_SANITIZER=thread: an op's equivalence suite (mf_test_add_op_cases) runs the op's report
+  # cases only, every variant and dtype at small shapes (TSan is 20-50x slower; the rest of the
+  # sweep runs in the default and ASan builds).
+  set(MF_SANITIZER_TEST_ENV
+      "TSAN_OPTIONS=allocator_may_return_null=1:suppressions=${PROJECT_SOURCE_DIR}/tests/support/tsan.supp"
+      "MF_TEST_SANITIZER=thread")
 endif()
 
 function(mf_add_check_test name)

@@ -437,6 +437,7 @@ mf_case_result mf_test_op_case(const char *op_name, int v, int c)
 
 static const char *op_cases_name; /* set while building the suite, inherited by the forked tests */
 static int op_cases_per_test = MF_TEST_CASES_PER_TEST;
+static int op_cases_n; /* the cases run: all, or the report cases under ThreadSanitizer */
 
 /* _i = variant * tests_per_variant + chunk: every case of the chunk runs (a
  * failure does not hide the next), and the test fails naming each failing case. */
@@ -444,9 +445,9 @@ START_TEST(test_op_cases)
 {
     const mf_op_desc *op = mf_registry_find(op_cases_name);
     ck_assert_ptr_nonnull(op);
-    const int per = op_cases_per_test, chunks = (op->n_cases + per - 1) / per;
+    const int per = op_cases_per_test, chunks = (op_cases_n + per - 1) / per;
     const int v = _i / chunks, c0 = (_i % chunks) * per;
-    const int c1 = c0 + per < op->n_cases ? c0 + per : op->n_cases;
+    const int c1 = c0 + per < op_cases_n ? c0 + per : op_cases_n;
     char report[4096] = "", msg[512];
     int n_fail = 0;
     for (int c = c0; c < c1; c++) {
@@ -471,7 +472,13 @@ void mf_test_add_op_cases(Suite *s, const char *op_name)
     const char *env = getenv("MF_TEST_CASES_PER_TEST");
     if (env != NULL && atoi(env) > 0) op_cases_per_test = atoi(env);
     op_cases_name = op->name;
-    const int chunks = (op->n_cases + op_cases_per_test - 1) / op_cases_per_test;
+    /* Under ThreadSanitizer (MF_TEST_SANITIZER=thread, set by the tsan preset's
+     * test environment) the report cases only: every variant and dtype at small
+     * shapes, which is what the races between a kernel's blocks need; the rest of
+     * the sweep runs in the default and ASan builds. */
+    const char *san = getenv("MF_TEST_SANITIZER");
+    op_cases_n = san != NULL && strcmp(san, "thread") == 0 ? mf_op_report_cases(op) : op->n_cases;
+    const int chunks = (op_cases_n + op_cases_per_test - 1) / op_cases_per_test;
     for (int v = 0; v < op->n_variants; v++) {
         TCase *tc = tcase_create(op->variants[v]);
         tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);

@@ -117,8 +117,10 @@ mf_case_result mf_test_op_case(const char *op, int variant, int case_index);
  * ms in host mode, far more than a small case): every case of a test runs, and
  * the test fails naming each failing case (index, dtype, shape, failure kind,
  * reason). MF_TEST_CASES_PER_TEST=1 in the environment gives one Check test
- * per case. Call it while building the suite (reads the registry only; no
- * CUDA). One op per executable. */
+ * per case. Under ThreadSanitizer (MF_TEST_SANITIZER=thread, the tsan preset's
+ * test environment) only the op's report cases run (mf_op_report_cases). Call
+ * it while building the suite (reads the registry only; no CUDA). One op per
+ * executable. */
 #define MF_TEST_CASES_PER_TEST 8
 void mf_test_add_op_cases(Suite *s, const char *op);
 
