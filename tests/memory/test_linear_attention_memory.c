@@ -4,7 +4,10 @@
  * ceiling < reference for the causal form), scaling at N and 2N (chunked:
  * independent of N apart from the O(N) row statistics; the cumsum reference:
  * linear in N with slope D*(Dv+1) doubles per position), and independence of
- * the chunk size. */
+ * the chunk size. Every measurement is one of the op's built-in cases run
+ * through the testbed (mf_test_op_case: the same run as `memfix report`'s,
+ * outputs compared), the forward alone and forward + backward; every causal
+ * report row has its ceiling below the reference's peak. */
 #include "mf_test.h"
 
 #include "memfix/attention.h"
@@ -12,7 +15,7 @@
 
 #include <check.h>
 #include <stdint.h>
-#include <stdlib.h>
+#include <stdio.h>
 
 START_TEST(test_formulas_at_document_shape)
 {
@@ -66,55 +69,38 @@ typedef struct peaks {
     size_t ref_fwd, ref_bwd, opt_fwd, opt_bwd;
 } peaks;
 
-static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
+/* The memory rows of the op's table (src/ops/linear_attention.c, rows 29-56):
+ * pair k is row LA_MEM_ROW0 + 2k (the forward alone) and the next row (forward
+ * then backward). */
+#define LA_MEM_ROW0 29
+
+/* Pair k through the testbed (equivalent, and opt <= ceiling, asserted there:
+ * a kernel that skipped the work would trivially use no memory), checked to be
+ * the shape the formulas are given. The forward row gives the forward's peaks;
+ * the pair's peaks are the larger of its two passes', and each backward needs
+ * more than its forward (asserted: the reference keeps twice the forward's
+ * cumsum, the kernels the forward's states plus 8 bytes per position), so they
+ * are the backward's. */
+static peaks measure(int k, int causal, int64_t chunk, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv,
                      mf_dtype dt)
 {
-    mf_context *ctx = mf_test_ctx();
-    const size_t rows = (size_t)(B * H * N), nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const size_t es = mf_dtype_size(dt);
-    void *q = malloc(nqk * es), *k = malloc(nqk * es), *v = malloc(nv * es), *dout = malloc(nv * es);
-    float *out = malloc(nv * 4), *dq = malloc(nqk * 4), *dk = malloc(nqk * 4), *dv = malloc(nv * 4);
-    ck_assert(q && k && v && dout && out && dq && dk && dv);
-    mf_test_fill_uniform(dt, q, nqk, 1, -1.f, 1.f);
-    mf_test_fill_uniform(dt, k, nqk, 2, -1.f, 1.f);
-    mf_test_fill_uniform(dt, v, nv, 3, -1.f, 1.f);
-    mf_test_fill_uniform(dt, dout, nv, 4, -1.f, 1.f);
-    peaks p;
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, NULL, out));
-    p.ref_fwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, dout, NULL, NULL,
-                                                  dq, dk, dv));
-    p.ref_bwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-
-    void *d_q, *d_k, *d_v, *d_do, *d_out, *d_dq, *d_dk, *d_dv;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * es, &d_q));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * es, &d_k));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * es, &d_v));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * es, &d_do));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * 4, &d_out));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * 4, &d_dq));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * 4, &d_dk));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * 4, &d_dv));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_q, q, nqk * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_k, k, nqk * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_v, v, nv * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_do, dout, nv * es));
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(
-        mf_linear_attention_forward(ctx, dt, causal, chunk, B, H, N, D, Dv, d_q, d_k, d_v, NULL, d_out));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    p.opt_fwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, dt, causal, chunk, B, H, N, D, Dv, d_q, d_k, d_v, d_out,
-                                              d_do, NULL, NULL, d_dq, d_dk, d_dv));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    p.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv };
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = { q, k, v, dout, out, dq, dk, dv };
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+    const mf_case_result f = mf_test_op_case("linear_attention", !causal, LA_MEM_ROW0 + 2 * k);
+    const mf_case_result a = mf_test_op_case("linear_attention", !causal, LA_MEM_ROW0 + 2 * k + 1);
+    char shape[128], c_opt[32] = "";
+    if (causal) snprintf(c_opt, sizeof c_opt, "C=%lld ", (long long)chunk);
+    snprintf(shape, sizeof shape, "B=%lld H=%lld N=%lld D=%lld Dv=%lld %sfwd", (long long)B, (long long)H,
+             (long long)N, (long long)D, (long long)Dv, c_opt);
+    ck_assert_str_eq(f.shape, shape);
+    snprintf(shape, sizeof shape, "B=%lld H=%lld N=%lld D=%lld Dv=%lld %sfwd+bwd", (long long)B, (long long)H,
+             (long long)N, (long long)D, (long long)Dv, c_opt);
+    ck_assert_str_eq(a.shape, shape);
+    ck_assert_str_eq(f.dtype, mf_dtype_name(dt));
+    ck_assert_str_eq(a.dtype, mf_dtype_name(dt));
+    ck_assert_uint_eq(f.ceiling_bytes, mf_linear_attention_scratch_ceiling(causal, 0, B, H, N, D, Dv));
+    ck_assert_uint_eq(a.ceiling_bytes, mf_linear_attention_scratch_ceiling(causal, 1, B, H, N, D, Dv));
+    ck_assert_uint_gt(a.ref_peak_bytes, f.ref_peak_bytes);
+    ck_assert_uint_gt(a.opt_peak_bytes, f.opt_peak_bytes);
+    const peaks p = { f.ref_peak_bytes, a.ref_peak_bytes, f.opt_peak_bytes, a.opt_peak_bytes };
     return p;
 }
 
@@ -122,7 +108,8 @@ static peaks measure(int causal, int64_t chunk, int64_t B, int64_t H, int64_t N,
  * odd N spanning chunks of C = 64 and C = 128. */
 static const struct {
     int64_t N, D, Dv, chunk;
-} mem_shapes[] = { { 40, 16, 8, 16 }, { 131, 64, 64, 64 }, { 77, 128, 128, 128 } };
+    int pair; /* the first memory pair of the shape: pairs pair (f32), pair + 1 (bf16) for shape 0 */
+} mem_shapes[] = { { 40, 16, 8, 16, 0 }, { 131, 64, 64, 64, 2 }, { 77, 128, 128, 128, 3 } };
 START_TEST(test_measured_within_formulas)
 {
     const int64_t B = 1, H = 2, N = mem_shapes[_i].N, D = mem_shapes[_i].D, Dv = mem_shapes[_i].Dv;
@@ -130,7 +117,8 @@ START_TEST(test_measured_within_formulas)
         for (int t = 0; t < 2; t++) {
             const mf_dtype dt = t ? MF_DTYPE_BF16 : MF_DTYPE_F32;
             if (_i > 0 && !(causal && t)) continue; /* the larger shapes: the tensor-core path */
-            const peaks p = measure(causal, mem_shapes[_i].chunk, B, H, N, D, Dv, dt);
+            const peaks p = measure(mem_shapes[_i].pair + (_i == 0 ? t : 0), causal, mem_shapes[_i].chunk, B,
+                                    H, N, D, Dv, dt);
             ck_assert_uint_eq(p.ref_fwd, mf_ref_linear_attention_scratch_bytes(causal, 0, B, H, N, D, Dv));
             ck_assert_uint_eq(p.ref_bwd, mf_ref_linear_attention_scratch_bytes(causal, 1, B, H, N, D, Dv));
             ck_assert_uint_le(p.opt_fwd, mf_linear_attention_scratch_ceiling(causal, 0, B, H, N, D, Dv));
@@ -151,8 +139,8 @@ END_TEST
 START_TEST(test_scaling_n_and_2n)
 {
     const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 40;
-    const peaks a = measure(1, 16, B, H, N, D, Dv, MF_DTYPE_F32);
-    const peaks b = measure(1, 16, B, H, 2 * N, D, Dv, MF_DTYPE_F32);
+    const peaks a = measure(4, 1, 16, B, H, N, D, Dv, MF_DTYPE_F32);
+    const peaks b = measure(5, 1, 16, B, H, 2 * N, D, Dv, MF_DTYPE_F32);
     /* cumsum reference: linear in N with D*(Dv+1) doubles per position (and
      * per (b, h)), twice that for the backward */
     ck_assert_uint_eq(b.ref_fwd, 2 * a.ref_fwd);
@@ -176,8 +164,8 @@ END_TEST
 START_TEST(test_scaling_tensor_core)
 {
     const int64_t B = 1, H = 2, D = 16, Dv = 12, N = 400;
-    const peaks a = measure(1, 64, B, H, N, D, Dv, MF_DTYPE_BF16);
-    const peaks b = measure(1, 64, B, H, 2 * N, D, Dv, MF_DTYPE_BF16);
+    const peaks a = measure(6, 1, 64, B, H, N, D, Dv, MF_DTYPE_BF16);
+    const peaks b = measure(7, 1, 64, B, H, 2 * N, D, Dv, MF_DTYPE_BF16);
     ck_assert_uint_eq(a.opt_fwd, (size_t)(4 * B * H * 1 * D * (Dv + 1)));
     ck_assert_uint_eq(b.opt_fwd, (size_t)(4 * B * H * 2 * D * (Dv + 1)));
     ck_assert_uint_eq(b.opt_bwd - a.opt_bwd, (size_t)(4 * B * H * D * (Dv + 1) + 8 * B * H * N));
@@ -198,15 +186,29 @@ START_TEST(test_chunk_size_independent)
 {
     const int64_t B = 1, H = 1, N = 70, D = 8, Dv = 8;
     const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-    const peaks p16 = measure(1, 16, B, H, N, D, Dv, dt);
-    const peaks p64 = measure(1, 64, B, H, N, D, Dv, dt);
-    const peaks p128 = measure(1, 128, B, H, N, D, Dv, dt);
+    const int k = 8 + 3 * _i; /* pairs 8-10 f32, 11-13 bf16 */
+    const peaks p16 = measure(k, 1, 16, B, H, N, D, Dv, dt);
+    const peaks p64 = measure(k + 1, 1, 64, B, H, N, D, Dv, dt);
+    const peaks p128 = measure(k + 2, 1, 128, B, H, N, D, Dv, dt);
     ck_assert_uint_eq(p16.opt_fwd, p64.opt_fwd);
     ck_assert_uint_eq(p16.opt_bwd, p64.opt_bwd);
     ck_assert_uint_eq(p128.opt_fwd, p64.opt_fwd);
     ck_assert_uint_eq(p128.opt_bwd, p64.opt_bwd);
     ck_assert_uint_le(p16.opt_fwd, mf_linear_attention_scratch_ceiling(1, 0, B, H, N, D, Dv));
     ck_assert_uint_le(p16.opt_bwd, mf_linear_attention_scratch_ceiling(1, 1, B, H, N, D, Dv));
+}
+END_TEST
+
+/* `memfix report`'s causal rows: ceiling < the cumsum reference's peak at each. */
+START_TEST(test_report_rows_ceiling_below_reference)
+{
+    const mf_op_desc *op = mf_registry_find("linear_attention");
+    ck_assert_ptr_nonnull(op);
+    for (int c = 0; c < mf_op_report_cases(op); c++) {
+        const mf_case_result r = mf_test_op_case("linear_attention", 0, c);
+        ck_assert_msg(r.ref_peak_bytes > r.ceiling_bytes, "case %d (%s %s): ceiling %zu >= reference %zu", c,
+                      r.dtype, r.shape, r.ceiling_bytes, r.ref_peak_bytes);
+    }
 }
 END_TEST
 
@@ -222,6 +224,7 @@ static Suite *linear_attention_memory_suite(void)
     tcase_add_test(m, test_scaling_n_and_2n);
     tcase_add_test(m, test_scaling_tensor_core);
     tcase_add_loop_test(m, test_chunk_size_independent, 0, 2);
+    tcase_add_test(m, test_report_rows_ceiling_below_reference);
     suite_add_tcase(s, m);
     return s;
 }
