@@ -93,48 +93,16 @@ static mem_run measure(int size, int64_t T)
     return r;
 }
 
-/* optimized <= ceiling < reference, at two sizes; the reference's host tables
- * grow with T, the fused path stays at zero (offsets) or its 8-byte id-check
- * word (explicit ids). */
-START_TEST(ceilings_two_sizes)
-{
-    static const int64_t sizes[2] = { 48, 192 };
-    mem_run r[2];
-    for (int s = 0; s < 2; ++s) {
-        const int64_t T = sizes[s], cap0 = T / 4;
-        r[s] = measure(s, T);
-        ck_assert_uint_eq(r[s].ref_peak, mf_ref_rope_scratch_bytes(T, 16)); /* exact */
-        ck_assert_uint_eq(r[s].ref_ids_peak, mf_ref_rope_scratch_bytes(T, 16));
-        ck_assert_uint_eq(r[s].fused_peak, 0); /* offset positions: no check word */
-        ck_assert_uint_le(r[s].fused_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
-        /* explicit ids: exactly the ceiling, the id-check word */
-        ck_assert_uint_eq(r[s].fused_ids_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
-        /* growth cap0 -> max(T, 2*cap0) = T: the offset call's peak is the
-         * table of grown_capacity (the old table is freed before the new one);
-         * an explicit-id call on a table of T adds the check word: exactly the
-         * ceiling */
-        ck_assert_uint_eq(r[s].cache_peak, mf_rope_cache_bytes(T, 16));
-        ck_assert_uint_eq(r[s].cache_peak + MF_ROPE_ID_CHECK_BYTES,
-                          mf_rope_cache_scratch_ceiling(cap0, T, 16));
-        ck_assert_uint_eq(r[s].cache_ids_peak, mf_rope_cache_scratch_ceiling(cap0, T, 16));
-        ck_assert_uint_lt(mf_rope_cache_scratch_ceiling(cap0, T, 16), r[s].ref_peak);
-        ck_assert_uint_lt(mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16), r[s].ref_peak);
-    }
-    ck_assert_uint_gt(r[1].ref_peak, 3 * r[0].ref_peak); /* ~linear in T */
-    ck_assert_uint_eq(r[1].cache_peak, 4 * r[0].cache_peak);
-}
-END_TEST
-
-/* The cache object's scratch over its life (no data compared: the cases
- * above compare): create holds exactly mf_rope_cache_bytes(capacity), apply
+/* The cache object's scratch over its life (no data compared: the memory cases
+ * compare): create holds exactly mf_rope_cache_bytes(capacity), apply
  * grows it to the table of the call's positions and holds
  * mf_rope_cache_size_bytes, destroy gives it back; the optimized paths (fused
- * and cache, offsets and explicit ids) allocate no host scratch. B = 1, T =
- * 192 tokens, Hq = 4, Hk = 2, Dh = rd = 16, on NaN buffers. */
-START_TEST(cache_lifecycle_and_no_host_scratch)
+ * and cache, offsets and explicit ids) allocate no host scratch. B = 1, T
+ * tokens, Hq = 4, Hk = 2, Dh = rd = 16, on NaN buffers. */
+static void cache_lifecycle(int64_t T)
 {
     mf_context *ctx = mf_test_ctx();
-    const int64_t T = 192, cap0 = T / 4;
+    const int64_t cap0 = T / 4;
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, 16);
     const size_t nq = (size_t)T * 4 * 16, n = (size_t)T * 6 * 16;
@@ -177,6 +145,38 @@ START_TEST(cache_lifecycle_and_no_host_scratch)
     mf_buffer_free(ctx, d);
     free(ids);
 }
+
+/* optimized <= ceiling < reference, at two sizes; the reference's host tables
+ * grow with T, the fused path stays at zero (offsets) or its 8-byte id-check
+ * word (explicit ids). */
+START_TEST(ceilings_two_sizes)
+{
+    static const int64_t sizes[2] = { 48, 192 };
+    mem_run r[2];
+    for (int s = 0; s < 2; ++s) {
+        const int64_t T = sizes[s], cap0 = T / 4;
+        r[s] = measure(s, T);
+        cache_lifecycle(T);
+        ck_assert_uint_eq(r[s].ref_peak, mf_ref_rope_scratch_bytes(T, 16)); /* exact */
+        ck_assert_uint_eq(r[s].ref_ids_peak, mf_ref_rope_scratch_bytes(T, 16));
+        ck_assert_uint_eq(r[s].fused_peak, 0); /* offset positions: no check word */
+        ck_assert_uint_le(r[s].fused_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
+        /* explicit ids: exactly the ceiling, the id-check word */
+        ck_assert_uint_eq(r[s].fused_ids_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
+        /* growth cap0 -> max(T, 2*cap0) = T: the offset call's peak is the
+         * table of grown_capacity (the old table is freed before the new one);
+         * an explicit-id call on a table of T adds the check word: exactly the
+         * ceiling */
+        ck_assert_uint_eq(r[s].cache_peak, mf_rope_cache_bytes(T, 16));
+        ck_assert_uint_eq(r[s].cache_peak + MF_ROPE_ID_CHECK_BYTES,
+                          mf_rope_cache_scratch_ceiling(cap0, T, 16));
+        ck_assert_uint_eq(r[s].cache_ids_peak, mf_rope_cache_scratch_ceiling(cap0, T, 16));
+        ck_assert_uint_lt(mf_rope_cache_scratch_ceiling(cap0, T, 16), r[s].ref_peak);
+        ck_assert_uint_lt(mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16), r[s].ref_peak);
+    }
+    ck_assert_uint_gt(r[1].ref_peak, 3 * r[0].ref_peak); /* ~linear in T */
+    ck_assert_uint_eq(r[1].cache_peak, 4 * r[0].cache_peak);
+}
 END_TEST
 
 /* Growth keeps exactly one table alive: reserve in steps, the tracked device
@@ -212,7 +212,6 @@ static Suite *rope_memory_suite(void)
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
     tcase_add_test(tc, formulas_at_seed_shape);
     tcase_add_test(tc, ceilings_two_sizes);
-    tcase_add_test(tc, cache_lifecycle_and_no_host_scratch);
     tcase_add_test(tc, cache_growth_holds_one_table);
     suite_add_tcase(s, tc);
     return s;
