@@ -293,96 +293,149 @@ mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const
 /* ---- registry entry (memfix report) ------------------------------------------ */
 static const char *const rope_variant_names[2] = { "fused", "cache" };
 
+/* Position modes of a case (rope_case.offset < 0). */
+enum { ROPE_IDS_TABLE = -1, ROPE_IDS_GEN = -2, ROPE_IDS_ARANGE = -3 };
+
 typedef struct rope_case {
     int64_t B, T, Hq, Hk, Dh, rd;
     double base, scaling;
     mf_rope_layout layout;
     mf_rope_direction dir;
     mf_dtype dtype;
-    int64_t offset; /* >= 0: offset positions; -1: the explicit int64 ids below; -2: generated ids */
-    int64_t ids[4]; /* one row shared by all batches (batch_stride 0), T <= 4 */
-    /* generated ids (offset -2): kind, batch_stride (0 or >= T), ids drawn in [0, id_max) from ids_seed */
+    /* >= 0: offset positions; ROPE_IDS_TABLE: the n_ids ids below ((B-1)*batch_stride + T, int64 values
+     * narrowed for MF_ROPE_POS_I32; padding between rows is never read); ROPE_IDS_GEN: generated ids
+     * drawn in [0, id_max) from ids_seed; ROPE_IDS_ARANGE: ids 0..T-1 shared by the batches */
+    int64_t offset;
+    const int64_t *ids;
+    int64_t n_ids;
     mf_rope_pos_kind kind;
     int64_t batch_stride, id_max;
     uint64_t ids_seed;
+    /* options of the equivalence suite's cases (0 in the report's and verify's) */
+    int in_place;       /* q_out = q, k_out = k (the output buffer holds the input before the call) */
+    unsigned pos_flags; /* mf_rope_positions.flags (MF_ROPE_NO_POSITION_CHECK) */
+    int64_t cache0;     /* the cache variant's initial capacity; 0: max(L/4, 1) */
+    int64_t reserve;    /* the cache variant: mf_rope_cache_reserve(reserve) before apply; 0: none */
+    int only;           /* 0: every variant; 1 + v: variant v only (rope_case_applies) */
 } rope_case;
 
-/* Small shapes (fast in host mode): GQA with the rotate_half layout; GPT-J
- * interleaved partial rotary in bf16, backward, decoding at an offset; and
- * explicit ids up to the seed's 131,071 (131072-token context). The cache
- * variant starts at a quarter of the table each case needs, so every case
- * also regrows the table on the device (the seed's crash path). */
+/* The shape and the options every case gives. */
+#define ROPE_CASE(B_, T_, Hq_, Hk_, Dh_, rd_, base_, scaling_, layout_, dir_, dtype_)                        \
+    .B = (B_), .T = (T_), .Hq = (Hq_), .Hk = (Hk_), .Dh = (Dh_), .rd = (rd_), .base = (base_),               \
+    .scaling = (scaling_), .layout = MF_ROPE_##layout_, .dir = MF_ROPE_##dir_, .dtype = MF_DTYPE_##dtype_
+/* The equivalence suite's base shape: GQA 4/2 heads, B = 2, T = 7 (odd), Dh = rd = 16. */
+#define ROPE_EQ(layout_, dir_) ROPE_CASE(2, 7, 4, 2, 16, 16, 1e4, 1.0, layout_, dir_, F32)
+
+static const int64_t rope_ids_report[] = { 131071, 0, 65536, 131000 };
+/* Two rows of 7 ids with a batch stride of 9 (padding -7, never read), and one row shared by the batches. */
+static const int64_t rope_ids_rows[] = { 5, 0, 33, 33, 2, 17, 9, -7, -7, 1, 2, 3, 100, 0, 64, 8, -7, -7 };
+static const int64_t rope_ids_beyond[] = { 3, 500, 1, 77, 2, 4096, 0 };
+static const int64_t rope_ids_256[] = { 256, 257 };
+
+/* The report's cases (the first ROPE_N_REPORT_CASES), small shapes fast in
+ * host mode: GQA with the rotate_half layout; GPT-J interleaved partial rotary
+ * in bf16, backward, decoding at an offset; and explicit ids up to the seed's
+ * 131,071 (131072-token context). The cache variant starts at a quarter of the
+ * table each case needs, so every case also regrows the table on the device
+ * (the seed's crash path). Then the equivalence suite's
+ * (tests/equivalence/test_rope_equiv.c runs every case) and the memory
+ * suite's (tests/memory/test_rope_memory.c). */
 static const rope_case rope_cases[] = {
-    { 2,
-      16,
-      4,
-      2,
-      32,
-      32,
-      1e4,
-      1.0,
-      MF_ROPE_HALF,
-      MF_ROPE_FORWARD,
-      MF_DTYPE_F32,
-      0,
-      { 0 },
-      MF_ROPE_POS_OFFSET,
-      0,
-      0,
-      0 },
-    { 1,
-      8,
-      2,
-      1,
-      24,
-      16,
-      1e6,
-      1.0,
-      MF_ROPE_INTERLEAVED,
-      MF_ROPE_BACKWARD,
-      MF_DTYPE_BF16,
-      5,
-      { 0 },
-      MF_ROPE_POS_OFFSET,
-      0,
-      0,
-      0 },
-    { 2,
-      4,
-      2,
-      1,
-      8,
-      8,
-      1e6,
-      1.0,
-      MF_ROPE_HALF,
-      MF_ROPE_FORWARD,
-      MF_DTYPE_F32,
-      -1,
-      { 131071, 0, 65536, 131000 },
-      MF_ROPE_POS_OFFSET,
-      0,
-      0,
-      0 },
-    { 1,
-      12,
-      3,
-      3,
-      16,
-      12,
-      1e4,
-      4.0,
-      MF_ROPE_HALF,
-      MF_ROPE_BACKWARD,
-      MF_DTYPE_BF16,
-      100,
-      { 0 },
-      MF_ROPE_POS_OFFSET,
-      0,
-      0,
-      0 },
+    { ROPE_CASE(2, 16, 4, 2, 32, 32, 1e4, 1.0, HALF, FORWARD, F32), .offset = 0 },
+    { ROPE_CASE(1, 8, 2, 1, 24, 16, 1e6, 1.0, INTERLEAVED, BACKWARD, BF16), .offset = 5 },
+    { ROPE_CASE(2, 4, 2, 1, 8, 8, 1e6, 1.0, HALF, FORWARD, F32), .offset = ROPE_IDS_TABLE,
+      .ids = rope_ids_report, .n_ids = 4, .kind = MF_ROPE_POS_I64 },
+    { ROPE_CASE(1, 12, 3, 3, 16, 12, 1e4, 4.0, HALF, BACKWARD, BF16), .offset = 100 },
+    /* 4, 5: rotate_half GQA forward and backward; 6, 7: interleaved (Hq 3, Hk 1) */
+    { ROPE_EQ(HALF, FORWARD), .cache0 = 4 },
+    { ROPE_EQ(HALF, BACKWARD), .cache0 = 4 },
+    { ROPE_CASE(2, 7, 3, 1, 16, 16, 1e4, 1.0, INTERLEAVED, FORWARD, F32), .cache0 = 4 },
+    { ROPE_CASE(2, 7, 3, 1, 16, 16, 1e4, 1.0, INTERLEAVED, BACKWARD, F32), .cache0 = 4 },
+    /* 8, 9: MHA (Hq == Hk) and MQA (Hk == 1) */
+    { ROPE_CASE(2, 7, 3, 3, 16, 16, 1e4, 1.0, HALF, FORWARD, F32), .cache0 = 4 },
+    { ROPE_CASE(2, 7, 8, 1, 16, 16, 1e4, 1.0, HALF, FORWARD, F32), .cache0 = 4 },
+    /* 10-13: rotary_dim < head_dim with an odd Dh, the tail passed through: out
+     * of place forward (copied), in place backward (left alone), both layouts */
+    { ROPE_CASE(2, 7, 4, 2, 13, 6, 1e4, 1.0, HALF, FORWARD, F32), .cache0 = 4 },
+    { ROPE_CASE(2, 7, 4, 2, 13, 6, 1e4, 1.0, HALF, BACKWARD, F32), .cache0 = 4, .in_place = 1 },
+    { ROPE_CASE(2, 7, 4, 2, 13, 6, 1e4, 1.0, INTERLEAVED, FORWARD, F32), .cache0 = 4 },
+    { ROPE_CASE(2, 7, 4, 2, 13, 6, 1e4, 1.0, INTERLEAVED, BACKWARD, F32), .cache0 = 4, .in_place = 1 },
+    /* 14, 15: in place */
+    { ROPE_EQ(HALF, FORWARD), .cache0 = 4, .in_place = 1 },
+    { ROPE_EQ(INTERLEAVED, BACKWARD), .cache0 = 4, .in_place = 1 },
+    /* 16-18: non-contiguous explicit ids: int32 and int64 with one row per
+     * batch (padded stride 9), int64 with one row shared by the batches
+     * (stride 0, HF's (1, T)); ids beyond the cache's 4 positions */
+    { ROPE_EQ(HALF, FORWARD), .offset = ROPE_IDS_TABLE, .ids = rope_ids_rows, .n_ids = 18,
+      .kind = MF_ROPE_POS_I32, .batch_stride = 9, .cache0 = 4 },
+    { ROPE_EQ(HALF, BACKWARD), .offset = ROPE_IDS_TABLE, .ids = rope_ids_rows, .n_ids = 18,
+      .kind = MF_ROPE_POS_I64, .batch_stride = 9, .cache0 = 4 },
+    { ROPE_EQ(INTERLEAVED, FORWARD), .offset = ROPE_IDS_TABLE, .ids = rope_ids_rows, .n_ids = 7,
+      .kind = MF_ROPE_POS_I64, .cache0 = 4 },
+    /* 19, 20: decoding after a KV cache: one token at offset 37, a chunk of 5 at 250 */
+    { ROPE_CASE(2, 1, 4, 2, 16, 16, 1e4, 1.0, HALF, FORWARD, F32), .offset = 37, .cache0 = 4 },
+    { ROPE_CASE(2, 5, 4, 2, 16, 16, 1e4, 1.0, HALF, BACKWARD, F32), .offset = 250, .cache0 = 4 },
+    /* 21-23: bases and position scaling */
+    { ROPE_CASE(2, 7, 4, 2, 16, 16, 1e6, 1.0, HALF, FORWARD, F32), .offset = 3, .cache0 = 4 },
+    { ROPE_CASE(2, 7, 4, 2, 16, 16, 1e6, 4.0, INTERLEAVED, FORWARD, F32), .offset = 3, .cache0 = 4 },
+    { ROPE_CASE(2, 7, 4, 2, 16, 16, 1e4, 2.5, INTERLEAVED, BACKWARD, F32), .offset = 3, .cache0 = 4 },
+    /* 24-27: bf16 storage, partial rotary (the bf16 tail passes through
+     * bit-exactly), both layouts, forward out of place, backward in place */
+    { ROPE_CASE(2, 7, 4, 2, 20, 12, 1e4, 1.0, HALF, FORWARD, BF16), .offset = 11, .cache0 = 4 },
+    { ROPE_CASE(2, 7, 4, 2, 20, 12, 1e4, 1.0, HALF, BACKWARD, BF16), .offset = 11, .cache0 = 4,
+      .in_place = 1 },
+    { ROPE_CASE(2, 7, 4, 2, 20, 12, 1e4, 1.0, INTERLEAVED, FORWARD, BF16), .offset = 11, .cache0 = 4 },
+    { ROPE_CASE(2, 7, 4, 2, 20, 12, 1e4, 1.0, INTERLEAVED, BACKWARD, BF16), .offset = 11, .cache0 = 4,
+      .in_place = 1 },
+    /* 28-31: long context, positions 131064..131071 (the seed's 131072-token
+     * context) and 1048568..1048575 within the fp32 row, also bf16 storage;
+     * reference tables of 64 MiB and 128 MiB of host doubles */
+    { ROPE_CASE(1, 8, 2, 1, 32, 32, 1e6, 1.0, HALF, FORWARD, F32), .offset = 131064, .cache0 = 1024 },
+    { ROPE_CASE(1, 8, 2, 1, 32, 32, 1e6, 1.0, INTERLEAVED, BACKWARD, BF16), .offset = 131064,
+      .cache0 = 1024 },
+    { ROPE_CASE(1, 8, 2, 1, 8, 8, 1e4, 1.0, HALF, FORWARD, F32), .offset = 1048568, .cache0 = 1024 },
+    { ROPE_CASE(1, 8, 2, 1, 8, 8, 1e4, 1.0, INTERLEAVED, BACKWARD, BF16), .offset = 1048568, .cache0 = 1024 },
+    /* 32, 33: bf16 q/k at positions 256 and 257 (which bf16 positions would
+     * merge), int32 and int64 ids */
+    { ROPE_CASE(1, 2, 1, 1, 8, 8, 1e4, 1.0, HALF, FORWARD, BF16), .offset = ROPE_IDS_TABLE,
+      .ids = rope_ids_256, .n_ids = 2, .kind = MF_ROPE_POS_I32, .cache0 = 4 },
+    { ROPE_CASE(1, 2, 1, 1, 8, 8, 1e4, 1.0, HALF, FORWARD, BF16), .offset = ROPE_IDS_TABLE,
+      .ids = rope_ids_256, .n_ids = 2, .kind = MF_ROPE_POS_I64, .cache0 = 4 },
+    /* 34, 35 (cache only): the seed's regression (bug #2): a table created for
+     * 8 positions outgrown by a 40-token sequence (the old code crashed: a
+     * host arange met a device inv_freq); a decode step past a 40-position
+     * table, in place (capacity 40 -> max(101, 80) = 101) */
+    { ROPE_CASE(1, 40, 2, 1, 8, 8, 1e4, 1.0, HALF, FORWARD, F32), .cache0 = 8, .only = 2 },
+    { ROPE_CASE(1, 1, 2, 1, 8, 8, 1e4, 1.0, HALF, FORWARD, F32), .offset = 100, .cache0 = 40, .in_place = 1,
+      .only = 2 },
+    /* 36 (cache only): a table reserved ahead (2 -> 50 positions) serving positions 47..49 */
+    { ROPE_CASE(1, 3, 1, 1, 8, 8, 1e4, 1.0, HALF, FORWARD, F32), .offset = 47, .cache0 = 2, .reserve = 50,
+      .only = 2 },
+    /* 37 (cache only): unchecked explicit ids (MF_ROPE_NO_POSITION_CHECK) beyond
+     * an 8-position table: on-the-fly angles, no growth, no read past the table */
+    { ROPE_EQ(HALF, FORWARD), .offset = ROPE_IDS_TABLE, .ids = rope_ids_beyond, .n_ids = 7,
+      .kind = MF_ROPE_POS_I64, .pos_flags = MF_ROPE_NO_POSITION_CHECK, .cache0 = 8, .only = 2 },
+    /* 38-41: the memory suite's two sizes, B = 1, T = 48 and 192, Hq 4, Hk 2,
+     * Dh = rd = 16: positions 0..T-1 as an offset (the cache grows from T/4)
+     * and as explicit int64 ids (the id check's word; the cache holds T) */
+    { ROPE_CASE(1, 48, 4, 2, 16, 16, 1e4, 1.0, HALF, FORWARD, F32) },
+    { ROPE_CASE(1, 48, 4, 2, 16, 16, 1e4, 1.0, HALF, FORWARD, F32), .offset = ROPE_IDS_ARANGE,
+      .kind = MF_ROPE_POS_I64, .cache0 = 48 },
+    { ROPE_CASE(1, 192, 4, 2, 16, 16, 1e4, 1.0, HALF, FORWARD, F32) },
+    { ROPE_CASE(1, 192, 4, 2, 16, 16, 1e4, 1.0, HALF, FORWARD, F32), .offset = ROPE_IDS_ARANGE,
+      .kind = MF_ROPE_POS_I64, .cache0 = 192 },
 };
 #define ROPE_N_CASES ((int)(sizeof(rope_cases) / sizeof(rope_cases[0])))
+/* memfix report's rows and memfix verify's fixed cases: the first 4 (the rest
+ * are the test suites'; verify's random cases cover the positions, dtypes,
+ * directions and layouts). */
+#define ROPE_N_REPORT_CASES 4
+
+static int rope_case_applies(int variant, int case_index)
+{
+    if (case_index < 0 || case_index >= ROPE_N_CASES) return 0;
+    return rope_cases[case_index].only == 0 || rope_cases[case_index].only == variant + 1;
+}
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
 /* Random case i of a seed, k = (i + seed) mod 16: positions cycle over int32
@@ -440,8 +493,31 @@ static mf_status rope_case_of(const mf_case_id *id, rope_case *c)
     return MF_OK;
 }
 
-/* Explicit ids of a case (NULL for offset positions): the table's row, or
- * (B-1)*batch_stride + T generated ids of c->kind; *max_pos the largest. */
+/* The ids of a case's explicit positions: (B-1)*batch_stride + T of them. */
+static size_t rope_case_n_ids(const rope_case *c)
+{
+    return (size_t)(c->batch_stride > 0 ? (c->B - 1) * c->batch_stride : 0) + (size_t)c->T;
+}
+
+/* The table length L (largest position + 1) of a fixed case (an upper bound,
+ * id_max, for generated ids). */
+static int64_t rope_case_len(const rope_case *c)
+{
+    if (c->offset >= 0) return c->offset + c->T;
+    if (c->offset == ROPE_IDS_GEN) return c->id_max;
+    if (c->offset == ROPE_IDS_ARANGE) return c->T;
+    int64_t m = 0;
+    for (int64_t b = 0; b < c->B; ++b)
+        for (int64_t t = 0; t < c->T; ++t) {
+            const int64_t v = c->ids[b * c->batch_stride + t];
+            m = v > m ? v : m;
+        }
+    return m + 1;
+}
+
+/* Explicit ids of a case (NULL for offset positions) in c->kind's width: the
+ * table's ids, 0..T-1, or (B-1)*batch_stride + T generated ids; *max_pos the
+ * largest. */
 static void *rope_case_ids(const rope_case *c, size_t *bytes, int64_t *max_pos)
 {
     *bytes = 0;
@@ -449,66 +525,85 @@ static void *rope_case_ids(const rope_case *c, size_t *bytes, int64_t *max_pos)
         *max_pos = c->offset + c->T - 1;
         return NULL;
     }
-    if (c->offset == -1) {
-        void *p = malloc(sizeof(c->ids));
-        if (p != NULL) memcpy(p, c->ids, sizeof(c->ids));
-        *bytes = sizeof(c->ids);
-        *max_pos = 0;
-        for (int64_t t = 0; t < c->T; ++t) *max_pos = c->ids[t] > *max_pos ? c->ids[t] : *max_pos;
-        return p;
-    }
-    const size_t n = (size_t)(c->batch_stride > 0 ? (c->B - 1) * c->batch_stride : 0) + (size_t)c->T;
+    const size_t n = c->offset == ROPE_IDS_TABLE ? (size_t)c->n_ids : rope_case_n_ids(c);
     const size_t es = c->kind == MF_ROPE_POS_I32 ? 4u : 8u;
     void *p = malloc(n * es);
     if (p == NULL) return NULL;
     mf_tb_rng r = { c->ids_seed };
-    *max_pos = 0;
     for (size_t i = 0; i < n; ++i) {
-        const int64_t v = mf_tb_rand_int(&r, 0, c->id_max - 1);
+        const int64_t v = c->offset == ROPE_IDS_TABLE    ? c->ids[i]
+                          : c->offset == ROPE_IDS_ARANGE ? (int64_t)i
+                                                         : mf_tb_rand_int(&r, 0, c->id_max - 1);
         if (es == 4)
             ((int32_t *)p)[i] = (int32_t)v;
         else
             ((int64_t *)p)[i] = v;
-        *max_pos = v > *max_pos ? v : *max_pos;
     }
+    *max_pos = c->offset == ROPE_IDS_GEN ? 0 : rope_case_len(c) - 1;
+    if (c->offset == ROPE_IDS_GEN)
+        for (size_t i = 0; i < n; ++i) {
+            const int64_t v = es == 4 ? ((int32_t *)p)[i] : ((int64_t *)p)[i];
+            *max_pos = v > *max_pos ? v : *max_pos;
+        }
     *bytes = n * es;
     return p;
 }
 
-static void rope_shape(const rope_case *c, int64_t L, char *buf, size_t cap)
+/* The case in words; 'cache': the cache variant's options too. */
+static void rope_shape(const rope_case *c, int64_t L, int cache, char *buf, size_t cap)
 {
-    char pos[96];
+    char pos[96], opt[96] = "";
     if (c->offset >= 0)
         snprintf(pos, sizeof pos, "offset=%lld", (long long)c->offset);
-    else if (c->offset == -1)
-        snprintf(pos, sizeof pos, "ids=int64 batch_stride=0");
-    else
+    else if (c->offset == ROPE_IDS_GEN)
         snprintf(pos, sizeof pos, "ids=%s batch_stride=%lld ids<%lld",
                  c->kind == MF_ROPE_POS_I32 ? "int32" : "int64", (long long)c->batch_stride,
                  (long long)c->id_max);
-    snprintf(buf, cap, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld base=%g scaling=%g %s",
+    else
+        snprintf(pos, sizeof pos, "ids=%s batch_stride=%lld%s",
+                 c->kind == MF_ROPE_POS_I32 ? "int32" : "int64", (long long)c->batch_stride,
+                 c->offset == ROPE_IDS_ARANGE ? " arange" : "");
+    size_t o = 0;
+    if (c->pos_flags & MF_ROPE_NO_POSITION_CHECK)
+        o += (size_t)snprintf(opt + o, sizeof opt - o, " unchecked");
+    if (c->in_place) o += (size_t)snprintf(opt + o, sizeof opt - o, " in_place");
+    if (cache && c->cache0 > 0)
+        o += (size_t)snprintf(opt + o, sizeof opt - o, " cache0=%lld", (long long)c->cache0);
+    if (cache && c->reserve > 0) snprintf(opt + o, sizeof opt - o, " reserve=%lld", (long long)c->reserve);
+    snprintf(buf, cap, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld base=%g scaling=%g %s%s",
              (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
              (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
-             (long long)L, c->base, c->scaling, pos);
+             (long long)L, c->base, c->scaling, pos, opt);
+}
+
+/* memfix verify's fixed cases are the report's. */
+static mf_status rope_verify_id_check(const mf_case_id *id)
+{
+    if (id->kind == MF_CASE_FIXED && (id->index < 0 || id->index >= ROPE_N_REPORT_CASES))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "rope: verify case %d out of range [0, %d)", id->index,
+                ROPE_N_REPORT_CASES);
+    return MF_OK;
 }
 
 static mf_status rope_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
 {
+    MF_TRY(rope_verify_id_check(id));
     rope_case c;
     MF_TRY(rope_case_of(id, &c));
     char shape[192];
-    const int64_t L = c.offset >= 0 ? c.offset + c.T : c.offset == -1 ? 131072 : c.id_max;
-    rope_shape(&c, L, shape, sizeof shape);
+    const int64_t L = rope_case_len(&c);
+    rope_shape(&c, L, 0, shape, sizeof shape);
     snprintf(buf, cap, "%s %s", mf_dtype_name(c.dtype), shape);
     const size_t n = (size_t)(c.B * c.T * (c.Hq + c.Hk) * c.Dh);
     *bytes = n * (3 * 4 + 3 * mf_dtype_size(c.dtype)) + (size_t)L * (size_t)c.rd * 8;
     return MF_OK;
 }
 
-/* One case: 'variant' through the public entry points (report), or, when
- * 'entry' != NULL, the candidate 'entry' in place of mf_rope_fused (memfix
- * verify) with the fused variant's ceiling. seed_salt != 0 draws other inputs
- * of the same shape. */
+/* One case: 'variant' through the public entry points (report, the test
+ * suites), or, when 'entry' != NULL, the candidate 'entry' in place of
+ * mf_rope_fused (memfix verify) with the fused variant's ceiling. seed_salt
+ * != 0 draws other inputs of the same shape. An in-place case uploads the
+ * input into the output's (guarded) buffer and rotates it there. */
 static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candidate_fn entry,
                                     const mf_case_id *id, uint64_t seed_salt, mf_case_result *out)
 {
@@ -524,14 +619,18 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     void *ids_host = rope_case_ids(c, &id_bytes, &max_pos);
     if (c->offset < 0 && ids_host == NULL)
         MF_FAIL(MF_ERR_OUT_OF_MEMORY, "rope: host ids of case %d", case_index);
-    const int64_t L = max_pos + 1, cap0 = L / 4 > 0 ? L / 4 : 1;
-    rope_shape(c, L, out->shape, sizeof(out->shape));
+    const int64_t L = max_pos + 1, cap0 = c->cache0 > 0 ? c->cache0 : L / 4 > 0 ? L / 4 : 1;
+    rope_shape(c, L, variant == 1, out->shape, sizeof(out->shape));
     const mf_tolerance *tol = mf_tb_tolerance("rope.out", c->dtype);
-    if (tol == NULL) return MF_ERR_INTERNAL;
+    if (tol == NULL) {
+        free(ids_host);
+        return MF_ERR_INTERNAL;
+    }
     out->atol = tol->atol;
     out->rtol = tol->rtol;
-    out->ceiling_bytes = variant == 0 ? mf_rope_fused_scratch_ceiling(c->B, c->T, c->Hq, c->Hk, c->Dh)
-                                      : mf_rope_cache_scratch_ceiling(cap0, L, c->rd);
+    out->ceiling_bytes = variant == 0
+                             ? mf_rope_fused_scratch_ceiling(c->B, c->T, c->Hq, c->Hk, c->Dh)
+                             : mf_rope_cache_scratch_ceiling(cap0, L > c->reserve ? L : c->reserve, c->rd);
 
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, c->Dh);
@@ -558,9 +657,9 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
         goto done;
     }
     mf_tb_to_f32(c->dtype, t[X].host, x32, n);
-    mf_rope_positions pos = c->offset >= 0    ? mf_rope_positions_offset(c->offset)
-                            : c->offset == -1 ? mf_rope_positions_ids(MF_ROPE_POS_I64, ids_host, 0)
-                                              : mf_rope_positions_ids(c->kind, ids_host, c->batch_stride);
+    mf_rope_positions pos = c->offset >= 0 ? mf_rope_positions_offset(c->offset)
+                                           : mf_rope_positions_ids(c->kind, ids_host, c->batch_stride);
+    pos.flags = c->pos_flags;
 
     /* The reference (in f32 on the widened inputs), with its host scratch measured. */
     float *ref = (float *)t[Y].host;
@@ -569,15 +668,17 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     if ((st = mf_ref_rope(ctx, &cfg, c->dir, &th, &pos)) != MF_OK) goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
-    /* The variant, outputs pre-filled with NaN (bf16 NaN is 0x7fc0). */
+    /* The variant, outputs pre-filled with NaN (bf16 NaN is 0x7fc0); in place:
+     * the output's buffer holds x (its guard stays NaN). */
     if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK) goto done;
+    if (c->in_place && (st = mf_buffer_upload(ctx, t[Y].dev, t[X].host, n * esize)) != MF_OK) goto done;
     if (c->offset < 0) {
         if ((st = mf_buffer_alloc(ctx, id_bytes, &d_ids)) != MF_OK ||
             (st = mf_buffer_upload(ctx, d_ids, ids_host, id_bytes)) != MF_OK)
             goto done;
         pos.ids = d_ids;
     }
-    char *d_x = (char *)t[X].dev, *d_y = (char *)t[Y].dev;
+    char *d_y = (char *)t[Y].dev, *d_x = c->in_place ? d_y : (char *)t[X].dev;
     mf_rope_tensors td = { c->B, c->T, c->Hq, c->Hk, c->dtype, d_x, d_x + nq * esize, d_y, d_y + nq * esize };
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if (entry != NULL) {
@@ -586,6 +687,7 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
         st = mf_rope_fused(ctx, &cfg, c->dir, &td, &pos);
     } else {
         st = mf_rope_cache_create(ctx, &cfg, cap0, &cache);
+        if (st == MF_OK && c->reserve > 0) st = mf_rope_cache_reserve(cache, c->reserve);
         if (st == MF_OK) st = mf_rope_cache_apply(cache, c->dir, &td, &pos);
     }
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
@@ -653,11 +755,25 @@ static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_
     return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
 }
 
-MF_TB_VERIFY_RUNS(rope_verify, rope_verify_id, rope_run_case_impl(ctx, 0, rope_guard, id, seed_salt, out))
+static mf_status rope_verify_case(mf_context *ctx, const mf_case_id *id, uint64_t seed_salt,
+                                  mf_case_result *out)
+{
+    const mf_status st = rope_verify_id_check(id);
+    if (st != MF_OK) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        return st;
+    }
+    return rope_run_case_impl(ctx, 0, rope_guard, id, seed_salt, out);
+}
 
-static const mf_verify_target rope_targets[] = { { "rope", rope_verify, NULL, rope_verify_id, rope_describe,
-                                                   rope_call, sizeof(rope_args), offsetof(rope_args, cfg),
-                                                   sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused), 16 } };
+MF_TB_VERIFY_RUNS(rope_verify, rope_verify_id, rope_verify_case(ctx, id, seed_salt, out))
+
+static int rope_verify_n_cases(void) { return ROPE_N_REPORT_CASES; }
+
+static const mf_verify_target rope_targets[] = {
+    { "rope", rope_verify, rope_verify_n_cases, rope_verify_id, rope_describe, rope_call, sizeof(rope_args),
+      offsetof(rope_args, cfg), sizeof(mf_rope_config), MF_TB_OWN(mf_rope_fused), 16 }
+};
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { ROPE_BENCH_HQ = 4, ROPE_BENCH_HK = 2, ROPE_BENCH_DH = 32 };
@@ -769,6 +885,6 @@ const mf_op_desc mf_op_rope = {
     (int)(sizeof rope_tolerances / sizeof rope_tolerances[0]),
     rope_tolerances,
     &rope_plan,
-    0,    /* report: every built-in case */
-    NULL, /* case_applies: every case runs for every variant */
+    ROPE_N_REPORT_CASES, /* report: the first cases; the rest are the test suites' */
+    rope_case_applies,   /* the cache-only cases (34-37) */
 };

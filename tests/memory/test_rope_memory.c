@@ -1,14 +1,15 @@
 /* RoPE memory (seed 000, bug #2; issue 5): the header's formulas at the
  * document's shape, and measured scratch through the context's tracked
- * allocators: the fused path uses none but the explicit-id check's 8-byte
- * word, the cache holds exactly
- * mf_rope_cache_bytes (also across growth), the reference's host tables are
- * exactly mf_ref_rope_scratch_bytes, and optimized <= ceiling < reference at
- * two sizes. */
+ * allocators, the peaks of the op's memory cases run through the testbed
+ * (src/ops/rope.c): the fused path uses none but the explicit-id check's
+ * 8-byte word, the cache holds exactly mf_rope_cache_bytes (also across
+ * growth), the reference's host tables are exactly mf_ref_rope_scratch_bytes,
+ * and optimized <= ceiling < reference at two sizes. */
 #include "memfix/rope.h"
 #include "mf_test.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,85 +51,99 @@ START_TEST(formulas_at_seed_shape)
 }
 END_TEST
 
+/* The memory cases of the op's table (src/ops/rope.c, its last four): B = 1,
+ * Hq = 4, Hk = 2, Dh = rd = 16, forward, f32, T tokens at positions 0..T-1 as
+ * an offset (the cache starts at T/4 and grows to T) and as explicit int64
+ * ids (the id check's device word; the cache created for T positions), at
+ * T = 48 and 192. */
+#define MEM_CASE0 38
+
 typedef struct mem_run {
-    size_t ref_peak, fused_peak, cache_peak, cache_hold, host_in_opt;
-    size_t fused_ids_peak, cache_ids_peak; /* explicit int64 ids 0..T-1 (checked on the device) */
+    size_t ref_peak, ref_ids_peak, fused_peak, fused_ids_peak, cache_peak, cache_ids_peak;
 } mem_run;
 
-/* One shape: B = 1, T tokens at positions 0..T-1, Hq = 4, Hk = 2, Dh = rd = 16. */
-static mem_run measure(int64_t T, int64_t cache_capacity)
+/* Case MEM_CASE0 + 2*size + ids of variant v through the testbed (equivalent
+ * and opt <= ceiling asserted there: a variant that skipped the work would
+ * trivially use no memory), checked to be the shape the formulas are given. */
+static mf_case_result mem_case(int v, int size, int ids, int64_t T)
+{
+    const mf_case_result r = mf_test_op_case("rope", v, MEM_CASE0 + 2 * size + ids);
+    char shape[192];
+    snprintf(shape, sizeof shape,
+             "B=1 T=%lld Hq=4 Hk=2 Dh=16 rd=16 half fwd pos<%lld base=10000 scaling=1 %s", (long long)T,
+             (long long)T, ids ? "ids=int64 batch_stride=0 arange" : "offset=0");
+    ck_assert_msg(strncmp(r.shape, shape, strlen(shape)) == 0, "case %d is '%s', expected '%s'",
+                  MEM_CASE0 + 2 * size + ids, r.shape, shape);
+    ck_assert_str_eq(r.dtype, "f32");
+    return r;
+}
+
+static mem_run measure(int size, int64_t T)
+{
+    const mf_case_result fo = mem_case(0, size, 0, T), fi = mem_case(0, size, 1, T);
+    const mf_case_result co = mem_case(1, size, 0, T), ci = mem_case(1, size, 1, T);
+    ck_assert_uint_eq(fo.ceiling_bytes, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
+    ck_assert_uint_eq(fi.ceiling_bytes, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
+    ck_assert_uint_eq(co.ceiling_bytes, mf_rope_cache_scratch_ceiling(T / 4, T, 16));
+    ck_assert_uint_eq(ci.ceiling_bytes, mf_rope_cache_scratch_ceiling(T, T, 16));
+    ck_assert_uint_eq(fo.ref_peak_bytes, co.ref_peak_bytes);
+    ck_assert_uint_eq(fi.ref_peak_bytes, ci.ref_peak_bytes);
+    const mem_run r = { fo.ref_peak_bytes, fi.ref_peak_bytes, fo.opt_peak_bytes,
+                        fi.opt_peak_bytes, co.opt_peak_bytes, ci.opt_peak_bytes };
+    return r;
+}
+
+/* The cache object's scratch over its life (no data compared: the memory cases
+ * compare): create holds exactly mf_rope_cache_bytes(capacity), apply
+ * grows it to the table of the call's positions and holds
+ * mf_rope_cache_size_bytes, destroy gives it back; the optimized paths (fused
+ * and cache, offsets and explicit ids) allocate no host scratch. B = 1, T
+ * tokens, Hq = 4, Hk = 2, Dh = rd = 16, on NaN buffers. */
+static void cache_lifecycle(int64_t T)
 {
     mf_context *ctx = mf_test_ctx();
-    mem_run r;
-    memset(&r, 0, sizeof r);
+    const int64_t cap0 = T / 4;
     mf_rope_config cfg;
     mf_rope_config_init(&cfg, 16);
-    const size_t nq = (size_t)T * 4 * 16, nk = (size_t)T * 2 * 16, n = nq + nk;
-    float *x = malloc(n * 4), *y = malloc(n * 4);
-    ck_assert(x && y);
-    mf_fill_uniform_f32(x, n, 3, -1.0f, 1.0f);
-    mf_rope_positions pos = mf_rope_positions_offset(0);
+    const size_t nq = (size_t)T * 4 * 16, n = (size_t)T * 6 * 16;
+    float *d = mf_test_dev_nan(ctx, 2 * n);
+    const mf_rope_tensors td = { 1, T, 4, 2, MF_DTYPE_F32, d, d + nq, d + n, d + n + nq };
+    int64_t *ids = malloc((size_t)T * sizeof(int64_t));
+    ck_assert(ids != NULL);
+    for (int64_t i = 0; i < T; ++i) ids[i] = i;
+    void *d_ids = mf_test_dev_upload(ctx, ids, (size_t)T * sizeof(int64_t));
+    const mf_rope_positions pos = mf_rope_positions_offset(0);
+    const mf_rope_positions idpos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 0);
 
-    mf_rope_tensors th = { 1, T, 4, 2, MF_DTYPE_F32, x, x + nq, y, y + nq };
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_rope(ctx, &cfg, MF_ROPE_FORWARD, &th, &pos));
-    r.ref_peak = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-
-    void *d = NULL;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, 2 * n * 4, &d));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d, x, n * 4));
-    mf_rope_tensors td = {
-        1, T, 4, 2, MF_DTYPE_F32, d, (float *)d + nq, (float *)d + n, (float *)d + n + nq
-    };
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &pos));
+    MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &idpos));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
-    r.fused_peak = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-
     MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
     mf_rope_cache *cache = NULL;
-    MF_ASSERT_OK(mf_rope_cache_create(ctx, &cfg, cache_capacity, &cache));
+    MF_ASSERT_OK(mf_rope_cache_create(ctx, &cfg, cap0, &cache));
     mf_mem_stats st;
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
     /* the table right after create: exactly the formula at the initial capacity */
-    ck_assert_uint_eq(st.current - st.baseline, mf_rope_cache_bytes(cache_capacity, 16));
+    ck_assert_uint_eq(st.current - st.baseline, mf_rope_cache_bytes(cap0, 16));
     const size_t base0 = st.baseline; /* device scratch before the cache */
     MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &td, &pos));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
-    r.cache_peak = st.peak - st.baseline;
-    r.cache_hold = st.current - st.baseline;
-    ck_assert_uint_eq(r.cache_hold, mf_rope_cache_size_bytes(cache));
-
-    /* explicit ids 0..T-1: the same rotations plus the id check's device word */
-    int64_t *ids = malloc((size_t)T * sizeof(int64_t));
-    ck_assert(ids != NULL);
-    for (int64_t i = 0; i < T; ++i) ids[i] = i;
-    void *d_ids = NULL;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)T * sizeof(int64_t), &d_ids));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_ids, ids, (size_t)T * sizeof(int64_t)));
-    const mf_rope_positions idpos = mf_rope_positions_ids(MF_ROPE_POS_I64, d_ids, 0);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
+    ck_assert_uint_eq(st.current - st.baseline, mf_rope_cache_size_bytes(cache));
+    ck_assert_uint_eq(mf_rope_cache_size_bytes(cache), mf_rope_cache_bytes(T, 16));
+    ck_assert_uint_eq(st.peak - st.baseline, mf_rope_cache_bytes(T, 16));
     MF_ASSERT_OK(mf_rope_cache_apply(cache, MF_ROPE_FORWARD, &td, &idpos));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
-    r.cache_ids_peak =
-        st.peak - st.baseline + mf_rope_cache_size_bytes(cache); /* the table was live before */
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_rope_fused(ctx, &cfg, MF_ROPE_FORWARD, &td, &idpos));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    r.fused_ids_peak = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    mf_buffer_free(ctx, d_ids);
-    free(ids);
+    ck_assert_uint_eq(st.peak - st.baseline, mf_rope_cache_scratch_ceiling(cap0, T, 16));
     mf_rope_cache_destroy(cache);
     MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
-    ck_assert_uint_eq(st.current, base0);                /* destroy gives the table back */
-    r.host_in_opt = mf_mem_peak_delta(ctx, MF_MEM_HOST); /* no host table on the optimized paths */
+    ck_assert_uint_eq(st.current, base0);                      /* destroy gives the table back */
+    ck_assert_uint_eq(mf_mem_peak_delta(ctx, MF_MEM_HOST), 0); /* no host table on the optimized paths */
+    mf_buffer_free(ctx, d_ids);
     mf_buffer_free(ctx, d);
-    free(y);
-    free(x);
-    return r;
+    free(ids);
 }
 
 /* optimized <= ceiling < reference, at two sizes; the reference's host tables
@@ -140,26 +155,27 @@ START_TEST(ceilings_two_sizes)
     mem_run r[2];
     for (int s = 0; s < 2; ++s) {
         const int64_t T = sizes[s], cap0 = T / 4;
-        r[s] = measure(T, cap0);
+        r[s] = measure(s, T);
+        cache_lifecycle(T);
         ck_assert_uint_eq(r[s].ref_peak, mf_ref_rope_scratch_bytes(T, 16)); /* exact */
+        ck_assert_uint_eq(r[s].ref_ids_peak, mf_ref_rope_scratch_bytes(T, 16));
         ck_assert_uint_eq(r[s].fused_peak, 0); /* offset positions: no check word */
         ck_assert_uint_le(r[s].fused_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
         /* explicit ids: exactly the ceiling, the id-check word */
         ck_assert_uint_eq(r[s].fused_ids_peak, mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16));
-        /* growth cap0 -> max(T, 2*cap0) = T: the held table is the table of
-         * grown_capacity and the offset call's peak (the old table is freed
-         * before the new one); an explicit-id call on it adds the check word:
-         * exactly the ceiling */
-        ck_assert_uint_eq(r[s].cache_hold, mf_rope_cache_bytes(T, 16));
+        /* growth cap0 -> max(T, 2*cap0) = T: the offset call's peak is the
+         * table of grown_capacity (the old table is freed before the new one);
+         * an explicit-id call on a table of T adds the check word: exactly the
+         * ceiling */
+        ck_assert_uint_eq(r[s].cache_peak, mf_rope_cache_bytes(T, 16));
         ck_assert_uint_eq(r[s].cache_peak + MF_ROPE_ID_CHECK_BYTES,
                           mf_rope_cache_scratch_ceiling(cap0, T, 16));
         ck_assert_uint_eq(r[s].cache_ids_peak, mf_rope_cache_scratch_ceiling(cap0, T, 16));
         ck_assert_uint_lt(mf_rope_cache_scratch_ceiling(cap0, T, 16), r[s].ref_peak);
         ck_assert_uint_lt(mf_rope_fused_scratch_ceiling(1, T, 4, 2, 16), r[s].ref_peak);
-        ck_assert_uint_eq(r[s].host_in_opt, 0);
     }
     ck_assert_uint_gt(r[1].ref_peak, 3 * r[0].ref_peak); /* ~linear in T */
-    ck_assert_uint_eq(r[1].cache_hold, 4 * r[0].cache_hold);
+    ck_assert_uint_eq(r[1].cache_peak, 4 * r[0].cache_peak);
 }
 END_TEST
 
