@@ -2,4 +2,4 @@
 # fixtures, equivalence of the factored kernel with the 4D reference (forward
 # and every gradient), memory ceilings, bad input. Sources are relative to tests/.
 
-mf_add_op_tests(npt REVERSE backward)
+mf_add_op_tests(npt REVERSE factored)

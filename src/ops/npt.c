@@ -231,24 +231,123 @@ mf_status mf_npt_backward(mf_context *ctx, mf_dtype dtype, mf_npt_shape shape, c
 }
 
 /* ---- registry entry: built-in cases for `memfix report` ---------------------------- */
+/* Which gradients a backward case requests (the others are passed as NULL). */
+enum {
+    NPT_G_H = 1 << 0,
+    NPT_G_W = 1 << 1,
+    NPT_G_A = 1 << 2,
+    NPT_G_B = 1 << 3,
+    NPT_G_M = 1 << 4,
+    NPT_G_BIAS = 1 << 5
+};
+#define NPT_G_ALL 0x3f
+
 typedef struct npt_case {
     mf_npt_pass pass;
     mf_dtype dtype;
     mf_npt_shape shape;
-    int bias;             /* forward: with a bias vector (backward: unused) */
-    int64_t chunk_tokens; /* 0 = default */
+    int bias;                    /* forward: with a bias vector (backward: unused) */
+    int64_t chunk_tokens;        /* 0 = default */
+    size_t scratch_budget_bytes; /* 0 = none (the chunk then comes from chunk_tokens or the default) */
+    int grads;                   /* backward: mask of NPT_G_* requested; 0 = every gradient */
 } npt_case;
 
-/* Small shapes, none a multiple of a tile; several chunks where chunk_tokens is set. */
+/* One row with every gradient: (batch, seq, d_model, d_ffn, rank). */
+#define NPT_ROW(pass, dt, bt, s, d, f, r, bias, chunk, budget)                                               \
+    {                                                                                                        \
+        pass, dt, { bt, s, d, f, r }, bias, chunk, budget, 0                                                 \
+    }
+/* The equivalence suite's sweep (tests/equivalence/test_npt_equiv.c): ranks 1,
+ * 8, 16, 64 x fp32, bf16 on one shape. */
+#define NPT_R(pass, bt, s, d, f, r, bias, chunk)                                                             \
+    NPT_ROW(pass, MF_DTYPE_F32, bt, s, d, f, r, bias, chunk, 0),                                             \
+        NPT_ROW(pass, MF_DTYPE_BF16, bt, s, d, f, r, bias, chunk, 0)
+#define NPT_RANKS(pass, bt, s, d, f, bias, chunk)                                                            \
+    NPT_R(pass, bt, s, d, f, 1, bias, chunk), NPT_R(pass, bt, s, d, f, 8, bias, chunk),                      \
+        NPT_R(pass, bt, s, d, f, 16, bias, chunk), NPT_R(pass, bt, s, d, f, 64, bias, chunk)
+/* chunk sizes at T = 15 tokens (3 x 5, 21 x 26, rank 8): one token per chunk, a
+ * partial last chunk, T - 1, exactly T, more than T, then 'budget' bytes, the
+ * scratch of exactly 5 tokens (the suite asserts the budget resolves to 5) */
+#define NPT_CHUNKINGS(pass, dt, budget)                                                                      \
+    NPT_ROW(pass, dt, 3, 5, 21, 26, 8, 1, 1, 0), NPT_ROW(pass, dt, 3, 5, 21, 26, 8, 1, 3, 0),                \
+        NPT_ROW(pass, dt, 3, 5, 21, 26, 8, 1, 14, 0), NPT_ROW(pass, dt, 3, 5, 21, 26, 8, 1, 15, 0),          \
+        NPT_ROW(pass, dt, 3, 5, 21, 26, 8, 1, 20, 0), NPT_ROW(pass, dt, 3, 5, 21, 26, 8, 1, 0, budget)
+/* the memory suite's (tests/memory/test_npt_memory.c) scaling with the tokens
+ * for one pass and dtype: 6 and 24 tokens, one chunk, then chunks of 4 */
+#define NPT_MEM_TOKENS(pass, dt)                                                                             \
+    NPT_ROW(pass, dt, 1, 6, 23, 29, 16, 1, 0, 0), NPT_ROW(pass, dt, 2, 12, 23, 29, 16, 1, 0, 0),             \
+        NPT_ROW(pass, dt, 1, 6, 23, 29, 16, 1, 4, 0), NPT_ROW(pass, dt, 2, 12, 23, 29, 16, 1, 4, 0)
+
+/* Small shapes, none a multiple of a tile; several chunks where chunk_tokens is
+ * set. The first NPT_N_REPORT_CASES are `memfix report`'s rows and memfix
+ * verify's fixed cases (every pass and dtype: the ThreadSanitizer leg runs
+ * them); the rest are the equivalence and memory suites'. */
 static const npt_case npt_cases[] = {
-    { MF_NPT_FORWARD, MF_DTYPE_F32, { 2, 7, 19, 23, 8 }, 1, 0 },
-    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 7, 19, 23, 8 }, 0, 5 },
-    { MF_NPT_FORWARD, MF_DTYPE_BF16, { 3, 5, 17, 29, 16 }, 1, 4 },
-    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 3, 5, 17, 29, 16 }, 0, 4 },
-    { MF_NPT_FORWARD, MF_DTYPE_F32, { 1, 9, 33, 21, 64 }, 0, 0 },
-    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 13, 11, 1 }, 0, 0 },
+    { MF_NPT_FORWARD, MF_DTYPE_F32, { 2, 7, 19, 23, 8 }, 1, 0, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 7, 19, 23, 8 }, 0, 5, 0, 0 },
+    { MF_NPT_FORWARD, MF_DTYPE_BF16, { 3, 5, 17, 29, 16 }, 1, 4, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 3, 5, 17, 29, 16 }, 0, 4, 0, 0 },
+    { MF_NPT_FORWARD, MF_DTYPE_F32, { 1, 9, 33, 21, 64 }, 0, 0, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 13, 11, 1 }, 0, 0, 0, 0 },
+    /* 6..53, the equivalence sweep, forward then backward: T = 10 (primes) in
+     * chunks of 4, 4, 2; one past a 32-wide tile in d_model (forward without a
+     * bias); a single token */
+    NPT_RANKS(MF_NPT_FORWARD, 2, 5, 19, 23, 1, 4),
+    NPT_RANKS(MF_NPT_FORWARD, 3, 4, 33, 17, 0, 0),
+    NPT_RANKS(MF_NPT_FORWARD, 1, 1, 7, 5, 1, 0),
+    NPT_RANKS(MF_NPT_BACKWARD, 2, 5, 19, 23, 0, 4),
+    NPT_RANKS(MF_NPT_BACKWARD, 3, 4, 33, 17, 0, 0),
+    NPT_RANKS(MF_NPT_BACKWARD, 1, 1, 7, 5, 0, 0),
+    /* 54..63, subsets of the gradients (fp32, bf16): only the ones that need no
+     * chunk loop, only grad_m, only the low-rank factors, only grad_h, all but
+     * grad_W (a frozen W, as in NPT training) */
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_W | NPT_G_BIAS },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_W | NPT_G_BIAS },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_M },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_M },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_A | NPT_G_B },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_A | NPT_G_B },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_H },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_H },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_ALL & ~NPT_G_W },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 2, 3, 11, 14, 16 }, 0, 4, 0, NPT_G_ALL & ~NPT_G_W },
+    /* 64..87, chunkings (forward f32, bf16, backward f32, bf16); the budgets are
+     * 5 tokens of the ceiling's per-token term (+ the bf16 backward's fixed term) */
+    NPT_CHUNKINGS(MF_NPT_FORWARD, MF_DTYPE_F32, 5 * 8 * (4 + 4)),
+    NPT_CHUNKINGS(MF_NPT_FORWARD, MF_DTYPE_BF16, 5 * 8 * (4 + 2)),
+    NPT_CHUNKINGS(MF_NPT_BACKWARD, MF_DTYPE_F32, 5 * 8 * (8 + 2 * 4)),
+    NPT_CHUNKINGS(MF_NPT_BACKWARD, MF_DTYPE_BF16, 5 * 8 * (8 + 2 * 2) + (21 + 26) * 8 * 4),
+    /* 88..91, the memory suite: optimized <= ceiling < reference (forward f32,
+     * bf16, backward f32, bf16) */
+    { MF_NPT_FORWARD, MF_DTYPE_F32, { 2, 9, 45, 61, 8 }, 1, 0, 0, 0 },
+    { MF_NPT_FORWARD, MF_DTYPE_BF16, { 2, 9, 45, 61, 8 }, 1, 0, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 9, 45, 61, 8 }, 0, 0, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_BF16, { 2, 9, 45, 61, 8 }, 0, 0, 0, 0 },
+    /* 92..107, scaling with the tokens: 6 and 24 tokens, one chunk and chunks of 4 */
+    NPT_MEM_TOKENS(MF_NPT_FORWARD, MF_DTYPE_F32),
+    NPT_MEM_TOKENS(MF_NPT_FORWARD, MF_DTYPE_BF16),
+    NPT_MEM_TOKENS(MF_NPT_BACKWARD, MF_DTYPE_F32),
+    NPT_MEM_TOKENS(MF_NPT_BACKWARD, MF_DTYPE_BF16),
+    /* 108..111, scaling with the width (fp32): 12 x 10 and 48 x 40, forward, backward */
+    { MF_NPT_FORWARD, MF_DTYPE_F32, { 2, 5, 12, 10, 8 }, 1, 0, 0, 0 },
+    { MF_NPT_FORWARD, MF_DTYPE_F32, { 2, 5, 48, 40, 8 }, 1, 0, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 5, 12, 10, 8 }, 0, 0, 0, 0 },
+    { MF_NPT_BACKWARD, MF_DTYPE_F32, { 2, 5, 48, 40, 8 }, 0, 0, 0, 0 },
+    /* 112..115, a scratch budget of the ceiling at chunks of 7 (of 21 tokens) + 5 bytes */
+    NPT_ROW(MF_NPT_FORWARD, MF_DTYPE_F32, 3, 7, 17, 19, 16, 1, 0, 7 * 16 * (4 + 4) + 5),
+    NPT_ROW(MF_NPT_FORWARD, MF_DTYPE_BF16, 3, 7, 17, 19, 16, 1, 0, 7 * 16 * (4 + 2) + 5),
+    NPT_ROW(MF_NPT_BACKWARD, MF_DTYPE_F32, 3, 7, 17, 19, 16, 0, 0, 7 * 16 * (8 + 2 * 4) + 5),
+    NPT_ROW(MF_NPT_BACKWARD, MF_DTYPE_BF16, 3, 7, 17, 19, 16, 0, 0,
+            7 * 16 * (8 + 2 * 2) + (17 + 19) * 16 * 4 + 5),
 };
+#undef NPT_ROW
+#undef NPT_R
+#undef NPT_RANKS
+#undef NPT_CHUNKINGS
+#undef NPT_MEM_TOKENS
 #define NPT_N_CASES ((int)(sizeof(npt_cases) / sizeof(npt_cases[0])))
+/* `memfix report`'s rows and memfix verify's fixed cases: the first 6. */
+#define NPT_N_REPORT_CASES 6
 static const char *const npt_variants[] = { "factored" };
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
@@ -294,9 +393,23 @@ static void npt_shape(const npt_case *c, int64_t chunk, char *buf, size_t cap)
 {
     const mf_npt_shape s = c->shape;
     const int fwd = c->pass == MF_NPT_FORWARD;
-    snprintf(buf, cap, "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld", fwd ? "fwd" : "bwd",
-             (long long)s.batch, (long long)s.seq, (long long)s.d_model, (long long)s.d_ffn,
-             (long long)s.rank, (fwd && c->bias) ? " bias" : "", (long long)chunk);
+    int len = snprintf(buf, cap, "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld", fwd ? "fwd" : "bwd",
+                       (long long)s.batch, (long long)s.seq, (long long)s.d_model, (long long)s.d_ffn,
+                       (long long)s.rank, (fwd && c->bias) ? " bias" : "", (long long)chunk);
+    /* the options behind the chunk when they are not it, and a subset of the gradients */
+    if (len >= 0 && (size_t)len < cap && c->chunk_tokens > 0 && c->chunk_tokens != chunk)
+        len += snprintf(buf + len, cap - (size_t)len, " chunk_tokens=%lld", (long long)c->chunk_tokens);
+    if (len >= 0 && (size_t)len < cap && c->scratch_budget_bytes > 0)
+        len += snprintf(buf + len, cap - (size_t)len, " budget=%zu", c->scratch_budget_bytes);
+    if (!fwd && c->grads != 0 && c->grads != NPT_G_ALL) {
+        static const char *const names[6] = { "h", "W", "A", "B", "m", "bias" };
+        const char *sep = " grads=";
+        for (int k = 0; k < 6; ++k) {
+            if (!((c->grads >> k) & 1) || len < 0 || (size_t)len >= cap) continue;
+            len += snprintf(buf + len, cap - (size_t)len, "%s%s", sep, names[k]);
+            sep = ",";
+        }
+    }
 }
 
 /* One case: the factored variant through mf_npt_forward / mf_npt_backward
@@ -320,6 +433,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     mf_npt_options opts;
     mf_npt_options_init(&opts);
     opts.chunk_tokens = c->chunk_tokens;
+    opts.scratch_budget_bytes = c->scratch_budget_bytes;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : npt_variants[variant], c->dtype);
     int64_t chunk = 0;
     MF_TRY(mf_npt_resolve_chunk(c->pass, c->dtype, s, &opts, &chunk));
@@ -334,8 +448,9 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
 
     /* The tensors: the inputs h, W, A, B, m and bias (forward, when the case
      * has one) or grad_out (backward), then the outputs (forward: out;
-     * backward: grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias), stored in
-     * the case's dtype by the reference and the variant alike. */
+     * backward: those of grad_h, grad_W, grad_A, grad_B, grad_m, grad_bias the
+     * case requests; the others are NULL), stored in the case's dtype by the
+     * reference and the variant alike. */
     const size_t T = (size_t)s.batch * (size_t)s.seq, D = (size_t)s.d_model, F = (size_t)s.d_ffn,
                  R = (size_t)s.rank;
     const size_t in_n[6] = { T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F };
@@ -343,7 +458,11 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     const char *const in_names[6] = { "h", "W", "A", "B", "m", fwd ? "bias" : "grad_out" };
     const size_t out_n[6] = { fwd ? T * F : T * D, D * F, D * R, R * F, T * R, F };
     static const char *const out_names[6] = { "grad_h", "grad_W", "grad_A", "grad_B", "grad_m", "grad_bias" };
-    const int n_in = fwd && !c->bias ? 5 : 6, n_out = fwd ? 1 : 6, nt = n_in + n_out;
+    const int grads = fwd ? 1 : (c->grads != 0 ? c->grads : NPT_G_ALL);
+    int out_k[6], n_out = 0; /* the k-th output of the entry (0: out or grad_h) of each table output */
+    for (int k = 0; k < 6; ++k)
+        if ((grads >> k) & 1) out_k[n_out++] = k;
+    const int n_in = fwd && !c->bias ? 5 : 6, nt = n_in + n_out;
     mf_tb_tensor t[12];
     memset(t, 0, sizeof t);
     for (int i = 0; i < n_in; ++i) {
@@ -354,9 +473,9 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
         t[i].hi = -lo[i];
     }
     for (int i = 0; i < n_out; ++i) {
-        t[n_in + i].name = fwd ? "out" : out_names[i];
+        t[n_in + i].name = fwd ? "out" : out_names[out_k[i]];
         t[n_in + i].role = MF_TB_OUT_DT_REF;
-        t[n_in + i].n = out_n[i];
+        t[n_in + i].n = out_n[out_k[i]];
         t[n_in + i].tol = tol_base;
     }
     const uint64_t seed = mf_tb_case_seed(id, 0x6e7074ull * 1000u, 16u, seed_salt);
@@ -364,7 +483,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     void *in_h[6] = { NULL }, *in_d[6] = { NULL }, *out_h[6] = { NULL }, *out_d[6] = { NULL };
     mf_status st = mf_tb_tensors_make(t, nt, c->dtype, seed);
     for (int i = 0; i < n_in; ++i) in_h[i] = t[i].host;
-    for (int i = 0; i < n_out; ++i) out_h[i] = t[n_in + i].host;
+    for (int i = 0; i < n_out; ++i) out_h[out_k[i]] = t[n_in + i].host;
     /* The reference on the host, then the variant on ctx's backend. */
     if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_HOST);
     if (st == MF_OK)
@@ -376,7 +495,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
     /* Outputs NaN pre-filled on the device, so an unwritten entry fails. */
     if (st == MF_OK) st = mf_tb_tensors_upload(ctx, t, nt, c->dtype);
     for (int i = 0; i < n_in; ++i) in_d[i] = t[i].dev;
-    for (int i = 0; i < n_out; ++i) out_d[i] = t[n_in + i].dev;
+    for (int i = 0; i < n_out; ++i) out_d[out_k[i]] = t[n_in + i].dev;
     if (st == MF_OK) st = mf_mem_begin(ctx, MF_MEM_DEVICE);
     if (st == MF_OK && cand)
         st = fwd ? fwd_entry(ctx, c->dtype, s, in_d[0], in_d[1], in_d[2], in_d[3], in_d[4], in_d[5], out_d[0],
@@ -416,7 +535,7 @@ static mf_status npt_run_case(mf_context *ctx, int variant, int case_index, mf_c
 static int npt_verify_n_cases(mf_npt_pass pass)
 {
     int n = 0;
-    for (int i = 0; i < NPT_N_CASES; ++i) n += npt_cases[i].pass == pass;
+    for (int i = 0; i < NPT_N_REPORT_CASES; ++i) n += npt_cases[i].pass == pass;
     return n;
 }
 
@@ -432,7 +551,7 @@ static mf_status npt_verify_case(mf_context *ctx, mf_npt_forward_candidate_fn fw
     if (id->kind != MF_CASE_FIXED) return npt_run_case_impl(ctx, 0, fwd, bwd, id, seed_salt, out);
     const int case_index = id->index;
     const mf_npt_pass pass = fwd != NULL ? MF_NPT_FORWARD : MF_NPT_BACKWARD;
-    for (int i = 0, k = 0; i < NPT_N_CASES; ++i) {
+    for (int i = 0, k = 0; i < NPT_N_REPORT_CASES; ++i) {
         if (npt_cases[i].pass != pass) continue;
         const mf_case_id row = mf_tb_fixed_id(i);
         if (k++ == case_index) return npt_run_case_impl(ctx, 0, fwd, bwd, &row, seed_salt, out);
@@ -544,7 +663,7 @@ static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char 
     mf_case_id row = *id;
     if (id->kind == MF_CASE_FIXED) {
         row.index = -1;
-        for (int i = 0, k = 0; i < NPT_N_CASES && row.index < 0; ++i)
+        for (int i = 0, k = 0; i < NPT_N_REPORT_CASES && row.index < 0; ++i)
             if (npt_cases[i].pass == pass && k++ == id->index) row.index = i;
         if (row.index < 0)
             MF_FAIL(MF_ERR_INVALID_ARGUMENT, "npt: no %s case %d", pass ? "backward" : "forward", id->index);
@@ -553,6 +672,7 @@ static mf_status npt_describe_pass(const mf_case_id *id, mf_npt_pass pass, char 
     mf_npt_options opts;
     mf_npt_options_init(&opts);
     opts.chunk_tokens = c.chunk_tokens;
+    opts.scratch_budget_bytes = c.scratch_budget_bytes;
     int64_t chunk = 0;
     MF_TRY(mf_npt_resolve_chunk(c.pass, c.dtype, c.shape, &opts, &chunk));
     char shape[160];
@@ -673,6 +793,6 @@ const mf_op_desc mf_op_npt = {
     (int)(sizeof npt_tolerances / sizeof npt_tolerances[0]),
     npt_tolerances,
     &npt_plan,
-    0,    /* report: every built-in case */
-    NULL, /* case_applies: every case runs for every variant */
+    NPT_N_REPORT_CASES, /* report: the first cases; the rest are the equivalence and memory suites' */
+    NULL,               /* case_applies: every case runs for every variant */
 };

@@ -12,7 +12,10 @@
  *     rank only (and not at all with a fixed chunk), the reference with
  *     tokens x d_model x d_ffn; widening d_model and d_ffn leaves the fp32
  *     kernel's scratch unchanged;
- *   - a scratch budget bounds the measured peak.
+ *   - a scratch budget bounds the measured peak;
+ *   - every case `memfix report` runs has a reference above the ceiling.
+ * The measured cases are the op's built-in cases (src/ops/npt.c), run through
+ * the testbed as `memfix report` runs them (equivalence asserted too).
  */
 #include "mf_test.h"
 
@@ -20,8 +23,7 @@
 
 #include <check.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdio.h>
 
 /* ---- formulas at the document's shapes (nothing allocated) ------------------- */
 START_TEST(test_document_shapes_formula)
@@ -83,68 +85,17 @@ START_TEST(test_chunk_caps_the_ceiling)
 END_TEST
 
 /* ---- measured peaks ---------------------------------------------------------------- */
+/* The memory cases of the op's table (src/ops/npt.c, cases 88..115), each in
+ * the order forward f32, forward bf16, backward f32, backward bf16 (the width
+ * cases: fp32 forward, backward). */
+#define CASE_CEILING 88 /* 2 x 9, 45 x 61, rank 8 */
+#define CASE_TOKENS 92  /* 6 then 24 tokens of 23 x 29, rank 16: one chunk, then chunks of 4 */
+#define CASE_WIDTH 108  /* 2 x 5, rank 8: 12 x 10 then 48 x 40 */
+#define CASE_BUDGET 112 /* 3 x 7, 17 x 19, rank 16: a budget of the ceiling at chunks of 7 + 5 bytes */
+
 typedef struct peaks {
     size_t ref, opt;
 } peaks;
-
-/* Runs the reference and the kernel once on seeded inputs; returns the scratch
- * peaks (host for the reference, device for the kernel). */
-static peaks measure(mf_npt_pass pass, mf_dtype dt, mf_npt_shape s, const mf_npt_options *opts)
-{
-    mf_context *ctx = mf_test_ctx();
-    const int fwd = pass == MF_NPT_FORWARD;
-    const size_t es = mf_dtype_size(dt);
-    const size_t T = (size_t)(s.batch * s.seq), D = (size_t)s.d_model, F = (size_t)s.d_ffn,
-                 R = (size_t)s.rank;
-    const size_t in_n[6] = { T * D, D * F, D * R, R * F, T * R, fwd ? F : T * F };
-    const size_t out_n[6] = { fwd ? T * F : T * D, D * F, D * R, R * F, T * R, F };
-    const int n_out = fwd ? 1 : 6;
-    void *in[6], *d_in[6], *out[6] = { NULL }, *d_out[6] = { NULL };
-    for (int i = 0; i < 6; ++i) {
-        in[i] = malloc(in_n[i] * es);
-        ck_assert_ptr_nonnull(in[i]);
-        if (dt == MF_DTYPE_F32)
-            mf_fill_uniform_f32((float *)in[i], in_n[i], 77 + (uint64_t)i, -1.0f, 1.0f);
-        else
-            mf_fill_uniform_bf16((uint16_t *)in[i], in_n[i], 77 + (uint64_t)i, -1.0f, 1.0f);
-        MF_ASSERT_OK(mf_buffer_alloc(ctx, in_n[i] * es, &d_in[i]));
-        MF_ASSERT_OK(mf_buffer_upload(ctx, d_in[i], in[i], in_n[i] * es));
-    }
-    for (int k = 0; k < n_out; ++k) {
-        out[k] = malloc(out_n[k] * es);
-        ck_assert_ptr_nonnull(out[k]);
-        MF_ASSERT_OK(mf_buffer_alloc(ctx, out_n[k] * es, &d_out[k]));
-    }
-    peaks p;
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    if (fwd)
-        MF_ASSERT_OK(mf_ref_npt_forward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], out[0]));
-    else
-        MF_ASSERT_OK(mf_ref_npt_backward(ctx, dt, s, in[0], in[1], in[2], in[3], in[4], in[5], out[0], out[1],
-                                         out[2], out[3], out[4], out[5]));
-    p.ref = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    if (fwd)
-        MF_ASSERT_OK(
-            mf_npt_forward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[5], d_out[0], opts));
-    else
-        MF_ASSERT_OK(mf_npt_backward(ctx, dt, s, d_in[0], d_in[1], d_in[2], d_in[3], d_in[4], d_in[5],
-                                     d_out[0], d_out[1], d_out[2], d_out[3], d_out[4], d_out[5], opts));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    p.opt = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    mf_mem_stats st;
-    MF_ASSERT_OK(mf_mem_stats_get(ctx, MF_MEM_DEVICE, &st));
-    ck_assert_uint_eq(st.current, st.baseline); /* the kernel freed its scratch */
-    for (int k = 0; k < n_out; ++k) {
-        free(out[k]);
-        MF_ASSERT_OK(mf_buffer_free(ctx, d_out[k]));
-    }
-    for (int i = 0; i < 6; ++i) {
-        free(in[i]);
-        MF_ASSERT_OK(mf_buffer_free(ctx, d_in[i]));
-    }
-    return p;
-}
 
 static size_t ceiling(mf_npt_pass pass, mf_dtype dt, mf_npt_shape s, const mf_npt_options *o)
 {
@@ -158,6 +109,36 @@ static size_t ref_formula(mf_npt_pass pass, mf_npt_shape s)
                                   : mf_ref_npt_backward_scratch_bytes(s);
 }
 
+/* Case c of the op through the testbed (equivalent, and opt <= ceiling asserted
+ * there: a kernel that skipped the work would trivially use no memory), checked
+ * to be the pass, dtype, shape and options given (forward cases have a bias);
+ * returns the scratch peaks (host for the reference, device for the kernel).
+ * The kernel freed its scratch: the device's current bytes are back where they
+ * were. */
+static peaks measure(int c, mf_npt_pass pass, mf_dtype dt, mf_npt_shape s, const mf_npt_options *opts)
+{
+    mf_mem_stats st;
+    MF_ASSERT_OK(mf_mem_stats_get(mf_test_ctx(), MF_MEM_DEVICE, &st));
+    const size_t before = st.current;
+    const mf_case_result r = mf_test_op_case("npt", 0, c);
+    MF_ASSERT_OK(mf_mem_stats_get(mf_test_ctx(), MF_MEM_DEVICE, &st));
+    ck_assert_uint_eq(st.current, before);
+    int64_t chunk = 0;
+    MF_ASSERT_OK(mf_npt_resolve_chunk(pass, dt, s, opts, &chunk));
+    char want[192];
+    const int fwd = pass == MF_NPT_FORWARD;
+    int len = snprintf(want, sizeof want, "%s Bt=%lld S=%lld D=%lld F=%lld r=%lld%s chunk=%lld",
+                       fwd ? "fwd" : "bwd", (long long)s.batch, (long long)s.seq, (long long)s.d_model,
+                       (long long)s.d_ffn, (long long)s.rank, fwd ? " bias" : "", (long long)chunk);
+    if (opts != NULL && opts->scratch_budget_bytes > 0)
+        snprintf(want + len, sizeof want - (size_t)len, " budget=%zu", opts->scratch_budget_bytes);
+    ck_assert_str_eq(r.shape, want);
+    ck_assert_str_eq(r.dtype, mf_dtype_name(dt));
+    ck_assert_uint_eq(r.ceiling_bytes, ceiling(pass, dt, s, opts));
+    const peaks p = { r.ref_peak_bytes, r.opt_peak_bytes };
+    return p;
+}
+
 /* _i: pass (2) x dtype (2). opt <= ceiling < ref, the reference's peak is its
  * formula, and the kernel never holds one token's d_model x d_ffn delta. */
 START_TEST(test_optimized_within_ceiling_reference_exceeds)
@@ -165,7 +146,7 @@ START_TEST(test_optimized_within_ceiling_reference_exceeds)
     const mf_npt_pass pass = (_i / 2) ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     const mf_dtype dt = (_i % 2) ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     const mf_npt_shape s = { 2, 9, 45, 61, 8 };
-    const peaks p = measure(pass, dt, s, NULL);
+    const peaks p = measure(CASE_CEILING + (int)_i, pass, dt, s, NULL);
     const size_t ceil = ceiling(pass, dt, s, NULL);
     ck_assert_uint_gt(p.opt, 0);
     ck_assert_uint_le(p.opt, ceil);
@@ -183,7 +164,8 @@ START_TEST(test_scaling_with_tokens)
     const mf_npt_pass pass = (_i / 2) ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     const mf_dtype dt = (_i % 2) ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     const mf_npt_shape s1 = { 1, 6, 23, 29, 16 }, s4 = { 2, 12, 23, 29, 16 };
-    const peaks p1 = measure(pass, dt, s1, NULL), p4 = measure(pass, dt, s4, NULL);
+    const int c = CASE_TOKENS + 4 * (int)_i;
+    const peaks p1 = measure(c, pass, dt, s1, NULL), p4 = measure(c + 1, pass, dt, s4, NULL);
     ck_assert_uint_le(p1.opt, ceiling(pass, dt, s1, NULL));
     ck_assert_uint_le(p4.opt, ceiling(pass, dt, s4, NULL));
     ck_assert_uint_lt(ceiling(pass, dt, s4, NULL), p4.ref);
@@ -194,7 +176,7 @@ START_TEST(test_scaling_with_tokens)
     mf_npt_options o;
     mf_npt_options_init(&o);
     o.chunk_tokens = 4;
-    const peaks c1 = measure(pass, dt, s1, &o), c4 = measure(pass, dt, s4, &o);
+    const peaks c1 = measure(c + 2, pass, dt, s1, &o), c4 = measure(c + 3, pass, dt, s4, &o);
     ck_assert_uint_eq(c1.opt, c4.opt);
     ck_assert_uint_le(c4.opt, ceiling(pass, dt, s4, &o));
     ck_assert_uint_eq(ceiling(pass, dt, s1, &o), ceiling(pass, dt, s4, &o));
@@ -207,8 +189,8 @@ START_TEST(test_scaling_with_width)
 {
     const mf_npt_pass pass = _i ? MF_NPT_BACKWARD : MF_NPT_FORWARD;
     const mf_npt_shape narrow = { 2, 5, 12, 10, 8 }, wide = { 2, 5, 48, 40, 8 };
-    const peaks pn = measure(pass, MF_DTYPE_F32, narrow, NULL);
-    const peaks pw = measure(pass, MF_DTYPE_F32, wide, NULL);
+    const peaks pn = measure(CASE_WIDTH + 2 * (int)_i, pass, MF_DTYPE_F32, narrow, NULL);
+    const peaks pw = measure(CASE_WIDTH + 2 * (int)_i + 1, pass, MF_DTYPE_F32, wide, NULL);
     ck_assert_uint_eq(pn.opt, pw.opt);
     ck_assert_uint_eq(pw.ref, 16 * pn.ref);
     ck_assert_uint_le(pw.opt, ceiling(pass, MF_DTYPE_F32, wide, NULL));
@@ -229,9 +211,22 @@ START_TEST(test_budget_bounds_peak)
     int64_t c = 0;
     MF_ASSERT_OK(mf_npt_resolve_chunk(pass, dt, s, &o, &c));
     ck_assert_int_eq(c, 7);
-    const peaks p = measure(pass, dt, s, &o);
+    const peaks p = measure(CASE_BUDGET + (int)_i, pass, dt, s, &o);
     ck_assert_uint_le(p.opt, o.scratch_budget_bytes);
     ck_assert_uint_le(p.opt, ceiling(pass, dt, s, &o));
+}
+END_TEST
+
+/* What `memfix report --op npt` runs: the reference exceeds the ceiling there too. */
+START_TEST(test_report_cases_reference_exceeds)
+{
+    const mf_op_desc *op = mf_registry_find("npt");
+    ck_assert_ptr_nonnull(op);
+    for (int c = 0; c < mf_op_report_cases(op); ++c) {
+        const mf_case_result r = mf_test_op_case("npt", 0, c);
+        ck_assert_msg(r.ref_peak_bytes > r.ceiling_bytes, "npt case %d (%s %s): reference %zu <= ceiling %zu",
+                      c, r.dtype, r.shape, r.ref_peak_bytes, r.ceiling_bytes);
+    }
 }
 END_TEST
 
@@ -249,6 +244,7 @@ static Suite *npt_memory_suite(void)
     tcase_add_loop_test(tc, test_scaling_with_tokens, 0, 4);
     tcase_add_loop_test(tc, test_scaling_with_width, 0, 2);
     tcase_add_loop_test(tc, test_budget_bounds_peak, 0, 4);
+    tcase_add_test(tc, test_report_cases_reference_exceeds);
     suite_add_tcase(s, tc);
     return s;
 }
