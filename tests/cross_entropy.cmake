@@ -5,9 +5,12 @@
 
 mf_add_op_tests(cross_entropy REVERSE chunked EQUIV_TIMEOUT 300)
 
-# test_cross_entropy_equiv.host runs the chunked test case only; the fused
-# variant's cases get registrations of their own so that ctest -j runs them
-# side by side (each is minutes under TSan): test_cross_entropy_equiv_fused.host
+# The suite runs the op's descriptor cases (mf_test_add_op_cases: Check test
+# cases chunked and fused) and the fused V = 151,936 cases in a test case of
+# their own, fused_vocab (src/ops/cross_entropy.c's case_applies keeps them out
+# of the fused sweep). test_cross_entropy_equiv.host runs the chunked test case
+# only; the fused variant's cases get registrations of their own so that ctest
+# -j runs them side by side: test_cross_entropy_equiv_fused.host
 # (every option, odd shapes, blocks and strips) and
 # test_cross_entropy_equiv_fused_vocab.host (V = 151,936), in forward order, and
 # the reverse-order registrations below (the V = 151,936 one labelled slow: the

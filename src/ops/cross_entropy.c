@@ -271,20 +271,161 @@ typedef struct ce_case {
     /* the ignored rows: labels of rows i % ignore_mod == 3 are ignore_index (0, 0 in the fixed rows:
      * the default -100 every 7th row); a generated ignore_index in [0, V) is also a label of other rows */
     int64_t ignore_index, ignore_mod;
+    /* The equivalence and memory suites' cases only (0 in the report cases): CE_F_* flags, and the row of
+     * hidden that holds a NaN (CE_F_NAN_ROW). */
+    int flags;
+    int64_t nan_row;
 } ce_case;
+
+/* CE_F_SPLIT: two passes, each into its own NaN-filled outputs and compared in full: the fused
+ * forward+backward writing lse too, then mf_cross_entropy_forward saving lse and mf_cross_entropy_backward
+ * from it; the upstream gradient in [-1.5, 1.5) (both signs); the chunked variant's plan must pick exactly
+ * C rows (the budget is the ceiling at C). CE_F_FWD / CE_F_BWD: one pass only, as memfix verify runs a
+ * candidate (mf_cross_entropy_forward compared on loss and lse; mf_cross_entropy_backward from the
+ * reference's lse, compared on the gradients): the memory suite's per-pass scratch. CE_F_DEFAULT_BUDGET:
+ * the default 1 GiB budget (C = 0 in the table), so the chunked tile is capped at the logits it replaces.
+ * CE_F_ALL_IGNORED: every label is ignore_index (the loss and every gradient must be exactly 0).
+ * CE_F_NAN_ROW: hidden[nan_row][1] = NaN (its label a valid one; the loss and that row of grad_hidden
+ * must be NaN, row 0 finite). CE_F_ONLY_GW: grad_hidden and grad_bias NULL. CE_F_NULL_UPSTREAM:
+ * grad_loss NULL (an upstream gradient of 1). CE_F_FUSED_ONLY: the fused variant's tile edges only.
+ * CE_F_BIG_V: V = 151,936; the fused variant runs it in its own test case (fused_vocab), not in its sweep. */
+enum {
+    CE_F_SPLIT = 1,
+    CE_F_FWD = 2,
+    CE_F_BWD = 4,
+    CE_F_DEFAULT_BUDGET = 8,
+    CE_F_ALL_IGNORED = 16,
+    CE_F_NAN_ROW = 32,
+    CE_F_ONLY_GW = 64,
+    CE_F_NULL_UPSTREAM = 128,
+    CE_F_FUSED_ONLY = 256,
+    CE_F_BIG_V = 512
+};
 
 /* Small shapes (fast in host mode): the document's shifted mean loss over two
  * sequences in four chunks, fp32 and bf16; every option with a ragged last
- * chunk and a per-row upstream gradient; a one-row chunk. Every case runs on
- * both variants (the fused one ignores C). */
+ * chunk and a per-row upstream gradient; a one-row chunk. The report cases
+ * (the first 5) run on both variants (the fused one ignores C). */
 static const ce_case ce_cases[] = {
-    { 64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0 },
-    { 64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0 },
-    { 45, 24, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.1f, 1e-3f, 15.0f, 0, 0 },
-    { 45, 24, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 15, 0.1f, 1e-3f, 15.0f, 0, 0 },
-    { 7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0 },
+    { 64, 32, 500, 16, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 64, 32, 500, 16, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 32, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 45, 24, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.1f, 1e-3f, 15.0f, 0, 0, 0, 0 },
+    { 45, 24, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 15, 0.1f, 1e-3f, 15.0f, 0, 0, 0, 0 },
+    { 7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    /* The equivalence suite (tests/equivalence/test_cross_entropy_equiv.c runs every case; flags above).
+     * 5-16: dtype x reduction x shift, with bias, a ragged last chunk (24 = 10 + 10 + 4). */
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_SUM, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 1, 12, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 1, 12, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_SUM, 1, 1, 12, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 1, 1, 12, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 1, 1, 12, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_NONE, 1, 1, 12, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    /* 17-24: label smoothing, z-loss, softcap (small: tanh far from linear) each alone, then all with shift
+     * and reduction none; f32 and bf16. */
+    { 21, 16, 257, 7, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.1f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 21, 16, 257, 7, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.1f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 21, 16, 257, 7, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.01f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 21, 16, 257, 7, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.01f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 21, 16, 257, 7, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 2.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 21, 16, 257, 7, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 2.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 21, 16, 257, 7, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 1, 1, 0, 0.1f, 0.01f, 2.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 21, 16, 257, 7, MF_DTYPE_BF16, MF_CE_REDUCTION_NONE, 1, 1, 0, 0.1f, 0.01f, 2.0f, 0, 0, CE_F_SPLIT, 0 },
+    /* 25-26: a ragged last chunk, 45 = 20 + 20 + 5, sum. 27-28: a chunk of one row (seven chunks). */
+    { 45, 16, 301, 20, MF_DTYPE_F32, MF_CE_REDUCTION_SUM, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 45, 16, 301, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 7, 16, 129, 1, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 7, 16, 129, 1, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_SPLIT, 0 },
+    /* 29-30: the default 1 GiB budget at a small N: the tile capped at the logits (f32: 9 of 10 rows, bf16:
+     * 4); V = 1000 is several 256-thread strides per row. */
+    { 10, 16, 1000, 0, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_DEFAULT_BUDGET, 0 },
+    { 10, 16, 1000, 0, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_DEFAULT_BUDGET, 0 },
+    /* 31-32: every row ignored with mean: loss 0 and zero gradients (PyTorch: NaN). 33-34: a NaN in hidden
+     * (row 13, in the second chunk) propagates to the mean loss and its row of grad_hidden. */
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_ALL_IGNORED, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_ALL_IGNORED, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_NAN_ROW, 13 },
+    { 24, 16, 200, 10, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_NAN_ROW, 13 },
+    /* 35: only grad_weight requested (frozen embeddings). 36-38: grad_loss NULL (1) for mean, sum, none. */
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_SUM, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_ONLY_GW, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_NULL_UPSTREAM, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_SUM, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_NULL_UPSTREAM, 0 },
+    { 24, 16, 200, 10, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_NULL_UPSTREAM, 0 },
+    /* 39-44: odd N, D and V: a ragged 64-row block (67 = 64 + 3: two CTAs of the fused variant, grad_W from
+     * both), D = 37 and V = 131 not multiples of the 32 / 64 / 16 tile edges; every option, f32 and bf16 x
+     * mean, sum, none. */
+    { 67, 37, 131, 20, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.05f, 0.001f, 5.0f, 0, 0, CE_F_SPLIT,
+      0 },
+    { 67, 37, 131, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.05f, 0.001f, 5.0f, 0, 0, CE_F_SPLIT,
+      0 },
+    { 67, 37, 131, 20, MF_DTYPE_F32, MF_CE_REDUCTION_SUM, 0, 1, 0, 0.05f, 0.001f, 5.0f, 0, 0, CE_F_SPLIT, 0 },
+    { 67, 37, 131, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_SUM, 0, 1, 0, 0.05f, 0.001f, 5.0f, 0, 0, CE_F_SPLIT,
+      0 },
+    { 67, 37, 131, 20, MF_DTYPE_F32, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.05f, 0.001f, 5.0f, 0, 0, CE_F_SPLIT,
+      0 },
+    { 67, 37, 131, 20, MF_DTYPE_BF16, MF_CE_REDUCTION_NONE, 0, 1, 0, 0.05f, 0.001f, 5.0f, 0, 0, CE_F_SPLIT,
+      0 },
+    /* 45-46, fused only: several row blocks and vocabulary strips with ragged edges. bf16 runs 128-row blocks
+     * and 512-column strips of 128-column tiles: N = 133 is two CTAs (the second with 5 rows; grad_W and
+     * grad_bias get atomics from both), V = 645 a full strip plus a strip of two tiles (the last with 5
+     * columns), D = 40 cp.async with a ragged last 32-wide slice; f32 (64-row blocks): three CTAs. Label
+     * smoothing and bias: every column's gradient counts. */
+    { 133, 40, 645, 50, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.1f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_FUSED_ONLY, 0 },
+    { 133, 40, 645, 50, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 1, 0, 0.1f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_FUSED_ONLY, 0 },
+    /* 47-48: the document's vocabulary, V = 151,936, on a few rows: ~594 strides per thread in every row
+     * loop, an fp32 softmax over 151,936 terms, grad_W accumulated over three chunks (12 = 5 + 5 + 2). The
+     * fused variant runs them in its own test case (fused_vocab: 1187 CTAs of 256 threads per pass). */
+    { 12, 8, 151936, 5, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 1, 0, 6, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_BIG_V, 0 },
+    { 12, 8, 151936, 5, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 1, 0, 6, 0.0f, 0.0f, 0.0f, 0, 0,
+      CE_F_SPLIT | CE_F_BIG_V, 0 },
+    /* 49-72, the memory suite's (tests/memory/test_cross_entropy_memory.c): N in {48, 96} x V in {300, 900} x
+     * f32, bf16, each as fwd+bwd (lse NULL), forward alone and backward alone; D = 16, C = 8, mean. */
+    { 48, 16, 300, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 48, 16, 300, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 48, 16, 300, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
+    { 48, 16, 300, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 48, 16, 300, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 48, 16, 300, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
+    { 48, 16, 900, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 48, 16, 900, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 48, 16, 900, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
+    { 48, 16, 900, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 48, 16, 900, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 48, 16, 900, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
+    { 96, 16, 300, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 96, 16, 300, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 96, 16, 300, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
+    { 96, 16, 300, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 96, 16, 300, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 96, 16, 300, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
+    { 96, 16, 900, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 96, 16, 900, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 96, 16, 900, 8, MF_DTYPE_F32, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
+    { 96, 16, 900, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, 0, 0 },
+    { 96, 16, 900, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_FWD, 0 },
+    { 96, 16, 900, 8, MF_DTYPE_BF16, MF_CE_REDUCTION_MEAN, 0, 0, 0, 0.0f, 0.0f, 0.0f, 0, 0, CE_F_BWD, 0 },
 };
 #define CE_N_CASES ((int)(sizeof(ce_cases) / sizeof(ce_cases[0])))
+/* memfix report's rows and memfix verify's fixed cases: the first 5 (the rest are the suites'). */
+#define CE_N_REPORT_CASES 5
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
 /* Random case i of a seed, k = i + seed: ignore_index cycles over -1, a label
@@ -355,21 +496,46 @@ static mf_status ce_case_of(const mf_case_id *id, int backward, ce_case *c)
     return MF_OK;
 }
 
+/* memfix verify's fixed cases: the report cases (the rest are the suites'). */
+static mf_status ce_verify_id_check(const mf_case_id *id)
+{
+    if (id->kind == MF_CASE_FIXED && (id->index < 0 || id->index >= CE_N_REPORT_CASES))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "cross_entropy: verify case %d out of range [0, %d)", id->index,
+                CE_N_REPORT_CASES);
+    return MF_OK;
+}
+
+static int ce_verify_n_cases(void) { return CE_N_REPORT_CASES; }
+
 static void ce_shape(const ce_case *c, const char *suffix, char *buf, size_t cap)
 {
     static const char *const red_names[] = { "mean", "sum", "none" };
+    char rows[32], extra[96] = "";
+    if (c->flags & CE_F_ALL_IGNORED)
+        snprintf(rows, sizeof rows, "every row");
+    else
+        snprintf(rows, sizeof rows, "rows i%%%lld==3", (long long)c->ignore_mod);
+    /* the suites' options (none in the report cases) */
+    if (c->flags & CE_F_NAN_ROW)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " NaN in row %lld",
+                 (long long)c->nan_row);
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s%s%s",
+             (c->flags & CE_F_DEFAULT_BUDGET) ? " default budget" : "",
+             (c->flags & CE_F_ONLY_GW) ? " grad_weight only" : "",
+             (c->flags & CE_F_NULL_UPSTREAM) ? " grad_loss NULL" : "",
+             (c->flags & CE_F_SPLIT) ? " fwd+bwd and fwd;bwd" : "");
     snprintf(buf, cap,
-             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on rows "
-             "i%%%lld==3%s",
+             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on %s%s%s",
              (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab, (long long)c->chunk_rows,
              red_names[c->reduction], c->shift ? " shift" : "", c->bias ? " bias" : "", (long long)c->seq_len,
-             (double)c->smoothing, (double)c->z_loss, (double)c->softcap, (long long)c->ignore_index,
-             (long long)c->ignore_mod, suffix);
+             (double)c->smoothing, (double)c->z_loss, (double)c->softcap, (long long)c->ignore_index, rows,
+             extra, suffix);
 }
 
 static mf_status ce_describe_dir(const mf_case_id *id, const char *suffix, char *buf, size_t cap,
                                  size_t *bytes)
 {
+    MF_TRY(ce_verify_id_check(id));
     ce_case c;
     MF_TRY(ce_case_of(id, suffix[1] == 'b', &c));
     char shape[192];
@@ -407,13 +573,52 @@ static int ce_compare(const float *got, const float *ref, size_t n, const char *
     return first ? pass : 0; /* the caller's verdict is already a failure */
 }
 
+/* The checks of a CE_F_SPLIT case beyond the comparison with the reference: the
+ * chunked plan picks the case's chunk (so every chunk edge is the one the case
+ * names), all-ignored rows give an exact 0, and a NaN row is NaN where it must
+ * be. 1 when they hold; else 0 with the reason in out (kind 'kind'). */
+static int ce_plan_check(const ce_case *c, const mf_cross_entropy_options *o, mf_case_result *out)
+{
+    mf_cross_entropy_plan_info p;
+    if (mf_cross_entropy_plan(c->n_rows, c->vocab, c->dtype, o, &p) != MF_OK) {
+        snprintf(out->message, sizeof out->message, "plan: %.200s", mf_last_error());
+        return 0;
+    }
+    int64_t want = c->chunk_rows > 0 && c->chunk_rows < c->n_rows ? c->chunk_rows : c->n_rows;
+    int ok = 1;
+    if (c->flags & CE_F_DEFAULT_BUDGET) { /* the default budget: capped at the logits it replaces */
+        const size_t logits = mf_cross_entropy_logits_bytes(c->n_rows, c->vocab, c->dtype);
+        const int64_t rows = (int64_t)((logits - 4 * (size_t)c->n_rows - 16) / (4 * (size_t)c->vocab));
+        if (rows < want) want = rows;
+        ok = p.capped_by_logits && p.logits_bytes == logits && p.scratch_bytes <= logits;
+    }
+    if (!ok || p.chunk_rows != want || p.n_chunks != (c->n_rows + want - 1) / want) {
+        snprintf(out->message, sizeof out->message,
+                 "plan: C=%lld in %lld chunks (capped %d, %zu bytes), want C=%lld", (long long)p.chunk_rows,
+                 (long long)p.n_chunks, p.capped_by_logits, p.scratch_bytes, (long long)want);
+        return 0;
+    }
+    return 1;
+}
+
+/* Every element of the n at p exactly 0 (all rows ignored). */
+static int ce_all_zero(const float *p, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        if (p[i] != 0.0f) return 0;
+    return 1;
+}
+
 /* One case: mf_cross_entropy_forward_backward (report: loss and the three
  * gradients), or a candidate (memfix verify): 'fwd' in place of
  * mf_cross_entropy_forward, compared on loss and lse against the reference's
  * forward; or 'bwd' in place of mf_cross_entropy_backward, given the
  * reference's lse and compared on the gradients. The ceiling is the chunked
  * variant's at the case's chunk (opts->scratch_budget states it to a
- * candidate). seed_salt != 0 draws other inputs and labels of the same shape. */
+ * candidate). seed_salt != 0 draws other inputs and labels of the same shape.
+ * The suites' cases (flags, ce_case) run both passes (CE_F_SPLIT) or one
+ * (CE_F_FWD, CE_F_BWD: mf_cross_entropy_forward / _backward as the entry,
+ * on the variant's options). */
 static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy_forward_candidate_fn fwd,
                                   mf_cross_entropy_backward_candidate_fn bwd, const mf_case_id *id,
                                   uint64_t seed_salt, mf_case_result *out)
@@ -424,6 +629,10 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const ce_case *c = &cc;
     const int case_index = id->index;
     const int cand = fwd != NULL || bwd != NULL;
+    const int fl = cand ? 0 : c->flags, split = (fl & CE_F_SPLIT) != 0;
+    if (fl & CE_F_FWD) fwd = mf_cross_entropy_forward;
+    if (fl & CE_F_BWD) bwd = mf_cross_entropy_backward;
+    const int only_gw = (fl & CE_F_ONLY_GW) != 0, want_gb = c->bias && !only_gw;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : ce_variant_names[variant], c->dtype);
     /* the full case: every option, the ignored rows (the labels below) included */
     ce_shape(c, fwd != NULL ? " fwd" : bwd != NULL ? " bwd" : "", out->shape, sizeof(out->shape));
@@ -437,8 +646,9 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     o.label_smoothing = c->smoothing;
     o.z_loss = c->z_loss;
     o.softcap = c->softcap;
-    /* The budget that makes the planner pick exactly chunk_rows. */
-    o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, c->chunk_rows);
+    /* The budget that makes the planner pick exactly chunk_rows (or the default one). */
+    if (!(fl & CE_F_DEFAULT_BUDGET))
+        o.scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, c->chunk_rows);
     out->ceiling_bytes = o.scratch_budget;
     if (!cand && variant == MF_CE_VARIANT_FUSED) { /* O(N), no budget */
         o.variant = MF_CE_VARIANT_FUSED;
@@ -455,32 +665,46 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     void *b = c->bias ? mf_tb_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
     float *gl = (float *)malloc(n_loss * sizeof(float));
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
-    /* outputs, reference then got: loss, grad_hidden, grad_weight, grad_bias, lse */
+    /* outputs, reference, got, then got by the split passes: loss, grad_hidden, grad_weight, grad_bias, lse */
     const size_t n_out = n_loss + n * d + v * d + v + n;
-    float *host_out = (float *)malloc(2 * n_out * sizeof(float));
-    void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL, *dlse = NULL;
+    const int n_sets = split ? 3 : 2;
+    float *host_out = (float *)malloc((size_t)n_sets * n_out * sizeof(float));
+    void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL, *dlse = NULL,
+         *dout2 = NULL;
     if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lab == NULL || host_out == NULL) {
         st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
                           case_index);
         goto done;
     }
-    mf_fill_uniform_f32(gl, n_loss, seed + 3, 0.5f, 1.5f);
+    if (fl & CE_F_NULL_UPSTREAM)
+        for (size_t i = 0; i < n_loss; ++i) gl[i] = 1.0f; /* what grad_loss = NULL means */
+    else
+        mf_fill_uniform_f32(gl, n_loss, seed + 3, split ? -1.5f : 0.5f, 1.5f);
     for (size_t i = 0; i < n; ++i) /* every 7th label ignored, the rest spread over V */
-        lab[i] = i % (size_t)c->ignore_mod == 3
+        lab[i] = i % (size_t)c->ignore_mod == 3 || (fl & CE_F_ALL_IGNORED)
                      ? c->ignore_index
                      : (int64_t)((i * 2654435761u +
                                   (size_t)(id->kind == MF_CASE_FIXED ? case_index : (int)(seed % 977u)) +
                                   (size_t)seed_salt * 7919u) %
                                  v);
+    if (fl & CE_F_NAN_ROW) { /* hidden[row][1] = NaN, and the row's label a valid one */
+        const size_t r = (size_t)c->nan_row;
+        if (c->dtype == MF_DTYPE_BF16)
+            ((uint16_t *)h)[r * d + 1] = mf_f32_to_bf16(NAN);
+        else
+            ((float *)h)[r * d + 1] = NAN;
+        lab[c->shift ? r + 1 : r] = 3;
+    }
 
-    float *ref = host_out, *got = host_out + n_out;
+    float *ref = host_out, *got = host_out + n_out, *got2 = split ? host_out + 2 * n_out : NULL;
     float *r_loss = ref, *r_gh = ref + n_loss, *r_gw = r_gh + n * d, *r_gb = r_gw + v * d, *r_lse = r_gb + v;
-    float *g_loss = got, *g_gh = got + n_loss, *g_gw = g_gh + n * d, *g_gb = g_gw + v * d, *g_lse = g_gb + v;
-    mf_fill_nan_f32(host_out, 2 * n_out);
+    float *g_gb = got + n_loss + n * d + v * d;
+    mf_fill_nan_f32(host_out, (size_t)n_sets * n_out);
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
     if ((st = mf_ref_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w, b, lab,
-                                           &o, r_loss, cand ? r_lse : NULL)) != MF_OK)
+                                           &o, r_loss, fwd != NULL || bwd != NULL || split ? r_lse : NULL)) !=
+        MF_OK)
         goto done;
     if (fwd == NULL &&
         (st = mf_ref_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, h, w, b, lab,
@@ -495,15 +719,18 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
         (st = mf_buffer_alloc(ctx, n * sizeof(int64_t), &dlab)) != MF_OK ||
         (st = mf_buffer_alloc(ctx, n_loss * sizeof(float), &dgl)) != MF_OK ||
         (st = mf_buffer_alloc(ctx, n_out * sizeof(float), &dout)) != MF_OK ||
+        (split && (st = mf_buffer_alloc(ctx, n_out * sizeof(float), &dout2)) != MF_OK) ||
         (st = mf_buffer_upload(ctx, dh, h, n * d * es)) != MF_OK ||
         (st = mf_buffer_upload(ctx, dw, w, v * d * es)) != MF_OK ||
         (c->bias && (st = mf_buffer_upload(ctx, db, b, v * es)) != MF_OK) ||
         (st = mf_buffer_upload(ctx, dlab, lab, n * sizeof(int64_t))) != MF_OK ||
         (st = mf_buffer_upload(ctx, dgl, gl, n_loss * sizeof(float))) != MF_OK ||
-        (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK)
+        (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK ||
+        (split && (st = mf_buffer_upload(ctx, dout2, got2, n_out * sizeof(float))) != MF_OK))
         goto done;
     float *d_loss = (float *)dout, *d_gh = d_loss + n_loss, *d_gw = d_gh + n * d, *d_gb = d_gw + v * d,
           *d_lse = d_gb + v;
+    const float *d_up = (fl & CE_F_NULL_UPSTREAM) ? NULL : (const float *)dgl;
     if (bwd != NULL && ((st = mf_buffer_alloc(ctx, n * sizeof(float), &dlse)) != MF_OK ||
                         (st = mf_buffer_upload(ctx, dlse, r_lse, n * sizeof(float))) != MF_OK))
         goto done;
@@ -516,10 +743,25 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
                  (const float *)dlse, (const float *)dgl, d_gh, d_gw, c->bias ? d_gb : NULL);
     else
         st = mf_cross_entropy_forward_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db,
-                                               (const int64_t *)dlab, &o, (const float *)dgl, d_loss, NULL,
-                                               d_gh, d_gw, c->bias ? d_gb : NULL);
+                                               (const int64_t *)dlab, &o, d_up, d_loss, split ? d_lse : NULL,
+                                               only_gw ? NULL : d_gh, d_gw, want_gb ? d_gb : NULL);
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+    if (split) { /* the forward saving lse, then the backward from it, into the second outputs */
+        float *e_loss = (float *)dout2, *e_gh = e_loss + n_loss, *e_gw = e_gh + n * d, *e_gb = e_gw + v * d,
+              *e_lse = e_gb + v;
+        if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
+            (st = mf_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db,
+                                           (const int64_t *)dlab, &o, e_loss, e_lse)) != MF_OK ||
+            (st = mf_cross_entropy_backward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db,
+                                            (const int64_t *)dlab, &o, e_lse, d_up, only_gw ? NULL : e_gh,
+                                            e_gw, want_gb ? e_gb : NULL)) != MF_OK ||
+            (st = mf_context_synchronize(ctx)) != MF_OK)
+            goto done;
+        const size_t peak2 = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
+        if (peak2 > out->opt_peak_bytes) out->opt_peak_bytes = peak2;
+        if ((st = mf_buffer_download(ctx, got2, dout2, n_out * sizeof(float))) != MF_OK) goto done;
+    }
     if ((st = mf_buffer_download(ctx, got, dout, n_out * sizeof(float))) != MF_OK) goto done;
     if (!c->bias) g_gb[0] = 0.0f;
 
@@ -527,18 +769,53 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const char *tol_loss = bf ? "cross_entropy.loss.bf16" : "cross_entropy.loss.f32";
     const char *tol_grad = bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32";
     int ok = 1;
-    if (bwd == NULL) ok &= ce_compare(g_loss, r_loss, n_loss, tol_loss, "loss", out); /* bwd writes no loss */
-    if (fwd != NULL) {
-        ok &= ce_compare(g_lse, r_lse, n, tol_loss, "lse", out);
-    } else {
-        ok &= ce_compare(g_gh, r_gh, n * d, tol_grad, "grad_hidden", out);
-        ok &= ce_compare(g_gw, r_gw, v * d, tol_grad, "grad_weight", out);
-        if (c->bias) ok &= ce_compare(g_gb, r_gb, v, tol_grad, "grad_bias", out);
+    for (int set = 0; set < (split ? 2 : 1); ++set) {
+        const float *gs = set ? got2 : got;
+        const float *s_loss = gs, *s_gh = gs + n_loss, *s_gw = s_gh + n * d, *s_gb = s_gw + v * d,
+                    *s_lse = s_gb + v;
+        if (bwd == NULL) /* bwd writes no loss */
+            ok &= ce_compare(s_loss, r_loss, n_loss, tol_loss, set ? "fwd;bwd loss" : "loss", out);
+        if (fwd != NULL || split)
+            ok &= ce_compare(s_lse, r_lse, n, tol_loss, set ? "fwd;bwd lse" : "lse", out);
+        if (fwd == NULL) {
+            if (!only_gw)
+                ok &=
+                    ce_compare(s_gh, r_gh, n * d, tol_grad, set ? "fwd;bwd grad_hidden" : "grad_hidden", out);
+            ok &= ce_compare(s_gw, r_gw, v * d, tol_grad, set ? "fwd;bwd grad_weight" : "grad_weight", out);
+            if (want_gb)
+                ok &= ce_compare(s_gb, r_gb, v, tol_grad, set ? "fwd;bwd grad_bias" : "grad_bias", out);
+        }
+        if (!ok) break;
+        const char *why = NULL;
+        if ((fl & CE_F_ALL_IGNORED) && !(ce_all_zero(s_loss, n_loss) && ce_all_zero(s_gh, n * d) &&
+                                         ce_all_zero(s_gw, v * d) && (!c->bias || ce_all_zero(s_gb, v))))
+            why = "every row ignored: the loss and every gradient must be exactly 0";
+        if ((fl & CE_F_NAN_ROW) &&
+            !(isnan(s_loss[0]) && isnan(s_gh[(size_t)c->nan_row * d]) && !isnan(s_gh[0])))
+            why = "a NaN in hidden: the loss and its row of grad_hidden must be NaN, row 0 finite";
+        if (why != NULL) {
+            snprintf(out->message, sizeof out->message, "%s%s", set ? "fwd;bwd: " : "", why);
+            out->failure = MF_FAILURE_TOLERANCE;
+            ok = 0;
+            break;
+        }
+    }
+    if (ok && split && variant == MF_CE_VARIANT_CHUNKED && !ce_plan_check(c, &o, out)) {
+        out->failure = MF_FAILURE_ERROR;
+        ok = 0;
+    }
+    if ((fl & CE_F_DEFAULT_BUDGET) &&
+        variant == MF_CE_VARIANT_CHUNKED) { /* the ceiling at the plan's chunk */
+        mf_cross_entropy_plan_info p;
+        out->ceiling_bytes = mf_cross_entropy_plan(c->n_rows, c->vocab, c->dtype, &o, &p) == MF_OK
+                                 ? mf_cross_entropy_chunked_scratch_ceiling(c->n_rows, c->vocab, p.chunk_rows)
+                                 : 0;
     }
     mf_tb_verdict(out, ok);
 
 done:
     mf_tb_case_error(out, st);
+    mf_buffer_free(ctx, dout2);
     mf_buffer_free(ctx, dlse);
     mf_buffer_free(ctx, dout);
     mf_buffer_free(ctx, dgl);
@@ -561,6 +838,16 @@ static mf_status ce_run_case(mf_context *ctx, int variant, int case_index, mf_ca
     return ce_run_case_impl(ctx, variant, NULL, NULL, &id, 0, out);
 }
 
+/* The suites' cases for one variant only (ce_case flags): the fused tile-edge
+ * cases are not the chunked variant's; the V = 151,936 cases run in the fused
+ * variant's own test case (fused_vocab), not in its sweep. */
+static int ce_case_applies(int variant, int case_index)
+{
+    if (case_index < 0 || case_index >= CE_N_CASES) return 0;
+    const int f = ce_cases[case_index].flags;
+    return variant == MF_CE_VARIANT_CHUNKED ? !(f & CE_F_FUSED_ONLY) : !(f & CE_F_BIG_V);
+}
+
 /* memfix verify: exactly one of fwd, bwd (a guard of the candidate's type) in
  * place of mf_cross_entropy_forward / mf_cross_entropy_backward. */
 static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_forward_candidate_fn fwd,
@@ -571,6 +858,11 @@ static mf_status cross_entropy_verify_case(mf_context *ctx, mf_cross_entropy_for
         if (out != NULL) memset(out, 0, sizeof(*out));
         MF_FAIL(fwd == NULL ? MF_ERR_NULL_POINTER : MF_ERR_INVALID_ARGUMENT,
                 "exactly one of fwd and bwd must be given");
+    }
+    const mf_status st = ce_verify_id_check(id);
+    if (st != MF_OK) {
+        if (out != NULL) memset(out, 0, sizeof(*out));
+        return st;
     }
     return ce_run_case_impl(ctx, 0, fwd, bwd, id, seed_salt, out);
 }
@@ -661,12 +953,12 @@ MF_TB_RUN_FIXED(ce_backward_verify, ce_backward_verify_id)
 
 #define CE_ARGS_PTR offsetof(ce_guard_args, opts), sizeof(mf_cross_entropy_options)
 static const mf_verify_target ce_targets[] = {
-    { "cross_entropy", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
+    { "cross_entropy", ce_forward_verify, ce_verify_n_cases, ce_forward_verify_id, ce_describe_fwd, ce_call,
       sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward), 0 },
-    { "cross_entropy.forward", ce_forward_verify, NULL, ce_forward_verify_id, ce_describe_fwd, ce_call,
-      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward), 0 },
-    { "cross_entropy.backward", ce_backward_verify, NULL, ce_backward_verify_id, ce_describe_bwd, ce_bwd_call,
-      sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward), 0 }
+    { "cross_entropy.forward", ce_forward_verify, ce_verify_n_cases, ce_forward_verify_id, ce_describe_fwd,
+      ce_call, sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_forward), 0 },
+    { "cross_entropy.backward", ce_backward_verify, ce_verify_n_cases, ce_backward_verify_id, ce_describe_bwd,
+      ce_bwd_call, sizeof(ce_guard_args), CE_ARGS_PTR, MF_TB_OWN(mf_cross_entropy_backward), 0 }
 };
 
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
@@ -814,6 +1106,6 @@ const mf_op_desc mf_op_cross_entropy = {
     (int)(sizeof cross_entropy_tolerances / sizeof cross_entropy_tolerances[0]),
     cross_entropy_tolerances,
     &ce_plan,
-    0,    /* report: every built-in case */
-    NULL, /* case_applies: every case runs for every variant */
+    CE_N_REPORT_CASES, /* report: the first 5 (the rest are the equivalence and memory suites') */
+    ce_case_applies,   /* the fused tile-edge cases and V = 151,936 (fused_vocab): ce_case flags */
 };

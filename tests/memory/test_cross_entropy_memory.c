@@ -5,10 +5,13 @@
  *    the hidden states of the 4B model (D = 2560), and the chunked ceiling;
  *  - the seed's threshold test (verify_chunked_loss.py): with a 10 GiB budget,
  *    V = 151,936 and bf16, N = 4,096 runs as one chunk, N = 40,000 is chunked;
- *  - measured through the context's allocators: optimized <= ceiling <
- *    reference at the same shape, the reference's scratch equals its formula,
- *    and at a fixed chunk the optimized scratch grows by 4 bytes per row when N
- *    doubles while the reference grows by 16 * V bytes per row.
+ *  - measured through the testbed (the op's memory cases, run as `memfix
+ *    report` runs a case: each also equivalent to the reference): optimized
+ *    <= ceiling < reference at the same shape, the reference's scratch equals
+ *    its formula, and at a fixed chunk the optimized scratch grows by 4 bytes
+ *    per row when N doubles while the reference grows by 16 * V bytes per row;
+ *    the fused variant's 8N + 16 (4N + 16 forward, 16 backward) at two N and
+ *    two V, below the reference and the chunked variant.
  */
 #include "mf_test.h"
 
@@ -18,6 +21,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,80 +112,56 @@ START_TEST(test_seed_threshold)
 }
 END_TEST
 
+/* The memory cases of the op's table (src/ops/cross_entropy.c, its last 24):
+ * N in {48, 96} x V in {300, 900} x f32, bf16, each as fwd+bwd (lse NULL),
+ * forward alone and backward alone (from the reference's lse); D = 16, C = 8
+ * (the budget is the chunked ceiling at 8 rows), mean. Each runs through the
+ * testbed (equivalent, and opt <= ceiling, asserted there: a variant that
+ * skipped the work would trivially use no memory). */
+#define MEM_CASE0 49
+enum { PASS_FWD_BWD = 0, PASS_FWD = 1, PASS_BWD = 2 };
+
 typedef struct measured {
     size_t ref_fwd, ref_bwd, opt_fused, opt_fwd, opt_bwd, ceiling;
 } measured;
 
-/* Runs reference and optimized at (n, D=16, v) with a fixed chunk; returns the
- * scratch peaks measured by the context's allocators. */
-static measured measure_variant(int64_t n, int64_t v, int64_t chunk, mf_dtype dt, mf_ce_variant variant)
+/* The three passes of the memory case (n, v, dtype) on variant, checked to be
+ * that shape: the reference's scratch of the forward alone and of forward +
+ * backward, the variant's scratch of fwd+bwd, forward and backward. */
+static measured measure_variant(int64_t n, int64_t v, mf_dtype dt, mf_ce_variant variant)
 {
-    mf_context *ctx = mf_test_ctx();
-    const int64_t d = 16;
-    const size_t es = mf_dtype_size(dt);
-    void *h = malloc((size_t)(n * d) * es), *w = malloc((size_t)(v * d) * es);
-    int64_t *lab = malloc((size_t)n * sizeof(int64_t));
-    float *loss = malloc(sizeof(float)), *gh = malloc((size_t)(n * d) * sizeof(float));
-    float *gw = malloc((size_t)(v * d) * sizeof(float)), *lse = malloc((size_t)n * sizeof(float));
-    ck_assert(h && w && lab && loss && gh && gw && lse);
-    mf_test_fill_uniform(dt, h, (size_t)(n * d), 1, -1.0f, 1.0f);
-    mf_test_fill_uniform(dt, w, (size_t)(v * d), 2, -1.0f, 1.0f);
-    for (int64_t i = 0; i < n; ++i) lab[i] = (i * 7) % v;
-    mf_cross_entropy_options o;
-    mf_cross_entropy_options_init(&o);
-    o.max_chunk_rows = chunk;
-    o.variant = variant;
+    ck_assert(n == 48 || n == 96);
+    ck_assert(v == 300 || v == 900);
+    const int base = MEM_CASE0 + (((n == 96) * 2 + (v == 900)) * 2 + (dt == MF_DTYPE_BF16)) * 3;
+    static const char *const pass_suffix[3] = { "i%7==3", "i%7==3 fwd", "i%7==3 bwd" };
+    mf_case_result r[3];
+    char shape[64];
+    snprintf(shape, sizeof shape, "N=%lld D=16 V=%lld C=8 mean seq_len=0 ", (long long)n, (long long)v);
+    for (int p = 0; p < 3; ++p) {
+        r[p] = mf_test_op_case("cross_entropy", (int)variant, base + p);
+        ck_assert_msg(strncmp(r[p].shape, shape, strlen(shape)) == 0, "case %d: %s", base + p, r[p].shape);
+        const size_t len = strlen(r[p].shape), sl = strlen(pass_suffix[p]);
+        ck_assert_msg(len >= sl && strcmp(r[p].shape + len - sl, pass_suffix[p]) == 0, "case %d: %s",
+                      base + p, r[p].shape);
+        ck_assert_str_eq(r[p].dtype, mf_dtype_name(dt));
+    }
     measured m;
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_cross_entropy_forward(ctx, n, d, v, dt, h, w, NULL, lab, &o, loss, NULL));
-    m.ref_fwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_cross_entropy_backward(ctx, n, d, v, dt, h, w, NULL, lab, &o, NULL, gh, gw, NULL));
-    m.ref_bwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-
-    void *dh, *dw, *dlab, *dloss, *dgh, *dgw, *dlse;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(n * d) * es, &dh));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(v * d) * es, &dw));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)n * sizeof(int64_t), &dlab));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, sizeof(float), &dloss));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(n * d) * sizeof(float), &dgh));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)(v * d) * sizeof(float), &dgw));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, (size_t)n * sizeof(float), &dlse));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, dh, h, (size_t)(n * d) * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, dw, w, (size_t)(v * d) * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, dlab, lab, (size_t)n * sizeof(int64_t)));
-
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_cross_entropy_forward_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, NULL, dloss,
-                                                   NULL, dgh, dgw, NULL));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    m.opt_fused = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_cross_entropy_forward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, dloss, dlse));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    m.opt_fwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(
-        mf_cross_entropy_backward(ctx, n, d, v, dt, dh, dw, NULL, dlab, &o, dlse, NULL, dgh, dgw, NULL));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    m.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    m.ceiling = mf_cross_entropy_chunked_scratch_ceiling(n, v, chunk < n ? chunk : n);
-
-    void *bufs[] = { dh, dw, dlab, dloss, dgh, dgw, dlse };
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) mf_buffer_free(ctx, bufs[i]);
-    free(h);
-    free(w);
-    free(lab);
-    free(loss);
-    free(gh);
-    free(gw);
-    free(lse);
+    m.ref_fwd = r[PASS_FWD].ref_peak_bytes;
+    m.ref_bwd = r[PASS_BWD].ref_peak_bytes; /* forward then backward: the backward's is the larger */
+    ck_assert_uint_eq(r[PASS_FWD_BWD].ref_peak_bytes, m.ref_bwd);
+    m.opt_fused = r[PASS_FWD_BWD].opt_peak_bytes;
+    m.opt_fwd = r[PASS_FWD].opt_peak_bytes;
+    m.opt_bwd = r[PASS_BWD].opt_peak_bytes;
+    m.ceiling = r[PASS_FWD_BWD].ceiling_bytes;
+    const size_t want = variant == MF_CE_VARIANT_FUSED ? mf_cross_entropy_fused_scratch_ceiling(n)
+                                                       : mf_cross_entropy_chunked_scratch_ceiling(n, v, 8);
+    for (int p = 0; p < 3; ++p) ck_assert_uint_eq(r[p].ceiling_bytes, want);
     return m;
 }
 
-static measured measure(int64_t n, int64_t v, int64_t chunk, mf_dtype dt)
+static measured measure(int64_t n, int64_t v, mf_dtype dt)
 {
-    return measure_variant(n, v, chunk, dt, MF_CE_VARIANT_CHUNKED);
+    return measure_variant(n, v, dt, MF_CE_VARIANT_CHUNKED);
 }
 
 /* optimized <= ceiling < reference, and the reference equals its formula. */
@@ -189,7 +169,7 @@ START_TEST(test_measured_against_formulas)
 {
     const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     const int64_t n = 48, v = 300, chunk = 8;
-    measured m = measure(n, v, chunk, dt);
+    measured m = measure(n, v, dt);
     ck_assert_uint_eq(m.ref_fwd, mf_ref_cross_entropy_scratch_bytes(n, v, 0));
     ck_assert_uint_eq(m.ref_bwd, mf_ref_cross_entropy_scratch_bytes(n, v, 1));
     /* The fused call with mean reduction allocates exactly the ceiling's terms. */
@@ -207,12 +187,13 @@ END_TEST
  * (the per-row losses) and 16 * V bytes per row to the reference. */
 START_TEST(test_scaling_with_n)
 {
-    const int64_t v = 256, chunk = 8;
-    measured a = measure(32, v, chunk, MF_DTYPE_F32);
-    measured b = measure(64, v, chunk, MF_DTYPE_F32);
-    ck_assert_uint_eq(b.opt_fused - a.opt_fused, 4 * 32);
+    const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    const int64_t v = 300;
+    measured a = measure(48, v, dt);
+    measured b = measure(96, v, dt);
+    ck_assert_uint_eq(b.opt_fused - a.opt_fused, 4 * 48);
     ck_assert_uint_eq(b.opt_bwd, a.opt_bwd); /* backward: independent of N */
-    ck_assert_uint_eq(b.ref_bwd - a.ref_bwd, (size_t)32 * v * 16);
+    ck_assert_uint_eq(b.ref_bwd - a.ref_bwd, (size_t)48 * v * 16);
     ck_assert_uint_le(a.opt_fused, a.ceiling);
     ck_assert_uint_le(b.opt_fused, b.ceiling);
 }
@@ -230,8 +211,8 @@ START_TEST(test_fused_two_n_two_v)
     for (int a = 0; a < 2; ++a) {
         for (int b = 0; b < 2; ++b) {
             const int64_t n = ns[a], v = vs[b];
-            measured m = measure_variant(n, v, 8, dt, MF_CE_VARIANT_FUSED);
-            measured c = measure(n, v, 8, dt);
+            measured m = measure_variant(n, v, dt, MF_CE_VARIANT_FUSED);
+            measured c = measure(n, v, dt);
             ck_assert_uint_eq(m.opt_fused, mf_cross_entropy_fused_scratch_ceiling(n));
             ck_assert_uint_eq(m.opt_fused, 8 * (size_t)n + 16);
             ck_assert_uint_eq(m.opt_fwd, 4 * (size_t)n + 16);
@@ -276,7 +257,7 @@ static Suite *cross_entropy_memory_suite(void)
     TCase *tc = tcase_create("measured");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
     tcase_add_loop_test(tc, test_measured_against_formulas, 0, 2);
-    tcase_add_test(tc, test_scaling_with_n);
+    tcase_add_loop_test(tc, test_scaling_with_n, 0, 2);
     tcase_add_loop_test(tc, test_fused_two_n_two_v, 0, 2);
     suite_add_tcase(s, tc);
     return s;

@@ -486,3 +486,17 @@ void mf_test_add_op_cases(Suite *s, const char *op_name)
         suite_add_tcase(s, tc);
     }
 }
+
+/* ---- cross_entropy: a case kept out of a variant's sweep --------------------------------- */
+mf_case_result mf_test_op_case_unlisted(const char *op_name, int v, int c)
+{
+    const mf_op_desc *op = mf_registry_find(op_name);
+    ck_assert_msg(op != NULL, "op %s is not registered", op_name);
+    ck_assert_msg(v >= 0 && v < op->n_variants && c >= 0 && c < op->n_cases, "%s: no variant %d case %d",
+                  op_name, v, c);
+    mf_case_result r;
+    char msg[512];
+    const int ok = op_case_check(op, v, c, &r, msg, sizeof msg);
+    ck_assert_msg(ok, "%s", msg);
+    return r;
+}

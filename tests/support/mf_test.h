@@ -171,6 +171,14 @@ int mf_fixture_read_raw(const char *path, void **data, size_t *bytes);
  * ("cannot read fixture <op>/<name>.<part>.mft") when it cannot. */
 void mf_test_read_fixture(const char *op, const char *name, const char *part, mf_fixture_tensor *t);
 
+/* ---- cross_entropy: a case kept out of a variant's sweep ---------------------------
+ * mf_test_op_case without the case_applies check: for a case that the op's
+ * case_applies keeps out of a variant's TCase in mf_test_add_op_cases because
+ * it is too slow to share that test's registration, and that the suite runs
+ * in a TCase (and ctest registration) of its own (cross_entropy's fused
+ * V = 151,936 cases, fused_vocab). */
+mf_case_result mf_test_op_case_unlisted(const char *op, int variant, int case_index);
+
 #ifdef __cplusplus
 }
 #endif
