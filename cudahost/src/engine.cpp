@@ -108,7 +108,7 @@ namespace {
 namespace ci = internal;
 
 enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_READY, TS_DONE };
-enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK, W_COLL, W_GROUP };
+enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK, W_COLL, W_GROUP, W_WGCOLL };
 
 struct ThreadRec;
 
@@ -217,6 +217,16 @@ struct Worker {
     unsigned long fill_gen[kMaxFills];
     int n_fill = 0;
     unsigned long block_gen = 0;
+    // warpgroup-collective operations (wgmma.*): per warpgroup of 128 threads, the threads waiting, the operation,
+    // its site and each thread's io pointer; wg_ext: the PTX emulation's state of each warpgroup (kept across blocks)
+    struct WgColl {
+        int arrived;
+        const char *what, *file;
+        int line;
+        void *io[128];
+    };
+    WgColl wg[8];
+    void *wg_ext[8] = {};
     // watchdog: progress changes at every thread start and fiber switch; busy while a block runs
     std::atomic<unsigned long> progress{ 0 };
     std::atomic<bool> busy{ false };
@@ -748,9 +758,10 @@ void report_deadlock(Worker *w)
 {
     const launch_config *c = w->job->cfg;
     if (w->job->deadlocks.fetch_add(1) > 0) return; // the first block is reported in full, the others counted
-    std::string bar, warp, exited, coll, never;
-    int nbar = 0, nwarp = 0, nexit = 0, ncoll = 0, nnever = 0;
+    std::string bar, warp, exited, coll, never, wgcoll;
+    int nbar = 0, nwarp = 0, nexit = 0, ncoll = 0, nnever = 0, nwgcoll = 0;
     const WarpState *coll_ws = nullptr;
+    const Worker::WgColl *coll_wg = nullptr;
     unsigned listed[ci::kMaxThreadsPerBlock / 32] = {}; // lanes already named as never arriving, per warp
     auto add = [](std::string &s, int &k, const std::string &item) {
         if (k < 16)
@@ -788,6 +799,9 @@ void report_deadlock(Worker *w)
         } else if (t.state == TS_BLOCKED && t.wait == W_COLL) {
             add(coll, ncoll, fmt_tid(t));
             coll_ws = &w->warps[t.warp];
+        } else if (t.state == TS_BLOCKED && t.wait == W_WGCOLL) {
+            add(wgcoll, nwgcoll, fmt_tid(t));
+            coll_wg = &w->wg[t.index / 128];
         }
     }
     unsigned bl = (unsigned)(w->block_linear % c->grid.x);
@@ -823,6 +837,12 @@ void report_deadlock(Worker *w)
             "  %d thread(s) wait at the warp-collective '%s' (%s:%d), which needs all 32 lanes of their warp "
             "(.aligned; a divergent or partial warp): %s\n",
             ncoll, coll_ws->coll_what, coll_ws->coll_file, coll_ws->coll_line, coll.c_str());
+    if (nwgcoll)
+        std::fprintf(
+            stderr,
+            "  %d thread(s) wait at the warpgroup-collective '%s' (%s:%d), which needs all 128 threads of "
+            "their warpgroup (.aligned; a divergent warpgroup): %s\n",
+            nwgcoll, coll_wg->what, coll_wg->file, coll_wg->line, wgcoll.c_str());
     std::fprintf(stderr, "  the block is abandoned and the launch fails with cudaErrorLaunchFailure\n");
 }
 
@@ -973,6 +993,7 @@ void run_block(Worker *w, Job *job, size_t linear)
     w->bar_arrived = w->bar_acc = 0;
     w->bar_gone = 0;
     for (int k = 0; k < Worker::kGroupKeys; k++) w->grp_arrived[k] = 0, w->grp_gen[k] = 0;
+    for (auto &g : w->wg) g.arrived = 0;
     w->aborted = false;
     int nw = (w->n + 31) / 32;
     for (int i = 0; i < nw; i++) {
@@ -1033,8 +1054,14 @@ void run_blocks(Job *job)
     blockDim = uint3{ c->block.x, c->block.y, c->block.z };
     gridDim = uint3{ c->grid.x, c->grid.y, c->grid.z };
     w->smem_size = c->smem;
-    w->smem =
-        c->smem ? static_cast<char *>(std::malloc(c->smem)) : nullptr; // exact size: ASan sees overflows
+    // exact size (ASan sees overflows), 1024-byte aligned: a kernel may declare `extern __shared__ __align__(1024)`
+    // for the 128-byte swizzle patterns of wgmma (whose repeating pattern starts at a 1024-byte boundary)
+    w->smem = nullptr;
+    if (c->smem) {
+        void *p = nullptr;
+        if (posix_memalign(&p, 1024, c->smem) != 0) p = nullptr;
+        w->smem = static_cast<char *>(p);
+    }
     dyn_smem_base_ = w->smem;
     for (;;) {
         size_t i = job->next.fetch_add(1, std::memory_order_relaxed);
@@ -1447,16 +1474,20 @@ namespace cudahost {
 namespace {
 // (messages are built in fixed buffers: the failing fiber never returns, so nothing it allocated would be freed)
 [[noreturn]] void collective_fail(Worker *w, ThreadRec *t, const char *what, const char *file, int line,
-                                  const char *why)
+                                  const char *why, bool warpgroup = false)
 {
     const launch_config *c = w->job->cfg;
     std::fprintf(
         stderr,
-        "cudahost: kernel '%s' (launched at %s:%d): '%s' (%s:%d) is a warp-collective operation (.aligned) "
-        "that needs all 32 lanes of the warp, converged: block (%u,%u,%u), warp %u, lane %u (thread "
-        "(%u,%u,%u)): %s; the block is abandoned and the launch fails with cudaErrorLaunchFailure\n",
-        c->name, c->file, c->line, what, file, line, blockIdx.x, blockIdx.y, blockIdx.z, (unsigned)t->warp,
-        (unsigned)t->lane, t->tid.x, t->tid.y, t->tid.z, why);
+        "cudahost: kernel '%s' (launched at %s:%d): '%s' (%s:%d) is a %s: block (%u,%u,%u), warp %u, lane %u "
+        "(thread (%u,%u,%u)): %s; the block is abandoned and the launch fails with cudaErrorLaunchFailure\n",
+        c->name, c->file, c->line, what, file, line,
+        warpgroup
+            ? "warpgroup-collective operation (.aligned) that needs all 128 threads of its warpgroup (4 "
+              "aligned warps), converged"
+            : "warp-collective operation (.aligned) that needs all 32 lanes of the warp, converged",
+        blockIdx.x, blockIdx.y, blockIdx.z, (unsigned)t->warp, (unsigned)t->lane, t->tid.x, t->tid.y,
+        t->tid.z, why);
     w->aborted = true;
     switch_to(w, t->fiber, &w->native);
     __builtin_unreachable();
@@ -1536,6 +1567,87 @@ void warp_collective_(const char *what, const char *file, int line, void *io,
         }
     }
     tsan_acquire(&ws.coll_io);
+}
+
+// The warpgroup version (wgmma.*, PTX ISA 9.7.15): the 128 threads of warps 4g..4g+3 meet once, the last to arrive
+// calls fn with the 128 io pointers (index = thread index within the warpgroup).
+void warpgroup_collective_(const char *what, const char *file, int line, void *io,
+                           void (*fn)(void *const *io, void *arg), void *arg)
+{
+    ThreadRec *t = tls_thread;
+    if (!t) {
+        std::fprintf(stderr, "cudahost: '%s' (%s:%d) called outside a kernel\n", what, file, line);
+        std::abort();
+    }
+    Worker *w = tls_worker;
+    const int g = t->index / 128, first = g * 128, me = t->index - first;
+    Worker::WgColl &wg = w->wg[g];
+    char why[300];
+    if (first + 128 > w->n) {
+        std::snprintf(
+            why, sizeof why,
+            "warps %d..%d form a partial warpgroup of %d thread(s) (the block's thread count is not a "
+            "multiple of 128)",
+            4 * g, 4 * g + 3, w->n - first);
+        collective_fail(w, t, what, file, line, why, true);
+    }
+    for (int k = 0; k < 4; k++)
+        if (w->warps[4 * g + k].exited) {
+            std::snprintf(why, sizeof why,
+                          "warpgroup of warps %d..%d: lane(s) %s of warp %d have already exited", 4 * g,
+                          4 * g + 3, LaneList(w->warps[4 * g + k].exited).s, 4 * g + k);
+            collective_fail(w, t, what, file, line, why, true);
+        }
+    if (wg.arrived == 0) {
+        wg.what = what;
+        wg.file = file;
+        wg.line = line;
+    } else if (wg.line != line || ((wg.what != what && std::strcmp(wg.what, what) != 0) ||
+                                   (wg.file != file && std::strcmp(wg.file, file) != 0))) {
+        std::snprintf(why, sizeof why,
+                      "%d thread(s) of the warpgroup (warps %d..%d) wait at another one, '%s' (%s:%d)",
+                      wg.arrived, 4 * g, 4 * g + 3, wg.what, wg.file, wg.line);
+        collective_fail(w, t, what, file, line, why, true);
+    }
+    wg.io[me] = io;
+    wg.arrived++;
+    tsan_release(&wg.io);
+    if (wg.arrived != 128) {
+        if (w->rq_n == 0 && w->started >= w->n) {
+            bool runnable = false;
+            for (int k = 0; k < 4 && !runnable; k++)
+                runnable = warp_has_runnable(w, 4 * g + k, 4 * g + k == t->warp ? (int)t->lane : -1);
+            if (!runnable) {
+                std::snprintf(
+                    why, sizeof why,
+                    "%d of the 128 threads of warps %d..%d cannot reach it (they wait at a barrier or "
+                    "another operation)",
+                    128 - wg.arrived, 4 * g, 4 * g + 3);
+                collective_fail(w, t, what, file, line, why, true);
+            }
+        }
+        block_wait(w, t, W_WGCOLL);
+    } else {
+        tsan_acquire(&wg.io);
+        fn(wg.io, arg);
+        wg.arrived = 0;
+        tsan_release(&wg.io);
+        if (w->reverse) {
+            for (int i = first + 127; i >= first; i--)
+                if (i != t->index) release(w, i);
+        } else {
+            for (int i = first; i < first + 128; i++)
+                if (i != t->index) release(w, i);
+        }
+    }
+    tsan_acquire(&wg.io);
+}
+void **warpgroup_ext_() { return tls_thread ? &tls_worker->wg_ext[tls_thread->index / 128] : nullptr; }
+void dyn_smem_range_(void **base, size_t *size)
+{
+    Worker *w = tls_thread ? tls_worker : nullptr;
+    *base = w ? w->smem : nullptr;
+    *size = w ? w->smem_size : 0;
 }
 
 void **thread_ext_() { return tls_thread ? &tls_thread->ext : nullptr; }

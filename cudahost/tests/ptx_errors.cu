@@ -5,11 +5,15 @@
 //   * two different collectives met by the lanes of one warp;
 //   * ldmatrix with a row address that is not 16-byte aligned, or not a shared-state-space address;
 //   * cp.async with a misaligned source;
-//   * wmma::load_matrix_sync from a pointer that is not 256-bit aligned.
+//   * wmma::load_matrix_sync from a pointer that is not 256-bit aligned;
+//   * wgmma (sm_90a, warpgroup-collective) in a partial warpgroup (96 threads), in a warpgroup whose other warps
+//     have exited, without a wgmma.fence before the first wgmma.mma_async, and with a descriptor when the launch has
+//     no dynamic shared memory; and accumulators read before the covering wgmma.wait_group hold NaN (no fault).
 // Host-mode behaviour (on a GPU these kernels are undefined behaviour): skipped when compiled by nvcc. The blocks are
 // abandoned mid-kernel, so ThreadSanitizer builds run it with report_bugs=0 (an abandoned fiber never synchronizes).
 #include <cuda_runtime.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +68,49 @@ __global__ void wmma_misaligned(const __half* p, float* out) {
   nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> a;
   nvcuda::wmma::load_matrix_sync(a, p + 8, 16);
   out[threadIdx.x] = __half2float(a.x[0]);
+}
+
+// wgmma.mma_async.m64n8k16 (4 accumulators per thread) on 8 KiB of dynamic shared memory set to zero: A at 0, B at
+// 4096, K-major without swizzle (LBO 128, SBO 256)
+__device__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ void wg_commit_wait() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+__device__ void wg_mma_n8(float d[4], uint32_t smem_a, uint32_t smem_b) {
+  const uint64_t da = (uint64_t)((smem_a & 0x3ffff) >> 4) | (8ull << 16) | (16ull << 32);
+  const uint64_t db = (uint64_t)((smem_b & 0x3ffff) >> 4) | (8ull << 16) | (16ull << 32);
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(da), "l"(db), "r"(1));
+}
+extern __shared__ unsigned char wg_smem[];
+__global__ void wgmma_partial(float* out) {
+  wg_fence();
+  out[threadIdx.x] = 1.f;
+}
+__global__ void wgmma_exited(float* out) {
+  if (threadIdx.x >= 64) return;
+  wg_fence();
+  out[threadIdx.x] = 1.f;
+}
+// mode 0: no wgmma.fence; 1: reads the accumulators before the wait (out[t] = before, out[128 + t] = after);
+// 2: operands in a static __shared__ array (host mode maps descriptors through dynamic shared memory only)
+__global__ void wgmma_use(float* out, int mode) {
+  __shared__ __align__(16) unsigned char st[64];
+  if (mode != 2)
+    for (int i = threadIdx.x; i < 8192; i += blockDim.x) wg_smem[i] = 0;
+  __syncthreads();
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  float d[4] = {2.f, 2.f, 2.f, 2.f};
+  if (mode != 0) wg_fence();
+  const uint32_t s = (uint32_t)__cvta_generic_to_shared(mode == 2 ? st : wg_smem);
+  wg_mma_n8(d, s, s + 4096);
+  out[threadIdx.x] = d[0];
+  wg_commit_wait();
+  out[128 + threadIdx.x] = d[0];
 }
 
 static char g_text[16384];
@@ -139,6 +186,49 @@ int main() {
   e = run_and_capture([](float* o, const float* s) { wmma_misaligned<<<1, 32>>>((const __half*)s, o); }, d, src);
   EXPECT(e == cudaErrorLaunchFailure);
   EXPECT(strstr(g_text, "load_matrix_sync") && strstr(g_text, "256-bit"));
+
+  CHECK_CUDA(cudaMalloc(&d, 1024 * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&src, 1024 * sizeof(float)));
+  e = run_and_capture([](float* o, const float*) { wgmma_partial<<<1, 96>>>(o); }, d, src);
+  EXPECT(e == cudaErrorLaunchFailure);
+  EXPECT(strstr(g_text, "wgmma_partial") && strstr(g_text, "wgmma.fence.sync.aligned") &&
+         strstr(g_text, "warpgroup-collective") && strstr(g_text, "partial warpgroup of 96 thread(s)"));
+
+  CHECK_CUDA(cudaMalloc(&d, 1024 * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&src, 1024 * sizeof(float)));
+  e = run_and_capture([](float* o, const float*) { wgmma_exited<<<1, 128>>>(o); }, d, src);
+  EXPECT(e == cudaErrorLaunchFailure);
+  // (reached first by the waiting warps: the block's deadlock report names the warpgroup-collective; by an exited
+  // warp's neighbours first, in reverse order: reported at the instruction)
+  EXPECT(strstr(g_text, "wgmma_exited") && strstr(g_text, "wgmma.fence.sync.aligned") &&
+         ((strstr(g_text, "all 128 threads of its warpgroup") && strstr(g_text, "already exited")) ||
+          strstr(g_text, "needs all 128 threads of their warpgroup")));
+
+  CHECK_CUDA(cudaMalloc(&d, 1024 * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&src, 1024 * sizeof(float)));
+  e = run_and_capture([](float* o, const float*) { wgmma_use<<<1, 128, 8192>>>(o, 0); }, d, src);
+  EXPECT(e == cudaErrorLaunchFailure);
+  EXPECT(strstr(g_text, "wgmma.mma_async") && strstr(g_text, "no wgmma.fence.sync.aligned"));
+
+  CHECK_CUDA(cudaMalloc(&d, 1024 * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&src, 1024 * sizeof(float)));
+  e = run_and_capture([](float* o, const float*) { wgmma_use<<<1, 128>>>(o, 2); }, d, src);
+  EXPECT(e == cudaErrorLaunchFailure);
+  EXPECT(strstr(g_text, "wgmma.mma_async") && strstr(g_text, "no dynamic shared memory"));
+
+  // accumulators read before the wait: NaN; after it: 0 * 0 + 2 (scale-d 1)
+  CHECK_CUDA(cudaMalloc(&d, 1024 * sizeof(float)));
+  CHECK_CUDA(cudaMemset(d, 0, 1024 * sizeof(float)));
+  wgmma_use<<<1, 128, 8192>>>(d, 1);
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaDeviceSynchronize());
+  float h[256];
+  CHECK_CUDA(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+  for (int t = 0; t < 128; t++) {
+    EXPECT(isnan(h[t]));
+    EXPECT(h[128 + t] == 2.f);
+  }
+  CHECK_CUDA(cudaFree(d));
   remove(g_path);
   return report("ptx_errors", 0);
 #endif

@@ -2,14 +2,14 @@
 // line, never a silent no-op. Built at test time; the test passes when the build fails with that message.
 #include <cuda_runtime.h>
 
-__global__ void uses_wgmma(float* out) {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+__global__ void uses_cluster_barrier(float* out) {
+  asm volatile("barrier.cluster.arrive;\n" ::: "memory");
   out[threadIdx.x] = 1.f;
 }
 
 int main() {
   float* d;
   cudaMalloc(&d, 32 * sizeof(float));
-  uses_wgmma<<<1, 32>>>(d);
+  uses_cluster_barrier<<<1, 32>>>(d);
   return cudaDeviceSynchronize() != cudaSuccess;
 }

@@ -106,6 +106,23 @@ struct Ctx {
         return err = "unknown operand '" + t + "'", "";
     }
     bool is_pred(const std::string &t) const { return preds.count(trim(t)) != 0; }
+    // an asm output operand (%N or %[name] with an = or + constraint of letter r or f): its address, as a void *
+    // expression (empty + err otherwise)
+    std::string out_addr(const std::string &t0, const std::string &what)
+    {
+        std::string t = trim(t0);
+        size_t k = ops.size();
+        if (t.size() > 2 && t[0] == '%' && t[1] == '[') {
+            std::string nm = t.substr(2, t.find(']') - 2);
+            for (k = 0; k < ops.size(); k++)
+                if (ops[k].name == nm) break;
+        } else if (t.size() > 1 && t[0] == '%' && t[1] >= '0' && t[1] <= '9') {
+            k = (size_t)std::strtoul(t.c_str() + 1, nullptr, 10);
+        }
+        if (k >= ops.size() || !ops[k].out || (ops[k].cons != "r" && ops[k].cons != "f"))
+            return err = what + " must be asm output operands (\"+f\" or \"+r\"), got '" + t + "'", "";
+        return "(void *)&(" + ops[k].expr + ")";
+    }
     // [base], [base+imm], [base-imm]: the address as a uint64_t expression
     std::string addr(const std::string &t0)
     {
@@ -306,6 +323,73 @@ inline std::string instr(Ctx &c, const std::string &op0, const std::vector<std::
         return "::cudahost::ptx::cp_async_(" + W + ", " + dst + ", " + src + ", (int)" + sz + ", (int)" +
                src_size + ");";
     }
+    static const std::regex re_wg_mma(
+        R"(wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.(f32|f16)\.(bf16|f16)\.(bf16|f16))");
+    if (std::regex_match(op, m, re_wg_mma)) {
+        const int n = std::atoi(m[1].str().c_str());
+        const std::string dt = m[2], at = m[3], bt = m[4];
+        if (n < 8 || n > 256 || n % 8 != 0)
+            return c.err = "'" + op + "': N must be a multiple of 8 from 8 to 256", "";
+        if (at != bt) return c.err = "'" + op + "': A and B types differ", "";
+        if (at == "bf16" && dt != "f32") return c.err = "'" + op + "': .bf16 needs .f32 accumulators", "";
+        if (a.size() != 8 && a.size() != 7)
+            return c.err = "'" + op + "' takes 8 operands (A from a descriptor) or 7 (A from registers)", "";
+        const bool rs = a.size() == 7;
+        const int nd = dt == "f32" ? n / 2 : n / 4;
+        std::string dl = trim(a[0]);
+        if (dl.size() < 2 || dl.front() != '{' || dl.back() != '}')
+            return c.err = "'" + op + "': the accumulators must be a vector {..}", "";
+        std::vector<std::string> dtok = split_top(dl.substr(1, dl.size() - 2));
+        if ((int)dtok.size() != nd)
+            return c.err = "'" + op + "' needs " + std::to_string(nd) + " accumulator registers", "";
+        std::vector<std::string> D = c.vec(a[0]), A;
+        std::string addrs, vals;
+        for (size_t i = 0; i < dtok.size() && c.err.empty(); i++) {
+            addrs += (i ? ", " : "") + c.out_addr(dtok[i], "the accumulators of wgmma.mma_async");
+            if (c.err.empty()) vals += (i ? ", " : "") + std::string("(uint32_t)(") + D[i] + ")";
+        }
+        std::string adesc = "0", areg = "nullptr";
+        if (rs) {
+            A = c.vec(a[1]);
+            if (c.err.empty() && A.size() != 4)
+                return c.err = "'" + op + "': A from registers takes 4 registers", "";
+        } else {
+            adesc = c.val(a[1]);
+        }
+        std::string bdesc = c.val(a[2]), sd = c.val(a[3]), sa = c.val(a[4]), sb = c.val(a[5]);
+        std::string ta = rs ? "0" : c.val(a[6]), tb = c.val(a[rs ? 6 : 7]);
+        if (!c.err.empty()) return "";
+        std::string s = "{ void *cudahost_da_[" + std::to_string(nd) + "] = {" + addrs +
+                        "}; uint32_t cudahost_dv_[" + std::to_string(nd) + "] = {" + vals + "};";
+        if (rs) {
+            s += " uint32_t cudahost_a_[4] = {";
+            for (size_t i = 0; i < 4; i++) s += (i ? ", " : "") + std::string("(uint32_t)(") + A[i] + ")";
+            s += "};";
+            areg = "cudahost_a_";
+        }
+        s += " ::cudahost::ptx::wgmma_mma_async_(" + lit(op) + ", " + W + ", " + std::to_string(n) + ", " +
+             (dt == "f32" ? "3" : "0") + ", " + (at == "bf16" ? "1" : "0") + ", " + areg + ", (uint64_t)(" +
+             adesc + "), (uint64_t)(" + bdesc + "), (int)((" + sd + ") != 0), (int)(" + sa + "), (int)(" +
+             sb + "), (int)(" + ta + "), (int)(" + tb + "), " + std::to_string(nd) +
+             ", cudahost_da_, cudahost_dv_);";
+        // until the wgmma.wait_group that covers it, the accumulators read as NaN
+        for (auto &d : D) s += " " + assign(d, dt == "f32" ? "0x7fffffffu" : "0x7fff7fffu");
+        return s + " }";
+    }
+    if (op == "wgmma.fence.sync.aligned")
+        return need(0) ? "::cudahost::ptx::wgmma_fence_(" + lit(op) + ", " + W + ");" : "";
+    if (op == "wgmma.commit_group.sync.aligned")
+        return need(0) ? "::cudahost::ptx::wgmma_commit_(" + lit(op) + ", " + W + ");" : "";
+    if (op == "wgmma.wait_group.sync.aligned") {
+        if (!need(1)) return "";
+        std::string n = c.val(a[0]);
+        return n.empty() ? "" : "::cudahost::ptx::wgmma_wait_(" + lit(op) + ", " + W + ", (int)" + n + ");";
+    }
+    static const std::regex re_fence_proxy(
+        R"(fence\.proxy\.async(\.shared::cta|\.shared::cluster|\.global)?)");
+    if (std::regex_match(op, m,
+                         re_fence_proxy)) // orders generic-proxy writes before wgmma reads: nothing to do
+        return need(0) ? "(void)0;" : "";
     if (op == "cp.async.commit_group") return need(0) ? "::cudahost::ptx::cp_async_commit_();" : "";
     if (op == "cp.async.wait_all") return need(0) ? "::cudahost::ptx::cp_async_wait_all_();" : "";
     if (op == "cp.async.wait_group") {

@@ -28,9 +28,14 @@ namespace detail {
 // fn(io, arg) with the 32 lanes' io pointers (index = lane), then every lane returns.
 void warp_collective_(const char *what, const char *file, int line, void *io,
                       void (*fn)(void *const *io, void *arg), void *arg);
-void **thread_ext_();          // a per-CUDA-thread pointer slot (kept across blocks)
-unsigned thread_linear_();     // the calling thread's linear index in its block
-unsigned long block_serial_(); // changes with every block a worker runs
+// The same for the 128 threads of a warpgroup (warps 4g..4g+3; wgmma.*): io has 128 entries (thread index % 128).
+void warpgroup_collective_(const char *what, const char *file, int line, void *io,
+                           void (*fn)(void *const *io, void *arg), void *arg);
+void **thread_ext_();    // a per-CUDA-thread pointer slot (kept across blocks)
+void **warpgroup_ext_(); // a per-warpgroup pointer slot of the running block's worker (kept across blocks)
+void dyn_smem_range_(void **base, size_t *size); // the running block's dynamic shared memory
+unsigned thread_linear_();                       // the calling thread's linear index in its block
+unsigned long block_serial_();                   // changes with every block a worker runs
 } // namespace detail
 
 namespace ptx {
@@ -87,6 +92,19 @@ void cp_async_(const char *file, int line, uint64_t dst, uint64_t src, int cp_si
 void cp_async_commit_();
 void cp_async_wait_(int n); // cp.async.wait_group n (all but the n most recent committed groups are complete)
 void cp_async_wait_all_();  // cp.async.wait_all (commit, then wait_group 0)
+
+// ---- warpgroup-level matrix instructions (sm_90a; src/wgmma.cpp) --------------------------------------------------
+// wgmma.fence / commit_group / wait_group N (.sync.aligned): warpgroup-collective.
+void wgmma_fence_(const char *what, const char *file, int line);
+void wgmma_commit_(const char *what, const char *file, int line);
+void wgmma_wait_(const char *what, const char *file, int line, int n);
+// wgmma.mma_async.sync.aligned.m64n<n>k16.<dtype>.<ab>.<ab>: warpgroup-collective, asynchronous. a_regs: the 4
+// registers of A (A from registers) or nullptr (A from a_desc); nd accumulator registers per thread: their
+// addresses (the result is written there by the wgmma.wait_group that covers the operation) and their values now.
+void wgmma_mma_async_(const char *what, const char *file, int line, int n, int dtype, int ab,
+                      const uint32_t *a_regs, uint64_t a_desc, uint64_t b_desc, int scale_d, int scale_a,
+                      int scale_b, int trans_a, int trans_b, int nd, void *const *d_addr,
+                      const uint32_t *d_val);
 
 // ---- the few scalar instructions that the idioms around them need ------------------------------------------------
 inline uint32_t laneid() { return detail::thread_linear_() & 31u; }
