@@ -30,7 +30,9 @@
 // (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
 // decide the selection); otherwise steps 1-3 stay SIMT. Backward, bf16 with
 // D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
-// (nsa_mma_bwd_kernel), the compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
+// (nsa_mma_bwd_kernel), and for D <= 64 the compression branch too
+// (nsa_mma_cmp_bwd_kernel, query-blocked like nsa_mma_cmp_kernel); D = 128: the
+// compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -1193,6 +1195,234 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
     }
 }
 
+// ---- bf16 tensor-core backward: the compression branch on mma.sync -------------------
+// One CTA (4 warps, 64 rows) per (b, KV group, QT tokens), rows and causality as
+// nsa_mma_cmp_kernel; every kc/vc tile is staged (split to bf16 terms) once per
+// CTA for its 64 rows. Per row:
+//   1. o_cmp recomputed over the visible kc tiles with the forward's split
+//      operands (kc three bf16 terms, vc and P two), dg = dout . o / l (dg_cmp),
+//      Delta = g_cmp dg;
+//   2. per tile: S = Q Kc^T (kc split three ways, as the forward: P must match
+//      the forward's lse), dP = dO Vc^T (vc hi + lo), P = 2^(S scale log2e - lse
+//      log2e) from the forward's lse column 0, dS = P (g_cmp dP - Delta);
+//      dQ += dS Kc (dS in bf16, kc hi + mid) in registers; dKc += dS^T Q and
+//      dVc += (g_cmp P)^T dO per warp (A fragments by ldmatrix.trans from a 16 x
+//      16 bf16 staging tile: one bf16-rounded factor per sum, as
+//      nsa_mma_bwd_kernel), added to the fp32 dkc, dvc with atomicAdd (16 x D
+//      per warp and tile, instead of one atomic per (row, key, column)).
+// dq[row] = scale dQ is written (this kernel runs first; nsa_mma_bwd_kernel adds
+// the selected and sliding parts); rows without a visible block get dq = 0 and
+// dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
+// mf-budget: regs<=168 smem<=36864 spill=0  (sm_90 measured: regs 116/153/167, smem 16128/22784/36096 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled 4 bytes at 128 registers)
+template <int D>
+__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
+    nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
+                           const __nv_bfloat16 *__restrict__ dout, const float *__restrict__ kc,
+                           const float *__restrict__ vc, const float *__restrict__ lse,
+                           float *__restrict__ dq, float *dkc, float *dvc, float *__restrict__ dg_cmp,
+                           NsaShape sh, size_t QT, size_t nblk, size_t total)
+{
+    using namespace nsa_cmp;
+    using nsa_mma::kLog2e;
+    constexpr int LDS = D + 8, LDX = 24;
+    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
+    __shared__ __align__(16) __nv_bfloat16 dOs[kRows * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Kt[3][16 * LDS];            // kc hi, mid, lo
+    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS];            // vc hi, lo
+    __shared__ __align__(16) __nv_bfloat16 stage[kWarps][2][16 * LDX]; // dS, g P [row][key]
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
+    const float scale_log2 = sh.scale * kLog2e;
+    const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS, *dOw = dOs + warp * 16 * LDS;
+    __nv_bfloat16 *Ss = stage[warp][0], *Pt = stage[warp][1];
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
+        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, nrows = (tend - t0) * sh.G;
+        const auto nvis_of = [&](size_t t) -> size_t {
+            if (t + 1 < sh.l) return 0;
+            const size_t nv = (t + 1 - sh.l) / sh.d + 1;
+            return nv < sh.nc ? nv : sh.nc;
+        };
+        const size_t nk0 = nvis_of(tend - 1);
+        const size_t coff = (b * sh.Hk + g) * sh.nc * D;
+        size_t nv[2], grow[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+            const size_t t = t0 + r / sh.G;
+            nv[i] = r < nrows ? nvis_of(t) : 0;
+            grow[i] = r < nrows ? (b * sh.S + t) * sh.Hq + g * sh.G + r % sh.G : 0;
+        }
+        const size_t wnv = nv[0] > nv[1] ? nv[0] : nv[1]; // quad-uniform; the warp max below
+        __syncthreads();                                  // the previous item's tiles are consumed
+        for (int c = tid; c < kRows * (D / 8); c += kThreadsC) {
+            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+            const bool in = (size_t)r < nrows;
+            const size_t gr =
+                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
+            cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
+            cp_async16(dOs + r * LDS + col, dout + gr * D + (size_t)col, in ? 16u : 0u);
+        }
+        cp_async_wait_all();
+        __syncthreads(); // Q and dO visible to every warp
+        // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
+        float o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
+            __syncthreads(); // the previous tile consumed
+            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kc + coff, vc + coff, k0, nk0);
+            __syncthreads();
+            float s[2][4];
+            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+            float mx[2] = { -INFINITY, -INFINITY };
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
+                const float x = j < nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
+                s[n][e] = x;
+                mx[e >> 1] = nan_max(mx[e >> 1], x);
+            }
+            float corr[2], mu[2];
+            online_max_step(m, mx, corr, mu);
+            float rs[2] = { 0.0f, 0.0f }, plo[2][4];
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float p = exp2f(s[n][e] - mu[e >> 1]);
+                rs[e >> 1] += p;
+                s[n][e] = bf16_round(p);
+                plo[n][e] = p - s[n][e];
+            }
+            MF_UNROLL
+            for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
+            uint32_t pa[4], pl[4];
+            c_to_a(pa, s[0], s[1]);
+            c_to_a(pl, plo[0], plo[1]);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                MF_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    o[2 * np + h][0] *= corr[0];
+                    o[2 * np + h][1] *= corr[0];
+                    o[2 * np + h][2] *= corr[1];
+                    o[2 * np + h][3] *= corr[1];
+                }
+                const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bh[4], bl[4];
+                ldsm_x4_t(bh, Vt[0] + voff);
+                ldsm_x4_t(bl, Vt[1] + voff);
+                mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
+            }
+        }
+        float gate[2], lse2[2], delta[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const int r = g8 + 8 * i; // row within the warp's tile
+            float dg = 0.0f;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                const __nv_bfloat16 *dr = dOw + r * LDS + n * 8 + 2 * t4;
+                dg += __bfloat162float(dr[0]) * o[n][2 * i] + __bfloat162float(dr[1]) * o[n][2 * i + 1];
+            }
+            dg = quad_sum(dg);
+            const bool any = nv[i] > 0;
+            dg = any ? dg / l[i] : 0.0f;
+            gate[i] = any ? __bfloat162float(g_cmp[grow[i]]) : 0.0f;
+            lse2[i] = any ? lse[grow[i] * 3] * kLog2e : 0.0f;
+            delta[i] = gate[i] * dg;
+            if ((size_t)(16 * warp + r) < nrows && t4 == 0) dg_cmp[grow[i]] = dg;
+        }
+        // 2. the gradients, tile by tile
+        float dqa[D / 8][4];
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
+        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
+            __syncthreads(); // the previous tile and staging consumed
+            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kc + coff, vc + coff, k0, nk0);
+            __syncthreads();
+            if (!__any_sync(0xffffffffu, k0 < wnv)) continue; // no row of this warp sees the tile
+            float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+            MF_UNROLL
+            for (int kk = 0; kk < D / 16; ++kk) {
+                uint32_t da[4], bv[4];
+                ldsm_x4(da, dOw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+                const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
+                ldsm_x4(bv, Vt[1] + boff);
+                mma_x2(dp[0], dp[1], da, bv);
+                ldsm_x4(bv, Vt[0] + boff);
+                mma_x2(dp[0], dp[1], da, bv);
+            }
+            // element e of n8 tile n: row slot e >> 1 (warp row g8 + 8 (e >> 1)), key k0 + 8 n + 2 t4 + (e & 1)
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
+                const bool ok = k0 + (size_t)j < nv[i];
+                const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
+                const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
+                dp[n][e] = ds;
+                Ss[r * LDX + j] = __float2bfloat16_rn(ds);
+                Pt[r * LDX + j] = __float2bfloat16_rn(gate[i] * p);
+            }
+            // dQ += dS Kc: B[k=key][n=c] = Kc[key][c] (row-major: ldmatrix.trans), kc as hi + mid
+            uint32_t sa[4];
+            c_to_a(sa, dp[0], dp[1]);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bk[4];
+                ldsm_x4_t(bk, Kt[1] + off);
+                mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
+                ldsm_x4_t(bk, Kt[0] + off);
+                mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
+            }
+            __syncwarp(); // dS and g P staged
+            uint32_t dsT[4], pT[4];
+            const int toff = ((lane >> 4) * 8 + (lane & 7)) * LDX + ((lane >> 3) & 1) * 8;
+            ldsm_x4_t(dsT, Ss + toff);
+            ldsm_x4_t(pT, Pt + toff);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+                float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+                const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bq[4];
+                ldsm_x4_t(bq, Qw + off); // B[k=row][n=c] = Q[row][c]
+                mma_x2(ck[0], ck[1], dsT, bq);
+                ldsm_x4_t(bq, dOw + off);
+                mma_x2(cv[0], cv[1], pT, bq);
+                MF_UNROLL
+                for (int i = 0; i < 2; ++i) {
+                    const size_t key = k0 + (size_t)(g8 + 8 * i);
+                    if (key >= nk0) continue;
+                    MF_UNROLL
+                    for (int h = 0; h < 2; ++h) {
+                        const size_t at = coff + key * D + (size_t)(np * 16 + h * 8 + 2 * t4);
+                        atomicAdd(dkc + at, ck[h][2 * i] * sh.scale);
+                        atomicAdd(dkc + at + 1, ck[h][2 * i + 1] * sh.scale);
+                        atomicAdd(dvc + at, cv[h][2 * i]);
+                        atomicAdd(dvc + at + 1, cv[h][2 * i + 1]);
+                    }
+                }
+            }
+        }
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            if ((size_t)(16 * warp + g8 + 8 * i) >= nrows) continue;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                float *op = dq + grow[i] * D + (size_t)(n * 8 + 2 * t4);
+                op[0] = sh.scale * dqa[n][2 * i];
+                op[1] = sh.scale * dqa[n][2 * i + 1];
+            }
+        }
+    }
+}
+
 // ---- backward ---------------------------------------------------------------------------
 // Keys [s0, s1) of one branch, probabilities recomputed from the saved lse:
 // p = exp(scale q.k - lse), ds = p (do.v - delta); dk and dv (or dkc, dvc)
@@ -1372,6 +1602,21 @@ static void launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *
         dv, dgs, dgw, sh, total);
 }
 
+// Compression branch's backward on the tensor cores (bf16, D <= 64): the CTAs of
+// nsa_mma_cmp_kernel (b, KV group, QT tokens).
+template <int D>
+static void launch_cmp_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
+                           const void *dout, const float *kc, const float *vc, const float *lse, float *dq,
+                           float *dkc, float *dvc, float *dgc)
+{
+    const size_t QT = (size_t)nsa_cmp::kRows / sh.G < (size_t)nsa_cmp::kMaxQT ? (size_t)nsa_cmp::kRows / sh.G
+                                                                              : (size_t)nsa_cmp::kMaxQT;
+    const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
+    nsa_mma_cmp_bwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc),
+        static_cast<const __nv_bfloat16 *>(dout), kc, vc, lse, dq, dkc, dvc, dgc, sh, QT, nblk, total);
+}
+
 template <typename T>
 static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                  const void *v, const void *gc, const void *gs, const void *gw,
@@ -1398,11 +1643,19 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
     }
     const size_t total = sh.B * sh.S * sh.Hk;
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v) && ((uintptr_t)dout & 15u) == 0;
-    nsa_bwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw),
-        static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total,
-        mma ? 1 : 3);
+    if (mma && sh.D <= 64) { // the compression branch on the tensor cores (it writes dq and dg_cmp)
+        switch (sh.D) {
+        case 16: launch_cmp_bwd<16>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
+        case 32: launch_cmp_bwd<32>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
+        default: launch_cmp_bwd<64>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
+        }
+    } else { // SIMT: all three branches, or (bf16, D = 128) the compression branch only
+        nsa_bwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
+            static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
+            static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw),
+            static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total,
+            mma ? 1 : 3);
+    }
     MF_LAUNCH_CHECK();
     if (mma) { // the selected and sliding branches on the tensor cores (same stream: dq written)
         switch (sh.D) {

@@ -108,8 +108,10 @@
  *   above): SIMT, one thread block per (b, t, KV group). bf16, D in {16, 32,
  *   64, 128}, aligned (dout too): the selected and sliding branches on the
  *   tensor cores (one warp per (b, t, KV group), S, dP, dQ, dK, dV products on
- *   mma.sync, dS and gate*P rounded to bf16: tolerance row nsa.grad.bf16); the
- *   compression branch's backward stays SIMT.
+ *   mma.sync, dS and gate*P rounded to bf16: tolerance row nsa.grad.bf16); for
+ *   D <= 64 the compression branch's too (one CTA per (b, KV group, QT
+ *   tokens) as the forward's compression kernel, kc/vc split into bf16 terms,
+ *   dkc/dvc added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
  *   which it does not meet: projected about 1.5-2x, the compression branch
  *   and importances (split operands, two passes) dominating.
