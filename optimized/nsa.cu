@@ -24,11 +24,15 @@
 // the compressed dkc/dvc by atomicAdd; nsa_unpool_kernel spreads dkc/dvc back
 // through the mean pooling. Scratch: kc, vc, dkc, dvc.
 // bf16 (D in {16, 32, 64, 128}): step 4 runs on the tensor cores
-// (nsa_mma_fwd_kernel below), and for D <= 64, n <= 32 steps 1-3 too
+// (nsa_mma_fwd_kernel below, query-blocked: one CTA per (b, KV group, up to 32
+// tokens) loads each K/V tile of the tokens' union of selected blocks and
+// windows once), and for D <= 64, n <= 32 steps 1-3 too
 // (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
 // decide the selection); otherwise steps 1-3 stay SIMT. Backward, bf16 with
 // D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
-// (nsa_mma_bwd_kernel), the compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
+// (nsa_mma_bwd_kernel), and for D <= 64 the compression branch too
+// (nsa_mma_cmp_bwd_kernel, query-blocked like nsa_mma_cmp_kernel); D = 128: the
+// compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -37,6 +41,7 @@
 #include "nsa.cuh"
 
 #include <cuda_bf16.h>
+#include <climits>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -397,28 +402,6 @@ __device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Q
     }
 }
 
-// out[row] += gate * o / l for this lane's rows < G; lse column x.
-template <int D>
-__device__ __forceinline__ void finish(const Acc<D> &acc, float *out, float *lse, const __nv_bfloat16 *gate,
-                                       size_t row0, int G, int x, int lane)
-{
-    const int g8 = lane >> 2, t4 = lane & 3;
-    MF_UNROLL
-    for (int r = 0; r < 2; ++r) {
-        const int hh = g8 + 8 * r;
-        if (hh >= G) continue;
-        const size_t row = row0 + (size_t)hh;
-        const float w = __bfloat162float(gate[row]) / acc.l[r];
-        MF_UNROLL
-        for (int n = 0; n < D / 8; ++n) {
-            float *o = out + row * D + (size_t)(n * 8 + 2 * t4);
-            o[0] += w * acc.o[n][2 * r];
-            o[1] += w * acc.o[n][2 * r + 1];
-        }
-        if (lse != nullptr && t4 == 0) lse[row * 3 + (size_t)x] = acc.m[r] * kLn2 + logf(acc.l[r]);
-    }
-}
-
 template <int D> __device__ __forceinline__ void acc_init(Acc<D> &acc)
 {
     acc.m[0] = acc.m[1] = -INFINITY;
@@ -428,42 +411,305 @@ template <int D> __device__ __forceinline__ void acc_init(Acc<D> &acc)
 }
 } // namespace nsa_mma
 
-// mf-budget: regs<=160 smem<=28672 spill=0  (sm_90 measured: regs 63/80/116/128 and smem 9216/15360/27648/26112 at D = 16/32/64/128; stack 0)
+// ---- bf16 tensor-core path: selected and sliding branches, query-blocked --------------
+// One CTA (4 warps, 64 rows) per (b, KV group, QT consecutive tokens), QT =
+// min(32, 64 / G): its rows are the (token, head) pairs t0 + r / G, r % G (as
+// nsa_mma_cmp_kernel), warp w owning rows 16w..16w+15 as one m16 tile. Every
+// K/V tile of 16 keys is staged once per CTA (cp.async, double-buffered: the
+// next tile is in flight while the warps multiply the current one) and feeds
+// all QT tokens' G heads, instead of once per (token, group):
+//   selected branch: the union of the QT tokens' selections (each list is
+//     increasing, so warp 0 merges them kChunk entries at a time: lane u holds
+//     token u's position; the next union block is the warp minimum, its token
+//     mask the ballot of the lanes that hold it), each union block's tiles
+//     visited once, in increasing order; row (t, h) sees key s iff its token's
+//     bit is set and s <= t;
+//   sliding window: the keys [t0 + 1 - w, tend) in 16-key tiles; row t sees s
+//     iff t - w < s <= t.
+// A warp skips a tile none of its rows sees (warp-uniform). Per tile and warp:
+// S = Q K^T (D/16 x 2 mma.sync), the masked online softmax on the accumulator
+// fragments (base 2), P rounded to bf16 as the A fragment of O += P V (V by
+// ldmatrix.trans, D/8 mma.sync). A row's keys are visited in increasing order
+// as before; a masked key contributes p = 0 exactly, so a row's sums are the
+// per-row kernel's except for where the online rescaling happens (the tile
+// boundaries), which moves P's bf16 rounding only within its 2^-9 bound.
+// Each branch adds gate * o / l to out (written by the compression kernel
+// first, same stream) and writes its lse column.
+namespace nsa_sw {
+constexpr int kWarps = 4, kThreadsS = 32 * kWarps, kRows = 16 * kWarps;
+constexpr int kMaxQT = 32; // tokens per CTA: one bit each of a union entry's mask
+constexpr int kChunk = 32; // union entries per merge round (shared memory independent of n)
+
+// Keys [k0, k0 + nk) of the group (row s at kg + s * stride) into Ks, Vs
+// (16 x (D + 8) bf16 each) by cp.async, CTA-wide; rows >= nk zero-filled.
 template <int D>
-__global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
+__device__ __forceinline__ void load_kv(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
+                                        const __nv_bfloat16 *vg, size_t stride, size_t k0, int nk)
+{
+    constexpr int kC = D / 8, LDS = D + 8;
+    for (int c = threadIdx.x; c < 16 * kC; c += kThreadsS) {
+        const int r = c / kC, col = (c % kC) * 8;
+        const bool in = r < nk;
+        const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
+        cp_async16(Ks + r * LDS + col, kg + at, in ? 16u : 0u);
+        cp_async16(Vs + r * LDS + col, vg + at, in ? 16u : 0u);
+    }
+}
+
+// The rows a lane holds (slots i = 0, 1: rows 16 warp + g8 + 8 i of the CTA).
+struct Rows {
+    size_t t[2];    // token
+    size_t grow[2]; // row of out / lse ((b, t, h) flattened)
+    int tok[2];     // token index within the CTA (bit of a union mask)
+    bool ok[2];     // a real row (padding rows see no key)
+};
+
+// One 16-key tile [k0, k0 + nk) for this warp: keys visible to row slot i iff
+// vis(i, s, tm) (tm: the tile's token mask). S = Q K^T, masked online softmax, O += P V (P in bf16).
+template <int D, typename Vis>
+__device__ __forceinline__ void tile_step(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw,
+                                          const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t k0, int nk,
+                                          unsigned int tm, float scale_log2, int lane, Vis vis)
+{
+    constexpr int LDS = D + 8;
+    const int t4 = lane & 3;
+    float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+    MF_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t qa[4], b[4];
+        ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+        ldsm_x4(b, Ks + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
+        mma_x2(s[0], s[1], qa, b);
+    }
+    // element e of n8 tile n: row slot e >> 1, key k0 + 8 n + 2 t4 + (e & 1)
+    float mx[2] = { -INFINITY, -INFINITY };
+    MF_UNROLL
+    for (int n = 0; n < 2; ++n) MF_UNROLL
+    for (int e = 0; e < 4; ++e) {
+        const int j = 8 * n + 2 * t4 + (e & 1);
+        const float x = j < nk && vis(e >> 1, k0 + (size_t)j, tm) ? s[n][e] * scale_log2 : -INFINITY;
+        s[n][e] = x;
+        mx[e >> 1] = nan_max(mx[e >> 1], x);
+    }
+    float corr[2], mu[2];
+    online_max_step(acc.m, mx, corr, mu);
+    float rs[2] = { 0.0f, 0.0f };
+    MF_UNROLL
+    for (int n = 0; n < 2; ++n) MF_UNROLL
+    for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(s[n][e] - mu[e >> 1]);
+        s[n][e] = p;
+        rs[e >> 1] += p;
+    }
+    MF_UNROLL
+    for (int r = 0; r < 2; ++r) acc.l[r] = acc.l[r] * corr[r] + quad_sum(rs[r]);
+    uint32_t pa[4];
+    c_to_a(pa, s[0], s[1]); // P in bf16 (what a bf16 kernel multiplies)
+    MF_UNROLL
+    for (int np = 0; np < D / 16; ++np) {
+        MF_UNROLL
+        for (int h = 0; h < 2; ++h) {
+            acc.o[2 * np + h][0] *= corr[0];
+            acc.o[2 * np + h][1] *= corr[0];
+            acc.o[2 * np + h][2] *= corr[1];
+            acc.o[2 * np + h][3] *= corr[1];
+        }
+        uint32_t b[4];
+        ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+        mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
+    }
+}
+
+// The tiles x < ntiles of one key stream, CTA-wide and double-buffered:
+// desc(x, k0, nk, need, tm) gives tile x's first key, its key count (0: no
+// tile), whether this warp has a row that sees any of its keys (warp-uniform)
+// and the tile's token mask (bit u: token t0 + u may see its keys).
+// Every thread calls it with the same ntiles and desc results (CTA-uniform
+// barriers); the caller's barrier precedes it, and it ends with one.
+template <int D, typename Desc, typename Vis>
+__device__ __forceinline__ void
+run_stream(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw, __nv_bfloat16 (*Kt)[16 * (D + 8)],
+           __nv_bfloat16 (*Vt)[16 * (D + 8)], const __nv_bfloat16 *kg, const __nv_bfloat16 *vg, size_t stride,
+           size_t ntiles, float scale_log2, int lane, Desc desc, Vis vis)
+{
+    size_t k0 = 0;
+    int nk = 0;
+    bool need = false;
+    unsigned int tm = 0u;
+    size_t x = 0;
+    while (x < ntiles && (desc(x, k0, nk, need, tm), nk == 0)) ++x;
+    if (x >= ntiles) return;
+    load_kv<D>(Kt[0], Vt[0], kg, vg, stride, k0, nk);
+    cp_async_commit();
+    for (int buf = 0; x < ntiles; buf ^= 1) {
+        size_t k0n = 0;
+        int nkn = 0;
+        bool needn = false;
+        unsigned int tmn = 0u;
+        size_t xn = x + 1;
+        while (xn < ntiles && (desc(xn, k0n, nkn, needn, tmn), nkn == 0)) ++xn;
+        if (xn < ntiles) { // prefetch tile xn into the other buffer (consumed before the last barrier)
+            load_kv<D>(Kt[buf ^ 1], Vt[buf ^ 1], kg, vg, stride, k0n, nkn);
+            cp_async_commit();
+            cp_async_wait_1();
+        } else {
+            cp_async_wait_all();
+        }
+        __syncthreads(); // tile x landed for every thread
+        if (need) tile_step<D>(acc, Qw, Kt[buf], Vt[buf], k0, nk, tm, scale_log2, lane, vis);
+        __syncthreads(); // tile x consumed before its buffer is refilled
+        x = xn;
+        k0 = k0n;
+        nk = nkn;
+        need = needn;
+        tm = tmn;
+    }
+}
+
+// out[row] += gate * o / l for the lane's real rows; lse column x.
+template <int D>
+__device__ __forceinline__ void finish_rows(const nsa_mma::Acc<D> &acc, const Rows &rw, float *out,
+                                            float *lse, const __nv_bfloat16 *gate, int x, int lane)
+{
+    const int t4 = lane & 3;
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        if (!rw.ok[i]) continue;
+        const size_t row = rw.grow[i];
+        const float w = __bfloat162float(gate[row]) / acc.l[i];
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) {
+            float *o = out + row * D + (size_t)(n * 8 + 2 * t4);
+            o[0] += w * acc.o[n][2 * i];
+            o[1] += w * acc.o[n][2 * i + 1];
+        }
+        if (lse != nullptr && t4 == 0) lse[row * 3 + (size_t)x] = acc.m[i] * nsa_mma::kLn2 + logf(acc.l[i]);
+    }
+}
+
+__device__ __forceinline__ int warp_min_i(int x)
+{
+    MF_UNROLL
+    for (int o = 16; o > 0; o >>= 1) {
+        const int y = __shfl_xor_sync(0xffffffffu, x, o);
+        x = y < x ? y : x;
+    }
+    return x;
+}
+} // namespace nsa_sw
+
+// mf-budget: regs<=192 smem<=36864 spill=0  (sm_90 measured: regs 124/128/164/186, smem 6404/10500/18692/35076 at D = 16/32/64/128, stack 0)
+template <int D>
+__global__ void __launch_bounds__(nsa_sw::kThreadsS)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
                        const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
                        const __nv_bfloat16 *__restrict__ g_win, const int32_t *__restrict__ sel,
-                       float *__restrict__ out, float *__restrict__ lse, NsaShape sh, size_t total)
+                       float *__restrict__ out, float *__restrict__ lse, NsaShape sh, size_t QT, size_t nblk,
+                       size_t total)
 {
-    using namespace nsa_mma;
-    constexpr int W = Warps<D>::value, LDS = D + 8;
-    __shared__ __align__(16) __nv_bfloat16 tiles[W][3][16 * LDS]; // Q, K, V per warp
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __nv_bfloat16 *Qs = tiles[warp][0], *Ks = tiles[warp][1], *Vs = tiles[warp][2];
-    const float scale_log2 = sh.scale * kLog2e;
-    const size_t kstride = sh.Hk * sh.D;
-    for (size_t item = (size_t)blockIdx.x * W + (size_t)warp; item < total; item += (size_t)gridDim.x * W) {
-        const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
-        const size_t row0 = (b * sh.S + t) * sh.Hq + g * sh.G;
-        __syncwarp(); // the previous item's Q reads are done
-        load16<D>(Qs, q + row0 * D, D, (int)sh.G, lane);
+    using namespace nsa_sw;
+    using nsa_mma::Acc;
+    using nsa_mma::acc_init;
+    constexpr int LDS = D + 8;
+    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Kt[2][16 * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS];
+    __shared__ int ulist[kChunk];          // union blocks of one merge round, increasing
+    __shared__ unsigned int umask[kChunk]; //   and the tokens (bits) that selected each
+    __shared__ int ucnt;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2;
+    const float scale_log2 = sh.scale * nsa_mma::kLog2e;
+    const size_t kstride = sh.Hk * D;
+    const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
+        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0;
+        const size_t nrows = ntok * sh.G;
+        Rows rw;
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+            rw.ok[i] = r < nrows;
+            rw.tok[i] = rw.ok[i] ? (int)(r / sh.G) : 0;
+            rw.t[i] = t0 + (size_t)rw.tok[i];
+            rw.grow[i] = rw.ok[i] ? (b * sh.S + rw.t[i]) * sh.Hq + g * sh.G + r % sh.G : 0;
+        }
+        // this warp's tokens [wt0, wt1] (none when its rows are all padding)
+        const size_t wr0 = (size_t)(16 * warp), wr1 = wr0 + 16 < nrows ? wr0 + 16 : nrows;
+        const bool wany = wr0 < nrows;
+        const size_t wt0 = wany ? t0 + wr0 / sh.G : 0, wt1 = wany ? t0 + (wr1 - 1) / sh.G : 0;
+        unsigned int wmask = 0u;
+        for (size_t u = wt0 - t0; wany && u <= wt1 - t0; ++u) wmask |= 1u << u;
+        __syncthreads(); // the previous item's tiles are consumed
+        for (int c = tid; c < kRows * (D / 8); c += kThreadsS) {
+            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+            const bool in = (size_t)r < nrows;
+            const size_t gr =
+                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
+            cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
+        }
+        cp_async_wait_all(); // published by the merge round's barriers below
         const __nv_bfloat16 *kg = k + (b * sh.S * sh.Hk + g) * D, *vg = v + (b * sh.S * sh.Hk + g) * D;
         Acc<D> acc;
+        // selected branch: the union of the tokens' selections, kChunk entries per round
         acc_init(acc);
-        const int32_t *srow = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
-        for (size_t e = 0; e < sh.n; ++e) {
-            const int32_t i = srow[e];
-            if (i < 0) break;
-            const size_t s0 = (size_t)i * sh.ls;
-            const size_t s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-            attend_tiles<D>(acc, Qs, Ks, Vs, kg, vg, kstride, s0, s1, scale_log2, lane);
+        const bool mine = warp == 0 && (size_t)lane < ntok; // warp 0, lane = token
+        const int32_t *srow = sel + ((b * sh.S + t0 + (mine ? (size_t)lane : 0)) * sh.Hk + g) * sh.n;
+        size_t ptr = 0;
+        int hv = INT_MAX; // the lane's next selected block (INT_MAX: none left)
+        if (mine && sh.n > 0 && srow[0] >= 0) hv = srow[0];
+        const size_t ntb = (sh.ls + 15) / 16; // tiles per selection block
+        for (;;) {
+            __syncthreads(); // the previous round's list is consumed
+            if (warp == 0) {
+                int cnt = 0;
+                while (cnt < kChunk) {
+                    const int nx = warp_min_i(hv); // warp-uniform
+                    if (nx == INT_MAX) break;
+                    const unsigned int bal = __ballot_sync(0xffffffffu, hv == nx);
+                    if (lane == 0) {
+                        ulist[cnt] = nx;
+                        umask[cnt] = bal;
+                    }
+                    if (hv == nx) {
+                        ++ptr;
+                        hv = ptr < sh.n && srow[ptr] >= 0 ? srow[ptr] : INT_MAX;
+                    }
+                    ++cnt;
+                }
+                if (lane == 0) ucnt = cnt;
+            }
+            __syncthreads();
+            const int cnt = ucnt;
+            if (cnt == 0) break;
+            run_stream<D>(
+                acc, Qw, Kt, Vt, kg, vg, kstride, (size_t)cnt * ntb, scale_log2, lane,
+                [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
+                    const size_t s0 = (size_t)ulist[x / ntb] * sh.ls,
+                                 bend = s0 + sh.ls < tend ? s0 + sh.ls : tend;
+                    k0 = s0 + 16 * (x % ntb);
+                    nk = k0 < bend ? (bend - k0 < 16 ? (int)(bend - k0) : 16) : 0;
+                    tm = umask[x / ntb];
+                    need = (tm & wmask) != 0u && k0 <= wt1;
+                },
+                [&](int i, size_t s, unsigned int m) {
+                    return rw.ok[i] && ((m >> rw.tok[i]) & 1u) != 0u && s <= rw.t[i];
+                });
         }
-        finish<D>(acc, out, lse, g_slc, row0, (int)sh.G, 1, lane);
+        finish_rows<D>(acc, rw, out, lse, g_slc, 1, lane);
+        // sliding window: keys [t0 + 1 - w, tend)
         acc_init(acc);
-        attend_tiles<D>(acc, Qs, Ks, Vs, kg, vg, kstride, t + 1 > sh.w ? t + 1 - sh.w : 0, t + 1, scale_log2,
-                        lane);
-        finish<D>(acc, out, lse, g_win, row0, (int)sh.G, 2, lane);
+        const size_t wlo = t0 + 1 > sh.w ? t0 + 1 - sh.w : 0;
+        run_stream<D>(
+            acc, Qw, Kt, Vt, kg, vg, kstride, (tend - wlo + 15) / 16, scale_log2, lane,
+            [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
+                k0 = wlo + 16 * x;
+                nk = tend - k0 < 16 ? (int)(tend - k0) : 16;
+                need = wany && k0 <= wt1 && k0 + (size_t)nk + sh.w > wt0 + 1;
+                tm = 0xffffffffu;
+            },
+            [&](int i, size_t s, unsigned int) { return rw.ok[i] && s <= rw.t[i] && s + sh.w > rw.t[i]; });
+        finish_rows<D>(acc, rw, out, lse, g_win, 2, lane);
     }
 }
 
@@ -949,6 +1195,234 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
     }
 }
 
+// ---- bf16 tensor-core backward: the compression branch on mma.sync -------------------
+// One CTA (4 warps, 64 rows) per (b, KV group, QT tokens), rows and causality as
+// nsa_mma_cmp_kernel; every kc/vc tile is staged (split to bf16 terms) once per
+// CTA for its 64 rows. Per row:
+//   1. o_cmp recomputed over the visible kc tiles with the forward's split
+//      operands (kc three bf16 terms, vc and P two), dg = dout . o / l (dg_cmp),
+//      Delta = g_cmp dg;
+//   2. per tile: S = Q Kc^T (kc split three ways, as the forward: P must match
+//      the forward's lse), dP = dO Vc^T (vc hi + lo), P = 2^(S scale log2e - lse
+//      log2e) from the forward's lse column 0, dS = P (g_cmp dP - Delta);
+//      dQ += dS Kc (dS in bf16, kc hi + mid) in registers; dKc += dS^T Q and
+//      dVc += (g_cmp P)^T dO per warp (A fragments by ldmatrix.trans from a 16 x
+//      16 bf16 staging tile: one bf16-rounded factor per sum, as
+//      nsa_mma_bwd_kernel), added to the fp32 dkc, dvc with atomicAdd (16 x D
+//      per warp and tile, instead of one atomic per (row, key, column)).
+// dq[row] = scale dQ is written (this kernel runs first; nsa_mma_bwd_kernel adds
+// the selected and sliding parts); rows without a visible block get dq = 0 and
+// dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
+// mf-budget: regs<=168 smem<=36864 spill=0  (sm_90 measured: regs 116/153/167, smem 16128/22784/36096 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled 4 bytes at 128 registers)
+template <int D>
+__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
+    nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
+                           const __nv_bfloat16 *__restrict__ dout, const float *__restrict__ kc,
+                           const float *__restrict__ vc, const float *__restrict__ lse,
+                           float *__restrict__ dq, float *dkc, float *dvc, float *__restrict__ dg_cmp,
+                           NsaShape sh, size_t QT, size_t nblk, size_t total)
+{
+    using namespace nsa_cmp;
+    using nsa_mma::kLog2e;
+    constexpr int LDS = D + 8, LDX = 24;
+    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
+    __shared__ __align__(16) __nv_bfloat16 dOs[kRows * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Kt[3][16 * LDS];            // kc hi, mid, lo
+    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS];            // vc hi, lo
+    __shared__ __align__(16) __nv_bfloat16 stage[kWarps][2][16 * LDX]; // dS, g P [row][key]
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
+    const float scale_log2 = sh.scale * kLog2e;
+    const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS, *dOw = dOs + warp * 16 * LDS;
+    __nv_bfloat16 *Ss = stage[warp][0], *Pt = stage[warp][1];
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
+        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, nrows = (tend - t0) * sh.G;
+        const auto nvis_of = [&](size_t t) -> size_t {
+            if (t + 1 < sh.l) return 0;
+            const size_t nv = (t + 1 - sh.l) / sh.d + 1;
+            return nv < sh.nc ? nv : sh.nc;
+        };
+        const size_t nk0 = nvis_of(tend - 1);
+        const size_t coff = (b * sh.Hk + g) * sh.nc * D;
+        size_t nv[2], grow[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+            const size_t t = t0 + r / sh.G;
+            nv[i] = r < nrows ? nvis_of(t) : 0;
+            grow[i] = r < nrows ? (b * sh.S + t) * sh.Hq + g * sh.G + r % sh.G : 0;
+        }
+        const size_t wnv = nv[0] > nv[1] ? nv[0] : nv[1]; // quad-uniform; the warp max below
+        __syncthreads();                                  // the previous item's tiles are consumed
+        for (int c = tid; c < kRows * (D / 8); c += kThreadsC) {
+            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+            const bool in = (size_t)r < nrows;
+            const size_t gr =
+                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
+            cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
+            cp_async16(dOs + r * LDS + col, dout + gr * D + (size_t)col, in ? 16u : 0u);
+        }
+        cp_async_wait_all();
+        __syncthreads(); // Q and dO visible to every warp
+        // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
+        float o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
+            __syncthreads(); // the previous tile consumed
+            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kc + coff, vc + coff, k0, nk0);
+            __syncthreads();
+            float s[2][4];
+            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+            float mx[2] = { -INFINITY, -INFINITY };
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
+                const float x = j < nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
+                s[n][e] = x;
+                mx[e >> 1] = nan_max(mx[e >> 1], x);
+            }
+            float corr[2], mu[2];
+            online_max_step(m, mx, corr, mu);
+            float rs[2] = { 0.0f, 0.0f }, plo[2][4];
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const float p = exp2f(s[n][e] - mu[e >> 1]);
+                rs[e >> 1] += p;
+                s[n][e] = bf16_round(p);
+                plo[n][e] = p - s[n][e];
+            }
+            MF_UNROLL
+            for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
+            uint32_t pa[4], pl[4];
+            c_to_a(pa, s[0], s[1]);
+            c_to_a(pl, plo[0], plo[1]);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                MF_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    o[2 * np + h][0] *= corr[0];
+                    o[2 * np + h][1] *= corr[0];
+                    o[2 * np + h][2] *= corr[1];
+                    o[2 * np + h][3] *= corr[1];
+                }
+                const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bh[4], bl[4];
+                ldsm_x4_t(bh, Vt[0] + voff);
+                ldsm_x4_t(bl, Vt[1] + voff);
+                mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
+                mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
+            }
+        }
+        float gate[2], lse2[2], delta[2];
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const int r = g8 + 8 * i; // row within the warp's tile
+            float dg = 0.0f;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                const __nv_bfloat16 *dr = dOw + r * LDS + n * 8 + 2 * t4;
+                dg += __bfloat162float(dr[0]) * o[n][2 * i] + __bfloat162float(dr[1]) * o[n][2 * i + 1];
+            }
+            dg = quad_sum(dg);
+            const bool any = nv[i] > 0;
+            dg = any ? dg / l[i] : 0.0f;
+            gate[i] = any ? __bfloat162float(g_cmp[grow[i]]) : 0.0f;
+            lse2[i] = any ? lse[grow[i] * 3] * kLog2e : 0.0f;
+            delta[i] = gate[i] * dg;
+            if ((size_t)(16 * warp + r) < nrows && t4 == 0) dg_cmp[grow[i]] = dg;
+        }
+        // 2. the gradients, tile by tile
+        float dqa[D / 8][4];
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
+        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
+            __syncthreads(); // the previous tile and staging consumed
+            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kc + coff, vc + coff, k0, nk0);
+            __syncthreads();
+            if (!__any_sync(0xffffffffu, k0 < wnv)) continue; // no row of this warp sees the tile
+            float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+            MF_UNROLL
+            for (int kk = 0; kk < D / 16; ++kk) {
+                uint32_t da[4], bv[4];
+                ldsm_x4(da, dOw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
+                const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
+                ldsm_x4(bv, Vt[1] + boff);
+                mma_x2(dp[0], dp[1], da, bv);
+                ldsm_x4(bv, Vt[0] + boff);
+                mma_x2(dp[0], dp[1], da, bv);
+            }
+            // element e of n8 tile n: row slot e >> 1 (warp row g8 + 8 (e >> 1)), key k0 + 8 n + 2 t4 + (e & 1)
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
+                const bool ok = k0 + (size_t)j < nv[i];
+                const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
+                const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
+                dp[n][e] = ds;
+                Ss[r * LDX + j] = __float2bfloat16_rn(ds);
+                Pt[r * LDX + j] = __float2bfloat16_rn(gate[i] * p);
+            }
+            // dQ += dS Kc: B[k=key][n=c] = Kc[key][c] (row-major: ldmatrix.trans), kc as hi + mid
+            uint32_t sa[4];
+            c_to_a(sa, dp[0], dp[1]);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bk[4];
+                ldsm_x4_t(bk, Kt[1] + off);
+                mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
+                ldsm_x4_t(bk, Kt[0] + off);
+                mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
+            }
+            __syncwarp(); // dS and g P staged
+            uint32_t dsT[4], pT[4];
+            const int toff = ((lane >> 4) * 8 + (lane & 7)) * LDX + ((lane >> 3) & 1) * 8;
+            ldsm_x4_t(dsT, Ss + toff);
+            ldsm_x4_t(pT, Pt + toff);
+            MF_UNROLL
+            for (int np = 0; np < D / 16; ++np) {
+                float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+                float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+                const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+                uint32_t bq[4];
+                ldsm_x4_t(bq, Qw + off); // B[k=row][n=c] = Q[row][c]
+                mma_x2(ck[0], ck[1], dsT, bq);
+                ldsm_x4_t(bq, dOw + off);
+                mma_x2(cv[0], cv[1], pT, bq);
+                MF_UNROLL
+                for (int i = 0; i < 2; ++i) {
+                    const size_t key = k0 + (size_t)(g8 + 8 * i);
+                    if (key >= nk0) continue;
+                    MF_UNROLL
+                    for (int h = 0; h < 2; ++h) {
+                        const size_t at = coff + key * D + (size_t)(np * 16 + h * 8 + 2 * t4);
+                        atomicAdd(dkc + at, ck[h][2 * i] * sh.scale);
+                        atomicAdd(dkc + at + 1, ck[h][2 * i + 1] * sh.scale);
+                        atomicAdd(dvc + at, cv[h][2 * i]);
+                        atomicAdd(dvc + at + 1, cv[h][2 * i + 1]);
+                    }
+                }
+            }
+        }
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            if ((size_t)(16 * warp + g8 + 8 * i) >= nrows) continue;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                float *op = dq + grow[i] * D + (size_t)(n * 8 + 2 * t4);
+                op[0] = sh.scale * dqa[n][2 * i];
+                op[1] = sh.scale * dqa[n][2 * i + 1];
+            }
+        }
+    }
+}
+
 // ---- backward ---------------------------------------------------------------------------
 // Keys [s0, s1) of one branch, probabilities recomputed from the saved lse:
 // p = exp(scale q.k - lse), ds = p (do.v - delta); dk and dv (or dkc, dvc)
@@ -1128,6 +1602,21 @@ static void launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *
         dv, dgs, dgw, sh, total);
 }
 
+// Compression branch's backward on the tensor cores (bf16, D <= 64): the CTAs of
+// nsa_mma_cmp_kernel (b, KV group, QT tokens).
+template <int D>
+static void launch_cmp_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
+                           const void *dout, const float *kc, const float *vc, const float *lse, float *dq,
+                           float *dkc, float *dvc, float *dgc)
+{
+    const size_t QT = (size_t)nsa_cmp::kRows / sh.G < (size_t)nsa_cmp::kMaxQT ? (size_t)nsa_cmp::kRows / sh.G
+                                                                              : (size_t)nsa_cmp::kMaxQT;
+    const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
+    nsa_mma_cmp_bwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
+        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc),
+        static_cast<const __nv_bfloat16 *>(dout), kc, vc, lse, dq, dkc, dvc, dgc, sh, QT, nblk, total);
+}
+
 template <typename T>
 static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                  const void *v, const void *gc, const void *gs, const void *gw,
@@ -1154,11 +1643,19 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
     }
     const size_t total = sh.B * sh.S * sh.Hk;
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v) && ((uintptr_t)dout & 15u) == 0;
-    nsa_bwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
-        static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw),
-        static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total,
-        mma ? 1 : 3);
+    if (mma && sh.D <= 64) { // the compression branch on the tensor cores (it writes dq and dg_cmp)
+        switch (sh.D) {
+        case 16: launch_cmp_bwd<16>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
+        case 32: launch_cmp_bwd<32>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
+        default: launch_cmp_bwd<64>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
+        }
+    } else { // SIMT: all three branches, or (bf16, D = 128) the compression branch only
+        nsa_bwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
+            static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
+            static_cast<const T *>(gc), static_cast<const T *>(gs), static_cast<const T *>(gw),
+            static_cast<const T *>(dout), kc, vc, lse, sel, dq, dk, dv, dkc, dvc, dgc, dgs, dgw, sh, total,
+            mma ? 1 : 3);
+    }
     MF_LAUNCH_CHECK();
     if (mma) { // the selected and sliding branches on the tensor cores (same stream: dq written)
         switch (sh.D) {
@@ -1195,15 +1692,16 @@ static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const
 
 template <int D>
 static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k, const void *v,
-                       const void *gs, const void *gw, const int32_t *sel, float *out, float *lse,
-                       size_t total)
+                       const void *gs, const void *gw, const int32_t *sel, float *out, float *lse)
 {
-    constexpr int W = nsa_mma::Warps<D>::value;
-    const size_t blocks = (total + W - 1) / W;
-    nsa_mma_fwd_kernel<D><<<grid_cap(blocks, kMaxGridX), 32 * W, 0, stream>>>(
+    // QT tokens per CTA: all G heads of each in the CTA's 64 rows, at most 32 (one mask bit each)
+    const size_t QT = (size_t)nsa_sw::kRows / sh.G < (size_t)nsa_sw::kMaxQT ? (size_t)nsa_sw::kRows / sh.G
+                                                                            : (size_t)nsa_sw::kMaxQT;
+    const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
+    nsa_mma_fwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_sw::kThreadsS, 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
         static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
-        static_cast<const __nv_bfloat16 *>(gw), sel, out, lse, sh, total);
+        static_cast<const __nv_bfloat16 *>(gw), sel, out, lse, sh, QT, nblk, total);
 }
 
 // Compression branch and selection on the tensor cores (bf16, D <= 64): one
@@ -1270,10 +1768,10 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     }
     MF_LAUNCH_CHECK();
     switch (sh.D) {
-    case 16: launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
-    case 32: launch_mma<32>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
-    case 64: launch_mma<64>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
-    default: launch_mma<128>(stream, sh, q, k, v, gs, gw, sel, out, lse, total); break;
+    case 16: launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
+    case 32: launch_mma<32>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
+    case 64: launch_mma<64>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
+    default: launch_mma<128>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
     }
     MF_LAUNCH_CHECK();
     return MF_OK;

@@ -88,9 +88,13 @@
  *     fixed order and merged into each token's running top n by ranking. The
  *     products use split operands (kc = three bf16 terms, vc and P two), so
  *     scores, lse and selection are as accurate as fp32 SIMT ones. Selected
- *     and sliding branches: one warp per (b, t, KV group) whose m16 tile holds
- *     the group's heads, so each 16-key K/V tile is loaded once per group (the
- *     NSA paper's kernel); P rounded to bf16 before P V as a bf16 kernel does
+ *     and sliding branches, query-blocked: one CTA per (b, KV group,
+ *     min(32, 64/G) consecutive tokens) whose 64 rows are the tokens' heads;
+ *     each 16-key K/V tile of the union of the tokens' selected blocks (merged
+ *     from their sorted sel lists) and of the union of their windows is staged
+ *     once per CTA (cp.async, double-buffered) and multiplied by every row
+ *     with a per-row mask (the row's token selected the block; s <= t; the
+ *     window's t - w < s); P rounded to bf16 before P V as a bf16 kernel does
  *     (l sums the fp32 p), so bf16 rows differ from f32's by up to ~2^-9
  *     (tolerance row nsa.out.bf16).
  *   Backward, FlashAttention-2 style from the forward's saved lse and sel: per
@@ -104,11 +108,13 @@
  *   above): SIMT, one thread block per (b, t, KV group). bf16, D in {16, 32,
  *   64, 128}, aligned (dout too): the selected and sliding branches on the
  *   tensor cores (one warp per (b, t, KV group), S, dP, dQ, dK, dV products on
- *   mma.sync, dS and gate*P rounded to bf16: tolerance row nsa.grad.bf16); the
- *   compression branch's backward stays SIMT.
+ *   mma.sync, dS and gate*P rounded to bf16: tolerance row nsa.grad.bf16); for
+ *   D <= 64 the compression branch's too (one CTA per (b, KV group, QT
+ *   tokens) as the forward's compression kernel, kc/vc split into bf16 terms,
+ *   dkc/dvc added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
- *   which it does not meet: projected about 1x, the per-query gathered K/V of
- *   the selected and sliding branches dominating.
+ *   which it does not meet: projected about 1.5-2x, the compression branch
+ *   and importances (split operands, two passes) dominating.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
