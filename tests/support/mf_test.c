@@ -486,3 +486,56 @@ void mf_test_add_op_cases(Suite *s, const char *op_name)
         suite_add_tcase(s, tc);
     }
 }
+
+/* ---- nsa (issue 11 item b): an op's built-in cases with a property of each result ---------------- */
+static mf_test_case_check_fn op_cases_check; /* set while building the suite */
+
+/* test_op_cases, each passing case's result also given to op_cases_check. */
+START_TEST(test_op_cases_checked)
+{
+    const mf_op_desc *op = mf_registry_find(op_cases_name);
+    ck_assert_ptr_nonnull(op);
+    const int per = op_cases_per_test, chunks = (op_cases_n + per - 1) / per;
+    const int v = _i / chunks, c0 = (_i % chunks) * per;
+    const int c1 = c0 + per < op_cases_n ? c0 + per : op_cases_n;
+    char report[4096] = "", msg[512];
+    int n_fail = 0;
+    for (int c = c0; c < c1; c++) {
+        if (!mf_op_case_applies(op, v, c)) continue;
+        mf_case_result r;
+        if (op_case_check(op, v, c, &r, msg, sizeof msg)) {
+            char why[400] = "";
+            if (op_cases_check(v, c, &r, why, sizeof why)) continue;
+            snprintf(msg, sizeof msg, "%s/%s case %d (%s %s): %s", op->name, op->variants[v], c, r.dtype,
+                     r.shape, why);
+        }
+        n_fail++;
+        const size_t len = strlen(report);
+        snprintf(report + len, sizeof report - len, "\n  %s", msg);
+    }
+    ck_assert_msg(n_fail == 0, "%d of cases %d..%d failed:%s", n_fail, c0, c1 - 1, report);
+}
+END_TEST
+
+void mf_test_add_op_cases_checked(Suite *s, const char *op_name, mf_test_case_check_fn check)
+{
+    if (check == NULL) {
+        mf_test_add_op_cases(s, op_name);
+        return;
+    }
+    /* the variants' TCases as mf_test_add_op_cases makes them (same names, chunks and sanitizer
+     * rule), their loop test swapped for the checked one */
+    Suite *tmp = suite_create("mf_test_add_op_cases_checked");
+    mf_test_add_op_cases(tmp, op_name); /* sets op_cases_name, op_cases_per_test, op_cases_n */
+    srunner_free(srunner_create(tmp));  /* frees tmp and its TCases */
+    const mf_op_desc *op = mf_registry_find(op_name);
+    if (op == NULL || op->n_cases <= 0) return;
+    op_cases_check = check;
+    const int chunks = (op_cases_n + op_cases_per_test - 1) / op_cases_per_test;
+    for (int v = 0; v < op->n_variants; v++) {
+        TCase *tc = tcase_create(op->variants[v]);
+        tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+        tcase_add_loop_test(tc, test_op_cases_checked, v * chunks, (v + 1) * chunks);
+        suite_add_tcase(s, tc);
+    }
+}
