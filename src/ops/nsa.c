@@ -208,6 +208,9 @@ static void nsa_shape(const nsa_case *c, const char *pass, char *buf, size_t cap
 static mf_status nsa_describe_pass(const mf_case_id *id, const char *pass, char *buf, size_t cap,
                                    size_t *bytes)
 {
+    if (id->kind == MF_CASE_FIXED && (id->index < 0 || id->index >= NSA_N_REPORT_CASES))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "nsa: verify case %d out of range [0, %d)", id->index,
+                NSA_N_REPORT_CASES);
     nsa_case c;
     MF_TRY(nsa_case_of(id, &c));
     char shape[192];
