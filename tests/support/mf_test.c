@@ -438,6 +438,7 @@ mf_case_result mf_test_op_case(const char *op_name, int v, int c)
 static const char *op_cases_name; /* set while building the suite, inherited by the forked tests */
 static int op_cases_per_test = MF_TEST_CASES_PER_TEST;
 static int op_cases_n; /* the cases run: all, or the report cases under ThreadSanitizer */
+static mf_test_case_check_fn op_cases_check; /* mf_test_add_op_cases_checked's property, or NULL */
 
 /* _i = variant * tests_per_variant + chunk: every case of the chunk runs (a
  * failure does not hide the next), and the test fails naming each failing case. */
@@ -453,7 +454,12 @@ START_TEST(test_op_cases)
     for (int c = c0; c < c1; c++) {
         if (!mf_op_case_applies(op, v, c)) continue;
         mf_case_result r;
-        if (op_case_check(op, v, c, &r, msg, sizeof msg)) continue;
+        if (op_case_check(op, v, c, &r, msg, sizeof msg)) {
+            char why[400] = "";
+            if (op_cases_check == NULL || op_cases_check(v, c, &r, why, sizeof why)) continue;
+            snprintf(msg, sizeof msg, "%s/%s case %d (%s %s): %s", op->name, op->variants[v], c, r.dtype,
+                     r.shape, why);
+        }
         n_fail++;
         const size_t len = strlen(report);
         snprintf(report + len, sizeof report - len, "\n  %s", msg);
@@ -499,4 +505,11 @@ mf_case_result mf_test_op_case_unlisted(const char *op_name, int v, int c)
     const int ok = op_case_check(op, v, c, &r, msg, sizeof msg);
     ck_assert_msg(ok, "%s", msg);
     return r;
+}
+
+/* ---- nsa (issue 11 item b): an op's built-in cases with a property of each result ---------------- */
+void mf_test_add_op_cases_checked(Suite *s, const char *op_name, mf_test_case_check_fn check)
+{
+    op_cases_check = check; /* test_op_cases gives it each passing case's result */
+    mf_test_add_op_cases(s, op_name);
 }

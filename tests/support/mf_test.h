@@ -178,6 +178,13 @@ void mf_test_read_fixture(const char *op, const char *name, const char *part, mf
  * in a TCase (and ctest registration) of its own (cross_entropy's fused
  * V = 151,936 cases, fused_vocab). */
 mf_case_result mf_test_op_case_unlisted(const char *op, int variant, int case_index);
+/* ---- nsa (issue 11 item b): an op's built-in cases with a property of each result ----
+ * mf_test_add_op_cases, where each case that passed is also given to check: 1 when the op's own
+ * property of the result holds (e.g. a bf16 path measurably rounds), else 0 with the reason in msg.
+ * The property is checked on the run the case already made (no second run). One op per executable. */
+typedef int (*mf_test_case_check_fn)(int variant, int case_index, const mf_case_result *r, char *msg,
+                                     size_t cap);
+void mf_test_add_op_cases_checked(Suite *s, const char *op, mf_test_case_check_fn check);
 
 #ifdef __cplusplus
 }
