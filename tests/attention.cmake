@@ -4,7 +4,9 @@
 mf_add_op_tests(attention REVERSE tiled)
 
 if(MF_HAVE_HOST_KERNELS)
-  # The same suite on multi-tile shapes (N up to 256, D up to 128): label slow.
+  # The descriptor's multi-tile cases (N up to 256, D up to 128; the last of
+  # src/ops/attention.c's table, kept out of the sweep by its case_applies),
+  # through the testbed (mf_test_op_case_unlisted): label slow.
   mf_add_check_test(test_attention_equiv_large
     SOURCES equivalence/test_attention_equiv.c
     LABELS equivalence slow

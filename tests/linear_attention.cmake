@@ -18,7 +18,9 @@ if(TEST test_linear_attention_equiv_reverse.host)
 endif()
 
 if(MF_HAVE_HOST_KERNELS)
-  # Many-chunk shapes (N up to 512, D up to 128): label slow.
+  # The descriptor's many-chunk rows (N up to 512, D up to 128; the last of
+  # src/ops/linear_attention.c's table, kept out of the sweeps by its
+  # case_applies), through the testbed (mf_test_op_case_unlisted): label slow.
   mf_add_check_test(test_linear_attention_equiv_large
     SOURCES equivalence/test_linear_attention_equiv.c
     LABELS equivalence slow

@@ -185,10 +185,20 @@ static const attention_case attention_cases[] = {
     { 1, 1, 9, 64, 64, 0, MF_DTYPE_BF16 },
     { 1, 1, 300, 64, 64, 1, MF_DTYPE_BF16 },
     { 1, 1, 270, 128, 128, 0, MF_DTYPE_BF16 },
+    /* The last ATTENTION_N_LARGE_CASES (23-25): multi-tile shapes closer to real
+     * use, too slow for the suite's sweep in host mode; attention_case_applies
+     * keeps them out of it and test_attention_equiv_large (label slow) runs them
+     * (mf_test_op_case_unlisted): N = 256 causal fp32 over two heads, N = 200
+     * with D = Dv = 128 on the tensor cores, D != Dv bf16 with B = H = 2. */
+    { 1, 2, 256, 64, 64, 1, MF_DTYPE_F32 },
+    { 1, 1, 200, 128, 128, 0, MF_DTYPE_BF16 },
+    { 2, 2, 130, 32, 48, 1, MF_DTYPE_BF16 },
 };
 /* memfix verify's fixed cases: the first 8 (the rest are the test suite's; its
  * random cases cover D, Dv, causal and dtype). */
 #define ATTENTION_N_VERIFY_CASES 8
+/* The table's last cases: test_attention_equiv_large's, out of every sweep. */
+#define ATTENTION_N_LARGE_CASES 3
 
 /* The tensor-core path takes bf16 with D == Dv in {64, 128} (the registry's
  * buffers are aligned): its tolerance rows are attention.mma.*. */
@@ -197,6 +207,14 @@ static int attention_case_uses_mma(const attention_case *c)
     return c->dtype == MF_DTYPE_BF16 && c->D == c->Dv && (c->D == 64 || c->D == 128);
 }
 #define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
+
+/* mf_op_desc.case_applies: every case but the last ATTENTION_N_LARGE_CASES
+ * (test_attention_equiv_large's, run through mf_test_op_case_unlisted). */
+static int attention_case_applies(int variant, int case_index)
+{
+    (void)variant;
+    return case_index >= 0 && case_index < ATTENTION_N_CASES - ATTENTION_N_LARGE_CASES;
+}
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
 /* Random case i of a seed, k = i + seed: causal on odd k, bf16 on k / 2 odd;
@@ -588,5 +606,5 @@ const mf_op_desc mf_op_attention = {
     attention_tolerances,
     &attention_plan,
     ATTENTION_N_VERIFY_CASES, /* report: the first cases; the rest are the equivalence suite's */
-    NULL,                     /* case_applies: every case runs for every variant */
+    attention_case_applies,   /* all but the large cases (test_attention_equiv_large) */
 };

@@ -244,6 +244,16 @@ static const la_case la_cases[] = {
     { 1, 1, 70, 8, 8, 64, BF16, 0, C, 0, 0 },
     { 1, 1, 70, 8, 8, 128, BF16, 0, C, 0, 1 },
     { 1, 1, 70, 8, 8, 128, BF16, 0, C, 0, 0 },
+    /* The last LA_N_LARGE_CASES (57-60): many chunks, large heads, too slow for
+     * the suites' sweep in host mode; la_case_applies keeps them out of it and
+     * test_linear_attention_equiv_large (label slow) runs them, each for the
+     * variant 'only' names (mf_test_op_case_unlisted): N = 512 in eight 64-row
+     * chunks over two heads, N = 300 with D = Dv = 128 on the tensor cores,
+     * D != Dv over 17 chunks of 16 (the last ragged), bidirectional N = 400. */
+    { 1, 2, 512, 64, 64, 64, F32, 0, C, 0, 0 },
+    { 1, 1, 300, 128, 128, 128, BF16, 0, C, 0, 0 },
+    { 1, 1, 257, 48, 80, 16, F32, 0, C, 0, 0 },
+    { 1, 2, 400, 64, 64, 0, F32, 0, BI, 0, 0 },
 };
 #undef C
 #undef BI
@@ -253,11 +263,15 @@ static const la_case la_cases[] = {
 /* `memfix report`'s rows and memfix verify's fixed cases: the first rows, as before the suites' rows */
 #define LA_N_REPORT_CASES 6
 #define LA_VARIANTS_X_CASES (LA_N_VARIANTS * LA_N_REPORT_CASES)
+/* The table's last rows: test_linear_attention_equiv_large's, out of every sweep. */
+#define LA_N_LARGE_CASES 4
 
-/* mf_op_desc.case_applies: a row runs for the variants its 'only' names. */
+/* mf_op_desc.case_applies: a row runs for the variants its 'only' names; the
+ * last LA_N_LARGE_CASES for none (test_linear_attention_equiv_large runs them
+ * through mf_test_op_case_unlisted). */
 static int la_case_applies(int variant, int case_index)
 {
-    if (case_index < 0 || case_index >= LA_N_CASES) return 0;
+    if (case_index < 0 || case_index >= LA_N_CASES - LA_N_LARGE_CASES) return 0;
     const int only = la_cases[case_index].only;
     return only == LA_BOTH || only == (variant == 0 ? LA_CAUSAL : LA_BIDIR);
 }
@@ -871,5 +885,5 @@ const mf_op_desc mf_op_linear_attention = {
     linear_attention_tolerances,
     &la_plan,
     LA_N_REPORT_CASES, /* report: the first rows; the rest are the equivalence and memory suites' */
-    la_case_applies,   /* the suites' rows: one variant each, or both */
+    la_case_applies,   /* the suites' rows: one variant each, or both; the large rows: none */
 };

@@ -11,8 +11,10 @@
  * on the host, the tiled forward and backward on the test backend into outputs
  * pre-filled with NaN and followed by a NaN guard, out, lse, dq, dk and dv
  * compared with the op's tolerance rows. Here stay the op's own properties: a
- * common key offset (the tensor-core dq bound), the forward without lse, and
- * (MF_LARGE_SHAPES, test_attention_equiv_large, label slow) multi-tile shapes.
+ * common key offset (the tensor-core dq bound) and the forward without lse.
+ * MF_LARGE_SHAPES (test_attention_equiv_large, label slow): the descriptor's
+ * multi-tile cases that its case_applies keeps out of the sweep, through the
+ * same testbed (mf_test_op_case_unlisted).
  */
 #include "mf_test.h"
 
@@ -26,97 +28,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct config {
-    int64_t B, H, N, D, Dv;
-    int causal;
-    mf_dtype dtype;
-} config;
-
-#ifdef MF_LARGE_SHAPES
-/* test_attention_equiv_large (label slow): multi-tile shapes closer to real use. */
-static const config configs[] = {
-    { 1, 2, 256, 64, 64, 1, MF_DTYPE_F32 },
-    { 1, 1, 200, 128, 128, 0, MF_DTYPE_BF16 },
-    { 2, 2, 130, 32, 48, 1, MF_DTYPE_BF16 },
-};
-#define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
-#endif
 #define GUARD 32
 
-/* Does the call take the tensor-core path (optimized/attention_mma.cu)? bf16,
- * D == Dv in {64, 128} (the test's buffers are 16-byte aligned). */
-static int uses_mma(const config *c)
-{
-    return c->dtype == MF_DTYPE_BF16 && c->D == c->Dv && (c->D == 64 || c->D == 128);
-}
-
-/* "attention.<what>.f32" or ".bf16" (same numbers: bf16 is storage only), or
- * "attention.mma.<what>.bf16" for the tensor-core path (bf16 operands). */
-static const char *tol(const char *what, const config *c)
-{
-    static char buf[4][64];
-    static int slot;
-    char *b = buf[slot++ & 3];
-    snprintf(b, 64, "attention.%s%s.%s", uses_mma(c) ? "mma." : "", what, mf_dtype_name(c->dtype));
-    return b;
-}
-
-/* A device output of n floats + GUARD, NaN-filled. */
-static float *dev_nan(mf_context *ctx, size_t n) { return mf_test_dev_nan(ctx, n + GUARD); }
-
-/* Downloads n + GUARD floats and checks that the guard is still NaN. */
-static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what)
-{
-    return mf_test_dev_fetch(ctx, d, n, GUARD, what);
-}
-
 #ifdef MF_LARGE_SHAPES
-START_TEST(test_tiled_matches_reference)
+/* test_attention_equiv_large (label slow): the descriptor's last cases
+ * (src/ops/attention.c: multi-tile shapes, N up to 256, D up to 128), kept out
+ * of the op's sweep by its case_applies and run here through the testbed. */
+#define ATTENTION_CASE_LARGE 23
+#define ATTENTION_N_LARGE 3
+START_TEST(test_large_cases)
 {
-    const config *c = &configs[_i];
-    mf_context *ctx = mf_test_ctx();
-    const size_t rows = (size_t)(c->B * c->H * c->N);
-    const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
-    const size_t es = mf_dtype_size(c->dtype);
-    const uint64_t seed = 0xa77e000000ull + (uint64_t)_i * 16u;
-    void *q = mf_test_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = mf_test_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = mf_test_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = mf_test_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
-
-    float *r_out = malloc(nv * 4), *r_lse = malloc(rows * 4), *r_dq = malloc(nqk * 4),
-          *r_dk = malloc(nqk * 4), *r_dv = malloc(nv * 4);
-    ck_assert(r_out && r_lse && r_dq && r_dk && r_dv);
-    mf_fill_nan_f32(r_out, nv);
-    mf_fill_nan_f32(r_lse, rows);
-    MF_ASSERT_OK(mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
-                                          r_out, r_lse));
-    MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q, k, v,
-                                           dout, r_dq, r_dk, r_dv));
-
-    void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
-    void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
-    float *d_out = dev_nan(ctx, nv), *d_lse = dev_nan(ctx, rows);
-    float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, c->causal, c->B, c->H, c->N, c->D,
-                                      c->Dv, d_q, d_k, d_v, d_out, d_lse));
-    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, c->dtype, c->causal, c->B, c->H, c->N, c->D,
-                                       c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-
-    float *g_out = dev_fetch(ctx, d_out, nv, "out"), *g_lse = dev_fetch(ctx, d_lse, rows, "lse");
-    float *g_dq = dev_fetch(ctx, d_dq, nqk, "dq"), *g_dk = dev_fetch(ctx, d_dk, nqk, "dk");
-    float *g_dv = dev_fetch(ctx, d_dv, nv, "dv");
-    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c));
-    MF_ASSERT_CLOSE(g_lse, r_lse, rows, tol("lse", c));
-    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad", c));
-    MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c));
-    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad", c));
-
-    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv };
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = { q, k, v, dout, r_out, r_lse, r_dq, r_dk, r_dv, g_out, g_lse, g_dq, g_dk, g_dv };
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+    const mf_op_desc *op = mf_registry_find("attention");
+    ck_assert_ptr_nonnull(op);
+    ck_assert_int_eq(op->n_cases, ATTENTION_CASE_LARGE + ATTENTION_N_LARGE);
+    const int c = ATTENTION_CASE_LARGE + _i;
+    ck_assert_msg(!mf_op_case_applies(op, MF_ATTENTION_TILED, c), "case %d is in the sweep", c);
+    static const char *const shapes[ATTENTION_N_LARGE] = { "B=1 H=2 N=256 D=64 Dv=64 causal=1 ",
+                                                           "B=1 H=1 N=200 D=128 Dv=128 causal=0 ",
+                                                           "B=2 H=2 N=130 D=32 Dv=48 causal=1 " };
+    const mf_case_result r = mf_test_op_case_unlisted("attention", MF_ATTENTION_TILED, c);
+    ck_assert_msg(strstr(r.shape, shapes[_i]) != NULL, "case %d is not the large one: %s", c, r.shape);
 }
 END_TEST
 #endif
@@ -140,47 +71,50 @@ static const float key_offsets[] = { 0.0f, 8.0f, 96.0f };
 START_TEST(test_mma_key_offset)
 {
     const float c_off = key_offsets[_i];
-    const config cf = { 1, 1, 77, 64, 64, 0, MF_DTYPE_BF16 };
-    const config *c = &cf;
+    /* B = H = 1, N = 77, D = Dv = 64, not causal, bf16: the tensor-core path */
+    const int64_t cN = 77, cD = 64;
+    const mf_dtype dt = MF_DTYPE_BF16;
     mf_context *ctx = mf_test_ctx();
-    const size_t N = (size_t)c->N, D = (size_t)c->D, n = N * D;
+    const size_t N = (size_t)cN, D = (size_t)cD, n = N * D;
     const uint64_t seed = 0x0ff5e7000ull + (uint64_t)_i * 16u;
-    void *q = mf_test_make_input(c->dtype, n, seed, -1.5f, 1.5f);
-    void *k = mf_test_make_input(c->dtype, n, seed + 1, c_off - 1.5f, c_off + 1.5f);
-    void *v = mf_test_make_input(c->dtype, n, seed + 2, -1.0f, 1.0f);
-    void *dout = mf_test_make_input(c->dtype, n, seed + 3, -1.0f, 1.0f);
+    void *q = mf_test_make_input(dt, n, seed, -1.5f, 1.5f);
+    void *k = mf_test_make_input(dt, n, seed + 1, c_off - 1.5f, c_off + 1.5f);
+    void *v = mf_test_make_input(dt, n, seed + 2, -1.0f, 1.0f);
+    void *dout = mf_test_make_input(dt, n, seed + 3, -1.0f, 1.0f);
     float *r_out = mf_test_nan_host(n), *r_lse = mf_test_nan_host(N), *r_dq = mf_test_nan_host(n),
           *r_dk = mf_test_nan_host(n), *r_dv = mf_test_nan_host(n);
-    MF_ASSERT_OK(mf_ref_attention_forward(ctx, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, q, k, v, r_out, r_lse));
-    MF_ASSERT_OK(mf_ref_attention_backward(ctx, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, q, k, v, dout, r_dq,
-                                           r_dk, r_dv));
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, dt, 0, 1, 1, cN, cD, cD, q, k, v, r_out, r_lse));
+    MF_ASSERT_OK(mf_ref_attention_backward(ctx, dt, 0, 1, 1, cN, cD, cD, q, k, v, dout, r_dq, r_dk, r_dv));
     void *d_q = mf_test_dev_upload(ctx, q, n * 2), *d_k = mf_test_dev_upload(ctx, k, n * 2);
     void *d_v = mf_test_dev_upload(ctx, v, n * 2), *d_do = mf_test_dev_upload(ctx, dout, n * 2);
-    float *d_out = dev_nan(ctx, n), *d_lse = dev_nan(ctx, N), *d_dq = dev_nan(ctx, n),
-          *d_dk = dev_nan(ctx, n), *d_dv = dev_nan(ctx, n);
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, d_q, d_k,
-                                      d_v, d_out, d_lse));
-    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, c->dtype, 0, 1, 1, c->N, c->D, c->Dv, d_q,
-                                       d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk, d_dv));
+    float *d_out = mf_test_dev_nan(ctx, n + GUARD), *d_lse = mf_test_dev_nan(ctx, N + GUARD),
+          *d_dq = mf_test_dev_nan(ctx, n + GUARD), *d_dk = mf_test_dev_nan(ctx, n + GUARD),
+          *d_dv = mf_test_dev_nan(ctx, n + GUARD);
+    MF_ASSERT_OK(
+        mf_attention_forward(ctx, MF_ATTENTION_TILED, dt, 0, 1, 1, cN, cD, cD, d_q, d_k, d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, dt, 0, 1, 1, cN, cD, cD, d_q, d_k, d_v, d_out,
+                                       d_do, d_lse, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
-    float *g_out = dev_fetch(ctx, d_out, n, "out"), *g_lse = dev_fetch(ctx, d_lse, N, "lse");
-    float *g_dq = dev_fetch(ctx, d_dq, n, "dq"), *g_dk = dev_fetch(ctx, d_dk, n, "dk");
-    float *g_dv = dev_fetch(ctx, d_dv, n, "dv");
-    MF_ASSERT_CLOSE(g_out, r_out, n, tol("out", c));
-    MF_ASSERT_CLOSE(g_lse, r_lse, N, tol("lse", c));
-    MF_ASSERT_CLOSE(g_dv, r_dv, n, tol("grad", c));
-    MF_ASSERT_CLOSE(g_dk, r_dk, n, tol("grad", c));
+    float *g_out = mf_test_dev_fetch(ctx, d_out, n, GUARD, "out"),
+          *g_lse = mf_test_dev_fetch(ctx, d_lse, N, GUARD, "lse");
+    float *g_dq = mf_test_dev_fetch(ctx, d_dq, n, GUARD, "dq"),
+          *g_dk = mf_test_dev_fetch(ctx, d_dk, n, GUARD, "dk");
+    float *g_dv = mf_test_dev_fetch(ctx, d_dv, n, GUARD, "dv");
+    MF_ASSERT_CLOSE(g_out, r_out, n, "attention.mma.out.bf16");
+    MF_ASSERT_CLOSE(g_lse, r_lse, N, "attention.mma.lse.bf16");
+    MF_ASSERT_CLOSE(g_dv, r_dv, n, "attention.mma.grad.bf16");
+    MF_ASSERT_CLOSE(g_dk, r_dk, n, "attention.mma.grad.bf16");
 
     /* dq: sum_j |dS_ij| in double from the bf16 inputs, then the per-element bound */
     float *fq = malloc(n * 4), *fk = malloc(n * 4), *fv = malloc(n * 4), *fdo = malloc(n * 4);
     double *p = malloc(N * sizeof(double));
     ck_assert(fq && fk && fv && fdo && p);
-    mf_test_to_f32(c->dtype, q, fq, n);
-    mf_test_to_f32(c->dtype, k, fk, n);
-    mf_test_to_f32(c->dtype, v, fv, n);
-    mf_test_to_f32(c->dtype, dout, fdo, n);
+    mf_test_to_f32(dt, q, fq, n);
+    mf_test_to_f32(dt, k, fk, n);
+    mf_test_to_f32(dt, v, fv, n);
+    mf_test_to_f32(dt, dout, fdo, n);
     const double scale = 1.0 / sqrt((double)D);
-    const mf_tolerance *row = mf_tolerance_get(tol("grad", c));
+    const mf_tolerance *row = mf_tolerance_get("attention.mma.grad.bf16");
     ck_assert(row != NULL);
     double worst = 0.0, worst_row = 0.0; /* largest |err| / bound, / (the row alone) */
     for (size_t i = 0; i < N; i++) {
@@ -229,7 +163,6 @@ START_TEST(test_mma_key_offset)
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 END_TEST
-#endif
 
 /* Forward without lse (inference) writes the same output. */
 START_TEST(test_forward_without_lse)
@@ -245,11 +178,11 @@ START_TEST(test_forward_without_lse)
     MF_ASSERT_OK(mf_ref_attention_forward(ctx, MF_DTYPE_F32, 1, B, H, N, D, Dv, q, k, v, ref, NULL));
     void *d_q = mf_test_dev_upload(ctx, q, nqk * 4), *d_k = mf_test_dev_upload(ctx, k, nqk * 4),
          *d_v = mf_test_dev_upload(ctx, v, nv * 4);
-    float *d_out = dev_nan(ctx, nv);
+    float *d_out = mf_test_dev_nan(ctx, nv + GUARD);
     MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_F32, 1, B, H, N, D, Dv, d_q, d_k, d_v,
                                       d_out, NULL));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
-    float *got = dev_fetch(ctx, d_out, nv, "out");
+    float *got = mf_test_dev_fetch(ctx, d_out, nv, GUARD, "out");
     MF_ASSERT_CLOSE(got, ref, nv, "attention.out.f32");
     mf_buffer_free(ctx, d_q);
     mf_buffer_free(ctx, d_k);
@@ -262,6 +195,7 @@ START_TEST(test_forward_without_lse)
     free(v);
 }
 END_TEST
+#endif
 
 static Suite *attention_equiv_suite(void)
 {
@@ -269,12 +203,12 @@ static Suite *attention_equiv_suite(void)
     TCase *tc = tcase_create("tiled");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
 #ifdef MF_LARGE_SHAPES
-    tcase_add_loop_test(tc, test_tiled_matches_reference, 0, N_CONFIGS);
+    tcase_add_loop_test(tc, test_large_cases, 0, ATTENTION_N_LARGE);
 #else
     mf_test_add_op_cases(s, "attention"); /* TCase tiled: the built-in cases */
     tcase_add_loop_test(tc, test_mma_key_offset, 0, (int)(sizeof key_offsets / sizeof key_offsets[0]));
-#endif
     tcase_add_test(tc, test_forward_without_lse);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }

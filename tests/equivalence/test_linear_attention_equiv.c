@@ -19,7 +19,9 @@
  * second starting from the first's final state; backward chaining the second's
  * initial-state gradient into the first) equal to one call
  * (flash-linear-attention issue #494). MF_LARGE_SHAPES
- * (test_linear_attention_equiv_large, label slow): many chunks, large heads.
+ * (test_linear_attention_equiv_large, label slow): the descriptor's rows with
+ * many chunks and large heads that its case_applies keeps out of the sweeps,
+ * through the same testbed (mf_test_op_case_unlisted).
  */
 #include "mf_test.h"
 
@@ -35,83 +37,27 @@
 
 #define GUARD 32
 
-static float *dev_nan(mf_context *ctx, size_t n) { return mf_test_dev_nan(ctx, n + GUARD); }
-
-static float *dev_fetch(mf_context *ctx, const float *d, size_t n, const char *what)
-{
-    return mf_test_dev_fetch(ctx, d, n, GUARD, what);
-}
-
 #ifdef MF_LARGE_SHAPES
-/* "linear_attention.<what>.f32" or ".bf16" (the SIMT kernels: bf16 is storage
- * only, same numbers), or ".bf16_mma" (bf16 causal: the tensor-core path, with
- * bf16 operands). */
-static const char *tol(const char *what, mf_dtype dt, int causal)
+/* test_linear_attention_equiv_large (label slow): the descriptor's last rows
+ * (src/ops/linear_attention.c: many chunks, large heads), kept out of the op's
+ * sweep by its case_applies and run here through the testbed, each for its
+ * variant: three causal_chunked, one bidirectional. */
+#define LA_CASE_LARGE 57
+#define LA_N_LARGE 4
+START_TEST(test_large_cases)
 {
-    static char buf[4][64];
-    static int slot;
-    char *b = buf[slot++ & 3];
-    snprintf(b, 64, "linear_attention.%s.%s%s", what, mf_dtype_name(dt),
-             dt == MF_DTYPE_BF16 && causal ? "_mma" : "");
-    return b;
-}
-
-typedef struct config {
-    int64_t B, H, N, D, Dv, chunk;
-    int causal;
-    mf_dtype dtype;
-} config;
-
-/* test_linear_attention_equiv_large (label slow): many chunks, large heads
- * (too slow for `memfix report`'s and the default suite's cases). */
-static const config configs[] = {
-    { 1, 2, 512, 64, 64, 64, 1, MF_DTYPE_F32 },
-    { 1, 1, 300, 128, 128, 128, 1, MF_DTYPE_BF16 },
-    { 1, 1, 257, 48, 80, 16, 1, MF_DTYPE_F32 },
-    { 1, 2, 400, 64, 64, 0, 0, MF_DTYPE_F32 },
-};
-#define N_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
-
-START_TEST(test_kernels_match_reference)
-{
-    const config *c = &configs[_i];
-    mf_context *ctx = mf_test_ctx();
-    const size_t rows = (size_t)(c->B * c->H * c->N);
-    const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
-    const size_t es = mf_dtype_size(c->dtype);
-    const uint64_t seed = 0x11a0000000ull + (uint64_t)_i * 16u;
-    void *q = mf_test_make_input(c->dtype, nqk, seed, -1.5f, 1.5f);
-    void *k = mf_test_make_input(c->dtype, nqk, seed + 1, -1.5f, 1.5f);
-    void *v = mf_test_make_input(c->dtype, nv, seed + 2, -1.0f, 1.0f);
-    void *dout = mf_test_make_input(c->dtype, nv, seed + 3, -1.0f, 1.0f);
-    float *r_out = mf_test_nan_host(nv), *r_dq = mf_test_nan_host(nqk);
-    float *r_dk = mf_test_nan_host(nqk), *r_dv = mf_test_nan_host(nv);
-    MF_ASSERT_OK(mf_ref_linear_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q,
-                                                 k, v, NULL, r_out));
-    MF_ASSERT_OK(mf_ref_linear_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, q,
-                                                  k, v, dout, NULL, NULL, r_dq, r_dk, r_dv));
-
-    void *d_q = mf_test_dev_upload(ctx, q, nqk * es), *d_k = mf_test_dev_upload(ctx, k, nqk * es);
-    void *d_v = mf_test_dev_upload(ctx, v, nv * es), *d_do = mf_test_dev_upload(ctx, dout, nv * es);
-    float *d_out = dev_nan(ctx, nv), *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk),
-          *d_dv = dev_nan(ctx, nv);
-    MF_ASSERT_OK(mf_linear_attention_forward(ctx, c->dtype, c->causal, c->chunk, c->B, c->H, c->N, c->D,
-                                             c->Dv, d_q, d_k, d_v, NULL, d_out));
-    MF_ASSERT_OK(mf_linear_attention_backward(ctx, c->dtype, c->causal, c->chunk, c->B, c->H, c->N, c->D,
-                                              c->Dv, d_q, d_k, d_v, d_out, d_do, NULL, NULL, d_dq, d_dk,
-                                              d_dv));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    float *g_out = dev_fetch(ctx, d_out, nv, "out"), *g_dq = dev_fetch(ctx, d_dq, nqk, "dq");
-    float *g_dk = dev_fetch(ctx, d_dk, nqk, "dk"), *g_dv = dev_fetch(ctx, d_dv, nv, "dv");
-    MF_ASSERT_CLOSE(g_out, r_out, nv, tol("out", c->dtype, c->causal));
-    MF_ASSERT_CLOSE(g_dv, r_dv, nv, tol("grad", c->dtype, c->causal));
-    MF_ASSERT_CLOSE(g_dq, r_dq, nqk, tol("grad", c->dtype, c->causal));
-    MF_ASSERT_CLOSE(g_dk, r_dk, nqk, tol("grad", c->dtype, c->causal));
-
-    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_dq, d_dk, d_dv };
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = { q, k, v, dout, r_out, r_dq, r_dk, r_dv, g_out, g_dq, g_dk, g_dv };
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+    const mf_op_desc *op = mf_registry_find("linear_attention");
+    ck_assert_ptr_nonnull(op);
+    ck_assert_int_eq(op->n_cases, LA_CASE_LARGE + LA_N_LARGE);
+    static const int variants[LA_N_LARGE] = { 0, 0, 0, 1 }; /* causal_chunked, bidirectional */
+    static const char *const shapes[LA_N_LARGE] = { "B=1 H=2 N=512 D=64 Dv=64 C=64 ",
+                                                    "B=1 H=1 N=300 D=128 Dv=128 C=128 ",
+                                                    "B=1 H=1 N=257 D=48 Dv=80 C=16 ",
+                                                    "B=1 H=2 N=400 D=64 Dv=64 " };
+    const int c = LA_CASE_LARGE + _i, v = variants[_i];
+    ck_assert_msg(!mf_op_case_applies(op, 0, c) && !mf_op_case_applies(op, 1, c), "case %d is in a sweep", c);
+    const mf_case_result r = mf_test_op_case_unlisted("linear_attention", v, c);
+    ck_assert_msg(strstr(r.shape, shapes[_i]) == r.shape, "case %d is not the large one: %s", c, r.shape);
 }
 END_TEST
 #else
@@ -147,22 +93,28 @@ START_TEST(test_two_calls_equal_one)
     /* one call */
     float *d_q = mf_test_dev_upload(ctx, q, nqk * 4), *d_k = mf_test_dev_upload(ctx, k, nqk * 4);
     float *d_v = mf_test_dev_upload(ctx, v, nv * 4), *d_do = mf_test_dev_upload(ctx, dout, nv * 4);
-    float *d_out = dev_nan(ctx, nv), *d_ht = dev_nan(ctx, ns), *d_zt = dev_nan(ctx, nz);
-    float *d_dq = dev_nan(ctx, nqk), *d_dk = dev_nan(ctx, nqk), *d_dv = dev_nan(ctx, nv);
+    float *d_out = mf_test_dev_nan(ctx, nv + GUARD), *d_ht = mf_test_dev_nan(ctx, ns + GUARD),
+          *d_zt = mf_test_dev_nan(ctx, nz + GUARD);
+    float *d_dq = mf_test_dev_nan(ctx, nqk + GUARD), *d_dk = mf_test_dev_nan(ctx, nqk + GUARD),
+          *d_dv = mf_test_dev_nan(ctx, nv + GUARD);
     mf_linear_attention_state one = { NULL, NULL, d_ht, d_zt };
     MF_ASSERT_OK(
         mf_linear_attention_forward(ctx, MF_DTYPE_F32, 1, C, B, H, N, D, Dv, d_q, d_k, d_v, &one, d_out));
     MF_ASSERT_OK(mf_linear_attention_backward(ctx, MF_DTYPE_F32, 1, C, B, H, N, D, Dv, d_q, d_k, d_v, d_out,
                                               d_do, NULL, NULL, d_dq, d_dk, d_dv));
     MF_ASSERT_OK(mf_context_synchronize(ctx));
-    float *o_out = dev_fetch(ctx, d_out, nv, "out"), *o_ht = dev_fetch(ctx, d_ht, ns, "ht");
-    float *o_zt = dev_fetch(ctx, d_zt, nz, "zt"), *o_dq = dev_fetch(ctx, d_dq, nqk, "dq");
-    float *o_dk = dev_fetch(ctx, d_dk, nqk, "dk"), *o_dv = dev_fetch(ctx, d_dv, nv, "dv");
+    float *o_out = mf_test_dev_fetch(ctx, d_out, nv, GUARD, "out"),
+          *o_ht = mf_test_dev_fetch(ctx, d_ht, ns, GUARD, "ht");
+    float *o_zt = mf_test_dev_fetch(ctx, d_zt, nz, GUARD, "zt"),
+          *o_dq = mf_test_dev_fetch(ctx, d_dq, nqk, GUARD, "dq");
+    float *o_dk = mf_test_dev_fetch(ctx, d_dk, nqk, GUARD, "dk"),
+          *o_dv = mf_test_dev_fetch(ctx, d_dv, nv, GUARD, "dv");
 
     /* two calls: parts [0, split) and [split, N) */
     const size_t len[2] = { (size_t)split, (size_t)(N - split) };
     const size_t off[2] = { 0, (size_t)split };
-    float *p_ht[2], *p_zt[2], *p_dh0 = dev_nan(ctx, ns), *p_dz0 = dev_nan(ctx, nz);
+    float *p_ht[2], *p_zt[2], *p_dh0 = mf_test_dev_nan(ctx, ns + GUARD),
+                              *p_dz0 = mf_test_dev_nan(ctx, nz + GUARD);
     float *t_out = mf_test_nan_host(nv), *t_dq = mf_test_nan_host(nqk), *t_dk = mf_test_nan_host(nqk),
           *t_dv = mf_test_nan_host(nv);
     float *pq[2], *pk[2], *pv[2], *pdo[2], *pout[2], *pdq[2], *pdk[2], *pdv[2];
@@ -179,12 +131,12 @@ START_TEST(test_two_calls_equal_one)
         free(hk);
         free(hv);
         free(hdo);
-        pout[p] = dev_nan(ctx, bh * len[p] * (size_t)Dv);
-        pdq[p] = dev_nan(ctx, bh * len[p] * (size_t)D);
-        pdk[p] = dev_nan(ctx, bh * len[p] * (size_t)D);
-        pdv[p] = dev_nan(ctx, bh * len[p] * (size_t)Dv);
-        p_ht[p] = dev_nan(ctx, ns);
-        p_zt[p] = dev_nan(ctx, nz);
+        pout[p] = mf_test_dev_nan(ctx, bh * len[p] * (size_t)Dv + GUARD);
+        pdq[p] = mf_test_dev_nan(ctx, bh * len[p] * (size_t)D + GUARD);
+        pdk[p] = mf_test_dev_nan(ctx, bh * len[p] * (size_t)D + GUARD);
+        pdv[p] = mf_test_dev_nan(ctx, bh * len[p] * (size_t)Dv + GUARD);
+        p_ht[p] = mf_test_dev_nan(ctx, ns + GUARD);
+        p_zt[p] = mf_test_dev_nan(ctx, nz + GUARD);
     }
     mf_linear_attention_state s1 = { NULL, NULL, p_ht[0], p_zt[0] };
     mf_linear_attention_state s2 = { p_ht[0], p_zt[0], p_ht[1], p_zt[1] };
@@ -202,10 +154,10 @@ START_TEST(test_two_calls_equal_one)
     MF_ASSERT_OK(mf_context_synchronize(ctx));
     /* Reassemble (B, H, N, .) from the parts. */
     for (int p = 0; p < 2; p++) {
-        float *ho = dev_fetch(ctx, pout[p], bh * len[p] * (size_t)Dv, "part out");
-        float *hq = dev_fetch(ctx, pdq[p], bh * len[p] * (size_t)D, "part dq");
-        float *hk = dev_fetch(ctx, pdk[p], bh * len[p] * (size_t)D, "part dk");
-        float *hv = dev_fetch(ctx, pdv[p], bh * len[p] * (size_t)Dv, "part dv");
+        float *ho = mf_test_dev_fetch(ctx, pout[p], bh * len[p] * (size_t)Dv, GUARD, "part out");
+        float *hq = mf_test_dev_fetch(ctx, pdq[p], bh * len[p] * (size_t)D, GUARD, "part dq");
+        float *hk = mf_test_dev_fetch(ctx, pdk[p], bh * len[p] * (size_t)D, GUARD, "part dk");
+        float *hv = mf_test_dev_fetch(ctx, pdv[p], bh * len[p] * (size_t)Dv, GUARD, "part dv");
         for (size_t g = 0; g < bh; g++) {
             memcpy(t_out + (g * N + off[p]) * Dv, ho + g * len[p] * Dv, len[p] * Dv * 4);
             memcpy(t_dv + (g * N + off[p]) * Dv, hv + g * len[p] * Dv, len[p] * Dv * 4);
@@ -217,7 +169,8 @@ START_TEST(test_two_calls_equal_one)
         free(hk);
         free(hv);
     }
-    float *t_ht = dev_fetch(ctx, p_ht[1], ns, "ht"), *t_zt = dev_fetch(ctx, p_zt[1], nz, "zt");
+    float *t_ht = mf_test_dev_fetch(ctx, p_ht[1], ns, GUARD, "ht"),
+          *t_zt = mf_test_dev_fetch(ctx, p_zt[1], nz, GUARD, "zt");
     MF_ASSERT_CLOSE(t_out, o_out, nv, "linear_attention.out.f32");
     MF_ASSERT_CLOSE(t_ht, o_ht, ns, "linear_attention.state.f32");
     MF_ASSERT_CLOSE(t_zt, o_zt, nz, "linear_attention.state.f32");
@@ -243,9 +196,9 @@ static Suite *linear_attention_equiv_suite(void)
 {
     Suite *s = suite_create("linear_attention_equiv");
 #ifdef MF_LARGE_SHAPES
-    TCase *tc = tcase_create("kernels");
+    TCase *tc = tcase_create("large");
     tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
-    tcase_add_loop_test(tc, test_kernels_match_reference, 0, N_CONFIGS);
+    tcase_add_loop_test(tc, test_large_cases, 0, LA_N_LARGE);
     suite_add_tcase(s, tc);
 #else
     /* TCases causal_chunked and bidirectional: the built-in cases of each */
