@@ -12,6 +12,7 @@
 #include "linear_attention_args.h"
 #include "op_common.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +435,12 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
     float *hb = (float *)malloc(n_host * sizeof(float));
     void *d_q = NULL, *d_k = NULL, *d_v = NULL, *d_do = NULL;
     float *d_out = NULL, *d_dq = NULL, *d_dk = NULL, *d_dv = NULL;
+    /* Every device output carries MF_TB_GUARD NaNs after its n (as the testbed's
+     * tensors do): a write past the end fails the case (MF_FAILURE_NONFINITE). */
+    enum { G = MF_TB_GUARD };
+    float nan_guard[G], got_guard[G];
+    float *const *const o_devp[4] = { &d_out, &d_dq, &d_dk, &d_dv };
+    const size_t o_n[4] = { nv, nqk, nqk, nv };
     /* the recurrent state of causal candidate runs: S0, z0, dS_N, dz_N in;
      * S_N, z_N, dS0, dz0 out (host ref, host got, device) */
     const size_t ns = (size_t)(c->B * c->H) * (size_t)c->D * (size_t)c->Dv,
@@ -468,6 +475,7 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
         goto done;
     }
     mf_fill_nan_f32(hb, n_host);
+    mf_fill_nan_f32(nan_guard, G);
     float *r_out = hb, *r_dq = r_out + nv, *r_dk = r_dq + nqk, *r_dv = r_dk + nqk;
     float *g_out = r_dv + nv, *g_dq = g_out + nv, *g_dk = g_dq + nqk, *g_dv = g_dk + nqk;
 
@@ -485,10 +493,10 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
         (st = mf_buffer_alloc(ctx, nqk * es, &d_k)) != MF_OK ||
         (st = mf_buffer_alloc(ctx, nv * es, &d_v)) != MF_OK ||
         (st = mf_buffer_alloc(ctx, nv * es, &d_do)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_out)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dq)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nqk * 4, (void **)&d_dk)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, nv * 4, (void **)&d_dv)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, (nv + G) * 4, (void **)&d_out)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, (nqk + G) * 4, (void **)&d_dq)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, (nqk + G) * 4, (void **)&d_dk)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, (nv + G) * 4, (void **)&d_dv)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_q, q, nqk * es)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_k, k, nqk * es)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_v, v, nv * es)) != MF_OK ||
@@ -498,11 +506,14 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
         (st = mf_buffer_upload(ctx, d_dk, g_dk, nqk * 4)) != MF_OK ||
         (st = mf_buffer_upload(ctx, d_dv, g_dv, nv * 4)) != MF_OK)
         goto done;
+    for (int i = 0; i < 4; i++) /* the outputs' NaN guards */
+        if ((st = mf_buffer_upload(ctx, *o_devp[i] + o_n[i], nan_guard, G * 4)) != MF_OK) goto done;
     if (with_state) {
         for (int i = 0; i < 8 && st == MF_OK; i++) {
             const float *src = i < 4 ? st_in[i] : st_got[i - 4];
-            if ((st = mf_buffer_alloc(ctx, st_n[i] * 4, (void **)&st_dev[i])) == MF_OK)
+            if ((st = mf_buffer_alloc(ctx, (st_n[i] + (i < 4 ? 0 : G)) * 4, (void **)&st_dev[i])) == MF_OK)
                 st = mf_buffer_upload(ctx, st_dev[i], src, st_n[i] * 4);
+            if (st == MF_OK && i >= 4) st = mf_buffer_upload(ctx, st_dev[i] + st_n[i], nan_guard, G * 4);
         }
         if (st != MF_OK) goto done;
         d_st = (mf_linear_attention_state){ st_dev[0], st_dev[1], st_dev[4], st_dev[5] };
@@ -558,6 +569,19 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
      * O(1) terms (not divided by den; nor ~0 at N = 1): linear_attention.grad_state */
     const char *grad_kv = with_state ? "linear_attention.grad_state" : "linear_attention.grad";
     int pass = 1;
+    static const char *const guard_names[8] = { "out",      "dq",      "dk",           "dv",
+                                                "final_kv", "final_z", "d_initial_kv", "d_initial_z" };
+    for (int i = 0; i < (with_state ? 8 : 4) && pass; i++) {
+        const float *d = i < 4 ? *o_devp[i] + o_n[i] : st_dev[i] + st_n[i];
+        if ((st = mf_buffer_download(ctx, got_guard, d, G * 4)) != MF_OK) goto done;
+        for (size_t g = 0; g < G && pass; g++)
+            if (!isnan(got_guard[g])) { /* written past the end */
+                pass = 0;
+                out->failure = MF_FAILURE_NONFINITE;
+                snprintf(out->message, sizeof(out->message), "%s: write past the end at element %zu (%g)",
+                         guard_names[i], (i < 4 ? o_n[i] : st_n[i]) + g, (double)got_guard[g]);
+            }
+    }
     if (cmp_fwd && (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, mma, out,
                                         &pass)) != MF_OK)
         goto done;
