@@ -455,10 +455,11 @@ START_TEST(test_op_cases)
         if (!mf_op_case_applies(op, v, c)) continue;
         mf_case_result r;
         if (op_case_check(op, v, c, &r, msg, sizeof msg)) {
-            char why[400] = "";
+            char why[400] = "", line[1024];
             if (op_cases_check == NULL || op_cases_check(v, c, &r, why, sizeof why)) continue;
-            snprintf(msg, sizeof msg, "%s/%s case %d (%s %s): %s", op->name, op->variants[v], c, r.dtype,
+            snprintf(line, sizeof line, "%s/%s case %d (%s %s): %s", op->name, op->variants[v], c, r.dtype,
                      r.shape, why);
+            mf_tb_copy_msg(msg, sizeof msg, line);
         }
         n_fail++;
         const size_t len = strlen(report);
