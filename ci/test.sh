@@ -12,14 +12,6 @@ cd "$(dirname "$0")/.."
 jobs="${MF_JOBS:-$(nproc)}"
 export CTEST_OUTPUT_ON_FAILURE=1
 
-# ccache (ci/setup.sh installs it) makes the default-generator build below reuse the default
-# build's objects (same flags: the plain configure defaults to RelWithDebInfo, as the preset
-# does). Paths are hashed relative to the checkout, so clones in other folders share it too.
-if command -v ccache >/dev/null 2>&1 && [ -z "${MF_NO_CCACHE:-}" ]; then
-  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
-  export CCACHE_BASEDIR="$(pwd)" CCACHE_NOHASHDIR=1 CCACHE_DIR="${CCACHE_DIR:-$(pwd)/build/ccache}"
-fi
-
 step() { printf '\n==== %s ====\n' "$*"; }
 
 step "default build"
