@@ -150,6 +150,7 @@ typedef struct attention_case {
     int64_t B, H, N, D, Dv;
     int causal;
     mf_dtype dtype;
+    int fwd_only; /* the forward alone (its scratch peak: the memory suite) */
 } attention_case;
 
 /* Small shapes (host mode runs them on the CPU): N = 1, N not a multiple of the
@@ -157,48 +158,88 @@ typedef struct attention_case {
  * with D = Dv in {64, 128} runs the tensor-core kernels (attention_mma.cu),
  * N not a multiple of their 128-row blocks. */
 static const attention_case attention_cases[] = {
-    { 1, 1, 1, 8, 8, 1, MF_DTYPE_F32 },
-    { 2, 2, 37, 16, 8, 0, MF_DTYPE_F32 },
-    { 2, 2, 37, 16, 8, 1, MF_DTYPE_F32 },
-    { 1, 3, 50, 32, 24, 1, MF_DTYPE_BF16 },
-    { 1, 2, 33, 8, 40, 0, MF_DTYPE_BF16 },
-    { 1, 1, 20, 128, 128, 1, MF_DTYPE_F32 },
-    { 1, 2, 77, 64, 64, 1, MF_DTYPE_BF16 },
-    { 1, 1, 70, 128, 128, 0, MF_DTYPE_BF16 },
+    { 1, 1, 1, 8, 8, 1, MF_DTYPE_F32, 0 },
+    { 2, 2, 37, 16, 8, 0, MF_DTYPE_F32, 0 },
+    { 2, 2, 37, 16, 8, 1, MF_DTYPE_F32, 0 },
+    { 1, 3, 50, 32, 24, 1, MF_DTYPE_BF16, 0 },
+    { 1, 2, 33, 8, 40, 0, MF_DTYPE_BF16, 0 },
+    { 1, 1, 20, 128, 128, 1, MF_DTYPE_F32, 0 },
+    { 1, 2, 77, 64, 64, 1, MF_DTYPE_BF16, 0 },
+    { 1, 1, 70, 128, 128, 0, MF_DTYPE_BF16, 0 },
     /* The equivalence suite's (tests/equivalence/test_attention_equiv.c runs
      * every case): N = 1 in bf16, D != Dv and Dv > D, the largest head
      * dimension with N tiny, D = Dv = 1; the tensor-core kernels with N not a
      * multiple of their 256-query / 128-key / 64- or 32-row blocks (nor of 16),
      * several blocks, N = 1, exactly one block, two 256-query forward blocks. */
-    { 1, 2, 1, 4, 6, 0, MF_DTYPE_BF16 },
-    { 1, 3, 50, 32, 24, 0, MF_DTYPE_BF16 },
-    { 1, 2, 64, 32, 32, 1, MF_DTYPE_F32 },
-    { 1, 1, 48, 16, 40, 0, MF_DTYPE_F32 },
-    { 1, 1, 5, 128, 128, 1, MF_DTYPE_F32 },
-    { 1, 1, 3, 128, 96, 0, MF_DTYPE_BF16 },
-    { 1, 1, 17, 1, 1, 1, MF_DTYPE_F32 },
-    { 1, 2, 77, 64, 64, 0, MF_DTYPE_BF16 },
-    { 2, 1, 150, 128, 128, 0, MF_DTYPE_BF16 },
-    { 2, 1, 150, 128, 128, 1, MF_DTYPE_BF16 },
-    { 1, 1, 1, 64, 64, 1, MF_DTYPE_BF16 },
-    { 1, 1, 64, 128, 128, 1, MF_DTYPE_BF16 },
-    { 1, 1, 9, 64, 64, 0, MF_DTYPE_BF16 },
-    { 1, 1, 300, 64, 64, 1, MF_DTYPE_BF16 },
-    { 1, 1, 270, 128, 128, 0, MF_DTYPE_BF16 },
-    /* The last ATTENTION_N_LARGE_CASES (23-25): multi-tile shapes closer to real
+    { 1, 2, 1, 4, 6, 0, MF_DTYPE_BF16, 0 },
+    { 1, 3, 50, 32, 24, 0, MF_DTYPE_BF16, 0 },
+    { 1, 2, 64, 32, 32, 1, MF_DTYPE_F32, 0 },
+    { 1, 1, 48, 16, 40, 0, MF_DTYPE_F32, 0 },
+    { 1, 1, 5, 128, 128, 1, MF_DTYPE_F32, 0 },
+    { 1, 1, 3, 128, 96, 0, MF_DTYPE_BF16, 0 },
+    { 1, 1, 17, 1, 1, 1, MF_DTYPE_F32, 0 },
+    { 1, 2, 77, 64, 64, 0, MF_DTYPE_BF16, 0 },
+    { 2, 1, 150, 128, 128, 0, MF_DTYPE_BF16, 0 },
+    { 2, 1, 150, 128, 128, 1, MF_DTYPE_BF16, 0 },
+    { 1, 1, 1, 64, 64, 1, MF_DTYPE_BF16, 0 },
+    { 1, 1, 64, 128, 128, 1, MF_DTYPE_BF16, 0 },
+    { 1, 1, 9, 64, 64, 0, MF_DTYPE_BF16, 0 },
+    { 1, 1, 300, 64, 64, 1, MF_DTYPE_BF16, 0 },
+    { 1, 1, 270, 128, 128, 0, MF_DTYPE_BF16, 0 },
+    /* 23-50 (ATTENTION_MEM_ROW0): the memory suite's shapes
+     * (tests/memory/test_attention_memory.c), each the forward alone then
+     * forward + backward; attention_case_applies keeps them out of the sweeps
+     * (mf_test_op_case_unlisted). B=1 H=2 N=40 D=16 Dv=8, causal 0/1, fp32
+     * and bf16 (23-30); */
+    { 1, 2, 40, 16, 8, 0, MF_DTYPE_F32, 1 },
+    { 1, 2, 40, 16, 8, 0, MF_DTYPE_F32, 0 },
+    { 1, 2, 40, 16, 8, 0, MF_DTYPE_BF16, 1 },
+    { 1, 2, 40, 16, 8, 0, MF_DTYPE_BF16, 0 },
+    { 1, 2, 40, 16, 8, 1, MF_DTYPE_F32, 1 },
+    { 1, 2, 40, 16, 8, 1, MF_DTYPE_F32, 0 },
+    { 1, 2, 40, 16, 8, 1, MF_DTYPE_BF16, 1 },
+    { 1, 2, 40, 16, 8, 1, MF_DTYPE_BF16, 0 },
+    /* N and 2N, causal fp32, D = Dv = 8 (31-34); */
+    { 1, 2, 24, 8, 8, 1, MF_DTYPE_F32, 1 },
+    { 1, 2, 24, 8, 8, 1, MF_DTYPE_F32, 0 },
+    { 1, 2, 48, 8, 8, 1, MF_DTYPE_F32, 1 },
+    { 1, 2, 48, 8, 8, 1, MF_DTYPE_F32, 0 },
+    /* the tensor-core path: bf16, D = Dv in {64, 128}, causal 0/1, N = 37 and
+     * 74 (not multiples of the 64-row blocks) (35-50). */
+    { 1, 2, 37, 64, 64, 0, MF_DTYPE_BF16, 1 },
+    { 1, 2, 37, 64, 64, 0, MF_DTYPE_BF16, 0 },
+    { 1, 2, 74, 64, 64, 0, MF_DTYPE_BF16, 1 },
+    { 1, 2, 74, 64, 64, 0, MF_DTYPE_BF16, 0 },
+    { 1, 2, 37, 64, 64, 1, MF_DTYPE_BF16, 1 },
+    { 1, 2, 37, 64, 64, 1, MF_DTYPE_BF16, 0 },
+    { 1, 2, 74, 64, 64, 1, MF_DTYPE_BF16, 1 },
+    { 1, 2, 74, 64, 64, 1, MF_DTYPE_BF16, 0 },
+    { 1, 2, 37, 128, 128, 0, MF_DTYPE_BF16, 1 },
+    { 1, 2, 37, 128, 128, 0, MF_DTYPE_BF16, 0 },
+    { 1, 2, 74, 128, 128, 0, MF_DTYPE_BF16, 1 },
+    { 1, 2, 74, 128, 128, 0, MF_DTYPE_BF16, 0 },
+    { 1, 2, 37, 128, 128, 1, MF_DTYPE_BF16, 1 },
+    { 1, 2, 37, 128, 128, 1, MF_DTYPE_BF16, 0 },
+    { 1, 2, 74, 128, 128, 1, MF_DTYPE_BF16, 1 },
+    { 1, 2, 74, 128, 128, 1, MF_DTYPE_BF16, 0 },
+    /* The last ATTENTION_N_LARGE_CASES (51-53): multi-tile shapes closer to real
      * use, too slow for the suite's sweep in host mode; attention_case_applies
      * keeps them out of it and test_attention_equiv_large (label slow) runs them
      * (mf_test_op_case_unlisted): N = 256 causal fp32 over two heads, N = 200
      * with D = Dv = 128 on the tensor cores, D != Dv bf16 with B = H = 2. */
-    { 1, 2, 256, 64, 64, 1, MF_DTYPE_F32 },
-    { 1, 1, 200, 128, 128, 0, MF_DTYPE_BF16 },
-    { 2, 2, 130, 32, 48, 1, MF_DTYPE_BF16 },
+    { 1, 2, 256, 64, 64, 1, MF_DTYPE_F32, 0 },
+    { 1, 1, 200, 128, 128, 0, MF_DTYPE_BF16, 0 },
+    { 2, 2, 130, 32, 48, 1, MF_DTYPE_BF16, 0 },
 };
 /* memfix verify's fixed cases: the first 8 (the rest are the test suite's; its
  * random cases cover D, Dv, causal and dtype). */
 #define ATTENTION_N_VERIFY_CASES 8
 /* The table's last cases: test_attention_equiv_large's, out of every sweep. */
 #define ATTENTION_N_LARGE_CASES 3
+/* The memory suite's rows (the forward alone, then forward + backward, per
+ * shape), before the large cases, out of every sweep too. */
+#define ATTENTION_MEM_ROW0 23
+#define ATTENTION_N_MEM_ROWS 28
 
 /* The tensor-core path takes bf16 with D == Dv in {64, 128} (the registry's
  * buffers are aligned): its tolerance rows are attention.mma.*. */
@@ -208,13 +249,16 @@ static int attention_case_uses_mma(const attention_case *c)
 }
 #define ATTENTION_N_CASES ((int)(sizeof(attention_cases) / sizeof(attention_cases[0])))
 
-/* mf_op_desc.case_applies: every case but the last ATTENTION_N_LARGE_CASES
- * (test_attention_equiv_large's, run through mf_test_op_case_unlisted). */
+/* mf_op_desc.case_applies: every case but the memory suite's rows and the last
+ * ATTENTION_N_LARGE_CASES (test_attention_memory's and test_attention_equiv_large's,
+ * run through mf_test_op_case_unlisted). */
 static int attention_case_applies(int variant, int case_index)
 {
     (void)variant;
-    return case_index >= 0 && case_index < ATTENTION_N_CASES - ATTENTION_N_LARGE_CASES;
+    return case_index >= 0 && case_index < ATTENTION_MEM_ROW0;
 }
+_Static_assert(ATTENTION_MEM_ROW0 + ATTENTION_N_MEM_ROWS + ATTENTION_N_LARGE_CASES == ATTENTION_N_CASES,
+               "the memory rows are followed by the large cases alone");
 
 /* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
 /* Random case i of a seed, k = i + seed: causal on odd k, bf16 on k / 2 odd;
@@ -233,6 +277,7 @@ static void attention_generate(const mf_case_id *id, attention_case *c)
     c->H = mf_tb_rand_int(&r, 1, 3);
     c->D = mf_tb_rand_pick(&r, dims, 6);
     c->Dv = mf_tb_rand_chance(&r, 1, 2) ? c->D : mf_tb_rand_pick(&r, dims, 4);
+    c->fwd_only = 0;
     c->N = mf_tb_rand_int(&r, 8, 70) * 2 + 1;
     while (c->B * c->H * c->N * c->Dv <= 4096) c->N += 16;
     if (id->kind == MF_CASE_LARGE) c->B = 1, c->H = 1, c->N = 46345, c->D = c->Dv = 16;
@@ -289,7 +334,9 @@ MF_TB_DESCRIBE_PASS(attention_describe_bwd, attention_describe_pass, "bwd=candid
  * (report), or, when 'fwd' or 'bwd' != NULL, that candidate in place of the
  * tiled forward or backward (memfix verify; the other pass stays ours, and
  * every output is compared). A candidate's scratch is measured around its call
- * alone, against the ceiling of its pass. seed_salt != 0 draws other inputs. */
+ * alone, against the ceiling of its pass. A 'fwd_only' row (the memory
+ * suite's) runs, measures and compares the forward alone, against the
+ * forward's ceiling. seed_salt != 0 draws other inputs. */
 static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attention_forward_candidate_fn fwd,
                                          mf_attention_backward_candidate_fn bwd, const mf_case_id *id,
                                          uint64_t seed_salt, mf_case_result *out)
@@ -300,9 +347,10 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attent
     MF_TRY(attention_case_of(id, &cc));
     const attention_case *c = &cc;
     const int cand = fwd != NULL || bwd != NULL;
+    const int fwd_only = !cand && c->fwd_only;
     mf_tb_case_labels(out, ctx, cand ? "candidate" : attention_variant_names[variant], c->dtype);
     attention_shape(c,
-                    !cand         ? "fwd+bwd"
+                    !cand         ? (fwd_only ? "fwd" : "fwd+bwd")
                     : fwd != NULL ? "fwd=candidate"
                                   : "bwd=candidate",
                     out->shape, sizeof(out->shape));
@@ -314,8 +362,9 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attent
         out->atol = tol->atol;
         out->rtol = tol->rtol;
     }
-    out->ceiling_bytes = fwd != NULL ? mf_attention_tiled_forward_scratch_ceiling(c->B, c->H, c->N)
-                                     : mf_attention_tiled_backward_scratch_ceiling(c->B, c->H, c->N);
+    out->ceiling_bytes = fwd != NULL || fwd_only
+                             ? mf_attention_tiled_forward_scratch_ceiling(c->B, c->H, c->N)
+                             : mf_attention_tiled_backward_scratch_ceiling(c->B, c->H, c->N);
 
     const size_t rows = (size_t)(c->B * c->H * c->N);
     const size_t nqk = rows * (size_t)c->D, nv = rows * (size_t)c->Dv;
@@ -332,19 +381,21 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attent
         { "dk", MF_TB_OUT, nqk, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL },
         { "dv", MF_TB_OUT, nv, 0.0f, 0.0f, mma ? "attention.mma.grad" : "attention.grad", NULL, NULL, NULL },
     };
-    mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
+    /* a fwd_only row makes, compares and frees the forward's tensors alone (dq, dk, dv are last) */
+    const int nt = fwd_only ? DQ : NT;
+    mf_status st = mf_tb_tensors_make(t, nt, c->dtype, seed);
     if (st != MF_OK) goto done;
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK ||
         (st = mf_ref_attention_forward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, t[Q].host,
                                        t[K].host, t[V].host, t[OUT].host, t[LSE].host)) != MF_OK ||
-        (st = mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv, t[Q].host,
-                                        t[K].host, t[V].host, t[DOUT].host, t[DQ].host, t[DK].host,
-                                        t[DV].host)) != MF_OK)
+        (!fwd_only && (st = mf_ref_attention_backward(ctx, c->dtype, c->causal, c->B, c->H, c->N, c->D, c->Dv,
+                                                      t[Q].host, t[K].host, t[V].host, t[DOUT].host,
+                                                      t[DQ].host, t[DK].host, t[DV].host)) != MF_OK))
         goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
-    if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK) goto done;
+    if ((st = mf_tb_tensors_upload(ctx, t, nt, c->dtype)) != MF_OK) goto done;
     const void *d_q = t[Q].dev, *d_k = t[K].dev, *d_v = t[V].dev, *d_do = t[DOUT].dev;
     float *d_out = t[OUT].dev, *d_lse = t[LSE].dev, *d_dq = t[DQ].dev, *d_dk = t[DK].dev, *d_dv = t[DV].dev;
     if (cand) {
@@ -376,19 +427,19 @@ static mf_status attention_run_case_impl(mf_context *ctx, int variant, mf_attent
         if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
             (st = mf_attention_forward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B, c->H,
                                        c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_lse)) != MF_OK ||
-            (st = mf_attention_backward(ctx, (mf_attention_variant)variant, c->dtype, c->causal, c->B, c->H,
-                                        c->N, c->D, c->Dv, d_q, d_k, d_v, d_out, d_do, d_lse, d_dq, d_dk,
-                                        d_dv)) != MF_OK ||
+            (!fwd_only && (st = mf_attention_backward(ctx, (mf_attention_variant)variant, c->dtype, c->causal,
+                                                      c->B, c->H, c->N, c->D, c->Dv, d_q, d_k, d_v, d_out,
+                                                      d_do, d_lse, d_dq, d_dk, d_dv)) != MF_OK) ||
             (st = mf_context_synchronize(ctx)) != MF_OK)
             goto done;
         out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     }
 
-    st = mf_tb_tensors_verdict(ctx, t, NT, c->dtype, out);
+    st = mf_tb_tensors_verdict(ctx, t, nt, c->dtype, out);
 
 done:
     mf_tb_case_error(out, st);
-    mf_tb_tensors_free(ctx, t, NT);
+    mf_tb_tensors_free(ctx, t, nt);
     return st;
 }
 

@@ -34,7 +34,7 @@
 /* test_attention_equiv_large (label slow): the descriptor's last cases
  * (src/ops/attention.c: multi-tile shapes, N up to 256, D up to 128), kept out
  * of the op's sweep by its case_applies and run here through the testbed. */
-#define ATTENTION_CASE_LARGE 23
+#define ATTENTION_CASE_LARGE 51
 #define ATTENTION_N_LARGE 3
 START_TEST(test_large_cases)
 {

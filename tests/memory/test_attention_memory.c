@@ -4,14 +4,17 @@
  * ceiling < reference), scaling at N and 2N (tiled at most linear, the
  * reference exactly quadratic), and the document's theoretical memory table
  * (B=4, H=8, D=64, fp16, N = 512..8192) with the true values. The bf16
- * tensor-core path (D = Dv = 64, 128) against the same ceilings. */
+ * tensor-core path (D = Dv = 64, 128) against the same ceilings. Every
+ * measurement is one of the op's built-in memory rows run through the testbed
+ * (mf_test_op_case_unlisted: outputs compared), the forward alone and forward
+ * + backward. */
 #include "mf_test.h"
 
 #include "memfix/attention.h"
 
 #include <check.h>
 #include <stdint.h>
-#include <stdlib.h>
+#include <stdio.h>
 
 /* ---- formulas at the document's shape (never allocated) ------------------------ */
 START_TEST(test_formulas_at_document_shape)
@@ -93,55 +96,38 @@ typedef struct peaks {
     size_t ref_fwd, ref_bwd, opt_fwd, opt_bwd;
 } peaks;
 
-static peaks measure(int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, int causal, mf_dtype dt)
-{
-    mf_context *ctx = mf_test_ctx();
-    const size_t rows = (size_t)(B * H * N), nqk = rows * (size_t)D, nv = rows * (size_t)Dv;
-    const size_t es = mf_dtype_size(dt);
-    void *q = malloc(nqk * es), *k = malloc(nqk * es), *v = malloc(nv * es), *dout = malloc(nv * es);
-    float *out = malloc(nv * 4), *lse = malloc(rows * 4), *dq = malloc(nqk * 4), *dk = malloc(nqk * 4),
-          *dv = malloc(nv * 4);
-    ck_assert(q && k && v && dout && out && lse && dq && dk && dv);
-    mf_test_fill_uniform(dt, q, nqk, 1, -1.f, 1.f);
-    mf_test_fill_uniform(dt, k, nqk, 2, -1.f, 1.f);
-    mf_test_fill_uniform(dt, v, nv, 3, -1.f, 1.f);
-    mf_test_fill_uniform(dt, dout, nv, 4, -1.f, 1.f);
-    peaks p;
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_attention_forward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, out, lse));
-    p.ref_fwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_HOST));
-    MF_ASSERT_OK(mf_ref_attention_backward(ctx, dt, causal, B, H, N, D, Dv, q, k, v, dout, dq, dk, dv));
-    p.ref_bwd = mf_mem_peak_delta(ctx, MF_MEM_HOST);
+/* The memory rows of the op's table (src/ops/attention.c, rows 23-50, kept out
+ * of the sweeps by its case_applies): pair k is row ATTENTION_MEM_ROW0 + 2k (the
+ * forward alone) and the next row (forward then backward). */
+#define ATTENTION_MEM_ROW0 23
 
-    void *d_q, *d_k, *d_v, *d_do, *d_out, *d_lse, *d_dq, *d_dk, *d_dv;
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * es, &d_q));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * es, &d_k));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * es, &d_v));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * es, &d_do));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * 4, &d_out));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, rows * 4, &d_lse));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * 4, &d_dq));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nqk * 4, &d_dk));
-    MF_ASSERT_OK(mf_buffer_alloc(ctx, nv * 4, &d_dv));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_q, q, nqk * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_k, k, nqk * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_v, v, nv * es));
-    MF_ASSERT_OK(mf_buffer_upload(ctx, d_do, dout, nv * es));
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_attention_forward(ctx, MF_ATTENTION_TILED, dt, causal, B, H, N, D, Dv, d_q, d_k, d_v,
-                                      d_out, d_lse));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    p.opt_fwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    MF_ASSERT_OK(mf_mem_begin(ctx, MF_MEM_DEVICE));
-    MF_ASSERT_OK(mf_attention_backward(ctx, MF_ATTENTION_TILED, dt, causal, B, H, N, D, Dv, d_q, d_k, d_v,
-                                       d_out, d_do, d_lse, d_dq, d_dk, d_dv));
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    p.opt_bwd = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
-    void *dev[] = { d_q, d_k, d_v, d_do, d_out, d_lse, d_dq, d_dk, d_dv };
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) MF_ASSERT_OK(mf_buffer_free(ctx, dev[i]));
-    void *host[] = { q, k, v, dout, out, lse, dq, dk, dv };
-    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+/* Pair k through the testbed (mf_test_op_case_unlisted: outputs compared, and
+ * opt <= ceiling asserted there; a kernel that skipped the work would trivially
+ * use no memory), checked to be the shape the formulas are given. The forward
+ * row gives the forward's peaks; the pair's peaks are the larger of its two
+ * passes' (each pass frees its scratch), and each backward needs at least its
+ * forward's (asserted: the reference keeps twice the forward's N x N doubles,
+ * the kernels Delta against none), so they are the backward's. */
+static peaks measure(int k, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv, int causal, mf_dtype dt)
+{
+    const mf_case_result f =
+        mf_test_op_case_unlisted("attention", MF_ATTENTION_TILED, ATTENTION_MEM_ROW0 + 2 * k);
+    const mf_case_result a =
+        mf_test_op_case_unlisted("attention", MF_ATTENTION_TILED, ATTENTION_MEM_ROW0 + 2 * k + 1);
+    char shape[160];
+    snprintf(shape, sizeof shape, "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d fwd", (long long)B,
+             (long long)H, (long long)N, (long long)D, (long long)Dv, causal);
+    ck_assert_str_eq(f.shape, shape);
+    snprintf(shape, sizeof shape, "B=%lld H=%lld N=%lld D=%lld Dv=%lld causal=%d fwd+bwd", (long long)B,
+             (long long)H, (long long)N, (long long)D, (long long)Dv, causal);
+    ck_assert_str_eq(a.shape, shape);
+    ck_assert_str_eq(f.dtype, mf_dtype_name(dt));
+    ck_assert_str_eq(a.dtype, mf_dtype_name(dt));
+    ck_assert_uint_eq(f.ceiling_bytes, mf_attention_tiled_forward_scratch_ceiling(B, H, N));
+    ck_assert_uint_eq(a.ceiling_bytes, mf_attention_tiled_backward_scratch_ceiling(B, H, N));
+    ck_assert_uint_gt(a.ref_peak_bytes, f.ref_peak_bytes);
+    ck_assert_uint_ge(a.opt_peak_bytes, f.opt_peak_bytes);
+    const peaks p = { f.ref_peak_bytes, a.ref_peak_bytes, f.opt_peak_bytes, a.opt_peak_bytes };
     return p;
 }
 
@@ -151,7 +137,7 @@ START_TEST(test_measured_within_formulas)
     for (int causal = 0; causal <= 1; causal++) {
         for (int t = 0; t < 2; t++) {
             const mf_dtype dt = t ? MF_DTYPE_BF16 : MF_DTYPE_F32;
-            const peaks p = measure(B, H, N, D, Dv, causal, dt);
+            const peaks p = measure(2 * causal + t, B, H, N, D, Dv, causal, dt); /* pairs 0-3 */
             /* The reference holds exactly the N x N matrices of its formula. */
             ck_assert_uint_eq(p.ref_fwd, mf_ref_attention_forward_scratch_bytes(B, H, N));
             ck_assert_uint_eq(p.ref_bwd, mf_ref_attention_backward_scratch_bytes(B, H, N));
@@ -168,8 +154,8 @@ END_TEST
 START_TEST(test_scaling_n_and_2n)
 {
     const int64_t B = 1, H = 2, D = 8, Dv = 8, N = 24;
-    const peaks a = measure(B, H, N, D, Dv, 1, MF_DTYPE_F32);
-    const peaks b = measure(B, H, 2 * N, D, Dv, 1, MF_DTYPE_F32);
+    const peaks a = measure(4, B, H, N, D, Dv, 1, MF_DTYPE_F32);
+    const peaks b = measure(5, B, H, 2 * N, D, Dv, 1, MF_DTYPE_F32);
     /* standard: exactly quadratic */
     ck_assert_uint_eq(b.ref_fwd, 4 * a.ref_fwd);
     ck_assert_uint_eq(b.ref_bwd, 4 * a.ref_bwd);
@@ -184,7 +170,8 @@ END_TEST
 
 /* The tensor-core path (bf16, D == Dv in {64, 128}; optimized/attention_mma.cu):
  * the same ceilings (forward 0 bytes; backward Delta only: dQ is accumulated
- * in the caller's dq), at N and 2N with N not a multiple of the 64-row blocks. */
+ * in the caller's dq), at N and 2N with N not a multiple of the 64-row blocks
+ * (pairs 6-13: D, then causal, then N). */
 START_TEST(test_mma_path_within_formulas)
 {
     const int64_t B = 1, H = 2, N = 37;
@@ -192,8 +179,9 @@ START_TEST(test_mma_path_within_formulas)
     for (int di = 0; di < 2; di++)
         for (int causal = 0; causal <= 1; causal++) {
             const int64_t D = dims[di];
-            const peaks a = measure(B, H, N, D, D, causal, MF_DTYPE_BF16);
-            const peaks b = measure(B, H, 2 * N, D, D, causal, MF_DTYPE_BF16);
+            const int k = 6 + 4 * di + 2 * causal;
+            const peaks a = measure(k, B, H, N, D, D, causal, MF_DTYPE_BF16);
+            const peaks b = measure(k + 1, B, H, 2 * N, D, D, causal, MF_DTYPE_BF16);
             ck_assert_uint_eq(a.ref_fwd, mf_ref_attention_forward_scratch_bytes(B, H, N));
             ck_assert_uint_eq(b.ref_bwd, mf_ref_attention_backward_scratch_bytes(B, H, 2 * N));
             ck_assert_uint_eq(a.opt_fwd, 0);
