@@ -77,6 +77,8 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
                      linear_attention_backward_candidate "REJECTED [^\n]* by equivalence")
   mf_verify_cli_test(nsa.forward nsa_forward_correct nsa_forward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(nsa.forward nsa_forward_ungated_cmp nsa_forward_candidate "REJECTED [^\n]* by equivalence")
+  # the right blocks in the wrong order: every tolerance passes, only sel compared exactly rejects it
+  mf_verify_cli_test(nsa.forward nsa_forward_sel_by_rank nsa_forward_candidate "REJECTED [^\n]* by equivalence: sel: selected block")
   mf_verify_cli_test(nsa.backward nsa_backward_correct nsa_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(nsa.backward nsa_backward_no_pool_grad nsa_backward_candidate
                      "REJECTED [^\n]* by equivalence")

@@ -28,7 +28,7 @@
 #define NSA_C_MAX_GROUP 16
 #define NSA_C_THREADS 64
 
-enum { NSA_OK = 0, NSA_UNGATED_CMP = 1, NSA_NO_POOL_GRAD = 2 };
+enum { NSA_OK = 0, NSA_UNGATED_CMP = 1, NSA_NO_POOL_GRAD = 2, NSA_SEL_BY_RANK = 3 };
 
 /* The shape and configuration, as plain values for the kernels. */
 typedef struct nsa_c_shape {
@@ -187,8 +187,9 @@ __global__ void nsa_c_fwd_kernel(nsa_c_shape s, const void *q, const void *k, co
     }
     for (int64_t e = ns; e < s.n && e < NSA_C_MAX_BLOCKS; e++) srow[e] = -1;
     const size_t srow0 = (size_t)((b * s.S + t) * s.Hk + g) * (size_t)s.n;
-    if (sel != NULL)
-        for (int64_t e = 0; e < s.n; e++) sel[srow0 + (size_t)e] = e < ns ? srow[e] : -1;
+    if (sel != NULL) /* NSA_SEL_BY_RANK: the same blocks listed by importance, not in increasing order */
+        for (int64_t e = 0; e < s.n; e++)
+            sel[srow0 + (size_t)e] = e >= ns ? -1 : flaw == NSA_SEL_BY_RANK ? topi[e] : srow[e];
     /* the three branches, gated */
     double acc[NSA_C_MAX_DIM];
     for (int64_t hh = 0; hh < s.G; hh++) {

@@ -352,10 +352,12 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
 
     int pass = 1;
     if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK) goto done;
-    /* The selected blocks of our forward (also the one a backward candidate is fed), exactly as the
-     * reference's top-n: the importance gaps are far above fp32 error, so any difference is a defect
-     * (a candidate forward's sel only feeds our backward: memfix verify compares what that yields). */
-    if (cand == NULL && !c->fwd_only) nsa_compare_sel(c, (const int32_t *)t[SEL].got, r_sel, out, &pass);
+    /* The selected blocks, exactly as the reference's top-n (include/memfix/nsa.h: increasing order,
+     * -1 padding): of our forward (also the one a backward candidate is fed) and of a forward
+     * candidate. The importance gaps are far above fp32 error, so any difference is a defect; a
+     * candidate listing the right blocks in another order would pass every tolerance, since our
+     * backward fed its sel only reorders sums (examples/candidates/nsa_forward_sel_by_rank.cu). */
+    if (!c->fwd_only) nsa_compare_sel(c, (const int32_t *)t[SEL].got, r_sel, out, &pass);
     mf_tb_verdict(out, pass);
 
 done:
