@@ -1502,17 +1502,30 @@ struct LaneList {
             n += std::snprintf(s + n, sizeof s - (size_t)n, "%s%d", n ? "," : "", __builtin_ctz(q));
     }
 };
-} // namespace
-
-namespace detail {
-void warp_collective_(const char *what, const char *file, int line, void *io,
-                      void (*fn)(void *const *io, void *arg), void *arg)
+// The calling kernel thread of a collective operation; outside a kernel there is no block to fail: abort, naming the call.
+ThreadRec *kernel_thread(const char *what, const char *file, int line)
 {
     ThreadRec *t = tls_thread;
     if (!t) {
         std::fprintf(stderr, "cudahost: '%s' (%s:%d) called outside a kernel\n", what, file, line);
         std::abort();
     }
+    return t;
+}
+
+// Whether a collective call at (what, file, line) is another one than the one its group already waits at (w0, f0, l0).
+bool other_site(const char *w0, const char *f0, int l0, const char *what, const char *file, int line)
+{
+    return l0 != line || (w0 != what && std::strcmp(w0, what) != 0) ||
+           (f0 != file && std::strcmp(f0, file) != 0);
+}
+} // namespace
+
+namespace detail {
+void warp_collective_(const char *what, const char *file, int line, void *io,
+                      void (*fn)(void *const *io, void *arg), void *arg)
+{
+    ThreadRec *t = kernel_thread(what, file, line);
     Worker *w = tls_worker;
     WarpState &ws = w->warps[t->warp];
     const unsigned bit = 1u << t->lane;
@@ -1531,8 +1544,7 @@ void warp_collective_(const char *what, const char *file, int line, void *io,
         ws.coll_what = what;
         ws.coll_file = file;
         ws.coll_line = line;
-    } else if (ws.coll_line != line || ((ws.coll_what != what && std::strcmp(ws.coll_what, what) != 0) ||
-                                        (ws.coll_file != file && std::strcmp(ws.coll_file, file) != 0))) {
+    } else if (other_site(ws.coll_what, ws.coll_file, ws.coll_line, what, file, line)) {
         std::snprintf(why, sizeof why, "lane(s) %s of the warp wait at another one, '%s' (%s:%d)",
                       LaneList(ws.coll_arrived).s, ws.coll_what, ws.coll_file, ws.coll_line);
         collective_fail(w, t, what, file, line, why);
@@ -1574,11 +1586,7 @@ void warp_collective_(const char *what, const char *file, int line, void *io,
 void warpgroup_collective_(const char *what, const char *file, int line, void *io,
                            void (*fn)(void *const *io, void *arg), void *arg)
 {
-    ThreadRec *t = tls_thread;
-    if (!t) {
-        std::fprintf(stderr, "cudahost: '%s' (%s:%d) called outside a kernel\n", what, file, line);
-        std::abort();
-    }
+    ThreadRec *t = kernel_thread(what, file, line);
     Worker *w = tls_worker;
     const int g = t->index / 128, first = g * 128, me = t->index - first;
     Worker::WgColl &wg = w->wg[g];
@@ -1602,8 +1610,7 @@ void warpgroup_collective_(const char *what, const char *file, int line, void *i
         wg.what = what;
         wg.file = file;
         wg.line = line;
-    } else if (wg.line != line || ((wg.what != what && std::strcmp(wg.what, what) != 0) ||
-                                   (wg.file != file && std::strcmp(wg.file, file) != 0))) {
+    } else if (other_site(wg.what, wg.file, wg.line, what, file, line)) {
         std::snprintf(why, sizeof why,
                       "%d thread(s) of the warpgroup (warps %d..%d) wait at another one, '%s' (%s:%d)",
                       wg.arrived, 4 * g, 4 * g + 3, wg.what, wg.file, wg.line);
