@@ -38,16 +38,11 @@
 #define ATTENTION_N_LARGE 3
 START_TEST(test_large_cases)
 {
-    const mf_op_desc *op = mf_registry_find("attention");
-    ck_assert_ptr_nonnull(op);
-    ck_assert_int_eq(op->n_cases, ATTENTION_CASE_LARGE + ATTENTION_N_LARGE);
-    const int c = ATTENTION_CASE_LARGE + _i;
-    ck_assert_msg(!mf_op_case_applies(op, MF_ATTENTION_TILED, c), "case %d is in the sweep", c);
     static const char *const shapes[ATTENTION_N_LARGE] = { "B=1 H=2 N=256 D=64 Dv=64 causal=1 ",
                                                            "B=1 H=1 N=200 D=128 Dv=128 causal=0 ",
                                                            "B=2 H=2 N=130 D=32 Dv=48 causal=1 " };
-    const mf_case_result r = mf_test_op_case_unlisted("attention", MF_ATTENTION_TILED, c);
-    ck_assert_msg(strstr(r.shape, shapes[_i]) != NULL, "case %d is not the large one: %s", c, r.shape);
+    mf_test_op_case_large("attention", ATTENTION_CASE_LARGE, ATTENTION_N_LARGE, _i, MF_ATTENTION_TILED,
+                          shapes[_i]);
 }
 END_TEST
 #endif

@@ -508,6 +508,20 @@ mf_case_result mf_test_op_case_unlisted(const char *op_name, int v, int c)
     return r;
 }
 
+void mf_test_op_case_large(const char *op_name, int first, int n, int i, int v, const char *shape)
+{
+    const mf_op_desc *op = mf_registry_find(op_name);
+    ck_assert_msg(op != NULL, "op %s is not registered", op_name);
+    ck_assert_msg(op->n_cases == first + n, "%s has %d cases, the large ones expected as its last %d from %d",
+                  op_name, op->n_cases, n, first);
+    const int c = first + i;
+    for (int u = 0; u < op->n_variants; u++)
+        ck_assert_msg(!mf_op_case_applies(op, u, c), "%s case %d is in variant %d's sweep", op_name, c, u);
+    const mf_case_result r = mf_test_op_case_unlisted(op_name, v, c);
+    ck_assert_msg(strncmp(r.shape, shape, strlen(shape)) == 0, "%s case %d is not the large one (%s): %s",
+                  op_name, c, shape, r.shape);
+}
+
 /* ---- nsa (issue 11 item b): an op's built-in cases with a property of each result ---------------- */
 void mf_test_add_op_cases_checked(Suite *s, const char *op_name, mf_test_case_check_fn check)
 {

@@ -178,6 +178,10 @@ void mf_test_read_fixture(const char *op, const char *name, const char *part, mf
  * in a TCase (and ctest registration) of its own (cross_entropy's fused
  * V = 151,936 cases, fused_vocab). */
 mf_case_result mf_test_op_case_unlisted(const char *op, int variant, int case_index);
+/* The large shapes (test_<op>_equiv_large, label slow): case first + i of op's first + n cases, the
+ * last n, kept out of every variant's sweep (checked), run as variant through the testbed; the case's
+ * shape must start with shape (the descriptor and the test agree on which case is which). */
+void mf_test_op_case_large(const char *op, int first, int n, int i, int variant, const char *shape);
 /* ---- nsa (issue 11 item b): an op's built-in cases with a property of each result ----
  * mf_test_add_op_cases, where each case that passed is also given to check: 1 when the op's own
  * property of the result holds (e.g. a bf16 path measurably rounds), else 0 with the reason in msg.
