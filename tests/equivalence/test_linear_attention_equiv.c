@@ -197,6 +197,10 @@ static Suite *linear_attention_equiv_suite(void)
 #else
     /* TCases causal_chunked and bidirectional: the built-in cases of each */
     mf_test_add_op_cases(s, "linear_attention");
+    /* Under TSan, beyond the report cases: a recurrent state on the SIMT kernels (22) and on the tensor
+     * cores across two 512-row state chunks (28: the scans from S0 and from dS_N). */
+    static const int tsan_state_cases[] = { 22, 28 };
+    mf_test_add_op_cases_tsan(s, "linear_attention", 0, tsan_state_cases, 2);
     /* A second TCase named causal_chunked (Check runs every TCase of the name
      * CK_RUN_CASE gives): the reverse-order registration of the causal cases
      * (tests/linear_attention.cmake) runs the two-call property too. */

@@ -494,6 +494,39 @@ void mf_test_add_op_cases(Suite *s, const char *op_name)
     }
 }
 
+/* ---- under ThreadSanitizer: cases beyond the report's ---------------------------------------- */
+static const char *tsan_op_name; /* set while building the suite, inherited by the forked tests */
+static int tsan_variant;
+static const int *tsan_cases;
+
+START_TEST(test_op_cases_tsan)
+{
+    const mf_op_desc *op = mf_registry_find(tsan_op_name);
+    ck_assert_ptr_nonnull(op);
+    mf_case_result r;
+    char msg[512];
+    ck_assert_msg(op_case_check(op, tsan_variant, tsan_cases[_i], &r, msg, sizeof msg), "%s", msg);
+}
+END_TEST
+
+void mf_test_add_op_cases_tsan(Suite *s, const char *op_name, int v, const int *cases, int n)
+{
+    const char *san = getenv("MF_TEST_SANITIZER");
+    if (san == NULL || strcmp(san, "thread") != 0) return; /* elsewhere the whole sweep runs them */
+    const mf_op_desc *op = mf_registry_find(op_name);
+    if (op == NULL || v < 0 || v >= op->n_variants) {
+        fprintf(stderr, "mf_test_add_op_cases_tsan: op %s has no variant %d\n", op_name, v);
+        return;
+    }
+    tsan_op_name = op->name;
+    tsan_variant = v;
+    tsan_cases = cases;
+    TCase *tc = tcase_create(op->variants[v]);
+    tcase_add_checked_fixture(tc, mf_test_setup, mf_test_teardown);
+    tcase_add_loop_test(tc, test_op_cases_tsan, 0, n);
+    suite_add_tcase(s, tc);
+}
+
 /* ---- cross_entropy: a case kept out of a variant's sweep --------------------------------- */
 mf_case_result mf_test_op_case_unlisted(const char *op_name, int v, int c)
 {

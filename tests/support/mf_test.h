@@ -171,6 +171,12 @@ int mf_fixture_read_raw(const char *path, void **data, size_t *bytes);
  * ("cannot read fixture <op>/<name>.<part>.mft") when it cannot. */
 void mf_test_read_fixture(const char *op, const char *name, const char *part, mf_fixture_tensor *t);
 
+/* Under ThreadSanitizer only (MF_TEST_SANITIZER=thread, where mf_test_add_op_cases runs the report
+ * cases alone): a TCase named after variant v that runs op's cases[0..n) too, for kernel paths the
+ * report cases do not reach (cases must outlive the suite: a static array). Elsewhere nothing: the
+ * sweep runs them. One call per executable. */
+void mf_test_add_op_cases_tsan(Suite *s, const char *op, int v, const int *cases, int n);
+
 /* ---- cross_entropy: a case kept out of a variant's sweep ---------------------------
  * mf_test_op_case without the case_applies check: for a case that the op's
  * case_applies keeps out of a variant's TCase in mf_test_add_op_cases because
