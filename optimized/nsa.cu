@@ -846,7 +846,10 @@ __device__ __forceinline__ void issue_tile(Tiles<D> &tl, const float *kcg, const
 // is started into F, to land while the warps multiply tile k0. Two CTA
 // barriers: the first orders F's landing and the previous tile's readers before
 // the split, the second the split before the products and the next cp.async.
-template <int D, bool WITH_V>
+// The split gives the same terms either way; PAIRS (the forward) converts two
+// elements per instruction, the backward keeps the scalar form (paired, its
+// D = 64 instance spilled at the 168-register limit).
+template <int D, bool WITH_V, bool PAIRS>
 __device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const float *vcg, size_t k0,
                                            bool prefetched, size_t next, bool next_v, size_t nk0)
 {
@@ -854,20 +857,44 @@ __device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const
     if (!prefetched) issue_tile<D>(tl, kcg, WITH_V ? vcg : nullptr, k0, nk0);
     cp_async_wait_all();
     __syncthreads();
-    static_assert(16 * D % kThreadsC == 0, "whole elements per thread");
-    MF_UNROLL
-    for (int x0 = 0; x0 < 16 * D / kThreadsC; ++x0) {
-        const int e = (int)threadIdx.x + x0 * kThreadsC, r = e / D, c = e % D;
-        const float x = tl.Fk[e];
-        const float h = bf16_round(x), m = bf16_round(x - h);
-        tl.K[0][r * LDS + c] = __float2bfloat16_rn(h);
-        tl.K[1][r * LDS + c] = __float2bfloat16_rn(m);
-        tl.K[2][r * LDS + c] = __float2bfloat16_rn(x - h - m);
-        if (WITH_V) {
-            const float y = tl.Fv[e];
-            const float yh = bf16_round(y);
-            tl.V[0][r * LDS + c] = __float2bfloat16_rn(yh);
-            tl.V[1][r * LDS + c] = __float2bfloat16_rn(y - yh);
+    static_assert(8 * D % kThreadsC == 0, "whole pairs per thread");
+    if constexpr (PAIRS) { // pairs of elements: paired conversions (cvt.rn.bf16x2.f32), 4-byte stores
+        MF_UNROLL
+        for (int x0 = 0; x0 < 8 * D / kThreadsC; ++x0) {
+            const int e = 2 * ((int)threadIdx.x + x0 * kThreadsC), o = e / D * LDS + e % D;
+            const float2 x = *reinterpret_cast<const float2 *>(tl.Fk + e);
+            const __nv_bfloat162 h = __floats2bfloat162_rn(x.x, x.y);
+            const float2 hf = __bfloat1622float2(h);
+            const __nv_bfloat162 m = __floats2bfloat162_rn(x.x - hf.x, x.y - hf.y);
+            const float2 mf = __bfloat1622float2(m);
+            *reinterpret_cast<__nv_bfloat162 *>(tl.K[0] + o) = h;
+            *reinterpret_cast<__nv_bfloat162 *>(tl.K[1] + o) = m;
+            *reinterpret_cast<__nv_bfloat162 *>(tl.K[2] + o) =
+                __floats2bfloat162_rn(x.x - hf.x - mf.x, x.y - hf.y - mf.y);
+            if (WITH_V) {
+                const float2 y = *reinterpret_cast<const float2 *>(tl.Fv + e);
+                const __nv_bfloat162 yh = __floats2bfloat162_rn(y.x, y.y);
+                const float2 yhf = __bfloat1622float2(yh);
+                *reinterpret_cast<__nv_bfloat162 *>(tl.V[0] + o) = yh;
+                *reinterpret_cast<__nv_bfloat162 *>(tl.V[1] + o) =
+                    __floats2bfloat162_rn(y.x - yhf.x, y.y - yhf.y);
+            }
+        }
+    } else {
+        MF_UNROLL
+        for (int x0 = 0; x0 < 16 * D / kThreadsC; ++x0) {
+            const int e = (int)threadIdx.x + x0 * kThreadsC, o = e / D * LDS + e % D;
+            const float x = tl.Fk[e];
+            const float h = bf16_round(x), m = bf16_round(x - h);
+            tl.K[0][o] = __float2bfloat16_rn(h);
+            tl.K[1][o] = __float2bfloat16_rn(m);
+            tl.K[2][o] = __float2bfloat16_rn(x - h - m);
+            if (WITH_V) {
+                const float y = tl.Fv[e];
+                const float yh = bf16_round(y);
+                tl.V[0][o] = __float2bfloat16_rn(yh);
+                tl.V[1][o] = __float2bfloat16_rn(y - yh);
+            }
         }
     }
     __syncthreads();
@@ -899,8 +926,8 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
 // visible kc tiles and o += P Vc with the split operands (P, vc hi + lo).
 // o, m (base 2, scaled) and l are per lane row, as attention_mma's. Tile x + 1
 // is in flight during tile x; the last tile prefetches tile 0 for the next pass
-// (kc only, or kc and vc when THEN_V).
-template <int D, bool THEN_V>
+// (kc only, or kc and vc when THEN_V). PAIRS: stage_tile's split.
+template <int D, bool THEN_V, bool PAIRS>
 __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl,
                                        const __nv_bfloat16 *Qw, const float *kcg, const float *vcg,
                                        const Item &it, float scale_log2, int lane)
@@ -913,7 +940,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
     for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     for (size_t k0 = 0; k0 < it.nk0; k0 += 16) {
         const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
-        stage_tile<D, true>(tl, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
+        stage_tile<D, true, PAIRS>(tl, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
         float s[2][4];
         scores<D>(s, Qw, tl, lane);
         float mx[2] = { -INFINITY, -INFINITY };
@@ -962,7 +989,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 127/137/167, smem 23104/29760/43072 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
+// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 127/138/165, smem 23104/29760/43072 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -994,7 +1021,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         cp_async_wait_all();
         // pass 1: the compression branch
         float o[D / 8][4], m[2], l[2];
-        branch<D, false>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0 (kc)
+        branch<D, false, true>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0 (kc)
         float lse2[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1035,8 +1062,8 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 // prefetched by the previous call within the range, and range 0's first tile by pass 1's
                 // last (a later range's first is loaded here: the next range is not known in registers);
                 // first barrier: Ps consumed
-                stage_tile<D, false>(tl, kcg, nullptr, k0, k0 > jlo || i0 == 0,
-                                     k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
+                stage_tile<D, false, true>(tl, kcg, nullptr, k0, k0 > jlo || i0 == 0,
+                                           k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
                 float s[2][4];
                 scores<D>(s, Qw, tl, lane);
                 MF_UNROLL
@@ -1361,7 +1388,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         __syncthreads(); // Q and dO visible to every warp
         // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
         float o[D / 8][4], m[2], l[2];
-        branch<D, true>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
+        branch<D, true, false>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
         float gate[2], lse2[2], delta[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1386,7 +1413,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
         for (size_t k0 = 0; k0 < nk0; k0 += 16) {
             // prefetched (tile 0 by pass 1); first barrier: the previous tile and staging consumed
-            stage_tile<D, true>(tl, kcg, vcg, k0, true, k0 + 16 < nk0 ? k0 + 16 : kNoTile, true, nk0);
+            stage_tile<D, true, false>(tl, kcg, vcg, k0, true, k0 + 16 < nk0 ? k0 + 16 : kNoTile, true, nk0);
             if (!__any_sync(0xffffffffu, k0 < it.nv[0] || k0 < it.nv[1]))
                 continue; // no row of this warp sees the tile
             float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
