@@ -741,35 +741,169 @@ constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
 
-// Rows [k0, k0 + 16) of the fp32 kc (and vc when Vhi != nullptr) of one group into
-// split bf16 tiles; rows at or beyond nk0 are zero.
+// Tokens per CTA: QT = min(kMaxQT, 64 / G) (both kernels and their launchers).
+__host__ __device__ inline size_t tokens_per_cta(const NsaShape &sh)
+{
+    const size_t qt = (size_t)kRows / sh.G;
+    return qt < (size_t)kMaxQT ? qt : (size_t)kMaxQT;
+}
+
+// The compressed blocks token t sees: j with j*d + l - 1 <= t (at most nc).
+__device__ __forceinline__ size_t nvis_of(const NsaShape &sh, size_t t)
+{
+    if (t + 1 < sh.l) return 0;
+    const size_t nv = (t + 1 - sh.l) / sh.d + 1;
+    return nv < sh.nc ? nv : sh.nc;
+}
+
+// One work item of a CTA (b, KV group g, tokens [t0, tend)), as both kernels
+// see it, and this lane's two rows r = 16 warp + g8 + 8 i.
+struct Item {
+    size_t b, g, t0, tend, nrows; // nrows = (tend - t0) G real rows of the 64
+    size_t nk0;                   // compressed blocks any row of the CTA sees
+    size_t coff;                  // (b, g)'s first kc/vc element
+    size_t rbase;                 // row (b, t0, head g G) of q/out; row r of the CTA: row_of
+    size_t nv[2];                 // visible blocks of this lane's rows
+};
 template <int D>
-__device__ __forceinline__ void load_split(__nv_bfloat16 *Khi, __nv_bfloat16 *Kmid, __nv_bfloat16 *Klo,
-                                           __nv_bfloat16 *Vhi, __nv_bfloat16 *Vlo, const float *kcg,
-                                           const float *vcg, size_t k0, size_t nk0)
+__device__ __forceinline__ Item item_of(const NsaShape &sh, size_t item, size_t QT, size_t nblk, int warp,
+                                        int g8)
+{
+    Item it;
+    const size_t tb = item % nblk;
+    it.g = (item / nblk) % sh.Hk;
+    it.b = item / (nblk * sh.Hk);
+    it.t0 = tb * QT;
+    it.tend = it.t0 + QT < sh.S ? it.t0 + QT : sh.S;
+    it.nrows = (it.tend - it.t0) * sh.G;
+    it.nk0 = nvis_of(sh, it.tend - 1);
+    it.coff = (it.b * sh.Hk + it.g) * sh.nc * D;
+    it.rbase = (it.b * sh.S + it.t0) * sh.Hq + it.g * sh.G;
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+        it.nv[i] = r < it.nrows ? nvis_of(sh, it.t0 + r / sh.G) : 0;
+    }
+    return it;
+}
+// The q/out row (b, t0 + r / G, head g G + r % G) of the CTA's row r < nrows
+// (the forward computes it after pass 1, so that it is not live there).
+__device__ __forceinline__ size_t row_of(const NsaShape &sh, const Item &it, size_t r)
+{
+    return it.rbase + r / sh.G * sh.Hq + r % sh.G;
+}
+
+// cp.async the CTA's 64 rows of x (q) and, when WITH_Y, of y (dout)
+// into Xs, Ys [64][D + 8]; row r is (b, t0 + r / G, head g G + r % G);
+// padding rows zero-filled.
+template <int D, bool WITH_Y>
+__device__ __forceinline__ void stage_rows(__nv_bfloat16 *Xs, const __nv_bfloat16 *x, __nv_bfloat16 *Ys,
+                                           const __nv_bfloat16 *y, const NsaShape &sh, const Item &it)
 {
     constexpr int LDS = D + 8;
-    for (int e = threadIdx.x; e < 16 * D; e += kThreadsC) {
-        const int r = e / D, c = e % D;
+    for (int c = threadIdx.x; c < kRows * (D / 8); c += kThreadsC) {
+        const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+        const bool in = (size_t)r < it.nrows;
+        const size_t gr = in ? row_of(sh, it, (size_t)r) : 0;
+        cp_async16(Xs + r * LDS + col, x + gr * D + (size_t)col, in ? 16u : 0u);
+        if (WITH_Y) cp_async16(Ys + r * LDS + col, y + gr * D + (size_t)col, in ? 16u : 0u);
+    }
+}
+
+// One kc/vc tile of 16 compressed keys, double-buffered across two forms: the
+// fp32 rows as in scratch (F, filled by cp.async) and their split bf16 terms
+// ([16][D + 8] each, what the mma calls read). Tile x + 1 lands in F while the
+// warps multiply tile x's terms; the split (F -> terms) is done once per CTA.
+template <int D> struct Tiles {
+    __nv_bfloat16 K[3][16 * (D + 8)]; // kc hi, mid, lo
+    __nv_bfloat16 V[2][16 * (D + 8)]; // vc hi, lo
+    float Fk[16 * D], Fv[16 * D];     // fp32 kc, vc rows of the tile in flight
+};
+constexpr size_t kNoTile = ~(size_t)0;
+
+// cp.async rows [k0, k0 + 16) of kc (and of vc when vcg != nullptr) into F;
+// rows at or beyond nk0 are zero-filled.
+template <int D>
+__device__ __forceinline__ void issue_tile(Tiles<D> &tl, const float *kcg, const float *vcg, size_t k0,
+                                           size_t nk0)
+{
+    constexpr int kChunks = 16 * D / 4; // 16-byte chunks per tensor
+    MF_UNROLL
+    for (int x = 0; x < (kChunks + kThreadsC - 1) / kThreadsC; ++x) {
+        const int c = (int)threadIdx.x + x * kThreadsC;
+        if (kChunks % kThreadsC != 0 && c >= kChunks) break;
+        const int r = c / (D / 4), col = (c % (D / 4)) * 4;
         const bool in = k0 + (size_t)r < nk0;
-        const float x = in ? kcg[(k0 + (size_t)r) * D + (size_t)c] : 0.0f;
-        const float h = bf16_round(x), m = bf16_round(x - h);
-        Khi[r * LDS + c] = __float2bfloat16_rn(h);
-        Kmid[r * LDS + c] = __float2bfloat16_rn(m);
-        Klo[r * LDS + c] = __float2bfloat16_rn(x - h - m);
-        if (Vhi != nullptr) {
-            const float y = in ? vcg[(k0 + (size_t)r) * D + (size_t)c] : 0.0f;
-            const float yh = bf16_round(y);
-            Vhi[r * LDS + c] = __float2bfloat16_rn(yh);
-            Vlo[r * LDS + c] = __float2bfloat16_rn(y - yh);
+        const size_t at = in ? (k0 + (size_t)r) * D + (size_t)col : 0;
+        cp_async16(tl.Fk + r * D + col, kcg + at, in ? 16u : 0u);
+        if (vcg != nullptr) cp_async16(tl.Fv + r * D + col, vcg + at, in ? 16u : 0u);
+    }
+}
+
+// Makes tile k0 (kc, and vc when WITH_V) the current one: its fp32 rows land in
+// F (cp.async issued here unless the previous call prefetched them), are split
+// into the bf16 terms, and then tile `next` (kNoTile: none; vc too when next_v)
+// is started into F, to land while the warps multiply tile k0. Two CTA
+// barriers: the first orders F's landing and the previous tile's readers before
+// the split, the second the split before the products and the next cp.async.
+// The split gives the same terms either way; PAIRS (the forward) converts two
+// elements per instruction, the backward keeps the scalar form (paired, its
+// D = 64 instance spilled at the 168-register limit).
+template <int D, bool WITH_V, bool PAIRS>
+__device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const float *vcg, size_t k0,
+                                           bool prefetched, size_t next, bool next_v, size_t nk0)
+{
+    constexpr int LDS = D + 8;
+    if (!prefetched) issue_tile<D>(tl, kcg, WITH_V ? vcg : nullptr, k0, nk0);
+    cp_async_wait_all();
+    __syncthreads();
+    static_assert(8 * D % kThreadsC == 0, "whole pairs per thread");
+    if constexpr (PAIRS) { // pairs of elements: paired conversions (cvt.rn.bf16x2.f32), 4-byte stores
+        MF_UNROLL
+        for (int x0 = 0; x0 < 8 * D / kThreadsC; ++x0) {
+            const int e = 2 * ((int)threadIdx.x + x0 * kThreadsC), o = e / D * LDS + e % D;
+            const float2 x = *reinterpret_cast<const float2 *>(tl.Fk + e);
+            const __nv_bfloat162 h = __floats2bfloat162_rn(x.x, x.y);
+            const float2 hf = __bfloat1622float2(h);
+            const __nv_bfloat162 m = __floats2bfloat162_rn(x.x - hf.x, x.y - hf.y);
+            const float2 mf = __bfloat1622float2(m);
+            *reinterpret_cast<__nv_bfloat162 *>(tl.K[0] + o) = h;
+            *reinterpret_cast<__nv_bfloat162 *>(tl.K[1] + o) = m;
+            *reinterpret_cast<__nv_bfloat162 *>(tl.K[2] + o) =
+                __floats2bfloat162_rn(x.x - hf.x - mf.x, x.y - hf.y - mf.y);
+            if (WITH_V) {
+                const float2 y = *reinterpret_cast<const float2 *>(tl.Fv + e);
+                const __nv_bfloat162 yh = __floats2bfloat162_rn(y.x, y.y);
+                const float2 yhf = __bfloat1622float2(yh);
+                *reinterpret_cast<__nv_bfloat162 *>(tl.V[0] + o) = yh;
+                *reinterpret_cast<__nv_bfloat162 *>(tl.V[1] + o) =
+                    __floats2bfloat162_rn(y.x - yhf.x, y.y - yhf.y);
+            }
+        }
+    } else {
+        MF_UNROLL
+        for (int x0 = 0; x0 < 16 * D / kThreadsC; ++x0) {
+            const int e = (int)threadIdx.x + x0 * kThreadsC, o = e / D * LDS + e % D;
+            const float x = tl.Fk[e];
+            const float h = bf16_round(x), m = bf16_round(x - h);
+            tl.K[0][o] = __float2bfloat16_rn(h);
+            tl.K[1][o] = __float2bfloat16_rn(m);
+            tl.K[2][o] = __float2bfloat16_rn(x - h - m);
+            if (WITH_V) {
+                const float y = tl.Fv[e];
+                const float yh = bf16_round(y);
+                tl.V[0][o] = __float2bfloat16_rn(yh);
+                tl.V[1][o] = __float2bfloat16_rn(y - yh);
+            }
         }
     }
+    __syncthreads();
+    if (next != kNoTile) issue_tile<D>(tl, kcg, next_v ? vcg : nullptr, next, nk0);
 }
 
 // s = Q K^T for this warp's 16 rows and 16 keys, K split three ways.
 template <int D>
-__device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const __nv_bfloat16 *Khi,
-                                       const __nv_bfloat16 *Kmid, const __nv_bfloat16 *Klo, int lane)
+__device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const Tiles<D> &tl, int lane)
 {
     constexpr int LDS = D + 8;
     MF_UNROLL
@@ -779,17 +913,83 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
         uint32_t qa[4], b[4];
         ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
         const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-        ldsm_x4(b, Klo + boff);
+        ldsm_x4(b, tl.K[2] + boff);
         mma_x2(s[0], s[1], qa, b);
-        ldsm_x4(b, Kmid + boff);
+        ldsm_x4(b, tl.K[1] + boff);
         mma_x2(s[0], s[1], qa, b);
-        ldsm_x4(b, Khi + boff);
+        ldsm_x4(b, tl.K[0] + boff);
         mma_x2(s[0], s[1], qa, b);
+    }
+}
+
+// Pass 1 of both kernels, the compression branch: online softmax over the
+// visible kc tiles and o += P Vc with the split operands (P, vc hi + lo).
+// o, m (base 2, scaled) and l are per lane row, as attention_mma's. Tile x + 1
+// is in flight during tile x; the last tile prefetches tile 0 for the next pass
+// (kc only, or kc and vc when THEN_V). PAIRS: stage_tile's split.
+template <int D, bool THEN_V, bool PAIRS>
+__device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl,
+                                       const __nv_bfloat16 *Qw, const float *kcg, const float *vcg,
+                                       const Item &it, float scale_log2, int lane)
+{
+    constexpr int LDS = D + 8;
+    const int t4 = lane & 3;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.0f;
+    MF_UNROLL
+    for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    for (size_t k0 = 0; k0 < it.nk0; k0 += 16) {
+        const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
+        stage_tile<D, true, PAIRS>(tl, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
+        float s[2][4];
+        scores<D>(s, Qw, tl, lane);
+        float mx[2] = { -INFINITY, -INFINITY };
+        MF_UNROLL
+        for (int n = 0; n < 2; ++n) MF_UNROLL
+        for (int e = 0; e < 4; ++e) {
+            const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
+            const float x = j < it.nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
+            s[n][e] = x;
+            mx[e >> 1] = nan_max(mx[e >> 1], x);
+        }
+        float corr[2], mu[2];
+        online_max_step(m, mx, corr, mu);
+        float rs[2] = { 0.0f, 0.0f }, plo[2][4];
+        MF_UNROLL
+        for (int n = 0; n < 2; ++n) MF_UNROLL
+        for (int e = 0; e < 4; ++e) {
+            const float p = exp2f(s[n][e] - mu[e >> 1]);
+            rs[e >> 1] += p;
+            s[n][e] = bf16_round(p);
+            plo[n][e] = p - s[n][e];
+        }
+        MF_UNROLL
+        for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
+        uint32_t pa[4], pl[4];
+        c_to_a(pa, s[0], s[1]);
+        c_to_a(pl, plo[0], plo[1]);
+        MF_UNROLL
+        for (int np = 0; np < D / 16; ++np) {
+            MF_UNROLL
+            for (int h = 0; h < 2; ++h) {
+                o[2 * np + h][0] *= corr[0];
+                o[2 * np + h][1] *= corr[0];
+                o[2 * np + h][2] *= corr[1];
+                o[2 * np + h][3] *= corr[1];
+            }
+            const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
+            uint32_t bh[4], bl[4];
+            ldsm_x4_t(bh, tl.V[0] + voff);
+            ldsm_x4_t(bl, tl.V[1] + voff);
+            mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
+            mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
+            mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
+        }
     }
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=168 smem<=36864 spill=0  (sm_90 measured: regs 148/148/168, smem 21056/25664/34880 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
+// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 127/138/165, smem 23104/29760/43072 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -802,9 +1002,8 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     using nsa_mma::kLog2e;
     constexpr int LDS = D + 8;
     __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Kt[3][16 * LDS]; // kc hi, mid, lo
-    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS]; // vc hi, lo
-    __shared__ float Ps[kRows][17];                         // pass 2: p of one kc tile
+    __shared__ __align__(16) Tiles<D> tl;
+    __shared__ float Ps[kRows][17]; // pass 2: p of one kc tile
     __shared__ float imp[kMaxQT][kSelTile];
     __shared__ float top_v[kMaxQT][kCmpMaxSel];
     __shared__ int list[kMaxQT][kCmpMaxSel];
@@ -814,126 +1013,66 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     const float scale_log2 = sh.scale * kLog2e;
     const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
-        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
-        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, nrows = (tend - t0) * sh.G;
-        const auto nvis_of = [&](size_t t) -> size_t {
-            if (t + 1 < sh.l) return 0;
-            const size_t nv = (t + 1 - sh.l) / sh.d + 1;
-            return nv < sh.nc ? nv : sh.nc;
-        };
-        const size_t nk0 = nvis_of(tend - 1); // keys any row of the CTA sees
-        const float *kcg = kc + (b * sh.Hk + g) * sh.nc * D, *vcg = vc + (b * sh.Hk + g) * sh.nc * D;
-        // this lane's rows: r = 16 warp + g8 + 8 i
-        size_t nv[2], grow[2];
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i) {
-            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
-            const size_t t = t0 + r / sh.G;
-            nv[i] = r < nrows ? nvis_of(t) : 0;
-            grow[i] = r < nrows ? (b * sh.S + t) * sh.Hq + g * sh.G + r % sh.G : 0;
-        }
+        const Item it = item_of<D>(sh, item, QT, nblk, warp, g8);
+        const size_t t0 = it.t0, nk0 = it.nk0;
+        const float *kcg = kc + it.coff, *vcg = vc + it.coff;
         __syncthreads(); // the previous item's tiles are consumed
-        for (int c = tid; c < kRows * (D / 8); c += kThreadsC) {
-            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
-            const bool in = (size_t)r < nrows;
-            const size_t gr =
-                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
-            cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
-        }
+        stage_rows<D, false>(Qs, q, nullptr, nullptr, sh, it);
         cp_async_wait_all();
         // pass 1: the compression branch
-        float o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
-        MF_UNROLL
-        for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
-            __syncthreads(); // Q landed; the previous tile consumed
-            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kcg, vcg, k0, nk0);
-            __syncthreads();
-            float s[2][4];
-            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
-            float mx[2] = { -INFINITY, -INFINITY };
-            MF_UNROLL
-            for (int n = 0; n < 2; ++n) MF_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
-                const float x = j < nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
-                s[n][e] = x;
-                mx[e >> 1] = nan_max(mx[e >> 1], x);
-            }
-            float corr[2], mu[2];
-            online_max_step(m, mx, corr, mu);
-            float rs[2] = { 0.0f, 0.0f }, plo[2][4];
-            MF_UNROLL
-            for (int n = 0; n < 2; ++n) MF_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const float p = exp2f(s[n][e] - mu[e >> 1]);
-                rs[e >> 1] += p;
-                s[n][e] = bf16_round(p);
-                plo[n][e] = p - s[n][e];
-            }
-            MF_UNROLL
-            for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
-            uint32_t pa[4], pl[4];
-            c_to_a(pa, s[0], s[1]);
-            c_to_a(pl, plo[0], plo[1]);
-            MF_UNROLL
-            for (int np = 0; np < D / 16; ++np) {
-                MF_UNROLL
-                for (int h = 0; h < 2; ++h) {
-                    o[2 * np + h][0] *= corr[0];
-                    o[2 * np + h][1] *= corr[0];
-                    o[2 * np + h][2] *= corr[1];
-                    o[2 * np + h][3] *= corr[1];
-                }
-                const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
-                uint32_t bh[4], bl[4];
-                ldsm_x4_t(bh, Vt[0] + voff);
-                ldsm_x4_t(bl, Vt[1] + voff);
-                mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
-                mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
-                mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
-            }
-        }
+        float o[D / 8][4], m[2], l[2];
+        branch<D, false, true>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0 (kc)
         float lse2[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
-            const bool any = nv[i] > 0;
+            const bool any = it.nv[i] > 0;
             lse2[i] = any ? m[i] + log2f(l[i]) : INFINITY; // pass 2: p = 0 without a visible key
-            if ((size_t)(16 * warp + g8 + 8 * i) >= nrows) continue;
-            const float w = any ? __bfloat162float(g_cmp[grow[i]]) / l[i] : 0.0f;
+            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+            if (r >= it.nrows) continue;
+            const size_t grow = row_of(sh, it, r);
+            const float w = any ? __bfloat162float(g_cmp[grow]) / l[i] : 0.0f;
             MF_UNROLL
             for (int n = 0; n < D / 8; ++n) {
-                float *op = out + grow[i] * D + (size_t)(n * 8 + 2 * t4);
+                float *op = out + grow * D + (size_t)(n * 8 + 2 * t4);
                 op[0] = w * o[n][2 * i];
                 op[1] = w * o[n][2 * i + 1];
             }
-            if (lse != nullptr && t4 == 0) lse[grow[i] * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
+            if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
         }
         // pass 2: importances and the running top n of each token
-        const size_t ntok = tend - t0, cand_max = (tend - 1) / sh.ls + 1;
+        const size_t tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0,
+                     cand_max = (tend - 1) / sh.ls + 1;
+        // the compressed blocks j overlapping candidates [i0, i0 + kSelTile): j*d + l > i0*l' and
+        // j*d < iend*l', from a tile-aligned jlo, below nk0
+        const auto krange = [&](size_t i0, size_t &jlo, size_t &jhi) {
+            const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
+            const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
+            jlo = (lo_num + sh.d - 1) / sh.d / 16 * 16;
+            jhi = (iend * sh.ls - 1) / sh.d + 1;
+            if (jhi > nk0) jhi = nk0;
+        };
         if ((size_t)tid < ntok) n_list[tid] = 0;
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
             const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
             __syncthreads(); // the previous tile merged (n_list published), Kt consumed
             for (int e = tid; e < kMaxQT * kSelTile; e += kThreadsC) imp[e / kSelTile][e % kSelTile] = 0.0f;
-            // compressed blocks j overlapping [i0*l', iend*l'): j*d + l > i0*l', j*d < iend*l'
-            const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
-            const size_t jlo = (lo_num + sh.d - 1) / sh.d / 16 * 16; // tile-aligned
-            size_t jhi = (iend * sh.ls - 1) / sh.d + 1;
-            if (jhi > nk0) jhi = nk0;
+            size_t jlo, jhi;
+            krange(i0, jlo, jhi);
             for (size_t k0 = jlo; k0 < jhi; k0 += 16) {
-                __syncthreads(); // Ps and Kt consumed
-                load_split<D>(Kt[0], Kt[1], Kt[2], nullptr, nullptr, kcg, nullptr, k0, nk0);
-                __syncthreads();
+                // prefetched by the previous call within the range, and range 0's first tile by pass 1's
+                // last (a later range's first is loaded here: the next range is not known in registers);
+                // first barrier: Ps consumed
+                stage_tile<D, false, true>(tl, kcg, nullptr, k0, k0 > jlo || i0 == 0,
+                                           k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
                 float s[2][4];
-                nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+                scores<D>(s, Qw, tl, lane);
                 MF_UNROLL
                 for (int n = 0; n < 2; ++n) MF_UNROLL
                 for (int e = 0; e < 4; ++e) {
                     const int jj = 8 * n + 2 * t4 + (e & 1);
                     const size_t j = k0 + (size_t)jj;
                     Ps[16 * warp + g8 + 8 * (e >> 1)][jj] =
-                        j < nv[e >> 1] ? exp2f(s[n][e] * scale_log2 - lse2[e >> 1]) : 0.0f;
+                        j < it.nv[e >> 1] ? exp2f(s[n][e] * scale_log2 - lse2[e >> 1]) : 0.0f;
                 }
                 __syncthreads();
                 // blocks overlapping this kc tile (tokens [k0*d, (k0 + 15)*d + l)) within [i0, iend)
@@ -992,7 +1131,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         __syncthreads();
         for (size_t e = tid; e < ntok * sh.n; e += kThreadsC) {
             const size_t tok = e / sh.n, x = e % sh.n;
-            sel[((b * sh.S + t0 + tok) * sh.Hk + g) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
+            sel[(it.rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
         }
     }
 }
@@ -1213,7 +1352,7 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
 // dq[row] = scale dQ is written (this kernel runs first; nsa_mma_bwd_kernel adds
 // the selected and sliding parts); rows without a visible block get dq = 0 and
 // dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
-// mf-budget: regs<=168 smem<=36864 spill=0  (sm_90 measured: regs 116/153/167, smem 16128/22784/36096 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled 4 bytes at 128 registers)
+// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 108/148/168, smem 18176/26880/44288 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled 4 bytes at 128 registers)
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -1227,96 +1366,29 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     constexpr int LDS = D + 8, LDX = 24;
     __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
     __shared__ __align__(16) __nv_bfloat16 dOs[kRows * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Kt[3][16 * LDS];            // kc hi, mid, lo
-    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS];            // vc hi, lo
+    __shared__ __align__(16) Tiles<D> tl;
     __shared__ __align__(16) __nv_bfloat16 stage[kWarps][2][16 * LDX]; // dS, g P [row][key]
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
     const float scale_log2 = sh.scale * kLog2e;
     const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS, *dOw = dOs + warp * 16 * LDS;
     __nv_bfloat16 *Ss = stage[warp][0], *Pt = stage[warp][1];
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
-        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
-        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, nrows = (tend - t0) * sh.G;
-        const auto nvis_of = [&](size_t t) -> size_t {
-            if (t + 1 < sh.l) return 0;
-            const size_t nv = (t + 1 - sh.l) / sh.d + 1;
-            return nv < sh.nc ? nv : sh.nc;
-        };
-        const size_t nk0 = nvis_of(tend - 1);
-        const size_t coff = (b * sh.Hk + g) * sh.nc * D;
-        size_t nv[2], grow[2];
+        const Item it = item_of<D>(sh, item, QT, nblk, warp, g8);
+        const size_t nk0 = it.nk0, coff = it.coff;
+        const float *kcg = kc + coff, *vcg = vc + coff;
+        size_t grow[2]; // this lane's rows (0: padding)
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
             const size_t r = (size_t)(16 * warp + g8 + 8 * i);
-            const size_t t = t0 + r / sh.G;
-            nv[i] = r < nrows ? nvis_of(t) : 0;
-            grow[i] = r < nrows ? (b * sh.S + t) * sh.Hq + g * sh.G + r % sh.G : 0;
+            grow[i] = r < it.nrows ? row_of(sh, it, r) : 0;
         }
-        const size_t wnv = nv[0] > nv[1] ? nv[0] : nv[1]; // quad-uniform; the warp max below
-        __syncthreads();                                  // the previous item's tiles are consumed
-        for (int c = tid; c < kRows * (D / 8); c += kThreadsC) {
-            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
-            const bool in = (size_t)r < nrows;
-            const size_t gr =
-                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
-            cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
-            cp_async16(dOs + r * LDS + col, dout + gr * D + (size_t)col, in ? 16u : 0u);
-        }
+        __syncthreads(); // the previous item's tiles are consumed
+        stage_rows<D, true>(Qs, q, dOs, dout, sh, it);
         cp_async_wait_all();
         __syncthreads(); // Q and dO visible to every warp
         // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
-        float o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
-        MF_UNROLL
-        for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-        for (size_t k0 = 0; k0 < nk0; k0 += 16) {
-            __syncthreads(); // the previous tile consumed
-            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kc + coff, vc + coff, k0, nk0);
-            __syncthreads();
-            float s[2][4];
-            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
-            float mx[2] = { -INFINITY, -INFINITY };
-            MF_UNROLL
-            for (int n = 0; n < 2; ++n) MF_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
-                const float x = j < nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
-                s[n][e] = x;
-                mx[e >> 1] = nan_max(mx[e >> 1], x);
-            }
-            float corr[2], mu[2];
-            online_max_step(m, mx, corr, mu);
-            float rs[2] = { 0.0f, 0.0f }, plo[2][4];
-            MF_UNROLL
-            for (int n = 0; n < 2; ++n) MF_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const float p = exp2f(s[n][e] - mu[e >> 1]);
-                rs[e >> 1] += p;
-                s[n][e] = bf16_round(p);
-                plo[n][e] = p - s[n][e];
-            }
-            MF_UNROLL
-            for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
-            uint32_t pa[4], pl[4];
-            c_to_a(pa, s[0], s[1]);
-            c_to_a(pl, plo[0], plo[1]);
-            MF_UNROLL
-            for (int np = 0; np < D / 16; ++np) {
-                MF_UNROLL
-                for (int h = 0; h < 2; ++h) {
-                    o[2 * np + h][0] *= corr[0];
-                    o[2 * np + h][1] *= corr[0];
-                    o[2 * np + h][2] *= corr[1];
-                    o[2 * np + h][3] *= corr[1];
-                }
-                const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
-                uint32_t bh[4], bl[4];
-                ldsm_x4_t(bh, Vt[0] + voff);
-                ldsm_x4_t(bl, Vt[1] + voff);
-                mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
-                mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
-                mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
-            }
-        }
+        float o[D / 8][4], m[2], l[2];
+        branch<D, true, false>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
         float gate[2], lse2[2], delta[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1328,32 +1400,32 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 dg += __bfloat162float(dr[0]) * o[n][2 * i] + __bfloat162float(dr[1]) * o[n][2 * i + 1];
             }
             dg = quad_sum(dg);
-            const bool any = nv[i] > 0;
+            const bool any = it.nv[i] > 0;
             dg = any ? dg / l[i] : 0.0f;
             gate[i] = any ? __bfloat162float(g_cmp[grow[i]]) : 0.0f;
             lse2[i] = any ? lse[grow[i] * 3] * kLog2e : 0.0f;
             delta[i] = gate[i] * dg;
-            if ((size_t)(16 * warp + r) < nrows && t4 == 0) dg_cmp[grow[i]] = dg;
+            if ((size_t)(16 * warp + r) < it.nrows && t4 == 0) dg_cmp[grow[i]] = dg;
         }
         // 2. the gradients, tile by tile
         float dqa[D / 8][4];
         MF_UNROLL
         for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
         for (size_t k0 = 0; k0 < nk0; k0 += 16) {
-            __syncthreads(); // the previous tile and staging consumed
-            load_split<D>(Kt[0], Kt[1], Kt[2], Vt[0], Vt[1], kc + coff, vc + coff, k0, nk0);
-            __syncthreads();
-            if (!__any_sync(0xffffffffu, k0 < wnv)) continue; // no row of this warp sees the tile
+            // prefetched (tile 0 by pass 1); first barrier: the previous tile and staging consumed
+            stage_tile<D, true, false>(tl, kcg, vcg, k0, true, k0 + 16 < nk0 ? k0 + 16 : kNoTile, true, nk0);
+            if (!__any_sync(0xffffffffu, k0 < it.nv[0] || k0 < it.nv[1]))
+                continue; // no row of this warp sees the tile
             float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            nsa_cmp::scores<D>(s, Qw, Kt[0], Kt[1], Kt[2], lane);
+            scores<D>(s, Qw, tl, lane);
             MF_UNROLL
             for (int kk = 0; kk < D / 16; ++kk) {
                 uint32_t da[4], bv[4];
                 ldsm_x4(da, dOw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
                 const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-                ldsm_x4(bv, Vt[1] + boff);
+                ldsm_x4(bv, tl.V[1] + boff);
                 mma_x2(dp[0], dp[1], da, bv);
-                ldsm_x4(bv, Vt[0] + boff);
+                ldsm_x4(bv, tl.V[0] + boff);
                 mma_x2(dp[0], dp[1], da, bv);
             }
             // element e of n8 tile n: row slot e >> 1 (warp row g8 + 8 (e >> 1)), key k0 + 8 n + 2 t4 + (e & 1)
@@ -1361,7 +1433,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             for (int n = 0; n < 2; ++n) MF_UNROLL
             for (int e = 0; e < 4; ++e) {
                 const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
-                const bool ok = k0 + (size_t)j < nv[i];
+                const bool ok = k0 + (size_t)j < it.nv[i];
                 const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
                 const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
                 dp[n][e] = ds;
@@ -1375,9 +1447,9 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             for (int np = 0; np < D / 16; ++np) {
                 const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
                 uint32_t bk[4];
-                ldsm_x4_t(bk, Kt[1] + off);
+                ldsm_x4_t(bk, tl.K[1] + off);
                 mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
-                ldsm_x4_t(bk, Kt[0] + off);
+                ldsm_x4_t(bk, tl.K[0] + off);
                 mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
             }
             __syncwarp(); // dS and g P staged
@@ -1412,7 +1484,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         }
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
-            if ((size_t)(16 * warp + g8 + 8 * i) >= nrows) continue;
+            if ((size_t)(16 * warp + g8 + 8 * i) >= it.nrows) continue;
             MF_UNROLL
             for (int n = 0; n < D / 8; ++n) {
                 float *op = dq + grow[i] * D + (size_t)(n * 8 + 2 * t4);
@@ -1609,8 +1681,7 @@ static void launch_cmp_bwd(cudaStream_t stream, const NsaShape &sh, const void *
                            const void *dout, const float *kc, const float *vc, const float *lse, float *dq,
                            float *dkc, float *dvc, float *dgc)
 {
-    const size_t QT = (size_t)nsa_cmp::kRows / sh.G < (size_t)nsa_cmp::kMaxQT ? (size_t)nsa_cmp::kRows / sh.G
-                                                                              : (size_t)nsa_cmp::kMaxQT;
+    const size_t QT = nsa_cmp::tokens_per_cta(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
     nsa_mma_cmp_bwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc),
@@ -1710,8 +1781,7 @@ template <int D>
 static void launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
                        const float *kc, const float *vc, float *out, float *lse, int32_t *sel)
 {
-    const size_t QT = (size_t)nsa_cmp::kRows / sh.G < (size_t)nsa_cmp::kMaxQT ? (size_t)nsa_cmp::kRows / sh.G
-                                                                              : (size_t)nsa_cmp::kMaxQT;
+    const size_t QT = nsa_cmp::tokens_per_cta(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
     nsa_mma_cmp_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc), kc, vc, out, lse, sel,
