@@ -414,88 +414,164 @@ template <int D> __device__ __forceinline__ void acc_init(Acc<D> &acc)
 // ---- bf16 tensor-core path: selected and sliding branches, query-blocked --------------
 // One CTA (4 warps, 64 rows) per (b, KV group, QT consecutive tokens), QT =
 // min(32, 64 / G): its rows are the (token, head) pairs t0 + r / G, r % G (as
-// nsa_mma_cmp_kernel), warp w owning rows 16w..16w+15 as one m16 tile. Every
-// K/V tile of 16 keys is staged once per CTA (cp.async, double-buffered: the
-// next tile is in flight while the warps multiply the current one) and feeds
-// all QT tokens' G heads, instead of once per (token, group):
+// nsa_mma_cmp_kernel), warp w owning rows 16w..16w+15 as one m16 tile. Keys
+// come in 16-key sub-tiles, staged Stage<D> = 4 at a time (64 keys, as
+// attention_mma.cu's FA2 tiles; 1 at D = 128, whose 64-key K/V stages would
+// not fit 48 KB of static shared memory): each stage is loaded once per CTA
+// (cp.async, double-buffered: the next stage is in flight while the warps
+// multiply the current one) and feeds all QT tokens' G heads:
 //   selected branch: the union of the QT tokens' selections (each list is
 //     increasing, so warp 0 merges them kChunk entries at a time: lane u holds
 //     token u's position; the next union block is the warp minimum, its token
-//     mask the ballot of the lanes that hold it), each union block's tiles
-//     visited once, in increasing order; row (t, h) sees key s iff its token's
-//     bit is set and s <= t;
-//   sliding window: the keys [t0 + 1 - w, tend) in 16-key tiles; row t sees s
-//     iff t - w < s <= t.
-// A warp skips a tile none of its rows sees (warp-uniform). Per tile and warp:
-// S = Q K^T (D/16 x 2 mma.sync), the masked online softmax on the accumulator
-// fragments (base 2), P rounded to bf16 as the A fragment of O += P V (V by
-// ldmatrix.trans, D/8 mma.sync). A row's keys are visited in increasing order
-// as before; a masked key contributes p = 0 exactly, so a row's sums are the
-// per-row kernel's except for where the online rescaling happens (the tile
-// boundaries), which moves P's bf16 rounding only within its 2^-9 bound.
-// Each branch adds gate * o / l to out (written by the compression kernel
-// first, same stream) and writes its lse column.
+//     mask the ballot of the lanes that hold it); sub-tile x of a round is
+//     16-key piece x % ntb of union block x / ntb (ntb = ceil(l' / 16); a
+//     piece ends at its block's end, so l' need not be a multiple of 16 or
+//     64), and a stage takes 4 consecutive sub-tiles, possibly of different
+//     blocks, each with its own token mask; row (t, h) sees key s iff its
+//     token's bit is set and s <= t;
+//   sliding window: the keys [t0 + 1 - w, tend) in 16-key sub-tiles; row t
+//     sees s iff t - w < s <= t.
+// A warp skips the sub-tiles none of its rows sees (warp-uniform), and the
+// whole stage when that is all of them. Per stage and warp: S = Q K^T (D/16 x
+// 2 mma.sync per sub-tile), one masked online-softmax step over the stage's
+// keys on the accumulator fragments (base 2), P rounded to bf16 as the A
+// fragments of O += P V (V by ldmatrix.trans, D/8 mma.sync per sub-tile). A
+// row's keys are visited in increasing order as before (stages in order, and
+// a stage's keys all at once); a masked key contributes p = 0 exactly, so a
+// row's sums are the per-row kernel's except for where the online rescaling
+// happens (the stage boundaries), which moves P's bf16 rounding only within
+// its 2^-9 bound. Each branch adds gate * o / l to out (written by the
+// compression kernel first, same stream) and writes its lse column.
 namespace nsa_sw {
 constexpr int kWarps = 4, kThreadsS = 32 * kWarps, kRows = 16 * kWarps;
 constexpr int kMaxQT = 32; // tokens per CTA: one bit each of a union entry's mask
 constexpr int kChunk = 32; // union entries per merge round (shared memory independent of n)
+// 16-key sub-tiles per stage: 64 keys, except at D = 128 (static shared memory)
+template <int D> struct Stage {
+    static constexpr int value = D == 128 ? 1 : 4;
+};
 
-// Keys [k0, k0 + nk) of the group (row s at kg + s * stride) into Ks, Vs
-// (16 x (D + 8) bf16 each) by cp.async, CTA-wide; rows >= nk zero-filled.
-template <int D>
-__device__ __forceinline__ void load_kv(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
-                                        const __nv_bfloat16 *vg, size_t stride, size_t k0, int nk)
+// One 16-key sub-tile of a key stream: keys [k0, k0 + nk) (nk = 0: none),
+// whether this warp has a row that may see one of them (warp-uniform) and the
+// token mask (bit u: token t0 + u may see its keys).
+struct Sub {
+    size_t k0;
+    int nk;
+    bool need;
+    unsigned int tm;
+};
+
+// Sub-tile x of a stream of ntiles (past the end: empty).
+template <typename Desc> __device__ __forceinline__ Sub sub_at(Desc &desc, size_t x, size_t ntiles)
+{
+    Sub sd = { 0, 0, false, 0u };
+    if (x < ntiles) desc(x, sd.k0, sd.nk, sd.need, sd.tm);
+    return sd;
+}
+
+// Whether stage y (sub-tiles NT y .. NT y + NT - 1) has a key (CTA-uniform).
+template <int NT, typename Desc>
+__device__ __forceinline__ bool stage_any(Desc &desc, size_t y, size_t ntiles)
+{
+    bool any = false;
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) any = any || sub_at(desc, (size_t)NT * y + (size_t)j, ntiles).nk > 0;
+    return any;
+}
+
+// Stage y's sub-tiles into Ks, Vs (16 NT x (D + 8) bf16 each; sub-tile j in
+// rows 16j..16j+15) by cp.async, CTA-wide; rows past a sub-tile's keys zero-filled.
+template <int D, int NT, typename Desc>
+__device__ __forceinline__ void load_stage(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
+                                           const __nv_bfloat16 *vg, size_t stride, Desc &desc, size_t y,
+                                           size_t ntiles)
 {
     constexpr int kC = D / 8, LDS = D + 8;
-    for (int c = threadIdx.x; c < 16 * kC; c += kThreadsS) {
-        const int r = c / kC, col = (c % kC) * 8;
-        const bool in = r < nk;
-        const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
-        cp_async16(Ks + r * LDS + col, kg + at, in ? 16u : 0u);
-        cp_async16(Vs + r * LDS + col, vg + at, in ? 16u : 0u);
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) {
+        const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
+        const size_t k0 = sd.nk > 0 ? sd.k0 : 0; // an empty sub-tile zero-fills from key 0
+        for (int c = threadIdx.x; c < 16 * kC; c += kThreadsS) {
+            const int r = c / kC, col = (c % kC) * 8;
+            const bool in = r < sd.nk;
+            const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
+            cp_async16(Ks + (16 * j + r) * LDS + col, kg + at, in ? 16u : 0u);
+            cp_async16(Vs + (16 * j + r) * LDS + col, vg + at, in ? 16u : 0u);
+        }
     }
 }
 
 // The rows a lane holds (slots i = 0, 1: rows 16 warp + g8 + 8 i of the CTA).
 struct Rows {
-    size_t t[2];    // token
-    size_t grow[2]; // row of out / lse ((b, t, h) flattened)
-    int tok[2];     // token index within the CTA (bit of a union mask)
-    bool ok[2];     // a real row (padding rows see no key)
+    size_t t[2]; // token
+    int tok[2];  // token index within the CTA (bit of a union mask)
+    bool ok[2];  // a real row (padding rows see no key)
 };
 
-// One 16-key tile [k0, k0 + nk) for this warp: keys visible to row slot i iff
-// vis(i, s, tm) (tm: the tile's token mask). S = Q K^T, masked online softmax, O += P V (P in bf16).
-template <int D, typename Vis>
-__device__ __forceinline__ void tile_step(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw,
-                                          const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t k0, int nk,
-                                          unsigned int tm, float scale_log2, int lane, Vis vis)
+// Stage y for this warp: vis(i, k0, nk, tm, lo, hi) gives the keys
+// k0 + [lo, hi) of a sub-tile that row slot i sees (0 <= lo, hi <= nk). S = Q
+// K^T per needed sub-tile, one masked online-softmax step over the stage, O +=
+// P V (P in bf16). Unneeded sub-tiles add nothing (their keys are masked for
+// every row of the warp).
+template <int D, int NT, typename Desc, typename Vis>
+__device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw,
+                                           const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, Desc &desc,
+                                           size_t y, size_t ntiles, float scale_log2, int lane, Vis &vis)
 {
     constexpr int LDS = D + 8;
     const int t4 = lane & 3;
-    float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+    // The lane's visibility bits first (then no descriptor stays live): bit 8 j
+    // + 4 i + 2 n + c: row slot i sees key 8 n + 2 t4 + c of sub-tile j.
+    unsigned int needm = 0u, seen = 0u; // needm bit j: this warp computes sub-tile j
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) {
+        const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
+        if (sd.nk == 0 || !sd.need) continue;
+        needm |= 1u << j;
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            int lo = 0, hi = 0;
+            vis(i, sd.k0, sd.nk, sd.tm, lo, hi);
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int c = 0; c < 2; ++c) {
+                const int jj = 8 * n + 2 * t4 + c;
+                if (jj >= lo && jj < hi) seen |= 1u << (8 * j + 4 * i + 2 * n + c);
+            }
+        }
+    }
+    if (needm == 0u) return;
+    float s[2 * NT][4];
+    MF_UNROLL
+    for (int n = 0; n < 2 * NT; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
     MF_UNROLL
     for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t qa[4], b[4];
+        uint32_t qa[4];
         ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-        ldsm_x4(b, Ks + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-        mma_x2(s[0], s[1], qa, b);
+        MF_UNROLL
+        for (int j = 0; j < NT; ++j) {
+            if (((needm >> j) & 1u) == 0u) continue;
+            uint32_t b[4];
+            ldsm_x4(b, Ks + (16 * j + (lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
+            mma_x2(s[2 * j], s[2 * j + 1], qa, b);
+        }
     }
-    // element e of n8 tile n: row slot e >> 1, key k0 + 8 n + 2 t4 + (e & 1)
+    // element e of n8 tile 2 j + n: row slot e >> 1, key k0_j + 8 n + 2 t4 + (e & 1)
     float mx[2] = { -INFINITY, -INFINITY };
     MF_UNROLL
+    for (int j = 0; j < NT; ++j) MF_UNROLL
     for (int n = 0; n < 2; ++n) MF_UNROLL
     for (int e = 0; e < 4; ++e) {
-        const int j = 8 * n + 2 * t4 + (e & 1);
-        const float x = j < nk && vis(e >> 1, k0 + (size_t)j, tm) ? s[n][e] * scale_log2 : -INFINITY;
-        s[n][e] = x;
+        const bool on = ((seen >> (8 * j + 4 * (e >> 1) + 2 * n + (e & 1))) & 1u) != 0u;
+        const float x = on ? s[2 * j + n][e] * scale_log2 : -INFINITY;
+        s[2 * j + n][e] = x;
         mx[e >> 1] = nan_max(mx[e >> 1], x);
     }
     float corr[2], mu[2];
     online_max_step(acc.m, mx, corr, mu);
     float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
-    for (int n = 0; n < 2; ++n) MF_UNROLL
+    for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
     for (int e = 0; e < 4; ++e) {
         const float p = exp2f(s[n][e] - mu[e >> 1]);
         s[n][e] = p;
@@ -503,79 +579,75 @@ __device__ __forceinline__ void tile_step(nsa_mma::Acc<D> &acc, const __nv_bfloa
     }
     MF_UNROLL
     for (int r = 0; r < 2; ++r) acc.l[r] = acc.l[r] * corr[r] + quad_sum(rs[r]);
-    uint32_t pa[4];
-    c_to_a(pa, s[0], s[1]); // P in bf16 (what a bf16 kernel multiplies)
     MF_UNROLL
-    for (int np = 0; np < D / 16; ++np) {
+    for (int n = 0; n < D / 8; ++n) {
+        acc.o[n][0] *= corr[0];
+        acc.o[n][1] *= corr[0];
+        acc.o[n][2] *= corr[1];
+        acc.o[n][3] *= corr[1];
+    }
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) {
+        if (((needm >> j) & 1u) == 0u) continue;
+        uint32_t pa[4];
+        c_to_a(pa, s[2 * j], s[2 * j + 1]); // P in bf16 (what a bf16 kernel multiplies)
         MF_UNROLL
-        for (int h = 0; h < 2; ++h) {
-            acc.o[2 * np + h][0] *= corr[0];
-            acc.o[2 * np + h][1] *= corr[0];
-            acc.o[2 * np + h][2] *= corr[1];
-            acc.o[2 * np + h][3] *= corr[1];
+        for (int np = 0; np < D / 16; ++np) {
+            uint32_t b[4];
+            ldsm_x4_t(b,
+                      Vs + (16 * j + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
         }
-        uint32_t b[4];
-        ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
-        mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
     }
 }
 
-// The tiles x < ntiles of one key stream, CTA-wide and double-buffered:
-// desc(x, k0, nk, need, tm) gives tile x's first key, its key count (0: no
-// tile), whether this warp has a row that sees any of its keys (warp-uniform)
-// and the tile's token mask (bit u: token t0 + u may see its keys).
-// Every thread calls it with the same ntiles and desc results (CTA-uniform
-// barriers); the caller's barrier precedes it, and it ends with one.
-template <int D, typename Desc, typename Vis>
+// The sub-tiles x < ntiles of one key stream, CTA-wide, NT per stage and
+// double-buffered: desc(x, k0, nk, need, tm) describes sub-tile x (see Sub).
+// A stage without keys is skipped. Every thread calls it with the same ntiles
+// and desc results (CTA-uniform barriers); the caller's barrier precedes it,
+// and it ends with one.
+template <int D, int NT, typename Desc, typename Vis>
 __device__ __forceinline__ void
-run_stream(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw, __nv_bfloat16 (*Kt)[16 * (D + 8)],
-           __nv_bfloat16 (*Vt)[16 * (D + 8)], const __nv_bfloat16 *kg, const __nv_bfloat16 *vg, size_t stride,
-           size_t ntiles, float scale_log2, int lane, Desc desc, Vis vis)
+run_stream(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw, __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
+           __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg, const __nv_bfloat16 *vg,
+           size_t stride, size_t ntiles, float scale_log2, int lane, Desc desc, Vis vis)
 {
-    size_t k0 = 0;
-    int nk = 0;
-    bool need = false;
-    unsigned int tm = 0u;
-    size_t x = 0;
-    while (x < ntiles && (desc(x, k0, nk, need, tm), nk == 0)) ++x;
-    if (x >= ntiles) return;
-    load_kv<D>(Kt[0], Vt[0], kg, vg, stride, k0, nk);
+    const size_t nst = (ntiles + NT - 1) / NT;
+    size_t y = 0;
+    while (y < nst && !stage_any<NT>(desc, y, ntiles)) ++y;
+    if (y >= nst) return;
+    load_stage<D, NT>(Kt[0], Vt[0], kg, vg, stride, desc, y, ntiles);
     cp_async_commit();
-    for (int buf = 0; x < ntiles; buf ^= 1) {
-        size_t k0n = 0;
-        int nkn = 0;
-        bool needn = false;
-        unsigned int tmn = 0u;
-        size_t xn = x + 1;
-        while (xn < ntiles && (desc(xn, k0n, nkn, needn, tmn), nkn == 0)) ++xn;
-        if (xn < ntiles) { // prefetch tile xn into the other buffer (consumed before the last barrier)
-            load_kv<D>(Kt[buf ^ 1], Vt[buf ^ 1], kg, vg, stride, k0n, nkn);
+    for (int buf = 0; y < nst; buf ^= 1) {
+        size_t yn = y + 1;
+        while (yn < nst && !stage_any<NT>(desc, yn, ntiles)) ++yn;
+        if (yn < nst) { // prefetch stage yn into the other buffer (consumed before the last barrier)
+            load_stage<D, NT>(Kt[buf ^ 1], Vt[buf ^ 1], kg, vg, stride, desc, yn, ntiles);
             cp_async_commit();
             cp_async_wait_1();
         } else {
             cp_async_wait_all();
         }
-        __syncthreads(); // tile x landed for every thread
-        if (need) tile_step<D>(acc, Qw, Kt[buf], Vt[buf], k0, nk, tm, scale_log2, lane, vis);
-        __syncthreads(); // tile x consumed before its buffer is refilled
-        x = xn;
-        k0 = k0n;
-        nk = nkn;
-        need = needn;
-        tm = tmn;
+        __syncthreads(); // stage y landed for every thread
+        stage_step<D, NT>(acc, Qw, Kt[buf], Vt[buf], desc, y, ntiles, scale_log2, lane, vis);
+        __syncthreads(); // stage y consumed before its buffer is refilled
+        y = yn;
     }
 }
 
 // out[row] += gate * o / l for the lane's real rows; lse column x.
 template <int D>
 __device__ __forceinline__ void finish_rows(const nsa_mma::Acc<D> &acc, const Rows &rw, float *out,
-                                            float *lse, const __nv_bfloat16 *gate, int x, int lane)
+                                            float *lse, const __nv_bfloat16 *gate, int x, const NsaShape &sh,
+                                            size_t b, size_t g, int lane)
 {
     const int t4 = lane & 3;
     MF_UNROLL
     for (int i = 0; i < 2; ++i) {
         if (!rw.ok[i]) continue;
-        const size_t row = rw.grow[i];
+        // row r = 16 warp + lane / 4 + 8 i of the CTA: head r % G of token t
+        const size_t r = (size_t)(16 * (threadIdx.x >> 5) + (lane >> 2) + 8 * i);
+        const size_t row = (b * sh.S + rw.t[i]) * sh.Hq + g * sh.G + r % sh.G;
         const float w = __bfloat162float(gate[row]) / acc.l[i];
         MF_UNROLL
         for (int n = 0; n < D / 8; ++n) {
@@ -596,11 +668,17 @@ __device__ __forceinline__ int warp_min_i(int x)
     }
     return x;
 }
+
+// hi: the keys k0 + [0, hi) of a sub-tile of nk keys that are <= t.
+__device__ __forceinline__ int causal_hi(size_t t, size_t k0, int nk)
+{
+    return t < k0 ? 0 : (t - k0 < (size_t)nk ? (int)(t - k0) + 1 : nk);
+}
 } // namespace nsa_sw
 
-// mf-budget: regs<=192 smem<=36864 spill=0  (sm_90 measured: regs 124/128/164/186, smem 6404/10500/18692/35076 at D = 16/32/64/128, stack 0)
+// mf-budget: regs<=208 smem<=47104 spill=0  (sm_90 measured: regs 160/177/205/197, smem 15620/25860/46340/35076 at D = 16/32/64/128, stack 0; 64-key stages (16 at D = 128); min 2 CTAs per SM: ptxas otherwise capped some at 168 and spilled)
 template <int D>
-__global__ void __launch_bounds__(nsa_sw::kThreadsS)
+__global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
                        const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
                        const __nv_bfloat16 *__restrict__ g_win, const int32_t *__restrict__ sel,
@@ -610,10 +688,10 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS)
     using namespace nsa_sw;
     using nsa_mma::Acc;
     using nsa_mma::acc_init;
-    constexpr int LDS = D + 8;
+    constexpr int LDS = D + 8, NT = Stage<D>::value;
     __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Kt[2][16 * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Kt[2][16 * NT * LDS];
+    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * NT * LDS];
     __shared__ int ulist[kChunk];          // union blocks of one merge round, increasing
     __shared__ unsigned int umask[kChunk]; //   and the tokens (bits) that selected each
     __shared__ int ucnt;
@@ -632,7 +710,6 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS)
             rw.ok[i] = r < nrows;
             rw.tok[i] = rw.ok[i] ? (int)(r / sh.G) : 0;
             rw.t[i] = t0 + (size_t)rw.tok[i];
-            rw.grow[i] = rw.ok[i] ? (b * sh.S + rw.t[i]) * sh.Hq + g * sh.G + r % sh.G : 0;
         }
         // this warp's tokens [wt0, wt1] (none when its rows are all padding)
         const size_t wr0 = (size_t)(16 * warp), wr1 = wr0 + 16 < nrows ? wr0 + 16 : nrows;
@@ -658,7 +735,7 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS)
         size_t ptr = 0;
         int hv = INT_MAX; // the lane's next selected block (INT_MAX: none left)
         if (mine && sh.n > 0 && srow[0] >= 0) hv = srow[0];
-        const size_t ntb = (sh.ls + 15) / 16; // tiles per selection block
+        const size_t ntb = (sh.ls + 15) / 16; // sub-tiles per selection block
         for (;;) {
             __syncthreads(); // the previous round's list is consumed
             if (warp == 0) {
@@ -682,25 +759,26 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS)
             __syncthreads();
             const int cnt = ucnt;
             if (cnt == 0) break;
-            run_stream<D>(
+            run_stream<D, NT>(
                 acc, Qw, Kt, Vt, kg, vg, kstride, (size_t)cnt * ntb, scale_log2, lane,
                 [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
-                    const size_t s0 = (size_t)ulist[x / ntb] * sh.ls,
+                    const size_t u = x / ntb, s0 = (size_t)ulist[u] * sh.ls,
                                  bend = s0 + sh.ls < tend ? s0 + sh.ls : tend;
-                    k0 = s0 + 16 * (x % ntb);
+                    k0 = s0 + 16 * (x - u * ntb);
                     nk = k0 < bend ? (bend - k0 < 16 ? (int)(bend - k0) : 16) : 0;
-                    tm = umask[x / ntb];
+                    tm = umask[u];
                     need = (tm & wmask) != 0u && k0 <= wt1;
                 },
-                [&](int i, size_t s, unsigned int m) {
-                    return rw.ok[i] && ((m >> rw.tok[i]) & 1u) != 0u && s <= rw.t[i];
+                [&](int i, size_t k0, int nk, unsigned int tm, int &lo, int &hi) {
+                    lo = 0;
+                    hi = rw.ok[i] && ((tm >> rw.tok[i]) & 1u) != 0u ? causal_hi(rw.t[i], k0, nk) : 0;
                 });
         }
-        finish_rows<D>(acc, rw, out, lse, g_slc, 1, lane);
+        finish_rows<D>(acc, rw, out, lse, g_slc, 1, sh, b, g, lane);
         // sliding window: keys [t0 + 1 - w, tend)
         acc_init(acc);
         const size_t wlo = t0 + 1 > sh.w ? t0 + 1 - sh.w : 0;
-        run_stream<D>(
+        run_stream<D, NT>(
             acc, Qw, Kt, Vt, kg, vg, kstride, (tend - wlo + 15) / 16, scale_log2, lane,
             [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
                 k0 = wlo + 16 * x;
@@ -708,8 +786,13 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS)
                 need = wany && k0 <= wt1 && k0 + (size_t)nk + sh.w > wt0 + 1;
                 tm = 0xffffffffu;
             },
-            [&](int i, size_t s, unsigned int) { return rw.ok[i] && s <= rw.t[i] && s + sh.w > rw.t[i]; });
-        finish_rows<D>(acc, rw, out, lse, g_win, 2, lane);
+            [&](int i, size_t k0, int nk, unsigned int, int &lo, int &hi) {
+                // s sees t - w < s <= t: the first visible key is t + 1 - w
+                const size_t first = rw.t[i] + 1 > sh.w ? rw.t[i] + 1 - sh.w : 0;
+                lo = first <= k0 ? 0 : (first - k0 < (size_t)nk ? (int)(first - k0) : nk);
+                hi = rw.ok[i] ? causal_hi(rw.t[i], k0, nk) : 0;
+            });
+        finish_rows<D>(acc, rw, out, lse, g_win, 2, sh, b, g, lane);
     }
 }
 
