@@ -101,7 +101,9 @@
  * the logits never reach global memory. bf16 inputs: one CTA (8 warps) per
  * 128-row block streams 128-column vocabulary tiles, z = hidden . W_tile^T on
  * mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) fed by ldmatrix from a
- * cp.async double-buffered pipeline over D; f32 inputs: one CTA (4 warps) per
+ * cp.async double-buffered pipeline over D, or on sm_90a by two warpgroups'
+ * wgmma.mma_async.m64n128k16 from 128B-swizzled shared memory (opts->mma_path;
+ * the backward's gradient products stay on mma.sync); f32 inputs: one CTA (4 warps) per
  * 64-row block, 64-column tiles, fp32 FMAs (SIMT, so the f32 tolerance rows
  * apply unchanged). Bias and softcap in registers, online max / sum-exp,
  * target logit and smoothing sum on the fly; the forward writes lse and the
@@ -116,7 +118,8 @@
  *                                  the last bits may differ run to run (more
  *                                  than one row block: N > 128 bf16, N > 64 f32;
  *                                  bf16 grad_bias: 4 atomics per CTA, one per
- *                                  32-row warp strip, even for one block)
+ *                                  32-row warp strip, even for one block; 8 on
+ *                                  the wgmma path, one per 16-row warp strip)
  * The label count for the mean stays on the device (the kernels read
  * 1/n_valid there); the out-of-range check is a deferred check of the context
  * (no read-back, no synchronization in the call: on a bad label the next
