@@ -41,8 +41,11 @@
 #include "cross_entropy.cuh"
 
 #include <cuda_bf16.h>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace MF_NS {
@@ -551,6 +554,221 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                   part[2][0][tid] + part[2][1][tid]);
 }
 
+// ==== bf16 on sm_90a: warpgroup MMA (wgmma) =========================================
+// The same CTA walk as the mma.sync kernels (128-row blocks, 128-column vocabulary
+// tiles, 8 warps), with the logits tile computed by the two warpgroups of the CTA:
+// warpgroup wg = warp / 4 owns rows 64 wg .. 64 wg + 63 and all 128 columns, one
+// wgmma.mma_async.m64n128k16 per 16 of D (A = hidden rows, B = W rows, both K-major
+// in shared memory, read through matrix descriptors). Its accumulator layout: warp
+// w = warp % 4 of the warpgroup owns rows 16 w .. 16 w + 15, and per 8-column block
+// the mma.m16n8 pattern, so a thread holds acc[0][f][i] = row 16 w + g + 8 (i >> 1),
+// column 8 f + 2 t + (i & 1): the epilogue helpers above (for_each_frag's
+// layout with MT = 1, NF = 16) apply unchanged, and a row's 128 columns sit in the 4
+// lanes of one quad (no cross-warp combine).
+// Operands stream over D in 64-wide slices (128-byte rows, the 128-byte swizzle:
+// the 16-byte chunk c of row r at chunk c ^ (r % 8)) through two 32 KiB stages of
+// dynamic shared memory (1024-byte aligned: the swizzle's period) filled by
+// cp.async one slice ahead (plain loads when D % 8 != 0 or a base is unaligned).
+// Compiled with a real body where the wgmma instructions exist (sm_90a code, or
+// host mode); elsewhere the kernels are stubs that trap, and the launcher never
+// picks them (wgmma_available()).
+#if defined(__CUDAHOST__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MF_CE_WGMMA 1
+#else
+#define MF_CE_WGMMA 0
+#endif
+constexpr int kWgBK = 64;                            // slice of D per stage: 128-byte rows
+constexpr int kWgOperandBytes = kTcBM * kWgBK * 2;   // one operand of a stage: 16 KiB
+constexpr int kWgStageBytes = 2 * kWgOperandBytes;   // hidden slice + W slice
+constexpr size_t kWgStagesBytes = 2 * kWgStageBytes; // double-buffered: 64 KiB
+constexpr size_t kWgAlign = 1024;                    // slack to align the dynamic smem base
+constexpr size_t kWgFwdSmem = kWgAlign + kWgStagesBytes;
+constexpr size_t kWgBwdSmem = kWgAlign + kWgStagesBytes + sizeof(bf16) * kTcBM * kTcLdg;
+static_assert(kTcBM == kTcBN && kTcBM == 128, "two m64 warpgroups x n128");
+static_assert(2 * sizeof(TcStage) <= kWgStagesBytes,
+              "the backward's gradient stages fit in the wgmma stages");
+
+// The first 1024-byte boundary of the shared state space at or after p.
+__device__ __forceinline__ unsigned char *wg_align(unsigned char *p)
+{
+    return p + ((kWgAlign - (smem_u32(p) & (kWgAlign - 1))) & (kWgAlign - 1));
+}
+
+// Byte offset of element (r, k) (k < 64) of a 128-row K-major operand with 128-byte rows
+// and the 128-byte swizzle.
+__device__ __forceinline__ int wg_sw128(int r, int k)
+{
+    return r * 128 + ((((k >> 3) ^ (r & 7)) << 4) | ((k & 7) << 1));
+}
+
+// Shared-memory matrix descriptor (PTX ISA 9.7.15.5.1): start address, LBO and SBO in
+// 16-byte units, swizzle mode 1 = 128-byte. K-major 128B-swizzled: SBO = 1024 (the next
+// 8 rows), LBO unused (16).
+__device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t addr)
+{
+    return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)(16u >> 4) << 16) |
+           ((uint64_t)(1024u >> 4) << 32) | ((uint64_t)1 << 62);
+}
+
+__device__ __forceinline__ void wg_fence()
+{
+#if MF_CE_WGMMA
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_commit()
+{
+#if MF_CE_WGMMA
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_wait_all()
+{
+#if MF_CE_WGMMA
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// cp.async / plain stores (generic proxy) before wgmma's reads (async proxy)
+__device__ __forceinline__ void wg_fence_proxy()
+{
+#if MF_CE_WGMMA
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// d (64 x 128 fp32: this thread's 64) = A (64 x 16, desc) . B (16 x 128, desc) + (accumulate ? d : 0);
+// both K-major (imm-trans 0), scales +1.
+__device__ __forceinline__ void wg_mma_n128(float (&d)[64], uint64_t da, uint64_t db, int accumulate)
+{
+#if MF_CE_WGMMA
+    asm volatile("{\n"
+                 ".reg .pred acc_in;\n"
+                 "setp.ne.b32 acc_in, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, acc_in, 1, 1, 0, 0;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+                   "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+                   "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+                   "+f"(d[63])
+                 : "l"(da), "l"(db), "r"(accumulate));
+#else
+    (void)d, (void)da, (void)db, (void)accumulate;
+#endif
+}
+
+// Stage (at st, 1024-byte aligned) <- hidden[row0 .. +127, k0 .. +63] (first 16 KiB) and
+// W[v0 .. +127, k0 .. +63] (next 16 KiB), 128B-swizzled K-major, zero outside [0, N) x [0, D)
+// and [0, V) x [0, D). vec: cp.async 16-byte chunks (complete at a wait); else plain loads.
+__device__ __forceinline__ void wg_load_stage(unsigned char *st, const bf16 *__restrict__ hidden,
+                                              const bf16 *__restrict__ weight, size_t N, size_t D, size_t V,
+                                              size_t row0, size_t v0, size_t k0, bool vec)
+{
+    const int tid = threadIdx.x;
+    if (vec) {
+        constexpr int kChunks = kWgBK / 8; // 16-byte chunks per row
+        MF_UNROLL
+        for (int c = tid; c < 2 * kTcBM * kChunks; c += kTcThreads) {
+            const int r = c / kChunks, kc = c % kChunks;
+            const bool is_a = r < kTcBM;
+            const int rr = is_a ? r : r - kTcBM;
+            const size_t row = (is_a ? row0 : v0) + (size_t)rr, col = k0 + (size_t)(8 * kc);
+            const bool in = row < (is_a ? N : V) && col < D;
+            const bf16 *src = (is_a ? hidden : weight) + (in ? row * D + col : 0);
+            cp_async16(st + (is_a ? 0 : kWgOperandBytes) + wg_sw128(rr, 8 * kc), src, in ? 16u : 0u);
+        }
+    } else {
+        const bf16 zero = __float2bfloat16(0.0f);
+        for (int e = tid; e < kTcBM * kWgBK; e += kTcThreads) {
+            const int r = e / kWgBK, k = e % kWgBK;
+            const size_t col = k0 + (size_t)k, row = row0 + (size_t)r, v = v0 + (size_t)r;
+            const int off = wg_sw128(r, k);
+            *reinterpret_cast<bf16 *>(st + off) = (row < N && col < D) ? hidden[row * D + col] : zero;
+            *reinterpret_cast<bf16 *>(st + kWgOperandBytes + off) =
+                (v < V && col < D) ? weight[v * D + col] : zero;
+        }
+    }
+}
+
+// acc (warpgroup warp / 4's 64 x 128 logits, layout above) = hidden[row0 + ., :] .
+// W[v0 + ., :]^T. smem: the two stages (1024-byte aligned). Every thread calls it; it
+// ends with a barrier, so the stages are free on return.
+__device__ __forceinline__ void wg_logits_tile(float (&acc)[1][16][4], unsigned char *smem,
+                                               const bf16 *__restrict__ hidden,
+                                               const bf16 *__restrict__ weight, size_t N, size_t D, size_t V,
+                                               size_t row0, size_t v0, bool vec)
+{
+    float(&d)[64] = reinterpret_cast<float(&)[64]>(acc);
+    const uint32_t a_off = (uint32_t)((threadIdx.x >> 7) * 64 * 128); // the warpgroup's 64 rows
+    const size_t n_slices = (D + kWgBK - 1) / kWgBK;
+    wg_load_stage(smem, hidden, weight, N, D, V, row0, v0, 0, vec);
+    cp_async_commit();
+    for (size_t s = 0; s < n_slices; ++s) {
+        if (s + 1 < n_slices) // prefetch: its stage was released by the last barrier
+            wg_load_stage(smem + ((s + 1) & 1) * kWgStageBytes, hidden, weight, N, D, V, row0, v0,
+                          (s + 1) * kWgBK, vec);
+        cp_async_commit();
+        cp_async_wait_1();
+        wg_fence_proxy(); // this thread's stage writes, before the barrier publishes them to wgmma
+        __syncthreads();
+        const uint32_t base = smem_u32(smem + (s & 1) * kWgStageBytes);
+        wg_fence(); // the accumulators were last written by ordinary instructions
+        MF_UNROLL
+        for (int kk = 0; kk < kWgBK / 16; ++kk) // k16 steps: +32 bytes inside the swizzled rows
+            wg_mma_n128(d, wg_desc_sw128(base + a_off + 32u * kk),
+                        wg_desc_sw128(base + kWgOperandBytes + 32u * kk), s > 0 || kk > 0);
+        wg_commit();
+        wg_wait_all();
+        __syncthreads(); // stage s & 1 is consumed: the next prefetch may overwrite it
+    }
+}
+
+// ---- bf16 forward on wgmma: lse and row losses --------------------------------------
+// A thread's 2 rows (16 w + g, + 8 of its warpgroup's 64) over all 128 columns of every
+// tile: the online statistics need only the quad (fwd_tile), no column-half combine.
+// mf-budget: regs<=200 smem<=0 stack<=0 spill=0  (sm_90a: 178 regs; dynamic smem kWgFwdSmem = 66,560 B)
+__global__ void __launch_bounds__(kTcThreads, 1)
+    ce_fused_fwd_wgmma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
+                              const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
+                              FusedParams p, int vec)
+{
+#if MF_CE_WGMMA
+    extern __shared__ __align__(16) unsigned char ce_tc_smem[];
+    unsigned char *smem = wg_align(ce_tc_smem);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const size_t row0 = (size_t)blockIdx.x * kTcBM;
+    const size_t rbase = row0 + (size_t)(64 * (warp >> 2) + 16 * (warp & 3) + g);
+    int ys[2]; // rows rbase, rbase + 8
+    float m[2], l[2], sum_s[2], s_y[2];
+    fwd_init(labels, p, rbase, ys, m, l, sum_s, s_y);
+    float acc[1][16][4];
+    for (size_t v0 = 0; v0 < p.V; v0 += kTcBN) {
+        wg_logits_tile(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
+        fwd_tile(acc, v0 + (size_t)(2 * t), bias, p, ys, m, l, sum_s, s_y);
+    }
+    fwd_quad_sums(l, sum_s, s_y);
+    MF_UNROLL
+    for (int h = 0; h < 2; ++h) {
+        const size_t row = rbase + (size_t)(8 * h);
+        if (t == 0 && row < p.N) fwd_store_row(p, row, m[h], l[h], ys[h] >= 0, s_y[h], sum_s[h]);
+    }
+#else
+    (void)hidden, (void)weight, (void)bias, (void)labels, (void)p, (void)vec;
+    __trap(); // no sm_90a code: the launcher never picks this kernel
+#endif
+}
+
 // ---- bf16 backward -----------------------------------------------------------------
 // The vocabulary is walked in strips of kTcStrip 128-column tiles. Per tile of a
 // strip: recompute the 128 x 128 logits with tc_logits_tile, form dL/dz in
@@ -569,42 +787,51 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 //              atomicAdd: row blocks arrive in the order the CTAs run.
 // grad_bias: column sums of the fp32 dL/dz, reduced over the warp's rows by
 // shuffles, one atomicAdd per column per 32-row warp strip (4 per CTA).
-// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md; dynamic smem kTcBwdSmem = 174,080 B)
-__global__ void __launch_bounds__(kTcThreads, 1)
-    ce_fused_bwd_mma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
-                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels, FusedParams p,
-                            int vec, float *__restrict__ grad_hidden, float *__restrict__ grad_weight,
-                            float *__restrict__ grad_bias)
+//
+// The body is shared with the wgmma kernel (kWg: the recompute on wgmma, 2 warpgroups x
+// 64 rows x 128 columns, stages of kWgStagesBytes; the gradient phase the same). smem: the
+// dynamic shared memory (kWg: 1024-byte aligned), stages first, then the strip's G.
+// Per-thread accumulator geometry: MT m16 tiles x NF n8 blocks, row slot r = row
+// rbase + 8 r of the block, first column cbase of the tile.
+template <bool kWg>
+__device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
+                                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
+                                            const FusedParams &p, int vec, float *__restrict__ grad_hidden,
+                                            float *__restrict__ grad_weight, float *__restrict__ grad_bias,
+                                            unsigned char *smem, float *row_lse, float *row_g, int *row_y)
 {
-    extern __shared__ __align__(16) unsigned char ce_tc_smem[];
-    TcStage *st = reinterpret_cast<TcStage *>(ce_tc_smem);
-    bf16(*sg)[kTcLdg] = reinterpret_cast<bf16(*)[kTcLdg]>(ce_tc_smem + 2 * sizeof(TcStage));
-    __shared__ float row_lse[kTcBM], row_g[kTcBM];
-    __shared__ int row_y[kTcBM];
+    constexpr int MT = kWg ? 1 : 2, NF = kWg ? 16 : 8;
+    TcStage *st = reinterpret_cast<TcStage *>(smem);
+    bf16(*sg)[kTcLdg] =
+        reinterpret_cast<bf16(*)[kTcLdg]>(smem + (kWg ? kWgStagesBytes : 2 * sizeof(TcStage)));
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
+    const int rbase = kWg ? 64 * (warp >> 2) + 16 * (warp & 3) + g : 32 * wm + g;
+    const int cbase = kWg ? 2 * t : 64 * wn + 2 * t;
     const size_t row0 = (size_t)blockIdx.x * kTcBM;
     bwd_row_stats(labels, p, row0, kTcBM, row_y, row_g,
-                  row_lse); // (visible after tc_logits_tile's first barrier)
+                  row_lse); // (visible after the logits tile's first barrier)
     const bool want_gh = grad_hidden != nullptr, want_gw = grad_weight != nullptr;
     const bool is_vec = vec != 0;
     const int role = warp >> 2, wi = warp & 3, q8 = lane >> 3; // role 0: grad_hidden, 1: grad_W
     const size_t n_slices = (p.D + kTcBK - 1) / kTcBK;
-    float acc[2][8][4];
+    float acc[MT][NF][4];
     for (size_t vs = 0; vs < p.V; vs += (size_t)kTcBN * kTcStrip) {
         const size_t left = (p.V - vs + kTcBN - 1) / kTcBN;
         const int n_tiles = left < (size_t)kTcStrip ? (int)left : kTcStrip;
         unsigned keep_mask = 0; // tiles of the strip with a |dL/dz| >= filter
         for (int tt = 0; tt < n_tiles; ++tt) {
             const size_t v0 = vs + (size_t)(tt * kTcBN);
-            tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
-            const int keep =
-                dlogit_tile(acc, v0 + (size_t)(64 * wn + 2 * t), 32 * wm + g, bias, p, row_y, row_lse, row_g);
+            if constexpr (kWg)
+                wg_logits_tile(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
+            else
+                tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
+            const int keep = dlogit_tile(acc, v0 + (size_t)cbase, rbase, bias, p, row_y, row_lse, row_g);
             MF_UNROLL
-            for (int mt = 0; mt < 2; ++mt) {
+            for (int mt = 0; mt < MT; ++mt) {
                 MF_UNROLL
-                for (int f = 0; f < 8; ++f) {
-                    const int r = 32 * wm + 16 * mt + g, c = tt * kTcBN + 64 * wn + 8 * f + 2 * t;
+                for (int f = 0; f < NF; ++f) {
+                    const int r = rbase + 16 * mt, c = tt * kTcBN + cbase + 8 * f;
                     *reinterpret_cast<__nv_bfloat162 *>(&sg[r][c]) =
                         __floats2bfloat162_rn(acc[mt][f][0], acc[mt][f][1]);
                     *reinterpret_cast<__nv_bfloat162 *>(&sg[r + 8][c]) =
@@ -616,14 +843,19 @@ __global__ void __launch_bounds__(kTcThreads, 1)
             keep_mask |= 1u << tt;
             if (grad_bias != nullptr) {
                 MF_UNROLL
-                for (int f = 0; f < 8; ++f) {
+                for (int f = 0; f < NF; ++f) {
                     MF_UNROLL
                     for (int c = 0; c < 2; ++c) {
-                        float s = acc[0][f][c] + acc[0][f][c + 2] + acc[1][f][c] + acc[1][f][c + 2];
+                        float s = acc[0][f][c] + acc[0][f][c + 2];
+                        MF_UNROLL
+                        for (int mt = 1; mt < MT; ++mt) {
+                            s += acc[mt][f][c];
+                            s += acc[mt][f][c + 2];
+                        }
                         s += __shfl_xor_sync(0xffffffffu, s, 4);
                         s += __shfl_xor_sync(0xffffffffu, s, 8);
                         s += __shfl_xor_sync(0xffffffffu, s, 16);
-                        const size_t j = v0 + (size_t)(64 * wn + 8 * f + 2 * t + c);
+                        const size_t j = v0 + (size_t)(cbase + 8 * f + c);
                         if (g == 0 && j < p.V) atomicAdd(grad_bias + j, s);
                     }
                 }
@@ -707,16 +939,144 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     }
 }
 
+// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md; dynamic smem kTcBwdSmem = 174,080 B)
+__global__ void __launch_bounds__(kTcThreads, 1)
+    ce_fused_bwd_mma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
+                            const bf16 *__restrict__ bias, const int64_t *__restrict__ labels, FusedParams p,
+                            int vec, float *__restrict__ grad_hidden, float *__restrict__ grad_weight,
+                            float *__restrict__ grad_bias)
+{
+    extern __shared__ __align__(16) unsigned char ce_tc_smem[];
+    __shared__ float row_lse[kTcBM], row_g[kTcBM];
+    __shared__ int row_y[kTcBM];
+    tc_bwd_body<false>(hidden, weight, bias, labels, p, vec, grad_hidden, grad_weight, grad_bias, ce_tc_smem,
+                       row_lse, row_g, row_y);
+}
+
+// ---- bf16 backward with the recompute on wgmma (sm_90a) ---------------------------
+// tc_bwd_body<true>: the logits tile of each strip's tiles by wg_logits_tile (two
+// warpgroups x m64n128k16), dL/dz and G as above in the wgmma accumulator layout
+// (grad_bias: one atomicAdd per column per 16-row warp strip, 8 per CTA); the two
+// gradient products are the mma.sync phase of ce_fused_bwd_mma_kernel, unchanged
+// (same operands, same order: grad_hidden deterministic, grad_W fp32 atomics).
+// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90a: see docs/cross_entropy.md; dynamic smem kWgBwdSmem = 199,680 B)
+__global__ void __launch_bounds__(kTcThreads, 1)
+    ce_fused_bwd_wgmma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
+                              const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
+                              FusedParams p, int vec, float *__restrict__ grad_hidden,
+                              float *__restrict__ grad_weight, float *__restrict__ grad_bias)
+{
+#if MF_CE_WGMMA
+    extern __shared__ __align__(16) unsigned char ce_tc_smem[];
+    __shared__ float row_lse[kTcBM], row_g[kTcBM];
+    __shared__ int row_y[kTcBM];
+    tc_bwd_body<true>(hidden, weight, bias, labels, p, vec, grad_hidden, grad_weight, grad_bias,
+                      wg_align(ce_tc_smem), row_lse, row_g, row_y);
+#else
+    (void)hidden, (void)weight, (void)bias, (void)labels, (void)p, (void)vec, (void)grad_hidden;
+    (void)grad_weight, (void)grad_bias;
+    __trap(); // no sm_90a code: the launcher never picks this kernel
+#endif
+}
+
 // ---- launchers ------------------------------------------------------------------
+#if !defined(__CUDAHOST__)
+// Set by the probe kernel from the code the driver actually loaded for the device.
+__device__ int ce_wgmma_code_present;
+// mf-budget: regs<=16 smem<=0 spill=0  (one thread)
+__global__ void ce_wgmma_probe_kernel()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    ce_wgmma_code_present = 1;
+#else
+    ce_wgmma_code_present = 0;
+#endif
+}
+#endif
+
+// Whether the wgmma kernels can run here: host mode emulates wgmma; CUDA mode needs a
+// cc 9.0 device and the sm_90a code of this file (MF_CE_HAVE_SM90A: built with 90a,
+// src/CMakeLists.txt), checked once per device by a one-thread probe kernel (which code
+// the driver loaded: sm_90 and sm_90a code of the same kernel can both be in the
+// fatbinary). The probe's launch and read-back happen once per process and device (the
+// first bf16 fused call that asks), outside the no-synchronization rule's steady state.
+static mf_status wgmma_available(bool *yes)
+{
+#if defined(__CUDAHOST__)
+    *yes = true;
+    return MF_OK;
+#elif !defined(MF_CE_HAVE_SM90A)
+    *yes = false;
+    return MF_OK;
+#else
+    static std::atomic<int> cache[64]; // per device: 0 unknown, 1 no, 2 yes
+    int dev = 0;
+    MF_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= 0 && dev < 64 && cache[dev].load() != 0) {
+        *yes = cache[dev].load() == 2;
+        return MF_OK;
+    }
+    int major = 0, minor = 0;
+    MF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    MF_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    int present = 0;
+    if (major == 9 && minor == 0) {
+        ce_wgmma_probe_kernel<<<1, 1>>>();
+        MF_LAUNCH_CHECK();
+        MF_CUDA_CHECK(cudaMemcpyFromSymbol(&present, ce_wgmma_code_present, sizeof(int)));
+    }
+    if (dev >= 0 && dev < 64) cache[dev].store(present ? 2 : 1);
+    *yes = present != 0;
+    return MF_OK;
+#endif
+}
+
+// The bf16 path for a call: opts.mma_path, or with MF_CE_MMA_AUTO the environment
+// variable MF_CE_MMA_PATH ("sync" or "wgmma"), else wgmma where available on a GPU
+// and mma.sync otherwise (host mode's AUTO stays on mma.sync, the portable path).
+static mf_status pick_wgmma(const mf_cross_entropy_options &o, bool *wg)
+{
+    mf_ce_mma_path path = o.mma_path;
+    if (path == MF_CE_MMA_AUTO) {
+        const char *env = getenv("MF_CE_MMA_PATH");
+        if (env != nullptr && strcmp(env, "sync") == 0)
+            path = MF_CE_MMA_SYNC;
+        else if (env != nullptr && strcmp(env, "wgmma") == 0)
+            path = MF_CE_MMA_WGMMA;
+        else if (env != nullptr && *env != '\0' && strcmp(env, "auto") != 0)
+            return mf_set_error(MF_ERR_INVALID_ARGUMENT, __func__, __FILE__, __LINE__,
+                                "MF_CE_MMA_PATH=%s is not auto, sync or wgmma", env);
+    }
+    bool avail = false;
+    if (path != MF_CE_MMA_SYNC) MF_TRY(wgmma_available(&avail));
+#if defined(__CUDAHOST__)
+    if (path == MF_CE_MMA_AUTO) avail = false;
+#endif
+    if (path == MF_CE_MMA_WGMMA && !avail)
+        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, __func__, __FILE__, __LINE__,
+                            "opts->mma_path = MF_CE_MMA_WGMMA needs a cc 9.0 GPU and a build with sm_90a "
+                            "code (CMAKE_CUDA_ARCHITECTURES containing 90)");
+    *wg = avail;
+    return MF_OK;
+}
+
 // f32: the 64 x 64 SIMT kernels; bf16: the 128 x 128 tensor-core kernels.
 static bool tc_vec(const mf_ce_args *a)
 { // cp.async's 16-byte chunks fit the layout
     return a->hidden_dim % 8 == 0 && (uintptr_t)a->hidden % 16 == 0 && (uintptr_t)a->weight % 16 == 0;
 }
 
-static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a, const FusedParams &p)
+static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, bool wg, const mf_ce_args *a,
+                            const FusedParams &p)
 {
-    if (bf16_in) {
+    if (bf16_in && wg) {
+        const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
+        MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_fwd_wgmma_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kWgFwdSmem));
+        ce_fused_fwd_wgmma_kernel<<<blocks, kTcThreads, kWgFwdSmem, stream>>>(
+            static_cast<const bf16 *>(a->hidden), static_cast<const bf16 *>(a->weight),
+            static_cast<const bf16 *>(a->bias), a->labels, p, tc_vec(a) ? 1 : 0);
+    } else if (bf16_in) {
         const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
         ce_fused_fwd_mma_kernel<<<blocks, kTcThreads, 0, stream>>>(
             static_cast<const bf16 *>(a->hidden), static_cast<const bf16 *>(a->weight),
@@ -731,9 +1091,18 @@ static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, const mf_ce_args 
     return MF_OK;
 }
 
-static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, const mf_ce_args *a, const FusedParams &p)
+static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, bool wg, const mf_ce_args *a,
+                            const FusedParams &p)
 {
-    if (bf16_in) {
+    if (bf16_in && wg) {
+        const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
+        MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_wgmma_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kWgBwdSmem));
+        ce_fused_bwd_wgmma_kernel<<<blocks, kTcThreads, kWgBwdSmem, stream>>>(
+            static_cast<const bf16 *>(a->hidden), static_cast<const bf16 *>(a->weight),
+            static_cast<const bf16 *>(a->bias), a->labels, p, tc_vec(a) ? 1 : 0, a->grad_hidden,
+            a->grad_weight, a->grad_bias);
+    } else if (bf16_in) {
         const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
         MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kTcBwdSmem));
@@ -772,6 +1141,8 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
     const bool bf16 = a->dtype == MF_DTYPE_BF16;
     const bool per_row = o.reduction == MF_CE_REDUCTION_NONE;
     const int64_t shift_len = o.shift_labels ? (o.seq_len > 0 ? o.seq_len : a->n_rows) : 0;
+    bool wg = false; // bf16: the wgmma kernels (sm_90a) rather than the mma.sync ones
+    if (bf16) MF_TRY(pick_wgmma(o, &wg));
 
     // Scratch (mf_cross_entropy_fused_scratch_bytes): counters, row losses
     // (forward with mean/sum), lse (forward+backward without a caller lse).
@@ -810,7 +1181,7 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
     if (forward) {
         p.lse_out = lse;
         p.row_loss = per_row ? a->loss : static_cast<float *>(row_loss.ptr);
-        MF_TRY(launch_fwd(stream, bf16, a, p));
+        MF_TRY(launch_fwd(stream, bf16, wg, a, p));
         if (!per_row) {
             ce_fused_reduce_kernel<<<1, 256, 0, stream>>>(static_cast<const float *>(row_loss.ptr), N,
                                                           d_counters, p.mean, a->loss);
@@ -829,7 +1200,7 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
         p.lse_in = a->mode == MF_CE_MODE_BACKWARD ? a->lse_in : lse;
         p.lse_out = nullptr;
         p.row_loss = nullptr;
-        MF_TRY(launch_bwd(stream, bf16, a, p));
+        MF_TRY(launch_bwd(stream, bf16, wg, a, p));
     }
 
     // The first out-of-range label (counters[1]) is a deferred check of the

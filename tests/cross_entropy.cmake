@@ -12,14 +12,15 @@ mf_add_op_tests(cross_entropy REVERSE chunked EQUIV_TIMEOUT 300)
 # only; the fused variant's cases get registrations of their own so that ctest
 # -j runs them side by side: test_cross_entropy_equiv_fused.host
 # (every option, odd shapes, blocks and strips) and
-# test_cross_entropy_equiv_fused_vocab.host (V = 151,936), in forward order, and
+# test_cross_entropy_equiv_fused_vocab.host (V = 151,936), test_cross_entropy_equiv_fused_wgmma.host
+# (the bf16 kernels on wgmma, sm_90a, emulated), in forward order, and
 # the reverse-order registrations below (the V = 151,936 one labelled slow: the
 # default leg runs it, the sanitizer legs run the forward one).
 if(TEST test_cross_entropy_equiv.host)
   get_test_property(test_cross_entropy_equiv.host ENVIRONMENT _ce_fwd_env)
   get_test_property(test_cross_entropy_equiv.host TIMEOUT _ce_fwd_timeout)
   set_property(TEST test_cross_entropy_equiv.host APPEND PROPERTY ENVIRONMENT "CK_RUN_CASE=chunked")
-  foreach(_case fused fused_vocab)
+  foreach(_case fused fused_vocab fused_wgmma)
     add_test(NAME test_cross_entropy_equiv_${_case}.host COMMAND test_cross_entropy_equiv)
     set_tests_properties(test_cross_entropy_equiv_${_case}.host PROPERTIES
       LABELS "equivalence;host" TIMEOUT ${_ce_fwd_timeout} SKIP_RETURN_CODE 77
@@ -44,6 +45,12 @@ if(TEST test_cross_entropy_equiv_reverse.host)
   set_tests_properties(test_cross_entropy_equiv_fused_reverse.host PROPERTIES
     LABELS "equivalence;host;reverse" TIMEOUT ${_ce_timeout} SKIP_RETURN_CODE 77
     ENVIRONMENT "${_ce_env}")
+  # The bf16 kernels on wgmma (test case fused_wgmma: MF_CE_MMA_PATH=wgmma) in reverse order too.
+  string(REPLACE "CK_RUN_CASE=fused" "CK_RUN_CASE=fused_wgmma" _ce_wg_env "${_ce_env}")
+  add_test(NAME test_cross_entropy_equiv_fused_wgmma_reverse.host COMMAND test_cross_entropy_equiv)
+  set_tests_properties(test_cross_entropy_equiv_fused_wgmma_reverse.host PROPERTIES
+    LABELS "equivalence;host;reverse" TIMEOUT ${_ce_timeout} SKIP_RETURN_CODE 77
+    ENVIRONMENT "${_ce_wg_env}")
   string(REPLACE "CK_RUN_CASE=fused" "CK_RUN_CASE=fused_vocab" _ce_env "${_ce_env}")
   add_test(NAME test_cross_entropy_equiv_fused_vocab_reverse.host COMMAND test_cross_entropy_equiv)
   set_tests_properties(test_cross_entropy_equiv_fused_vocab_reverse.host PROPERTIES

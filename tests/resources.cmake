@@ -60,6 +60,29 @@ add_test(NAME ptx_mma_selftest.count_kernel
                  -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu -DINSTRUCTIONS=mma.sync
                  -DKERNELS=ce_fused_count_kernel
                  -DOUT=${_mf_res_dir}/ptx_mma_selftest.count_kernel.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+# Its wgmma kernels (sm_90a only; stubs elsewhere): their sm_90a PTX contains wgmma.mma_async (and
+# its fence, commit and wait) and cp.async; the sm_90a build of the file meets every budget (no spill,
+# no stack frame).
+add_test(NAME ptx_wgmma.cross_entropy_fused
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90a "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu
+                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|cp.async.cg.shared.global"
+                 "-DKERNELS=ce_fused_fwd_wgmma_kernel|ce_fused_bwd_wgmma_kernel"
+                 -DOUT=${_mf_res_dir}/ptx_wgmma.cross_entropy_fused.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_wgmma.cross_entropy_fused PROPERTIES LABELS unit TIMEOUT 300)
+# ... and the check can fail: their plain sm_90 PTX (the trapping stubs) has no wgmma.
+add_test(NAME ptx_wgmma_selftest.sm_90_stub
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90 "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu -DINSTRUCTIONS=wgmma.mma_async
+                 -DKERNELS=ce_fused_fwd_wgmma_kernel
+                 -DOUT=${_mf_res_dir}/ptx_wgmma_selftest.sm_90_stub.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_wgmma_selftest.sm_90_stub PROPERTIES LABELS unit TIMEOUT 300
+                     PASS_REGULAR_EXPRESSION "ce_fused_fwd_wgmma_kernel.*: no 'wgmma.mma_async")
+add_test(NAME kernel_resources.cross_entropy_fused.sm_90a
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu
+                 -DARCH=90a "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/kernel_resources.cross_entropy_fused.sm_90a.cubin
+                 -DCXXFILT=${MF_CXXFILT} -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
+set_tests_properties(kernel_resources.cross_entropy_fused.sm_90a PROPERTIES LABELS unit TIMEOUT 300)
 set_tests_properties(ptx_mma.cross_entropy_fused PROPERTIES LABELS unit TIMEOUT 300)
 set_tests_properties(ptx_mma_selftest.count_kernel PROPERTIES LABELS unit TIMEOUT 300
                      PASS_REGULAR_EXPRESSION "ce_fused_count_kernel.*: no 'mma.sync")

@@ -101,7 +101,9 @@
  * the logits never reach global memory. bf16 inputs: one CTA (8 warps) per
  * 128-row block streams 128-column vocabulary tiles, z = hidden . W_tile^T on
  * mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) fed by ldmatrix from a
- * cp.async double-buffered pipeline over D; f32 inputs: one CTA (4 warps) per
+ * cp.async double-buffered pipeline over D, or on sm_90a by two warpgroups'
+ * wgmma.mma_async.m64n128k16 from 128B-swizzled shared memory (opts->mma_path;
+ * the backward's gradient products stay on mma.sync); f32 inputs: one CTA (4 warps) per
  * 64-row block, 64-column tiles, fp32 FMAs (SIMT, so the f32 tolerance rows
  * apply unchanged). Bias and softcap in registers, online max / sum-exp,
  * target logit and smoothing sum on the fly; the forward writes lse and the
@@ -116,7 +118,8 @@
  *                                  the last bits may differ run to run (more
  *                                  than one row block: N > 128 bf16, N > 64 f32;
  *                                  bf16 grad_bias: 4 atomics per CTA, one per
- *                                  32-row warp strip, even for one block)
+ *                                  32-row warp strip, even for one block; 8 on
+ *                                  the wgmma path, one per 16-row warp strip)
  * The label count for the mean stays on the device (the kernels read
  * 1/n_valid there); the out-of-range check is a deferred check of the context
  * (no read-back, no synchronization in the call: on a bad label the next
@@ -162,6 +165,23 @@ typedef enum mf_ce_variant {
     MF_CE_VARIANT_FUSED = 1    /* logits tiles in registers / shared memory only: O(N) scratch */
 } mf_ce_variant;
 
+/* FUSED, bf16 inputs: which tensor-core instructions compute the logits tiles
+ * (the results agree within the same bf16 tolerance rows: same bf16 operands,
+ * fp32 accumulation, products summed in k order per 16 of D).
+ *   MF_CE_MMA_AUTO  (default) wgmma where it can run (a cc 9.0 GPU and a build
+ *                   holding this library's sm_90a code), mma.sync elsewhere and
+ *                   in host execution mode. With AUTO the environment variable
+ *                   MF_CE_MMA_PATH=sync|wgmma|auto overrides the choice per
+ *                   process (A/B runs without a rebuild; any other value is
+ *                   MF_ERR_INVALID_ARGUMENT).
+ *   MF_CE_MMA_SYNC  mma.sync.m16n8k16 (sm_80 and later)
+ *   MF_CE_MMA_WGMMA wgmma.mma_async (sm_90a warpgroup MMA: H100/H200); where it
+ *                   cannot run the call fails with MF_ERR_BACKEND_UNAVAILABLE.
+ *                   Host execution mode emulates it (cudahost), so the tests run
+ *                   both paths.
+ * f32 inputs ignore it (SIMT kernels). */
+typedef enum mf_ce_mma_path { MF_CE_MMA_AUTO = 0, MF_CE_MMA_SYNC = 1, MF_CE_MMA_WGMMA = 2 } mf_ce_mma_path;
+
 #define MF_CE_DEFAULT_IGNORE_INDEX (-100)
 #define MF_CE_DEFAULT_BUDGET ((size_t)1 << 30) /* 1 GiB of device scratch */
 
@@ -180,6 +200,7 @@ typedef struct mf_cross_entropy_options {
                                   128 x 128, f32 64 x 64) when every |dL/dz| in it is
                                   below this; 0 = off (default).
                                   Error bound in the FUSED section above. */
+    mf_ce_mma_path mma_path;   /* FUSED, bf16: MF_CE_MMA_AUTO (default), _SYNC or _WGMMA (above) */
 } mf_cross_entropy_options;
 
 MF_API void mf_cross_entropy_options_init(mf_cross_entropy_options *opts);

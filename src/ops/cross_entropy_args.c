@@ -25,6 +25,7 @@ void mf_cross_entropy_options_init(mf_cross_entropy_options *opts)
     opts->scratch_budget = MF_CE_DEFAULT_BUDGET;
     opts->max_chunk_rows = 0;
     opts->grad_filter = 0.0f;
+    opts->mma_path = MF_CE_MMA_AUTO;
 }
 
 mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts)
@@ -51,6 +52,9 @@ mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts
     if (!(opts->grad_filter >= 0.0f) || isinf(opts->grad_filter))
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->grad_filter must be finite and >= 0, 0 = off (got %g)",
                 (double)opts->grad_filter);
+    if ((int)opts->mma_path < (int)MF_CE_MMA_AUTO || (int)opts->mma_path > (int)MF_CE_MMA_WGMMA)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->mma_path %d is not AUTO (0), SYNC (1) or WGMMA (2)",
+                (int)opts->mma_path);
     if (opts->max_chunk_rows < 0)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "opts->max_chunk_rows must be >= 0 (got %lld)",
                 (long long)opts->max_chunk_rows);

@@ -21,6 +21,7 @@
  * fails), gradient filtering's bound, and under ThreadSanitizer a few fused
  * cases beyond the report's (odd shapes, every row ignored, blocks and strips).
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "mf_test.h"
 
 #include "memfix/check.h"
@@ -163,6 +164,129 @@ START_TEST(test_grad_filter)
 }
 END_TEST
 
+/* ---- the bf16 fused kernels on wgmma (sm_90a; emulated in host mode) ---------------
+ * TCase fused_wgmma runs a subset of the fused sweep's bf16 cases with
+ * MF_CE_MMA_PATH=wgmma (the header's override of MF_CE_MMA_AUTO): the report
+ * cases, shift, reduction none, every option, a one-row case, every row ignored,
+ * a NaN row, odd N / D / V (D = 37: plain loads) with every option and each
+ * reduction, and two row blocks x a full and a ragged strip. Not the V = 151,936
+ * case nor the f32 ones (their path is the SIMT kernels either way): the leg costs
+ * about what the fused test case costs (~2.5 s idle), a small share of the
+ * cross-entropy tests' time (fused_vocab alone: ~30 s). */
+static const int wgmma_cases[] = { 1, 3, 10, 12, 24, 28, 32, 34, 40, 42, 44, 46 };
+
+static void wgmma_setup(void)
+{
+    setenv("MF_CE_MMA_PATH", "wgmma", 1);
+    mf_test_setup();
+}
+
+static void wgmma_teardown(void)
+{
+    mf_test_teardown();
+    unsetenv("MF_CE_MMA_PATH");
+}
+
+START_TEST(test_wgmma_cases)
+{
+    const mf_case_result r = mf_test_op_case("cross_entropy", MF_CE_VARIANT_FUSED, wgmma_cases[_i]);
+    ck_assert_msg(strcmp(r.dtype, "bf16") == 0, "case %d is not a bf16 case (%s)", wgmma_cases[_i], r.dtype);
+}
+END_TEST
+
+/* One bf16 fused forward+backward (sum, bias, smoothing, z-loss, softcap, rows
+ * i % 7 == 3 ignored) on the given path; outputs downloaded into out[0..4]:
+ * loss, lse, grad_hidden, grad_W, grad_bias. */
+static mf_status fused_bf16_run(mf_ce_mma_path path, size_t n, size_t d, size_t v, float *out[5])
+{
+    mf_context *ctx = mf_test_ctx();
+    void *h = mf_test_make_input(MF_DTYPE_BF16, n * d, 1400 + d, -1.0f, 1.0f);
+    void *w = mf_test_make_input(MF_DTYPE_BF16, v * d, 1401 + d, -0.5f, 0.5f);
+    void *b = mf_test_make_input(MF_DTYPE_BF16, v, 1402 + d, -1.0f, 1.0f);
+    int64_t *lab = malloc(n * sizeof *lab);
+    ck_assert_ptr_nonnull(lab);
+    for (size_t i = 0; i < n; ++i) lab[i] = i % 7 == 3 ? MF_CE_DEFAULT_IGNORE_INDEX : (int64_t)((i * 37) % v);
+    void *dh = mf_test_dev_upload(ctx, h, n * d * 2), *dw = mf_test_dev_upload(ctx, w, v * d * 2);
+    void *db = mf_test_dev_upload(ctx, b, v * 2);
+    int64_t *dlab = mf_test_dev_upload(ctx, lab, n * sizeof *lab);
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.variant = MF_CE_VARIANT_FUSED;
+    o.reduction = MF_CE_REDUCTION_SUM;
+    o.label_smoothing = 0.1f;
+    o.z_loss = 1e-3f;
+    o.softcap = 5.0f;
+    o.mma_path = path;
+    float *d_loss = mf_test_dev_nan(ctx, 1), *d_lse = mf_test_dev_nan(ctx, n),
+          *d_gh = mf_test_dev_nan(ctx, n * d), *d_gw = mf_test_dev_nan(ctx, v * d),
+          *d_gb = mf_test_dev_nan(ctx, v);
+    const mf_status st =
+        mf_cross_entropy_forward_backward(ctx, (int64_t)n, (int64_t)d, (int64_t)v, MF_DTYPE_BF16, dh, dw, db,
+                                          dlab, &o, NULL, d_loss, d_lse, d_gh, d_gw, d_gb);
+    if (st == MF_OK) {
+        out[0] = download(ctx, d_loss, 1);
+        out[1] = download(ctx, d_lse, n);
+        out[2] = download(ctx, d_gh, n * d);
+        out[3] = download(ctx, d_gw, v * d);
+        out[4] = download(ctx, d_gb, v);
+    }
+    void *bufs[] = { dh, dw, db, dlab, d_loss, d_lse, d_gh, d_gw, d_gb };
+    for (int k = 0; k < 9; ++k) mf_buffer_free(ctx, bufs[k]);
+    free(h);
+    free(w);
+    free(b);
+    free(lab);
+    return st;
+}
+
+/* D over several 64-wide wgmma slices (the sweep's D <= 40 is one): D = 136
+ * (cp.async, a ragged third slice) and D = 150 (plain loads), two row blocks,
+ * V = 300 (a ragged tile), through opts.mma_path = WGMMA and = SYNC. The logits
+ * are the same fp32 sums in the same k order on both paths (bf16 products exact,
+ * summed per k16 step, steps chained in order), so the two agree far inside the
+ * bf16 tolerance rows; only the order of the row statistics' and grad_bias's
+ * partial sums and of grad_W's atomics differs. _i: 0 (D = 136), 1 (D = 150). */
+START_TEST(test_wgmma_matches_sync_deep_d)
+{
+    const size_t n = 133, d = _i ? 150 : 136, v = 300;
+    float *a[5], *s[5];
+    MF_ASSERT_OK(fused_bf16_run(MF_CE_MMA_WGMMA, n, d, v, a));
+    MF_ASSERT_OK(fused_bf16_run(MF_CE_MMA_SYNC, n, d, v, s));
+    const size_t len[5] = { 1, n, n * d, v * d, v };
+    const char *name[5] = { "loss", "lse", "grad_hidden", "grad_weight", "grad_bias" };
+    for (int k = 0; k < 5; ++k) {
+        double amax = 0.0;
+        for (size_t e = 0; e < len[k]; ++e) amax = fmax(amax, fabs((double)s[k][e]));
+        ck_assert_msg(amax > 0.0, "%s (mma.sync) is all zero", name[k]);
+        for (size_t e = 0; e < len[k]; ++e) {
+            const double x = a[k][e], y = s[k][e];
+            ck_assert_msg(isfinite(x) && fabs(x - y) <= 1e-6 * amax + 1e-5 * fabs(y),
+                          "D = %zu: %s[%zu]: wgmma %.9g vs mma.sync %.9g", d, name[k], e, x, y);
+        }
+        free(a[k]);
+        free(s[k]);
+    }
+}
+END_TEST
+
+/* The path knob: MF_CE_MMA_PATH is read (a bad value is an error naming it), and
+ * a bad opts->mma_path is rejected by validation. */
+START_TEST(test_mma_path_knob)
+{
+    float *out[5];
+    setenv("MF_CE_MMA_PATH", "tensorcore", 1);
+    const mf_status st = fused_bf16_run(MF_CE_MMA_AUTO, 24, 16, 200, out);
+    unsetenv("MF_CE_MMA_PATH");
+    ck_assert_int_eq(st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(mf_last_error(), "MF_CE_MMA_PATH") != NULL, "error: %s", mf_last_error());
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    ck_assert_int_eq(o.mma_path, MF_CE_MMA_AUTO);
+    o.mma_path = (mf_ce_mma_path)3;
+    ck_assert_int_eq(mf_cross_entropy_options_validate(&o), MF_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 static Suite *cross_entropy_equiv_suite(void)
 {
     Suite *s = suite_create("cross_entropy_equiv");
@@ -181,6 +305,13 @@ static Suite *cross_entropy_equiv_suite(void)
         tcase_add_loop_test(fu, test_fused_tsan_cases, 0,
                             (int)(sizeof tsan_fused_cases / sizeof tsan_fused_cases[0]));
     suite_add_tcase(s, fu);
+
+    TCase *fw = tcase_create("fused_wgmma");
+    tcase_add_checked_fixture(fw, wgmma_setup, wgmma_teardown);
+    tcase_add_loop_test(fw, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
+    tcase_add_loop_test(fw, test_wgmma_matches_sync_deep_d, 0, 2);
+    tcase_add_test(fw, test_mma_path_knob);
+    suite_add_tcase(s, fw);
 
     /* The fused variant at the document's vocabulary: its own test case (and
      * ctest registrations, tests/cross_entropy.cmake) because in host mode it
