@@ -1000,12 +1000,17 @@ __global__ void ce_wgmma_probe_kernel()
 // the driver loaded: sm_90 and sm_90a code of the same kernel can both be in the
 // fatbinary). The probe's launch and read-back happen once per process and device (the
 // first bf16 fused call that asks), outside the no-synchronization rule's steady state.
-static mf_status wgmma_available(bool *yes)
+// While the call's stream is being captured into a CUDA graph the probe cannot run (a
+// legacy-stream launch and read-back): an unprobed device answers "no" without caching
+// it (AUTO takes mma.sync for that call; a forced WGMMA fails), so warm up before capture.
+static mf_status wgmma_available(cudaStream_t stream, bool *yes)
 {
 #if defined(__CUDAHOST__)
+    (void)stream;
     *yes = true;
     return MF_OK;
 #elif !defined(MF_CE_HAVE_SM90A)
+    (void)stream;
     *yes = false;
     return MF_OK;
 #else
@@ -1021,6 +1026,12 @@ static mf_status wgmma_available(bool *yes)
     MF_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     int present = 0;
     if (major == 9 && minor == 0) {
+        cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+        MF_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+        if (capturing != cudaStreamCaptureStatusNone) {
+            *yes = false;
+            return MF_OK;
+        }
         ce_wgmma_probe_kernel<<<1, 1>>>();
         MF_LAUNCH_CHECK();
         MF_CUDA_CHECK(cudaMemcpyFromSymbol(&present, ce_wgmma_code_present, sizeof(int)));
@@ -1034,7 +1045,7 @@ static mf_status wgmma_available(bool *yes)
 // The bf16 path for a call: opts.mma_path, or with MF_CE_MMA_AUTO the environment
 // variable MF_CE_MMA_PATH ("sync" or "wgmma"), else wgmma where available on a GPU
 // and mma.sync otherwise (host mode's AUTO stays on mma.sync, the portable path).
-static mf_status pick_wgmma(const mf_cross_entropy_options &o, bool *wg)
+static mf_status pick_wgmma(cudaStream_t stream, const mf_cross_entropy_options &o, bool *wg)
 {
     mf_ce_mma_path path = o.mma_path;
     if (path == MF_CE_MMA_AUTO) {
@@ -1048,14 +1059,15 @@ static mf_status pick_wgmma(const mf_cross_entropy_options &o, bool *wg)
                                 "MF_CE_MMA_PATH=%s is not auto, sync or wgmma", env);
     }
     bool avail = false;
-    if (path != MF_CE_MMA_SYNC) MF_TRY(wgmma_available(&avail));
+    if (path != MF_CE_MMA_SYNC) MF_TRY(wgmma_available(stream, &avail));
 #if defined(__CUDAHOST__)
     if (path == MF_CE_MMA_AUTO) avail = false;
 #endif
     if (path == MF_CE_MMA_WGMMA && !avail)
         return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, __func__, __FILE__, __LINE__,
                             "opts->mma_path = MF_CE_MMA_WGMMA needs a cc 9.0 GPU and a build with sm_90a "
-                            "code (CMAKE_CUDA_ARCHITECTURES containing 90)");
+                            "code (CMAKE_CUDA_ARCHITECTURES containing 90), and its first call on a device "
+                            "outside CUDA-graph capture");
     *wg = avail;
     return MF_OK;
 }
@@ -1142,7 +1154,7 @@ extern "C" mf_status MF_FN(cross_entropy_fused)(mf_context *ctx, const mf_ce_arg
     const bool per_row = o.reduction == MF_CE_REDUCTION_NONE;
     const int64_t shift_len = o.shift_labels ? (o.seq_len > 0 ? o.seq_len : a->n_rows) : 0;
     bool wg = false; // bf16: the wgmma kernels (sm_90a) rather than the mma.sync ones
-    if (bf16) MF_TRY(pick_wgmma(o, &wg));
+    if (bf16) MF_TRY(pick_wgmma(stream, o, &wg));
 
     // Scratch (mf_cross_entropy_fused_scratch_bytes): counters, row losses
     // (forward with mean/sum), lse (forward+backward without a caller lse).

@@ -177,6 +177,11 @@ typedef enum mf_ce_variant {
  *   MF_CE_MMA_SYNC  mma.sync.m16n8k16 (sm_80 and later)
  *   MF_CE_MMA_WGMMA wgmma.mma_async (sm_90a warpgroup MMA: H100/H200); where it
  *                   cannot run the call fails with MF_ERR_BACKEND_UNAVAILABLE.
+ *                   Whether the sm_90a code runs is probed once per device by
+ *                   the first bf16 fused call (a one-thread kernel and a
+ *                   read-back): make that call before capturing a CUDA graph
+ *                   (during capture an unprobed device takes mma.sync under AUTO
+ *                   and fails under WGMMA).
  *                   Host execution mode emulates it (cudahost), so the tests run
  *                   both paths.
  * f32 inputs ignore it (SIMT kernels). */
