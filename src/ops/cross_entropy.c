@@ -619,6 +619,52 @@ static int ce_all_zero(const float *p, size_t n)
  * The suites' cases (flags, ce_case) run both passes (CE_F_SPLIT) or one
  * (CE_F_FWD, CE_F_BWD: mf_cross_entropy_forward / _backward as the entry,
  * on the variant's options). */
+/* The five outputs of a case (loss, grad_hidden, grad_weight, grad_bias, lse) in one NaN-filled buffer,
+ * each followed by MF_TB_GUARD floats that must still be NaN after the run (as the testbed's tensors:
+ * a write past an output's end fails, kind MF_FAILURE_NONFINITE, instead of landing in the next output
+ * and being overwritten there). */
+typedef struct ce_outs {
+    float *loss, *gh, *gw, *gb, *lse;
+} ce_outs;
+
+static size_t ce_outs_len(size_t n_loss, size_t n, size_t d, size_t v)
+{
+    return n_loss + n * d + v * d + v + n + 5 * (size_t)MF_TB_GUARD;
+}
+
+static ce_outs ce_outs_at(float *base, size_t n_loss, size_t n, size_t d, size_t v)
+{
+    ce_outs o;
+    o.loss = base;
+    o.gh = o.loss + n_loss + MF_TB_GUARD;
+    o.gw = o.gh + n * d + MF_TB_GUARD;
+    o.gb = o.gw + v * d + MF_TB_GUARD;
+    o.lse = o.gb + v + MF_TB_GUARD;
+    return o;
+}
+
+/* 1 when every output's guard is still NaN; else 0 with the message (set 'set' of the outputs). */
+static int ce_guards_intact(const float *base, size_t n_loss, size_t n, size_t d, size_t v, const char *set,
+                            mf_case_result *out)
+{
+    static const char *const names[5] = { "loss", "grad_hidden", "grad_weight", "grad_bias", "lse" };
+    const size_t len[5] = { n_loss, n * d, v * d, v, n };
+    const float *p = base;
+    for (int i = 0; i < 5; i++) {
+        p += len[i];
+        for (size_t k = 0; k < MF_TB_GUARD; k++)
+            if (!isnan(p[k])) {
+                snprintf(out->message, sizeof out->message,
+                         "%s%s: element %zu past its end was written (%g): a write out of bounds", set,
+                         names[i], k, (double)p[k]);
+                out->failure = MF_FAILURE_NONFINITE;
+                return 0;
+            }
+        p += MF_TB_GUARD;
+    }
+    return 1;
+}
+
 static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy_forward_candidate_fn fwd,
                                   mf_cross_entropy_backward_candidate_fn bwd, const mf_case_id *id,
                                   uint64_t seed_salt, mf_case_result *out)
@@ -665,8 +711,9 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     void *b = c->bias ? mf_tb_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
     float *gl = (float *)malloc(n_loss * sizeof(float));
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
-    /* outputs, reference, got, then got by the split passes: loss, grad_hidden, grad_weight, grad_bias, lse */
-    const size_t n_out = n_loss + n * d + v * d + v + n;
+    /* outputs, reference, got, then got by the split passes: loss, grad_hidden, grad_weight, grad_bias, lse,
+     * each followed by its guard (ce_outs_at) */
+    const size_t n_out = ce_outs_len(n_loss, n, d, v);
     const int n_sets = split ? 3 : 2;
     float *host_out = (float *)malloc((size_t)n_sets * n_out * sizeof(float));
     void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL, *dlse = NULL,
@@ -697,8 +744,9 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     }
 
     float *ref = host_out, *got = host_out + n_out, *got2 = split ? host_out + 2 * n_out : NULL;
-    float *r_loss = ref, *r_gh = ref + n_loss, *r_gw = r_gh + n * d, *r_gb = r_gw + v * d, *r_lse = r_gb + v;
-    float *g_gb = got + n_loss + n * d + v * d;
+    const ce_outs ro = ce_outs_at(ref, n_loss, n, d, v);
+    float *r_loss = ro.loss, *r_gh = ro.gh, *r_gw = ro.gw, *r_gb = ro.gb, *r_lse = ro.lse;
+    float *g_gb = ce_outs_at(got, n_loss, n, d, v).gb;
     mf_fill_nan_f32(host_out, (size_t)n_sets * n_out);
 
     if ((st = mf_mem_begin(ctx, MF_MEM_HOST)) != MF_OK) goto done;
@@ -728,8 +776,8 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
         (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK ||
         (split && (st = mf_buffer_upload(ctx, dout2, got2, n_out * sizeof(float))) != MF_OK))
         goto done;
-    float *d_loss = (float *)dout, *d_gh = d_loss + n_loss, *d_gw = d_gh + n * d, *d_gb = d_gw + v * d,
-          *d_lse = d_gb + v;
+    const ce_outs dO = ce_outs_at((float *)dout, n_loss, n, d, v);
+    float *d_loss = dO.loss, *d_gh = dO.gh, *d_gw = dO.gw, *d_gb = dO.gb, *d_lse = dO.lse;
     const float *d_up = (fl & CE_F_NULL_UPSTREAM) ? NULL : (const float *)dgl;
     if (bwd != NULL && ((st = mf_buffer_alloc(ctx, n * sizeof(float), &dlse)) != MF_OK ||
                         (st = mf_buffer_upload(ctx, dlse, r_lse, n * sizeof(float))) != MF_OK))
@@ -748,8 +796,8 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
     if (split) { /* the forward saving lse, then the backward from it, into the second outputs */
-        float *e_loss = (float *)dout2, *e_gh = e_loss + n_loss, *e_gw = e_gh + n * d, *e_gb = e_gw + v * d,
-              *e_lse = e_gb + v;
+        const ce_outs eo = ce_outs_at((float *)dout2, n_loss, n, d, v);
+        float *e_loss = eo.loss, *e_gh = eo.gh, *e_gw = eo.gw, *e_gb = eo.gb, *e_lse = eo.lse;
         if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK ||
             (st = mf_cross_entropy_forward(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db,
                                            (const int64_t *)dlab, &o, e_loss, e_lse)) != MF_OK ||
@@ -770,9 +818,10 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const char *tol_grad = bf ? "cross_entropy.grad.bf16" : "cross_entropy.grad.f32";
     int ok = 1;
     for (int set = 0; set < (split ? 2 : 1); ++set) {
-        const float *gs = set ? got2 : got;
-        const float *s_loss = gs, *s_gh = gs + n_loss, *s_gw = s_gh + n * d, *s_gb = s_gw + v * d,
-                    *s_lse = s_gb + v;
+        float *gs = set ? got2 : got;
+        if (!(ok = ce_guards_intact(gs, n_loss, n, d, v, set ? "fwd;bwd " : "", out))) break;
+        const ce_outs so = ce_outs_at(gs, n_loss, n, d, v);
+        const float *s_loss = so.loss, *s_gh = so.gh, *s_gw = so.gw, *s_gb = so.gb, *s_lse = so.lse;
         if (bwd == NULL) /* bwd writes no loss */
             ok &= ce_compare(s_loss, r_loss, n_loss, tol_loss, set ? "fwd;bwd loss" : "loss", out);
         if (fwd != NULL || split)
