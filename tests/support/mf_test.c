@@ -469,6 +469,14 @@ START_TEST(test_op_cases)
 }
 END_TEST
 
+/* Whether the tests run under ThreadSanitizer (MF_TEST_SANITIZER=thread, set by the tsan preset's test
+ * environment). */
+static int under_tsan(void)
+{
+    const char *san = getenv("MF_TEST_SANITIZER");
+    return san != NULL && strcmp(san, "thread") == 0;
+}
+
 void mf_test_add_op_cases(Suite *s, const char *op_name)
 {
     const mf_op_desc *op = mf_registry_find(op_name);
@@ -483,8 +491,7 @@ void mf_test_add_op_cases(Suite *s, const char *op_name)
      * test environment) the report cases only: every variant and dtype at small
      * shapes, which is what the races between a kernel's blocks need; the rest of
      * the sweep runs in the default and ASan builds. */
-    const char *san = getenv("MF_TEST_SANITIZER");
-    op_cases_n = san != NULL && strcmp(san, "thread") == 0 ? mf_op_report_cases(op) : op->n_cases;
+    op_cases_n = under_tsan() ? mf_op_report_cases(op) : op->n_cases;
     const int chunks = (op_cases_n + op_cases_per_test - 1) / op_cases_per_test;
     for (int v = 0; v < op->n_variants; v++) {
         TCase *tc = tcase_create(op->variants[v]);
@@ -511,8 +518,7 @@ END_TEST
 
 void mf_test_add_op_cases_tsan(Suite *s, const char *op_name, int v, const int *cases, int n)
 {
-    const char *san = getenv("MF_TEST_SANITIZER");
-    if (san == NULL || strcmp(san, "thread") != 0) return; /* elsewhere the whole sweep runs them */
+    if (!under_tsan()) return; /* elsewhere the whole sweep runs them */
     const mf_op_desc *op = mf_registry_find(op_name);
     if (op == NULL || v < 0 || v >= op->n_variants) {
         fprintf(stderr, "mf_test_add_op_cases_tsan: op %s has no variant %d\n", op_name, v);
