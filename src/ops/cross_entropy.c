@@ -706,10 +706,15 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     const size_t n_loss = c->reduction == MF_CE_REDUCTION_NONE ? n : 1;
     const uint64_t seed = mf_tb_case_seed(id, 0x63726f7373000000ull, 8u, seed_salt);
     mf_status st = MF_OK;
-    void *h = mf_tb_make_input(c->dtype, n * d, seed, -1.0f, 1.0f);
-    void *w = mf_tb_make_input(c->dtype, v * d, seed + 1, -0.5f, 0.5f);
-    void *b = c->bias ? mf_tb_make_input(c->dtype, v, seed + 2, -1.0f, 1.0f) : NULL;
-    float *gl = (float *)malloc(n_loss * sizeof(float));
+    /* Inputs as the testbed's tensors: MF_TB_GUARD NaNs after each (hidden, weight, bias, the upstream
+     * gradient, a candidate's lse), uploaded with it, so a read past an input's end brings a NaN into the
+     * result even where a padded tile multiplies it by zero. The labels (int64) have no guard. */
+    const size_t G = MF_TB_GUARD;
+    void *h = mf_tb_make_input(c->dtype, n * d + G, seed, -1.0f, 1.0f);
+    void *w = mf_tb_make_input(c->dtype, v * d + G, seed + 1, -0.5f, 0.5f);
+    void *b = c->bias ? mf_tb_make_input(c->dtype, v + G, seed + 2, -1.0f, 1.0f) : NULL;
+    float *gl = (float *)malloc((n_loss + G) * sizeof(float));
+    float *lse_g = (float *)malloc((n + G) * sizeof(float)); /* a candidate backward's lse: the reference's */
     int64_t *lab = (int64_t *)malloc(n * sizeof(int64_t));
     /* outputs, reference, got, then got by the split passes: loss, grad_hidden, grad_weight, grad_bias, lse,
      * each followed by its guard (ce_outs_at) */
@@ -718,7 +723,8 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     float *host_out = (float *)malloc((size_t)n_sets * n_out * sizeof(float));
     void *dh = NULL, *dw = NULL, *db = NULL, *dlab = NULL, *dgl = NULL, *dout = NULL, *dlse = NULL,
          *dout2 = NULL;
-    if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lab == NULL || host_out == NULL) {
+    if (h == NULL || w == NULL || (c->bias && b == NULL) || gl == NULL || lse_g == NULL || lab == NULL ||
+        host_out == NULL) {
         st = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "host buffers for case %d",
                           case_index);
         goto done;
@@ -727,6 +733,10 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
         for (size_t i = 0; i < n_loss; ++i) gl[i] = 1.0f; /* what grad_loss = NULL means */
     else
         mf_fill_uniform_f32(gl, n_loss, seed + 3, split ? -1.5f : 0.5f, 1.5f);
+    mf_tb_fill_nan(c->dtype, (char *)h + n * d * es, G);
+    mf_tb_fill_nan(c->dtype, (char *)w + v * d * es, G);
+    if (b != NULL) mf_tb_fill_nan(c->dtype, (char *)b + v * es, G);
+    mf_fill_nan_f32(gl + n_loss, G);
     for (size_t i = 0; i < n; ++i) /* every 7th label ignored, the rest spread over V */
         lab[i] = i % (size_t)c->ignore_mod == 3 || (fl & CE_F_ALL_IGNORED)
                      ? c->ignore_index
@@ -761,27 +771,31 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
     if (!c->bias) r_gb[0] = 0.0f; /* unused */
 
-    if ((st = mf_buffer_alloc(ctx, n * d * es, &dh)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, v * d * es, &dw)) != MF_OK ||
-        (c->bias && (st = mf_buffer_alloc(ctx, v * es, &db)) != MF_OK) ||
+    if ((st = mf_buffer_alloc(ctx, (n * d + G) * es, &dh)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, (v * d + G) * es, &dw)) != MF_OK ||
+        (c->bias && (st = mf_buffer_alloc(ctx, (v + G) * es, &db)) != MF_OK) ||
         (st = mf_buffer_alloc(ctx, n * sizeof(int64_t), &dlab)) != MF_OK ||
-        (st = mf_buffer_alloc(ctx, n_loss * sizeof(float), &dgl)) != MF_OK ||
+        (st = mf_buffer_alloc(ctx, (n_loss + G) * sizeof(float), &dgl)) != MF_OK ||
         (st = mf_buffer_alloc(ctx, n_out * sizeof(float), &dout)) != MF_OK ||
         (split && (st = mf_buffer_alloc(ctx, n_out * sizeof(float), &dout2)) != MF_OK) ||
-        (st = mf_buffer_upload(ctx, dh, h, n * d * es)) != MF_OK ||
-        (st = mf_buffer_upload(ctx, dw, w, v * d * es)) != MF_OK ||
-        (c->bias && (st = mf_buffer_upload(ctx, db, b, v * es)) != MF_OK) ||
+        (st = mf_buffer_upload(ctx, dh, h, (n * d + G) * es)) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dw, w, (v * d + G) * es)) != MF_OK ||
+        (c->bias && (st = mf_buffer_upload(ctx, db, b, (v + G) * es)) != MF_OK) ||
         (st = mf_buffer_upload(ctx, dlab, lab, n * sizeof(int64_t))) != MF_OK ||
-        (st = mf_buffer_upload(ctx, dgl, gl, n_loss * sizeof(float))) != MF_OK ||
+        (st = mf_buffer_upload(ctx, dgl, gl, (n_loss + G) * sizeof(float))) != MF_OK ||
         (st = mf_buffer_upload(ctx, dout, got, n_out * sizeof(float))) != MF_OK ||
         (split && (st = mf_buffer_upload(ctx, dout2, got2, n_out * sizeof(float))) != MF_OK))
         goto done;
     const ce_outs dO = ce_outs_at((float *)dout, n_loss, n, d, v);
     float *d_loss = dO.loss, *d_gh = dO.gh, *d_gw = dO.gw, *d_gb = dO.gb, *d_lse = dO.lse;
     const float *d_up = (fl & CE_F_NULL_UPSTREAM) ? NULL : (const float *)dgl;
-    if (bwd != NULL && ((st = mf_buffer_alloc(ctx, n * sizeof(float), &dlse)) != MF_OK ||
-                        (st = mf_buffer_upload(ctx, dlse, r_lse, n * sizeof(float))) != MF_OK))
-        goto done;
+    if (bwd != NULL) {
+        memcpy(lse_g, r_lse, n * sizeof(float));
+        mf_fill_nan_f32(lse_g + n, G);
+        if ((st = mf_buffer_alloc(ctx, (n + G) * sizeof(float), &dlse)) != MF_OK ||
+            (st = mf_buffer_upload(ctx, dlse, lse_g, (n + G) * sizeof(float))) != MF_OK)
+            goto done;
+    }
     if ((st = mf_mem_begin(ctx, MF_MEM_DEVICE)) != MF_OK) goto done;
     if (fwd != NULL)
         st = fwd(ctx, c->n_rows, c->hidden_dim, c->vocab, c->dtype, dh, dw, db, (const int64_t *)dlab, &o,
@@ -875,6 +889,7 @@ done:
     free(host_out);
     free(lab);
     free(gl);
+    free(lse_g);
     free(b);
     free(w);
     free(h);
