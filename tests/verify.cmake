@@ -54,6 +54,9 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_cli_test(cross_entropy ce_forward_calls_reference ce_forward_candidate
                      "REJECTED [^\n]* by scratch-ceiling")
   mf_verify_cli_test(cross_entropy ce_forward_correct ce_forward_candidate "candidate ACCEPTED")
+  # the input guards: a read past the end of hidden brings a NaN into the loss
+  mf_verify_cli_test(cross_entropy ce_forward_reads_past_hidden ce_forward_candidate
+                     "REJECTED [^\n]* by nan-prefill: lse: NaN/Inf pattern differs at 1 of")
   mf_verify_cli_test(rope rope_correct rope_candidate "candidate ACCEPTED")
   mf_verify_cli_test(rope rope_ignores_direction rope_candidate "REJECTED [^\n]* by equivalence")
   mf_verify_cli_test(attention.forward attention_forward_correct attention_forward_candidate "candidate ACCEPTED")

@@ -2,7 +2,7 @@
  * include/memfix/<op>.h): one block per row computes the row's logits on the
  * fly in double (never stored), with a fixed-order block reduction of the
  * (max, sum exp) pairs: deterministic, unlike an atomics-based reduction.
- * 'ignore_smoothing' is the flaw of the wrong example. */
+ * 'flaw' selects the wrong examples' flaws (CE_FLAW_*). */
 #ifndef MF_CE_FORWARD_COMMON_CUH
 #define MF_CE_FORWARD_COMMON_CUH
 
@@ -15,6 +15,8 @@
 
 #define CAND_EXPORT extern "C" __attribute__((visibility("default")))
 #define CE_THREADS 128
+#define CE_FLAW_NO_SMOOTHING 1 /* opts->label_smoothing ignored */
+#define CE_FLAW_READ_PAST 2 /* each row prefetches 8 elements of the next row: the last reads past hidden */
 
 __device__ __forceinline__ double ce_load(const void *p, int bf16, size_t idx)
 {
@@ -34,7 +36,7 @@ __device__ __forceinline__ int64_t ce_target(const int64_t *labels, int64_t n, i
 __global__ void ce_row_kernel(int64_t n, int64_t dim, int64_t vocab, int bf16, const void *hidden,
                               const void *weight, const void *bias, const int64_t *labels, int shift,
                               int64_t seq_len, int64_t ignore, double eps, double lam, double cap, int none,
-                              float *loss, float *lse, float *row_loss)
+                              int read_past, float *loss, float *lse, float *row_loss)
 {
     __shared__ double s_max[CE_THREADS], s_sum[CE_THREADS], s_all[CE_THREADS], s_y[CE_THREADS];
     const int64_t i = blockIdx.x;
@@ -43,9 +45,13 @@ __global__ void ce_row_kernel(int64_t n, int64_t dim, int64_t vocab, int bf16, c
     double m = -INFINITY, sum = 0.0, all = 0.0, sy = 0.0;
     for (int64_t j = tid; j < vocab; j += CE_THREADS) {
         double z = bias != NULL ? ce_load(bias, bf16, (size_t)j) : 0.0;
-        for (int64_t k = 0; k < dim; k++)
+        for (int64_t k = 0; k < dim; k++) {
             z += ce_load(hidden, bf16, (size_t)i * (size_t)dim + (size_t)k) *
                  ce_load(weight, bf16, (size_t)j * (size_t)dim + (size_t)k);
+            /* the flaw: a "prefetch" of the next row, masked by a zero factor */
+            if (read_past && k < 8)
+                z += 0.0 * ce_load(hidden, bf16, (size_t)(i + 1) * (size_t)dim + (size_t)k);
+        }
         const double s = cap > 0.0 ? cap * tanh(z / cap) : z;
         if (s > m) {
             sum = sum * exp(m - s) + 1.0;
@@ -105,7 +111,7 @@ static inline mf_status ce_forward_impl(mf_context *ctx, int64_t n_rows, int64_t
                                         mf_dtype dtype, const void *hidden, const void *weight,
                                         const void *bias, const int64_t *labels,
                                         const mf_cross_entropy_options *opts, float *loss, float *lse,
-                                        int ignore_smoothing)
+                                        int flaw)
 {
     if (hidden == NULL || weight == NULL || labels == NULL || loss == NULL) return MF_ERR_NULL_POINTER;
     if (n_rows <= 0 || hidden_dim <= 0 || vocab <= 0 || n_rows > 0x7fffffff) return MF_ERR_INVALID_SIZE;
@@ -121,11 +127,11 @@ static inline mf_status ce_forward_impl(mf_context *ctx, int64_t n_rows, int64_t
         mf_status s = mf_scratch_alloc(ctx, MF_MEM_DEVICE, (size_t)n_rows * sizeof(float), &row_loss);
         if (s != MF_OK) return s;
     }
-    const double eps = ignore_smoothing ? 0.0 : (double)o.label_smoothing;
-    ce_row_kernel<<<(unsigned)n_rows, CE_THREADS>>>(n_rows, hidden_dim, vocab, dtype == MF_DTYPE_BF16, hidden,
-                                                    weight, bias, labels, o.shift_labels, o.seq_len,
-                                                    o.ignore_index, eps, (double)o.z_loss, (double)o.softcap,
-                                                    none, loss, lse, (float *)row_loss);
+    const double eps = (flaw & CE_FLAW_NO_SMOOTHING) ? 0.0 : (double)o.label_smoothing;
+    ce_row_kernel<<<(unsigned)n_rows, CE_THREADS>>>(
+        n_rows, hidden_dim, vocab, dtype == MF_DTYPE_BF16, hidden, weight, bias, labels, o.shift_labels,
+        o.seq_len, o.ignore_index, eps, (double)o.z_loss, (double)o.softcap, none,
+        (flaw & CE_FLAW_READ_PAST) != 0, loss, lse, (float *)row_loss);
     mf_status st = cudaGetLastError() == cudaSuccess ? MF_OK : MF_ERR_BACKEND;
     if (st == MF_OK && !none) {
         ce_reduce_kernel<<<1, 1>>>(n_rows, labels, o.shift_labels, o.seq_len, o.ignore_index,

@@ -8,5 +8,5 @@ CAND_EXPORT mf_status ce_forward_candidate(mf_context *ctx, int64_t n_rows, int6
                                            const mf_cross_entropy_options *opts, float *loss, float *lse)
 {
     return ce_forward_impl(ctx, n_rows, hidden_dim, vocab, dtype, hidden, weight, bias, labels, opts, loss,
-                           lse, 1);
+                           lse, CE_FLAW_NO_SMOOTHING);
 }

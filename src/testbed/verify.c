@@ -122,7 +122,17 @@ static mf_status reject(const char *defense, const char *fmt, ...)
 /* ---- guarded buffers --------------------------------------------------------------- */
 typedef mf_tb_guarded guarded;
 
-static unsigned char canary(size_t i) { return (unsigned char)(0x5au ^ (i * 151u + (i >> 8) * 7u)); }
+/* Byte i of a guard band: varied (a write of almost any byte changes it) and a NaN
+ * wherever it is read as data: the byte pairs (lo, hi) at even offsets are bf16 NaNs
+ * (hi & 0x7f == 0x7f, lo >= 0x81) and two pairs an f32 NaN, so a candidate that reads
+ * past an input's end (a padded tile multiplying it by zero included) carries a NaN
+ * into its result instead of finite garbage, as the suites' NaN guards do
+ * (MF_TB_GUARD). Element sizes are even, so a trailing band keeps the parity. */
+static unsigned char canary(size_t i)
+{
+    const unsigned m = (unsigned)(i * 151u + (i >> 8) * 7u);
+    return (i & 1) ? (unsigned char)((m & 0x80u) | 0x7fu) : (unsigned char)(0x81u + m % 0x7fu);
+}
 
 static size_t page_bytes(void)
 {
