@@ -65,6 +65,20 @@ if [ "$have_gpu" -eq 1 ]; then
             "flops", "TFLOP/s", "GB/s", "frac_flops", "frac_bw" }' "$build/bench.csv"
 fi
 
+# ---- the open issues' performance targets at their full shapes ----------------------------
+# memfix bench --targets: each target's optimized call at the issue's shape (issue 14: the
+# fused cross-entropy fwd+bwd at seed 000's shape against the 3-GEMM floor; issue 15: the NSA
+# forward at S = 65536 against memfix's dense attention), its check after timing, and whether
+# the goal is met. A target that fails to run or whose check fails fails CI; an unmet goal is
+# reported (met = no), not an error: these are goals, not tests.
+if [ "$have_gpu" -eq 1 ]; then
+  step "memfix bench --targets (the issues' goals)"
+  "$build/bin/memfix" bench --backend cuda --targets --reps 3 --out "$build/targets.csv"
+  awk -F, 'NR == 1 { next } { n = split($0, q, "\""); rest = q[3]; split(rest, c, ",");
+      printf "%-9s %-14s %-8s goal %-4s opt_ms %-10s baseline_ms %-10s floor_ms %-10s ratio %-8s met %-4s %s\n",
+             $1, $2, c[2], c[3], c[4], c[5], c[6], c[8], c[9], c[10] }' "$build/targets.csv"
+fi
+
 # ---- compute-sanitizer ---------------------------------------------------------------
 sanitizer="$(command -v compute-sanitizer || true)"
 for d in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do

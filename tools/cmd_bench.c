@@ -29,6 +29,8 @@ void mf_cli_bench_help(FILE *out)
 {
     fprintf(out, "usage: memfix bench [--op NAME] [--backend auto|host|cuda] [--sizes N,N,...]\n"
                  "                    [--reps N] [--out FILE] [--json] [--plot DIR]\n"
+                 "       memfix bench --targets [--op NAME] [--backend B] [--reps N] [--small]\n"
+                 "                    [--out FILE] [--json]\n"
                  "\n"
                  "For each registered fix (or only NAME), over a small size sweep: times the\n"
                  "reference (host, double) and each optimized variant (the context's backend),\n"
@@ -71,6 +73,18 @@ void mf_cli_bench_help(FILE *out)
             "                    --sizes does not apply)\n"
             "\n",
             any_without ? "see memfix report" : "none today");
+    fprintf(out, "targets (--targets: the open issues' performance goals at their full shapes;\n"
+                 "on a GPU, ci/gpu.sh prints them; host execution mode runs reduced shapes and\n"
+                 "reports met = n/a):\n");
+    for (size_t i = 0; i < n_ops; i++)
+        for (int k = 0; k < ops[i]->n_bench_targets; k++) {
+            const mf_bench_target *t = &ops[i]->bench_targets[k];
+            fprintf(out, "  %-17s %s (%s, %s): %s\n", t->name, ops[i]->name, t->issue,
+                    t->kind == MF_BENCH_TARGET_FLOOR ? "ratio = opt_ms / floor_ms, met when <= goal"
+                                                     : "ratio = baseline_ms / opt_ms, met when >= goal",
+                    t->help);
+        }
+    fprintf(out, "\n");
     fprintf(out, "options:\n"
                  "  --op NAME         only this fix\n"
                  "  --backend B       auto (default), host or cuda\n"
@@ -83,7 +97,16 @@ void mf_cli_bench_help(FILE *out)
                  "                    into DIR (the same script: $MF_PLOT_SCRIPT, else this\n"
                  "                    source tree's ci/plot.sh; needs gnuplot: exit 3 and a\n"
                  "                    message when it is missing)\n"
+                 "  --targets         run the targets above instead of the sweeps\n"
+                 "  --small           targets at their reduced shapes on a GPU too (a smoke test)\n"
                  "  -h, --help        this help\n"
+                 "\n"
+                 "target CSV columns (--targets): target, op, issue, backend, timer, shape, kind\n"
+                 "  (floor or speedup), goal, opt_ms (the optimized call, mean of reps after a\n"
+                 "  warm-up), baseline_ms (speedup: the baseline call, timed the same way),\n"
+                 "  floor_ms (floor: the floor's FLOPs at peak_tflops), peak_tflops, ratio, met\n"
+                 "  (yes, no, or n/a: host execution mode, a reduced shape or an unknown peak),\n"
+                 "  status (ok: ran and its check passed; failed), message.\n"
                  "\n"
                  "CSV columns (one header line, one row per op x variant x size):\n"
                  "  op, variant, backend   what ran (backend: host or cuda)\n"
@@ -531,6 +554,186 @@ static int plot_charts(const char *dir, const bench_row *rows, size_t n, FILE *o
     return MF_CLI_UNAVAILABLE;
 }
 
+/* ---- --targets ------------------------------------------------------------------------- */
+typedef struct target_row {
+    char target[32], op[32], issue[24], backend[8], timer[24], shape[192], met[8];
+    const char *kind;
+    double goal, opt_ms, base_ms, floor_ms, peak_tflops, ratio; /* NAN: not measured */
+    int ok;
+    char message[240];
+} target_row;
+
+#define TARGET_CSV_HEADER                                                                                    \
+    "target,op,issue,backend,timer,shape,kind,goal,opt_ms,baseline_ms,floor_ms,peak_tflops,ratio,met,"       \
+    "status,"                                                                                                \
+    "message"
+
+/* One call warmed up, then reps calls timed (CUDA events on a GPU); mean ms. */
+static mf_status time_target(mf_context *ctx, mf_status (*fn)(mf_context *, mf_bench_target_run *),
+                             mf_bench_target_run *t, int reps, double *ms, char *timer, size_t cap)
+{
+    mf_status s = fn(ctx, t);
+    if (s == MF_OK) s = mf_context_synchronize(ctx);
+    if (s != MF_OK) return s;
+    loop_timer lt;
+    loop_timer_start(ctx, &lt);
+    for (int rep = 0; rep < reps && s == MF_OK; rep++) s = fn(ctx, t);
+    if (s == MF_OK) s = mf_context_synchronize(ctx);
+    *ms = loop_timer_stop(ctx, &lt, timer, cap) / reps;
+    return s;
+}
+
+static void run_target(mf_context *ctx, const mf_op_desc *op, const mf_bench_target *bt, int small, int reps,
+                       double peak_tflops, target_row *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->target, sizeof r->target, "%s", bt->name);
+    snprintf(r->op, sizeof r->op, "%s", op->name);
+    snprintf(r->issue, sizeof r->issue, "%s", bt->issue);
+    snprintf(r->backend, sizeof r->backend, "%s", mf_backend_name(mf_context_backend(ctx)));
+    r->kind = bt->kind == MF_BENCH_TARGET_FLOOR ? "floor" : "speedup";
+    r->goal = bt->goal;
+    r->opt_ms = r->base_ms = r->floor_ms = r->ratio = NAN;
+    r->peak_tflops = peak_tflops;
+    snprintf(r->met, sizeof r->met, "n/a");
+    mf_bench_target_run t;
+    memset(&t, 0, sizeof t);
+    t.small = small;
+    mf_clear_error();
+    mf_status s = bt->setup(ctx, &t);
+    snprintf(r->shape, sizeof r->shape, "%s", t.shape);
+    if (s == MF_OK) s = time_target(ctx, bt->run, &t, reps, &r->opt_ms, r->timer, sizeof r->timer);
+    if (s == MF_OK && bt->kind == MF_BENCH_TARGET_SPEEDUP) {
+        char timer2[24];
+        s = bt->baseline != NULL
+                ? time_target(ctx, bt->baseline, &t, reps, &r->base_ms, timer2, sizeof timer2)
+                : MF_ERR_INTERNAL;
+    }
+    char why[200] = "";
+    if (s == MF_OK) s = bt->check(ctx, &t, why, sizeof why);
+    if (s != MF_OK)
+        snprintf(r->message, sizeof r->message, "%s: %.200s", mf_status_name(s), mf_last_error());
+    else if (why[0] != '\0')
+        snprintf(r->message, sizeof r->message, "check after timing: %.200s", why);
+    r->ok = s == MF_OK && why[0] == '\0';
+    if (r->ok) {
+        const int gpu = strcmp(r->timer, "cuda-events") == 0;
+        if (bt->kind == MF_BENCH_TARGET_FLOOR) {
+            if (peak_tflops > 0 && t.floor_flops > 0) {
+                r->floor_ms = t.floor_flops / (peak_tflops * 1e12) * 1e3;
+                r->ratio = r->opt_ms / r->floor_ms;
+            }
+        } else if (r->opt_ms > 0) {
+            r->ratio = r->base_ms / r->opt_ms;
+        }
+        if (gpu && !small && isfinite(r->ratio))
+            snprintf(r->met, sizeof r->met, "%s",
+                     (bt->kind == MF_BENCH_TARGET_FLOOR ? r->ratio <= bt->goal : r->ratio >= bt->goal)
+                         ? "yes"
+                         : "no");
+    }
+    for (int i = 0; i < t.n_dev; i++) mf_buffer_free(ctx, t.dev[i]);
+    for (int i = 0; i < t.n_host; i++) free(t.host[i]);
+}
+
+static void write_target_csv(FILE *f, const target_row *rows, size_t n)
+{
+    fprintf(f, "%s\n", TARGET_CSV_HEADER);
+    for (size_t i = 0; i < n; i++) {
+        const target_row *r = &rows[i];
+        fprintf(f, "%s,%s,%s,%s,%s,", r->target, r->op, r->issue, r->backend, r->timer);
+        csv_str(f, r->shape);
+        fprintf(f, ",%s,", r->kind);
+        const double cols[6] = { r->goal, r->opt_ms, r->base_ms, r->floor_ms, r->peak_tflops, r->ratio };
+        for (int k = 0; k < 6; k++) {
+            csv_num(f, cols[k]);
+            fputc(',', f);
+        }
+        fprintf(f, "%s,%s,", r->met, r->ok ? "ok" : "failed");
+        csv_str(f, r->message);
+        fputc('\n', f);
+    }
+}
+
+static int write_target_json(FILE *f, const target_row *rows, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr != NULL && i < n; i++) {
+        const target_row *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        if (o == NULL) break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "target", r->target);
+        cJSON_AddStringToObject(o, "op", r->op);
+        cJSON_AddStringToObject(o, "issue", r->issue);
+        cJSON_AddStringToObject(o, "backend", r->backend);
+        cJSON_AddStringToObject(o, "timer", r->timer);
+        cJSON_AddStringToObject(o, "shape", r->shape);
+        cJSON_AddStringToObject(o, "kind", r->kind);
+        json_num(o, "goal", r->goal);
+        json_num(o, "opt_ms", r->opt_ms);
+        json_num(o, "baseline_ms", r->base_ms);
+        json_num(o, "floor_ms", r->floor_ms);
+        json_num(o, "peak_tflops", r->peak_tflops);
+        json_num(o, "ratio", r->ratio);
+        cJSON_AddStringToObject(o, "met", r->met);
+        cJSON_AddStringToObject(o, "status", r->ok ? "ok" : "failed");
+        cJSON_AddStringToObject(o, "message", r->message);
+    }
+    return mf_cli_print_json(f, arr);
+}
+
+/* --targets: every target of the selected ops; exit 1 when one failed to run or its check failed
+ * (an unmet goal is reported in 'met', not an error). */
+static int run_targets(mf_context *ctx, const mf_op_desc *const *all, size_t n_ops, const mf_op_desc *only,
+                       int small, int reps, int json, FILE *csv, FILE *out, FILE *err, const char *out_path)
+{
+    double peak_tflops, peak_gbps;
+    char device[256];
+    device_peaks(ctx, &peak_tflops, &peak_gbps, device, sizeof device);
+    if (mf_context_backend(ctx) != MF_BACKEND_CUDA) small = 1; /* the full shapes would take days emulated */
+    size_t cap = 0, n = 0;
+    for (size_t i = 0; i < n_ops; i++)
+        if (only == NULL || all[i] == only) cap += (size_t)all[i]->n_bench_targets;
+    target_row *rows = calloc(cap ? cap : 1, sizeof *rows);
+    if (rows == NULL) {
+        fprintf(err, "memfix bench: out of memory\n");
+        return MF_CLI_UNAVAILABLE;
+    }
+    for (size_t i = 0; i < n_ops; i++) {
+        if (only != NULL && all[i] != only) continue;
+        for (int k = 0; k < all[i]->n_bench_targets; k++)
+            run_target(ctx, all[i], &all[i]->bench_targets[k], small, reps, peak_tflops, &rows[n++]);
+    }
+    int rc = MF_CLI_OK;
+    if (json) {
+        if (!write_target_json(csv, rows, n)) {
+            fprintf(err, "memfix bench: out of memory printing JSON\n");
+            rc = MF_CLI_UNAVAILABLE;
+        }
+    } else {
+        write_target_csv(csv, rows, n);
+    }
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
+    if (rc == MF_CLI_OK && failed) rc = MF_CLI_FAILED;
+    if (csv != out) {
+        if (fclose(csv) != 0) {
+            fprintf(err, "memfix bench: writing '%s' failed: %s\n", out_path, strerror(errno));
+            rc = MF_CLI_UNAVAILABLE;
+        } else {
+            fprintf(out, "memfix bench: %zu targets (%zu failed, device %s%s) written to %s\n", n, failed,
+                    device, small ? ", reduced shapes" : "", out_path);
+        }
+    }
+    if (n == 0) fprintf(err, "memfix bench: no targets registered%s\n", only != NULL ? " for this op" : "");
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].ok)
+            fprintf(err, "FAIL target %s [%s]: %s\n", rows[i].target, rows[i].shape, rows[i].message);
+    free(rows);
+    return rc;
+}
+
 static int parse_sizes(const char *s, int64_t *out, int cap)
 {
     int n = 0;
@@ -554,12 +757,26 @@ static int parse_sizes(const char *s, int64_t *out, int cap)
 int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *op_name = NULL, *backend_name = "auto", *out_path = NULL, *plot_dir = NULL;
-    int reps = 3, n_sizes = 0, json = 0;
+    int reps = 3, n_sizes = 0, json = 0, targets = 0, small = 0;
     int64_t sizes[MAX_SIZES];
-    enum { OPT_H, OPT_HELP, OPT_JSON, OPT_OP, OPT_BACKEND, OPT_SIZES, OPT_REPS, OPT_OUT, OPT_PLOT, N_OPTS };
-    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },     { "--help", 0 },    { "--json", 0 },
-                                             { "--op", 1 },   { "--backend", 1 }, { "--sizes", 1 },
-                                             { "--reps", 1 }, { "--out", 1 },     { "--plot", 1 } };
+    enum {
+        OPT_H,
+        OPT_HELP,
+        OPT_JSON,
+        OPT_TARGETS,
+        OPT_SMALL,
+        OPT_OP,
+        OPT_BACKEND,
+        OPT_SIZES,
+        OPT_REPS,
+        OPT_OUT,
+        OPT_PLOT,
+        N_OPTS
+    };
+    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },        { "--help", 0 },  { "--json", 0 },
+                                             { "--targets", 0 }, { "--small", 0 }, { "--op", 1 },
+                                             { "--backend", 1 }, { "--sizes", 1 }, { "--reps", 1 },
+                                             { "--out", 1 },     { "--plot", 1 } };
     for (int i = 1; i < argc; i++) {
         const char *val;
         const int k = mf_cli_option(argc, argv, &i, opts, N_OPTS, &val);
@@ -567,8 +784,8 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
             mf_cli_bench_help(out);
             return MF_CLI_OK;
         }
-        if (k == OPT_JSON) {
-            json = 1;
+        if (k == OPT_JSON || k == OPT_TARGETS || k == OPT_SMALL) {
+            *(k == OPT_JSON ? &json : k == OPT_TARGETS ? &targets : &small) = 1;
             continue;
         }
         if (k < 0) {
@@ -607,6 +824,14 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         }
     }
 
+    if (targets && (n_sizes > 0 || plot_dir != NULL)) {
+        fprintf(err, "memfix bench: --targets runs fixed shapes: --sizes and --plot do not apply\n");
+        return MF_CLI_USAGE;
+    }
+    if (small && !targets) {
+        fprintf(err, "memfix bench: --small applies to --targets only\n");
+        return MF_CLI_USAGE;
+    }
     mf_backend backend;
     if (!mf_cli_backend(err, "bench", backend_name, &backend)) return MF_CLI_USAGE;
     size_t n_ops = 0;
@@ -635,6 +860,11 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
                 mf_last_error());
         if (csv != out) fclose(csv);
         return MF_CLI_UNAVAILABLE;
+    }
+    if (targets) {
+        const int trc = run_targets(ctx, all, n_ops, only, small, reps, json, csv, out, err, out_path);
+        mf_context_destroy(ctx);
+        return trc;
     }
     const mf_backend resolved = mf_context_backend(ctx);
     /* the label of the rows; sweep rows on a GPU say cuda-events when the events worked */

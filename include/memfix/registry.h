@@ -109,7 +109,7 @@ typedef struct mf_verify_target {
  * optimized() (the optimized output re-filled with NaN before the loop),
  * re-validates the last run, then frees host[] (free) and dev[]
  * (mf_buffer_free). */
-#define MF_BENCH_MAX_BUFS 8
+#define MF_BENCH_MAX_BUFS 16
 typedef struct mf_bench_case {
     int variant;
     int64_t n;       /* the sweep's size */
@@ -138,6 +138,44 @@ typedef struct mf_bench_sweep {
     mf_status (*reference)(mf_context *ctx, mf_bench_case *c); /* one reference call (host) */
     mf_status (*optimized)(mf_context *ctx, mf_bench_case *c); /* one optimized call (device) */
 } mf_bench_sweep;
+
+/* An issue's performance target, measured by `memfix bench --targets` (ci/gpu.sh
+ * on a GPU runner): the optimized call at the issue's full shape, timed as a
+ * sweep row is (a warm-up, then reps runs), against either
+ *   MF_BENCH_TARGET_FLOOR:   a floor of floor_flops at the device's dense bf16
+ *                            peak; ratio = opt_ms / floor_ms, met when <= goal;
+ *   MF_BENCH_TARGET_SPEEDUP: a baseline call (another memfix op) timed the same
+ *                            way; ratio = baseline_ms / opt_ms, met when >= goal.
+ * setup (t->small set by bench: 1 = a reduced shape, host execution mode and
+ * the tests) allocates inputs and outputs in host[] / dev[] (freed by bench as a
+ * sweep's), fills shape and floor_flops; check runs after the timing and
+ * validates the last run's outputs (what it compares is in the op's target
+ * help): MF_OK with why empty when right, else why says what is wrong. */
+typedef enum mf_bench_target_kind {
+    MF_BENCH_TARGET_FLOOR = 0,
+    MF_BENCH_TARGET_SPEEDUP = 1
+} mf_bench_target_kind;
+
+typedef struct mf_bench_target_run {
+    int small;          /* set by bench */
+    char shape[192];    /* setup fills */
+    double floor_flops; /* MF_BENCH_TARGET_FLOOR: the floor's work */
+    void *host[MF_BENCH_MAX_BUFS];
+    void *dev[MF_BENCH_MAX_BUFS];
+    int n_host, n_dev;
+} mf_bench_target_run;
+
+typedef struct mf_bench_target {
+    const char *name;  /* "ce-000" */
+    const char *issue; /* where the goal comes from, e.g. "issue 14" */
+    const char *help;  /* what is timed against what, and what check compares */
+    mf_bench_target_kind kind;
+    double goal;
+    mf_status (*setup)(mf_context *ctx, mf_bench_target_run *t);
+    mf_status (*run)(mf_context *ctx, mf_bench_target_run *t);      /* the optimized call */
+    mf_status (*baseline)(mf_context *ctx, mf_bench_target_run *t); /* SPEEDUP only */
+    mf_status (*check)(mf_context *ctx, mf_bench_target_run *t, char *why, size_t cap);
+} mf_bench_target;
 
 struct mf_op_plan; /* memfix/plan.h */
 
@@ -171,6 +209,9 @@ typedef struct mf_op_desc {
      * for one variant's tiling); NULL: every case runs for every variant.
      * report, test_registry and the equivalence suites skip the others. */
     int (*case_applies)(int variant, int case_index);
+    /* `memfix bench --targets`: the op's issue targets (NULL: none). */
+    int n_bench_targets;
+    const mf_bench_target *bench_targets;
 } mf_op_desc;
 
 /* The number of built-in cases `memfix report` runs for op. */

@@ -658,4 +658,6 @@ const mf_op_desc mf_op_attention = {
     &attention_plan,
     ATTENTION_N_VERIFY_CASES, /* report: the first cases; the rest are the equivalence suite's */
     attention_case_applies,   /* all but the large cases (test_attention_equiv_large) */
+    0,
+    NULL, /* bench_targets: none */
 };

@@ -1087,6 +1087,134 @@ static const mf_bench_sweep ce_bench = { "N=n rows, D=32, V=512, mean,\nbudget o
                                          ce_bench_reference,
                                          ce_bench_optimized };
 
+/* ---- memfix bench --targets: issue 14's goal at seed 000's shape ------------------------- */
+/* The fused variant's forward + backward (bf16 inputs, fp32 gradients, sum, no bias, filtering
+ * off) at seed 000's N x V x D against the 3-GEMM floor: 3 x 2 N V D FLOPs at the device's dense
+ * bf16 peak; goal: within 1.5x. The reduced shape (host execution mode, tests) runs the same
+ * calls. check: the loss finite, and for 4 rows (first, last, two between) lse and the row of
+ * grad_hidden against a double computation on the host from the same bf16 inputs (tolerance rows
+ * cross_entropy.loss.bf16 and .grad.bf16). */
+enum { CE_T_ROWS = 4 };
+
+static void ce_target_dims(int small, int64_t *n, int64_t *d, int64_t *v)
+{
+    *n = small ? 300 : 131072; /* small: odd sizes, two row blocks, several vocabulary tiles */
+    *d = small ? 136 : 2560;
+    *v = small ? 1000 : 151936;
+}
+
+static mf_status ce_target_setup(mf_context *ctx, mf_bench_target_run *t)
+{
+    int64_t N, D, V;
+    ce_target_dims(t->small, &N, &D, &V);
+    snprintf(t->shape, sizeof t->shape, "N=%lld D=%lld V=%lld bf16 sum, fused fwd+bwd, fp32 gradients",
+             (long long)N, (long long)D, (long long)V);
+    t->floor_flops = 3.0 * 2.0 * (double)N * (double)V * (double)D;
+    mf_status s = MF_OK;
+    void *d;
+    mf_tb_target_input(ctx, t, MF_DTYPE_BF16, (size_t)(N * D), 41, -1.0f, 1.0f, &d, &s); /* dev[0] */
+    mf_tb_target_input(ctx, t, MF_DTYPE_BF16, (size_t)(V * D), 42, -0.5f, 0.5f, &d, &s); /* dev[1] */
+    int64_t *lab = s == MF_OK ? (int64_t *)malloc((size_t)N * sizeof *lab) : NULL;
+    if (s == MF_OK && lab == NULL) s = MF_ERR_OUT_OF_MEMORY;
+    if (s != MF_OK) return s;
+    t->host[t->n_host++] = lab; /* host[2] */
+    for (int64_t i = 0; i < N; i++) lab[i] = (int64_t)(((uint64_t)i * 2654435761u) % (uint64_t)V);
+    void *dl = mf_tb_target_output(ctx, t, (size_t)N * sizeof *lab, &s); /* dev[2] */
+    if (s == MF_OK) s = mf_buffer_upload(ctx, dl, lab, (size_t)N * sizeof *lab);
+    mf_tb_target_output(ctx, t, sizeof(float), &s);                   /* dev[3] loss */
+    mf_tb_target_output(ctx, t, (size_t)N * sizeof(float), &s);       /* dev[4] lse */
+    mf_tb_target_output(ctx, t, (size_t)(N * D) * sizeof(float), &s); /* dev[5] grad_hidden */
+    mf_tb_target_output(ctx, t, (size_t)(V * D) * sizeof(float), &s); /* dev[6] grad_weight */
+    return s;
+}
+
+static mf_status ce_target_run(mf_context *ctx, mf_bench_target_run *t)
+{
+    int64_t N, D, V;
+    ce_target_dims(t->small, &N, &D, &V);
+    mf_cross_entropy_options o;
+    mf_cross_entropy_options_init(&o);
+    o.variant = MF_CE_VARIANT_FUSED;
+    o.reduction = MF_CE_REDUCTION_SUM; /* the same work as mean; gradients of O(1), so the check sees them */
+    return mf_cross_entropy_forward_backward(
+        ctx, N, D, V, MF_DTYPE_BF16, t->dev[0], t->dev[1], NULL, (const int64_t *)t->dev[2], &o, NULL,
+        (float *)t->dev[3], (float *)t->dev[4], (float *)t->dev[5], (float *)t->dev[6], NULL);
+}
+
+static int ce_target_close(double got, double ref, const mf_tolerance *tol)
+{
+    return isfinite(got) && fabs(got - ref) <= tol->atol + tol->rtol * fabs(ref);
+}
+
+static mf_status ce_target_check(mf_context *ctx, mf_bench_target_run *t, char *why, size_t cap)
+{
+    int64_t N, D, V;
+    ce_target_dims(t->small, &N, &D, &V);
+    const mf_tolerance *tl = mf_tolerance_get("cross_entropy.loss.bf16"),
+                       *tg = mf_tolerance_get("cross_entropy.grad.bf16");
+    const uint16_t *h = (const uint16_t *)t->host[0], *w = (const uint16_t *)t->host[1];
+    const int64_t *lab = (const int64_t *)t->host[2];
+    double *z = (double *)malloc((size_t)V * sizeof *z), *hr = (double *)malloc((size_t)D * sizeof *hr),
+           *g = (double *)malloc((size_t)D * sizeof *g);
+    float *gh = (float *)malloc((size_t)D * sizeof *gh);
+    mf_status s = tl && tg && z && hr && g && gh ? MF_OK : MF_ERR_OUT_OF_MEMORY;
+    float loss = NAN;
+    if (s == MF_OK) s = mf_buffer_download(ctx, &loss, t->dev[3], sizeof loss);
+    if (s == MF_OK && !isfinite(loss)) snprintf(why, cap, "the loss is not finite (%g)", (double)loss);
+    const int64_t rows[CE_T_ROWS] = { 0, N / 3, 2 * N / 3, N - 1 };
+    for (int k = 0; k < CE_T_ROWS && s == MF_OK && why[0] == '\0'; k++) {
+        const int64_t i = rows[k];
+        for (int64_t c = 0; c < D; c++) hr[c] = (double)mf_bf16_to_f32(h[(size_t)i * (size_t)D + (size_t)c]);
+        double m = -INFINITY;
+        for (int64_t v = 0; v < V; v++) {
+            double acc = 0.0;
+            const uint16_t *wr = w + (size_t)v * (size_t)D;
+            for (int64_t c = 0; c < D; c++) acc += hr[c] * (double)mf_bf16_to_f32(wr[c]);
+            z[v] = acc;
+            if (acc > m) m = acc;
+        }
+        double sum = 0.0;
+        for (int64_t v = 0; v < V; v++) sum += exp(z[v] - m);
+        const double lse = m + log(sum);
+        /* sum, grad_loss 1: dL/dz_v = softmax_v - [v == y] */
+        for (int64_t c = 0; c < D; c++) g[c] = 0.0;
+        for (int64_t v = 0; v < V; v++) {
+            const double dz = exp(z[v] - lse) - (v == lab[i] ? 1.0 : 0.0);
+            const uint16_t *wr = w + (size_t)v * (size_t)D;
+            for (int64_t c = 0; c < D; c++) g[c] += dz * (double)mf_bf16_to_f32(wr[c]);
+        }
+        float got_lse = NAN;
+        if ((s = mf_buffer_download(ctx, &got_lse, (float *)t->dev[4] + i, sizeof got_lse)) != MF_OK ||
+            (s = mf_buffer_download(ctx, gh, (float *)t->dev[5] + (size_t)i * (size_t)D,
+                                    (size_t)D * sizeof *gh)) != MF_OK)
+            break;
+        if (!ce_target_close(got_lse, lse, tl)) {
+            snprintf(why, cap, "lse of row %lld: %.9g, a double computation gives %.9g", (long long)i,
+                     (double)got_lse, lse);
+            break;
+        }
+        for (int64_t c = 0; c < D; c++)
+            if (!ce_target_close(gh[c], g[c], tg)) {
+                snprintf(why, cap, "grad_hidden[%lld][%lld]: %.9g, a double computation gives %.9g",
+                         (long long)i, (long long)c, (double)gh[c], g[c]);
+                break;
+            }
+    }
+    free(z);
+    free(hr);
+    free(g);
+    free(gh);
+    return s;
+}
+
+static const mf_bench_target ce_bench_targets[] = {
+    { "ce-000", "issue 14",
+      "fused fwd+bwd, bf16, seed 000's N=131072 D=2560 V=151936 (sum, fp32 gradients, no filtering) within "
+      "1.5x of the 3-GEMM floor (6 N V D FLOPs at the dense bf16 peak); checked: lse and grad_hidden of 4 "
+      "rows against double",
+      MF_BENCH_TARGET_FLOOR, 1.5, ce_target_setup, ce_target_run, NULL, ce_target_check },
+};
+
 /* ---- memfix plan: the logits vs the chunked loss (seed 000, bug 1); the loss's figures ---- */
 static const mf_plan_param_spec ce_plan_params[] = {
     { "ce_budget", "--ce-budget", "BYTES", "scratch budget of the chunked loss (default 1 GiB)",
@@ -1172,4 +1300,6 @@ const mf_op_desc mf_op_cross_entropy = {
     &ce_plan,
     CE_N_REPORT_CASES, /* report: the first 5 (the rest are the equivalence and memory suites') */
     ce_case_applies,   /* the fused tile-edge cases and V = 151,936 (fused_vocab): ce_case flags */
+    1,
+    ce_bench_targets,
 };

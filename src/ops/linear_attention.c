@@ -910,4 +910,6 @@ const mf_op_desc mf_op_linear_attention = {
     &la_plan,
     LA_N_REPORT_CASES, /* report: the first rows; the rest are the equivalence and memory suites' */
     la_case_applies,   /* the suites' rows: one variant each, or both; the large rows: none */
+    0,
+    NULL, /* bench_targets: none */
 };

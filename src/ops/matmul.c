@@ -448,4 +448,6 @@ const mf_op_desc mf_op_matmul = {
     NULL,                  /* no plan rows: a matmul is not a memory fix of a model */
     MATMUL_N_VERIFY_CASES, /* report: the first cases; the rest are the equivalence suite's sweep */
     NULL,                  /* case_applies: every case runs for every variant */
+    0,
+    NULL, /* bench_targets: none */
 };

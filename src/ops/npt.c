@@ -795,4 +795,6 @@ const mf_op_desc mf_op_npt = {
     &npt_plan,
     NPT_N_REPORT_CASES, /* report: the first cases; the rest are the equivalence and memory suites' */
     NULL,               /* case_applies: every case runs for every variant */
+    0,
+    NULL, /* bench_targets: none */
 };

@@ -4,6 +4,7 @@
  * memory formulas are in src/ops/nsa_args.c (also used by the reference). */
 #include "memfix/nsa.h"
 
+#include "memfix/attention.h"
 #include "memfix/check.h"
 #include "memfix/plan.h"
 #include "memfix/registry.h"
@@ -11,7 +12,9 @@
 #include "nsa.cuh"
 #include "op_common.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const nsa_variant_names[MF_NSA_N_VARIANTS] = { "fused" };
@@ -636,6 +639,113 @@ static const mf_tolerance nsa_tolerances[] = {
       "1.8e-6); the compression branch stays fp32 SIMT (nsa.grad.f32)" },
 };
 
+/* ---- memfix bench --targets: issue 15's goal at S = 65536 ------------------------------- */
+/* The fused forward (bf16, out, lse and sel written) at the seed model's attention shape, B = 1,
+ * Hq = 12, Hk = 2, D = 64, the seed configuration, S = 65536, against memfix's own dense
+ * tensor-core attention forward (causal, bf16, B = 1, H = 12, the same S and D); goal: 6x
+ * faster. The reduced shape (host execution mode, tests): S = 333. check: out finite for every
+ * token; the first min(S, 256) tokens (a prefix: NSA is causal, so their outputs do not depend
+ * on later tokens) against the reference on that prefix: out by nsa.out.bf16, sel exactly. */
+enum { NSA_T_HQ = 12, NSA_T_HK = 2, NSA_T_D = 64, NSA_T_PREFIX = 256 };
+
+static int64_t nsa_target_s(int small) { return small ? 333 : 65536; }
+
+static mf_status nsa_target_setup(mf_context *ctx, mf_bench_target_run *t)
+{
+    const int64_t S = nsa_target_s(t->small);
+    const mf_nsa_config cfg = mf_nsa_config_seed();
+    snprintf(t->shape, sizeof t->shape,
+             "B=1 S=%lld Hq=%d Hk=%d D=%d bf16 seed cfg (l=%lld d=%lld l'=%lld n=%lld w=%lld); dense: causal "
+             "H=%d",
+             (long long)S, NSA_T_HQ, NSA_T_HK, NSA_T_D, (long long)cfg.block_cmp, (long long)cfg.stride,
+             (long long)cfg.block_sel, (long long)cfg.n_sel, (long long)cfg.window, NSA_T_HQ);
+    const size_t rq = (size_t)S * NSA_T_HQ, rk = (size_t)S * NSA_T_HK;
+    mf_status s = MF_OK;
+    void *d;
+    mf_tb_target_input(ctx, t, MF_DTYPE_BF16, rq * NSA_T_D, 41, -1.0f, 1.0f, &d, &s); /* q: dev[0] */
+    mf_tb_target_input(ctx, t, MF_DTYPE_BF16, rk * NSA_T_D, 42, -1.0f, 1.0f, &d, &s); /* k: dev[1] */
+    mf_tb_target_input(ctx, t, MF_DTYPE_BF16, rk * NSA_T_D, 43, -1.0f, 1.0f, &d, &s); /* v: dev[2] */
+    for (int gI = 0; gI < 3; gI++) /* the gates (sigmoid outputs): dev[3..5] */
+        mf_tb_target_input(ctx, t, MF_DTYPE_BF16, rq, 44 + (uint64_t)gI, 0.05f, 0.95f, &d, &s);
+    mf_tb_target_output(ctx, t, rq * NSA_T_D * sizeof(float), &s);                    /* out: dev[6] */
+    mf_tb_target_output(ctx, t, rq * 3 * sizeof(float), &s);                          /* lse: dev[7] */
+    mf_tb_target_output(ctx, t, rk * (size_t)cfg.n_sel * sizeof(int32_t), &s);        /* sel: dev[8] */
+    mf_tb_target_input(ctx, t, MF_DTYPE_BF16, rq * NSA_T_D, 51, -1.0f, 1.0f, &d, &s); /* dense k: dev[9] */
+    mf_tb_target_input(ctx, t, MF_DTYPE_BF16, rq * NSA_T_D, 52, -1.0f, 1.0f, &d, &s); /* dense v: dev[10] */
+    mf_tb_target_output(ctx, t, rq * NSA_T_D * sizeof(float), &s);                    /* dense out: dev[11] */
+    mf_tb_target_output(ctx, t, rq * sizeof(float), &s);                              /* dense lse: dev[12] */
+    return s;
+}
+
+static mf_status nsa_target_run(mf_context *ctx, mf_bench_target_run *t)
+{
+    const mf_nsa_config cfg = mf_nsa_config_seed();
+    return mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, nsa_target_s(t->small), NSA_T_HQ,
+                          NSA_T_HK, NSA_T_D, t->dev[0], t->dev[1], t->dev[2], t->dev[3], t->dev[4], t->dev[5],
+                          (float *)t->dev[6], (float *)t->dev[7], (int32_t *)t->dev[8]);
+}
+
+/* Dense causal attention with the NSA q's bytes as its q (B=1, H=12, N=S, D=64: (B,H,N,D)) and keys
+ * and values of its own: the same FLOPs whatever the values. */
+static mf_status nsa_target_dense(mf_context *ctx, mf_bench_target_run *t)
+{
+    const int64_t S = nsa_target_s(t->small);
+    return mf_attention_forward(ctx, MF_ATTENTION_TILED, MF_DTYPE_BF16, 1, 1, NSA_T_HQ, S, NSA_T_D, NSA_T_D,
+                                t->dev[0], t->dev[9], t->dev[10], (float *)t->dev[11], (float *)t->dev[12]);
+}
+
+static mf_status nsa_target_check(mf_context *ctx, mf_bench_target_run *t, char *why, size_t cap)
+{
+    const int64_t S = nsa_target_s(t->small), P = S < NSA_T_PREFIX ? S : NSA_T_PREFIX;
+    const mf_nsa_config cfg = mf_nsa_config_seed();
+    const size_t rq = (size_t)S * NSA_T_HQ, nout = rq * NSA_T_D, pout = (size_t)P * NSA_T_HQ * NSA_T_D,
+                 psel = (size_t)P * NSA_T_HK * (size_t)cfg.n_sel;
+    float *out = (float *)malloc(nout * sizeof *out), *ref = (float *)malloc(pout * sizeof *ref);
+    int32_t *sel = (int32_t *)malloc(psel * sizeof *sel), *rsel = (int32_t *)malloc(psel * sizeof *rsel);
+    const mf_tolerance *tol = mf_tolerance_get("nsa.out.bf16");
+    mf_status s = out && ref && sel && rsel && tol ? MF_OK : MF_ERR_OUT_OF_MEMORY;
+    if (s == MF_OK) s = mf_buffer_download(ctx, out, t->dev[6], nout * sizeof *out);
+    if (s == MF_OK) s = mf_buffer_download(ctx, sel, t->dev[8], psel * sizeof *sel);
+    for (size_t i = 0; s == MF_OK && i < nout; i++)
+        if (!isfinite(out[i])) {
+            snprintf(why, cap, "out[%zu] (token %zu) is not finite (%g)", i, i / (NSA_T_HQ * NSA_T_D),
+                     (double)out[i]);
+            break;
+        }
+    if (s == MF_OK && why[0] == '\0')
+        s = mf_ref_nsa_forward(ctx, MF_DTYPE_BF16, &cfg, 1, P, NSA_T_HQ, NSA_T_HK, NSA_T_D, t->host[0],
+                               t->host[1], t->host[2], t->host[3], t->host[4], t->host[5], ref, NULL, rsel);
+    if (s == MF_OK && why[0] == '\0') {
+        for (size_t i = 0; i < psel; i++)
+            if (sel[i] != rsel[i]) {
+                snprintf(why, cap,
+                         "sel of token %zu, group %zu, entry %zu: %d, the reference on the prefix has %d",
+                         i / (NSA_T_HK * (size_t)cfg.n_sel), i / (size_t)cfg.n_sel % NSA_T_HK,
+                         i % (size_t)cfg.n_sel, sel[i], rsel[i]);
+                break;
+            }
+    }
+    if (s == MF_OK && why[0] == '\0') {
+        mf_compare_result cr;
+        if ((s = mf_compare_f32(out, ref, pout, tol, NULL, &cr)) == MF_OK && !cr.pass)
+            snprintf(why, cap, "out of the first %lld tokens vs the reference on the prefix: %.150s",
+                     (long long)P, cr.reason);
+    }
+    free(out);
+    free(ref);
+    free(sel);
+    free(rsel);
+    return s;
+}
+
+static const mf_bench_target nsa_bench_targets[] = {
+    { "nsa-64k", "issue 15",
+      "fused forward, bf16, B=1 S=65536 Hq=12 Hk=2 D=64, seed configuration, at least 6x faster than "
+      "memfix's dense tensor-core attention forward (causal, H=12) at the same S and D; checked: out "
+      "finite, the first 256 tokens' out and sel against the reference on that prefix",
+      MF_BENCH_TARGET_SPEEDUP, 6.0, nsa_target_setup, nsa_target_run, nsa_target_dense, nsa_target_check },
+};
+
 const mf_op_desc mf_op_nsa = {
     "nsa",
     "native sparse attention fwd+bwd: fused compression/top-n selection/window vs dense masked S x S "
@@ -652,4 +762,6 @@ const mf_op_desc mf_op_nsa = {
     &nsa_plan,
     NSA_N_REPORT_CASES, /* report: the first six (the rest: the equivalence and memory suites') */
     NULL,               /* case_applies: every case runs for every variant */
+    1,
+    nsa_bench_targets,
 };

@@ -887,4 +887,6 @@ const mf_op_desc mf_op_rope = {
     &rope_plan,
     ROPE_N_REPORT_CASES, /* report: the first cases; the rest are the test suites' */
     rope_case_applies,   /* the cache-only cases (34-37) */
+    0,
+    NULL, /* bench_targets: none */
 };

@@ -347,3 +347,40 @@ mf_status mf_tb_bench_io(mf_context *ctx, mf_bench_case *c, int n_in, const size
     c->out_n = out_n;
     return s;
 }
+
+void *mf_tb_target_output(mf_context *ctx, mf_bench_target_run *t, size_t bytes, mf_status *s)
+{
+    void *p = NULL;
+    if (*s != MF_OK) return NULL;
+    if (t->n_dev >= MF_BENCH_MAX_BUFS) {
+        *s = mf_set_error(MF_ERR_INTERNAL, __func__, __FILE__, __LINE__, "more than %d target device buffers",
+                          MF_BENCH_MAX_BUFS);
+        return NULL;
+    }
+    if ((*s = mf_buffer_alloc(ctx, bytes ? bytes : 1, &p)) != MF_OK) return NULL;
+    t->dev[t->n_dev++] = p;
+    return p;
+}
+
+void *mf_tb_target_input(mf_context *ctx, mf_bench_target_run *t, mf_dtype dtype, size_t n, uint64_t seed,
+                         float lo, float hi, void **dev, mf_status *s)
+{
+    *dev = NULL;
+    if (*s != MF_OK) return NULL;
+    if (t->n_host >= MF_BENCH_MAX_BUFS) {
+        *s = mf_set_error(MF_ERR_INTERNAL, __func__, __FILE__, __LINE__, "more than %d target host buffers",
+                          MF_BENCH_MAX_BUFS);
+        return NULL;
+    }
+    void *h = mf_tb_make_input(dtype, n, seed, lo, hi);
+    if (h == NULL) {
+        *s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "target input of %zu elements",
+                          n);
+        return NULL;
+    }
+    t->host[t->n_host++] = h;
+    const size_t bytes = n * mf_dtype_size(dtype);
+    if ((*dev = mf_tb_target_output(ctx, t, bytes, s)) == NULL) return NULL;
+    if ((*s = mf_buffer_upload(ctx, *dev, h, bytes)) != MF_OK) return NULL;
+    return h;
+}

@@ -238,6 +238,16 @@ void *mf_tb_bench_dev(mf_context *ctx, mf_bench_case *c, const void *host, size_
 mf_status mf_tb_bench_io(mf_context *ctx, mf_bench_case *c, int n_in, const size_t *n, uint64_t seed0,
                          size_t out_n);
 
+/* ---- memfix bench --targets (mf_bench_target_run, registry.h) ---------------------------- */
+/* An input of n elements of dtype, uniform in [lo, hi) of seed, on the host
+ * (kept in t->host[], returned) and its device copy (t->dev[], into *dev).
+ * NULL when *s is or becomes an error (out of memory, more than
+ * MF_BENCH_MAX_BUFS buffers). */
+void *mf_tb_target_input(mf_context *ctx, mf_bench_target_run *t, mf_dtype dtype, size_t n, uint64_t seed,
+                         float lo, float hi, void **dev, mf_status *s);
+/* A device output of 'bytes' kept in t->dev[]; NULL when *s is or becomes an error. */
+void *mf_tb_target_output(mf_context *ctx, mf_bench_target_run *t, size_t bytes, mf_status *s);
+
 #ifdef __cplusplus
 }
 #endif

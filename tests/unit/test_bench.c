@@ -358,10 +358,10 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
     memset(out, 0, sizeof *out);
     MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
 }
-static const mf_op_desc fake_op = { "fake", "test-only", 2, fake_variants, 2,    fake_run, 0,
-                                    NULL,   NULL,        0, NULL,          NULL, 0,        NULL };
-static const mf_op_desc broken_op = { "broken", "test-only", 1, fake_variants, 1,    broken_run, 0,
-                                      NULL,     NULL,        0, NULL,          NULL, 0,          NULL };
+static const mf_op_desc fake_op = { "fake", "test-only", 2,    fake_variants, 2, fake_run, 0, NULL,
+                                    NULL,   0,           NULL, NULL,          0, NULL,     0, NULL };
+static const mf_op_desc broken_op = { "broken", "test-only", 1,    fake_variants, 1, broken_run, 0, NULL,
+                                      NULL,     0,           NULL, NULL,          0, NULL,       0, NULL };
 static const mf_op_desc *const test_ops[] = { &fake_op, &broken_op };
 
 START_TEST(test_failed_rows)
@@ -417,6 +417,100 @@ START_TEST(test_usage)
 }
 END_TEST
 
+/* ---- --targets: the issues' goals (reduced shapes in host execution mode) ------------- */
+static const char *const TARGET_HEADER = "target,op,issue,backend,timer,shape,kind,goal,opt_ms,baseline_ms,"
+                                         "floor_ms,peak_tflops,ratio,met,status,message";
+
+START_TEST(test_targets_host)
+{
+    run_result r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1");
+    ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+    char *save = NULL, *line = strtok_r(r.out, "\n", &save);
+    ck_assert_str_eq(line, TARGET_HEADER);
+    static char f[20][256];
+    int rows = 0, ce = 0, nsa = 0;
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        ck_assert_int_eq(split_csv(line, f, 20), 16);
+        ck_assert_str_eq(f[3], "host");
+        ck_assert_str_eq(f[4], "host-wall");
+        ck_assert_msg(strcmp(f[14], "ok") == 0, "target row not ok: %s", line);
+        ck_assert_str_eq(f[13], "n/a"); /* reduced shapes: never met or unmet */
+        ck_assert(atof(f[8]) > 0);      /* opt_ms */
+        if (strcmp(f[0], "ce-000") == 0) {
+            ce++;
+            ck_assert_str_eq(f[6], "floor");
+            ck_assert(atof(f[7]) == 1.5);
+            ck_assert_str_eq(f[10], ""); /* no peak in host mode: no floor, no ratio */
+            ck_assert_str_eq(f[12], "");
+            ck_assert_ptr_nonnull(strstr(f[5], "N=300 D=136 V=1000"));
+        } else if (strcmp(f[0], "nsa-64k") == 0) {
+            nsa++;
+            ck_assert_str_eq(f[6], "speedup");
+            ck_assert(atof(f[7]) == 6.0);
+            ck_assert(atof(f[9]) > 0 && atof(f[12]) > 0); /* baseline timed, ratio = baseline / opt */
+        }
+        rows++;
+    }
+    ck_assert_int_eq(rows, 2);
+    ck_assert_int_eq(ce, 1);
+    ck_assert_int_eq(nsa, 1);
+    FREE(r);
+    r = RUN("memfix", "bench", "--help");
+    ck_assert_ptr_nonnull(strstr(r.out, "ce-000"));
+    ck_assert_ptr_nonnull(strstr(r.out, "nsa-64k"));
+    FREE(r);
+    const char *bad[][4] = { { "--targets", "--sizes", "4", NULL },
+                             { "--targets", "--plot", "/tmp/x", NULL },
+                             { "--small", NULL, NULL, NULL } };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *argv[5] = { "memfix", "bench", bad[i][0], bad[i][1], bad[i][2] };
+        r = run(bad[i][1] ? (bad[i][2] ? 5 : 4) : 3, argv);
+        ck_assert_msg(r.rc == MF_CLI_USAGE, "%s: rc %d", bad[i][0], r.rc);
+        ck_assert(r.err[0] != '\0');
+        FREE(r);
+    }
+}
+END_TEST
+
+/* A target whose check fails: its row is failed with the check's words, exit status 1. */
+static mf_status tgt_setup(mf_context *ctx, mf_bench_target_run *t)
+{
+    (void)ctx;
+    snprintf(t->shape, sizeof t->shape, "tiny");
+    t->floor_flops = 1e6;
+    return MF_OK;
+}
+static mf_status tgt_run(mf_context *ctx, mf_bench_target_run *t)
+{
+    (void)ctx, (void)t;
+    return MF_OK;
+}
+static mf_status tgt_check(mf_context *ctx, mf_bench_target_run *t, char *why, size_t cap)
+{
+    (void)ctx, (void)t;
+    snprintf(why, cap, "deliberately wrong output");
+    return MF_OK;
+}
+static const mf_bench_target tgt_bad[] = {
+    { "bad-goal", "issue 0", "test-only", MF_BENCH_TARGET_FLOOR, 1.5, tgt_setup, tgt_run, NULL, tgt_check },
+};
+static const mf_op_desc target_op = { "tgt", "test-only", 1,    fake_variants, 1, fake_run, 0, NULL,
+                                      NULL,  0,           NULL, NULL,          0, NULL,     1, tgt_bad };
+static const mf_op_desc *const target_ops[] = { &target_op };
+
+START_TEST(test_targets_failed_check)
+{
+    mf_registry_override(target_ops, 1);
+    run_result r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1");
+    mf_registry_override(NULL, 0);
+    ck_assert_int_eq(r.rc, MF_CLI_FAILED);
+    ck_assert_ptr_nonnull(strstr(r.out, "bad-goal,tgt,issue 0,host,host-wall,\"tiny\",floor,1.5,"));
+    ck_assert_ptr_nonnull(strstr(r.out, ",n/a,failed,\"check after timing: deliberately wrong output\""));
+    ck_assert_ptr_nonnull(strstr(r.err, "FAIL target bad-goal"));
+    FREE(r);
+}
+END_TEST
+
 Suite *bench_suite(void)
 {
     Suite *s = suite_create("bench");
@@ -429,6 +523,8 @@ Suite *bench_suite(void)
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_cross_entropy_sweep_chunks);
     tcase_add_test(tc, test_plot);
+    tcase_add_test(tc, test_targets_host);
+    tcase_add_test(tc, test_targets_failed_check);
     suite_add_tcase(s, tc);
     return s;
 }

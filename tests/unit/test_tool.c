@@ -78,16 +78,24 @@ static mf_status broken_run(mf_context *ctx, int variant, int case_index, mf_cas
     MF_FAIL(MF_ERR_INTERNAL, "deliberately broken op");
 }
 
-static const mf_op_desc fake_op = { "fake", "test-only op", 2, two_variants, 2,    fake_run, 0,
-                                    NULL,   NULL,           0, NULL,         NULL, 0,        NULL };
-static const mf_op_desc good_op = {
-    "goodonly", "test-only op that passes", 1, two_variants, 2, good_run, 0, NULL, NULL, 0, NULL, NULL, 0,
-    NULL
-};
-static const mf_op_desc broken_op = {
-    "broken", "test-only op that errors", 1, two_variants, 1, broken_run, 0, NULL, NULL, 0, NULL, NULL, 0,
-    NULL
-};
+static const mf_op_desc fake_op = { "fake", "test-only op", 2, two_variants, 2, fake_run, 0, NULL, NULL, 0,
+                                    NULL,   NULL,           0, NULL,         0, NULL };
+static const mf_op_desc good_op = { "goodonly", "test-only op that passes",
+                                    1,          two_variants,
+                                    2,          good_run,
+                                    0,          NULL,
+                                    NULL,       0,
+                                    NULL,       NULL,
+                                    0,          NULL,
+                                    0,          NULL };
+static const mf_op_desc broken_op = { "broken", "test-only op that errors",
+                                      1,        two_variants,
+                                      1,        broken_run,
+                                      0,        NULL,
+                                      NULL,     0,
+                                      NULL,     NULL,
+                                      0,        NULL,
+                                      0,        NULL };
 static const mf_op_desc *const test_ops[] = { &fake_op, &good_op, &broken_op };
 
 static void use_test_ops(void) { mf_registry_override(test_ops, 3); }
