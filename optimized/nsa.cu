@@ -45,6 +45,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace MF_NS {
 
@@ -59,6 +61,8 @@ struct NsaShape {
     size_t B, S, Hq, Hk, D, G, nc, nb;
     size_t l, d, ls, n, w;
     float scale;
+    double
+        scale_ref; // the reference's scale in double (cfg.scale, or 1/sqrt(D) in double): nsa_recheck_kernel
 };
 
 // ---- pooling: kc[b][g][j][c] = mean_{s in [j*d, j*d+l)} k[b][s][g][c] ----------
@@ -80,6 +84,23 @@ __global__ void __launch_bounds__(256)
         }
         kc[e] = sk / (float)sh.l;
         vc[e] = sv / (float)sh.l;
+    }
+}
+
+// max |kc| of each (b, KV group) (kmax[b Hk + g], NaN if any kc is NaN): the
+// bound of the compression kernel's score error (nsa_mma_cmp_kernel's
+// certificate). One block per (b, g).
+// mf-budget: regs<=40 smem<=1024 spill=0  (sm_90 measured: regs 29, smem 512)
+__global__ void __launch_bounds__(kThreads)
+    nsa_kmax_kernel(const float *__restrict__ kc, float *__restrict__ kmax, NsaShape sh)
+{
+    __shared__ float red[kThreads];
+    const size_t per = sh.nc * sh.D;
+    for (size_t bg = blockIdx.x; bg < sh.B * sh.Hk; bg += gridDim.x) {
+        float m = 0.0f;
+        for (size_t e = threadIdx.x; e < per; e += kThreads) m = nan_max(fabsf(kc[bg * per + e]), m);
+        m = block_max_n<kThreads>(m, red);
+        if (threadIdx.x == 0) kmax[bg] = m; // block_max_n ends with a barrier: red is free again
     }
 }
 
@@ -1005,6 +1026,45 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
     }
 }
 
+// ---- the selection's certificate (docs/nsa.md "Precision") ----
+// kc's split residual relative to |kc|: three bf16 terms (each rounding keeps 8
+// bits of what the previous left), |kc - hi - mid - lo| <= 2^-24 |kc|.
+constexpr float kSplitResidual = 0x1p-24f;
+// Bound on the relative error of a row's pass-2 p = 2^(x - lse2) (x = scaled
+// base-2 score), from a = scale log2(e) ||q||_1 max|kc| (|x| <= a):
+//   score: the split residual a 2^-24, the mma's fp32 accumulation (3 D/16
+//     chained m16n8k16 steps, each adding its exact products with an error of at
+//     most 2^-22 of the magnitudes summed: a 3 D/16 2^-22) and the scaling's
+//     rounding (a 2^-23): dx;
+//   lse2 = m + log2 l: the exact lse of the computed scores is within dx of the
+//     true one (1-Lipschitz); l's float sums and exp2f's (2^-21 relative each)
+//     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
+//     in log2 1.5 T 14 2^-24; log2f and the additions: 2^-21 (|m| + |log2 l| + 2);
+//   p: x - lse2 rounded ((a + |lse2|) 2^-23) and exp2f (2^-21 relative).
+// delta = 2 dx + ... is the exponent's error; 2^delta - 1 <= ln2 delta (1 + delta).
+// The 1.01 factors cover the bound's own float rounding (a, qn: <= (D + 2) 2^-24).
+template <int D> __device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t nv)
+{
+    a *= 1.01f;
+    const float dx = a * (kSplitResidual + (float)(3 * D / 16) * 0x1p-22f + 0x1p-23f);
+    const float lg = log2f(l);
+    const float dl = 1.5f * (float)(nv / 16 + 2) * 14.0f * 0x1p-24f;
+    const float dr = 0x1p-21f * (fabsf(m) + fabsf(lg) + 2.0f) + (a + fabsf(m + lg)) * 0x1p-23f;
+    const float delta = 2.0f * dx + dl + dr;
+    return 1.01f * (0.6932f * delta * (1.0f + delta) + 0x1p-21f);
+}
+// A token's selection is certain when its smallest selected non-forced
+// importance mn beats its largest dropped one rej by more than both their error
+// bounds: each importance sums at most G ((l' + l)/d + 2) p's, each off by at most
+// eps (the largest of the token's rows) relative, plus the float sum's rounding
+// (that many times 2^-24), relative to the true value (hence 1 / (1 - eps) <=
+// 1.34 for eps < 1/4); 2^-100 covers p's that underflowed to 0 (each < 2^-125).
+__device__ __forceinline__ float selection_threshold(const NsaShape &sh, float eps, float mn, float rej)
+{
+    const float e = 1.01f * (eps + (float)(sh.G * ((sh.ls + sh.l) / sh.d + 2)) * 0x1p-24f);
+    return (e < 0.25f ? 1.34f * e : INFINITY) * (mn + rej) + 0x1p-100f;
+}
+
 // Pass 1 of both kernels, the compression branch: online softmax over the
 // visible kc tiles and o += P Vc with the split operands (P, vc hi + lo).
 // o, m (base 2, scaled) and l are per lane row, as attention_mma's. Tile x + 1
@@ -1072,13 +1132,14 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 127/138/165, smem 23104/29760/43072 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
+// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 148/131/168, smem 23424/30080/43392 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
                        const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
-                       float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t QT,
-                       size_t nblk, size_t total)
+                       float *__restrict__ lse, int32_t *__restrict__ sel, const float *__restrict__ kmax,
+                       unsigned long long *__restrict__ flags, unsigned long long *__restrict__ nflag,
+                       int flag_all, NsaShape sh, size_t QT, size_t nblk, size_t total)
 {
     using namespace nsa_cmp;
     using nsa_mma::kLn2;
@@ -1092,6 +1153,8 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     __shared__ int list[kMaxQT][kCmpMaxSel];
     __shared__ unsigned char keep[kMaxQT][kUnion];
     __shared__ int n_list[kMaxQT];
+    __shared__ float row_eps[kRows];  // the certificate: relative error bound of each row's p (0: no key)
+    __shared__ float max_rej[kMaxQT]; // the largest importance not selected (evicted or rejected)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
     const float scale_log2 = sh.scale * kLog2e;
     const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
@@ -1122,6 +1185,18 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             }
             if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
         }
+        { // the certificate's error bound of each row's pass-2 p (docs/nsa.md "Precision")
+            const float km = kmax != nullptr ? kmax[it.b * sh.Hk + it.g] : 0.0f; // null: no compressed block
+            MF_UNROLL
+            for (int i = 0; i < 2; ++i) {
+                float qn = 0.0f; // ||q||_1 of the row, the quad's four lanes a quarter each
+                for (int c = t4; c < D; c += 4) qn += fabsf(__bfloat162float(Qw[(g8 + 8 * i) * LDS + c]));
+                qn = quad_sum(qn);
+                if (t4 == 0)
+                    row_eps[16 * warp + g8 + 8 * i] =
+                        it.nv[i] > 0 ? p_error_bound<D>(qn * km * scale_log2, m[i], l[i], it.nv[i]) : 0.0f;
+            }
+        }
         // pass 2: importances and the running top n of each token
         const size_t tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0,
                      cand_max = (tend - 1) / sh.ls + 1;
@@ -1134,7 +1209,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             jhi = (iend * sh.ls - 1) / sh.d + 1;
             if (jhi > nk0) jhi = nk0;
         };
-        if ((size_t)tid < ntok) n_list[tid] = 0;
+        if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
             const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
             __syncthreads(); // the previous tile merged (n_list published), Kt consumed
@@ -1202,20 +1277,189 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
                 const size_t nl = (size_t)n_list[tok], nu = nl + nt;
                 int o2 = 0;
-                for (size_t u = 0; u < nu && (size_t)o2 < sh.n; ++u)
-                    if (keep[tok][u]) {
-                        top_v[tok][o2] = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                float rej = max_rej[tok]; // the certificate: the largest finite value dropped so far
+                for (size_t u = 0; u < nu; ++u) {
+                    const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                    if (keep[tok][u] && (size_t)o2 < sh.n) {
+                        top_v[tok][o2] = xv;
                         list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
                         ++o2;
+                    } else if (xv != INFINITY) { // a forced block loses only to forced ones (exact)
+                        rej = nan_max(rej, xv);
                     }
+                }
+                max_rej[tok] = rej;
                 n_list[tok] = o2;
             }
         }
         __syncthreads();
-        for (size_t e = tid; e < ntok * sh.n; e += kThreadsC) {
+        if (flags != nullptr && (size_t)tid < ntok) { // certify each token's selection, or list it
+            const size_t tok = (size_t)tid;
+            float eps = 0.0f, mn = INFINITY;
+            bool bad = false;
+            for (size_t hh = 0; hh < sh.G; ++hh) eps = nan_max(row_eps[tok * sh.G + hh], eps);
+            for (int x = 0; x < n_list[tok]; ++x) {
+                const float v = top_v[tok][x];
+                if (v != v)
+                    bad = true;
+                else if (v != INFINITY)
+                    mn = fminf(mn, v);
+            }
+            const float rej = max_rej[tok];
+            if (flag_all || bad || rej != rej ||
+                (nvis_of(sh, t0 + tok) > 0 && mn != INFINITY && rej != -INFINITY &&
+                 !(mn - rej > selection_threshold(sh, eps, mn, rej)))) {
+                const unsigned long long at = atomicAdd(nflag, 1ull);
+                flags[at] = (unsigned long long)(it.rbase / sh.G + tok * sh.Hk); // (b S + t) Hk + g
+            }
+        }
+        // (MF_NSA_RECHECK=all: nsa_recheck_kernel writes every row, and only it)
+        for (size_t e = tid; !flag_all && e < ntok * sh.n; e += kThreadsC) {
             const size_t tok = e / sh.n, x = e % sh.n;
             sel[(it.rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
         }
+    }
+}
+
+// ---- the selection's fallback: ambiguous tokens ranked in double as the reference -------
+// nsa_mma_cmp_kernel lists the (b, t, KV group) whose selection margin it cannot
+// certify (flags[0, *nflag): (b S + t) Hk + g). One block per listed token
+// (grid-stride; the count is read in device memory: no host synchronization)
+// recomputes, in double and in the reference's order of operations
+// (reference/nsa.c steps 1-3), kc from k, the compression scores and softmax
+// (max, then the sum in j order) of each of the group's heads, the block
+// importances (heads, then compressed blocks, in order), forced blocks +inf,
+// and the top n (ties to the lower index), and rewrites sel's row before
+// nsa_mma_fwd_kernel reads it. Products and sums are explicitly rounded
+// (__dmul_rn/__dadd_rn on the GPU: no contraction into fma); exp is the
+// device's (within an ulp of the host's). Not hot: a listed token costs
+// G (3 nv + overlaps) scores of D (l + 1) flops; bf16 q/k (the tensor-core path).
+namespace nsa_chk {
+__device__ __forceinline__ double dadd(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+__device__ __forceinline__ double dmul(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+// The reference's scaled compression score of head h at token t against block j.
+__device__ __forceinline__ double score(const __nv_bfloat16 *__restrict__ q,
+                                        const __nv_bfloat16 *__restrict__ k, const NsaShape &sh, size_t b,
+                                        size_t t, size_t h, size_t g, size_t j)
+{
+    const __nv_bfloat16 *qr = q + ((b * sh.S + t) * sh.Hq + h) * sh.D;
+    double acc = 0.0;
+    for (size_t c = 0; c < sh.D; ++c) {
+        double sk = 0.0;
+        for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s)
+            sk = dadd(sk, (double)__bfloat162float(k[((b * sh.S + s) * sh.Hk + g) * sh.D + c]));
+        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), sk / (double)sh.l));
+    }
+    return dmul(acc, sh.scale_ref);
+}
+} // namespace nsa_chk
+
+// mf-budget: regs<=104 smem<=2048 spill=0  (sm_90 measured: regs 96, smem 1792, stack 0; not hot: ambiguous tokens only)
+__global__ void __launch_bounds__(kThreads)
+    nsa_recheck_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+                       int32_t *__restrict__ sel, const unsigned long long *__restrict__ flags,
+                       const unsigned long long *__restrict__ nflag, NsaShape sh)
+{
+    using nsa_chk::dadd;
+    using nsa_chk::score;
+    constexpr int kMaxN = nsa_cmp::kCmpMaxSel;
+    __shared__ double red[kThreads];
+    __shared__ double st_m[kMaxG], st_sum[kMaxG];
+    __shared__ double top_v[kMaxN];
+    __shared__ size_t top_i[kMaxN];
+    const int tid = threadIdx.x;
+    const size_t count = *nflag;
+    for (size_t e = blockIdx.x; e < count; e += gridDim.x) {
+        const size_t code = flags[e], g = code % sh.Hk, t = code / sh.Hk % sh.S, b = code / sh.Hk / sh.S;
+        const size_t nv = nsa_cmp::nvis_of(sh, t);
+        // per head: the softmax's max, then its sum in j order (one chunk of exponentials at a time)
+        for (size_t hh = 0; hh < sh.G; ++hh) {
+            const size_t h = g * sh.G + hh;
+            double mx = -INFINITY;
+            for (size_t j = (size_t)tid; j < nv; j += kThreads) {
+                const double x = score(q, k, sh, b, t, h, g, j);
+                if (x != x || x > mx) mx = x;
+            }
+            red[tid] = mx;
+            __syncthreads();
+            if (tid == 0) {
+                double m = -INFINITY;
+                for (int x = 0; x < kThreads; ++x)
+                    if (red[x] != red[x] || red[x] > m) m = red[x];
+                st_m[hh] = m;
+                st_sum[hh] = 0.0;
+            }
+            __syncthreads();
+            for (size_t j0 = 0; j0 < nv; j0 += kThreads) {
+                const size_t j = j0 + (size_t)tid;
+                red[tid] = j < nv ? exp(score(q, k, sh, b, t, h, g, j) - st_m[hh]) : 0.0;
+                __syncthreads();
+                if (tid == 0) {
+                    double sum = st_sum[hh];
+                    for (size_t x = 0; x < kThreads && j0 + x < nv; ++x) sum = dadd(sum, red[x]);
+                    st_sum[hh] = sum;
+                }
+                __syncthreads();
+            }
+        }
+        // importances of the candidates, kThreads at a time, merged into the top n by thread 0
+        const size_t cand = t / sh.ls + 1, last = t / sh.ls;
+        size_t ntop = 0; // thread 0's
+        for (size_t i0 = 0; i0 < cand; i0 += kThreads) {
+            const size_t i = i0 + (size_t)tid;
+            double acc = 0.0;
+            if (i < cand) {
+                const size_t lo = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
+                const size_t ja = (lo + sh.d - 1) / sh.d;     // j d + l > i l'
+                size_t jb = ((i + 1) * sh.ls - 1) / sh.d + 1; // j d < (i + 1) l'
+                if (jb > nv) jb = nv;
+                for (size_t hh = 0; hh < sh.G; ++hh)
+                    for (size_t j = ja; j < jb; ++j)
+                        acc = dadd(acc,
+                                   exp(score(q, k, sh, b, t, g * sh.G + hh, g, j) - st_m[hh]) / st_sum[hh]);
+                if (i == 0 || i == last || i + 1 == last) acc = INFINITY;
+            }
+            red[tid] = acc;
+            __syncthreads();
+            if (tid == 0)
+                for (size_t u = 0; u < kThreads && i0 + u < cand; ++u) {
+                    // the new block's index is above every listed one: it goes after those >= it
+                    const double v = red[u];
+                    size_t pos = ntop;
+                    while (pos > 0 && !(top_v[pos - 1] >= v)) --pos;
+                    if (pos >= sh.n) continue;
+                    const size_t end = ntop < sh.n ? ntop : sh.n - 1;
+                    for (size_t x = end; x > pos; --x) top_v[x] = top_v[x - 1], top_i[x] = top_i[x - 1];
+                    top_v[pos] = v;
+                    top_i[pos] = i0 + u;
+                    if (ntop < sh.n) ++ntop;
+                }
+            __syncthreads();
+        }
+        if (tid == 0) { // the selection in increasing block order, -1 padding
+            for (size_t x = 1; x < ntop; ++x)
+                for (size_t y = x; y > 0 && top_i[y - 1] > top_i[y]; --y) {
+                    const size_t z = top_i[y];
+                    top_i[y] = top_i[y - 1];
+                    top_i[y - 1] = z;
+                }
+            for (size_t x = 0; x < sh.n; ++x) sel[code * sh.n + x] = x < ntop ? (int32_t)top_i[x] : -1;
+        }
+        __syncthreads(); // shared statistics reused by the next token
     }
 }
 
@@ -1862,13 +2106,27 @@ static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, c
 // CTA per (b, KV group, QT tokens), QT * G <= 64 rows.
 template <int D>
 static void launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
-                       const float *kc, const float *vc, float *out, float *lse, int32_t *sel)
+                       const float *kc, const float *vc, float *out, float *lse, int32_t *sel,
+                       const float *kmax, unsigned long long *flags, unsigned long long *nflag, int flag_all)
 {
     const size_t QT = nsa_cmp::tokens_per_cta(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
     nsa_mma_cmp_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc), kc, vc, out, lse, sel,
-        sh, QT, nblk, total);
+        kmax, flags, nflag, flag_all, sh, QT, nblk, total);
+}
+
+// MF_NSA_RECHECK=all (a testing aid): nsa_mma_cmp_kernel lists every token, so
+// that nsa_recheck_kernel ranks them all in double. Unset or empty: only the
+// tokens whose selection is not certified. Anything else is an error.
+static mf_status recheck_all(bool *all)
+{
+    const char *env = getenv("MF_NSA_RECHECK");
+    *all = env != nullptr && strcmp(env, "all") == 0;
+    if (env != nullptr && *env != '\0' && !*all)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, __func__, __FILE__, __LINE__,
+                            "MF_NSA_RECHECK=%s is not 'all' (or unset)", env);
+    return MF_OK;
 }
 
 template <typename T>
@@ -1879,17 +2137,34 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v);
     Scratch scr(ctx);
-    float *kc = nullptr, *vc = nullptr;
+    float *kc = nullptr, *vc = nullptr, *kmax = nullptr;
+    unsigned long long *flags = nullptr, *nflag = nullptr;
     const size_t ncd = sh.B * sh.Hk * sh.nc * sh.D;
     const size_t total = sh.B * sh.S * sh.Hk;
+    const bool mma_cmp = mma && sh.D <= 64 && sh.n <= (size_t)nsa_cmp::kCmpMaxSel;
+    bool flag_all = false;
+    if (mma_cmp) MF_TRY(recheck_all(&flag_all));
     // The tensor-core kernel reads the selection: the caller's sel, or scratch.
     const size_t sel_bytes = mma && sel == nullptr ? total * sh.n * sizeof(int32_t) : 0;
+    // The compression kernel's certificate (with a compressed block): the list of
+    // tokens to rank again (8 bytes each, at most all), its count, max |kc| per (b, g).
+    const bool cert = mma_cmp && ncd > 0;
+    const size_t cert_bytes = cert ? total * 8 + 8 + sh.B * sh.Hk * sizeof(float) : 0;
+    flag_all = flag_all && cert; // no compressed block: every importance is exactly 0, nothing to rank again
     if (ncd > 0 || sel_bytes > 0) {
-        mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * sizeof(float) + sel_bytes, &scr.ptr);
+        mf_status st =
+            mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * sizeof(float) + cert_bytes + sel_bytes, &scr.ptr);
         if (st != MF_OK) return st;
         kc = static_cast<float *>(scr.ptr);
         vc = kc + ncd;
-        if (sel_bytes > 0) sel = reinterpret_cast<int32_t *>(vc + ncd);
+        unsigned char *at = reinterpret_cast<unsigned char *>(vc + ncd); // 8-byte aligned: D % 16 == 0
+        if (cert) {
+            flags = reinterpret_cast<unsigned long long *>(at);
+            nflag = flags + total;
+            kmax = reinterpret_cast<float *>(nflag + 1);
+            at = reinterpret_cast<unsigned char *>(kmax + sh.B * sh.Hk);
+        }
+        if (sel_bytes > 0) sel = reinterpret_cast<int32_t *>(at);
     }
     if (ncd > 0) {
         nsa_pool_kernel<T><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
@@ -1907,11 +2182,28 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     // bf16: compression and selection (on the tensor cores for D <= 64 and
     // n <= nsa_cmp::kCmpMaxSel, else SIMT), then the selected and sliding
     // branches on the tensor cores (same stream: out and sel are ready).
-    if (sh.D <= 64 && sh.n <= (size_t)nsa_cmp::kCmpMaxSel) {
+    if (mma_cmp) {
+        if (cert) {
+            nsa_kmax_kernel<<<grid_cap(sh.B * sh.Hk, kMaxGridX), kThreads, 0, stream>>>(kc, kmax, sh);
+            MF_LAUNCH_CHECK();
+            MF_CUDA_CHECK(cudaMemsetAsync(nflag, 0, sizeof(*nflag), stream));
+        }
         switch (sh.D) {
-        case 16: launch_cmp<16>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
-        case 32: launch_cmp<32>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
-        default: launch_cmp<64>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        case 16:
+            launch_cmp<16>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            break;
+        case 32:
+            launch_cmp<32>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            break;
+        default:
+            launch_cmp<64>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            break;
+        }
+        MF_LAUNCH_CHECK();
+        if (cert) { // the listed tokens ranked again in double (the count stays on the device)
+            nsa_recheck_kernel<<<grid_cap(total, 256), kThreads, 0, stream>>>(
+                static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k), sel, flags,
+                nflag, sh);
         }
     } else {
         nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
@@ -1953,6 +2245,7 @@ static MF_NS::NsaShape nsa_shape(const mf_nsa_config *cfg, int64_t B, int64_t S,
     sh.n = (size_t)cfg->n_sel;
     sh.w = (size_t)cfg->window;
     sh.scale = cfg->scale > 0.0f ? cfg->scale : (float)(1.0 / std::sqrt((double)D));
+    sh.scale_ref = cfg->scale > 0.0f ? (double)cfg->scale : 1.0 / std::sqrt((double)D);
     return sh;
 }
 
