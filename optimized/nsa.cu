@@ -825,12 +825,14 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // is staged once per CTA and feeds 64 rows (FlashAttention over kc/vc).
 // Causal at compressed-block granularity: row t sees j iff j*d + l - 1 <= t.
 // Precision: kc and vc are fp32 means, not bf16 numbers, and the scores decide
-// the selection, so the products run on split operands: kc = hi + mid + lo
-// (three bf16, residual ~2^-24 relative: the scores are as accurate as fp32
-// SIMT ones), vc = hi + lo and P = hi + lo (P V as Phi Vhi + Phi Vlo + Plo Vhi,
-// ~2^-16 relative). q is bf16, exact.
+// the selection, so the products run on split operands: in pass 1 kc = hi +
+// mid + lo (three bf16, residual <= 2^-24 relative: o_cmp and lse as accurate
+// as fp32 SIMT ones), in pass 2 kc = hi + lo (the same split's first two,
+// <= 2^-16: the importances, whose selection is certified: tokens within the
+// error bound are listed for nsa_recheck_kernel), vc = hi + lo and P = hi + lo
+// (P V as Phi Vhi + Phi Vlo + Plo Vhi, ~2^-16 relative). q is bf16, exact.
 //   pass 1: online softmax over the visible kc tiles: out = g_cmp o_cmp, lse
-//           column 0; the lse stays in registers (base 2).
+//           column 0; the lse (base 2) goes to shared memory for pass 2.
 //   pass 2: per tile of kSelTile candidate blocks, the kc tiles overlapping it
 //           again: p = 2^(s - lse) per (row, j) to shared memory, then one thread
 //           per (token, block) sums its heads and overlapping j (deterministic
@@ -844,6 +846,11 @@ constexpr int kMaxQT = 16;     // tokens per CTA at most
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
+// kc's bf16 terms in the forward's scores: pass 1 (o_cmp, lse) three, as
+// accurate as fp32 (two moved lse by up to half its tolerance row); pass 2 (the
+// importances) two, hi + mid being the two-term split of kc: its 2^-16 residual
+// is in the certificate's bound (docs/nsa.md "Precision"). The backward: three.
+constexpr int kFwdTerms1 = 3, kFwdTerms2 = 2;
 
 // Tokens per CTA: QT = min(kMaxQT, 64 / G) (both kernels and their launchers).
 __host__ __device__ inline size_t tokens_per_cta(const NsaShape &sh)
@@ -973,8 +980,9 @@ __device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const
             const float2 mf = __bfloat1622float2(m);
             *reinterpret_cast<__nv_bfloat162 *>(tl.K[0] + o) = h;
             *reinterpret_cast<__nv_bfloat162 *>(tl.K[1] + o) = m;
-            *reinterpret_cast<__nv_bfloat162 *>(tl.K[2] + o) =
-                __floats2bfloat162_rn(x.x - hf.x - mf.x, x.y - hf.y - mf.y);
+            if (kFwdTerms1 == 3) // (the forward's split, PAIRS: the third term only if its scores use it)
+                *reinterpret_cast<__nv_bfloat162 *>(tl.K[2] + o) =
+                    __floats2bfloat162_rn(x.x - hf.x - mf.x, x.y - hf.y - mf.y);
             if (WITH_V) {
                 const float2 y = *reinterpret_cast<const float2 *>(tl.Fv + e);
                 const __nv_bfloat162 yh = __floats2bfloat162_rn(y.x, y.y);
@@ -1005,10 +1013,14 @@ __device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const
     if (next != kNoTile) issue_tile<D>(tl, kcg, next_v ? vcg : nullptr, next, nk0);
 }
 
-// s = Q K^T for this warp's 16 rows and 16 keys, K split three ways.
-template <int D>
+// s = Q K^T for this warp's 16 rows and 16 keys, K split TERMS ways: 3 (hi +
+// mid + lo, residual 2^-24 relative: the forward's pass 1 and the backward) or
+// 2 (hi + mid, which is the two-term split hi + lo of kc, residual 2^-16
+// relative: the forward's pass 2, the importances, whose selection is certified).
+template <int D, int TERMS>
 __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const Tiles<D> &tl, int lane)
 {
+    static_assert(TERMS == 2 || TERMS == 3, "kc in two or three bf16 terms");
     constexpr int LDS = D + 8;
     MF_UNROLL
     for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
@@ -1017,8 +1029,10 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
         uint32_t qa[4], b[4];
         ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
         const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-        ldsm_x4(b, tl.K[2] + boff);
-        mma_x2(s[0], s[1], qa, b);
+        if (TERMS == 3) {
+            ldsm_x4(b, tl.K[2] + boff);
+            mma_x2(s[0], s[1], qa, b);
+        }
         ldsm_x4(b, tl.K[1] + boff);
         mma_x2(s[0], s[1], qa, b);
         ldsm_x4(b, tl.K[0] + boff);
@@ -1027,30 +1041,31 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
 }
 
 // ---- the selection's certificate (docs/nsa.md "Precision") ----
-// kc's split residual relative to |kc|: three bf16 terms (each rounding keeps 8
-// bits of what the previous left), |kc - hi - mid - lo| <= 2^-24 |kc|.
-constexpr float kSplitResidual = 0x1p-24f;
+// The split's residual relative to |kc| (each bf16 rounding keeps 8 bits of what
+// the previous one left): two terms |kc - hi - lo| <= 2^-16 |kc|, three 2^-24.
+__host__ __device__ constexpr float split_residual(int terms) { return terms == 3 ? 0x1p-24f : 0x1p-16f; }
 // Bound on the relative error of a row's pass-2 p = 2^(x - lse2) (x = scaled
 // base-2 score), from a = scale log2(e) ||q||_1 max|kc| (|x| <= a):
-//   score: the split residual a 2^-24, the mma's fp32 accumulation (3 D/16
-//     chained m16n8k16 steps, each adding its exact products with an error of at
-//     most 2^-22 of the magnitudes summed: a 3 D/16 2^-22) and the scaling's
-//     rounding (a 2^-23): dx;
-//   lse2 = m + log2 l: the exact lse of the computed scores is within dx of the
+//   score: the split residual (a 2^-16 with two terms, a 2^-24 with three), the
+//     mma's fp32 accumulation (terms D/16 chained m16n8k16 steps, each adding its
+//     exact products with an error of at most 2^-22 of the magnitudes summed) and
+//     the scaling's rounding (a 2^-23): dx2 for pass 2's scores, dx1 for pass 1's;
+//   lse2 = m + log2 l: the exact lse of pass 1's scores is within dx1 of the
 //     true one (1-Lipschitz); l's float sums and exp2f's (2^-21 relative each)
 //     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
 //     in log2 1.5 T 14 2^-24; log2f and the additions: 2^-21 (|m| + |log2 l| + 2);
 //   p: x - lse2 rounded ((a + |lse2|) 2^-23) and exp2f (2^-21 relative).
-// delta = 2 dx + ... is the exponent's error; 2^delta - 1 <= ln2 delta (1 + delta).
+// delta = dx1 + dx2 + ... is the exponent's error; 2^delta - 1 <= ln2 delta (1 + delta).
 // The 1.01 factors cover the bound's own float rounding (a, qn: <= (D + 2) 2^-24).
 template <int D> __device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t nv)
 {
     a *= 1.01f;
-    const float dx = a * (kSplitResidual + (float)(3 * D / 16) * 0x1p-22f + 0x1p-23f);
+    const float dx1 = a * (split_residual(kFwdTerms1) + (float)(kFwdTerms1 * D / 16) * 0x1p-22f + 0x1p-23f);
+    const float dx2 = a * (split_residual(kFwdTerms2) + (float)(kFwdTerms2 * D / 16) * 0x1p-22f + 0x1p-23f);
     const float lg = log2f(l);
     const float dl = 1.5f * (float)(nv / 16 + 2) * 14.0f * 0x1p-24f;
     const float dr = 0x1p-21f * (fabsf(m) + fabsf(lg) + 2.0f) + (a + fabsf(m + lg)) * 0x1p-23f;
-    const float delta = 2.0f * dx + dl + dr;
+    const float delta = dx1 + dx2 + dl + dr;
     return 1.01f * (0.6932f * delta * (1.0f + delta) + 0x1p-21f);
 }
 // A token's selection is certain when its smallest selected non-forced
@@ -1070,7 +1085,7 @@ __device__ __forceinline__ float selection_threshold(const NsaShape &sh, float e
 // o, m (base 2, scaled) and l are per lane row, as attention_mma's. Tile x + 1
 // is in flight during tile x; the last tile prefetches tile 0 for the next pass
 // (kc only, or kc and vc when THEN_V). PAIRS: stage_tile's split.
-template <int D, bool THEN_V, bool PAIRS>
+template <int D, bool THEN_V, bool PAIRS, int TERMS>
 __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl,
                                        const __nv_bfloat16 *Qw, const float *kcg, const float *vcg,
                                        const Item &it, float scale_log2, int lane)
@@ -1085,7 +1100,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
         const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
         stage_tile<D, true, PAIRS>(tl, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
         float s[2][4];
-        scores<D>(s, Qw, tl, lane);
+        scores<D, TERMS>(s, Qw, tl, lane);
         float mx[2] = { -INFINITY, -INFINITY };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
@@ -1132,7 +1147,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 148/131/168, smem 23424/30080/43392 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
+// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 148/132/168, smem 23680/30336/43648 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes)
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -1155,6 +1170,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     __shared__ int n_list[kMaxQT];
     __shared__ float row_eps[kRows];  // the certificate: relative error bound of each row's p (0: no key)
     __shared__ float max_rej[kMaxQT]; // the largest importance not selected (evicted or rejected)
+    __shared__ float row_lse2[kRows]; // pass 1's lse of each row, base 2 (+inf: no visible key)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
     const float scale_log2 = sh.scale * kLog2e;
     const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
@@ -1167,12 +1183,13 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         cp_async_wait_all();
         // pass 1: the compression branch
         float o[D / 8][4], m[2], l[2];
-        branch<D, false, true>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0 (kc)
-        float lse2[2];
+        branch<D, false, true, kFwdTerms1>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2,
+                                           lane); // then pass 2's tile 0 (kc)
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
             const bool any = it.nv[i] > 0;
-            lse2[i] = any ? m[i] + log2f(l[i]) : INFINITY; // pass 2: p = 0 without a visible key
+            // pass 2's lse (p = 0 without a visible key), in shared memory: not held in registers there
+            if (t4 == 0) row_lse2[16 * warp + g8 + 8 * i] = any ? m[i] + log2f(l[i]) : INFINITY;
             const size_t r = (size_t)(16 * warp + g8 + 8 * i);
             if (r >= it.nrows) continue;
             const size_t grow = row_of(sh, it, r);
@@ -1223,14 +1240,16 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 stage_tile<D, false, true>(tl, kcg, nullptr, k0, k0 > jlo || i0 == 0,
                                            k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
                 float s[2][4];
-                scores<D>(s, Qw, tl, lane);
+                scores<D, kFwdTerms2>(s, Qw, tl, lane);
                 MF_UNROLL
                 for (int n = 0; n < 2; ++n) MF_UNROLL
                 for (int e = 0; e < 4; ++e) {
                     const int jj = 8 * n + 2 * t4 + (e & 1);
                     const size_t j = k0 + (size_t)jj;
                     Ps[16 * warp + g8 + 8 * (e >> 1)][jj] =
-                        j < it.nv[e >> 1] ? exp2f(s[n][e] * scale_log2 - lse2[e >> 1]) : 0.0f;
+                        j < it.nv[e >> 1]
+                            ? exp2f(s[n][e] * scale_log2 - row_lse2[16 * warp + g8 + 8 * (e >> 1)])
+                            : 0.0f;
                 }
                 __syncthreads();
                 // blocks overlapping this kc tile (tokens [k0*d, (k0 + 15)*d + l)) within [i0, iend)
@@ -1715,7 +1734,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         __syncthreads(); // Q and dO visible to every warp
         // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
         float o[D / 8][4], m[2], l[2];
-        branch<D, true, false>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
+        branch<D, true, false, 3>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
         float gate[2], lse2[2], delta[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1744,7 +1763,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             if (!__any_sync(0xffffffffu, k0 < it.nv[0] || k0 < it.nv[1]))
                 continue; // no row of this warp sees the tile
             float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            scores<D>(s, Qw, tl, lane);
+            scores<D, 3>(s, Qw, tl, lane);
             MF_UNROLL
             for (int kk = 0; kk < D / 16; ++kk) {
                 uint32_t da[4], bv[4];

@@ -92,8 +92,9 @@
  *     heads, causal at compressed-block granularity; a second pass over the
  *     same key tiles gives p = exp(s - lse), summed per (token, block) in a
  *     fixed order and merged into each token's running top n by ranking. The
- *     products use split operands (kc = three bf16 terms, vc and P two), so
- *     scores and lse are as accurate as fp32 SIMT ones. The selection is
+ *     products use split operands (kc = three bf16 terms in the branch's
+ *     scores, two in the importances', vc and P two), so o_cmp and lse are as
+ *     accurate as fp32 SIMT ones. The selection is
  *     certified: per token the kernel keeps the smallest selected non-forced
  *     importance and the largest dropped one, and lists a token whose margin
  *     is within the importances' stated error bound (docs/nsa.md
@@ -130,7 +131,7 @@
  *   tokens) as the forward's compression kernel, kc/vc split into bf16 terms,
  *   dkc/dvc added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
- *   which it does not meet: projected about 1.5-2x, the compression branch
+ *   which it does not meet: projected about 2-2.5x, the compression branch
  *   and importances (split operands, two passes) dominating.
  */
 #ifndef MEMFIX_NSA_H
