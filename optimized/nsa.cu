@@ -45,6 +45,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 namespace MF_NS {
 
@@ -59,6 +61,8 @@ struct NsaShape {
     size_t B, S, Hq, Hk, D, G, nc, nb;
     size_t l, d, ls, n, w;
     float scale;
+    double
+        scale_ref; // the reference's scale in double (cfg.scale, or 1/sqrt(D) in double): nsa_recheck_kernel
 };
 
 // ---- pooling: kc[b][g][j][c] = mean_{s in [j*d, j*d+l)} k[b][s][g][c] ----------
@@ -80,6 +84,23 @@ __global__ void __launch_bounds__(256)
         }
         kc[e] = sk / (float)sh.l;
         vc[e] = sv / (float)sh.l;
+    }
+}
+
+// max |kc| of each (b, KV group) (kmax[b Hk + g], NaN if any kc is NaN): the
+// bound of the compression kernel's score error (nsa_mma_cmp_kernel's
+// certificate). One block per (b, g).
+// mf-budget: regs<=40 smem<=1024 spill=0  (sm_90 measured: regs 29, smem 512)
+__global__ void __launch_bounds__(kThreads)
+    nsa_kmax_kernel(const float *__restrict__ kc, float *__restrict__ kmax, NsaShape sh)
+{
+    __shared__ float red[kThreads];
+    const size_t per = sh.nc * sh.D;
+    for (size_t bg = blockIdx.x; bg < sh.B * sh.Hk; bg += gridDim.x) {
+        float m = 0.0f;
+        for (size_t e = threadIdx.x; e < per; e += kThreads) m = nan_max(fabsf(kc[bg * per + e]), m);
+        m = block_max_n<kThreads>(m, red);
+        if (threadIdx.x == 0) kmax[bg] = m; // block_max_n ends with a barrier: red is free again
     }
 }
 
@@ -804,12 +825,14 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // is staged once per CTA and feeds 64 rows (FlashAttention over kc/vc).
 // Causal at compressed-block granularity: row t sees j iff j*d + l - 1 <= t.
 // Precision: kc and vc are fp32 means, not bf16 numbers, and the scores decide
-// the selection, so the products run on split operands: kc = hi + mid + lo
-// (three bf16, residual ~2^-24 relative: the scores are as accurate as fp32
-// SIMT ones), vc = hi + lo and P = hi + lo (P V as Phi Vhi + Phi Vlo + Plo Vhi,
-// ~2^-16 relative). q is bf16, exact.
+// the selection, so the products run on split operands: in pass 1 kc = hi +
+// mid + lo (three bf16, residual <= 2^-24 relative: o_cmp and lse as accurate
+// as fp32 SIMT ones), in pass 2 kc = hi + lo (the same split's first two,
+// <= 2^-16: the importances, whose selection is certified: tokens within the
+// error bound are listed for nsa_recheck_kernel), vc = hi + lo and P = hi + lo
+// (P V as Phi Vhi + Phi Vlo + Plo Vhi, ~2^-16 relative). q is bf16, exact.
 //   pass 1: online softmax over the visible kc tiles: out = g_cmp o_cmp, lse
-//           column 0; the lse stays in registers (base 2).
+//           column 0; the lse (base 2) goes to shared memory for pass 2.
 //   pass 2: per tile of kSelTile candidate blocks, the kc tiles overlapping it
 //           again: p = 2^(s - lse) per (row, j) to shared memory, then one thread
 //           per (token, block) sums its heads and overlapping j (deterministic
@@ -823,6 +846,11 @@ constexpr int kMaxQT = 16;     // tokens per CTA at most
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
+// kc's bf16 terms in the forward's scores: pass 1 (o_cmp, lse) three, as
+// accurate as fp32 (two moved lse by up to half its tolerance row); pass 2 (the
+// importances) two, hi + mid being the two-term split of kc: its 2^-16 residual
+// is in the certificate's bound (docs/nsa.md "Precision"). The backward: three.
+constexpr int kFwdTerms1 = 3, kFwdTerms2 = 2;
 
 // Tokens per CTA: QT = min(kMaxQT, 64 / G) (both kernels and their launchers).
 __host__ __device__ inline size_t tokens_per_cta(const NsaShape &sh)
@@ -952,8 +980,9 @@ __device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const
             const float2 mf = __bfloat1622float2(m);
             *reinterpret_cast<__nv_bfloat162 *>(tl.K[0] + o) = h;
             *reinterpret_cast<__nv_bfloat162 *>(tl.K[1] + o) = m;
-            *reinterpret_cast<__nv_bfloat162 *>(tl.K[2] + o) =
-                __floats2bfloat162_rn(x.x - hf.x - mf.x, x.y - hf.y - mf.y);
+            if (kFwdTerms1 == 3) // (the forward's split, PAIRS: the third term only if its scores use it)
+                *reinterpret_cast<__nv_bfloat162 *>(tl.K[2] + o) =
+                    __floats2bfloat162_rn(x.x - hf.x - mf.x, x.y - hf.y - mf.y);
             if (WITH_V) {
                 const float2 y = *reinterpret_cast<const float2 *>(tl.Fv + e);
                 const __nv_bfloat162 yh = __floats2bfloat162_rn(y.x, y.y);
@@ -984,10 +1013,14 @@ __device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const
     if (next != kNoTile) issue_tile<D>(tl, kcg, next_v ? vcg : nullptr, next, nk0);
 }
 
-// s = Q K^T for this warp's 16 rows and 16 keys, K split three ways.
-template <int D>
+// s = Q K^T for this warp's 16 rows and 16 keys, K split TERMS ways: 3 (hi +
+// mid + lo, residual 2^-24 relative: the forward's pass 1 and the backward) or
+// 2 (hi + mid, which is the two-term split hi + lo of kc, residual 2^-16
+// relative: the forward's pass 2, the importances, whose selection is certified).
+template <int D, int TERMS>
 __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const Tiles<D> &tl, int lane)
 {
+    static_assert(TERMS == 2 || TERMS == 3, "kc in two or three bf16 terms");
     constexpr int LDS = D + 8;
     MF_UNROLL
     for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
@@ -996,8 +1029,10 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
         uint32_t qa[4], b[4];
         ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
         const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-        ldsm_x4(b, tl.K[2] + boff);
-        mma_x2(s[0], s[1], qa, b);
+        if (TERMS == 3) {
+            ldsm_x4(b, tl.K[2] + boff);
+            mma_x2(s[0], s[1], qa, b);
+        }
         ldsm_x4(b, tl.K[1] + boff);
         mma_x2(s[0], s[1], qa, b);
         ldsm_x4(b, tl.K[0] + boff);
@@ -1005,12 +1040,52 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
     }
 }
 
+// ---- the selection's certificate (docs/nsa.md "Precision") ----
+// The split's residual relative to |kc| (each bf16 rounding keeps 8 bits of what
+// the previous one left): two terms |kc - hi - lo| <= 2^-16 |kc|, three 2^-24.
+__host__ __device__ constexpr float split_residual(int terms) { return terms == 3 ? 0x1p-24f : 0x1p-16f; }
+// Bound on the relative error of a row's pass-2 p = 2^(x - lse2) (x = scaled
+// base-2 score), from a = scale log2(e) ||q||_1 max|kc| (|x| <= a):
+//   score: the split residual (a 2^-16 with two terms, a 2^-24 with three), the
+//     mma's fp32 accumulation (terms D/16 chained m16n8k16 steps, each adding its
+//     exact products with an error of at most 2^-22 of the magnitudes summed) and
+//     the scaling's rounding (a 2^-23): dx2 for pass 2's scores, dx1 for pass 1's;
+//   lse2 = m + log2 l: the exact lse of pass 1's scores is within dx1 of the
+//     true one (1-Lipschitz); l's float sums and exp2f's (2^-21 relative each)
+//     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
+//     in log2 1.5 T 14 2^-24; log2f and the additions: 2^-21 (|m| + |log2 l| + 2);
+//   p: x - lse2 rounded ((a + |lse2|) 2^-23) and exp2f (2^-21 relative).
+// delta = dx1 + dx2 + ... is the exponent's error; 2^delta - 1 <= ln2 delta (1 + delta).
+// The 1.01 factors cover the bound's own float rounding (a, qn: <= (D + 2) 2^-24).
+template <int D> __device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t nv)
+{
+    a *= 1.01f;
+    const float dx1 = a * (split_residual(kFwdTerms1) + (float)(kFwdTerms1 * D / 16) * 0x1p-22f + 0x1p-23f);
+    const float dx2 = a * (split_residual(kFwdTerms2) + (float)(kFwdTerms2 * D / 16) * 0x1p-22f + 0x1p-23f);
+    const float lg = log2f(l);
+    const float dl = 1.5f * (float)(nv / 16 + 2) * 14.0f * 0x1p-24f;
+    const float dr = 0x1p-21f * (fabsf(m) + fabsf(lg) + 2.0f) + (a + fabsf(m + lg)) * 0x1p-23f;
+    const float delta = dx1 + dx2 + dl + dr;
+    return 1.01f * (0.6932f * delta * (1.0f + delta) + 0x1p-21f);
+}
+// A token's selection is certain when its smallest selected non-forced
+// importance mn beats its largest dropped one rej by more than both their error
+// bounds: each importance sums at most G ((l' + l)/d + 2) p's, each off by at most
+// eps (the largest of the token's rows) relative, plus the float sum's rounding
+// (that many times 2^-24), relative to the true value (hence 1 / (1 - eps) <=
+// 1.34 for eps < 1/4); 2^-100 covers p's that underflowed to 0 (each < 2^-125).
+__device__ __forceinline__ float selection_threshold(const NsaShape &sh, float eps, float mn, float rej)
+{
+    const float e = 1.01f * (eps + (float)(sh.G * ((sh.ls + sh.l) / sh.d + 2)) * 0x1p-24f);
+    return (e < 0.25f ? 1.34f * e : INFINITY) * (mn + rej) + 0x1p-100f;
+}
+
 // Pass 1 of both kernels, the compression branch: online softmax over the
 // visible kc tiles and o += P Vc with the split operands (P, vc hi + lo).
 // o, m (base 2, scaled) and l are per lane row, as attention_mma's. Tile x + 1
 // is in flight during tile x; the last tile prefetches tile 0 for the next pass
 // (kc only, or kc and vc when THEN_V). PAIRS: stage_tile's split.
-template <int D, bool THEN_V, bool PAIRS>
+template <int D, bool THEN_V, bool PAIRS, int TERMS>
 __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl,
                                        const __nv_bfloat16 *Qw, const float *kcg, const float *vcg,
                                        const Item &it, float scale_log2, int lane)
@@ -1025,7 +1100,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
         const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
         stage_tile<D, true, PAIRS>(tl, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
         float s[2][4];
-        scores<D>(s, Qw, tl, lane);
+        scores<D, TERMS>(s, Qw, tl, lane);
         float mx[2] = { -INFINITY, -INFINITY };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
@@ -1072,13 +1147,14 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 127/138/165, smem 23104/29760/43072 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers)
+// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 148/132/168, smem 23680/30336/43648 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes)
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
                        const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
-                       float *__restrict__ lse, int32_t *__restrict__ sel, NsaShape sh, size_t QT,
-                       size_t nblk, size_t total)
+                       float *__restrict__ lse, int32_t *__restrict__ sel, const float *__restrict__ kmax,
+                       unsigned long long *__restrict__ flags, unsigned long long *__restrict__ nflag,
+                       int flag_all, NsaShape sh, size_t QT, size_t nblk, size_t total)
 {
     using namespace nsa_cmp;
     using nsa_mma::kLn2;
@@ -1092,6 +1168,9 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     __shared__ int list[kMaxQT][kCmpMaxSel];
     __shared__ unsigned char keep[kMaxQT][kUnion];
     __shared__ int n_list[kMaxQT];
+    __shared__ float row_eps[kRows];  // the certificate: relative error bound of each row's p (0: no key)
+    __shared__ float max_rej[kMaxQT]; // the largest importance not selected (evicted or rejected)
+    __shared__ float row_lse2[kRows]; // pass 1's lse of each row, base 2 (+inf: no visible key)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
     const float scale_log2 = sh.scale * kLog2e;
     const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
@@ -1104,12 +1183,13 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         cp_async_wait_all();
         // pass 1: the compression branch
         float o[D / 8][4], m[2], l[2];
-        branch<D, false, true>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0 (kc)
-        float lse2[2];
+        branch<D, false, true, kFwdTerms1>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2,
+                                           lane); // then pass 2's tile 0 (kc)
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
             const bool any = it.nv[i] > 0;
-            lse2[i] = any ? m[i] + log2f(l[i]) : INFINITY; // pass 2: p = 0 without a visible key
+            // pass 2's lse (p = 0 without a visible key), in shared memory: not held in registers there
+            if (t4 == 0) row_lse2[16 * warp + g8 + 8 * i] = any ? m[i] + log2f(l[i]) : INFINITY;
             const size_t r = (size_t)(16 * warp + g8 + 8 * i);
             if (r >= it.nrows) continue;
             const size_t grow = row_of(sh, it, r);
@@ -1121,6 +1201,18 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 op[1] = w * o[n][2 * i + 1];
             }
             if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
+        }
+        { // the certificate's error bound of each row's pass-2 p (docs/nsa.md "Precision")
+            const float km = kmax != nullptr ? kmax[it.b * sh.Hk + it.g] : 0.0f; // null: no compressed block
+            MF_UNROLL
+            for (int i = 0; i < 2; ++i) {
+                float qn = 0.0f; // ||q||_1 of the row, the quad's four lanes a quarter each
+                for (int c = t4; c < D; c += 4) qn += fabsf(__bfloat162float(Qw[(g8 + 8 * i) * LDS + c]));
+                qn = quad_sum(qn);
+                if (t4 == 0)
+                    row_eps[16 * warp + g8 + 8 * i] =
+                        it.nv[i] > 0 ? p_error_bound<D>(qn * km * scale_log2, m[i], l[i], it.nv[i]) : 0.0f;
+            }
         }
         // pass 2: importances and the running top n of each token
         const size_t tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0,
@@ -1134,7 +1226,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             jhi = (iend * sh.ls - 1) / sh.d + 1;
             if (jhi > nk0) jhi = nk0;
         };
-        if ((size_t)tid < ntok) n_list[tid] = 0;
+        if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
             const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
             __syncthreads(); // the previous tile merged (n_list published), Kt consumed
@@ -1148,14 +1240,16 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 stage_tile<D, false, true>(tl, kcg, nullptr, k0, k0 > jlo || i0 == 0,
                                            k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
                 float s[2][4];
-                scores<D>(s, Qw, tl, lane);
+                scores<D, kFwdTerms2>(s, Qw, tl, lane);
                 MF_UNROLL
                 for (int n = 0; n < 2; ++n) MF_UNROLL
                 for (int e = 0; e < 4; ++e) {
                     const int jj = 8 * n + 2 * t4 + (e & 1);
                     const size_t j = k0 + (size_t)jj;
                     Ps[16 * warp + g8 + 8 * (e >> 1)][jj] =
-                        j < it.nv[e >> 1] ? exp2f(s[n][e] * scale_log2 - lse2[e >> 1]) : 0.0f;
+                        j < it.nv[e >> 1]
+                            ? exp2f(s[n][e] * scale_log2 - row_lse2[16 * warp + g8 + 8 * (e >> 1)])
+                            : 0.0f;
                 }
                 __syncthreads();
                 // blocks overlapping this kc tile (tokens [k0*d, (k0 + 15)*d + l)) within [i0, iend)
@@ -1202,20 +1296,189 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
                 const size_t nl = (size_t)n_list[tok], nu = nl + nt;
                 int o2 = 0;
-                for (size_t u = 0; u < nu && (size_t)o2 < sh.n; ++u)
-                    if (keep[tok][u]) {
-                        top_v[tok][o2] = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                float rej = max_rej[tok]; // the certificate: the largest finite value dropped so far
+                for (size_t u = 0; u < nu; ++u) {
+                    const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                    if (keep[tok][u] && (size_t)o2 < sh.n) {
+                        top_v[tok][o2] = xv;
                         list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
                         ++o2;
+                    } else if (xv != INFINITY) { // a forced block loses only to forced ones (exact)
+                        rej = nan_max(rej, xv);
                     }
+                }
+                max_rej[tok] = rej;
                 n_list[tok] = o2;
             }
         }
         __syncthreads();
-        for (size_t e = tid; e < ntok * sh.n; e += kThreadsC) {
+        if (flags != nullptr && (size_t)tid < ntok) { // certify each token's selection, or list it
+            const size_t tok = (size_t)tid;
+            float eps = 0.0f, mn = INFINITY;
+            bool bad = false;
+            for (size_t hh = 0; hh < sh.G; ++hh) eps = nan_max(row_eps[tok * sh.G + hh], eps);
+            for (int x = 0; x < n_list[tok]; ++x) {
+                const float v = top_v[tok][x];
+                if (v != v)
+                    bad = true;
+                else if (v != INFINITY)
+                    mn = fminf(mn, v);
+            }
+            const float rej = max_rej[tok];
+            if (flag_all || bad || rej != rej ||
+                (nvis_of(sh, t0 + tok) > 0 && mn != INFINITY && rej != -INFINITY &&
+                 !(mn - rej > selection_threshold(sh, eps, mn, rej)))) {
+                const unsigned long long at = atomicAdd(nflag, 1ull);
+                flags[at] = (unsigned long long)(it.rbase / sh.G + tok * sh.Hk); // (b S + t) Hk + g
+            }
+        }
+        // (MF_NSA_RECHECK=all: nsa_recheck_kernel writes every row, and only it)
+        for (size_t e = tid; !flag_all && e < ntok * sh.n; e += kThreadsC) {
             const size_t tok = e / sh.n, x = e % sh.n;
             sel[(it.rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
         }
+    }
+}
+
+// ---- the selection's fallback: ambiguous tokens ranked in double as the reference -------
+// nsa_mma_cmp_kernel lists the (b, t, KV group) whose selection margin it cannot
+// certify (flags[0, *nflag): (b S + t) Hk + g). One block per listed token
+// (grid-stride; the count is read in device memory: no host synchronization)
+// recomputes, in double and in the reference's order of operations
+// (reference/nsa.c steps 1-3), kc from k, the compression scores and softmax
+// (max, then the sum in j order) of each of the group's heads, the block
+// importances (heads, then compressed blocks, in order), forced blocks +inf,
+// and the top n (ties to the lower index), and rewrites sel's row before
+// nsa_mma_fwd_kernel reads it. Products and sums are explicitly rounded
+// (__dmul_rn/__dadd_rn on the GPU: no contraction into fma); exp is the
+// device's (within an ulp of the host's). Not hot: a listed token costs
+// G (3 nv + overlaps) scores of D (l + 1) flops; bf16 q/k (the tensor-core path).
+namespace nsa_chk {
+__device__ __forceinline__ double dadd(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+__device__ __forceinline__ double dmul(double a, double b)
+{
+#ifdef __CUDA_ARCH__
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+// The reference's scaled compression score of head h at token t against block j.
+__device__ __forceinline__ double score(const __nv_bfloat16 *__restrict__ q,
+                                        const __nv_bfloat16 *__restrict__ k, const NsaShape &sh, size_t b,
+                                        size_t t, size_t h, size_t g, size_t j)
+{
+    const __nv_bfloat16 *qr = q + ((b * sh.S + t) * sh.Hq + h) * sh.D;
+    double acc = 0.0;
+    for (size_t c = 0; c < sh.D; ++c) {
+        double sk = 0.0;
+        for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s)
+            sk = dadd(sk, (double)__bfloat162float(k[((b * sh.S + s) * sh.Hk + g) * sh.D + c]));
+        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), sk / (double)sh.l));
+    }
+    return dmul(acc, sh.scale_ref);
+}
+} // namespace nsa_chk
+
+// mf-budget: regs<=104 smem<=2048 spill=0  (sm_90 measured: regs 96, smem 1792, stack 0; not hot: ambiguous tokens only)
+__global__ void __launch_bounds__(kThreads)
+    nsa_recheck_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+                       int32_t *__restrict__ sel, const unsigned long long *__restrict__ flags,
+                       const unsigned long long *__restrict__ nflag, NsaShape sh)
+{
+    using nsa_chk::dadd;
+    using nsa_chk::score;
+    constexpr int kMaxN = nsa_cmp::kCmpMaxSel;
+    __shared__ double red[kThreads];
+    __shared__ double st_m[kMaxG], st_sum[kMaxG];
+    __shared__ double top_v[kMaxN];
+    __shared__ size_t top_i[kMaxN];
+    const int tid = threadIdx.x;
+    const size_t count = *nflag;
+    for (size_t e = blockIdx.x; e < count; e += gridDim.x) {
+        const size_t code = flags[e], g = code % sh.Hk, t = code / sh.Hk % sh.S, b = code / sh.Hk / sh.S;
+        const size_t nv = nsa_cmp::nvis_of(sh, t);
+        // per head: the softmax's max, then its sum in j order (one chunk of exponentials at a time)
+        for (size_t hh = 0; hh < sh.G; ++hh) {
+            const size_t h = g * sh.G + hh;
+            double mx = -INFINITY;
+            for (size_t j = (size_t)tid; j < nv; j += kThreads) {
+                const double x = score(q, k, sh, b, t, h, g, j);
+                if (x != x || x > mx) mx = x;
+            }
+            red[tid] = mx;
+            __syncthreads();
+            if (tid == 0) {
+                double m = -INFINITY;
+                for (int x = 0; x < kThreads; ++x)
+                    if (red[x] != red[x] || red[x] > m) m = red[x];
+                st_m[hh] = m;
+                st_sum[hh] = 0.0;
+            }
+            __syncthreads();
+            for (size_t j0 = 0; j0 < nv; j0 += kThreads) {
+                const size_t j = j0 + (size_t)tid;
+                red[tid] = j < nv ? exp(score(q, k, sh, b, t, h, g, j) - st_m[hh]) : 0.0;
+                __syncthreads();
+                if (tid == 0) {
+                    double sum = st_sum[hh];
+                    for (size_t x = 0; x < kThreads && j0 + x < nv; ++x) sum = dadd(sum, red[x]);
+                    st_sum[hh] = sum;
+                }
+                __syncthreads();
+            }
+        }
+        // importances of the candidates, kThreads at a time, merged into the top n by thread 0
+        const size_t cand = t / sh.ls + 1, last = t / sh.ls;
+        size_t ntop = 0; // thread 0's
+        for (size_t i0 = 0; i0 < cand; i0 += kThreads) {
+            const size_t i = i0 + (size_t)tid;
+            double acc = 0.0;
+            if (i < cand) {
+                const size_t lo = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
+                const size_t ja = (lo + sh.d - 1) / sh.d;     // j d + l > i l'
+                size_t jb = ((i + 1) * sh.ls - 1) / sh.d + 1; // j d < (i + 1) l'
+                if (jb > nv) jb = nv;
+                for (size_t hh = 0; hh < sh.G; ++hh)
+                    for (size_t j = ja; j < jb; ++j)
+                        acc = dadd(acc,
+                                   exp(score(q, k, sh, b, t, g * sh.G + hh, g, j) - st_m[hh]) / st_sum[hh]);
+                if (i == 0 || i == last || i + 1 == last) acc = INFINITY;
+            }
+            red[tid] = acc;
+            __syncthreads();
+            if (tid == 0)
+                for (size_t u = 0; u < kThreads && i0 + u < cand; ++u) {
+                    // the new block's index is above every listed one: it goes after those >= it
+                    const double v = red[u];
+                    size_t pos = ntop;
+                    while (pos > 0 && !(top_v[pos - 1] >= v)) --pos;
+                    if (pos >= sh.n) continue;
+                    const size_t end = ntop < sh.n ? ntop : sh.n - 1;
+                    for (size_t x = end; x > pos; --x) top_v[x] = top_v[x - 1], top_i[x] = top_i[x - 1];
+                    top_v[pos] = v;
+                    top_i[pos] = i0 + u;
+                    if (ntop < sh.n) ++ntop;
+                }
+            __syncthreads();
+        }
+        if (tid == 0) { // the selection in increasing block order, -1 padding
+            for (size_t x = 1; x < ntop; ++x)
+                for (size_t y = x; y > 0 && top_i[y - 1] > top_i[y]; --y) {
+                    const size_t z = top_i[y];
+                    top_i[y] = top_i[y - 1];
+                    top_i[y - 1] = z;
+                }
+            for (size_t x = 0; x < sh.n; ++x) sel[code * sh.n + x] = x < ntop ? (int32_t)top_i[x] : -1;
+        }
+        __syncthreads(); // shared statistics reused by the next token
     }
 }
 
@@ -1471,7 +1734,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         __syncthreads(); // Q and dO visible to every warp
         // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
         float o[D / 8][4], m[2], l[2];
-        branch<D, true, false>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
+        branch<D, true, false, 3>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
         float gate[2], lse2[2], delta[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1500,7 +1763,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             if (!__any_sync(0xffffffffu, k0 < it.nv[0] || k0 < it.nv[1]))
                 continue; // no row of this warp sees the tile
             float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            scores<D>(s, Qw, tl, lane);
+            scores<D, 3>(s, Qw, tl, lane);
             MF_UNROLL
             for (int kk = 0; kk < D / 16; ++kk) {
                 uint32_t da[4], bv[4];
@@ -1862,13 +2125,27 @@ static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, c
 // CTA per (b, KV group, QT tokens), QT * G <= 64 rows.
 template <int D>
 static void launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
-                       const float *kc, const float *vc, float *out, float *lse, int32_t *sel)
+                       const float *kc, const float *vc, float *out, float *lse, int32_t *sel,
+                       const float *kmax, unsigned long long *flags, unsigned long long *nflag, int flag_all)
 {
     const size_t QT = nsa_cmp::tokens_per_cta(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
     nsa_mma_cmp_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc), kc, vc, out, lse, sel,
-        sh, QT, nblk, total);
+        kmax, flags, nflag, flag_all, sh, QT, nblk, total);
+}
+
+// MF_NSA_RECHECK=all (a testing aid): nsa_mma_cmp_kernel lists every token, so
+// that nsa_recheck_kernel ranks them all in double. Unset or empty: only the
+// tokens whose selection is not certified. Anything else is an error.
+static mf_status recheck_all(bool *all)
+{
+    const char *env = getenv("MF_NSA_RECHECK");
+    *all = env != nullptr && strcmp(env, "all") == 0;
+    if (env != nullptr && *env != '\0' && !*all)
+        return mf_set_error(MF_ERR_INVALID_ARGUMENT, __func__, __FILE__, __LINE__,
+                            "MF_NSA_RECHECK=%s is not 'all' (or unset)", env);
+    return MF_OK;
 }
 
 template <typename T>
@@ -1879,17 +2156,34 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v);
     Scratch scr(ctx);
-    float *kc = nullptr, *vc = nullptr;
+    float *kc = nullptr, *vc = nullptr, *kmax = nullptr;
+    unsigned long long *flags = nullptr, *nflag = nullptr;
     const size_t ncd = sh.B * sh.Hk * sh.nc * sh.D;
     const size_t total = sh.B * sh.S * sh.Hk;
+    const bool mma_cmp = mma && sh.D <= 64 && sh.n <= (size_t)nsa_cmp::kCmpMaxSel;
+    bool flag_all = false;
+    if (mma_cmp) MF_TRY(recheck_all(&flag_all));
     // The tensor-core kernel reads the selection: the caller's sel, or scratch.
     const size_t sel_bytes = mma && sel == nullptr ? total * sh.n * sizeof(int32_t) : 0;
+    // The compression kernel's certificate (with a compressed block): the list of
+    // tokens to rank again (8 bytes each, at most all), its count, max |kc| per (b, g).
+    const bool cert = mma_cmp && ncd > 0;
+    const size_t cert_bytes = cert ? total * 8 + 8 + sh.B * sh.Hk * sizeof(float) : 0;
+    flag_all = flag_all && cert; // no compressed block: every importance is exactly 0, nothing to rank again
     if (ncd > 0 || sel_bytes > 0) {
-        mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * sizeof(float) + sel_bytes, &scr.ptr);
+        mf_status st =
+            mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * sizeof(float) + cert_bytes + sel_bytes, &scr.ptr);
         if (st != MF_OK) return st;
         kc = static_cast<float *>(scr.ptr);
         vc = kc + ncd;
-        if (sel_bytes > 0) sel = reinterpret_cast<int32_t *>(vc + ncd);
+        unsigned char *at = reinterpret_cast<unsigned char *>(vc + ncd); // 8-byte aligned: D % 16 == 0
+        if (cert) {
+            flags = reinterpret_cast<unsigned long long *>(at);
+            nflag = flags + total;
+            kmax = reinterpret_cast<float *>(nflag + 1);
+            at = reinterpret_cast<unsigned char *>(kmax + sh.B * sh.Hk);
+        }
+        if (sel_bytes > 0) sel = reinterpret_cast<int32_t *>(at);
     }
     if (ncd > 0) {
         nsa_pool_kernel<T><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
@@ -1907,11 +2201,28 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     // bf16: compression and selection (on the tensor cores for D <= 64 and
     // n <= nsa_cmp::kCmpMaxSel, else SIMT), then the selected and sliding
     // branches on the tensor cores (same stream: out and sel are ready).
-    if (sh.D <= 64 && sh.n <= (size_t)nsa_cmp::kCmpMaxSel) {
+    if (mma_cmp) {
+        if (cert) {
+            nsa_kmax_kernel<<<grid_cap(sh.B * sh.Hk, kMaxGridX), kThreads, 0, stream>>>(kc, kmax, sh);
+            MF_LAUNCH_CHECK();
+            MF_CUDA_CHECK(cudaMemsetAsync(nflag, 0, sizeof(*nflag), stream));
+        }
         switch (sh.D) {
-        case 16: launch_cmp<16>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
-        case 32: launch_cmp<32>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
-        default: launch_cmp<64>(stream, sh, q, gc, kc, vc, out, lse, sel); break;
+        case 16:
+            launch_cmp<16>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            break;
+        case 32:
+            launch_cmp<32>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            break;
+        default:
+            launch_cmp<64>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            break;
+        }
+        MF_LAUNCH_CHECK();
+        if (cert) { // the listed tokens ranked again in double (the count stays on the device)
+            nsa_recheck_kernel<<<grid_cap(total, 256), kThreads, 0, stream>>>(
+                static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k), sel, flags,
+                nflag, sh);
         }
     } else {
         nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
@@ -1953,6 +2264,7 @@ static MF_NS::NsaShape nsa_shape(const mf_nsa_config *cfg, int64_t B, int64_t S,
     sh.n = (size_t)cfg->n_sel;
     sh.w = (size_t)cfg->window;
     sh.scale = cfg->scale > 0.0f ? cfg->scale : (float)(1.0 / std::sqrt((double)D));
+    sh.scale_ref = cfg->scale > 0.0f ? (double)cfg->scale : 1.0 / std::sqrt((double)D);
     return sh;
 }
 

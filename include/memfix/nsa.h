@@ -57,10 +57,16 @@
  *            + 4*D)               q, g*dout, o and dq rows
  * Fused (device scratch, upper bound):
  *   mf_nsa_forward_scratch_ceiling = 4 * 2*B*Hk*nc*D   (compressed k and v, fp32)
+ *                                  + (nc > 0) * (8 * B*S*Hk + 8 + 4 * B*Hk)
+ *                                    (the compression kernel's certificate: the
+ *                                    list of tokens to rank again, at most every
+ *                                    (b, t, KV group), its count, max |kc| per
+ *                                    (b, KV group); the bf16 tensor-core path)
  *                                  + 4 * B*S*Hk*n      (the selection, held by the
  *                                    bf16 tensor-core path when sel is NULL)
- *   mf_nsa_backward_scratch_ceiling = 4 * 4*B*Hk*nc*D  (kc, vc and their
- *     gradient accumulators dkc, dvc, fp32)
+ *   mf_nsa_backward_scratch_ceiling = max(4 * 4*B*Hk*nc*D  (kc, vc and their
+ *     gradient accumulators dkc, dvc, fp32), the forward's without the
+ *     selection term): a forward then a backward peak at it
  *   The per-query statistics (lse, 12*B*S*Hq bytes) and the selected indices
  *   (4*B*S*Hk*n bytes), which a backward needs, are caller outputs.
  * So the fused code's memory is linear in S, the reference's quadratic.
@@ -86,8 +92,20 @@
  *     heads, causal at compressed-block granularity; a second pass over the
  *     same key tiles gives p = exp(s - lse), summed per (token, block) in a
  *     fixed order and merged into each token's running top n by ranking. The
- *     products use split operands (kc = three bf16 terms, vc and P two), so
- *     scores, lse and selection are as accurate as fp32 SIMT ones. Selected
+ *     products use split operands (kc = three bf16 terms in the branch's
+ *     scores, two in the importances', vc and P two), so o_cmp and lse are as
+ *     accurate as fp32 SIMT ones. The selection is
+ *     certified: per token the kernel keeps the smallest selected non-forced
+ *     importance and the largest dropped one, and lists a token whose margin
+ *     is within the importances' stated error bound (docs/nsa.md
+ *     "Precision"); nsa_recheck_kernel then ranks the listed tokens again in
+ *     double as the reference does (kc from k, softmax, importances, top n)
+ *     and rewrites their sel rows before the next kernel reads them, so the
+ *     selection is the reference's, ties included. MF_NSA_RECHECK=all in
+ *     the environment (a testing aid; another non-empty value is
+ *     MF_ERR_INVALID_ARGUMENT) lists every token and leaves sel to the
+ *     fallback alone. The SIMT kernel (f32, D = 128, n > 32)
+ *     keeps its fp32 ranking without a certificate. Selected
  *     and sliding branches, query-blocked: one CTA per (b, KV group,
  *     min(32, 64/G) consecutive tokens) whose 64 rows are the tokens' heads;
  *     each 16-key K/V tile of the union of the tokens' selected blocks (merged
@@ -113,7 +131,7 @@
  *   tokens) as the forward's compression kernel, kc/vc split into bf16 terms,
  *   dkc/dvc added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
- *   which it does not meet: projected about 1.5-2x, the compression branch
+ *   which it does not meet: projected about 2-2.5x, the compression branch
  *   and importances (split operands, two passes) dominating.
  */
 #ifndef MEMFIX_NSA_H

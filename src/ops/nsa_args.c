@@ -96,13 +96,26 @@ size_t mf_ref_nsa_forward_scratch_bytes(const mf_nsa_config *cfg, int64_t B, int
     return x;
 }
 
+/* The fused forward's scratch with the caller's sel: kc, vc (fp32) and, with a
+ * compressed block, the compression kernel's certificate (the list of tokens to
+ * rank again, 8 bytes each, its 8-byte count, max |kc| per (b, KV group)). */
+static size_t nsa_fwd_core_bytes(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hk, int64_t D)
+{
+    const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
+    size_t x = mul5(8, (size_t)B, (size_t)Hk, nc, (size_t)D);
+    if (nc > 0) {
+        x = add2(x, mul5(8, (size_t)B, (size_t)S, (size_t)Hk, 1));
+        x = add2(x, add2(mul5(4, (size_t)B, (size_t)Hk, 1, 1), 8));
+    }
+    return x;
+}
+
 size_t mf_nsa_forward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int64_t S, int64_t Hq, int64_t Hk,
                                       int64_t D)
 {
     if (!cfg_ok(cfg) || B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0) return SIZE_MAX;
-    const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
-    /* kc, vc (fp32) + the selection of the bf16 tensor-core path when sel is NULL */
-    return add2(mul5(8, (size_t)B, (size_t)Hk, nc, (size_t)D),
+    /* kc, vc (fp32) and the certificate + the selection of the bf16 tensor-core path when sel is NULL */
+    return add2(nsa_fwd_core_bytes(cfg, B, S, Hk, D),
                 mul5(4, (size_t)B, (size_t)S, (size_t)Hk, (size_t)cfg->n_sel));
 }
 
@@ -123,5 +136,8 @@ size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int6
 {
     if (!cfg_ok(cfg) || B <= 0 || S <= 0 || Hq <= 0 || Hk <= 0 || D <= 0) return SIZE_MAX;
     const size_t nc = (size_t)mf_nsa_n_compressed(cfg, S);
-    return mul5(16, (size_t)B, (size_t)Hk, nc, (size_t)D); /* kc, vc, dkc, dvc (fp32) */
+    /* kc, vc, dkc, dvc (fp32), or the forward's with sel given if larger (a forward then a backward) */
+    const size_t bwd = mul5(16, (size_t)B, (size_t)Hk, nc, (size_t)D),
+                 fwd = nsa_fwd_core_bytes(cfg, B, S, Hk, D);
+    return bwd > fwd ? bwd : fwd;
 }

@@ -23,6 +23,7 @@
  * bf16 (out measurably off the reference); and memfix verify accepts the fused
  * forward and rejects one that drops the compression branch's gate.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include "mf_test.h"
 
 #include "memfix/check.h"
@@ -31,7 +32,9 @@
 #include "memfix/verify.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The op's own properties of every case's result (mf_test_add_op_cases_checked,
@@ -111,6 +114,109 @@ START_TEST(test_verify_candidates)
 }
 END_TEST
 
+/* The certified selection's fallback (nsa_recheck_kernel) on every token: with
+ * MF_NSA_RECHECK=all the bf16 compression kernel lists every token and leaves
+ * sel to the fallback alone, so the cases pass only if its double ranking
+ * equals the reference's (sel exactly; out, lse in their rows, as always). The
+ * op's bf16 cases on the tensor-core compression kernel (D <= 64, n <= 32, with
+ * a compressed block). */
+START_TEST(test_recheck_every_token)
+{
+    static const int bf16_cmp_cases[] = { 1, 7, 8, 13, 16, 20 };
+    ck_assert_int_eq(setenv("MF_NSA_RECHECK", "all", 1), 0);
+    for (size_t i = 0; i < sizeof bf16_cmp_cases / sizeof bf16_cmp_cases[0]; i++) {
+        const mf_case_result r = mf_test_op_case("nsa", 0, bf16_cmp_cases[i]);
+        ck_assert_str_eq(r.dtype, "bf16");
+    }
+    unsetenv("MF_NSA_RECHECK");
+}
+END_TEST
+
+/* A value other than "all" is refused with a status and a message. */
+START_TEST(test_recheck_bad_value)
+{
+    mf_context *ctx = mf_test_ctx();
+    const mf_nsa_config cfg = { 8, 8, 8, 4, 16, 0.0f };
+    const int64_t S = 24, Hq = 2, D = 16;
+    const size_t nq = (size_t)S * Hq * D, nk = (size_t)S * D;
+    void *hq = mf_test_make_input(MF_DTYPE_BF16, nq, 1, -1.0f, 1.0f);
+    void *hk = mf_test_make_input(MF_DTYPE_BF16, nk, 2, -1.0f, 1.0f);
+    void *hg = mf_test_make_input(MF_DTYPE_BF16, (size_t)S * Hq, 3, 0.1f, 0.9f);
+    void *q = mf_test_dev_upload(ctx, hq, nq * 2), *k = mf_test_dev_upload(ctx, hk, nk * 2);
+    void *g = mf_test_dev_upload(ctx, hg, (size_t)S * Hq * 2);
+    float *out = mf_test_dev_nan(ctx, nq);
+    ck_assert_int_eq(setenv("MF_NSA_RECHECK", "some", 1), 0);
+    const mf_status st = mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, S, Hq, 1, D, q, k, k, g, g,
+                                        g, out, NULL, NULL);
+    unsetenv("MF_NSA_RECHECK");
+    ck_assert_int_eq(st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "MF_NSA_RECHECK"));
+    mf_buffer_free(ctx, q), mf_buffer_free(ctx, k), mf_buffer_free(ctx, g), mf_buffer_free(ctx, out);
+    free(hq), free(hk), free(hg);
+}
+END_TEST
+
+/* Exact ties: l = d = l' = 8, so compressed block j is selection block j, and
+ * the keys of block i >= 3 repeat those of block i % 3: blocks 1, 4, 7 (and 2,
+ * 5, 8) have bitwise-equal importances in double and in float. With n = 4 each
+ * token selects its three forced blocks and one of a tie (margin 0: the
+ * certificate lists it, the fallback ranks it): the selection must be the
+ * reference's, ties to the lower index; out and lse in their rows. */
+START_TEST(test_tied_importances)
+{
+    mf_context *ctx = mf_test_ctx();
+    const mf_nsa_config cfg = { 8, 8, 8, 4, 16, 0.0f };
+    const int64_t S = 70, Hq = 2, Hk = 1, D = 16, n = 4;
+    const size_t nq = (size_t)S * Hq * D, nk = (size_t)S * Hk * D, rq = (size_t)S * Hq;
+    const size_t ns = (size_t)S * Hk * n;
+    uint16_t *hq = mf_test_make_input(MF_DTYPE_BF16, nq, 11, -1.5f, 1.5f);
+    uint16_t *hk = mf_test_make_input(MF_DTYPE_BF16, nk, 12, -1.5f, 1.5f);
+    uint16_t *hv = mf_test_make_input(MF_DTYPE_BF16, nk, 13, -1.0f, 1.0f);
+    void *hg = mf_test_make_input(MF_DTYPE_BF16, rq, 14, 0.05f, 0.95f);
+    for (size_t s = 24; s < (size_t)S; s++)
+        memcpy(hk + s * (size_t)D, hk + (s / 8 % 3 * 8 + s % 8) * (size_t)D, (size_t)D * 2);
+    float *r_out = mf_test_nan_host(nq), *r_lse = mf_test_nan_host(3 * rq);
+    int32_t *r_sel = malloc(ns * sizeof(int32_t));
+    ck_assert_ptr_nonnull(r_sel);
+    MF_ASSERT_OK(mf_ref_nsa_forward(ctx, MF_DTYPE_BF16, &cfg, 1, S, Hq, Hk, D, hq, hk, hv, hg, hg, hg, r_out,
+                                    r_lse, r_sel));
+    void *q = mf_test_dev_upload(ctx, hq, nq * 2), *k = mf_test_dev_upload(ctx, hk, nk * 2);
+    void *v = mf_test_dev_upload(ctx, hv, nk * 2), *g = mf_test_dev_upload(ctx, hg, rq * 2);
+    float *out = mf_test_dev_nan(ctx, nq + 64), *lse = mf_test_dev_nan(ctx, 3 * rq + 64);
+    float *sel = mf_test_dev_nan(ctx, ns + 64);
+    MF_ASSERT_OK(mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, S, Hq, Hk, D, q, k, v, g, g, g,
+                                out, lse, (int32_t *)sel));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *g_out = mf_test_dev_fetch(ctx, out, nq, 64, "out"),
+          *g_lse = mf_test_dev_fetch(ctx, lse, 3 * rq, 64, "lse");
+    float *g_sel = mf_test_dev_fetch(ctx, sel, ns, 64, "sel");
+    int32_t gs[70 * 4];
+    memcpy(gs, g_sel, sizeof gs);
+    for (size_t i = 0; i < ns; i++)
+        if (gs[i] != r_sel[i])
+            ck_abort_msg("sel[%zu] (t=%zu) = %d, the reference's %d", i, i / (size_t)n, (int)gs[i],
+                         (int)r_sel[i]);
+    /* the case has teeth: some token selected a non-forced block b over its visible, non-forced twin b + 3 */
+    size_t tied = 0;
+    for (size_t t = 0; t < (size_t)S; t++) {
+        const size_t last = t / 8;
+        for (size_t x = 0; x < (size_t)n; x++) {
+            const int32_t b = r_sel[t * (size_t)n + x];
+            if (b <= 0 || (size_t)b + 1 >= last) continue; /* padding or forced */
+            const size_t twin = (size_t)b + 3;
+            tied += twin + 2 <= last && twin * 8 + 7 <= t ? 1u : 0u;
+        }
+    }
+    ck_assert_uint_gt(tied, 0);
+    MF_ASSERT_CLOSE(g_out, r_out, nq, "nsa.out.bf16");
+    MF_ASSERT_CLOSE(g_lse, r_lse, 3 * rq, "nsa.lse.bf16");
+    free(g_out), free(g_lse), free(g_sel), free(r_out), free(r_lse), free(r_sel);
+    mf_buffer_free(ctx, q), mf_buffer_free(ctx, k), mf_buffer_free(ctx, v), mf_buffer_free(ctx, g);
+    mf_buffer_free(ctx, out), mf_buffer_free(ctx, lse), mf_buffer_free(ctx, sel);
+    free(hq), free(hk), free(hv), free(hg);
+}
+END_TEST
+
 static Suite *nsa_equiv_suite(void)
 {
     Suite *s = suite_create("nsa_equiv");
@@ -119,6 +225,13 @@ static Suite *nsa_equiv_suite(void)
     tcase_add_checked_fixture(v, mf_test_setup, mf_test_teardown);
     tcase_add_test(v, test_verify_candidates);
     suite_add_tcase(s, v);
+    TCase *c = tcase_create("certificate");
+    tcase_add_checked_fixture(c, mf_test_setup, mf_test_teardown);
+    tcase_set_timeout(c, 600);
+    tcase_add_test(c, test_recheck_every_token);
+    tcase_add_test(c, test_recheck_bad_value);
+    tcase_add_test(c, test_tied_importances);
+    suite_add_tcase(s, c);
     return s;
 }
 

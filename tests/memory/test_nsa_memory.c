@@ -99,15 +99,23 @@ START_TEST(test_formulas_at_seed_shapes)
         const size_t want_ref =
             8 * 2 * 12 * s * (nc + 2 * s) + 8 * 2 * 2 * s * nb + 16 * 2 * 2 * nc * 64 + 2 * 2 * s * nb + s;
         ck_assert_uint_eq(mf_ref_nsa_forward_scratch_bytes(&cfg, B, S, Hq, Hk, D), want_ref);
-        /* pooled k/v + the bf16 path's selection when the caller passes no sel */
+        /* pooled k/v + the certificate (token list, its count, max |kc| per (b, g)) + the bf16 path's
+         * selection when the caller passes no sel */
         ck_assert_uint_eq(mf_nsa_forward_scratch_ceiling(&cfg, B, S, Hq, Hk, D),
-                          8 * 2 * 2 * nc * 64 + 4 * 2 * s * 2 * 16);
+                          8 * 2 * 2 * nc * 64 + (8 * 2 * s * 2 + 8 + 4 * 2 * 2) + 4 * 2 * s * 2 * 16);
+        /* the backward's own (larger here than the forward's with sel given) */
         ck_assert_uint_eq(mf_nsa_backward_scratch_ceiling(&cfg, B, S, Hq, Hk, D), 16 * 2 * 2 * nc * 64);
     }
     /* at S = 4096 the reference's two S x S double matrices alone are 6.4 GB */
     ck_assert_uint_gt(mf_ref_nsa_forward_scratch_bytes(&cfg, B, 4096, Hq, Hk, D), (size_t)6400000000ull);
     ck_assert_uint_eq(mf_ref_nsa_forward_scratch_bytes(&cfg, 0, 4096, Hq, Hk, D), SIZE_MAX);
     ck_assert_uint_eq(mf_nsa_forward_scratch_ceiling(NULL, 1, 4096, Hq, Hk, D), SIZE_MAX);
+    /* no compressed block (S < l): no certificate; the backward's ceiling covers the forward's */
+    ck_assert_uint_eq(mf_nsa_forward_scratch_ceiling(&cfg, B, 20, Hq, Hk, D), 4 * 2 * 20 * 2 * 16);
+    ck_assert_uint_eq(mf_nsa_backward_scratch_ceiling(&cfg, B, 20, Hq, Hk, D), 0);
+    /* d = l = l' = 16, D = 16, S = 40: nc = 2, the forward's certificate (8 B S Hk) is above 16 B Hk nc D */
+    const mf_nsa_config c16 = { 16, 16, 16, 4, 16, 0.0f };
+    ck_assert_uint_eq(mf_nsa_backward_scratch_ceiling(&c16, 1, 40, 2, 1, 16), 8 * 2 * 16 + 8 * 40 + 8 + 4);
     ck_assert_uint_eq(mf_ref_nsa_forward_scratch_bytes(&cfg, INT64_MAX, INT64_MAX, Hq, Hk, D), SIZE_MAX);
 }
 END_TEST
