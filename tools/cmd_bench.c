@@ -554,6 +554,28 @@ static int plot_charts(const char *dir, const bench_row *rows, size_t n, FILE *o
     return MF_CLI_UNAVAILABLE;
 }
 
+/* The end of a run's output: MF_CLI_UNAVAILABLE when the JSON could not be printed ('written'
+ * 0) or the file not closed, else MF_CLI_FAILED when a row failed, else MF_CLI_OK; with --out, the
+ * summary line on out. */
+static int finish_output(int written, size_t failed, FILE *csv, FILE *out, FILE *err, const char *out_path,
+                         const char *summary)
+{
+    int rc = failed ? MF_CLI_FAILED : MF_CLI_OK;
+    if (!written) {
+        fprintf(err, "memfix bench: out of memory printing JSON\n");
+        rc = MF_CLI_UNAVAILABLE;
+    }
+    if (csv != out) {
+        if (fclose(csv) != 0) {
+            fprintf(err, "memfix bench: writing '%s' failed: %s\n", out_path, strerror(errno));
+            rc = MF_CLI_UNAVAILABLE;
+        } else {
+            fprintf(out, "memfix bench: %s written to %s\n", summary, out_path);
+        }
+    }
+    return rc;
+}
+
 /* ---- --targets ------------------------------------------------------------------------- */
 typedef struct target_row {
     char target[32], op[32], issue[24], backend[8], timer[24], shape[192], met[8];
@@ -705,27 +727,13 @@ static int run_targets(mf_context *ctx, const mf_op_desc *const *all, size_t n_o
         for (int k = 0; k < all[i]->n_bench_targets; k++)
             run_target(ctx, all[i], &all[i]->bench_targets[k], small, reps, peak_tflops, &rows[n++]);
     }
-    int rc = MF_CLI_OK;
-    if (json) {
-        if (!write_target_json(csv, rows, n)) {
-            fprintf(err, "memfix bench: out of memory printing JSON\n");
-            rc = MF_CLI_UNAVAILABLE;
-        }
-    } else {
-        write_target_csv(csv, rows, n);
-    }
+    const int written = json ? write_target_json(csv, rows, n) : (write_target_csv(csv, rows, n), 1);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
-    if (rc == MF_CLI_OK && failed) rc = MF_CLI_FAILED;
-    if (csv != out) {
-        if (fclose(csv) != 0) {
-            fprintf(err, "memfix bench: writing '%s' failed: %s\n", out_path, strerror(errno));
-            rc = MF_CLI_UNAVAILABLE;
-        } else {
-            fprintf(out, "memfix bench: %zu targets (%zu failed, device %s%s) written to %s\n", n, failed,
-                    device, small ? ", reduced shapes" : "", out_path);
-        }
-    }
+    char summary[400];
+    snprintf(summary, sizeof summary, "%zu targets (%zu failed, device %s%s)", n, failed, device,
+             small ? ", reduced shapes" : "");
+    const int rc = finish_output(written, failed, csv, out, err, out_path, summary);
     if (n == 0) fprintf(err, "memfix bench: no targets registered%s\n", only != NULL ? " for this op" : "");
     for (size_t i = 0; i < n; i++)
         if (!rows[i].ok)
@@ -950,27 +958,12 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         }
     }
     mf_context_destroy(ctx);
-    int rc = MF_CLI_OK;
-    if (json) {
-        if (!write_json(csv, rows, n)) {
-            fprintf(err, "memfix bench: out of memory printing JSON\n");
-            rc = MF_CLI_UNAVAILABLE;
-        }
-    } else {
-        write_csv(csv, rows, n);
-    }
+    const int written = json ? write_json(csv, rows, n) : (write_csv(csv, rows, n), 1);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
-    if (rc == MF_CLI_OK && failed) rc = MF_CLI_FAILED;
-    if (csv != out) {
-        if (fclose(csv) != 0) {
-            fprintf(err, "memfix bench: writing '%s' failed: %s\n", out_path, strerror(errno));
-            rc = MF_CLI_UNAVAILABLE;
-        } else {
-            fprintf(out, "memfix bench: %zu rows (%zu failed, timer %s, device %s) written to %s\n", n,
-                    failed, timer, device, out_path);
-        }
-    }
+    char summary[400];
+    snprintf(summary, sizeof summary, "%zu rows (%zu failed, timer %s, device %s)", n, failed, timer, device);
+    int rc = finish_output(written, failed, csv, out, err, out_path, summary);
     if (plot_dir != NULL) {
         const int prc = plot_charts(plot_dir, rows, n, csv == out ? err : out, err);
         if (prc != MF_CLI_OK) rc = prc;
