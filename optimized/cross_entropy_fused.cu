@@ -24,7 +24,9 @@
 //                            grad_bias by shuffles + atomicAdd
 //   ce_fused_fwd_wgmma_kernel, ce_fused_bwd_wgmma_kernel
 //                            bf16 on sm_90a: the same walks with every product on
-//                            wgmma.mma_async (the logits m64n128k16 per warpgroup;
+//                            wgmma.mma_async (the forward's logits: 128 x 256 tiles,
+//                            m64n256k16 per warpgroup; the backward's recompute
+//                            128 x 128, m64n128k16;
 //                            the backward's G . W_strip and G^T . hidden
 //                            m64n64k16 from G in a 128B-swizzled canonical layout
 //                            and the stage's slices read MN-major)
@@ -570,7 +572,9 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 // the mma.m16n8 pattern, so a thread holds acc[0][f][i] = row 16 w + g + 8 (i >> 1),
 // column 8 f + 2 t + (i & 1): the epilogue helpers above (for_each_frag's
 // layout with MT = 1, NF = 16) apply unchanged, and a row's 128 columns sit in the 4
-// lanes of one quad (no cross-warp combine).
+// lanes of one quad (no cross-warp combine). The forward uses 256-column tiles instead
+// (wg_logits_tile_fwd: m64n256k16, NF = 32, 48 KiB stages); the backward keeps 128
+// (its G strip and gradient products need the registers).
 // Operands stream over D in 64-wide slices (128-byte rows, the 128-byte swizzle:
 // the 16-byte chunk c of row r at chunk c ^ (r % 8)) through two 32 KiB stages of
 // dynamic shared memory (1024-byte aligned: the swizzle's period) filled by
@@ -588,7 +592,11 @@ constexpr int kWgOperandBytes = kTcBM * kWgBK * 2;   // one operand of a stage: 
 constexpr int kWgStageBytes = 2 * kWgOperandBytes;   // hidden slice + W slice
 constexpr size_t kWgStagesBytes = 2 * kWgStageBytes; // double-buffered: 64 KiB
 constexpr size_t kWgAlign = 1024;                    // slack to align the dynamic smem base
-constexpr size_t kWgFwdSmem = kWgAlign + kWgStagesBytes;
+// The forward's vocabulary tiles are 256 wide (m64n256k16: 128 accumulators per thread);
+// its stages hold the hidden slice (16 KiB) and a 256-row W slice (32 KiB).
+constexpr int kWgFwdBN = 256;
+constexpr int kWgFwdStageBytes = kWgOperandBytes + kWgFwdBN * kWgBK * 2; // 48 KiB
+constexpr size_t kWgFwdSmem = kWgAlign + 2 * (size_t)kWgFwdStageBytes;
 // The backward's strip of G (dL/dz, bf16, 128 rows x kTcStrip * 128 columns) in the wgmma
 // canonical layout: 64-column chunks of 128 rows x 128 bytes, 128B-swizzled, 16 KiB each.
 constexpr size_t kWgGBytes = (size_t)kTcStrip * (kTcBN / kWgBK) * kWgOperandBytes; // 128 KiB
@@ -692,6 +700,51 @@ __device__ __forceinline__ void wg_mma_n128(float (&d)[64], uint64_t da, uint64_
 #endif
 }
 
+// d (64 x 256 fp32: this thread's 128) = A (64 x 16, desc) . B (16 x 256, desc) + (accumulate ? d : 0);
+// both K-major (imm-trans 0), scales +1. The forward's logits.
+__device__ __forceinline__ void wg_mma_n256(float (&d)[128], uint64_t da, uint64_t db, int accumulate)
+{
+#if MF_CE_WGMMA
+    asm volatile(
+        "{\n"
+        ".reg .pred acc_in;\n"
+        "setp.ne.b32 acc_in, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, acc_in, 1, 1, 0, 0;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+          "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+          "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+          "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+          "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
+          "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+          "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
+          "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
+          "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
+          "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
+          "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
+          "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
+          "+f"(d[127])
+        : "l"(da), "l"(db), "r"(accumulate));
+#else
+    (void)d, (void)da, (void)db, (void)accumulate;
+#endif
+}
+
 // d (64 x 64 fp32: this thread's 32) = A (64 x 16, desc; kTransA: MN-major) . B (16 x 64, desc,
 // MN-major: imm-trans-b 1) + (accumulate ? d : 0); scales +1. The backward's gradient products.
 template <int kTransA>
@@ -783,10 +836,79 @@ __device__ __forceinline__ void wg_logits_tile(float (&acc)[1][16][4], unsigned 
     }
 }
 
+// The forward's stage (at st, 1024-byte aligned): hidden[row0 .. +127, k0 .. +63] (16 KiB)
+// and W[v0 .. +255, k0 .. +63] (32 KiB), laid out as wg_load_stage's (kept separate so that
+// the backward's code, at ptxas's 255-register limit, stays as it is).
+__device__ __forceinline__ void wg_load_stage_fwd(unsigned char *st, const bf16 *__restrict__ hidden,
+                                                  const bf16 *__restrict__ weight, size_t N, size_t D,
+                                                  size_t V, size_t row0, size_t v0, size_t k0, bool vec)
+{
+    const int tid = threadIdx.x;
+    constexpr int kRows = kTcBM + kWgFwdBN;
+    if (vec) {
+        constexpr int kChunks = kWgBK / 8; // 16-byte chunks per row
+        MF_UNROLL
+        for (int c = tid; c < kRows * kChunks; c += kTcThreads) {
+            const int r = c / kChunks, kc = c % kChunks;
+            const bool is_a = r < kTcBM;
+            const int rr = is_a ? r : r - kTcBM;
+            const size_t row = (is_a ? row0 : v0) + (size_t)rr, col = k0 + (size_t)(8 * kc);
+            const bool in = row < (is_a ? N : V) && col < D;
+            const bf16 *src = (is_a ? hidden : weight) + (in ? row * D + col : 0);
+            cp_async16(st + (is_a ? 0 : kWgOperandBytes) + wg_sw128(rr, 8 * kc), src, in ? 16u : 0u);
+        }
+    } else {
+        const bf16 zero = __float2bfloat16(0.0f);
+        for (int e = tid; e < kRows * kWgBK; e += kTcThreads) {
+            const int r = e / kWgBK, k = e % kWgBK;
+            const bool is_a = r < kTcBM;
+            const int rr = is_a ? r : r - kTcBM;
+            const size_t row = (is_a ? row0 : v0) + (size_t)rr, col = k0 + (size_t)k;
+            const bool in = row < (is_a ? N : V) && col < D;
+            *reinterpret_cast<bf16 *>(st + (is_a ? 0 : kWgOperandBytes) + wg_sw128(rr, k)) =
+                in ? (is_a ? hidden : weight)[row * D + col] : zero;
+        }
+    }
+}
+
+// acc (warpgroup warp / 4's 64 x 256 logits: acc[0][f][i] is row 16 w + g + 8 (i >> 1),
+// column 8 f + 2 t + (i & 1)) = hidden[row0 + ., :] . W[v0 + ., :]^T, one
+// wgmma.m64n256k16 per 16 of D; otherwise as wg_logits_tile (ends with a barrier).
+__device__ __forceinline__ void wg_logits_tile_fwd(float (&acc)[1][kWgFwdBN / 8][4], unsigned char *smem,
+                                                   const bf16 *__restrict__ hidden,
+                                                   const bf16 *__restrict__ weight, size_t N, size_t D,
+                                                   size_t V, size_t row0, size_t v0, bool vec)
+{
+    float(&d)[kWgFwdBN / 2] = reinterpret_cast<float(&)[kWgFwdBN / 2]>(acc);
+    const uint32_t a_off = (uint32_t)((threadIdx.x >> 7) * 64 * 128); // the warpgroup's 64 rows
+    const size_t n_slices = (D + kWgBK - 1) / kWgBK;
+    wg_load_stage_fwd(smem, hidden, weight, N, D, V, row0, v0, 0, vec);
+    cp_async_commit();
+    for (size_t s = 0; s < n_slices; ++s) {
+        if (s + 1 < n_slices) // prefetch: its stage was released by the last barrier
+            wg_load_stage_fwd(smem + ((s + 1) & 1) * kWgFwdStageBytes, hidden, weight, N, D, V, row0, v0,
+                              (s + 1) * kWgBK, vec);
+        cp_async_commit();
+        cp_async_wait_1();
+        wg_fence_proxy(); // this thread's stage writes, before the barrier publishes them to wgmma
+        __syncthreads();
+        const uint32_t base = smem_u32(smem + (s & 1) * kWgFwdStageBytes);
+        wg_fence(); // the accumulators were last written by ordinary instructions
+        MF_UNROLL
+        for (int kk = 0; kk < kWgBK / 16; ++kk) // k16 steps: +32 bytes inside the swizzled rows
+            wg_mma_n256(d, wg_desc_sw128(base + a_off + 32u * kk),
+                        wg_desc_sw128(base + kWgOperandBytes + 32u * kk), s > 0 || kk > 0);
+        wg_commit();
+        wg_wait_all();
+        __syncthreads(); // stage s & 1 is consumed: the next prefetch may overwrite it
+    }
+}
+
 // ---- bf16 forward on wgmma: lse and row losses --------------------------------------
-// A thread's 2 rows (16 w + g, + 8 of its warpgroup's 64) over all 128 columns of every
-// tile: the online statistics need only the quad (fwd_tile), no column-half combine.
-// mf-budget: regs<=200 smem<=0 stack<=0 spill=0  (sm_90a: 178 regs; dynamic smem kWgFwdSmem = 66,560 B)
+// A thread's 2 rows (16 w + g, + 8 of its warpgroup's 64) over all 256 columns of every
+// 256-column tile (m64n256k16, 128 accumulators): the online statistics need only the quad
+// (fwd_tile), no column-half combine.
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a: 254 regs; dynamic smem kWgFwdSmem = 99,328 B)
 __global__ void __launch_bounds__(kTcThreads, 1)
     ce_fused_fwd_wgmma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
                               const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
@@ -802,9 +924,9 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     int ys[2]; // rows rbase, rbase + 8
     float m[2], l[2], sum_s[2], s_y[2];
     fwd_init(labels, p, rbase, ys, m, l, sum_s, s_y);
-    float acc[1][16][4];
-    for (size_t v0 = 0; v0 < p.V; v0 += kTcBN) {
-        wg_logits_tile(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
+    float acc[1][kWgFwdBN / 8][4];
+    for (size_t v0 = 0; v0 < p.V; v0 += kWgFwdBN) {
+        wg_logits_tile_fwd(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
         fwd_tile(acc, v0 + (size_t)(2 * t), bias, p, ys, m, l, sum_s, s_y);
     }
     fwd_quad_sums(l, sum_s, s_y);
