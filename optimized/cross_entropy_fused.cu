@@ -22,6 +22,14 @@
 //                            (registers over the strip, one plain RMW per strip),
 //                            warps 4-7 grad_W[tile] += G^T . hidden_blk (atomicAdd);
 //                            grad_bias by shuffles + atomicAdd
+//   ce_fused_fwd_wgmma_kernel, ce_fused_bwd_wgmma_kernel
+//                            bf16 on sm_90a: the same walks with every product on
+//                            wgmma.mma_async (the forward's logits: 128 x 256 tiles,
+//                            m64n256k16 per warpgroup; the backward's recompute
+//                            128 x 128, m64n128k16;
+//                            the backward's G . W_strip and G^T . hidden
+//                            m64n64k16 from G in a 128B-swizzled canonical layout
+//                            and the stage's slices read MN-major)
 //   ce_fused_fwd_kernel<float>, ce_fused_bwd_kernel<float>
 //                            f32: the same algorithm on 64 x 64 tiles, 4 warps,
 //                            fp32 FMAs (SIMT; G kept in fp32)
@@ -564,7 +572,9 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 // the mma.m16n8 pattern, so a thread holds acc[0][f][i] = row 16 w + g + 8 (i >> 1),
 // column 8 f + 2 t + (i & 1): the epilogue helpers above (for_each_frag's
 // layout with MT = 1, NF = 16) apply unchanged, and a row's 128 columns sit in the 4
-// lanes of one quad (no cross-warp combine).
+// lanes of one quad (no cross-warp combine). The forward uses 256-column tiles instead
+// (wg_logits_tile_fwd: m64n256k16, NF = 32, 48 KiB stages); the backward keeps 128
+// (its G strip and gradient products need the registers).
 // Operands stream over D in 64-wide slices (128-byte rows, the 128-byte swizzle:
 // the 16-byte chunk c of row r at chunk c ^ (r % 8)) through two 32 KiB stages of
 // dynamic shared memory (1024-byte aligned: the swizzle's period) filled by
@@ -582,11 +592,17 @@ constexpr int kWgOperandBytes = kTcBM * kWgBK * 2;   // one operand of a stage: 
 constexpr int kWgStageBytes = 2 * kWgOperandBytes;   // hidden slice + W slice
 constexpr size_t kWgStagesBytes = 2 * kWgStageBytes; // double-buffered: 64 KiB
 constexpr size_t kWgAlign = 1024;                    // slack to align the dynamic smem base
-constexpr size_t kWgFwdSmem = kWgAlign + kWgStagesBytes;
-constexpr size_t kWgBwdSmem = kWgAlign + kWgStagesBytes + sizeof(bf16) * kTcBM * kTcLdg;
+// The forward's vocabulary tiles are 256 wide (m64n256k16: 128 accumulators per thread);
+// its stages hold the hidden slice (16 KiB) and a 256-row W slice (32 KiB).
+constexpr int kWgFwdBN = 256;
+constexpr int kWgFwdStageBytes = kWgOperandBytes + kWgFwdBN * kWgBK * 2; // 48 KiB
+constexpr size_t kWgFwdSmem = kWgAlign + 2 * (size_t)kWgFwdStageBytes;
+// The backward's strip of G (dL/dz, bf16, 128 rows x kTcStrip * 128 columns) in the wgmma
+// canonical layout: 64-column chunks of 128 rows x 128 bytes, 128B-swizzled, 16 KiB each.
+constexpr size_t kWgGBytes = (size_t)kTcStrip * (kTcBN / kWgBK) * kWgOperandBytes; // 128 KiB
+constexpr size_t kWgBwdSmem = kWgAlign + kWgStagesBytes + kWgGBytes;
 static_assert(kTcBM == kTcBN && kTcBM == 128, "two m64 warpgroups x n128");
-static_assert(2 * sizeof(TcStage) <= kWgStagesBytes,
-              "the backward's gradient stages fit in the wgmma stages");
+static_assert(kWgStagesBytes % kWgAlign == 0, "the G strip starts 1024-byte aligned");
 
 // The first 1024-byte boundary of the shared state space at or after p.
 __device__ __forceinline__ unsigned char *wg_align(unsigned char *p)
@@ -607,6 +623,23 @@ __device__ __forceinline__ int wg_sw128(int r, int k)
 __device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t addr)
 {
     return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)(16u >> 4) << 16) |
+           ((uint64_t)(1024u >> 4) << 32) | ((uint64_t)1 << 62);
+}
+
+// Byte offset of G(r, c) (row r < 128, strip column c) in the strip: chunk c / 64, then as a
+// K-major 128B-swizzled operand (K = the vocabulary column).
+__device__ __forceinline__ int wg_g_off(int r, int c)
+{
+    return (c >> 6) * kWgOperandBytes + wg_sw128(r, c & 63);
+}
+
+// Descriptor of an MN-major operand (imm-trans 1) stored as rows of 64 MN elements (128 bytes)
+// per k, 128B-swizzled: element (mn, k) at (mn % 64) 2 + (k % 8) 128 + (k / 8) SBO, SBO = 1024
+// (the next 8 k). LBO is the stride to the next 64 of MN, never used here (every MN-major
+// operand is 64 wide: n64 for B, one 16 KiB G chunk for A); set to that chunk stride, 16 KiB.
+__device__ __forceinline__ uint64_t wg_desc_mn128(uint32_t addr)
+{
+    return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)((uint32_t)kWgOperandBytes >> 4) << 16) |
            ((uint64_t)(1024u >> 4) << 32) | ((uint64_t)1 << 62);
 }
 
@@ -662,6 +695,76 @@ __device__ __forceinline__ void wg_mma_n128(float (&d)[64], uint64_t da, uint64_
                    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
                    "+f"(d[63])
                  : "l"(da), "l"(db), "r"(accumulate));
+#else
+    (void)d, (void)da, (void)db, (void)accumulate;
+#endif
+}
+
+// d (64 x 256 fp32: this thread's 128) = A (64 x 16, desc) . B (16 x 256, desc) + (accumulate ? d : 0);
+// both K-major (imm-trans 0), scales +1. The forward's logits.
+__device__ __forceinline__ void wg_mma_n256(float (&d)[128], uint64_t da, uint64_t db, int accumulate)
+{
+#if MF_CE_WGMMA
+    asm volatile(
+        "{\n"
+        ".reg .pred acc_in;\n"
+        "setp.ne.b32 acc_in, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "%128, %129, acc_in, 1, 1, 0, 0;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+          "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+          "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+          "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+          "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
+          "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+          "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
+          "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
+          "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
+          "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
+          "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
+          "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
+          "+f"(d[127])
+        : "l"(da), "l"(db), "r"(accumulate));
+#else
+    (void)d, (void)da, (void)db, (void)accumulate;
+#endif
+}
+
+// d (64 x 64 fp32: this thread's 32) = A (64 x 16, desc; kTransA: MN-major) . B (16 x 64, desc,
+// MN-major: imm-trans-b 1) + (accumulate ? d : 0); scales +1. The backward's gradient products.
+template <int kTransA>
+__device__ __forceinline__ void wg_mma_n64(float (&d)[32], uint64_t da, uint64_t db, int accumulate)
+{
+#if MF_CE_WGMMA
+    asm volatile("{\n"
+                 ".reg .pred acc_in;\n"
+                 "setp.ne.b32 acc_in, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "%32, %33, acc_in, 1, 1, %35, 1;\n"
+                 "}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA));
 #else
     (void)d, (void)da, (void)db, (void)accumulate;
 #endif
@@ -733,10 +836,79 @@ __device__ __forceinline__ void wg_logits_tile(float (&acc)[1][16][4], unsigned 
     }
 }
 
+// The forward's stage (at st, 1024-byte aligned): hidden[row0 .. +127, k0 .. +63] (16 KiB)
+// and W[v0 .. +255, k0 .. +63] (32 KiB), laid out as wg_load_stage's (kept separate so that
+// the backward's code, at ptxas's 255-register limit, stays as it is).
+__device__ __forceinline__ void wg_load_stage_fwd(unsigned char *st, const bf16 *__restrict__ hidden,
+                                                  const bf16 *__restrict__ weight, size_t N, size_t D,
+                                                  size_t V, size_t row0, size_t v0, size_t k0, bool vec)
+{
+    const int tid = threadIdx.x;
+    constexpr int kRows = kTcBM + kWgFwdBN;
+    if (vec) {
+        constexpr int kChunks = kWgBK / 8; // 16-byte chunks per row
+        MF_UNROLL
+        for (int c = tid; c < kRows * kChunks; c += kTcThreads) {
+            const int r = c / kChunks, kc = c % kChunks;
+            const bool is_a = r < kTcBM;
+            const int rr = is_a ? r : r - kTcBM;
+            const size_t row = (is_a ? row0 : v0) + (size_t)rr, col = k0 + (size_t)(8 * kc);
+            const bool in = row < (is_a ? N : V) && col < D;
+            const bf16 *src = (is_a ? hidden : weight) + (in ? row * D + col : 0);
+            cp_async16(st + (is_a ? 0 : kWgOperandBytes) + wg_sw128(rr, 8 * kc), src, in ? 16u : 0u);
+        }
+    } else {
+        const bf16 zero = __float2bfloat16(0.0f);
+        for (int e = tid; e < kRows * kWgBK; e += kTcThreads) {
+            const int r = e / kWgBK, k = e % kWgBK;
+            const bool is_a = r < kTcBM;
+            const int rr = is_a ? r : r - kTcBM;
+            const size_t row = (is_a ? row0 : v0) + (size_t)rr, col = k0 + (size_t)k;
+            const bool in = row < (is_a ? N : V) && col < D;
+            *reinterpret_cast<bf16 *>(st + (is_a ? 0 : kWgOperandBytes) + wg_sw128(rr, k)) =
+                in ? (is_a ? hidden : weight)[row * D + col] : zero;
+        }
+    }
+}
+
+// acc (warpgroup warp / 4's 64 x 256 logits: acc[0][f][i] is row 16 w + g + 8 (i >> 1),
+// column 8 f + 2 t + (i & 1)) = hidden[row0 + ., :] . W[v0 + ., :]^T, one
+// wgmma.m64n256k16 per 16 of D; otherwise as wg_logits_tile (ends with a barrier).
+__device__ __forceinline__ void wg_logits_tile_fwd(float (&acc)[1][kWgFwdBN / 8][4], unsigned char *smem,
+                                                   const bf16 *__restrict__ hidden,
+                                                   const bf16 *__restrict__ weight, size_t N, size_t D,
+                                                   size_t V, size_t row0, size_t v0, bool vec)
+{
+    float(&d)[kWgFwdBN / 2] = reinterpret_cast<float(&)[kWgFwdBN / 2]>(acc);
+    const uint32_t a_off = (uint32_t)((threadIdx.x >> 7) * 64 * 128); // the warpgroup's 64 rows
+    const size_t n_slices = (D + kWgBK - 1) / kWgBK;
+    wg_load_stage_fwd(smem, hidden, weight, N, D, V, row0, v0, 0, vec);
+    cp_async_commit();
+    for (size_t s = 0; s < n_slices; ++s) {
+        if (s + 1 < n_slices) // prefetch: its stage was released by the last barrier
+            wg_load_stage_fwd(smem + ((s + 1) & 1) * kWgFwdStageBytes, hidden, weight, N, D, V, row0, v0,
+                              (s + 1) * kWgBK, vec);
+        cp_async_commit();
+        cp_async_wait_1();
+        wg_fence_proxy(); // this thread's stage writes, before the barrier publishes them to wgmma
+        __syncthreads();
+        const uint32_t base = smem_u32(smem + (s & 1) * kWgFwdStageBytes);
+        wg_fence(); // the accumulators were last written by ordinary instructions
+        MF_UNROLL
+        for (int kk = 0; kk < kWgBK / 16; ++kk) // k16 steps: +32 bytes inside the swizzled rows
+            wg_mma_n256(d, wg_desc_sw128(base + a_off + 32u * kk),
+                        wg_desc_sw128(base + kWgOperandBytes + 32u * kk), s > 0 || kk > 0);
+        wg_commit();
+        wg_wait_all();
+        __syncthreads(); // stage s & 1 is consumed: the next prefetch may overwrite it
+    }
+}
+
 // ---- bf16 forward on wgmma: lse and row losses --------------------------------------
-// A thread's 2 rows (16 w + g, + 8 of its warpgroup's 64) over all 128 columns of every
-// tile: the online statistics need only the quad (fwd_tile), no column-half combine.
-// mf-budget: regs<=200 smem<=0 stack<=0 spill=0  (sm_90a: 178 regs; dynamic smem kWgFwdSmem = 66,560 B)
+// A thread's 2 rows (16 w + g, + 8 of its warpgroup's 64) over all 256 columns of every
+// 256-column tile (m64n256k16, 128 accumulators): the online statistics need only the quad
+// (fwd_tile), no column-half combine.
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a: 254 regs; dynamic smem kWgFwdSmem = 99,328 B)
 __global__ void __launch_bounds__(kTcThreads, 1)
     ce_fused_fwd_wgmma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
                               const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
@@ -752,9 +924,9 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     int ys[2]; // rows rbase, rbase + 8
     float m[2], l[2], sum_s[2], s_y[2];
     fwd_init(labels, p, rbase, ys, m, l, sum_s, s_y);
-    float acc[1][16][4];
-    for (size_t v0 = 0; v0 < p.V; v0 += kTcBN) {
-        wg_logits_tile(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
+    float acc[1][kWgFwdBN / 8][4];
+    for (size_t v0 = 0; v0 < p.V; v0 += kWgFwdBN) {
+        wg_logits_tile_fwd(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
         fwd_tile(acc, v0 + (size_t)(2 * t), bias, p, ys, m, l, sum_s, s_y);
     }
     fwd_quad_sums(l, sum_s, s_y);
@@ -767,6 +939,105 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     (void)hidden, (void)weight, (void)bias, (void)labels, (void)p, (void)vec;
     __trap(); // no sm_90a code: the launcher never picks this kernel
 #endif
+}
+
+// ---- bf16 backward, gradient products on wgmma (sm_90a) ----------------------------
+// One strip's products after its G (n_kept kept tiles, kept_tile(k): the k-th one's index in
+// the strip) is in shared memory at smem + kWgStagesBytes in the wg_g_off layout. D streams
+// in 64-wide slices, per (slice, kept tile) pair (slice-major) a stage holds hidden[row0 ..
+// +127, d0 .. +63] and W[tile's 128 v, d0 .. +63] as wg_load_stage lays them out (K-major
+// for the logits; read here MN-major: N = d, K = row or v, no re-layout), and
+//   warpgroup 0: o[h] (rows 64 h .., 64 of D) += G[rows, tile] . W_tile[:, slice]: A = G K-major
+//                (K = v), B = the W slice MN-major; summed over the strip's kept tiles in
+//                registers (scale-d 0 on the first), then one plain read-modify-write of
+//                grad_hidden per strip and slice (deterministic, as the mma.sync phase);
+//   warpgroup 1: o[h] (vocabulary rows 64 h .. of the tile, 64 of D) = G[:, tile]^T . hidden
+//                slice: A = G^T MN-major (one 16 KiB G chunk per h, K = row), B = the hidden
+//                slice MN-major; fp32 atomicAdd into grad_W.
+// 2 x 8 wgmma.m64n64k16 per pair and warpgroup (k = 128 in 8 k16 steps, in k order).
+// Every thread calls it; it ends with a barrier (stages and G free on return).
+template <typename KeptTile>
+__device__ __forceinline__ void
+wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
+              const FusedParams &p, size_t row0, size_t vs, int n_kept, const KeptTile &kept_tile, bool vec,
+              float *__restrict__ grad_hidden, float *__restrict__ grad_weight)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, t = lane & 3, wi = warp & 3;
+    // The warpgroup from a shuffle: provably warp-uniform for ptxas, so the role branches
+    // around the wgmma below are not divergent paths (which serialize wgmma: ptxas C7520).
+    const int wg = __shfl_sync(0xffffffffu, warp >> 2, 0);
+    const bool mine = wg == 0 ? grad_hidden != nullptr : grad_weight != nullptr;
+    const uint32_t gbase = smem_u32(smem + kWgStagesBytes);
+    const size_t n_slices = (p.D + kWgBK - 1) / kWgBK;
+    const size_t nq = n_slices * (size_t)n_kept;
+    wg_load_stage(smem, hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(kept_tile(0) * kTcBN), 0, vec);
+    cp_async_commit();
+    float o[2][32]; // two m64 halves x n64, the wgmma accumulator layout
+    for (size_t q = 0; q < nq; ++q) {
+        if (q + 1 < nq) { // its stage was released by the last barrier
+            const size_t qs = (q + 1) / (size_t)n_kept;
+            const int qt = kept_tile((int)((q + 1) % (size_t)n_kept));
+            wg_load_stage(smem + ((q + 1) & 1) * kWgStageBytes, hidden, weight, p.N, p.D, p.V, row0,
+                          vs + (size_t)(qt * kTcBN), qs * kWgBK, vec);
+        }
+        cp_async_commit();
+        cp_async_wait_1();
+        wg_fence_proxy(); // this thread's stage writes, before the barrier publishes them to wgmma
+        __syncthreads();
+        const uint32_t base = smem_u32(smem + (q & 1) * kWgStageBytes);
+        const int k = (int)(q % (size_t)n_kept), tile = kept_tile(k);
+        const size_t d0 = (q / (size_t)n_kept) * kWgBK;
+        if (mine) { // (warpgroup-uniform)
+            if (wg == 0) {
+                wg_fence(); // the accumulators were last touched by ordinary instructions
+                MF_UNROLL
+                for (int kk = 0; kk < kTcBN / 16; ++kk) { // K = the tile's 128 v: 2 G chunks
+                    const uint64_t db = wg_desc_mn128(base + kWgOperandBytes + 2048u * kk);
+                    const uint32_t ga =
+                        gbase + (uint32_t)((2 * tile + (kk >> 2)) * kWgOperandBytes) + 32u * (kk & 3);
+                    MF_UNROLL
+                    for (int h = 0; h < 2; ++h)
+                        wg_mma_n64<0>(o[h], wg_desc_sw128(ga + 8192u * h), db, k > 0 || kk > 0);
+                }
+                wg_commit();
+                wg_wait_all();
+            } else {
+                wg_fence();
+                MF_UNROLL
+                for (int kk = 0; kk < kTcBM / 16; ++kk) { // K = the block's 128 rows
+                    const uint64_t db = wg_desc_mn128(base + 2048u * kk);
+                    MF_UNROLL
+                    for (int h = 0; h < 2; ++h)
+                        wg_mma_n64<1>(
+                            o[h],
+                            wg_desc_mn128(gbase + (uint32_t)((2 * tile + h) * kWgOperandBytes) + 2048u * kk),
+                            db, kk > 0);
+                }
+                wg_commit();
+                wg_wait_all();
+            }
+            if (wg == 1 || k == n_kept - 1) {
+                MF_UNROLL
+                for (int h = 0; h < 2; ++h) {
+                    MF_UNROLL
+                    for (int i = 0; i < 32; ++i) {
+                        const int r = 64 * h + 16 * wi + g + 8 * ((i >> 1) & 1);
+                        const size_t col = d0 + (size_t)(8 * (i >> 2) + 2 * t + (i & 1));
+                        if (col >= p.D) continue;
+                        if (wg == 0) {
+                            const size_t row = row0 + (size_t)r;
+                            if (row < p.N) grad_hidden[row * p.D + col] += o[h][i];
+                        } else {
+                            const size_t v = vs + (size_t)(tile * kTcBN + r);
+                            if (v < p.V) atomicAdd(grad_weight + v * p.D + col, o[h][i]);
+                        }
+                    }
+                }
+            }
+        }
+        __syncthreads(); // stage q & 1 (and, after the last pair, G) is consumed
+    }
 }
 
 // ---- bf16 backward -----------------------------------------------------------------
@@ -789,8 +1060,9 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 // shuffles, one atomicAdd per column per 32-row warp strip (4 per CTA).
 //
 // The body is shared with the wgmma kernel (kWg: the recompute on wgmma, 2 warpgroups x
-// 64 rows x 128 columns, stages of kWgStagesBytes; the gradient phase the same). smem: the
-// dynamic shared memory (kWg: 1024-byte aligned), stages first, then the strip's G.
+// 64 rows x 128 columns, stages of kWgStagesBytes; G in the wg_g_off layout and the
+// gradient phase by wg_grad_strip). smem: the dynamic shared memory (kWg: 1024-byte
+// aligned), stages first, then the strip's G.
 // Per-thread accumulator geometry: MT m16 tiles x NF n8 blocks, row slot r = row
 // rbase + 8 r of the block, first column cbase of the tile.
 template <bool kWg>
@@ -802,8 +1074,8 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
 {
     constexpr int MT = kWg ? 1 : 2, NF = kWg ? 16 : 8;
     TcStage *st = reinterpret_cast<TcStage *>(smem);
-    bf16(*sg)[kTcLdg] =
-        reinterpret_cast<bf16(*)[kTcLdg]>(smem + (kWg ? kWgStagesBytes : 2 * sizeof(TcStage)));
+    bf16(*sg)[kTcLdg] = reinterpret_cast<bf16(*)[kTcLdg]>(smem + 2 * sizeof(TcStage)); // !kWg
+    unsigned char *wg_g = smem + kWgStagesBytes; // kWg: G in the wg_g_off layout
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
     const int rbase = kWg ? 64 * (warp >> 2) + 16 * (warp & 3) + g : 32 * wm + g;
@@ -815,13 +1087,15 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
     const bool is_vec = vec != 0;
     const int role = warp >> 2, wi = warp & 3, q8 = lane >> 3; // role 0: grad_hidden, 1: grad_W
     const size_t n_slices = (p.D + kTcBK - 1) / kTcBK;
-    float acc[MT][NF][4];
     for (size_t vs = 0; vs < p.V; vs += (size_t)kTcBN * kTcStrip) {
         const size_t left = (p.V - vs + kTcBN - 1) / kTcBN;
         const int n_tiles = left < (size_t)kTcStrip ? (int)left : kTcStrip;
         unsigned keep_mask = 0; // tiles of the strip with a |dL/dz| >= filter
         for (int tt = 0; tt < n_tiles; ++tt) {
             const size_t v0 = vs + (size_t)(tt * kTcBN);
+            // Per tile: not live across the gradient phase (the wgmma path's first mma_async
+            // reads its accumulators, scale-d 0 or not).
+            float acc[MT][NF][4];
             if constexpr (kWg)
                 wg_logits_tile(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
             else
@@ -832,12 +1106,20 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
                 MF_UNROLL
                 for (int f = 0; f < NF; ++f) {
                     const int r = rbase + 16 * mt, c = tt * kTcBN + cbase + 8 * f;
-                    *reinterpret_cast<__nv_bfloat162 *>(&sg[r][c]) =
-                        __floats2bfloat162_rn(acc[mt][f][0], acc[mt][f][1]);
-                    *reinterpret_cast<__nv_bfloat162 *>(&sg[r + 8][c]) =
-                        __floats2bfloat162_rn(acc[mt][f][2], acc[mt][f][3]);
+                    if constexpr (kWg) {
+                        *reinterpret_cast<__nv_bfloat162 *>(wg_g + wg_g_off(r, c)) =
+                            __floats2bfloat162_rn(acc[mt][f][0], acc[mt][f][1]);
+                        *reinterpret_cast<__nv_bfloat162 *>(wg_g + wg_g_off(r + 8, c)) =
+                            __floats2bfloat162_rn(acc[mt][f][2], acc[mt][f][3]);
+                    } else {
+                        *reinterpret_cast<__nv_bfloat162 *>(&sg[r][c]) =
+                            __floats2bfloat162_rn(acc[mt][f][0], acc[mt][f][1]);
+                        *reinterpret_cast<__nv_bfloat162 *>(&sg[r + 8][c]) =
+                            __floats2bfloat162_rn(acc[mt][f][2], acc[mt][f][3]);
+                    }
                 }
             }
+            if constexpr (kWg) wg_fence_proxy(); // G's generic writes, before wgmma reads them
             // Gradient filtering (off when p.filter == 0: every |d| < 0 is false).
             if (!__syncthreads_or(keep)) continue; // (uniform) also publishes sg
             keep_mask |= 1u << tt;
@@ -875,6 +1157,11 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
             }
             return tile;
         };
+        if constexpr (kWg) {
+            wg_grad_strip(smem, hidden, weight, p, row0, vs, n_kept, kept_tile, is_vec,
+                          want_gh ? grad_hidden : nullptr, want_gw ? grad_weight : nullptr);
+            continue;
+        }
         // Pipeline over (slice, kept tile) pairs, slice-major.
         const size_t nq = n_slices * (size_t)n_kept;
         tc_load_stage(st[0], hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(kept_tile(0) * kTcBN), 0,
@@ -955,11 +1242,11 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 
 // ---- bf16 backward with the recompute on wgmma (sm_90a) ---------------------------
 // tc_bwd_body<true>: the logits tile of each strip's tiles by wg_logits_tile (two
-// warpgroups x m64n128k16), dL/dz and G as above in the wgmma accumulator layout
-// (grad_bias: one atomicAdd per column per 16-row warp strip, 8 per CTA); the two
-// gradient products are the mma.sync phase of ce_fused_bwd_mma_kernel, unchanged
-// (same operands, same order: grad_hidden deterministic, grad_W fp32 atomics).
-// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90a: see docs/cross_entropy.md; dynamic smem kWgBwdSmem = 199,680 B)
+// warpgroups x m64n128k16), dL/dz in the wgmma accumulator layout (grad_bias: one
+// atomicAdd per column per 16-row warp strip, 8 per CTA), G in the wg_g_off layout, and
+// the two gradient products by wg_grad_strip (m64n64k16; the same bf16 operands and k
+// order as the mma.sync phase: grad_hidden deterministic, grad_W fp32 atomics).
+// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90a: 255 regs; dynamic smem kWgBwdSmem = 197,632 B)
 __global__ void __launch_bounds__(kTcThreads, 1)
     ce_fused_bwd_wgmma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
                               const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,

@@ -66,10 +66,29 @@ add_test(NAME ptx_mma_selftest.count_kernel
 add_test(NAME ptx_wgmma.cross_entropy_fused
          COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90a "-DFLAGS=${_mf_res_flags}"
                  -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu
-                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|cp.async.cg.shared.global"
+                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|cp.async.cg.shared.global"
                  "-DKERNELS=ce_fused_fwd_wgmma_kernel|ce_fused_bwd_wgmma_kernel"
                  -DOUT=${_mf_res_dir}/ptx_wgmma.cross_entropy_fused.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
 set_tests_properties(ptx_wgmma.cross_entropy_fused PROPERTIES LABELS unit TIMEOUT 300)
+# The forward's 128 x 256 tiles: m64n256k16.
+add_test(NAME ptx_wgmma.cross_entropy_fused_fwd
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90a "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu
+                 -DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+                 -DKERNELS=ce_fused_fwd_wgmma_kernel
+                 -DOUT=${_mf_res_dir}/ptx_wgmma.cross_entropy_fused_fwd.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_wgmma.cross_entropy_fused_fwd PROPERTIES LABELS unit TIMEOUT 300)
+# The backward: the recompute's m64n128k16 and the gradient products' m64n64k16 with
+# imm-trans-b = 1, once with A K-major (G . W_strip) and once with A MN-major (G^T . hidden):
+# the wrapper's immediates "scale-a, scale-b, trans-a, trans-b" after its predicate acc_in
+# appear verbatim in the PTX.
+add_test(NAME ptx_wgmma.cross_entropy_fused_grad
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90a "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu
+                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16|wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16|acc_in, 1, 1, 0, 1|acc_in, 1, 1, 1, 1"
+                 -DKERNELS=ce_fused_bwd_wgmma_kernel
+                 -DOUT=${_mf_res_dir}/ptx_wgmma.cross_entropy_fused_grad.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_wgmma.cross_entropy_fused_grad PROPERTIES LABELS unit TIMEOUT 300)
 # ... and the check can fail: their plain sm_90 PTX (the trapping stubs) has no wgmma.
 add_test(NAME ptx_wgmma_selftest.sm_90_stub
          COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90 "-DFLAGS=${_mf_res_flags}"

@@ -102,8 +102,10 @@
  * 128-row block streams 128-column vocabulary tiles, z = hidden . W_tile^T on
  * mma.sync.m16n8k16 (bf16 inputs, fp32 accumulation) fed by ldmatrix from a
  * cp.async double-buffered pipeline over D, or on sm_90a by two warpgroups'
- * wgmma.mma_async.m64n128k16 from 128B-swizzled shared memory (opts->mma_path;
- * the backward's gradient products stay on mma.sync); f32 inputs: one CTA (4 warps) per
+ * wgmma.mma_async from 128B-swizzled shared memory (m64n256k16: 128 x 256 tiles
+ * in the forward, m64n128k16 in the backward's recompute; opts->mma_path;
+ * there the backward's gradient products are wgmma.m64n64k16 too, the same bf16
+ * G and fp32 sums in the same k order); f32 inputs: one CTA (4 warps) per
  * 64-row block, 64-column tiles, fp32 FMAs (SIMT, so the f32 tolerance rows
  * apply unchanged). Bias and softcap in registers, online max / sum-exp,
  * target logit and smoothing sum on the fly; the forward writes lse and the

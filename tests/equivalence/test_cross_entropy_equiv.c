@@ -196,8 +196,10 @@ END_TEST
 
 /* One bf16 fused forward+backward (sum, bias, smoothing, z-loss, softcap, rows
  * i % 7 == 3 ignored) on the given path; outputs downloaded into out[0..4]:
- * loss, lse, grad_hidden, grad_W, grad_bias. */
-static mf_status fused_bf16_run(mf_ce_mma_path path, size_t n, size_t d, size_t v, float *out[5])
+ * loss, lse, grad_hidden, grad_W, grad_bias. With lse_in (n host floats) the
+ * backward alone from that lse instead (out[0], out[1]: NULL). */
+static mf_status fused_bf16_run_lse(mf_ce_mma_path path, size_t n, size_t d, size_t v, const float *lse_in,
+                                    float *out[5])
 {
     mf_context *ctx = mf_test_ctx();
     void *h = mf_test_make_input(MF_DTYPE_BF16, n * d, 1400 + d, -1.0f, 1.0f);
@@ -220,23 +222,33 @@ static mf_status fused_bf16_run(mf_ce_mma_path path, size_t n, size_t d, size_t 
     float *d_loss = mf_test_dev_nan(ctx, 1), *d_lse = mf_test_dev_nan(ctx, n),
           *d_gh = mf_test_dev_nan(ctx, n * d), *d_gw = mf_test_dev_nan(ctx, v * d),
           *d_gb = mf_test_dev_nan(ctx, v);
+    float *d_lse_in = lse_in != NULL ? mf_test_dev_upload(ctx, lse_in, n * sizeof *lse_in) : NULL;
     const mf_status st =
-        mf_cross_entropy_forward_backward(ctx, (int64_t)n, (int64_t)d, (int64_t)v, MF_DTYPE_BF16, dh, dw, db,
-                                          dlab, &o, NULL, d_loss, d_lse, d_gh, d_gw, d_gb);
+        lse_in != NULL
+            ? mf_cross_entropy_backward(ctx, (int64_t)n, (int64_t)d, (int64_t)v, MF_DTYPE_BF16, dh, dw, db,
+                                        dlab, &o, d_lse_in, NULL, d_gh, d_gw, d_gb)
+            : mf_cross_entropy_forward_backward(ctx, (int64_t)n, (int64_t)d, (int64_t)v, MF_DTYPE_BF16, dh,
+                                                dw, db, dlab, &o, NULL, d_loss, d_lse, d_gh, d_gw, d_gb);
     if (st == MF_OK) {
-        out[0] = download(ctx, d_loss, 1);
-        out[1] = download(ctx, d_lse, n);
+        out[0] = lse_in != NULL ? NULL : download(ctx, d_loss, 1);
+        out[1] = lse_in != NULL ? NULL : download(ctx, d_lse, n);
         out[2] = download(ctx, d_gh, n * d);
         out[3] = download(ctx, d_gw, v * d);
         out[4] = download(ctx, d_gb, v);
     }
-    void *bufs[] = { dh, dw, db, dlab, d_loss, d_lse, d_gh, d_gw, d_gb };
-    for (int k = 0; k < 9; ++k) mf_buffer_free(ctx, bufs[k]);
+    void *bufs[] = { dh, dw, db, dlab, d_loss, d_lse, d_gh, d_gw, d_gb, d_lse_in };
+    for (int k = 0; k < 10; ++k)
+        if (bufs[k] != NULL) mf_buffer_free(ctx, bufs[k]);
     free(h);
     free(w);
     free(b);
     free(lab);
     return st;
+}
+
+static mf_status fused_bf16_run(mf_ce_mma_path path, size_t n, size_t d, size_t v, float *out[5])
+{
+    return fused_bf16_run_lse(path, n, d, v, NULL, out);
 }
 
 /* D over several 64-wide wgmma slices (the sweep's D <= 40 is one): D = 136
@@ -245,7 +257,10 @@ static mf_status fused_bf16_run(mf_ce_mma_path path, size_t n, size_t d, size_t 
  * are the same fp32 sums in the same k order on both paths (bf16 products exact,
  * summed per k16 step, steps chained in order), so the two agree far inside the
  * bf16 tolerance rows; only the order of the row statistics' and grad_bias's
- * partial sums and of grad_W's atomics differs. _i: 0 (D = 136), 1 (D = 150). */
+ * partial sums and of grad_W's atomics differs. The gradient products too: both
+ * paths multiply the same bf16 G by bf16 W / hidden, in k16 steps in k order
+ * (vocabulary within a tile, then the strip's tiles in order, for grad_hidden;
+ * the block's rows for grad_W). _i: 0 (D = 136), 1 (D = 150). */
 START_TEST(test_wgmma_matches_sync_deep_d)
 {
     const size_t n = 133, d = _i ? 150 : 136, v = 300;
@@ -266,6 +281,42 @@ START_TEST(test_wgmma_matches_sync_deep_d)
         free(a[k]);
         free(s[k]);
     }
+}
+END_TEST
+
+/* The gradient products alone: both paths' backward from the same saved lse (the
+ * mma.sync forward's), D = 136 (three 64-wide slices, the last ragged), V = 1100
+ * (three strips, the last a ragged tile), two row blocks. With one lse the two
+ * paths' dL/dz, and so G, are the same bf16 values (same logits sums, same
+ * formula), and the products sum the same exact bf16 products in fp32 in the
+ * same order: grad_hidden (deterministic on both) must agree bit for bit, grad_W
+ * up to the order of its two row blocks' atomics, grad_bias up to its atomics'
+ * order (16-row vs 32-row warp partial sums). Across full forward+backward runs
+ * a last-bit lse difference can flip a bf16 rounding of G, so this is where the
+ * products themselves are pinned. */
+START_TEST(test_wgmma_grad_matches_sync)
+{
+    const size_t n = 133, d = 136, v = 1100;
+    float *f[5], *a[5], *s[5];
+    MF_ASSERT_OK(fused_bf16_run(MF_CE_MMA_SYNC, n, d, v, f));
+    MF_ASSERT_OK(fused_bf16_run_lse(MF_CE_MMA_WGMMA, n, d, v, f[1], a));
+    MF_ASSERT_OK(fused_bf16_run_lse(MF_CE_MMA_SYNC, n, d, v, f[1], s));
+    const size_t len[5] = { 0, 0, n * d, v * d, v };
+    const char *name[5] = { "", "", "grad_hidden", "grad_weight", "grad_bias" };
+    for (int k = 2; k < 5; ++k) {
+        double amax = 0.0;
+        for (size_t e = 0; e < len[k]; ++e) amax = fmax(amax, fabs((double)s[k][e]));
+        ck_assert_msg(amax > 0.0, "%s (mma.sync) is all zero", name[k]);
+        for (size_t e = 0; e < len[k]; ++e) {
+            const double x = a[k][e], y = s[k][e];
+            const double tol = k == 2 ? 0.0 : 1e-6 * amax + 1e-6 * fabs(y);
+            ck_assert_msg(isfinite(x) && fabs(x - y) <= tol, "%s[%zu]: wgmma %.9g vs mma.sync %.9g", name[k],
+                          e, x, y);
+        }
+        free(a[k]);
+        free(s[k]);
+    }
+    for (int k = 0; k < 5; ++k) free(f[k]);
 }
 END_TEST
 
@@ -310,6 +361,8 @@ static Suite *cross_entropy_equiv_suite(void)
     tcase_add_checked_fixture(fw, wgmma_setup, wgmma_teardown);
     tcase_add_loop_test(fw, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
     tcase_add_loop_test(fw, test_wgmma_matches_sync_deep_d, 0, 2);
+    tcase_add_test(fw, test_wgmma_grad_matches_sync);
+    tcase_add_loop_test(fw, test_grad_filter, 1, 2); /* bf16: skipped tiles' gradient products */
     tcase_add_test(fw, test_mma_path_knob);
     suite_add_tcase(s, fw);
 
