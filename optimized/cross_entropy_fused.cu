@@ -573,7 +573,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 // column 8 f + 2 t + (i & 1): the epilogue helpers above (for_each_frag's
 // layout with MT = 1, NF = 16) apply unchanged, and a row's 128 columns sit in the 4
 // lanes of one quad (no cross-warp combine). The forward uses 256-column tiles instead
-// (wg_logits_tile_fwd: m64n256k16, NF = 32, 48 KiB stages); the backward keeps 128
+// (wg_logits_tile<256>: m64n256k16, NF = 32, 48 KiB stages); the backward keeps 128
 // (its G strip and gradient products need the registers).
 // Operands stream over D in 64-wide slices (128-byte rows, the 128-byte swizzle:
 // the 16-byte chunk c of row r at chunk c ^ (r % 8)) through two 32 KiB stages of
@@ -771,8 +771,10 @@ __device__ __forceinline__ void wg_mma_n64(float (&d)[32], uint64_t da, uint64_t
 }
 
 // Stage (at st, 1024-byte aligned) <- hidden[row0 .. +127, k0 .. +63] (first 16 KiB) and
-// W[v0 .. +127, k0 .. +63] (next 16 KiB), 128B-swizzled K-major, zero outside [0, N) x [0, D)
-// and [0, V) x [0, D). vec: cp.async 16-byte chunks (complete at a wait); else plain loads.
+// W[v0 .. +BN-1, k0 .. +63] (next BN x 128 bytes), 128B-swizzled K-major, zero outside
+// [0, N) x [0, D) and [0, V) x [0, D). vec: cp.async 16-byte chunks (complete at a wait); else
+// plain loads. BN = 128: the backward's and the 128-column tiles'; 256: the forward's.
+template <int BN>
 __device__ __forceinline__ void wg_load_stage(unsigned char *st, const bf16 *__restrict__ hidden,
                                               const bf16 *__restrict__ weight, size_t N, size_t D, size_t V,
                                               size_t row0, size_t v0, size_t k0, bool vec)
@@ -781,7 +783,7 @@ __device__ __forceinline__ void wg_load_stage(unsigned char *st, const bf16 *__r
     if (vec) {
         constexpr int kChunks = kWgBK / 8; // 16-byte chunks per row
         MF_UNROLL
-        for (int c = tid; c < 2 * kTcBM * kChunks; c += kTcThreads) {
+        for (int c = tid; c < (kTcBM + BN) * kChunks; c += kTcThreads) {
             const int r = c / kChunks, kc = c % kChunks;
             const bool is_a = r < kTcBM;
             const int rr = is_a ? r : r - kTcBM;
@@ -790,7 +792,7 @@ __device__ __forceinline__ void wg_load_stage(unsigned char *st, const bf16 *__r
             const bf16 *src = (is_a ? hidden : weight) + (in ? row * D + col : 0);
             cp_async16(st + (is_a ? 0 : kWgOperandBytes) + wg_sw128(rr, 8 * kc), src, in ? 16u : 0u);
         }
-    } else {
+    } else if constexpr (BN == kTcBM) { // one (r, k) of both operands per iteration
         const bf16 zero = __float2bfloat16(0.0f);
         for (int e = tid; e < kTcBM * kWgBK; e += kTcThreads) {
             const int r = e / kWgBK, k = e % kWgBK;
@@ -800,66 +802,9 @@ __device__ __forceinline__ void wg_load_stage(unsigned char *st, const bf16 *__r
             *reinterpret_cast<bf16 *>(st + kWgOperandBytes + off) =
                 (v < V && col < D) ? weight[v * D + col] : zero;
         }
-    }
-}
-
-// acc (warpgroup warp / 4's 64 x 128 logits, layout above) = hidden[row0 + ., :] .
-// W[v0 + ., :]^T. smem: the two stages (1024-byte aligned). Every thread calls it; it
-// ends with a barrier, so the stages are free on return.
-__device__ __forceinline__ void wg_logits_tile(float (&acc)[1][16][4], unsigned char *smem,
-                                               const bf16 *__restrict__ hidden,
-                                               const bf16 *__restrict__ weight, size_t N, size_t D, size_t V,
-                                               size_t row0, size_t v0, bool vec)
-{
-    float(&d)[64] = reinterpret_cast<float(&)[64]>(acc);
-    const uint32_t a_off = (uint32_t)((threadIdx.x >> 7) * 64 * 128); // the warpgroup's 64 rows
-    const size_t n_slices = (D + kWgBK - 1) / kWgBK;
-    wg_load_stage(smem, hidden, weight, N, D, V, row0, v0, 0, vec);
-    cp_async_commit();
-    for (size_t s = 0; s < n_slices; ++s) {
-        if (s + 1 < n_slices) // prefetch: its stage was released by the last barrier
-            wg_load_stage(smem + ((s + 1) & 1) * kWgStageBytes, hidden, weight, N, D, V, row0, v0,
-                          (s + 1) * kWgBK, vec);
-        cp_async_commit();
-        cp_async_wait_1();
-        wg_fence_proxy(); // this thread's stage writes, before the barrier publishes them to wgmma
-        __syncthreads();
-        const uint32_t base = smem_u32(smem + (s & 1) * kWgStageBytes);
-        wg_fence(); // the accumulators were last written by ordinary instructions
-        MF_UNROLL
-        for (int kk = 0; kk < kWgBK / 16; ++kk) // k16 steps: +32 bytes inside the swizzled rows
-            wg_mma_n128(d, wg_desc_sw128(base + a_off + 32u * kk),
-                        wg_desc_sw128(base + kWgOperandBytes + 32u * kk), s > 0 || kk > 0);
-        wg_commit();
-        wg_wait_all();
-        __syncthreads(); // stage s & 1 is consumed: the next prefetch may overwrite it
-    }
-}
-
-// The forward's stage (at st, 1024-byte aligned): hidden[row0 .. +127, k0 .. +63] (16 KiB)
-// and W[v0 .. +255, k0 .. +63] (32 KiB), laid out as wg_load_stage's (kept separate so that
-// the backward's code, at ptxas's 255-register limit, stays as it is).
-__device__ __forceinline__ void wg_load_stage_fwd(unsigned char *st, const bf16 *__restrict__ hidden,
-                                                  const bf16 *__restrict__ weight, size_t N, size_t D,
-                                                  size_t V, size_t row0, size_t v0, size_t k0, bool vec)
-{
-    const int tid = threadIdx.x;
-    constexpr int kRows = kTcBM + kWgFwdBN;
-    if (vec) {
-        constexpr int kChunks = kWgBK / 8; // 16-byte chunks per row
-        MF_UNROLL
-        for (int c = tid; c < kRows * kChunks; c += kTcThreads) {
-            const int r = c / kChunks, kc = c % kChunks;
-            const bool is_a = r < kTcBM;
-            const int rr = is_a ? r : r - kTcBM;
-            const size_t row = (is_a ? row0 : v0) + (size_t)rr, col = k0 + (size_t)(8 * kc);
-            const bool in = row < (is_a ? N : V) && col < D;
-            const bf16 *src = (is_a ? hidden : weight) + (in ? row * D + col : 0);
-            cp_async16(st + (is_a ? 0 : kWgOperandBytes) + wg_sw128(rr, 8 * kc), src, in ? 16u : 0u);
-        }
     } else {
         const bf16 zero = __float2bfloat16(0.0f);
-        for (int e = tid; e < kRows * kWgBK; e += kTcThreads) {
+        for (int e = tid; e < (kTcBM + BN) * kWgBK; e += kTcThreads) {
             const int r = e / kWgBK, k = e % kWgBK;
             const bool is_a = r < kTcBM;
             const int rr = is_a ? r : r - kTcBM;
@@ -871,33 +816,42 @@ __device__ __forceinline__ void wg_load_stage_fwd(unsigned char *st, const bf16 
     }
 }
 
-// acc (warpgroup warp / 4's 64 x 256 logits: acc[0][f][i] is row 16 w + g + 8 (i >> 1),
-// column 8 f + 2 t + (i & 1)) = hidden[row0 + ., :] . W[v0 + ., :]^T, one
-// wgmma.m64n256k16 per 16 of D; otherwise as wg_logits_tile (ends with a barrier).
-__device__ __forceinline__ void wg_logits_tile_fwd(float (&acc)[1][kWgFwdBN / 8][4], unsigned char *smem,
-                                                   const bf16 *__restrict__ hidden,
-                                                   const bf16 *__restrict__ weight, size_t N, size_t D,
-                                                   size_t V, size_t row0, size_t v0, bool vec)
+// acc (warpgroup warp / 4's 64 x BN logits: acc[0][f][i] is row 16 w + g + 8 (i >> 1), column
+// 8 f + 2 t + (i & 1)) = hidden[row0 + ., :] . W[v0 + ., :]^T, one wgmma.m64nBNk16 per 16 of D
+// (BN = 128: the backward's recompute; 256: the forward). smem: the two stages (1024-byte
+// aligned). Every thread calls it; it ends with a barrier, so the stages are free on return.
+template <int BN>
+__device__ __forceinline__ void wg_logits_tile(float (&acc)[1][BN / 8][4], unsigned char *smem,
+                                               const bf16 *__restrict__ hidden,
+                                               const bf16 *__restrict__ weight, size_t N, size_t D, size_t V,
+                                               size_t row0, size_t v0, bool vec)
 {
-    float(&d)[kWgFwdBN / 2] = reinterpret_cast<float(&)[kWgFwdBN / 2]>(acc);
+    static_assert(BN == 128 || BN == 256, "m64n128k16 or m64n256k16");
+    constexpr int kStage = kWgOperandBytes + BN * kWgBK * 2;
+    float(&d)[BN / 2] = reinterpret_cast<float(&)[BN / 2]>(acc);
     const uint32_t a_off = (uint32_t)((threadIdx.x >> 7) * 64 * 128); // the warpgroup's 64 rows
     const size_t n_slices = (D + kWgBK - 1) / kWgBK;
-    wg_load_stage_fwd(smem, hidden, weight, N, D, V, row0, v0, 0, vec);
+    wg_load_stage<BN>(smem, hidden, weight, N, D, V, row0, v0, 0, vec);
     cp_async_commit();
     for (size_t s = 0; s < n_slices; ++s) {
         if (s + 1 < n_slices) // prefetch: its stage was released by the last barrier
-            wg_load_stage_fwd(smem + ((s + 1) & 1) * kWgFwdStageBytes, hidden, weight, N, D, V, row0, v0,
+            wg_load_stage<BN>(smem + ((s + 1) & 1) * kStage, hidden, weight, N, D, V, row0, v0,
                               (s + 1) * kWgBK, vec);
         cp_async_commit();
         cp_async_wait_1();
         wg_fence_proxy(); // this thread's stage writes, before the barrier publishes them to wgmma
         __syncthreads();
-        const uint32_t base = smem_u32(smem + (s & 1) * kWgFwdStageBytes);
+        const uint32_t base = smem_u32(smem + (s & 1) * kStage);
         wg_fence(); // the accumulators were last written by ordinary instructions
         MF_UNROLL
-        for (int kk = 0; kk < kWgBK / 16; ++kk) // k16 steps: +32 bytes inside the swizzled rows
-            wg_mma_n256(d, wg_desc_sw128(base + a_off + 32u * kk),
-                        wg_desc_sw128(base + kWgOperandBytes + 32u * kk), s > 0 || kk > 0);
+        for (int kk = 0; kk < kWgBK / 16; ++kk) { // k16 steps: +32 bytes inside the swizzled rows
+            const uint64_t da = wg_desc_sw128(base + a_off + 32u * kk),
+                           db = wg_desc_sw128(base + kWgOperandBytes + 32u * kk);
+            if constexpr (BN == 128)
+                wg_mma_n128(d, da, db, s > 0 || kk > 0);
+            else
+                wg_mma_n256(d, da, db, s > 0 || kk > 0);
+        }
         wg_commit();
         wg_wait_all();
         __syncthreads(); // stage s & 1 is consumed: the next prefetch may overwrite it
@@ -926,7 +880,7 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     fwd_init(labels, p, rbase, ys, m, l, sum_s, s_y);
     float acc[1][kWgFwdBN / 8][4];
     for (size_t v0 = 0; v0 < p.V; v0 += kWgFwdBN) {
-        wg_logits_tile_fwd(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
+        wg_logits_tile<kWgFwdBN>(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, vec != 0);
         fwd_tile(acc, v0 + (size_t)(2 * t), bias, p, ys, m, l, sum_s, s_y);
     }
     fwd_quad_sums(l, sum_s, s_y);
@@ -971,15 +925,16 @@ wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *
     const uint32_t gbase = smem_u32(smem + kWgStagesBytes);
     const size_t n_slices = (p.D + kWgBK - 1) / kWgBK;
     const size_t nq = n_slices * (size_t)n_kept;
-    wg_load_stage(smem, hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(kept_tile(0) * kTcBN), 0, vec);
+    wg_load_stage<kTcBN>(smem, hidden, weight, p.N, p.D, p.V, row0, vs + (size_t)(kept_tile(0) * kTcBN), 0,
+                         vec);
     cp_async_commit();
     float o[2][32]; // two m64 halves x n64, the wgmma accumulator layout
     for (size_t q = 0; q < nq; ++q) {
         if (q + 1 < nq) { // its stage was released by the last barrier
             const size_t qs = (q + 1) / (size_t)n_kept;
             const int qt = kept_tile((int)((q + 1) % (size_t)n_kept));
-            wg_load_stage(smem + ((q + 1) & 1) * kWgStageBytes, hidden, weight, p.N, p.D, p.V, row0,
-                          vs + (size_t)(qt * kTcBN), qs * kWgBK, vec);
+            wg_load_stage<kTcBN>(smem + ((q + 1) & 1) * kWgStageBytes, hidden, weight, p.N, p.D, p.V, row0,
+                                 vs + (size_t)(qt * kTcBN), qs * kWgBK, vec);
         }
         cp_async_commit();
         cp_async_wait_1();
@@ -1097,7 +1052,7 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
             // reads its accumulators, scale-d 0 or not).
             float acc[MT][NF][4];
             if constexpr (kWg)
-                wg_logits_tile(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
+                wg_logits_tile<kTcBN>(acc, smem, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
             else
                 tc_logits_tile(acc, st, hidden, weight, p.N, p.D, p.V, row0, v0, is_vec);
             const int keep = dlogit_tile(acc, v0 + (size_t)cbase, rbase, bias, p, row_y, row_lse, row_g);
