@@ -1141,11 +1141,6 @@ static mf_status ce_target_run(mf_context *ctx, mf_bench_target_run *t)
         (float *)t->dev[3], (float *)t->dev[4], (float *)t->dev[5], (float *)t->dev[6], NULL);
 }
 
-static int ce_target_close(double got, double ref, const mf_tolerance *tol)
-{
-    return isfinite(got) && fabs(got - ref) <= tol->atol + tol->rtol * fabs(ref);
-}
-
 static mf_status ce_target_check(mf_context *ctx, mf_bench_target_run *t, char *why, size_t cap)
 {
     int64_t N, D, V;
@@ -1156,8 +1151,8 @@ static mf_status ce_target_check(mf_context *ctx, mf_bench_target_run *t, char *
     const int64_t *lab = (const int64_t *)t->host[2];
     double *z = (double *)malloc((size_t)V * sizeof *z), *hr = (double *)malloc((size_t)D * sizeof *hr),
            *g = (double *)malloc((size_t)D * sizeof *g);
-    float *gh = (float *)malloc((size_t)D * sizeof *gh);
-    mf_status s = tl && tg && z && hr && g && gh ? MF_OK : MF_ERR_OUT_OF_MEMORY;
+    float *gh = (float *)malloc((size_t)D * sizeof *gh), *rg = (float *)malloc((size_t)D * sizeof *rg);
+    mf_status s = tl && tg && z && hr && g && gh && rg ? MF_OK : MF_ERR_OUT_OF_MEMORY;
     float loss = NAN;
     if (s == MF_OK) s = mf_buffer_download(ctx, &loss, t->dev[3], sizeof loss);
     if (s == MF_OK && !isfinite(loss)) snprintf(why, cap, "the loss is not finite (%g)", (double)loss);
@@ -1184,26 +1179,24 @@ static mf_status ce_target_check(mf_context *ctx, mf_bench_target_run *t, char *
             for (int64_t c = 0; c < D; c++) g[c] += dz * (double)mf_bf16_to_f32(wr[c]);
         }
         float got_lse = NAN;
+        const float ref_lse = (float)lse;
+        for (int64_t c = 0; c < D; c++) rg[c] = (float)g[c];
+        mf_compare_result cl, cg;
         if ((s = mf_buffer_download(ctx, &got_lse, (float *)t->dev[4] + i, sizeof got_lse)) != MF_OK ||
             (s = mf_buffer_download(ctx, gh, (float *)t->dev[5] + (size_t)i * (size_t)D,
-                                    (size_t)D * sizeof *gh)) != MF_OK)
+                                    (size_t)D * sizeof *gh)) != MF_OK ||
+            (s = mf_compare_f32(&got_lse, &ref_lse, 1, tl, NULL, &cl)) != MF_OK ||
+            (s = mf_compare_f32(gh, rg, (size_t)D, tg, NULL, &cg)) != MF_OK)
             break;
-        if (!ce_target_close(got_lse, lse, tl)) {
-            snprintf(why, cap, "lse of row %lld: %.9g, a double computation gives %.9g", (long long)i,
-                     (double)got_lse, lse);
-            break;
-        }
-        for (int64_t c = 0; c < D; c++)
-            if (!ce_target_close(gh[c], g[c], tg)) {
-                snprintf(why, cap, "grad_hidden[%lld][%lld]: %.9g, a double computation gives %.9g",
-                         (long long)i, (long long)c, (double)gh[c], g[c]);
-                break;
-            }
+        if (!cl.pass || !cg.pass)
+            snprintf(why, cap, "%s of row %lld vs a double computation: %.150s",
+                     cl.pass ? "grad_hidden" : "lse", (long long)i, cl.pass ? cg.reason : cl.reason);
     }
     free(z);
     free(hr);
     free(g);
     free(gh);
+    free(rg);
     return s;
 }
 
