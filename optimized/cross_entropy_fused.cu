@@ -156,7 +156,7 @@ struct FusedParams {
     size_t N, D, V;
     int64_t shift_len, ignore_index;
     float eps, lambda, cap;
-    float filter;              // backward: skip tiles with every |dL/dz| < filter (0: off)
+    float filter;              // backward: skip tiles with every |dL/dz| < filter * row scale (0: off)
     const int64_t *counters;   // [0] n_valid, [1] first bad row (device)
     int mean;                  // reduction mean: scale by 1/n_valid read on the device
     const float *grad_loss;    // NULL = 1
@@ -261,7 +261,7 @@ __device__ __forceinline__ void bwd_row_stats(const int64_t *labels, const Fused
 // dL/dz of a recomputed tile, in place in acc (f32 and bf16 backward): row slot r is
 // the block's row rbase + 8 r (row_y, row_lse, row_g: bwd_row_stats), c0 this lane's
 // first column. Exact zero for ignored or padded rows, even with NaN logits. Returns
-// whether some |dL/dz| >= p.filter (NaN counts as kept).
+// whether some |dL/dz| >= p.filter x the row's gradient scale row_g (NaN counts as kept).
 template <typename T, int MT, int NF>
 __device__ __forceinline__ int dlogit_tile(float (&acc)[MT][NF][4], size_t c0, int rbase, const T *bias,
                                            const FusedParams &p, const int *row_y, const float *row_lse,
@@ -271,16 +271,15 @@ __device__ __forceinline__ int dlogit_tile(float (&acc)[MT][NF][4], size_t c0, i
     int keep = 0;
     for_each_frag(acc, c0, [&](float &x, int r, size_t j) {
         const int rr = rbase + 8 * r, y = row_y[rr];
-        float d = 0.0f;
+        float d = 0.0f; // dL/dz over the row's gradient scale: p - y for plain cross-entropy
         if (y >= 0 && j < p.V) {
             const float s = apply_bias_cap(x, bias, j, p.cap);
             const float lse = row_lse[rr];
             d = ce_dlogit(s, lse, 1.0f + 2.0f * p.lambda * lse, smooth, (int64_t)j == (int64_t)y, p.eps,
-                          p.cap) *
-                row_g[rr];
+                          p.cap);
         }
-        keep |= !(fabsf(d) < p.filter);
-        x = d;
+        keep |= !(fabsf(d) < p.filter); // relative to the row's scale, as CCE's softmax threshold
+        x = d * row_g[rr];
     });
     return keep;
 }
@@ -1045,7 +1044,7 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
     for (size_t vs = 0; vs < p.V; vs += (size_t)kTcBN * kTcStrip) {
         const size_t left = (p.V - vs + kTcBN - 1) / kTcBN;
         const int n_tiles = left < (size_t)kTcStrip ? (int)left : kTcStrip;
-        unsigned keep_mask = 0; // tiles of the strip with a |dL/dz| >= filter
+        unsigned keep_mask = 0; // tiles of the strip with a |dL/dz| >= filter * row scale
         for (int tt = 0; tt < n_tiles; ++tt) {
             const size_t v0 = vs + (size_t)(tt * kTcBN);
             // Per tile: not live across the gradient phase (the wgmma path's first mma_async

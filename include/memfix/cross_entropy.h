@@ -135,12 +135,19 @@
  *   N = 131,072. Forward alone: 4N + 16 (mean/sum) or 16 (none); backward
  *   alone: 16.
  *   Gradient filtering (opts->grad_filter = f > 0, off by default): a tile of
- *   a row block whose |dL/dz| are all below f contributes nothing. Error per
- *   element, bounded by the skipped terms:
- *       |d grad_hidden[i,:]| <= f * V * max|W|     |d grad_W[j,:]| <= f * N * max|hidden|
- *       |d grad_bias[j]|     <= f * N
- *   (tests/equivalence/test_cross_entropy_equiv.c checks the bound and that
- *   tiles were skipped). The loss and lse are never filtered.
+ *   a row block contributes nothing when every |dL/dz[i,j]| < f * |g_i|, g_i
+ *   being row i's gradient scale (the upstream gradient, times 1/n_valid for
+ *   mean). The threshold is relative, as Cut Cross-Entropy's filter on the
+ *   softmax: without smoothing, z-loss or softcap dL/dz[i,j] / g_i = p[i,j] -
+ *   [j == y_i], so a tile is skipped iff it holds no target and every softmax
+ *   value in it is below f (CCE's bf16 choice: f = 2^-12), whatever the
+ *   reduction or N. Error per element, bounded by the skipped terms:
+ *       |d grad_hidden[i,:]| <= f * |g_i| * V * max|W|
+ *       |d grad_W[j,:]|      <= f * sum_i |g_i| * max|hidden|
+ *       |d grad_bias[j]|     <= f * sum_i |g_i|
+ *   (tests/equivalence/test_cross_entropy_equiv.c checks the bound for sum and
+ *   mean, that tiles were skipped, and that a tile holding a target is kept).
+ *   The loss and lse are never filtered.
  *   Gradient dtypes: fp32 outputs (grad_hidden N x D, grad_W V x D, grad_bias
  *   V); at seed 000's shape fp32 grad_hidden + grad_W cost 1.25 GiB + 1.45 GiB
  *   (2.7 GiB), caller buffers, not scratch. bf16 gradient outputs are not
@@ -205,8 +212,9 @@ typedef struct mf_cross_entropy_options {
     int64_t max_chunk_rows;    /* 0 = no limit (default); > 0 caps the chunk (tests, tuning) */
     float grad_filter;         /* FUSED backward: skip a vocabulary tile of a row block (bf16
                                   128 x 128, f32 64 x 64) when every |dL/dz| in it is
-                                  below this; 0 = off (default).
-                                  Error bound in the FUSED section above. */
+                                  below this times its row's gradient scale (plain CE:
+                                  every softmax value below it, no target); 0 = off
+                                  (default). Error bound in the FUSED section above. */
     mf_ce_mma_path mma_path;   /* FUSED, bf16: MF_CE_MMA_AUTO (default), _SYNC or _WGMMA (above) */
 } mf_cross_entropy_options;
 

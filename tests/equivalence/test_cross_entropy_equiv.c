@@ -101,24 +101,32 @@ START_TEST(test_loss_is_informative)
 }
 END_TEST
 
-/* Gradient filtering (fused only; off by default): with f = 0.05, tiles of
- * |dL/dz| < f are skipped. The result moves by at most the header's bound
- * (f V max|W| for grad_hidden, f N max|hidden| for grad_W, f N for grad_bias)
- * from the unfiltered call, and does move (tiles were skipped); the loss is
- * unchanged. */
+/* Gradient filtering (fused only; off by default): with f = 0.2, a tile is
+ * skipped when every |dL/dz| < f times its row's gradient scale g_i (1 for
+ * sum, 1/n_valid for mean). The result moves by at most the header's bound
+ * (f max g_i V max|W| for grad_hidden, f sum g_i max|hidden| for grad_W and
+ * f sum g_i for grad_bias) from the unfiltered call, and does move (tiles were
+ * skipped); a tile holding a target is kept (|p - 1| ~ 1 > f), so grad_bias at
+ * the targets matches the unfiltered call, with mean too (an absolute threshold
+ * would skip every tile there: |dL/dz| <= 1/n_valid < f); the loss is
+ * unchanged. _i: bit 0 mean (else sum), bit 1 bf16 (else f32). */
 START_TEST(test_grad_filter)
 {
     mf_context *ctx = mf_test_ctx();
     const size_t n = 24, d = 16, v = 1000;
-    const float f = 5e-2f;
-    const mf_dtype dt = _i ? MF_DTYPE_BF16 : MF_DTYPE_F32;
+    const float f = 0.2f;
+    const int mean = _i & 1;
+    const mf_dtype dt = (_i & 2) ? MF_DTYPE_BF16 : MF_DTYPE_F32;
     const size_t es = mf_dtype_size(dt);
     void *h = mf_test_make_input(dt, n * d, 1300, -1.0f, 1.0f);
     void *w = mf_test_make_input(dt, v * d, 1301, -0.5f, 0.5f);
     void *b = mf_test_make_input(dt, v, 1302, -1.0f, 1.0f);
     int64_t lab[24];
-    for (size_t i = 0; i < n; ++i)
+    size_t n_valid = 0;
+    for (size_t i = 0; i < n; ++i) {
         lab[i] = i % 5 == 2 ? MF_CE_DEFAULT_IGNORE_INDEX : (int64_t)((i * 37) % 200);
+        n_valid += lab[i] != MF_CE_DEFAULT_IGNORE_INDEX;
+    }
     void *dh = mf_test_dev_upload(ctx, h, n * d * es), *dw = mf_test_dev_upload(ctx, w, v * d * es);
     void *db = mf_test_dev_upload(ctx, b, v * es);
     int64_t *dlab = mf_test_dev_upload(ctx, lab, sizeof lab);
@@ -127,7 +135,7 @@ START_TEST(test_grad_filter)
         mf_cross_entropy_options o;
         mf_cross_entropy_options_init(&o);
         o.variant = MF_CE_VARIANT_FUSED;
-        o.reduction = MF_CE_REDUCTION_SUM;
+        o.reduction = mean ? MF_CE_REDUCTION_MEAN : MF_CE_REDUCTION_SUM;
         o.grad_filter = run ? f : 0.0f;
         float *d_loss = mf_test_dev_nan(ctx, 1), *d_gh = mf_test_dev_nan(ctx, n * d),
               *d_gw = mf_test_dev_nan(ctx, v * d), *d_gb = mf_test_dev_nan(ctx, v);
@@ -141,8 +149,9 @@ START_TEST(test_grad_filter)
         for (int k = 0; k < 4; ++k) mf_buffer_free(ctx, bufs[k]);
     }
     ck_assert(out[0][0][0] == out[1][0][0]);
-    const double bound[4] = { 0.0, (double)f * (double)v * 0.5, (double)f * (double)n * 1.0,
-                              (double)f * (double)n };
+    const double g_max = mean ? 1.0 / (double)n_valid : 1.0, g_sum = mean ? 1.0 : (double)n_valid;
+    const double bound[4] = { 0.0, (double)f * g_max * (double)v * 0.5, (double)f * g_sum * 1.0,
+                              (double)f * g_sum };
     const size_t len[4] = { 1, n * d, v * d, v };
     double moved = 0.0;
     for (int k = 1; k < 4; ++k) {
@@ -154,6 +163,15 @@ START_TEST(test_grad_filter)
         }
     }
     ck_assert_msg(moved > 0.0, "grad_filter = %g skipped no tile", (double)f);
+    for (size_t i = 0; i < n; ++i) { /* the targets' tiles were kept: only the atomics' order differs */
+        if (lab[i] == MF_CE_DEFAULT_IGNORE_INDEX) continue;
+        const double want = out[0][3][lab[i]], got = out[1][3][lab[i]];
+        ck_assert_msg(
+            fabs(got - want) <= 1e-6 * (1.0 + fabs(want)),
+            "grad_bias[%lld] (row %zu's target) is %g filtered, %g unfiltered: its tile was skipped",
+            (long long)lab[i], i, got, want);
+        ck_assert_msg(want != 0.0, "grad_bias[%lld] is 0 unfiltered", (long long)lab[i]);
+    }
     for (int run = 0; run < 2; ++run)
         for (int k = 0; k < 4; ++k) free(out[run][k]);
     void *bufs[] = { dh, dw, db, dlab };
@@ -350,7 +368,7 @@ static Suite *cross_entropy_equiv_suite(void)
     TCase *fu = tcase_create("fused");
     tcase_add_checked_fixture(fu, mf_test_setup, mf_test_teardown);
     tcase_add_loop_test(fu, test_loss_is_informative, MF_CE_VARIANT_FUSED, MF_CE_VARIANT_FUSED + 1);
-    tcase_add_loop_test(fu, test_grad_filter, 0, 2);
+    tcase_add_loop_test(fu, test_grad_filter, 0, 4);
     const char *san = getenv("MF_TEST_SANITIZER");
     if (san != NULL && strcmp(san, "thread") == 0)
         tcase_add_loop_test(fu, test_fused_tsan_cases, 0,
@@ -362,7 +380,7 @@ static Suite *cross_entropy_equiv_suite(void)
     tcase_add_loop_test(fw, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
     tcase_add_loop_test(fw, test_wgmma_matches_sync_deep_d, 0, 2);
     tcase_add_test(fw, test_wgmma_grad_matches_sync);
-    tcase_add_loop_test(fw, test_grad_filter, 1, 2); /* bf16: skipped tiles' gradient products */
+    tcase_add_loop_test(fw, test_grad_filter, 2, 4); /* bf16: skipped tiles' gradient products */
     tcase_add_test(fw, test_mma_path_knob);
     suite_add_tcase(s, fw);
 
