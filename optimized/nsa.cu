@@ -1599,6 +1599,28 @@ __global__ void __launch_bounds__(kThreads)
 // dq[row] += scale dQ at the end (nsa_bwd_kernel wrote the compression
 // branch's part first, same stream).
 namespace nsa_mma {
+// A 16-key x 16-column piece of dK (times scale) and dV (ck, cv: two n8
+// accumulator tiles, row = key k0 + row, column c0 + col) added to the fp32
+// dk, dv rows (row s at s * stride) by atomicAdd; keys past nk are skipped.
+__device__ __forceinline__ void add_dkdv(float *dkg, float *dvg, const float ck[2][4], const float cv[2][4],
+                                         size_t k0, int nk, size_t stride, int c0, float scale, int lane)
+{
+    const int g8 = lane >> 2, t4 = lane & 3;
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        const int key = g8 + 8 * i;
+        if (key >= nk) continue;
+        MF_UNROLL
+        for (int h = 0; h < 2; ++h) {
+            const size_t at = (k0 + (size_t)key) * stride + (size_t)(c0 + h * 8 + 2 * t4);
+            atomicAdd(dkg + at, ck[h][2 * i] * scale);
+            atomicAdd(dkg + at + 1, ck[h][2 * i + 1] * scale);
+            atomicAdd(dvg + at, cv[h][2 * i]);
+            atomicAdd(dvg + at + 1, cv[h][2 * i + 1]);
+        }
+    }
+}
+
 template <int D>
 __device__ __forceinline__ void
 bwd_tiles(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs, __nv_bfloat16 *Ks,
@@ -1668,19 +1690,7 @@ bwd_tiles(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs
             mma_x2(ck[0], ck[1], dsT, b);
             ldsm_x4_t(b, dOs + off);
             mma_x2(cv[0], cv[1], pT, b);
-            MF_UNROLL
-            for (int i = 0; i < 2; ++i) {
-                const int key = g8 + 8 * i;
-                if (key >= nk) continue;
-                MF_UNROLL
-                for (int h = 0; h < 2; ++h) {
-                    const size_t at = (k0 + (size_t)key) * stride + (size_t)(np * 16 + h * 8 + 2 * t4);
-                    atomicAdd(dkg + at, ck[h][2 * i] * scale);
-                    atomicAdd(dkg + at + 1, ck[h][2 * i + 1] * scale);
-                    atomicAdd(dvg + at, cv[h][2 * i]);
-                    atomicAdd(dvg + at + 1, cv[h][2 * i + 1]);
-                }
-            }
+            add_dkdv(dkg, dvg, ck, cv, k0, nk, stride, np * 16, scale, lane);
         }
     }
 }
@@ -1940,24 +1950,12 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
             ldsm_x4_t(b, dOs + off);
             mma_x2(cv[0], cv[1], pT, b);
         }
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i) {
-            const int key = g8 + 8 * i;
-            if (key >= sd.nk) continue;
-            MF_UNROLL
-            for (int h = 0; h < 2; ++h) {
-                const size_t at = (sd.k0 + (size_t)key) * stride + (size_t)(cg * 16 + h * 8 + 2 * t4);
-                atomicAdd(dkg + at, ck[h][2 * i] * scale);
-                atomicAdd(dkg + at + 1, ck[h][2 * i + 1] * scale);
-                atomicAdd(dvg + at, cv[h][2 * i]);
-                atomicAdd(dvg + at + 1, cv[h][2 * i + 1]);
-            }
-        }
+        nsa_mma::add_dkdv(dkg, dvg, ck, cv, sd.k0, sd.nk, stride, cg * 16, scale, lane);
     }
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=240 smem<=48128 spill=0  (sm_90 measured: regs 194/213/234, smem 22788/30980/47364 at D = 16/32/64, stack 0; 32-key stages (64-key ones with the dS / gate P tiles: 65 KB of shared memory at D = 64); min 2 CTAs per SM)
+// mf-budget: regs<=240 smem<=48128 spill=0  (sm_90 measured: regs 194/213/234, smem 22788/30980/47364 at D = 16/32/64, stack 0; 32-key stages (64-key ones with the dS / gate P tiles: 72 KB of shared memory at D = 64); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
