@@ -30,11 +30,9 @@
 // (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
 // decide the selection); otherwise steps 1-3 stay SIMT. Backward, bf16 with
 // D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
-// (nsa_mma_bwd_kernel, query-blocked like nsa_mma_fwd_kernel, for D <= 64;
-// nsa_mma_bwd_warp_kernel, one warp per token, at D = 128), and for D <= 64
+// (nsa_mma_bwd_kernel, query-blocked like nsa_mma_fwd_kernel), and for D <= 64
 // the compression branch too (nsa_mma_cmp_bwd_kernel, query-blocked like
-// nsa_mma_cmp_kernel); D = 128: the
-// compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
+// nsa_mma_cmp_kernel); D = 128: the compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -318,24 +316,6 @@ namespace nsa_mma {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 __device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-template <int D> struct Warps { // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 KiB
-    static constexpr int value = D == 128 ? 2 : 4;
-};
-
-// 16 rows of D bf16 into tile[16][D + 8]: row r from src + r * stride when
-// r < nrows, else zeros (the source address stays at row 0).
-template <int D>
-__device__ __forceinline__ void load16(__nv_bfloat16 *tile, const __nv_bfloat16 *src, size_t stride,
-                                       int nrows, int lane)
-{
-    constexpr int kChunks = D / 8;
-    for (int c = lane; c < 16 * kChunks; c += 32) {
-        const int r = c / kChunks, col = (c % kChunks) * 8;
-        const bool in = r < nrows;
-        cp_async16(tile + r * (D + 8) + col, src + (in ? (size_t)r * stride : 0) + (size_t)col,
-                   in ? 16u : 0u);
-    }
-}
 
 // Online-softmax state of one lane: rows g and g + 8 of the m16 tile.
 template <int D> struct Acc {
@@ -363,77 +343,6 @@ __device__ __forceinline__ void p_frags(uint32_t pa[4], uint32_t pl[4], float c0
         c_to_a(pl, lo[0], lo[1]);
     }
     c_to_a(pa, c0, c1);
-}
-
-// Keys [s0, s1) of the group (row s at kg + s * stride) into acc. SPLIT (the
-// backward's recomputation of o): P V as Phi V + Plo V with P = Phi + Plo, both
-// bf16 (~2^-16 relative), so that dg = dout . o is not moved by P's rounding.
-template <int D, bool SPLIT = false>
-__device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Qs, __nv_bfloat16 *Ks,
-                                             __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
-                                             const __nv_bfloat16 *vg, size_t stride, size_t s0, size_t s1,
-                                             float scale_log2, int lane)
-{
-    constexpr int LDS = D + 8;
-    const int t4 = lane & 3;
-    for (size_t k0 = s0; k0 < s1; k0 += 16) {
-        const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
-        __syncwarp(); // the previous tile's ldmatrix reads are done
-        load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
-        load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
-        cp_async_wait_all();
-        __syncwarp();
-        float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-        MF_UNROLL
-        for (int kk = 0; kk < D / 16; ++kk) {
-            uint32_t qa[4], b[4];
-            ldsm_x4(qa, Qs + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-            ldsm_x4(b, Ks + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-            mma_x2(s[0], s[1], qa, b);
-        }
-        // element e of n8 tile n: row g + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
-        float mx[2] = { -INFINITY, -INFINITY };
-        MF_UNROLL
-        for (int n = 0; n < 2; ++n) MF_UNROLL
-        for (int e = 0; e < 4; ++e) {
-            const int j = 8 * n + 2 * t4 + (e & 1);
-            const float x = j < nk ? s[n][e] * scale_log2 : -INFINITY;
-            s[n][e] = x;
-            mx[e >> 1] = nan_max(mx[e >> 1], x);
-        }
-        float corr[2], mu[2];
-        online_max_step(acc.m, mx, corr, mu);
-        float rs[2] = { 0.0f, 0.0f };
-        MF_UNROLL
-        for (int n = 0; n < 2; ++n) MF_UNROLL
-        for (int e = 0; e < 4; ++e) {
-            const float p = exp2f(s[n][e] - mu[e >> 1]);
-            s[n][e] = p;
-            rs[e >> 1] += p;
-        }
-        MF_UNROLL
-        for (int r = 0; r < 2; ++r) {
-            rs[r] = quad_sum(rs[r]);
-            acc.l[r] = acc.l[r] * corr[r] + rs[r];
-        }
-        // P in bf16 (what a bf16 kernel multiplies), the A fragment of P V
-        uint32_t pa[4], pl[4];
-        p_frags<SPLIT>(pa, pl, s[0], s[1]);
-        MF_UNROLL
-        for (int np = 0; np < D / 16; ++np) {
-            MF_UNROLL
-            for (int h = 0; h < 2; ++h) {
-                acc.o[2 * np + h][0] *= corr[0];
-                acc.o[2 * np + h][1] *= corr[0];
-                acc.o[2 * np + h][2] *= corr[1];
-                acc.o[2 * np + h][3] *= corr[1];
-            }
-            uint32_t b[4];
-            ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
-            if (SPLIT) mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pl, b);
-            mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
-        }
-    }
 }
 
 template <int D> __device__ __forceinline__ void acc_init(Acc<D> &acc)
@@ -866,7 +775,7 @@ __device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh,
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=208 smem<=47104 spill=0  (sm_90 measured: regs 160/177/208/197, smem 15620/25860/46340/35076 at D = 16/32/64/128, stack 0; 64-key stages (16 at D = 128); min 2 CTAs per SM: ptxas otherwise capped some at 168 and spilled)
+// mf-budget: regs<=208 smem<=47104 spill=0  (sm_90 measured: regs 160/177/208/197, smem 15632/25872/46352/35088 at D = 16/32/64/128, stack 0; 64-key stages (16 at D = 128); min 2 CTAs per SM: ptxas otherwise capped some at 168 and spilled)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1581,23 +1490,6 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// ---- bf16 tensor-core backward: selected and sliding branches on mma.sync, D = 128 ---
-// (D <= 64: nsa_mma_bwd_kernel below, query-blocked; at D = 128 its Q, dO, two
-// K/V stages and the dS / gate P tiles would need 57 KB of shared memory, over
-// the 48 KB of static shared memory.)
-// One warp per (b, t, KV group), its m16 tile holding the group's G heads (rows
-// G..15 zero). Per branch (selected, window):
-//   1. o recomputed over the branch's keys (attend_tiles with P split hi + lo,
-//      ~2^-16), dg = dout . o, Delta = gate dg (FlashAttention-2's rowsum(dO o)
-//      of the gated output);
-//   2. per 16-key tile: S = Q K^T and dP = dO V^T (mma.sync), P = 2^(S log2e scale
-//      - lse log2e) from the forward's saved lse, dS = P (gate dP - Delta);
-//      dQ += dS K in registers (A = dS straight from the accumulators), and
-//      dK += dS^T Q, dV += (gate P)^T dO (A = dS^T, (gate P)^T by ldmatrix.trans
-//      from a 16 x 16 staging tile), added to the fp32 dk, dv with atomicAdd:
-//      neighbouring queries and the group's shared selection hit the same keys.
-// dq[row] += scale dQ at the end (nsa_bwd_kernel wrote the compression
-// branch's part first, same stream).
 namespace nsa_mma {
 // A 16-key x 16-column piece of dK (times scale) and dV (ck, cv: two n8
 // accumulator tiles, row = key k0 + row, column c0 + col) added to the fp32
@@ -1620,186 +1512,17 @@ __device__ __forceinline__ void add_dkdv(float *dkg, float *dvg, const float ck[
         }
     }
 }
-
-template <int D>
-__device__ __forceinline__ void
-bwd_tiles(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs, __nv_bfloat16 *Ks,
-          __nv_bfloat16 *Vs, __nv_bfloat16 *Ss, __nv_bfloat16 *Pt, const __nv_bfloat16 *kg,
-          const __nv_bfloat16 *vg, float *dkg, float *dvg, size_t stride, size_t s0, size_t s1,
-          float scale_log2, float scale, const float lse2[2], const float delta[2], const float gate[2],
-          int G, int lane)
-{
-    constexpr int LDS = D + 8, LDX = 24;
-    const int g8 = lane >> 2, t4 = lane & 3;
-    for (size_t k0 = s0; k0 < s1; k0 += 16) {
-        const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
-        __syncwarp(); // the previous tile's reads are done
-        load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
-        load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
-        cp_async_wait_all();
-        __syncwarp();
-        float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-        float dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-        MF_UNROLL
-        for (int kk = 0; kk < D / 16; ++kk) {
-            uint32_t qa[4], da[4], b[4];
-            const int aoff = (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8;
-            const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-            ldsm_x4(qa, Qs + aoff);
-            ldsm_x4(da, dOs + aoff);
-            ldsm_x4(b, Ks + boff);
-            mma_x2(s[0], s[1], qa, b);
-            ldsm_x4(b, Vs + boff);
-            mma_x2(dp[0], dp[1], da, b);
-        }
-        // element e of n8 tile n: head row g8 + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
-        MF_UNROLL
-        for (int n = 0; n < 2; ++n) MF_UNROLL
-        for (int e = 0; e < 4; ++e) {
-            const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
-            const bool ok = j < nk && r < G;
-            const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
-            const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
-            dp[n][e] = ds;
-            Ss[r * LDX + j] = __float2bfloat16_rn(ds);
-            Pt[r * LDX + j] = __float2bfloat16_rn(gate[i] * p);
-        }
-        // dQ += dS K: B[k=key][n=c] = K[key][c] (row-major B: ldmatrix.trans)
-        uint32_t sa[4];
-        c_to_a(sa, dp[0], dp[1]);
-        MF_UNROLL
-        for (int np = 0; np < D / 16; ++np) {
-            uint32_t b[4];
-            ldsm_x4_t(b, Ks + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
-            mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, b);
-        }
-        __syncwarp(); // dS and gate P staged
-        // A = dS^T, (gate P)^T [key][head]: 8x8 block (R0, C0) of the transpose is
-        // the transposed block (C0, R0) of the [head][key] tile (ldmatrix.trans).
-        uint32_t dsT[4], pT[4];
-        const int toff = ((lane >> 4) * 8 + (lane & 7)) * LDX + ((lane >> 3) & 1) * 8;
-        ldsm_x4_t(dsT, Ss + toff);
-        ldsm_x4_t(pT, Pt + toff);
-        MF_UNROLL
-        for (int np = 0; np < D / 16; ++np) {
-            float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
-            uint32_t b[4];
-            ldsm_x4_t(b, Qs + off); // B[k=head][n=c] = Q[head][c]
-            mma_x2(ck[0], ck[1], dsT, b);
-            ldsm_x4_t(b, dOs + off);
-            mma_x2(cv[0], cv[1], pT, b);
-            add_dkdv(dkg, dvg, ck, cv, k0, nk, stride, np * 16, scale, lane);
-        }
-    }
-}
 } // namespace nsa_mma
 
-// mf-budget: regs<=232 smem<=45056 spill=0  (sm_90 measured: regs 229, smem 37888 at D = 128, stack 0)
-template <int D>
-__global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
-    nsa_mma_bwd_warp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
-                            const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
-                            const __nv_bfloat16 *__restrict__ g_win, const __nv_bfloat16 *__restrict__ dout,
-                            const float *__restrict__ lse, const int32_t *__restrict__ sel,
-                            float *__restrict__ dq, float *dk, float *dv, float *__restrict__ dg_slc,
-                            float *__restrict__ dg_win, NsaShape sh, size_t total)
-{
-    using namespace nsa_mma;
-    constexpr int W = Warps<D>::value, LDS = D + 8, LDX = 24;
-    __shared__ __align__(16) __nv_bfloat16 tiles[W][4][16 * LDS]; // Q, K, V, dO per warp
-    __shared__ __align__(16) __nv_bfloat16 stage[W][2][16 * LDX]; // dS, gate P [head][key]
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
-    __nv_bfloat16 *Qs = tiles[warp][0], *Ks = tiles[warp][1], *Vs = tiles[warp][2], *dOs = tiles[warp][3];
-    const float scale_log2 = sh.scale * kLog2e;
-    const size_t kstride = sh.Hk * sh.D;
-    const int G = (int)sh.G;
-    for (size_t item = (size_t)blockIdx.x * W + (size_t)warp; item < total; item += (size_t)gridDim.x * W) {
-        const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
-        const size_t row0 = (b * sh.S + t) * sh.Hq + g * sh.G, koff = (b * sh.S * sh.Hk + g) * D;
-        __syncwarp(); // the previous item's Q and dO reads are done
-        load16<D>(Qs, q + row0 * D, D, G, lane);
-        load16<D>(dOs, dout + row0 * D, D, G, lane);
-        cp_async_wait_all();
-        __syncwarp();
-        const int32_t *srow = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
-        const size_t w0 = t + 1 > sh.w ? t + 1 - sh.w : 0;
-        float dqa[D / 8][4];
-        MF_UNROLL
-        for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
-        for (int x = 1; x < 3; ++x) {
-            const size_t nr = x == 1 ? sh.n : 1; // key ranges: the selected blocks, or the window
-            float gate[2], lse2[2], delta[2];
-            {
-                Acc<D> acc;
-                acc_init(acc);
-                for (size_t e = 0; e < nr; ++e) {
-                    size_t s0 = w0, s1 = t + 1;
-                    if (x == 1) {
-                        const int32_t i = srow[e];
-                        if (i < 0) break;
-                        s0 = (size_t)i * sh.ls;
-                        s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                    }
-                    attend_tiles<D, true>(acc, Qs, Ks, Vs, k + koff, v + koff, kstride, s0, s1, scale_log2,
-                                          lane);
-                }
-                const __nv_bfloat16 *gp = x == 1 ? g_slc : g_win;
-                float *dgo = x == 1 ? dg_slc : dg_win;
-                MF_UNROLL
-                for (int i = 0; i < 2; ++i) {
-                    const int r = g8 + 8 * i;
-                    float dg = 0.0f;
-                    MF_UNROLL
-                    for (int n = 0; n < D / 8; ++n) {
-                        const __nv_bfloat16 *dr = dOs + r * LDS + n * 8 + 2 * t4;
-                        dg += __bfloat162float(dr[0]) * acc.o[n][2 * i] +
-                              __bfloat162float(dr[1]) * acc.o[n][2 * i + 1];
-                    }
-                    dg = quad_sum(dg) / acc.l[i];
-                    const bool ok = r < G;
-                    gate[i] = ok ? __bfloat162float(gp[row0 + (size_t)r]) : 0.0f;
-                    lse2[i] = ok ? lse[(row0 + (size_t)r) * 3 + (size_t)x] * kLog2e : 0.0f;
-                    delta[i] = ok ? gate[i] * dg : 0.0f;
-                    if (ok && t4 == 0) dgo[row0 + (size_t)r] = dg;
-                }
-            }
-            for (size_t e = 0; e < nr; ++e) {
-                size_t s0 = w0, s1 = t + 1;
-                if (x == 1) {
-                    const int32_t i = srow[e];
-                    if (i < 0) break;
-                    s0 = (size_t)i * sh.ls;
-                    s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                }
-                bwd_tiles<D>(dqa, Qs, dOs, Ks, Vs, stage[warp][0], stage[warp][1], k + koff, v + koff,
-                             dk + koff, dv + koff, kstride, s0, s1, scale_log2, sh.scale, lse2, delta, gate,
-                             G, lane);
-            }
-        }
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i) {
-            const int r = g8 + 8 * i;
-            if (r >= G) continue;
-            MF_UNROLL
-            for (int n = 0; n < D / 8; ++n) {
-                float *o = dq + (row0 + (size_t)r) * D + (size_t)(n * 8 + 2 * t4);
-                o[0] += sh.scale * dqa[n][2 * i];
-                o[1] += sh.scale * dqa[n][2 * i + 1];
-            }
-        }
-    }
-}
-
-// ---- bf16 tensor-core backward: selected and sliding branches, query-blocked (D <= 64)
+// ---- bf16 tensor-core backward: selected and sliding branches, query-blocked ---------
 // The CTAs of nsa_mma_fwd_kernel: one CTA (4 warps, 64 rows) per (b, KV group,
 // QT = min(32, 64 / G) consecutive tokens), row r = (token t0 + r / G, head
 // r % G), warp w owning rows 16w..16w+15; the same key streams (the union of
 // the tokens' selections, merged round by round, and the window [t0 + 1 - w,
-// tend)), here in 32-key stages (cp.async, double-buffered; 64-key ones with
-// the dS / gate P tiles would not fit 48 KB of static shared memory). Q and dO
-// of the 64 rows are staged once per CTA. Per branch (selected, window):
+// tend)), here in 32-key stages (16 at D = 128; cp.async, double-buffered).
+// Q and dO of the 64 rows are staged once per CTA. Shared memory is dynamic
+// (bwd_smem_bytes: 46.3 KB at D = 64, 57.3 KB at D = 128). Per branch
+// (selected, window):
 //   1. o recomputed over the branch's stream (stage_step with P split hi + lo,
 //      ~2^-16), dg = dout . o / l, Delta = gate dg (FlashAttention-2's
 //      rowsum(dO o) of the gated output), with the forward's lse per row;
@@ -1807,7 +1530,7 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
 //      and dP = dO V^T for its m16 rows, P = 2^(S log2e scale - lse log2e),
 //      dS = P (gate dP - Delta) (a masked key: P = dS = 0 exactly), dQ += dS K
 //      in registers; dS and gate P go to shared memory as bf16 [row][key]
-//      (rounded once, as nsa_mma_bwd_warp_kernel); after a barrier the warps
+//      (rounded once, as the per-token kernel this replaced); after a barrier the warps
 //      share the stage's (16-key sub-tile, 16 columns) pieces of dK += dS^T Q
 //      and dV += (gate P)^T dO over the CTA's 64 rows (A = dS^T, (gate P)^T by
 //      ldmatrix.trans, B = Q, dO by ldmatrix.trans), added to the fp32 dk, dv
@@ -1815,9 +1538,18 @@ __global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
 //      and selections still hit the same keys);
 //   3. dq[row] += scale dQ (the compression kernel wrote dq first, same stream).
 namespace nsa_sw {
-// 16-key sub-tiles per backward stage (32 keys): Q, dO (2 x 9 KB at D = 64),
-// two K/V stages (18 KB) and the dS, gate P tiles (10 KB) fit 48 KB.
-constexpr int kBwdNT = 2;
+// 16-key sub-tiles per backward stage: 32 keys (D = 128: 16). Registers: 32
+// keys already take the D = 64 instance to 234 (64 would add 32 for S and dP).
+template <int D> struct BwdStage {
+    static constexpr int value = D == 128 ? 1 : 2;
+};
+// Dynamic shared memory of nsa_mma_bwd_kernel<D>: Q and dO of the 64 rows, two
+// K/V stages, the dS and gate P tiles [64][16 NT + 8], the union round.
+template <int D> constexpr size_t bwd_smem_bytes()
+{
+    constexpr size_t NT = BwdStage<D>::value, LDS = D + 8, LDX = 16 * NT + 8;
+    return 2 * (kRows * LDS * 2) + 2 * (2 * 16 * NT * LDS * 2) + 2 * (kRows * LDX * 2) + sizeof(Union);
+}
 
 // The backward's statistics of the lane's two row slots: lse (base 2), Delta,
 // gate (0 for padding rows).
@@ -1955,7 +1687,7 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=240 smem<=48128 spill=0  (sm_90 measured: regs 194/213/234, smem 22788/30980/47364 at D = 16/32/64, stack 0; 32-key stages (64-key ones with the dS / gate P tiles: 72 KB of shared memory at D = 64); min 2 CTAs per SM)
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 180/197/220/242 at D = 16/32/64/128, stack 0; dynamic smem 22.3 / 30.3 / 46.3 / 57.3 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1966,14 +1698,15 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
                        NsaShape sh, size_t QT, size_t nblk, size_t total)
 {
     using namespace nsa_sw;
-    constexpr int LDS = D + 8, NT = kBwdNT, LDX = 16 * NT + 8;
-    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
-    __shared__ __align__(16) __nv_bfloat16 dOs[kRows * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Kt[2][16 * NT * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * NT * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Ss[kRows * LDX]; // dS [row][key] of a stage
-    __shared__ __align__(16) __nv_bfloat16 Ps[kRows * LDX]; // gate P [row][key]
-    __shared__ Union un;
+    constexpr int LDS = D + 8, NT = BwdStage<D>::value, LDX = 16 * NT + 8;
+    extern __shared__ __align__(16) unsigned char nsa_bwd_smem[]; // bwd_smem_bytes<D>()
+    __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(nsa_bwd_smem);
+    __nv_bfloat16 *dOs = Qs + kRows * LDS;
+    auto Kt = reinterpret_cast<__nv_bfloat16(*)[16 * NT * LDS]>(dOs + kRows * LDS); // [2] stages
+    auto Vt = Kt + 2;
+    __nv_bfloat16 *Ss = reinterpret_cast<__nv_bfloat16 *>(Vt + 2); // dS [row][key] of a stage
+    __nv_bfloat16 *Ps = Ss + kRows * LDX;                          // gate P [row][key]
+    Union &un = *reinterpret_cast<Union *>(Ps + kRows * LDX);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t4 = lane & 3;
     const float scale_log2 = sh.scale * nsa_mma::kLog2e;
     const size_t kstride = sh.Hk * D;
@@ -2356,10 +2089,10 @@ __global__ void __launch_bounds__(256)
 static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const void *v);
 
 template <int D>
-static void launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
-                           const void *v, const void *gs, const void *gw, const void *dout, const float *lse,
-                           const int32_t *sel, float *dq, float *dk, float *dv, float *dgs, float *dgw,
-                           size_t total)
+static mf_status launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
+                                const void *v, const void *gs, const void *gw, const void *dout,
+                                const float *lse, const int32_t *sel, float *dq, float *dk, float *dv,
+                                float *dgs, float *dgw)
 {
     const __nv_bfloat16 *q16 = static_cast<const __nv_bfloat16 *>(q),
                         *k16 = static_cast<const __nv_bfloat16 *>(k),
@@ -2367,17 +2100,16 @@ static void launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *
                         *gs16 = static_cast<const __nv_bfloat16 *>(gs),
                         *gw16 = static_cast<const __nv_bfloat16 *>(gw),
                         *do16 = static_cast<const __nv_bfloat16 *>(dout);
-    if constexpr (D == 128) { // one warp per (b, t, KV group)
-        constexpr int W = nsa_mma::Warps<D>::value;
-        const size_t blocks = (total + W - 1) / W;
-        nsa_mma_bwd_warp_kernel<D><<<grid_cap(blocks, kMaxGridX), 32 * W, 0, stream>>>(
-            q16, k16, v16, gs16, gw16, do16, lse, sel, dq, dk, dv, dgs, dgw, sh, total);
-    } else { // query-blocked: the CTAs of nsa_mma_fwd_kernel (b, KV group, QT tokens)
-        const size_t QT = nsa_sw::tokens_per_cta(sh);
-        const size_t nblk = (sh.S + QT - 1) / QT, items = sh.B * sh.Hk * nblk;
-        nsa_mma_bwd_kernel<D><<<grid_cap(items, kMaxGridX), nsa_sw::kThreadsS, 0, stream>>>(
-            q16, k16, v16, gs16, gw16, do16, lse, sel, dq, dk, dv, dgs, dgw, sh, QT, nblk, items);
-    }
+    // query-blocked: the CTAs of nsa_mma_fwd_kernel (b, KV group, QT tokens)
+    const size_t QT = nsa_sw::tokens_per_cta(sh);
+    const size_t nblk = (sh.S + QT - 1) / QT, items = sh.B * sh.Hk * nblk;
+    constexpr size_t smem = nsa_sw::bwd_smem_bytes<D>();
+    MF_CUDA_CHECK(
+        cudaFuncSetAttribute(nsa_mma_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    nsa_mma_bwd_kernel<D><<<grid_cap(items, kMaxGridX), nsa_sw::kThreadsS, smem, stream>>>(
+        q16, k16, v16, gs16, gw16, do16, lse, sel, dq, dk, dv, dgs, dgw, sh, QT, nblk, items);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
 }
 
 // Compression branch's backward on the tensor cores (bf16, D <= 64): the CTAs of
@@ -2435,21 +2167,22 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
     }
     MF_LAUNCH_CHECK();
     if (mma) { // the selected and sliding branches on the tensor cores (same stream: dq written)
+        mf_status st;
         switch (sh.D) {
         case 16:
-            launch_mma_bwd<16>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<16>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         case 32:
-            launch_mma_bwd<32>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<32>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         case 64:
-            launch_mma_bwd<64>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<64>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         default:
-            launch_mma_bwd<128>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<128>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         }
-        MF_LAUNCH_CHECK();
+        if (st != MF_OK) return st;
     }
     if (ncd > 0) {
         nsa_unpool_kernel<<<grid_blocks(nkv, 256, kMaxGridX), 256, 0, stream>>>(dkc, dvc, dk, dv, sh, nkv);

@@ -120,7 +120,7 @@ add_test(NAME ptx_contains.attention_mma
 # The NSA bf16 branches (issue 15): the same instructions in nsa_mma_fwd_kernel.
 add_test(NAME ptx_contains.nsa_mma
          COMMAND ${CMAKE_COMMAND} ${_mf_ptx_args} -DSOURCE=${MF_ROOT}/optimized/nsa.cu
-                 "-DKERNELS=nsa_mma_fwd_kernel|nsa_mma_cmp_kernel|nsa_mma_bwd_kernel|nsa_mma_bwd_warp_kernel|nsa_mma_cmp_bwd_kernel" -DOUT=${_mf_res_dir}/nsa.sm_${MF_RESOURCE_ARCH}.ptx
+                 "-DKERNELS=nsa_mma_fwd_kernel|nsa_mma_cmp_kernel|nsa_mma_bwd_kernel|nsa_mma_cmp_bwd_kernel" -DOUT=${_mf_res_dir}/nsa.sm_${MF_RESOURCE_ARCH}.ptx
                  -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
 set_tests_properties(ptx_contains.nsa_mma PROPERTIES LABELS unit TIMEOUT 300)
 add_test(NAME ptx_contains_selftest.simt_attention
