@@ -300,18 +300,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
-// ---- bf16 tensor-core path: selected and sliding branches on mma.sync ----------------
-// One warp per (b, t, KV group): its m16 tile holds the group's G <= 16 query
-// heads of token t (rows G..15 zero), so every K/V tile (16 keys, gathered from
-// the selected blocks or the window) is loaded once for the whole group, as
-// the NSA paper's kernel does. Per tile: S = Q K^T (D/16 x 2 mma.sync m16n8k16,
-// bf16 in, fp32 accumulate; K fragments by ldmatrix), the online softmax on the
-// accumulator fragments (base 2, rows g and g+8 of each lane, max and sum
-// across the quad), P rounded to bf16 as the A fragment of O += P V (V by
-// ldmatrix.trans, D/8 mma.sync). l sums the fp32 p, as FlashAttention-2 does.
-// Q, K and V tiles reach shared memory by cp.async (16-byte chunks, rows past
-// the range zero-filled and masked). Each branch adds gate * o / l to out
-// (which the compression kernel wrote first) and writes its lse column.
+// ---- bf16 tensor-core path: shared pieces --------------------------------------------
+// The online-softmax state of a lane's two rows of an m16 tile (Acc: O on the
+// accumulator fragments, base-2 running max m and sum l, as FlashAttention-2)
+// and P's A fragments for O += P V (p_frags), used by nsa_mma_fwd_kernel and
+// nsa_mma_bwd_kernel (the backward's recomputation of o) below.
 namespace nsa_mma {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
