@@ -30,9 +30,9 @@
 // (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
 // decide the selection); otherwise steps 1-3 stay SIMT. Backward, bf16 with
 // D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
-// (nsa_mma_bwd_kernel), and for D <= 64 the compression branch too
-// (nsa_mma_cmp_bwd_kernel, query-blocked like nsa_mma_cmp_kernel); D = 128: the
-// compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
+// (nsa_mma_bwd_kernel, query-blocked like nsa_mma_fwd_kernel), and for D <= 64
+// the compression branch too (nsa_mma_cmp_bwd_kernel, query-blocked like
+// nsa_mma_cmp_kernel); D = 128: the compression branch SIMT (nsa_bwd_kernel, branches 1). Each block loops over
 // its work items with a stride of gridDim.x; loop bounds depend on blockIdx
 // and kernel arguments only, so every thread reaches every __syncthreads.
 #include "mf_cuda.h"
@@ -300,40 +300,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
-// ---- bf16 tensor-core path: selected and sliding branches on mma.sync ----------------
-// One warp per (b, t, KV group): its m16 tile holds the group's G <= 16 query
-// heads of token t (rows G..15 zero), so every K/V tile (16 keys, gathered from
-// the selected blocks or the window) is loaded once for the whole group, as
-// the NSA paper's kernel does. Per tile: S = Q K^T (D/16 x 2 mma.sync m16n8k16,
-// bf16 in, fp32 accumulate; K fragments by ldmatrix), the online softmax on the
-// accumulator fragments (base 2, rows g and g+8 of each lane, max and sum
-// across the quad), P rounded to bf16 as the A fragment of O += P V (V by
-// ldmatrix.trans, D/8 mma.sync). l sums the fp32 p, as FlashAttention-2 does.
-// Q, K and V tiles reach shared memory by cp.async (16-byte chunks, rows past
-// the range zero-filled and masked). Each branch adds gate * o / l to out
-// (which the compression kernel wrote first) and writes its lse column.
+// ---- bf16 tensor-core path: shared pieces --------------------------------------------
+// The online-softmax state of a lane's two rows of an m16 tile (Acc: O on the
+// accumulator fragments, base-2 running max m and sum l, as FlashAttention-2)
+// and P's A fragments for O += P V (p_frags), used by nsa_mma_fwd_kernel and
+// nsa_mma_bwd_kernel (the backward's recomputation of o) below.
 namespace nsa_mma {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 __device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-template <int D> struct Warps { // warps per CTA: 3 tiles of 16 x (D + 8) bf16 per warp, <= 48 KiB
-    static constexpr int value = D == 128 ? 2 : 4;
-};
-
-// 16 rows of D bf16 into tile[16][D + 8]: row r from src + r * stride when
-// r < nrows, else zeros (the source address stays at row 0).
-template <int D>
-__device__ __forceinline__ void load16(__nv_bfloat16 *tile, const __nv_bfloat16 *src, size_t stride,
-                                       int nrows, int lane)
-{
-    constexpr int kChunks = D / 8;
-    for (int c = lane; c < 16 * kChunks; c += 32) {
-        const int r = c / kChunks, col = (c % kChunks) * 8;
-        const bool in = r < nrows;
-        cp_async16(tile + r * (D + 8) + col, src + (in ? (size_t)r * stride : 0) + (size_t)col,
-                   in ? 16u : 0u);
-    }
-}
 
 // Online-softmax state of one lane: rows g and g + 8 of the m16 tile.
 template <int D> struct Acc {
@@ -341,86 +316,26 @@ template <int D> struct Acc {
     float m[2], l[2];
 };
 
-// Keys [s0, s1) of the group (row s at kg + s * stride) into acc. SPLIT (the
-// backward's recomputation of o): P V as Phi V + Plo V with P = Phi + Plo, both
-// bf16 (~2^-16 relative), so that dg = dout . o is not moved by P's rounding.
-template <int D, bool SPLIT = false>
-__device__ __forceinline__ void attend_tiles(Acc<D> &acc, const __nv_bfloat16 *Qs, __nv_bfloat16 *Ks,
-                                             __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
-                                             const __nv_bfloat16 *vg, size_t stride, size_t s0, size_t s1,
-                                             float scale_log2, int lane)
+// P (two n8 accumulator tiles c0, c1) as the A fragments of P V: pa = P in
+// bf16 (what a bf16 kernel multiplies); SPLIT: P = hi + lo, pa = hi, pl = lo
+// (both bf16, ~2^-16 relative), else pl = 0. c0, c1 are overwritten.
+template <bool SPLIT>
+__device__ __forceinline__ void p_frags(uint32_t pa[4], uint32_t pl[4], float c0[4], float c1[4])
 {
-    constexpr int LDS = D + 8;
-    const int t4 = lane & 3;
-    for (size_t k0 = s0; k0 < s1; k0 += 16) {
-        const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
-        __syncwarp(); // the previous tile's ldmatrix reads are done
-        load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
-        load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
-        cp_async_wait_all();
-        __syncwarp();
-        float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+    pl[0] = pl[1] = pl[2] = pl[3] = 0u;
+    if (SPLIT) {
+        float lo[2][4];
         MF_UNROLL
-        for (int kk = 0; kk < D / 16; ++kk) {
-            uint32_t qa[4], b[4];
-            ldsm_x4(qa, Qs + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-            ldsm_x4(b, Ks + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
-            mma_x2(s[0], s[1], qa, b);
-        }
-        // element e of n8 tile n: row g + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
-        float mx[2] = { -INFINITY, -INFINITY };
-        MF_UNROLL
-        for (int n = 0; n < 2; ++n) MF_UNROLL
         for (int e = 0; e < 4; ++e) {
-            const int j = 8 * n + 2 * t4 + (e & 1);
-            const float x = j < nk ? s[n][e] * scale_log2 : -INFINITY;
-            s[n][e] = x;
-            mx[e >> 1] = nan_max(mx[e >> 1], x);
+            const float h0 = bf16_round(c0[e]), h1 = bf16_round(c1[e]);
+            lo[0][e] = c0[e] - h0;
+            lo[1][e] = c1[e] - h1;
+            c0[e] = h0;
+            c1[e] = h1;
         }
-        float corr[2], mu[2];
-        online_max_step(acc.m, mx, corr, mu);
-        float rs[2] = { 0.0f, 0.0f };
-        MF_UNROLL
-        for (int n = 0; n < 2; ++n) MF_UNROLL
-        for (int e = 0; e < 4; ++e) {
-            const float p = exp2f(s[n][e] - mu[e >> 1]);
-            s[n][e] = p;
-            rs[e >> 1] += p;
-        }
-        MF_UNROLL
-        for (int r = 0; r < 2; ++r) {
-            rs[r] = quad_sum(rs[r]);
-            acc.l[r] = acc.l[r] * corr[r] + rs[r];
-        }
-        // P in bf16 (what a bf16 kernel multiplies), the A fragment of P V
-        uint32_t pa[4], pl[4] = { 0u, 0u, 0u, 0u };
-        if (SPLIT) {
-            float lo[2][4];
-            MF_UNROLL
-            for (int n = 0; n < 2; ++n) MF_UNROLL
-            for (int e = 0; e < 4; ++e) {
-                const float h = bf16_round(s[n][e]);
-                lo[n][e] = s[n][e] - h;
-                s[n][e] = h;
-            }
-            c_to_a(pl, lo[0], lo[1]);
-        }
-        c_to_a(pa, s[0], s[1]);
-        MF_UNROLL
-        for (int np = 0; np < D / 16; ++np) {
-            MF_UNROLL
-            for (int h = 0; h < 2; ++h) {
-                acc.o[2 * np + h][0] *= corr[0];
-                acc.o[2 * np + h][1] *= corr[0];
-                acc.o[2 * np + h][2] *= corr[1];
-                acc.o[2 * np + h][3] *= corr[1];
-            }
-            uint32_t b[4];
-            ldsm_x4_t(b, Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
-            if (SPLIT) mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pl, b);
-            mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
-        }
+        c_to_a(pl, lo[0], lo[1]);
     }
+    c_to_a(pa, c0, c1);
 }
 
 template <int D> __device__ __forceinline__ void acc_init(Acc<D> &acc)
@@ -529,21 +444,18 @@ struct Rows {
     bool ok[2];  // a real row (padding rows see no key)
 };
 
-// Stage y for this warp: vis(i, k0, nk, tm, lo, hi) gives the keys
-// k0 + [lo, hi) of a sub-tile that row slot i sees (0 <= lo, hi <= nk). S = Q
-// K^T per needed sub-tile, one masked online-softmax step over the stage, O +=
-// P V (P in bf16). Unneeded sub-tiles add nothing (their keys are masked for
-// every row of the warp).
-template <int D, int NT, typename Desc, typename Vis>
-__device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw,
-                                           const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, Desc &desc,
-                                           size_t y, size_t ntiles, float scale_log2, int lane, Vis &vis)
+// The lane's visibility bits of stage y (computed first, so that no
+// descriptor stays live across the products): vis(i, k0, nk, tm, lo, hi) gives
+// the keys k0 + [lo, hi) of a sub-tile that row slot i sees (0 <= lo, hi <=
+// nk); bit 8 j + 4 i + 2 n + c of seen: row slot i sees key 8 n + 2 t4 + c of
+// sub-tile j; bit j of needm: this warp computes sub-tile j (warp-uniform).
+template <int NT, typename Desc, typename Vis>
+__device__ __forceinline__ void stage_bits(unsigned int &needm, unsigned int &seen, Desc &desc, size_t y,
+                                           size_t ntiles, int lane, Vis &vis)
 {
-    constexpr int LDS = D + 8;
     const int t4 = lane & 3;
-    // The lane's visibility bits first (then no descriptor stays live): bit 8 j
-    // + 4 i + 2 n + c: row slot i sees key 8 n + 2 t4 + c of sub-tile j.
-    unsigned int needm = 0u, seen = 0u; // needm bit j: this warp computes sub-tile j
+    needm = 0u;
+    seen = 0u;
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
         const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
@@ -561,6 +473,22 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bflo
             }
         }
     }
+}
+
+// Stage y for this warp (visibility: stage_bits). S = Q K^T per needed
+// sub-tile, one masked online-softmax step over the stage, O += P V (P in
+// bf16). Unneeded sub-tiles add nothing (their keys are masked for every row
+// of the warp). SPLIT (the backward's recomputation of o): P V as Phi V + Plo V
+// with P = Phi + Plo, both bf16 (~2^-16 relative), so that dg = dout . o is not
+// moved by P's rounding.
+template <int D, int NT, bool SPLIT = false, typename Desc, typename Vis>
+__device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw,
+                                           const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, Desc &desc,
+                                           size_t y, size_t ntiles, float scale_log2, int lane, Vis &vis)
+{
+    constexpr int LDS = D + 8;
+    unsigned int needm, seen;
+    stage_bits<NT>(needm, seen, desc, y, ntiles, lane, vis);
     if (needm == 0u) return;
     float s[2 * NT][4];
     MF_UNROLL
@@ -610,28 +538,31 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bflo
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
         if (((needm >> j) & 1u) == 0u) continue;
-        uint32_t pa[4];
-        c_to_a(pa, s[2 * j], s[2 * j + 1]); // P in bf16 (what a bf16 kernel multiplies)
+        uint32_t pa[4], pl[4];
+        nsa_mma::p_frags<SPLIT>(pa, pl, s[2 * j], s[2 * j + 1]); // P in bf16 (split: hi + lo)
         MF_UNROLL
         for (int np = 0; np < D / 16; ++np) {
             uint32_t b[4];
             ldsm_x4_t(b,
                       Vs + (16 * j + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            if (SPLIT) mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pl, b);
             mma_x2(acc.o[2 * np], acc.o[2 * np + 1], pa, b);
         }
     }
 }
 
 // The sub-tiles x < ntiles of one key stream, CTA-wide, NT per stage and
-// double-buffered: desc(x, k0, nk, need, tm) describes sub-tile x (see Sub).
+// double-buffered: desc(x, k0, nk, need, tm) describes sub-tile x (see Sub);
+// step(Ks, Vs, y) multiplies stage y once it has landed in Ks, Vs (the
+// forward: stage_step; the backward: its recomputation of o, then grad_stage).
 // A stage without keys is skipped. Every thread calls it with the same ntiles
 // and desc results (CTA-uniform barriers); the caller's barrier precedes it,
 // and it ends with one.
-template <int D, int NT, typename Desc, typename Vis>
-__device__ __forceinline__ void
-run_stream(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw, __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
-           __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg, const __nv_bfloat16 *vg,
-           size_t stride, size_t ntiles, float scale_log2, int lane, Desc desc, Vis vis)
+template <int D, int NT, typename Desc, typename Step>
+__device__ __forceinline__ void run_stream(__nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
+                                           __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg,
+                                           const __nv_bfloat16 *vg, size_t stride, size_t ntiles, Desc &desc,
+                                           Step step)
 {
     const size_t nst = (ntiles + NT - 1) / NT;
     size_t y = 0;
@@ -650,7 +581,7 @@ run_stream(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw, __nv_bfloat16 (*Kt)[16
             cp_async_wait_all();
         }
         __syncthreads(); // stage y landed for every thread
-        stage_step<D, NT>(acc, Qw, Kt[buf], Vt[buf], desc, y, ntiles, scale_log2, lane, vis);
+        step((const __nv_bfloat16 *)Kt[buf], (const __nv_bfloat16 *)Vt[buf], y);
         __syncthreads(); // stage y consumed before its buffer is refilled
         y = yn;
     }
@@ -695,9 +626,149 @@ __device__ __forceinline__ int causal_hi(size_t t, size_t k0, int nk)
 {
     return t < k0 ? 0 : (t - k0 < (size_t)nk ? (int)(t - k0) + 1 : nk);
 }
+
+// QT tokens per CTA (the forward and the backward): all G heads of each in the
+// CTA's 64 rows, at most 32 (one mask bit each).
+inline size_t tokens_per_cta(const NsaShape &sh)
+{
+    const size_t qt = (size_t)kRows / sh.G;
+    return qt < (size_t)kMaxQT ? qt : (size_t)kMaxQT;
+}
+
+// One work item (b, KV group g, tokens [t0, tend)) as this lane sees it (the
+// forward and the backward): its rows, and this warp's tokens [wt0, wt1]
+// (wany: the warp has a real row) with their mask bits wmask.
+struct Blk {
+    size_t b, g, t0, tend, ntok, nrows, wt0, wt1;
+    bool wany;
+    unsigned int wmask;
+    Rows rw;
+};
+__device__ __forceinline__ Blk blk_of(const NsaShape &sh, size_t item, size_t QT, size_t nblk, int warp,
+                                      int g8)
+{
+    Blk bk;
+    const size_t tb = item % nblk;
+    bk.g = (item / nblk) % sh.Hk;
+    bk.b = item / (nblk * sh.Hk);
+    bk.t0 = tb * QT;
+    bk.tend = bk.t0 + QT < sh.S ? bk.t0 + QT : sh.S;
+    bk.ntok = bk.tend - bk.t0;
+    bk.nrows = bk.ntok * sh.G;
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+        bk.rw.ok[i] = r < bk.nrows;
+        bk.rw.tok[i] = bk.rw.ok[i] ? (int)(r / sh.G) : 0;
+        bk.rw.t[i] = bk.t0 + (size_t)bk.rw.tok[i];
+    }
+    const size_t wr0 = (size_t)(16 * warp), wr1 = wr0 + 16 < bk.nrows ? wr0 + 16 : bk.nrows;
+    bk.wany = wr0 < bk.nrows;
+    bk.wt0 = bk.wany ? bk.t0 + wr0 / sh.G : 0;
+    bk.wt1 = bk.wany ? bk.t0 + (wr1 - 1) / sh.G : 0;
+    bk.wmask = 0u;
+    for (size_t u = bk.wt0 - bk.t0; bk.wany && u <= bk.wt1 - bk.t0; ++u) bk.wmask |= 1u << u;
+    return bk;
+}
+
+// The union of a CTA's selections, one merge round at a time (shared memory).
+struct Union {
+    int ulist[kChunk];          // union blocks of one merge round, increasing
+    unsigned int umask[kChunk]; //   and the tokens (bits) that selected each
+    int ucnt;
+};
+
+// The selected branch's key stream of item bk: the union of its tokens'
+// selections (sel rows, each increasing), merged by warp 0 kChunk entries per
+// round (lane u holds token u's next block; the next union block is the warp
+// minimum, its token mask the ballot of the lanes holding it), each round's
+// ntb-sub-tile pieces streamed by run_stream. step(desc, vis, Ks, Vs, y,
+// ntiles) multiplies a stage. CTA-wide; the caller's barrier precedes it.
+template <int D, int NT, typename Step>
+__device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &sh, const int32_t *sel,
+                                                Union &un, __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
+                                                __nv_bfloat16 (*Vt)[16 * NT * (D + 8)],
+                                                const __nv_bfloat16 *kg, const __nv_bfloat16 *vg,
+                                                size_t stride, int warp, int lane, Step step)
+{
+    const bool mine = warp == 0 && (size_t)lane < bk.ntok; // warp 0, lane = token
+    const int32_t *srow = sel + ((bk.b * sh.S + bk.t0 + (mine ? (size_t)lane : 0)) * sh.Hk + bk.g) * sh.n;
+    size_t ptr = 0;
+    int hv = INT_MAX; // the lane's next selected block (INT_MAX: none left)
+    if (mine && sh.n > 0 && srow[0] >= 0) hv = srow[0];
+    const size_t ntb = (sh.ls + 15) / 16; // sub-tiles per selection block
+    for (;;) {
+        __syncthreads(); // the previous round's list is consumed
+        if (warp == 0) {
+            int cnt = 0;
+            while (cnt < kChunk) {
+                const int nx = warp_min_i(hv); // warp-uniform
+                if (nx == INT_MAX) break;
+                const unsigned int bal = __ballot_sync(0xffffffffu, hv == nx);
+                if (lane == 0) {
+                    un.ulist[cnt] = nx;
+                    un.umask[cnt] = bal;
+                }
+                if (hv == nx) {
+                    ++ptr;
+                    hv = ptr < sh.n && srow[ptr] >= 0 ? srow[ptr] : INT_MAX;
+                }
+                ++cnt;
+            }
+            if (lane == 0) un.ucnt = cnt;
+        }
+        __syncthreads();
+        const int cnt = un.ucnt;
+        if (cnt == 0) break;
+        const size_t ntiles = (size_t)cnt * ntb;
+        auto desc = [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
+            const size_t u = x / ntb, s0 = (size_t)un.ulist[u] * sh.ls,
+                         bend = s0 + sh.ls < bk.tend ? s0 + sh.ls : bk.tend;
+            k0 = s0 + 16 * (x - u * ntb);
+            nk = k0 < bend ? (bend - k0 < 16 ? (int)(bend - k0) : 16) : 0;
+            tm = un.umask[u];
+            need = (tm & bk.wmask) != 0u && k0 <= bk.wt1;
+        };
+        auto vis = [&](int i, size_t k0, int nk, unsigned int tm, int &lo, int &hi) {
+            lo = 0;
+            hi = bk.rw.ok[i] && ((tm >> bk.rw.tok[i]) & 1u) != 0u ? causal_hi(bk.rw.t[i], k0, nk) : 0;
+        };
+        run_stream<D, NT>(Kt, Vt, kg, vg, stride, ntiles, desc,
+                          [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
+                              step(desc, vis, Ks, Vs, y, ntiles);
+                          });
+    }
+}
+
+// The sliding window's key stream of item bk: the keys [t0 + 1 - w, tend) in
+// 16-key sub-tiles; row t sees s iff t - w < s <= t. step as selected_stream's.
+template <int D, int NT, typename Step>
+__device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh,
+                                              __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
+                                              __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg,
+                                              const __nv_bfloat16 *vg, size_t stride, Step step)
+{
+    const size_t wlo = bk.t0 + 1 > sh.w ? bk.t0 + 1 - sh.w : 0, ntiles = (bk.tend - wlo + 15) / 16;
+    auto desc = [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
+        k0 = wlo + 16 * x;
+        nk = bk.tend - k0 < 16 ? (int)(bk.tend - k0) : 16;
+        need = bk.wany && k0 <= bk.wt1 && k0 + (size_t)nk + sh.w > bk.wt0 + 1;
+        tm = 0xffffffffu;
+    };
+    auto vis = [&](int i, size_t k0, int nk, unsigned int, int &lo, int &hi) {
+        // s sees t - w < s <= t: the first visible key is t + 1 - w
+        const size_t first = bk.rw.t[i] + 1 > sh.w ? bk.rw.t[i] + 1 - sh.w : 0;
+        lo = first <= k0 ? 0 : (first - k0 < (size_t)nk ? (int)(first - k0) : nk);
+        hi = bk.rw.ok[i] ? causal_hi(bk.rw.t[i], k0, nk) : 0;
+    };
+    run_stream<D, NT>(Kt, Vt, kg, vg, stride, ntiles, desc,
+                      [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
+                          step(desc, vis, Ks, Vs, y, ntiles);
+                      });
+}
 } // namespace nsa_sw
 
-// mf-budget: regs<=208 smem<=47104 spill=0  (sm_90 measured: regs 160/177/205/197, smem 15620/25860/46340/35076 at D = 16/32/64/128, stack 0; 64-key stages (16 at D = 128); min 2 CTAs per SM: ptxas otherwise capped some at 168 and spilled)
+// mf-budget: regs<=208 smem<=47104 spill=0  (sm_90 measured: regs 160/177/208/197, smem 15632/25872/46352/35088 at D = 16/32/64/128, stack 0; 64-key stages (16 at D = 128); min 2 CTAs per SM: ptxas otherwise capped some at 168 and spilled)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -713,107 +784,37 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
     __shared__ __align__(16) __nv_bfloat16 Kt[2][16 * NT * LDS];
     __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * NT * LDS];
-    __shared__ int ulist[kChunk];          // union blocks of one merge round, increasing
-    __shared__ unsigned int umask[kChunk]; //   and the tokens (bits) that selected each
-    __shared__ int ucnt;
+    __shared__ Union un;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2;
     const float scale_log2 = sh.scale * nsa_mma::kLog2e;
     const size_t kstride = sh.Hk * D;
     const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
-        const size_t tb = item % nblk, g = (item / nblk) % sh.Hk, b = item / (nblk * sh.Hk);
-        const size_t t0 = tb * QT, tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0;
-        const size_t nrows = ntok * sh.G;
-        Rows rw;
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i) {
-            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
-            rw.ok[i] = r < nrows;
-            rw.tok[i] = rw.ok[i] ? (int)(r / sh.G) : 0;
-            rw.t[i] = t0 + (size_t)rw.tok[i];
-        }
-        // this warp's tokens [wt0, wt1] (none when its rows are all padding)
-        const size_t wr0 = (size_t)(16 * warp), wr1 = wr0 + 16 < nrows ? wr0 + 16 : nrows;
-        const bool wany = wr0 < nrows;
-        const size_t wt0 = wany ? t0 + wr0 / sh.G : 0, wt1 = wany ? t0 + (wr1 - 1) / sh.G : 0;
-        unsigned int wmask = 0u;
-        for (size_t u = wt0 - t0; wany && u <= wt1 - t0; ++u) wmask |= 1u << u;
+        const Blk bk = blk_of(sh, item, QT, nblk, warp, g8);
+        const size_t b = bk.b, g = bk.g;
         __syncthreads(); // the previous item's tiles are consumed
         for (int c = tid; c < kRows * (D / 8); c += kThreadsS) {
             const int r = c / (D / 8), col = (c % (D / 8)) * 8;
-            const bool in = (size_t)r < nrows;
+            const bool in = (size_t)r < bk.nrows;
             const size_t gr =
-                in ? (b * sh.S + t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
+                in ? (b * sh.S + bk.t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
             cp_async16(Qs + r * LDS + col, q + gr * D + (size_t)col, in ? 16u : 0u);
         }
         cp_async_wait_all(); // published by the merge round's barriers below
         const __nv_bfloat16 *kg = k + (b * sh.S * sh.Hk + g) * D, *vg = v + (b * sh.S * sh.Hk + g) * D;
         Acc<D> acc;
+        auto step = [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
+                        size_t ntiles) {
+            stage_step<D, NT>(acc, Qw, Ks, Vs, desc, y, ntiles, scale_log2, lane, vis);
+        };
         // selected branch: the union of the tokens' selections, kChunk entries per round
         acc_init(acc);
-        const bool mine = warp == 0 && (size_t)lane < ntok; // warp 0, lane = token
-        const int32_t *srow = sel + ((b * sh.S + t0 + (mine ? (size_t)lane : 0)) * sh.Hk + g) * sh.n;
-        size_t ptr = 0;
-        int hv = INT_MAX; // the lane's next selected block (INT_MAX: none left)
-        if (mine && sh.n > 0 && srow[0] >= 0) hv = srow[0];
-        const size_t ntb = (sh.ls + 15) / 16; // sub-tiles per selection block
-        for (;;) {
-            __syncthreads(); // the previous round's list is consumed
-            if (warp == 0) {
-                int cnt = 0;
-                while (cnt < kChunk) {
-                    const int nx = warp_min_i(hv); // warp-uniform
-                    if (nx == INT_MAX) break;
-                    const unsigned int bal = __ballot_sync(0xffffffffu, hv == nx);
-                    if (lane == 0) {
-                        ulist[cnt] = nx;
-                        umask[cnt] = bal;
-                    }
-                    if (hv == nx) {
-                        ++ptr;
-                        hv = ptr < sh.n && srow[ptr] >= 0 ? srow[ptr] : INT_MAX;
-                    }
-                    ++cnt;
-                }
-                if (lane == 0) ucnt = cnt;
-            }
-            __syncthreads();
-            const int cnt = ucnt;
-            if (cnt == 0) break;
-            run_stream<D, NT>(
-                acc, Qw, Kt, Vt, kg, vg, kstride, (size_t)cnt * ntb, scale_log2, lane,
-                [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
-                    const size_t u = x / ntb, s0 = (size_t)ulist[u] * sh.ls,
-                                 bend = s0 + sh.ls < tend ? s0 + sh.ls : tend;
-                    k0 = s0 + 16 * (x - u * ntb);
-                    nk = k0 < bend ? (bend - k0 < 16 ? (int)(bend - k0) : 16) : 0;
-                    tm = umask[u];
-                    need = (tm & wmask) != 0u && k0 <= wt1;
-                },
-                [&](int i, size_t k0, int nk, unsigned int tm, int &lo, int &hi) {
-                    lo = 0;
-                    hi = rw.ok[i] && ((tm >> rw.tok[i]) & 1u) != 0u ? causal_hi(rw.t[i], k0, nk) : 0;
-                });
-        }
-        finish_rows<D>(acc, rw, out, lse, g_slc, 1, sh, b, g, lane);
+        selected_stream<D, NT>(bk, sh, sel, un, Kt, Vt, kg, vg, kstride, warp, lane, step);
+        finish_rows<D>(acc, bk.rw, out, lse, g_slc, 1, sh, b, g, lane);
         // sliding window: keys [t0 + 1 - w, tend)
         acc_init(acc);
-        const size_t wlo = t0 + 1 > sh.w ? t0 + 1 - sh.w : 0;
-        run_stream<D, NT>(
-            acc, Qw, Kt, Vt, kg, vg, kstride, (tend - wlo + 15) / 16, scale_log2, lane,
-            [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
-                k0 = wlo + 16 * x;
-                nk = tend - k0 < 16 ? (int)(tend - k0) : 16;
-                need = wany && k0 <= wt1 && k0 + (size_t)nk + sh.w > wt0 + 1;
-                tm = 0xffffffffu;
-            },
-            [&](int i, size_t k0, int nk, unsigned int, int &lo, int &hi) {
-                // s sees t - w < s <= t: the first visible key is t + 1 - w
-                const size_t first = rw.t[i] + 1 > sh.w ? rw.t[i] + 1 - sh.w : 0;
-                lo = first <= k0 ? 0 : (first - k0 < (size_t)nk ? (int)(first - k0) : nk);
-                hi = rw.ok[i] ? causal_hi(rw.t[i], k0, nk) : 0;
-            });
-        finish_rows<D>(acc, rw, out, lse, g_win, 2, sh, b, g, lane);
+        window_stream<D, NT>(bk, sh, Kt, Vt, kg, vg, kstride, step);
+        finish_rows<D>(acc, bk.rw, out, lse, g_win, 2, sh, b, g, lane);
     }
 }
 
@@ -1482,199 +1483,274 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// ---- bf16 tensor-core backward: selected and sliding branches on mma.sync ------------
-// One warp per (b, t, KV group), its m16 tile holding the group's G heads (rows
-// G..15 zero), as nsa_mma_fwd_kernel. Per branch (selected, window):
-//   1. o recomputed over the branch's keys (attend_tiles with P split hi + lo,
-//      ~2^-16), dg = dout . o, Delta = gate dg (FlashAttention-2's rowsum(dO o)
-//      of the gated output);
-//   2. per 16-key tile: S = Q K^T and dP = dO V^T (mma.sync), P = 2^(S log2e scale
-//      - lse log2e) from the forward's saved lse, dS = P (gate dP - Delta);
-//      dQ += dS K in registers (A = dS straight from the accumulators), and
-//      dK += dS^T Q, dV += (gate P)^T dO (A = dS^T, (gate P)^T by ldmatrix.trans
-//      from a 16 x 16 staging tile), added to the fp32 dk, dv with atomicAdd:
-//      neighbouring queries and the group's shared selection hit the same keys.
-// dq[row] += scale dQ at the end (nsa_bwd_kernel wrote the compression
-// branch's part first, same stream).
 namespace nsa_mma {
-template <int D>
-__device__ __forceinline__ void
-bwd_tiles(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs, __nv_bfloat16 *Ks,
-          __nv_bfloat16 *Vs, __nv_bfloat16 *Ss, __nv_bfloat16 *Pt, const __nv_bfloat16 *kg,
-          const __nv_bfloat16 *vg, float *dkg, float *dvg, size_t stride, size_t s0, size_t s1,
-          float scale_log2, float scale, const float lse2[2], const float delta[2], const float gate[2],
-          int G, int lane)
+// A 16-key x 16-column piece of dK (times scale) and dV (ck, cv: two n8
+// accumulator tiles, row = key k0 + row, column c0 + col) added to the fp32
+// dk, dv rows (row s at s * stride) by atomicAdd; keys past nk are skipped.
+__device__ __forceinline__ void add_dkdv(float *dkg, float *dvg, const float ck[2][4], const float cv[2][4],
+                                         size_t k0, int nk, size_t stride, int c0, float scale, int lane)
 {
-    constexpr int LDS = D + 8, LDX = 24;
     const int g8 = lane >> 2, t4 = lane & 3;
-    for (size_t k0 = s0; k0 < s1; k0 += 16) {
-        const int nk = s1 - k0 < 16 ? (int)(s1 - k0) : 16;
-        __syncwarp(); // the previous tile's reads are done
-        load16<D>(Ks, kg + k0 * stride, stride, nk, lane);
-        load16<D>(Vs, vg + k0 * stride, stride, nk, lane);
-        cp_async_wait_all();
-        __syncwarp();
-        float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-        float dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        const int key = g8 + 8 * i;
+        if (key >= nk) continue;
         MF_UNROLL
-        for (int kk = 0; kk < D / 16; ++kk) {
-            uint32_t qa[4], da[4], b[4];
-            const int aoff = (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8;
-            const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-            ldsm_x4(qa, Qs + aoff);
-            ldsm_x4(da, dOs + aoff);
-            ldsm_x4(b, Ks + boff);
-            mma_x2(s[0], s[1], qa, b);
-            ldsm_x4(b, Vs + boff);
-            mma_x2(dp[0], dp[1], da, b);
-        }
-        // element e of n8 tile n: head row g8 + 8 (e >> 1), key k0 + 8 n + 2 t4 + (e & 1)
-        MF_UNROLL
-        for (int n = 0; n < 2; ++n) MF_UNROLL
-        for (int e = 0; e < 4; ++e) {
-            const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
-            const bool ok = j < nk && r < G;
-            const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
-            const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
-            dp[n][e] = ds;
-            Ss[r * LDX + j] = __float2bfloat16_rn(ds);
-            Pt[r * LDX + j] = __float2bfloat16_rn(gate[i] * p);
-        }
-        // dQ += dS K: B[k=key][n=c] = K[key][c] (row-major B: ldmatrix.trans)
-        uint32_t sa[4];
-        c_to_a(sa, dp[0], dp[1]);
-        MF_UNROLL
-        for (int np = 0; np < D / 16; ++np) {
-            uint32_t b[4];
-            ldsm_x4_t(b, Ks + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
-            mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, b);
-        }
-        __syncwarp(); // dS and gate P staged
-        // A = dS^T, (gate P)^T [key][head]: 8x8 block (R0, C0) of the transpose is
-        // the transposed block (C0, R0) of the [head][key] tile (ldmatrix.trans).
-        uint32_t dsT[4], pT[4];
-        const int toff = ((lane >> 4) * 8 + (lane & 7)) * LDX + ((lane >> 3) & 1) * 8;
-        ldsm_x4_t(dsT, Ss + toff);
-        ldsm_x4_t(pT, Pt + toff);
-        MF_UNROLL
-        for (int np = 0; np < D / 16; ++np) {
-            float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
-            uint32_t b[4];
-            ldsm_x4_t(b, Qs + off); // B[k=head][n=c] = Q[head][c]
-            mma_x2(ck[0], ck[1], dsT, b);
-            ldsm_x4_t(b, dOs + off);
-            mma_x2(cv[0], cv[1], pT, b);
-            MF_UNROLL
-            for (int i = 0; i < 2; ++i) {
-                const int key = g8 + 8 * i;
-                if (key >= nk) continue;
-                MF_UNROLL
-                for (int h = 0; h < 2; ++h) {
-                    const size_t at = (k0 + (size_t)key) * stride + (size_t)(np * 16 + h * 8 + 2 * t4);
-                    atomicAdd(dkg + at, ck[h][2 * i] * scale);
-                    atomicAdd(dkg + at + 1, ck[h][2 * i + 1] * scale);
-                    atomicAdd(dvg + at, cv[h][2 * i]);
-                    atomicAdd(dvg + at + 1, cv[h][2 * i + 1]);
-                }
-            }
+        for (int h = 0; h < 2; ++h) {
+            const size_t at = (k0 + (size_t)key) * stride + (size_t)(c0 + h * 8 + 2 * t4);
+            atomicAdd(dkg + at, ck[h][2 * i] * scale);
+            atomicAdd(dkg + at + 1, ck[h][2 * i + 1] * scale);
+            atomicAdd(dvg + at, cv[h][2 * i]);
+            atomicAdd(dvg + at + 1, cv[h][2 * i + 1]);
         }
     }
 }
 } // namespace nsa_mma
 
-// mf-budget: regs<=232 smem<=45056 spill=0  (sm_90 measured: regs 92/116/164/229, smem 18432/26624/43008/37888 at D = 16/32/64/128, stack 0)
+// ---- bf16 tensor-core backward: selected and sliding branches, query-blocked ---------
+// The CTAs of nsa_mma_fwd_kernel: one CTA (4 warps, 64 rows) per (b, KV group,
+// QT = min(32, 64 / G) consecutive tokens), row r = (token t0 + r / G, head
+// r % G), warp w owning rows 16w..16w+15; the same key streams (the union of
+// the tokens' selections, merged round by round, and the window [t0 + 1 - w,
+// tend)), here in 32-key stages (16 at D = 128; cp.async, double-buffered).
+// Q and dO of the 64 rows are staged once per CTA. Shared memory is dynamic
+// (bwd_smem_bytes: 46.3 KB at D = 64, 57.3 KB at D = 128). Per branch
+// (selected, window):
+//   1. o recomputed over the branch's stream (stage_step with P split hi + lo,
+//      ~2^-16), dg = dout . o / l, Delta = gate dg (FlashAttention-2's
+//      rowsum(dO o) of the gated output), with the forward's lse per row;
+//   2. the stream again, per stage (grad_stage): each warp computes S = Q K^T
+//      and dP = dO V^T for its m16 rows, P = 2^(S log2e scale - lse log2e),
+//      dS = P (gate dP - Delta) (a masked key: P = dS = 0 exactly), dQ += dS K
+//      in registers; dS and gate P go to shared memory as bf16 [row][key]
+//      (rounded once, as the per-token kernel this replaced); after a barrier the warps
+//      share the stage's (16-key sub-tile, 16 columns) pieces of dK += dS^T Q
+//      and dV += (gate P)^T dO over the CTA's 64 rows (A = dS^T, (gate P)^T by
+//      ldmatrix.trans, B = Q, dO by ldmatrix.trans), added to the fp32 dk, dv
+//      with one atomicAdd per (key, column) and CTA (neighbouring CTAs' windows
+//      and selections still hit the same keys);
+//   3. dq[row] += scale dQ (the compression kernel wrote dq first, same stream).
+namespace nsa_sw {
+// 16-key sub-tiles per backward stage: 32 keys (D = 128: 16). Registers: 32
+// keys already take the D = 64 instance to 234 (64 would add 32 for S and dP).
+template <int D> struct BwdStage {
+    static constexpr int value = D == 128 ? 1 : 2;
+};
+// Dynamic shared memory of nsa_mma_bwd_kernel<D>: Q and dO of the 64 rows, two
+// K/V stages, the dS and gate P tiles [64][16 NT + 8], the union round.
+template <int D> constexpr size_t bwd_smem_bytes()
+{
+    constexpr size_t NT = BwdStage<D>::value, LDS = D + 8, LDX = 16 * NT + 8;
+    return 2 * (kRows * LDS * 2) + 2 * (2 * 16 * NT * LDS * 2) + 2 * (kRows * LDX * 2) + sizeof(Union);
+}
+
+// The backward's statistics of the lane's two row slots: lse (base 2), Delta,
+// gate (0 for padding rows).
+struct RowGrad {
+    float lse2[2], delta[2], gate[2];
+};
+
+// After the recomputation of o (acc) over branch x's keys: dg = dout . o / l
+// (written to dgo), the row's gate, base-2 lse and Delta = gate dg.
 template <int D>
-__global__ void __launch_bounds__(32 * nsa_mma::Warps<D>::value)
+__device__ __forceinline__ void row_grad(RowGrad &rg, const nsa_mma::Acc<D> &acc, const Blk &bk,
+                                         const __nv_bfloat16 *dOs, const __nv_bfloat16 *gp, const float *lse,
+                                         float *dgo, int x, const NsaShape &sh, int warp, int lane)
+{
+    constexpr int LDS = D + 8;
+    const int t4 = lane & 3;
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        const int r = 16 * warp + (lane >> 2) + 8 * i; // the CTA's row: head r % G of token t
+        float dg = 0.0f;
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) {
+            const __nv_bfloat16 *dr = dOs + r * LDS + n * 8 + 2 * t4;
+            dg += __bfloat162float(dr[0]) * acc.o[n][2 * i] + __bfloat162float(dr[1]) * acc.o[n][2 * i + 1];
+        }
+        dg = quad_sum(dg);
+        const bool ok = bk.rw.ok[i];
+        const size_t row = (bk.b * sh.S + bk.rw.t[i]) * sh.Hq + bk.g * sh.G + (size_t)r % sh.G;
+        dg = ok ? dg / acc.l[i] : 0.0f; // a real row sees its own token: l > 0
+        rg.gate[i] = ok ? __bfloat162float(gp[row]) : 0.0f;
+        rg.lse2[i] = ok ? lse[row * 3 + (size_t)x] * nsa_mma::kLog2e : 0.0f;
+        rg.delta[i] = rg.gate[i] * dg;
+        if (ok && t4 == 0) dgo[row] = dg;
+    }
+}
+
+// Stage y of the backward (CTA-wide, one barrier inside; run_stream's barriers
+// around it). Qs, dOs: the CTA's 64 rows; Ss, Ps: [64][16 NT + 8] bf16.
+template <int D, int NT, typename Desc, typename Vis>
+__device__ __forceinline__ void
+grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs, const __nv_bfloat16 *Ks,
+           const __nv_bfloat16 *Vs, __nv_bfloat16 *Ss, __nv_bfloat16 *Ps, Desc &desc, size_t y, size_t ntiles,
+           const RowGrad &rg, float scale_log2, float scale, float *dkg, float *dvg, size_t stride, int warp,
+           int lane, Vis &vis)
+{
+    constexpr int LDS = D + 8, LDX = 16 * NT + 8;
+    const int g8 = lane >> 2, t4 = lane & 3;
+    unsigned int needm, seen;
+    stage_bits<NT>(needm, seen, desc, y, ntiles, lane, vis);
+    float s[2 * NT][4], dp[2 * NT][4];
+    MF_UNROLL
+    for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
+    for (int e = 0; e < 4; ++e) s[n][e] = dp[n][e] = 0.0f;
+    if (needm != 0u) { // S = Q K^T, dP = dO V^T for the warp's rows
+        MF_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk) {
+            uint32_t qa[4], da[4];
+            const int aoff = (16 * warp + (lane & 15)) * LDS + kk * 16 + (lane >> 4) * 8;
+            ldsm_x4(qa, Qs + aoff);
+            ldsm_x4(da, dOs + aoff);
+            MF_UNROLL
+            for (int j = 0; j < NT; ++j) {
+                if (((needm >> j) & 1u) == 0u) continue;
+                uint32_t b[4];
+                const int boff =
+                    (16 * j + (lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
+                ldsm_x4(b, Ks + boff);
+                mma_x2(s[2 * j], s[2 * j + 1], qa, b);
+                ldsm_x4(b, Vs + boff);
+                mma_x2(dp[2 * j], dp[2 * j + 1], da, b);
+            }
+        }
+    }
+    // element e of n8 tile 2 j + n: row slot i = e >> 1, key 8 n + 2 t4 + (e & 1) of
+    // sub-tile j; dp becomes dS, s becomes gate P (a masked key: exactly 0)
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) MF_UNROLL
+    for (int n = 0; n < 2; ++n) {
+        MF_UNROLL
+        for (int e = 0; e < 4; ++e) {
+            const int i = e >> 1;
+            const bool on = ((seen >> (8 * j + 4 * i + 2 * n + (e & 1))) & 1u) != 0u;
+            const float p = on ? exp2f(s[2 * j + n][e] * scale_log2 - rg.lse2[i]) : 0.0f;
+            dp[2 * j + n][e] = on ? p * (rg.gate[i] * dp[2 * j + n][e] - rg.delta[i]) : 0.0f;
+            s[2 * j + n][e] = rg.gate[i] * p;
+        }
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const int off = (16 * warp + g8 + 8 * i) * LDX + 16 * j + 8 * n + 2 * t4;
+            *reinterpret_cast<__nv_bfloat162 *>(Ss + off) =
+                __floats2bfloat162_rn(dp[2 * j + n][2 * i], dp[2 * j + n][2 * i + 1]);
+            *reinterpret_cast<__nv_bfloat162 *>(Ps + off) =
+                __floats2bfloat162_rn(s[2 * j + n][2 * i], s[2 * j + n][2 * i + 1]);
+        }
+    }
+    // dQ += dS K: B[k=key][n=c] = K[key][c] (row-major B: ldmatrix.trans)
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) {
+        if (((needm >> j) & 1u) == 0u) continue;
+        uint32_t sa[4];
+        c_to_a(sa, dp[2 * j], dp[2 * j + 1]);
+        MF_UNROLL
+        for (int np = 0; np < D / 16; ++np) {
+            uint32_t b[4];
+            ldsm_x4_t(b,
+                      Ks + (16 * j + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
+            mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, b);
+        }
+    }
+    __syncthreads(); // the CTA's dS and gate P staged
+    // dK += dS^T Q, dV += (gate P)^T dO over the 64 rows, one (sub-tile j, 16
+    // columns cg) piece per warp at a time. A = dS^T [key][row]: 8x8 block (R0,
+    // C0) of the transpose is the transposed block (C0, R0) of the [row][key]
+    // tile (ldmatrix.trans); B[k=row][n=c] = Q[row][c], dO[row][c].
+    for (int pc = warp; pc < NT * (D / 16); pc += kWarps) {
+        const int j = pc / (D / 16), cg = pc % (D / 16);
+        const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
+        if (sd.nk == 0) continue;
+        float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+        float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+        MF_UNROLL
+        for (int kk = 0; kk < kRows / 16; ++kk) {
+            uint32_t dsT[4], pT[4], b[4];
+            const int toff = (16 * kk + (lane >> 4) * 8 + (lane & 7)) * LDX + 16 * j + ((lane >> 3) & 1) * 8;
+            ldsm_x4_t(dsT, Ss + toff);
+            ldsm_x4_t(pT, Ps + toff);
+            const int off = (16 * kk + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + cg * 16 + (lane >> 4) * 8;
+            ldsm_x4_t(b, Qs + off);
+            mma_x2(ck[0], ck[1], dsT, b);
+            ldsm_x4_t(b, dOs + off);
+            mma_x2(cv[0], cv[1], pT, b);
+        }
+        nsa_mma::add_dkdv(dkg, dvg, ck, cv, sd.k0, sd.nk, stride, cg * 16, scale, lane);
+    }
+}
+} // namespace nsa_sw
+
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 180/197/220/242 at D = 16/32/64/128, stack 0; dynamic smem 22.3 / 30.3 / 46.3 / 57.3 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
+template <int D>
+__global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
                        const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
                        const __nv_bfloat16 *__restrict__ g_win, const __nv_bfloat16 *__restrict__ dout,
                        const float *__restrict__ lse, const int32_t *__restrict__ sel, float *__restrict__ dq,
                        float *dk, float *dv, float *__restrict__ dg_slc, float *__restrict__ dg_win,
-                       NsaShape sh, size_t total)
+                       NsaShape sh, size_t QT, size_t nblk, size_t total)
 {
-    using namespace nsa_mma;
-    constexpr int W = Warps<D>::value, LDS = D + 8, LDX = 24;
-    __shared__ __align__(16) __nv_bfloat16 tiles[W][4][16 * LDS]; // Q, K, V, dO per warp
-    __shared__ __align__(16) __nv_bfloat16 stage[W][2][16 * LDX]; // dS, gate P [head][key]
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g8 = lane >> 2, t4 = lane & 3;
-    __nv_bfloat16 *Qs = tiles[warp][0], *Ks = tiles[warp][1], *Vs = tiles[warp][2], *dOs = tiles[warp][3];
-    const float scale_log2 = sh.scale * kLog2e;
-    const size_t kstride = sh.Hk * sh.D;
-    const int G = (int)sh.G;
-    for (size_t item = (size_t)blockIdx.x * W + (size_t)warp; item < total; item += (size_t)gridDim.x * W) {
-        const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
-        const size_t row0 = (b * sh.S + t) * sh.Hq + g * sh.G, koff = (b * sh.S * sh.Hk + g) * D;
-        __syncwarp(); // the previous item's Q and dO reads are done
-        load16<D>(Qs, q + row0 * D, D, G, lane);
-        load16<D>(dOs, dout + row0 * D, D, G, lane);
-        cp_async_wait_all();
-        __syncwarp();
-        const int32_t *srow = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
-        const size_t w0 = t + 1 > sh.w ? t + 1 - sh.w : 0;
-        float dqa[D / 8][4];
-        MF_UNROLL
-        for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
+    using namespace nsa_sw;
+    constexpr int LDS = D + 8, NT = BwdStage<D>::value, LDX = 16 * NT + 8;
+    extern __shared__ __align__(16) unsigned char nsa_bwd_smem[]; // bwd_smem_bytes<D>()
+    __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(nsa_bwd_smem);
+    __nv_bfloat16 *dOs = Qs + kRows * LDS;
+    auto Kt = reinterpret_cast<__nv_bfloat16(*)[16 * NT * LDS]>(dOs + kRows * LDS); // [2] stages
+    auto Vt = Kt + 2;
+    __nv_bfloat16 *Ss = reinterpret_cast<__nv_bfloat16 *>(Vt + 2); // dS [row][key] of a stage
+    __nv_bfloat16 *Ps = Ss + kRows * LDX;                          // gate P [row][key]
+    Union &un = *reinterpret_cast<Union *>(Ps + kRows * LDX);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t4 = lane & 3;
+    const float scale_log2 = sh.scale * nsa_mma::kLog2e;
+    const size_t kstride = sh.Hk * D;
+    const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const Blk bk = blk_of(sh, item, QT, nblk, warp, lane >> 2);
+        const size_t koff = (bk.b * sh.S * sh.Hk + bk.g) * D;
+        __syncthreads(); // the previous item's tiles are consumed
+        nsa_cmp::Item it;
+        it.nrows = bk.nrows;
+        it.rbase = (bk.b * sh.S + bk.t0) * sh.Hq + bk.g * sh.G;
+        nsa_cmp::stage_rows<D, true>(Qs, q, dOs, dout, sh, it);
+        cp_async_wait_all(); // published by the streams' first barriers
+        // branch x (1: selected, 2: window): the stream of its keys, step per stage
+        auto walk = [&](int x, auto step) {
+            if (x == 1)
+                selected_stream<D, NT>(bk, sh, sel, un, Kt, Vt, k + koff, v + koff, kstride, warp, lane,
+                                       step);
+            else
+                window_stream<D, NT>(bk, sh, Kt, Vt, k + koff, v + koff, kstride, step);
+        };
         for (int x = 1; x < 3; ++x) {
-            const size_t nr = x == 1 ? sh.n : 1; // key ranges: the selected blocks, or the window
-            float gate[2], lse2[2], delta[2];
+            RowGrad rg;
             {
-                Acc<D> acc;
-                acc_init(acc);
-                for (size_t e = 0; e < nr; ++e) {
-                    size_t s0 = w0, s1 = t + 1;
-                    if (x == 1) {
-                        const int32_t i = srow[e];
-                        if (i < 0) break;
-                        s0 = (size_t)i * sh.ls;
-                        s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                    }
-                    attend_tiles<D, true>(acc, Qs, Ks, Vs, k + koff, v + koff, kstride, s0, s1, scale_log2,
-                                          lane);
-                }
-                const __nv_bfloat16 *gp = x == 1 ? g_slc : g_win;
-                float *dgo = x == 1 ? dg_slc : dg_win;
-                MF_UNROLL
-                for (int i = 0; i < 2; ++i) {
-                    const int r = g8 + 8 * i;
-                    float dg = 0.0f;
-                    MF_UNROLL
-                    for (int n = 0; n < D / 8; ++n) {
-                        const __nv_bfloat16 *dr = dOs + r * LDS + n * 8 + 2 * t4;
-                        dg += __bfloat162float(dr[0]) * acc.o[n][2 * i] +
-                              __bfloat162float(dr[1]) * acc.o[n][2 * i + 1];
-                    }
-                    dg = quad_sum(dg) / acc.l[i];
-                    const bool ok = r < G;
-                    gate[i] = ok ? __bfloat162float(gp[row0 + (size_t)r]) : 0.0f;
-                    lse2[i] = ok ? lse[(row0 + (size_t)r) * 3 + (size_t)x] * kLog2e : 0.0f;
-                    delta[i] = ok ? gate[i] * dg : 0.0f;
-                    if (ok && t4 == 0) dgo[row0 + (size_t)r] = dg;
-                }
+                nsa_mma::Acc<D> acc;
+                nsa_mma::acc_init(acc);
+                walk(x, [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
+                            size_t ntiles) {
+                    stage_step<D, NT, true>(acc, Qw, Ks, Vs, desc, y, ntiles, scale_log2, lane, vis);
+                });
+                row_grad<D>(rg, acc, bk, dOs, x == 1 ? g_slc : g_win, lse, x == 1 ? dg_slc : dg_win, x, sh,
+                            warp, lane);
             }
-            for (size_t e = 0; e < nr; ++e) {
-                size_t s0 = w0, s1 = t + 1;
-                if (x == 1) {
-                    const int32_t i = srow[e];
-                    if (i < 0) break;
-                    s0 = (size_t)i * sh.ls;
-                    s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                }
-                bwd_tiles<D>(dqa, Qs, dOs, Ks, Vs, stage[warp][0], stage[warp][1], k + koff, v + koff,
-                             dk + koff, dv + koff, kstride, s0, s1, scale_log2, sh.scale, lse2, delta, gate,
-                             G, lane);
-            }
-        }
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i) {
-            const int r = g8 + 8 * i;
-            if (r >= G) continue;
+            float dqa[D / 8][4];
             MF_UNROLL
-            for (int n = 0; n < D / 8; ++n) {
-                float *o = dq + (row0 + (size_t)r) * D + (size_t)(n * 8 + 2 * t4);
-                o[0] += sh.scale * dqa[n][2 * i];
-                o[1] += sh.scale * dqa[n][2 * i + 1];
+            for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
+            walk(x, [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
+                        size_t ntiles) {
+                grad_stage<D, NT>(dqa, Qs, dOs, Ks, Vs, Ss, Ps, desc, y, ntiles, rg, scale_log2, sh.scale,
+                                  dk + koff, dv + koff, kstride, warp, lane, vis);
+            });
+            MF_UNROLL
+            for (int i = 0; i < 2; ++i) {
+                if (!bk.rw.ok[i]) continue;
+                const size_t r = (size_t)(16 * warp + (lane >> 2) + 8 * i);
+                float *o = dq + ((bk.b * sh.S + bk.rw.t[i]) * sh.Hq + bk.g * sh.G + r % sh.G) * D;
+                MF_UNROLL
+                for (int n = 0; n < D / 8; ++n) {
+                    o[n * 8 + 2 * t4] += sh.scale * dqa[n][2 * i];
+                    o[n * 8 + 2 * t4 + 1] += sh.scale * dqa[n][2 * i + 1];
+                }
             }
         }
     }
@@ -2006,18 +2082,27 @@ __global__ void __launch_bounds__(256)
 static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const void *v);
 
 template <int D>
-static void launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
-                           const void *v, const void *gs, const void *gw, const void *dout, const float *lse,
-                           const int32_t *sel, float *dq, float *dk, float *dv, float *dgs, float *dgw,
-                           size_t total)
+static mf_status launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
+                                const void *v, const void *gs, const void *gw, const void *dout,
+                                const float *lse, const int32_t *sel, float *dq, float *dk, float *dv,
+                                float *dgs, float *dgw)
 {
-    constexpr int W = nsa_mma::Warps<D>::value;
-    const size_t blocks = (total + W - 1) / W;
-    nsa_mma_bwd_kernel<D><<<grid_cap(blocks, kMaxGridX), 32 * W, 0, stream>>>(
-        static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
-        static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
-        static_cast<const __nv_bfloat16 *>(gw), static_cast<const __nv_bfloat16 *>(dout), lse, sel, dq, dk,
-        dv, dgs, dgw, sh, total);
+    const __nv_bfloat16 *q16 = static_cast<const __nv_bfloat16 *>(q),
+                        *k16 = static_cast<const __nv_bfloat16 *>(k),
+                        *v16 = static_cast<const __nv_bfloat16 *>(v),
+                        *gs16 = static_cast<const __nv_bfloat16 *>(gs),
+                        *gw16 = static_cast<const __nv_bfloat16 *>(gw),
+                        *do16 = static_cast<const __nv_bfloat16 *>(dout);
+    // query-blocked: the CTAs of nsa_mma_fwd_kernel (b, KV group, QT tokens)
+    const size_t QT = nsa_sw::tokens_per_cta(sh);
+    const size_t nblk = (sh.S + QT - 1) / QT, items = sh.B * sh.Hk * nblk;
+    constexpr size_t smem = nsa_sw::bwd_smem_bytes<D>();
+    MF_CUDA_CHECK(
+        cudaFuncSetAttribute(nsa_mma_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    nsa_mma_bwd_kernel<D><<<grid_cap(items, kMaxGridX), nsa_sw::kThreadsS, smem, stream>>>(
+        q16, k16, v16, gs16, gw16, do16, lse, sel, dq, dk, dv, dgs, dgw, sh, QT, nblk, items);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
 }
 
 // Compression branch's backward on the tensor cores (bf16, D <= 64): the CTAs of
@@ -2075,21 +2160,22 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
     }
     MF_LAUNCH_CHECK();
     if (mma) { // the selected and sliding branches on the tensor cores (same stream: dq written)
+        mf_status st;
         switch (sh.D) {
         case 16:
-            launch_mma_bwd<16>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<16>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         case 32:
-            launch_mma_bwd<32>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<32>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         case 64:
-            launch_mma_bwd<64>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<64>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         default:
-            launch_mma_bwd<128>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw, total);
+            st = launch_mma_bwd<128>(stream, sh, q, k, v, gs, gw, dout, lse, sel, dq, dk, dv, dgs, dgw);
             break;
         }
-        MF_LAUNCH_CHECK();
+        if (st != MF_OK) return st;
     }
     if (ncd > 0) {
         nsa_unpool_kernel<<<grid_blocks(nkv, 256, kMaxGridX), 256, 0, stream>>>(dkc, dvc, dk, dv, sh, nkv);
@@ -2111,9 +2197,7 @@ template <int D>
 static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k, const void *v,
                        const void *gs, const void *gw, const int32_t *sel, float *out, float *lse)
 {
-    // QT tokens per CTA: all G heads of each in the CTA's 64 rows, at most 32 (one mask bit each)
-    const size_t QT = (size_t)nsa_sw::kRows / sh.G < (size_t)nsa_sw::kMaxQT ? (size_t)nsa_sw::kRows / sh.G
-                                                                            : (size_t)nsa_sw::kMaxQT;
+    const size_t QT = nsa_sw::tokens_per_cta(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
     nsa_mma_fwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_sw::kThreadsS, 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),

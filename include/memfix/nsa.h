@@ -125,8 +125,11 @@
  *   defense would reject it as a candidate. f32 (or bf16 not eligible as
  *   above): SIMT, one thread block per (b, t, KV group). bf16, D in {16, 32,
  *   64, 128}, aligned (dout too): the selected and sliding branches on the
- *   tensor cores (one warp per (b, t, KV group), S, dP, dQ, dK, dV products on
- *   mma.sync, dS and gate*P rounded to bf16: tolerance row nsa.grad.bf16); for
+ *   tensor cores (S, dP, dQ, dK, dV products on mma.sync, dS and gate*P
+ *   rounded to bf16: tolerance row nsa.grad.bf16), query-blocked as the
+ *   forward (one CTA per (b, KV group, min(32, 64/G) tokens), each K/V stage
+ *   of the tokens' union of selections and windows loaded once per CTA, dk/dv
+ *   added once per (key, column) and CTA); for
  *   D <= 64 the compression branch's too (one CTA per (b, KV group, QT
  *   tokens) as the forward's compression kernel, kc/vc split into bf16 terms,
  *   dkc/dvc added per warp and 16-key tile); D = 128: that branch SIMT.
