@@ -66,6 +66,9 @@ struct NsaShape {
 };
 
 // ---- pooling: kc[b][g][j][c] = mean_{s in [j*d, j*d+l)} k[b][s][g][c] ----------
+// f32 storage: an fp32 mean. bf16 storage: the spec's bf16 kc/vc (reference/nsa.c
+// step 1): the mean in double (sum in s order, divided by l), rounded once by
+// mf_bf16_from_f64, bit-identical to the reference's.
 // mf-budget: regs<=40 smem<=0 spill=0
 template <typename T>
 __global__ void __launch_bounds__(256)
@@ -76,14 +79,25 @@ __global__ void __launch_bounds__(256)
          e += (size_t)gridDim.x * blockDim.x) {
         const size_t c = e % sh.D, j = (e / sh.D) % sh.nc, g = (e / (sh.D * sh.nc)) % sh.Hk;
         const size_t b = e / (sh.D * sh.nc * sh.Hk);
-        float sk = 0.0f, sv = 0.0f;
-        for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s) {
-            const size_t at = ((b * sh.S + s) * sh.Hk + g) * sh.D + c;
-            sk += to_f32(k[at]);
-            sv += to_f32(v[at]);
+        if constexpr (sizeof(T) == 2) { // bf16: the reference's double mean, rounded once to bf16
+            double sk = 0.0, sv = 0.0;  // (sums only, in s order: nothing to contract into an fma)
+            for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s) {
+                const size_t at = ((b * sh.S + s) * sh.Hk + g) * sh.D + c;
+                sk += (double)to_f32(k[at]);
+                sv += (double)to_f32(v[at]);
+            }
+            kc[e] = (float)mf_bf16_bits_to_f64(mf_bf16_from_f64(sk / (double)sh.l));
+            vc[e] = (float)mf_bf16_bits_to_f64(mf_bf16_from_f64(sv / (double)sh.l));
+        } else {
+            float sk = 0.0f, sv = 0.0f;
+            for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s) {
+                const size_t at = ((b * sh.S + s) * sh.Hk + g) * sh.D + c;
+                sk += to_f32(k[at]);
+                sv += to_f32(v[at]);
+            }
+            kc[e] = sk / (float)sh.l;
+            vc[e] = sv / (float)sh.l;
         }
-        kc[e] = sk / (float)sh.l;
-        vc[e] = sv / (float)sh.l;
     }
 }
 
@@ -1381,14 +1395,15 @@ __device__ __forceinline__ double score(const __nv_bfloat16 *__restrict__ q,
         double sk = 0.0;
         for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s)
             sk = dadd(sk, (double)__bfloat162float(k[((b * sh.S + s) * sh.Hk + g) * sh.D + c]));
-        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), sk / (double)sh.l));
+        const double kcj = mf_bf16_bits_to_f64(mf_bf16_from_f64(sk / (double)sh.l)); // bf16 kc, as the spec
+        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), kcj));
     }
     return dmul(acc, sh.scale_ref);
 }
 } // namespace nsa_chk
 
-// mf-budget: regs<=104 smem<=2048 spill=0  (sm_90 measured: regs 96, smem 1792, stack 0; not hot: ambiguous tokens only)
-__global__ void __launch_bounds__(kThreads)
+// mf-budget: regs<=112 smem<=2048 spill=0  (sm_90 measured: regs 105, smem 1792, stack 0; not hot: ambiguous tokens only; the min-blocks hint 1: without it, with kc rounded to bf16, ptxas capped it at 72 registers and spilled 92 bytes)
+__global__ void __launch_bounds__(kThreads, 1)
     nsa_recheck_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
                        int32_t *__restrict__ sel, const unsigned long long *__restrict__ flags,
                        const unsigned long long *__restrict__ nflag, NsaShape sh)

@@ -14,6 +14,10 @@
  * -----------------------------------------------------------------------
  * Compression: nc = S >= l ? (S - l)/d + 1 : 0 compressed blocks;
  *   kc[j] = mean_{s in [j*d, j*d+l)} k[s],  vc[j] likewise (phi = mean);
+ *   bf16 storage: kc, vc are bf16 tensors, as every tensor of a bf16 model
+ *   (the seed's compressed branch ran FlashAttention, bf16 inputs only): the
+ *   mean accumulated in double in s order, divided by l, then rounded once to
+ *   bf16 (via float, nearest even; gradients straight through the rounding);
  *   visible to t iff j*d + l - 1 <= t (the block ends at or before t);
  *   pc[t,j] = softmax_j(scale * q[t].kc[j]) over the visible j;
  *   o_cmp[t] = sum_j pc[t,j] vc[j]; no visible block -> o_cmp[t] = 0.
