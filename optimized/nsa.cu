@@ -4,8 +4,11 @@
 // Seed document 001_8c71c68d431e0a4d.txt: the NSA model's selected branch was
 // "standard SDPA with block gathering" and its O(S^2) attention elements per
 // head ran sequence 4096 out of memory. Here no score row is ever stored:
-//   nsa_pool_kernel  compressed k and v (mean over [j*d, j*d+l)), fp32, the only
-//                    device scratch: 8*B*Hk*nc*D bytes
+//   nsa_pool_kernel  compressed k and v (mean over [j*d, j*d+l)): fp32 for f32
+//                    storage; bf16 storage: the double mean rounded once to bf16
+//                    (the spec's, reference/nsa.c), kept in bf16 scratch for the
+//                    tensor-core compression kernels (4*B*Hk*nc*D bytes), in fp32
+//                    for the SIMT ones (8*B*Hk*nc*D)
 //   nsa_fwd_kernel   one block (kThreads) per (b, t, KV group), looping over the
 //                    group's heads:
 //     1. compression: online softmax over the visible compressed keys, in
@@ -27,8 +30,10 @@
 // (nsa_mma_fwd_kernel below, query-blocked: one CTA per (b, KV group, up to 32
 // tokens) loads each K/V tile of the tokens' union of selected blocks and
 // windows once), and for D <= 64, n <= 32 steps 1-3 too
-// (nsa_mma_cmp_kernel: split operands keep the scores fp32-accurate, since they
-// decide the selection); otherwise steps 1-3 stay SIMT. Backward, bf16 with
+// (nsa_mma_cmp_kernel: bf16 kc tiles by cp.async straight into the mma staging;
+// the products of bf16 q and kc are exact, so the scores that decide the
+// selection are fp32 sums of the reference's own products); otherwise steps 1-3
+// stay SIMT. Backward, bf16 with
 // D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
 // (nsa_mma_bwd_kernel, query-blocked like nsa_mma_fwd_kernel), and for D <= 64
 // the compression branch too (nsa_mma_cmp_bwd_kernel, query-blocked like
@@ -66,39 +71,55 @@ struct NsaShape {
 };
 
 // ---- pooling: kc[b][g][j][c] = mean_{s in [j*d, j*d+l)} k[b][s][g][c] ----------
+// f32 storage: an fp32 mean. bf16 storage: the spec's bf16 kc/vc (reference/nsa.c
+// step 1): the mean in double (sum in s order, divided by l), rounded once by
+// mf_bf16_from_f64, bit-identical to the reference's; stored as KC: bf16 for the
+// tensor-core compression kernels, fp32 (the same value, exact) for the SIMT ones.
 // mf-budget: regs<=40 smem<=0 spill=0
-template <typename T>
+template <typename T, typename KC>
 __global__ void __launch_bounds__(256)
-    nsa_pool_kernel(const T *__restrict__ k, const T *__restrict__ v, float *__restrict__ kc,
-                    float *__restrict__ vc, NsaShape sh, size_t total)
+    nsa_pool_kernel(const T *__restrict__ k, const T *__restrict__ v, KC *__restrict__ kc,
+                    KC *__restrict__ vc, NsaShape sh, size_t total)
 {
     for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
          e += (size_t)gridDim.x * blockDim.x) {
         const size_t c = e % sh.D, j = (e / sh.D) % sh.nc, g = (e / (sh.D * sh.nc)) % sh.Hk;
         const size_t b = e / (sh.D * sh.nc * sh.Hk);
-        float sk = 0.0f, sv = 0.0f;
-        for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s) {
-            const size_t at = ((b * sh.S + s) * sh.Hk + g) * sh.D + c;
-            sk += to_f32(k[at]);
-            sv += to_f32(v[at]);
+        if constexpr (sizeof(T) == 2) { // bf16: the reference's double mean, rounded once to bf16
+            double sk = 0.0, sv = 0.0;  // (sums only, in s order: nothing to contract into an fma)
+            for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s) {
+                const size_t at = ((b * sh.S + s) * sh.Hk + g) * sh.D + c;
+                sk += (double)to_f32(k[at]);
+                sv += (double)to_f32(v[at]);
+            }
+            // (a bf16 value: exact in float, and from_f32's rounding to bf16 keeps it)
+            kc[e] = from_f32<KC>((float)mf_bf16_bits_to_f64(mf_bf16_from_f64(sk / (double)sh.l)));
+            vc[e] = from_f32<KC>((float)mf_bf16_bits_to_f64(mf_bf16_from_f64(sv / (double)sh.l)));
+        } else {
+            float sk = 0.0f, sv = 0.0f;
+            for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s) {
+                const size_t at = ((b * sh.S + s) * sh.Hk + g) * sh.D + c;
+                sk += to_f32(k[at]);
+                sv += to_f32(v[at]);
+            }
+            kc[e] = from_f32<KC>(sk / (float)sh.l);
+            vc[e] = from_f32<KC>(sv / (float)sh.l);
         }
-        kc[e] = sk / (float)sh.l;
-        vc[e] = sv / (float)sh.l;
     }
 }
 
 // max |kc| of each (b, KV group) (kmax[b Hk + g], NaN if any kc is NaN): the
 // bound of the compression kernel's score error (nsa_mma_cmp_kernel's
 // certificate). One block per (b, g).
-// mf-budget: regs<=40 smem<=1024 spill=0  (sm_90 measured: regs 29, smem 512)
+// mf-budget: regs<=40 smem<=1024 spill=0  (sm_90 measured: regs 25, smem 512)
 __global__ void __launch_bounds__(kThreads)
-    nsa_kmax_kernel(const float *__restrict__ kc, float *__restrict__ kmax, NsaShape sh)
+    nsa_kmax_kernel(const __nv_bfloat16 *__restrict__ kc, float *__restrict__ kmax, NsaShape sh)
 {
     __shared__ float red[kThreads];
     const size_t per = sh.nc * sh.D;
     for (size_t bg = blockIdx.x; bg < sh.B * sh.Hk; bg += gridDim.x) {
         float m = 0.0f;
-        for (size_t e = threadIdx.x; e < per; e += kThreads) m = nan_max(fabsf(kc[bg * per + e]), m);
+        for (size_t e = threadIdx.x; e < per; e += kThreads) m = nan_max(fabsf(to_f32(kc[bg * per + e])), m);
         m = block_max_n<kThreads>(m, red);
         if (threadIdx.x == 0) kmax[bg] = m; // block_max_n ends with a barrier: red is free again
     }
@@ -825,13 +846,12 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // tile. The compressed keys are common to all queries: each tile of 16 of them
 // is staged once per CTA and feeds 64 rows (FlashAttention over kc/vc).
 // Causal at compressed-block granularity: row t sees j iff j*d + l - 1 <= t.
-// Precision: kc and vc are fp32 means, not bf16 numbers, and the scores decide
-// the selection, so the products run on split operands: in pass 1 kc = hi +
-// mid + lo (three bf16, residual <= 2^-24 relative: o_cmp and lse as accurate
-// as fp32 SIMT ones), in pass 2 kc = hi + lo (the same split's first two,
-// <= 2^-16: the importances, whose selection is certified: tokens within the
-// error bound are listed for nsa_recheck_kernel), vc = hi + lo and P = hi + lo
-// (P V as Phi Vhi + Phi Vlo + Plo Vhi, ~2^-16 relative). q is bf16, exact.
+// Precision: in bf16 storage kc and vc are bf16 tensors (the spec's:
+// reference/nsa.c step 1, pooled by nsa_pool_kernel into bf16 scratch), and q is
+// bf16, so the scores' products are exact and only their fp32 sum rounds (o_cmp
+// and lse as accurate as fp32 SIMT ones); P = hi + lo (P V as Phi Vc + Plo Vc,
+// ~2^-16 relative). The importances' selection is certified: tokens within the
+// error bound are listed for nsa_recheck_kernel.
 //   pass 1: online softmax over the visible kc tiles: out = g_cmp o_cmp, lse
 //           column 0; the lse (base 2) goes to shared memory for pass 2.
 //   pass 2: per tile of kSelTile candidate blocks, the kc tiles overlapping it
@@ -847,11 +867,6 @@ constexpr int kMaxQT = 16;     // tokens per CTA at most
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
-// kc's bf16 terms in the forward's scores: pass 1 (o_cmp, lse) three, as
-// accurate as fp32 (two moved lse by up to half its tolerance row); pass 2 (the
-// importances) two, hi + mid being the two-term split of kc: its 2^-16 residual
-// is in the certificate's bound (docs/nsa.md "Precision"). The backward: three.
-constexpr int kFwdTerms1 = 3, kFwdTerms2 = 2;
 
 // Tokens per CTA: QT = min(kMaxQT, 64 / G) (both kernels and their launchers).
 __host__ __device__ inline size_t tokens_per_cta(const NsaShape &sh)
@@ -922,106 +937,63 @@ __device__ __forceinline__ void stage_rows(__nv_bfloat16 *Xs, const __nv_bfloat1
     }
 }
 
-// One kc/vc tile of 16 compressed keys, double-buffered across two forms: the
-// fp32 rows as in scratch (F, filled by cp.async) and their split bf16 terms
-// ([16][D + 8] each, what the mma calls read). Tile x + 1 lands in F while the
-// warps multiply tile x's terms; the split (F -> terms) is done once per CTA.
+// One kc/vc tile of 16 compressed keys: bf16 rows (the spec's bf16 kc/vc, as in
+// scratch) copied by cp.async straight into the padded [16][D + 8] staging the
+// mma calls read, double-buffered: tile x + 1 lands in one buffer while the
+// warps multiply tile x from the other.
 template <int D> struct Tiles {
-    __nv_bfloat16 K[3][16 * (D + 8)]; // kc hi, mid, lo
-    __nv_bfloat16 V[2][16 * (D + 8)]; // vc hi, lo
-    float Fk[16 * D], Fv[16 * D];     // fp32 kc, vc rows of the tile in flight
+    __nv_bfloat16 K[2][16 * (D + 8)]; // kc
+    __nv_bfloat16 V[2][16 * (D + 8)]; // vc
 };
 constexpr size_t kNoTile = ~(size_t)0;
 
-// cp.async rows [k0, k0 + 16) of kc (and of vc when vcg != nullptr) into F;
-// rows at or beyond nk0 are zero-filled.
+// cp.async rows [k0, k0 + 16) of kc (and of vc when vcg != nullptr) into buffer
+// buf; rows at or beyond nk0 are zero-filled.
 template <int D>
-__device__ __forceinline__ void issue_tile(Tiles<D> &tl, const float *kcg, const float *vcg, size_t k0,
-                                           size_t nk0)
+__device__ __forceinline__ void issue_tile(Tiles<D> &tl, int buf, const __nv_bfloat16 *kcg,
+                                           const __nv_bfloat16 *vcg, size_t k0, size_t nk0)
 {
-    constexpr int kChunks = 16 * D / 4; // 16-byte chunks per tensor
+    constexpr int LDS = D + 8, kChunks = 16 * D / 8; // 16-byte chunks (8 bf16) per tensor
     MF_UNROLL
     for (int x = 0; x < (kChunks + kThreadsC - 1) / kThreadsC; ++x) {
         const int c = (int)threadIdx.x + x * kThreadsC;
         if (kChunks % kThreadsC != 0 && c >= kChunks) break;
-        const int r = c / (D / 4), col = (c % (D / 4)) * 4;
+        const int r = c / (D / 8), col = (c % (D / 8)) * 8;
         const bool in = k0 + (size_t)r < nk0;
         const size_t at = in ? (k0 + (size_t)r) * D + (size_t)col : 0;
-        cp_async16(tl.Fk + r * D + col, kcg + at, in ? 16u : 0u);
-        if (vcg != nullptr) cp_async16(tl.Fv + r * D + col, vcg + at, in ? 16u : 0u);
+        cp_async16(tl.K[buf] + r * LDS + col, kcg + at, in ? 16u : 0u);
+        if (vcg != nullptr) cp_async16(tl.V[buf] + r * LDS + col, vcg + at, in ? 16u : 0u);
     }
 }
 
-// Makes tile k0 (kc, and vc when WITH_V) the current one: its fp32 rows land in
-// F (cp.async issued here unless the previous call prefetched them), are split
-// into the bf16 terms, and then tile `next` (kNoTile: none; vc too when next_v)
-// is started into F, to land while the warps multiply tile k0. Two CTA
-// barriers: the first orders F's landing and the previous tile's readers before
-// the split, the second the split before the products and the next cp.async.
-// The split gives the same terms either way; PAIRS (the forward) converts two
-// elements per instruction, the backward keeps the scalar form (paired, its
-// D = 64 instance spilled at the 168-register limit).
-template <int D, bool WITH_V, bool PAIRS>
-__device__ __forceinline__ void stage_tile(Tiles<D> &tl, const float *kcg, const float *vcg, size_t k0,
-                                           bool prefetched, size_t next, bool next_v, size_t nk0)
+// Makes tile k0 (kc, and vc when WITH_V) the current one and returns its buffer:
+// it lands in the buffer after `cur` (cp.async issued here unless the previous
+// call prefetched it), and tile `next` (kNoTile: none; vc too when next_v) is
+// started into the other buffer, to land while the warps multiply tile k0. One
+// CTA barrier: it orders the landing before the products and the previous
+// tile's products before the cp.async that overwrites its buffer (a tile not
+// prefetched is issued into the buffer whose readers the previous call's
+// barrier already ordered).
+template <int D, bool WITH_V>
+__device__ __forceinline__ int stage_tile(Tiles<D> &tl, int &cur, const __nv_bfloat16 *kcg,
+                                          const __nv_bfloat16 *vcg, size_t k0, bool prefetched, size_t next,
+                                          bool next_v, size_t nk0)
 {
-    constexpr int LDS = D + 8;
-    if (!prefetched) issue_tile<D>(tl, kcg, WITH_V ? vcg : nullptr, k0, nk0);
+    const int b = cur ^ 1;
+    if (!prefetched) issue_tile<D>(tl, b, kcg, WITH_V ? vcg : nullptr, k0, nk0);
     cp_async_wait_all();
     __syncthreads();
-    static_assert(8 * D % kThreadsC == 0, "whole pairs per thread");
-    if constexpr (PAIRS) { // pairs of elements: paired conversions (cvt.rn.bf16x2.f32), 4-byte stores
-        MF_UNROLL
-        for (int x0 = 0; x0 < 8 * D / kThreadsC; ++x0) {
-            const int e = 2 * ((int)threadIdx.x + x0 * kThreadsC), o = e / D * LDS + e % D;
-            const float2 x = *reinterpret_cast<const float2 *>(tl.Fk + e);
-            const __nv_bfloat162 h = __floats2bfloat162_rn(x.x, x.y);
-            const float2 hf = __bfloat1622float2(h);
-            const __nv_bfloat162 m = __floats2bfloat162_rn(x.x - hf.x, x.y - hf.y);
-            const float2 mf = __bfloat1622float2(m);
-            *reinterpret_cast<__nv_bfloat162 *>(tl.K[0] + o) = h;
-            *reinterpret_cast<__nv_bfloat162 *>(tl.K[1] + o) = m;
-            if (kFwdTerms1 == 3) // (the forward's split, PAIRS: the third term only if its scores use it)
-                *reinterpret_cast<__nv_bfloat162 *>(tl.K[2] + o) =
-                    __floats2bfloat162_rn(x.x - hf.x - mf.x, x.y - hf.y - mf.y);
-            if (WITH_V) {
-                const float2 y = *reinterpret_cast<const float2 *>(tl.Fv + e);
-                const __nv_bfloat162 yh = __floats2bfloat162_rn(y.x, y.y);
-                const float2 yhf = __bfloat1622float2(yh);
-                *reinterpret_cast<__nv_bfloat162 *>(tl.V[0] + o) = yh;
-                *reinterpret_cast<__nv_bfloat162 *>(tl.V[1] + o) =
-                    __floats2bfloat162_rn(y.x - yhf.x, y.y - yhf.y);
-            }
-        }
-    } else {
-        MF_UNROLL
-        for (int x0 = 0; x0 < 16 * D / kThreadsC; ++x0) {
-            const int e = (int)threadIdx.x + x0 * kThreadsC, o = e / D * LDS + e % D;
-            const float x = tl.Fk[e];
-            const float h = bf16_round(x), m = bf16_round(x - h);
-            tl.K[0][o] = __float2bfloat16_rn(h);
-            tl.K[1][o] = __float2bfloat16_rn(m);
-            tl.K[2][o] = __float2bfloat16_rn(x - h - m);
-            if (WITH_V) {
-                const float y = tl.Fv[e];
-                const float yh = bf16_round(y);
-                tl.V[0][o] = __float2bfloat16_rn(yh);
-                tl.V[1][o] = __float2bfloat16_rn(y - yh);
-            }
-        }
-    }
-    __syncthreads();
-    if (next != kNoTile) issue_tile<D>(tl, kcg, next_v ? vcg : nullptr, next, nk0);
+    if (next != kNoTile) issue_tile<D>(tl, cur, kcg, next_v ? vcg : nullptr, next, nk0);
+    cur = b;
+    return b;
 }
 
-// s = Q K^T for this warp's 16 rows and 16 keys, K split TERMS ways: 3 (hi +
-// mid + lo, residual 2^-24 relative: the forward's pass 1 and the backward) or
-// 2 (hi + mid, which is the two-term split hi + lo of kc, residual 2^-16
-// relative: the forward's pass 2, the importances, whose selection is certified).
-template <int D, int TERMS>
-__device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const Tiles<D> &tl, int lane)
+// s = Q Kc^T for this warp's 16 rows and the 16 keys of buffer buf: kc is bf16
+// (the spec's), so every product is exact and s is their fp32 sum.
+template <int D>
+__device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, const Tiles<D> &tl, int buf,
+                                       int lane)
 {
-    static_assert(TERMS == 2 || TERMS == 3, "kc in two or three bf16 terms");
     constexpr int LDS = D + 8;
     MF_UNROLL
     for (int n = 0; n < 2; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
@@ -1029,44 +1001,36 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
     for (int kk = 0; kk < D / 16; ++kk) {
         uint32_t qa[4], b[4];
         ldsm_x4(qa, Qw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-        const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-        if (TERMS == 3) {
-            ldsm_x4(b, tl.K[2] + boff);
-            mma_x2(s[0], s[1], qa, b);
-        }
-        ldsm_x4(b, tl.K[1] + boff);
-        mma_x2(s[0], s[1], qa, b);
-        ldsm_x4(b, tl.K[0] + boff);
+        ldsm_x4(b, tl.K[buf] + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
         mma_x2(s[0], s[1], qa, b);
     }
 }
 
 // ---- the selection's certificate (docs/nsa.md "Precision") ----
-// The split's residual relative to |kc| (each bf16 rounding keeps 8 bits of what
-// the previous one left): two terms |kc - hi - lo| <= 2^-16 |kc|, three 2^-24.
-__host__ __device__ constexpr float split_residual(int terms) { return terms == 3 ? 0x1p-24f : 0x1p-16f; }
 // Bound on the relative error of a row's pass-2 p = 2^(x - lse2) (x = scaled
-// base-2 score), from a = scale log2(e) ||q||_1 max|kc| (|x| <= a):
-//   score: the split residual (a 2^-16 with two terms, a 2^-24 with three), the
-//     mma's fp32 accumulation (terms D/16 chained m16n8k16 steps, each adding its
-//     exact products with an error of at most 2^-22 of the magnitudes summed) and
-//     the scaling's rounding (a 2^-23): dx2 for pass 2's scores, dx1 for pass 1's;
-//   lse2 = m + log2 l: the exact lse of pass 1's scores is within dx1 of the
+// base-2 score), from a = scale log2(e) ||q||_1 max|kc| (|x| <= a), relative to
+// the exact p of the spec's bf16 kc (the reference's, in double):
+//   score: q and kc are bf16, so every product is exact in fp32; the mma's fp32
+//     accumulation (D/16 chained m16n8k16 steps, each adding its exact products
+//     with an error of at most 2^-22 of the magnitudes summed) and the scaling's
+//     rounding (a 2^-23): dx, for pass 2's scores and (the same instructions)
+//     pass 1's;
+//   lse2 = m + log2 l: the exact lse of pass 1's scores is within dx of the
 //     true one (1-Lipschitz); l's float sums and exp2f's (2^-21 relative each)
 //     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
 //     in log2 1.5 T 14 2^-24; log2f and the additions: 2^-21 (|m| + |log2 l| + 2);
 //   p: x - lse2 rounded ((a + |lse2|) 2^-23) and exp2f (2^-21 relative).
-// delta = dx1 + dx2 + ... is the exponent's error; 2^delta - 1 <= ln2 delta (1 + delta).
+// delta = 2 dx + ... is the exponent's error (the score's and the lse's, taken
+// as independent: a worst case); 2^delta - 1 <= ln2 delta (1 + delta).
 // The 1.01 factors cover the bound's own float rounding (a, qn: <= (D + 2) 2^-24).
 template <int D> __device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t nv)
 {
     a *= 1.01f;
-    const float dx1 = a * (split_residual(kFwdTerms1) + (float)(kFwdTerms1 * D / 16) * 0x1p-22f + 0x1p-23f);
-    const float dx2 = a * (split_residual(kFwdTerms2) + (float)(kFwdTerms2 * D / 16) * 0x1p-22f + 0x1p-23f);
+    const float dx = a * ((float)(D / 16) * 0x1p-22f + 0x1p-23f);
     const float lg = log2f(l);
     const float dl = 1.5f * (float)(nv / 16 + 2) * 14.0f * 0x1p-24f;
     const float dr = 0x1p-21f * (fabsf(m) + fabsf(lg) + 2.0f) + (a + fabsf(m + lg)) * 0x1p-23f;
-    const float delta = dx1 + dx2 + dl + dr;
+    const float delta = 2.0f * dx + dl + dr;
     return 1.01f * (0.6932f * delta * (1.0f + delta) + 0x1p-21f);
 }
 // A token's selection is certain when its smallest selected non-forced
@@ -1082,14 +1046,14 @@ __device__ __forceinline__ float selection_threshold(const NsaShape &sh, float e
 }
 
 // Pass 1 of both kernels, the compression branch: online softmax over the
-// visible kc tiles and o += P Vc with the split operands (P, vc hi + lo).
-// o, m (base 2, scaled) and l are per lane row, as attention_mma's. Tile x + 1
-// is in flight during tile x; the last tile prefetches tile 0 for the next pass
-// (kc only, or kc and vc when THEN_V). PAIRS: stage_tile's split.
-template <int D, bool THEN_V, bool PAIRS, int TERMS>
-__device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl,
-                                       const __nv_bfloat16 *Qw, const float *kcg, const float *vcg,
-                                       const Item &it, float scale_log2, int lane)
+// visible kc tiles and o += P Vc, P split hi + lo (Phi Vc + Plo Vc: o_cmp as
+// accurate as fp32; vc is bf16, exact). o, m (base 2, scaled) and l are per
+// lane row, as attention_mma's. Tile x + 1 is in flight during tile x; the last
+// tile prefetches tile 0 for the next pass (kc only, or kc and vc when THEN_V).
+template <int D, bool THEN_V>
+__device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl, int &cur,
+                                       const __nv_bfloat16 *Qw, const __nv_bfloat16 *kcg,
+                                       const __nv_bfloat16 *vcg, const Item &it, float scale_log2, int lane)
 {
     constexpr int LDS = D + 8;
     const int t4 = lane & 3;
@@ -1099,9 +1063,10 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
     for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     for (size_t k0 = 0; k0 < it.nk0; k0 += 16) {
         const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
-        stage_tile<D, true, PAIRS>(tl, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
+        const int buf =
+            stage_tile<D, true>(tl, cur, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
         float s[2][4];
-        scores<D, TERMS>(s, Qw, tl, lane);
+        scores<D>(s, Qw, tl, buf, lane);
         float mx[2] = { -INFINITY, -INFINITY };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
@@ -1137,25 +1102,24 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
                 o[2 * np + h][3] *= corr[1];
             }
             const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
-            uint32_t bh[4], bl[4];
-            ldsm_x4_t(bh, tl.V[0] + voff);
-            ldsm_x4_t(bl, tl.V[1] + voff);
-            mma_x2(o[2 * np], o[2 * np + 1], pl, bh);
-            mma_x2(o[2 * np], o[2 * np + 1], pa, bl);
-            mma_x2(o[2 * np], o[2 * np + 1], pa, bh);
+            uint32_t bv[4];
+            ldsm_x4_t(bv, tl.V[buf] + voff);
+            mma_x2(o[2 * np], o[2 * np + 1], pl, bv);
+            mma_x2(o[2 * np], o[2 * np + 1], pa, bv);
         }
     }
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 148/132/168, smem 23680/30336/43648 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled at 128 registers; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes)
+// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 128/128/128, smem 20864/24960/33152 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits 128 registers without spilling (with 3: 128/153/140; before, split operands: 148/132/168 at 3 and 23680/30336/43648 bytes); pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D>
-__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
+__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
-                       const float *__restrict__ kc, const float *__restrict__ vc, float *__restrict__ out,
-                       float *__restrict__ lse, int32_t *__restrict__ sel, const float *__restrict__ kmax,
-                       unsigned long long *__restrict__ flags, unsigned long long *__restrict__ nflag,
-                       int flag_all, NsaShape sh, size_t QT, size_t nblk, size_t total)
+                       const __nv_bfloat16 *__restrict__ kc, const __nv_bfloat16 *__restrict__ vc,
+                       float *__restrict__ out, float *__restrict__ lse, int32_t *__restrict__ sel,
+                       const float *__restrict__ kmax, unsigned long long *__restrict__ flags,
+                       unsigned long long *__restrict__ nflag, int flag_all, NsaShape sh, size_t QT,
+                       size_t nblk, size_t total)
 {
     using namespace nsa_cmp;
     using nsa_mma::kLn2;
@@ -1178,14 +1142,14 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const Item it = item_of<D>(sh, item, QT, nblk, warp, g8);
         const size_t t0 = it.t0, nk0 = it.nk0;
-        const float *kcg = kc + it.coff, *vcg = vc + it.coff;
+        const __nv_bfloat16 *kcg = kc + it.coff, *vcg = vc + it.coff;
         __syncthreads(); // the previous item's tiles are consumed
         stage_rows<D, false>(Qs, q, nullptr, nullptr, sh, it);
         cp_async_wait_all();
         // pass 1: the compression branch
         float o[D / 8][4], m[2], l[2];
-        branch<D, false, true, kFwdTerms1>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2,
-                                           lane); // then pass 2's tile 0 (kc)
+        int cur = 1; // the tile buffer last used (stage_tile)
+        branch<D, false>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0 (kc)
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
             const bool any = it.nv[i] > 0;
@@ -1237,11 +1201,11 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
             for (size_t k0 = jlo; k0 < jhi; k0 += 16) {
                 // prefetched by the previous call within the range, and range 0's first tile by pass 1's
                 // last (a later range's first is loaded here: the next range is not known in registers);
-                // first barrier: Ps consumed
-                stage_tile<D, false, true>(tl, kcg, nullptr, k0, k0 > jlo || i0 == 0,
-                                           k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
+                // its barrier: Ps consumed
+                const int buf = stage_tile<D, false>(tl, cur, kcg, nullptr, k0, k0 > jlo || i0 == 0,
+                                                     k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
                 float s[2][4];
-                scores<D, kFwdTerms2>(s, Qw, tl, lane);
+                scores<D>(s, Qw, tl, buf, lane);
                 MF_UNROLL
                 for (int n = 0; n < 2; ++n) MF_UNROLL
                 for (int e = 0; e < 4; ++e) {
@@ -1382,14 +1346,15 @@ __device__ __forceinline__ double score(const __nv_bfloat16 *__restrict__ q,
         double sk = 0.0;
         for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s)
             sk = dadd(sk, (double)__bfloat162float(k[((b * sh.S + s) * sh.Hk + g) * sh.D + c]));
-        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), sk / (double)sh.l));
+        const double kcj = mf_bf16_bits_to_f64(mf_bf16_from_f64(sk / (double)sh.l)); // bf16 kc, as the spec
+        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), kcj));
     }
     return dmul(acc, sh.scale_ref);
 }
 } // namespace nsa_chk
 
-// mf-budget: regs<=104 smem<=2048 spill=0  (sm_90 measured: regs 96, smem 1792, stack 0; not hot: ambiguous tokens only)
-__global__ void __launch_bounds__(kThreads)
+// mf-budget: regs<=112 smem<=2048 spill=0  (sm_90 measured: regs 105, smem 1792, stack 0; not hot: ambiguous tokens only; the min-blocks hint 1: without it, with kc rounded to bf16, ptxas capped it at 72 registers and spilled 92 bytes)
+__global__ void __launch_bounds__(kThreads, 1)
     nsa_recheck_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
                        int32_t *__restrict__ sel, const unsigned long long *__restrict__ flags,
                        const unsigned long long *__restrict__ nflag, NsaShape sh)
@@ -1758,15 +1723,14 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 
 // ---- bf16 tensor-core backward: the compression branch on mma.sync -------------------
 // One CTA (4 warps, 64 rows) per (b, KV group, QT tokens), rows and causality as
-// nsa_mma_cmp_kernel; every kc/vc tile is staged (split to bf16 terms) once per
-// CTA for its 64 rows. Per row:
-//   1. o_cmp recomputed over the visible kc tiles with the forward's split
-//      operands (kc three bf16 terms, vc and P two), dg = dout . o / l (dg_cmp),
-//      Delta = g_cmp dg;
-//   2. per tile: S = Q Kc^T (kc split three ways, as the forward: P must match
-//      the forward's lse), dP = dO Vc^T (vc hi + lo), P = 2^(S scale log2e - lse
-//      log2e) from the forward's lse column 0, dS = P (g_cmp dP - Delta);
-//      dQ += dS Kc (dS in bf16, kc hi + mid) in registers; dKc += dS^T Q and
+// nsa_mma_cmp_kernel; every bf16 kc/vc tile is staged once per CTA for its 64
+// rows. Per row:
+//   1. o_cmp recomputed over the visible kc tiles as the forward's pass 1 (P
+//      hi + lo), dg = dout . o / l (dg_cmp), Delta = g_cmp dg;
+//   2. per tile: S = Q Kc^T (the forward's scores: P matches its lse), dP =
+//      dO Vc^T, P = 2^(S scale log2e - lse log2e) from the forward's lse column
+//      0, dS = P (g_cmp dP - Delta); dQ += dS Kc (dS in bf16) in registers;
+//      dKc += dS^T Q and
 //      dVc += (g_cmp P)^T dO per warp (A fragments by ldmatrix.trans from a 16 x
 //      16 bf16 staging tile: one bf16-rounded factor per sum, as
 //      nsa_mma_bwd_kernel), added to the fp32 dkc, dvc with atomicAdd (16 x D
@@ -1774,12 +1738,12 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // dq[row] = scale dQ is written (this kernel runs first; nsa_mma_bwd_kernel adds
 // the selected and sliding parts); rows without a visible block get dq = 0 and
 // dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
-// mf-budget: regs<=168 smem<=45056 spill=0  (sm_90 measured: regs 108/148/168, smem 18176/26880/44288 at D = 16/32/64, stack 0; min 3 CTAs per SM: without it D = 32 spilled 4 bytes at 128 registers)
+// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 100/121/128, smem 15360/21504/33792 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (with 3: 100/121/168; before, split operands, 3 CTAs: 108/148/168 and 18176/26880/44288 bytes; without a hint D = 32 spilled))
 template <int D>
-__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
+__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
     nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
-                           const __nv_bfloat16 *__restrict__ dout, const float *__restrict__ kc,
-                           const float *__restrict__ vc, const float *__restrict__ lse,
+                           const __nv_bfloat16 *__restrict__ dout, const __nv_bfloat16 *__restrict__ kc,
+                           const __nv_bfloat16 *__restrict__ vc, const float *__restrict__ lse,
                            float *__restrict__ dq, float *dkc, float *dvc, float *__restrict__ dg_cmp,
                            NsaShape sh, size_t QT, size_t nblk, size_t total)
 {
@@ -1797,7 +1761,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
         const Item it = item_of<D>(sh, item, QT, nblk, warp, g8);
         const size_t nk0 = it.nk0, coff = it.coff;
-        const float *kcg = kc + coff, *vcg = vc + coff;
+        const __nv_bfloat16 *kcg = kc + coff, *vcg = vc + coff;
         size_t grow[2]; // this lane's rows (0: padding)
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1810,7 +1774,8 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         __syncthreads(); // Q and dO visible to every warp
         // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
         float o[D / 8][4], m[2], l[2];
-        branch<D, true, false, 3>(o, m, l, tl, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
+        int cur = 1; // the tile buffer last used (stage_tile)
+        branch<D, true>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
         float gate[2], lse2[2], delta[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1834,20 +1799,19 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
         MF_UNROLL
         for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
         for (size_t k0 = 0; k0 < nk0; k0 += 16) {
-            // prefetched (tile 0 by pass 1); first barrier: the previous tile and staging consumed
-            stage_tile<D, true, false>(tl, kcg, vcg, k0, true, k0 + 16 < nk0 ? k0 + 16 : kNoTile, true, nk0);
+            // prefetched (tile 0 by pass 1); its barrier: the previous tile and staging consumed
+            const int buf = stage_tile<D, true>(tl, cur, kcg, vcg, k0, true,
+                                                k0 + 16 < nk0 ? k0 + 16 : kNoTile, true, nk0);
             if (!__any_sync(0xffffffffu, k0 < it.nv[0] || k0 < it.nv[1]))
                 continue; // no row of this warp sees the tile
             float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
-            scores<D, 3>(s, Qw, tl, lane);
+            scores<D>(s, Qw, tl, buf, lane);
             MF_UNROLL
             for (int kk = 0; kk < D / 16; ++kk) {
                 uint32_t da[4], bv[4];
                 ldsm_x4(da, dOw + (lane & 15) * LDS + kk * 16 + (lane >> 4) * 8);
-                const int boff = ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8;
-                ldsm_x4(bv, tl.V[1] + boff);
-                mma_x2(dp[0], dp[1], da, bv);
-                ldsm_x4(bv, tl.V[0] + boff);
+                ldsm_x4(bv,
+                        tl.V[buf] + ((lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
                 mma_x2(dp[0], dp[1], da, bv);
             }
             // element e of n8 tile n: row slot e >> 1 (warp row g8 + 8 (e >> 1)), key k0 + 8 n + 2 t4 + (e & 1)
@@ -1862,16 +1826,14 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 3)
                 Ss[r * LDX + j] = __float2bfloat16_rn(ds);
                 Pt[r * LDX + j] = __float2bfloat16_rn(gate[i] * p);
             }
-            // dQ += dS Kc: B[k=key][n=c] = Kc[key][c] (row-major: ldmatrix.trans), kc as hi + mid
+            // dQ += dS Kc: B[k=key][n=c] = Kc[key][c] (row-major: ldmatrix.trans)
             uint32_t sa[4];
             c_to_a(sa, dp[0], dp[1]);
             MF_UNROLL
             for (int np = 0; np < D / 16; ++np) {
-                const int off = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
                 uint32_t bk[4];
-                ldsm_x4_t(bk, tl.K[1] + off);
-                mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
-                ldsm_x4_t(bk, tl.K[0] + off);
+                ldsm_x4_t(bk,
+                          tl.K[buf] + (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8);
                 mma_x2(dqa[2 * np], dqa[2 * np + 1], sa, bk);
             }
             __syncwarp(); // dS and g P staged
@@ -2109,8 +2071,8 @@ static mf_status launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const v
 // nsa_mma_cmp_kernel (b, KV group, QT tokens).
 template <int D>
 static void launch_cmp_bwd(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
-                           const void *dout, const float *kc, const float *vc, const float *lse, float *dq,
-                           float *dkc, float *dvc, float *dgc)
+                           const void *dout, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
+                           const float *lse, float *dq, float *dkc, float *dvc, float *dgc)
 {
     const size_t QT = nsa_cmp::tokens_per_cta(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
@@ -2128,28 +2090,38 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     Scratch scr(ctx);
     float *kc = nullptr, *vc = nullptr, *dkc = nullptr, *dvc = nullptr;
+    __nv_bfloat16 *kcb = nullptr, *vcb = nullptr; // bf16 kc, vc of the tensor-core compression kernel
     const size_t ncd = sh.B * sh.Hk * sh.nc * sh.D, nkv = sh.B * sh.S * sh.Hk * sh.D;
-    MF_CUDA_CHECK(cudaMemsetAsync(dk, 0, nkv * sizeof(float), stream));
-    MF_CUDA_CHECK(cudaMemsetAsync(dv, 0, nkv * sizeof(float), stream));
-    if (ncd > 0) {
-        mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, 4 * ncd * sizeof(float), &scr.ptr);
-        if (st != MF_OK) return st;
-        kc = static_cast<float *>(scr.ptr);
-        vc = kc + ncd;
-        dkc = vc + ncd;
-        dvc = dkc + ncd;
-        MF_CUDA_CHECK(cudaMemsetAsync(dkc, 0, 2 * ncd * sizeof(float), stream));
-        nsa_pool_kernel<T><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
-            static_cast<const T *>(k), static_cast<const T *>(v), kc, vc, sh, ncd);
-        MF_LAUNCH_CHECK();
-    }
     const size_t total = sh.B * sh.S * sh.Hk;
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v) && ((uintptr_t)dout & 15u) == 0;
-    if (mma && sh.D <= 64) { // the compression branch on the tensor cores (it writes dq and dg_cmp)
+    const bool mma_cmp = mma && sh.D <= 64;
+    MF_CUDA_CHECK(cudaMemsetAsync(dk, 0, nkv * sizeof(float), stream));
+    MF_CUDA_CHECK(cudaMemsetAsync(dv, 0, nkv * sizeof(float), stream));
+    if (ncd > 0) { // dkc, dvc (fp32), then kc, vc (bf16 for the tensor-core kernel, else fp32)
+        mf_status st =
+            mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * (sizeof(float) + (mma_cmp ? 2 : 4)), &scr.ptr);
+        if (st != MF_OK) return st;
+        dkc = static_cast<float *>(scr.ptr);
+        dvc = dkc + ncd;
+        MF_CUDA_CHECK(cudaMemsetAsync(dkc, 0, 2 * ncd * sizeof(float), stream));
+        if (mma_cmp) {
+            kcb = reinterpret_cast<__nv_bfloat16 *>(dvc + ncd);
+            vcb = kcb + ncd;
+            nsa_pool_kernel<T, __nv_bfloat16><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
+                static_cast<const T *>(k), static_cast<const T *>(v), kcb, vcb, sh, ncd);
+        } else {
+            kc = dvc + ncd;
+            vc = kc + ncd;
+            nsa_pool_kernel<T, float><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
+                static_cast<const T *>(k), static_cast<const T *>(v), kc, vc, sh, ncd);
+        }
+        MF_LAUNCH_CHECK();
+    }
+    if (mma_cmp) { // the compression branch on the tensor cores (it writes dq and dg_cmp)
         switch (sh.D) {
-        case 16: launch_cmp_bwd<16>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
-        case 32: launch_cmp_bwd<32>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
-        default: launch_cmp_bwd<64>(stream, sh, q, gc, dout, kc, vc, lse, dq, dkc, dvc, dgc); break;
+        case 16: launch_cmp_bwd<16>(stream, sh, q, gc, dout, kcb, vcb, lse, dq, dkc, dvc, dgc); break;
+        case 32: launch_cmp_bwd<32>(stream, sh, q, gc, dout, kcb, vcb, lse, dq, dkc, dvc, dgc); break;
+        default: launch_cmp_bwd<64>(stream, sh, q, gc, dout, kcb, vcb, lse, dq, dkc, dvc, dgc); break;
         }
     } else { // SIMT: all three branches, or (bf16, D = 128) the compression branch only
         nsa_bwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
@@ -2209,7 +2181,7 @@ static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, c
 // CTA per (b, KV group, QT tokens), QT * G <= 64 rows.
 template <int D>
 static void launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
-                       const float *kc, const float *vc, float *out, float *lse, int32_t *sel,
+                       const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, float *out, float *lse, int32_t *sel,
                        const float *kmax, unsigned long long *flags, unsigned long long *nflag, int flag_all)
 {
     const size_t QT = nsa_cmp::tokens_per_cta(sh);
@@ -2241,6 +2213,7 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v);
     Scratch scr(ctx);
     float *kc = nullptr, *vc = nullptr, *kmax = nullptr;
+    __nv_bfloat16 *kcb = nullptr, *vcb = nullptr; // bf16 kc, vc of the tensor-core compression kernel
     unsigned long long *flags = nullptr, *nflag = nullptr;
     const size_t ncd = sh.B * sh.Hk * sh.nc * sh.D;
     const size_t total = sh.B * sh.S * sh.Hk;
@@ -2254,13 +2227,19 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     const bool cert = mma_cmp && ncd > 0;
     const size_t cert_bytes = cert ? total * 8 + 8 + sh.B * sh.Hk * sizeof(float) : 0;
     flag_all = flag_all && cert; // no compressed block: every importance is exactly 0, nothing to rank again
+    // kc, vc: bf16 for the tensor-core compression kernel (the spec's values), else fp32
+    const size_t kc_bytes = 2 * ncd * (mma_cmp ? sizeof(__nv_bfloat16) : sizeof(float));
     if (ncd > 0 || sel_bytes > 0) {
-        mf_status st =
-            mf_scratch_alloc(ctx, MF_MEM_DEVICE, 2 * ncd * sizeof(float) + cert_bytes + sel_bytes, &scr.ptr);
+        mf_status st = mf_scratch_alloc(ctx, MF_MEM_DEVICE, kc_bytes + cert_bytes + sel_bytes, &scr.ptr);
         if (st != MF_OK) return st;
-        kc = static_cast<float *>(scr.ptr);
-        vc = kc + ncd;
-        unsigned char *at = reinterpret_cast<unsigned char *>(vc + ncd); // 8-byte aligned: D % 16 == 0
+        if (mma_cmp) {
+            kcb = static_cast<__nv_bfloat16 *>(scr.ptr);
+            vcb = kcb + ncd;
+        } else {
+            kc = static_cast<float *>(scr.ptr);
+            vc = kc + ncd;
+        }
+        unsigned char *at = static_cast<unsigned char *>(scr.ptr) + kc_bytes; // 8-byte aligned: D % 16 == 0
         if (cert) {
             flags = reinterpret_cast<unsigned long long *>(at);
             nflag = flags + total;
@@ -2270,8 +2249,12 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
         if (sel_bytes > 0) sel = reinterpret_cast<int32_t *>(at);
     }
     if (ncd > 0) {
-        nsa_pool_kernel<T><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
-            static_cast<const T *>(k), static_cast<const T *>(v), kc, vc, sh, ncd);
+        if (mma_cmp)
+            nsa_pool_kernel<T, __nv_bfloat16><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
+                static_cast<const T *>(k), static_cast<const T *>(v), kcb, vcb, sh, ncd);
+        else
+            nsa_pool_kernel<T, float><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
+                static_cast<const T *>(k), static_cast<const T *>(v), kc, vc, sh, ncd);
         MF_LAUNCH_CHECK();
     }
     if (!mma) {
@@ -2287,19 +2270,19 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     // branches on the tensor cores (same stream: out and sel are ready).
     if (mma_cmp) {
         if (cert) {
-            nsa_kmax_kernel<<<grid_cap(sh.B * sh.Hk, kMaxGridX), kThreads, 0, stream>>>(kc, kmax, sh);
+            nsa_kmax_kernel<<<grid_cap(sh.B * sh.Hk, kMaxGridX), kThreads, 0, stream>>>(kcb, kmax, sh);
             MF_LAUNCH_CHECK();
             MF_CUDA_CHECK(cudaMemsetAsync(nflag, 0, sizeof(*nflag), stream));
         }
         switch (sh.D) {
         case 16:
-            launch_cmp<16>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            launch_cmp<16>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all);
             break;
         case 32:
-            launch_cmp<32>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            launch_cmp<32>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all);
             break;
         default:
-            launch_cmp<64>(stream, sh, q, gc, kc, vc, out, lse, sel, kmax, flags, nflag, flag_all);
+            launch_cmp<64>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all);
             break;
         }
         MF_LAUNCH_CHECK();

@@ -15,7 +15,8 @@
  * (mf_ref_nsa_forward_scratch_bytes in include/memfix/nsa.h, exact).
  * The math, as include/memfix/nsa.h states it (NSA paper, arXiv 2502.11089,
  * equations 7-10):
- *   kc[j] = mean(k[j*d .. j*d+l-1]), vc likewise; query t sees j iff j*d+l-1 <= t
+ *   kc[j] = mean(k[j*d .. j*d+l-1]), vc likewise (bf16 storage: rounded once to
+ *   bf16, see step 1); query t sees j iff j*d+l-1 <= t
  *   pc = softmax(scale q kc^T) over the visible j; o_cmp = pc vc (0 when none)
  *   imp[t,i] = sum over the group's heads and the visible j overlapping block i of pc
  *   selected: blocks 0, t/l', t/l'-1 forced, then the top n by imp among the
@@ -111,7 +112,17 @@ static mf_status nsa_dense(const char *func, mf_context *ctx, mf_dtype dtype, co
 #define K_AT(b, t, g, c) ld(k, dtype, (((b)*s_n + (t)) * hk + (g)) * d_n + (c))
 #define V_AT(b, t, g, c) ld(v, dtype, (((b)*s_n + (t)) * hk + (g)) * d_n + (c))
 
-    /* 1. compressed keys and values: mean pooling (phi = avg) */
+    /* 1. compressed keys and values: mean pooling (phi = avg), the sum in
+     *    double in the order s = j*d .. j*d+l-1, divided by l in double.
+     *    bf16 storage: kc and vc are then rounded once to bf16
+     *    (mf_bf16_from_f64: double -> float -> bf16, nearest even). bf16
+     *    storage means every tensor the model holds is bf16, the compressed
+     *    ones included: the seed's BF16 model ran its "Compressed Branch: Uses
+     *    Flash Attention for pooled sequences", and FlashAttention takes only
+     *    fp16/bf16 inputs, so its pooled keys and values were bf16 tensors (fla's
+     *    native-sparse-attention mean pooling also returns the input dtype).
+     *    Accumulation stays double. The backward treats the rounding as the
+     *    identity (straight-through: dkc reaches dk through the mean unchanged). */
     for (size_t b = 0; b < b_n; b++)
         for (size_t g = 0; g < hk; g++)
             for (size_t j = 0; j < nc; j++)
@@ -121,8 +132,13 @@ static mf_status nsa_dense(const char *func, mf_context *ctx, mf_dtype dtype, co
                         sk += K_AT(b, s, g, c);
                         sv += V_AT(b, s, g, c);
                     }
-                    kc[((b * hk + g) * nc + j) * d_n + c] = sk / (double)l;
-                    vc[((b * hk + g) * nc + j) * d_n + c] = sv / (double)l;
+                    double mk = sk / (double)l, mv = sv / (double)l;
+                    if (dtype == MF_DTYPE_BF16) {
+                        mk = mf_bf16_bits_to_f64(mf_bf16_from_f64(mk));
+                        mv = mf_bf16_bits_to_f64(mf_bf16_from_f64(mv));
+                    }
+                    kc[((b * hk + g) * nc + j) * d_n + c] = mk;
+                    vc[((b * hk + g) * nc + j) * d_n + c] = mv;
                 }
 
     /* 2. compression branch: the S x nc scores of every head, masked softmax */

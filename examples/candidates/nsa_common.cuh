@@ -51,7 +51,9 @@ __device__ __forceinline__ int64_t nsa_nvis(const nsa_c_shape *s, int64_t t)
     return n < s->nc ? n : s->nc;
 }
 
-/* the mean of k (or v) over compressed block j of group g, into out[D] */
+/* the mean of k (or v) over compressed block j of group g, into out[D]; bf16
+ * storage: rounded once to bf16 (via float, nearest even), as the spec's
+ * compressed keys and values are bf16 tensors there */
 __device__ void nsa_pool(const nsa_c_shape *s, const void *kv, int64_t b, int64_t g, int64_t j, double *out)
 {
     for (int64_t c = 0; c < s->D; c++) {
@@ -59,6 +61,11 @@ __device__ void nsa_pool(const nsa_c_shape *s, const void *kv, int64_t b, int64_
         for (int64_t u = j * s->d; u < j * s->d + s->l; u++)
             a += nsa_ld(kv, s->bf16, (size_t)(((b * s->S + u) * s->Hk + g) * s->D + c));
         out[c] = a / (double)s->l;
+        if (s->bf16 && out[c] == out[c]) {
+            unsigned x = __float_as_uint((float)out[c]);
+            x += 0x7fffu + ((x >> 16) & 1u);
+            out[c] = (double)__uint_as_float(x & 0xffff0000u);
+        }
     }
 }
 

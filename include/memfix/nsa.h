@@ -14,6 +14,10 @@
  * -----------------------------------------------------------------------
  * Compression: nc = S >= l ? (S - l)/d + 1 : 0 compressed blocks;
  *   kc[j] = mean_{s in [j*d, j*d+l)} k[s],  vc[j] likewise (phi = mean);
+ *   bf16 storage: kc, vc are bf16 tensors, as every tensor of a bf16 model
+ *   (the seed's compressed branch ran FlashAttention, bf16 inputs only): the
+ *   mean accumulated in double in s order, divided by l, then rounded once to
+ *   bf16 (via float, nearest even; gradients straight through the rounding);
  *   visible to t iff j*d + l - 1 <= t (the block ends at or before t);
  *   pc[t,j] = softmax_j(scale * q[t].kc[j]) over the visible j;
  *   o_cmp[t] = sum_j pc[t,j] vc[j]; no visible block -> o_cmp[t] = 0.
@@ -56,7 +60,9 @@
  *            + 2*B*Hk*nc*D        the dkc and dvc accumulators
  *            + 4*D)               q, g*dout, o and dq rows
  * Fused (device scratch, upper bound):
- *   mf_nsa_forward_scratch_ceiling = 4 * 2*B*Hk*nc*D   (compressed k and v, fp32)
+ *   mf_nsa_forward_scratch_ceiling = 4 * 2*B*Hk*nc*D   (compressed k and v in fp32;
+ *                                    the bf16 tensor-core compression kernel keeps
+ *                                    them in bf16, half of it: an upper bound)
  *                                  + (nc > 0) * (8 * B*S*Hk + 8 + 4 * B*Hk)
  *                                    (the compression kernel's certificate: the
  *                                    list of tokens to rank again, at most every
@@ -65,8 +71,9 @@
  *                                  + 4 * B*S*Hk*n      (the selection, held by the
  *                                    bf16 tensor-core path when sel is NULL)
  *   mf_nsa_backward_scratch_ceiling = max(4 * 4*B*Hk*nc*D  (kc, vc and their
- *     gradient accumulators dkc, dvc, fp32), the forward's without the
- *     selection term): a forward then a backward peak at it
+ *     gradient accumulators dkc, dvc, fp32; bf16 D <= 64 holds kc, vc in bf16:
+ *     12*B*Hk*nc*D), the forward's without the selection term): a forward then
+ *     a backward peak at it
  *   The per-query statistics (lse, 12*B*S*Hq bytes) and the selected indices
  *   (4*B*S*Hk*n bytes), which a backward needs, are caller outputs.
  * So the fused code's memory is linear in S, the reference's quadratic.
@@ -74,8 +81,9 @@
  *
  * Variants
  * --------
- *   MF_NSA_FUSED. Forward: compressed k/v pooled once (fp32) by a separate
- *   kernel; then
+ *   MF_NSA_FUSED. Forward: compressed k/v pooled once by a separate kernel
+ *   (f32 storage: fp32 means; bf16: the spec's bf16 values above, bit for
+ *   bit); then
  *   - f32 storage, or bf16 with D not in {16, 32, 64, 128} or q/k/v not
  *     16-byte aligned: one thread block (128 threads) per (b, t, KV group)
  *     loops over the group's heads: the compression branch with a chunked
@@ -91,10 +99,11 @@
  *     per (b, KV group, min(16, 64/G) tokens) whose 64 rows are the tokens'
  *     heads, causal at compressed-block granularity; a second pass over the
  *     same key tiles gives p = exp(s - lse), summed per (token, block) in a
- *     fixed order and merged into each token's running top n by ranking. The
- *     products use split operands (kc = three bf16 terms in the branch's
- *     scores, two in the importances', vc and P two), so o_cmp and lse are as
- *     accurate as fp32 SIMT ones. The selection is
+ *     fixed order and merged into each token's running top n by ranking. kc
+ *     and vc are bf16 (the spec's), staged by cp.async straight into the mma
+ *     tiles: the scores are fp32 sums of exact products, P is split hi + lo
+ *     for P V, so o_cmp and lse are as accurate as fp32 SIMT ones. The
+ *     selection is
  *     certified: per token the kernel keeps the smallest selected non-forced
  *     importance and the largest dropped one, and lists a token whose margin
  *     is within the importances' stated error bound (docs/nsa.md
@@ -131,11 +140,12 @@
  *   of the tokens' union of selections and windows loaded once per CTA, dk/dv
  *   added once per (key, column) and CTA); for
  *   D <= 64 the compression branch's too (one CTA per (b, KV group, QT
- *   tokens) as the forward's compression kernel, kc/vc split into bf16 terms,
- *   dkc/dvc added per warp and 16-key tile); D = 128: that branch SIMT.
+ *   tokens) as the forward's compression kernel, bf16 kc/vc tiles, dkc/dvc
+ *   added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
- *   which it does not meet: projected about 2-2.5x, the compression branch
- *   and importances (split operands, two passes) dominating.
+ *   which it does not meet: projected about 3.2-4x (bf16 kc/vc halved the
+ *   compression kernel's mma calls and L2 bytes), the selected and sliding
+ *   branches' L2 traffic and the compression kernel's two passes dominating.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H

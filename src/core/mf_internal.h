@@ -5,6 +5,8 @@
 
 #include "memfix/memfix.h"
 #include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -124,6 +126,45 @@ const char *mf_context_scratch_guard_check(mf_context *ctx);
 /* memfix verify: the tracker's peak becomes max(peak, 'peak') (memory the
  * candidate took behind the allocator, counted against the ceiling). */
 void mf_context_raise_scratch_peak(mf_context *ctx, mf_mem_space space, size_t peak);
+
+/* Declares a small function usable from C and from CUDA code (host and
+ * device, always inlined there): static MF_HD_INLINE T f(...). */
+#if defined(__CUDACC__)
+#define MF_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define MF_HD_INLINE inline
+#endif
+
+/* bf16 bits of a double: rounded to float (nearest even), then to bf16 (nearest
+ * even, NaN kept quiet), as PyTorch's .to(torch.bfloat16) of a float64 tensor
+ * (through float) and mf_f32_to_bf16 do. The double rounding is part of the
+ * spec wherever it is used (NSA's bf16 compressed keys and values: the reference
+ * and the fused pooling kernel both call this, bit-identical). */
+static MF_HD_INLINE uint16_t mf_bf16_from_f64(double x)
+{
+    const float f = (float)x;
+#if defined(__CUDA_ARCH__)
+    uint32_t u = __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+#endif
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+/* The value of bf16 bits as a double (exact). */
+static MF_HD_INLINE double mf_bf16_bits_to_f64(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+#if defined(__CUDA_ARCH__)
+    return (double)__uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+#endif
+}
 
 /* Test hook for the registry (src/core/registry.c): when ops != NULL, the
  * registry lists exactly these n ops instead of the built-in list; NULL

@@ -623,13 +623,14 @@ static const mf_tolerance nsa_tolerances[] = {
     { "nsa.out.bf16", 4e-3, 1e-5, 2e-5,
       "bf16 tensor-core branches (D in {16,32,64,128}): P rounded to bf16 (relative 2^-9) before P V, l "
       "summed from fp32 p, so each of o_slc, o_win is off by <= 2^-9 * max|v| = 2^-9 (v in [-1,1]); gated by "
-      "<= 0.95 and added: <= 2 * 0.95 * 2^-9 = 3.7e-3 absolute; the compression branch (on mma with kc split "
-      "in three bf16 terms, vc and P in two: ~2^-16) and the selection stay at fp32 accuracy. nmse: the "
+      "<= 0.95 and added: <= 2 * 0.95 * 2^-9 = 3.7e-3 absolute; the compression branch (on mma: bf16 kc, vc "
+      "exact as the spec's, P split hi+lo: ~2^-16) and the selection stay at fp32 accuracy. nmse: the "
       "rounding errors are unbiased, variance ~ (2^-9)^2/3 * sum p^2 v^2 "
       "/ l^2 per branch against |o|^2 >= that sum's order: ~1e-6, bound 2e-5" },
     { "nsa.lse.bf16", 2e-6, 2e-6, 1e-12,
-      "bf16 inputs widened exactly; scores accumulate in fp32 (mma.sync or SIMT; compressed keys split in "
-      "three bf16 terms, residual ~2^-24) and l sums fp32 p (the bf16 P only feeds P V): as nsa.lse.f32" },
+      "bf16 inputs widened exactly; scores accumulate in fp32 (mma.sync or SIMT; the compressed keys are "
+      "the spec's bf16 values, so every product is exact) and l sums fp32 p (the bf16 P only feeds P V): "
+      "as nsa.lse.f32" },
     { "nsa.grad.bf16", 1e-2, 1e-2, 1e-5,
       "as attention.mma.grad.bf16: the selected/sliding backward on mma.sync (D in {16,32,64,128}) has one "
       "bf16-rounded factor per gradient sum (dS for dq/dk, gate*P for dv; rel 2^-9): |err| <= 2^-9 x the P "
