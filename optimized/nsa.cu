@@ -366,6 +366,21 @@ template <int D> __device__ __forceinline__ void acc_init(Acc<D> &acc)
     MF_UNROLL
     for (int n = 0; n < D / 8; ++n) acc.o[n][0] = acc.o[n][1] = acc.o[n][2] = acc.o[n][3] = 0.0f;
 }
+
+// The CTA's work item (b, KV group g, tokens [t0, tend)) of QT tokens; nblk
+// = ceil(S / QT) items per (b, g). Both query-blocked kernels decode it here.
+struct ItemPos {
+    size_t b, g, t0, tend;
+};
+__device__ __forceinline__ ItemPos item_pos(const NsaShape &sh, size_t item, size_t QT, size_t nblk)
+{
+    ItemPos p;
+    p.g = (item / nblk) % sh.Hk;
+    p.b = item / (nblk * sh.Hk);
+    p.t0 = (item % nblk) * QT;
+    p.tend = p.t0 + QT < sh.S ? p.t0 + QT : sh.S;
+    return p;
+}
 } // namespace nsa_mma
 
 // ---- bf16 tensor-core path: selected and sliding branches, query-blocked --------------
@@ -669,11 +684,11 @@ __device__ __forceinline__ Blk blk_of(const NsaShape &sh, size_t item, size_t QT
                                       int g8)
 {
     Blk bk;
-    const size_t tb = item % nblk;
-    bk.g = (item / nblk) % sh.Hk;
-    bk.b = item / (nblk * sh.Hk);
-    bk.t0 = tb * QT;
-    bk.tend = bk.t0 + QT < sh.S ? bk.t0 + QT : sh.S;
+    const nsa_mma::ItemPos p = nsa_mma::item_pos(sh, item, QT, nblk);
+    bk.b = p.b;
+    bk.g = p.g;
+    bk.t0 = p.t0;
+    bk.tend = p.tend;
     bk.ntok = bk.tend - bk.t0;
     bk.nrows = bk.ntok * sh.G;
     MF_UNROLL
@@ -897,11 +912,11 @@ __device__ __forceinline__ Item item_of(const NsaShape &sh, size_t item, size_t 
                                         int g8)
 {
     Item it;
-    const size_t tb = item % nblk;
-    it.g = (item / nblk) % sh.Hk;
-    it.b = item / (nblk * sh.Hk);
-    it.t0 = tb * QT;
-    it.tend = it.t0 + QT < sh.S ? it.t0 + QT : sh.S;
+    const nsa_mma::ItemPos p = nsa_mma::item_pos(sh, item, QT, nblk);
+    it.b = p.b;
+    it.g = p.g;
+    it.t0 = p.t0;
+    it.tend = p.tend;
     it.nrows = (it.tend - it.t0) * sh.G;
     it.nk0 = nvis_of(sh, it.tend - 1);
     it.coff = (it.b * sh.Hk + it.g) * sh.nc * D;
