@@ -1325,14 +1325,15 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
 // certify (flags[0, *nflag): (b S + t) Hk + g). One block per listed token
 // (grid-stride; the count is read in device memory: no host synchronization)
 // recomputes, in double and in the reference's order of operations
-// (reference/nsa.c steps 1-3), kc from k, the compression scores and softmax
+// (reference/nsa.c steps 1-3; kc is the bf16 scratch nsa_pool_kernel wrote, the
+// reference's step 1 bit for bit), the compression scores and softmax
 // (max, then the sum in j order) of each of the group's heads, the block
 // importances (heads, then compressed blocks, in order), forced blocks +inf,
 // and the top n (ties to the lower index), and rewrites sel's row before
 // nsa_mma_fwd_kernel reads it. Products and sums are explicitly rounded
 // (__dmul_rn/__dadd_rn on the GPU: no contraction into fma); exp is the
 // device's (within an ulp of the host's). Not hot: a listed token costs
-// G (3 nv + overlaps) scores of D (l + 1) flops; bf16 q/k (the tensor-core path).
+// G (3 nv + overlaps) scores of 2 D flops; bf16 q and kc (the tensor-core path).
 namespace nsa_chk {
 __device__ __forceinline__ double dadd(double a, double b)
 {
@@ -1350,27 +1351,26 @@ __device__ __forceinline__ double dmul(double a, double b)
     return a * b;
 #endif
 }
-// The reference's scaled compression score of head h at token t against block j.
+// The reference's scaled compression score of head h at token t against block
+// j. kc is nsa_pool_kernel's bf16 scratch: the reference's mean (double, in s
+// order, / l) rounded by the same mf_bf16_from_f64, so the same values the
+// reference multiplies, read instead of pooled again from k (l times fewer loads).
 __device__ __forceinline__ double score(const __nv_bfloat16 *__restrict__ q,
-                                        const __nv_bfloat16 *__restrict__ k, const NsaShape &sh, size_t b,
+                                        const __nv_bfloat16 *__restrict__ kc, const NsaShape &sh, size_t b,
                                         size_t t, size_t h, size_t g, size_t j)
 {
     const __nv_bfloat16 *qr = q + ((b * sh.S + t) * sh.Hq + h) * sh.D;
+    const __nv_bfloat16 *kr = kc + ((b * sh.Hk + g) * sh.nc + j) * sh.D;
     double acc = 0.0;
-    for (size_t c = 0; c < sh.D; ++c) {
-        double sk = 0.0;
-        for (size_t s = j * sh.d; s < j * sh.d + sh.l; ++s)
-            sk = dadd(sk, (double)__bfloat162float(k[((b * sh.S + s) * sh.Hk + g) * sh.D + c]));
-        const double kcj = mf_bf16_bits_to_f64(mf_bf16_from_f64(sk / (double)sh.l)); // bf16 kc, as the spec
-        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), kcj));
-    }
+    for (size_t c = 0; c < sh.D; ++c)
+        acc = dadd(acc, dmul((double)__bfloat162float(qr[c]), (double)__bfloat162float(kr[c])));
     return dmul(acc, sh.scale_ref);
 }
 } // namespace nsa_chk
 
-// mf-budget: regs<=112 smem<=2048 spill=0  (sm_90 measured: regs 105, smem 1792, stack 0; not hot: ambiguous tokens only; the min-blocks hint 1: without it, with kc rounded to bf16, ptxas capped it at 72 registers and spilled 92 bytes)
+// mf-budget: regs<=112 smem<=2048 spill=0  (sm_90 measured: regs 101, smem 1792, stack 0; not hot: ambiguous tokens only; the min-blocks hint 1: without it, when kc was pooled here from k, ptxas capped it at 72 registers and spilled 92 bytes)
 __global__ void __launch_bounds__(kThreads, 1)
-    nsa_recheck_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+    nsa_recheck_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ kc,
                        int32_t *__restrict__ sel, const unsigned long long *__restrict__ flags,
                        const unsigned long long *__restrict__ nflag, NsaShape sh)
 {
@@ -1391,7 +1391,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const size_t h = g * sh.G + hh;
             double mx = -INFINITY;
             for (size_t j = (size_t)tid; j < nv; j += kThreads) {
-                const double x = score(q, k, sh, b, t, h, g, j);
+                const double x = score(q, kc, sh, b, t, h, g, j);
                 if (x != x || x > mx) mx = x;
             }
             red[tid] = mx;
@@ -1406,7 +1406,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             __syncthreads();
             for (size_t j0 = 0; j0 < nv; j0 += kThreads) {
                 const size_t j = j0 + (size_t)tid;
-                red[tid] = j < nv ? exp(score(q, k, sh, b, t, h, g, j) - st_m[hh]) : 0.0;
+                red[tid] = j < nv ? exp(score(q, kc, sh, b, t, h, g, j) - st_m[hh]) : 0.0;
                 __syncthreads();
                 if (tid == 0) {
                     double sum = st_sum[hh];
@@ -1430,7 +1430,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 for (size_t hh = 0; hh < sh.G; ++hh)
                     for (size_t j = ja; j < jb; ++j)
                         acc = dadd(acc,
-                                   exp(score(q, k, sh, b, t, g * sh.G + hh, g, j) - st_m[hh]) / st_sum[hh]);
+                                   exp(score(q, kc, sh, b, t, g * sh.G + hh, g, j) - st_m[hh]) / st_sum[hh]);
                 if (i == 0 || i == last || i + 1 == last) acc = INFINITY;
             }
             red[tid] = acc;
@@ -2303,8 +2303,7 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
         MF_LAUNCH_CHECK();
         if (cert) { // the listed tokens ranked again in double (the count stays on the device)
             nsa_recheck_kernel<<<grid_cap(total, 256), kThreads, 0, stream>>>(
-                static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k), sel, flags,
-                nflag, sh);
+                static_cast<const __nv_bfloat16 *>(q), kcb, sel, flags, nflag, sh);
         }
     } else {
         nsa_fwd_kernel<T><<<grid_cap(total, kMaxGridX), kThreads, 0, stream>>>(
