@@ -2096,6 +2096,23 @@ static void launch_cmp_bwd(cudaStream_t stream, const NsaShape &sh, const void *
         static_cast<const __nv_bfloat16 *>(dout), kc, vc, lse, dq, dkc, dvc, dgc, sh, QT, nblk, total);
 }
 
+// kc, vc pooled from k, v: bf16 (kcb, vcb; the tensor-core compression
+// kernels, bf16 storage only) or fp32 (kc, vc). ncd = B Hk nc D > 0.
+template <typename T>
+static void launch_pool(cudaStream_t stream, const NsaShape &sh, const void *k, const void *v,
+                        __nv_bfloat16 *kcb, __nv_bfloat16 *vcb, float *kc, float *vc, size_t ncd)
+{
+    const T *kt = static_cast<const T *>(k), *vt = static_cast<const T *>(v);
+    if constexpr (sizeof(T) == 2) { // no <float, bf16> instance: f32 storage never takes the bf16 path
+        if (kcb != nullptr) {
+            nsa_pool_kernel<T, __nv_bfloat16>
+                <<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(kt, vt, kcb, vcb, sh, ncd);
+            return;
+        }
+    }
+    nsa_pool_kernel<T, float><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(kt, vt, kc, vc, sh, ncd);
+}
+
 template <typename T>
 static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                  const void *v, const void *gc, const void *gs, const void *gw,
@@ -2122,14 +2139,11 @@ static mf_status launch_backward(mf_context *ctx, const NsaShape &sh, const void
         if (mma_cmp) {
             kcb = reinterpret_cast<__nv_bfloat16 *>(dvc + ncd);
             vcb = kcb + ncd;
-            nsa_pool_kernel<T, __nv_bfloat16><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
-                static_cast<const T *>(k), static_cast<const T *>(v), kcb, vcb, sh, ncd);
         } else {
             kc = dvc + ncd;
             vc = kc + ncd;
-            nsa_pool_kernel<T, float><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
-                static_cast<const T *>(k), static_cast<const T *>(v), kc, vc, sh, ncd);
         }
+        launch_pool<T>(stream, sh, k, v, kcb, vcb, kc, vc, ncd);
         MF_LAUNCH_CHECK();
     }
     if (mma_cmp) { // the compression branch on the tensor cores (it writes dq and dg_cmp)
@@ -2264,12 +2278,7 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
         if (sel_bytes > 0) sel = reinterpret_cast<int32_t *>(at);
     }
     if (ncd > 0) {
-        if (mma_cmp)
-            nsa_pool_kernel<T, __nv_bfloat16><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
-                static_cast<const T *>(k), static_cast<const T *>(v), kcb, vcb, sh, ncd);
-        else
-            nsa_pool_kernel<T, float><<<grid_blocks(ncd, 256, kMaxGridX), 256, 0, stream>>>(
-                static_cast<const T *>(k), static_cast<const T *>(v), kc, vc, sh, ncd);
+        launch_pool<T>(stream, sh, k, v, kcb, vcb, kc, vc, ncd);
         MF_LAUNCH_CHECK();
     }
     if (!mma) {
