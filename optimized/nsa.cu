@@ -390,7 +390,7 @@ __device__ __forceinline__ ItemPos item_pos(const NsaShape &sh, size_t item, siz
 // one m16 tile. The forward uses 8 warps (128 rows: 21 tokens at G = 6) when
 // 64 rows hold fewer than 32 tokens (G >= 3), else 4 (fwd_warps); the
 // backward 4. Keys come in 16-key sub-tiles, staged Stage<D> = 4 at a time (64
-// keys, as attention_mma.cu's FA2 tiles; 1 at D = 128, which has twice the
+// keys, as attention_mma.cu's FA2 tiles; 2 at D = 128, which has twice the
 // bytes and registers per key): each stage is loaded once per CTA
 // (cp.async, double-buffered: the next stage is in flight while the warps
 // multiply the current one) and feeds all QT tokens' G heads:
@@ -423,9 +423,10 @@ constexpr int kWarps = 4, kThreadsS = 32 * kWarps, kRows = 16 * kWarps;
 constexpr int kFwdWarps = 8; // the forward's CTA at G >= 3: 8 warps, 128 rows
 constexpr int kMaxQT = 32;   // tokens per CTA: one bit each of a union entry's mask
 constexpr int kChunk = 32;   // union entries per merge round (shared memory independent of n)
-// 16-key sub-tiles per forward stage: 64 keys, except at D = 128
+// 16-key sub-tiles per forward stage: 64 keys, 32 at D = 128 (64 would
+// take 32 more registers for S beside its 64 of O)
 template <int D> struct Stage {
-    static constexpr int value = D == 128 ? 1 : 4;
+    static constexpr int value = D == 128 ? 2 : 4;
 };
 
 // One 16-key sub-tile of a key stream: keys [k0, k0 + nk) (nk = 0: none),
@@ -829,7 +830,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=208 smem<=0 spill=0  (sm_90 measured: regs 153/168/200/188 at D = 16/32/64/128 for both WARPS = 4 and 8, stack 0; dynamic smem fwd_smem_bytes: 15.3/25.3/45.3/34.3 KB (4 warps), 18.3/30.3/54.3/51.3 KB (8 warps); 64-key stages (16 at D = 128); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
+// mf-budget: regs<=224 smem<=0 spill=0  (sm_90 measured: regs 153/168/200/219 at D = 16/32/64/128 for both WARPS = 4 and 8, stack 0; dynamic smem fwd_smem_bytes: 15.3/25.3/45.3/51.3 KB (4 warps), 18.3/30.3/54.3/68.3 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
