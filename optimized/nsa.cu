@@ -384,12 +384,14 @@ __device__ __forceinline__ ItemPos item_pos(const NsaShape &sh, size_t item, siz
 } // namespace nsa_mma
 
 // ---- bf16 tensor-core path: selected and sliding branches, query-blocked --------------
-// One CTA (4 warps, 64 rows) per (b, KV group, QT consecutive tokens), QT =
-// min(32, 64 / G): its rows are the (token, head) pairs t0 + r / G, r % G (as
-// nsa_mma_cmp_kernel), warp w owning rows 16w..16w+15 as one m16 tile. Keys
-// come in 16-key sub-tiles, staged Stage<D> = 4 at a time (64 keys, as
-// attention_mma.cu's FA2 tiles; 1 at D = 128, whose 64-key K/V stages would
-// not fit 48 KB of static shared memory): each stage is loaded once per CTA
+// One CTA (WARPS warps, 16 WARPS rows) per (b, KV group, QT consecutive
+// tokens), QT = min(32, 16 WARPS / G): its rows are the (token, head) pairs
+// t0 + r / G, r % G (as nsa_mma_cmp_kernel), warp w owning rows 16w..16w+15 as
+// one m16 tile. The forward uses 8 warps (128 rows: 21 tokens at G = 6) when
+// 64 rows hold fewer than 32 tokens (G >= 3), else 4 (fwd_warps); the
+// backward 4. Keys come in 16-key sub-tiles, staged Stage<D> = 4 at a time (64
+// keys, as attention_mma.cu's FA2 tiles; 2 at D = 128, which has twice the
+// bytes and registers per key): each stage is loaded once per CTA
 // (cp.async, double-buffered: the next stage is in flight while the warps
 // multiply the current one) and feeds all QT tokens' G heads:
 //   selected branch: the union of the QT tokens' selections (each list is
@@ -415,12 +417,16 @@ __device__ __forceinline__ ItemPos item_pos(const NsaShape &sh, size_t item, siz
 // its 2^-9 bound. Each branch adds gate * o / l to out (written by the
 // compression kernel first, same stream) and writes its lse column.
 namespace nsa_sw {
+// The backward's CTA (and the forward's at G <= 2): 4 warps, 64 rows. The
+// helpers below take the CTA's warp count WARPS as a template parameter.
 constexpr int kWarps = 4, kThreadsS = 32 * kWarps, kRows = 16 * kWarps;
-constexpr int kMaxQT = 32; // tokens per CTA: one bit each of a union entry's mask
-constexpr int kChunk = 32; // union entries per merge round (shared memory independent of n)
-// 16-key sub-tiles per stage: 64 keys, except at D = 128 (static shared memory)
+constexpr int kFwdWarps = 8; // the forward's CTA at G >= 3: 8 warps, 128 rows
+constexpr int kMaxQT = 32;   // tokens per CTA: one bit each of a union entry's mask
+constexpr int kChunk = 32;   // union entries per merge round (shared memory independent of n)
+// 16-key sub-tiles per forward stage: 64 keys, 32 at D = 128 (64 would
+// take 32 more registers for S beside its 64 of O)
 template <int D> struct Stage {
-    static constexpr int value = D == 128 ? 1 : 4;
+    static constexpr int value = D == 128 ? 2 : 4;
 };
 
 // One 16-key sub-tile of a key stream: keys [k0, k0 + nk) (nk = 0: none),
@@ -452,8 +458,9 @@ __device__ __forceinline__ bool stage_any(Desc &desc, size_t y, size_t ntiles)
 }
 
 // Stage y's sub-tiles into Ks, Vs (16 NT x (D + 8) bf16 each; sub-tile j in
-// rows 16j..16j+15) by cp.async, CTA-wide; rows past a sub-tile's keys zero-filled.
-template <int D, int NT, typename Desc>
+// rows 16j..16j+15) by cp.async, CTA-wide (WARPS warps); rows past a
+// sub-tile's keys zero-filled.
+template <int D, int NT, int WARPS, typename Desc>
 __device__ __forceinline__ void load_stage(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
                                            const __nv_bfloat16 *vg, size_t stride, Desc &desc, size_t y,
                                            size_t ntiles)
@@ -463,7 +470,7 @@ __device__ __forceinline__ void load_stage(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs,
     for (int j = 0; j < NT; ++j) {
         const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
         const size_t k0 = sd.nk > 0 ? sd.k0 : 0; // an empty sub-tile zero-fills from key 0
-        for (int c = threadIdx.x; c < 16 * kC; c += kThreadsS) {
+        for (int c = threadIdx.x; c < 16 * kC; c += 32 * WARPS) {
             const int r = c / kC, col = (c % kC) * 8;
             const bool in = r < sd.nk;
             const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
@@ -593,8 +600,8 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bflo
 // forward: stage_step; the backward: its recomputation of o, then grad_stage).
 // A stage without keys is skipped. Every thread calls it with the same ntiles
 // and desc results (CTA-uniform barriers); the caller's barrier precedes it,
-// and it ends with one.
-template <int D, int NT, typename Desc, typename Step>
+// and it ends with one. WARPS: the CTA's warps (they share the loads).
+template <int D, int NT, int WARPS, typename Desc, typename Step>
 __device__ __forceinline__ void run_stream(__nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
                                            __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg,
                                            const __nv_bfloat16 *vg, size_t stride, size_t ntiles, Desc &desc,
@@ -604,13 +611,13 @@ __device__ __forceinline__ void run_stream(__nv_bfloat16 (*Kt)[16 * NT * (D + 8)
     size_t y = 0;
     while (y < nst && !stage_any<NT>(desc, y, ntiles)) ++y;
     if (y >= nst) return;
-    load_stage<D, NT>(Kt[0], Vt[0], kg, vg, stride, desc, y, ntiles);
+    load_stage<D, NT, WARPS>(Kt[0], Vt[0], kg, vg, stride, desc, y, ntiles);
     cp_async_commit();
     for (int buf = 0; y < nst; buf ^= 1) {
         size_t yn = y + 1;
         while (yn < nst && !stage_any<NT>(desc, yn, ntiles)) ++yn;
         if (yn < nst) { // prefetch stage yn into the other buffer (consumed before the last barrier)
-            load_stage<D, NT>(Kt[buf ^ 1], Vt[buf ^ 1], kg, vg, stride, desc, yn, ntiles);
+            load_stage<D, NT, WARPS>(Kt[buf ^ 1], Vt[buf ^ 1], kg, vg, stride, desc, yn, ntiles);
             cp_async_commit();
             cp_async_wait_1();
         } else {
@@ -663,12 +670,20 @@ __device__ __forceinline__ int causal_hi(size_t t, size_t k0, int nk)
     return t < k0 ? 0 : (t - k0 < (size_t)nk ? (int)(t - k0) + 1 : nk);
 }
 
-// QT tokens per CTA (the forward and the backward): all G heads of each in the
-// CTA's 64 rows, at most 32 (one mask bit each).
-inline size_t tokens_per_cta(const NsaShape &sh)
+// QT tokens per CTA of WARPS warps (the forward and the backward): all G heads
+// of each in the CTA's 16 WARPS rows, at most 32 (one mask bit each).
+template <int WARPS> inline size_t tokens_per_cta(const NsaShape &sh)
 {
-    const size_t qt = (size_t)kRows / sh.G;
+    const size_t qt = (size_t)(16 * WARPS) / sh.G;
     return qt < (size_t)kMaxQT ? qt : (size_t)kMaxQT;
+}
+
+// The forward's warps per CTA: 8 (128 rows) when 64 rows hold fewer than
+// kMaxQT tokens (G >= 3); at G <= 2 kMaxQT tokens fill at most 64 rows, and a
+// 128-row CTA would leave half its warps or more without a row.
+inline int fwd_warps(const NsaShape &sh)
+{
+    return sh.G * (size_t)kMaxQT > (size_t)kRows ? kFwdWarps : kWarps;
 }
 
 // One work item (b, KV group g, tokens [t0, tend)) as this lane sees it (the
@@ -719,8 +734,9 @@ struct Union {
 // round (lane u holds token u's next block; the next union block is the warp
 // minimum, its token mask the ballot of the lanes holding it), each round's
 // ntb-sub-tile pieces streamed by run_stream. step(desc, vis, Ks, Vs, y,
-// ntiles) multiplies a stage. CTA-wide; the caller's barrier precedes it.
-template <int D, int NT, typename Step>
+// ntiles) multiplies a stage. CTA-wide (WARPS warps); the caller's barrier
+// precedes it.
+template <int D, int NT, int WARPS, typename Step>
 __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &sh, const int32_t *sel,
                                                 Union &un, __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
                                                 __nv_bfloat16 (*Vt)[16 * NT * (D + 8)],
@@ -769,16 +785,17 @@ __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &s
             lo = 0;
             hi = bk.rw.ok[i] && ((tm >> bk.rw.tok[i]) & 1u) != 0u ? causal_hi(bk.rw.t[i], k0, nk) : 0;
         };
-        run_stream<D, NT>(Kt, Vt, kg, vg, stride, ntiles, desc,
-                          [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
-                              step(desc, vis, Ks, Vs, y, ntiles);
-                          });
+        run_stream<D, NT, WARPS>(Kt, Vt, kg, vg, stride, ntiles, desc,
+                                 [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
+                                     step(desc, vis, Ks, Vs, y, ntiles);
+                                 });
     }
 }
 
 // The sliding window's key stream of item bk: the keys [t0 + 1 - w, tend) in
-// 16-key sub-tiles; row t sees s iff t - w < s <= t. step as selected_stream's.
-template <int D, int NT, typename Step>
+// 16-key sub-tiles; row t sees s iff t - w < s <= t. step and WARPS as
+// selected_stream's.
+template <int D, int NT, int WARPS, typename Step>
 __device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh,
                                               __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
                                               __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg,
@@ -797,16 +814,25 @@ __device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh,
         lo = first <= k0 ? 0 : (first - k0 < (size_t)nk ? (int)(first - k0) : nk);
         hi = bk.rw.ok[i] ? causal_hi(bk.rw.t[i], k0, nk) : 0;
     };
-    run_stream<D, NT>(Kt, Vt, kg, vg, stride, ntiles, desc,
-                      [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
-                          step(desc, vis, Ks, Vs, y, ntiles);
-                      });
+    run_stream<D, NT, WARPS>(Kt, Vt, kg, vg, stride, ntiles, desc,
+                             [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
+                                 step(desc, vis, Ks, Vs, y, ntiles);
+                             });
+}
+
+// Dynamic shared memory of nsa_mma_fwd_kernel<D, WARPS>: Q of the 16 WARPS
+// rows, two K/V stages of 16 Stage<D> keys, the union round (54.3 KB at D = 64
+// with 8 warps, over the 48 KB of static shared memory).
+template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
+{
+    constexpr size_t LDS = D + 8;
+    return 16 * WARPS * LDS * 2 + 2 * (2 * 16 * Stage<D>::value * LDS * 2) + sizeof(Union);
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=208 smem<=47104 spill=0  (sm_90 measured: regs 160/177/208/197, smem 15632/25872/46352/35088 at D = 16/32/64/128, stack 0; 64-key stages (16 at D = 128); min 2 CTAs per SM: ptxas otherwise capped some at 168 and spilled)
-template <int D>
-__global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
+// mf-budget: regs<=224 smem<=0 spill=0  (sm_90 measured: regs 153/168/200/219 at D = 16/32/64/128 for both WARPS = 4 and 8, stack 0; dynamic smem fwd_smem_bytes: 15.3/25.3/45.3/51.3 KB (4 warps), 18.3/30.3/54.3/68.3 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
+template <int D, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
                        const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
                        const __nv_bfloat16 *__restrict__ g_win, const int32_t *__restrict__ sel,
@@ -816,11 +842,12 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     using namespace nsa_sw;
     using nsa_mma::Acc;
     using nsa_mma::acc_init;
-    constexpr int LDS = D + 8, NT = Stage<D>::value;
-    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Kt[2][16 * NT * LDS];
-    __shared__ __align__(16) __nv_bfloat16 Vt[2][16 * NT * LDS];
-    __shared__ Union un;
+    constexpr int LDS = D + 8, NT = Stage<D>::value, ROWS = 16 * WARPS, THREADS = 32 * WARPS;
+    extern __shared__ __align__(16) unsigned char nsa_fwd_smem[]; // fwd_smem_bytes<D, WARPS>()
+    __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(nsa_fwd_smem);
+    auto Kt = reinterpret_cast<__nv_bfloat16(*)[16 * NT * LDS]>(Qs + ROWS * LDS); // [2] stages
+    auto Vt = Kt + 2;
+    Union &un = *reinterpret_cast<Union *>(Vt + 2);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2;
     const float scale_log2 = sh.scale * nsa_mma::kLog2e;
     const size_t kstride = sh.Hk * D;
@@ -829,7 +856,7 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
         const Blk bk = blk_of(sh, item, QT, nblk, warp, g8);
         const size_t b = bk.b, g = bk.g;
         __syncthreads(); // the previous item's tiles are consumed
-        for (int c = tid; c < kRows * (D / 8); c += kThreadsS) {
+        for (int c = tid; c < ROWS * (D / 8); c += THREADS) {
             const int r = c / (D / 8), col = (c % (D / 8)) * 8;
             const bool in = (size_t)r < bk.nrows;
             const size_t gr =
@@ -845,11 +872,11 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
         };
         // selected branch: the union of the tokens' selections, kChunk entries per round
         acc_init(acc);
-        selected_stream<D, NT>(bk, sh, sel, un, Kt, Vt, kg, vg, kstride, warp, lane, step);
+        selected_stream<D, NT, WARPS>(bk, sh, sel, un, Kt, Vt, kg, vg, kstride, warp, lane, step);
         finish_rows<D>(acc, bk.rw, out, lse, g_slc, 1, sh, b, g, lane);
         // sliding window: keys [t0 + 1 - w, tend)
         acc_init(acc);
-        window_stream<D, NT>(bk, sh, Kt, Vt, kg, vg, kstride, step);
+        window_stream<D, NT, WARPS>(bk, sh, Kt, Vt, kg, vg, kstride, step);
         finish_rows<D>(acc, bk.rw, out, lse, g_win, 2, sh, b, g, lane);
     }
 }
@@ -1488,8 +1515,8 @@ __device__ __forceinline__ void add_dkdv(float *dkg, float *dvg, const float ck[
 } // namespace nsa_mma
 
 // ---- bf16 tensor-core backward: selected and sliding branches, query-blocked ---------
-// The CTAs of nsa_mma_fwd_kernel: one CTA (4 warps, 64 rows) per (b, KV group,
-// QT = min(32, 64 / G) consecutive tokens), row r = (token t0 + r / G, head
+// The 64-row CTAs of nsa_mma_fwd_kernel<D, 4>: one CTA (4 warps, 64 rows) per
+// (b, KV group, QT = min(32, 64 / G) consecutive tokens), row r = (token t0 + r / G, head
 // r % G), warp w owning rows 16w..16w+15; the same key streams (the union of
 // the tokens' selections, merged round by round, and the window [t0 + 1 - w,
 // tend)), here in 32-key stages (16 at D = 128; cp.async, double-buffered).
@@ -1696,10 +1723,10 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
         // branch x (1: selected, 2: window): the stream of its keys, step per stage
         auto walk = [&](int x, auto step) {
             if (x == 1)
-                selected_stream<D, NT>(bk, sh, sel, un, Kt, Vt, k + koff, v + koff, kstride, warp, lane,
-                                       step);
+                selected_stream<D, NT, kWarps>(bk, sh, sel, un, Kt, Vt, k + koff, v + koff, kstride, warp,
+                                               lane, step);
             else
-                window_stream<D, NT>(bk, sh, Kt, Vt, k + koff, v + koff, kstride, step);
+                window_stream<D, NT, kWarps>(bk, sh, Kt, Vt, k + koff, v + koff, kstride, step);
         };
         for (int x = 1; x < 3; ++x) {
             RowGrad rg;
@@ -2070,8 +2097,8 @@ static mf_status launch_mma_bwd(cudaStream_t stream, const NsaShape &sh, const v
                         *gs16 = static_cast<const __nv_bfloat16 *>(gs),
                         *gw16 = static_cast<const __nv_bfloat16 *>(gw),
                         *do16 = static_cast<const __nv_bfloat16 *>(dout);
-    // query-blocked: the CTAs of nsa_mma_fwd_kernel (b, KV group, QT tokens)
-    const size_t QT = nsa_sw::tokens_per_cta(sh);
+    // query-blocked: 64-row CTAs (b, KV group, QT tokens), as nsa_mma_fwd_kernel's at G <= 2
+    const size_t QT = nsa_sw::tokens_per_cta<nsa_sw::kWarps>(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, items = sh.B * sh.Hk * nblk;
     constexpr size_t smem = nsa_sw::bwd_smem_bytes<D>();
     MF_CUDA_CHECK(
@@ -2194,16 +2221,35 @@ static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const
     return dim && (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v) & 15u) == 0;
 }
 
-template <int D>
-static void launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k, const void *v,
-                       const void *gs, const void *gw, const int32_t *sel, float *out, float *lse)
+// The selected and sliding branches on the tensor cores: one CTA of WARPS
+// warps per (b, KV group, QT tokens), QT * G <= 16 WARPS rows.
+template <int D, int WARPS>
+static mf_status launch_mma_warps(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
+                                  const void *v, const void *gs, const void *gw, const int32_t *sel,
+                                  float *out, float *lse)
 {
-    const size_t QT = nsa_sw::tokens_per_cta(sh);
+    const size_t QT = nsa_sw::tokens_per_cta<WARPS>(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
-    nsa_mma_fwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_sw::kThreadsS, 0, stream>>>(
+    constexpr size_t smem = nsa_sw::fwd_smem_bytes<D, WARPS>();
+    MF_CUDA_CHECK(cudaFuncSetAttribute(nsa_mma_fwd_kernel<D, WARPS>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    nsa_mma_fwd_kernel<D, WARPS><<<grid_cap(total, kMaxGridX), 32 * WARPS, smem, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
         static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
         static_cast<const __nv_bfloat16 *>(gw), sel, out, lse, sh, QT, nblk, total);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
+}
+
+// 128-row CTAs at G >= 3, 64-row ones at G <= 2 (nsa_sw::fwd_warps).
+template <int D>
+static mf_status launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
+                            const void *v, const void *gs, const void *gw, const int32_t *sel, float *out,
+                            float *lse)
+{
+    if (nsa_sw::fwd_warps(sh) == nsa_sw::kFwdWarps)
+        return launch_mma_warps<D, nsa_sw::kFwdWarps>(stream, sh, q, k, v, gs, gw, sel, out, lse);
+    return launch_mma_warps<D, nsa_sw::kWarps>(stream, sh, q, k, v, gs, gw, sel, out, lse);
 }
 
 // Compression branch and selection on the tensor cores (bf16, D <= 64): one
@@ -2322,13 +2368,11 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     }
     MF_LAUNCH_CHECK();
     switch (sh.D) {
-    case 16: launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
-    case 32: launch_mma<32>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
-    case 64: launch_mma<64>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
-    default: launch_mma<128>(stream, sh, q, k, v, gs, gw, sel, out, lse); break;
+    case 16: return launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse);
+    case 32: return launch_mma<32>(stream, sh, q, k, v, gs, gw, sel, out, lse);
+    case 64: return launch_mma<64>(stream, sh, q, k, v, gs, gw, sel, out, lse);
+    default: return launch_mma<128>(stream, sh, q, k, v, gs, gw, sel, out, lse);
     }
-    MF_LAUNCH_CHECK();
-    return MF_OK;
 }
 
 } // namespace MF_NS

@@ -116,7 +116,8 @@
  *     fallback alone. The SIMT kernel (f32, D = 128, n > 32)
  *     keeps its fp32 ranking without a certificate. Selected
  *     and sliding branches, query-blocked: one CTA per (b, KV group,
- *     min(32, 64/G) consecutive tokens) whose 64 rows are the tokens' heads;
+ *     min(32, 128/G) consecutive tokens) whose 128 rows hold the tokens' heads
+ *     (G <= 2: min(32, 64/G) tokens, 64 rows, as the backward);
  *     each 16-key K/V tile of the union of the tokens' selected blocks (merged
  *     from their sorted sel lists) and of the union of their windows is staged
  *     once per CTA (cp.async, double-buffered) and multiplied by every row
@@ -135,8 +136,8 @@
  *   above): SIMT, one thread block per (b, t, KV group). bf16, D in {16, 32,
  *   64, 128}, aligned (dout too): the selected and sliding branches on the
  *   tensor cores (S, dP, dQ, dK, dV products on mma.sync, dS and gate*P
- *   rounded to bf16: tolerance row nsa.grad.bf16), query-blocked as the
- *   forward (one CTA per (b, KV group, min(32, 64/G) tokens), each K/V stage
+ *   rounded to bf16: tolerance row nsa.grad.bf16), query-blocked (one CTA
+ *   per (b, KV group, min(32, 64/G) tokens), each K/V stage
  *   of the tokens' union of selections and windows loaded once per CTA, dk/dv
  *   added once per (key, column) and CTA); for
  *   D <= 64 the compression branch's too (one CTA per (b, KV group, QT

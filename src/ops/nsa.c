@@ -144,7 +144,7 @@ static const nsa_case nsa_cases[] = {
     { 1, 30, 4, 2, 128, { 8, 4, 8, 3, 10, 0.0f }, MF_DTYPE_BF16, 0 },
     { 1, 1100, 2, 1, 4, { 2, 1, 1, 5, 3, 0.0f }, MF_DTYPE_F32, 0 },
     { 1, 300, 2, 1, 16, { 2, 1, 2, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
-    /* ---- the memory suite's cases (tests/memory/test_nsa_memory.c), cases 17 on: the forward
+    /* ---- the memory suite's cases (tests/memory/test_nsa_memory.c), cases 17 to 24: the forward
      * alone (lse, sel NULL: the bf16 path's selection in scratch) and forward + backward, fp32 and bf16
      * at one shape, then fp32 at S and 2S (the scaling) */
     { 1, 45, 6, 1, 16, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32, 1 },
@@ -155,6 +155,13 @@ static const nsa_case nsa_cases[] = {
     { 1, 96, 2, 1, 8, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32, 1 },
     { 1, 48, 2, 1, 8, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32, 0 },
     { 1, 96, 2, 1, 8, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32, 0 },
+    /* ---- more of the equivalence suite's bf16 tensor-core cases: each nsa_mma_fwd_kernel<D, WARPS>
+     * instance the cases above leave out (64-row CTAs at G <= 2, 128-row ones at G >= 3): G = 1 with
+     * QT capped at 32 tokens and a partial last CTA (71 = 2 * 32 + 7) at D = 64; G = 2 at D = 32; G = 3
+     * at D = 128 (128-row CTAs of 32 tokens, 96 rows real; 40 = 32 + 8) */
+    { 1, 71, 1, 1, 64, { 16, 8, 16, 4, 24, 0.0f }, MF_DTYPE_BF16, 0 },
+    { 1, 45, 4, 2, 32, { 8, 4, 8, 3, 10, 0.0f }, MF_DTYPE_BF16, 0 },
+    { 1, 40, 3, 1, 128, { 8, 4, 8, 3, 10, 0.0f }, MF_DTYPE_BF16, 0 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */

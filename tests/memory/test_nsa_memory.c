@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The memory cases of the op's table (src/ops/nsa.c, its last eight), each the
+/* The memory cases of the op's table (src/ops/nsa.c, cases 17 to 24), each the
  * forward alone (lse and sel NULL: the bf16 path keeps its selection in
  * scratch) or forward + backward (the backward from the forward's lse, sel):
  * B=1 S=45 Hq=6 Hk=1 D=16 fwd (f32, bf16), fwd+bwd (f32, bf16); then f32
