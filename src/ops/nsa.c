@@ -155,6 +155,10 @@ static const nsa_case nsa_cases[] = {
     { 1, 96, 2, 1, 8, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32, 1 },
     { 1, 48, 2, 1, 8, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32, 0 },
     { 1, 96, 2, 1, 8, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_F32, 0 },
+    /* ---- equivalence, case 25: G = 1 on the bf16 compression kernel's 128-row CTAs, QT capped at 32
+     * tokens (32 of 128 rows real), several CTAs per KV group and a partial last one (75 = 32 + 32 + 11),
+     * two KV groups, D = 32 */
+    { 1, 75, 2, 2, 32, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_BF16, 0 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */
