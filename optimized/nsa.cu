@@ -882,11 +882,15 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
 }
 
 // ---- bf16 tensor-core path: compression branch and importances on mma.sync ----------
-// One CTA (4 warps) per (b, KV group, block of QT tokens): its 64 rows are the
-// (token, head) pairs t0 + r / G, r % G (QT = min(16, 64 / G) tokens, so every
+// One CTA of W warps per (b, KV group, block of QT tokens): its 16 W rows are the
+// (token, head) pairs t0 + r / G, r % G (QT = min(4 W, 16 W / G) tokens, so every
 // token's G heads are in the CTA), warp w owning rows 16w..16w+15 as one m16
-// tile. The compressed keys are common to all queries: each tile of 16 of them
-// is staged once per CTA and feeds 64 rows (FlashAttention over kc/vc).
+// tile. The forward runs W = 8 (128 rows: 21 tokens at G = 6), the backward
+// W = 4 (64 rows). The compressed keys are common to all queries: each tile of
+// 16 of them is staged once per CTA and feeds all its rows (FlashAttention over
+// kc/vc), so 128 rows halve the kc/vc bytes per token; a row's own products
+// and sums do not depend on W (tiles past a row's last visible block add p = 0
+// exactly), so both CTA sizes give it the same bits.
 // Causal at compressed-block granularity: row t sees j iff j*d + l - 1 <= t.
 // Precision: in bf16 storage kc and vc are bf16 tensors (the spec's:
 // reference/nsa.c step 1, pooled by nsa_pool_kernel into bf16 scratch), and q is
@@ -904,17 +908,24 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
 // Rows beyond S and padding rows (r >= QT*G) are masked (no visible key).
 namespace nsa_cmp {
 using nsa_mma::bf16_round;
-constexpr int kWarps = 4, kThreadsC = 32 * kWarps, kRows = 16 * kWarps;
-constexpr int kMaxQT = 16;     // tokens per CTA at most
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
+constexpr int kFwdWarps = 8, kBwdWarps = 4; // warps per CTA: nsa_mma_cmp_kernel, nsa_mma_cmp_bwd_kernel
 
-// Tokens per CTA: QT = min(kMaxQT, 64 / G) (both kernels and their launchers).
-__host__ __device__ inline size_t tokens_per_cta(const NsaShape &sh)
+// The CTA geometry of W warps: 16 W rows, at most 4 W tokens (G = 1: a quarter
+// of the rows real, as with 16 tokens in 64 rows; the forward's per-token
+// lists are sized by it).
+template <int W> struct Cta {
+    static constexpr int kWarps = W, kThreads = 32 * W, kRows = 16 * W, kMaxQT = 4 * W;
+};
+
+// Tokens per CTA of W warps: QT = min(4 W, 16 W / G) (the kernels and their
+// launchers): 21 at G = 6 for the forward's 128 rows, 10 for the backward's 64.
+template <int W> __host__ __device__ inline size_t tokens_per_cta(const NsaShape &sh)
 {
-    const size_t qt = (size_t)kRows / sh.G;
-    return qt < (size_t)kMaxQT ? qt : (size_t)kMaxQT;
+    const size_t qt = (size_t)Cta<W>::kRows / sh.G;
+    return qt < (size_t)Cta<W>::kMaxQT ? qt : (size_t)Cta<W>::kMaxQT;
 }
 
 // The compressed blocks token t sees: j with j*d + l - 1 <= t (at most nc).
@@ -928,7 +939,7 @@ __device__ __forceinline__ size_t nvis_of(const NsaShape &sh, size_t t)
 // One work item of a CTA (b, KV group g, tokens [t0, tend)), as both kernels
 // see it, and this lane's two rows r = 16 warp + g8 + 8 i.
 struct Item {
-    size_t b, g, t0, tend, nrows; // nrows = (tend - t0) G real rows of the 64
+    size_t b, g, t0, tend, nrows; // nrows = (tend - t0) G real rows of the CTA's
     size_t nk0;                   // compressed blocks any row of the CTA sees
     size_t coff;                  // (b, g)'s first kc/vc element
     size_t rbase;                 // row (b, t0, head g G) of q/out; row r of the CTA: row_of
@@ -962,15 +973,15 @@ __device__ __forceinline__ size_t row_of(const NsaShape &sh, const Item &it, siz
     return it.rbase + r / sh.G * sh.Hq + r % sh.G;
 }
 
-// cp.async the CTA's 64 rows of x (q) and, when WITH_Y, of y (dout)
-// into Xs, Ys [64][D + 8]; row r is (b, t0 + r / G, head g G + r % G);
-// padding rows zero-filled.
-template <int D, bool WITH_Y>
+// cp.async the 16 W rows of a CTA of W warps of x (q) and, when WITH_Y, of y
+// (dout) into Xs, Ys [16 W][D + 8]; row r is (b, t0 + r / G, head g G + r % G);
+// padding rows zero-filled. (nsa_mma_bwd_kernel stages its 64 rows here too.)
+template <int D, bool WITH_Y, int W = kBwdWarps>
 __device__ __forceinline__ void stage_rows(__nv_bfloat16 *Xs, const __nv_bfloat16 *x, __nv_bfloat16 *Ys,
                                            const __nv_bfloat16 *y, const NsaShape &sh, const Item &it)
 {
     constexpr int LDS = D + 8;
-    for (int c = threadIdx.x; c < kRows * (D / 8); c += kThreadsC) {
+    for (int c = threadIdx.x; c < Cta<W>::kRows * (D / 8); c += Cta<W>::kThreads) {
         const int r = c / (D / 8), col = (c % (D / 8)) * 8;
         const bool in = (size_t)r < it.nrows;
         const size_t gr = in ? row_of(sh, it, (size_t)r) : 0;
@@ -990,16 +1001,17 @@ template <int D> struct Tiles {
 constexpr size_t kNoTile = ~(size_t)0;
 
 // cp.async rows [k0, k0 + 16) of kc (and of vc when vcg != nullptr) into buffer
-// buf; rows at or beyond nk0 are zero-filled.
-template <int D>
+// buf by the CTA's 32 W threads; rows at or beyond nk0 are zero-filled.
+template <int D, int W>
 __device__ __forceinline__ void issue_tile(Tiles<D> &tl, int buf, const __nv_bfloat16 *kcg,
                                            const __nv_bfloat16 *vcg, size_t k0, size_t nk0)
 {
     constexpr int LDS = D + 8, kChunks = 16 * D / 8; // 16-byte chunks (8 bf16) per tensor
+    constexpr int kT = Cta<W>::kThreads;
     MF_UNROLL
-    for (int x = 0; x < (kChunks + kThreadsC - 1) / kThreadsC; ++x) {
-        const int c = (int)threadIdx.x + x * kThreadsC;
-        if (kChunks % kThreadsC != 0 && c >= kChunks) break;
+    for (int x = 0; x < (kChunks + kT - 1) / kT; ++x) {
+        const int c = (int)threadIdx.x + x * kT;
+        if (kChunks % kT != 0 && c >= kChunks) break;
         const int r = c / (D / 8), col = (c % (D / 8)) * 8;
         const bool in = k0 + (size_t)r < nk0;
         const size_t at = in ? (k0 + (size_t)r) * D + (size_t)col : 0;
@@ -1016,16 +1028,16 @@ __device__ __forceinline__ void issue_tile(Tiles<D> &tl, int buf, const __nv_bfl
 // tile's products before the cp.async that overwrites its buffer (a tile not
 // prefetched is issued into the buffer whose readers the previous call's
 // barrier already ordered).
-template <int D, bool WITH_V>
+template <int D, int W, bool WITH_V>
 __device__ __forceinline__ int stage_tile(Tiles<D> &tl, int &cur, const __nv_bfloat16 *kcg,
                                           const __nv_bfloat16 *vcg, size_t k0, bool prefetched, size_t next,
                                           bool next_v, size_t nk0)
 {
     const int b = cur ^ 1;
-    if (!prefetched) issue_tile<D>(tl, b, kcg, WITH_V ? vcg : nullptr, k0, nk0);
+    if (!prefetched) issue_tile<D, W>(tl, b, kcg, WITH_V ? vcg : nullptr, k0, nk0);
     cp_async_wait_all();
     __syncthreads();
-    if (next != kNoTile) issue_tile<D>(tl, cur, kcg, next_v ? vcg : nullptr, next, nk0);
+    if (next != kNoTile) issue_tile<D, W>(tl, cur, kcg, next_v ? vcg : nullptr, next, nk0);
     cur = b;
     return b;
 }
@@ -1092,7 +1104,8 @@ __device__ __forceinline__ float selection_threshold(const NsaShape &sh, float e
 // accurate as fp32; vc is bf16, exact). o, m (base 2, scaled) and l are per
 // lane row, as attention_mma's. Tile x + 1 is in flight during tile x; the last
 // tile prefetches tile 0 for the next pass (kc only, or kc and vc when THEN_V).
-template <int D, bool THEN_V>
+// W: the CTA's warps (all of them call it: it holds the tiles' barriers).
+template <int D, int W, bool THEN_V>
 __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl, int &cur,
                                        const __nv_bfloat16 *Qw, const __nv_bfloat16 *kcg,
                                        const __nv_bfloat16 *vcg, const Item &it, float scale_log2, int lane)
@@ -1106,7 +1119,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
     for (size_t k0 = 0; k0 < it.nk0; k0 += 16) {
         const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
         const int buf =
-            stage_tile<D, true>(tl, cur, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
+            stage_tile<D, W, true>(tl, cur, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
         float s[2][4];
         scores<D>(s, Qw, tl, buf, lane);
         float mx[2] = { -INFINITY, -INFINITY };
@@ -1151,11 +1164,30 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
         }
     }
 }
+
+// Dynamic shared memory of nsa_mma_cmp_kernel<D, W> (one extern buffer; with
+// 128 rows it is past the 48 KB of static shared memory): the rows' Q, the
+// kc/vc tiles, pass 2's p tile, the per-token importances and top-n lists
+// (kMaxQT tokens), each row's certificate bound and lse.
+template <int D, int W> struct FwdSmem {
+    static constexpr int kRows = Cta<W>::kRows, kMaxQT = Cta<W>::kMaxQT;
+    alignas(16) __nv_bfloat16 Qs[kRows * (D + 8)];
+    alignas(16) Tiles<D> tl;
+    float Ps[kRows][17]; // pass 2: p of one kc tile
+    float imp[kMaxQT][kSelTile];
+    float top_v[kMaxQT][kCmpMaxSel];
+    int list[kMaxQT][kCmpMaxSel];
+    unsigned char keep[kMaxQT][kUnion];
+    int n_list[kMaxQT];
+    float row_eps[kRows];  // the certificate: relative error bound of each row's p (0: no key)
+    float max_rej[kMaxQT]; // the largest importance not selected (evicted or rejected)
+    float row_lse2[kRows]; // pass 1's lse of each row, base 2 (+inf: no visible key)
+};
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 128/128/128, smem 20864/24960/33152 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits 128 registers without spilling (with 3: 128/153/140; before, split operands: 148/132/168 at 3 and 23680/30336/43648 bytes); pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
-template <int D>
-__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 117/128/128 at D = 16/32/64 with W = 8 warps (128 rows), stack 0; dynamic smem sizeof(FwdSmem<D, 8>) = 38656/44800/57088 bytes; min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+template <int D, int W>
+__global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
                        const __nv_bfloat16 *__restrict__ kc, const __nv_bfloat16 *__restrict__ vc,
                        float *__restrict__ out, float *__restrict__ lse, int32_t *__restrict__ sel,
@@ -1166,18 +1198,20 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
     using namespace nsa_cmp;
     using nsa_mma::kLn2;
     using nsa_mma::kLog2e;
-    constexpr int LDS = D + 8;
-    __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
-    __shared__ __align__(16) Tiles<D> tl;
-    __shared__ float Ps[kRows][17]; // pass 2: p of one kc tile
-    __shared__ float imp[kMaxQT][kSelTile];
-    __shared__ float top_v[kMaxQT][kCmpMaxSel];
-    __shared__ int list[kMaxQT][kCmpMaxSel];
-    __shared__ unsigned char keep[kMaxQT][kUnion];
-    __shared__ int n_list[kMaxQT];
-    __shared__ float row_eps[kRows];  // the certificate: relative error bound of each row's p (0: no key)
-    __shared__ float max_rej[kMaxQT]; // the largest importance not selected (evicted or rejected)
-    __shared__ float row_lse2[kRows]; // pass 1's lse of each row, base 2 (+inf: no visible key)
+    constexpr int LDS = D + 8, kThreadsC = Cta<W>::kThreads, kMaxQT = Cta<W>::kMaxQT;
+    extern __shared__ __align__(16) unsigned char nsa_cmp_smem[]; // sizeof(FwdSmem<D, W>)
+    FwdSmem<D, W> &sm = *reinterpret_cast<FwdSmem<D, W> *>(nsa_cmp_smem);
+    auto &Qs = sm.Qs;
+    auto &tl = sm.tl;
+    auto &Ps = sm.Ps;
+    auto &imp = sm.imp;
+    auto &top_v = sm.top_v;
+    auto &list = sm.list;
+    auto &keep = sm.keep;
+    auto &n_list = sm.n_list;
+    auto &row_eps = sm.row_eps;
+    auto &max_rej = sm.max_rej;
+    auto &row_lse2 = sm.row_lse2;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
     const float scale_log2 = sh.scale * kLog2e;
     const __nv_bfloat16 *Qw = Qs + warp * 16 * LDS;
@@ -1186,12 +1220,15 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
         const size_t t0 = it.t0, nk0 = it.nk0;
         const __nv_bfloat16 *kcg = kc + it.coff, *vcg = vc + it.coff;
         __syncthreads(); // the previous item's tiles are consumed
-        stage_rows<D, false>(Qs, q, nullptr, nullptr, sh, it);
+        stage_rows<D, false, W>(Qs, q, nullptr, nullptr, sh, it);
+        // the certificate's max |kc| of (b, g), read here: b and g are not kept live through pass 1
+        const float km = kmax != nullptr ? kmax[it.b * sh.Hk + it.g] : 0.0f; // null: no compressed block
         cp_async_wait_all();
         // pass 1: the compression branch
         float o[D / 8][4], m[2], l[2];
         int cur = 1; // the tile buffer last used (stage_tile)
-        branch<D, false>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0 (kc)
+        branch<D, W, false>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2,
+                            lane); // then pass 2's tile 0 (kc)
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
             const bool any = it.nv[i] > 0;
@@ -1210,7 +1247,6 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
             if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
         }
         { // the certificate's error bound of each row's pass-2 p (docs/nsa.md "Precision")
-            const float km = kmax != nullptr ? kmax[it.b * sh.Hk + it.g] : 0.0f; // null: no compressed block
             MF_UNROLL
             for (int i = 0; i < 2; ++i) {
                 float qn = 0.0f; // ||q||_1 of the row, the quad's four lanes a quarter each
@@ -1244,8 +1280,8 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
                 // prefetched by the previous call within the range, and range 0's first tile by pass 1's
                 // last (a later range's first is loaded here: the next range is not known in registers);
                 // its barrier: Ps consumed
-                const int buf = stage_tile<D, false>(tl, cur, kcg, nullptr, k0, k0 > jlo || i0 == 0,
-                                                     k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
+                const int buf = stage_tile<D, W, false>(tl, cur, kcg, nullptr, k0, k0 > jlo || i0 == 0,
+                                                        k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
                 float s[2][4];
                 scores<D>(s, Qw, tl, buf, lane);
                 MF_UNROLL
@@ -1782,7 +1818,7 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
 // mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 100/121/128, smem 15360/21504/33792 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (with 3: 100/121/168; before, split operands, 3 CTAs: 108/148/168 and 18176/26880/44288 bytes; without a hint D = 32 spilled))
 template <int D>
-__global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
+__global__ void __launch_bounds__(nsa_cmp::Cta<nsa_cmp::kBwdWarps>::kThreads, 4)
     nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
                            const __nv_bfloat16 *__restrict__ dout, const __nv_bfloat16 *__restrict__ kc,
                            const __nv_bfloat16 *__restrict__ vc, const float *__restrict__ lse,
@@ -1791,7 +1827,7 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
 {
     using namespace nsa_cmp;
     using nsa_mma::kLog2e;
-    constexpr int LDS = D + 8, LDX = 24;
+    constexpr int LDS = D + 8, LDX = 24, W = kBwdWarps, kWarps = W, kRows = Cta<W>::kRows;
     __shared__ __align__(16) __nv_bfloat16 Qs[kRows * LDS];
     __shared__ __align__(16) __nv_bfloat16 dOs[kRows * LDS];
     __shared__ __align__(16) Tiles<D> tl;
@@ -1811,13 +1847,13 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
             grow[i] = r < it.nrows ? row_of(sh, it, r) : 0;
         }
         __syncthreads(); // the previous item's tiles are consumed
-        stage_rows<D, true>(Qs, q, dOs, dout, sh, it);
+        stage_rows<D, true, W>(Qs, q, dOs, dout, sh, it);
         cp_async_wait_all();
         __syncthreads(); // Q and dO visible to every warp
         // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
         float o[D / 8][4], m[2], l[2];
         int cur = 1; // the tile buffer last used (stage_tile)
-        branch<D, true>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
+        branch<D, W, true>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
         float gate[2], lse2[2], delta[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
@@ -1842,8 +1878,8 @@ __global__ void __launch_bounds__(nsa_cmp::kThreadsC, 4)
         for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
         for (size_t k0 = 0; k0 < nk0; k0 += 16) {
             // prefetched (tile 0 by pass 1); its barrier: the previous tile and staging consumed
-            const int buf = stage_tile<D, true>(tl, cur, kcg, vcg, k0, true,
-                                                k0 + 16 < nk0 ? k0 + 16 : kNoTile, true, nk0);
+            const int buf = stage_tile<D, W, true>(tl, cur, kcg, vcg, k0, true,
+                                                   k0 + 16 < nk0 ? k0 + 16 : kNoTile, true, nk0);
             if (!__any_sync(0xffffffffu, k0 < it.nv[0] || k0 < it.nv[1]))
                 continue; // no row of this warp sees the tile
             float s[2][4], dp[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
@@ -2116,9 +2152,10 @@ static void launch_cmp_bwd(cudaStream_t stream, const NsaShape &sh, const void *
                            const void *dout, const __nv_bfloat16 *kc, const __nv_bfloat16 *vc,
                            const float *lse, float *dq, float *dkc, float *dvc, float *dgc)
 {
-    const size_t QT = nsa_cmp::tokens_per_cta(sh);
+    constexpr int W = nsa_cmp::kBwdWarps;
+    const size_t QT = nsa_cmp::tokens_per_cta<W>(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
-    nsa_mma_cmp_bwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
+    nsa_mma_cmp_bwd_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::Cta<W>::kThreads, 0, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc),
         static_cast<const __nv_bfloat16 *>(dout), kc, vc, lse, dq, dkc, dvc, dgc, sh, QT, nblk, total);
 }
@@ -2253,17 +2290,25 @@ static mf_status launch_mma(cudaStream_t stream, const NsaShape &sh, const void 
 }
 
 // Compression branch and selection on the tensor cores (bf16, D <= 64): one
-// CTA per (b, KV group, QT tokens), QT * G <= 64 rows.
+// CTA of 8 warps per (b, KV group, QT tokens), QT * G <= 128 rows; dynamic
+// shared memory (FwdSmem: 55.8 KB at D = 64).
 template <int D>
-static void launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
-                       const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, float *out, float *lse, int32_t *sel,
-                       const float *kmax, unsigned long long *flags, unsigned long long *nflag, int flag_all)
+static mf_status launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
+                            const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, float *out, float *lse,
+                            int32_t *sel, const float *kmax, unsigned long long *flags,
+                            unsigned long long *nflag, int flag_all)
 {
-    const size_t QT = nsa_cmp::tokens_per_cta(sh);
+    constexpr int W = nsa_cmp::kFwdWarps;
+    const size_t QT = nsa_cmp::tokens_per_cta<W>(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
-    nsa_mma_cmp_kernel<D><<<grid_cap(total, kMaxGridX), nsa_cmp::kThreadsC, 0, stream>>>(
+    constexpr size_t smem = sizeof(nsa_cmp::FwdSmem<D, W>);
+    MF_CUDA_CHECK(cudaFuncSetAttribute(nsa_mma_cmp_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)smem));
+    nsa_mma_cmp_kernel<D, W><<<grid_cap(total, kMaxGridX), nsa_cmp::Cta<W>::kThreads, smem, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc), kc, vc, out, lse, sel,
         kmax, flags, nflag, flag_all, sh, QT, nblk, total);
+    MF_LAUNCH_CHECK();
+    return MF_OK;
 }
 
 // MF_NSA_RECHECK=all (a testing aid): nsa_mma_cmp_kernel lists every token, so
@@ -2346,16 +2391,15 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
         }
         switch (sh.D) {
         case 16:
-            launch_cmp<16>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all);
+            MF_TRY(launch_cmp<16>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
             break;
         case 32:
-            launch_cmp<32>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all);
+            MF_TRY(launch_cmp<32>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
             break;
         default:
-            launch_cmp<64>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all);
+            MF_TRY(launch_cmp<64>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
             break;
         }
-        MF_LAUNCH_CHECK();
         if (cert) { // the listed tokens ranked again in double (the count stays on the device)
             nsa_recheck_kernel<<<grid_cap(total, 256), kThreads, 0, stream>>>(
                 static_cast<const __nv_bfloat16 *>(q), kcb, sel, flags, nflag, sh);

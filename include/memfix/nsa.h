@@ -96,7 +96,7 @@
  *     (mma.sync m16n8k16, bf16 in, fp32 accumulate, ldmatrix fed from shared
  *     tiles). Compression branch and importances (D <= 64 and n <= 32; else
  *     the SIMT kernel above): FlashAttention over the compressed keys, one CTA
- *     per (b, KV group, min(16, 64/G) tokens) whose 64 rows are the tokens'
+ *     per (b, KV group, min(32, 128/G) tokens) whose 128 rows are the tokens'
  *     heads, causal at compressed-block granularity; a second pass over the
  *     same key tiles gives p = exp(s - lse), summed per (token, block) in a
  *     fixed order and merged into each token's running top n by ranking. kc
@@ -140,13 +140,14 @@
  *   per (b, KV group, min(32, 64/G) tokens), each K/V stage
  *   of the tokens' union of selections and windows loaded once per CTA, dk/dv
  *   added once per (key, column) and CTA); for
- *   D <= 64 the compression branch's too (one CTA per (b, KV group, QT
- *   tokens) as the forward's compression kernel, bf16 kc/vc tiles, dkc/dvc
+ *   D <= 64 the compression branch's too (one CTA per (b, KV group,
+ *   min(16, 64/G) tokens), 64 rows, bf16 kc/vc tiles, dkc/dvc
  *   added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
- *   which it does not meet: projected about 3.2-4x (bf16 kc/vc halved the
- *   compression kernel's mma calls and L2 bytes), the selected and sliding
- *   branches' L2 traffic and the compression kernel's two passes dominating.
+ *   which it does not meet: projected about 3.3-4.2x (bf16 kc/vc halved the
+ *   compression kernel's mma calls and L2 bytes, 128-row CTAs its L2 bytes
+ *   again), the selected and sliding branches' L2 traffic and the compression
+ *   kernel's two passes dominating.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H

@@ -162,6 +162,10 @@ static const nsa_case nsa_cases[] = {
     { 1, 71, 1, 1, 64, { 16, 8, 16, 4, 24, 0.0f }, MF_DTYPE_BF16, 0 },
     { 1, 45, 4, 2, 32, { 8, 4, 8, 3, 10, 0.0f }, MF_DTYPE_BF16, 0 },
     { 1, 40, 3, 1, 128, { 8, 4, 8, 3, 10, 0.0f }, MF_DTYPE_BF16, 0 },
+    /* ---- equivalence, case 28: G = 1 on the bf16 compression kernel's 128-row CTAs, QT capped at 32
+     * tokens (32 of 128 rows real), several CTAs per KV group and a partial last one (75 = 32 + 32 + 11),
+     * two KV groups, D = 32 */
+    { 1, 75, 2, 2, 32, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_BF16, 0 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */

@@ -122,7 +122,7 @@ END_TEST
  * a compressed block). */
 START_TEST(test_recheck_every_token)
 {
-    static const int bf16_cmp_cases[] = { 1, 7, 8, 13, 16, 20 };
+    static const int bf16_cmp_cases[] = { 1, 7, 8, 13, 16, 20, 28 };
     ck_assert_int_eq(setenv("MF_NSA_RECHECK", "all", 1), 0);
     for (size_t i = 0; i < sizeof bf16_cmp_cases / sizeof bf16_cmp_cases[0]; i++) {
         const mf_case_result r = mf_test_op_case("nsa", 0, bf16_cmp_cases[i]);
