@@ -146,8 +146,9 @@
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
  *   which it does not meet: projected about 3.3-4.2x (bf16 kc/vc halved the
  *   compression kernel's mma calls and L2 bytes, 128-row CTAs its L2 bytes
- *   again), the selected and sliding branches' L2 traffic and the compression
- *   kernel's two passes dominating.
+ *   again; 128-row CTAs in the selected and sliding kernel halved its L2
+ *   bytes), both forward kernels now bound by their instructions (mma.sync
+ *   and the softmax's issue work), not by L2: 6x needs wgmma-class tiles.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
