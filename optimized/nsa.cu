@@ -689,8 +689,8 @@ inline int fwd_warps(const NsaShape &sh)
 // One work item (b, KV group g, tokens [t0, tend)) as this lane sees it (the
 // forward and the backward): its rows, and this warp's tokens [wt0, wt1]
 // (wany: the warp has a real row) with their mask bits wmask.
-struct Blk {
-    size_t b, g, t0, tend, ntok, nrows, wt0, wt1;
+struct Blk : nsa_mma::ItemPos { // b, g, t0, tend
+    size_t ntok, nrows, wt0, wt1;
     bool wany;
     unsigned int wmask;
     Rows rw;
@@ -699,11 +699,7 @@ __device__ __forceinline__ Blk blk_of(const NsaShape &sh, size_t item, size_t QT
                                       int g8)
 {
     Blk bk;
-    const nsa_mma::ItemPos p = nsa_mma::item_pos(sh, item, QT, nblk);
-    bk.b = p.b;
-    bk.g = p.g;
-    bk.t0 = p.t0;
-    bk.tend = p.tend;
+    static_cast<nsa_mma::ItemPos &>(bk) = nsa_mma::item_pos(sh, item, QT, nblk);
     bk.ntok = bk.tend - bk.t0;
     bk.nrows = bk.ntok * sh.G;
     MF_UNROLL
@@ -938,23 +934,19 @@ __device__ __forceinline__ size_t nvis_of(const NsaShape &sh, size_t t)
 
 // One work item of a CTA (b, KV group g, tokens [t0, tend)), as both kernels
 // see it, and this lane's two rows r = 16 warp + g8 + 8 i.
-struct Item {
-    size_t b, g, t0, tend, nrows; // nrows = (tend - t0) G real rows of the CTA's
-    size_t nk0;                   // compressed blocks any row of the CTA sees
-    size_t coff;                  // (b, g)'s first kc/vc element
-    size_t rbase;                 // row (b, t0, head g G) of q/out; row r of the CTA: row_of
-    size_t nv[2];                 // visible blocks of this lane's rows
+struct Item : nsa_mma::ItemPos { // b, g, t0, tend
+    size_t nrows;                // (tend - t0) G real rows of the CTA's
+    size_t nk0;                  // compressed blocks any row of the CTA sees
+    size_t coff;                 // (b, g)'s first kc/vc element
+    size_t rbase;                // row (b, t0, head g G) of q/out; row r of the CTA: row_of
+    size_t nv[2];                // visible blocks of this lane's rows
 };
 template <int D>
 __device__ __forceinline__ Item item_of(const NsaShape &sh, size_t item, size_t QT, size_t nblk, int warp,
                                         int g8)
 {
     Item it;
-    const nsa_mma::ItemPos p = nsa_mma::item_pos(sh, item, QT, nblk);
-    it.b = p.b;
-    it.g = p.g;
-    it.t0 = p.t0;
-    it.tend = p.tend;
+    static_cast<nsa_mma::ItemPos &>(it) = nsa_mma::item_pos(sh, item, QT, nblk);
     it.nrows = (it.tend - it.t0) * sh.G;
     it.nk0 = nvis_of(sh, it.tend - 1);
     it.coff = (it.b * sh.Hk + it.g) * sh.nc * D;
