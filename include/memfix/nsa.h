@@ -108,7 +108,8 @@
  *     importance and the largest dropped one, and lists a token whose margin
  *     is within the importances' stated error bound (docs/nsa.md
  *     "Precision"); nsa_recheck_kernel then ranks the listed tokens again in
- *     double as the reference does (kc from k, softmax, importances, top n)
+ *     double as the reference does (scores on the bf16 kc in scratch, softmax,
+ *     importances, top n)
  *     and rewrites their sel rows before the next kernel reads them, so the
  *     selection is the reference's, ties included. MF_NSA_RECHECK=all in
  *     the environment (a testing aid; another non-empty value is
