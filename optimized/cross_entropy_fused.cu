@@ -45,6 +45,7 @@
 #include "mf_cuda.h"
 #include "mf_device.cuh"
 #include "mf_mma.cuh"
+#include "mf_wgmma.cuh"
 #include "ce_device.cuh"
 #include "cross_entropy.cuh"
 
@@ -581,11 +582,6 @@ __global__ void __launch_bounds__(kTcThreads, 1)
 // Compiled with a real body where the wgmma instructions exist (sm_90a code, or
 // host mode); elsewhere the kernels are stubs that trap, and the launcher never
 // picks them (wgmma_available()).
-#if defined(__CUDAHOST__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define MF_CE_WGMMA 1
-#else
-#define MF_CE_WGMMA 0
-#endif
 constexpr int kWgBK = 64;                            // slice of D per stage: 128-byte rows
 constexpr int kWgOperandBytes = kTcBM * kWgBK * 2;   // one operand of a stage: 16 KiB
 constexpr int kWgStageBytes = 2 * kWgOperandBytes;   // hidden slice + W slice
@@ -603,28 +599,6 @@ constexpr size_t kWgBwdSmem = kWgAlign + kWgStagesBytes + kWgGBytes;
 static_assert(kTcBM == kTcBN && kTcBM == 128, "two m64 warpgroups x n128");
 static_assert(kWgStagesBytes % kWgAlign == 0, "the G strip starts 1024-byte aligned");
 
-// The first 1024-byte boundary of the shared state space at or after p.
-__device__ __forceinline__ unsigned char *wg_align(unsigned char *p)
-{
-    return p + ((kWgAlign - (smem_u32(p) & (kWgAlign - 1))) & (kWgAlign - 1));
-}
-
-// Byte offset of element (r, k) (k < 64) of a 128-row K-major operand with 128-byte rows
-// and the 128-byte swizzle.
-__device__ __forceinline__ int wg_sw128(int r, int k)
-{
-    return r * 128 + ((((k >> 3) ^ (r & 7)) << 4) | ((k & 7) << 1));
-}
-
-// Shared-memory matrix descriptor (PTX ISA 9.7.15.5.1): start address, LBO and SBO in
-// 16-byte units, swizzle mode 1 = 128-byte. K-major 128B-swizzled: SBO = 1024 (the next
-// 8 rows), LBO unused (16).
-__device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t addr)
-{
-    return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)(16u >> 4) << 16) |
-           ((uint64_t)(1024u >> 4) << 32) | ((uint64_t)1 << 62);
-}
-
 // Byte offset of G(r, c) (row r < 128, strip column c) in the strip: chunk c / 64, then as a
 // K-major 128B-swizzled operand (K = the vocabulary column).
 __device__ __forceinline__ int wg_g_off(int r, int c)
@@ -638,135 +612,7 @@ __device__ __forceinline__ int wg_g_off(int r, int c)
 // operand is 64 wide: n64 for B, one 16 KiB G chunk for A); set to that chunk stride, 16 KiB.
 __device__ __forceinline__ uint64_t wg_desc_mn128(uint32_t addr)
 {
-    return (uint64_t)((addr & 0x3ffffu) >> 4) | ((uint64_t)((uint32_t)kWgOperandBytes >> 4) << 16) |
-           ((uint64_t)(1024u >> 4) << 32) | ((uint64_t)1 << 62);
-}
-
-__device__ __forceinline__ void wg_fence()
-{
-#if MF_CE_WGMMA
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wg_commit()
-{
-#if MF_CE_WGMMA
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wg_wait_all()
-{
-#if MF_CE_WGMMA
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-#endif
-}
-// cp.async / plain stores (generic proxy) before wgmma's reads (async proxy)
-__device__ __forceinline__ void wg_fence_proxy()
-{
-#if MF_CE_WGMMA
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
-// d (64 x 128 fp32: this thread's 64) = A (64 x 16, desc) . B (16 x 128, desc) + (accumulate ? d : 0);
-// both K-major (imm-trans 0), scales +1.
-__device__ __forceinline__ void wg_mma_n128(float (&d)[64], uint64_t da, uint64_t db, int accumulate)
-{
-#if MF_CE_WGMMA
-    asm volatile("{\n"
-                 ".reg .pred acc_in;\n"
-                 "setp.ne.b32 acc_in, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                 "%64, %65, acc_in, 1, 1, 0, 0;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-                   "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-                   "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-                   "+f"(d[63])
-                 : "l"(da), "l"(db), "r"(accumulate));
-#else
-    (void)d, (void)da, (void)db, (void)accumulate;
-#endif
-}
-
-// d (64 x 256 fp32: this thread's 128) = A (64 x 16, desc) . B (16 x 256, desc) + (accumulate ? d : 0);
-// both K-major (imm-trans 0), scales +1. The forward's logits.
-__device__ __forceinline__ void wg_mma_n256(float (&d)[128], uint64_t da, uint64_t db, int accumulate)
-{
-#if MF_CE_WGMMA
-    asm volatile(
-        "{\n"
-        ".reg .pred acc_in;\n"
-        "setp.ne.b32 acc_in, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-        "%128, %129, acc_in, 1, 1, 0, 0;\n"
-        "}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-          "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-          "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-          "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-          "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-          "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-          "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-          "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
-          "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-          "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-          "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
-          "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
-          "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
-          "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
-          "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
-          "+f"(d[127])
-        : "l"(da), "l"(db), "r"(accumulate));
-#else
-    (void)d, (void)da, (void)db, (void)accumulate;
-#endif
-}
-
-// d (64 x 64 fp32: this thread's 32) = A (64 x 16, desc; kTransA: MN-major) . B (16 x 64, desc,
-// MN-major: imm-trans-b 1) + (accumulate ? d : 0); scales +1. The backward's gradient products.
-template <int kTransA>
-__device__ __forceinline__ void wg_mma_n64(float (&d)[32], uint64_t da, uint64_t db, int accumulate)
-{
-#if MF_CE_WGMMA
-    asm volatile("{\n"
-                 ".reg .pred acc_in;\n"
-                 "setp.ne.b32 acc_in, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-                 "%32, %33, acc_in, 1, 1, %35, 1;\n"
-                 "}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-                   "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-                   "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-                   "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(da), "l"(db), "r"(accumulate), "n"(kTransA));
-#else
-    (void)d, (void)da, (void)db, (void)accumulate;
-#endif
+    return wg_desc(addr, (uint32_t)kWgOperandBytes, 1024u, 1);
 }
 
 // Stage (at st, 1024-byte aligned) <- hidden[row0 .. +127, k0 .. +63] (first 16 KiB) and
@@ -847,9 +693,9 @@ __device__ __forceinline__ void wg_logits_tile(float (&acc)[1][BN / 8][4], unsig
             const uint64_t da = wg_desc_sw128(base + a_off + 32u * kk),
                            db = wg_desc_sw128(base + kWgOperandBytes + 32u * kk);
             if constexpr (BN == 128)
-                wg_mma_n128(d, da, db, s > 0 || kk > 0);
+                wg_mma<128>(d, da, db, s > 0 || kk > 0);
             else
-                wg_mma_n256(d, da, db, s > 0 || kk > 0);
+                wg_mma<256>(d, da, db, s > 0 || kk > 0);
         }
         wg_commit();
         wg_wait_all();
@@ -867,9 +713,9 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                               const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
                               FusedParams p, int vec)
 {
-#if MF_CE_WGMMA
+#if MF_WGMMA_CODE
     extern __shared__ __align__(16) unsigned char ce_tc_smem[];
-    unsigned char *smem = wg_align(ce_tc_smem);
+    unsigned char *smem = wg_align_1024(ce_tc_smem);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const size_t row0 = (size_t)blockIdx.x * kTcBM;
@@ -952,7 +798,7 @@ wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *
                         gbase + (uint32_t)((2 * tile + (kk >> 2)) * kWgOperandBytes) + 32u * (kk & 3);
                     MF_UNROLL
                     for (int h = 0; h < 2; ++h)
-                        wg_mma_n64<0>(o[h], wg_desc_sw128(ga + 8192u * h), db, k > 0 || kk > 0);
+                        wg_mma<64, 0, 1>(o[h], wg_desc_sw128(ga + 8192u * h), db, k > 0 || kk > 0);
                 }
                 wg_commit();
                 wg_wait_all();
@@ -963,7 +809,7 @@ wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *
                     const uint64_t db = wg_desc_mn128(base + 2048u * kk);
                     MF_UNROLL
                     for (int h = 0; h < 2; ++h)
-                        wg_mma_n64<1>(
+                        wg_mma<64, 1, 1>(
                             o[h],
                             wg_desc_mn128(gbase + (uint32_t)((2 * tile + h) * kWgOperandBytes) + 2048u * kk),
                             db, kk > 0);
@@ -1207,12 +1053,12 @@ __global__ void __launch_bounds__(kTcThreads, 1)
                               FusedParams p, int vec, float *__restrict__ grad_hidden,
                               float *__restrict__ grad_weight, float *__restrict__ grad_bias)
 {
-#if MF_CE_WGMMA
+#if MF_WGMMA_CODE
     extern __shared__ __align__(16) unsigned char ce_tc_smem[];
     __shared__ float row_lse[kTcBM], row_g[kTcBM];
     __shared__ int row_y[kTcBM];
     tc_bwd_body<true>(hidden, weight, bias, labels, p, vec, grad_hidden, grad_weight, grad_bias,
-                      wg_align(ce_tc_smem), row_lse, row_g, row_y);
+                      wg_align_1024(ce_tc_smem), row_lse, row_g, row_y);
 #else
     (void)hidden, (void)weight, (void)bias, (void)labels, (void)p, (void)vec, (void)grad_hidden;
     (void)grad_weight, (void)grad_bias;
@@ -1235,82 +1081,30 @@ __global__ void ce_wgmma_probe_kernel()
 }
 #endif
 
-// Whether the wgmma kernels can run here: host mode emulates wgmma; CUDA mode needs a
-// cc 9.0 device and the sm_90a code of this file (MF_CE_HAVE_SM90A: built with 90a,
-// src/CMakeLists.txt), checked once per device by a one-thread probe kernel (which code
-// the driver loaded: sm_90 and sm_90a code of the same kernel can both be in the
-// fatbinary). The probe's launch and read-back happen once per process and device (the
-// first bf16 fused call that asks), outside the no-synchronization rule's steady state.
-// While the call's stream is being captured into a CUDA graph the probe cannot run (a
-// legacy-stream launch and read-back): an unprobed device answers "no" without caching
-// it (AUTO takes mma.sync for that call; a forced WGMMA fails), so warm up before capture.
-static mf_status wgmma_available(cudaStream_t stream, bool *yes)
+// Whether the wgmma kernels can run here (wg_available in mf_wgmma.cuh): host mode
+// emulates wgmma; CUDA mode needs a cc 9.0 device and the sm_90a code of this file
+// (MF_HAVE_SM90A: built with 90a, src/CMakeLists.txt), checked once per device by the
+// probe kernel above.
+#if !defined(__CUDAHOST__) && defined(MF_HAVE_SM90A)
+static mf_status ce_wgmma_probe(int *present)
 {
-#if defined(__CUDAHOST__)
-    (void)stream;
-    *yes = true;
+    ce_wgmma_probe_kernel<<<1, 1>>>();
+    MF_LAUNCH_CHECK();
+    MF_CUDA_CHECK(cudaMemcpyFromSymbol(present, ce_wgmma_code_present, sizeof(int)));
     return MF_OK;
-#elif !defined(MF_CE_HAVE_SM90A)
-    (void)stream;
-    *yes = false;
-    return MF_OK;
-#else
-    static std::atomic<int> cache[64]; // per device: 0 unknown, 1 no, 2 yes
-    int dev = 0;
-    MF_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev >= 0 && dev < 64 && cache[dev].load() != 0) {
-        *yes = cache[dev].load() == 2;
-        return MF_OK;
-    }
-    int major = 0, minor = 0;
-    MF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    MF_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    int present = 0;
-    if (major == 9 && minor == 0) {
-        cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-        MF_CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-        if (capturing != cudaStreamCaptureStatusNone) {
-            *yes = false;
-            return MF_OK;
-        }
-        ce_wgmma_probe_kernel<<<1, 1>>>();
-        MF_LAUNCH_CHECK();
-        MF_CUDA_CHECK(cudaMemcpyFromSymbol(&present, ce_wgmma_code_present, sizeof(int)));
-    }
-    if (dev >= 0 && dev < 64) cache[dev].store(present ? 2 : 1);
-    *yes = present != 0;
-    return MF_OK;
-#endif
 }
+#else
+static constexpr mf_wg_probe_fn ce_wgmma_probe = nullptr; // host mode: always; no sm_90a code: never
+#endif
+static std::atomic<int> ce_wgmma_cache[64];
 
 // The bf16 path for a call: opts.mma_path, or with MF_CE_MMA_AUTO the environment
 // variable MF_CE_MMA_PATH ("sync" or "wgmma"), else wgmma where available on a GPU
 // and mma.sync otherwise (host mode's AUTO stays on mma.sync, the portable path).
 static mf_status pick_wgmma(cudaStream_t stream, const mf_cross_entropy_options &o, bool *wg)
 {
-    mf_ce_mma_path path = o.mma_path;
-    if (path == MF_CE_MMA_AUTO) {
-        const char *env = getenv("MF_CE_MMA_PATH");
-        if (env != nullptr && strcmp(env, "sync") == 0)
-            path = MF_CE_MMA_SYNC;
-        else if (env != nullptr && strcmp(env, "wgmma") == 0)
-            path = MF_CE_MMA_WGMMA;
-        else if (env != nullptr && *env != '\0' && strcmp(env, "auto") != 0)
-            return mf_set_error(MF_ERR_INVALID_ARGUMENT, __func__, __FILE__, __LINE__,
-                                "MF_CE_MMA_PATH=%s is not auto, sync or wgmma", env);
-    }
-    bool avail = false;
-    if (path != MF_CE_MMA_SYNC) MF_TRY(wgmma_available(stream, &avail));
-#if defined(__CUDAHOST__)
-    if (path == MF_CE_MMA_AUTO) avail = false;
-#endif
-    if (path == MF_CE_MMA_WGMMA && !avail)
-        return mf_set_error(MF_ERR_BACKEND_UNAVAILABLE, __func__, __FILE__, __LINE__,
-                            "opts->mma_path = MF_CE_MMA_WGMMA needs a cc 9.0 GPU and a build with sm_90a "
-                            "code (CMAKE_CUDA_ARCHITECTURES containing 90), and its first call on a device "
-                            "outside CUDA-graph capture");
-    *wg = avail;
-    return MF_OK;
+    return wg_pick(stream, (int)o.mma_path, "MF_CE_MMA_PATH", "opts->mma_path (or MF_CE_MMA_PATH)",
+                   ce_wgmma_cache, ce_wgmma_probe, wg);
 }
 
 // f32: the 64 x 64 SIMT kernels; bf16: the 128 x 128 tensor-core kernels.

@@ -43,9 +43,11 @@
 #include "mf_cuda.h"
 #include "mf_device.cuh"
 #include "mf_mma.cuh"
+#include "mf_wgmma.cuh"
 #include "nsa.cuh"
 
 #include <cuda_bf16.h>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstddef>
@@ -2272,10 +2274,11 @@ static mf_status launch_mma_warps(cudaStream_t stream, const NsaShape &sh, const
 
 // 128-row CTAs at G >= 3, 64-row ones at G <= 2 (nsa_sw::fwd_warps).
 template <int D>
-static mf_status launch_mma(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
+static mf_status launch_mma(cudaStream_t stream, const NsaShape &sh, bool wg, const void *q, const void *k,
                             const void *v, const void *gs, const void *gw, const int32_t *sel, float *out,
                             float *lse)
 {
+    (void)wg; // wg: the wgmma kernel (MF_NSA_MMA_PATH): not written yet, mma.sync serves both paths
     if (nsa_sw::fwd_warps(sh) == nsa_sw::kFwdWarps)
         return launch_mma_warps<D, nsa_sw::kFwdWarps>(stream, sh, q, k, v, gs, gw, sel, out, lse);
     return launch_mma_warps<D, nsa_sw::kWarps>(stream, sh, q, k, v, gs, gw, sel, out, lse);
@@ -2285,11 +2288,12 @@ static mf_status launch_mma(cudaStream_t stream, const NsaShape &sh, const void 
 // CTA of 8 warps per (b, KV group, QT tokens), QT * G <= 128 rows; dynamic
 // shared memory (FwdSmem: 55.8 KB at D = 64).
 template <int D>
-static mf_status launch_cmp(cudaStream_t stream, const NsaShape &sh, const void *q, const void *gc,
+static mf_status launch_cmp(cudaStream_t stream, const NsaShape &sh, bool wg, const void *q, const void *gc,
                             const __nv_bfloat16 *kc, const __nv_bfloat16 *vc, float *out, float *lse,
                             int32_t *sel, const float *kmax, unsigned long long *flags,
                             unsigned long long *nflag, int flag_all)
 {
+    (void)wg; // wg: the wgmma kernel (MF_NSA_MMA_PATH): not written yet, mma.sync serves both paths
     constexpr int W = nsa_cmp::kFwdWarps;
     const size_t QT = nsa_cmp::tokens_per_cta<W>(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
@@ -2316,6 +2320,43 @@ static mf_status recheck_all(bool *all)
     return MF_OK;
 }
 
+// ---- the wgmma path (sm_90a) ----------------------------------------------------------
+// MF_NSA_MMA_PATH=auto|sync|wgmma picks the bf16 forward's tensor-core kernels: auto (the
+// default, unset or empty) takes the wgmma kernels on a cc 9.0 GPU running this file's
+// sm_90a code and mma.sync elsewhere, host mode included (the portable path); wgmma forces
+// them (host mode emulates them; on a GPU without them: MF_ERR_BACKEND_UNAVAILABLE);
+// anything else is MF_ERR_INVALID_ARGUMENT. mf_wgmma.cuh, wg_pick.
+#if !defined(__CUDAHOST__)
+// Set by the probe kernel from the code the driver actually loaded for the device.
+__device__ int nsa_wgmma_code_present;
+// mf-budget: regs<=16 smem<=0 spill=0  (one thread)
+__global__ void nsa_wgmma_probe_kernel()
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    nsa_wgmma_code_present = 1;
+#else
+    nsa_wgmma_code_present = 0;
+#endif
+}
+#endif
+#if !defined(__CUDAHOST__) && defined(MF_HAVE_SM90A)
+static mf_status nsa_wgmma_probe(int *present)
+{
+    nsa_wgmma_probe_kernel<<<1, 1>>>();
+    MF_LAUNCH_CHECK();
+    MF_CUDA_CHECK(cudaMemcpyFromSymbol(present, nsa_wgmma_code_present, sizeof(int)));
+    return MF_OK;
+}
+#else
+static constexpr mf_wg_probe_fn nsa_wgmma_probe = nullptr; // host mode: always; no sm_90a code: never
+#endif
+static std::atomic<int> nsa_wgmma_cache[64];
+
+static mf_status pick_wgmma(cudaStream_t stream, bool *wg)
+{
+    return wg_pick(stream, 0, "MF_NSA_MMA_PATH", "MF_NSA_MMA_PATH", nsa_wgmma_cache, nsa_wgmma_probe, wg);
+}
+
 template <typename T>
 static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void *q, const void *k,
                                 const void *v, const void *gc, const void *gs, const void *gw, float *out,
@@ -2323,6 +2364,8 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
 {
     cudaStream_t stream = (cudaStream_t)mf_context_stream(ctx);
     const bool mma = sizeof(T) == 2 && mma_eligible(sh, q, k, v);
+    bool wg = false; // the bf16 tensor-core kernels on wgmma (MF_NSA_MMA_PATH)
+    if (mma) MF_TRY(pick_wgmma(stream, &wg));
     Scratch scr(ctx);
     float *kc = nullptr, *vc = nullptr, *kmax = nullptr;
     __nv_bfloat16 *kcb = nullptr, *vcb = nullptr; // bf16 kc, vc of the tensor-core compression kernel
@@ -2383,13 +2426,16 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
         }
         switch (sh.D) {
         case 16:
-            MF_TRY(launch_cmp<16>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
+            MF_TRY(
+                launch_cmp<16>(stream, sh, wg, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
             break;
         case 32:
-            MF_TRY(launch_cmp<32>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
+            MF_TRY(
+                launch_cmp<32>(stream, sh, wg, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
             break;
         default:
-            MF_TRY(launch_cmp<64>(stream, sh, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
+            MF_TRY(
+                launch_cmp<64>(stream, sh, wg, q, gc, kcb, vcb, out, lse, sel, kmax, flags, nflag, flag_all));
             break;
         }
         if (cert) { // the listed tokens ranked again in double (the count stays on the device)
@@ -2404,10 +2450,10 @@ static mf_status launch_forward(mf_context *ctx, const NsaShape &sh, const void 
     }
     MF_LAUNCH_CHECK();
     switch (sh.D) {
-    case 16: return launch_mma<16>(stream, sh, q, k, v, gs, gw, sel, out, lse);
-    case 32: return launch_mma<32>(stream, sh, q, k, v, gs, gw, sel, out, lse);
-    case 64: return launch_mma<64>(stream, sh, q, k, v, gs, gw, sel, out, lse);
-    default: return launch_mma<128>(stream, sh, q, k, v, gs, gw, sel, out, lse);
+    case 16: return launch_mma<16>(stream, sh, wg, q, k, v, gs, gw, sel, out, lse);
+    case 32: return launch_mma<32>(stream, sh, wg, q, k, v, gs, gw, sel, out, lse);
+    case 64: return launch_mma<64>(stream, sh, wg, q, k, v, gs, gw, sel, out, lse);
+    default: return launch_mma<128>(stream, sh, wg, q, k, v, gs, gw, sel, out, lse);
     }
 }
 

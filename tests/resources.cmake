@@ -102,6 +102,12 @@ add_test(NAME kernel_resources.cross_entropy_fused.sm_90a
                  -DARCH=90a "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/kernel_resources.cross_entropy_fused.sm_90a.cubin
                  -DCXXFILT=${MF_CXXFILT} -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
 set_tests_properties(kernel_resources.cross_entropy_fused.sm_90a PROPERTIES LABELS unit TIMEOUT 300)
+# NSA's sm_90a code (its wgmma kernels, issue 15; the other kernels as on sm_90): every kernel in budget.
+add_test(NAME kernel_resources.nsa.sm_90a
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DSOURCE=${MF_ROOT}/optimized/nsa.cu
+                 -DARCH=90a "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/kernel_resources.nsa.sm_90a.cubin
+                 -DCXXFILT=${MF_CXXFILT} -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
+set_tests_properties(kernel_resources.nsa.sm_90a PROPERTIES LABELS unit TIMEOUT 600)
 set_tests_properties(ptx_mma.cross_entropy_fused PROPERTIES LABELS unit TIMEOUT 300)
 set_tests_properties(ptx_mma_selftest.count_kernel PROPERTIES LABELS unit TIMEOUT 300
                      PASS_REGULAR_EXPRESSION "ce_fused_count_kernel.*: no 'mma.sync")

@@ -217,6 +217,62 @@ START_TEST(test_tied_importances)
 }
 END_TEST
 
+/* ---- the bf16 forward on wgmma (MF_NSA_MMA_PATH=wgmma; sm_90a, emulated in host mode) ----
+ * TCase wgmma runs every bf16 equivalence case (forward and backward; the backward has no
+ * wgmma kernel, so it checks the forward's lse and sel it reads) with the forward's
+ * tensor-core kernels on wgmma: D in {16, 32, 64, 128}, G = 1 to 16, 64- and 128-row
+ * CTAs, partial last CTAs, S < l (no compressed block). */
+static const int wgmma_cases[] = { 1, 4, 7, 8, 12, 13, 14, 16, 25, 26, 27, 28 };
+
+static void wgmma_setup(void)
+{
+    setenv("MF_NSA_MMA_PATH", "wgmma", 1);
+    mf_test_setup();
+}
+
+static void wgmma_teardown(void)
+{
+    mf_test_teardown();
+    unsetenv("MF_NSA_MMA_PATH");
+}
+
+START_TEST(test_wgmma_cases)
+{
+    const mf_case_result r = mf_test_op_case("nsa", 0, wgmma_cases[_i]);
+    ck_assert_msg(strcmp(r.dtype, "bf16") == 0, "case %d is not a bf16 case (%s)", wgmma_cases[_i], r.dtype);
+}
+END_TEST
+
+/* The knob: a value other than auto, sync or wgmma is refused with a status and a
+ * message naming it; sync is accepted. */
+START_TEST(test_mma_path_bad_value)
+{
+    mf_context *ctx = mf_test_ctx();
+    const mf_nsa_config cfg = { 8, 8, 8, 4, 16, 0.0f };
+    const int64_t S = 24, Hq = 2, D = 16;
+    const size_t nq = (size_t)S * Hq * D, nk = (size_t)S * D;
+    void *hq = mf_test_make_input(MF_DTYPE_BF16, nq, 1, -1.0f, 1.0f);
+    void *hk = mf_test_make_input(MF_DTYPE_BF16, nk, 2, -1.0f, 1.0f);
+    void *hg = mf_test_make_input(MF_DTYPE_BF16, (size_t)S * Hq, 3, 0.1f, 0.9f);
+    void *q = mf_test_dev_upload(ctx, hq, nq * 2), *k = mf_test_dev_upload(ctx, hk, nk * 2);
+    void *g = mf_test_dev_upload(ctx, hg, (size_t)S * Hq * 2);
+    float *out = mf_test_dev_nan(ctx, nq);
+    ck_assert_int_eq(setenv("MF_NSA_MMA_PATH", "tensorcore", 1), 0);
+    const mf_status st = mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, S, Hq, 1, D, q, k, k, g, g,
+                                        g, out, NULL, NULL);
+    ck_assert_int_eq(setenv("MF_NSA_MMA_PATH", "sync", 1), 0);
+    const mf_status ok = mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, S, Hq, 1, D, q, k, k, g, g,
+                                        g, out, NULL, NULL);
+    unsetenv("MF_NSA_MMA_PATH");
+    ck_assert_int_eq(st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "MF_NSA_MMA_PATH"));
+    MF_ASSERT_OK(ok);
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    mf_buffer_free(ctx, q), mf_buffer_free(ctx, k), mf_buffer_free(ctx, g), mf_buffer_free(ctx, out);
+    free(hq), free(hk), free(hg);
+}
+END_TEST
+
 static Suite *nsa_equiv_suite(void)
 {
     Suite *s = suite_create("nsa_equiv");
@@ -231,7 +287,13 @@ static Suite *nsa_equiv_suite(void)
     tcase_add_test(c, test_recheck_every_token);
     tcase_add_test(c, test_recheck_bad_value);
     tcase_add_test(c, test_tied_importances);
+    tcase_add_test(c, test_mma_path_bad_value);
     suite_add_tcase(s, c);
+    TCase *w = tcase_create("wgmma");
+    tcase_add_checked_fixture(w, wgmma_setup, wgmma_teardown);
+    tcase_set_timeout(w, 600);
+    tcase_add_loop_test(w, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
+    suite_add_tcase(s, w);
     return s;
 }
 
