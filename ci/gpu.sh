@@ -5,8 +5,9 @@
 # when it is installed.
 #
 # Environment:
-#   MF_CUDA_ARCH        CMAKE_CUDA_ARCHITECTURES (default: native, the runner's GPU;
-#                       e.g. 80, 90, "80;90")
+#   MF_CUDA_ARCH        CMAKE_CUDA_ARCHITECTURES (default: the runner's GPUs' compute
+#                       capabilities from nvidia-smi, e.g. 90, which adds the wgmma
+#                       kernels' sm_90a code; else native; e.g. 80, 90, "80;90")
 #   MF_GPU_BUILD_DIR    build directory (default build/gpu)
 #   MF_SANITIZER_TOOLS  compute-sanitizer tools to run (default "memcheck racecheck
 #                       synccheck"; empty: skip the sanitizer pass)
@@ -38,6 +39,15 @@ if ! nvidia-smi >/dev/null 2>&1; then
   fi
 else
   nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader || true
+  if [ "$arch" = native ]; then
+    # The runner's compute capabilities spelled out (9.0 -> 90): src/CMakeLists.txt adds the
+    # wgmma kernels' sm_90a code only where the architecture list names 90, which 'native' does not.
+    caps="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | sort -u |
+            paste -sd';' || true)"
+    if [[ "$caps" =~ ^[0-9]+(\;[0-9]+)*$ ]]; then
+      arch="$caps"
+    fi
+  fi
 fi
 
 step "configure and build for CUDA architecture '$arch' ($build)"
