@@ -110,6 +110,8 @@ __device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t addr) { return wg_des
 // d (64 x N fp32: this thread's N / 2) = A (64 x 16) . B (16 x N) + (accumulate ? d : 0),
 // scales +1. wg_mma: A from descriptor da (TA = 1: MN-major), B from descriptor db (TB = 1:
 // MN-major). wg_mma_ra: A from registers (the mma.m16n8k16 A fragment of the warp's 16 rows).
+// Written out per N: host mode's translator reads each asm statement and its operands in
+// the source text, so neither may come from a macro.
 template <int N, int TA, int TB> struct WgMma;
 template <int N, int TB> struct WgMmaRa;
 #if MF_WGMMA_CODE
