@@ -29,7 +29,8 @@
 // bf16 (D in {16, 32, 64, 128}): step 4 runs on the tensor cores
 // (nsa_mma_fwd_kernel below, query-blocked: one CTA per (b, KV group, up to 32
 // tokens) loads each K/V tile of the tokens' union of selected blocks and
-// windows once), and for D <= 64, n <= 32 steps 1-3 too
+// windows once; nsa_wg_fwd_kernel: the same on wgmma, two m64 warpgroups per
+// 128-row CTA, for MF_NSA_MMA_PATH=wgmma / sm_90a), and for D <= 64, n <= 32 steps 1-3 too
 // (nsa_mma_cmp_kernel: bf16 kc tiles by cp.async straight into the mma staging;
 // the products of bf16 q and kc are exact, so the scores that decide the
 // selection are fp32 sums of the reference's own products); otherwise steps 1-3
