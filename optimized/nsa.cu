@@ -29,7 +29,8 @@
 // bf16 (D in {16, 32, 64, 128}): step 4 runs on the tensor cores
 // (nsa_mma_fwd_kernel below, query-blocked: one CTA per (b, KV group, up to 32
 // tokens) loads each K/V tile of the tokens' union of selected blocks and
-// windows once), and for D <= 64, n <= 32 steps 1-3 too
+// windows once; nsa_wg_fwd_kernel: the same on wgmma, two m64 warpgroups per
+// 128-row CTA, for MF_NSA_MMA_PATH=wgmma / sm_90a), and for D <= 64, n <= 32 steps 1-3 too
 // (nsa_mma_cmp_kernel: bf16 kc tiles by cp.async straight into the mma staging;
 // the products of bf16 q and kc are exact, so the scores that decide the
 // selection are fp32 sums of the reference's own products); otherwise steps 1-3
@@ -520,6 +521,46 @@ __device__ __forceinline__ void stage_bits(unsigned int &needm, unsigned int &se
     }
 }
 
+// One masked online-softmax step over a stage's scores s (2 NT n8 accumulator
+// tiles of the lane's two rows; seen: stage_bits's bits): s becomes P =
+// exp2(scale_log2 s - m) (0 where masked), acc's m, l and O rescaled. Element e
+// of n8 tile 2 j + n: row slot e >> 1, key k0_j + 8 n + 2 t4 + (e & 1).
+// stage_step's, and nsa_wg_fwd_kernel's on the wgmma accumulators (same layout).
+template <int D, int NT>
+__device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 * NT][4], unsigned int seen,
+                                             float scale_log2)
+{
+    float mx[2] = { -INFINITY, -INFINITY };
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) MF_UNROLL
+    for (int n = 0; n < 2; ++n) MF_UNROLL
+    for (int e = 0; e < 4; ++e) {
+        const bool on = ((seen >> (8 * j + 4 * (e >> 1) + 2 * n + (e & 1))) & 1u) != 0u;
+        const float x = on ? s[2 * j + n][e] * scale_log2 : -INFINITY;
+        s[2 * j + n][e] = x;
+        mx[e >> 1] = nan_max(mx[e >> 1], x);
+    }
+    float corr[2], mu[2];
+    online_max_step(acc.m, mx, corr, mu);
+    float rs[2] = { 0.0f, 0.0f };
+    MF_UNROLL
+    for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
+    for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(s[n][e] - mu[e >> 1]);
+        s[n][e] = p;
+        rs[e >> 1] += p;
+    }
+    MF_UNROLL
+    for (int r = 0; r < 2; ++r) acc.l[r] = acc.l[r] * corr[r] + quad_sum(rs[r]);
+    MF_UNROLL
+    for (int n = 0; n < D / 8; ++n) {
+        acc.o[n][0] *= corr[0];
+        acc.o[n][1] *= corr[0];
+        acc.o[n][2] *= corr[1];
+        acc.o[n][3] *= corr[1];
+    }
+}
+
 // Stage y for this warp (visibility: stage_bits). S = Q K^T per needed
 // sub-tile, one masked online-softmax step over the stage, O += P V (P in
 // bf16). Unneeded sub-tiles add nothing (their keys are masked for every row
@@ -550,36 +591,7 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bflo
             mma_x2(s[2 * j], s[2 * j + 1], qa, b);
         }
     }
-    // element e of n8 tile 2 j + n: row slot e >> 1, key k0_j + 8 n + 2 t4 + (e & 1)
-    float mx[2] = { -INFINITY, -INFINITY };
-    MF_UNROLL
-    for (int j = 0; j < NT; ++j) MF_UNROLL
-    for (int n = 0; n < 2; ++n) MF_UNROLL
-    for (int e = 0; e < 4; ++e) {
-        const bool on = ((seen >> (8 * j + 4 * (e >> 1) + 2 * n + (e & 1))) & 1u) != 0u;
-        const float x = on ? s[2 * j + n][e] * scale_log2 : -INFINITY;
-        s[2 * j + n][e] = x;
-        mx[e >> 1] = nan_max(mx[e >> 1], x);
-    }
-    float corr[2], mu[2];
-    online_max_step(acc.m, mx, corr, mu);
-    float rs[2] = { 0.0f, 0.0f };
-    MF_UNROLL
-    for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
-    for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[n][e] - mu[e >> 1]);
-        s[n][e] = p;
-        rs[e >> 1] += p;
-    }
-    MF_UNROLL
-    for (int r = 0; r < 2; ++r) acc.l[r] = acc.l[r] * corr[r] + quad_sum(rs[r]);
-    MF_UNROLL
-    for (int n = 0; n < D / 8; ++n) {
-        acc.o[n][0] *= corr[0];
-        acc.o[n][1] *= corr[0];
-        acc.o[n][2] *= corr[1];
-        acc.o[n][3] *= corr[1];
-    }
+    softmax_step<D, NT>(acc, s, seen, scale_log2);
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
         if (((needm >> j) & 1u) == 0u) continue;
@@ -596,6 +608,13 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bflo
     }
 }
 
+// A padded stage (load_stage's layout): read by ldmatrix, nothing to fence.
+template <int N> __device__ __forceinline__ const __nv_bfloat16 *stage_ptr(const __nv_bfloat16 (&t)[N])
+{
+    return t;
+}
+template <int N> __device__ __forceinline__ void stage_landed(const __nv_bfloat16 (&)[N]) {}
+
 // The sub-tiles x < ntiles of one key stream, CTA-wide, NT per stage and
 // double-buffered: desc(x, k0, nk, need, tm) describes sub-tile x (see Sub);
 // step(Ks, Vs, y) multiplies stage y once it has landed in Ks, Vs (the
@@ -603,11 +622,12 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bflo
 // A stage without keys is skipped. Every thread calls it with the same ntiles
 // and desc results (CTA-uniform barriers); the caller's barrier precedes it,
 // and it ends with one. WARPS: the CTA's warps (they share the loads).
-template <int D, int NT, int WARPS, typename Desc, typename Step>
-__device__ __forceinline__ void run_stream(__nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
-                                           __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg,
-                                           const __nv_bfloat16 *vg, size_t stride, size_t ntiles, Desc &desc,
-                                           Step step)
+// KT: a stage buffer's type, __nv_bfloat16[16 NT (D + 8)] (load_stage's padded rows) or
+// nsa_wg::Tile<D> (the wgmma kernel's canonical layout); stage_ptr and stage_landed
+// (the proxy fence the wgmma operands need) are overloaded on it.
+template <int D, int NT, int WARPS, typename KT, typename Desc, typename Step>
+__device__ __forceinline__ void run_stream(KT *Kt, KT *Vt, const __nv_bfloat16 *kg, const __nv_bfloat16 *vg,
+                                           size_t stride, size_t ntiles, Desc &desc, Step step)
 {
     const size_t nst = (ntiles + NT - 1) / NT;
     size_t y = 0;
@@ -625,8 +645,9 @@ __device__ __forceinline__ void run_stream(__nv_bfloat16 (*Kt)[16 * NT * (D + 8)
         } else {
             cp_async_wait_all();
         }
+        stage_landed(Kt[buf]);
         __syncthreads(); // stage y landed for every thread
-        step((const __nv_bfloat16 *)Kt[buf], (const __nv_bfloat16 *)Vt[buf], y);
+        step(stage_ptr(Kt[buf]), stage_ptr(Vt[buf]), y);
         __syncthreads(); // stage y consumed before its buffer is refilled
         y = yn;
     }
@@ -697,8 +718,10 @@ struct Blk : nsa_mma::ItemPos { // b, g, t0, tend
     unsigned int wmask;
     Rows rw;
 };
+// span: the rows the "warp" fields describe, 16 (the warp's) or 64 (its
+// warpgroup's: nsa_wg_fwd_kernel, whose skips must be warpgroup-uniform).
 __device__ __forceinline__ Blk blk_of(const NsaShape &sh, size_t item, size_t QT, size_t nblk, int warp,
-                                      int g8)
+                                      int g8, size_t span = 16)
 {
     Blk bk;
     static_cast<nsa_mma::ItemPos &>(bk) = nsa_mma::item_pos(sh, item, QT, nblk);
@@ -711,7 +734,7 @@ __device__ __forceinline__ Blk blk_of(const NsaShape &sh, size_t item, size_t QT
         bk.rw.tok[i] = bk.rw.ok[i] ? (int)(r / sh.G) : 0;
         bk.rw.t[i] = bk.t0 + (size_t)bk.rw.tok[i];
     }
-    const size_t wr0 = (size_t)(16 * warp), wr1 = wr0 + 16 < bk.nrows ? wr0 + 16 : bk.nrows;
+    const size_t wr0 = (size_t)(16 * warp) / span * span, wr1 = wr0 + span < bk.nrows ? wr0 + span : bk.nrows;
     bk.wany = wr0 < bk.nrows;
     bk.wt0 = bk.wany ? bk.t0 + wr0 / sh.G : 0;
     bk.wt1 = bk.wany ? bk.t0 + (wr1 - 1) / sh.G : 0;
@@ -734,12 +757,11 @@ struct Union {
 // ntb-sub-tile pieces streamed by run_stream. step(desc, vis, Ks, Vs, y,
 // ntiles) multiplies a stage. CTA-wide (WARPS warps); the caller's barrier
 // precedes it.
-template <int D, int NT, int WARPS, typename Step>
+template <int D, int NT, int WARPS, typename KT, typename Step>
 __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &sh, const int32_t *sel,
-                                                Union &un, __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
-                                                __nv_bfloat16 (*Vt)[16 * NT * (D + 8)],
-                                                const __nv_bfloat16 *kg, const __nv_bfloat16 *vg,
-                                                size_t stride, int warp, int lane, Step step)
+                                                Union &un, KT *Kt, KT *Vt, const __nv_bfloat16 *kg,
+                                                const __nv_bfloat16 *vg, size_t stride, int warp, int lane,
+                                                Step step)
 {
     const bool mine = warp == 0 && (size_t)lane < bk.ntok; // warp 0, lane = token
     const int32_t *srow = sel + ((bk.b * sh.S + bk.t0 + (mine ? (size_t)lane : 0)) * sh.Hk + bk.g) * sh.n;
@@ -793,11 +815,10 @@ __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &s
 // The sliding window's key stream of item bk: the keys [t0 + 1 - w, tend) in
 // 16-key sub-tiles; row t sees s iff t - w < s <= t. step and WARPS as
 // selected_stream's.
-template <int D, int NT, int WARPS, typename Step>
-__device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh,
-                                              __nv_bfloat16 (*Kt)[16 * NT * (D + 8)],
-                                              __nv_bfloat16 (*Vt)[16 * NT * (D + 8)], const __nv_bfloat16 *kg,
-                                              const __nv_bfloat16 *vg, size_t stride, Step step)
+template <int D, int NT, int WARPS, typename KT, typename Step>
+__device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh, KT *Kt, KT *Vt,
+                                              const __nv_bfloat16 *kg, const __nv_bfloat16 *vg, size_t stride,
+                                              Step step)
 {
     const size_t wlo = bk.t0 + 1 > sh.w ? bk.t0 + 1 - sh.w : 0, ntiles = (bk.tend - wlo + 15) / 16;
     auto desc = [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
@@ -877,6 +898,213 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
         window_stream<D, NT, WARPS>(bk, sh, Kt, Vt, kg, vg, kstride, step);
         finish_rows<D>(acc, bk.rw, out, lse, g_win, 2, sh, b, g, lane);
     }
+}
+
+// ---- bf16 tensor-core path on sm_90a: selected and sliding branches on wgmma ----------
+// nsa_wg_fwd_kernel<D, WARPS>: nsa_mma_fwd_kernel's CTA walk, grid, key streams
+// (selected_stream, window_stream, run_stream: the same stages of 16 Stage<D> keys,
+// double-buffered by cp.async), masks, online softmax (softmax_step) and outputs, with
+// the products on warpgroup MMA. Warpgroup wg = warp / 4 owns the CTA rows 64 wg ..
+// 64 wg + 63 (two warpgroups at WARPS = 8, G >= 3; one at WARPS = 4, G <= 2), and per
+// stage of NK keys (64; 32 at D = 128):
+//   S (64 x NK) = Q K^T: D / 16 wgmma.m64nNKk16, A = the warpgroup's Q rows and B = the
+//     K stage, both K-major (K = d) in shared memory;
+//   O (64 x D) += P V: one wgmma.m64nDk16 per 16-key sub-tile, A = P from registers
+//     (rounded to bf16 once, p_frags: the mma.m16n8k16 A fragment, as the accumulator
+//     layout of m64nN per warp is mma.m16n8's C pattern per 8 columns), B = the V stage
+//     read MN-major (N = d contiguous, imm-trans-b = 1): the stage as loaded, no transpose.
+// Warp w % 4 of a warpgroup holds rows 16 w .. 16 w + 15 of the CTA in the mma.sync
+// kernel's fragment layout, so Rows, stage_bits' visibility, softmax_step and
+// finish_rows apply unchanged. A warpgroup skips a stage (or a sub-tile's P V) only
+// when none of its 64 rows sees a key of it (blk_of with span 64: warpgroup-uniform,
+// as every wgmma instruction must be), so it computes S over the whole stage (masked
+// keys get p = 0 exactly, as in the mma.sync kernel); a row's sums are the same terms
+// in the same order, up to fp32 summation order inside a product.
+// Layouts (nsa_wg::off), all rows = keys (K, V) or CTA rows (Q), D columns:
+//   D = 64, 128: 64-column slabs of 128-byte rows, 128B-swizzled (wg_sw128: 16-byte
+//     chunk c of row r at c ^ (r % 8)), slab s at s R 128 bytes (R rows): K-major
+//     descriptors advance 32 bytes per k16 step inside a slab (wg_desc_sw128); V read
+//     MN-major with LBO = the slab stride, SBO = 1024 (8 keys);
+//   D = 16, 32 (rows of 32 or 64 bytes, under the 128-byte swizzle's row): no swizzle,
+//     core matrices of 8 rows x 16 bytes, (r / 8) 16 D + (c / 8) 128 + (r % 8) 16 +
+//     (c % 8) 2: K-major LBO = 128, SBO = 16 D; MN-major (V) LBO = 16 D, SBO = 128. The
+//     loads put 8 rows' 16-byte chunk on 8 consecutive threads (a warp writes 512
+//     contiguous bytes: no bank conflict; wgmma reads whole 128-byte core matrices).
+// Dynamic shared memory (fwd_smem_bytes): 1024 bytes of alignment slack, Q (16 WARPS
+// x D bf16), 2 K and 2 V stages (NK x D bf16 each, 1024-byte multiples), the union round.
+namespace nsa_wg {
+using nsa_sw::Stage;
+
+// A K or V stage: NK keys x D bf16 in the layout of off<D>.
+template <int D> struct Tile {
+    static constexpr int NK = 16 * Stage<D>::value;
+    unsigned char b[NK * D * 2];
+};
+
+// Byte offset of element (r, c) (c < D) of an operand of R rows (R a multiple of 64 or NK).
+template <int D> __device__ __forceinline__ int off(int r, int c, int R)
+{
+    if constexpr (D >= 64)
+        return (c >> 6) * (R * 128) + wg_sw128(r, c & 63);
+    else
+        return (r >> 3) * (16 * D) + (c >> 3) * 128 + (r & 7) * 16 + (c & 7) * 2;
+}
+
+// K-major descriptor (rows = M of A or N of B, K = d) of k16 step kk; base: the first
+// row's address (a multiple of 8 rows from the operand's start; R: the operand's rows).
+template <int D> __device__ __forceinline__ uint64_t desc_k(uint32_t base, int kk, int R)
+{
+    if constexpr (D >= 64)
+        return wg_desc_sw128(base + (uint32_t)((kk >> 2) * R * 128 + 32 * (kk & 3)));
+    else
+        return wg_desc(base + 256u * (uint32_t)kk, 128u, 16u * D, 0);
+}
+
+// MN-major descriptor of the V stage's keys 16 j .. 16 j + 15 (B of P V: K = key, N = d).
+template <int D> __device__ __forceinline__ uint64_t desc_v(uint32_t base, int j)
+{
+    if constexpr (D >= 64)
+        return wg_desc(base + 2048u * (uint32_t)j, (uint32_t)Tile<D>::NK * 128u, 1024u, 1);
+    else
+        return wg_desc(base + 32u * D * (uint32_t)j, 16u * D, 128u, 0);
+}
+
+// run_stream's hooks for Tile stages: the wgmma operands' address, and the proxy fence
+// between their cp.async writes (after the wait) and the barrier before wgmma reads them.
+template <int D> __device__ __forceinline__ const __nv_bfloat16 *stage_ptr(const Tile<D> &t)
+{
+    return reinterpret_cast<const __nv_bfloat16 *>(t.b);
+}
+template <int D> __device__ __forceinline__ void stage_landed(const Tile<D> &) { wg_fence_proxy(); }
+
+// Stage y's sub-tiles into Ks, Vs (keys 16 j .. of sub-tile j) by cp.async, CTA-wide;
+// rows past a sub-tile's keys zero-filled (nsa_sw::load_stage's contract, Tile layout).
+// D >= 64: a key row's chunks on consecutive threads (the swizzle spreads the writes);
+// D <= 32: chunk c of 8 consecutive keys on 8 consecutive threads.
+template <int D, int NT, int WARPS, typename Desc>
+__device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_bfloat16 *kg,
+                                           const __nv_bfloat16 *vg, size_t stride, Desc &desc, size_t y,
+                                           size_t ntiles)
+{
+    static_assert(16 * NT == Tile<D>::NK, "a stage is one Tile");
+    constexpr int kC = D / 8;
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) {
+        const nsa_sw::Sub sd = nsa_sw::sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
+        const size_t k0 = sd.nk > 0 ? sd.k0 : 0; // an empty sub-tile zero-fills from key 0
+        for (int c = threadIdx.x; c < 16 * kC; c += 32 * WARPS) {
+            const int r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
+            const int col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
+            const bool in = r < sd.nk;
+            const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
+            const int o = off<D>(16 * j + r, col, Tile<D>::NK);
+            cp_async16(Ks.b + o, kg + at, in ? 16u : 0u);
+            cp_async16(Vs.b + o, vg + at, in ? 16u : 0u);
+        }
+    }
+}
+
+// Stage y for this thread's warpgroup (qa: its first Q row; ka, va: the stage's K and V
+// tiles). Visibility as stage_step's; needm is warpgroup-uniform here (blk_of, span 64).
+template <int D, int WARPS, typename Desc, typename Vis>
+__device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, uint32_t ka, uint32_t va,
+                                           Desc &desc, size_t y, size_t ntiles, float scale_log2, int lane,
+                                           Vis &vis)
+{
+    constexpr int NT = Stage<D>::value, NK = 16 * NT;
+    unsigned int needm, seen;
+    nsa_sw::stage_bits<NT>(needm, seen, desc, y, ntiles, lane, vis);
+    // from a shuffle: provably warp-uniform for ptxas, so the branches around the wgmma
+    // below are not divergent paths (which serialize wgmma: ptxas C7520)
+    needm = __shfl_sync(0xffffffffu, needm, 0);
+    if (needm == 0u) return;
+    float s[2 * NT][4];
+    float(&sd)[NK / 2] = reinterpret_cast<float(&)[NK / 2]>(s);
+    float(&od)[D / 2] = reinterpret_cast<float(&)[D / 2]>(acc.o);
+    wg_fence(); // s was last touched by ordinary instructions
+    MF_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk)
+        wg_mma<NK>(sd, desc_k<D>(qa, kk, 16 * WARPS), desc_k<D>(ka, kk, NK), kk > 0);
+    wg_commit();
+    wg_wait<0>();
+    nsa_sw::softmax_step<D, NT>(acc, s, seen, scale_log2);
+    uint32_t pa[NT][4], pl[4];
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j) nsa_mma::p_frags<false>(pa[j], pl, s[2 * j], s[2 * j + 1]); // P in bf16
+    wg_fence(); // O was rescaled by ordinary instructions
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j)
+        if (((needm >> j) & 1u) != 0u) wg_mma_ra<D, 1>(od, pa[j], desc_v<D>(va, j), 1);
+    wg_commit();
+    wg_wait<0>();
+}
+
+// Dynamic shared memory of nsa_wg_fwd_kernel<D, WARPS> (see above).
+template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
+{
+    return 1024 + (size_t)16 * WARPS * D * 2 + 4 * sizeof(Tile<D>) + sizeof(nsa_sw::Union);
+}
+} // namespace nsa_wg
+
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 193/202/246/226 at D = 16/32/64/128 with WARPS = 4, 193/202/242/226 with 8, stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.3/21.3/41.3/49.3 KB (4 warps), 13.3/25.3/49.3/65.3 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
+template <int D, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
+    nsa_wg_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
+                      const __nv_bfloat16 *__restrict__ v, const __nv_bfloat16 *__restrict__ g_slc,
+                      const __nv_bfloat16 *__restrict__ g_win, const int32_t *__restrict__ sel,
+                      float *__restrict__ out, float *__restrict__ lse, NsaShape sh, size_t QT, size_t nblk,
+                      size_t total)
+{
+#if MF_WGMMA_CODE
+    using namespace nsa_sw;
+    using nsa_mma::Acc;
+    using nsa_mma::acc_init;
+    using nsa_wg::Tile;
+    constexpr int NT = Stage<D>::value, ROWS = 16 * WARPS, THREADS = 32 * WARPS;
+    extern __shared__ __align__(16) unsigned char nsa_wg_fwd_smem[]; // nsa_wg::fwd_smem_bytes<D, WARPS>()
+    unsigned char *Qs = wg_align_1024(nsa_wg_fwd_smem);
+    Tile<D> *Kt = reinterpret_cast<Tile<D> *>(Qs + ROWS * D * 2); // [2] stages, 1024-byte aligned
+    Tile<D> *Vt = Kt + 2;
+    Union &un = *reinterpret_cast<Union *>(Vt + 2);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2;
+    const float scale_log2 = sh.scale * nsa_mma::kLog2e;
+    const size_t kstride = sh.Hk * D;
+    const uint32_t qa =
+        smem_u32(Qs) + (uint32_t)nsa_wg::off<D>(64 * (warp >> 2), 0, ROWS); // the warpgroup's rows
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const Blk bk = blk_of(sh, item, QT, nblk, warp, g8, 64);
+        const size_t b = bk.b, g = bk.g;
+        __syncthreads(); // the previous item's tiles are consumed
+        for (int c = tid; c < ROWS * (D / 8); c += THREADS) {
+            const int r = c / (D / 8), col = (c % (D / 8)) * 8;
+            const bool in = (size_t)r < bk.nrows;
+            const size_t gr =
+                in ? (b * sh.S + bk.t0 + (size_t)r / sh.G) * sh.Hq + g * sh.G + (size_t)r % sh.G : 0;
+            cp_async16(Qs + nsa_wg::off<D>(r, col, ROWS), q + gr * D + (size_t)col, in ? 16u : 0u);
+        }
+        cp_async_wait_all();
+        wg_fence_proxy(); // published to wgmma by the merge round's barriers below
+        const __nv_bfloat16 *kg = k + (b * sh.S * sh.Hk + g) * D, *vg = v + (b * sh.S * sh.Hk + g) * D;
+        Acc<D> acc;
+        auto step = [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
+                        size_t ntiles) {
+            nsa_wg::stage_step<D, WARPS>(acc, qa, smem_u32(Ks), smem_u32(Vs), desc, y, ntiles, scale_log2,
+                                         lane, vis);
+        };
+        // selected branch: the union of the tokens' selections, kChunk entries per round
+        acc_init(acc);
+        selected_stream<D, NT, WARPS>(bk, sh, sel, un, Kt, Vt, kg, vg, kstride, warp, lane, step);
+        finish_rows<D>(acc, bk.rw, out, lse, g_slc, 1, sh, b, g, lane);
+        // sliding window: keys [t0 + 1 - w, tend)
+        acc_init(acc);
+        window_stream<D, NT, WARPS>(bk, sh, Kt, Vt, kg, vg, kstride, step);
+        finish_rows<D>(acc, bk.rw, out, lse, g_win, 2, sh, b, g, lane);
+    }
+#else
+    (void)q, (void)k, (void)v, (void)g_slc, (void)g_win, (void)sel, (void)out, (void)lse, (void)sh, (void)QT,
+        (void)nblk, (void)total;
+    __trap(); // no sm_90a code: the launcher never picks this kernel (wg_pick)
+#endif
 }
 
 // ---- bf16 tensor-core path: compression branch and importances on mma.sync ----------
@@ -2254,17 +2482,18 @@ static bool mma_eligible(const NsaShape &sh, const void *q, const void *k, const
 
 // The selected and sliding branches on the tensor cores: one CTA of WARPS
 // warps per (b, KV group, QT tokens), QT * G <= 16 WARPS rows.
-template <int D, int WARPS>
+// WG: nsa_wg_fwd_kernel (wgmma), else nsa_mma_fwd_kernel; same grid and arguments.
+template <int D, int WARPS, bool WG = false>
 static mf_status launch_mma_warps(cudaStream_t stream, const NsaShape &sh, const void *q, const void *k,
                                   const void *v, const void *gs, const void *gw, const int32_t *sel,
                                   float *out, float *lse)
 {
     const size_t QT = nsa_sw::tokens_per_cta<WARPS>(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
-    constexpr size_t smem = nsa_sw::fwd_smem_bytes<D, WARPS>();
-    MF_CUDA_CHECK(cudaFuncSetAttribute(nsa_mma_fwd_kernel<D, WARPS>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    nsa_mma_fwd_kernel<D, WARPS><<<grid_cap(total, kMaxGridX), 32 * WARPS, smem, stream>>>(
+    constexpr size_t smem = WG ? nsa_wg::fwd_smem_bytes<D, WARPS>() : nsa_sw::fwd_smem_bytes<D, WARPS>();
+    const auto kernel = WG ? nsa_wg_fwd_kernel<D, WARPS> : nsa_mma_fwd_kernel<D, WARPS>;
+    MF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<grid_cap(total, kMaxGridX), 32 * WARPS, smem, stream>>>(
         static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(k),
         static_cast<const __nv_bfloat16 *>(v), static_cast<const __nv_bfloat16 *>(gs),
         static_cast<const __nv_bfloat16 *>(gw), sel, out, lse, sh, QT, nblk, total);
@@ -2272,13 +2501,16 @@ static mf_status launch_mma_warps(cudaStream_t stream, const NsaShape &sh, const
     return MF_OK;
 }
 
-// 128-row CTAs at G >= 3, 64-row ones at G <= 2 (nsa_sw::fwd_warps).
+// 128-row CTAs at G >= 3, 64-row ones at G <= 2 (nsa_sw::fwd_warps); wg
+// (MF_NSA_MMA_PATH): on wgmma (nsa_wg_fwd_kernel: two warpgroups, or one).
 template <int D>
 static mf_status launch_mma(cudaStream_t stream, const NsaShape &sh, bool wg, const void *q, const void *k,
                             const void *v, const void *gs, const void *gw, const int32_t *sel, float *out,
                             float *lse)
 {
-    (void)wg; // wg: the wgmma kernel (MF_NSA_MMA_PATH): not written yet, mma.sync serves both paths
+    if (wg && nsa_sw::fwd_warps(sh) == nsa_sw::kFwdWarps)
+        return launch_mma_warps<D, nsa_sw::kFwdWarps, true>(stream, sh, q, k, v, gs, gw, sel, out, lse);
+    if (wg) return launch_mma_warps<D, nsa_sw::kWarps, true>(stream, sh, q, k, v, gs, gw, sel, out, lse);
     if (nsa_sw::fwd_warps(sh) == nsa_sw::kFwdWarps)
         return launch_mma_warps<D, nsa_sw::kFwdWarps>(stream, sh, q, k, v, gs, gw, sel, out, lse);
     return launch_mma_warps<D, nsa_sw::kWarps>(stream, sh, q, k, v, gs, gw, sel, out, lse);

@@ -108,6 +108,16 @@ add_test(NAME kernel_resources.nsa.sm_90a
                  -DARCH=90a "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/kernel_resources.nsa.sm_90a.cubin
                  -DCXXFILT=${MF_CXXFILT} -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
 set_tests_properties(kernel_resources.nsa.sm_90a PROPERTIES LABELS unit TIMEOUT 600)
+# NSA's selected + sliding forward on wgmma (nsa_wg_fwd_kernel, every <D, WARPS>): S = Q K^T from two
+# descriptors (K-major: "acc_in, 1, 1, 0, 0") and O += P V with P from registers and V MN-major
+# ("acc_in, 1, 1, 1": imm-trans-b = 1).
+add_test(NAME ptx_wgmma.nsa_fwd
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90a "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/nsa.cu
+                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|acc_in, 1, 1, 0, 0|acc_in, 1, 1, 1;|cp.async.cg.shared.global"
+                 -DKERNELS=nsa_wg_fwd_kernel
+                 -DOUT=${_mf_res_dir}/ptx_wgmma.nsa_fwd.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_wgmma.nsa_fwd PROPERTIES LABELS unit TIMEOUT 600)
 set_tests_properties(ptx_mma.cross_entropy_fused PROPERTIES LABELS unit TIMEOUT 300)
 set_tests_properties(ptx_mma_selftest.count_kernel PROPERTIES LABELS unit TIMEOUT 300
                      PASS_REGULAR_EXPRESSION "ce_fused_count_kernel.*: no 'mma.sync")
