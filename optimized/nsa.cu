@@ -1391,7 +1391,9 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 // rows warp w owns in nsa_mma_cmp_kernel; the m64nN accumulator is the m16n8 fragment per
 // 8 columns, so every per-row step (masks, online softmax, epilogue, certificate, pass 2's
 // p) is nsa_mma_cmp_kernel's on the same lanes. kc/vc tiles of kKT = 64 compressed keys
-// (16 there), cp.async double-buffered as there; per tile and warpgroup:
+// (16 there) by cp.async: pass 1 in three buffers (tile x + 2 landing, S of tile x + 1 on
+// the tensor cores while the threads run tile x's softmax, as FlashAttention-3 within a
+// warpgroup: branch), pass 2 double-buffered as there; per tile and warpgroup:
 //   S = Q Kc^T: D / 16 wgmma.m64n64k16 (A = the warpgroup's Q rows, B = the kc tile, both
 //     from shared memory, K-major), then the masked online-softmax step on the
 //     accumulators (32 per thread: 16 scores of each of the thread's 2 rows);
@@ -1444,9 +1446,11 @@ template <int R> __device__ __forceinline__ int il_at(int r, int k)
     return ((k >> 3) * R + r) * 8 + (k & 7);
 }
 
+// Three buffers: pass 1 pipelines tiles x, x + 1, x + 2 (branch); pass 2 double-buffers
+// in buffers 0 and 1 (stage_tile).
 template <int D> struct Tiles {
-    __nv_bfloat16 K[2][kKT * D]; // kc, interleaved [D / 8][kKT][8]
-    __nv_bfloat16 V[2][kKT * D]; // vc, the same
+    __nv_bfloat16 K[3][kKT * D]; // kc, interleaved [D / 8][kKT][8]
+    __nv_bfloat16 V[3][kKT * D]; // vc, the same
 };
 
 // Dynamic shared memory of nsa_wg_cmp_kernel<D> (the wgmma operands must be in the
@@ -1539,7 +1543,9 @@ template <int D> __device__ __forceinline__ void scores(float (&s)[kKT / 2], uin
 // nsa_cmp::branch), B = 16 vc rows MN-major. o was rescaled by ordinary instructions.
 template <int D> __device__ __forceinline__ void pv(float (&o)[D / 2], const float (&s)[kKT / 2], uint32_t va)
 {
-    wg_fence();
+    // every A fragment before the fence: none is written by ordinary instructions between it
+    // and the wgmma that reads it (else ptxas injects warpgroup.arrive, C7519)
+    uint32_t pa[kKT / 16][4], pl[kKT / 16][4];
     MF_UNROLL
     for (int ks = 0; ks < kKT / 16; ++ks) {
         float hi[8], lo[8];
@@ -1548,44 +1554,78 @@ template <int D> __device__ __forceinline__ void pv(float (&o)[D / 2], const flo
             hi[e] = nsa_mma::bf16_round(s[8 * ks + e]);
             lo[e] = s[8 * ks + e] - hi[e];
         }
-        uint32_t pa[4], pl[4];
-        c_to_a(pa, hi, hi + 4);
-        c_to_a(pl, lo, lo + 4);
+        c_to_a(pa[ks], hi, hi + 4);
+        c_to_a(pl[ks], lo, lo + 4);
+    }
+    wg_fence();
+    MF_UNROLL
+    for (int ks = 0; ks < kKT / 16; ++ks) {
         const uint64_t db = wg_desc(va + (uint32_t)(ks * 16 * 16), 128u, kKT * 16, 0);
-        wg_mma_ra<D, 1>(o, pl, db, 1);
-        wg_mma_ra<D, 1>(o, pa, db, 1);
+        wg_mma_ra<D, 1>(o, pl[ks], db, 1);
+        wg_mma_ra<D, 1>(o, pa[ks], db, 1);
     }
     wg_commit();
     wg_wait<0>();
 }
 
 // Pass 1, the compression branch (nsa_cmp::branch on 64-key tiles and wgmma): online
-// softmax over the visible kc tiles, o += Phi Vc + Plo Vc; the last tile prefetches pass 2's
-// tile 0 (kc). Every thread calls it (it holds the tiles' barriers).
+// softmax over the visible kc tiles, o += Phi Vc + Plo Vc. Pipelined as FlashAttention-3
+// within a warpgroup: three tile buffers, tile x + 2 in flight (cp.async) and S of tile
+// x + 1 on the tensor cores (issued, not waited for) while the threads run tile x's
+// softmax; one CTA barrier per tile (tile x + 1 landed; tile x - 1's buffer, refilled
+// after it, was last read by products every warpgroup completed before it). Every thread
+// calls it (it holds the tiles' barriers); pass 2 then starts its own tiles in buffers 0
+// and 1 (nsa_wgc::stage_tile) after its first barrier.
 template <int D>
-__device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2], Tiles<D> &tl, int &cur,
-                                       uint32_t qa, const __nv_bfloat16 *kcg, const __nv_bfloat16 *vcg,
-                                       const Item &it, float scale_log2, int lane)
+__device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2], Tiles<D> &tl, uint32_t qa,
+                                       const __nv_bfloat16 *kcg, const __nv_bfloat16 *vcg, const Item &it,
+                                       float scale_log2, int lane)
 {
     const int t4 = lane & 3;
     m[0] = m[1] = -INFINITY;
     l[0] = l[1] = 0.0f;
     MF_UNROLL
     for (int n = 0; n < D / 2; ++n) o[n] = 0.0f;
-    for (size_t k0 = 0; k0 < it.nk0; k0 += kKT) {
-        const bool more = k0 + kKT < it.nk0; // else tile 0 of pass 2 (kc)
-        const int buf = stage_tile<D>(tl, cur, kcg, vcg, k0, k0 > 0, more ? k0 + kKT : 0, more, it.nk0);
-        float s[kKT / 2];
-        scores<D>(s, qa, smem_u32(tl.K[buf]));
-        // element 4 f + e: row slot e >> 1, key k0 + 8 f + 2 t4 + (e & 1)
+    const size_t nt = (it.nk0 + kKT - 1) / kKT; // tiles (CTA-uniform)
+    if (nt == 0) return;
+    // No branch around the loads, barriers and wgmma below (a wgmma on a path ptxas cannot
+    // prove uniform is serialized, C7520, which would undo the overlap): tiles past the last
+    // are zero-filled (no global reads) and S of the tile after the last is computed and
+    // dropped, one extra S per item.
+    issue_tile<D>(tl, 0, kcg, vcg, 0, it.nk0);
+    cp_async_commit();
+    issue_tile<D>(tl, 1, kcg, vcg, kKT, it.nk0);
+    cp_async_commit();
+    cp_async_wait_1();
+    wg_fence_proxy();
+    __syncthreads(); // tile 0 (and Q) landed for every thread
+    float s[kKT / 2];
+    scores<D>(s, qa, smem_u32(tl.K[0]));
+    for (size_t x = 0; x < nt; ++x) {
+        cp_async_wait_all(); // tile x + 1, the only group in flight
+        wg_fence_proxy();
+        __syncthreads(); // ... landed; tile x - 1's buffer consumed (its products waited for)
+        issue_tile<D>(tl, (int)((x + 2) % 3), kcg, vcg, (x + 2) * kKT, it.nk0);
+        cp_async_commit();
+        float sn[kKT / 2]; // S of tile x + 1, in flight during tile x's softmax
+        wg_fence();
+        MF_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk)
+            wg_mma<kKT>(
+                sn, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
+                wg_desc(smem_u32(tl.K[(x + 1) % 3]) + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0),
+                kk > 0);
+        wg_commit();
+        // element 4 f + e of s: row slot e >> 1, key x kKT + 8 f + 2 t4 + (e & 1)
+        const size_t k0 = x * kKT;
         float mx[2] = { -INFINITY, -INFINITY };
         MF_UNROLL
         for (int i = 0; i < kKT / 2; ++i) {
             const int e = i & 3;
             const size_t j = k0 + (size_t)(8 * (i >> 2) + 2 * t4 + (e & 1));
-            const float x = j < it.nv[e >> 1] ? s[i] * scale_log2 : -INFINITY;
-            s[i] = x;
-            mx[e >> 1] = nan_max(mx[e >> 1], x);
+            const float xv = j < it.nv[e >> 1] ? s[i] * scale_log2 : -INFINITY;
+            s[i] = xv;
+            mx[e >> 1] = nan_max(mx[e >> 1], xv);
         }
         float corr[2], mu[2];
         online_max_step(m, mx, corr, mu);
@@ -1600,12 +1640,15 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
         for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
         MF_UNROLL
         for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
-        pv<D>(o, s, smem_u32(tl.V[buf]));
+        pv<D>(o, s, smem_u32(tl.V[x % 3])); // its wait completes S of tile x + 1 too
+        MF_UNROLL
+        for (int i = 0; i < kKT / 2; ++i) s[i] = sn[i];
     }
+    cp_async_wait_all(); // the zero tile past the end, before pass 2 refills its buffer
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=192 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 148/159/192 at D = 16/32/64, no spill, stack 0; dynamic smem sizeof(nsa_wgc::FwdSmem<D>); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, D = 64 spilled 584 bytes, D = 16 8 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 172/196/220 at D = 16/32/64, no spill, stack 0, no ptxas C7519/C7520 (no injected warpgroup.arrive, no serialized wgmma); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 70400/86784/119552 bytes; 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); without the overlap 148/159/192; the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -1647,8 +1690,8 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
         cp_async_wait_all(); // Q (fenced and published by the first tile's barrier)
         // pass 1: the compression branch
         float o[D / 2], m[2], l[2];
-        int cur = 1;
-        nsa_wgc::branch<D>(o, m, l, tl, cur, qa, kcg, vcg, it, scale_log2, lane);
+        nsa_wgc::branch<D>(o, m, l, tl, qa, kcg, vcg, it, scale_log2, lane);
+        int cur = 1; // pass 2's tile buffer last used (nsa_wgc::stage_tile: buffers 0 and 1)
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
             const bool any = it.nv[i] > 0;
@@ -1697,7 +1740,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
             size_t jlo, jhi;
             krange(i0, jlo, jhi);
             for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
-                const int buf = nsa_wgc::stage_tile<D>(tl, cur, kcg, nullptr, k0, k0 > jlo || i0 == 0,
+                const int buf = nsa_wgc::stage_tile<D>(tl, cur, kcg, nullptr, k0, k0 > jlo,
                                                        k0 + kKT < jhi ? k0 + kKT : kNoTile, false, nk0);
                 float s[kKT / 2];
                 nsa_wgc::scores<D>(s, qa, smem_u32(tl.K[buf]));
