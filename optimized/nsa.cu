@@ -34,7 +34,9 @@
 // (nsa_mma_cmp_kernel: bf16 kc tiles by cp.async straight into the mma staging;
 // the products of bf16 q and kc are exact, so the scores that decide the
 // selection are fp32 sums of the reference's own products); otherwise steps 1-3
-// stay SIMT. Backward, bf16 with
+// stay SIMT. On the wgmma path (MF_NSA_MMA_PATH: auto on a cc 9.0 GPU with this
+// file's sm_90a code, or wgmma; host mode emulates it) nsa_wg_cmp_kernel runs
+// steps 1-3 instead: the same CTAs as two m64 warpgroups, 64-key kc/vc tiles. Backward, bf16 with
 // D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
 // (nsa_mma_bwd_kernel, query-blocked like nsa_mma_fwd_kernel), and for D <= 64
 // the compression branch too (nsa_mma_cmp_bwd_kernel, query-blocked like
@@ -1299,12 +1301,15 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
 // delta = 2 dx + ... is the exponent's error (the score's and the lse's, taken
 // as independent: a worst case); 2^delta - 1 <= ln2 delta (1 + delta).
 // The 1.01 factors cover the bound's own float rounding (a, qn: <= (D + 2) 2^-24).
-template <int D> __device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t nv)
+// KT: the keys per kc tile (nsa_wg_cmp_kernel's 64: a lane adds KT / 4 p's of a row per
+// tile, KT / 4 - 4 more additions per term than the 14 2^-24 above assume).
+template <int D, int KT = 16>
+__device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t nv)
 {
     a *= 1.01f;
     const float dx = a * ((float)(D / 16) * 0x1p-22f + 0x1p-23f);
     const float lg = log2f(l);
-    const float dl = 1.5f * (float)(nv / 16 + 2) * 14.0f * 0x1p-24f;
+    const float dl = 1.5f * ((float)(nv / 16 + 2) * 14.0f + (float)(KT / 4 - 4)) * 0x1p-24f;
     const float dr = 0x1p-21f * (fabsf(m) + fabsf(lg) + 2.0f) + (a + fabsf(m + lg)) * 0x1p-23f;
     const float delta = 2.0f * dx + dl + dr;
     return 1.01f * (0.6932f * delta * (1.0f + delta) + 0x1p-21f);
@@ -1603,6 +1608,467 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
             sel[(it.rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
         }
     }
+}
+
+// ---- bf16 on sm_90a: the compression branch and importances on warpgroup MMA ----------
+// nsa_wg_cmp_kernel<D> (D = 16, 32, 64): nsa_mma_cmp_kernel<D, 8> with its products on
+// wgmma (mf_wgmma.cuh), picked by MF_NSA_MMA_PATH (launch_cmp). The same grid, CTAs (128
+// rows: (token, head) pairs t0 + r / G, r % G), outputs (out, lse column 0, sel) and
+// certificate (flags, nflag for nsa_recheck_kernel). The 256 threads are two warpgroups:
+// warpgroup h owns rows 64 h .. 64 h + 63 and its warp w % 4 rows 16 w .. 16 w + 15, the
+// rows warp w owns in nsa_mma_cmp_kernel; the m64nN accumulator is the m16n8 fragment per
+// 8 columns, so every per-row step (masks, online softmax, epilogue, certificate, pass 2's
+// p) is nsa_mma_cmp_kernel's on the same lanes. kc/vc tiles of kKT = 64 compressed keys
+// (16 there) by cp.async: pass 1 in three buffers (tile x + 2 landing, S of tile x + 1 on
+// the tensor cores while the threads run tile x's softmax, as FlashAttention-3 within a
+// warpgroup: branch), pass 2 double-buffered as there; per tile and warpgroup:
+//   S = Q Kc^T: D / 16 wgmma.m64n64k16 (A = the warpgroup's Q rows, B = the kc tile, both
+//     from shared memory, K-major), then the masked online-softmax step on the
+//     accumulators (32 per thread: 16 scores of each of the thread's 2 rows);
+//   O += P Vc: P split hi + lo (both bf16) as nsa_mma_cmp_kernel, per 16 keys the two A
+//     fragments from registers (wgmma.m64nDk16, B = the vc tile, MN-major): 8 wgmma;
+//   pass 2: the same D / 16 wgmma per tile for the scores, p = 2^(x - lse2) to shared
+//     memory, the importances and the top-n merge as nsa_mma_cmp_kernel.
+// Operand layout: the no-swizzle (interleaved) canonical layout for every D: R rows x D
+// bf16 stored as [D / 8][R][8], the 16-byte chunk c of row r at byte 16 (c R + r), so each
+// 8 x 8 core matrix is 128 contiguous bytes (a conflict-free wgmma read). Kc as K-major B:
+// LBO = 16 R (the next 8 of k = D), SBO = 128 (the next 8 keys); the same bytes serve Vc as
+// MN-major B: LBO = 128 (the next 8 keys, k), SBO = 16 R (the next 8 of n = D); Q (R =
+// 128) as K-major A: LBO = 2048, SBO = 128, warpgroup h from row 64 h. One layout for D =
+// 16/32/64 (the swizzled modes need rows of 32/64/128 bytes: a mode per D); cp.async fills
+// it with 8 consecutive threads writing one core matrix (128 contiguous bytes, no bank
+// conflict) from 8 rows' same 16 bytes (a warp reads 64 contiguous bytes of 8 rows).
+// Precision: the same bf16 products (exact in fp32) and fp32 sums as nsa_mma_cmp_kernel:
+// a score is D / 16 chained k16 steps, each adding its 16 exact products (wgmma's k16
+// step has mma.m16n8k16's contract; host mode sums in k order), so the certificate's dx
+// (p_error_bound) holds unchanged, and pass 2's scores are pass 1's instructions. What
+// the 64-key tiles change is l's float sum: a lane adds 16 p's of a row per tile (4 with
+// 16-key tiles: the bound's per-term 14 2^-24 covers exp2f, 3 additions and the quad's
+// 2) over T = ceil(nv / 64) tiles (fewer than the bound's nv / 16 + 2): the bound
+// adds the 12 extra additions (kKT / 4 - 4, each 2^-24 relative: positive terms, any
+// order) to the bound's l term (p_error_bound<D, kKT>); everything else (p's own rounding, the importance sums
+// in any order, the selection threshold) is independent of the tile size.
+namespace nsa_wgc {
+using nsa_cmp::Cta;
+using nsa_cmp::Item;
+using nsa_cmp::kNoTile;
+constexpr int kW = nsa_cmp::kFwdWarps; // 8 warps: two warpgroups
+constexpr int kRows = Cta<kW>::kRows;  // 128
+constexpr int kThreadsW = Cta<kW>::kThreads;
+constexpr int kKT = 64; // compressed keys per kc/vc tile (the wgmma's N of S = Q Kc^T)
+static_assert(nsa_cmp::kSelTile % kKT == 0 || kKT % 16 == 0, "tiles of 16-key multiples");
+
+// The 16-byte chunk c (< R D / 8) of an R x D operand in the interleaved layout: its row r
+// and column col, and its element offset. Chunks c .. c + 7 are rows 8 (c / D) .. + 7 of
+// chunk (c / 8) % (D / 8): one core matrix.
+template <int D, int R> __device__ __forceinline__ int il_chunk(int c, int &r, int &col)
+{
+    r = (c / D) * 8 + (c & 7);
+    const int ch = (c >> 3) % (D / 8);
+    col = ch * 8;
+    return (ch * R + r) * 8;
+}
+// Element (r, k) of an R x D operand in the interleaved layout.
+template <int R> __device__ __forceinline__ int il_at(int r, int k)
+{
+    return ((k >> 3) * R + r) * 8 + (k & 7);
+}
+
+// Three buffers: pass 1 pipelines tiles x, x + 1, x + 2 (branch); pass 2 double-buffers
+// in buffers 0 and 1 (stage_tile).
+template <int D> struct Tiles {
+    __nv_bfloat16 K[3][kKT * D]; // kc, interleaved [D / 8][kKT][8]
+    __nv_bfloat16 V[3][kKT * D]; // vc, the same
+};
+
+// Dynamic shared memory of nsa_wg_cmp_kernel<D> (the wgmma operands must be in the
+// launch's extern shared memory): nsa_cmp::FwdSmem's fields, Q and the tiles interleaved,
+// pass 2's p tile kKT wide.
+template <int D> struct FwdSmem {
+    static constexpr int kMaxQT = Cta<kW>::kMaxQT;
+    alignas(128) __nv_bfloat16 Qs[kRows * D]; // interleaved [D / 8][128][8]
+    alignas(128) Tiles<D> tl;
+    float Ps[kRows][kKT + 1]; // pass 2: p of one kc tile
+    float imp[kMaxQT][nsa_cmp::kSelTile];
+    float top_v[kMaxQT][nsa_cmp::kCmpMaxSel];
+    int list[kMaxQT][nsa_cmp::kCmpMaxSel];
+    unsigned char keep[kMaxQT][nsa_cmp::kUnion];
+    int n_list[kMaxQT];
+    float row_eps[kRows];
+    float max_rej[kMaxQT];
+    float row_lse2[kRows];
+};
+
+// cp.async the CTA's 128 q rows into Qs (interleaved); padding rows zero-filled.
+template <int D>
+__device__ __forceinline__ void stage_q(__nv_bfloat16 *Qs, const __nv_bfloat16 *q, const NsaShape &sh,
+                                        const Item &it)
+{
+    for (int c = threadIdx.x; c < kRows * (D / 8); c += kThreadsW) {
+        int r, col;
+        const int off = il_chunk<D, kRows>(c, r, col);
+        const bool in = (size_t)r < it.nrows;
+        const size_t gr = in ? nsa_cmp::row_of(sh, it, (size_t)r) : 0;
+        cp_async16(Qs + off, q + gr * D + (size_t)col, in ? 16u : 0u);
+    }
+}
+
+// cp.async kc rows [k0, k0 + kKT) (and vc's when vcg != nullptr) into buffer buf,
+// interleaved; rows at or beyond nk0 zero-filled.
+template <int D>
+__device__ __forceinline__ void issue_tile(Tiles<D> &tl, int buf, const __nv_bfloat16 *kcg,
+                                           const __nv_bfloat16 *vcg, size_t k0, size_t nk0)
+{
+    constexpr int kChunks = kKT * D / 8;
+    MF_UNROLL
+    for (int x = 0; x < (kChunks + kThreadsW - 1) / kThreadsW; ++x) {
+        const int c = (int)threadIdx.x + x * kThreadsW;
+        if (kChunks % kThreadsW != 0 && c >= kChunks) break;
+        int r, col;
+        const int off = il_chunk<D, kKT>(c, r, col);
+        const bool in = k0 + (size_t)r < nk0;
+        const size_t at = in ? (k0 + (size_t)r) * D + (size_t)col : 0;
+        cp_async16(tl.K[buf] + off, kcg + at, in ? 16u : 0u);
+        if (vcg != nullptr) cp_async16(tl.V[buf] + off, vcg + at, in ? 16u : 0u);
+    }
+}
+
+// nsa_cmp::stage_tile on these tiles: tile k0 current (returned buffer), tile `next`
+// started into the other; the landed cp.async writes are fenced for the async proxy
+// (wgmma) before the barrier publishes them. A buffer is refilled only after the barrier
+// that follows its wgmma's wait (each warpgroup waits for its products before going on).
+template <int D>
+__device__ __forceinline__ int stage_tile(Tiles<D> &tl, int &cur, const __nv_bfloat16 *kcg,
+                                          const __nv_bfloat16 *vcg, size_t k0, bool prefetched, size_t next,
+                                          bool next_v, size_t nk0)
+{
+    const int b = cur ^ 1;
+    if (!prefetched) issue_tile<D>(tl, b, kcg, vcg, k0, nk0);
+    cp_async_wait_all();
+    wg_fence_proxy();
+    __syncthreads();
+    if (next != kNoTile) issue_tile<D>(tl, cur, kcg, next_v ? vcg : nullptr, next, nk0);
+    cur = b;
+    return b;
+}
+
+// s = Q Kc^T of the warpgroup's 64 rows (qa: the shared address of its row 0 in Qs) and
+// the kKT keys of the kc tile at ka: D / 16 chained m64n64k16 (exact bf16 products, fp32
+// sums), complete on return.
+template <int D> __device__ __forceinline__ void scores(float (&s)[kKT / 2], uint32_t qa, uint32_t ka)
+{
+    wg_fence(); // s was last written by ordinary instructions
+    MF_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk)
+        wg_mma<kKT>(s, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
+                    wg_desc(ka + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0), kk > 0);
+    wg_commit();
+    wg_wait<0>();
+}
+
+// o += P Vc for the tile's kKT keys (va: the vc tile): s holds p in fp32 (the accumulator
+// layout); per 16 keys P = hi + lo, both bf16, as A fragments (lo first, as
+// nsa_cmp::branch), B = 16 vc rows MN-major. o was rescaled by ordinary instructions.
+template <int D> __device__ __forceinline__ void pv(float (&o)[D / 2], const float (&s)[kKT / 2], uint32_t va)
+{
+    // every A fragment before the fence: none is written by ordinary instructions between it
+    // and the wgmma that reads it (else ptxas injects warpgroup.arrive, C7519)
+    uint32_t pa[kKT / 16][4], pl[kKT / 16][4];
+    MF_UNROLL
+    for (int ks = 0; ks < kKT / 16; ++ks) {
+        float hi[8], lo[8];
+        MF_UNROLL
+        for (int e = 0; e < 8; ++e) {
+            hi[e] = nsa_mma::bf16_round(s[8 * ks + e]);
+            lo[e] = s[8 * ks + e] - hi[e];
+        }
+        c_to_a(pa[ks], hi, hi + 4);
+        c_to_a(pl[ks], lo, lo + 4);
+    }
+    wg_fence();
+    MF_UNROLL
+    for (int ks = 0; ks < kKT / 16; ++ks) {
+        const uint64_t db = wg_desc(va + (uint32_t)(ks * 16 * 16), 128u, kKT * 16, 0);
+        wg_mma_ra<D, 1>(o, pl[ks], db, 1);
+        wg_mma_ra<D, 1>(o, pa[ks], db, 1);
+    }
+    wg_commit();
+    wg_wait<0>();
+}
+
+// Pass 1, the compression branch (nsa_cmp::branch on 64-key tiles and wgmma): online
+// softmax over the visible kc tiles, o += Phi Vc + Plo Vc. Pipelined as FlashAttention-3
+// within a warpgroup: three tile buffers, tile x + 2 in flight (cp.async) and S of tile
+// x + 1 on the tensor cores (issued, not waited for) while the threads run tile x's
+// softmax; one CTA barrier per tile (tile x + 1 landed; tile x - 1's buffer, refilled
+// after it, was last read by products every warpgroup completed before it). Every thread
+// calls it (it holds the tiles' barriers); pass 2 then starts its own tiles in buffers 0
+// and 1 (nsa_wgc::stage_tile) after its first barrier.
+template <int D>
+__device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2], Tiles<D> &tl, uint32_t qa,
+                                       const __nv_bfloat16 *kcg, const __nv_bfloat16 *vcg, const Item &it,
+                                       float scale_log2, int lane)
+{
+    const int t4 = lane & 3;
+    m[0] = m[1] = -INFINITY;
+    l[0] = l[1] = 0.0f;
+    MF_UNROLL
+    for (int n = 0; n < D / 2; ++n) o[n] = 0.0f;
+    const size_t nt = (it.nk0 + kKT - 1) / kKT; // tiles (CTA-uniform)
+    if (nt == 0) return;
+    // No branch around the loads, barriers and wgmma below (a wgmma on a path ptxas cannot
+    // prove uniform is serialized, C7520, which would undo the overlap): tiles past the last
+    // are zero-filled (no global reads) and S of the tile after the last is computed and
+    // dropped, one extra S per item.
+    issue_tile<D>(tl, 0, kcg, vcg, 0, it.nk0);
+    cp_async_commit();
+    issue_tile<D>(tl, 1, kcg, vcg, kKT, it.nk0);
+    cp_async_commit();
+    cp_async_wait_1();
+    wg_fence_proxy();
+    __syncthreads(); // tile 0 (and Q) landed for every thread
+    float s[kKT / 2];
+    scores<D>(s, qa, smem_u32(tl.K[0]));
+    for (size_t x = 0; x < nt; ++x) {
+        cp_async_wait_all(); // tile x + 1, the only group in flight
+        wg_fence_proxy();
+        __syncthreads(); // ... landed; tile x - 1's buffer consumed (its products waited for)
+        issue_tile<D>(tl, (int)((x + 2) % 3), kcg, vcg, (x + 2) * kKT, it.nk0);
+        cp_async_commit();
+        float sn[kKT / 2]; // S of tile x + 1, in flight during tile x's softmax
+        wg_fence();
+        MF_UNROLL
+        for (int kk = 0; kk < D / 16; ++kk)
+            wg_mma<kKT>(
+                sn, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
+                wg_desc(smem_u32(tl.K[(x + 1) % 3]) + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0),
+                kk > 0);
+        wg_commit();
+        // element 4 f + e of s: row slot e >> 1, key x kKT + 8 f + 2 t4 + (e & 1)
+        const size_t k0 = x * kKT;
+        float mx[2] = { -INFINITY, -INFINITY };
+        MF_UNROLL
+        for (int i = 0; i < kKT / 2; ++i) {
+            const int e = i & 3;
+            const size_t j = k0 + (size_t)(8 * (i >> 2) + 2 * t4 + (e & 1));
+            const float xv = j < it.nv[e >> 1] ? s[i] * scale_log2 : -INFINITY;
+            s[i] = xv;
+            mx[e >> 1] = nan_max(mx[e >> 1], xv);
+        }
+        float corr[2], mu[2];
+        online_max_step(m, mx, corr, mu);
+        float rs[2] = { 0.0f, 0.0f };
+        MF_UNROLL
+        for (int i = 0; i < kKT / 2; ++i) {
+            const float p = exp2f(s[i] - mu[(i >> 1) & 1]);
+            rs[(i >> 1) & 1] += p;
+            s[i] = p;
+        }
+        MF_UNROLL
+        for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
+        MF_UNROLL
+        for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
+        pv<D>(o, s, smem_u32(tl.V[x % 3])); // its wait completes S of tile x + 1 too
+        MF_UNROLL
+        for (int i = 0; i < kKT / 2; ++i) s[i] = sn[i];
+    }
+    cp_async_wait_all(); // the zero tile past the end, before pass 2 refills its buffer
+}
+} // namespace nsa_wgc
+
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 172/196/220 at D = 16/32/64, no spill, stack 0, no ptxas C7519/C7520 (no injected warpgroup.arrive, no serialized wgmma); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 70400/86784/119552 bytes; 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); without the overlap 148/159/192; the other device passes: the trapping stub)
+template <int D>
+__global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
+    nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
+                      const __nv_bfloat16 *__restrict__ kc, const __nv_bfloat16 *__restrict__ vc,
+                      float *__restrict__ out, float *__restrict__ lse, int32_t *__restrict__ sel,
+                      const float *__restrict__ kmax, unsigned long long *__restrict__ flags,
+                      unsigned long long *__restrict__ nflag, int flag_all, NsaShape sh, size_t QT,
+                      size_t nblk, size_t total)
+{
+#if MF_WGMMA_CODE
+    using namespace nsa_cmp;
+    using nsa_mma::kLn2;
+    using nsa_mma::kLog2e;
+    using nsa_wgc::kKT;
+    constexpr int kR = nsa_wgc::kRows, kThreadsC = nsa_wgc::kThreadsW, kMaxQT = Cta<nsa_wgc::kW>::kMaxQT;
+    extern __shared__ __align__(128) unsigned char nsa_wg_cmp_smem[]; // sizeof(nsa_wgc::FwdSmem<D>)
+    nsa_wgc::FwdSmem<D> &sm = *reinterpret_cast<nsa_wgc::FwdSmem<D> *>(nsa_wg_cmp_smem);
+    auto &Qs = sm.Qs;
+    auto &tl = sm.tl;
+    auto &Ps = sm.Ps;
+    auto &imp = sm.imp;
+    auto &top_v = sm.top_v;
+    auto &list = sm.list;
+    auto &keep = sm.keep;
+    auto &n_list = sm.n_list;
+    auto &row_eps = sm.row_eps;
+    auto &max_rej = sm.max_rej;
+    auto &row_lse2 = sm.row_lse2;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g8 = lane >> 2, t4 = lane & 3;
+    const float scale_log2 = sh.scale * kLog2e;
+    const uint32_t qa = smem_u32(Qs) + (uint32_t)((warp >> 2) * 64 * 16); // this warpgroup's Q rows
+    for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
+        const Item it = item_of<D>(sh, item, QT, nblk, warp, g8);
+        const size_t t0 = it.t0, nk0 = it.nk0;
+        const __nv_bfloat16 *kcg = kc + it.coff, *vcg = vc + it.coff;
+        __syncthreads(); // the previous item's tiles and Q are consumed
+        nsa_wgc::stage_q<D>(Qs, q, sh, it);
+        const float km = kmax != nullptr ? kmax[it.b * sh.Hk + it.g] : 0.0f; // null: no compressed block
+        cp_async_wait_all(); // Q (fenced and published by the first tile's barrier)
+        // pass 1: the compression branch
+        float o[D / 2], m[2], l[2];
+        nsa_wgc::branch<D>(o, m, l, tl, qa, kcg, vcg, it, scale_log2, lane);
+        int cur = 1; // pass 2's tile buffer last used (nsa_wgc::stage_tile: buffers 0 and 1)
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i) {
+            const bool any = it.nv[i] > 0;
+            if (t4 == 0) row_lse2[16 * warp + g8 + 8 * i] = any ? m[i] + log2f(l[i]) : INFINITY;
+            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+            if (r >= it.nrows) continue;
+            const size_t grow = row_of(sh, it, r);
+            const float w = any ? __bfloat162float(g_cmp[grow]) / l[i] : 0.0f;
+            MF_UNROLL
+            for (int n = 0; n < D / 8; ++n) {
+                float *op = out + grow * D + (size_t)(n * 8 + 2 * t4);
+                op[0] = w * o[4 * n + 2 * i];
+                op[1] = w * o[4 * n + 2 * i + 1];
+            }
+            if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
+        }
+        { // the certificate's error bound of each row's pass-2 p
+            MF_UNROLL
+            for (int i = 0; i < 2; ++i) {
+                const int r = 16 * warp + g8 + 8 * i;
+                float qn = 0.0f;
+                for (int c = t4; c < D; c += 4) qn += fabsf(__bfloat162float(Qs[nsa_wgc::il_at<kR>(r, c)]));
+                qn = quad_sum(qn);
+                if (t4 == 0)
+                    row_eps[r] = it.nv[i] > 0
+                                     ? p_error_bound<D, kKT>(qn * km * scale_log2, m[i], l[i], it.nv[i])
+                                     : 0.0f;
+            }
+        }
+        // pass 2: importances and the running top n of each token
+        const size_t tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0,
+                     cand_max = (tend - 1) / sh.ls + 1;
+        // the compressed blocks overlapping candidates [i0, i0 + kSelTile), from a tile-aligned jlo, below nk0
+        const auto krange = [&](size_t i0, size_t &jlo, size_t &jhi) {
+            const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
+            const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
+            jlo = (lo_num + sh.d - 1) / sh.d / kKT * kKT;
+            jhi = (iend * sh.ls - 1) / sh.d + 1;
+            if (jhi > nk0) jhi = nk0;
+        };
+        if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
+        for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
+            const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
+            __syncthreads(); // the previous tile merged (n_list published), the tiles consumed
+            for (int e = tid; e < kMaxQT * kSelTile; e += kThreadsC) imp[e / kSelTile][e % kSelTile] = 0.0f;
+            size_t jlo, jhi;
+            krange(i0, jlo, jhi);
+            for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
+                const int buf = nsa_wgc::stage_tile<D>(tl, cur, kcg, nullptr, k0, k0 > jlo,
+                                                       k0 + kKT < jhi ? k0 + kKT : kNoTile, false, nk0);
+                float s[kKT / 2];
+                nsa_wgc::scores<D>(s, qa, smem_u32(tl.K[buf]));
+                MF_UNROLL
+                for (int x = 0; x < kKT / 2; ++x) {
+                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
+                              r = 16 * warp + g8 + 8 * (e >> 1);
+                    const size_t j = k0 + (size_t)jj;
+                    Ps[r][jj] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                }
+                __syncthreads();
+                // blocks overlapping this kc tile (tokens [k0 d, (k0 + kKT - 1) d + l)) within [i0, iend)
+                size_t ib0 = k0 * sh.d / sh.ls, ib1 = ((k0 + kKT - 1) * sh.d + sh.l - 1) / sh.ls + 1;
+                if (ib0 < i0) ib0 = i0;
+                if (ib1 > iend) ib1 = iend;
+                const size_t nbt = ib1 > ib0 ? ib1 - ib0 : 0;
+                for (size_t e = tid; e < ntok * nbt; e += kThreadsC) {
+                    const size_t tok = e / nbt, i = ib0 + e % nbt;
+                    const size_t lo2 = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
+                    size_t ja = (lo2 + sh.d - 1) / sh.d, jb = ((i + 1) * sh.ls - 1) / sh.d + 1;
+                    if (ja < k0) ja = k0;
+                    if (jb > k0 + kKT) jb = k0 + kKT;
+                    float acc = imp[tok][i - i0];
+                    for (size_t hh = 0; hh < sh.G; ++hh)
+                        for (size_t j = ja; j < jb; ++j) acc += Ps[tok * sh.G + hh][j - k0];
+                    imp[tok][i - i0] = acc;
+                }
+            }
+            __syncthreads();
+            for (size_t e = tid; e < ntok * kSelTile; e += kThreadsC) {
+                const size_t tok = e / kSelTile, i = i0 + e % kSelTile, last = (t0 + tok) / sh.ls;
+                if (i == 0 || i == last || i + 1 == last) imp[tok][i - i0] = INFINITY;
+            }
+            __syncthreads();
+            for (size_t e = tid; e < ntok * kUnion; e += kThreadsC) {
+                const size_t tok = e / kUnion, u = e % kUnion, t = t0 + tok;
+                const size_t ct = t / sh.ls + 1,
+                             nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+                if (u >= nu) continue;
+                const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                size_t beat = 0;
+                for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
+                    const float y = u2 < nl ? top_v[tok][u2] : imp[tok][u2 - nl];
+                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u;
+                }
+                keep[tok][u] = beat < sh.n ? 1 : 0;
+            }
+            __syncthreads();
+            if ((size_t)tid < ntok) {
+                const size_t tok = (size_t)tid, t = t0 + tok, ct = t / sh.ls + 1;
+                const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+                int o2 = 0;
+                float rej = max_rej[tok];
+                for (size_t u = 0; u < nu; ++u) {
+                    const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+                    if (keep[tok][u] && (size_t)o2 < sh.n) {
+                        top_v[tok][o2] = xv;
+                        list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
+                        ++o2;
+                    } else if (xv != INFINITY) {
+                        rej = nan_max(rej, xv);
+                    }
+                }
+                max_rej[tok] = rej;
+                n_list[tok] = o2;
+            }
+        }
+        __syncthreads();
+        if (flags != nullptr && (size_t)tid < ntok) {
+            const size_t tok = (size_t)tid;
+            float eps = 0.0f, mn = INFINITY;
+            bool bad = false;
+            for (size_t hh = 0; hh < sh.G; ++hh) eps = nan_max(row_eps[tok * sh.G + hh], eps);
+            for (int x = 0; x < n_list[tok]; ++x) {
+                const float v = top_v[tok][x];
+                if (v != v)
+                    bad = true;
+                else if (v != INFINITY)
+                    mn = fminf(mn, v);
+            }
+            const float rej = max_rej[tok];
+            if (flag_all || bad || rej != rej ||
+                (nvis_of(sh, t0 + tok) > 0 && mn != INFINITY && rej != -INFINITY &&
+                 !(mn - rej > selection_threshold(sh, eps, mn, rej)))) {
+                const unsigned long long at = atomicAdd(nflag, 1ull);
+                flags[at] = (unsigned long long)(it.rbase / sh.G + tok * sh.Hk);
+            }
+        }
+        for (size_t e = tid; !flag_all && e < ntok * sh.n; e += kThreadsC) {
+            const size_t tok = e / sh.n, x = e % sh.n;
+            sel[(it.rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
+        }
+    }
+#else
+    (void)q, (void)g_cmp, (void)kc, (void)vc, (void)out, (void)lse, (void)sel, (void)kmax, (void)flags;
+    (void)nflag, (void)flag_all, (void)sh, (void)QT, (void)nblk, (void)total;
+    __trap(); // no sm_90a code: the launcher never picks this kernel
+#endif
 }
 
 // ---- the selection's fallback: ambiguous tokens ranked in double as the reference -------
@@ -2525,10 +2991,19 @@ static mf_status launch_cmp(cudaStream_t stream, const NsaShape &sh, bool wg, co
                             int32_t *sel, const float *kmax, unsigned long long *flags,
                             unsigned long long *nflag, int flag_all)
 {
-    (void)wg; // wg: the wgmma kernel (MF_NSA_MMA_PATH): not written yet, mma.sync serves both paths
     constexpr int W = nsa_cmp::kFwdWarps;
     const size_t QT = nsa_cmp::tokens_per_cta<W>(sh);
     const size_t nblk = (sh.S + QT - 1) / QT, total = sh.B * sh.Hk * nblk;
+    if (wg) { // MF_NSA_MMA_PATH: the same grid and CTAs on wgmma (sm_90a)
+        constexpr size_t wsmem = sizeof(nsa_wgc::FwdSmem<D>);
+        MF_CUDA_CHECK(cudaFuncSetAttribute(nsa_wg_cmp_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)wsmem));
+        nsa_wg_cmp_kernel<D><<<grid_cap(total, kMaxGridX), nsa_wgc::kThreadsW, wsmem, stream>>>(
+            static_cast<const __nv_bfloat16 *>(q), static_cast<const __nv_bfloat16 *>(gc), kc, vc, out, lse,
+            sel, kmax, flags, nflag, flag_all, sh, QT, nblk, total);
+        MF_LAUNCH_CHECK();
+        return MF_OK;
+    }
     constexpr size_t smem = sizeof(nsa_cmp::FwdSmem<D, W>);
     MF_CUDA_CHECK(cudaFuncSetAttribute(nsa_mma_cmp_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)smem));

@@ -118,6 +118,16 @@ add_test(NAME ptx_wgmma.nsa_fwd
                  -DKERNELS=nsa_wg_fwd_kernel
                  -DOUT=${_mf_res_dir}/ptx_wgmma.nsa_fwd.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
 set_tests_properties(ptx_wgmma.nsa_fwd PROPERTIES LABELS unit TIMEOUT 600)
+# nsa_wg_cmp_kernel (the compression branch and importances on wgmma) really is a wgmma kernel:
+# S = Q Kc^T as m64n64k16 with both operands from descriptors (K-major: trans 0, 0), P Vc with P
+# from registers, fences, groups and the cp.async tile pipeline, in each instantiation (D = 16/32/64).
+add_test(NAME ptx_wgmma.nsa_cmp
+         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90a "-DFLAGS=${_mf_res_flags}"
+                 -DSOURCE=${MF_ROOT}/optimized/nsa.cu
+                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16|acc_in, 1, 1, 0, 0|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|fence.proxy.async|cp.async.cg.shared.global"
+                 -DKERNELS=nsa_wg_cmp_kernel
+                 -DOUT=${_mf_res_dir}/ptx_wgmma.nsa_cmp.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
+set_tests_properties(ptx_wgmma.nsa_cmp PROPERTIES LABELS unit TIMEOUT 600)
 set_tests_properties(ptx_mma.cross_entropy_fused PROPERTIES LABELS unit TIMEOUT 300)
 set_tests_properties(ptx_mma_selftest.count_kernel PROPERTIES LABELS unit TIMEOUT 300
                      PASS_REGULAR_EXPRESSION "ce_fused_count_kernel.*: no 'mma.sync")

@@ -126,6 +126,15 @@
  *     window's t - w < s); P rounded to bf16 before P V as a bf16 kernel does
  *     (l sums the fp32 p), so bf16 rows differ from f32's by up to ~2^-9
  *     (tolerance row nsa.out.bf16).
+ *     On a cc 9.0 GPU (a build with sm_90 gets this file's sm_90a code) both
+ *     bf16 forward kernels run on warpgroup MMA instead (wgmma.mma_async: each
+ *     128-row CTA as two m64 warpgroups; nsa_wg_cmp_kernel with 64-key kc/vc
+ *     tiles, nsa_wg_fwd_kernel with the same K/V stages): the same products,
+ *     outputs, certificate and tolerances. MF_NSA_MMA_PATH=auto (default:
+ *     wgmma where it runs, mma.sync elsewhere and in host mode), sync or wgmma
+ *     (forced; where it cannot run MF_ERR_BACKEND_UNAVAILABLE; host mode
+ *     emulates it) picks them per process; another value is
+ *     MF_ERR_INVALID_ARGUMENT.
  *   Backward, FlashAttention-2 style from the forward's saved lse and sel: per
  *   branch, o recomputed (for dg and Delta = gate dout.o), p = exp(s - lse)
  *   over the keys of the saved sel, ds = p (gate dout.v - Delta), dq in

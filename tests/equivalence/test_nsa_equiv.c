@@ -235,12 +235,29 @@ static void wgmma_teardown(void)
 {
     mf_test_teardown();
     unsetenv("MF_NSA_MMA_PATH");
+    unsetenv("MF_NSA_RECHECK");
 }
 
 START_TEST(test_wgmma_cases)
 {
     const mf_case_result r = mf_test_op_case("nsa", 0, wgmma_cases[_i]);
     ck_assert_msg(strcmp(r.dtype, "bf16") == 0, "case %d is not a bf16 case (%s)", wgmma_cases[_i], r.dtype);
+}
+END_TEST
+
+/* The certificate on wgmma: with MF_NSA_RECHECK=all nsa_wg_cmp_kernel lists every token and
+ * nsa_recheck_kernel alone writes sel, so these cases pass only if the wgmma kernel's flag
+ * list covers every token and out, lse (written by it) stay within their rows; the cases
+ * without the variable (test_wgmma_cases) pass only if its own certified selection is the
+ * reference's. The bf16 cases on the tensor-core compression kernel (D <= 64, n <= 32). */
+static const int wgmma_recheck_cases[] = { 1, 7, 8, 13, 16, 20, 28 };
+
+START_TEST(test_wgmma_recheck_all)
+{
+    ck_assert_int_eq(setenv("MF_NSA_RECHECK", "all", 1), 0);
+    const mf_case_result r = mf_test_op_case("nsa", 0, wgmma_recheck_cases[_i]);
+    unsetenv("MF_NSA_RECHECK");
+    ck_assert_str_eq(r.dtype, "bf16");
 }
 END_TEST
 
@@ -294,6 +311,8 @@ static Suite *nsa_equiv_suite(void)
     tcase_add_checked_fixture(w, wgmma_setup, wgmma_teardown);
     tcase_set_timeout(w, 600);
     tcase_add_loop_test(w, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
+    tcase_add_loop_test(w, test_wgmma_recheck_all, 0,
+                        (int)(sizeof wgmma_recheck_cases / sizeof wgmma_recheck_cases[0]));
     suite_add_tcase(s, w);
     return s;
 }
