@@ -166,6 +166,11 @@ static const nsa_case nsa_cases[] = {
      * tokens (32 of 128 rows real), several CTAs per KV group and a partial last one (75 = 32 + 32 + 11),
      * two KV groups, D = 32 */
     { 1, 75, 2, 2, 32, { 8, 4, 8, 4, 16, 0.0f }, MF_DTYPE_BF16, 0 },
+    /* ---- equivalence, case 29: the compression kernels' multi-tile paths at D = 64 and G = 6 (case 16's
+     * configuration: l = 2, d = 1, l' = 2): 199 compressed blocks, so nsa_wg_cmp_kernel's 64-key tiles wrap
+     * its three pass-1 buffers and pass 2 walks several tiles, and 100 selection blocks, more than one
+     * 64-block importance tile */
+    { 1, 200, 6, 1, 64, { 2, 1, 2, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */
