@@ -1,8 +1,8 @@
 // Warpgroup MMA (wgmma, sm_90a) helpers shared by the wgmma kernels
 // (optimized/cross_entropy_fused.cu, optimized/nsa.cu): the fence / group
 // instructions, shared-memory matrix descriptors, the 128-byte swizzle, and
-// wgmma.mma_async.m64nNk16 (bf16 in, fp32 accumulate) for N = 8 .. 256 with A from a
-// descriptor or from registers. Each is one inline PTX instruction from the list host
+// wgmma.mma_async.m64nNk16 (bf16 in, fp32 accumulate) with A from a descriptor or from
+// registers. Each is one inline PTX instruction from the list host
 // execution mode emulates (cudahost/README.md, "Warpgroup MMA"); layouts as PTX ISA
 // 9.7.15 (wgmma), whose facts these comments restate:
 //
@@ -111,34 +111,12 @@ __device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t addr) { return wg_des
 // scales +1. wg_mma: A from descriptor da (TA = 1: MN-major), B from descriptor db (TB = 1:
 // MN-major). wg_mma_ra: A from registers (the mma.m16n8k16 A fragment of the warp's 16 rows).
 // Written out per N: host mode's translator reads each asm statement and its operands in
-// the source text, so neither may come from a macro.
+// the source text, so neither may come from a macro. The shapes the kernels use: from
+// descriptors N = 32, 64, 128, 256; A from registers N = 16, 32, 64, 128 (add another the
+// same way).
 template <int N, int TA, int TB> struct WgMma;
 template <int N, int TB> struct WgMmaRa;
 #if MF_WGMMA_CODE
-template <int TA, int TB> struct WgMma<8, TA, TB> {
-    static __device__ __forceinline__ void run(float (&d)[4], uint64_t da, uint64_t db, int accumulate)
-    {
-        asm volatile(
-            "{\n.reg .pred acc_in;\nsetp.ne.b32 acc_in, %6, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, acc_in, 1, 1, "
-            "%7, %8;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
-    }
-};
-
-template <int TA, int TB> struct WgMma<16, TA, TB> {
-    static __device__ __forceinline__ void run(float (&d)[8], uint64_t da, uint64_t db, int accumulate)
-    {
-        asm volatile("{\n.reg .pred acc_in;\nsetp.ne.b32 acc_in, %10, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, "
-                     "%8, %9, acc_in, 1, 1, %11, %12;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-                       "+f"(d[7])
-                     : "l"(da), "l"(db), "r"(accumulate), "n"(TA), "n"(TB));
-    }
-};
-
 template <int TA, int TB> struct WgMma<32, TA, TB> {
     static __device__ __forceinline__ void run(float (&d)[16], uint64_t da, uint64_t db, int accumulate)
     {
@@ -228,18 +206,6 @@ template <int TA, int TB> struct WgMma<256, TA, TB> {
     }
 };
 
-template <int TB> struct WgMmaRa<8, TB> {
-    static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint64_t db,
-                                               int accumulate)
-    {
-        asm volatile("{\n.reg .pred acc_in;\nsetp.ne.b32 acc_in, %9, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, "
-                     "%7}, %8, acc_in, 1, 1, %10;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
-    }
-};
-
 template <int TB> struct WgMmaRa<16, TB> {
     static __device__ __forceinline__ void run(float (&d)[8], const uint32_t (&a)[4], uint64_t db,
                                                int accumulate)
@@ -305,44 +271,6 @@ template <int TB> struct WgMmaRa<128, TB> {
               "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
               "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
               "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
-    }
-};
-
-template <int TB> struct WgMmaRa<256, TB> {
-    static __device__ __forceinline__ void run(float (&d)[128], const uint32_t (&a)[4], uint64_t db,
-                                               int accumulate)
-    {
-        asm volatile(
-            "{\n.reg .pred acc_in;\nsetp.ne.b32 acc_in, %133, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
-            "%10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, "
-            "%29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, "
-            "%67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "
-            "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, "
-            "%104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "
-            "%120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, acc_in, 1, 1, "
-            "%134;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-              "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-              "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-              "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-              "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-              "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-              "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-              "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
-              "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-              "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-              "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
-              "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
-              "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
-              "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-              "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]),
-              "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
-              "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate), "n"(TB));
     }
 };
