@@ -1410,6 +1410,170 @@ template <int D, int W> struct FwdSmem {
     float max_rej[kMaxQT]; // the largest importance not selected (evicted or rejected)
     float row_lse2[kRows]; // pass 1's lse of each row, base 2 (+inf: no visible key)
 };
+
+// Pass 2 of the compression kernels (nsa_mma_cmp_kernel: KT = 16 keys per kc tile,
+// nsa_wg_cmp_kernel: 64), shared by both; SM is the kernel's shared-memory struct (Ps, imp,
+// top_v, list, keep, n_list, max_rej, row_eps), NTHREADS its block size. Every thread calls
+// each (the barriers inside).
+//
+// After Ps holds p of the kc tile [k0, k0 + KT): the selection blocks in [i0, iend) that
+// the tile's compressed blocks overlap (tokens [k0 d, (k0 + KT - 1) d + l)) gain, per token,
+// the p of those blocks summed over the group's heads, in a fixed order.
+template <int KT, int NTHREADS, typename SM>
+__device__ __forceinline__ void add_tile_importances(SM &sm, const NsaShape &sh, size_t k0, size_t i0,
+                                                     size_t iend, size_t ntok, int tid)
+{
+    auto &imp = sm.imp;
+    const auto &Ps = sm.Ps;
+    size_t ib0 = k0 * sh.d / sh.ls, ib1 = ((k0 + KT - 1) * sh.d + sh.l - 1) / sh.ls + 1;
+    if (ib0 < i0) ib0 = i0;
+    if (ib1 > iend) ib1 = iend;
+    const size_t nbt = ib1 > ib0 ? ib1 - ib0 : 0;
+    for (size_t e = tid; e < ntok * nbt; e += NTHREADS) {
+        const size_t tok = e / nbt, i = ib0 + e % nbt;
+        const size_t lo2 = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
+        size_t ja = (lo2 + sh.d - 1) / sh.d, jb = ((i + 1) * sh.ls - 1) / sh.d + 1;
+        if (ja < k0) ja = k0;
+        if (jb > k0 + KT) jb = k0 + KT;
+        float acc = imp[tok][i - i0];
+        for (size_t hh = 0; hh < sh.G; ++hh)
+            for (size_t j = ja; j < jb; ++j) acc += Ps[tok * sh.G + hh][j - k0];
+        imp[tok][i - i0] = acc;
+    }
+}
+
+// The tile of candidates [i0, iend) merged into each token's running top n (tokens t0 ..
+// t0 + ntok - 1).
+template <int NTHREADS, typename SM>
+__device__ __forceinline__ void merge_tile(SM &sm, const NsaShape &sh, size_t t0, size_t i0, size_t iend,
+                                           size_t ntok, int tid)
+{
+    auto &imp = sm.imp;
+    auto &top_v = sm.top_v;
+    auto &list = sm.list;
+    auto &keep = sm.keep;
+    auto &n_list = sm.n_list;
+    auto &max_rej = sm.max_rej;
+    __syncthreads();
+    // forced blocks, then each token's union (its top n, then the tile's candidates) ranked
+    for (size_t e = tid; e < ntok * kSelTile; e += NTHREADS) {
+        const size_t tok = e / kSelTile, i = i0 + e % kSelTile, last = (t0 + tok) / sh.ls;
+        if (i == 0 || i == last || i + 1 == last) imp[tok][i - i0] = INFINITY;
+    }
+    __syncthreads();
+    for (size_t e = tid; e < ntok * kUnion; e += NTHREADS) {
+        const size_t tok = e / kUnion, u = e % kUnion, t = t0 + tok;
+        const size_t ct = t / sh.ls + 1, nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+        const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+        if (u >= nu) continue;
+        const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+        size_t beat = 0;
+        for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
+            const float y = u2 < nl ? top_v[tok][u2] : imp[tok][u2 - nl];
+            beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u; // union order = index order
+        }
+        keep[tok][u] = beat < sh.n ? 1 : 0;
+    }
+    __syncthreads();
+    if ((size_t)tid < ntok) { // in place: entry o <= u; at most n
+        const size_t tok = (size_t)tid, t = t0 + tok, ct = t / sh.ls + 1;
+        const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
+        const size_t nl = (size_t)n_list[tok], nu = nl + nt;
+        int o2 = 0;
+        float rej = max_rej[tok]; // the certificate: the largest finite value dropped so far
+        for (size_t u = 0; u < nu; ++u) {
+            const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
+            if (keep[tok][u] && (size_t)o2 < sh.n) {
+                top_v[tok][o2] = xv;
+                list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
+                ++o2;
+            } else if (xv != INFINITY) { // a forced block loses only to forced ones (exact)
+                rej = nan_max(rej, xv);
+            }
+        }
+        max_rej[tok] = rej;
+        n_list[tok] = o2;
+    }
+}
+
+// After the last tile: each token's selection certified or listed for nsa_recheck_kernel,
+// and its sel row written (rbase: the row of the item's first (token, head)).
+template <int NTHREADS, typename SM>
+__device__ __forceinline__ void
+certify_and_store(SM &sm, const NsaShape &sh, size_t rbase, size_t t0, size_t ntok, unsigned long long *flags,
+                  unsigned long long *nflag, int flag_all, int32_t *sel, int tid)
+{
+    const auto &top_v = sm.top_v;
+    const auto &list = sm.list;
+    const auto &n_list = sm.n_list;
+    const auto &max_rej = sm.max_rej;
+    const auto &row_eps = sm.row_eps;
+    __syncthreads();
+    if (flags != nullptr && (size_t)tid < ntok) { // certify each token's selection, or list it
+        const size_t tok = (size_t)tid;
+        float eps = 0.0f, mn = INFINITY;
+        bool bad = false;
+        for (size_t hh = 0; hh < sh.G; ++hh) eps = nan_max(row_eps[tok * sh.G + hh], eps);
+        for (int x = 0; x < n_list[tok]; ++x) {
+            const float v = top_v[tok][x];
+            if (v != v)
+                bad = true;
+            else if (v != INFINITY)
+                mn = fminf(mn, v);
+        }
+        const float rej = max_rej[tok];
+        if (flag_all || bad || rej != rej ||
+            (nvis_of(sh, t0 + tok) > 0 && mn != INFINITY && rej != -INFINITY &&
+             !(mn - rej > selection_threshold(sh, eps, mn, rej)))) {
+            const unsigned long long at = atomicAdd(nflag, 1ull);
+            flags[at] = (unsigned long long)(rbase / sh.G + tok * sh.Hk); // (b S + t) Hk + g
+        }
+    }
+    // (MF_NSA_RECHECK=all: nsa_recheck_kernel writes every row, and only it)
+    for (size_t e = tid; !flag_all && e < ntok * sh.n; e += NTHREADS) {
+        const size_t tok = e / sh.n, x = e % sh.n;
+        sel[(rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
+    }
+}
+// Pass 1's epilogue of the compression kernels (o: the thread's accumulators in the m16n8
+// fragment order, o[4 n + e] for 8-column block n; m, l: base-2 max and sum of its 2 rows):
+// pass 2's lse per row in shared memory (p = 0 without a visible key: not held in registers
+// there), g_cmp o / l into out, the natural-log lse into column 0 of lse.
+template <int D, typename It>
+__device__ __forceinline__ void store_rows(const float (&o)[D / 2], const float (&m)[2], const float (&l)[2],
+                                           const It &it, const NsaShape &sh, const __nv_bfloat16 *g_cmp,
+                                           float *out, float *lse, float *row_lse2, int warp, int g8, int t4)
+{
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        const bool any = it.nv[i] > 0;
+        if (t4 == 0) row_lse2[16 * warp + g8 + 8 * i] = any ? m[i] + log2f(l[i]) : INFINITY;
+        const size_t r = (size_t)(16 * warp + g8 + 8 * i);
+        if (r >= it.nrows) continue;
+        const size_t grow = row_of(sh, it, r);
+        const float w = any ? __bfloat162float(g_cmp[grow]) / l[i] : 0.0f;
+        MF_UNROLL
+        for (int n = 0; n < D / 8; ++n) {
+            float *op = out + grow * D + (size_t)(n * 8 + 2 * t4);
+            op[0] = w * o[4 * n + 2 * i];
+            op[1] = w * o[4 * n + 2 * i + 1];
+        }
+        if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * nsa_mma::kLn2 + logf(l[i]) : -INFINITY;
+    }
+}
+
+// Pass 2's compressed blocks j overlapping candidates [i0, i0 + kSelTile) (j d + l > i0 l'
+// and j d < iend l'), from a KT-aligned jlo, below nk0.
+template <int KT>
+__device__ __forceinline__ void cand_krange(const NsaShape &sh, size_t i0, size_t cand_max, size_t nk0,
+                                            size_t &jlo, size_t &jhi)
+{
+    const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
+    const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
+    jlo = (lo_num + sh.d - 1) / sh.d / KT * KT;
+    jhi = (iend * sh.ls - 1) / sh.d + 1;
+    if (jhi > nk0) jhi = nk0;
+}
 } // namespace nsa_cmp
 
 // mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 117/128/128 at D = 16/32/64 with W = 8 warps (128 rows), stack 0; dynamic smem sizeof(FwdSmem<D, 8>) = 38656/44800/57088 bytes; min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
@@ -1432,9 +1596,6 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
     auto &tl = sm.tl;
     auto &Ps = sm.Ps;
     auto &imp = sm.imp;
-    auto &top_v = sm.top_v;
-    auto &list = sm.list;
-    auto &keep = sm.keep;
     auto &n_list = sm.n_list;
     auto &row_eps = sm.row_eps;
     auto &max_rej = sm.max_rej;
@@ -1456,23 +1617,8 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
         int cur = 1; // the tile buffer last used (stage_tile)
         branch<D, W, false>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2,
                             lane); // then pass 2's tile 0 (kc)
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i) {
-            const bool any = it.nv[i] > 0;
-            // pass 2's lse (p = 0 without a visible key), in shared memory: not held in registers there
-            if (t4 == 0) row_lse2[16 * warp + g8 + 8 * i] = any ? m[i] + log2f(l[i]) : INFINITY;
-            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
-            if (r >= it.nrows) continue;
-            const size_t grow = row_of(sh, it, r);
-            const float w = any ? __bfloat162float(g_cmp[grow]) / l[i] : 0.0f;
-            MF_UNROLL
-            for (int n = 0; n < D / 8; ++n) {
-                float *op = out + grow * D + (size_t)(n * 8 + 2 * t4);
-                op[0] = w * o[n][2 * i];
-                op[1] = w * o[n][2 * i + 1];
-            }
-            if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
-        }
+        store_rows<D>(reinterpret_cast<const float(&)[D / 2]>(o), m, l, it, sh, g_cmp, out, lse, row_lse2,
+                      warp, g8, t4);
         { // the certificate's error bound of each row's pass-2 p (docs/nsa.md "Precision")
             MF_UNROLL
             for (int i = 0; i < 2; ++i) {
@@ -1490,11 +1636,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
         // the compressed blocks j overlapping candidates [i0, i0 + kSelTile): j*d + l > i0*l' and
         // j*d < iend*l', from a tile-aligned jlo, below nk0
         const auto krange = [&](size_t i0, size_t &jlo, size_t &jhi) {
-            const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
-            const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
-            jlo = (lo_num + sh.d - 1) / sh.d / 16 * 16;
-            jhi = (iend * sh.ls - 1) / sh.d + 1;
-            if (jhi > nk0) jhi = nk0;
+            cand_krange<16>(sh, i0, cand_max, nk0, jlo, jhi);
         };
         if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
@@ -1522,91 +1664,11 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
                             : 0.0f;
                 }
                 __syncthreads();
-                // blocks overlapping this kc tile (tokens [k0*d, (k0 + 15)*d + l)) within [i0, iend)
-                size_t ib0 = k0 * sh.d / sh.ls, ib1 = ((k0 + 15) * sh.d + sh.l - 1) / sh.ls + 1;
-                if (ib0 < i0) ib0 = i0;
-                if (ib1 > iend) ib1 = iend;
-                const size_t nbt = ib1 > ib0 ? ib1 - ib0 : 0;
-                for (size_t e = tid; e < ntok * nbt; e += kThreadsC) {
-                    const size_t tok = e / nbt, i = ib0 + e % nbt;
-                    const size_t lo2 = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
-                    size_t ja = (lo2 + sh.d - 1) / sh.d, jb = ((i + 1) * sh.ls - 1) / sh.d + 1;
-                    if (ja < k0) ja = k0;
-                    if (jb > k0 + 16) jb = k0 + 16;
-                    float acc = imp[tok][i - i0];
-                    for (size_t hh = 0; hh < sh.G; ++hh)
-                        for (size_t j = ja; j < jb; ++j) acc += Ps[tok * sh.G + hh][j - k0];
-                    imp[tok][i - i0] = acc;
-                }
+                add_tile_importances<16, kThreadsC>(sm, sh, k0, i0, iend, ntok, tid);
             }
-            __syncthreads();
-            // forced blocks, then each token's union (its top n, then the tile's candidates) ranked
-            for (size_t e = tid; e < ntok * kSelTile; e += kThreadsC) {
-                const size_t tok = e / kSelTile, i = i0 + e % kSelTile, last = (t0 + tok) / sh.ls;
-                if (i == 0 || i == last || i + 1 == last) imp[tok][i - i0] = INFINITY;
-            }
-            __syncthreads();
-            for (size_t e = tid; e < ntok * kUnion; e += kThreadsC) {
-                const size_t tok = e / kUnion, u = e % kUnion, t = t0 + tok;
-                const size_t ct = t / sh.ls + 1,
-                             nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
-                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
-                if (u >= nu) continue;
-                const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
-                size_t beat = 0;
-                for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
-                    const float y = u2 < nl ? top_v[tok][u2] : imp[tok][u2 - nl];
-                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u; // union order = index order
-                }
-                keep[tok][u] = beat < sh.n ? 1 : 0;
-            }
-            __syncthreads();
-            if ((size_t)tid < ntok) { // in place: entry o <= u; at most n
-                const size_t tok = (size_t)tid, t = t0 + tok, ct = t / sh.ls + 1;
-                const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
-                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
-                int o2 = 0;
-                float rej = max_rej[tok]; // the certificate: the largest finite value dropped so far
-                for (size_t u = 0; u < nu; ++u) {
-                    const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
-                    if (keep[tok][u] && (size_t)o2 < sh.n) {
-                        top_v[tok][o2] = xv;
-                        list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
-                        ++o2;
-                    } else if (xv != INFINITY) { // a forced block loses only to forced ones (exact)
-                        rej = nan_max(rej, xv);
-                    }
-                }
-                max_rej[tok] = rej;
-                n_list[tok] = o2;
-            }
+            merge_tile<kThreadsC>(sm, sh, t0, i0, iend, ntok, tid);
         }
-        __syncthreads();
-        if (flags != nullptr && (size_t)tid < ntok) { // certify each token's selection, or list it
-            const size_t tok = (size_t)tid;
-            float eps = 0.0f, mn = INFINITY;
-            bool bad = false;
-            for (size_t hh = 0; hh < sh.G; ++hh) eps = nan_max(row_eps[tok * sh.G + hh], eps);
-            for (int x = 0; x < n_list[tok]; ++x) {
-                const float v = top_v[tok][x];
-                if (v != v)
-                    bad = true;
-                else if (v != INFINITY)
-                    mn = fminf(mn, v);
-            }
-            const float rej = max_rej[tok];
-            if (flag_all || bad || rej != rej ||
-                (nvis_of(sh, t0 + tok) > 0 && mn != INFINITY && rej != -INFINITY &&
-                 !(mn - rej > selection_threshold(sh, eps, mn, rej)))) {
-                const unsigned long long at = atomicAdd(nflag, 1ull);
-                flags[at] = (unsigned long long)(it.rbase / sh.G + tok * sh.Hk); // (b S + t) Hk + g
-            }
-        }
-        // (MF_NSA_RECHECK=all: nsa_recheck_kernel writes every row, and only it)
-        for (size_t e = tid; !flag_all && e < ntok * sh.n; e += kThreadsC) {
-            const size_t tok = e / sh.n, x = e % sh.n;
-            sel[(it.rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
-        }
+        certify_and_store<kThreadsC>(sm, sh, it.rbase, t0, ntok, flags, nflag, flag_all, sel, tid);
     }
 }
 
@@ -1898,9 +1960,6 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     auto &tl = sm.tl;
     auto &Ps = sm.Ps;
     auto &imp = sm.imp;
-    auto &top_v = sm.top_v;
-    auto &list = sm.list;
-    auto &keep = sm.keep;
     auto &n_list = sm.n_list;
     auto &row_eps = sm.row_eps;
     auto &max_rej = sm.max_rej;
@@ -1920,22 +1979,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
         float o[D / 2], m[2], l[2];
         nsa_wgc::branch<D>(o, m, l, tl, qa, kcg, vcg, it, scale_log2, lane);
         int cur = 1; // pass 2's tile buffer last used (nsa_wgc::stage_tile: buffers 0 and 1)
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i) {
-            const bool any = it.nv[i] > 0;
-            if (t4 == 0) row_lse2[16 * warp + g8 + 8 * i] = any ? m[i] + log2f(l[i]) : INFINITY;
-            const size_t r = (size_t)(16 * warp + g8 + 8 * i);
-            if (r >= it.nrows) continue;
-            const size_t grow = row_of(sh, it, r);
-            const float w = any ? __bfloat162float(g_cmp[grow]) / l[i] : 0.0f;
-            MF_UNROLL
-            for (int n = 0; n < D / 8; ++n) {
-                float *op = out + grow * D + (size_t)(n * 8 + 2 * t4);
-                op[0] = w * o[4 * n + 2 * i];
-                op[1] = w * o[4 * n + 2 * i + 1];
-            }
-            if (lse != nullptr && t4 == 0) lse[grow * 3] = any ? m[i] * kLn2 + logf(l[i]) : -INFINITY;
-        }
+        store_rows<D>(o, m, l, it, sh, g_cmp, out, lse, row_lse2, warp, g8, t4);
         { // the certificate's error bound of each row's pass-2 p
             MF_UNROLL
             for (int i = 0; i < 2; ++i) {
@@ -1954,11 +1998,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                      cand_max = (tend - 1) / sh.ls + 1;
         // the compressed blocks overlapping candidates [i0, i0 + kSelTile), from a tile-aligned jlo, below nk0
         const auto krange = [&](size_t i0, size_t &jlo, size_t &jhi) {
-            const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
-            const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
-            jlo = (lo_num + sh.d - 1) / sh.d / kKT * kKT;
-            jhi = (iend * sh.ls - 1) / sh.d + 1;
-            if (jhi > nk0) jhi = nk0;
+            cand_krange<kKT>(sh, i0, cand_max, nk0, jlo, jhi);
         };
         if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
@@ -1980,89 +2020,11 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                     Ps[r][jj] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
                 }
                 __syncthreads();
-                // blocks overlapping this kc tile (tokens [k0 d, (k0 + kKT - 1) d + l)) within [i0, iend)
-                size_t ib0 = k0 * sh.d / sh.ls, ib1 = ((k0 + kKT - 1) * sh.d + sh.l - 1) / sh.ls + 1;
-                if (ib0 < i0) ib0 = i0;
-                if (ib1 > iend) ib1 = iend;
-                const size_t nbt = ib1 > ib0 ? ib1 - ib0 : 0;
-                for (size_t e = tid; e < ntok * nbt; e += kThreadsC) {
-                    const size_t tok = e / nbt, i = ib0 + e % nbt;
-                    const size_t lo2 = i * sh.ls + 1 > sh.l ? i * sh.ls + 1 - sh.l : 0;
-                    size_t ja = (lo2 + sh.d - 1) / sh.d, jb = ((i + 1) * sh.ls - 1) / sh.d + 1;
-                    if (ja < k0) ja = k0;
-                    if (jb > k0 + kKT) jb = k0 + kKT;
-                    float acc = imp[tok][i - i0];
-                    for (size_t hh = 0; hh < sh.G; ++hh)
-                        for (size_t j = ja; j < jb; ++j) acc += Ps[tok * sh.G + hh][j - k0];
-                    imp[tok][i - i0] = acc;
-                }
+                add_tile_importances<kKT, kThreadsC>(sm, sh, k0, i0, iend, ntok, tid);
             }
-            __syncthreads();
-            for (size_t e = tid; e < ntok * kSelTile; e += kThreadsC) {
-                const size_t tok = e / kSelTile, i = i0 + e % kSelTile, last = (t0 + tok) / sh.ls;
-                if (i == 0 || i == last || i + 1 == last) imp[tok][i - i0] = INFINITY;
-            }
-            __syncthreads();
-            for (size_t e = tid; e < ntok * kUnion; e += kThreadsC) {
-                const size_t tok = e / kUnion, u = e % kUnion, t = t0 + tok;
-                const size_t ct = t / sh.ls + 1,
-                             nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
-                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
-                if (u >= nu) continue;
-                const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
-                size_t beat = 0;
-                for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
-                    const float y = u2 < nl ? top_v[tok][u2] : imp[tok][u2 - nl];
-                    beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u;
-                }
-                keep[tok][u] = beat < sh.n ? 1 : 0;
-            }
-            __syncthreads();
-            if ((size_t)tid < ntok) {
-                const size_t tok = (size_t)tid, t = t0 + tok, ct = t / sh.ls + 1;
-                const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
-                const size_t nl = (size_t)n_list[tok], nu = nl + nt;
-                int o2 = 0;
-                float rej = max_rej[tok];
-                for (size_t u = 0; u < nu; ++u) {
-                    const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
-                    if (keep[tok][u] && (size_t)o2 < sh.n) {
-                        top_v[tok][o2] = xv;
-                        list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
-                        ++o2;
-                    } else if (xv != INFINITY) {
-                        rej = nan_max(rej, xv);
-                    }
-                }
-                max_rej[tok] = rej;
-                n_list[tok] = o2;
-            }
+            merge_tile<kThreadsC>(sm, sh, t0, i0, iend, ntok, tid);
         }
-        __syncthreads();
-        if (flags != nullptr && (size_t)tid < ntok) {
-            const size_t tok = (size_t)tid;
-            float eps = 0.0f, mn = INFINITY;
-            bool bad = false;
-            for (size_t hh = 0; hh < sh.G; ++hh) eps = nan_max(row_eps[tok * sh.G + hh], eps);
-            for (int x = 0; x < n_list[tok]; ++x) {
-                const float v = top_v[tok][x];
-                if (v != v)
-                    bad = true;
-                else if (v != INFINITY)
-                    mn = fminf(mn, v);
-            }
-            const float rej = max_rej[tok];
-            if (flag_all || bad || rej != rej ||
-                (nvis_of(sh, t0 + tok) > 0 && mn != INFINITY && rej != -INFINITY &&
-                 !(mn - rej > selection_threshold(sh, eps, mn, rej)))) {
-                const unsigned long long at = atomicAdd(nflag, 1ull);
-                flags[at] = (unsigned long long)(it.rbase / sh.G + tok * sh.Hk);
-            }
-        }
-        for (size_t e = tid; !flag_all && e < ntok * sh.n; e += kThreadsC) {
-            const size_t tok = e / sh.n, x = e % sh.n;
-            sel[(it.rbase / sh.G + tok * sh.Hk) * sh.n + x] = x < (size_t)n_list[tok] ? list[tok][x] : -1;
-        }
+        certify_and_store<kThreadsC>(sm, sh, it.rbase, t0, ntok, flags, nflag, flag_all, sel, tid);
     }
 #else
     (void)q, (void)g_cmp, (void)kc, (void)vc, (void)out, (void)lse, (void)sel, (void)kmax, (void)flags;
