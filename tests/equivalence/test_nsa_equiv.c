@@ -132,8 +132,9 @@ START_TEST(test_recheck_every_token)
 }
 END_TEST
 
-/* A value other than "all" is refused with a status and a message. */
-START_TEST(test_recheck_bad_value)
+/* A small bf16 forward run with the environment variable var = value: its status must be
+ * want, and a failure's message must name var. */
+static void expect_env_forward(const char *var, const char *value, mf_status want)
 {
     mf_context *ctx = mf_test_ctx();
     const mf_nsa_config cfg = { 8, 8, 8, 4, 16, 0.0f };
@@ -145,15 +146,21 @@ START_TEST(test_recheck_bad_value)
     void *q = mf_test_dev_upload(ctx, hq, nq * 2), *k = mf_test_dev_upload(ctx, hk, nk * 2);
     void *g = mf_test_dev_upload(ctx, hg, (size_t)S * Hq * 2);
     float *out = mf_test_dev_nan(ctx, nq);
-    ck_assert_int_eq(setenv("MF_NSA_RECHECK", "some", 1), 0);
+    ck_assert_int_eq(setenv(var, value, 1), 0);
     const mf_status st = mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, S, Hq, 1, D, q, k, k, g, g,
                                         g, out, NULL, NULL);
-    unsetenv("MF_NSA_RECHECK");
-    ck_assert_int_eq(st, MF_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(mf_last_error(), "MF_NSA_RECHECK"));
+    unsetenv(var);
+    ck_assert_int_eq(st, want);
+    if (want != MF_OK)
+        ck_assert_ptr_nonnull(strstr(mf_last_error(), var));
+    else
+        MF_ASSERT_OK(mf_context_synchronize(ctx));
     mf_buffer_free(ctx, q), mf_buffer_free(ctx, k), mf_buffer_free(ctx, g), mf_buffer_free(ctx, out);
     free(hq), free(hk), free(hg);
 }
+
+/* A value other than "all" is refused with a status and a message. */
+START_TEST(test_recheck_bad_value) { expect_env_forward("MF_NSA_RECHECK", "some", MF_ERR_INVALID_ARGUMENT); }
 END_TEST
 
 /* Exact ties: l = d = l' = 8, so compressed block j is selection block j, and
@@ -266,29 +273,8 @@ END_TEST
  * message naming it; sync is accepted. */
 START_TEST(test_mma_path_bad_value)
 {
-    mf_context *ctx = mf_test_ctx();
-    const mf_nsa_config cfg = { 8, 8, 8, 4, 16, 0.0f };
-    const int64_t S = 24, Hq = 2, D = 16;
-    const size_t nq = (size_t)S * Hq * D, nk = (size_t)S * D;
-    void *hq = mf_test_make_input(MF_DTYPE_BF16, nq, 1, -1.0f, 1.0f);
-    void *hk = mf_test_make_input(MF_DTYPE_BF16, nk, 2, -1.0f, 1.0f);
-    void *hg = mf_test_make_input(MF_DTYPE_BF16, (size_t)S * Hq, 3, 0.1f, 0.9f);
-    void *q = mf_test_dev_upload(ctx, hq, nq * 2), *k = mf_test_dev_upload(ctx, hk, nk * 2);
-    void *g = mf_test_dev_upload(ctx, hg, (size_t)S * Hq * 2);
-    float *out = mf_test_dev_nan(ctx, nq);
-    ck_assert_int_eq(setenv("MF_NSA_MMA_PATH", "tensorcore", 1), 0);
-    const mf_status st = mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, S, Hq, 1, D, q, k, k, g, g,
-                                        g, out, NULL, NULL);
-    ck_assert_int_eq(setenv("MF_NSA_MMA_PATH", "sync", 1), 0);
-    const mf_status ok = mf_nsa_forward(ctx, MF_NSA_FUSED, MF_DTYPE_BF16, &cfg, 1, S, Hq, 1, D, q, k, k, g, g,
-                                        g, out, NULL, NULL);
-    unsetenv("MF_NSA_MMA_PATH");
-    ck_assert_int_eq(st, MF_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(mf_last_error(), "MF_NSA_MMA_PATH"));
-    MF_ASSERT_OK(ok);
-    MF_ASSERT_OK(mf_context_synchronize(ctx));
-    mf_buffer_free(ctx, q), mf_buffer_free(ctx, k), mf_buffer_free(ctx, g), mf_buffer_free(ctx, out);
-    free(hq), free(hk), free(hg);
+    expect_env_forward("MF_NSA_MMA_PATH", "tensorcore", MF_ERR_INVALID_ARGUMENT);
+    expect_env_forward("MF_NSA_MMA_PATH", "sync", MF_OK);
 }
 END_TEST
 
