@@ -1,10 +1,10 @@
 # Runs a test program and checks its combined output (stdout + stderr) against regular expressions.
-#   cmake -DEXE=<program> [-DENV=VAR=value;...] -DMUST=<regex;regex...> [-DFAIL=ON] -P expect_output.cmake
+#   cmake -DEXE=<program> [-DARGS=arg;...] [-DENV=VAR=value;...] -DMUST=<regex;regex...> [-DFAIL=ON] -P expect_output.cmake
 # Every regex in MUST has to match; with FAIL=ON the program must also exit non-zero (a sanitizer report).
 if(NOT EXE)
   message(FATAL_ERROR "expect_output.cmake: EXE not set")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} ${EXE}
+execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} ${EXE} ${ARGS}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
 set(all "${out}${err}")
 set(ok TRUE)
