@@ -1007,6 +1007,8 @@ __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_
     }
 }
 
+constexpr int kBarStagger = 1; // named barrier (0 is __syncthreads)
+
 // Stage y for this thread's warpgroup (qa: its first Q row; ka, va: the stage's K and V
 // tiles). Visibility as stage_step's; needm is warpgroup-uniform here (blk_of, span 64).
 template <int D, int WARPS, typename Desc, typename Vis>
@@ -1020,7 +1022,18 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, ui
     // from a shuffle: provably warp-uniform for ptxas, so the branches around the wgmma
     // below are not divergent paths (which serialize wgmma: ptxas C7520)
     needm = __shfl_sync(0xffffffffu, needm, 0);
-    if (needm == 0u) return;
+    // Two warpgroups (WARPS = 8) start staggered: warpgroup 1 issues its S only after
+    // warpgroup 0 has issued its own (named barrier kBarStagger: warpgroup 0 arrives, 1
+    // syncs, once per stage, skipped stages included), so their products queue one after
+    // the other and one warpgroup's softmax runs under the other's S or P V instead of
+    // both softmaxes at once (FlashAttention-3's ping-pong, within run_stream's CTA
+    // barriers, which re-align the two every stage).
+    const bool wg1 = WARPS == 8 && (threadIdx.x >> 7) == 1, wg0 = WARPS == 8 && !wg1;
+    if (wg1) named_bar_sync(kBarStagger, 256);
+    if (needm == 0u) {
+        if (wg0) named_bar_arrive(kBarStagger, 256);
+        return;
+    }
     float s[2 * NT][4];
     float(&sd)[NK / 2] = reinterpret_cast<float(&)[NK / 2]>(s);
     float(&od)[D / 2] = reinterpret_cast<float(&)[D / 2]>(acc.o);
@@ -1029,6 +1042,7 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, ui
     for (int kk = 0; kk < D / 16; ++kk)
         wg_mma<NK>(sd, desc_k<D>(qa, kk, 16 * WARPS), desc_k<D>(ka, kk, NK), kk > 0);
     wg_commit();
+    if (wg0) named_bar_arrive(kBarStagger, 256);
     wg_wait<0>();
     nsa_sw::softmax_step<D, NT>(acc, s, seen, scale_log2);
     uint32_t pa[NT][4], pl[4];
