@@ -108,7 +108,7 @@ namespace {
 namespace ci = internal;
 
 enum : unsigned char { TS_UNSTARTED = 0, TS_RUNNING, TS_BLOCKED, TS_READY, TS_DONE };
-enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK, W_COLL, W_GROUP, W_WGCOLL };
+enum : unsigned char { W_NONE = 0, W_BAR, W_WARP, W_YIELD, W_ACTIVEMASK, W_COLL, W_GROUP, W_WGCOLL, W_NBAR };
 
 struct ThreadRec;
 
@@ -139,6 +139,10 @@ struct ThreadRec {
     void *ext =
         nullptr;   // per-thread state of the PTX emulation (cp.async queue), kept across blocks (ptx.cpp)
     int group_key; // W_GROUP: the multi-warp tile barrier waited at (group_key_())
+    // W_NBAR: the named barrier waited at; nbar_arrive: an arrive (waits only for the other lanes of its warp);
+    // nbar_phase: the phase that released it (set by the thread that completes the phase)
+    unsigned char nbar, nbar_arrive;
+    unsigned nbar_phase;
 };
 
 struct WarpState {
@@ -227,6 +231,30 @@ struct Worker {
     };
     WgColl wg[8];
     void *wg_ext[8] = {};
+    // named barriers 1..15 and 0 with a thread count (bar.sync / bar.arrive a, b; PTX ISA "bar, barrier"): the
+    // count is per warp (a warp arrives when all its non-exited lanes have arrived); a phase is open while
+    // expected != 0 (expected: b, or kNbarAll for the whole block)
+    static constexpr int kNbars = 16, kNbarAll = -1, kNbarSlots = 4;
+    struct NamedBar {
+        int expected;        // threads (0: no phase open)
+        int warps_arrived;   // warps counted in this phase
+        unsigned phase;      // completed phases
+        unsigned warps_done; // warps counted in this phase (bit per warp)
+        unsigned lanes[32];  // per warp: lanes arrived whose warp is not counted yet
+        const char *
+            site_file[32]; // per warp: the site of its first lane's arrival (.aligned: the others must match)
+        int site_line[32];
+        const char *what;
+        // TSan: arrivals release into slot[phase % kNbarSlots], waiters acquire the slot of the phase that released
+        // them (a slot per phase, so that an arrive-only thread racing ahead into the next phase does not hand its
+        // later writes to the previous phase's waiters)
+        char slot[kNbarSlots];
+    };
+    bool site_aligned[kNbars][32] = {};
+    NamedBar nbar[kNbars] = {};
+    unsigned nbar_open = 0; // barriers with a phase open (bit per barrier)
+    unsigned nbar_used = 0; // barriers used by the running block (reset at the next block)
+    int warps_gone = 0;     // warps whose threads have all exited
     // watchdog: progress changes at every thread start and fiber switch; busy while a block runs
     std::atomic<unsigned long> progress{ 0 };
     std::atomic<bool> busy{ false };
@@ -736,6 +764,83 @@ void complete_barrier(Worker *w, int waiters_to_release)
         for (int i = 0; i < waiters_to_release; i++) release(w, w->bar_waiters[i]);
 }
 
+// ---- named barriers (bar.sync / bar.arrive a, b) ------------------------------------------------------------------
+inline int nbar_needed(const Worker *w, const Worker::NamedBar &nb)
+{
+    return nb.expected == Worker::kNbarAll ? (w->n + 31) / 32 - w->warps_gone : nb.expected / 32;
+}
+
+// Phase `a` completes: the sync waiters of the warps counted in it are released (all but `self`, which goes on), and
+// the barrier is ready for its next phase. Lanes of a warp not counted yet (a warp whose lanes were still arriving)
+// stay for the next phase.
+void nbar_complete_phase(Worker *w, int a, int self)
+{
+    Worker::NamedBar &nb = w->nbar[a];
+    const unsigned done = nb.warps_done, ph = nb.phase;
+    nb.phase++;
+    nb.warps_arrived = 0;
+    nb.warps_done = 0;
+    bool partial = false;
+    for (int k = 0; k < 32 && !partial; k++) partial = nb.lanes[k] != 0;
+    if (!partial) {
+        nb.expected = 0;
+        w->nbar_open &= ~(1u << a);
+    }
+    auto one = [&](int idx) {
+        ThreadRec &o = w->th[idx];
+        if (idx != self && o.state == TS_BLOCKED && o.wait == W_NBAR && o.nbar == a && !o.nbar_arrive) {
+            o.nbar_phase = ph;
+            release(w, idx);
+        }
+    };
+    if (w->reverse) {
+        for (unsigned m = done; m; m &= ~(1u << (31 - __builtin_clz(m)))) {
+            const int base = (31 - __builtin_clz(m)) * 32;
+            for (int l = std::min(31, w->n - 1 - base); l >= 0; l--) one(base + l);
+        }
+    } else {
+        for (unsigned m = done; m; m &= m - 1) {
+            const int base = __builtin_ctz(m) * 32;
+            for (int l = 0; l < 32 && base + l < w->n; l++) one(base + l);
+        }
+    }
+}
+
+// Every non-exited lane of `warp` has arrived at barrier `a`: the warp counts (its lanes waiting in an arrive go on),
+// and the phase completes when enough warps have.
+void nbar_count_warp(Worker *w, int a, int warp, int self)
+{
+    Worker::NamedBar &nb = w->nbar[a];
+    nb.lanes[warp] = 0;
+    nb.warps_done |= 1u << warp;
+    nb.warps_arrived++;
+    const int base = warp * 32, lanes = std::min(32, w->n - base);
+    for (int i = 0; i < lanes; i++) {
+        const int l = w->reverse ? lanes - 1 - i : i, idx = base + l;
+        ThreadRec &o = w->th[idx];
+        if (idx != self && o.state == TS_BLOCKED && o.wait == W_NBAR && o.nbar == a && o.nbar_arrive)
+            release(w, idx);
+    }
+    if (nb.warps_arrived >= nbar_needed(w, nb)) nbar_complete_phase(w, a, self);
+}
+
+// A lane of `warp` exited: a warp whose other lanes all wait at a named barrier (not an .aligned one, which needs
+// the whole warp: that stays a deadlock, reported) now counts there; a whole-block phase (no thread count) needs
+// one warp less when the warp has exited as a whole.
+__attribute__((noinline)) void nbar_lane_exited(Worker *w, int warp)
+{
+    const WarpState &ws = w->warps[warp];
+    for (unsigned m = w->nbar_open; m; m &= m - 1) {
+        const int a = __builtin_ctz(m);
+        Worker::NamedBar &nb = w->nbar[a];
+        if (nb.lanes[warp] != 0 && !w->site_aligned[a][warp] && (nb.lanes[warp] | ws.exited) == ws.exist)
+            nbar_count_warp(w, a, warp, -1);
+        else if (nb.expected == Worker::kNbarAll && nb.warps_arrived > 0 &&
+                 nb.warps_arrived >= nbar_needed(w, nb))
+            nbar_complete_phase(w, a, -1);
+    }
+}
+
 // A thread exited. When its whole warp has, that warp no longer holds __syncthreads back (on a GPU, a barrier
 // waits for the warps that have not exited); a barrier the remaining threads all wait at completes.
 inline void thread_exited(Worker *w, ThreadRec *t)
@@ -743,6 +848,8 @@ inline void thread_exited(Worker *w, ThreadRec *t)
     WarpState &ws = w->warps[t->warp];
     ws.exited |= 1u << t->lane;
     if (__builtin_expect(ws.arrived != 0, 0)) warp_lane_exited(w, t->warp);
+    if (ws.exited == ws.exist) w->warps_gone++;
+    if (__builtin_expect(w->nbar_open != 0, 0)) nbar_lane_exited(w, t->warp);
     if (ws.exited == ws.exist) {
         w->bar_gone += __builtin_popcount(ws.exist);
         if (w->bar_arrived > 0 && w->bar_arrived + w->bar_gone == w->n) {
@@ -758,8 +865,8 @@ void report_deadlock(Worker *w)
 {
     const launch_config *c = w->job->cfg;
     if (w->job->deadlocks.fetch_add(1) > 0) return; // the first block is reported in full, the others counted
-    std::string bar, warp, exited, coll, never, wgcoll;
-    int nbar = 0, nwarp = 0, nexit = 0, ncoll = 0, nnever = 0, nwgcoll = 0;
+    std::string bar, warp, exited, coll, never, wgcoll, named[Worker::kNbars];
+    int nbar = 0, nwarp = 0, nexit = 0, ncoll = 0, nnever = 0, nwgcoll = 0, nnamed[Worker::kNbars] = {};
     const WarpState *coll_ws = nullptr;
     const Worker::WgColl *coll_wg = nullptr;
     unsigned listed[ci::kMaxThreadsPerBlock / 32] = {}; // lanes already named as never arriving, per warp
@@ -788,12 +895,17 @@ void report_deadlock(Worker *w)
                 if (((ws.arrived >> l) & 1u) && ws.mask[l] == em) continue;
                 listed[t.warp] |= 1u << l;
                 const ThreadRec &o = w->th[t.warp * 32 + (int)l];
-                std::string where = o.wait == W_BAR ? "waits at __syncthreads"
-                                    : o.wait == W_WARP
-                                        ? "waits at another warp operation (" + warp_site(ws, l) + ")"
-                                        : "waits elsewhere";
+                std::string where =
+                    o.wait == W_BAR    ? "waits at __syncthreads"
+                    : o.wait == W_NBAR ? "waits at named barrier " + std::to_string((int)o.nbar)
+                    : o.wait == W_WARP ? "waits at another warp operation (" + warp_site(ws, l) + ")"
+                                       : "waits elsewhere";
                 add(never, nnever, "lane " + std::to_string(l) + " " + fmt_tid(o) + " " + where);
             }
+        } else if (t.state == TS_BLOCKED && t.wait == W_NBAR) {
+            add(named[t.nbar], nnamed[t.nbar],
+                fmt_tid(t) +
+                    (t.nbar_arrive ? " (in an arrive, waiting for the other lanes of its warp)" : ""));
         } else if (t.state == TS_BLOCKED && t.wait == W_GROUP) {
             add(bar, nbar, fmt_tid(t) + " (tile sync)");
         } else if (t.state == TS_BLOCKED && t.wait == W_COLL) {
@@ -821,6 +933,19 @@ void report_deadlock(Worker *w)
                      c->name, c->file, c->line, bl, br % c->grid.y, br / c->grid.y, c->grid.x, c->grid.y,
                      c->grid.z, c->block.x, c->block.y, c->block.z);
     if (nbar) std::fprintf(stderr, "  %d thread(s) wait at __syncthreads: %s\n", nbar, bar.c_str());
+    for (int a = 0; a < Worker::kNbars; a++) {
+        if (!nnamed[a]) continue;
+        const Worker::NamedBar &nb = w->nbar[a];
+        int arrived = nb.warps_arrived * 32; // as a GPU counts: per warp
+        for (int k = 0; k < 32; k++) arrived += __builtin_popcount(nb.lanes[k]);
+        char cnt[48];
+        if (nb.expected == Worker::kNbarAll)
+            std::snprintf(cnt, sizeof cnt, "all %d threads", w->n);
+        else
+            std::snprintf(cnt, sizeof cnt, "%d threads", nb.expected);
+        std::fprintf(stderr, "  %d thread(s) wait at named barrier %d (%s, %d arrived; '%s'): %s\n",
+                     nnamed[a], a, cnt, arrived, nb.what ? nb.what : "bar", named[a].c_str());
+    }
     if (nwarp)
         std::fprintf(stderr, "  %d thread(s) wait at a warp operation (__syncwarp/__shfl*/vote): %s\n", nwarp,
                      warp.c_str());
@@ -994,6 +1119,15 @@ void run_block(Worker *w, Job *job, size_t linear)
     w->bar_gone = 0;
     for (int k = 0; k < Worker::kGroupKeys; k++) w->grp_arrived[k] = 0, w->grp_gen[k] = 0;
     for (auto &g : w->wg) g.arrived = 0;
+    for (unsigned m = w->nbar_used; m; m &= m - 1) {
+        const int a = __builtin_ctz(m);
+        Worker::NamedBar &nb = w->nbar[a];
+        nb.expected = nb.warps_arrived = 0;
+        nb.phase = nb.warps_done = 0;
+        for (int k = 0; k < 32; k++) nb.lanes[k] = 0, w->site_aligned[a][k] = false;
+    }
+    w->nbar_used = w->nbar_open = 0;
+    w->warps_gone = 0;
     w->aborted = false;
     int nw = (w->n + 31) / 32;
     for (int i = 0; i < nw; i++) {
@@ -1661,4 +1795,100 @@ void **thread_ext_() { return tls_thread ? &tls_thread->ext : nullptr; }
 unsigned thread_linear_() { return tls_thread ? (unsigned)tls_thread->index : 0u; }
 unsigned long block_serial_() { return tls_thread ? tls_worker->block_gen : 0ul; }
 } // namespace detail
+} // namespace cudahost
+
+// ---- named barriers: bar{.cta}.sync/arrive, barrier{.cta}.sync/arrive{.aligned} a{, b} (PTX ISA "bar, barrier") -----
+namespace cudahost {
+namespace ptx {
+void bar_named_(const char *what, const char *file, int line, int sync, int aligned, uint32_t a, int has_b,
+                uint32_t b)
+{
+    ThreadRec *t = kernel_thread(what, file, line);
+    Worker *w = tls_worker;
+    const int nwarps = (w->n + 31) / 32;
+    char why[300];
+    if (a >= (uint32_t)Worker::kNbars) {
+        std::snprintf(why, sizeof why, "barrier %u does not exist (a CTA has barriers 0..15)", a);
+        fault_(file, line, what, why);
+    }
+    if (!has_b && !sync) fault_(file, line, what, "an arrive needs a thread count");
+    if (has_b && (b == 0 || b % 32 != 0 || b > (uint32_t)nwarps * 32)) {
+        std::snprintf(why, sizeof why,
+                      "thread count %u of barrier %u: it must be a multiple of 32 from 32 to the block's %d "
+                      "thread(s)%s",
+                      b, a, nwarps * 32, w->n % 32 ? " (rounded up to whole warps)" : "");
+        fault_(file, line, what, why);
+    }
+    if (a == 0 && !has_b) { // bar.sync 0: __syncthreads, with its exited-warp rules
+        __syncthreads();
+        return;
+    }
+    const int expected = has_b ? (int)b : Worker::kNbarAll;
+    Worker::NamedBar &nb = w->nbar[a];
+    const WarpState &ws = w->warps[t->warp];
+    const int warp = t->warp;
+    if (aligned && ws.exited) {
+        std::snprintf(
+            why, sizeof why,
+            "lane(s) %s of warp %d have exited: the .aligned form (every bar.*) needs the whole warp",
+            LaneList(ws.exited).s, warp);
+        fault_(file, line, what, why);
+    }
+    if (nb.expected != 0 && nb.expected != expected) {
+        char was[40], now[40];
+        std::snprintf(was, sizeof was,
+                      nb.expected == Worker::kNbarAll ? "no thread count" : "thread count %d", nb.expected);
+        std::snprintf(now, sizeof now, has_b ? "thread count %u" : "no thread count", b);
+        std::snprintf(
+            why, sizeof why,
+            "barrier %u is used with %s while a phase of it with %s is open (every arrival of a phase must "
+            "give the same count)",
+            a, now, was);
+        fault_(file, line, what, why);
+    }
+    if ((nb.warps_done >> warp) & 1u) {
+        std::snprintf(
+            why, sizeof why,
+            "warp %d arrives at barrier %u a second time in one phase (%d threads, %d warps counted so "
+            "far): more arrivals than the count; on a GPU the phase would complete early",
+            warp, a, nb.expected == Worker::kNbarAll ? w->n : nb.expected, nb.warps_arrived);
+        fault_(file, line, what, why);
+    }
+    if (nb.lanes[warp] == 0) {
+        nb.site_file[warp] = file;
+        nb.site_line[warp] = line;
+        w->site_aligned[a][warp] = aligned != 0;
+    } else if ((aligned || w->site_aligned[a][warp]) &&
+               other_site("", nb.site_file[warp], nb.site_line[warp], "", file, line)) {
+        std::snprintf(
+            why, sizeof why,
+            "lane(s) %s of warp %d arrived at barrier %u at %s:%d: the .aligned form needs the whole "
+            "warp at the same instruction",
+            LaneList(nb.lanes[warp]).s, warp, a, nb.site_file[warp], nb.site_line[warp]);
+        fault_(file, line, what, why);
+    }
+    if (nb.expected == 0) {
+        nb.expected = expected;
+        nb.what = what;
+        w->nbar_open |= 1u << a;
+        w->nbar_used |= 1u << a;
+    }
+    tsan_release(&nb.slot[nb.phase % Worker::kNbarSlots]); // arrival: release
+    nb.lanes[warp] |= 1u << t->lane;
+    t->nbar = (unsigned char)a;
+    t->nbar_arrive = !sync;
+    const unsigned phase = nb.phase;
+    if ((nb.lanes[warp] | ws.exited) == ws.exist) nbar_count_warp(w, (int)a, warp, t->index);
+    if (!sync) {
+        // an arrive waits only for the other lanes of its warp, then goes on (no acquire)
+        if ((nb.lanes[warp] >> t->lane) & 1u) block_wait(w, t, W_NBAR);
+        return;
+    }
+    if (nb.phase == phase || ((nb.lanes[warp] >> t->lane) & 1u))
+        block_wait(w, t, W_NBAR); // released by the thread that completes the phase (it sets nbar_phase)
+    else
+        t->nbar_phase = phase;                                  // this arrival completed the phase
+    tsan_acquire(&nb.slot[t->nbar_phase % Worker::kNbarSlots]); // departure of a waiter: acquire
+}
+} // namespace ptx
 } // namespace cudahost

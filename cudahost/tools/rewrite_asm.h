@@ -234,7 +234,7 @@ inline std::string instr(Ctx &c, const std::string &op0, const std::vector<std::
     static const std::regex re_cvt64(R"(cvt\.(u64|s64|b64)\.(u32|b32))");
     static const std::regex re_mov(R"(mov\.(b16|u16|s16|b32|u32|s32|b64|u64|s64))");
     static const std::regex re_setp(R"(setp\.(eq|ne|lt|le|gt|ge)\.(b32|u32|s32|b64|u64|s64))");
-    static const std::regex re_bar(R"((bar|barrier)(\.cta)?\.sync(\.aligned)?)");
+    static const std::regex re_bar(R"((bar|barrier)(\.cta)?\.(sync|arrive)(\.aligned)?)");
     static const std::regex re_ld(R"(ld\.shared(::cta)?\.(b16|u16|s16|b32|u32|s32|f32|b64|u64|s64|f64))");
     static const std::regex re_st(R"(st\.shared(::cta)?\.(b16|u16|s16|b32|u32|s32|f32|b64|u64|s64|f64))");
     const std::string W = "__FILE__, __LINE__";
@@ -436,9 +436,19 @@ inline std::string instr(Ctx &c, const std::string &op0, const std::vector<std::
         return p + " = (" + cast + "(" + x + ") " + o + " " + cast + "(" + y + "));";
     }
     if (std::regex_match(op, m, re_bar)) {
-        if (!need(1) || trim(a[0]) != "0")
-            return c.err = "'" + op + "': only barrier 0 of the whole block is emulated", "";
-        return "::cudahost::ptx::bar_sync_();";
+        // bar.* is always .aligned; barrier.* only with the qualifier. Barrier 0 without a count: __syncthreads.
+        const bool sync = m[3] == "sync", aligned = m[1] == "bar" || m[4].matched;
+        if (m[1] == "bar" && m[4].matched) return c.err = "'" + op + "': bar takes no .aligned qualifier", "";
+        if (sync ? (a.size() != 1 && a.size() != 2) : a.size() != 2)
+            return c.err = "'" + op + "' takes " +
+                           (sync ? "a barrier and an optional thread count" : "a barrier and a thread count"),
+                   "";
+        if (sync && a.size() == 1 && trim(a[0]) == "0") return "::cudahost::ptx::bar_sync_();";
+        std::string id = c.val(a[0]), cnt = a.size() == 2 ? c.val(a[1]) : "0";
+        if (!c.err.empty()) return "";
+        return "::cudahost::ptx::bar_named_(" + lit(op) + ", " + W + ", " + (sync ? "1" : "0") + ", " +
+               (aligned ? "1" : "0") + ", (uint32_t)(" + id + "), " + (a.size() == 2 ? "1" : "0") +
+               ", (uint32_t)(" + cnt + "));";
     }
     if (std::regex_match(op, m, re_ld) || std::regex_match(op, m, re_st)) {
         bool ld = op[0] == 'l';

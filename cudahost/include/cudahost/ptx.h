@@ -110,6 +110,13 @@ void wgmma_mma_async_(const char *what, const char *file, int line, int n, int d
 inline uint32_t laneid() { return detail::thread_linear_() & 31u; }
 inline uint32_t warpid() { return detail::thread_linear_() >> 5; }
 void bar_sync_(); // bar.sync 0 / barrier.sync 0 (= __syncthreads)
+// Named barriers (src/engine.cpp): bar{.cta}.sync a{, b}, bar{.cta}.arrive a, b, barrier{.cta}.sync{.aligned} a{, b},
+// barrier{.cta}.arrive{.aligned} a, b. Barrier a (0..15) completes when b threads (a multiple of 32; has_b 0: the
+// whole block) have arrived, counted per warp; sync waits for the completion, arrive does not. Barrier 0 without b
+// is __syncthreads. Misuse (a, b out of range, a count that differs within a phase, a warp arriving twice in one
+// phase, an .aligned form in a diverged or partly exited warp) is reported as a fault.
+void bar_named_(const char *what, const char *file, int line, int sync, int aligned, uint32_t a, int has_b,
+                uint32_t b);
 
 // Reports an unusable operand of an emulated instruction (misaligned or not a shared address, ...) as a GPU would
 // fault: the block is abandoned, the launch fails with cudaErrorLaunchFailure.
