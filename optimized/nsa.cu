@@ -1007,7 +1007,7 @@ __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_
     }
 }
 
-constexpr int kBarStagger = 1; // named barrier (0 is __syncthreads)
+enum { kBarStagger = 1 }; // named barrier (0 is __syncthreads)
 
 // Stage y for this thread's warpgroup (qa: its first Q row; ka, va: the stage's K and V
 // tiles). Visibility as stage_step's; needm is warpgroup-uniform here (blk_of, span 64).
@@ -1887,7 +1887,7 @@ __device__ __forceinline__ void pack_p(uint32_t (&pa)[kKT / 16][4], const float 
 // warpgroup h's turn to issue its products (256 threads: h syncs, the other arrives);
 // kBarLoad publishes warpgroup 0's landed tile among its own 128 threads (kBarLoad + 1:
 // warpgroup 1's, with nothing to publish).
-constexpr int kBarTurn = 1, kBarLoad = 3;
+enum { kBarTurn = 1, kBarLoad = 3 };
 
 // Pass 1, the compression branch (nsa_cmp::branch on 64-key tiles and wgmma): online
 // softmax over the visible kc tiles, o += P Vc with P rounded to bf16 once (as the
