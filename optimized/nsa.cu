@@ -47,6 +47,7 @@
 #include "mf_device.cuh"
 #include "mf_mma.cuh"
 #include "mf_wgmma.cuh"
+#include "mf_bar.cuh"
 #include "nsa.cuh"
 
 #include <cuda_bf16.h>
@@ -1006,6 +1007,8 @@ __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_
     }
 }
 
+enum { kBarStagger = 1 }; // named barrier (0 is __syncthreads)
+
 // Stage y for this thread's warpgroup (qa: its first Q row; ka, va: the stage's K and V
 // tiles). Visibility as stage_step's; needm is warpgroup-uniform here (blk_of, span 64).
 template <int D, int WARPS, typename Desc, typename Vis>
@@ -1019,7 +1022,18 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, ui
     // from a shuffle: provably warp-uniform for ptxas, so the branches around the wgmma
     // below are not divergent paths (which serialize wgmma: ptxas C7520)
     needm = __shfl_sync(0xffffffffu, needm, 0);
-    if (needm == 0u) return;
+    // Two warpgroups (WARPS = 8) start staggered: warpgroup 1 issues its S only after
+    // warpgroup 0 has issued its own (named barrier kBarStagger: warpgroup 0 arrives, 1
+    // syncs, once per stage, skipped stages included), so their products queue one after
+    // the other and one warpgroup's softmax runs under the other's S or P V instead of
+    // both softmaxes at once (FlashAttention-3's ping-pong, within run_stream's CTA
+    // barriers, which re-align the two every stage).
+    const bool wg1 = WARPS == 8 && (threadIdx.x >> 7) == 1, wg0 = WARPS == 8 && !wg1;
+    if (wg1) named_bar_sync(kBarStagger, 256);
+    if (needm == 0u) {
+        if (wg0) named_bar_arrive(kBarStagger, 256);
+        return;
+    }
     float s[2 * NT][4];
     float(&sd)[NK / 2] = reinterpret_cast<float(&)[NK / 2]>(s);
     float(&od)[D / 2] = reinterpret_cast<float(&)[D / 2]>(acc.o);
@@ -1028,6 +1042,7 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, ui
     for (int kk = 0; kk < D / 16; ++kk)
         wg_mma<NK>(sd, desc_k<D>(qa, kk, 16 * WARPS), desc_k<D>(ka, kk, NK), kk > 0);
     wg_commit();
+    if (wg0) named_bar_arrive(kBarStagger, 256);
     wg_wait<0>();
     nsa_sw::softmax_step<D, NT>(acc, s, seen, scale_log2);
     uint32_t pa[NT][4], pl[4];
@@ -1736,11 +1751,13 @@ template <int R> __device__ __forceinline__ int il_at(int r, int k)
     return ((k >> 3) * R + r) * 8 + (k & 7);
 }
 
-// Three buffers: pass 1 pipelines tiles x, x + 1, x + 2 (branch); pass 2 double-buffers
-// in buffers 0 and 1 (stage_tile).
+// Four buffers: pass 1 holds tiles x - 1 .. x + 2 (branch: the lagging warpgroup may still
+// read tile x - 1's vc while tile x + 2 lands); pass 2 double-buffers in buffers 0 and 1
+// (stage_tile).
+constexpr int kBufs = 4;
 template <int D> struct Tiles {
-    __nv_bfloat16 K[3][kKT * D]; // kc, interleaved [D / 8][kKT][8]
-    __nv_bfloat16 V[3][kKT * D]; // vc, the same
+    __nv_bfloat16 K[kBufs][kKT * D]; // kc, interleaved [D / 8][kKT][8]
+    __nv_bfloat16 V[kBufs][kKT * D]; // vc, the same
 };
 
 // Dynamic shared memory of nsa_wg_cmp_kernel<D> (the wgmma operands must be in the
@@ -1776,16 +1793,17 @@ __device__ __forceinline__ void stage_q(__nv_bfloat16 *Qs, const __nv_bfloat16 *
 }
 
 // cp.async kc rows [k0, k0 + kKT) (and vc's when vcg != nullptr) into buffer buf,
-// interleaved; rows at or beyond nk0 zero-filled.
-template <int D>
+// interleaved; rows at or beyond nk0 zero-filled. Issued by NT threads, tid < NT.
+template <int D, int NT = kThreadsW>
 __device__ __forceinline__ void issue_tile(Tiles<D> &tl, int buf, const __nv_bfloat16 *kcg,
-                                           const __nv_bfloat16 *vcg, size_t k0, size_t nk0)
+                                           const __nv_bfloat16 *vcg, size_t k0, size_t nk0,
+                                           int tid = (int)threadIdx.x)
 {
     constexpr int kChunks = kKT * D / 8;
     MF_UNROLL
-    for (int x = 0; x < (kChunks + kThreadsW - 1) / kThreadsW; ++x) {
-        const int c = (int)threadIdx.x + x * kThreadsW;
-        if (kChunks % kThreadsW != 0 && c >= kChunks) break;
+    for (int x = 0; x < (kChunks + NT - 1) / NT; ++x) {
+        const int c = tid + x * NT;
+        if (kChunks % NT != 0 && c >= kChunks) break;
         int r, col;
         const int off = il_chunk<D, kKT>(c, r, col);
         const bool in = k0 + (size_t)r < nk0;
@@ -1828,113 +1846,130 @@ template <int D> __device__ __forceinline__ void scores(float (&s)[kKT / 2], uin
     wg_wait<0>();
 }
 
-// o += P Vc for the tile's kKT keys (va: the vc tile): s holds p in fp32 (the accumulator
-// layout); per 16 keys P = hi + lo, both bf16, as A fragments (lo first, as
-// nsa_cmp::branch), B = 16 vc rows MN-major. o was rescaled by ordinary instructions.
-template <int D> __device__ __forceinline__ void pv(float (&o)[D / 2], const float (&s)[kKT / 2], uint32_t va)
+// The masked online-softmax step of kc tile x on its scores s (the accumulator layout:
+// element 4 f + e is row slot e >> 1, key x kKT + 8 f + 2 t4 + (e & 1)): m, l and corr
+// (o's rescale, applied before the tile's P Vc) as nsa_cmp::branch; s is left holding the
+// fp32 p (l sums them; pack_p rounds them to bf16 once for P Vc).
+__device__ __forceinline__ void softmax_tile(float (&s)[kKT / 2], size_t x, const Item &it, float scale_log2,
+                                             int t4, float m[2], float l[2], float corr[2])
 {
-    // every A fragment before the fence: none is written by ordinary instructions between it
-    // and the wgmma that reads it (else ptxas injects warpgroup.arrive, C7519)
-    uint32_t pa[kKT / 16][4], pl[kKT / 16][4];
+    const size_t k0 = x * kKT;
+    float mx[2] = { -INFINITY, -INFINITY };
     MF_UNROLL
-    for (int ks = 0; ks < kKT / 16; ++ks) {
-        float hi[8], lo[8];
-        MF_UNROLL
-        for (int e = 0; e < 8; ++e) {
-            hi[e] = nsa_mma::bf16_round(s[8 * ks + e]);
-            lo[e] = s[8 * ks + e] - hi[e];
-        }
-        c_to_a(pa[ks], hi, hi + 4);
-        c_to_a(pl[ks], lo, lo + 4);
+    for (int i = 0; i < kKT / 2; ++i) {
+        const int e = i & 3;
+        const size_t j = k0 + (size_t)(8 * (i >> 2) + 2 * t4 + (e & 1));
+        const float xv = j < it.nv[e >> 1] ? s[i] * scale_log2 : -INFINITY;
+        s[i] = xv;
+        mx[e >> 1] = nan_max(mx[e >> 1], xv);
     }
-    wg_fence();
+    float mu[2];
+    online_max_step(m, mx, corr, mu);
+    float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
-    for (int ks = 0; ks < kKT / 16; ++ks) {
-        const uint64_t db = wg_desc(va + (uint32_t)(ks * 16 * 16), 128u, kKT * 16, 0);
-        wg_mma_ra<D, 1>(o, pl[ks], db, 1);
-        wg_mma_ra<D, 1>(o, pa[ks], db, 1);
+    for (int i = 0; i < kKT / 2; ++i) {
+        const float p = exp2f(s[i] - mu[(i >> 1) & 1]);
+        rs[(i >> 1) & 1] += p;
+        s[i] = p;
     }
-    wg_commit();
-    wg_wait<0>();
+    MF_UNROLL
+    for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
+}
+// P (fp32 in the accumulator layout) rounded to bf16 once, as the A fragments of the tile's
+// kKT / 16 k16 steps.
+__device__ __forceinline__ void pack_p(uint32_t (&pa)[kKT / 16][4], const float (&s)[kKT / 2])
+{
+    MF_UNROLL
+    for (int ks = 0; ks < kKT / 16; ++ks) c_to_a(pa[ks], s + 8 * ks, s + 8 * ks + 4);
 }
 
+// Named barriers of pass 1 (hardware ids 1..4; 0 is __syncthreads): kBarTurn + h is
+// warpgroup h's turn to issue its products (256 threads: h syncs, the other arrives);
+// kBarLoad publishes warpgroup 0's landed tile among its own 128 threads (kBarLoad + 1:
+// warpgroup 1's, with nothing to publish).
+enum { kBarTurn = 1, kBarLoad = 3 };
+
 // Pass 1, the compression branch (nsa_cmp::branch on 64-key tiles and wgmma): online
-// softmax over the visible kc tiles, o += Phi Vc + Plo Vc. Pipelined as FlashAttention-3
-// within a warpgroup: three tile buffers, tile x + 2 in flight (cp.async) and S of tile
-// x + 1 on the tensor cores (issued, not waited for) while the threads run tile x's
-// softmax; one CTA barrier per tile (tile x + 1 landed; tile x - 1's buffer, refilled
-// after it, was last read by products every warpgroup completed before it). Every thread
-// calls it (it holds the tiles' barriers); pass 2 then starts its own tiles in buffers 0
-// and 1 (nsa_wgc::stage_tile) after its first barrier.
+// softmax over the visible kc tiles, o += P Vc with P rounded to bf16 once (as the
+// selected and sliding branches). Scheduled as FlashAttention-3's forward: within a
+// warpgroup, S of tile x + 1 and P V of tile x are issued together and tile x + 1's
+// softmax runs while P V of tile x is on the tensor cores; between the two warpgroups,
+// ping-pong: warpgroup h issues its products only on its turn (named barrier kBarTurn + h,
+// which the other warpgroup arrives at right after issuing its own), so one warpgroup's
+// softmax runs under the other's products instead of both meeting at a CTA barrier per
+// tile. Tiles: warpgroup 0 (ahead by half a turn) is the producer: at its turn of
+// iteration x it starts tile x + 2 (cp.async, its 128 threads) into the buffer of tile
+// x - 2, waits for tile x + 1 and publishes it to its own threads (kBarLoad) before its
+// products; its next turn arrival publishes it to warpgroup 1. Buffer safety: warpgroup
+// 1 completed P V of tile x - 2 before the arrival that opened warpgroup 0's turn x;
+// warpgroup 1 reads tile x + 1 only after warpgroup 0's arrival of turn x. Barrier
+// balance per item: kBarTurn (warpgroup 0's) gets nt + 1 syncs and nt + 1 arrivals
+// (one before the loop), kBarTurn + 1 nt of each, so no phase is left open. Every
+// thread calls it (it holds the barriers); pass 2 starts its tiles in buffers 0 and 1
+// after its first CTA barrier.
 template <int D>
 __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2], Tiles<D> &tl, uint32_t qa,
                                        const __nv_bfloat16 *kcg, const __nv_bfloat16 *vcg, const Item &it,
                                        float scale_log2, int lane)
 {
-    const int t4 = lane & 3;
+    const int t4 = lane & 3, h = (int)(threadIdx.x >> 7), wtid = (int)(threadIdx.x & 127);
     m[0] = m[1] = -INFINITY;
     l[0] = l[1] = 0.0f;
     MF_UNROLL
     for (int n = 0; n < D / 2; ++n) o[n] = 0.0f;
     const size_t nt = (it.nk0 + kKT - 1) / kKT; // tiles (CTA-uniform)
     if (nt == 0) return;
-    // No branch around the loads, barriers and wgmma below (a wgmma on a path ptxas cannot
-    // prove uniform is serialized, C7520, which would undo the overlap): tiles past the last
-    // are zero-filled (no global reads) and S of the tile after the last is computed and
-    // dropped, one extra S per item.
+    // No branch around the barriers and wgmma below (a wgmma on a path ptxas cannot prove
+    // uniform is serialized, C7520, which would undo the overlap): tile nt (past the last)
+    // is zero-filled (no global reads), and its S is computed and dropped.
     issue_tile<D>(tl, 0, kcg, vcg, 0, it.nk0);
-    cp_async_commit();
     issue_tile<D>(tl, 1, kcg, vcg, kKT, it.nk0);
     cp_async_commit();
-    cp_async_wait_1();
+    cp_async_wait_all();
     wg_fence_proxy();
-    __syncthreads(); // tile 0 (and Q) landed for every thread
+    __syncthreads(); // tiles 0 and 1 (and Q) landed for every thread
     float s[kKT / 2];
+    uint32_t pa[kKT / 16][4]; // P of tile x (bf16 A fragments)
+    float corr[2];
     scores<D>(s, qa, smem_u32(tl.K[0]));
+    softmax_tile(s, 0, it, scale_log2, t4, m, l, corr);
+    pack_p(pa, s);
+    if (h == 1) named_bar_arrive(kBarTurn, 256); // warpgroup 0 goes first
     for (size_t x = 0; x < nt; ++x) {
-        cp_async_wait_all(); // tile x + 1, the only group in flight
-        wg_fence_proxy();
-        __syncthreads(); // ... landed; tile x - 1's buffer consumed (its products waited for)
-        issue_tile<D>(tl, (int)((x + 2) % 3), kcg, vcg, (x + 2) * kKT, it.nk0);
+        named_bar_sync(kBarTurn + h, 256); // this warpgroup's turn
+        // (both warpgroups run the publishing steps: warpgroup 1 has no copies in flight and
+        // its own kBarLoad + 1; a branch here would make ptxas serialize the wgmma, C7520)
+        if (h == 0 && x + 2 <= nt)
+            issue_tile<D, 128>(tl, (int)((x + 2) % kBufs), kcg, vcg, (x + 2) * kKT, it.nk0, wtid);
         cp_async_commit();
-        float sn[kKT / 2]; // S of tile x + 1, in flight during tile x's softmax
-        wg_fence();
+        cp_async_wait_1(); // tile x + 1 (issued a turn ago; tile x + 2 stays in flight)
+        wg_fence_proxy();
+        named_bar_sync(kBarLoad + h, 128); // ... landed for warpgroup 0's 128 threads
+        MF_UNROLL
+        for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
+        wg_fence(); // o and pa were written by ordinary instructions
         MF_UNROLL
         for (int kk = 0; kk < D / 16; ++kk)
             wg_mma<kKT>(
-                sn, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
-                wg_desc(smem_u32(tl.K[(x + 1) % 3]) + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0),
+                s, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
+                wg_desc(smem_u32(tl.K[(x + 1) % kBufs]) + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0),
                 kk > 0);
         wg_commit();
-        // element 4 f + e of s: row slot e >> 1, key x kKT + 8 f + 2 t4 + (e & 1)
-        const size_t k0 = x * kKT;
-        float mx[2] = { -INFINITY, -INFINITY };
+        const uint32_t va = smem_u32(tl.V[x % kBufs]);
         MF_UNROLL
-        for (int i = 0; i < kKT / 2; ++i) {
-            const int e = i & 3;
-            const size_t j = k0 + (size_t)(8 * (i >> 2) + 2 * t4 + (e & 1));
-            const float xv = j < it.nv[e >> 1] ? s[i] * scale_log2 : -INFINITY;
-            s[i] = xv;
-            mx[e >> 1] = nan_max(mx[e >> 1], xv);
-        }
-        float corr[2], mu[2];
-        online_max_step(m, mx, corr, mu);
-        float rs[2] = { 0.0f, 0.0f };
-        MF_UNROLL
-        for (int i = 0; i < kKT / 2; ++i) {
-            const float p = exp2f(s[i] - mu[(i >> 1) & 1]);
-            rs[(i >> 1) & 1] += p;
-            s[i] = p;
-        }
-        MF_UNROLL
-        for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
-        MF_UNROLL
-        for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
-        pv<D>(o, s, smem_u32(tl.V[x % 3])); // its wait completes S of tile x + 1 too
-        MF_UNROLL
-        for (int i = 0; i < kKT / 2; ++i) s[i] = sn[i];
+        for (int ks = 0; ks < kKT / 16; ++ks)
+            wg_mma_ra<D, 1>(o, pa[ks], wg_desc(va + (uint32_t)(ks * 16 * 16), 128u, kKT * 16, 0), 1);
+        wg_commit();
+        named_bar_arrive(kBarTurn + (h ^ 1), 256); // the other warpgroup's turn
+        wg_wait<1>(); // S of tile x + 1
+        // at x + 1 = nt every key is masked: m and l unchanged, corr = 1 (no branch: a
+        // divergent-looking write of s makes ptxas serialize the wgmma, C7520)
+        softmax_tile(s, x + 1, it, scale_log2, t4, m, l, corr);
+        wg_wait<0>(); // P V of tile x: o complete, tile x's vc read, pa free
+        pack_p(pa, s);
     }
-    cp_async_wait_all(); // the zero tile past the end, before pass 2 refills its buffer
+    if (h == 0) named_bar_sync(kBarTurn, 256); // warpgroup 1's last arrival
+    cp_async_wait_all(); // warpgroup 0's last tile, before pass 2 refills its buffer
 }
 } // namespace nsa_wgc
 

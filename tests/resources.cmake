@@ -120,11 +120,13 @@ add_test(NAME ptx_wgmma.nsa_fwd
 set_tests_properties(ptx_wgmma.nsa_fwd PROPERTIES LABELS unit TIMEOUT 600)
 # nsa_wg_cmp_kernel (the compression branch and importances on wgmma) really is a wgmma kernel:
 # S = Q Kc^T as m64n64k16 with both operands from descriptors (K-major: trans 0, 0), P Vc with P
-# from registers, fences, groups and the cp.async tile pipeline, in each instantiation (D = 16/32/64).
+# from registers, fences, groups and the cp.async tile pipeline, in each instantiation (D = 16/32/64);
+# pass 1's FlashAttention-3 schedule: S of the next tile waited for alone (wait_group 1) and the
+# ping-pong's named barriers (bar.arrive).
 add_test(NAME ptx_wgmma.nsa_cmp
          COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DARCH=90a "-DFLAGS=${_mf_res_flags}"
                  -DSOURCE=${MF_ROOT}/optimized/nsa.cu
-                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16|acc_in, 1, 1, 0, 0|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|fence.proxy.async|cp.async.cg.shared.global"
+                 "-DINSTRUCTIONS=wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16|acc_in, 1, 1, 0, 0|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned 1|fence.proxy.async|cp.async.cg.shared.global|bar.arrive"
                  -DKERNELS=nsa_wg_cmp_kernel
                  -DOUT=${_mf_res_dir}/ptx_wgmma.nsa_cmp.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
 set_tests_properties(ptx_wgmma.nsa_cmp PROPERTIES LABELS unit TIMEOUT 600)
