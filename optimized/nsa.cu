@@ -1137,10 +1137,12 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
 // Causal at compressed-block granularity: row t sees j iff j*d + l - 1 <= t.
 // Precision: in bf16 storage kc and vc are bf16 tensors (the spec's:
 // reference/nsa.c step 1, pooled by nsa_pool_kernel into bf16 scratch), and q is
-// bf16, so the scores' products are exact and only their fp32 sum rounds (o_cmp
-// and lse as accurate as fp32 SIMT ones); P = hi + lo (P V as Phi Vc + Plo Vc,
-// ~2^-16 relative). The importances' selection is certified: tokens within the
-// error bound are listed for nsa_recheck_kernel.
+// bf16, so the scores' products are exact and only their fp32 sum rounds (the
+// scores, l and lse as accurate as fp32 SIMT ones); the forward rounds P to
+// bf16 once for P Vc (o_cmp carries that rounding, as o_slc and o_win do; the
+// backward's recomputation of o_cmp keeps P = hi + lo). The importances'
+// selection is certified: tokens within the error bound are listed for
+// nsa_recheck_kernel.
 //   pass 1: online softmax over the visible kc tiles: out = g_cmp o_cmp, lse
 //           column 0; the lse (base 2) goes to shared memory for pass 2.
 //   pass 2: per tile of kSelTile candidate blocks, the kc tiles overlapping it
@@ -1150,7 +1152,6 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
 //           running top n by ranking as nsa_fwd_kernel does (n <= kCmpMaxSel).
 // Rows beyond S and padding rows (r >= QT*G) are masked (no visible key).
 namespace nsa_cmp {
-using nsa_mma::bf16_round;
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
@@ -1342,12 +1343,18 @@ __device__ __forceinline__ float selection_threshold(const NsaShape &sh, float e
 }
 
 // Pass 1 of both kernels, the compression branch: online softmax over the
-// visible kc tiles and o += P Vc, P split hi + lo (Phi Vc + Plo Vc: o_cmp as
-// accurate as fp32; vc is bf16, exact). o, m (base 2, scaled) and l are per
-// lane row, as attention_mma's. Tile x + 1 is in flight during tile x; the last
-// tile prefetches tile 0 for the next pass (kc only, or kc and vc when THEN_V).
-// W: the CTA's warps (all of them call it: it holds the tiles' barriers).
-template <int D, int W, bool THEN_V>
+// visible kc tiles and o += P Vc (vc is bf16, exact). The forward (SPLIT =
+// false) rounds P to bf16 once as the A fragments of P Vc, as the selected and
+// sliding branches, attention_mma and FlashAttention do (each p off by at most
+// 2^-8 relative, so o_cmp by at most 2^-8 max|vc|; l sums the fp32 p, so lse,
+// pass 2 and the certificate do not see the rounding); the backward's
+// recomputation (SPLIT) multiplies Phi Vc + Plo Vc, P = Phi + Plo both bf16
+// (~2^-16 relative), so that dg_cmp = dout . o_cmp and Delta keep fp32
+// accuracy. o, m (base 2, scaled) and l are per lane row, as attention_mma's.
+// Tile x + 1 is in flight during tile x; the last tile prefetches tile 0 for
+// the next pass (kc only, or kc and vc when THEN_V). W: the CTA's warps (all of
+// them call it: it holds the tiles' barriers).
+template <int D, int W, bool THEN_V, bool SPLIT>
 __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2], Tiles<D> &tl, int &cur,
                                        const __nv_bfloat16 *Qw, const __nv_bfloat16 *kcg,
                                        const __nv_bfloat16 *vcg, const Item &it, float scale_log2, int lane)
@@ -1375,20 +1382,18 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
         }
         float corr[2], mu[2];
         online_max_step(m, mx, corr, mu);
-        float rs[2] = { 0.0f, 0.0f }, plo[2][4];
+        float rs[2] = { 0.0f, 0.0f };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
         for (int e = 0; e < 4; ++e) {
             const float p = exp2f(s[n][e] - mu[e >> 1]);
-            rs[e >> 1] += p;
-            s[n][e] = bf16_round(p);
-            plo[n][e] = p - s[n][e];
+            rs[e >> 1] += p; // l: the fp32 p
+            s[n][e] = p;
         }
         MF_UNROLL
         for (int r = 0; r < 2; ++r) l[r] = l[r] * corr[r] + quad_sum(rs[r]);
         uint32_t pa[4], pl[4];
-        c_to_a(pa, s[0], s[1]);
-        c_to_a(pl, plo[0], plo[1]);
+        nsa_mma::p_frags<SPLIT>(pa, pl, s[0], s[1]); // P in bf16 (SPLIT: hi + lo)
         MF_UNROLL
         for (int np = 0; np < D / 16; ++np) {
             MF_UNROLL
@@ -1401,7 +1406,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
             const int voff = (((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + np * 16 + (lane >> 4) * 8;
             uint32_t bv[4];
             ldsm_x4_t(bv, tl.V[buf] + voff);
-            mma_x2(o[2 * np], o[2 * np + 1], pl, bv);
+            if (SPLIT) mma_x2(o[2 * np], o[2 * np + 1], pl, bv);
             mma_x2(o[2 * np], o[2 * np + 1], pa, bv);
         }
     }
@@ -1591,7 +1596,7 @@ __device__ __forceinline__ void cand_krange(const NsaShape &sh, size_t i0, size_
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 117/128/128 at D = 16/32/64 with W = 8 warps (128 rows), stack 0; dynamic smem sizeof(FwdSmem<D, 8>) = 38656/44800/57088 bytes; min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 118/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once (with P hi + lo: 117/128/128), stack 0; sm_80: 122/128/128, no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 38656/44800/57088 bytes; min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -1630,8 +1635,8 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
         // pass 1: the compression branch
         float o[D / 8][4], m[2], l[2];
         int cur = 1; // the tile buffer last used (stage_tile)
-        branch<D, W, false>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2,
-                            lane); // then pass 2's tile 0 (kc)
+        branch<D, W, false, false>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2,
+                                   lane); // then pass 2's tile 0 (kc)
         store_rows<D>(reinterpret_cast<const float(&)[D / 2]>(o), m, l, it, sh, g_cmp, out, lse, row_lse2,
                       warp, g8, t4);
         { // the certificate's error bound of each row's pass-2 p (docs/nsa.md "Precision")
@@ -1702,8 +1707,8 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 //   S = Q Kc^T: D / 16 wgmma.m64n64k16 (A = the warpgroup's Q rows, B = the kc tile, both
 //     from shared memory, K-major), then the masked online-softmax step on the
 //     accumulators (32 per thread: 16 scores of each of the thread's 2 rows);
-//   O += P Vc: P split hi + lo (both bf16) as nsa_mma_cmp_kernel, per 16 keys the two A
-//     fragments from registers (wgmma.m64nDk16, B = the vc tile, MN-major): 8 wgmma;
+//   O += P Vc: P rounded to bf16 once as nsa_mma_cmp_kernel, per 16 keys its A fragment
+//     from registers (wgmma.m64nDk16, B = the vc tile, MN-major): 4 wgmma;
 //   pass 2: the same D / 16 wgmma per tile for the scores, p = 2^(x - lse2) to shared
 //     memory, the importances and the top-n merge as nsa_mma_cmp_kernel.
 // Operand layout: the no-swizzle (interleaved) canonical layout for every D: R rows x D
@@ -1973,7 +1978,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 172/196/220 at D = 16/32/64, no spill, stack 0, no ptxas C7519/C7520 (no injected warpgroup.arrive, no serialized wgmma); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 70400/86784/119552 bytes; 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); without the overlap 148/159/192; the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 158/167/195 at D = 16/32/64 with pass 1 on the ping-pong schedule and P rounded to bf16 once (lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 74496/94976/135936 bytes (four tile buffers); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2488,8 +2493,11 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // One CTA (4 warps, 64 rows) per (b, KV group, QT tokens), rows and causality as
 // nsa_mma_cmp_kernel; every bf16 kc/vc tile is staged once per CTA for its 64
 // rows. Per row:
-//   1. o_cmp recomputed over the visible kc tiles as the forward's pass 1 (P
-//      hi + lo), dg = dout . o / l (dg_cmp), Delta = g_cmp dg;
+//   1. o_cmp recomputed over the visible kc tiles as the forward's pass 1 but
+//      with P split hi + lo (nsa_cmp::branch's SPLIT; the forward rounds P to
+//      bf16 once), dg = dout . o / l (dg_cmp), Delta = g_cmp dg, fp32-accurate;
+//      nothing read here depends on the forward's rounding of P (lse and sel
+//      do not, and out is not read);
 //   2. per tile: S = Q Kc^T (the forward's scores: P matches its lse), dP =
 //      dO Vc^T, P = 2^(S scale log2e - lse log2e) from the forward's lse column
 //      0, dS = P (g_cmp dP - Delta); dQ += dS Kc (dS in bf16) in registers;
@@ -2535,10 +2543,11 @@ __global__ void __launch_bounds__(nsa_cmp::Cta<nsa_cmp::kBwdWarps>::kThreads, 4)
         stage_rows<D, true, W>(Qs, q, dOs, dout, sh, it);
         cp_async_wait_all();
         __syncthreads(); // Q and dO visible to every warp
-        // 1. o_cmp recomputed (the forward's pass 1), for dg and Delta
+        // 1. o_cmp recomputed (the forward's pass 1 with P hi + lo), for dg and Delta
         float o[D / 8][4], m[2], l[2];
         int cur = 1; // the tile buffer last used (stage_tile)
-        branch<D, W, true>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2, lane); // then pass 2's tile 0
+        branch<D, W, true, true>(o, m, l, tl, cur, Qw, kcg, vcg, it, scale_log2,
+                                 lane); // then pass 2's tile 0
         float gate[2], lse2[2], delta[2];
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {

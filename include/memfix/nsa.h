@@ -101,10 +101,10 @@
  *     same key tiles gives p = exp(s - lse), summed per (token, block) in a
  *     fixed order and merged into each token's running top n by ranking. kc
  *     and vc are bf16 (the spec's), staged by cp.async straight into the mma
- *     tiles: the scores are fp32 sums of exact products, P is split hi + lo
- *     for P V, so o_cmp and lse are as accurate as fp32 SIMT ones. The
- *     selection is
- *     certified: per token the kernel keeps the smallest selected non-forced
+ *     tiles: the scores are fp32 sums of exact products, so the scores, lse
+ *     and importances are as accurate as fp32 SIMT ones; P is rounded to bf16
+ *     once for P V (l sums the fp32 p), so o_cmp carries that rounding as the
+ *     selected and sliding branches do. The selection is certified: per token the kernel keeps the smallest selected non-forced
  *     importance and the largest dropped one, and lists a token whose margin
  *     is within the importances' stated error bound (docs/nsa.md
  *     "Precision"); nsa_recheck_kernel then ranks the listed tokens again in
@@ -124,7 +124,8 @@
  *     once per CTA (cp.async, double-buffered) and multiplied by every row
  *     with a per-row mask (the row's token selected the block; s <= t; the
  *     window's t - w < s); P rounded to bf16 before P V as a bf16 kernel does
- *     (l sums the fp32 p), so bf16 rows differ from f32's by up to ~2^-9
+ *     (l sums the fp32 p), in all three branches: each branch's o moves by
+ *     at most 2^-8 max|v| (bf16's unit roundoff), far less in practice
  *     (tolerance row nsa.out.bf16).
  *     On a cc 9.0 GPU (a build with sm_90 gets this file's sm_90a code) both
  *     bf16 forward kernels run on warpgroup MMA instead (wgmma.mma_async: each
@@ -153,12 +154,12 @@
  *   D <= 64 the compression branch's too (one CTA per (b, KV group,
  *   min(16, 64/G) tokens), 64 rows, bf16 kc/vc tiles, dkc/dvc
  *   added per warp and 16-key tile); D = 128: that branch SIMT.
- *   docs/nsa.md: the design against the S = 65536 target (6x dense attention),
- *   which it does not meet: projected about 3.3-4.2x (bf16 kc/vc halved the
- *   compression kernel's mma calls and L2 bytes, 128-row CTAs its L2 bytes
- *   again; 128-row CTAs in the selected and sliding kernel halved its L2
- *   bytes), both forward kernels now bound by their instructions (mma.sync
- *   and the softmax's issue work), not by L2: 6x needs wgmma-class tiles.
+ *   docs/nsa.md: the design against the S = 65536 target (6x dense attention):
+ *   projected about 5.0-6.5x on the wgmma kernels (3.8-4.8x on mma.sync; not
+ *   measured), both forward kernels bound by their instructions (tensor work
+ *   and the softmax's issue work), not by L2; 6x needs about two thirds of
+ *   peak in both, which FlashAttention-3's ping-pong scheduling of the two
+ *   warpgroups would help reach.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
