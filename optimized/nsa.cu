@@ -1837,17 +1837,31 @@ __device__ __forceinline__ int stage_tile(Tiles<D> &tl, int &cur, const __nv_bfl
     return b;
 }
 
+// Named barriers (hardware ids 1..4; 0 is __syncthreads). Pass 1: kBarTurn + h is
+// warpgroup h's turn to issue its products (256 threads: h syncs, the other arrives);
+// kBarLoad publishes warpgroup 0's landed tile among its own 128 threads (kBarLoad + 1:
+// warpgroup 1's, with nothing to publish). Pass 2: kBarTurn staggers the two warpgroups'
+// scores (scores<D, true>).
+enum { kBarTurn = 1, kBarLoad = 3 };
+
 // s = Q Kc^T of the warpgroup's 64 rows (qa: the shared address of its row 0 in Qs) and
 // the kKT keys of the kc tile at ka: D / 16 chained m64n64k16 (exact bf16 products, fp32
-// sums), complete on return.
-template <int D> __device__ __forceinline__ void scores(float (&s)[kKT / 2], uint32_t qa, uint32_t ka)
+// sums), complete on return. STAGGER (pass 2; every thread of the CTA calls it once per
+// tile): warpgroup 1 issues its products only after warpgroup 0 has issued its own
+// (kBarTurn: warpgroup 0 arrives, 1 syncs), so warpgroup 0's p tile stores run under
+// warpgroup 1's products instead of both warpgroups waiting on the tensor cores at once.
+template <int D, bool STAGGER = false>
+__device__ __forceinline__ void scores(float (&s)[kKT / 2], uint32_t qa, uint32_t ka)
 {
+    const int h = (int)(threadIdx.x >> 7);
+    if (STAGGER && h == 1) named_bar_sync(kBarTurn, 256);
     wg_fence(); // s was last written by ordinary instructions
     MF_UNROLL
     for (int kk = 0; kk < D / 16; ++kk)
         wg_mma<kKT>(s, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
                     wg_desc(ka + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0), kk > 0);
     wg_commit();
+    if (STAGGER && h == 0) named_bar_arrive(kBarTurn, 256);
     wg_wait<0>();
 }
 
@@ -1887,12 +1901,6 @@ __device__ __forceinline__ void pack_p(uint32_t (&pa)[kKT / 16][4], const float 
     MF_UNROLL
     for (int ks = 0; ks < kKT / 16; ++ks) c_to_a(pa[ks], s + 8 * ks, s + 8 * ks + 4);
 }
-
-// Named barriers of pass 1 (hardware ids 1..4; 0 is __syncthreads): kBarTurn + h is
-// warpgroup h's turn to issue its products (256 threads: h syncs, the other arrives);
-// kBarLoad publishes warpgroup 0's landed tile among its own 128 threads (kBarLoad + 1:
-// warpgroup 1's, with nothing to publish).
-enum { kBarTurn = 1, kBarLoad = 3 };
 
 // Pass 1, the compression branch (nsa_cmp::branch on 64-key tiles and wgmma): online
 // softmax over the visible kc tiles, o += P Vc with P rounded to bf16 once (as the
@@ -1966,7 +1974,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
             wg_mma_ra<D, 1>(o, pa[ks], wg_desc(va + (uint32_t)(ks * 16 * 16), 128u, kKT * 16, 0), 1);
         wg_commit();
         named_bar_arrive(kBarTurn + (h ^ 1), 256); // the other warpgroup's turn
-        wg_wait<1>(); // S of tile x + 1
+        wg_wait<1>();                              // S of tile x + 1
         // at x + 1 = nt every key is masked: m and l unchanged, corr = 1 (no branch: a
         // divergent-looking write of s makes ptxas serialize the wgmma, C7520)
         softmax_tile(s, x + 1, it, scale_log2, t4, m, l, corr);
@@ -1974,7 +1982,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
         pack_p(pa, s);
     }
     if (h == 0) named_bar_sync(kBarTurn, 256); // warpgroup 1's last arrival
-    cp_async_wait_all(); // warpgroup 0's last tile, before pass 2 refills its buffer
+    cp_async_wait_all();                       // warpgroup 0's last tile, before pass 2 refills its buffer
 }
 } // namespace nsa_wgc
 
@@ -2051,7 +2059,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                 const int buf = nsa_wgc::stage_tile<D>(tl, cur, kcg, nullptr, k0, k0 > jlo,
                                                        k0 + kKT < jhi ? k0 + kKT : kNoTile, false, nk0);
                 float s[kKT / 2];
-                nsa_wgc::scores<D>(s, qa, smem_u32(tl.K[buf]));
+                nsa_wgc::scores<D, true>(s, qa, smem_u32(tl.K[buf]));
                 MF_UNROLL
                 for (int x = 0; x < kKT / 2; ++x) {
                     const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
