@@ -36,7 +36,8 @@
 // selection are fp32 sums of the reference's own products); otherwise steps 1-3
 // stay SIMT. On the wgmma path (MF_NSA_MMA_PATH: auto on a cc 9.0 GPU with this
 // file's sm_90a code, or wgmma; host mode emulates it) nsa_wg_cmp_kernel runs
-// steps 1-3 instead: the same CTAs as two m64 warpgroups, 64-key kc/vc tiles. Backward, bf16 with
+// steps 1-3 instead: the same CTAs as two m64 warpgroups, 64-key kc/vc tiles (both wgmma
+// kernels schedule their two warpgroups ping-pong through named barriers, mf_bar.cuh). Backward, bf16 with
 // D in {16, 32, 64, 128}: the selected and sliding branches on the tensor cores
 // (nsa_mma_bwd_kernel, query-blocked like nsa_mma_fwd_kernel), and for D <= 64
 // the compression branch too (nsa_mma_cmp_bwd_kernel, query-blocked like
@@ -1701,9 +1702,10 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 // rows warp w owns in nsa_mma_cmp_kernel; the m64nN accumulator is the m16n8 fragment per
 // 8 columns, so every per-row step (masks, online softmax, epilogue, certificate, pass 2's
 // p) is nsa_mma_cmp_kernel's on the same lanes. kc/vc tiles of kKT = 64 compressed keys
-// (16 there) by cp.async: pass 1 in three buffers (tile x + 2 landing, S of tile x + 1 on
-// the tensor cores while the threads run tile x's softmax, as FlashAttention-3 within a
-// warpgroup: branch), pass 2 double-buffered as there; per tile and warpgroup:
+// (16 there) by cp.async: pass 1 on FlashAttention-3's schedule (branch: four buffers,
+// warpgroup 0 the producer, the two warpgroups ping-pong through named barriers, no CTA
+// barrier per tile), pass 2 double-buffered as there with the two warpgroups' scores
+// staggered (scores<D, true>); per tile and warpgroup:
 //   S = Q Kc^T: D / 16 wgmma.m64n64k16 (A = the warpgroup's Q rows, B = the kc tile, both
 //     from shared memory, K-major), then the masked online-softmax step on the
 //     accumulators (32 per thread: 16 scores of each of the thread's 2 rows);
