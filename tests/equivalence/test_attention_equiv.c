@@ -62,7 +62,9 @@ END_TEST
  *    multiplies the common offset (|k_jd| <= |c| + 1.5). The test asserts this
  *    worst-case bound, element by element with P, dP, dS from double-precision
  *    math: |err dq_i| <= the usual row + scale * (|c| + 1.5) * 2^-8 *
- *    (sum_j |dS_ij| + sum_j P_ij |dP_ij|).
+ *    (sum_j |dS_ij| + sum_j P_ij |dP_ij|). Measured: 0.022, 0.078 and 0.14 of
+ *    it at c = 0, 8, 96; a dS biased by 2^-7 relative before the dQ product
+ *    (planted, not committed) fails at c = 96.
  * The fp32 SIMT path has no such term (dS is not rounded). */
 static const float key_offsets[] = { 0.0f, 8.0f, 96.0f };
 START_TEST(test_mma_key_offset)
