@@ -557,7 +557,7 @@ __device__ __forceinline__ int round16(int x) { return (x + 15) & ~15; }
 // REV 0: st[c] = K'_c^T V_c (D x Dv) and sum_m k'_m; REV 1: Q'_c^T dN_c and sum_n dd_n q'_n.
 // Warp w owns rows 32 (w % 4) .. + 31 and columns 64 (w / 4) .. + 63 of the D x Dv output
 // (2 x 8 mma tiles): the phi rows are staged once for both column halves. The phi operand
-// enters as hi + lo (two bf16, 2^-17 relative) and z is summed from the fp32 phi: the
+// enters as hi + lo (two bf16, <= 2^-16 relative) and z is summed from the fp32 phi: the
 // states, and the final state the scan returns, keep fp32 accuracy for bf16 v (REV 0).
 // mf-budget: regs<=128 smem<=26624 spill=0  (sm_90 measured: regs 118 smem 26112/26240)
 template <int REV>

@@ -421,7 +421,7 @@ __device__ __forceinline__ ItemPos item_pos(const NsaShape &sh, size_t item, siz
 // a stage's keys all at once); a masked key contributes p = 0 exactly, so a
 // row's sums are the per-row kernel's except for where the online rescaling
 // happens (the stage boundaries), which moves P's bf16 rounding only within
-// its 2^-9 bound. Each branch adds gate * o / l to out (written by the
+// its 2^-8 bound. Each branch adds gate * o / l to out (written by the
 // compression kernel first, same stream) and writes its lse column.
 namespace nsa_sw {
 // The backward's CTA (and the forward's at G <= 2): 4 warps, 64 rows. The
