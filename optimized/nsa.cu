@@ -1846,6 +1846,16 @@ __device__ __forceinline__ int stage_tile(Tiles<D> &tl, int &cur, const __nv_bfl
 // scores (scores<D, true>).
 enum { kBarTurn = 1, kBarLoad = 3 };
 
+// Issues (no fence, commit or wait) s = Q Kc^T's D / 16 chained m64n64k16 of the
+// warpgroup's 64 rows (qa) and the kc tile at ka.
+template <int D> __device__ __forceinline__ void issue_s(float (&s)[kKT / 2], uint32_t qa, uint32_t ka)
+{
+    MF_UNROLL
+    for (int kk = 0; kk < D / 16; ++kk)
+        wg_mma<kKT>(s, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
+                    wg_desc(ka + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0), kk > 0);
+}
+
 // s = Q Kc^T of the warpgroup's 64 rows (qa: the shared address of its row 0 in Qs) and
 // the kKT keys of the kc tile at ka: D / 16 chained m64n64k16 (exact bf16 products, fp32
 // sums), complete on return. STAGGER (pass 2; every thread of the CTA calls it once per
@@ -1858,10 +1868,7 @@ __device__ __forceinline__ void scores(float (&s)[kKT / 2], uint32_t qa, uint32_
     const int h = (int)(threadIdx.x >> 7);
     if (STAGGER && h == 1) named_bar_sync(kBarTurn, 256);
     wg_fence(); // s was last written by ordinary instructions
-    MF_UNROLL
-    for (int kk = 0; kk < D / 16; ++kk)
-        wg_mma<kKT>(s, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
-                    wg_desc(ka + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0), kk > 0);
+    issue_s<D>(s, qa, ka);
     wg_commit();
     if (STAGGER && h == 0) named_bar_arrive(kBarTurn, 256);
     wg_wait<0>();
@@ -1963,12 +1970,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
         MF_UNROLL
         for (int i = 0; i < D / 2; ++i) o[i] *= corr[(i >> 1) & 1];
         wg_fence(); // o and pa were written by ordinary instructions
-        MF_UNROLL
-        for (int kk = 0; kk < D / 16; ++kk)
-            wg_mma<kKT>(
-                s, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
-                wg_desc(smem_u32(tl.K[(x + 1) % kBufs]) + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0),
-                kk > 0);
+        issue_s<D>(s, qa, smem_u32(tl.K[(x + 1) % kBufs]));
         wg_commit();
         const uint32_t va = smem_u32(tl.V[x % kBufs]);
         MF_UNROLL
@@ -1988,7 +1990,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 158/167/195 at D = 16/32/64 with pass 1 on the ping-pong schedule and P rounded to bf16 once (lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 74496/94976/135936 bytes (four tile buffers); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 154/167/181 at D = 16/32/64 with pass 1 on the ping-pong schedule and P rounded to bf16 once (lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 74496/94976/135936 bytes (four tile buffers); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
