@@ -13,10 +13,13 @@
 
 // `#pragma unroll` under nvcc; GCC's spelling in host execution mode (the host
 // compiler would warn about an unknown pragma).
+// MF_NO_UNROLL keeps a loop rolled (a register-tight kernel's bookkeeping loops).
 #if defined(__CUDACC__)
 #define MF_UNROLL _Pragma("unroll")
+#define MF_NO_UNROLL _Pragma("unroll 1")
 #else
 #define MF_UNROLL _Pragma("GCC unroll 16")
+#define MF_NO_UNROLL _Pragma("GCC unroll 1")
 #endif
 
 namespace MF_NS {

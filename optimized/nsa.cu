@@ -72,6 +72,7 @@ static_assert(kMaxD <= kThreads, "one thread per output column");
 struct NsaShape {
     size_t B, S, Hq, Hk, D, G, nc, nb;
     size_t l, d, ls, n, w;
+    size_t carry; // the selection blocks past a range's end that earlier compressed blocks overlap (nsa_cmp)
     float scale;
     double
         scale_ref; // the reference's scale in double (cfg.scale, or 1/sqrt(D) in double): nsa_recheck_kernel
@@ -1156,6 +1157,12 @@ namespace nsa_cmp {
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
 constexpr int kUnion = kCmpMaxSel + kSelTile;
+// Importance columns past a range's last candidate: the blocks iend .. iend + kCarry - 1 that
+// compressed blocks before the next range's first (j < iend l' / d) overlap, carried into the
+// next range so that its tiles start at iend l' / d (cand_krange) instead of re-scoring the
+// last tile; carry_blocks(sh) of them (1 at the seed's l = 32, d = 16, l' = 64). A
+// configuration that needs more (l - d > kCarry l') re-scores as before.
+constexpr int kCarry = 4;
 constexpr int kFwdWarps = 8, kBwdWarps = 4; // warps per CTA: nsa_mma_cmp_kernel, nsa_mma_cmp_bwd_kernel
 
 // The CTA geometry of W warps: 16 W rows, at most 4 W tokens (G = 1: a quarter
@@ -1421,8 +1428,8 @@ template <int D, int W> struct FwdSmem {
     static constexpr int kRows = Cta<W>::kRows, kMaxQT = Cta<W>::kMaxQT;
     alignas(16) __nv_bfloat16 Qs[kRows * (D + 8)];
     alignas(16) Tiles<D> tl;
-    float Ps[kRows][17]; // pass 2: p of one kc tile
-    float imp[kMaxQT][kSelTile];
+    float Ps[kRows][17];                  // pass 2: p of one kc tile
+    float imp[kMaxQT][kSelTile + kCarry]; // a range's candidates, then the carried blocks
     float top_v[kMaxQT][kCmpMaxSel];
     int list[kMaxQT][kCmpMaxSel];
     unsigned char keep[kMaxQT][kUnion];
@@ -1432,23 +1439,39 @@ template <int D, int W> struct FwdSmem {
     float row_lse2[kRows]; // pass 1's lse of each row, base 2 (+inf: no visible key)
 };
 
+// The candidate blocks at or after a range's end that compressed blocks before it overlap
+// (sh.carry, set by nsa_shape: j < iend l' / d covers tokens up to iend l' - d + l - 1, so
+// blocks iend .. iend + (l - d - 1) / l'; none when l = d). Carried when at most kCarry.
+__device__ __forceinline__ size_t carry_blocks(const NsaShape &sh) { return sh.carry; }
+
+// The end of the blocks a range [i0, iend) accumulates: iend, or with carried blocks up to
+// carry_blocks past it (below cand_max) when the range is full.
+__device__ __forceinline__ size_t range_cap(const NsaShape &sh, size_t iend, size_t cand_max)
+{
+    const size_t c = carry_blocks(sh);
+    if (c > (size_t)kCarry) return iend;
+    return iend + c < cand_max ? iend + c : cand_max;
+}
+
 // Pass 2 of the compression kernels (nsa_mma_cmp_kernel: KT = 16 keys per kc tile,
 // nsa_wg_cmp_kernel: 64), shared by both; SM is the kernel's shared-memory struct (Ps, imp,
 // top_v, list, keep, n_list, max_rej, row_eps), NTHREADS its block size. Every thread calls
 // each (the barriers inside).
 //
-// After Ps holds p of the kc tile [k0, k0 + KT): the selection blocks in [i0, iend) that
+// After Ps holds p of the kc tile [k0, k0 + KT): the selection blocks in [i0, icap) that
 // the tile's compressed blocks overlap (tokens [k0 d, (k0 + KT - 1) d + l)) gain, per token,
-// the p of those blocks summed over the group's heads, in a fixed order.
+// the p of those blocks summed over the group's heads, in a fixed order; with carried blocks
+// (range_cap) also the blocks past iend that the tile overlaps, below cand_max.
 template <int KT, int NTHREADS, typename SM>
 __device__ __forceinline__ void add_tile_importances(SM &sm, const NsaShape &sh, size_t k0, size_t i0,
-                                                     size_t iend, size_t ntok, int tid)
+                                                     size_t iend, size_t cand_max, size_t ntok, int tid)
 {
     auto &imp = sm.imp;
     const auto &Ps = sm.Ps;
+    const size_t icap = range_cap(sh, iend, cand_max);
     size_t ib0 = k0 * sh.d / sh.ls, ib1 = ((k0 + KT - 1) * sh.d + sh.l - 1) / sh.ls + 1;
     if (ib0 < i0) ib0 = i0;
-    if (ib1 > iend) ib1 = iend;
+    if (ib1 > icap) ib1 = icap;
     const size_t nbt = ib1 > ib0 ? ib1 - ib0 : 0;
     for (size_t e = tid; e < ntok * nbt; e += NTHREADS) {
         const size_t tok = e / nbt, i = ib0 + e % nbt;
@@ -1584,20 +1607,52 @@ __device__ __forceinline__ void store_rows(const float (&o)[D / 2], const float 
 }
 
 // Pass 2's compressed blocks j overlapping candidates [i0, i0 + kSelTile) (j d + l > i0 l'
-// and j d < iend l'), from a KT-aligned jlo, below nk0.
+// and j d < iend l'), below nk0. With carried blocks (carry_blocks <= kCarry) the range
+// starts at j = i0 l' / d (KT-aligned: i0 is a multiple of kSelTile and l' of d): the earlier
+// j that overlap block i0 .. were scored in the previous range, whose tiles end exactly there,
+// and added to its carry columns. Otherwise from the KT-aligned tile holding the first
+// overlapping j (that tile scored in both ranges).
 template <int KT>
 __device__ __forceinline__ void cand_krange(const NsaShape &sh, size_t i0, size_t cand_max, size_t nk0,
                                             size_t &jlo, size_t &jhi)
 {
+    static_assert(kSelTile % KT == 0, "a range's first tile must be KT-aligned");
     const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
-    const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
-    jlo = (lo_num + sh.d - 1) / sh.d / KT * KT;
+    if (carry_blocks(sh) <= (size_t)kCarry) {
+        jlo = i0 * (sh.ls / sh.d);
+    } else {
+        const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
+        jlo = (lo_num + sh.d - 1) / sh.d / KT * KT;
+    }
     jhi = (iend * sh.ls - 1) / sh.d + 1;
     if (jhi > nk0) jhi = nk0;
 }
+
+// A range's importance columns at its start: column c < kCarry takes the carry the previous
+// range left in column kSelTile + c (0 before the first: clear_carry), the others 0; the
+// carry columns are cleared by the thread that read them.
+template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void start_range(SM &sm, int tid)
+{
+    auto &imp = sm.imp;
+    // rolled: unrolled, nsa_mma_cmp_kernel<32, 8> spilled 24 bytes at its 128 registers
+    MF_NO_UNROLL
+    for (int e = tid; e < MAXQT * kSelTile; e += NTHREADS) {
+        const int tok = e / kSelTile, c = e % kSelTile;
+        float v = 0.0f;
+        if (c < kCarry) {
+            v = imp[tok][kSelTile + c];
+            imp[tok][kSelTile + c] = 0.0f;
+        }
+        imp[tok][c] = v;
+    }
+}
+template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void clear_carry(SM &sm, int tid)
+{
+    for (int e = tid; e < MAXQT * kCarry; e += NTHREADS) sm.imp[e / kCarry][kSelTile + e % kCarry] = 0.0f;
+}
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 118/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once (with P hi + lo: 117/128/128), stack 0; sm_80: 122/128/128, no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 38656/44800/57088 bytes; min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 115/128/128 at D = 16/32/64 with W = 8 warps (128 rows; 118/128/128 before pass 2 carried importances across ranges), P V with P rounded to bf16 once (with P hi + lo: 117/128/128), stack 0; sm_80: 122/128/128, no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 39168/45312/57600 bytes (512 of them the carried importance columns); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -1616,7 +1671,6 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
     auto &Qs = sm.Qs;
     auto &tl = sm.tl;
     auto &Ps = sm.Ps;
-    auto &imp = sm.imp;
     auto &n_list = sm.n_list;
     auto &row_eps = sm.row_eps;
     auto &max_rej = sm.max_rej;
@@ -1660,10 +1714,11 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
             cand_krange<16>(sh, i0, cand_max, nk0, jlo, jhi);
         };
         if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
+        clear_carry<kThreadsC, kMaxQT>(sm, tid);
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
             const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
             __syncthreads(); // the previous tile merged (n_list published), Kt consumed
-            for (int e = tid; e < kMaxQT * kSelTile; e += kThreadsC) imp[e / kSelTile][e % kSelTile] = 0.0f;
+            start_range<kThreadsC, kMaxQT>(sm, tid);
             size_t jlo, jhi;
             krange(i0, jlo, jhi);
             for (size_t k0 = jlo; k0 < jhi; k0 += 16) {
@@ -1685,7 +1740,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
                             : 0.0f;
                 }
                 __syncthreads();
-                add_tile_importances<16, kThreadsC>(sm, sh, k0, i0, iend, ntok, tid);
+                add_tile_importances<16, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
             }
             merge_tile<kThreadsC>(sm, sh, t0, i0, iend, ntok, tid);
         }
@@ -1775,7 +1830,7 @@ template <int D> struct FwdSmem {
     alignas(128) __nv_bfloat16 Qs[kRows * D]; // interleaved [D / 8][128][8]
     alignas(128) Tiles<D> tl;
     float Ps[kRows][kKT + 1]; // pass 2: p of one kc tile
-    float imp[kMaxQT][nsa_cmp::kSelTile];
+    float imp[kMaxQT][nsa_cmp::kSelTile + nsa_cmp::kCarry];
     float top_v[kMaxQT][nsa_cmp::kCmpMaxSel];
     int list[kMaxQT][nsa_cmp::kCmpMaxSel];
     unsigned char keep[kMaxQT][nsa_cmp::kUnion];
@@ -1990,7 +2045,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 154/167/181 at D = 16/32/64 with pass 1 on the ping-pong schedule and P rounded to bf16 once (lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 74496/94976/135936 bytes (four tile buffers); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 154/167/181 at D = 16/32/64 with pass 1 on the ping-pong schedule and P rounded to bf16 once (lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 75008/95488/136448 bytes (four tile buffers; 512 bytes of carried importance columns); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2011,7 +2066,6 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     auto &Qs = sm.Qs;
     auto &tl = sm.tl;
     auto &Ps = sm.Ps;
-    auto &imp = sm.imp;
     auto &n_list = sm.n_list;
     auto &row_eps = sm.row_eps;
     auto &max_rej = sm.max_rej;
@@ -2053,10 +2107,11 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
             cand_krange<kKT>(sh, i0, cand_max, nk0, jlo, jhi);
         };
         if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
+        clear_carry<kThreadsC, kMaxQT>(sm, tid);
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
             const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
             __syncthreads(); // the previous tile merged (n_list published), the tiles consumed
-            for (int e = tid; e < kMaxQT * kSelTile; e += kThreadsC) imp[e / kSelTile][e % kSelTile] = 0.0f;
+            start_range<kThreadsC, kMaxQT>(sm, tid);
             size_t jlo, jhi;
             krange(i0, jlo, jhi);
             for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
@@ -2072,7 +2127,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                     Ps[r][jj] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
                 }
                 __syncthreads();
-                add_tile_importances<kKT, kThreadsC>(sm, sh, k0, i0, iend, ntok, tid);
+                add_tile_importances<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
             }
             merge_tile<kThreadsC>(sm, sh, t0, i0, iend, ntok, tid);
         }
@@ -3204,6 +3259,8 @@ static MF_NS::NsaShape nsa_shape(const mf_nsa_config *cfg, int64_t B, int64_t S,
     sh.ls = (size_t)cfg->block_sel;
     sh.n = (size_t)cfg->n_sel;
     sh.w = (size_t)cfg->window;
+    // j < iend l' / d covers tokens up to iend l' - d + l - 1: blocks iend .. iend + (l - d - 1) / l'
+    sh.carry = sh.l > sh.d ? (sh.l - sh.d - 1) / sh.ls + 1 : 0;
     sh.scale = cfg->scale > 0.0f ? cfg->scale : (float)(1.0 / std::sqrt((double)D));
     sh.scale_ref = cfg->scale > 0.0f ? (double)cfg->scale : 1.0 / std::sqrt((double)D);
     return sh;

@@ -171,6 +171,13 @@ static const nsa_case nsa_cases[] = {
      * its three pass-1 buffers and pass 2 walks several tiles, and 100 selection blocks, more than one
      * 64-block importance tile */
     { 1, 200, 6, 1, 64, { 2, 1, 2, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
+    /* ---- equivalence, cases 30 and 31: pass 2's ranges of 64 candidate blocks when compressed blocks
+     * overlap several blocks past a range's end (l - d >= l'): case 30 (l = 32, d = 1, l' = 4, 75
+     * candidate blocks in two ranges) needs 8 such blocks, more than the kernels carry (nsa_cmp::kCarry),
+     * so each range re-scores its first tile; case 31 (l = 8, d = 1, l' = 2, 100 blocks) carries exactly
+     * kCarry = 4 blocks into the next range */
+    { 1, 300, 6, 1, 16, { 32, 1, 4, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
+    { 1, 200, 6, 1, 32, { 8, 1, 2, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */
