@@ -1151,7 +1151,8 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
 //           again: p = 2^(s - lse) per (row, j) to shared memory, then one thread
 //           per (token, block) sums its heads and overlapping j (deterministic
 //           order), forced blocks +inf, and the tile is merged into each token's
-//           running top n by ranking as nsa_fwd_kernel does (n <= kCmpMaxSel).
+//           running top n with nsa_fwd_kernel's ranking, a warp per token (merge_tile;
+//           n <= kCmpMaxSel).
 // Rows beyond S and padding rows (r >= QT*G) are masked (no visible key).
 namespace nsa_cmp {
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
@@ -1486,57 +1487,147 @@ __device__ __forceinline__ void add_tile_importances(SM &sm, const NsaShape &sh,
     }
 }
 
+// `#pragma unroll 1` (pass 2's merge: its loops stay loops; unrolled, the 128-register
+// nsa_mma_cmp_kernel spilled)
+#if defined(__CUDACC__)
+#define NSA_NO_UNROLL _Pragma("unroll 1")
+#else
+#define NSA_NO_UNROLL _Pragma("GCC unroll 1")
+#endif
+
+// The warp's largest dropped value (pass 2's merge, for max_rej): r is each lane's, -inf
+// (none), a value >= +0 (importances are sums of p = 2^x >= +0 from 0.0f: no -0) or NaN.
+// NaN if any lane's is (that lane's NaN), else the maximum; values >= +0 order as their bits,
+// so one __reduce_max_sync does it.
+__device__ __forceinline__ float warp_dropped_max(float r)
+{
+    constexpr unsigned kAll = 0xffffffffu;
+    const unsigned nan = __ballot_sync(kAll, r != r);
+    if (nan != 0u) return __shfl_sync(kAll, r, __ffs((int)nan) - 1);
+    if (!__any_sync(kAll, r != -INFINITY)) return -INFINITY;
+    return __uint_as_float(__reduce_max_sync(kAll, r != -INFINITY ? __float_as_uint(r) : 0u));
+}
+
 // The tile of candidates [i0, iend) merged into each token's running top n (tokens t0 ..
-// t0 + ntok - 1).
+// t0 + ntok - 1), with the results of the serial merge it replaces (nsa_fwd_kernel's
+// ranking): the union of the token's list (n_list entries, list order) and the tile's
+// visible candidates (block order), forced blocks +inf; an entry is kept iff fewer than n
+// entries beat it (y beats x: y > x, or y == x and y earlier in the union, i.e. the lower
+// block on a tie); the kept entries are compacted in union order, at most n of them; every
+// other value except +inf is folded into max_rej.
+//
+// One CTA barrier (imp complete); then warp w merges tokens w, w + NTHREADS / 32, ... with no
+// further CTA barrier: lane x holds list entry x and candidates x and x + 32 in registers.
+//   threshold: if the list is full (n entries, no NaN), thr is its minimum, else -inf. A
+//     candidate below thr is beaten by all n list entries, so the whole union's ranking
+//     rejects it; and it beats no entry that is not below thr (y < thr <= z, or z NaN: neither
+//     y > z nor y == z). So every other entry's beat count over the reduced union (the list,
+//     then the candidates not below thr, in union order) is its count over the whole union,
+//     ties broken by the same union order: the same entries are kept, in the same order. The
+//     candidates below thr go to max_rej only (finite: below thr <= +inf, and not NaN).
+//   no candidate left (the common case once a list is full): the list stays as it is (each of
+//     its nl <= n entries is beaten by at most nl - 1), only max_rej changes.
+//   ranking: the reduced union's entries broadcast one by one (shuffles: the list entries,
+//     then the kept candidates' ballots bit by bit), each lane counting the beats of its three;
+//     the serial count stopped at n, this one counts on (keep = beat < n either way).
+//   compaction: the kept entries' places by ballot and popc in union order; a kept entry at
+//     place n or later (possible only with NaN entries, which nothing beats) is dropped, as the
+//     serial code's o2 < n guard drops it. The list is read into registers and the warp meets
+//     (__syncwarp) before any lane overwrites it in place.
+//   max_rej: the same maximum; when it is NaN, its bits may be another NaN's than the serial
+//     fold's first (the certificate reads only rej != rej).
+// n_list, top_v, list and max_rej are published by the caller's next CTA barrier (the next
+// range's first line, or certify_and_store's first).
+// Work per token and range (projected, not measured): 3 shared loads per lane and about 6 warp
+// votes/reductions; with a candidate left, one shuffle and about 15 instructions per reduced-union
+// entry (the list's n plus the candidates not below its minimum: at most kCmpMaxSel + kSelTile).
 template <int NTHREADS, typename SM>
 __device__ __forceinline__ void merge_tile(SM &sm, const NsaShape &sh, size_t t0, size_t i0, size_t iend,
                                            size_t ntok, int tid)
 {
-    auto &imp = sm.imp;
+    static_assert(NTHREADS % 32 == 0, "whole warps");
+    static_assert(kCmpMaxSel <= 32 && kSelTile == 64, "a lane holds one list entry and two candidates");
+    constexpr unsigned kAll = 0xffffffffu;
+    const auto &imp = sm.imp;
     auto &top_v = sm.top_v;
     auto &list = sm.list;
-    auto &keep = sm.keep;
     auto &n_list = sm.n_list;
     auto &max_rej = sm.max_rej;
+    const int n = (int)sh.n;
     __syncthreads();
-    // forced blocks, then each token's union (its top n, then the tile's candidates) ranked
-    for (size_t e = tid; e < ntok * kSelTile; e += NTHREADS) {
-        const size_t tok = e / kSelTile, i = i0 + e % kSelTile, last = (t0 + tok) / sh.ls;
-        if (i == 0 || i == last || i + 1 == last) imp[tok][i - i0] = INFINITY;
-    }
-    __syncthreads();
-    for (size_t e = tid; e < ntok * kUnion; e += NTHREADS) {
-        const size_t tok = e / kUnion, u = e % kUnion, t = t0 + tok;
-        const size_t ct = t / sh.ls + 1, nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
-        const size_t nl = (size_t)n_list[tok], nu = nl + nt;
-        if (u >= nu) continue;
-        const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
-        size_t beat = 0;
-        for (size_t u2 = 0; u2 < nu && beat < sh.n; ++u2) {
-            const float y = u2 < nl ? top_v[tok][u2] : imp[tok][u2 - nl];
-            beat += (y > xv || (y == xv && u2 < u)) ? 1u : 0u; // union order = index order
+    NSA_NO_UNROLL
+    for (size_t e = (size_t)tid; e < ntok * 32; e += NTHREADS) { // warp w: tokens w, w + NTHREADS / 32, ...
+        const size_t tok = e / 32;
+        const int lane = (int)(e % 32);
+        const size_t t = t0 + tok, last = t / sh.ls;
+        const int nt = last + 1 > i0 ? (int)(last + 1 - i0 < iend - i0 ? last + 1 - i0 : iend - i0) : 0;
+        const int nl = n_list[tok];
+        // slot 0: list entry `lane` (union position lane); slots 1, 2: candidates c = lane, lane + 32
+        // (union position nl + c)
+        float v[3];
+        v[0] = lane < nl ? top_v[tok][lane] : 0.0f;
+        MF_UNROLL
+        for (int s = 1; s < 3; ++s) {
+            const int c = lane + 32 * (s - 1);
+            const size_t i = i0 + (size_t)c;
+            v[s] = c < nt ? (i == 0 || i == last || i + 1 == last ? INFINITY : imp[tok][c]) : 0.0f;
         }
-        keep[tok][u] = beat < sh.n ? 1 : 0;
-    }
-    __syncthreads();
-    if ((size_t)tid < ntok) { // in place: entry o <= u; at most n
-        const size_t tok = (size_t)tid, t = t0 + tok, ct = t / sh.ls + 1;
-        const size_t nt = ct > i0 ? (ct - i0 < iend - i0 ? ct - i0 : iend - i0) : 0;
-        const size_t nl = (size_t)n_list[tok], nu = nl + nt;
-        int o2 = 0;
-        float rej = max_rej[tok]; // the certificate: the largest finite value dropped so far
-        for (size_t u = 0; u < nu; ++u) {
-            const float xv = u < nl ? top_v[tok][u] : imp[tok][u - nl];
-            if (keep[tok][u] && (size_t)o2 < sh.n) {
-                top_v[tok][o2] = xv;
-                list[tok][o2] = u < nl ? list[tok][u] : (int)(i0 + u - nl);
-                ++o2;
-            } else if (xv != INFINITY) { // a forced block loses only to forced ones (exact)
-                rej = nan_max(rej, xv);
+        // the threshold (values >= +0 and +inf order as their bits; a NaN list: -inf)
+        float thr = -INFINITY;
+        if (nl == n && !__any_sync(kAll, lane < nl && v[0] != v[0]))
+            thr = __uint_as_float(__reduce_min_sync(kAll, lane < nl ? __float_as_uint(v[0]) : 0x7f800000u));
+        bool in[3];
+        in[0] = lane < nl;
+        float rej = -INFINITY; // this lane's dropped values' maximum
+        MF_UNROLL
+        for (int s = 1; s < 3; ++s) {
+            const bool vis = lane + 32 * (s - 1) < nt;
+            in[s] = vis && !(v[s] < thr);
+            if (vis && v[s] < thr) rej = fmaxf(rej, v[s]);
+        }
+        const unsigned m1 = __ballot_sync(kAll, in[1]), m2 = __ballot_sync(kAll, in[2]);
+        if ((m1 | m2) != 0u) {
+            // rank the reduced union; u: union positions (their order is the union's)
+            const int u[3] = { lane, nl + lane, nl + 32 + lane };
+            int beat[3] = { 0, 0, 0 };
+            const auto count = [&](float y, int u2) {
+                MF_UNROLL
+                for (int s = 0; s < 3; ++s) beat[s] += (y > v[s] || (y == v[s] && u2 < u[s])) ? 1 : 0;
+            };
+            NSA_NO_UNROLL
+            for (int u2 = 0; u2 < nl; ++u2) count(__shfl_sync(kAll, v[0], u2), u2);
+            NSA_NO_UNROLL
+            for (unsigned m = m1; m != 0u; m &= m - 1u) {
+                const int src = __ffs((int)m) - 1;
+                count(__shfl_sync(kAll, v[1], src), nl + src);
             }
+            NSA_NO_UNROLL
+            for (unsigned m = m2; m != 0u; m &= m - 1u) {
+                const int src = __ffs((int)m) - 1;
+                count(__shfl_sync(kAll, v[2], src), nl + 32 + src);
+            }
+            // compaction in union order
+            unsigned kb[3];
+            MF_UNROLL
+            for (int s = 0; s < 3; ++s) kb[s] = __ballot_sync(kAll, in[s] && beat[s] < n);
+            const int id0 = lane < nl ? list[tok][lane] : 0;
+            __syncwarp(); // the list read (top_v, list, n_list): lanes overwrite it below
+            int base = 0;
+            MF_UNROLL
+            for (int s = 0; s < 3; ++s) {
+                const int o = base + __popc(kb[s] << (31 - lane) << 1); // kept entries on the lanes before
+                if (in[s] && (kb[s] >> lane & 1u) && o < n) {
+                    top_v[tok][o] = v[s];
+                    list[tok][o] = s == 0 ? id0 : (int)(i0 + (size_t)(lane + 32 * (s - 1)));
+                } else if (in[s] && v[s] != INFINITY) { // a forced block loses only to forced ones (exact)
+                    rej = nan_max(rej, v[s]);
+                }
+                base += __popc(kb[s]);
+            }
+            if (lane == 0) n_list[tok] = base < n ? base : n;
         }
-        max_rej[tok] = rej;
-        n_list[tok] = o2;
+        rej = warp_dropped_max(rej);
+        if (lane == 0) max_rej[tok] = nan_max(max_rej[tok], rej); // read and written by lane 0 alone
     }
 }
 
@@ -1652,7 +1743,7 @@ template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void 
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 115/128/128 at D = 16/32/64 with W = 8 warps (128 rows; 118/128/128 before pass 2 carried importances across ranges), P V with P rounded to bf16 once (with P hi + lo: 117/128/128), stack 0; sm_80: 122/128/128, no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 39168/45312/57600 bytes (512 of them the carried importance columns); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 120/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token (the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 120/128/124 (serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 39168/45312/57600 bytes (512 of them the carried importance columns); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2045,7 +2136,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 154/167/181 at D = 16/32/64 with pass 1 on the ping-pong schedule and P rounded to bf16 once (lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 75008/95488/136448 bytes (four tile buffers; 512 bytes of carried importance columns); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 152/159/168 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once and pass 2's top-n merge a warp per token (with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 75008/95488/136448 bytes (four tile buffers; 512 bytes of carried importance columns); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
