@@ -1157,7 +1157,6 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
 namespace nsa_cmp {
 constexpr int kSelTile = 64;   // candidate blocks per importance tile
 constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIMT kernel)
-constexpr int kUnion = kCmpMaxSel + kSelTile;
 // Importance columns past a range's last candidate: the blocks iend .. iend + kCarry - 1 that
 // compressed blocks before the next range's first (j < iend l' / d) overlap, carried into the
 // next range so that its tiles start at iend l' / d (cand_krange) instead of re-scoring the
@@ -1433,7 +1432,6 @@ template <int D, int W> struct FwdSmem {
     float imp[kMaxQT][kSelTile + kCarry]; // a range's candidates, then the carried blocks
     float top_v[kMaxQT][kCmpMaxSel];
     int list[kMaxQT][kCmpMaxSel];
-    unsigned char keep[kMaxQT][kUnion];
     int n_list[kMaxQT];
     float row_eps[kRows];  // the certificate: relative error bound of each row's p (0: no key)
     float max_rej[kMaxQT]; // the largest importance not selected (evicted or rejected)
@@ -1456,7 +1454,7 @@ __device__ __forceinline__ size_t range_cap(const NsaShape &sh, size_t iend, siz
 
 // Pass 2 of the compression kernels (nsa_mma_cmp_kernel: KT = 16 keys per kc tile,
 // nsa_wg_cmp_kernel: 64), shared by both; SM is the kernel's shared-memory struct (Ps, imp,
-// top_v, list, keep, n_list, max_rej, row_eps), NTHREADS its block size. Every thread calls
+// top_v, list, n_list, max_rej, row_eps), NTHREADS its block size. Every thread calls
 // each (the barriers inside).
 //
 // After Ps holds p of the kc tile [k0, k0 + KT): the selection blocks in [i0, icap) that
@@ -1743,7 +1741,7 @@ template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void 
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 120/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token (the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 120/128/124 (serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 39168/45312/57600 bytes (512 of them the carried importance columns); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 119/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token and carried importances (merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 120/128/124 (serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -1924,7 +1922,6 @@ template <int D> struct FwdSmem {
     float imp[kMaxQT][nsa_cmp::kSelTile + nsa_cmp::kCarry];
     float top_v[kMaxQT][nsa_cmp::kCmpMaxSel];
     int list[kMaxQT][nsa_cmp::kCmpMaxSel];
-    unsigned char keep[kMaxQT][nsa_cmp::kUnion];
     int n_list[kMaxQT];
     float row_eps[kRows];
     float max_rej[kMaxQT];
@@ -2136,7 +2133,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 152/159/168 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once and pass 2's top-n merge a warp per token (with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 75008/95488/136448 bytes (four tile buffers; 512 bytes of carried importance columns); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 160/154/168 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token and carried importances (merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,

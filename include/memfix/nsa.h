@@ -156,11 +156,12 @@
  *   min(16, 64/G) tokens), 64 rows, bf16 kc/vc tiles, dkc/dvc
  *   added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention):
- *   projected about 5.0-6.6x on the wgmma kernels (3.8-4.8x on mma.sync; not
- *   measured), both forward kernels bound by their instructions (tensor work
- *   and the softmax's issue work), not by L2; 6x needs about two thirds of
- *   peak in both, what their FlashAttention-3 ping-pong scheduling of the two
- *   warpgroups (named barriers) is designed for: 5.9-6.6x at 65-70 %.
+ *   projected about 3.3-5.2x on the wgmma kernels (not measured; revised on
+ *   2026-11-27 from 5.0-6.6x). At D = 64 each score's exp2 takes as long on the
+ *   special-function units as its products on the tensor cores, and pass 2 of
+ *   the compression kernel (importances and top-n merges) runs as CTA-wide
+ *   phases that nothing overlaps. 6x is not met by design; docs/nsa.md lists
+ *   the remaining steps.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
