@@ -72,7 +72,10 @@ static_assert(kMaxD <= kThreads, "one thread per output column");
 struct NsaShape {
     size_t B, S, Hq, Hk, D, G, nc, nb;
     size_t l, d, ls, n, w;
-    size_t carry; // the selection blocks past a range's end that earlier compressed blocks overlap (nsa_cmp)
+    // pass 2 of the compression kernels (nsa_cmp): the selection blocks at or after a range's end
+    // that compressed blocks before it overlap (j < iend l' / d covers tokens up to
+    // iend l' - d + l - 1: blocks iend .. iend + (l - d - 1) / l'; none when l = d)
+    size_t carry;
     float scale;
     double
         scale_ref; // the reference's scale in double (cfg.scale, or 1/sqrt(D) in double): nsa_recheck_kernel
@@ -1160,7 +1163,7 @@ constexpr int kCmpMaxSel = 32; // the running top n per token (larger n: the SIM
 // Importance columns past a range's last candidate: the blocks iend .. iend + kCarry - 1 that
 // compressed blocks before the next range's first (j < iend l' / d) overlap, carried into the
 // next range so that its tiles start at iend l' / d (cand_krange) instead of re-scoring the
-// last tile; carry_blocks(sh) of them (1 at the seed's l = 32, d = 16, l' = 64). A
+// last tile; sh.carry of them (1 at the seed's l = 32, d = 16, l' = 64). A
 // configuration that needs more (l - d > kCarry l') re-scores as before.
 constexpr int kCarry = 4;
 constexpr int kFwdWarps = 8, kBwdWarps = 4; // warps per CTA: nsa_mma_cmp_kernel, nsa_mma_cmp_bwd_kernel
@@ -1438,18 +1441,12 @@ template <int D, int W> struct FwdSmem {
     float row_lse2[kRows]; // pass 1's lse of each row, base 2 (+inf: no visible key)
 };
 
-// The candidate blocks at or after a range's end that compressed blocks before it overlap
-// (sh.carry, set by nsa_shape: j < iend l' / d covers tokens up to iend l' - d + l - 1, so
-// blocks iend .. iend + (l - d - 1) / l'; none when l = d). Carried when at most kCarry.
-__device__ __forceinline__ size_t carry_blocks(const NsaShape &sh) { return sh.carry; }
-
 // The end of the blocks a range [i0, iend) accumulates: iend, or with carried blocks up to
-// carry_blocks past it (below cand_max) when the range is full.
+// sh.carry past it (below cand_max; carried when at most kCarry) when the range is full.
 __device__ __forceinline__ size_t range_cap(const NsaShape &sh, size_t iend, size_t cand_max)
 {
-    const size_t c = carry_blocks(sh);
-    if (c > (size_t)kCarry) return iend;
-    return iend + c < cand_max ? iend + c : cand_max;
+    if (sh.carry > (size_t)kCarry) return iend;
+    return iend + sh.carry < cand_max ? iend + sh.carry : cand_max;
 }
 
 // Pass 2 of the compression kernels (nsa_mma_cmp_kernel: KT = 16 keys per kc tile,
@@ -1484,14 +1481,6 @@ __device__ __forceinline__ void add_tile_importances(SM &sm, const NsaShape &sh,
         imp[tok][i - i0] = acc;
     }
 }
-
-// `#pragma unroll 1` (pass 2's merge: its loops stay loops; unrolled, the 128-register
-// nsa_mma_cmp_kernel spilled)
-#if defined(__CUDACC__)
-#define NSA_NO_UNROLL _Pragma("unroll 1")
-#else
-#define NSA_NO_UNROLL _Pragma("GCC unroll 1")
-#endif
 
 // The warp's largest dropped value (pass 2's merge, for max_rej): r is each lane's, -inf
 // (none), a value >= +0 (importances are sums of p = 2^x >= +0 from 0.0f: no -0) or NaN.
@@ -1553,7 +1542,7 @@ __device__ __forceinline__ void merge_tile(SM &sm, const NsaShape &sh, size_t t0
     auto &max_rej = sm.max_rej;
     const int n = (int)sh.n;
     __syncthreads();
-    NSA_NO_UNROLL
+    MF_NO_UNROLL
     for (size_t e = (size_t)tid; e < ntok * 32; e += NTHREADS) { // warp w: tokens w, w + NTHREADS / 32, ...
         const size_t tok = e / 32;
         const int lane = (int)(e % 32);
@@ -1592,14 +1581,14 @@ __device__ __forceinline__ void merge_tile(SM &sm, const NsaShape &sh, size_t t0
                 MF_UNROLL
                 for (int s = 0; s < 3; ++s) beat[s] += (y > v[s] || (y == v[s] && u2 < u[s])) ? 1 : 0;
             };
-            NSA_NO_UNROLL
+            MF_NO_UNROLL
             for (int u2 = 0; u2 < nl; ++u2) count(__shfl_sync(kAll, v[0], u2), u2);
-            NSA_NO_UNROLL
+            MF_NO_UNROLL
             for (unsigned m = m1; m != 0u; m &= m - 1u) {
                 const int src = __ffs((int)m) - 1;
                 count(__shfl_sync(kAll, v[1], src), nl + src);
             }
-            NSA_NO_UNROLL
+            MF_NO_UNROLL
             for (unsigned m = m2; m != 0u; m &= m - 1u) {
                 const int src = __ffs((int)m) - 1;
                 count(__shfl_sync(kAll, v[2], src), nl + 32 + src);
@@ -1696,7 +1685,7 @@ __device__ __forceinline__ void store_rows(const float (&o)[D / 2], const float 
 }
 
 // Pass 2's compressed blocks j overlapping candidates [i0, i0 + kSelTile) (j d + l > i0 l'
-// and j d < iend l'), below nk0. With carried blocks (carry_blocks <= kCarry) the range
+// and j d < iend l'), below nk0. With carried blocks (sh.carry <= kCarry) the range
 // starts at j = i0 l' / d (KT-aligned: i0 is a multiple of kSelTile and l' of d): the earlier
 // j that overlap block i0 .. were scored in the previous range, whose tiles end exactly there,
 // and added to its carry columns. Otherwise from the KT-aligned tile holding the first
@@ -1707,7 +1696,7 @@ __device__ __forceinline__ void cand_krange(const NsaShape &sh, size_t i0, size_
 {
     static_assert(kSelTile % KT == 0, "a range's first tile must be KT-aligned");
     const size_t iend = i0 + kSelTile < cand_max ? i0 + kSelTile : cand_max;
-    if (carry_blocks(sh) <= (size_t)kCarry) {
+    if (sh.carry <= (size_t)kCarry) {
         jlo = i0 * (sh.ls / sh.d);
     } else {
         const size_t lo_num = i0 * sh.ls + 1 > sh.l ? i0 * sh.ls + 1 - sh.l : 0;
