@@ -1482,6 +1482,69 @@ __device__ __forceinline__ void add_tile_importances(SM &sm, const NsaShape &sh,
     }
 }
 
+// Pass 2's importance sums at the seed's ratios, l' = 4 d and l = 2 d (l = 32, d = 16, l' = 64;
+// docs/nsa.md "The compression kernel on a GPU"): compressed block j (tokens [j d, j d + 2 d))
+// overlaps selection blocks j / 4 and, when j % 4 = 3, j / 4 + 1, so block i sums the p of
+// blocks 4 i - 1 .. 4 i + 3. Instead of the tile's p (KT per row) going to shared memory and
+// each (token, block) summing G 5 of them there (add_tile_importances: a chain of 30 shared
+// loads at G = 6), each row's p are summed per block in registers and shuffles, and the
+// (token, block) sums G per-row block sums (add_block_sums). Carried blocks: sh.carry = 1.
+__host__ __device__ inline bool block_sums_fit(const NsaShape &sh)
+{
+    return sh.ls == 4 * sh.d && sh.l == 2 * sh.d;
+}
+// p holds this lane's KT / 2 p's in the accumulator layout (element 4 f + e: row r0 + 8 (e >> 1),
+// key k0 + 8 f + 2 t4 + (e & 1), masked keys 0; k0 a multiple of 4: cand_krange). For rows r0 and
+// r0 + 8, Ps[r][b] (b <= KT / 4) becomes the sum of the row's p over the tile's keys that overlap
+// block k0 / 4 + b: keys 4 b - 1 .. 4 b + 3 of the tile (column KT / 4: key KT - 1 alone, whose
+// other block the next tile's column 0 holds). Per 8 keys (f) the quad holds two blocks: lanes
+// t4 = 0, 1 keys 8 f .. 8 f + 3 (block 2 f), lanes 2, 3 keys 8 f + 4 .. 8 f + 7 (block 2 f + 1);
+// key 8 f + 3 (lane 1) belongs to block 2 f + 1 too, key 8 f + 7 (lane 3) to block 2 f + 2. So
+//   block 2 f     = (p[8f] + p[8f+1]) + (p[8f+2] + p[8f+3]) + p[8f-1]    (lane 0 writes it),
+//   block 2 f + 1 = (p[8f+4] + p[8f+5]) + (p[8f+6] + p[8f+7]) + p[8f+3]  (lane 2),
+// p[-1] = 0 (the previous tile's column KT / 4). Two shuffles per row and 8 keys; every lane
+// of the warp calls it.
+template <int KT, typename PS>
+__device__ __forceinline__ void store_block_sums(PS &Ps, const float (&p)[KT / 2], int r0, int lane)
+{
+    constexpr unsigned kAll = 0xffffffffu;
+    const int t4 = lane & 3, from = (lane & ~3) | ((t4 + 3) & 3); // the quad's previous lane
+    MF_UNROLL
+    for (int h = 0; h < 2; ++h) {
+        float prev = 0.0f; // lane 0: p of key 8 f - 1 (lane 3's last)
+        MF_UNROLL
+        for (int f = 0; f < KT / 8; ++f) {
+            const float p0 = p[4 * f + 2 * h], p1 = p[4 * f + 2 * h + 1];
+            const float pair = p0 + p1;
+            const float half = pair + __shfl_xor_sync(kAll, pair, 1);
+            // lane 2: p of key 8 f + 3 (lane 1's); lane 0: of key 8 f + 7 (lane 3's, block 2 f + 2)
+            const float edge = __shfl_sync(kAll, (t4 & 1) != 0 ? p1 : 0.0f, from);
+            if (t4 == 0) Ps[r0 + 8 * h][2 * f] = half + prev;
+            if (t4 == 2) Ps[r0 + 8 * h][2 * f + 1] = half + edge;
+            prev = edge;
+        }
+        if (t4 == 0) Ps[r0 + 8 * h][KT / 4] = prev;
+    }
+}
+// After store_block_sums' barrier: the blocks k0 / 4 .. k0 / 4 + KT / 4 in [i0, icap) (range_cap;
+// k0 / 4 >= i0: cand_krange) gain, per token, their G rows' sums, heads in order.
+template <int KT, int NTHREADS, typename SM>
+__device__ __forceinline__ void add_block_sums(SM &sm, const NsaShape &sh, size_t k0, size_t i0, size_t iend,
+                                               size_t cand_max, size_t ntok, int tid)
+{
+    auto &imp = sm.imp;
+    const auto &Ps = sm.Ps;
+    const size_t icap = range_cap(sh, iend, cand_max), ib0 = k0 / 4;
+    const int nb = ib0 + KT / 4 < icap ? KT / 4 + 1 : icap > ib0 ? (int)(icap - ib0) : 0;
+    const int G = (int)sh.G, c0 = (int)(ib0 - i0), n = (int)ntok * nb;
+    for (int e = tid; e < n; e += NTHREADS) {
+        const int tok = e / nb, b = e % nb;
+        float acc = imp[tok][c0 + b];
+        for (int hh = 0; hh < G; ++hh) acc += Ps[tok * G + hh][b];
+        imp[tok][c0 + b] = acc;
+    }
+}
+
 // The warp's largest dropped value (pass 2's merge, for max_rej): r is each lane's, -inf
 // (none), a value >= +0 (importances are sums of p = 2^x >= +0 from 0.0f: no -0) or NaN.
 // NaN if any lane's is (that lane's NaN), else the maximum; values >= +0 order as their bits,
@@ -1730,7 +1793,7 @@ template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void 
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 119/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token and carried importances (merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 120/128/124 (serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 128/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 119/128/128; merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 127/128/128 (before store_block_sums: 120/128/124; serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -1786,6 +1849,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
         // pass 2: importances and the running top n of each token
         const size_t tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0,
                      cand_max = (tend - 1) / sh.ls + 1;
+        const bool sums = block_sums_fit(sh); // the seed's ratios: per-block sums in registers
         // the compressed blocks j overlapping candidates [i0, i0 + kSelTile): j*d + l > i0*l' and
         // j*d < iend*l', from a tile-aligned jlo, below nk0
         const auto krange = [&](size_t i0, size_t &jlo, size_t &jhi) {
@@ -1807,18 +1871,20 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
                                                         k0 + 16 < jhi ? k0 + 16 : kNoTile, false, nk0);
                 float s[2][4];
                 scores<D>(s, Qw, tl, buf, lane);
+                float(&p)[8] = reinterpret_cast<float(&)[8]>(s); // element 4 n + e
                 MF_UNROLL
-                for (int n = 0; n < 2; ++n) MF_UNROLL
-                for (int e = 0; e < 4; ++e) {
-                    const int jj = 8 * n + 2 * t4 + (e & 1);
-                    const size_t j = k0 + (size_t)jj;
-                    Ps[16 * warp + g8 + 8 * (e >> 1)][jj] =
-                        j < it.nv[e >> 1]
-                            ? exp2f(s[n][e] * scale_log2 - row_lse2[16 * warp + g8 + 8 * (e >> 1)])
-                            : 0.0f;
+                for (int x = 0; x < 8; ++x) {
+                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
+                              r = 16 * warp + g8 + 8 * (e >> 1);
+                    p[x] = k0 + (size_t)jj < it.nv[e >> 1] ? exp2f(p[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                    if (!sums) Ps[r][jj] = p[x];
                 }
+                if (sums) store_block_sums<16>(Ps, p, 16 * warp + g8, lane);
                 __syncthreads();
-                add_tile_importances<16, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
+                if (sums)
+                    add_block_sums<16, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
+                else
+                    add_tile_importances<16, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
             }
             merge_tile<kThreadsC>(sm, sh, t0, i0, iend, ntok, tid);
         }
@@ -1845,7 +1911,8 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 //   O += P Vc: P rounded to bf16 once as nsa_mma_cmp_kernel, per 16 keys its A fragment
 //     from registers (wgmma.m64nDk16, B = the vc tile, MN-major): 4 wgmma;
 //   pass 2: the same D / 16 wgmma per tile for the scores, p = 2^(x - lse2) to shared
-//     memory, the importances and the top-n merge as nsa_mma_cmp_kernel.
+//     memory (at the seed's ratios their per-block sums, store_block_sums), the
+//     importances and the top-n merge as nsa_mma_cmp_kernel.
 // Operand layout: the no-swizzle (interleaved) canonical layout for every D: R rows x D
 // bf16 stored as [D / 8][R][8], the 16-byte chunk c of row r at byte 16 (c R + r), so each
 // 8 x 8 core matrix is 128 contiguous bytes (a conflict-free wgmma read). Kc as K-major B:
@@ -2122,7 +2189,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 160/154/168 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token and carried importances (merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 155/161/184 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2179,6 +2246,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
         // pass 2: importances and the running top n of each token
         const size_t tend = t0 + QT < sh.S ? t0 + QT : sh.S, ntok = tend - t0,
                      cand_max = (tend - 1) / sh.ls + 1;
+        const bool sums = block_sums_fit(sh); // the seed's ratios: per-block sums in registers
         // the compressed blocks overlapping candidates [i0, i0 + kSelTile), from a tile-aligned jlo, below nk0
         const auto krange = [&](size_t i0, size_t &jlo, size_t &jhi) {
             cand_krange<kKT>(sh, i0, cand_max, nk0, jlo, jhi);
@@ -2201,10 +2269,15 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                     const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
                               r = 16 * warp + g8 + 8 * (e >> 1);
                     const size_t j = k0 + (size_t)jj;
-                    Ps[r][jj] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                    s[x] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                    if (!sums) Ps[r][jj] = s[x];
                 }
+                if (sums) store_block_sums<kKT>(Ps, s, 16 * warp + g8, lane);
                 __syncthreads();
-                add_tile_importances<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
+                if (sums)
+                    add_block_sums<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
+                else
+                    add_tile_importances<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
             }
             merge_tile<kThreadsC>(sm, sh, t0, i0, iend, ntok, tid);
         }

@@ -178,6 +178,14 @@ static const nsa_case nsa_cases[] = {
      * kCarry = 4 blocks into the next range */
     { 1, 300, 6, 1, 16, { 32, 1, 4, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
     { 1, 200, 6, 1, 32, { 8, 1, 2, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
+    /* ---- equivalence, cases 32 and 33: the seed's ratios l' = 4 d, l = 2 d, whose importances the
+     * compression kernels sum per block in registers (nsa_cmp::store_block_sums) instead of from the p
+     * tile: case 32 (l = 2, d = 1, l' = 4) at G = 6 and D = 64 with 299 compressed blocks (five 64-key
+     * tiles, nineteen 16-key ones) and 75 candidate blocks in two ranges, a block carried between them;
+     * case 33 (l = 8, d = 4, l' = 16) at G = 2, two KV groups, B = 2, D = 32, S = 150, n = 5 of up to 10
+     * candidate blocks */
+    { 1, 300, 6, 1, 64, { 2, 1, 4, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
+    { 2, 150, 4, 2, 32, { 8, 4, 16, 5, 12, 0.0f }, MF_DTYPE_BF16, 0 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */

@@ -122,7 +122,7 @@ END_TEST
  * a compressed block). */
 START_TEST(test_recheck_every_token)
 {
-    static const int bf16_cmp_cases[] = { 1, 7, 8, 13, 16, 20, 28, 29, 30, 31 };
+    static const int bf16_cmp_cases[] = { 1, 7, 8, 13, 16, 20, 28, 29, 30, 31, 32, 33 };
     ck_assert_int_eq(setenv("MF_NSA_RECHECK", "all", 1), 0);
     for (size_t i = 0; i < sizeof bf16_cmp_cases / sizeof bf16_cmp_cases[0]; i++) {
         const mf_case_result r = mf_test_op_case("nsa", 0, bf16_cmp_cases[i]);
@@ -231,8 +231,9 @@ END_TEST
  * CTAs, partial last CTAs, S < l (no compressed block); case 20: D = 16 at G = 6 (the
  * 128-row nsa_wg_fwd_kernel<16, 8>); case 29: D = 64 with 199 compressed blocks (the
  * compression kernel's tile pipeline wrapping, several importance tiles); cases 30 and 31: pass 2's
- * importance ranges without and with carried blocks. */
-static const int wgmma_cases[] = { 1, 4, 7, 8, 12, 13, 14, 16, 25, 26, 27, 28, 20, 29, 30, 31 };
+ * importance ranges without and with carried blocks; cases 32 and 33: the seed's ratios (l' = 4 d,
+ * l = 2 d), importances summed per block in registers (nsa_cmp::store_block_sums). */
+static const int wgmma_cases[] = { 1, 4, 7, 8, 12, 13, 14, 16, 25, 26, 27, 28, 20, 29, 30, 31, 32, 33 };
 
 static void wgmma_setup(void)
 {
@@ -259,7 +260,7 @@ END_TEST
  * list covers every token and out, lse (written by it) stay within their rows; the cases
  * without the variable (test_wgmma_cases) pass only if its own certified selection is the
  * reference's. The bf16 cases on the tensor-core compression kernel (D <= 64, n <= 32). */
-static const int wgmma_recheck_cases[] = { 1, 7, 8, 13, 16, 20, 28, 29, 30, 31 };
+static const int wgmma_recheck_cases[] = { 1, 7, 8, 13, 16, 20, 28, 29, 30, 31, 32, 33 };
 
 START_TEST(test_wgmma_recheck_all)
 {
