@@ -1489,6 +1489,7 @@ __device__ __forceinline__ void add_tile_importances(SM &sm, const NsaShape &sh,
 // each (token, block) summing G 5 of them there (add_tile_importances: a chain of 30 shared
 // loads at G = 6), each row's p are summed per block in registers and shuffles, and the
 // (token, block) sums G per-row block sums (add_block_sums). Carried blocks: sh.carry = 1.
+// Tiles start at multiples of 4 compressed blocks (cand_krange: jlo = 4 i0, steps of KT).
 __host__ __device__ inline bool block_sums_fit(const NsaShape &sh)
 {
     return sh.ls == 4 * sh.d && sh.l == 2 * sh.d;
@@ -1503,9 +1504,11 @@ __host__ __device__ inline bool block_sums_fit(const NsaShape &sh)
 //   block 2 f     = (p[8f] + p[8f+1]) + (p[8f+2] + p[8f+3]) + p[8f-1]    (lane 0 writes it),
 //   block 2 f + 1 = (p[8f+4] + p[8f+5]) + (p[8f+6] + p[8f+7]) + p[8f+3]  (lane 2),
 // p[-1] = 0 (the previous tile's column KT / 4). Two shuffles per row and 8 keys; every lane
-// of the warp calls it.
+// of the warp calls it. c0: the first column (nsa_wg_cmp_kernel alternates two sets of
+// KT / 4 + 1 columns, so that a tile's sums are written while the previous tile's are read).
 template <int KT, typename PS>
-__device__ __forceinline__ void store_block_sums(PS &Ps, const float (&p)[KT / 2], int r0, int lane)
+__device__ __forceinline__ void store_block_sums(PS &Ps, const float (&p)[KT / 2], int r0, int lane,
+                                                 int c0 = 0)
 {
     constexpr unsigned kAll = 0xffffffffu;
     const int t4 = lane & 3, from = (lane & ~3) | ((t4 + 3) & 3); // the quad's previous lane
@@ -1519,18 +1522,19 @@ __device__ __forceinline__ void store_block_sums(PS &Ps, const float (&p)[KT / 2
             const float half = pair + __shfl_xor_sync(kAll, pair, 1);
             // lane 2: p of key 8 f + 3 (lane 1's); lane 0: of key 8 f + 7 (lane 3's, block 2 f + 2)
             const float edge = __shfl_sync(kAll, (t4 & 1) != 0 ? p1 : 0.0f, from);
-            if (t4 == 0) Ps[r0 + 8 * h][2 * f] = half + prev;
-            if (t4 == 2) Ps[r0 + 8 * h][2 * f + 1] = half + edge;
+            if (t4 == 0) Ps[r0 + 8 * h][c0 + 2 * f] = half + prev;
+            if (t4 == 2) Ps[r0 + 8 * h][c0 + 2 * f + 1] = half + edge;
             prev = edge;
         }
-        if (t4 == 0) Ps[r0 + 8 * h][KT / 4] = prev;
+        if (t4 == 0) Ps[r0 + 8 * h][c0 + KT / 4] = prev;
     }
 }
 // After store_block_sums' barrier: the blocks k0 / 4 .. k0 / 4 + KT / 4 in [i0, icap) (range_cap;
-// k0 / 4 >= i0: cand_krange) gain, per token, their G rows' sums, heads in order.
+// k0 / 4 >= i0: cand_krange) gain, per token, their G rows' sums (Ps columns from pc0), heads in
+// order.
 template <int KT, int NTHREADS, typename SM>
 __device__ __forceinline__ void add_block_sums(SM &sm, const NsaShape &sh, size_t k0, size_t i0, size_t iend,
-                                               size_t cand_max, size_t ntok, int tid)
+                                               size_t cand_max, size_t ntok, int tid, int pc0 = 0)
 {
     auto &imp = sm.imp;
     const auto &Ps = sm.Ps;
@@ -1540,7 +1544,7 @@ __device__ __forceinline__ void add_block_sums(SM &sm, const NsaShape &sh, size_
     for (int e = tid; e < n; e += NTHREADS) {
         const int tok = e / nb, b = e % nb;
         float acc = imp[tok][c0 + b];
-        for (int hh = 0; hh < G; ++hh) acc += Ps[tok * G + hh][b];
+        for (int hh = 0; hh < G; ++hh) acc += Ps[tok * G + hh][pc0 + b];
         imp[tok][c0 + b] = acc;
     }
 }
@@ -1904,7 +1908,8 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 // (16 there) by cp.async: pass 1 on FlashAttention-3's schedule (branch: four buffers,
 // warpgroup 0 the producer, the two warpgroups ping-pong through named barriers, no CTA
 // barrier per tile), pass 2 double-buffered as there with the two warpgroups' scores
-// staggered (scores<D, true>); per tile and warpgroup:
+// staggered (scores<D, true>), or at the seed's ratios pipelined (S of tile x + 1 under tile
+// x's importance additions, pass2_block_sums); per tile and warpgroup:
 //   S = Q Kc^T: D / 16 wgmma.m64n64k16 (A = the warpgroup's Q rows, B = the kc tile, both
 //     from shared memory, K-major), then the masked online-softmax step on the
 //     accumulators (32 per thread: 16 scores of each of the thread's 2 rows);
@@ -2189,7 +2194,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 155/161/184 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 157/168/193 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2251,6 +2256,41 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
         const auto krange = [&](size_t i0, size_t &jlo, size_t &jhi) {
             cand_krange<kKT>(sh, i0, cand_max, nk0, jlo, jhi);
         };
+        // At the seed's ratios (block_sums_fit) a range's tiles [jlo, jhi) are pipelined: S of tile
+        // x + 1 is issued right after the barrier that publishes tile x's per-block sums, and runs on
+        // the tensor cores while the CTA adds them (add_block_sums); the sums alternate between two
+        // sets of Ps columns, so tile x + 1's are written while tile x's may still be read, and one
+        // CTA barrier per tile orders everything: tile x + 1's landing (and its publication to the
+        // async proxy), every warpgroup's S of tile x complete (its buffer then takes tile x + 2),
+        // tile x's sums written, tile x - 1's additions done. Past the range's last tile the S is of
+        // a stale buffer and discarded (no branch around the wgmma: C7520).
+        const auto pass2_block_sums = [&](size_t jlo, size_t jhi, size_t i0, size_t iend) {
+            int buf = nsa_wgc::stage_tile<D>(tl, cur, kcg, nullptr, jlo, false,
+                                             jlo + kKT < jhi ? jlo + kKT : kNoTile, false, nk0);
+            float s[kKT / 2];
+            nsa_wgc::scores<D>(s, qa, smem_u32(tl.K[buf]));
+            for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
+                const int pc0 = (int)((k0 - jlo) / kKT & 1) * (kKT / 2); // this tile's Ps columns
+                MF_UNROLL
+                for (int x = 0; x < kKT / 2; ++x) {
+                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
+                              r = 16 * warp + g8 + 8 * (e >> 1);
+                    s[x] = k0 + (size_t)jj < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                }
+                store_block_sums<kKT>(Ps, s, 16 * warp + g8, lane, pc0);
+                cp_async_wait_all();
+                wg_fence_proxy();
+                __syncthreads();
+                if (k0 + 2 * kKT < jhi) nsa_wgc::issue_tile<D>(tl, buf, kcg, nullptr, k0 + 2 * kKT, nk0);
+                buf ^= 1;
+                wg_fence(); // s was last written by ordinary instructions
+                nsa_wgc::issue_s<D>(s, qa, smem_u32(tl.K[buf]));
+                wg_commit();
+                add_block_sums<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid, pc0);
+                wg_wait<0>();
+            }
+            cur = buf;
+        };
         if ((size_t)tid < ntok) n_list[tid] = 0, max_rej[tid] = -INFINITY;
         clear_carry<kThreadsC, kMaxQT>(sm, tid);
         for (size_t i0 = 0; i0 < cand_max; i0 += kSelTile) {
@@ -2259,25 +2299,24 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
             start_range<kThreadsC, kMaxQT>(sm, tid);
             size_t jlo, jhi;
             krange(i0, jlo, jhi);
-            for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
-                const int buf = nsa_wgc::stage_tile<D>(tl, cur, kcg, nullptr, k0, k0 > jlo,
-                                                       k0 + kKT < jhi ? k0 + kKT : kNoTile, false, nk0);
-                float s[kKT / 2];
-                nsa_wgc::scores<D, true>(s, qa, smem_u32(tl.K[buf]));
-                MF_UNROLL
-                for (int x = 0; x < kKT / 2; ++x) {
-                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
-                              r = 16 * warp + g8 + 8 * (e >> 1);
-                    const size_t j = k0 + (size_t)jj;
-                    s[x] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
-                    if (!sums) Ps[r][jj] = s[x];
-                }
-                if (sums) store_block_sums<kKT>(Ps, s, 16 * warp + g8, lane);
-                __syncthreads();
-                if (sums)
-                    add_block_sums<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
-                else
+            if (sums) {
+                if (jlo < jhi) pass2_block_sums(jlo, jhi, i0, iend);
+            } else {
+                for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
+                    const int buf = nsa_wgc::stage_tile<D>(tl, cur, kcg, nullptr, k0, k0 > jlo,
+                                                           k0 + kKT < jhi ? k0 + kKT : kNoTile, false, nk0);
+                    float s[kKT / 2];
+                    nsa_wgc::scores<D, true>(s, qa, smem_u32(tl.K[buf]));
+                    MF_UNROLL
+                    for (int x = 0; x < kKT / 2; ++x) {
+                        const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
+                                  r = 16 * warp + g8 + 8 * (e >> 1);
+                        const size_t j = k0 + (size_t)jj;
+                        Ps[r][jj] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                    }
+                    __syncthreads();
                     add_tile_importances<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
+                }
             }
             merge_tile<kThreadsC>(sm, sh, t0, i0, iend, ntok, tid);
         }
@@ -3409,7 +3448,6 @@ static MF_NS::NsaShape nsa_shape(const mf_nsa_config *cfg, int64_t B, int64_t S,
     sh.ls = (size_t)cfg->block_sel;
     sh.n = (size_t)cfg->n_sel;
     sh.w = (size_t)cfg->window;
-    // j < iend l' / d covers tokens up to iend l' - d + l - 1: blocks iend .. iend + (l - d - 1) / l'
     sh.carry = sh.l > sh.d ? (sh.l - sh.d - 1) / sh.ls + 1 : 0;
     sh.scale = cfg->scale > 0.0f ? cfg->scale : (float)(1.0 / std::sqrt((double)D));
     sh.scale_ref = cfg->scale > 0.0f ? (double)cfg->scale : 1.0 / std::sqrt((double)D);
