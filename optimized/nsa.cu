@@ -1520,8 +1520,9 @@ __device__ __forceinline__ void store_block_sums(PS &Ps, const float (&p)[KT / 2
             const float p0 = p[4 * f + 2 * h], p1 = p[4 * f + 2 * h + 1];
             const float pair = p0 + p1;
             const float half = pair + __shfl_xor_sync(kAll, pair, 1);
-            // lane 2: p of key 8 f + 3 (lane 1's); lane 0: of key 8 f + 7 (lane 3's, block 2 f + 2)
-            const float edge = __shfl_sync(kAll, (t4 & 1) != 0 ? p1 : 0.0f, from);
+            // lane 2: p of key 8 f + 3 (lane 1's); lane 0: of key 8 f + 7 (lane 3's, block 2 f + 2);
+            // lanes 1 and 3 receive p's they do not use
+            const float edge = __shfl_sync(kAll, p1, from);
             if (t4 == 0) Ps[r0 + 8 * h][c0 + 2 * f] = half + prev;
             if (t4 == 2) Ps[r0 + 8 * h][c0 + 2 * f + 1] = half + edge;
             prev = edge;
@@ -2194,7 +2195,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 157/168/193 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 160/168/193 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2269,13 +2270,19 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                                              jlo + kKT < jhi ? jlo + kKT : kNoTile, false, nk0);
             float s[kKT / 2];
             nsa_wgc::scores<D>(s, qa, smem_u32(tl.K[buf]));
+            // the rows' lse in registers, and per tile the keys each row sees as a 32-bit bound: fewer
+            // instructions per score in this issue-bound phase (docs/nsa.md), the same values
+            const float lse_r[2] = { row_lse2[16 * warp + g8], row_lse2[16 * warp + g8 + 8] };
             for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
                 const int pc0 = (int)((k0 - jlo) / kKT & 1) * (kKT / 2); // this tile's Ps columns
+                int vis[2];                                              // keys k0 + jj, jj < vis, visible
+                MF_UNROLL
+                for (int i = 0; i < 2; ++i)
+                    vis[i] = it.nv[i] <= k0 ? 0 : it.nv[i] - k0 < (size_t)kKT ? (int)(it.nv[i] - k0) : kKT;
                 MF_UNROLL
                 for (int x = 0; x < kKT / 2; ++x) {
-                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
-                              r = 16 * warp + g8 + 8 * (e >> 1);
-                    s[x] = k0 + (size_t)jj < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1);
+                    s[x] = jj < vis[e >> 1] ? exp2f(s[x] * scale_log2 - lse_r[e >> 1]) : 0.0f;
                 }
                 store_block_sums<kKT>(Ps, s, 16 * warp + g8, lane, pc0);
                 cp_async_wait_all();
