@@ -156,9 +156,11 @@
  *   min(16, 64/G) tokens), 64 rows, bf16 kc/vc tiles, dkc/dvc
  *   added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention):
- *   projected about 4.1-5.3x on the wgmma kernels (not measured; revised on
- *   2026-11-27 from 5.0-6.6x to 3.3-5.2x, then to 4.1-5.3x with pass 2's
- *   importance sums from registers and its issue slots counted). At D = 64 each score's exp2 takes as long on the
+ *   projected about 3.8-4.8x on the wgmma kernels (not measured; revised on
+ *   2026-11-27 from 5.0-6.6x to 3.3-5.2x, then to 3.8-4.8x with pass 2's
+ *   importance sums from registers and its SASS issue slots counted; SASS
+ *   counts show both passes and, very likely, the dense baseline bound by
+ *   issue slots at D = 64, so the ratio awaits a consistent recount). At D = 64 each score's exp2 takes as long on the
  *   special-function units as its products on the tensor cores, and pass 2 of
  *   the compression kernel (importances and top-n merges) runs as CTA-wide
  *   phases that nothing overlaps. 6x is not met by design; docs/nsa.md lists
