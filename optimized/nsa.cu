@@ -440,54 +440,68 @@ template <int D> struct Stage {
     static constexpr int value = D == 128 ? 2 : 4;
 };
 
-// One 16-key sub-tile of a key stream: keys [k0, k0 + nk) (nk = 0: none),
-// whether this warp has a row that may see one of them (warp-uniform) and the
-// token mask (bit u: token t0 + u may see its keys).
-struct Sub {
-    size_t k0;
-    int nk;
-    bool need;
-    unsigned int tm;
+// The sub-tiles of one stage (CTA-uniform): sub-tile j holds the keys
+// [k0[j], k0[j] + nk[j]) (nk 0: none) and tm[j] the tokens (bit u: token
+// t0 + u) that may see them. A stream's fill(y, st) describes stage y
+// (sub-tiles NT y .. NT y + NT - 1; past the stream's end: empty). run_stream
+// calls fill once per stage, for its scan and loads, and keeps the result in
+// shared memory for the stage's step (stage_bits), so no sub-tile is
+// described twice.
+constexpr int kMaxNT = 4; // Stage<D>::value <= 4
+struct SubTiles {
+    size_t k0[kMaxNT];
+    int nk[kMaxNT];
+    unsigned int tm[kMaxNT];
 };
 
-// Sub-tile x of a stream of ntiles (past the end: empty).
-template <typename Desc> __device__ __forceinline__ Sub sub_at(Desc &desc, size_t x, size_t ntiles)
+// fill(y, st), then whether stage y has a key (CTA-uniform).
+template <int NT, typename Fill> __device__ __forceinline__ bool fill_any(Fill &fill, size_t y, SubTiles &st)
 {
-    Sub sd = { 0, 0, false, 0u };
-    if (x < ntiles) desc(x, sd.k0, sd.nk, sd.need, sd.tm);
-    return sd;
-}
-
-// Whether stage y (sub-tiles NT y .. NT y + NT - 1) has a key (CTA-uniform).
-template <int NT, typename Desc>
-__device__ __forceinline__ bool stage_any(Desc &desc, size_t y, size_t ntiles)
-{
+    fill(y, st);
     bool any = false;
     MF_UNROLL
-    for (int j = 0; j < NT; ++j) any = any || sub_at(desc, (size_t)NT * y + (size_t)j, ntiles).nk > 0;
+    for (int j = 0; j < NT; ++j) any = any || st.nk[j] > 0;
     return any;
 }
 
-// Stage y's sub-tiles into Ks, Vs (16 NT x (D + 8) bf16 each; sub-tile j in
-// rows 16j..16j+15) by cp.async, CTA-wide (WARPS warps); rows past a
-// sub-tile's keys zero-filled.
-template <int D, int NT, int WARPS, typename Desc>
-__device__ __forceinline__ void load_stage(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
-                                           const __nv_bfloat16 *vg, size_t stride, Desc &desc, size_t y,
-                                           size_t ntiles)
+// chunk(c) for this thread's c < N of a CTA of TH threads (c = threadIdx.x +
+// TH it): unrolled up to 2 per thread (no loop left in the code); a rolled
+// loop beyond (unrolled, every chunk's addresses would stay in registers).
+template <int N, int TH, typename F> __device__ __forceinline__ void for_chunks(F chunk)
 {
-    constexpr int kC = D / 8, LDS = D + 8;
+    constexpr int kIt = (N + TH - 1) / TH;
+    if constexpr (kIt <= 2) {
+        MF_UNROLL
+        for (int it = 0; it < kIt; ++it) {
+            const int c = (int)threadIdx.x + it * TH;
+            if (N % TH == 0 || c < N) chunk(c);
+        }
+    } else {
+        MF_NO_UNROLL
+        for (int c = (int)threadIdx.x; c < N; c += TH) chunk(c);
+    }
+}
+
+// A stage's sub-tiles (st) into Ks, Vs (16 NT x (D + 8) bf16 each; sub-tile j
+// in rows 16j..16j+15) by cp.async, CTA-wide (WARPS warps, blockDim.x = 32
+// WARPS); rows past a sub-tile's keys zero-filled. A sub-tile's 16 D / 8
+// chunks of K, then of V, are spread over all threads (for_chunks).
+template <int D, int NT, int WARPS>
+__device__ __forceinline__ void load_stage(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
+                                           const __nv_bfloat16 *vg, size_t stride, const SubTiles &st)
+{
+    constexpr int kC = D / 8, LDS = D + 8, kPer = 16 * kC, kTh = 32 * WARPS;
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
-        const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
-        const size_t k0 = sd.nk > 0 ? sd.k0 : 0; // an empty sub-tile zero-fills from key 0
-        for (int c = threadIdx.x; c < 16 * kC; c += 32 * WARPS) {
-            const int r = c / kC, col = (c % kC) * 8;
-            const bool in = r < sd.nk;
+        const int nk = st.nk[j];
+        const size_t k0 = nk > 0 ? st.k0[j] : 0; // an empty sub-tile zero-fills from key 0
+        for_chunks<2 * kPer, kTh>([&](int c2) {
+            const bool isv = c2 >= kPer; // V's chunks after K's
+            const int c = isv ? c2 - kPer : c2, r = c / kC, col = (c % kC) * 8;
+            const bool in = r < nk;
             const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
-            cp_async16(Ks + (16 * j + r) * LDS + col, kg + at, in ? 16u : 0u);
-            cp_async16(Vs + (16 * j + r) * LDS + col, vg + at, in ? 16u : 0u);
-        }
+            cp_async16((isv ? Vs : Ks) + (16 * j + r) * LDS + col, (isv ? vg : kg) + at, in ? 16u : 0u);
+        });
     }
 }
 
@@ -498,33 +512,66 @@ struct Rows {
     bool ok[2];  // a real row (padding rows see no key)
 };
 
-// The lane's visibility bits of stage y (computed first, so that no
-// descriptor stays live across the products): vis(i, k0, nk, tm, lo, hi) gives
-// the keys k0 + [lo, hi) of a sub-tile that row slot i sees (0 <= lo, hi <=
-// nk); bit 8 j + 4 i + 2 n + c of seen: row slot i sees key 8 n + 2 t4 + c of
-// sub-tile j; bit j of needm: this warp computes sub-tile j (warp-uniform).
-template <int NT, typename Desc, typename Vis>
-__device__ __forceinline__ void stage_bits(unsigned int &needm, unsigned int &seen, Desc &desc, size_t y,
-                                           size_t ntiles, int lane, Vis &vis)
+// The keys the rows of a stream may see, besides a sub-tile's token mask (a
+// stream's constants, built once by keys_of): row slot i of the lane sees
+// [kl[i], kh[i]) of a sub-tile whose mask holds its token's bit rbit[i] (0 for
+// a padding row); the warp's rows (nsa_wg_fwd_kernel: its warpgroup's, the
+// span of blk_of) together see [ukl, ukh), each of them at least
+// [ikl, ikh) (empty when ikl >= ikh), and wmask holds their tokens.
+struct Keys {
+    size_t kl[2], kh[2];
+    unsigned int rbit[2];
+    size_t ukl, ukh, ikl, ikh;
+    unsigned int wmask;
+};
+
+// The lane's visibility bits of a stage (st: its sub-tiles; computed first, so
+// that nothing of st stays live across the products; ks: the stream's Keys):
+// bit 8 j + 4 i + 2 n + c of seen: row slot i sees key 8 n + 2 t4 + c of
+// sub-tile j; bit j of needm: this warp computes sub-tile j (warp-uniform: a
+// key of it may be seen by a row of the warp's). An interior stage (every
+// sub-tile full and inside [ikl, ikh)) needs only the token masks.
+template <int NT>
+__device__ __forceinline__ void stage_bits(unsigned int &needm, unsigned int &seen, const SubTiles &st,
+                                           const Keys &ks, int lane)
 {
-    const int t4 = lane & 3;
     needm = 0u;
     seen = 0u;
+    bool inner = true;
+    MF_UNROLL
+    for (int j = 0; j < NT; ++j)
+        inner = inner && st.nk[j] == 16 && st.k0[j] >= ks.ikl && st.k0[j] + 16 <= ks.ikh;
+    if (inner) { // warp-uniform
+        MF_UNROLL
+        for (int j = 0; j < NT; ++j) {
+            const unsigned int tm = st.tm[j];
+            if ((tm & ks.wmask) == 0u) continue;
+            needm |= 1u << j;
+            MF_UNROLL
+            for (int i = 0; i < 2; ++i)
+                if ((tm & ks.rbit[i]) != 0u) seen |= 15u << (8 * j + 4 * i);
+        }
+        return;
+    }
+    const int t4 = lane & 3;
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
-        const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
-        if (sd.nk == 0 || !sd.need) continue;
+        const size_t k0 = st.k0[j];
+        const int nk = st.nk[j];
+        const unsigned int tm = st.tm[j];
+        if (nk == 0 || (tm & ks.wmask) == 0u || k0 >= ks.ukh || k0 + (size_t)nk <= ks.ukl) continue;
         needm |= 1u << j;
         MF_UNROLL
         for (int i = 0; i < 2; ++i) {
-            int lo = 0, hi = 0;
-            vis(i, sd.k0, sd.nk, sd.tm, lo, hi);
-            MF_UNROLL
-            for (int n = 0; n < 2; ++n) MF_UNROLL
-            for (int c = 0; c < 2; ++c) {
-                const int jj = 8 * n + 2 * t4 + c;
-                if (jj >= lo && jj < hi) seen |= 1u << (8 * j + 4 * i + 2 * n + c);
-            }
+            if ((tm & ks.rbit[i]) == 0u) continue;
+            // the sub-tile's keys [lo, hi) that row slot i sees
+            const size_t kl = ks.kl[i], kh = ks.kh[i];
+            const int lo = k0 >= kl ? 0 : (kl - k0 < (size_t)nk ? (int)(kl - k0) : nk);
+            const int hi = k0 >= kh ? 0 : (kh - k0 < (size_t)nk ? (int)(kh - k0) : nk);
+            // as bits (hi <= 16), shifted so that bits c and 8 + c are this lane's keys
+            // 2 t4 + c and 8 + 2 t4 + c: seen's bits 2 n + c of (j, i)
+            const unsigned int m = ((1u << hi) - (1u << (lo < hi ? lo : hi))) >> (2 * t4);
+            seen |= ((m & 3u) | ((m >> 6) & 12u)) << (8 * j + 4 * i);
         }
     }
 }
@@ -575,14 +622,14 @@ __device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 
 // of the warp). SPLIT (the backward's recomputation of o): P V as Phi V + Plo V
 // with P = Phi + Plo, both bf16 (~2^-16 relative), so that dg = dout . o is not
 // moved by P's rounding.
-template <int D, int NT, bool SPLIT = false, typename Desc, typename Vis>
+template <int D, int NT, bool SPLIT = false>
 __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bfloat16 *Qw,
-                                           const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, Desc &desc,
-                                           size_t y, size_t ntiles, float scale_log2, int lane, Vis &vis)
+                                           const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs,
+                                           const SubTiles &st, const Keys &ks, float scale_log2, int lane)
 {
     constexpr int LDS = D + 8;
     unsigned int needm, seen;
-    stage_bits<NT>(needm, seen, desc, y, ntiles, lane, vis);
+    stage_bits<NT>(needm, seen, st, ks, lane);
     if (needm == 0u) return;
     float s[2 * NT][4];
     MF_UNROLL
@@ -623,40 +670,45 @@ template <int N> __device__ __forceinline__ const __nv_bfloat16 *stage_ptr(const
 }
 template <int N> __device__ __forceinline__ void stage_landed(const __nv_bfloat16 (&)[N]) {}
 
-// The sub-tiles x < ntiles of one key stream, CTA-wide, NT per stage and
-// double-buffered: desc(x, k0, nk, need, tm) describes sub-tile x (see Sub);
-// step(Ks, Vs, y) multiplies stage y once it has landed in Ks, Vs (the
-// forward: stage_step; the backward: its recomputation of o, then grad_stage).
-// A stage without keys is skipped. Every thread calls it with the same ntiles
-// and desc results (CTA-uniform barriers); the caller's barrier precedes it,
-// and it ends with one. WARPS: the CTA's warps (they share the loads).
+// The stages y < nst of one key stream, CTA-wide, double-buffered: fill(y, st)
+// describes stage y (SubTiles); step(st, Ks, Vs) multiplies it once it has
+// landed in Ks, Vs (the forward: stage_step; the backward: its recomputation
+// of o, then grad_stage), st read from cache (shared memory: thread 0 stores
+// each stage's fill there when it loads the stage). A stage without keys is
+// skipped. Every thread calls it with the same nst and fill results
+// (CTA-uniform barriers); the caller's barrier precedes it, and it ends with
+// one. WARPS: the CTA's warps (they share the loads).
 // KT: a stage buffer's type, __nv_bfloat16[16 NT (D + 8)] (load_stage's padded rows) or
 // nsa_wg::Tile<D> (the wgmma kernel's canonical layout); stage_ptr and stage_landed
 // (the proxy fence the wgmma operands need) are overloaded on it.
-template <int D, int NT, int WARPS, typename KT, typename Desc, typename Step>
+template <int D, int NT, int WARPS, typename KT, typename Fill, typename Step>
 __device__ __forceinline__ void run_stream(KT *Kt, KT *Vt, const __nv_bfloat16 *kg, const __nv_bfloat16 *vg,
-                                           size_t stride, size_t ntiles, Desc &desc, Step step)
+                                           size_t stride, size_t nst, SubTiles (&cache)[2], Fill &fill,
+                                           Step step)
 {
-    const size_t nst = (ntiles + NT - 1) / NT;
+    static_assert(NT <= kMaxNT, "SubTiles holds kMaxNT sub-tiles");
+    SubTiles st;
     size_t y = 0;
-    while (y < nst && !stage_any<NT>(desc, y, ntiles)) ++y;
+    while (y < nst && !fill_any<NT>(fill, y, st)) ++y;
     if (y >= nst) return;
-    load_stage<D, NT, WARPS>(Kt[0], Vt[0], kg, vg, stride, desc, y, ntiles);
+    load_stage<D, NT, WARPS>(Kt[0], Vt[0], kg, vg, stride, st);
     cp_async_commit();
+    if (threadIdx.x == 0) cache[0] = st;
     for (int buf = 0; y < nst; buf ^= 1) {
         size_t yn = y + 1;
-        while (yn < nst && !stage_any<NT>(desc, yn, ntiles)) ++yn;
+        while (yn < nst && !fill_any<NT>(fill, yn, st)) ++yn;
         if (yn < nst) { // prefetch stage yn into the other buffer (consumed before the last barrier)
-            load_stage<D, NT, WARPS>(Kt[buf ^ 1], Vt[buf ^ 1], kg, vg, stride, desc, yn, ntiles);
+            load_stage<D, NT, WARPS>(Kt[buf ^ 1], Vt[buf ^ 1], kg, vg, stride, st);
             cp_async_commit();
+            if (threadIdx.x == 0) cache[buf ^ 1] = st; // read after the barrier of stage yn
             cp_async_wait_1();
         } else {
             cp_async_wait_all();
         }
         stage_landed(Kt[buf]);
-        __syncthreads(); // stage y landed for every thread
-        step(stage_ptr(Kt[buf]), stage_ptr(Vt[buf]), y);
-        __syncthreads(); // stage y consumed before its buffer is refilled
+        __syncthreads(); // stage y landed for every thread, its cache entry stored
+        step(cache[buf], stage_ptr(Kt[buf]), stage_ptr(Vt[buf]));
+        __syncthreads(); // stage y consumed (buffers and cache entry) before they are refilled
         y = yn;
     }
 }
@@ -693,12 +745,6 @@ __device__ __forceinline__ int warp_min_i(int x)
         x = y < x ? y : x;
     }
     return x;
-}
-
-// hi: the keys k0 + [0, hi) of a sub-tile of nk keys that are <= t.
-__device__ __forceinline__ int causal_hi(size_t t, size_t k0, int nk)
-{
-    return t < k0 ? 0 : (t - k0 < (size_t)nk ? (int)(t - k0) + 1 : nk);
 }
 
 // QT tokens per CTA of WARPS warps (the forward and the backward): all G heads
@@ -751,20 +797,44 @@ __device__ __forceinline__ Blk blk_of(const NsaShape &sh, size_t item, size_t QT
     return bk;
 }
 
-// The union of a CTA's selections, one merge round at a time (shared memory).
+// The Keys of item bk's selected stream (win false: row t sees the keys
+// [0, t + 1) of the blocks its token selected) or of its window (win true: the
+// keys [t + 1 - w, t + 1)).
+__device__ __forceinline__ Keys keys_of(const Blk &bk, size_t w, bool win)
+{
+    auto first = [&](size_t t) { return win && t + 1 > w ? t + 1 - w : 0; };
+    Keys ks;
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i) {
+        const bool ok = bk.rw.ok[i];
+        ks.kl[i] = ok ? first(bk.rw.t[i]) : 0;
+        ks.kh[i] = ok ? bk.rw.t[i] + 1 : 0;
+        ks.rbit[i] = ok ? 1u << bk.rw.tok[i] : 0u;
+    }
+    ks.ukl = first(bk.wt0); // the warp's tokens: [wt0, wt1] (none: wmask 0)
+    ks.ukh = bk.wt1 + 1;
+    ks.ikl = first(bk.wt1);
+    ks.ikh = bk.wt0 + 1;
+    ks.wmask = bk.wmask;
+    return ks;
+}
+
+// The union of a CTA's selections, one merge round at a time, and run_stream's
+// stage descriptors (shared memory).
 struct Union {
     int ulist[kChunk];          // union blocks of one merge round, increasing
     unsigned int umask[kChunk]; //   and the tokens (bits) that selected each
     int ucnt;
+    SubTiles st[2]; // the sub-tiles of the stages in run_stream's two buffers
 };
 
 // The selected branch's key stream of item bk: the union of its tokens'
 // selections (sel rows, each increasing), merged by warp 0 kChunk entries per
 // round (lane u holds token u's next block; the next union block is the warp
 // minimum, its token mask the ballot of the lanes holding it), each round's
-// ntb-sub-tile pieces streamed by run_stream. step(desc, vis, Ks, Vs, y,
-// ntiles) multiplies a stage. CTA-wide (WARPS warps); the caller's barrier
-// precedes it.
+// ntb-sub-tile pieces streamed by run_stream. step(st, ks, Ks, Vs) multiplies
+// a stage (st: its SubTiles; ks: the stream's Keys). CTA-wide (WARPS warps);
+// the caller's barrier precedes it.
 template <int D, int NT, int WARPS, typename KT, typename Step>
 __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &sh, const int32_t *sel,
                                                 Union &un, KT *Kt, KT *Vt, const __nv_bfloat16 *kg,
@@ -777,6 +847,7 @@ __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &s
     int hv = INT_MAX; // the lane's next selected block (INT_MAX: none left)
     if (mine && sh.n > 0 && srow[0] >= 0) hv = srow[0];
     const size_t ntb = (sh.ls + 15) / 16; // sub-tiles per selection block
+    const Keys ks = keys_of(bk, sh.w, false);
     for (;;) {
         __syncthreads(); // the previous round's list is consumed
         if (warp == 0) {
@@ -800,55 +871,63 @@ __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &s
         __syncthreads();
         const int cnt = un.ucnt;
         if (cnt == 0) break;
+        // sub-tile x < cnt ntb: piece r = x mod ntb of union block u = x / ntb, one
+        // division per stage (the seed's l' = 64: a stage is one block, u = y)
         const size_t ntiles = (size_t)cnt * ntb;
-        auto desc = [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
-            const size_t u = x / ntb, s0 = (size_t)un.ulist[u] * sh.ls,
-                         bend = s0 + sh.ls < bk.tend ? s0 + sh.ls : bk.tend;
-            k0 = s0 + 16 * (x - u * ntb);
-            nk = k0 < bend ? (bend - k0 < 16 ? (int)(bend - k0) : 16) : 0;
-            tm = un.umask[u];
-            need = (tm & bk.wmask) != 0u && k0 <= bk.wt1;
+        auto fill = [&](size_t y, SubTiles &st) {
+            const size_t x0 = (size_t)NT * y;
+            size_t u = x0 / ntb, r = x0 - u * ntb;
+            MF_UNROLL
+            for (int j = 0; j < NT; ++j) {
+                st.k0[j] = 0;
+                st.nk[j] = 0;
+                st.tm[j] = 0u;
+                if (x0 + (size_t)j < ntiles) {
+                    const size_t s0 = (size_t)un.ulist[u] * sh.ls,
+                                 bend = s0 + sh.ls < bk.tend ? s0 + sh.ls : bk.tend, k0 = s0 + 16 * r;
+                    st.k0[j] = k0;
+                    st.nk[j] = k0 < bend ? (bend - k0 < 16 ? (int)(bend - k0) : 16) : 0;
+                    st.tm[j] = un.umask[u];
+                }
+                if (++r == ntb) {
+                    r = 0;
+                    ++u;
+                }
+            }
         };
-        auto vis = [&](int i, size_t k0, int nk, unsigned int tm, int &lo, int &hi) {
-            lo = 0;
-            hi = bk.rw.ok[i] && ((tm >> bk.rw.tok[i]) & 1u) != 0u ? causal_hi(bk.rw.t[i], k0, nk) : 0;
-        };
-        run_stream<D, NT, WARPS>(Kt, Vt, kg, vg, stride, ntiles, desc,
-                                 [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
-                                     step(desc, vis, Ks, Vs, y, ntiles);
+        run_stream<D, NT, WARPS>(Kt, Vt, kg, vg, stride, (ntiles + NT - 1) / NT, un.st, fill,
+                                 [&](const SubTiles &st, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs) {
+                                     step(st, ks, Ks, Vs);
                                  });
     }
 }
 
 // The sliding window's key stream of item bk: the keys [t0 + 1 - w, tend) in
-// 16-key sub-tiles; row t sees s iff t - w < s <= t. step and WARPS as
-// selected_stream's.
+// 16-key sub-tiles; row t sees s iff t - w < s <= t. step, WARPS and un (its
+// stage descriptors only) as selected_stream's.
 template <int D, int NT, int WARPS, typename KT, typename Step>
-__device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh, KT *Kt, KT *Vt,
+__device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh, Union &un, KT *Kt, KT *Vt,
                                               const __nv_bfloat16 *kg, const __nv_bfloat16 *vg, size_t stride,
                                               Step step)
 {
     const size_t wlo = bk.t0 + 1 > sh.w ? bk.t0 + 1 - sh.w : 0, ntiles = (bk.tend - wlo + 15) / 16;
-    auto desc = [&](size_t x, size_t &k0, int &nk, bool &need, unsigned int &tm) {
-        k0 = wlo + 16 * x;
-        nk = bk.tend - k0 < 16 ? (int)(bk.tend - k0) : 16;
-        need = bk.wany && k0 <= bk.wt1 && k0 + (size_t)nk + sh.w > bk.wt0 + 1;
-        tm = 0xffffffffu;
+    auto fill = [&](size_t y, SubTiles &st) {
+        MF_UNROLL
+        for (int j = 0; j < NT; ++j) {
+            const size_t k0 = wlo + 16 * ((size_t)NT * y + (size_t)j);
+            st.k0[j] = k0;
+            st.nk[j] = k0 < bk.tend ? (bk.tend - k0 < 16 ? (int)(bk.tend - k0) : 16) : 0;
+            st.tm[j] = 0xffffffffu;
+        }
     };
-    auto vis = [&](int i, size_t k0, int nk, unsigned int, int &lo, int &hi) {
-        // s sees t - w < s <= t: the first visible key is t + 1 - w
-        const size_t first = bk.rw.t[i] + 1 > sh.w ? bk.rw.t[i] + 1 - sh.w : 0;
-        lo = first <= k0 ? 0 : (first - k0 < (size_t)nk ? (int)(first - k0) : nk);
-        hi = bk.rw.ok[i] ? causal_hi(bk.rw.t[i], k0, nk) : 0;
-    };
-    run_stream<D, NT, WARPS>(Kt, Vt, kg, vg, stride, ntiles, desc,
-                             [&](const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y) {
-                                 step(desc, vis, Ks, Vs, y, ntiles);
-                             });
+    const Keys ks = keys_of(bk, sh.w, true);
+    run_stream<D, NT, WARPS>(
+        Kt, Vt, kg, vg, stride, (ntiles + NT - 1) / NT, un.st, fill,
+        [&](const SubTiles &st, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs) { step(st, ks, Ks, Vs); });
 }
 
 // Dynamic shared memory of nsa_mma_fwd_kernel<D, WARPS>: Q of the 16 WARPS
-// rows, two K/V stages of 16 Stage<D> keys, the union round (54.3 KB at D = 64
+// rows, two K/V stages of 16 Stage<D> keys, the union round (54.4 KB at D = 64
 // with 8 warps, over the 48 KB of static shared memory).
 template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 {
@@ -857,7 +936,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=224 smem<=0 spill=0  (sm_90 measured: regs 153/168/200/219 at D = 16/32/64/128 for both WARPS = 4 and 8, stack 0; dynamic smem fwd_smem_bytes: 15.3/25.3/45.3/51.3 KB (4 warps), 18.3/30.3/54.3/68.3 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
+// mf-budget: regs<=224 smem<=0 spill=0  (sm_90 measured: regs 146/158/194/213 at D = 16/32/64/128 with WARPS = 4, 146/160/190/223 with 8, stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -893,9 +972,9 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
         cp_async_wait_all(); // published by the merge round's barriers below
         const __nv_bfloat16 *kg = k + (b * sh.S * sh.Hk + g) * D, *vg = v + (b * sh.S * sh.Hk + g) * D;
         Acc<D> acc;
-        auto step = [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
-                        size_t ntiles) {
-            stage_step<D, NT>(acc, Qw, Ks, Vs, desc, y, ntiles, scale_log2, lane, vis);
+        auto step = [&](const SubTiles &st, const Keys &ks, const __nv_bfloat16 *Ks,
+                        const __nv_bfloat16 *Vs) {
+            stage_step<D, NT>(acc, Qw, Ks, Vs, st, ks, scale_log2, lane);
         };
         // selected branch: the union of the tokens' selections, kChunk entries per round
         acc_init(acc);
@@ -903,7 +982,7 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
         finish_rows<D>(acc, bk.rw, out, lse, g_slc, 1, sh, b, g, lane);
         // sliding window: keys [t0 + 1 - w, tend)
         acc_init(acc);
-        window_stream<D, NT, WARPS>(bk, sh, Kt, Vt, kg, vg, kstride, step);
+        window_stream<D, NT, WARPS>(bk, sh, un, Kt, Vt, kg, vg, kstride, step);
         finish_rows<D>(acc, bk.rw, out, lse, g_win, 2, sh, b, g, lane);
     }
 }
@@ -988,27 +1067,29 @@ template <int D> __device__ __forceinline__ void stage_landed(const Tile<D> &) {
 // Stage y's sub-tiles into Ks, Vs (keys 16 j .. of sub-tile j) by cp.async, CTA-wide;
 // rows past a sub-tile's keys zero-filled (nsa_sw::load_stage's contract, Tile layout).
 // D >= 64: a key row's chunks on consecutive threads (the swizzle spreads the writes);
-// D <= 32: chunk c of 8 consecutive keys on 8 consecutive threads.
-template <int D, int NT, int WARPS, typename Desc>
+// D <= 32: chunk c of 8 consecutive keys on 8 consecutive threads. K's chunks, then V's,
+// spread over all threads as in nsa_sw::load_stage (at D = 64 with 8 warps: warpgroup 0
+// loads K, warpgroup 1 V, one chunk per thread and sub-tile).
+template <int D, int NT, int WARPS>
 __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_bfloat16 *kg,
-                                           const __nv_bfloat16 *vg, size_t stride, Desc &desc, size_t y,
-                                           size_t ntiles)
+                                           const __nv_bfloat16 *vg, size_t stride, const nsa_sw::SubTiles &st)
 {
     static_assert(16 * NT == Tile<D>::NK, "a stage is one Tile");
-    constexpr int kC = D / 8;
+    constexpr int kC = D / 8, kPer = 16 * kC, kTh = 32 * WARPS;
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
-        const nsa_sw::Sub sd = nsa_sw::sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
-        const size_t k0 = sd.nk > 0 ? sd.k0 : 0; // an empty sub-tile zero-fills from key 0
-        for (int c = threadIdx.x; c < 16 * kC; c += 32 * WARPS) {
+        const int nk = st.nk[j];
+        const size_t k0 = nk > 0 ? st.k0[j] : 0; // an empty sub-tile zero-fills from key 0
+        nsa_sw::for_chunks<2 * kPer, kTh>([&](int c2) {
+            const bool isv = c2 >= kPer;
+            const int c = isv ? c2 - kPer : c2;
             const int r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
             const int col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
-            const bool in = r < sd.nk;
+            const bool in = r < nk;
             const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
             const int o = off<D>(16 * j + r, col, Tile<D>::NK);
-            cp_async16(Ks.b + o, kg + at, in ? 16u : 0u);
-            cp_async16(Vs.b + o, vg + at, in ? 16u : 0u);
-        }
+            cp_async16((isv ? Vs.b : Ks.b) + o, (isv ? vg : kg) + at, in ? 16u : 0u);
+        });
     }
 }
 
@@ -1016,14 +1097,14 @@ enum { kBarStagger = 1 }; // named barrier (0 is __syncthreads)
 
 // Stage y for this thread's warpgroup (qa: its first Q row; ka, va: the stage's K and V
 // tiles). Visibility as stage_step's; needm is warpgroup-uniform here (blk_of, span 64).
-template <int D, int WARPS, typename Desc, typename Vis>
+template <int D, int WARPS>
 __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, uint32_t ka, uint32_t va,
-                                           Desc &desc, size_t y, size_t ntiles, float scale_log2, int lane,
-                                           Vis &vis)
+                                           const nsa_sw::SubTiles &st, const nsa_sw::Keys &ks,
+                                           float scale_log2, int lane)
 {
     constexpr int NT = Stage<D>::value, NK = 16 * NT;
     unsigned int needm, seen;
-    nsa_sw::stage_bits<NT>(needm, seen, desc, y, ntiles, lane, vis);
+    nsa_sw::stage_bits<NT>(needm, seen, st, ks, lane);
     // from a shuffle: provably warp-uniform for ptxas, so the branches around the wgmma
     // below are not divergent paths (which serialize wgmma: ptxas C7520)
     needm = __shfl_sync(0xffffffffu, needm, 0);
@@ -1068,7 +1149,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_wg
 
-// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 193/202/246/226 at D = 16/32/64/128 with WARPS = 4, 193/202/242/226 with 8, stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.3/21.3/41.3/49.3 KB (4 warps), 13.3/25.3/49.3/65.3 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 181/187/215/212 at D = 16/32/64/128 with WARPS = 4, 181/185/205/222 with 8, stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_wg_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1108,10 +1189,9 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
         wg_fence_proxy(); // published to wgmma by the merge round's barriers below
         const __nv_bfloat16 *kg = k + (b * sh.S * sh.Hk + g) * D, *vg = v + (b * sh.S * sh.Hk + g) * D;
         Acc<D> acc;
-        auto step = [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
-                        size_t ntiles) {
-            nsa_wg::stage_step<D, WARPS>(acc, qa, smem_u32(Ks), smem_u32(Vs), desc, y, ntiles, scale_log2,
-                                         lane, vis);
+        auto step = [&](const SubTiles &st, const Keys &ks, const __nv_bfloat16 *Ks,
+                        const __nv_bfloat16 *Vs) {
+            nsa_wg::stage_step<D, WARPS>(acc, qa, smem_u32(Ks), smem_u32(Vs), st, ks, scale_log2, lane);
         };
         // selected branch: the union of the tokens' selections, kChunk entries per round
         acc_init(acc);
@@ -1119,7 +1199,7 @@ __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
         finish_rows<D>(acc, bk.rw, out, lse, g_slc, 1, sh, b, g, lane);
         // sliding window: keys [t0 + 1 - w, tend)
         acc_init(acc);
-        window_stream<D, NT, WARPS>(bk, sh, Kt, Vt, kg, vg, kstride, step);
+        window_stream<D, NT, WARPS>(bk, sh, un, Kt, Vt, kg, vg, kstride, step);
         finish_rows<D>(acc, bk.rw, out, lse, g_win, 2, sh, b, g, lane);
     }
 #else
@@ -2510,7 +2590,7 @@ __device__ __forceinline__ void add_dkdv(float *dkg, float *dvg, const float ck[
 // the tokens' selections, merged round by round, and the window [t0 + 1 - w,
 // tend)), here in 32-key stages (16 at D = 128; cp.async, double-buffered).
 // Q and dO of the 64 rows are staged once per CTA. Shared memory is dynamic
-// (bwd_smem_bytes: 46.3 KB at D = 64, 57.3 KB at D = 128). Per branch
+// (bwd_smem_bytes: 46.4 KB at D = 64, 57.4 KB at D = 128). Per branch
 // (selected, window):
 //   1. o recomputed over the branch's stream (stage_step with P split hi + lo,
 //      ~2^-16), dg = dout . o / l, Delta = gate dg (FlashAttention-2's
@@ -2577,17 +2657,17 @@ __device__ __forceinline__ void row_grad(RowGrad &rg, const nsa_mma::Acc<D> &acc
 
 // Stage y of the backward (CTA-wide, one barrier inside; run_stream's barriers
 // around it). Qs, dOs: the CTA's 64 rows; Ss, Ps: [64][16 NT + 8] bf16.
-template <int D, int NT, typename Desc, typename Vis>
+template <int D, int NT>
 __device__ __forceinline__ void
 grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dOs, const __nv_bfloat16 *Ks,
-           const __nv_bfloat16 *Vs, __nv_bfloat16 *Ss, __nv_bfloat16 *Ps, Desc &desc, size_t y, size_t ntiles,
+           const __nv_bfloat16 *Vs, __nv_bfloat16 *Ss, __nv_bfloat16 *Ps, const SubTiles &st, const Keys &ks,
            const RowGrad &rg, float scale_log2, float scale, float *dkg, float *dvg, size_t stride, int warp,
-           int lane, Vis &vis)
+           int lane)
 {
     constexpr int LDS = D + 8, LDX = 16 * NT + 8;
     const int g8 = lane >> 2, t4 = lane & 3;
     unsigned int needm, seen;
-    stage_bits<NT>(needm, seen, desc, y, ntiles, lane, vis);
+    stage_bits<NT>(needm, seen, st, ks, lane);
     float s[2 * NT][4], dp[2 * NT][4];
     MF_UNROLL
     for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
@@ -2655,8 +2735,8 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
     // tile (ldmatrix.trans); B[k=row][n=c] = Q[row][c], dO[row][c].
     for (int pc = warp; pc < NT * (D / 16); pc += kWarps) {
         const int j = pc / (D / 16), cg = pc % (D / 16);
-        const Sub sd = sub_at(desc, (size_t)NT * y + (size_t)j, ntiles);
-        if (sd.nk == 0) continue;
+        const int nk = st.nk[j];
+        if (nk == 0) continue;
         float ck[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
         float cv[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
         MF_UNROLL
@@ -2671,12 +2751,12 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
             ldsm_x4_t(b, dOs + off);
             mma_x2(cv[0], cv[1], pT, b);
         }
-        nsa_mma::add_dkdv(dkg, dvg, ck, cv, sd.k0, sd.nk, stride, cg * 16, scale, lane);
+        nsa_mma::add_dkdv(dkg, dvg, ck, cv, st.k0[j], nk, stride, cg * 16, scale, lane);
     }
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 180/197/220/242 at D = 16/32/64/128, stack 0; dynamic smem 22.3 / 30.3 / 46.3 / 57.3 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 168/186/212/224 at D = 16/32/64/128, stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -2715,16 +2795,16 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
                 selected_stream<D, NT, kWarps>(bk, sh, sel, un, Kt, Vt, k + koff, v + koff, kstride, warp,
                                                lane, step);
             else
-                window_stream<D, NT, kWarps>(bk, sh, Kt, Vt, k + koff, v + koff, kstride, step);
+                window_stream<D, NT, kWarps>(bk, sh, un, Kt, Vt, k + koff, v + koff, kstride, step);
         };
         for (int x = 1; x < 3; ++x) {
             RowGrad rg;
             {
                 nsa_mma::Acc<D> acc;
                 nsa_mma::acc_init(acc);
-                walk(x, [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
-                            size_t ntiles) {
-                    stage_step<D, NT, true>(acc, Qw, Ks, Vs, desc, y, ntiles, scale_log2, lane, vis);
+                walk(x, [&](const SubTiles &st, const Keys &ks, const __nv_bfloat16 *Ks,
+                            const __nv_bfloat16 *Vs) {
+                    stage_step<D, NT, true>(acc, Qw, Ks, Vs, st, ks, scale_log2, lane);
                 });
                 row_grad<D>(rg, acc, bk, dOs, x == 1 ? g_slc : g_win, lse, x == 1 ? dg_slc : dg_win, x, sh,
                             warp, lane);
@@ -2732,11 +2812,11 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
             float dqa[D / 8][4];
             MF_UNROLL
             for (int n = 0; n < D / 8; ++n) dqa[n][0] = dqa[n][1] = dqa[n][2] = dqa[n][3] = 0.0f;
-            walk(x, [&](auto &desc, auto &vis, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs, size_t y,
-                        size_t ntiles) {
-                grad_stage<D, NT>(dqa, Qs, dOs, Ks, Vs, Ss, Ps, desc, y, ntiles, rg, scale_log2, sh.scale,
-                                  dk + koff, dv + koff, kstride, warp, lane, vis);
-            });
+            walk(x,
+                 [&](const SubTiles &st, const Keys &ks, const __nv_bfloat16 *Ks, const __nv_bfloat16 *Vs) {
+                     grad_stage<D, NT>(dqa, Qs, dOs, Ks, Vs, Ss, Ps, st, ks, rg, scale_log2, sh.scale,
+                                       dk + koff, dv + koff, kstride, warp, lane);
+                 });
             MF_UNROLL
             for (int i = 0; i < 2; ++i) {
                 if (!bk.rw.ok[i]) continue;
