@@ -42,6 +42,19 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
 // max that propagates NaN (fmaxf drops it): a NaN input must make the result NaN.
 __device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
 
+// 2^x with subnormal results flushed to +0 (and a subnormal x read as 0, so 1): one MUFU.EX2 in SASS, where
+// exp2f is 4-6 instructions (without ftz it adds a range test and two multiplies to keep subnormal results).
+// -Inf gives +0, +Inf +Inf, NaN NaN. A GPU is within 2 ulp of the correctly rounded 2^x (PTX ISA, ex2); host
+// mode emulates the instruction with 2^x rounded once from double (cudahost/README.md, Inline PTX), so a
+// tolerance must cover the GPU's 2 ulp. Suits softmax terms 2^(s - max) <= 1, where values below 2^-126
+// (FLT_MIN) do not matter.
+__device__ __forceinline__ float mf_ex2_ftz(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Block-wide reductions over the kThreads threads of a block (kThreads ==
 // blockDim.x, a power of two) through shared memory sh[kThreads]. Every thread
 // of the block must call them (they contain __syncthreads); the trailing

@@ -96,6 +96,14 @@ struct Ctx {
             if (ops[k].cons == "n") return "(" + ops[k].expr + ")";
             return opname(k);
         }
+        // PTX float immediates: 0f + 8 hex digits (.f32 bits), 0d + 16 (.f64)
+        if (t.size() > 2 && t[0] == '0' && (t[1] == 'f' || t[1] == 'F' || t[1] == 'd' || t[1] == 'D')) {
+            const bool dbl = t[1] == 'd' || t[1] == 'D';
+            if (t.size() != (dbl ? 18u : 10u) ||
+                t.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos)
+                return err = "malformed float immediate '" + t + "'", "";
+            return std::string(dbl ? "(uint64_t)0x" : "(uint32_t)0x") + t.substr(2) + "u";
+        }
         if ((t[0] >= '0' && t[0] <= '9') || t[0] == '-') {
             std::string lit = t;
             if (lit.size() > 1 && (lit.back() == 'U' || lit.back() == 'u')) lit.pop_back();
@@ -235,6 +243,7 @@ inline std::string instr(Ctx &c, const std::string &op0, const std::vector<std::
     static const std::regex re_mov(R"(mov\.(b16|u16|s16|b32|u32|s32|b64|u64|s64))");
     static const std::regex re_setp(R"(setp\.(eq|ne|lt|le|gt|ge)\.(b32|u32|s32|b64|u64|s64))");
     static const std::regex re_bar(R"((bar|barrier)(\.cta)?\.(sync|arrive)(\.aligned)?)");
+    static const std::regex re_ex2(R"(ex2\.approx(\.ftz)?\.f32)");
     static const std::regex re_ld(R"(ld\.shared(::cta)?\.(b16|u16|s16|b32|u32|s32|f32|b64|u64|s64|f64))");
     static const std::regex re_st(R"(st\.shared(::cta)?\.(b16|u16|s16|b32|u32|s32|f32|b64|u64|s64|f64))");
     const std::string W = "__FILE__, __LINE__";
@@ -434,6 +443,13 @@ inline std::string instr(Ctx &c, const std::string &op0, const std::vector<std::
                         : cmp == "gt" ? ">"
                                       : ">=";
         return p + " = (" + cast + "(" + x + ") " + o + " " + cast + "(" + y + "));";
+    }
+    if (std::regex_match(op, m, re_ex2)) { // d = 2^a on .f32 registers (ptx.h: ex2_approx_f32_)
+        if (!need(2)) return "";
+        std::string d = c.val(a[0]), x = c.val(a[1]);
+        if (!c.err.empty()) return "";
+        return assign(d, "::cudahost::ptx::ex2_approx_f32_((uint32_t)(" + x + "), " +
+                             (m[1].matched ? "true" : "false") + ")");
     }
     if (std::regex_match(op, m, re_bar)) {
         // bar.* is always .aligned; barrier.* only with the qualifier. Barrier 0 without a count: __syncthreads.

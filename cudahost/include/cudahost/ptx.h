@@ -17,6 +17,7 @@
 #ifndef CUDAHOST_PTX_H
 #define CUDAHOST_PTX_H
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -110,6 +111,24 @@ void wgmma_mma_async_(const char *what, const char *file, int line, int n, int d
 inline uint32_t laneid() { return detail::thread_linear_() & 31u; }
 inline uint32_t warpid() { return detail::thread_linear_() >> 5; }
 void bar_sync_(); // bar.sync 0 / barrier.sync 0 (= __syncthreads)
+
+// ex2.approx[.ftz].f32 d, a (PTX ISA 9.7.3.21): d = 2^a on the bits of .f32 registers. Special cases as the ISA's
+// table: -Inf -> +0, +-0 -> 1, +Inf -> +Inf, NaN -> NaN. Subnormals are kept without .ftz; with .ftz a subnormal a
+// is flushed to a zero of its sign first (so 2^a = 1) and a subnormal result to +0 (2^a is never negative).
+// Accuracy: the ISA allows 2 ulp from the correctly rounded result on a GPU; host mode computes 2^a in double
+// (exp2 is exact at integers, within 1 double ulp elsewhere) and rounds once to float, i.e. within 0.5 ulp plus
+// about 2^-29 ulp of 2^a: at least as accurate, so a kernel may come out slightly differently on a GPU.
+inline uint32_t ex2_approx_f32_(uint32_t a_bits, bool ftz)
+{
+    float a;
+    std::memcpy(&a, &a_bits, sizeof a);
+    if (ftz && std::fpclassify(a) == FP_SUBNORMAL) a = std::copysign(0.0f, a);
+    float d = (float)std::exp2((double)a);
+    if (ftz && std::fpclassify(d) == FP_SUBNORMAL) d = 0.0f;
+    uint32_t d_bits;
+    std::memcpy(&d_bits, &d, sizeof d_bits);
+    return d_bits;
+}
 // Named barriers (src/engine.cpp): bar{.cta}.sync a{, b}, bar{.cta}.arrive a, b, barrier{.cta}.sync{.aligned} a{, b},
 // barrier{.cta}.arrive{.aligned} a, b. Barrier a (0..15) completes when b threads (a multiple of 32; has_b 0: the
 // whole block) have arrived, counted per warp; sync waits for the completion, arrive does not. Barrier 0 without b
