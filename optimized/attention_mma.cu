@@ -83,7 +83,7 @@ template <int D> constexpr size_t fwd_smem_bytes()
     return (size_t)(kFwdBR + 4 * FwdKeys<D>::value) * (D + 8) * sizeof(__nv_bfloat16);
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 221, D=128 regs 252, stack 0; dynamic smem 72 / 102 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 221, D=128 regs 251, stack 0; dynamic smem 72 / 102 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -179,12 +179,19 @@ __global__ void __launch_bounds__(kThreads)
                     mx[e >> 1] = nan_max(mx[e >> 1], x);
                 }
                 float corr[2], mu[2];
-                online_max_step(m[mt], mx, corr, mu);
+                online_max_step<true>(m[mt], mx, corr, mu); // corr by mf_ex2_ftz, see below
+                // p = 2^(x - m) <= 1 with one MUFU.EX2: mf_ex2_ftz, where exp2f is four instructions
+                // (for x < -126 it squares 2^(x/2) to keep a subnormal result). For x >= -126 both run
+                // the same MUFU.EX2 on the same x (bit for bit in CUDA 13 sm_90 code); below, p < 2^-126
+                // becomes 0. That is harmless: the row max's own term is 1, so l >= 1, and each flushed
+                // term changes l and O by under 2^-126 relative, far below the fp32 rounding of l (2^-24)
+                // and the bf16 rounding of P in P V (2^-9). -inf (masked) gives 0, +inf +inf, NaN NaN,
+                // as exp2f.
                 float rs[2] = { 0.0f, 0.0f };
                 MF_UNROLL
                 for (int n = 0; n < BC / 8; ++n) MF_UNROLL
                 for (int e = 0; e < 4; ++e) {
-                    const float p = exp2f(s[mt][n][e] - mu[e >> 1]); // 0 where masked
+                    const float p = mf_ex2_ftz(s[mt][n][e] - mu[e >> 1]); // 0 where masked
                     s[mt][n][e] = p;
                     rs[e >> 1] += p;
                 }
@@ -284,7 +291,7 @@ __device__ __forceinline__ void load_stats(float *lse_s, float *dl_s, const floa
     }
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 233, D=128 regs 243, stack 0; dynamic smem 90 / 111 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 227, D=128 regs 239, stack 0; dynamic smem 90 / 111 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attn_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -371,7 +378,10 @@ __global__ void __launch_bounds__(kThreads)
             for (int n = 0; n < BR / 8; ++n) MF_UNROLL
             for (int e = 0; e < 4; ++e) {
                 const int qi = 8 * n + 2 * t + (e & 1);
-                float p = exp2f(st[n][e] * scale_log2 - lse_b[qi]);
+                // mf_ex2_ftz as in the forward: p = 2^(x - lse) <= 1 up to rounding; a flushed p < 2^-126
+                // changes dV, dK and dQ by under 2^-126 |dO| or |dP|, far below their bf16/fp32 rounding.
+                // Infinite and NaN arguments (an lse of -inf or NaN) give what exp2f gives.
+                float p = mf_ex2_ftz(st[n][e] * scale_log2 - lse_b[qi]);
                 float ds = p * (dpt[n][e] - dl_b[qi]);
                 if (need_mask) {
                     const size_t i = q0 + (size_t)qi, j = key_a + (size_t)(8 * (e >> 1));
