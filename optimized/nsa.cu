@@ -596,12 +596,15 @@ __device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 
         mx[e >> 1] = nan_max(mx[e >> 1], x);
     }
     float corr[2], mu[2];
-    online_max_step(acc.m, mx, corr, mu);
+    online_max_step<true>(acc.m, mx, corr, mu);
     float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
     for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
     for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[n][e] - mu[e >> 1]);
+        // ex2.approx.ftz: a p below 2^-126 becomes 0; the row's largest term is 1, so l and
+        // O move by less than 2^-126 relative (exp2f would spend 3 more instructions per
+        // score keeping such p subnormal)
+        const float p = mf_ex2_ftz(s[n][e] - mu[e >> 1]);
         s[n][e] = p;
         rs[e >> 1] += p;
     }
@@ -875,6 +878,20 @@ __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &s
         // division per stage (the seed's l' = 64: a stage is one block, u = y)
         const size_t ntiles = (size_t)cnt * ntb;
         auto fill = [&](size_t y, SubTiles &st) {
+            if (ntb == (size_t)NT) { // a stage is union block y (the seed's l' = 64 at D <= 64)
+                const size_t s0 = (size_t)un.ulist[y] * sh.ls;
+                // its keys before tend (ls <= 16 NT here; a selected block starts before tend)
+                const size_t rem = bk.tend > s0 ? bk.tend - s0 : 0;
+                const int nb = rem < sh.ls ? (int)rem : (int)sh.ls;
+                const unsigned int tm = un.umask[y];
+                MF_UNROLL
+                for (int j = 0; j < NT; ++j) {
+                    st.k0[j] = s0 + (size_t)(16 * j);
+                    st.nk[j] = nb <= 16 * j ? 0 : (nb - 16 * j < 16 ? nb - 16 * j : 16);
+                    st.tm[j] = tm;
+                }
+                return;
+            }
             const size_t x0 = (size_t)NT * y;
             size_t u = x0 / ntb, r = x0 - u * ntb;
             MF_UNROLL
@@ -936,7 +953,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=224 smem<=0 spill=0  (sm_90 measured: regs 146/158/194/213 at D = 16/32/64/128 with WARPS = 4, 146/160/190/223 with 8, stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
+// mf-budget: regs<=224 smem<=0 spill=0  (sm_90 measured: regs 149/161/196/214 at D = 16/32/64/128 with WARPS = 4, 149/166/192/224 with 8 (before the stage descriptors in shared memory: 153/168/200/219), stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1149,7 +1166,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_wg
 
-// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 181/187/215/212 at D = 16/32/64/128 with WARPS = 4, 181/185/205/222 with 8, stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 168/181/211/208 at D = 16/32/64/128 with WARPS = 4, 168/182/204/219 with 8 (before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_wg_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1401,10 +1418,15 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
 //     rounding (a 2^-23): dx, for pass 2's scores and (the same instructions)
 //     pass 1's;
 //   lse2 = m + log2 l: the exact lse of pass 1's scores is within dx of the
-//     true one (1-Lipschitz); l's float sums and exp2f's (2^-21 relative each)
+//     true one (1-Lipschitz); l's float sums and ex2's (2^-21 relative each)
 //     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
 //     in log2 1.5 T 14 2^-24; log2f and the additions: 2^-21 (|m| + |log2 l| + 2);
-//   p: x - lse2 rounded ((a + |lse2|) 2^-23) and exp2f (2^-21 relative).
+//   p: x - lse2 rounded ((a + |lse2|) 2^-23) and ex2 (2^-21 relative).
+// ex2 is ex2.approx.ftz (mf_ex2_ftz, online_max_step<true>; 2 ulp): a p or a
+// rescale factor whose result would be below 2^-126 becomes 0, off by less
+// than 2^-125 absolutely. In l (>= 1, its largest term 1) that is under
+// 64 nv 2^-125 relative, far inside the 1.01 factor; in an importance,
+// selection_threshold's 2^-100 covers it.
 // delta = 2 dx + ... is the exponent's error (the score's and the lse's, taken
 // as independent: a worst case); 2^delta - 1 <= ln2 delta (1 + delta).
 // The 1.01 factors cover the bound's own float rounding (a, qn: <= (D + 2) 2^-24).
@@ -1426,7 +1448,8 @@ __device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t
 // bounds: each importance sums at most G ((l' + l)/d + 2) p's, each off by at most
 // eps (the largest of the token's rows) relative, plus the float sum's rounding
 // (that many times 2^-24), relative to the true value (hence 1 / (1 - eps) <=
-// 1.34 for eps < 1/4); 2^-100 covers p's that underflowed to 0 (each < 2^-125).
+// 1.34 for eps < 1/4); 2^-100 covers p's that underflowed or were flushed to
+// 0 (each < 2^-125; G ((l' + l)/d + 2) of them stay far below it).
 __device__ __forceinline__ float selection_threshold(const NsaShape &sh, float eps, float mn, float rej)
 {
     const float e = 1.01f * (eps + (float)(sh.G * ((sh.ls + sh.l) / sh.d + 2)) * 0x1p-24f);
@@ -1472,13 +1495,13 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
             mx[e >> 1] = nan_max(mx[e >> 1], x);
         }
         float corr[2], mu[2];
-        online_max_step(m, mx, corr, mu);
+        online_max_step<true>(m, mx, corr, mu);
         float rs[2] = { 0.0f, 0.0f };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
         for (int e = 0; e < 4; ++e) {
-            const float p = exp2f(s[n][e] - mu[e >> 1]);
-            rs[e >> 1] += p; // l: the fp32 p
+            const float p = mf_ex2_ftz(s[n][e] - mu[e >> 1]); // (the certificate's ex2, above)
+            rs[e >> 1] += p;                                  // l: the fp32 p
             s[n][e] = p;
         }
         MF_UNROLL
@@ -1961,7 +1984,8 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
                 for (int x = 0; x < 8; ++x) {
                     const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
                               r = 16 * warp + g8 + 8 * (e >> 1);
-                    p[x] = k0 + (size_t)jj < it.nv[e >> 1] ? exp2f(p[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                    p[x] =
+                        k0 + (size_t)jj < it.nv[e >> 1] ? mf_ex2_ftz(p[x] * scale_log2 - row_lse2[r]) : 0.0f;
                     if (!sums) Ps[r][jj] = p[x];
                 }
                 if (sums) store_block_sums<16>(Ps, p, 16 * warp + g8, lane);
@@ -2177,11 +2201,11 @@ __device__ __forceinline__ void softmax_tile(float (&s)[kKT / 2], size_t x, cons
         mx[e >> 1] = nan_max(mx[e >> 1], xv);
     }
     float mu[2];
-    online_max_step(m, mx, corr, mu);
+    online_max_step<true>(m, mx, corr, mu);
     float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
     for (int i = 0; i < kKT / 2; ++i) {
-        const float p = exp2f(s[i] - mu[(i >> 1) & 1]);
+        const float p = mf_ex2_ftz(s[i] - mu[(i >> 1) & 1]);
         rs[(i >> 1) & 1] += p;
         s[i] = p;
     }
@@ -2275,7 +2299,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 160/168/193 at D = 16/32/64 with pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 168/193/205 at D = 16/32/64 with ex2.approx.ftz (before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2362,7 +2386,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                 MF_UNROLL
                 for (int x = 0; x < kKT / 2; ++x) {
                     const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1);
-                    s[x] = jj < vis[e >> 1] ? exp2f(s[x] * scale_log2 - lse_r[e >> 1]) : 0.0f;
+                    s[x] = jj < vis[e >> 1] ? mf_ex2_ftz(s[x] * scale_log2 - lse_r[e >> 1]) : 0.0f;
                 }
                 store_block_sums<kKT>(Ps, s, 16 * warp + g8, lane, pc0);
                 cp_async_wait_all();
@@ -2399,7 +2423,7 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                         const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
                                   r = 16 * warp + g8 + 8 * (e >> 1);
                         const size_t j = k0 + (size_t)jj;
-                        Ps[r][jj] = j < it.nv[e >> 1] ? exp2f(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
+                        Ps[r][jj] = j < it.nv[e >> 1] ? mf_ex2_ftz(s[x] * scale_log2 - row_lse2[r]) : 0.0f;
                     }
                     __syncthreads();
                     add_tile_importances<kKT, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
@@ -2756,7 +2780,7 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 168/186/212/224 at D = 16/32/64/128, stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 172/188/212/226 at D = 16/32/64/128 (before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
