@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
                     mx[e >> 1] = nan_max(mx[e >> 1], x);
                 }
                 float corr[2], mu[2];
-                online_max_step<true>(m[mt], mx, corr, mu); // corr by mf_ex2_ftz, see below
+                online_max_step(m[mt], mx, corr, mu); // corr by mf_ex2_ftz, see below
                 // p = 2^(x - m) <= 1 with one MUFU.EX2: mf_ex2_ftz, where exp2f is four instructions
                 // (for x < -126 it squares 2^(x/2) to keep a subnormal result). For x >= -126 both run
                 // the same MUFU.EX2 on the same x (bit for bit in CUDA 13 sm_90 code); below, p < 2^-126

@@ -103,16 +103,15 @@ template <typename Acc> __device__ __forceinline__ void frags_zero(Acc &acc)
 // mx[r] is this lane's max over the new tile's (already scaled, log2-domain) scores; it is reduced over
 // the quad and folded into the running max m[r]. corr[r] = 2^(m_old - m_new) rescales the running sum and
 // output; mu[r] is what to subtract from the tile's scores before exp2 (0 while nothing is visible, m = -inf,
-// which keeps everything at 0 and avoids inf - inf). kEx2Ftz computes corr with mf_ex2_ftz (one MUFU.EX2
+// which keeps everything at 0 and avoids inf - inf). corr is computed with mf_ex2_ftz (one MUFU.EX2
 // instead of exp2f's four instructions): corr = 2^(m_old - m_new) <= 1, and a flushed corr < 2^-126 drops
 // old terms that are each under 2^-126 of the new max's term 1, so l and O change by under N 2^-126 relative.
-template <bool kEx2Ftz = false>
 __device__ __forceinline__ void online_max_step(float m[2], const float mx[2], float corr[2], float mu[2])
 {
     MF_UNROLL
     for (int r = 0; r < 2; ++r) {
         const float mn = nan_max(m[r], quad_max(mx[r]));
-        corr[r] = mn == -INFINITY ? 1.0f : (kEx2Ftz ? mf_ex2_ftz(m[r] - mn) : exp2f(m[r] - mn));
+        corr[r] = mn == -INFINITY ? 1.0f : mf_ex2_ftz(m[r] - mn);
         mu[r] = mn == -INFINITY ? 0.0f : mn;
         m[r] = mn;
     }

@@ -596,7 +596,7 @@ __device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 
         mx[e >> 1] = nan_max(mx[e >> 1], x);
     }
     float corr[2], mu[2];
-    online_max_step<true>(acc.m, mx, corr, mu);
+    online_max_step(acc.m, mx, corr, mu);
     float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
     for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
@@ -1422,7 +1422,7 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
 //     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
 //     in log2 1.5 T 14 2^-24; log2f and the additions: 2^-21 (|m| + |log2 l| + 2);
 //   p: x - lse2 rounded ((a + |lse2|) 2^-23) and ex2 (2^-21 relative).
-// ex2 is ex2.approx.ftz (mf_ex2_ftz, online_max_step<true>; 2 ulp): a p or a
+// ex2 is ex2.approx.ftz (mf_ex2_ftz, also in online_max_step; 2 ulp): a p or a
 // rescale factor whose result would be below 2^-126 becomes 0, off by less
 // than 2^-125 absolutely. In l (>= 1, its largest term 1) that is under
 // 64 nv 2^-125 relative, far inside the 1.01 factor; in an importance,
@@ -1495,7 +1495,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
             mx[e >> 1] = nan_max(mx[e >> 1], x);
         }
         float corr[2], mu[2];
-        online_max_step<true>(m, mx, corr, mu);
+        online_max_step(m, mx, corr, mu);
         float rs[2] = { 0.0f, 0.0f };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
@@ -2201,7 +2201,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[kKT / 2], size_t x, cons
         mx[e >> 1] = nan_max(mx[e >> 1], xv);
     }
     float mu[2];
-    online_max_step<true>(m, mx, corr, mu);
+    online_max_step(m, mx, corr, mu);
     float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
     for (int i = 0; i < kKT / 2; ++i) {
