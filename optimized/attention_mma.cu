@@ -83,7 +83,7 @@ template <int D> constexpr size_t fwd_smem_bytes()
     return (size_t)(kFwdBR + 4 * FwdKeys<D>::value) * (D + 8) * sizeof(__nv_bfloat16);
 }
 
-// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 221, D=128 regs 251, stack 0; dynamic smem 72 / 102 KiB)
+// mf-budget: regs<=255 smem<=0 spill=0  (sm_90 measured: D=64 regs 221, D=128 regs 255 (251 before the running max on fmaxf and the scale in the exponent's FFMA), stack 0; dynamic smem 72 / 102 KiB)
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attn_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -169,21 +169,22 @@ __global__ void __launch_bounds__(kThreads)
                 MF_UNROLL
                 for (int n = 0; n < BC / 8; ++n) MF_UNROLL
                 for (int e = 0; e < 4; ++e) {
-                    float x = s[mt][n][e] * scale_log2;
+                    float x = s[mt][n][e]; // raw: the scale is in online_max_step and softmax_p
                     if (need_mask) {
                         const size_t j = k0 + (size_t)(8 * n + 2 * t + (e & 1));
                         const size_t i = row_a + (size_t)(16 * mt + 8 * (e >> 1));
                         if (j >= N || (causal && j > i)) x = -INFINITY;
                     }
                     s[mt][n][e] = x;
-                    mx[e >> 1] = nan_max(mx[e >> 1], x);
+                    mx[e >> 1] = fmaxf(mx[e >> 1], x); // NaN: see online_max_step
                 }
                 float corr[2], mu[2];
-                online_max_step(m[mt], mx, corr, mu); // corr by mf_ex2_ftz, see below
-                // p = 2^(x - m) <= 1 with one MUFU.EX2: mf_ex2_ftz, where exp2f is four instructions
-                // (for x < -126 it squares 2^(x/2) to keep a subnormal result). For x >= -126 both run
-                // the same MUFU.EX2 on the same x (bit for bit in CUDA 13 sm_90 code); below, p < 2^-126
-                // becomes 0. That is harmless: the row max's own term is 1, so l >= 1, and each flushed
+                online_max_step(m[mt], mx, scale_log2, corr, mu); // corr by mf_ex2_ftz, see below
+                // p = 2^(s c - m) (softmax_p: the exponent one FFMA) with one MUFU.EX2: mf_ex2_ftz, where
+                // exp2f is four instructions (for x < -126 it squares 2^(x/2) to keep a subnormal result).
+                // For x >= -126 both run the same MUFU.EX2 on the same x (bit for bit in CUDA 13 sm_90
+                // code); below, p < 2^-126 becomes 0. That is harmless: the row max's own term is 1 (to
+                // 2^-24 |m| relative: its exponent is s c - round(s c)), so l >= 1 - that, and each flushed
                 // term changes l and O by under 2^-126 relative, far below the fp32 rounding of l (2^-24)
                 // and the bf16 rounding of P in P V (2^-9). -inf (masked) gives 0, +inf +inf, NaN NaN,
                 // as exp2f.
@@ -191,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
                 MF_UNROLL
                 for (int n = 0; n < BC / 8; ++n) MF_UNROLL
                 for (int e = 0; e < 4; ++e) {
-                    const float p = mf_ex2_ftz(s[mt][n][e] - mu[e >> 1]); // 0 where masked
+                    const float p = softmax_p(s[mt][n][e], scale_log2, mu[e >> 1]); // 0 where masked
                     s[mt][n][e] = p;
                     rs[e >> 1] += p;
                 }

@@ -100,21 +100,37 @@ template <typename Acc> __device__ __forceinline__ void frags_zero(Acc &acc)
 }
 
 // One online-softmax step for the two accumulator rows (r = 0: row g, r = 1: row g + 8) a lane holds:
-// mx[r] is this lane's max over the new tile's (already scaled, log2-domain) scores; it is reduced over
-// the quad and folded into the running max m[r]. corr[r] = 2^(m_old - m_new) rescales the running sum and
-// output; mu[r] is what to subtract from the tile's scores before exp2 (0 while nothing is visible, m = -inf,
-// which keeps everything at 0 and avoids inf - inf). corr is computed with mf_ex2_ftz (one MUFU.EX2
-// instead of exp2f's four instructions): corr = 2^(m_old - m_new) <= 1, and a flushed corr < 2^-126 drops
-// old terms that are each under 2^-126 of the new max's term 1, so l and O change by under N 2^-126 relative.
-__device__ __forceinline__ void online_max_step(float m[2], const float mx[2], float corr[2], float mu[2])
+// mx[r] is this lane's max, by fmaxf, over the new tile's raw scores (unscaled; masked keys -inf); it is
+// reduced over the quad, scaled to the log2 domain and folded into the running max m[r] (of scaled scores).
+// Scaling the max instead of every score gives the same m: scale_log2 > 0 and rounding is monotone, so
+// round(max s * c) = max round(s * c). corr[r] = 2^(m_old - m_new) rescales the running sum and output; mu[r]
+// is what softmax_p subtracts (0 while nothing is visible, m = -inf, which keeps everything at 0 and avoids
+// inf - inf). corr is computed with mf_ex2_ftz (one MUFU.EX2 instead of exp2f's four instructions): corr =
+// 2^(m_old - m_new) <= 1, and a flushed corr < 2^-126 drops old terms that are each under 2^-126 of the new
+// max's term 1, so l and O change by under N 2^-126 relative.
+// NaN: fmaxf (one FMNMX) drops a NaN score from the max where nan_max (three instructions per score) kept it.
+// The row still turns NaN in the same places: the NaN score's own p = softmax_p(NaN) is NaN, so l, O and
+// lse = m + log2 l are NaN (P V carries it to every column), as they were when m itself became NaN. A masked
+// key is -inf before the max, NaN or not.
+__device__ __forceinline__ void online_max_step(float m[2], const float mx[2], float scale_log2,
+                                                float corr[2], float mu[2])
 {
     MF_UNROLL
     for (int r = 0; r < 2; ++r) {
-        const float mn = nan_max(m[r], quad_max(mx[r]));
+        float x = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+        const float mn = fmaxf(m[r], x * scale_log2);
         corr[r] = mn == -INFINITY ? 1.0f : mf_ex2_ftz(m[r] - mn);
         mu[r] = mn == -INFINITY ? 0.0f : mn;
         m[r] = mn;
     }
+}
+// A raw score's softmax term 2^(s scale_log2 - mu) (mu: online_max_step's), its exponent one fma: one
+// rounding where scaling the score first and subtracting took two (FFMA instead of FMUL + FADD per score).
+// The row's max term is 2^(s c - round(s c)), within 2^-24 |m| ln 2 relative of 1. -inf (masked) gives 0.
+__device__ __forceinline__ float softmax_p(float s, float scale_log2, float mu)
+{
+    return mf_ex2_ftz(fmaf(s, scale_log2, -mu));
 }
 
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, uint32_t src_bytes)

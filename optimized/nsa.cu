@@ -446,12 +446,15 @@ template <int D> struct Stage {
 // (sub-tiles NT y .. NT y + NT - 1; past the stream's end: empty). run_stream
 // calls fill once per stage, for its scan and loads, and keeps the result in
 // shared memory for the stage's step (stage_bits), so no sub-tile is
-// described twice.
+// described twice. full: the NT sub-tiles are full and contiguous (keys
+// [k0[0], k0[0] + 16 NT)), which lets stage_bits test an interior stage with
+// one key range instead of one per sub-tile; a fill may leave it false.
 constexpr int kMaxNT = 4; // Stage<D>::value <= 4
 struct SubTiles {
     size_t k0[kMaxNT];
     int nk[kMaxNT];
     unsigned int tm[kMaxNT];
+    bool full;
 };
 
 // fill(y, st), then whether stage y has a key (CTA-uniform).
@@ -537,10 +540,15 @@ __device__ __forceinline__ void stage_bits(unsigned int &needm, unsigned int &se
 {
     needm = 0u;
     seen = 0u;
-    bool inner = true;
-    MF_UNROLL
-    for (int j = 0; j < NT; ++j)
-        inner = inner && st.nk[j] == 16 && st.k0[j] >= ks.ikl && st.k0[j] + 16 <= ks.ikh;
+    bool inner;
+    if (st.full) { // one range for the stage (CTA-uniform)
+        inner = st.k0[0] >= ks.ikl && st.k0[0] + (size_t)(16 * NT) <= ks.ikh;
+    } else {
+        inner = true;
+        MF_UNROLL
+        for (int j = 0; j < NT; ++j)
+            inner = inner && st.nk[j] == 16 && st.k0[j] >= ks.ikl && st.k0[j] + 16 <= ks.ikh;
+    }
     if (inner) { // warp-uniform
         MF_UNROLL
         for (int j = 0; j < NT; ++j) {
@@ -590,21 +598,23 @@ __device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 
     for (int j = 0; j < NT; ++j) MF_UNROLL
     for (int n = 0; n < 2; ++n) MF_UNROLL
     for (int e = 0; e < 4; ++e) {
+        // raw scores, masked to -inf; the max by fmaxf and the scale in online_max_step
+        // and softmax_p (mf_mma.cuh: NaN still propagates through p)
         const bool on = ((seen >> (8 * j + 4 * (e >> 1) + 2 * n + (e & 1))) & 1u) != 0u;
-        const float x = on ? s[2 * j + n][e] * scale_log2 : -INFINITY;
+        const float x = on ? s[2 * j + n][e] : -INFINITY;
         s[2 * j + n][e] = x;
-        mx[e >> 1] = nan_max(mx[e >> 1], x);
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
     }
     float corr[2], mu[2];
-    online_max_step(acc.m, mx, corr, mu);
+    online_max_step(acc.m, mx, scale_log2, corr, mu);
     float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
     for (int n = 0; n < 2 * NT; ++n) MF_UNROLL
     for (int e = 0; e < 4; ++e) {
-        // ex2.approx.ftz: a p below 2^-126 becomes 0; the row's largest term is 1, so l and
-        // O move by less than 2^-126 relative (exp2f would spend 3 more instructions per
+        // ex2.approx.ftz: a p below 2^-126 becomes 0; the row's largest term is about 1, so
+        // l and O move by less than 2^-126 relative (exp2f would spend 3 more instructions per
         // score keeping such p subnormal)
-        const float p = mf_ex2_ftz(s[n][e] - mu[e >> 1]);
+        const float p = softmax_p(s[n][e], scale_log2, mu[e >> 1]);
         s[n][e] = p;
         rs[e >> 1] += p;
     }
@@ -890,10 +900,12 @@ __device__ __forceinline__ void selected_stream(const Blk &bk, const NsaShape &s
                     st.nk[j] = nb <= 16 * j ? 0 : (nb - 16 * j < 16 ? nb - 16 * j : 16);
                     st.tm[j] = tm;
                 }
+                st.full = nb == 16 * NT;
                 return;
             }
             const size_t x0 = (size_t)NT * y;
             size_t u = x0 / ntb, r = x0 - u * ntb;
+            st.full = false; // (stage_bits tests each sub-tile)
             MF_UNROLL
             for (int j = 0; j < NT; ++j) {
                 st.k0[j] = 0;
@@ -936,6 +948,7 @@ __device__ __forceinline__ void window_stream(const Blk &bk, const NsaShape &sh,
             st.nk[j] = k0 < bk.tend ? (bk.tend - k0 < 16 ? (int)(bk.tend - k0) : 16) : 0;
             st.tm[j] = 0xffffffffu;
         }
+        st.full = st.nk[NT - 1] == 16; // contiguous keys
     };
     const Keys ks = keys_of(bk, sh.w, true);
     run_stream<D, NT, WARPS>(
@@ -953,7 +966,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=224 smem<=0 spill=0  (sm_90 measured: regs 149/161/196/214 at D = 16/32/64/128 with WARPS = 4, 149/166/192/224 with 8 (before the stage descriptors in shared memory: 153/168/200/219), stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
+// mf-budget: regs<=232 smem<=0 spill=0  (sm_90 measured: regs 168/168/218/215 at D = 16/32/64/128 with WARPS = 4, 168/168/216/225 with 8, no change of CTAs per SM (before the running max on fmaxf and the scale in the exponent's FFMA: 149/161/196/214 and 149/166/192/224, budget 224; before the stage descriptors in shared memory: 153/168/200/219), stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1166,7 +1179,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_wg
 
-// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 168/181/211/208 at D = 16/32/64/128 with WARPS = 4, 168/182/204/219 with 8 (before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 182/188/239/213 at D = 16/32/64/128 with WARPS = 4, 182/202/229/231 with 8 (before the running max on fmaxf and the scale in the exponent's FFMA: 168/181/211/208 and 168/182/204/219; before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_wg_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1422,10 +1435,15 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
 //     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
 //     in log2 1.5 T 14 2^-24; log2f and the additions: 2^-21 (|m| + |log2 l| + 2);
 //   p: x - lse2 rounded ((a + |lse2|) 2^-23) and ex2 (2^-21 relative).
+// nsa_wg_cmp_kernel's pass 1 forms a p's exponent s c - m as one fma of the raw
+// score (softmax_p): one rounding of the exact value where the above counts two
+// (the scaling's, in dx, and the subtraction's), so the bound covers it; its
+// largest term is 2^(s c - round(s c)), within 2^-24 |m| of 1, so l > 1/2 (for
+// |m| <= a below 2^23; beyond, dx > 2 makes every selection uncertain anyway).
 // ex2 is ex2.approx.ftz (mf_ex2_ftz, also in online_max_step; 2 ulp): a p or a
 // rescale factor whose result would be below 2^-126 becomes 0, off by less
-// than 2^-125 absolutely. In l (>= 1, its largest term 1) that is under
-// 64 nv 2^-125 relative, far inside the 1.01 factor; in an importance,
+// than 2^-125 absolutely. In l (> 1/2, its largest term about 1) that is under
+// 128 nv 2^-125 relative, far inside the 1.01 factor; in an importance,
 // selection_threshold's 2^-100 covers it.
 // delta = 2 dx + ... is the exponent's error (the score's and the lse's, taken
 // as independent: a worst case); 2^delta - 1 <= ln2 delta (1 + delta).
@@ -1485,6 +1503,9 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
             stage_tile<D, W, true>(tl, cur, kcg, vcg, k0, k0 > 0, more ? k0 + 16 : 0, more || THEN_V, it.nk0);
         float s[2][4];
         scores<D>(s, Qw, tl, buf, lane);
+        // scaled scores and nan_max per score, where nsa_wgc::softmax_tile keeps raw scores
+        // (online_max_step, softmax_p): that form costs this loop registers, and at its
+        // 128-register cap nsa_mma_cmp_bwd_kernel<64> then spills (8 bytes, per item)
         float mx[2] = { -INFINITY, -INFINITY };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
@@ -1495,7 +1516,7 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
             mx[e >> 1] = nan_max(mx[e >> 1], x);
         }
         float corr[2], mu[2];
-        online_max_step(m, mx, corr, mu);
+        online_max_step(m, mx, 1.0f, corr, mu); // mx already scaled
         float rs[2] = { 0.0f, 0.0f };
         MF_UNROLL
         for (int n = 0; n < 2; ++n) MF_UNROLL
@@ -1901,7 +1922,7 @@ template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void 
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 128/128/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 119/128/128; merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 127/128/128 (before store_block_sums: 120/128/124; serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 115/128/128 at D = 16/32/64 with W = 8 warps (128 rows) (128/128/128 before online_max_step's fmaxf), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 119/128/128; merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 127/128/128 (before store_block_sums: 120/128/124; serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2183,6 +2204,18 @@ __device__ __forceinline__ void scores(float (&s)[kKT / 2], uint32_t qa, uint32_
     wg_wait<0>();
 }
 
+// A tile's key mask for the lane's two rows in 32-bit form: key k0 + c0 + 2 t4 of
+// the tile (c0: an accumulator element's column less 2 t4) is visible to row slot i
+// iff c0 < lim[i] (row i sees the blocks j < nv[i]), so each score costs one
+// compare with a constant; lim is clamped to [-2 t4, KT] (no 64-bit key per score).
+template <int KT>
+__device__ __forceinline__ void vis_lim(int (&lim)[2], const size_t (&nv)[2], size_t k0, int t4)
+{
+    MF_UNROLL
+    for (int i = 0; i < 2; ++i)
+        lim[i] = (nv[i] > k0 ? (nv[i] - k0 < (size_t)KT ? (int)(nv[i] - k0) : KT) : 0) - 2 * t4;
+}
+
 // The masked online-softmax step of kc tile x on its scores s (the accumulator layout:
 // element 4 f + e is row slot e >> 1, key x kKT + 8 f + 2 t4 + (e & 1)): m, l and corr
 // (o's rescale, applied before the tile's P Vc) as nsa_cmp::branch; s is left holding the
@@ -2190,22 +2223,22 @@ __device__ __forceinline__ void scores(float (&s)[kKT / 2], uint32_t qa, uint32_
 __device__ __forceinline__ void softmax_tile(float (&s)[kKT / 2], size_t x, const Item &it, float scale_log2,
                                              int t4, float m[2], float l[2], float corr[2])
 {
-    const size_t k0 = x * kKT;
+    int lim[2];
+    vis_lim<kKT>(lim, it.nv, x * kKT, t4);
     float mx[2] = { -INFINITY, -INFINITY };
     MF_UNROLL
     for (int i = 0; i < kKT / 2; ++i) {
         const int e = i & 3;
-        const size_t j = k0 + (size_t)(8 * (i >> 2) + 2 * t4 + (e & 1));
-        const float xv = j < it.nv[e >> 1] ? s[i] * scale_log2 : -INFINITY;
+        const float xv = 8 * (i >> 2) + (e & 1) < lim[e >> 1] ? s[i] : -INFINITY; // raw (online_max_step)
         s[i] = xv;
-        mx[e >> 1] = nan_max(mx[e >> 1], xv);
+        mx[e >> 1] = fmaxf(mx[e >> 1], xv);
     }
     float mu[2];
-    online_max_step(m, mx, corr, mu);
+    online_max_step(m, mx, scale_log2, corr, mu);
     float rs[2] = { 0.0f, 0.0f };
     MF_UNROLL
     for (int i = 0; i < kKT / 2; ++i) {
-        const float p = mf_ex2_ftz(s[i] - mu[(i >> 1) & 1]);
+        const float p = softmax_p(s[i], scale_log2, mu[(i >> 1) & 1]);
         rs[(i >> 1) & 1] += p;
         s[i] = p;
     }
@@ -2299,7 +2332,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 168/193/205 at D = 16/32/64 with ex2.approx.ftz (before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 166/168/213 at D = 16/32/64 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask (before them: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2780,7 +2813,7 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 172/188/212/226 at D = 16/32/64/128 (before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 170/188/212/228 at D = 16/32/64/128 (172/188/212/226 before the running max on fmaxf; before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -2876,7 +2909,7 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // dq[row] = scale dQ is written (this kernel runs first; nsa_mma_bwd_kernel adds
 // the selected and sliding parts); rows without a visible block get dq = 0 and
 // dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
-// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 100/121/128, smem 15360/21504/33792 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (with 3: 100/121/168; before, split operands, 3 CTAs: 108/148/168 and 18176/26880/44288 bytes; without a hint D = 32 spilled))
+// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 115/118/128 (100/121/128 before online_max_step's fmaxf; its pass 1 keeps nan_max per score and the scaled scores: with softmax_p D = 64 spilled 8 bytes), smem 15360/21504/33792 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (with 3: 100/121/168; before, split operands, 3 CTAs: 108/148/168 and 18176/26880/44288 bytes; without a hint D = 32 spilled))
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::Cta<nsa_cmp::kBwdWarps>::kThreads, 4)
     nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,

@@ -11,7 +11,8 @@
  * on the host, the tiled forward and backward on the test backend into outputs
  * pre-filled with NaN and followed by a NaN guard, out, lse, dq, dk and dv
  * compared with the op's tolerance rows. Here stay the op's own properties: a
- * common key offset (the tensor-core dq bound) and the forward without lse.
+ * common key offset (the tensor-core dq bound), the forward without lse and a
+ * NaN input's propagation.
  * MF_LARGE_SHAPES (test_attention_equiv_large, label slow): the descriptor's
  * multi-tile cases that its case_applies keeps out of the sweep, through the
  * same testbed (mf_test_op_case_unlisted).
@@ -163,6 +164,57 @@ START_TEST(test_mma_key_offset)
 }
 END_TEST
 
+/* A NaN input propagates as in the reference, on the tensor-core path: the
+ * running max ignores NaN scores (fmaxf, optimized/mf_mma.cuh online_max_step),
+ * so the row must turn NaN through the NaN score's own p (l, O, lse), and a NaN
+ * key the causal mask hides from a row must leave that row finite. _i = 0: one
+ * NaN in q (row 40: its out and lse NaN, every other row finite); _i = 1: one in
+ * k (key 40: rows 40.. NaN, rows 0..39 finite, the key masked for them);
+ * N = 77 spans two 64-key blocks, so the NaN meets finite running maxima of
+ * earlier blocks, and later blocks meet the NaN row. */
+START_TEST(test_mma_nan_propagation)
+{
+    mf_context *ctx = mf_test_ctx();
+    const int64_t N = 77, D = 64;
+    const size_t n = (size_t)(N * D), at = 40 * (size_t)D + 3;
+    const mf_dtype dt = MF_DTYPE_BF16;
+    void *q = mf_test_make_input(dt, n, 0x0a11a0ull, -1.5f, 1.5f);
+    void *k = mf_test_make_input(dt, n, 0x0a11a1ull, -1.5f, 1.5f);
+    void *v = mf_test_make_input(dt, n, 0x0a11a2ull, -1.0f, 1.0f);
+    ((uint16_t *)(_i == 0 ? q : k))[at] = 0x7fc0u; /* bf16 quiet NaN */
+    float *ref = mf_test_nan_host(n), *ref_lse = mf_test_nan_host((size_t)N);
+    MF_ASSERT_OK(mf_ref_attention_forward(ctx, dt, 1, 1, 1, N, D, D, q, k, v, ref, ref_lse));
+    void *d_q = mf_test_dev_upload(ctx, q, n * 2), *d_k = mf_test_dev_upload(ctx, k, n * 2),
+         *d_v = mf_test_dev_upload(ctx, v, n * 2);
+    float *d_out = mf_test_dev_nan(ctx, n + GUARD), *d_lse = mf_test_dev_nan(ctx, (size_t)N + GUARD);
+    MF_ASSERT_OK(
+        mf_attention_forward(ctx, MF_ATTENTION_TILED, dt, 1, 1, 1, N, D, D, d_q, d_k, d_v, d_out, d_lse));
+    MF_ASSERT_OK(mf_context_synchronize(ctx));
+    float *got = mf_test_dev_fetch(ctx, d_out, n, GUARD, "out"),
+          *got_lse = mf_test_dev_fetch(ctx, d_lse, (size_t)N, GUARD, "lse");
+    for (size_t i = 0; i < (size_t)N; i++) { /* the pattern the reference should have */
+        const int nan_row = _i == 0 ? i == 40 : i >= 40;
+        ck_assert_msg(isnan(ref_lse[i]) == nan_row, "reference lse[%zu] = %g", i, ref_lse[i]);
+        ck_assert_msg(isnan(ref[i * (size_t)D]) == nan_row, "reference out[%zu][0] = %g", i,
+                      ref[i * (size_t)D]);
+    }
+    MF_ASSERT_CLOSE(got, ref, n, "attention.mma.out.bf16"); /* NaN pattern equal, the rest within the row */
+    MF_ASSERT_CLOSE(got_lse, ref_lse, (size_t)N, "attention.mma.lse.bf16");
+    mf_buffer_free(ctx, d_q);
+    mf_buffer_free(ctx, d_k);
+    mf_buffer_free(ctx, d_v);
+    mf_buffer_free(ctx, d_out);
+    mf_buffer_free(ctx, d_lse);
+    free(got);
+    free(got_lse);
+    free(ref);
+    free(ref_lse);
+    free(q);
+    free(k);
+    free(v);
+}
+END_TEST
+
 /* Forward without lse (inference) writes the same output. */
 START_TEST(test_forward_without_lse)
 {
@@ -207,6 +259,7 @@ static Suite *attention_equiv_suite(void)
     mf_test_add_op_cases(s, "attention"); /* TCase tiled: the built-in cases */
     tcase_add_loop_test(tc, test_mma_key_offset, 0, (int)(sizeof key_offsets / sizeof key_offsets[0]));
     tcase_add_test(tc, test_forward_without_lse);
+    tcase_add_loop_test(tc, test_mma_nan_propagation, 0, 2);
 #endif
     suite_add_tcase(s, tc);
     return s;
