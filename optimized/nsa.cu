@@ -1106,6 +1106,24 @@ __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_
 {
     static_assert(16 * NT == Tile<D>::NK, "a stage is one Tile");
     constexpr int kC = D / 8, kPer = 16 * kC, kTh = 32 * WARPS;
+    if (st.full) { // CTA-uniform: keys k0[0] + 16 j + r of sub-tile j, all present
+        // one address per chunk, advanced by 16 keys per sub-tile: row 16 j + r of the
+        // Tile has r's swizzle phase ((16 j + r) & 7 = r & 7), so its offset is r's plus
+        // 16 j rows (off<D> is linear in whole 8-row groups)
+        nsa_sw::for_chunks<2 * kPer, kTh>([&](int c2) {
+            const bool isv = c2 >= kPer;
+            const int c = isv ? c2 - kPer : c2;
+            const int r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
+            const int col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
+            const __nv_bfloat16 *src = (isv ? vg : kg) + (st.k0[0] + (size_t)r) * stride + (size_t)col;
+            unsigned char *dst = (isv ? Vs.b : Ks.b) + off<D>(r, col, Tile<D>::NK);
+            MF_UNROLL
+            for (int j = 0; j < NT; ++j)
+                cp_async16(dst + (off<D>(16 * j, 0, Tile<D>::NK) - off<D>(0, 0, Tile<D>::NK)),
+                           src + (size_t)(16 * j) * stride, 16u);
+        });
+        return;
+    }
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
         const int nk = st.nk[j];
@@ -1179,7 +1197,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_wg
 
-// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 182/188/239/213 at D = 16/32/64/128 with WARPS = 4, 182/202/229/231 with 8 (before the running max on fmaxf and the scale in the exponent's FFMA: 168/181/211/208 and 168/182/204/219; before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 181/191/238/218 at D = 16/32/64/128 with WARPS = 4, 181/195/225/231 with 8 (before a full stage's loads from one address per chunk: 182/188/239/213 and 182/202/229/231; before the running max on fmaxf and the scale in the exponent's FFMA: 168/181/211/208 and 168/182/204/219; before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_wg_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
