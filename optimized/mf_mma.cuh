@@ -70,6 +70,12 @@ __device__ __forceinline__ float quad_max(float x)
     x = nan_max(x, __shfl_xor_sync(0xffffffffu, x, 1));
     return nan_max(x, __shfl_xor_sync(0xffffffffu, x, 2));
 }
+// The same with fmaxf (one FMNMX per step; drops NaN: see online_max_step).
+__device__ __forceinline__ float quad_fmax(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
 __device__ __forceinline__ float quad_sum(float x)
 {
     x += __shfl_xor_sync(0xffffffffu, x, 1);
@@ -117,9 +123,7 @@ __device__ __forceinline__ void online_max_step(float m[2], const float mx[2], f
 {
     MF_UNROLL
     for (int r = 0; r < 2; ++r) {
-        float x = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-        const float mn = fmaxf(m[r], x * scale_log2);
+        const float mn = fmaxf(m[r], quad_fmax(mx[r]) * scale_log2);
         corr[r] = mn == -INFINITY ? 1.0f : mf_ex2_ftz(m[r] - mn);
         mu[r] = mn == -INFINITY ? 0.0f : mn;
         m[r] = mn;

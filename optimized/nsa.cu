@@ -1106,15 +1106,21 @@ __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_
 {
     static_assert(16 * NT == Tile<D>::NK, "a stage is one Tile");
     constexpr int kC = D / 8, kPer = 16 * kC, kTh = 32 * WARPS;
+    // chunk c2 of a sub-tile: V's (isv) after K's, its row r and column col
+    auto chunk = [](int c2, bool &isv, int &r, int &col) {
+        isv = c2 >= kPer;
+        const int c = isv ? c2 - kPer : c2;
+        r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
+        col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
+    };
     if (st.full) { // CTA-uniform: keys k0[0] + 16 j + r of sub-tile j, all present
         // one address per chunk, advanced by 16 keys per sub-tile: row 16 j + r of the
         // Tile has r's swizzle phase ((16 j + r) & 7 = r & 7), so its offset is r's plus
         // 16 j rows (off<D> is linear in whole 8-row groups)
         nsa_sw::for_chunks<2 * kPer, kTh>([&](int c2) {
-            const bool isv = c2 >= kPer;
-            const int c = isv ? c2 - kPer : c2;
-            const int r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
-            const int col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
+            bool isv;
+            int r, col;
+            chunk(c2, isv, r, col);
             const __nv_bfloat16 *src = (isv ? vg : kg) + (st.k0[0] + (size_t)r) * stride + (size_t)col;
             unsigned char *dst = (isv ? Vs.b : Ks.b) + off<D>(r, col, Tile<D>::NK);
             MF_UNROLL
@@ -1129,10 +1135,9 @@ __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_
         const int nk = st.nk[j];
         const size_t k0 = nk > 0 ? st.k0[j] : 0; // an empty sub-tile zero-fills from key 0
         nsa_sw::for_chunks<2 * kPer, kTh>([&](int c2) {
-            const bool isv = c2 >= kPer;
-            const int c = isv ? c2 - kPer : c2;
-            const int r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
-            const int col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
+            bool isv;
+            int r, col;
+            chunk(c2, isv, r, col);
             const bool in = r < nk;
             const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
             const int o = off<D>(16 * j + r, col, Tile<D>::NK);
