@@ -106,6 +106,16 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint32_t lbo, uint32_
 }
 // K-major, 128-byte rows, 128B-swizzled: SBO = 1024 (the next 8 rows), LBO unused (16).
 __device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t addr) { return wg_desc(addr, 16u, 1024u, 1); }
+// d with its start address advanced by bytes (a multiple of 16): one 32-bit add instead of a
+// new descriptor's masks and shifts, for the k16 steps or sub-tiles of one operand. The start
+// field (bits 0-13) is address >> 4 of an address below 2^18; a GPU's shared memory (228 KB at
+// most) keeps the sum below 2^18, so the add does not carry out of the field. (Host mode's
+// addresses are host pointers taken mod 2^18: a carry there lands in the reserved bits 14-15,
+// which its decoder masks off, leaving the same address mod 2^18.)
+__device__ __forceinline__ uint64_t wg_desc_add(uint64_t d, uint32_t bytes)
+{
+    return (d & 0xffffffff00000000ull) | (uint64_t)((uint32_t)d + (bytes >> 4));
+}
 
 // d (64 x N fp32: this thread's N / 2) = A (64 x 16) . B (16 x N) + (accumulate ? d : 0),
 // scales +1. wg_mma: A from descriptor da (TA = 1: MN-major), B from descriptor db (TB = 1:

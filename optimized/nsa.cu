@@ -1067,23 +1067,33 @@ template <int D> __device__ __forceinline__ int off(int r, int c, int R)
         return (r >> 3) * (16 * D) + (c >> 3) * 128 + (r & 7) * 16 + (c & 7) * 2;
 }
 
-// K-major descriptor (rows = M of A or N of B, K = d) of k16 step kk; base: the first
-// row's address (a multiple of 8 rows from the operand's start; R: the operand's rows).
-template <int D> __device__ __forceinline__ uint64_t desc_k(uint32_t base, int kk, int R)
+// K-major descriptor (rows = M of A or N of B, K = d) of an operand's first row (addr: its
+// shared address, a multiple of 8 rows from the operand's start), and from it (d0) that of
+// k16 step kk (R: the operand's rows).
+template <int D> __device__ __forceinline__ uint64_t desc_k0(uint32_t addr)
 {
     if constexpr (D >= 64)
-        return wg_desc_sw128(base + (uint32_t)((kk >> 2) * R * 128 + 32 * (kk & 3)));
+        return wg_desc_sw128(addr);
     else
-        return wg_desc(base + 256u * (uint32_t)kk, 128u, 16u * D, 0);
+        return wg_desc(addr, 128u, 16u * D, 0);
+}
+template <int D> __device__ __forceinline__ uint64_t desc_k(uint64_t d0, int kk, int R)
+{
+    return wg_desc_add(d0, D >= 64 ? (uint32_t)((kk >> 2) * R * 128 + 32 * (kk & 3)) : 256u * (uint32_t)kk);
 }
 
-// MN-major descriptor of the V stage's keys 16 j .. 16 j + 15 (B of P V: K = key, N = d).
-template <int D> __device__ __forceinline__ uint64_t desc_v(uint32_t base, int j)
+// MN-major descriptor of the V stage (addr: its shared address; B of P V: K = key, N = d), and
+// from it (d0) that of keys 16 j .. 16 j + 15.
+template <int D> __device__ __forceinline__ uint64_t desc_v0(uint32_t addr)
 {
     if constexpr (D >= 64)
-        return wg_desc(base + 2048u * (uint32_t)j, (uint32_t)Tile<D>::NK * 128u, 1024u, 1);
+        return wg_desc(addr, (uint32_t)Tile<D>::NK * 128u, 1024u, 1);
     else
-        return wg_desc(base + 32u * D * (uint32_t)j, 16u * D, 128u, 0);
+        return wg_desc(addr, 16u * D, 128u, 0);
+}
+template <int D> __device__ __forceinline__ uint64_t desc_v(uint64_t d0, int j)
+{
+    return wg_desc_add(d0, D >= 64 ? 2048u * (uint32_t)j : 32u * D * (uint32_t)j);
 }
 
 // run_stream's hooks for Tile stages: the wgmma operands' address, and the proxy fence
@@ -1177,9 +1187,10 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, ui
     float(&sd)[NK / 2] = reinterpret_cast<float(&)[NK / 2]>(s);
     float(&od)[D / 2] = reinterpret_cast<float(&)[D / 2]>(acc.o);
     wg_fence(); // s was last touched by ordinary instructions
+    const uint64_t qd = desc_k0<D>(qa), kd = desc_k0<D>(ka);
     MF_UNROLL
     for (int kk = 0; kk < D / 16; ++kk)
-        wg_mma<NK>(sd, desc_k<D>(qa, kk, 16 * WARPS), desc_k<D>(ka, kk, NK), kk > 0);
+        wg_mma<NK>(sd, desc_k<D>(qd, kk, 16 * WARPS), desc_k<D>(kd, kk, NK), kk > 0);
     wg_commit();
     if (wg0) named_bar_arrive(kBarStagger, 256);
     wg_wait<0>();
@@ -1188,9 +1199,10 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, ui
     MF_UNROLL
     for (int j = 0; j < NT; ++j) nsa_mma::p_frags<false>(pa[j], pl, s[2 * j], s[2 * j + 1]); // P in bf16
     wg_fence(); // O was rescaled by ordinary instructions
+    const uint64_t vd = desc_v0<D>(va);
     MF_UNROLL
     for (int j = 0; j < NT; ++j)
-        if (((needm >> j) & 1u) != 0u) wg_mma_ra<D, 1>(od, pa[j], desc_v<D>(va, j), 1);
+        if (((needm >> j) & 1u) != 0u) wg_mma_ra<D, 1>(od, pa[j], desc_v<D>(vd, j), 1);
     wg_commit();
     wg_wait<0>();
 }
@@ -2203,10 +2215,11 @@ enum { kBarTurn = 1, kBarLoad = 3 };
 // warpgroup's 64 rows (qa) and the kc tile at ka.
 template <int D> __device__ __forceinline__ void issue_s(float (&s)[kKT / 2], uint32_t qa, uint32_t ka)
 {
+    const uint64_t qd = wg_desc(qa, kRows * 16, 128u, 0), kd = wg_desc(ka, kKT * 16, 128u, 0);
     MF_UNROLL
     for (int kk = 0; kk < D / 16; ++kk)
-        wg_mma<kKT>(s, wg_desc(qa + (uint32_t)(kk * 2 * kRows * 16), kRows * 16, 128u, 0),
-                    wg_desc(ka + (uint32_t)(kk * 2 * kKT * 16), kKT * 16, 128u, 0), kk > 0);
+        wg_mma<kKT>(s, wg_desc_add(qd, (uint32_t)(kk * 2 * kRows * 16)),
+                    wg_desc_add(kd, (uint32_t)(kk * 2 * kKT * 16)), kk > 0);
 }
 
 // s = Q Kc^T of the warpgroup's 64 rows (qa: the shared address of its row 0 in Qs) and
@@ -2337,10 +2350,10 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
         wg_fence(); // o and pa were written by ordinary instructions
         issue_s<D>(s, qa, smem_u32(tl.K[(x + 1) % kBufs]));
         wg_commit();
-        const uint32_t va = smem_u32(tl.V[x % kBufs]);
+        const uint64_t vd = wg_desc(smem_u32(tl.V[x % kBufs]), 128u, kKT * 16, 0);
         MF_UNROLL
         for (int ks = 0; ks < kKT / 16; ++ks)
-            wg_mma_ra<D, 1>(o, pa[ks], wg_desc(va + (uint32_t)(ks * 16 * 16), 128u, kKT * 16, 0), 1);
+            wg_mma_ra<D, 1>(o, pa[ks], wg_desc_add(vd, (uint32_t)(ks * 16 * 16)), 1);
         wg_commit();
         named_bar_arrive(kBarTurn + (h ^ 1), 256); // the other warpgroup's turn
         wg_wait<1>();                              // S of tile x + 1
