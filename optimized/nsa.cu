@@ -485,27 +485,72 @@ template <int N, int TH, typename F> __device__ __forceinline__ void for_chunks(
     }
 }
 
-// A stage's sub-tiles (st) into Ks, Vs (16 NT x (D + 8) bf16 each; sub-tile j
-// in rows 16j..16j+15) by cp.async, CTA-wide (WARPS warps, blockDim.x = 32
-// WARPS); rows past a sub-tile's keys zero-filled. A sub-tile's 16 D / 8
-// chunks of K, then of V, are spread over all threads (for_chunks).
-template <int D, int NT, int WARPS>
-__device__ __forceinline__ void load_stage(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
-                                           const __nv_bfloat16 *vg, size_t stride, const SubTiles &st)
+// A stage's sub-tiles (st) into the K and V buffers Kb, Vb by cp.async, CTA-wide
+// (WARPS warps, blockDim.x = 32 WARPS); sub-tile j in rows 16 j .. 16 j + 15, rows past
+// its keys zero-filled. Lay, the buffers' layout: Lay::chunk(c, r, col) places chunk c
+// of a sub-tile's 16 D / 8 (8 bf16 of row r from column col), Lay::off(row, col) the byte
+// offset of an element; a sub-tile's chunks of K, then of V, are spread over all threads
+// (for_chunks). A full stage (st.full: keys k0[0] + 16 j + r of sub-tile j, all present)
+// computes each chunk's global address and buffer offset once and steps both by 16 keys
+// per sub-tile, without per-sub-tile key counts, 64-bit keys or zero-fill; Lay::off must
+// be row 16 j + r's = row r's + row 16 j's - row 0's (true of both layouts: padded rows,
+// and the swizzled tile, whose phase repeats every 8 rows).
+template <int D, int NT, int WARPS, typename Lay>
+__device__ __forceinline__ void load_stage_as(unsigned char *Kb, unsigned char *Vb, const __nv_bfloat16 *kg,
+                                              const __nv_bfloat16 *vg, size_t stride, const SubTiles &st)
 {
-    constexpr int kC = D / 8, LDS = D + 8, kPer = 16 * kC, kTh = 32 * WARPS;
+    constexpr int kPer = 2 * D, kTh = 32 * WARPS; // a sub-tile's chunks: 16 rows x D / 8
+    // chunk c2 of a sub-tile: V's (isv) after K's, its row r and column col
+    auto chunk = [](int c2, bool &isv, int &r, int &col) {
+        isv = c2 >= kPer;
+        Lay::chunk(isv ? c2 - kPer : c2, r, col);
+    };
+    if (st.full) { // CTA-uniform
+        for_chunks<2 * kPer, kTh>([&](int c2) {
+            bool isv;
+            int r, col;
+            chunk(c2, isv, r, col);
+            const __nv_bfloat16 *src = (isv ? vg : kg) + (st.k0[0] + (size_t)r) * stride + (size_t)col;
+            unsigned char *dst = (isv ? Vb : Kb) + Lay::off(r, col);
+            MF_UNROLL
+            for (int j = 0; j < NT; ++j)
+                cp_async16(dst + (Lay::off(16 * j, 0) - Lay::off(0, 0)), src + (size_t)(16 * j) * stride,
+                           16u);
+        });
+        return;
+    }
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
         const int nk = st.nk[j];
         const size_t k0 = nk > 0 ? st.k0[j] : 0; // an empty sub-tile zero-fills from key 0
         for_chunks<2 * kPer, kTh>([&](int c2) {
-            const bool isv = c2 >= kPer; // V's chunks after K's
-            const int c = isv ? c2 - kPer : c2, r = c / kC, col = (c % kC) * 8;
+            bool isv;
+            int r, col;
+            chunk(c2, isv, r, col);
             const bool in = r < nk;
             const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
-            cp_async16((isv ? Vs : Ks) + (16 * j + r) * LDS + col, (isv ? vg : kg) + at, in ? 16u : 0u);
+            cp_async16((isv ? Vb : Kb) + Lay::off(16 * j + r, col), (isv ? vg : kg) + at, in ? 16u : 0u);
         });
     }
+}
+
+// The mma.sync kernels' stage buffers: 16 NT rows of D + 8 bf16 (the padding spreads
+// ldmatrix's rows over the banks), a row's chunks on consecutive threads.
+template <int D> struct Padded {
+    __device__ __forceinline__ static void chunk(int c, int &r, int &col)
+    {
+        r = c / (D / 8);
+        col = (c % (D / 8)) * 8;
+    }
+    __device__ __forceinline__ static int off(int row, int col) { return (row * (D + 8) + col) * 2; }
+};
+
+template <int D, int NT, int WARPS>
+__device__ __forceinline__ void load_stage(__nv_bfloat16 *Ks, __nv_bfloat16 *Vs, const __nv_bfloat16 *kg,
+                                           const __nv_bfloat16 *vg, size_t stride, const SubTiles &st)
+{
+    load_stage_as<D, NT, WARPS, Padded<D>>(reinterpret_cast<unsigned char *>(Ks),
+                                           reinterpret_cast<unsigned char *>(Vs), kg, vg, stride, st);
 }
 
 // The rows a lane holds (slots i = 0, 1: rows 16 warp + g8 + 8 i of the CTA).
@@ -1104,56 +1149,29 @@ template <int D> __device__ __forceinline__ const __nv_bfloat16 *stage_ptr(const
 }
 template <int D> __device__ __forceinline__ void stage_landed(const Tile<D> &) { wg_fence_proxy(); }
 
-// Stage y's sub-tiles into Ks, Vs (keys 16 j .. of sub-tile j) by cp.async, CTA-wide;
-// rows past a sub-tile's keys zero-filled (nsa_sw::load_stage's contract, Tile layout).
-// D >= 64: a key row's chunks on consecutive threads (the swizzle spreads the writes);
-// D <= 32: chunk c of 8 consecutive keys on 8 consecutive threads. K's chunks, then V's,
-// spread over all threads as in nsa_sw::load_stage (at D = 64 with 8 warps: warpgroup 0
-// loads K, warpgroup 1 V, one chunk per thread and sub-tile).
+// The wgmma kernel's stage buffers (Tile, off<D>'s layout). D >= 64: a key row's chunks on
+// consecutive threads (the swizzle spreads the writes); D <= 32: chunk c of 8 consecutive
+// keys on 8 consecutive threads (at D = 64 with 8 warps nsa_sw::load_stage_as gives
+// warpgroup 0 K's chunks, warpgroup 1 V's, one per thread and sub-tile).
+template <int D> struct TileLayout {
+    __device__ __forceinline__ static void chunk(int c, int &r, int &col)
+    {
+        constexpr int kC = D / 8;
+        r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
+        col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
+    }
+    __device__ __forceinline__ static int off(int row, int col)
+    {
+        return nsa_wg::off<D>(row, col, Tile<D>::NK);
+    }
+};
+
 template <int D, int NT, int WARPS>
 __device__ __forceinline__ void load_stage(Tile<D> &Ks, Tile<D> &Vs, const __nv_bfloat16 *kg,
                                            const __nv_bfloat16 *vg, size_t stride, const nsa_sw::SubTiles &st)
 {
     static_assert(16 * NT == Tile<D>::NK, "a stage is one Tile");
-    constexpr int kC = D / 8, kPer = 16 * kC, kTh = 32 * WARPS;
-    // chunk c2 of a sub-tile: V's (isv) after K's, its row r and column col
-    auto chunk = [](int c2, bool &isv, int &r, int &col) {
-        isv = c2 >= kPer;
-        const int c = isv ? c2 - kPer : c2;
-        r = D >= 64 ? c / kC : (c & 7) + 8 * (c / (8 * kC));
-        col = D >= 64 ? (c % kC) * 8 : ((c >> 3) % kC) * 8;
-    };
-    if (st.full) { // CTA-uniform: keys k0[0] + 16 j + r of sub-tile j, all present
-        // one address per chunk, advanced by 16 keys per sub-tile: row 16 j + r of the
-        // Tile has r's swizzle phase ((16 j + r) & 7 = r & 7), so its offset is r's plus
-        // 16 j rows (off<D> is linear in whole 8-row groups)
-        nsa_sw::for_chunks<2 * kPer, kTh>([&](int c2) {
-            bool isv;
-            int r, col;
-            chunk(c2, isv, r, col);
-            const __nv_bfloat16 *src = (isv ? vg : kg) + (st.k0[0] + (size_t)r) * stride + (size_t)col;
-            unsigned char *dst = (isv ? Vs.b : Ks.b) + off<D>(r, col, Tile<D>::NK);
-            MF_UNROLL
-            for (int j = 0; j < NT; ++j)
-                cp_async16(dst + (off<D>(16 * j, 0, Tile<D>::NK) - off<D>(0, 0, Tile<D>::NK)),
-                           src + (size_t)(16 * j) * stride, 16u);
-        });
-        return;
-    }
-    MF_UNROLL
-    for (int j = 0; j < NT; ++j) {
-        const int nk = st.nk[j];
-        const size_t k0 = nk > 0 ? st.k0[j] : 0; // an empty sub-tile zero-fills from key 0
-        nsa_sw::for_chunks<2 * kPer, kTh>([&](int c2) {
-            bool isv;
-            int r, col;
-            chunk(c2, isv, r, col);
-            const bool in = r < nk;
-            const size_t at = (k0 + (in ? (size_t)r : 0)) * stride + (size_t)col;
-            const int o = off<D>(16 * j + r, col, Tile<D>::NK);
-            cp_async16((isv ? Vs.b : Ks.b) + o, (isv ? vg : kg) + at, in ? 16u : 0u);
-        });
-    }
+    nsa_sw::load_stage_as<D, NT, WARPS, TileLayout<D>>(Ks.b, Vs.b, kg, vg, stride, st);
 }
 
 enum { kBarStagger = 1 }; // named barrier (0 is __syncthreads)
