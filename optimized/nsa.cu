@@ -447,8 +447,9 @@ template <int D> struct Stage {
 // calls fill once per stage, for its scan and loads, and keeps the result in
 // shared memory for the stage's step (stage_bits), so no sub-tile is
 // described twice. full: the NT sub-tiles are full and contiguous (keys
-// [k0[0], k0[0] + 16 NT)), which lets stage_bits test an interior stage with
-// one key range instead of one per sub-tile; a fill may leave it false.
+// [k0[0], k0[0] + 16 NT)) and share one token mask (tm[0]), which lets
+// stage_bits test an interior stage with one key range and one mask instead of
+// one per sub-tile; a fill may leave it false.
 constexpr int kMaxNT = 4; // Stage<D>::value <= 4
 struct SubTiles {
     size_t k0[kMaxNT];
@@ -571,6 +572,7 @@ struct Keys {
     unsigned int rbit[2];
     size_t ukl, ukh, ikl, ikh;
     unsigned int wmask;
+    unsigned int pad; // seen's bits of the lane's padding row slots (softmax_step's test)
 };
 
 // The lane's visibility bits of a stage (st: its sub-tiles; computed first, so
@@ -594,7 +596,16 @@ __device__ __forceinline__ void stage_bits(unsigned int &needm, unsigned int &se
         for (int j = 0; j < NT; ++j)
             inner = inner && st.nk[j] == 16 && st.k0[j] >= ks.ikl && st.k0[j] + 16 <= ks.ikh;
     }
-    if (inner) { // warp-uniform
+    if (inner) {       // warp-uniform
+        if (st.full) { // one token mask for the stage (SubTiles::full): the bits of sub-tile 0, repeated
+            const unsigned int tm = st.tm[0];
+            if ((tm & ks.wmask) != 0u) {
+                needm = (1u << NT) - 1u;
+                seen = (((tm & ks.rbit[0]) != 0u ? 15u : 0u) | ((tm & ks.rbit[1]) != 0u ? 240u : 0u)) *
+                       (0xffffffffu >> (32 - 8 * NT) & 0x01010101u);
+            }
+            return;
+        }
         MF_UNROLL
         for (int j = 0; j < NT; ++j) {
             const unsigned int tm = st.tm[j];
@@ -634,9 +645,10 @@ __device__ __forceinline__ void stage_bits(unsigned int &needm, unsigned int &se
 // exp2(scale_log2 s - m) (0 where masked), acc's m, l and O rescaled. Element e
 // of n8 tile 2 j + n: row slot e >> 1, key k0_j + 8 n + 2 t4 + (e & 1).
 // stage_step's, and nsa_wg_fwd_kernel's on the wgmma accumulators (same layout).
-template <int D, int NT>
-__device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 * NT][4], unsigned int seen,
-                                             float scale_log2)
+// MASK false: every bit of seen is set (the caller's test), so no score is masked.
+template <int D, int NT, bool MASK>
+__device__ __forceinline__ void softmax_step_as(nsa_mma::Acc<D> &acc, float (&s)[2 * NT][4],
+                                                unsigned int seen, float scale_log2)
 {
     float mx[2] = { -INFINITY, -INFINITY };
     MF_UNROLL
@@ -645,7 +657,7 @@ __device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 
     for (int e = 0; e < 4; ++e) {
         // raw scores, masked to -inf; the max by fmaxf and the scale in online_max_step
         // and softmax_p (mf_mma.cuh: NaN still propagates through p)
-        const bool on = ((seen >> (8 * j + 4 * (e >> 1) + 2 * n + (e & 1))) & 1u) != 0u;
+        const bool on = !MASK || ((seen >> (8 * j + 4 * (e >> 1) + 2 * n + (e & 1))) & 1u) != 0u;
         const float x = on ? s[2 * j + n][e] : -INFINITY;
         s[2 * j + n][e] = x;
         mx[e >> 1] = fmaxf(mx[e >> 1], x);
@@ -672,6 +684,24 @@ __device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 
         acc.o[n][2] *= corr[1];
         acc.o[n][3] *= corr[1];
     }
+}
+// The step without per-score masks when every row of the warp sees every key of the
+// stage (seen's 8 NT bits all set on every lane: the interior stages), else with them:
+// the same values (a set bit keeps the score), about 1.5 instructions per score fewer.
+// The test is a vote, so both paths are warp-uniform (ptxas: no divergent write of the
+// wgmma accumulators, C7520). D >= 64 only: at D = 32 the second copy of the step took
+// the 4-warp nsa_mma_fwd_kernel from 168 to 193 registers, 3 CTAs per SM to 2. pad: bits
+// that count as seen for the test (the forward's padding rows, Keys::pad: zero q, results
+// never stored, so the warp holding them is not kept on the masked path; 0 in the backward).
+template <int D, int NT>
+__device__ __forceinline__ void softmax_step(nsa_mma::Acc<D> &acc, float (&s)[2 * NT][4], unsigned int seen,
+                                             unsigned int pad, float scale_log2)
+{
+    constexpr unsigned int kAll = NT == 4 ? 0xffffffffu : (1u << (8 * NT)) - 1u;
+    if (D >= 64 && __all_sync(0xffffffffu, ((seen | pad) & kAll) == kAll))
+        softmax_step_as<D, NT, false>(acc, s, seen, scale_log2);
+    else
+        softmax_step_as<D, NT, true>(acc, s, seen, scale_log2);
 }
 
 // Stage y for this warp (visibility: stage_bits). S = Q K^T per needed
@@ -704,7 +734,7 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, const __nv_bflo
             mma_x2(s[2 * j], s[2 * j + 1], qa, b);
         }
     }
-    softmax_step<D, NT>(acc, s, seen, scale_log2);
+    softmax_step<D, NT>(acc, s, seen, SPLIT ? 0u : ks.pad, scale_log2);
     MF_UNROLL
     for (int j = 0; j < NT; ++j) {
         if (((needm >> j) & 1u) == 0u) continue;
@@ -869,6 +899,7 @@ __device__ __forceinline__ Keys keys_of(const Blk &bk, size_t w, bool win)
         ks.kh[i] = ok ? bk.rw.t[i] + 1 : 0;
         ks.rbit[i] = ok ? 1u << bk.rw.tok[i] : 0u;
     }
+    ks.pad = (bk.rw.ok[0] ? 0u : 0x0f0f0f0fu) | (bk.rw.ok[1] ? 0u : 0xf0f0f0f0u);
     ks.ukl = first(bk.wt0); // the warp's tokens: [wt0, wt1] (none: wmask 0)
     ks.ukh = bk.wt1 + 1;
     ks.ikl = first(bk.wt1);
@@ -1011,7 +1042,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=232 smem<=0 spill=0  (sm_90 measured: regs 168/168/218/215 at D = 16/32/64/128 with WARPS = 4, 168/168/216/225 with 8, no change of CTAs per SM (before the running max on fmaxf and the scale in the exponent's FFMA: 149/161/196/214 and 149/166/192/224, budget 224; before the stage descriptors in shared memory: 153/168/200/219), stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
+// mf-budget: regs<=232 smem<=0 spill=0  (sm_90 measured: regs 168/168/225/218 at D = 16/32/64/128 with WARPS = 4, 168/168/215/229 with 8, no change of CTAs per SM (before the unmasked interior step and one stage loader for both layouts: 168/168/218/215 and 168/168/216/225; before the running max on fmaxf and the scale in the exponent's FFMA: 149/161/196/214 and 149/166/192/224, budget 224; before the stage descriptors in shared memory: 153/168/200/219), stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1212,7 +1243,7 @@ __device__ __forceinline__ void stage_step(nsa_mma::Acc<D> &acc, uint32_t qa, ui
     wg_commit();
     if (wg0) named_bar_arrive(kBarStagger, 256);
     wg_wait<0>();
-    nsa_sw::softmax_step<D, NT>(acc, s, seen, scale_log2);
+    nsa_sw::softmax_step<D, NT>(acc, s, seen, ks.pad, scale_log2);
     uint32_t pa[NT][4], pl[4];
     MF_UNROLL
     for (int j = 0; j < NT; ++j) nsa_mma::p_frags<false>(pa[j], pl, s[2 * j], s[2 * j + 1]); // P in bf16
@@ -1232,7 +1263,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_wg
 
-// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 181/191/238/218 at D = 16/32/64/128 with WARPS = 4, 181/195/225/231 with 8 (before a full stage's loads from one address per chunk: 182/188/239/213 and 182/202/229/231; before the running max on fmaxf and the scale in the exponent's FFMA: 168/181/211/208 and 168/182/204/219; before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 189/221/245/216 at D = 16/32/64/128 with WARPS = 4, 187/197/227/230 with 8 (before the unmasked interior step, the one-mask interior bits, descriptors from a base and one stage loader: 181/191/238/218 and 181/195/225/231; before a full stage's loads from one address per chunk: 182/188/239/213 and 182/202/229/231; before the running max on fmaxf and the scale in the exponent's FFMA: 168/181/211/208 and 168/182/204/219; before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_wg_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1362,6 +1393,7 @@ struct Item : nsa_mma::ItemPos { // b, g, t0, tend
     size_t coff;                 // (b, g)'s first kc/vc element
     size_t rbase;                // row (b, t0, head g G) of q/out; row r of the CTA: row_of
     size_t nv[2];                // visible blocks of this lane's rows
+    bool pad[2];                 // a padding row (r >= nrows: nv 0, its results never read)
 };
 template <int D>
 __device__ __forceinline__ Item item_of(const NsaShape &sh, size_t item, size_t QT, size_t nblk, int warp,
@@ -1377,6 +1409,7 @@ __device__ __forceinline__ Item item_of(const NsaShape &sh, size_t item, size_t 
     for (int i = 0; i < 2; ++i) {
         const size_t r = (size_t)(16 * warp + g8 + 8 * i);
         it.nv[i] = r < it.nrows ? nvis_of(sh, it.t0 + r / sh.G) : 0;
+        it.pad[i] = r >= it.nrows;
     }
     return it;
 }
@@ -2273,19 +2306,30 @@ __device__ __forceinline__ void vis_lim(int (&lim)[2], const size_t (&nv)[2], si
 // The masked online-softmax step of kc tile x on its scores s (the accumulator layout:
 // element 4 f + e is row slot e >> 1, key x kKT + 8 f + 2 t4 + (e & 1)): m, l and corr
 // (o's rescale, applied before the tile's P Vc) as nsa_cmp::branch; s is left holding the
-// fp32 p (l sums them; pack_p rounds them to bf16 once for P Vc).
+// fp32 p (l sums them; pack_p rounds them to bf16 once for P Vc). A tile that every row of
+// the warp sees whole (all but the causal frontier's, about one per item) takes the path
+// without the per-score compare and select (a vote, so the branch is warp-uniform; the same
+// values). Padding rows count as seeing it: their scores (zero q) are finite, and nothing
+// reads their results (store_rows, row_eps and the importances take real rows only), so the
+// warp holding them is not kept on the masked path (it would set its sub-partition's pace).
 __device__ __forceinline__ void softmax_tile(float (&s)[kKT / 2], size_t x, const Item &it, float scale_log2,
                                              int t4, float m[2], float l[2], float corr[2])
 {
     int lim[2];
     vis_lim<kKT>(lim, it.nv, x * kKT, t4);
     float mx[2] = { -INFINITY, -INFINITY };
-    MF_UNROLL
-    for (int i = 0; i < kKT / 2; ++i) {
-        const int e = i & 3;
-        const float xv = 8 * (i >> 2) + (e & 1) < lim[e >> 1] ? s[i] : -INFINITY; // raw (online_max_step)
-        s[i] = xv;
-        mx[e >> 1] = fmaxf(mx[e >> 1], xv);
+    if (__all_sync(0xffffffffu,
+                   (lim[0] == kKT - 2 * t4 || it.pad[0]) && (lim[1] == kKT - 2 * t4 || it.pad[1]))) {
+        MF_UNROLL
+        for (int i = 0; i < kKT / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+    } else {
+        MF_UNROLL
+        for (int i = 0; i < kKT / 2; ++i) {
+            const int e = i & 3;
+            const float xv = 8 * (i >> 2) + (e & 1) < lim[e >> 1] ? s[i] : -INFINITY; // raw (online_max_step)
+            s[i] = xv;
+            mx[e >> 1] = fmaxf(mx[e >> 1], xv);
+        }
     }
     float mu[2];
     online_max_step(m, mx, scale_log2, corr, mu);
@@ -2386,7 +2430,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 166/168/213 at D = 16/32/64 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask (before them: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 157/158/183 at D = 16/32/64 with unmasked interior tiles in both passes and descriptors from a base (before them: 166/168/213 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask; before those: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2470,10 +2514,17 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                 MF_UNROLL
                 for (int i = 0; i < 2; ++i)
                     vis[i] = it.nv[i] <= k0 ? 0 : it.nv[i] - k0 < (size_t)kKT ? (int)(it.nv[i] - k0) : kKT;
-                MF_UNROLL
-                for (int x = 0; x < kKT / 2; ++x) {
-                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1);
-                    s[x] = jj < vis[e >> 1] ? mf_ex2_ftz(s[x] * scale_log2 - lse_r[e >> 1]) : 0.0f;
+                // the warp's rows see it whole (padding rows count, as in softmax_tile)
+                if (__all_sync(0xffffffffu, (vis[0] == kKT || it.pad[0]) && (vis[1] == kKT || it.pad[1]))) {
+                    MF_UNROLL
+                    for (int x = 0; x < kKT / 2; ++x)
+                        s[x] = mf_ex2_ftz(s[x] * scale_log2 - lse_r[(x >> 1) & 1]);
+                } else {
+                    MF_UNROLL
+                    for (int x = 0; x < kKT / 2; ++x) {
+                        const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1);
+                        s[x] = jj < vis[e >> 1] ? mf_ex2_ftz(s[x] * scale_log2 - lse_r[e >> 1]) : 0.0f;
+                    }
                 }
                 store_block_sums<kKT>(Ps, s, 16 * warp + g8, lane, pc0);
                 cp_async_wait_all();
@@ -2867,7 +2918,7 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 170/188/212/228 at D = 16/32/64/128 (172/188/212/226 before the running max on fmaxf; before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 172/189/216/222 at D = 16/32/64/128 (170/188/212/228 before one stage loader for both layouts and the unmasked interior step; 172/188/212/226 before the running max on fmaxf; before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
