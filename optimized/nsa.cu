@@ -1705,7 +1705,8 @@ __host__ __device__ inline bool block_sums_fit(const NsaShape &sh)
     return sh.ls == 4 * sh.d && sh.l == 2 * sh.d;
 }
 // p holds this lane's KT / 2 p's in the accumulator layout (element 4 f + e: row r0 + 8 (e >> 1),
-// key k0 + 8 f + 2 t4 + (e & 1), masked keys 0; k0 a multiple of 4: cand_krange). For rows r0 and
+// key k0 + 8 f + 2 t4 + (e & 1), masked keys 0 or, in nsa_wg_cmp_kernel's pass2_block_sums,
+// their p, which only unread importances receive; k0 a multiple of 4: cand_krange). For rows r0 and
 // r0 + 8, Ps[r][b] (b <= KT / 4) becomes the sum of the row's p over the tile's keys that overlap
 // block k0 / 4 + b: keys 4 b - 1 .. 4 b + 3 of the tile (column KT / 4: key KT - 1 alone, whose
 // other block the next tile's column 0 holds). Per 8 keys (f) the quad holds two blocks: lanes
@@ -2430,7 +2431,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 157/158/183 at D = 16/32/64 with unmasked interior tiles in both passes and descriptors from a base (before them: 166/168/213 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask; before those: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 146/158/179 at D = 16/32/64 with pass 1's interior tiles unmasked, pass 2's exponentials without a mask and descriptors from a base (before them: 166/168/213 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask; before those: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2505,27 +2506,18 @@ __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
                                              jlo + kKT < jhi ? jlo + kKT : kNoTile, false, nk0);
             float s[kKT / 2];
             nsa_wgc::scores<D>(s, qa, smem_u32(tl.K[buf]));
-            // the rows' lse in registers, and per tile the keys each row sees as a 32-bit bound: fewer
-            // instructions per score in this issue-bound phase (docs/nsa.md), the same values
+            // the rows' lse in registers: fewer instructions per score in this issue-bound phase
+            // (docs/nsa.md). No mask: at the seed's ratios (block_sums_fit: l = 2 d, l' = 4 d) a
+            // key j a row t does not see (j d + l - 1 > t, or j past the last compressed block)
+            // covers only tokens from t - l + 2 = t - 2 d + 2 > t - l' on, so it overlaps only the
+            // blocks t / l' - 1 and t / l' (forced: the merge reads +inf, not imp) and blocks after
+            // t / l' (no candidate); its p never reaches an importance that is read. Rows without
+            // a visible key (padding rows included) have lse +inf: p = 0.
             const float lse_r[2] = { row_lse2[16 * warp + g8], row_lse2[16 * warp + g8 + 8] };
             for (size_t k0 = jlo; k0 < jhi; k0 += kKT) {
                 const int pc0 = (int)((k0 - jlo) / kKT & 1) * (kKT / 2); // this tile's Ps columns
-                int vis[2];                                              // keys k0 + jj, jj < vis, visible
                 MF_UNROLL
-                for (int i = 0; i < 2; ++i)
-                    vis[i] = it.nv[i] <= k0 ? 0 : it.nv[i] - k0 < (size_t)kKT ? (int)(it.nv[i] - k0) : kKT;
-                // the warp's rows see it whole (padding rows count, as in softmax_tile)
-                if (__all_sync(0xffffffffu, (vis[0] == kKT || it.pad[0]) && (vis[1] == kKT || it.pad[1]))) {
-                    MF_UNROLL
-                    for (int x = 0; x < kKT / 2; ++x)
-                        s[x] = mf_ex2_ftz(s[x] * scale_log2 - lse_r[(x >> 1) & 1]);
-                } else {
-                    MF_UNROLL
-                    for (int x = 0; x < kKT / 2; ++x) {
-                        const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1);
-                        s[x] = jj < vis[e >> 1] ? mf_ex2_ftz(s[x] * scale_log2 - lse_r[e >> 1]) : 0.0f;
-                    }
-                }
+                for (int x = 0; x < kKT / 2; ++x) s[x] = mf_ex2_ftz(s[x] * scale_log2 - lse_r[(x >> 1) & 1]);
                 store_block_sums<kKT>(Ps, s, 16 * warp + g8, lane, pc0);
                 cp_async_wait_all();
                 wg_fence_proxy();

@@ -156,7 +156,7 @@
  *   min(16, 64/G) tokens), 64 rows, bf16 kc/vc tiles, dkc/dvc
  *   added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention):
- *   projected about 3.1-3.5x on the wgmma kernels (not measured; revised on
+ *   projected about 3.1-3.6x on the wgmma kernels (not measured; revised on
  *   2026-11-27 from 5.0-6.6x: SASS counts show all three kernels of the
  *   ratio, the dense baseline included, bound by issue slots at D = 64; it
  *   was 2.3-2.6x while the selected and window kernel described each

@@ -186,6 +186,12 @@ static const nsa_case nsa_cases[] = {
      * candidate blocks */
     { 1, 300, 6, 1, 64, { 2, 1, 4, 5, 9, 0.0f }, MF_DTYPE_BF16, 0 },
     { 2, 150, 4, 2, 32, { 8, 4, 16, 5, 12, 0.0f }, MF_DTYPE_BF16, 0 },
+    /* ---- equivalence, case 34: the seed's l = 32, d = 16, l' = 64 at D = 64 and G = 6 with more
+     * candidate blocks than n (S = 397: 7 blocks; n = 4: block 0, the two local ones and one by
+     * importance), so tokens of one warp select different whole 64-key stages that lie before all of
+     * them: the selected stream's full, interior stages with token masks that differ between a lane's
+     * two rows (nsa_sw::stage_bits' one-mask path) */
+    { 1, 397, 6, 1, 64, { 32, 16, 64, 4, 40, 0.0f }, MF_DTYPE_BF16, 0 },
 };
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */

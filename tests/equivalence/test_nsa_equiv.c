@@ -232,8 +232,9 @@ END_TEST
  * 128-row nsa_wg_fwd_kernel<16, 8>); case 29: D = 64 with 199 compressed blocks (the
  * compression kernel's tile pipeline wrapping, several importance tiles); cases 30 and 31: pass 2's
  * importance ranges without and with carried blocks; cases 32 and 33: the seed's ratios (l' = 4 d,
- * l = 2 d), importances summed per block in registers (nsa_cmp::store_block_sums). */
-static const int wgmma_cases[] = { 1, 4, 7, 8, 12, 13, 14, 16, 25, 26, 27, 28, 20, 29, 30, 31, 32, 33 };
+ * l = 2 d), importances summed per block in registers (nsa_cmp::store_block_sums); case 34: the
+ * seed's l' = 64 with selections that differ within a warp (interior full stages, one token mask). */
+static const int wgmma_cases[] = { 1, 4, 7, 8, 12, 13, 14, 16, 25, 26, 27, 28, 20, 29, 30, 31, 32, 33, 34 };
 
 static void wgmma_setup(void)
 {
