@@ -50,7 +50,7 @@ __global__ void ldmatrix_misaligned(float* out, int offset, int global) {
   __shared__ __align__(16) unsigned short s[8 * 8 + 8];
   s[threadIdx.x] = 0;
   s[threadIdx.x + 32] = 0;
-  uint32_t addr = global ? (uint32_t)(uintptr_t)out : (uint32_t)__cvta_generic_to_shared(&s[offset + (threadIdx.x % 8) * 8]);
+  uint32_t addr = global ? ((uint32_t)(uintptr_t)out & 0xffffffu) /* a generic address in slot 0, never a shared one (its whole low 32 bits could name a live slot) */ : (uint32_t)__cvta_generic_to_shared(&s[offset + (threadIdx.x % 8) * 8]);
   uint32_t r;
   asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(addr));
   out[threadIdx.x] = (float)r;
