@@ -687,11 +687,11 @@ __device__ __forceinline__ void wg_logits_tile(float (&acc)[1][BN / 8][4], unsig
         wg_fence_proxy(); // this thread's stage writes, before the barrier publishes them to wgmma
         __syncthreads();
         const uint32_t base = smem_u32(smem + (s & 1) * kStage);
+        const uint64_t da0 = wg_desc_sw128(base + a_off), db0 = wg_desc_sw128(base + kWgOperandBytes);
         wg_fence(); // the accumulators were last written by ordinary instructions
         MF_UNROLL
         for (int kk = 0; kk < kWgBK / 16; ++kk) { // k16 steps: +32 bytes inside the swizzled rows
-            const uint64_t da = wg_desc_sw128(base + a_off + 32u * kk),
-                           db = wg_desc_sw128(base + kWgOperandBytes + 32u * kk);
+            const uint64_t da = wg_desc_add(da0, 32u * kk), db = wg_desc_add(db0, 32u * kk);
             if constexpr (BN == 128)
                 wg_mma<128>(d, da, db, s > 0 || kk > 0);
             else
@@ -790,29 +790,30 @@ wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *
         const size_t d0 = (q / (size_t)n_kept) * kWgBK;
         if (mine) { // (warpgroup-uniform)
             if (wg == 0) {
+                const uint64_t db0 = wg_desc_mn128(base + kWgOperandBytes),
+                               ga0 = wg_desc_sw128(gbase + (uint32_t)(2 * tile * kWgOperandBytes));
                 wg_fence(); // the accumulators were last touched by ordinary instructions
                 MF_UNROLL
                 for (int kk = 0; kk < kTcBN / 16; ++kk) { // K = the tile's 128 v: 2 G chunks
-                    const uint64_t db = wg_desc_mn128(base + kWgOperandBytes + 2048u * kk);
-                    const uint32_t ga =
-                        gbase + (uint32_t)((2 * tile + (kk >> 2)) * kWgOperandBytes) + 32u * (kk & 3);
+                    const uint64_t db = wg_desc_add(db0, 2048u * kk);
+                    const uint32_t ga = (uint32_t)((kk >> 2) * kWgOperandBytes) + 32u * (kk & 3);
                     MF_UNROLL
                     for (int h = 0; h < 2; ++h)
-                        wg_mma<64, 0, 1>(o[h], wg_desc_sw128(ga + 8192u * h), db, k > 0 || kk > 0);
+                        wg_mma<64, 0, 1>(o[h], wg_desc_add(ga0, ga + 8192u * h), db, k > 0 || kk > 0);
                 }
                 wg_commit();
                 wg_wait_all();
             } else {
+                const uint64_t db0 = wg_desc_mn128(base),
+                               ga0 = wg_desc_mn128(gbase + (uint32_t)(2 * tile * kWgOperandBytes));
                 wg_fence();
                 MF_UNROLL
                 for (int kk = 0; kk < kTcBM / 16; ++kk) { // K = the block's 128 rows
-                    const uint64_t db = wg_desc_mn128(base + 2048u * kk);
+                    const uint64_t db = wg_desc_add(db0, 2048u * kk);
                     MF_UNROLL
                     for (int h = 0; h < 2; ++h)
-                        wg_mma<64, 1, 1>(
-                            o[h],
-                            wg_desc_mn128(gbase + (uint32_t)((2 * tile + h) * kWgOperandBytes) + 2048u * kk),
-                            db, kk > 0);
+                        wg_mma<64, 1, 1>(o[h], wg_desc_add(ga0, (uint32_t)(h * kWgOperandBytes) + 2048u * kk),
+                                         db, kk > 0);
                 }
                 wg_commit();
                 wg_wait_all();
