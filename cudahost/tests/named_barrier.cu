@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "check.h"
 
 #define MF_NS nbar_test  // the namespace of memfix's device helpers (src/core/mf_cuda.h defines it there)
@@ -174,23 +175,8 @@ __global__ void too_few(int *out) {
 }
 
 #ifdef __CUDAHOST__
-static char g_text[16384];
-static char g_path[64];
-
 static cudaError_t run_and_capture(void (*launch)(int *), int *d) {
-  fflush(stderr);
-  if (!freopen(g_path, "w", stderr)) return cudaErrorUnknown;
-  launch(d);
-  cudaError_t e = cudaGetLastError();
-  cudaError_t s = cudaDeviceSynchronize();
-  fflush(stderr);
-  FILE *f = fopen(g_path, "r");
-  size_t got = f ? fread(g_text, 1, sizeof g_text - 1, f) : 0;
-  g_text[got] = 0;
-  if (f) fclose(f);
-  printf("captured:\n%s\n", g_text);
-  cudaDeviceReset();
-  return e != cudaSuccess ? e : s;
+  return capture_launch([&] { launch(d); });
 }
 
 static int check_errors() {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "check.h"
 
 #include <mma.h>
@@ -113,23 +114,8 @@ __global__ void wgmma_use(float* out, int mode) {
   out[128 + threadIdx.x] = d[0];
 }
 
-static char g_text[16384];
-static char g_path[64];
-
 static cudaError_t run_and_capture(void (*launch)(float*, const float*), float* d, const float* src) {
-  fflush(stderr);
-  if (!freopen(g_path, "w", stderr)) return cudaErrorUnknown;
-  launch(d, src);
-  cudaError_t e = cudaGetLastError();
-  cudaError_t s = cudaDeviceSynchronize();
-  fflush(stderr);
-  FILE* f = fopen(g_path, "r");
-  size_t got = f ? fread(g_text, 1, sizeof g_text - 1, f) : 0;
-  g_text[got] = 0;
-  if (f) fclose(f);
-  printf("captured:\n%s\n", g_text);
-  cudaDeviceReset();
-  return e != cudaSuccess ? e : s;
+  return capture_launch([&] { launch(d, src); });
 }
 #endif
 
