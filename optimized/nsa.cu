@@ -2855,7 +2855,9 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
         for (int e = 0; e < 4; ++e) {
             const int i = e >> 1;
             const bool on = ((seen >> (8 * j + 4 * i + 2 * n + (e & 1))) & 1u) != 0u;
-            const float p = on ? exp2f(s[2 * j + n][e] * scale_log2 - rg.lse2[i]) : 0.0f;
+            // mf_ex2_ftz as the forward and attention_mma's backward: a flushed p < 2^-126 moves
+            // dq, dk, dv and the gate's gradient by under 2^-126 |dO| or |dP|
+            const float p = on ? mf_ex2_ftz(s[2 * j + n][e] * scale_log2 - rg.lse2[i]) : 0.0f;
             dp[2 * j + n][e] = on ? p * (rg.gate[i] * dp[2 * j + n][e] - rg.delta[i]) : 0.0f;
             s[2 * j + n][e] = rg.gate[i] * p;
         }
@@ -2910,7 +2912,7 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 172/189/216/222 at D = 16/32/64/128 (170/188/212/228 before one stage loader for both layouts and the unmasked interior step; 172/188/212/226 before the running max on fmaxf; before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 172/191/216/222 at D = 16/32/64/128 (172/189/216/222 before ex2.approx.ftz for exp2f; 170/188/212/228 before one stage loader for both layouts and the unmasked interior step; 172/188/212/226 before the running max on fmaxf; before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -3006,7 +3008,7 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // dq[row] = scale dQ is written (this kernel runs first; nsa_mma_bwd_kernel adds
 // the selected and sliding parts); rows without a visible block get dq = 0 and
 // dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
-// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 115/118/128 (100/121/128 before online_max_step's fmaxf; its pass 1 keeps nan_max per score and the scaled scores: with softmax_p D = 64 spilled 8 bytes), smem 15360/21504/33792 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (with 3: 100/121/168; before, split operands, 3 CTAs: 108/148/168 and 18176/26880/44288 bytes; without a hint D = 32 spilled))
+// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 113/118/128 (115/118/128 before ex2.approx.ftz for exp2f in the gradient step; 100/121/128 before online_max_step's fmaxf; its pass 1 keeps nan_max per score and the scaled scores: with softmax_p D = 64 spilled 8 bytes), smem 15360/21504/33792 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (with 3: 100/121/168; before, split operands, 3 CTAs: 108/148/168 and 18176/26880/44288 bytes; without a hint D = 32 spilled))
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::Cta<nsa_cmp::kBwdWarps>::kThreads, 4)
     nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -3089,7 +3091,7 @@ __global__ void __launch_bounds__(nsa_cmp::Cta<nsa_cmp::kBwdWarps>::kThreads, 4)
             for (int e = 0; e < 4; ++e) {
                 const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
                 const bool ok = k0 + (size_t)j < it.nv[i];
-                const float p = ok ? exp2f(s[n][e] * scale_log2 - lse2[i]) : 0.0f;
+                const float p = ok ? mf_ex2_ftz(s[n][e] * scale_log2 - lse2[i]) : 0.0f; // (as row_grad's)
                 const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
                 dp[n][e] = ds;
                 Ss[r * LDX + j] = __float2bfloat16_rn(ds);
