@@ -2088,15 +2088,23 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
                 float s[2][4];
                 scores<D>(s, Qw, tl, buf, lane);
                 float(&p)[8] = reinterpret_cast<float(&)[8]>(s); // element 4 n + e
-                MF_UNROLL
-                for (int x = 0; x < 8; ++x) {
-                    const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
-                              r = 16 * warp + g8 + 8 * (e >> 1);
-                    p[x] =
-                        k0 + (size_t)jj < it.nv[e >> 1] ? mf_ex2_ftz(p[x] * scale_log2 - row_lse2[r]) : 0.0f;
-                    if (!sums) Ps[r][jj] = p[x];
+                if (sums) {
+                    // No mask, as nsa_wg_cmp_kernel's pass2_block_sums: at the seed's ratios a key a row
+                    // does not see overlaps only blocks whose importance is never read (there).
+                    MF_UNROLL
+                    for (int x = 0; x < 8; ++x)
+                        p[x] = mf_ex2_ftz(p[x] * scale_log2 - row_lse2[16 * warp + g8 + 8 * ((x >> 1) & 1)]);
+                    store_block_sums<16>(Ps, p, 16 * warp + g8, lane);
+                } else {
+                    MF_UNROLL
+                    for (int x = 0; x < 8; ++x) {
+                        const int e = x & 3, jj = 8 * (x >> 2) + 2 * t4 + (e & 1),
+                                  r = 16 * warp + g8 + 8 * (e >> 1);
+                        Ps[r][jj] = k0 + (size_t)jj < it.nv[e >> 1]
+                                        ? mf_ex2_ftz(p[x] * scale_log2 - row_lse2[r])
+                                        : 0.0f;
+                    }
                 }
-                if (sums) store_block_sums<16>(Ps, p, 16 * warp + g8, lane);
                 __syncthreads();
                 if (sums)
                     add_block_sums<16, kThreadsC>(sm, sh, k0, i0, iend, cand_max, ntok, tid);
