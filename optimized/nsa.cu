@@ -1583,6 +1583,16 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
     l[0] = l[1] = 0.0f;
     MF_UNROLL
     for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    // the fewest blocks any row of the warp sees (padding rows, zero-filled and never read, count
+    // as seeing all; clamped to 32 bits, which only makes it smaller)
+    unsigned wmin = 0u;
+    if constexpr (!SPLIT) {
+        wmin = UINT_MAX;
+        MF_UNROLL
+        for (int i = 0; i < 2; ++i)
+            if (!it.pad[i] && it.nv[i] < (size_t)wmin) wmin = (unsigned)it.nv[i];
+        wmin = __reduce_min_sync(0xffffffffu, wmin);
+    }
     for (size_t k0 = 0; k0 < it.nk0; k0 += 16) {
         const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
         const int buf =
@@ -1593,13 +1603,26 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
         // (online_max_step, softmax_p): that form costs this loop registers, and at its
         // 128-register cap nsa_mma_cmp_bwd_kernel<64> then spills (8 bytes, per item)
         float mx[2] = { -INFINITY, -INFINITY };
-        MF_UNROLL
-        for (int n = 0; n < 2; ++n) MF_UNROLL
-        for (int e = 0; e < 4; ++e) {
-            const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
-            const float x = j < it.nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
-            s[n][e] = x;
-            mx[e >> 1] = nan_max(mx[e >> 1], x);
+        // The forward's interior tiles (every row of the warp sees all 16 keys) skip the
+        // per-score compare and select, as nsa_wgc::softmax_tile; wmin is warp-uniform, so the
+        // branch is too. The backward's recomputation (SPLIT) keeps the masked form:
+        // nsa_mma_cmp_bwd_kernel<64> is at its 128-register cap.
+        if (!SPLIT && k0 + 16 <= (size_t)wmin) {
+            MF_UNROLL
+            for (int x = 0; x < 8; ++x) {
+                float &v = s[x >> 2][x & 3];
+                v *= scale_log2;
+                mx[(x >> 1) & 1] = nan_max(mx[(x >> 1) & 1], v);
+            }
+        } else {
+            MF_UNROLL
+            for (int n = 0; n < 2; ++n) MF_UNROLL
+            for (int e = 0; e < 4; ++e) {
+                const size_t j = k0 + (size_t)(8 * n + 2 * t4 + (e & 1));
+                const float x = j < it.nv[e >> 1] ? s[n][e] * scale_log2 : -INFINITY;
+                s[n][e] = x;
+                mx[e >> 1] = nan_max(mx[e >> 1], x);
+            }
         }
         float corr[2], mu[2];
         online_max_step(m, mx, 1.0f, corr, mu); // mx already scaled
@@ -2009,7 +2032,7 @@ template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void 
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 115/128/128 at D = 16/32/64 with W = 8 warps (128 rows) (128/128/128 before online_max_step's fmaxf), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 119/128/128; merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 127/128/128 (before store_block_sums: 120/128/124; serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 119/120/128 at D = 16/32/64 with W = 8 warps (128 rows) (115/128/128 before pass 1's interior tiles and pass 2 at the seed's ratios without per-score masks; 128/128/128 before online_max_step's fmaxf), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 119/128/128; merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 127/128/128 (before store_block_sums: 120/128/124; serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
