@@ -1393,7 +1393,7 @@ struct Item : nsa_mma::ItemPos { // b, g, t0, tend
     size_t coff;                 // (b, g)'s first kc/vc element
     size_t rbase;                // row (b, t0, head g G) of q/out; row r of the CTA: row_of
     size_t nv[2];                // visible blocks of this lane's rows
-    bool pad[2];                 // a padding row (r >= nrows: nv 0, its results never read)
+    unsigned wmin;               // the fewest blocks a real row of the warp sees (32-bit clamped)
 };
 template <int D>
 __device__ __forceinline__ Item item_of(const NsaShape &sh, size_t item, size_t QT, size_t nblk, int warp,
@@ -1405,12 +1405,17 @@ __device__ __forceinline__ Item item_of(const NsaShape &sh, size_t item, size_t 
     it.nk0 = nvis_of(sh, it.tend - 1);
     it.coff = (it.b * sh.Hk + it.g) * sh.nc * D;
     it.rbase = (it.b * sh.S + it.t0) * sh.Hq + it.g * sh.G;
+    // Tiles that end at or before wmin are interior for the warp: every row sees all their keys
+    // (padding rows, r >= nrows, zero-filled and never read, count as seeing all; the clamp to 32
+    // bits only lowers it).
+    unsigned w = UINT_MAX;
     MF_UNROLL
     for (int i = 0; i < 2; ++i) {
         const size_t r = (size_t)(16 * warp + g8 + 8 * i);
         it.nv[i] = r < it.nrows ? nvis_of(sh, it.t0 + r / sh.G) : 0;
-        it.pad[i] = r >= it.nrows;
+        if (r < it.nrows && it.nv[i] < (size_t)w) w = (unsigned)it.nv[i];
     }
+    it.wmin = __reduce_min_sync(0xffffffffu, w);
     return it;
 }
 // The q/out row (b, t0 + r / G, head g G + r % G) of the CTA's row r < nrows
@@ -1583,16 +1588,6 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
     l[0] = l[1] = 0.0f;
     MF_UNROLL
     for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    // the fewest blocks any row of the warp sees (padding rows, zero-filled and never read, count
-    // as seeing all; clamped to 32 bits, which only makes it smaller)
-    unsigned wmin = 0u;
-    if constexpr (!SPLIT) {
-        wmin = UINT_MAX;
-        MF_UNROLL
-        for (int i = 0; i < 2; ++i)
-            if (!it.pad[i] && it.nv[i] < (size_t)wmin) wmin = (unsigned)it.nv[i];
-        wmin = __reduce_min_sync(0xffffffffu, wmin);
-    }
     for (size_t k0 = 0; k0 < it.nk0; k0 += 16) {
         const bool more = k0 + 16 < it.nk0; // else tile 0 of the next pass (vc too iff THEN_V)
         const int buf =
@@ -1603,11 +1598,11 @@ __device__ __forceinline__ void branch(float o[D / 8][4], float m[2], float l[2]
         // (online_max_step, softmax_p): that form costs this loop registers, and at its
         // 128-register cap nsa_mma_cmp_bwd_kernel<64> then spills (8 bytes, per item)
         float mx[2] = { -INFINITY, -INFINITY };
-        // The forward's interior tiles (every row of the warp sees all 16 keys) skip the
-        // per-score compare and select, as nsa_wgc::softmax_tile; wmin is warp-uniform, so the
+        // The forward's interior tiles (every row of the warp sees all 16 keys: Item::wmin) skip
+        // the per-score compare and select, as nsa_wgc::softmax_tile; wmin is warp-uniform, so the
         // branch is too. The backward's recomputation (SPLIT) keeps the masked form:
         // nsa_mma_cmp_bwd_kernel<64> is at its 128-register cap.
-        if (!SPLIT && k0 + 16 <= (size_t)wmin) {
+        if (!SPLIT && k0 + 16 <= (size_t)it.wmin) {
             MF_UNROLL
             for (int x = 0; x < 8; ++x) {
                 float &v = s[x >> 2][x & 3];
@@ -2340,21 +2335,20 @@ __device__ __forceinline__ void vis_lim(int (&lim)[2], const size_t (&nv)[2], si
 // (o's rescale, applied before the tile's P Vc) as nsa_cmp::branch; s is left holding the
 // fp32 p (l sums them; pack_p rounds them to bf16 once for P Vc). A tile that every row of
 // the warp sees whole (all but the causal frontier's, about one per item) takes the path
-// without the per-score compare and select (a vote, so the branch is warp-uniform; the same
-// values). Padding rows count as seeing it: their scores (zero q) are finite, and nothing
-// reads their results (store_rows, row_eps and the importances take real rows only), so the
-// warp holding them is not kept on the masked path (it would set its sub-partition's pace).
+// without the per-score compare and select (Item::wmin, warp-uniform, so the branch is too;
+// the same values). Padding rows count as seeing it: their scores (zero q) are finite, and
+// nothing reads their results (store_rows, row_eps and the importances take real rows only), so
+// the warp holding them is not kept on the masked path (it would set its sub-partition's pace).
 __device__ __forceinline__ void softmax_tile(float (&s)[kKT / 2], size_t x, const Item &it, float scale_log2,
                                              int t4, float m[2], float l[2], float corr[2])
 {
-    int lim[2];
-    vis_lim<kKT>(lim, it.nv, x * kKT, t4);
     float mx[2] = { -INFINITY, -INFINITY };
-    if (__all_sync(0xffffffffu,
-                   (lim[0] == kKT - 2 * t4 || it.pad[0]) && (lim[1] == kKT - 2 * t4 || it.pad[1]))) {
+    if ((x + 1) * kKT <= (size_t)it.wmin) {
         MF_UNROLL
         for (int i = 0; i < kKT / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
     } else {
+        int lim[2];
+        vis_lim<kKT>(lim, it.nv, x * kKT, t4);
         MF_UNROLL
         for (int i = 0; i < kKT / 2; ++i) {
             const int e = i & 3;
@@ -2462,7 +2456,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 146/158/179 at D = 16/32/64 with pass 1's interior tiles unmasked, pass 2's exponentials without a mask and descriptors from a base (before them: 166/168/213 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask; before those: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 146/153/180 at D = 16/32/64 with pass 1's interior tiles unmasked (by Item::wmin since session 17: 146/158/179 with a vote per tile), pass 2's exponentials without a mask and descriptors from a base (before them: 166/168/213 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask; before those: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
