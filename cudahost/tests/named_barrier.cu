@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
 #include "check.h"
 
 #define MF_NS nbar_test  // the namespace of memfix's device helpers (src/core/mf_cuda.h defines it there)
@@ -175,6 +174,8 @@ __global__ void too_few(int *out) {
 }
 
 #ifdef __CUDAHOST__
+#include "capture.h"  // (here, not above: the tsan_race test matches the kernels' line numbers)
+
 static cudaError_t run_and_capture(void (*launch)(int *), int *d) {
   return capture_launch([&] { launch(d); });
 }
