@@ -3116,7 +3116,7 @@ __global__ void __launch_bounds__(nsa_cmp::Cta<nsa_cmp::kBwdWarps>::kThreads, 4)
             for (int e = 0; e < 4; ++e) {
                 const int i = e >> 1, r = g8 + 8 * i, j = 8 * n + 2 * t4 + (e & 1);
                 const bool ok = k0 + (size_t)j < it.nv[i];
-                const float p = ok ? mf_ex2_ftz(s[n][e] * scale_log2 - lse2[i]) : 0.0f; // (as row_grad's)
+                const float p = ok ? mf_ex2_ftz(s[n][e] * scale_log2 - lse2[i]) : 0.0f; // (as grad_stage's)
                 const float ds = ok ? p * (gate[i] * dp[n][e] - delta[i]) : 0.0f;
                 dp[n][e] = ds;
                 Ss[r * LDX + j] = __float2bfloat16_rn(ds);
