@@ -360,7 +360,7 @@ __device__ __forceinline__ void grad_slice(const float (*sg)[kLdg], const T (*b)
 }
 
 // ---- backward: recompute, dL/dz in registers, three gradient products -----------
-// mf-budget: regs<=128 smem<=38912 stack<=0 spill=0  (sm_90: f32 128 regs 38656 B)
+// mf-budget: regs<=128 smem<=38912 stack<=0 spill=0 sm_80:regs<=152  (sm_90: f32 128 regs 38656 B; sm_80: f32 150 regs, 3 blocks per SM instead of 4)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     ce_fused_bwd_kernel(const T *__restrict__ hidden, const T *__restrict__ weight,

@@ -298,7 +298,7 @@ __device__ __forceinline__ void put_dphi(const float (&acc)[kOut], size_t x0, si
 }
 
 // ---- forward: one block per (b, h, 32 columns of S) ----------------------------------
-// mf-budget: regs<=88 smem<=37888 spill=0  (sm_90 measured: regs 80 smem 36672)
+// mf-budget: regs<=88 smem<=37888 spill=0 sm_80:regs<=128  (sm_90 measured: regs 80 smem 36672; sm_80: regs 122, 4 blocks per SM as its shared memory allows)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_fwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -384,7 +384,7 @@ __device__ __forceinline__ void load_dnum(RowSmem &sm, const T *dout, const floa
 // ---- backward 2: dq, one block per (b, h, 32 rows of S), forward sweep -----------------------
 // dq'_n[d] = sum_c S_prev[d][c] dnum_n[c] + dd_n z_prev[d]
 //          + sum_{m<=n in chunk} k'_m[d] (v_m . dnum_n + dd_n)
-// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 79 smem 36416)
+// mf-budget: regs<=96 smem<=37888 spill=0 sm_80:regs<=128  (sm_90 measured: regs 79 smem 36416; sm_80: regs 122, 4 blocks per SM as its shared memory allows)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_dq_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -420,7 +420,7 @@ __global__ void __launch_bounds__(kThreads)
 // ---- backward 3: dk (and the initial state's gradients), one block per (b, h, 32 rows
 // of G), reverse sweep ------------------------------------------------------------------------
 // dk'_m[d] = sum_c G_next[d][c] v_m[c] + g_next[d] + sum_{n>=m in chunk} q'_n[d] (dnum_n . v_m + dd_n)
-// mf-budget: regs<=96 smem<=37888 spill=0  (sm_90 measured: regs 80 smem 36416)
+// mf-budget: regs<=96 smem<=37888 spill=0 sm_80:regs<=128  (sm_90 measured: regs 80 smem 36416; sm_80: regs 123, 4 blocks per SM as its shared memory allows)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_dk_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
@@ -461,7 +461,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- backward 4: dv, one block per (b, h, 32 columns of G), reverse sweep ----------------
 // dv_m[c] = sum_d G_next[d][c] k'_m[d] + sum_{n>=m in chunk} (q'_n . k'_m) dnum_n[c]
-// mf-budget: regs<=96 smem<=36864 spill=0  (sm_90 measured: regs 80 smem 36096)
+// mf-budget: regs<=96 smem<=36864 spill=0 sm_80:regs<=128  (sm_90 measured: regs 80 smem 36096; sm_80: regs 123, 4 blocks per SM as its shared memory allows)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     la_dv_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ dout,
@@ -946,7 +946,7 @@ __device__ __forceinline__ void tile_rowstats(TileSmem &sm, const TileItem &it, 
     }
     __syncthreads(); // den_s and row_s visible to the block
 }
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 128, 128, no static smem; dynamic 55808 B;
+// mf-budget: regs<=128 smem<=0 spill=0 sm_80:regs<=160  (sm_90 measured: regs 128, 128, no static smem; dynamic 55808 B;
 // sm_80: regs 128, 154 for mode 1 with the row statistics folded in: 1 block per SM on an A100)
 template <int MODE>
 __global__ void __launch_bounds__(2 * kThreads)

@@ -3223,9 +3223,17 @@ __device__ __noinline__ float bwd_range(const KT *__restrict__ kb, const KT *__r
 // o recomputed (online, as the forward), dg = dout.o, delta = g dg, then bwd_range.
 // branches = 3: all three; 1 (the bf16 tensor-core path): the compression branch
 // only (it writes dq; nsa_mma_bwd_kernel adds the selected and sliding parts).
-// mf-budget: regs<=136 smem<=4096 stack<=0 spill=0  (sm_90 measured: regs 128 smem 2048 stack 0; bwd_range not inlined (inlined, it spilled at 64 registers) and returns dq by value (a reference cost an 8-byte frame))
+// Registers (it sits at 128 with no room): bwd_range is a real call (inlined, it
+// spilled at 64 registers) and returns dq by value (a reference cost an 8-byte frame);
+// the selected and window ranges share one call site of bwd_range and of attend_range;
+// the item is split through bt = b S + t; and the minimum of 4 blocks states the
+// 128-register target. Without all of them, ptxas picked 72-128 registers and spilled
+// the bf16 instance (sm_80 at this file's state of 2026-11-27: a 24-byte frame, 28
+// bytes stored) or used 145-162 with no minimum. A helper for the ranges (one loop
+// condition) spilled again: check `ptxas -v` for sm_80 and sm_90 after any change.
+// mf-budget: regs<=136 smem<=4096 stack<=0 spill=0  (measured: regs 128 smem 2048 stack 0 on sm_80 and sm_90, both types)
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     nsa_bwd_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                    const T *__restrict__ g_cmp, const T *__restrict__ g_slc, const T *__restrict__ g_win,
                    const T *__restrict__ dout, const float *__restrict__ kc, const float *__restrict__ vc,
@@ -3240,15 +3248,16 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ float red[kThreads];
     const int tid = threadIdx.x, D = (int)sh.D;
     for (size_t item = blockIdx.x; item < total; item += gridDim.x) {
-        const size_t g = item % sh.Hk, t = (item / sh.Hk) % sh.S, b = item / (sh.Hk * sh.S);
+        // item = (b S + t) Hk + g; bt = b S + t
+        const size_t bt = item / sh.Hk, g = item - bt * sh.Hk, t = bt % sh.S;
         const size_t nvis =
             t + 1 >= sh.l ? ((t + 1 - sh.l) / sh.d + 1 < sh.nc ? (t + 1 - sh.l) / sh.d + 1 : sh.nc) : 0;
-        const size_t koff = (b * sh.S * sh.Hk + g) * sh.D, kstride = sh.Hk * sh.D;
-        const size_t coff = (b * sh.Hk + g) * sh.nc * sh.D;
+        const size_t koff = (item - t * sh.Hk) * sh.D, kstride = sh.Hk * sh.D; // (b S Hk + g) D
+        const size_t coff = (bt / sh.S * sh.Hk + g) * sh.nc * sh.D;
         const size_t w0 = t + 1 > sh.w ? t + 1 - sh.w : 0;
-        const int32_t *srow = sel + ((b * sh.S + t) * sh.Hk + g) * sh.n;
+        const int32_t *srow = sel + item * sh.n;
         for (size_t hh = 0; hh < sh.G; ++hh) {
-            const size_t h = g * sh.G + hh, row = (b * sh.S + t) * sh.Hq + h;
+            const size_t h = g * sh.G + hh, row = bt * sh.Hq + h;
             __syncthreads();
             if (tid < D) {
                 qs[tid] = to_f32(q[row * sh.D + tid]);
@@ -3267,16 +3276,17 @@ __global__ void __launch_bounds__(kThreads)
                 Online st = { -INFINITY, 0.0f, 0.0f };
                 if (x == 0) {
                     attend_range(kc + coff, vc + coff, sh.D, 0, nvis, qs, D, sh.scale, st, p_sh, red);
-                } else if (x == 1) {
-                    for (size_t e = 0; e < sh.n; ++e) {
-                        const int32_t i = srow[e];
-                        if (i < 0) break;
-                        const size_t s0 = (size_t)i * sh.ls;
-                        const size_t s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                } else { // the selected blocks (x = 1) or the window (x = 2): one call site
+                    for (size_t e = 0; e < (x == 1 ? sh.n : 1); ++e) {
+                        size_t s0 = w0, s1 = t + 1;
+                        if (x == 1) {
+                            const int32_t i = srow[e];
+                            if (i < 0) break;
+                            s0 = (size_t)i * sh.ls;
+                            s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                        }
                         attend_range(k + koff, v + koff, kstride, s0, s1, qs, D, sh.scale, st, p_sh, red);
                     }
-                } else {
-                    attend_range(k + koff, v + koff, kstride, w0, t + 1, qs, D, sh.scale, st, p_sh, red);
                 }
                 const float o = tid < D ? st.acc / st.l : 0.0f;
                 const float dg = block_sum_n<kThreads>(tid < D ? dos[tid] * o : 0.0f, red);
@@ -3290,18 +3300,18 @@ __global__ void __launch_bounds__(kThreads)
                 if (x == 0) {
                     dqc = bwd_range(kc + coff, vc + coff, sh.D, dkc + coff, dvc + coff, 0, nvis, qs, dos, D,
                                     sh.scale, lz, delta, dqc, p_sh);
-                } else if (x == 1) {
-                    for (size_t e = 0; e < sh.n; ++e) {
-                        const int32_t i = srow[e];
-                        if (i < 0) break;
-                        const size_t s0 = (size_t)i * sh.ls;
-                        const size_t s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                } else { // the selected blocks (x = 1) or the window (x = 2): one call site
+                    for (size_t e = 0; e < (x == 1 ? sh.n : 1); ++e) {
+                        size_t s0 = w0, s1 = t + 1;
+                        if (x == 1) {
+                            const int32_t i = srow[e];
+                            if (i < 0) break;
+                            s0 = (size_t)i * sh.ls;
+                            s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
+                        }
                         dqc = bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, s0, s1, qs, dos, D,
                                         sh.scale, lz, delta, dqc, p_sh);
                     }
-                } else {
-                    dqc = bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, w0, t + 1, qs, dos, D,
-                                    sh.scale, lz, delta, dqc, p_sh);
                 }
                 __syncthreads();
                 if (tid < D) dos[tid] = to_f32(dout[row * sh.D + tid]);

@@ -2,6 +2,9 @@
 # compiles the file for sm_90 with ptxas verbose output (nvcc -cubin, device code
 # only, the library's own CUDA include directories and definitions) and fails if
 # a kernel spills, exceeds the `// mf-budget:` stated beside it, or states none.
+# A second test per file does the same for sm_80 (A100, the GPU of seed 001 and
+# CI's other architecture), where a budget line may state sm_80:regs<=N and the
+# like for the kernels ptxas gives more registers there; spill=0 holds on both.
 # The checker is plain CMake: ci/check_kernel_resources.cmake (format there).
 # Registered only when nvcc is available (MF_HAVE_CUDA); label unit.
 # Self-tests (kernel_resources_selftest.*) feed it deliberately bad kernels from
@@ -19,19 +22,23 @@ set(_mf_res_dir ${CMAKE_BINARY_DIR}/kernel-resources)
 set(_mf_res_flags
   "-I$<JOIN:$<TARGET_PROPERTY:memfix_cuda,INCLUDE_DIRECTORIES>,|-I>|-D$<JOIN:$<TARGET_PROPERTY:memfix_cuda,COMPILE_DEFINITIONS>,|-D>|-std=c++17")
 
-function(_mf_add_resource_test name source)
+function(_mf_add_resource_test_arch name source arch)
   add_test(NAME ${name}
            COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DSOURCE=${source}
-                   -DARCH=${MF_RESOURCE_ARCH} "-DFLAGS=${_mf_res_flags}"
+                   -DARCH=${arch} "-DFLAGS=${_mf_res_flags}"
                    -DOUT=${_mf_res_dir}/${name}.cubin -DCXXFILT=${MF_CXXFILT}
                    -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
   set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 300 ${ARGN})
+endfunction()
+function(_mf_add_resource_test name source)
+  _mf_add_resource_test_arch(${name} ${source} ${MF_RESOURCE_ARCH} ${ARGN})
 endfunction()
 
 file(GLOB _mf_res_sources CONFIGURE_DEPENDS ${MF_ROOT}/optimized/*.cu)
 foreach(src IN LISTS _mf_res_sources)
   get_filename_component(stem ${src} NAME_WE)
   _mf_add_resource_test(kernel_resources.${stem} ${src})
+  _mf_add_resource_test_arch(kernel_resources.${stem}.sm_80 ${src} 80)
 endforeach()
 
 # The checker must reject each kind of violation, for the right reason.
@@ -45,6 +52,13 @@ foreach(case IN ITEMS "spill|spills registers \\([1-9]"
   _mf_add_resource_test(kernel_resources_selftest.${stem} ${MF_ROOT}/tests/resources/${stem}.cu
                         PASS_REGULAR_EXPRESSION "${expect}")
 endforeach()
+# ... and apply a per-architecture override (sm_80:regs<=N) on that architecture only.
+_mf_add_resource_test_arch(kernel_resources_selftest.arch_override.sm_80
+                           ${MF_ROOT}/tests/resources/arch_override.cu 80
+                           PASS_REGULAR_EXPRESSION "exceeds its register budget sm_80:regs<=4")
+_mf_add_resource_test_arch(kernel_resources_selftest.arch_override.sm_90
+                           ${MF_ROOT}/tests/resources/arch_override.cu 90
+                           PASS_REGULAR_EXPRESSION "kernel resource budgets OK: arch_override.cu")
 
 # The fused cross-entropy's bf16 kernels run on tensor cores: their sm_90 PTX
 # contains mma.sync, ldmatrix and cp.async (issue 14). The self-test shows the check can fail: the
