@@ -3219,6 +3219,22 @@ __device__ __noinline__ float bwd_range(const KT *__restrict__ kb, const KT *__r
     return dq;
 }
 
+// Keys [s0, s1) of range e of query t's selected branch (x = 1: block srow[e], cut at t;
+// false at a -1) or window (x = 2: [w0, t]). The caller loops e over n ranges (x = 1) or 1.
+__device__ __forceinline__ bool sw_range(int x, const int32_t *srow, size_t e, size_t ls, size_t w0, size_t t,
+                                         size_t &s0, size_t &s1)
+{
+    s0 = w0;
+    s1 = t + 1;
+    if (x == 1) {
+        const int32_t i = srow[e];
+        if (i < 0) return false;
+        s0 = (size_t)i * ls;
+        s1 = s0 + ls < t + 1 ? s0 + ls : t + 1;
+    }
+    return true;
+}
+
 // One block per (b, t, KV group), looping over the group's heads; per branch:
 // o recomputed (online, as the forward), dg = dout.o, delta = g dg, then bwd_range.
 // branches = 3: all three; 1 (the bf16 tensor-core path): the compression branch
@@ -3229,8 +3245,9 @@ __device__ __noinline__ float bwd_range(const KT *__restrict__ kb, const KT *__r
 // the item is split through bt = b S + t; and the minimum of 4 blocks states the
 // 128-register target. Without all of them, ptxas picked 72-128 registers and spilled
 // the bf16 instance (sm_80 at this file's state of 2026-11-27: a 24-byte frame, 28
-// bytes stored) or used 145-162 with no minimum. A helper for the ranges (one loop
-// condition) spilled again: check `ptxas -v` for sm_80 and sm_90 after any change.
+// bytes stored) or used 145-162 with no minimum. sw_range with the loop's end test
+// inside it (e < n and the -1 in one condition) spilled again: kernel_resources.nsa.sm_80
+// and kernel_resources.nsa check both architectures.
 // mf-budget: regs<=136 smem<=4096 stack<=0 spill=0  (measured: regs 128 smem 2048 stack 0 on sm_80 and sm_90, both types)
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 4)
@@ -3278,13 +3295,8 @@ __global__ void __launch_bounds__(kThreads, 4)
                     attend_range(kc + coff, vc + coff, sh.D, 0, nvis, qs, D, sh.scale, st, p_sh, red);
                 } else { // the selected blocks (x = 1) or the window (x = 2): one call site
                     for (size_t e = 0; e < (x == 1 ? sh.n : 1); ++e) {
-                        size_t s0 = w0, s1 = t + 1;
-                        if (x == 1) {
-                            const int32_t i = srow[e];
-                            if (i < 0) break;
-                            s0 = (size_t)i * sh.ls;
-                            s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                        }
+                        size_t s0, s1;
+                        if (!sw_range(x, srow, e, sh.ls, w0, t, s0, s1)) break;
                         attend_range(k + koff, v + koff, kstride, s0, s1, qs, D, sh.scale, st, p_sh, red);
                     }
                 }
@@ -3302,13 +3314,8 @@ __global__ void __launch_bounds__(kThreads, 4)
                                     sh.scale, lz, delta, dqc, p_sh);
                 } else { // the selected blocks (x = 1) or the window (x = 2): one call site
                     for (size_t e = 0; e < (x == 1 ? sh.n : 1); ++e) {
-                        size_t s0 = w0, s1 = t + 1;
-                        if (x == 1) {
-                            const int32_t i = srow[e];
-                            if (i < 0) break;
-                            s0 = (size_t)i * sh.ls;
-                            s1 = s0 + sh.ls < t + 1 ? s0 + sh.ls : t + 1;
-                        }
+                        size_t s0, s1;
+                        if (!sw_range(x, srow, e, sh.ls, w0, t, s0, s1)) break;
                         dqc = bwd_range(k + koff, v + koff, kstride, dk + koff, dv + koff, s0, s1, qs, dos, D,
                                         sh.scale, lz, delta, dqc, p_sh);
                     }
