@@ -796,10 +796,10 @@ wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *
                 MF_UNROLL
                 for (int kk = 0; kk < kTcBN / 16; ++kk) { // K = the tile's 128 v: 2 G chunks
                     const uint64_t db = wg_desc_add(db0, 2048u * kk);
-                    const uint32_t ga = (uint32_t)((kk >> 2) * kWgOperandBytes) + 32u * (kk & 3);
+                    const uint32_t goff = (uint32_t)((kk >> 2) * kWgOperandBytes) + 32u * (kk & 3);
                     MF_UNROLL
                     for (int h = 0; h < 2; ++h)
-                        wg_mma<64, 0, 1>(o[h], wg_desc_add(ga0, ga + 8192u * h), db, k > 0 || kk > 0);
+                        wg_mma<64, 0, 1>(o[h], wg_desc_add(ga0, goff + 8192u * h), db, k > 0 || kk > 0);
                 }
                 wg_commit();
                 wg_wait_all();
