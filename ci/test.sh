@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 jobs="${MF_JOBS:-$(nproc)}"
 export CTEST_OUTPUT_ON_FAILURE=1
 
-step() { printf '\n==== %s ====\n' "$*"; }
+# Each step's header says how long the run has taken so far (SECONDS: since the script began),
+# so a CI log shows where the time goes.
+step() { printf '\n==== %s (at %dm%02ds) ====\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 step "default build"
 cmake --preset default
@@ -47,3 +49,4 @@ done
 
 step "coverage (fails below 90% line coverage of reference/, optimized/, src/core/, src/ops/)"
 MF_JOBS="$jobs" ci/coverage.sh
+step "done"
