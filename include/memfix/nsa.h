@@ -44,6 +44,12 @@
  * MF_DTYPE_F32 or MF_DTYPE_BF16; arithmetic is fp32 in the optimized code and
  * double in the reference. Hq must be a multiple of Hk; l and l' multiples of d.
  *
+ * Non-finite values: NaN/Inf in v, or in a compressed vc, of a key that a
+ * query's branch does not see, but which shares a tile or stage with keys it
+ * does see, meets a zero weight in the optimized products (p = 0, ds = 0); the
+ * reference never reads it. Whether 0 * NaN is formed there depends on the
+ * tiling and is not specified, as in memfix/attention.h.
+ *
  * Memory (scratch = bytes beyond the caller's inputs and outputs)
  * ---------------------------------------------------------------
  * Reference (host scratch, exact: the broken code's dense masked branches):
