@@ -111,17 +111,10 @@ add_test(NAME ptx_wgmma_selftest.sm_90_stub
                  -DOUT=${_mf_res_dir}/ptx_wgmma_selftest.sm_90_stub.ptx -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
 set_tests_properties(ptx_wgmma_selftest.sm_90_stub PROPERTIES LABELS unit TIMEOUT 300
                      PASS_REGULAR_EXPRESSION "ce_fused_fwd_wgmma_kernel.*: no 'wgmma.mma_async")
-add_test(NAME kernel_resources.cross_entropy_fused.sm_90a
-         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DSOURCE=${MF_ROOT}/optimized/cross_entropy_fused.cu
-                 -DARCH=90a "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/kernel_resources.cross_entropy_fused.sm_90a.cubin
-                 -DCXXFILT=${MF_CXXFILT} -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
-set_tests_properties(kernel_resources.cross_entropy_fused.sm_90a PROPERTIES LABELS unit TIMEOUT 300)
+_mf_add_resource_test_arch(kernel_resources.cross_entropy_fused.sm_90a
+                           ${MF_ROOT}/optimized/cross_entropy_fused.cu 90a)
 # NSA's sm_90a code (its wgmma kernels, issue 15; the other kernels as on sm_90): every kernel in budget.
-add_test(NAME kernel_resources.nsa.sm_90a
-         COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DSOURCE=${MF_ROOT}/optimized/nsa.cu
-                 -DARCH=90a "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/kernel_resources.nsa.sm_90a.cubin
-                 -DCXXFILT=${MF_CXXFILT} -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
-set_tests_properties(kernel_resources.nsa.sm_90a PROPERTIES LABELS unit TIMEOUT 600)
+_mf_add_resource_test_arch(kernel_resources.nsa.sm_90a ${MF_ROOT}/optimized/nsa.cu 90a TIMEOUT 600)
 # NSA's selected + sliding forward on wgmma (nsa_wg_fwd_kernel, every <D, WARPS>): S = Q K^T from two
 # descriptors (K-major: "acc_in, 1, 1, 0, 0") and O += P V with P from registers and V MN-major
 # ("acc_in, 1, 1, 1": imm-trans-b = 1).
