@@ -51,6 +51,11 @@ cmake --build "$build" -j "$jobs"
 
 step "coverage tests (excluding labels: $exclude_labels)"
 lcov --quiet --zerocounters --directory "$build"
+# One host-mode worker thread per test (ctest -j still runs tests side by side): with two, both
+# workers run the same kernel code and contend for its atomic gcov counters, which more than
+# doubled the CPU time (test_nsa_equiv's fused case: 149 s of CPU with 2 workers, 65 s with 1, same
+# coverage). Set CUDAHOST_WORKERS to override.
+export CUDAHOST_WORKERS="${CUDAHOST_WORKERS:-1}"
 test_rc=0
 ctest --test-dir "$build" -j "$jobs" -LE "$exclude_labels" --output-on-failure "$@" || test_rc=$?
 
