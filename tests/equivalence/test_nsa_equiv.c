@@ -301,9 +301,14 @@ static Suite *nsa_equiv_suite(void)
     tcase_add_checked_fixture(w, wgmma_setup, wgmma_teardown);
     tcase_set_timeout(w, 600);
     tcase_add_loop_test(w, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
-    tcase_add_loop_test(w, test_wgmma_recheck_all, 0,
-                        (int)(sizeof wgmma_recheck_cases / sizeof wgmma_recheck_cases[0]));
     suite_add_tcase(s, w);
+    /* a TCase of its own, so that ctest runs it beside the one above (tests/nsa.cmake) */
+    TCase *wr = tcase_create("wgmma_recheck");
+    tcase_add_checked_fixture(wr, wgmma_setup, wgmma_teardown);
+    tcase_set_timeout(wr, 600);
+    tcase_add_loop_test(wr, test_wgmma_recheck_all, 0,
+                        (int)(sizeof wgmma_recheck_cases / sizeof wgmma_recheck_cases[0]));
+    suite_add_tcase(s, wr);
     return s;
 }
 
