@@ -4,8 +4,11 @@
 #
 #   cmake -DNVCC=/usr/local/cuda/bin/nvcc -DSOURCE=optimized/attention.cu \
 #         [-DARCH=90] [-DFLAGS="-Iinclude|-DMF_HAVE_CUDA=1|-std=c++17"] \
-#         [-DOUT=/tmp/attention.cubin] [-DCXXFILT=/usr/bin/c++filt] \
+#         [-DOUT=/tmp/attention.cubin] [-DCXXFILT=/usr/bin/c++filt] [-DKEEP_DIR=/tmp/keep] \
 #         -P ci/check_kernel_resources.cmake
+#
+# KEEP_DIR: nvcc -keep's directory; the PTX the compile made stays there as <stem>.ptx, which
+# ci/check_ptx_contains.cmake can check (-DPTX=...) without compiling the file again.
 #
 # FLAGS is a '|'-separated list of extra nvcc arguments (include directories,
 # definitions, language standard), normally the library's own CUDA flags
@@ -155,8 +158,14 @@ endwhile()
 # ---- 2. compile with ptxas -v ----------------------------------------------------------
 get_filename_component(_out_dir "${OUT}" DIRECTORY)
 file(MAKE_DIRECTORY "${_out_dir}")
+set(_keep "")
+if(DEFINED KEEP_DIR AND NOT KEEP_DIR STREQUAL "")
+  file(REMOVE_RECURSE "${KEEP_DIR}")
+  file(MAKE_DIRECTORY "${KEEP_DIR}")
+  set(_keep -keep -keep-dir "${KEEP_DIR}")
+endif()
 execute_process(
-  COMMAND "${NVCC}" ${_flags} -arch=sm_${ARCH} -cubin -Xptxas -v -o "${OUT}" "${SOURCE}"
+  COMMAND "${NVCC}" ${_flags} -arch=sm_${ARCH} -cubin -Xptxas -v ${_keep} -o "${OUT}" "${SOURCE}"
   RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
 if(NOT _rc EQUAL 0)
   message("${_out}")

@@ -8,11 +8,20 @@
 #         -DINSTRUCTIONS="mma.sync.aligned.m16n8k16|ldmatrix.sync.aligned|cp.async.cg.shared.global" \
 #         -P ci/check_ptx_contains.cmake
 #
+# Or check PTX that is already there (no nvcc needed): -DPTX=<file> instead of -DNVCC, e.g. the
+# PTX a kernel_resources test kept (ci/check_kernel_resources.cmake -DKEEP_DIR=...; tests/resources.cmake
+# makes that test a fixture of the PTX checks, so each file is compiled once per architecture).
+#
 # KERNELS are substrings of the (mangled) .entry names; every entry that matches
 # one must contain every instruction, and every KERNELS item must match at least
 # one entry (so a renamed kernel fails the check instead of passing it vacuously).
 cmake_minimum_required(VERSION 3.25)
-foreach(var NVCC SOURCE KERNELS INSTRUCTIONS)
+if(DEFINED PTX AND NOT PTX STREQUAL "")
+  set(_need SOURCE KERNELS INSTRUCTIONS)
+else()
+  set(_need NVCC SOURCE KERNELS INSTRUCTIONS)
+endif()
+foreach(var IN LISTS _need)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "check_ptx_contains: -D${var}=... is required")
   endif()
@@ -28,12 +37,20 @@ string(REPLACE "|" ";" _flags "${FLAGS}")
 string(REPLACE "|" ";" _kernels "${KERNELS}")
 string(REPLACE "|" ";" _instrs "${INSTRUCTIONS}")
 
-execute_process(
-  COMMAND "${NVCC}" ${_flags} -arch=sm_${ARCH} -ptx -o "${OUT}" "${SOURCE}"
-  RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
-if(NOT _rc EQUAL 0)
-  message("${_out}")
-  message(FATAL_ERROR "check_ptx_contains: nvcc -ptx failed on ${SOURCE} (exit ${_rc})")
+if(DEFINED PTX AND NOT PTX STREQUAL "")
+  if(NOT EXISTS "${PTX}")
+    message(FATAL_ERROR "check_ptx_contains: ${PTX} does not exist (it is the PTX of ${SOURCE} that a "
+                        "kernel_resources test keeps; run that test first)")
+  endif()
+  set(OUT "${PTX}")
+else()
+  execute_process(
+    COMMAND "${NVCC}" ${_flags} -arch=sm_${ARCH} -ptx -o "${OUT}" "${SOURCE}"
+    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+  if(NOT _rc EQUAL 0)
+    message("${_out}")
+    message(FATAL_ERROR "check_ptx_contains: nvcc -ptx failed on ${SOURCE} (exit ${_rc})")
+  endif()
 endif()
 file(READ "${OUT}" _ptx)
 string(REPLACE ";" " " _ptx "${_ptx}")
