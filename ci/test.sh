@@ -20,8 +20,9 @@ step() { printf '\n==== %s (at %dm%02ds) ====\n' "$*" $((SECONDS / 60)) $((SECON
 # generator (Unix Makefiles), as a new user's first build. The `default` preset names no generator and
 # sets only the values plain CMake defaults to (RelWithDebInfo, tests on), so configuring it over the
 # same tree changes nothing: the build after it must have nothing to do (checked), and its test preset
-# runs the tests. One build serves both (a second, Ninja-only build of the same tree took 5 minutes);
-# Ninja is built by the asan, tsan and coverage presets below.
+# runs the tests. One build serves both (until 2026-11-28 the preset built with Ninja and a second,
+# Makefiles-only build followed: 5 minutes more). Ninja builds the asan, tsan and coverage presets
+# below (without nvcc) and ci/gpu.sh's tree (with it).
 step "default build (plain cmake -S . -B build/default, default generator)"
 cmake -S . -B build/default
 cmake --build build/default -j "$jobs"
