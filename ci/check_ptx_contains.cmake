@@ -16,10 +16,13 @@
 # one must contain every instruction, and every KERNELS item must match at least
 # one entry (so a renamed kernel fails the check instead of passing it vacuously).
 cmake_minimum_required(VERSION 3.25)
+set(_have_ptx FALSE)
 if(DEFINED PTX AND NOT PTX STREQUAL "")
-  set(_need SOURCE KERNELS INSTRUCTIONS)
-else()
-  set(_need NVCC SOURCE KERNELS INSTRUCTIONS)
+  set(_have_ptx TRUE)
+endif()
+set(_need SOURCE KERNELS INSTRUCTIONS)
+if(NOT _have_ptx)
+  list(APPEND _need NVCC)
 endif()
 foreach(var IN LISTS _need)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
@@ -37,7 +40,7 @@ string(REPLACE "|" ";" _flags "${FLAGS}")
 string(REPLACE "|" ";" _kernels "${KERNELS}")
 string(REPLACE "|" ";" _instrs "${INSTRUCTIONS}")
 
-if(DEFINED PTX AND NOT PTX STREQUAL "")
+if(_have_ptx)
   if(NOT EXISTS "${PTX}")
     message(FATAL_ERROR "check_ptx_contains: ${PTX} does not exist (it is the PTX of ${SOURCE} that a "
                         "kernel_resources test keeps; run that test first)")

@@ -70,12 +70,16 @@ _mf_add_resource_test_arch(kernel_resources.cross_entropy_fused.sm_90a
 _mf_add_resource_test_arch(kernel_resources.nsa.sm_90a ${MF_ROOT}/optimized/nsa.cu 90a TIMEOUT 600)
 
 # PTX content checks (ci/check_ptx_contains.cmake): every entry named like one of <kernels> contains
-# each of <instructions> ('|'-separated). They read the PTX that the budget test <fixture> compiled
-# (same file, architecture and flags), so each file is compiled once per architecture; ctest runs
-# the fixture first, also under -R.
-# _mf_add_ptx_test(<name> <fixture> <source> <arch> <instructions> <kernels> [test properties...])
-function(_mf_add_ptx_test name fixture source arch instructions kernels)
+# each of <instructions> ('|'-separated). They read the PTX that the budget test of the same file and
+# architecture compiled (kernel_resources.<stem>, or .sm_<arch> off MF_RESOURCE_ARCH; its fixture), so
+# each file is compiled once per architecture; ctest runs the fixture first, also under -R.
+# _mf_add_ptx_test(<name> <source> <arch> <instructions> <kernels> [test properties...])
+function(_mf_add_ptx_test name source arch instructions kernels)
   get_filename_component(_stem ${source} NAME_WE)
+  set(fixture kernel_resources.${_stem})
+  if(NOT arch STREQUAL MF_RESOURCE_ARCH)
+    string(APPEND fixture .sm_${arch})
+  endif()
   add_test(NAME ${name}
            COMMAND ${CMAKE_COMMAND} -DSOURCE=${source} -DARCH=${arch}
                    -DPTX=${_mf_res_dir}/${fixture}.keep/${_stem}.ptx
@@ -89,35 +93,35 @@ set(_mf_nsa ${MF_ROOT}/optimized/nsa.cu)
 # The fused cross-entropy's bf16 kernels run on tensor cores: their sm_90 PTX
 # contains mma.sync, ldmatrix and cp.async (issue 14). The self-test shows the check can fail: the
 # label-count kernel has none.
-_mf_add_ptx_test(ptx_mma.cross_entropy_fused kernel_resources.cross_entropy_fused ${_mf_ce} ${MF_RESOURCE_ARCH}
+_mf_add_ptx_test(ptx_mma.cross_entropy_fused ${_mf_ce} ${MF_RESOURCE_ARCH}
                  "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned|cp.async.cg.shared.global"
                  "ce_fused_fwd_mma_kernel|ce_fused_bwd_mma_kernel")
-_mf_add_ptx_test(ptx_mma_selftest.count_kernel kernel_resources.cross_entropy_fused ${_mf_ce} ${MF_RESOURCE_ARCH}
+_mf_add_ptx_test(ptx_mma_selftest.count_kernel ${_mf_ce} ${MF_RESOURCE_ARCH}
                  mma.sync ce_fused_count_kernel PASS_REGULAR_EXPRESSION "ce_fused_count_kernel.*: no 'mma.sync")
 # Its wgmma kernels (sm_90a only; stubs elsewhere): their sm_90a PTX contains wgmma.mma_async (and
 # its fence, commit and wait) and cp.async; the sm_90a build of the file meets every budget (no spill,
 # no stack frame).
-_mf_add_ptx_test(ptx_wgmma.cross_entropy_fused kernel_resources.cross_entropy_fused.sm_90a ${_mf_ce} 90a
+_mf_add_ptx_test(ptx_wgmma.cross_entropy_fused ${_mf_ce} 90a
                  "wgmma.mma_async.sync.aligned.m64n|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|cp.async.cg.shared.global"
                  "ce_fused_fwd_wgmma_kernel|ce_fused_bwd_wgmma_kernel")
 # The forward's 128 x 256 tiles: m64n256k16.
-_mf_add_ptx_test(ptx_wgmma.cross_entropy_fused_fwd kernel_resources.cross_entropy_fused.sm_90a ${_mf_ce} 90a
+_mf_add_ptx_test(ptx_wgmma.cross_entropy_fused_fwd ${_mf_ce} 90a
                  wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 ce_fused_fwd_wgmma_kernel)
 # The backward: the recompute's m64n128k16 and the gradient products' m64n64k16 with
 # imm-trans-b = 1, once with A K-major (G . W_strip) and once with A MN-major (G^T . hidden):
 # the wrapper's immediates "scale-a, scale-b, trans-a, trans-b" after its predicate acc_in
 # appear verbatim in the PTX.
-_mf_add_ptx_test(ptx_wgmma.cross_entropy_fused_grad kernel_resources.cross_entropy_fused.sm_90a ${_mf_ce} 90a
+_mf_add_ptx_test(ptx_wgmma.cross_entropy_fused_grad ${_mf_ce} 90a
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16|wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16|acc_in, 1, 1, 0, 1|acc_in, 1, 1, 1, 1"
                  ce_fused_bwd_wgmma_kernel)
 # ... and the check can fail: their plain sm_90 PTX (the trapping stubs) has no wgmma.
-_mf_add_ptx_test(ptx_wgmma_selftest.sm_90_stub kernel_resources.cross_entropy_fused ${_mf_ce} ${MF_RESOURCE_ARCH}
+_mf_add_ptx_test(ptx_wgmma_selftest.sm_90_stub ${_mf_ce} ${MF_RESOURCE_ARCH}
                  wgmma.mma_async ce_fused_fwd_wgmma_kernel
                  PASS_REGULAR_EXPRESSION "ce_fused_fwd_wgmma_kernel.*: no 'wgmma.mma_async")
 # NSA's selected + sliding forward on wgmma (nsa_wg_fwd_kernel, every <D, WARPS>): S = Q K^T from two
 # descriptors (K-major: "acc_in, 1, 1, 0, 0") and O += P V with P from registers and V MN-major
 # ("acc_in, 1, 1, 1": imm-trans-b = 1).
-_mf_add_ptx_test(ptx_wgmma.nsa_fwd kernel_resources.nsa.sm_90a ${_mf_nsa} 90a
+_mf_add_ptx_test(ptx_wgmma.nsa_fwd ${_mf_nsa} 90a
                  "wgmma.mma_async.sync.aligned.m64n|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned|acc_in, 1, 1, 0, 0|acc_in, 1, 1, 1;|cp.async.cg.shared.global"
                  nsa_wg_fwd_kernel)
 # nsa_wg_cmp_kernel (the compression branch and importances on wgmma) really is a wgmma kernel:
@@ -125,7 +129,7 @@ _mf_add_ptx_test(ptx_wgmma.nsa_fwd kernel_resources.nsa.sm_90a ${_mf_nsa} 90a
 # from registers, fences, groups and the cp.async tile pipeline, in each instantiation (D = 16/32/64);
 # pass 1's FlashAttention-3 schedule: S of the next tile waited for alone (wait_group 1) and the
 # ping-pong's named barriers (bar.arrive).
-_mf_add_ptx_test(ptx_wgmma.nsa_cmp kernel_resources.nsa.sm_90a ${_mf_nsa} 90a
+_mf_add_ptx_test(ptx_wgmma.nsa_cmp ${_mf_nsa} 90a
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16|acc_in, 1, 1, 0, 0|wgmma.fence.sync.aligned|wgmma.commit_group.sync.aligned|wgmma.wait_group.sync.aligned 1|fence.proxy.async|cp.async.cg.shared.global|bar.arrive"
                  nsa_wg_cmp_kernel)
 
@@ -133,17 +137,17 @@ _mf_add_ptx_test(ptx_wgmma.nsa_cmp kernel_resources.nsa.sm_90a ${_mf_nsa} 90a
 # PTX contains mma.sync (m16n8k16), ldmatrix and cp.async (issue 13). The self-test feeds the check
 # the SIMT kernels of attention.cu, which must fail for lack of mma.sync.
 set(_mf_mma_instrs "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned|cp.async.cg.shared.global")
-_mf_add_ptx_test(ptx_contains.attention_mma kernel_resources.attention_mma ${MF_ROOT}/optimized/attention_mma.cu
+_mf_add_ptx_test(ptx_contains.attention_mma ${MF_ROOT}/optimized/attention_mma.cu
                  ${MF_RESOURCE_ARCH} "${_mf_mma_instrs}" "attn_mma_fwd_kernel|attn_mma_bwd_kernel")
 # The NSA bf16 branches (issue 15): the same instructions in its mma.sync kernels.
-_mf_add_ptx_test(ptx_contains.nsa_mma kernel_resources.nsa ${_mf_nsa} ${MF_RESOURCE_ARCH} "${_mf_mma_instrs}"
+_mf_add_ptx_test(ptx_contains.nsa_mma ${_mf_nsa} ${MF_RESOURCE_ARCH} "${_mf_mma_instrs}"
                  "nsa_mma_fwd_kernel|nsa_mma_cmp_kernel|nsa_mma_bwd_kernel|nsa_mma_cmp_bwd_kernel")
-_mf_add_ptx_test(ptx_contains_selftest.simt_attention kernel_resources.attention ${MF_ROOT}/optimized/attention.cu
+_mf_add_ptx_test(ptx_contains_selftest.simt_attention ${MF_ROOT}/optimized/attention.cu
                  ${MF_RESOURCE_ARCH} "${_mf_mma_instrs}" attn_fwd_kernel
                  PASS_REGULAR_EXPRESSION "attn_fwd_kernel.*: no 'mma.sync")
 # The causal linear attention's bf16 kernels (issue 13 item 2): mma.sync and ldmatrix
 # (they stage through registers, no cp.async).
-_mf_add_ptx_test(ptx_contains.linear_attention_tc kernel_resources.linear_attention
+_mf_add_ptx_test(ptx_contains.linear_attention_tc
                  ${MF_ROOT}/optimized/linear_attention.cu ${MF_RESOURCE_ARCH}
                  "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned"
                  "la_tc_state_kernel|la_tc_tile_kernel|la_tc_dkdv_kernel")
