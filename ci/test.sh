@@ -2,9 +2,9 @@
 # The whole test suite: the default build (plain `cmake -S . -B build/default`, CMake's
 # default generator; host execution mode + references, and every .cu compiled and linked
 # by nvcc for sm_80 and sm_90 when nvcc exists) and its tests through the default preset,
-# then host mode again under AddressSanitizer and ThreadSanitizer, then line
-# coverage (ci/coverage.sh: fails below 90% of reference/, optimized/, src/core/,
-# src/ops/).
+# then host mode again under ThreadSanitizer, then under AddressSanitizer with line
+# coverage from the same build and run (ci/coverage.sh: fails below 90% of reference/,
+# optimized/, src/core/, src/ops/, src/testbed/, src/plan/).
 # Tests that need a GPU are reported skipped (exit 77) on machines without one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,28 +37,25 @@ fi
 step "default tests (all labels; cuda-labelled tests skip without a GPU)"
 ctest --preset default -j "$jobs"
 
-for san in asan tsan; do
-  step "$san build (host execution mode)"
-  cmake --preset "$san"
-  cmake --build --preset "$san" -j "$jobs"
-  step "$san tests (label host)"
-  if [ "$san" = tsan ]; then
-    # TSan looks for races between the worker threads that run a kernel's blocks: the
-    # cudahost runtime's tests and each op's forward-order equivalence suite run every kernel.
-    # Left to the default and ASan legs (10-30x slower under TSan, and no new thread
-    # interleavings to see; the reverse-order ones to the default leg): the reverse-order and
-    # memory suites (the same kernels again),
-    # memfix verify, bench and the registry walk (they run the same kernels once more, in
-    # worker processes; ~40 min of TSan in all).
-    ctest --preset "$san" -j "$jobs" -L host -LE 'slow|memory|reverse' -E '^test_(verify|bench|registry)'
-  else
-    # ASan: every host test but the slow ones and the reverse-order registrations (the same kernels and
-    # host code on the same inputs; an out-of-bounds access does not depend on the order of a block's
-    # threads except through a race, which the default leg's reverse-order tests and TSan look for).
-    ctest --preset "$san" -j "$jobs" -L host -LE 'slow|reverse'
-  fi
-done
+step "tsan build (host execution mode)"
+cmake --preset tsan
+cmake --build --preset tsan -j "$jobs"
+step "tsan tests (label host)"
+# TSan looks for races between the worker threads that run a kernel's blocks: the
+# cudahost runtime's tests and each op's forward-order equivalence suite run every kernel.
+# Left to the default and ASan legs (10-30x slower under TSan, and no new thread
+# interleavings to see; the reverse-order ones to the default leg): the reverse-order and
+# memory suites (the same kernels again),
+# memfix verify, bench and the registry walk (they run the same kernels once more, in
+# worker processes; ~40 min of TSan in all).
+ctest --preset tsan -j "$jobs" -L host -LE 'slow|memory|reverse' -E '^test_(verify|bench|registry)'
 
-step "coverage (fails below 90% line coverage of reference/, optimized/, src/core/, src/ops/)"
-MF_JOBS="$jobs" ci/coverage.sh
+# AddressSanitizer and line coverage share one build and one run (until 2026-11-28 they were two -O0
+# builds running the same tests: 7 minutes more). Every test but the slow and cuda labels, and but
+# the ops' reverse-order registrations (the same kernels and host code on the same inputs; an
+# out-of-bounds access does not depend on the order of a block's threads except through a race,
+# which the default leg's reverse-order tests and TSan look for). cudahost's own reverse-order tests
+# stay: they are what reaches its reverse-order code. Coverage fails below 90 %.
+step "asan + coverage (ci/coverage.sh with MF_COVERAGE_SANITIZER=address)"
+MF_JOBS="$jobs" MF_COVERAGE_SANITIZER=address ci/coverage.sh -E '^test_.*_reverse[.]host$'
 step "done"
