@@ -12,10 +12,12 @@ mf_add_op_tests(cross_entropy REVERSE chunked EQUIV_TIMEOUT 300)
 # only; the fused variant's cases get registrations of their own so that ctest
 # -j runs them side by side: test_cross_entropy_equiv_fused.host
 # (every option, odd shapes, blocks and strips) and
-# test_cross_entropy_equiv_fused_vocab.host (V = 151,936; slow in the sanitizer builds), test_cross_entropy_equiv_fused_wgmma.host
-# (the bf16 kernels on wgmma, sm_90a, emulated), in forward order, and
-# the reverse-order registrations below (the V = 151,936 one labelled slow: the
-# default leg runs it, the sanitizer legs run the forward one).
+# test_cross_entropy_equiv_fused_vocab.host (V = 151,936),
+# test_cross_entropy_equiv_fused_wgmma.host (the bf16 kernels on wgmma, sm_90a,
+# emulated), in forward order, and the reverse-order registrations below. Both
+# V = 151,936 registrations are labelled slow where the sanitizer legs would run
+# them (the reverse one everywhere, the forward one in the sanitizer builds): the
+# default leg runs them.
 if(TEST test_cross_entropy_equiv.host)
   get_test_property(test_cross_entropy_equiv.host ENVIRONMENT _ce_fwd_env)
   get_test_property(test_cross_entropy_equiv.host TIMEOUT _ce_fwd_timeout)
