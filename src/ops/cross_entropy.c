@@ -524,12 +524,14 @@ static void ce_shape(const ce_case *c, const char *suffix, char *buf, size_t cap
              (c->flags & CE_F_ONLY_GW) ? " grad_weight only" : "",
              (c->flags & CE_F_NULL_UPSTREAM) ? " grad_loss NULL" : "",
              (c->flags & CE_F_SPLIT) ? " fwd+bwd and fwd;bwd" : "");
-    snprintf(buf, cap,
-             "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on %s%s%s",
-             (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab, (long long)c->chunk_rows,
-             red_names[c->reduction], c->shift ? " shift" : "", c->bias ? " bias" : "", (long long)c->seq_len,
-             (double)c->smoothing, (double)c->z_loss, (double)c->softcap, (long long)c->ignore_index, rows,
-             extra, suffix);
+    const int n = snprintf(
+        buf, cap,
+        "N=%lld D=%lld V=%lld C=%lld %s%s%s seq_len=%lld eps=%g z=%g cap=%g ignore_index=%lld on %s%s%s",
+        (long long)c->n_rows, (long long)c->hidden_dim, (long long)c->vocab, (long long)c->chunk_rows,
+        red_names[c->reduction], c->shift ? " shift" : "", c->bias ? " bias" : "", (long long)c->seq_len,
+        (double)c->smoothing, (double)c->z_loss, (double)c->softcap, (long long)c->ignore_index, rows, extra,
+        suffix);
+    mf_tb_mark_cut(buf, cap, n);
 }
 
 static mf_status ce_describe_dir(const mf_case_id *id, const char *suffix, char *buf, size_t cap,

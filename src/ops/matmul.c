@@ -253,7 +253,7 @@ static mf_status matmul_verify_id_check(const mf_case_id *id)
 static mf_status matmul_describe(const mf_case_id *id, char *buf, size_t cap, size_t *bytes)
 {
     MF_TRY(matmul_verify_id_check(id));
-    matmul_case c;
+    matmul_case c = { 0 };
     MF_TRY(matmul_case_of(id, &c));
     char shape[160];
     matmul_shape(&c, shape, sizeof shape);

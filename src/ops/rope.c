@@ -570,10 +570,12 @@ static void rope_shape(const rope_case *c, int64_t L, int cache, char *buf, size
     if (cache && c->cache0 > 0)
         o += (size_t)snprintf(opt + o, sizeof opt - o, " cache0=%lld", (long long)c->cache0);
     if (cache && c->reserve > 0) snprintf(opt + o, sizeof opt - o, " reserve=%lld", (long long)c->reserve);
-    snprintf(buf, cap, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld base=%g scaling=%g %s%s",
-             (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
-             (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
-             (long long)L, c->base, c->scaling, pos, opt);
+    const int n = snprintf(
+        buf, cap, "B=%lld T=%lld Hq=%lld Hk=%lld Dh=%lld rd=%lld %s %s pos<%lld base=%g scaling=%g %s%s",
+        (long long)c->B, (long long)c->T, (long long)c->Hq, (long long)c->Hk, (long long)c->Dh,
+        (long long)c->rd, mf_rope_layout_name(c->layout), c->dir == MF_ROPE_FORWARD ? "fwd" : "bwd",
+        (long long)L, c->base, c->scaling, pos, opt);
+    mf_tb_mark_cut(buf, cap, n);
 }
 
 /* memfix verify's fixed cases are the report's. */

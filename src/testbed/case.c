@@ -12,6 +12,11 @@ void mf_tb_copy_msg(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src != NULL ? src : "");
 }
 
+void mf_tb_mark_cut(char *dst, size_t cap, int written)
+{
+    if (dst != NULL && cap >= 4 && written >= 0 && (size_t)written >= cap) memcpy(dst + cap - 4, "...", 4);
+}
+
 void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi)
 {
     if (dtype == MF_DTYPE_BF16)

@@ -26,6 +26,9 @@ extern "C" {
 /* ---- host buffers ------------------------------------------------------------------ */
 /* snprintf "%s" into dst (capacity cap), truncating; NULL src gives "". */
 void mf_tb_copy_msg(char *dst, size_t cap, const char *src);
+/* For snprintf's return 'written' into dst (capacity cap): when the text did not fit, its last
+ * three characters become "..." so that a cut description says it was cut. */
+void mf_tb_mark_cut(char *dst, size_t cap, int written);
 /* n seeded uniform values in [lo, hi) of dtype (F32 or BF16) into p. */
 void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi);
 /* malloc(n * dtype size) filled by mf_tb_fill_uniform; NULL when out of memory. */
