@@ -162,18 +162,13 @@
  *   min(16, 64/G) tokens), 64 rows, bf16 kc/vc tiles, dkc/dvc
  *   added per warp and 16-key tile); D = 128: that branch SIMT.
  *   docs/nsa.md: the design against the S = 65536 target (6x dense attention):
- *   projected about 3.1-3.6x on the wgmma kernels (not measured; revised on
- *   2026-11-27 from 5.0-6.6x: SASS counts show all three kernels of the
- *   ratio, the dense baseline included, bound by issue slots at D = 64; it
- *   was 2.3-2.6x while the selected and window kernel described each
- *   sub-tile three times per stage, and 3.0-3.3x before the softmax
- *   shared with the dense kernel lost its per-score NaN test and scale,
- *   which sped the dense baseline up more; 2.8-3.1x before interior tiles
- *   skipped their per-score masks). At
- *   D = 64 each score's exp2 takes as long on the special-function units as
- *   its products on the tensor cores, and in the NSA kernels every score
- *   costs 10-18 issued instructions where 8 would keep the tensor cores
- *   busy. 6x is not met by design; docs/nsa.md lists the remaining steps.
+ *   projected 3.1-3.6x on the wgmma kernels (not measured). At D = 64 every
+ *   kernel of the ratio, the dense baseline included, is bound by issuing its
+ *   per-score softmax instructions. The spec's two compression passes (an
+ *   importance needs each head's final lse) issue 5588 exponentials per query
+ *   and head against dense attention's 32768: at most 5.86x at an equal cost
+ *   per exponential. 6x is not met by design; docs/nsa.md ("Status against
+ *   the 6x target") says why and what would change it.
  */
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
