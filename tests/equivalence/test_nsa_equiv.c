@@ -163,13 +163,22 @@ static void expect_env_forward(const char *var, const char *value, mf_status wan
 START_TEST(test_recheck_bad_value) { expect_env_forward("MF_NSA_RECHECK", "some", MF_ERR_INVALID_ARGUMENT); }
 END_TEST
 
-/* Exact ties: l = d = l' = 8, so compressed block j is selection block j, and
- * the keys of block i >= 3 repeat those of block i % 3: blocks 1, 4, 7 (and 2,
- * 5, 8) have bitwise-equal importances in double and in float. With n = 4 each
- * token selects its three forced blocks and one of a tie (margin 0: the
- * certificate lists it, the fallback ranks it): the selection must be the
- * reference's, ties to the lower index; out and lse in their rows. */
-START_TEST(test_tied_importances)
+/* Ties and near-ties: l = d = l' = 8, so compressed block j is selection
+ * block j, and the keys of block i >= 3 repeat those of block i % 3. With n = 4
+ * each token selects its three forced blocks and one of the tied twins b,
+ * b + 3, b + 6. The selection must be the reference's; out and lse in their rows.
+ * - near = 0, exact ties: twins have bitwise-equal importances in double and in
+ *   float; the reference and the kernel both take the lower index.
+ * - near = 1, near-ties the float sums cannot see: the last key column is
+ *   1 + i 2^-7 in block i (exact in bf16, so kc's too) and every q's last
+ *   column is 2^-20, so block b + 3's scores exceed block b's by 3 2^-29 (scale
+ *   1/4), under half an ulp of a score near 1. In double the later twin wins; in
+ *   float the two round to the same score (or the later one an ulp up: the
+ *   sums are monotone), so the kernel's own ranking gives the lower index. Only
+ *   the certificate (margin at most an ulp: listed) and the fallback in double
+ *   give the reference's selection: a kernel that stopped listing near-ties
+ *   fails here. */
+static void tied_case(int near)
 {
     mf_context *ctx = mf_test_ctx();
     const mf_nsa_config cfg = { 8, 8, 8, 4, 16, 0.0f };
@@ -182,6 +191,11 @@ START_TEST(test_tied_importances)
     void *hg = mf_test_make_input(MF_DTYPE_BF16, rq, 14, 0.05f, 0.95f);
     for (size_t s = 24; s < (size_t)S; s++)
         memcpy(hk + s * (size_t)D, hk + (s / 8 % 3 * 8 + s % 8) * (size_t)D, (size_t)D * 2);
+    if (near) {
+        for (size_t s = 0; s < (size_t)S; s++)
+            hk[s * (size_t)D + D - 1] = (uint16_t)(0x3F80u + s / 8);         /* 1 + i 2^-7 */
+        for (size_t r = 0; r < rq; r++) hq[r * (size_t)D + D - 1] = 0x3580u; /* 2^-20 */
+    }
     float *r_out = mf_test_nan_host(nq), *r_lse = mf_test_nan_host(3 * rq);
     int32_t *r_sel = malloc(ns * sizeof(int32_t));
     ck_assert_ptr_nonnull(r_sel);
@@ -203,15 +217,19 @@ START_TEST(test_tied_importances)
         if (gs[i] != r_sel[i])
             ck_abort_msg("sel[%zu] (t=%zu) = %d, the reference's %d", i, i / (size_t)n, (int)gs[i],
                          (int)r_sel[i]);
-    /* the case has teeth: some token selected a non-forced block b over its visible, non-forced twin b + 3 */
+    /* the case has teeth: some token selected a non-forced block b over its visible, non-forced twin
+     * b + 3 (exact ties: the lower index wins), or b over its non-forced twin b - 3 (near-ties: the
+     * later twin wins in double) */
     size_t tied = 0;
     for (size_t t = 0; t < (size_t)S; t++) {
         const size_t last = t / 8;
         for (size_t x = 0; x < (size_t)n; x++) {
             const int32_t b = r_sel[t * (size_t)n + x];
             if (b <= 0 || (size_t)b + 1 >= last) continue; /* padding or forced */
-            const size_t twin = (size_t)b + 3;
-            tied += twin + 2 <= last && twin * 8 + 7 <= t ? 1u : 0u;
+            if (near)
+                tied += b >= 4 ? 1u : 0u;
+            else
+                tied += (size_t)b + 5 <= last && ((size_t)b + 3) * 8 + 7 <= t ? 1u : 0u;
         }
     }
     ck_assert_uint_gt(tied, 0);
@@ -222,6 +240,11 @@ START_TEST(test_tied_importances)
     mf_buffer_free(ctx, out), mf_buffer_free(ctx, lse), mf_buffer_free(ctx, sel);
     free(hq), free(hk), free(hv), free(hg);
 }
+
+START_TEST(test_tied_importances) { tied_case(0); }
+END_TEST
+
+START_TEST(test_near_tied_importances) { tied_case(1); }
 END_TEST
 
 /* ---- the bf16 forward on wgmma (MF_NSA_MMA_PATH=wgmma; sm_90a, emulated in host mode) ----
@@ -295,6 +318,7 @@ static Suite *nsa_equiv_suite(void)
     tcase_add_test(c, test_recheck_every_token);
     tcase_add_test(c, test_recheck_bad_value);
     tcase_add_test(c, test_tied_importances);
+    tcase_add_test(c, test_near_tied_importances);
     tcase_add_test(c, test_mma_path_bad_value);
     suite_add_tcase(s, c);
     TCase *w = tcase_create("wgmma");
