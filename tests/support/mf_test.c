@@ -383,7 +383,18 @@ static int op_case_check(const mf_op_desc *op, int v, int c, mf_case_result *r, 
     mf_context *ctx = mf_test_ctx();
     const char *var = op->variants[v];
     memset(r, 0x5a, sizeof *r); /* run_case must fill every field it reports */
+    /* the scratch guard (memfix verify's): canaries around each device scratch allocation, checked
+     * when it is freed, so that a kernel writing past its scratch fails here in every leg (the cache
+     * and the 256-byte rounding of unguarded scratch would hide it from AddressSanitizer too) */
+    mf_context_set_scratch_guard(ctx, 1);
     mf_status s = op->run_case(ctx, v, c, r);
+    const char *guard = mf_context_scratch_guard_check(ctx);
+    if (guard != NULL && s == MF_OK) {
+        snprintf(msg, cap, "%s/%s case %d: scratch guard: %s", op->name, var, c, guard);
+        mf_context_set_scratch_guard(ctx, 0);
+        return 0;
+    }
+    mf_context_set_scratch_guard(ctx, 0);
     if (s != MF_OK) {
         snprintf(msg, cap, "%s/%s case %d: %s: %s", op->name, var, c, mf_status_name(s), mf_last_error());
         return 0;
