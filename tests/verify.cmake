@@ -113,6 +113,11 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0)
   mf_verify_expect(kernel_loop 1 "K=19 ta=1 tb=0\\] by timeout"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_kernel_loop.so --timeout 5 --orders 0)
+  # stopped by SIGTERM, SIGINT and SIGKILL while that candidate hangs, verify leaves no worker running
+  add_test(NAME test_verify_orphans.host
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/verify_orphans.sh $<TARGET_FILE:memfix-cli>
+            ${_mf_cand_dir}/libmatmul_host_loop.so)
+  set_tests_properties(test_verify_orphans.host PROPERTIES LABELS "unit;host" TIMEOUT ${_mf_verify_timeout_long})
   # a shared-memory race right only in forward order
   mf_verify_expect(smem_race 1 "by schedule: passed in forward order, failed in"
     MUST_NOT "by (equivalence|nan-prefill|exit|crash)"

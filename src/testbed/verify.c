@@ -732,7 +732,10 @@ static void worker_kill(worker_proc *w)
  * workers run, verify (1) is not dumpable (prctl PR_SET_DUMPABLE 0: its /proc/<pid>/fd and mem are root's,
  * ptrace attach is refused), and (2) catches every catchable terminating or stopping signal: one sent by a
  * process of a worker's process group is ignored and rejects the case being run by 'protocol'; any other
- * (a user's Ctrl-C) takes its default action. SIGKILL and SIGSTOP cannot be caught (docs/verify.md). */
+ * (a user's Ctrl-C, a `timeout`, the terminal closing) takes its default action, and where that ends verify,
+ * every worker's process group is killed first: a worker runs in its own process group, which the terminal's
+ * Ctrl-C does not reach. SIGKILL and SIGSTOP cannot be caught: each worker also dies with verify
+ * (PR_SET_PDEATHSIG, set in worker_start), so nothing of a run outlives it (docs/verify.md). */
 static iso_session *volatile g_sig_session;
 static volatile sig_atomic_t g_tamper_sig;
 static volatile sig_atomic_t g_tamper_pid;
@@ -750,6 +753,18 @@ static int from_worker(pid_t from)
     for (int i = 0; i < MAX_SCHED; i++)
         if (is->w[i].pid > 0 && (from == is->w[i].pid || grp == is->w[i].pid)) return 1;
     return 0;
+}
+
+/* Kills every worker's process group (async-signal-safe: from the signal handler, before verify dies). */
+static void kill_workers_now(void)
+{
+    iso_session *is = g_sig_session;
+    if (is == NULL) return;
+    for (int i = 0; i < MAX_SCHED; i++)
+        if (is->w[i].pid > 0) {
+            kill(-is->w[i].pid, SIGKILL);
+            kill(is->w[i].pid, SIGKILL);
+        }
 }
 
 /* the dispositions verify found, per signal number (those it replaced while workers run) */
@@ -775,7 +790,9 @@ static void parent_signal(int sig, siginfo_t *si, void *uc)
         old->sa_handler(sig);
         return;
     }
-    /* the default action, delivered when this handler returns (sig is blocked while it runs) */
+    /* the default action, delivered when this handler returns (sig is blocked while it runs); it ends verify
+     * except for the stop signals */
+    if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) kill_workers_now();
     struct sigaction d;
     memset(&d, 0, sizeof d);
     d.sa_handler = SIG_DFL;
@@ -921,11 +938,15 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
     char *own[4];
     char **env = schedule_env(is, &is->sched[i], own);
     char *argv[] = { is->worker_path, (char *)"--verify-worker", NULL };
+    const pid_t verify_pid = getpid();
     const pid_t pid = env != NULL ? fork() : -1;
     if (pid == 0) {
-        /* the child: its own process group (killed as a whole), the socket on fd 3, stdout -> stderr so that
-         * nothing the candidate prints reaches verify's output */
+        /* the child: its own process group (killed as a whole), killed when verify dies however it dies (even
+         * by SIGKILL; checked once more in case verify died before the prctl), the socket on fd 3, stdout ->
+         * stderr so that nothing the candidate prints reaches verify's output */
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != verify_pid) _exit(127);
         if (dup2(sv[1], 3) < 0 || dup2(2, 1) < 0) _exit(127);
         execve(is->worker_path, argv, env);
         _exit(127);
