@@ -4,7 +4,9 @@
 # without it memfix builds the host backend and references only.
 set -euo pipefail
 
-pkgs=(build-essential cmake ninja-build pkg-config check libcjson-dev libopenblas-dev lcov gnuplot-nox clang-format)
+# clang and its sanitizer runtimes: the second host compiler (the clang-tsan leg of ci/test.sh)
+pkgs=(build-essential cmake ninja-build pkg-config check libcjson-dev libopenblas-dev lcov gnuplot-nox clang-format
+  clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,8 +2,8 @@
 # The whole test suite: the default build (plain `cmake -S . -B build/default`, CMake's
 # default generator; host execution mode + references, and every .cu compiled and linked
 # by nvcc for sm_80 and sm_90 when nvcc exists) and its tests through the default preset,
-# then host mode again under ThreadSanitizer, then under AddressSanitizer with line
-# coverage from the same build and run (ci/coverage.sh: fails below 90% of reference/,
+# then host mode again built with clang (the second host compiler) under ThreadSanitizer,
+# then under AddressSanitizer with line coverage from the same build and run (ci/coverage.sh: fails below 90% of reference/,
 # optimized/, src/core/, src/ops/, src/testbed/, src/plan/).
 # Tests that need a GPU are reported skipped (exit 77) on machines without one.
 set -euo pipefail
@@ -37,10 +37,14 @@ fi
 step "default tests (all labels; cuda-labelled tests skip without a GPU)"
 ctest --preset default -j "$jobs"
 
-step "tsan build (host execution mode)"
-cmake --preset tsan
-cmake --build --preset tsan -j "$jobs"
-step "tsan tests (label host)"
+# The ThreadSanitizer leg is built with clang, the second host compiler (GCC builds the default
+# and the ASan/coverage legs): host mode must compute what the source says whatever the compiler,
+# so the cudahost tests and every op's equivalence suite run with both, and a difference between
+# GCC and clang fails here rather than for a user (cudahost/README.md, "Host-compiler probes").
+step "clang tsan build (host execution mode, clang)"
+cmake --preset clang-tsan
+cmake --build --preset clang-tsan -j "$jobs"
+step "clang tsan tests (label host)"
 # TSan looks for races between the worker threads that run a kernel's blocks: the
 # cudahost runtime's tests and each op's forward-order equivalence suite run every kernel.
 # Left to the default and ASan legs (10-30x slower under TSan, and no new thread
@@ -48,7 +52,7 @@ step "tsan tests (label host)"
 # memory suites (the same kernels again),
 # memfix verify, bench and the registry walk (they run the same kernels once more, in
 # worker processes; ~40 min of TSan in all).
-ctest --preset tsan -j "$jobs" -L host -LE 'slow|memory|reverse' -E '^test_(verify|bench|registry)'
+ctest --preset clang-tsan -j "$jobs" -L host -LE 'slow|memory|reverse' -E '^test_(verify|bench|registry)'
 
 # AddressSanitizer and line coverage share one build and one run (until 2026-11-28 they were two -O0
 # builds running the same tests: 7 minutes more). Every test but the slow and cuda labels, and but

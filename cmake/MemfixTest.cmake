@@ -46,11 +46,21 @@ set(MF_SANITIZER_TEST_ENV "")
 if(MF_SANITIZER STREQUAL "address")
   set(MF_SANITIZER_TEST_ENV "ASAN_OPTIONS=allocator_may_return_null=1")
 elseif(MF_SANITIZER STREQUAL "thread")
+  # with clang, its runtime's own suppressions too (tests/support/tsan_clang.supp: one file, as TSan reads one)
+  set(_mf_tsan_supp ${PROJECT_SOURCE_DIR}/tests/support/tsan.supp)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    file(READ ${PROJECT_SOURCE_DIR}/tests/support/tsan.supp _mf_s1)
+    file(READ ${PROJECT_SOURCE_DIR}/tests/support/tsan_clang.supp _mf_s2)
+    set(_mf_tsan_supp ${CMAKE_BINARY_DIR}/tsan_clang_all.supp)
+    file(WRITE ${_mf_tsan_supp} "${_mf_s1}${_mf_s2}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+      ${PROJECT_SOURCE_DIR}/tests/support/tsan.supp ${PROJECT_SOURCE_DIR}/tests/support/tsan_clang.supp)
+  endif()
   # MF_TEST_SANITIZER=thread: an op's equivalence suite (mf_test_add_op_cases) runs the op's report
   # cases only, every variant and dtype at small shapes (TSan is 20-50x slower; the rest of the
   # sweep runs in the default and ASan builds).
   set(MF_SANITIZER_TEST_ENV
-      "TSAN_OPTIONS=allocator_may_return_null=1:suppressions=${PROJECT_SOURCE_DIR}/tests/support/tsan.supp"
+      "TSAN_OPTIONS=allocator_may_return_null=1:suppressions=${_mf_tsan_supp}"
       "MF_TEST_SANITIZER=thread")
 endif()
 

@@ -30,7 +30,7 @@ static inline bool no_cuda_device()
 }
 
 // a value uniform in [-1, 1] from rand() (seed it with srand)
-static inline float uniform_pm1() { return (float)rand() / RAND_MAX * 2.f - 1.f; }
+static inline float uniform_pm1() { return (float)rand() / (float)RAND_MAX * 2.f - 1.f; }
 
 // n inputs in bf16 (uniform in [-1, 1]) and the same values in fp32 for the reference
 static inline void fill_bf16(__nv_bfloat16 *b, float *f, size_t n)

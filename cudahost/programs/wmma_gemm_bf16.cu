@@ -119,7 +119,7 @@ int main(int argc, char **argv)
     srand(2024);
     fill_bf16(hAb, hA, (size_t)M * K);
     fill_bf16(hBb, hB, (size_t)K * N);
-    for (int i = 0; i < M * N; i++) hC0[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int i = 0; i < M * N; i++) hC0[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     for (int i = 0; i < M * N; i++) ref[i] = hC0[i];
     gemm_cpu(hA, hB, ref, M, N, K, alpha, beta);
     __nv_bfloat16 *dA, *dB;

@@ -118,13 +118,7 @@ inline float f16_to_f(uint16_t h)
     std::memcpy((void *)&x, &h, 2);
     return __half2float(x);
 }
-inline float bf16_to_f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+inline float bf16_to_f(uint16_t h) { return cudahost::bit_cast<float>((uint32_t)h << 16); }
 inline uint16_t f_to_f16(float f)
 {
     __half x = __float2half_rn(f);
@@ -132,18 +126,8 @@ inline uint16_t f_to_f16(float f)
     std::memcpy(&h, (const void *)&x, 2);
     return h;
 }
-inline float u2f(uint32_t u)
-{
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-inline uint32_t f2u(float f)
-{
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
+inline float u2f(uint32_t u) { return cudahost::bit_cast<float>(u); }
+inline uint32_t f2u(float f) { return cudahost::bit_cast<uint32_t>(f); }
 // a tf32 operand: the tensor core reads the upper 19 bits (sign, exponent, 10 mantissa bits)
 inline float tf32_to_f(uint32_t u) { return u2f(u & 0xffffe000u); }
 inline float half_of(uint32_t reg, int hi, int type)

@@ -48,12 +48,7 @@ namespace {
 
 inline float h2f(uint16_t h, int type)
 {
-    if (type == t_bf16) {
-        uint32_t u = (uint32_t)h << 16;
-        float f;
-        std::memcpy(&f, &u, 4);
-        return f;
-    }
+    if (type == t_bf16) return cudahost::bit_cast<float>((uint32_t)h << 16);
     __half x;
     std::memcpy((void *)&x, &h, 2);
     return __half2float(x);
@@ -242,11 +237,8 @@ void execute(WgOp &op)
             for (int h = 0; h < per; h++) {
                 int row, col;
                 d_pos(t, i * per + h, row, col);
-                float f;
-                if (op.dtype == t_f32)
-                    std::memcpy(&f, &v, 4);
-                else
-                    f = h2f((uint16_t)(h ? v >> 16 : v), t_f16);
+                const float f = op.dtype == t_f32 ? cudahost::bit_cast<float>(v)
+                                                  : h2f((uint16_t)(h ? v >> 16 : v), t_f16);
                 C[row][col] = op.scale_d ? f : 0.f;
             }
         }
@@ -267,7 +259,7 @@ void execute(WgOp &op)
                 int row, col;
                 d_pos(t, i * per + h, row, col);
                 if (op.dtype == t_f32)
-                    std::memcpy(&v, &C[row][col], 4);
+                    v = cudahost::bit_cast<uint32_t>(C[row][col]);
                 else
                     v |= (uint32_t)f2h(C[row][col]) << (16 * h);
             }

@@ -1,6 +1,6 @@
 // Must NOT compile: a __global__ function called like a host function, without a launch configuration. nvcc rejects
-// it ("a __global__ function call must be configured"); host mode rejects it too (the kernel's first parameter is
-// cudahost's launch token, which only a launch supplies). Built by the test cudahost.unconfigured_call (and
+// it ("a __global__ function call must be configured"); host mode rejects it too (the rewriter turns the call into
+// one of a deleted function named after that message). Built by the test cudahost.unconfigured_call (and
 // cudahost.unconfigured_call.nvcc), which pass when the build fails with that message.
 #include <cuda_runtime.h>
 

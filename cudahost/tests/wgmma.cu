@@ -218,13 +218,13 @@ static void run_case(const char* name, int amode, int atrans, int bmode, int btr
   float A[64][32], B[32][256];
   for (int m = 0; m < 64; m++)
     for (int k = 0; k < 32; k++) {
-      unsigned short u = to16((float)rand() / RAND_MAX * 2.f - 1.f, bf);
+      unsigned short u = to16((float)rand() / (float)RAND_MAX * 2.f - 1.f, bf);
       A[m][k] = from16(u, bf);
       memcpy(img + place(a, m, k), &u, 2);
     }
   for (int k = 0; k < 32; k++)
     for (int n = 0; n < N; n++) {
-      unsigned short u = to16((float)rand() / RAND_MAX * 2.f - 1.f, bf);
+      unsigned short u = to16((float)rand() / (float)RAND_MAX * 2.f - 1.f, bf);
       B[k][n] = from16(u, bf);
       memcpy(img + place(b, n, k), &u, 2);
     }

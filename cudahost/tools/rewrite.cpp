@@ -6,15 +6,22 @@
 //   callee<<<grid, block[, smem[, stream]]>>>(args)
 //       -> cudahost::launch_(CUDAHOST_KADDR(callee), [&](auto&&... cudahost_a_) { callee(cudahost_a_...); },
 //                            "callee", grid, block[, smem[, stream]])(args)
+//       (callee may be a kernel, a kernel template's specialization, or any expression naming a kernel: a typed
+//       function pointer, a template parameter; a kernel template launched with deduced template arguments has no
+//       address at the launch, and gets nullptr)
 //   extern __shared__ [__align__(n)|alignas(n)] T name[];
 //       -> block scope:      [[maybe_unused]] T* name = cudahost::dyn_smem_ptr<T>();
 //          namespace scope:  #define name (::cudahost::dyn_smem_ptr<T>())   (followed by #line)
 //   __noinline__ -> __attribute__((noinline))
 //   asm [volatile] ("ptx" : outputs : inputs : clobbers);   (inside functions and #define bodies)
 //       -> do { ...calls of cudahost's emulation of each PTX instruction... } while (0);   (rewrite_asm.h)
-//   __global__ void k(params) -> __global__ void k(::cudahost::a_global_function_call_must_be_configured_with_
-//       launch_syntax, params): only a launch supplies that first argument, so `k(args);` does not compile (as with
-//       nvcc); the launch lambda passes it when the kernel takes it
+//   k(args) or k<T>(args), where k is a __global__ function declared in this file or in a header it includes
+//       (before the call) -> ::cudahost::a_global_function_call_must_be_configured_with_launch_syntax(k)(args): a
+//       deleted function, so that calling a kernel like a host function does not compile (as with nvcc: "a
+//       __global__ function call must be configured"). Kernels keep their declared type, so a kernel is a value as
+//       with nvcc: `void (*f)(float *, int) = k;`, `f<<<g, b>>>(...)`, passed to a template that launches it, to
+//       cudaFuncSetAttribute or cudaLaunchKernel. The set of kernel names a file sees depends on that file and its
+//       includes only, so a header's rewrite is the same whichever file includes it
 //   #include "x.h" / "x.cuh" / <x.cuh> found next to the file or in an -I directory (not the toolkit's or
 //       cudahost's) -> #include "<rewritten copy>" (recursively, so kernels and launches in headers work)
 //   in a macro definition, a kernel name pasted with ## before <<< is taken whole (name##_kernel<<<...>>>)
@@ -25,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -40,6 +48,17 @@ namespace {
 std::vector<std::string> g_include_dirs;
 std::set<std::string> g_deps;
 std::set<std::string> g_rewritten; // headers rewritten by this run (each once: include cycles)
+// The kernels a file declares (its includes' included): every name, and those of kernel templates.
+struct KernelNames {
+    std::set<std::string> all, templates;
+    void merge(const KernelNames &o)
+    {
+        all.insert(o.all.begin(), o.all.end());
+        templates.insert(o.templates.begin(), o.templates.end());
+    }
+};
+// the kernel names of each rewritten header, for the files that include it
+std::map<std::string, KernelNames> g_header_kernels;
 
 bool is_ident(char c)
 {
@@ -158,10 +177,13 @@ struct Rewriter {
     // brace stack: true = namespace-like scope (namespace, extern "C"), false = anything else
     std::vector<bool> braces;
     bool in_directive = false;
-    // after `__global__`, until the kernel's parameter list: the launch token is inserted as its first parameter
+    // after `__global__`, until the kernel's parameter list (global_params records the kernel's name)
     bool global_pending = false;
     bool global_attr = false; // the next parenthesised group belongs to an attribute (__launch_bounds__(...))
     int global_angle = 0;
+    // the __global__ functions declared so far in this file and in the headers it included
+    KernelNames kernels;
+    bool global_template = false; // the pending __global__ follows a template header (template <...>)
 
     Rewriter(std::string p, std::string od, const std::string &src)
         : path(std::move(p)), out_dir(std::move(od)), s(src)
@@ -290,13 +312,14 @@ struct Rewriter {
             if (c == '"' || c == '\\') name_lit += '\\';
             name_lit += c;
         }
-        // kernels defined in rewritten sources take cudahost's launch token first (so that a call without a launch
-        // configuration does not compile, as with nvcc); others (e.g. declared through a macro) do not
-        out += "cudahost::launch_(CUDAHOST_KADDR(" + callee +
-               "), [&](auto&&... cudahost_a_) { if constexpr (requires { " + callee +
-               "(::cudahost::launch_token, cudahost_a_...); }) " + callee +
-               "(::cudahost::launch_token, cudahost_a_...); else " + callee + "(cudahost_a_...); }, \"" +
-               name_lit + "\", __FILE__, __LINE__, ";
+        // The kernel's address, unless it is a kernel template launched without template arguments (they are
+        // deduced from the launch's arguments, so the name alone has no address).
+        size_t last = callee.size();
+        while (last > 0 && is_ident(callee[last - 1])) last--;
+        const bool deduced = last < callee.size() && kernels.templates.count(callee.substr(last));
+        const std::string kaddr = deduced ? "nullptr" : "CUDAHOST_KADDR(" + callee + ")";
+        out += "cudahost::launch_(" + kaddr + ", [&](auto&&... cudahost_a_) { " + callee +
+               "(cudahost_a_...); }, \"" + name_lit + "\", __FILE__, __LINE__, ";
         // copy the configuration, rewriting nothing inside but keeping literals intact
         out.append(s, cfg_begin, cfg_end - cfg_begin);
         out += ")";
@@ -668,34 +691,102 @@ struct Rewriter {
             if (c == '/' || c == '\\' || c == ':') c = '_';
         fs::path outp = fs::path(out_dir) / (mangled + ".cpp");
         if (g_rewritten.insert(outp.string()).second)
-            rewrite_file(found.string(), outp.string(), out_dir, false);
+            g_header_kernels[outp.string()] = rewrite_file(found.string(), outp.string(), out_dir, false);
+        kernels.merge(g_header_kernels[outp.string()]);
         out.append(s, i, j - i);
         out += "\"" + outp.string() + "\"";
         i = q + 1;
         return true;
     }
 
-    // i at '(' of a __global__ function's parameter list: copy it and insert the launch token first.
+    // i at '(' of a __global__ function's parameter list: records the kernel's name (the identifier before the
+    // list, or before its template arguments in an explicit specialization), so that calls of it are rejected.
     void global_params(size_t &i)
     {
-        static const std::string tok =
-            "::cudahost::a_global_function_call_must_be_configured_with_launch_syntax";
-        out += '(';
-        size_t j = skip_ws_comments(s, i + 1);
-        if (j < s.size() && s[j] == ')') {
-            out += tok;
-        } else if (s.compare(j, 4, "void") == 0 && j + 4 < s.size() && !is_ident(s[j + 4]) &&
-                   skip_ws_comments(s, j + 4) < s.size() && s[skip_ws_comments(s, j + 4)] == ')') {
-            out.append(s, i + 1, j - i - 1);
-            out += tok;
-            i = j + 4;
-            global_pending = false;
-            return;
-        } else {
-            out += tok + ", ";
+        size_t e = out.size();
+        while (e > 0 && is_space(out[e - 1])) e--;
+        if (e > 0 && out[e - 1] == '>') {
+            int depth = 0;
+            while (e > 0) {
+                char c = out[--e];
+                if (c == '>')
+                    depth++;
+                else if (c == '<' && --depth == 0)
+                    break;
+            }
+            while (e > 0 && is_space(out[e - 1])) e--;
         }
+        size_t b = e;
+        while (b > 0 && is_ident(out[b - 1])) b--;
+        if (b < e) {
+            kernels.all.insert(out.substr(b, e - b));
+            if (global_template) kernels.templates.insert(out.substr(b, e - b));
+        }
+        out += '(';
         i++;
         global_pending = false;
+    }
+
+    // i just past an identifier naming a kernel (at w_pos). If the kernel is called like a function (its name,
+    // template arguments if any, then '('), writes the name wrapped in cudahost's deleted function and returns
+    // true; a launch (<<<), a declaration or a use as a value is left alone.
+    bool unconfigured_call(size_t w_pos, size_t &i)
+    {
+        if (in_directive || global_pending) return false;
+        // the name's qualification already written (ns::kernel, ::kernel) goes inside the wrapper too
+        size_t q = out.size();
+        for (;;) {
+            size_t k = q;
+            while (k > 0 && is_space(out[k - 1])) k--;
+            if (k < 2 || out[k - 1] != ':' || out[k - 2] != ':') break;
+            const size_t colons = k - 2;
+            k = colons;
+            while (k > 0 && is_space(out[k - 1])) k--;
+            size_t b = k;
+            while (b > 0 && is_ident(out[b - 1])) b--;
+            if (b == k) { // a leading :: ends the qualification
+                q = colons;
+                break;
+            }
+            q = b;
+        }
+        size_t k = q;
+        while (k > 0 && is_space(out[k - 1])) k--;
+        if (k > 0 && (out[k - 1] == '.' || (out[k - 1] == '>' && k > 1 && out[k - 2] == '-')))
+            return false; // a member of that name
+        size_t wb = k;
+        while (wb > 0 && is_ident(out[wb - 1])) wb--;
+        const std::string before = out.substr(wb, k - wb);
+        if (before == "void" || before == "friend" || before == "__global__") return false; // a declaration
+        size_t j = skip_ws_comments(s, i);
+        if (j < s.size() && s[j] == '<') {
+            if (s.compare(j, 3, "<<<") == 0) return false;
+            int depth = 0;
+            size_t t = j;
+            for (; t < s.size(); t++) {
+                size_t l = skip_literal(s, t);
+                if (l != t) {
+                    t = l - 1;
+                    continue;
+                }
+                char c = s[t];
+                if (c == ';' || c == '{' || c == '}') return false;
+                if (c == '<')
+                    depth++;
+                else if (c == '>' && --depth == 0)
+                    break;
+            }
+            if (t >= s.size()) return false;
+            j = skip_ws_comments(s, t + 1);
+        }
+        if (j >= s.size() || s[j] != '(') return false;
+        const std::string qual = out.substr(q);
+        out.resize(q);
+        out += "::cudahost::a_global_function_call_must_be_configured_with_launch_syntax(" + qual;
+        out.append(s, w_pos, j - w_pos);
+        out += ")";
+        i = j;
+        return true;
     }
 
     // i at '(' of an attribute's arguments after __global__: copy the group verbatim.
@@ -815,6 +906,13 @@ struct Rewriter {
                     continue;
                 }
                 if (w == "__global__") {
+                    // a template: `template` starts the declaration (since the last ';', '{' or '}')
+                    size_t k = out.size();
+                    while (k > 0 && out[k - 1] != ';' && out[k - 1] != '{' && out[k - 1] != '}') k--;
+                    const std::string head = " " + squeeze(out.substr(k));
+                    const size_t t = head.find("template");
+                    global_template = t != std::string::npos && head[t - 1] == ' ' &&
+                                      (t + 8 == head.size() || !is_ident(head[t + 8]));
                     global_pending = true;
                     global_attr = false;
                     global_angle = 0;
@@ -826,6 +924,13 @@ struct Rewriter {
                 if (w == "extern" && extern_shared(i)) continue;
                 if ((w == "asm" || w == "__asm__" || w == "__asm") && asm_statement(i, e)) continue;
                 if (w == "__shared__" && static_shared(i)) continue;
+                if (kernels.all.count(w)) {
+                    size_t after = e;
+                    if (unconfigured_call(i, after)) {
+                        i = after;
+                        continue;
+                    }
+                }
                 out += w;
                 i = e;
                 continue;
@@ -835,8 +940,9 @@ struct Rewriter {
         }
     }
 
-    static void rewrite_file(const std::string &in, const std::string &outp, const std::string &out_dir,
-                             bool main_file)
+    // Rewrites in into outp; returns the kernel names in declares (with those of its includes).
+    static KernelNames rewrite_file(const std::string &in, const std::string &outp,
+                                    const std::string &out_dir, bool main_file)
     {
         std::ifstream f(in, std::ios::binary);
         if (!f) throw Fail{ "cudahost-rewrite: cannot read " + in + ": " + std::strerror(errno) };
@@ -860,6 +966,7 @@ struct Rewriter {
         // make the .cu's object rebuild even when the .cu's own rewrite is unchanged.
         fs::rename(tmp, outp, ec);
         if (ec) throw Fail{ "cudahost-rewrite: cannot rename " + tmp + " to " + outp + ": " + ec.message() };
+        return r.kernels;
     }
 
     static long getpid_portable();

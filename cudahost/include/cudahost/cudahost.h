@@ -276,28 +276,26 @@ void __nanosleep(unsigned ns);
 inline void __brkpt() {}
 
 // ---- launch machinery (the rewriter's target) --------------------------------------------------------------------
-// The kernel's address where `&callee` is well-formed (nullptr otherwise, e.g. a template whose arguments are deduced
+// The kernel's address: the kernel itself (decayed to its address) or the launched function pointer's value (a
+// typed kernel pointer, a kernel passed to a template) where `&callee` is well-formed (nullptr otherwise, e.g. a template whose arguments are deduced
 // from the launch's arguments): used to look up cudaFuncSetAttribute settings and to convert arguments to the
 // kernel's parameter types once per launch.
 #define CUDAHOST_KADDR(...)                                                                                  \
     ([&](auto cudahost_z_) {                                                                                 \
         (void)cudahost_z_;                                                                                   \
         if constexpr (requires { &__VA_ARGS__; })                                                            \
-            return &__VA_ARGS__;                                                                             \
+            return __VA_ARGS__; /* a kernel decays to its address; a pointer is returned as it is */         \
         else                                                                                                 \
             return nullptr;                                                                                  \
     }(0))
 
 namespace cudahost {
 
-// The first parameter of every kernel in a rewritten source (the rewriter inserts it): only a launch
-// (<<<...>>>, cudaLaunchKernel, cudaLaunchKernelEx) can supply it, so calling a __global__ function like an
-// ordinary function does not compile, as with nvcc ("a __global__ function call must be configured").
-struct a_global_function_call_must_be_configured_with_launch_syntax {
-    explicit constexpr a_global_function_call_must_be_configured_with_launch_syntax(int) {}
-};
-using launch_token_t = a_global_function_call_must_be_configured_with_launch_syntax;
-inline constexpr launch_token_t launch_token{ 0 };
+// A kernel called like an ordinary function, `k(args)`, is rewritten into a call of this deleted function, so that it
+// does not compile, as with nvcc ("a __global__ function call must be configured"). Kernels keep their declared type:
+// a kernel is a value (a typed function pointer, a template argument) that a launch, cudaLaunchKernel or
+// cudaFuncSetAttribute takes as nvcc's do.
+template <class K> K &&a_global_function_call_must_be_configured_with_launch_syntax(K &&kernel) = delete;
 
 struct launch_config {
     const void *kaddr;
@@ -350,10 +348,6 @@ template <class K, class... A> struct launch_args {
 };
 template <class R, class... P, class... A>
 requires(sizeof...(P) == sizeof...(A)) struct launch_args<R (*)(P...), A...> {
-    using type = std::tuple<std::remove_cv_t<P>...>;
-};
-template <class R, class... P, class... A>
-requires(sizeof...(P) == sizeof...(A)) struct launch_args<R (*)(launch_token_t, P...), A...> {
     using type = std::tuple<std::remove_cv_t<P>...>;
 };
 template <class R, class... P, class... A>
@@ -538,22 +532,6 @@ static inline cudaError_t cudaLaunchKernel(void (*func)(P...), dim3 gridDim, dim
     (std::index_sequence_for<P...>{});
     return cudahost::last_launch_status_();
 }
-// ... and with a kernel of a rewritten source (its first parameter is the launch token).
-template <class... P>
-static inline cudaError_t cudaLaunchKernel(void (*func)(cudahost::launch_token_t, P...), dim3 gridDim,
-                                           dim3 blockDim, void **args, size_t sharedMem = 0,
-                                           cudaStream_t stream = 0)
-{
-    if (!func) return cudaErrorInvalidDeviceFunction;
-    if (sizeof...(P) > 0 && !args) return cudaErrorInvalidValue;
-    auto fn = [func](auto &&...a) { func(cudahost::launch_token, a...); };
-    auto l = cudahost::launch_(func, fn, "cudaLaunchKernel", __FILE__, __LINE__, gridDim, blockDim, sharedMem,
-                               stream);
-    [&]<std::size_t... I>(std::index_sequence<I...>) { l(*static_cast<std::remove_cv_t<P> *>(args[I])...); }
-    (std::index_sequence_for<P...>{});
-    return cudahost::last_launch_status_();
-}
-
 // cudaLaunchKernelEx (CUDA 12's typed launch with a cudaLaunchConfig_t). The configuration's grid, block, dynamic
 // shared memory and stream are used; its attributes are checked and, where they mean nothing on a CPU, ignored
 // (cudahost::launch_attrs_ok_ lists them; README.md, "Launch attributes"). More specialized than the toolkit's
@@ -578,17 +556,6 @@ inline cudaError_t launch_ex_(const cudaLaunchConfig_t *config, const void *kadd
     return last_launch_status_();
 }
 } // namespace cudahost
-template <class... P, class... A>
-requires(sizeof...(P) == sizeof...(A)) static inline cudaError_t
-    cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void (*kernel)(cudahost::launch_token_t, P...),
-                       A &&...args)
-{
-    if (!kernel) return cudaErrorInvalidDeviceFunction;
-    auto fn = [kernel](auto &&...a) { kernel(cudahost::launch_token, a...); };
-    return cudahost::launch_ex_<decltype(fn), P...>(config, reinterpret_cast<const void *>(kernel), fn,
-                                                    __builtin_FILE(), __builtin_LINE(),
-                                                    std::forward<A>(args)...);
-}
 template <class... P, class... A>
 requires(sizeof...(P) == sizeof...(A)) static inline cudaError_t
     cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void (*kernel)(P...), A &&...args)

@@ -32,17 +32,13 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include "cudahost/bits.h"
+
 #define CUDAHOST_DF_ inline __attribute__((always_inline))
 
 namespace cudahost_detail {
 
-template <class To, class From> CUDAHOST_DF_ To bits_as(const From &v)
-{
-    static_assert(sizeof(To) == sizeof(From), "size mismatch");
-    To r;
-    __builtin_memcpy(static_cast<void *>(&r), static_cast<const void *>(&v), sizeof r);
-    return r;
-}
+template <class To, class From> CUDAHOST_DF_ To bits_as(const From &v) { return cudahost::bit_cast<To>(v); }
 
 /* ---- atomics ------------------------------------------------------------------------------------------- */
 #define CUDAHOST_ATOMIC_ORDER_ __ATOMIC_SEQ_CST

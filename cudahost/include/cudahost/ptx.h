@@ -23,6 +23,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cudahost/bits.h"
+
 namespace cudahost {
 namespace detail {
 // Every lane of the calling warp must call this with the same (what, file, line); the last to arrive calls
@@ -120,14 +122,11 @@ void bar_sync_(); // bar.sync 0 / barrier.sync 0 (= __syncthreads)
 // about 2^-29 ulp of 2^a: at least as accurate, so a kernel may come out slightly differently on a GPU.
 inline uint32_t ex2_approx_f32_(uint32_t a_bits, bool ftz)
 {
-    float a;
-    std::memcpy(&a, &a_bits, sizeof a);
+    float a = cudahost::bit_cast<float>(a_bits);
     if (ftz && std::fpclassify(a) == FP_SUBNORMAL) a = std::copysign(0.0f, a);
     float d = (float)std::exp2((double)a);
     if (ftz && std::fpclassify(d) == FP_SUBNORMAL) d = 0.0f;
-    uint32_t d_bits;
-    std::memcpy(&d_bits, &d, sizeof d_bits);
-    return d_bits;
+    return cudahost::bit_cast<uint32_t>(d);
 }
 // Named barriers (src/engine.cpp): bar{.cta}.sync a{, b}, bar{.cta}.arrive a, b, barrier{.cta}.sync{.aligned} a{, b},
 // barrier{.cta}.arrive{.aligned} a, b. Barrier a (0..15) completes when b threads (a multiple of 32; has_b 0: the

@@ -23,7 +23,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <source_location>
+#include "cudahost/source_location.h"
+
+#include "cudahost/bits.h"
 #include <type_traits>
 
 #include "cudahost/ptx.h"
@@ -151,22 +153,19 @@ inline void fill_fragment(fragment<Use, m, n, k, T, L> &f, const V &v)
 
 inline float __float_to_tf32(float in)
 {
-    uint32_t u;
-    std::memcpy(&u, &in, 4);
+    uint32_t u = cudahost::bit_cast<uint32_t>(in);
     if ((u & 0x7f800000u) !=
         0x7f800000u) { // finite: round to nearest (ties away from zero), 10 mantissa bits
         u += 0x1000u;
         u &= 0xffffe000u;
     }
-    float r;
-    std::memcpy(&r, &u, 4);
-    return r;
+    return cudahost::bit_cast<float>(u);
 }
 
 namespace detail {
 // CUDA's requirements for load/store_matrix_sync: a 256-bit aligned pointer, ldm a multiple of 16 bytes.
 template <class P>
-inline void check_memory(const P *p, unsigned ldm, const char *what, const std::source_location &loc)
+inline void check_memory(const P *p, unsigned ldm, const char *what, const cudahost::source_location &loc)
 {
     if ((uintptr_t)p % 32 != 0)
         cudahost::ptx::fault_(loc.file_name(), (int)loc.line(), what,
@@ -190,7 +189,7 @@ template <class F, class P> inline void load(F &f, const P *p, unsigned ldm, boo
 template <class Use, int m, int n, int k, class T, class L, class P>
 requires(!std::is_same_v<Use, accumulator>) inline void load_matrix_sync(
     fragment<Use, m, n, k, T, L> &f, const P *p, unsigned ldm,
-    std::source_location loc = std::source_location::current())
+    cudahost::source_location loc = cudahost::source_location::current())
 {
     static_assert(std::is_same_v<L, row_major> || std::is_same_v<L, col_major>,
                   "load_matrix_sync: a matrix_a/matrix_b fragment needs a row_major or col_major layout");
@@ -200,7 +199,7 @@ requires(!std::is_same_v<Use, accumulator>) inline void load_matrix_sync(
 }
 template <int m, int n, int k, class T, class P>
 inline void load_matrix_sync(fragment<accumulator, m, n, k, T> &f, const P *p, unsigned ldm, layout_t layout,
-                             std::source_location loc = std::source_location::current())
+                             cudahost::source_location loc = cudahost::source_location::current())
 {
     detail::check_memory(p, ldm, "nvcuda::wmma::load_matrix_sync", loc);
     __syncwarp();
@@ -208,7 +207,7 @@ inline void load_matrix_sync(fragment<accumulator, m, n, k, T> &f, const P *p, u
 }
 template <int m, int n, int k, class T, class P>
 inline void store_matrix_sync(P *p, const fragment<accumulator, m, n, k, T> &f, unsigned ldm, layout_t layout,
-                              std::source_location loc = std::source_location::current())
+                              cudahost::source_location loc = cudahost::source_location::current())
 {
     using F = fragment<accumulator, m, n, k, T>;
     constexpr int R = F::cudahost_rows, C = F::cudahost_cols;
@@ -226,7 +225,7 @@ template <int m, int n, int k, class TD, class TAB, class LA, class LB, class TC
 inline void mma_sync(fragment<accumulator, m, n, k, TD> &d, const fragment<matrix_a, m, n, k, TAB, LA> &a,
                      const fragment<matrix_b, m, n, k, TAB, LB> &b,
                      const fragment<accumulator, m, n, k, TC> &c, bool satf = false,
-                     std::source_location loc = std::source_location::current())
+                     cudahost::source_location loc = cudahost::source_location::current())
 {
     (void)satf;
     using FA = fragment<matrix_a, m, n, k, TAB, LA>;

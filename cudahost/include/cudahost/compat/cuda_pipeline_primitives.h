@@ -9,12 +9,13 @@
 #define CUDAHOST_COMPAT_CUDA_PIPELINE_PRIMITIVES_H
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
+#include "cudahost/source_location.h"
 #include "cudahost/ptx.h"
 
-static inline void __pipeline_memcpy_async(void *__restrict__ dst_shared, const void *__restrict__ src_global,
-                                           size_t size_and_align, size_t zfill = 0,
-                                           std::source_location loc = std::source_location::current())
+static inline void
+__pipeline_memcpy_async(void *__restrict__ dst_shared, const void *__restrict__ src_global,
+                        size_t size_and_align, size_t zfill = 0,
+                        cudahost::source_location loc = cudahost::source_location::current())
 {
     cudahost::ptx::cp_async_(loc.file_name(), (int)loc.line(), cudahost::ptx::smem_encode_(dst_shared),
                              (uint64_t)(uintptr_t)src_global, (int)size_and_align,
