@@ -1095,13 +1095,21 @@ static mf_status ce_wgmma_probe(int *present)
     return MF_OK;
 }
 #else
-static constexpr mf_wg_probe_fn ce_wgmma_probe = nullptr; // host mode: always; no sm_90a code: never
+static constexpr mf_wg_probe_fn ce_wgmma_probe = nullptr; // host mode: a cc 9.0 model; no sm_90a code: never
 #endif
 static std::atomic<int> ce_wgmma_cache[64];
 
 // The bf16 path for a call: opts.mma_path, or with MF_CE_MMA_AUTO the environment
 // variable MF_CE_MMA_PATH ("sync" or "wgmma"), else wgmma where available on a GPU
 // and mma.sync otherwise (host mode's AUTO stays on mma.sync, the portable path).
+extern "C" mf_status MF_FN(cross_entropy_wgmma_available)(mf_context *ctx, int *available)
+{
+    bool yes = false;
+    MF_TRY(wg_available((cudaStream_t)mf_context_stream(ctx), ce_wgmma_cache, ce_wgmma_probe, &yes));
+    *available = yes ? 1 : 0;
+    return MF_OK;
+}
+
 static mf_status pick_wgmma(cudaStream_t stream, const mf_cross_entropy_options &o, bool *wg)
 {
     return wg_pick(stream, (int)o.mma_path, "MF_CE_MMA_PATH", "opts->mma_path (or MF_CE_MMA_PATH)",
