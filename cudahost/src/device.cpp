@@ -1,8 +1,9 @@
-// The modelled device (CUDAHOST_DEVICE): the limits cudaGetDeviceProperties reports and every launch is checked
-// against, and the static shared memory of each kernel as its blocks declare it.
+// The modelled device (CUDAHOST_DEVICE): the limits every launch is checked against, the static shared memory of
+// each kernel as its blocks declare it, and cudaGetDeviceProperties / cudaDeviceGetAttribute, which report them.
 #include "internal.h"
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <mutex>
 #include <strings.h>
@@ -74,3 +75,91 @@ void note_static_smem(const void *kaddr, size_t bytes)
 }
 
 } // namespace cudahost::internal
+
+namespace ci = cudahost::internal;
+using cudahost::internal::record;
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
+{
+    if (!prop) return record(cudaErrorInvalidValue);
+    if (device != 0) return record(cudaErrorInvalidDevice);
+    std::memset(prop, 0, sizeof *prop);
+    const ci::device_profile &dev = ci::device();
+    std::snprintf(prop->name, sizeof prop->name, "%s", dev.name);
+    prop->totalGlobalMem = ci::device_memory();
+    prop->sharedMemPerBlock = ci::kDefaultSmem;
+    prop->regsPerBlock = 65536;
+    prop->warpSize = 32;
+    prop->memPitch = (size_t)1 << 31;
+    prop->maxThreadsPerBlock = 1024;
+    prop->maxThreadsDim[0] = 1024;
+    prop->maxThreadsDim[1] = 1024;
+    prop->maxThreadsDim[2] = 64;
+    prop->maxGridSize[0] = 2147483647;
+    prop->maxGridSize[1] = 65535;
+    prop->maxGridSize[2] = 65535;
+    prop->totalConstMem = 65536;
+    prop->major = dev.major;
+    prop->minor = dev.minor;
+    prop->textureAlignment = 512;
+    prop->texturePitchAlignment = 32;
+    prop->multiProcessorCount = dev.sms;
+    prop->canMapHostMemory = 1;
+    prop->concurrentKernels = 1;
+    prop->asyncEngineCount = 1;
+    prop->unifiedAddressing = 1;
+    prop->memoryBusWidth = dev.bus_width;
+    prop->l2CacheSize = dev.l2_bytes;
+    prop->maxThreadsPerMultiProcessor = 2048;
+    prop->streamPrioritiesSupported = 1;
+    prop->globalL1CacheSupported = 1;
+    prop->localL1CacheSupported = 1;
+    prop->sharedMemPerMultiprocessor = dev.smem_per_sm;
+    prop->regsPerMultiprocessor = 65536;
+    prop->managedMemory = 1;
+    prop->concurrentManagedAccess = 1;
+    prop->cooperativeLaunch = 0;
+    prop->sharedMemPerBlockOptin = dev.smem_optin;
+    prop->maxBlocksPerMultiProcessor = 32;
+    prop->reservedSharedMemPerBlock = 1024;
+    prop->hostRegisterSupported = 1;
+    prop->memoryPoolsSupported = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
+{
+    if (!value) return record(cudaErrorInvalidValue);
+    if (device != 0) return record(cudaErrorInvalidDevice);
+    cudaDeviceProp p;
+    cudaGetDeviceProperties(&p, 0);
+    switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsDim[0]; break;
+    case cudaDevAttrMaxBlockDimY: *value = p.maxThreadsDim[1]; break;
+    case cudaDevAttrMaxBlockDimZ: *value = p.maxThreadsDim[2]; break;
+    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
+    case cudaDevAttrMaxGridDimY: *value = p.maxGridSize[1]; break;
+    case cudaDevAttrMaxGridDimZ: *value = p.maxGridSize[2]; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p.sharedMemPerMultiprocessor; break;
+    case cudaDevAttrTotalConstantMemory: *value = (int)p.totalConstMem; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    case cudaDevAttrUnifiedAddressing: *value = 1; break;
+    case cudaDevAttrManagedMemory: *value = 1; break;
+    case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p.maxBlocksPerMultiProcessor; break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p.regsPerMultiprocessor; break;
+    case cudaDevAttrCooperativeLaunch: *value = 0; break;
+    case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
+    default: *value = 0; break;
+    }
+    return cudaSuccess;
+}
