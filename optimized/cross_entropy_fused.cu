@@ -1102,7 +1102,8 @@ static mf_status ce_wgmma_probe(int *present)
     return MF_OK;
 }
 #else
-static constexpr mf_wg_probe_fn ce_wgmma_probe = nullptr; // host mode: a cc 9.0 model; no sm_90a code: never
+// host mode: wg_available answers from the modelled device; no sm_90a code: never
+static constexpr mf_wg_probe_fn ce_wgmma_probe = nullptr;
 #endif
 static std::atomic<int> ce_wgmma_cache[64];
 

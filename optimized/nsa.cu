@@ -3602,7 +3602,8 @@ static mf_status nsa_wgmma_probe(int *present)
     return MF_OK;
 }
 #else
-static constexpr mf_wg_probe_fn nsa_wgmma_probe = nullptr; // host mode: a cc 9.0 model; no sm_90a code: never
+// host mode: wg_available answers from the modelled device; no sm_90a code: never
+static constexpr mf_wg_probe_fn nsa_wgmma_probe = nullptr;
 #endif
 static std::atomic<int> nsa_wgmma_cache[64];
 

@@ -224,8 +224,8 @@ MF_API void mf_cross_entropy_options_init(mf_cross_entropy_options *opts);
 MF_API mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts);
 
 /* Whether MF_CE_MMA_WGMMA can run on the context's device: *available = 1 in
- * host execution mode when the device it models is cc 9.0 (the default; wgmma
- * emulated), and on a GPU when it is cc 9.0 and this build loaded the fused
+ * host execution mode when the device it models is cc 9.0 (cudahost's default
+ * H100 profile; CUDAHOST_DEVICE=a100 models cc 8.0; wgmma emulated), and on a GPU when it is cc 9.0 and this build loaded the fused
  * kernels' sm_90a code (the one-thread probe that MF_CE_MMA_AUTO runs once per
  * device; not during CUDA-graph capture, where an unprobed device answers 0);
  * else 0 (where a forced wgmma call returns MF_ERR_BACKEND_UNAVAILABLE).
