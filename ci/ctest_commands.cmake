@@ -1,8 +1,11 @@
 # Turns `ctest --show-only=json-v1` output into one line per test, for ci/gpu.sh
 # to re-run each test's command under a wrapper (compute-sanitizer):
 #   name <TAB> working directory <TAB> ENV=v <US> ENV=v ... <TAB> argv0 <US> argv1 ...
+#        <TAB> SKIP_RETURN_CODE <TAB> label <US> label ...
 # (<US> is the ASCII unit separator, 0x1f). Tests whose executable ctest could
-# not find (not built) have no command and are listed with an empty argv.
+# not find (not built) have no command and are listed with an empty argv. Empty
+# fields are consecutive tabs: split lines on every tab (bash's `IFS=$'\t' read`
+# merges them, tab being IFS white space).
 #   cmake -DJSON=tests.json -DOUT=tests.tsv -P ci/ctest_commands.cmake
 cmake_minimum_required(VERSION 3.25)
 if(NOT JSON OR NOT OUT)
@@ -35,6 +38,8 @@ foreach(i RANGE ${last})
   endif()
   set(cwd ".")
   set(envs "")
+  set(skip "")
+  set(labels "")
   string(JSON n_props ERROR_VARIABLE err LENGTH "${json}" tests ${i} properties)
   if(NOT err AND n_props GREATER 0)
     math(EXPR prop_last "${n_props} - 1")
@@ -42,6 +47,20 @@ foreach(i RANGE ${last})
       string(JSON pname GET "${json}" tests ${i} properties ${j} name)
       if(pname STREQUAL "WORKING_DIRECTORY")
         string(JSON cwd GET "${json}" tests ${i} properties ${j} value)
+      elseif(pname STREQUAL "SKIP_RETURN_CODE")
+        string(JSON skip GET "${json}" tests ${i} properties ${j} value)
+      elseif(pname STREQUAL "LABELS")
+        string(JSON n_lab LENGTH "${json}" tests ${i} properties ${j} value)
+        if(n_lab GREATER 0)
+          math(EXPR lab_last "${n_lab} - 1")
+          foreach(k RANGE ${lab_last})
+            string(JSON l GET "${json}" tests ${i} properties ${j} value ${k})
+            if(NOT labels STREQUAL "")
+              string(APPEND labels "${us}")
+            endif()
+            string(APPEND labels "${l}")
+          endforeach()
+        endif()
       elseif(pname STREQUAL "ENVIRONMENT")
         string(JSON n_env LENGTH "${json}" tests ${i} properties ${j} value)
         if(n_env GREATER 0)
@@ -57,5 +76,5 @@ foreach(i RANGE ${last})
       endif()
     endforeach()
   endif()
-  file(APPEND "${OUT}" "${name}\t${cwd}\t${envs}\t${argv}\n")
+  file(APPEND "${OUT}" "${name}\t${cwd}\t${envs}\t${argv}\t${skip}\t${labels}\n")
 endforeach()

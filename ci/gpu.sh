@@ -4,50 +4,188 @@
 # then run them again under compute-sanitizer (memcheck, racecheck, synccheck)
 # when it is installed.
 #
+# Usage: ci/gpu.sh [--dry-run] [extra ctest args for the plain cuda pass]
+#   --dry-run  build and run nothing: print the architecture the build would use, then, from the
+#              already configured and built MF_GPU_BUILD_DIR, every cuda-labelled test's command,
+#              working directory and environment (what the plain pass and the sanitizer pass run).
+#              Exit status 1 if there is no cuda test or one has no command (its executable was not
+#              built); needs no GPU.
+#
 # Environment:
-#   MF_CUDA_ARCH        CMAKE_CUDA_ARCHITECTURES (default: the runner's GPUs' compute
-#                       capabilities from nvidia-smi, e.g. 90, which adds the wgmma
-#                       kernels' sm_90a code; else native; e.g. 80, 90, "80;90")
+#   MF_CUDA_ARCH        CMAKE_CUDA_ARCHITECTURES (default: the runner's GPUs' compute capabilities
+#                       from nvidia-smi, e.g. 90, which adds the wgmma kernels' sm_90a code; the
+#                       script stops with an error when that query fails; e.g. 80, 90, "80;90")
+#   MF_ALLOW_NO_GPU     1: build and run with no GPU visible (the cuda tests report skipped);
+#                       otherwise no visible GPU is an error (needs MF_CUDA_ARCH)
 #   MF_GPU_BUILD_DIR    build directory (default build/gpu)
-#   MF_SANITIZER_TOOLS  compute-sanitizer tools to run (default "memcheck racecheck
-#                       synccheck"; empty: skip the sanitizer pass)
+#   MF_SANITIZER_TOOLS  compute-sanitizer tools to run (default "memcheck racecheck synccheck";
+#                       empty: skip the sanitizer pass)
 #   MF_SANITIZER_TIMEOUT  seconds per test and tool under the sanitizer (default 3600)
-#   MF_JOBS             parallel build and test jobs (default: nproc)
-# Usage: ci/gpu.sh [extra ctest args for the plain cuda pass]
-# Exit status: non-zero if a build step, a cuda test or a sanitizer run fails;
-# a test that reports skipped (77: no device) under the sanitizer is counted as
-# skipped, and with no GPU visible the sanitizer pass is skipped altogether.
+#   MF_JOBS             parallel build jobs (default: nproc)
+#   CUDA_MODULE_LOADING  exported as EAGER unless set: every module loads when the CUDA context is
+#                       created, not inside a measured call (memfix verify's hidden-allocation check)
+# Dependencies: checked here (cmake >= 3.25, ninja, a C and C++ compiler, pkg-config, Check,
+# cJSON, OpenBLAS, nvcc); only missing ones are installed with apt-get, and only as root or with
+# passwordless sudo, else the script lists them and stops.
+# Exit status: non-zero if a dependency is missing, the architecture query fails, a build step,
+# a cuda test or a sanitizer run fails; a test that exits with its skip code (77, or 3 for
+# memfix verify: no device) under the sanitizer is counted as skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="$PATH:/usr/local/cuda/bin"
-ci/setup.sh
+
+dry_run=0
+ctest_args=()
+for a in "$@"; do
+  case "$a" in
+    --dry-run) dry_run=1 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) ctest_args+=("$a") ;;
+  esac
+done
+
 jobs="${MF_JOBS:-$(nproc)}"
-arch="${MF_CUDA_ARCH:-native}"
 build="${MF_GPU_BUILD_DIR:-build/gpu}"
 tools="${MF_SANITIZER_TOOLS-memcheck racecheck synccheck}"
 san_timeout="${MF_SANITIZER_TIMEOUT:-3600}"
+export CUDA_MODULE_LOADING="${CUDA_MODULE_LOADING:-EAGER}"
 
 step() { printf '\n==== %s ====\n' "$*"; }
+die() { echo "ci/gpu.sh: error: $*" >&2; exit 2; }
 
-have_gpu=1
-if ! nvidia-smi >/dev/null 2>&1; then
-  have_gpu=0
-  echo "ci/gpu.sh: no GPU visible (nvidia-smi failed); the cuda tests will report skipped" >&2
-  if [ "$arch" = native ]; then
-    arch="80;90"   # CMake cannot detect 'native' without a GPU
-    echo "ci/gpu.sh: building for sm_80 and sm_90 instead of native" >&2
+# ---- dependencies: what the build needs, nothing more (not ci/setup.sh's coverage and plot tools) ----
+missing=()
+need() { # need <debian package> <check command...>
+  local pkg=$1; shift
+  if ! "$@" >/dev/null 2>&1; then
+    [[ " ${missing[*]-} " == *" $pkg "* ]] || missing+=("$pkg")
   fi
-else
-  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader || true
-  if [ "$arch" = native ]; then
-    # The runner's compute capabilities spelled out (9.0 -> 90): src/CMakeLists.txt adds the
-    # wgmma kernels' sm_90a code only where the architecture list names 90, which 'native' does not.
-    caps="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d ' .' | sort -u |
-            paste -sd';' || true)"
-    if [[ "$caps" =~ ^[0-9]+(\;[0-9]+)*$ ]]; then
-      arch="$caps"
+}
+cmake_new_enough() {
+  local v
+  v="$(cmake --version | sed -n '1s/[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')"
+  read -r major minor <<< "$v"
+  [ "${major:-0}" -gt 3 ] || { [ "${major:-0}" -eq 3 ] && [ "${minor:-0}" -ge 25 ]; }
+}
+need cmake cmake_new_enough
+need ninja-build command -v ninja
+need build-essential command -v cc
+need build-essential command -v c++
+need pkg-config command -v pkg-config
+need check pkg-config --exists check
+need libcjson-dev pkg-config --exists libcjson
+need libopenblas-dev pkg-config --exists openblas
+if ((${#missing[@]})); then
+  if ((dry_run)); then
+    echo "ci/gpu.sh: missing (a real run installs them or stops): ${missing[*]}" >&2
+  else
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+      if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+        die "missing ${missing[*]}; install them (apt-get install ${missing[*]}) or run as root"
+      fi
     fi
+    command -v apt-get >/dev/null 2>&1 || die "missing ${missing[*]} and no apt-get to install them"
+    echo "ci/gpu.sh: installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
+fi
+if ! command -v nvcc >/dev/null 2>&1; then
+  if ((dry_run)); then echo "ci/gpu.sh: nvcc not found (a real run stops here)" >&2
+  else die "nvcc not found (on PATH or /usr/local/cuda/bin): install the CUDA toolkit"; fi
+fi
+
+# ---- the architecture: the visible GPUs' compute capabilities, or an error ----------------------------
+have_gpu=0
+gpu_caps=""
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
+  have_gpu=1
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader || true
+  # 9.0 -> 90; a driver too old for the compute_cap field answers with an error or "[N/A]"
+  gpu_caps="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>&1 | tr -d ' .' | sort -u |
+              paste -sd';' || true)"
+  [[ "$gpu_caps" =~ ^[0-9]+(\;[0-9]+)*$ ]] || gpu_caps=""
+fi
+if [ -n "${MF_CUDA_ARCH:-}" ]; then
+  arch="$MF_CUDA_ARCH"
+elif ((have_gpu)) && [ -n "$gpu_caps" ]; then
+  arch="$gpu_caps"
+elif ((have_gpu)); then
+  arch=""
+  msg="nvidia-smi sees a GPU but its compute-capability query failed; set MF_CUDA_ARCH (e.g. 80 for an \
+A100, 90 for an H100) instead of guessing"
+  if ((dry_run)); then echo "ci/gpu.sh: $msg" >&2; else die "$msg"; fi
+else
+  arch=""
+  msg="no GPU visible (nvidia-smi missing or failing): cannot query the compute capability; set MF_CUDA_ARCH \
+and MF_ALLOW_NO_GPU=1 to build and run anyway (the cuda tests then report skipped)"
+  if ((dry_run)); then echo "ci/gpu.sh: $msg" >&2; else die "$msg"; fi
+fi
+if ((!have_gpu && !dry_run)) && [ "${MF_ALLOW_NO_GPU:-0}" != 1 ]; then
+  die "no GPU visible (nvidia-smi missing or failing); MF_ALLOW_NO_GPU=1 builds and runs anyway (the cuda tests report skipped)"
+fi
+# A cc 9.0 device runs the wgmma kernels only from sm_90a code: src/CMakeLists.txt adds it when the
+# architecture list has 90 in any form (90, 90-real, 90a, native on that device, all, all-major).
+if [[ ";$gpu_caps;" == *";90;"* ]] && [ -n "$arch" ] &&
+   ! [[ "$arch" =~ (^|\;)(90|native|all|all-major) ]]; then
+  echo "ci/gpu.sh: warning: a cc 9.0 GPU but MF_CUDA_ARCH='$arch' builds no sm_90 code: the wgmma paths" \
+       "are not built and the tests that force them report skipped" >&2
+fi
+
+# ---- each cuda test's command, working directory and environment, from ctest itself -----------------
+# list_tests <output tsv> [ctest filter args]: one line per test (ci/ctest_commands.cmake)
+list_tests() {
+  local out=$1; shift
+  ctest --test-dir "$build" -L '^cuda$' "$@" --show-only=json-v1 > "$out.json"
+  cmake -DJSON="$out.json" -DOUT="$out" -P ci/ctest_commands.cmake
+}
+# split_line <line>: fields=(name cwd envs argv skip_rc labels); consecutive tabs are empty fields
+# (IFS=$'\t' read would merge them: tab is IFS white space)
+split_line() {
+  local rest=$1
+  fields=()
+  while [[ "$rest" == *$'\t'* ]]; do
+    fields+=("${rest%%$'\t'*}")
+    rest="${rest#*$'\t'}"
+  done
+  fields+=("$rest")
+}
+
+if ((dry_run)); then
+  step "dry run: nothing is built or run"
+  echo "architecture: ${arch:-(none: a real run stops, see above)} (MF_CUDA_ARCH, else nvidia-smi's compute_cap)"
+  echo "configure:    cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMF_CUDA=ON" \
+       "-DCMAKE_CUDA_ARCHITECTURES='${arch:-?}'"
+  echo "plain pass:   ctest --test-dir $build -L '^cuda\$' -j 1 --output-on-failure ${ctest_args[*]-}"
+  echo "sanitizer:    ${tools:-(none)}: compute-sanitizer --tool T --error-exitcode 86 --print-limit 100" \
+       "<command>, in the test's directory and environment + CK_TIMEOUT_MULTIPLIER=20 (not the slow label)"
+  echo "environment:  CUDA_MODULE_LOADING=$CUDA_MODULE_LOADING (every test)"
+  [ -f "$build/CTestTestfile.cmake" ] || die "$build is not a configured build (MF_GPU_BUILD_DIR)"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  list_tests "$tmp/cuda.tsv"
+  n=0 n_bad=0
+  while IFS= read -r line; do
+    split_line "$line"
+    n=$((n + 1))
+    name=${fields[0]} cwd=${fields[1]-} envs=${fields[2]-} argv=${fields[3]-} skip=${fields[4]-} labels=${fields[5]-}
+    printf '\n%s%s\n' "$name" "$([[ "$labels" == *slow* ]] && echo ' (slow: plain pass only)')"
+    printf '  directory:   %s\n' "$cwd"
+    printf '  environment: %s\n' "${envs//$'\x1f'/ }"
+    if [ -z "$argv" ]; then
+      printf '  command:     (none: executable not built)\n'
+      n_bad=$((n_bad + 1))
+    else
+      printf '  command:     %s\n' "${argv//$'\x1f'/ }"
+    fi
+    printf '  skip code:   %s\n' "${skip:-(none)}"
+  done < "$tmp/cuda.tsv"
+  echo
+  echo "ci/gpu.sh --dry-run: $n cuda tests, $n_bad without a command"
+  ((n > 0)) || { echo "ci/gpu.sh --dry-run: no cuda-labelled test in $build" >&2; exit 1; }
+  ((n_bad == 0)) || exit 1
+  exit 0
 fi
 
 step "configure and build for CUDA architecture '$arch' ($build)"
@@ -57,7 +195,7 @@ cmake --build "$build" -j "$jobs"
 
 step "cuda-labelled tests"
 # The label is a regular expression: anchor it (cudahost's own tests carry 'cudahost').
-ctest --test-dir "$build" -L '^cuda$' -j 1 --output-on-failure "$@"
+ctest --test-dir "$build" -L '^cuda$' -j 1 --output-on-failure "${ctest_args[@]}"
 
 # ---- bench: achieved rates and the fraction of the device's peak ------------------------
 # Every op's sweep on the device: FLOPs and minimum bytes per call (the op's
@@ -76,11 +214,11 @@ if [ "$have_gpu" -eq 1 ]; then
 fi
 
 # ---- the open issues' performance targets at their full shapes ----------------------------
-# memfix bench --targets: each target's optimized call at the issue's shape (issue 14: the
-# fused cross-entropy fwd+bwd at seed 000's shape against the 3-GEMM floor; issue 15: the NSA
-# forward at S = 65536 against memfix's dense attention), its check after timing, and whether
-# the goal is met. A target that fails to run or whose check fails fails CI; an unmet goal is
-# reported (met = no), not an error: these are goals, not tests.
+# memfix bench --targets: each target's optimized call at the issue's shape (the fused
+# cross-entropy fwd+bwd at seed 000's shape against the 3-GEMM floor; the NSA forward at
+# S = 65536 against memfix's dense attention), its check after timing, and whether the goal is
+# met. A target that fails to run or whose check fails fails CI; an unmet goal is reported
+# (met = no), not an error: these are goals, not tests.
 if [ "$have_gpu" -eq 1 ]; then
   step "memfix bench --targets (the issues' goals)"
   "$build/bin/memfix" bench --backend cuda --targets --reps 3 --out "$build/targets.csv"
@@ -106,11 +244,9 @@ if [ "$have_gpu" -eq 0 ]; then
   echo "ci/gpu.sh: no GPU: sanitizer pass skipped"; exit 0
 fi
 
-# Each cuda test's command, working directory and environment, from ctest itself
-# (the slow label is left out: the tools run the kernels 10-100x slower).
+# The slow label is left out: the tools run the kernels 10-100x slower.
 list="$build/cuda-tests.tsv"
-ctest --test-dir "$build" -L '^cuda$' -LE '^slow$' --show-only=json-v1 > "$build/cuda-tests.json"
-cmake -DJSON="$build/cuda-tests.json" -DOUT="$list" -P ci/ctest_commands.cmake
+list_tests "$list" -LE '^slow$'
 
 failed=()
 n_pass=0 n_skip=0
@@ -118,7 +254,9 @@ for tool in $tools; do
   step "compute-sanitizer --tool $tool"
   log_dir="$build/sanitizer/$tool"
   mkdir -p "$log_dir"
-  while IFS=$'\t' read -r name cwd envs argv; do
+  while IFS= read -r line; do
+    split_line "$line"
+    name=${fields[0]} cwd=${fields[1]-.} envs=${fields[2]-} argv=${fields[3]-} skip=${fields[4]-77}
     IFS=$'\x1f' read -r -a env_arr <<< "$envs"
     IFS=$'\x1f' read -r -a cmd_arr <<< "$argv"
     if ((${#cmd_arr[@]} == 0)); then
@@ -131,9 +269,11 @@ for tool in $tools; do
     (cd "$cwd" && env "${env_arr[@]}" CK_TIMEOUT_MULTIPLIER=20 \
        timeout "$san_timeout" "$sanitizer" --tool "$tool" --error-exitcode 86 \
        --print-limit 100 "${cmd_arr[@]}") < /dev/null > "$log" 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" = "${skip:-77}" ]; then
+      echo "  $name: skipped (exit $rc)"; n_skip=$((n_skip + 1)); continue
+    fi
     case "$rc" in
       0)  echo "  $name: ok"; n_pass=$((n_pass + 1)) ;;
-      77) echo "  $name: skipped"; n_skip=$((n_skip + 1)) ;;
       86) echo "  $name: $tool REPORTED ERRORS (log: $log)"; failed+=("$tool:$name"); tail -n 40 "$log" ;;
       124) echo "  $name: timed out after ${san_timeout}s (log: $log)"; failed+=("$tool:$name") ;;
       *)  echo "  $name: FAILED, exit $rc (log: $log)"; failed+=("$tool:$name"); tail -n 40 "$log" ;;

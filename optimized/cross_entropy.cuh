@@ -37,6 +37,9 @@ typedef mf_status mf_ce_chunked_fn(mf_context *ctx, const mf_ce_args *args);
 mf_ce_chunked_fn mf_host_cross_entropy_chunked, mf_cuda_cross_entropy_chunked;
 /* optimized/cross_entropy_fused.cu (MF_CE_VARIANT_FUSED); args->plan unused. */
 mf_ce_chunked_fn mf_host_cross_entropy_fused, mf_cuda_cross_entropy_fused;
+/* Whether the fused kernels' wgmma path can run on ctx's device (mf_cross_entropy_wgmma_available). */
+typedef mf_status mf_wgmma_available_fn(mf_context *ctx, int *available);
+mf_wgmma_available_fn mf_host_cross_entropy_wgmma_available, mf_cuda_cross_entropy_wgmma_available;
 
 #ifdef __cplusplus
 }

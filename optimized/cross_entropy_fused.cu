@@ -431,8 +431,12 @@ constexpr int kTcBN = 128; // vocabulary columns per tile
 constexpr int kTcBK = 32;  // slice of D per stage
 constexpr int kTcLdk =
     kTcBK + 8;              // stage row: 80 B (16-byte multiple; 8 rows hit 8 distinct 16-B bank groups)
-constexpr int kTcStrip = 4; // backward: vocabulary tiles per strip (512 columns)
-constexpr int kTcLdg = kTcBN * kTcStrip + 8; // dL/dz strip row (bf16): 1040 B, likewise
+constexpr int kTcStrip = 4; // backward: vocabulary tiles per strip (512 columns; the wgmma kernel's always)
+// The mma.sync backward's strip of S tiles keeps G in shared memory: rows of 128 S + 8
+// bf16 (S = 4: 1040 B; S = 3: 784 B; 16-byte multiples, 8 rows hit 8 distinct 16-B bank
+// groups). S = 4 needs 175,616 B per block with the static row statistics, more than an
+// A100's 166,912 B: the launcher takes S = 3 (142,848 B) where 4 does not fit.
+__host__ __device__ constexpr int tc_ldg(int strip) { return kTcBN * strip + 8; }
 static_assert(kTcBM == kTcBN, "the scalar stage loader fills both operands in one loop");
 
 typedef __nv_bfloat16 bf16;
@@ -441,7 +445,8 @@ struct TcStage {
     bf16 a[kTcBM][kTcLdk]; // hidden[row0 .., k0 .. k0 + 31]
     bf16 b[kTcBN][kTcLdk]; // W[v0 .., k0 .. k0 + 31]
 };
-constexpr size_t kTcBwdSmem = 2 * sizeof(TcStage) + sizeof(bf16) * kTcBM * kTcLdg;
+constexpr size_t tc_bwd_smem(int strip) { return 2 * sizeof(TcStage) + sizeof(bf16) * kTcBM * tc_ldg(strip); }
+constexpr size_t kTcBwdStatic = kTcBM * (2 * sizeof(float) + sizeof(int)); // row_lse, row_g, row_y
 
 // Stage <- hidden[row0 .. +127, k0 .. +31] and W[v0 .. +127, k0 .. +31], zero
 // outside [0, N) x [0, D) and [0, V) x [0, D). vec: D % 8 == 0 and both bases
@@ -842,7 +847,7 @@ wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *
 }
 
 // ---- bf16 backward -----------------------------------------------------------------
-// The vocabulary is walked in strips of kTcStrip 128-column tiles. Per tile of a
+// The vocabulary is walked in strips of kStrip 128-column tiles (kWg: kTcStrip). Per tile of a
 // strip: recompute the 128 x 128 logits with tc_logits_tile, form dL/dz in
 // registers from the saved lse, round it to bf16 into the strip's shared G
 // (128 x 512: the mma's operand precision), add its column sums to grad_bias.
@@ -866,16 +871,17 @@ wg_grad_strip(unsigned char *smem, const bf16 *__restrict__ hidden, const bf16 *
 // aligned), stages first, then the strip's G.
 // Per-thread accumulator geometry: MT m16 tiles x NF n8 blocks, row slot r = row
 // rbase + 8 r of the block, first column cbase of the tile.
-template <bool kWg>
+template <bool kWg, int kStrip>
 __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
                                             const bf16 *__restrict__ bias, const int64_t *__restrict__ labels,
                                             const FusedParams &p, int vec, float *__restrict__ grad_hidden,
                                             float *__restrict__ grad_weight, float *__restrict__ grad_bias,
                                             unsigned char *smem, float *row_lse, float *row_g, int *row_y)
 {
-    constexpr int MT = kWg ? 1 : 2, NF = kWg ? 16 : 8;
+    constexpr int MT = kWg ? 1 : 2, NF = kWg ? 16 : 8, kLdg = tc_ldg(kStrip);
+    static_assert(!kWg || kStrip == kTcStrip, "the wgmma G layout (kWgGBytes) holds kTcStrip tiles");
     TcStage *st = reinterpret_cast<TcStage *>(smem);
-    bf16(*sg)[kTcLdg] = reinterpret_cast<bf16(*)[kTcLdg]>(smem + 2 * sizeof(TcStage)); // !kWg
+    bf16(*sg)[kLdg] = reinterpret_cast<bf16(*)[kLdg]>(smem + 2 * sizeof(TcStage)); // !kWg
     unsigned char *wg_g = smem + kWgStagesBytes; // kWg: G in the wg_g_off layout
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3, wm = warp & 3, wn = warp >> 2;
@@ -888,9 +894,9 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
     const bool is_vec = vec != 0;
     const int role = warp >> 2, wi = warp & 3, q8 = lane >> 3; // role 0: grad_hidden, 1: grad_W
     const size_t n_slices = (p.D + kTcBK - 1) / kTcBK;
-    for (size_t vs = 0; vs < p.V; vs += (size_t)kTcBN * kTcStrip) {
+    for (size_t vs = 0; vs < p.V; vs += (size_t)kTcBN * kStrip) {
         const size_t left = (p.V - vs + kTcBN - 1) / kTcBN;
-        const int n_tiles = left < (size_t)kTcStrip ? (int)left : kTcStrip;
+        const int n_tiles = left < (size_t)kStrip ? (int)left : kStrip;
         unsigned keep_mask = 0; // tiles of the strip with a |dL/dz| >= filter * row scale
         for (int tt = 0; tt < n_tiles; ++tt) {
             const size_t v0 = vs + (size_t)(tt * kTcBN);
@@ -950,7 +956,7 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
         auto kept_tile = [&](int k) {
             int tile = 0, seen = 0;
             MF_UNROLL
-            for (int b = 0; b < kTcStrip; ++b) {
+            for (int b = 0; b < kStrip; ++b) {
                 if ((keep_mask >> b) & 1u) {
                     if (seen == k) tile = b;
                     ++seen;
@@ -1027,7 +1033,8 @@ __device__ __forceinline__ void tc_bwd_body(const bf16 *__restrict__ hidden, con
     }
 }
 
-// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md; dynamic smem kTcBwdSmem = 174,080 B)
+// mf-budget: regs<=255 smem<=1536 stack<=0 spill=0  (sm_90: see docs/cross_entropy.md; dynamic smem tc_bwd_smem(4) = 174,080 B, tc_bwd_smem(3) = 141,312 B)
+template <int kStrip>
 __global__ void __launch_bounds__(kTcThreads, 1)
     ce_fused_bwd_mma_kernel(const bf16 *__restrict__ hidden, const bf16 *__restrict__ weight,
                             const bf16 *__restrict__ bias, const int64_t *__restrict__ labels, FusedParams p,
@@ -1037,8 +1044,8 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     extern __shared__ __align__(16) unsigned char ce_tc_smem[];
     __shared__ float row_lse[kTcBM], row_g[kTcBM];
     __shared__ int row_y[kTcBM];
-    tc_bwd_body<false>(hidden, weight, bias, labels, p, vec, grad_hidden, grad_weight, grad_bias, ce_tc_smem,
-                       row_lse, row_g, row_y);
+    tc_bwd_body<false, kStrip>(hidden, weight, bias, labels, p, vec, grad_hidden, grad_weight, grad_bias,
+                               ce_tc_smem, row_lse, row_g, row_y);
 }
 
 // ---- bf16 backward with the recompute on wgmma (sm_90a) ---------------------------
@@ -1058,8 +1065,8 @@ __global__ void __launch_bounds__(kTcThreads, 1)
     extern __shared__ __align__(16) unsigned char ce_tc_smem[];
     __shared__ float row_lse[kTcBM], row_g[kTcBM];
     __shared__ int row_y[kTcBM];
-    tc_bwd_body<true>(hidden, weight, bias, labels, p, vec, grad_hidden, grad_weight, grad_bias,
-                      wg_align_1024(ce_tc_smem), row_lse, row_g, row_y);
+    tc_bwd_body<true, kTcStrip>(hidden, weight, bias, labels, p, vec, grad_hidden, grad_weight, grad_bias,
+                                wg_align_1024(ce_tc_smem), row_lse, row_g, row_y);
 #else
     (void)hidden, (void)weight, (void)bias, (void)labels, (void)p, (void)vec, (void)grad_hidden;
     (void)grad_weight, (void)grad_bias;
@@ -1095,13 +1102,22 @@ static mf_status ce_wgmma_probe(int *present)
     return MF_OK;
 }
 #else
-static constexpr mf_wg_probe_fn ce_wgmma_probe = nullptr; // host mode: always; no sm_90a code: never
+// host mode: wg_available answers from the modelled device; no sm_90a code: never
+static constexpr mf_wg_probe_fn ce_wgmma_probe = nullptr;
 #endif
 static std::atomic<int> ce_wgmma_cache[64];
 
 // The bf16 path for a call: opts.mma_path, or with MF_CE_MMA_AUTO the environment
 // variable MF_CE_MMA_PATH ("sync" or "wgmma"), else wgmma where available on a GPU
 // and mma.sync otherwise (host mode's AUTO stays on mma.sync, the portable path).
+extern "C" mf_status MF_FN(cross_entropy_wgmma_available)(mf_context *ctx, int *available)
+{
+    bool yes = false;
+    MF_TRY(wg_available((cudaStream_t)mf_context_stream(ctx), ce_wgmma_cache, ce_wgmma_probe, &yes));
+    *available = yes ? 1 : 0;
+    return MF_OK;
+}
+
 static mf_status pick_wgmma(cudaStream_t stream, const mf_cross_entropy_options &o, bool *wg)
 {
     return wg_pick(stream, (int)o.mma_path, "MF_CE_MMA_PATH", "opts->mma_path (or MF_CE_MMA_PATH)",
@@ -1139,6 +1155,30 @@ static mf_status launch_fwd(cudaStream_t stream, bool bf16_in, bool wg, const mf
     return MF_OK;
 }
 
+// The mma.sync backward's strip (tiles of G kept in shared memory) for the current
+// device: 4 where its 175,616 B per block fit (sharedMemPerBlockOptin, queried once per
+// device), else 3 (142,848 B: an A100's 166,912 B); MF_ERR_BACKEND_UNAVAILABLE below that.
+static std::atomic<int> ce_strip_cache[64];
+static mf_status tc_bwd_strip(int *strip)
+{
+    int dev = 0;
+    MF_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= 0 && dev < 64 && (*strip = ce_strip_cache[dev].load()) != 0) return MF_OK;
+    int optin = 0;
+    MF_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if ((size_t)optin >= tc_bwd_smem(4) + kTcBwdStatic)
+        *strip = 4;
+    else if ((size_t)optin >= tc_bwd_smem(3) + kTcBwdStatic)
+        *strip = 3;
+    else
+        return mf_set_error(
+            MF_ERR_BACKEND_UNAVAILABLE, __func__, __FILE__, __LINE__,
+            "the bf16 fused backward needs %zu B of shared memory per block; device %d allows %d B",
+            tc_bwd_smem(3) + kTcBwdStatic, dev, optin);
+    if (dev >= 0 && dev < 64) ce_strip_cache[dev].store(*strip);
+    return MF_OK;
+}
+
 static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, bool wg, const mf_ce_args *a,
                             const FusedParams &p)
 {
@@ -1151,13 +1191,25 @@ static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, bool wg, const mf
             static_cast<const bf16 *>(a->bias), a->labels, p, tc_vec(a) ? 1 : 0, a->grad_hidden,
             a->grad_weight, a->grad_bias);
     } else if (bf16_in) {
+        int strip = 0;
+        MF_TRY(tc_bwd_strip(&strip));
         const unsigned blocks = (unsigned)((p.N + kTcBM - 1) / kTcBM);
-        MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kTcBwdSmem));
-        ce_fused_bwd_mma_kernel<<<blocks, kTcThreads, kTcBwdSmem, stream>>>(
-            static_cast<const bf16 *>(a->hidden), static_cast<const bf16 *>(a->weight),
-            static_cast<const bf16 *>(a->bias), a->labels, p, tc_vec(a) ? 1 : 0, a->grad_hidden,
-            a->grad_weight, a->grad_bias);
+        const bf16 *h = static_cast<const bf16 *>(a->hidden), *w = static_cast<const bf16 *>(a->weight),
+                   *b = static_cast<const bf16 *>(a->bias);
+        const int vec = tc_vec(a) ? 1 : 0;
+        if (strip == 4) {
+            MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel<4>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)tc_bwd_smem(4)));
+            ce_fused_bwd_mma_kernel<4><<<blocks, kTcThreads, tc_bwd_smem(4), stream>>>(
+                h, w, b, a->labels, p, vec, a->grad_hidden, a->grad_weight, a->grad_bias);
+        } else {
+            MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel<3>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)tc_bwd_smem(3)));
+            ce_fused_bwd_mma_kernel<3><<<blocks, kTcThreads, tc_bwd_smem(3), stream>>>(
+                h, w, b, a->labels, p, vec, a->grad_hidden, a->grad_weight, a->grad_bias);
+        }
     } else {
         const unsigned blocks = (unsigned)((p.N + kBM - 1) / kBM);
         ce_fused_bwd_kernel<float><<<blocks, kThreads, 0, stream>>>(

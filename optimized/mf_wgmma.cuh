@@ -308,7 +308,8 @@ __device__ __forceinline__ void wg_mma_ra(float (&d)[N / 2], const uint32_t (&a)
 }
 
 // ---- host side: may a launcher pick its wgmma kernels? -------------------------------
-// Host mode emulates wgmma: yes. CUDA mode needs a cc 9.0 device and the sm_90a code of
+// Host mode emulates wgmma: yes where the device it models is cc 9.0 (the default; a
+// profile of a cc 8.0 device answers no, as an A100 would). CUDA mode needs a cc 9.0 device and the sm_90a code of
 // the calling file (built with MF_HAVE_SM90A: src/CMakeLists.txt adds sm_90a code to the
 // files with wgmma kernels where the build has sm_90), which `probe` (the file's
 // one-thread kernel, launched and read back: which code the driver loaded, since sm_90
@@ -323,7 +324,11 @@ static inline mf_status wg_available(cudaStream_t stream, std::atomic<int> (&cac
 {
 #if defined(__CUDAHOST__)
     (void)stream, (void)cache, (void)probe;
-    *yes = true;
+    int dev = 0, major = 0, minor = 0;
+    MF_CUDA_CHECK(cudaGetDevice(&dev));
+    MF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    MF_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    *yes = major == 9 && minor == 0;
     return MF_OK;
 #else
     int dev = 0;

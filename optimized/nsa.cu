@@ -3602,9 +3602,18 @@ static mf_status nsa_wgmma_probe(int *present)
     return MF_OK;
 }
 #else
-static constexpr mf_wg_probe_fn nsa_wgmma_probe = nullptr; // host mode: always; no sm_90a code: never
+// host mode: wg_available answers from the modelled device; no sm_90a code: never
+static constexpr mf_wg_probe_fn nsa_wgmma_probe = nullptr;
 #endif
 static std::atomic<int> nsa_wgmma_cache[64];
+
+extern "C" mf_status MF_FN(nsa_wgmma_available)(mf_context *ctx, int *available)
+{
+    bool yes = false;
+    MF_TRY(wg_available((cudaStream_t)mf_context_stream(ctx), nsa_wgmma_cache, nsa_wgmma_probe, &yes));
+    *available = yes ? 1 : 0;
+    return MF_OK;
+}
 
 static mf_status pick_wgmma(cudaStream_t stream, bool *wg)
 {

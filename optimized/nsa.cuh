@@ -14,6 +14,9 @@ extern "C" {
 
 mf_nsa_forward_kernel_fn mf_host_nsa_fused_forward, mf_cuda_nsa_fused_forward;
 mf_nsa_backward_kernel_fn mf_host_nsa_fused_backward, mf_cuda_nsa_fused_backward;
+/* Whether the forward's wgmma path can run on ctx's device (mf_nsa_wgmma_available). */
+typedef mf_status mf_nsa_wgmma_available_fn(mf_context *ctx, int *available);
+mf_nsa_wgmma_available_fn mf_host_nsa_wgmma_available, mf_cuda_nsa_wgmma_available;
 
 #ifdef __cplusplus
 }

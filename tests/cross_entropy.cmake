@@ -61,3 +61,21 @@ if(TEST test_cross_entropy_equiv_reverse.host)
     LABELS "equivalence;host;reverse;slow" TIMEOUT ${_ce_timeout} SKIP_RETURN_CODE 77
     ENVIRONMENT "${_ce_env}")
 endif()
+
+# The A100 profile (CUDAHOST_DEVICE=a100: compute capability 8.0, 166,912 B of shared
+# memory per block): the bf16 fused backward's mma.sync kernel takes its 3-tile strip
+# there (4 tiles need 175,616 B), the forced-wgmma case skips. The fused test case (every
+# option, odd shapes, partial strips) and the memory cases run under it; the other suites
+# take no device-dependent path in host mode.
+if(TEST test_cross_entropy_equiv_fused.host AND TEST test_cross_entropy_memory.host)
+  foreach(_t equiv_fused memory)
+    string(REPLACE "_fused" "" _ce_a100_exe "test_cross_entropy_${_t}")
+    get_test_property(test_cross_entropy_${_t}.host ENVIRONMENT _ce_a100_env)
+    get_test_property(test_cross_entropy_${_t}.host TIMEOUT _ce_a100_timeout)
+    get_test_property(test_cross_entropy_${_t}.host LABELS _ce_a100_labels)
+    add_test(NAME test_cross_entropy_${_t}_a100.host COMMAND ${_ce_a100_exe})
+    set_tests_properties(test_cross_entropy_${_t}_a100.host PROPERTIES
+      LABELS "${_ce_a100_labels};a100" TIMEOUT ${_ce_a100_timeout} SKIP_RETURN_CODE 77
+      ENVIRONMENT "${_ce_a100_env};CUDAHOST_DEVICE=a100")
+  endforeach()
+endif()

@@ -177,7 +177,8 @@ struct Job {
     std::atomic<bool> failed{ false };
     std::atomic<int> deadlocks{ 0 };
     std::atomic<bool> asserted{ false };
-    std::atomic<int> warp_diags{ 0 }; // undefined warp operations seen (reported once per launch in full)
+    std::atomic<int> warp_diags{ 0 };     // undefined warp operations seen (reported once per launch in full)
+    std::atomic<size_t> static_smem{ 0 }; // the largest static __shared__ footprint of a block
 };
 
 struct Worker {
@@ -221,6 +222,7 @@ struct Worker {
     unsigned long fill_gen[kMaxFills];
     int n_fill = 0;
     unsigned long block_gen = 0;
+    size_t block_static = 0; // static __shared__ bytes this block declared (each rounded to 16)
     // warpgroup-collective operations (wgmma.*): per warpgroup of 128 threads, the threads waiting, the operation,
     // its site and each thread's io pointer; wg_ext: the PTX emulation's state of each warpgroup (kept across blocks)
     struct WgColl {
@@ -1090,6 +1092,7 @@ void run_block(Worker *w, Job *job, size_t linear)
     const launch_config *c = job->cfg;
     w->block_linear = linear;
     w->block_gen++;
+    w->block_static = 0;
     unsigned gx = c->grid.x, gy = c->grid.y;
     blockIdx = uint3{ (unsigned)(linear % gx), (unsigned)((linear / gx) % gy),
                       (unsigned)(linear / ((size_t)gx * gy)) };
@@ -1355,6 +1358,22 @@ void launch_run_(const launch_config &c, void (*body)(void *), void *ctx)
         ci::set_sticky(e);
         ci::record(e);
         set_launch_status_(e);
+        return;
+    }
+    // Static shared memory is known once a block has declared it: launch_begin_ checks every later launch up front;
+    // a first launch over the device's per-block limit has run already, and fails now, as a GPU would have refused it.
+    const size_t st = job.static_smem.load();
+    ci::note_static_smem(c.kaddr, st);
+    const ci::device_profile &dev = ci::device();
+    if (st + c.smem > dev.smem_optin) {
+        std::fprintf(
+            stderr,
+            "cudahost: kernel '%s' (launched at %s:%d): %zu B of static shared memory + %zu B dynamic is "
+            "more than the %zu B per block of the %s profile; the launch fails with "
+            "cudaErrorInvalidValue (a GPU would not have run it)\n",
+            c.name, c.file, c.line, st, c.smem, dev.smem_optin, dev.key);
+        ci::record(cudaErrorInvalidValue);
+        set_launch_status_(cudaErrorInvalidValue);
     }
 }
 
@@ -1502,6 +1521,11 @@ void shared_fill_bytes_(void *p, size_t n)
     }
     if (w->fill_gen[k] == w->block_gen) return; // another thread of this block got here first
     w->fill_gen[k] = w->block_gen;
+    w->block_static += (n + 15) / 16 * 16;
+    for (size_t seen = w->job->static_smem.load(std::memory_order_relaxed);
+         w->block_static > seen &&
+         !w->job->static_smem.compare_exchange_weak(seen, w->block_static, std::memory_order_relaxed);) {
+    }
 #if defined(CUDAHOST_TSAN)
     // not memset (TSan intercepts it, and would see the fill as a racing write of this CUDA thread)
     volatile unsigned char *b = static_cast<volatile unsigned char *>(p);

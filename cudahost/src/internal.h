@@ -37,6 +37,23 @@ bool reverse_order();
 bool random_order(unsigned long long *seed);
 size_t device_memory();
 
+// The modelled device (device.cpp): CUDAHOST_DEVICE=a100|h100 (h200: h100), h100 by default.
+struct device_profile {
+    const char *key;
+    const char *name;
+    int major, minor;
+    size_t smem_optin;  // shared memory per block with the opt-in, static and dynamic together
+    size_t smem_per_sm; // shared memory per SM
+    int sms;
+    int l2_bytes;
+    int bus_width;
+};
+const device_profile &device();
+// Static __shared__ bytes of a kernel, learned from the declarations its blocks reached (0 until a block of it ran,
+// or for a null address); note_static_smem keeps the largest value seen.
+size_t static_smem(const void *kaddr);
+void note_static_smem(const void *kaddr, size_t bytes);
+
 // allocations and symbols
 bool device_accessible(
     const void *p); // inside a live device/managed/pinned allocation or a registered symbol
@@ -53,8 +70,7 @@ void set_launch_status_(cudaError_t e);
 namespace cudahost::internal {
 void synchronize(); // waits for nothing today (launches are synchronous), kept for streams/events
 
-constexpr size_t kDefaultSmem = 48 * 1024;
-constexpr size_t kMaxSmemOptin = 227 * 1024;
+constexpr size_t kDefaultSmem = 48 * 1024; // dynamic shared memory per block without the opt-in
 constexpr int kMaxThreadsPerBlock = 1024;
 
 } // namespace cudahost::internal

@@ -438,7 +438,8 @@ bool valid_stream(cudaStream_t s) { return stream_ok(s); }
 int max_dynamic_smem(const void *kaddr)
 {
     if (!kaddr)
-        return (int)kMaxSmemOptin; // kernel address unknown (deduced template arguments): cannot check opt-in
+        // address unknown (deduced template arguments): the opt-in cannot be matched, the device's maximum applies
+        return (int)(device().smem_optin - static_smem(kaddr));
     std::lock_guard<std::mutex> lk(g_mu);
     auto it = g_max_smem.find(kaddr);
     return it == g_max_smem.end() ? (int)kDefaultSmem : std::max(it->second, (int)kDefaultSmem);
@@ -481,7 +482,20 @@ bool launch_begin_(const launch_config &c)
         g.x > 2147483647u || g.y > 65535 || g.z > 65535) {
         return launch_error(cudaErrorInvalidConfiguration);
     }
-    if (c.smem > (size_t)ci::max_dynamic_smem(c.kaddr)) {
+    // Too much shared memory: cudaErrorInvalidValue, as cudaLaunchKernel reports it on a GPU. The dynamic size
+    // against the kernel's cudaFuncAttributeMaxDynamicSharedMemorySize (48 KiB without it), static + dynamic
+    // against the device's per-block maximum (the static size once a block of the kernel has run).
+    const size_t dyn_max = (size_t)ci::max_dynamic_smem(c.kaddr), st = ci::static_smem(c.kaddr);
+    const ci::device_profile &dev = ci::device();
+    if (c.smem > dyn_max || st + c.smem > dev.smem_optin) {
+        std::fprintf(
+            stderr,
+            "cudahost: kernel '%s' (launched at %s:%d): %zu B of dynamic shared memory + %zu B static is "
+            "more than this kernel may use (dynamic: at most %zu B%s; static + dynamic: at most %zu B on "
+            "the %s profile); the launch fails with cudaErrorInvalidValue\n",
+            c.name, c.file, c.line, c.smem, st, dyn_max,
+            dyn_max == ci::kDefaultSmem ? " without cudaFuncAttributeMaxDynamicSharedMemorySize" : "",
+            dev.smem_optin, dev.key);
         return launch_error(cudaErrorInvalidValue);
     }
     if (!ci::valid_stream(c.stream)) {
@@ -1086,91 +1100,6 @@ cudaError_t cudaRuntimeGetVersion(int *v)
     return cudaSuccess;
 }
 
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
-{
-    if (!prop) return record(cudaErrorInvalidValue);
-    if (device != 0) return record(cudaErrorInvalidDevice);
-    std::memset(prop, 0, sizeof *prop);
-    std::snprintf(prop->name, sizeof prop->name,
-                  "cudahost (CUDA host execution mode on the CPU, sm_90-like)");
-    prop->totalGlobalMem = ci::device_memory();
-    prop->sharedMemPerBlock = ci::kDefaultSmem;
-    prop->regsPerBlock = 65536;
-    prop->warpSize = 32;
-    prop->memPitch = (size_t)1 << 31;
-    prop->maxThreadsPerBlock = 1024;
-    prop->maxThreadsDim[0] = 1024;
-    prop->maxThreadsDim[1] = 1024;
-    prop->maxThreadsDim[2] = 64;
-    prop->maxGridSize[0] = 2147483647;
-    prop->maxGridSize[1] = 65535;
-    prop->maxGridSize[2] = 65535;
-    prop->totalConstMem = 65536;
-    prop->major = 9;
-    prop->minor = 0;
-    prop->textureAlignment = 512;
-    prop->texturePitchAlignment = 32;
-    prop->multiProcessorCount = ci::workers();
-    prop->canMapHostMemory = 1;
-    prop->concurrentKernels = 1;
-    prop->asyncEngineCount = 1;
-    prop->unifiedAddressing = 1;
-    prop->memoryBusWidth = 5120;
-    prop->l2CacheSize = 50 * 1024 * 1024;
-    prop->maxThreadsPerMultiProcessor = 2048;
-    prop->streamPrioritiesSupported = 1;
-    prop->globalL1CacheSupported = 1;
-    prop->localL1CacheSupported = 1;
-    prop->sharedMemPerMultiprocessor = 228 * 1024;
-    prop->regsPerMultiprocessor = 65536;
-    prop->managedMemory = 1;
-    prop->concurrentManagedAccess = 1;
-    prop->cooperativeLaunch = 0;
-    prop->sharedMemPerBlockOptin = ci::kMaxSmemOptin;
-    prop->maxBlocksPerMultiProcessor = 32;
-    prop->reservedSharedMemPerBlock = 1024;
-    prop->hostRegisterSupported = 1;
-    prop->memoryPoolsSupported = 1;
-    return cudaSuccess;
-}
-
-cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
-{
-    if (!value) return record(cudaErrorInvalidValue);
-    if (device != 0) return record(cudaErrorInvalidDevice);
-    cudaDeviceProp p;
-    cudaGetDeviceProperties(&p, 0);
-    switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
-    case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsDim[0]; break;
-    case cudaDevAttrMaxBlockDimY: *value = p.maxThreadsDim[1]; break;
-    case cudaDevAttrMaxBlockDimZ: *value = p.maxThreadsDim[2]; break;
-    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
-    case cudaDevAttrMaxGridDimY: *value = p.maxGridSize[1]; break;
-    case cudaDevAttrMaxGridDimZ: *value = p.maxGridSize[2]; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = (int)p.sharedMemPerMultiprocessor; break;
-    case cudaDevAttrTotalConstantMemory: *value = (int)p.totalConstMem; break;
-    case cudaDevAttrWarpSize: *value = 32; break;
-    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
-    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
-    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
-    case cudaDevAttrUnifiedAddressing: *value = 1; break;
-    case cudaDevAttrManagedMemory: *value = 1; break;
-    case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
-    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p.maxBlocksPerMultiProcessor; break;
-    case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p.regsPerMultiprocessor; break;
-    case cudaDevAttrCooperativeLaunch: *value = 0; break;
-    case cudaDevAttrMemoryPoolsSupported: *value = 1; break;
-    default: *value = 0; break;
-    }
-    return cudaSuccess;
-}
-
 cudaError_t cudaDeviceSynchronize()
 {
     ci::count(ci::kDeviceSync);
@@ -1221,7 +1150,19 @@ cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int v
 {
     if (!func) return record(cudaErrorInvalidDeviceFunction);
     if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-        if (value < 0 || (size_t)value > ci::kMaxSmemOptin) return record(cudaErrorInvalidValue);
+        // At most the device's per-block maximum less the kernel's static shared memory (known once a block of it
+        // has run), as on a GPU.
+        const ci::device_profile &dev = ci::device();
+        const size_t st = ci::static_smem(func);
+        if (value < 0 || (size_t)value + st > dev.smem_optin) {
+            std::fprintf(
+                stderr,
+                "cudahost: cudaFuncSetAttribute(MaxDynamicSharedMemorySize, %d): more than the %zu B of "
+                "shared memory per block of the %s profile less the kernel's %zu B of static shared "
+                "memory (cudaErrorInvalidValue)\n",
+                value, dev.smem_optin, dev.key, st);
+            return record(cudaErrorInvalidValue);
+        }
         std::lock_guard<std::mutex> lk(ci::g_mu);
         ci::g_max_smem[func] = value;
         return cudaSuccess;
@@ -1239,8 +1180,9 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func)
     std::memset(attr, 0, sizeof *attr);
     attr->maxThreadsPerBlock = 1024;
     attr->numRegs = 32;
-    attr->ptxVersion = 90;
-    attr->binaryVersion = 90;
+    attr->ptxVersion = 10 * ci::device().major + ci::device().minor;
+    attr->binaryVersion = attr->ptxVersion;
+    attr->sharedSizeBytes = ci::static_smem(func);
     std::lock_guard<std::mutex> lk(ci::g_mu);
     auto it = ci::g_max_smem.find(func);
     attr->maxDynamicSharedSizeBytes = it == ci::g_max_smem.end() ? (int)ci::kDefaultSmem : it->second;
@@ -1261,7 +1203,11 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const 
         return cudaSuccess;
     }
     int n = std::min(32, 2048 / blockSize);
-    if (dynamicSMemSize) n = std::min<int>(n, (int)((228 * 1024) / (dynamicSMemSize + 1024)));
+    const size_t st = ci::static_smem(func);
+    if (dynamicSMemSize + st > ci::device().smem_optin)
+        n = 0;
+    else if (dynamicSMemSize + st)
+        n = std::min<int>(n, (int)(ci::device().smem_per_sm / (dynamicSMemSize + st + 1024)));
     *numBlocks = n;
     return cudaSuccess;
 }
@@ -1276,8 +1222,8 @@ cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, c
 {
     if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return record(cudaErrorInvalidValue);
     if (!func) return record(cudaErrorInvalidDeviceFunction);
-    size_t per = (228 * 1024) / (size_t)numBlocks;
-    per = per > 1024 ? per - 1024 : 0;
+    size_t per = ci::device().smem_per_sm / (size_t)numBlocks, st = ci::static_smem(func) + 1024;
+    per = per > st ? per - st : 0;
     *dynamicSmemSize = std::min<size_t>(per, (size_t)ci::max_dynamic_smem(func));
     return cudaSuccess;
 }

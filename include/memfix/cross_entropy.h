@@ -223,6 +223,15 @@ MF_API void mf_cross_entropy_options_init(mf_cross_entropy_options *opts);
  * values, unknown enums). NULL is MF_ERR_NULL_POINTER. */
 MF_API mf_status mf_cross_entropy_options_validate(const mf_cross_entropy_options *opts);
 
+/* Whether MF_CE_MMA_WGMMA can run on the context's device: *available = 1 in
+ * host execution mode when the device it models is cc 9.0 (cudahost's default
+ * H100 profile; CUDAHOST_DEVICE=a100 models cc 8.0; wgmma emulated), and on a GPU when it is cc 9.0 and this build loaded the fused
+ * kernels' sm_90a code (the one-thread probe that MF_CE_MMA_AUTO runs once per
+ * device; not during CUDA-graph capture, where an unprobed device answers 0);
+ * else 0 (where a forced wgmma call returns MF_ERR_BACKEND_UNAVAILABLE).
+ * MF_ERR_NULL_POINTER, MF_ERR_BACKEND*. */
+MF_API mf_status mf_cross_entropy_wgmma_available(mf_context *ctx, int *available);
+
 /* ---- planner --------------------------------------------------------------- */
 typedef struct mf_cross_entropy_plan_info {
     int64_t chunk_rows;   /* C: rows per chunk */

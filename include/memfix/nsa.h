@@ -242,6 +242,11 @@ MF_API mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtyp
                                 int64_t D, const void *q, const void *k, const void *v, const void *g_cmp,
                                 const void *g_slc, const void *g_win, float *out, float *lse, int32_t *sel);
 
+/* Whether MF_NSA_MMA_PATH=wgmma can run on the context's device: as
+ * mf_cross_entropy_wgmma_available (cross_entropy.h), for NSA's wgmma kernels
+ * (their own sm_90a code and probe). */
+MF_API mf_status mf_nsa_wgmma_available(mf_context *ctx, int *available);
+
 /* Fused backward (device buffers), FlashAttention-style from the forward's
  * saved lse and sel: probabilities recomputed, dk/dv accumulated with
  * atomicAdd (float sums in a non-deterministic order), dkc/dvc spread back

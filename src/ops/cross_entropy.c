@@ -189,6 +189,19 @@ static mf_status ce_run(const char *func, mf_context *ctx, mf_ce_args *a,
     return fused ? mf_host_cross_entropy_fused(ctx, a) : mf_host_cross_entropy_chunked(ctx, a);
 }
 
+mf_status mf_cross_entropy_wgmma_available(mf_context *ctx, int *available)
+{
+    if (ctx == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "ctx is NULL");
+    if (available == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "available is NULL");
+    *available = 0;
+    int is_cuda = 0;
+    MF_TRY(mf_op_pick_backend(__func__, ctx, "cross_entropy", &is_cuda));
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) return mf_cuda_cross_entropy_wgmma_available(ctx, available);
+#endif
+    return mf_host_cross_entropy_wgmma_available(ctx, available);
+}
+
 static void ce_args_init(mf_ce_args *a, mf_ce_mode mode, int64_t n_rows, int64_t hidden_dim, int64_t vocab,
                          mf_dtype dtype, const void *hidden, const void *weight, const void *bias,
                          const int64_t *labels)

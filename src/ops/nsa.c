@@ -76,6 +76,20 @@ mf_status mf_nsa_forward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype
     return fn(ctx, dtype, cfg, B, S, Hq, Hk, D, q, k, v, g_cmp, g_slc, g_win, out, lse, sel);
 }
 
+mf_status mf_nsa_wgmma_available(mf_context *ctx, int *available)
+{
+    if (ctx == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "ctx is NULL");
+    if (available == NULL) MF_FAIL(MF_ERR_NULL_POINTER, "available is NULL");
+    *available = 0;
+    int is_cuda = 0;
+    MF_TRY(mf_op_pick_backend(__func__, ctx, "nsa", &is_cuda));
+    mf_nsa_wgmma_available_fn *fn = mf_host_nsa_wgmma_available;
+#ifdef MF_HAVE_CUDA
+    if (is_cuda) fn = mf_cuda_nsa_wgmma_available;
+#endif
+    return fn(ctx, available);
+}
+
 mf_status mf_nsa_backward(mf_context *ctx, mf_nsa_variant variant, mf_dtype dtype, const mf_nsa_config *cfg,
                           int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D, const void *q,
                           const void *k, const void *v, const void *g_cmp, const void *g_slc,

@@ -892,7 +892,10 @@ static mf_status worker_lost(iso_session *is, worker_proc *w, int rc, const char
 extern char **environ;
 
 /* environ without the variables the schedule sets, plus them (built before fork: exec's child may not
- * allocate). With --sanitize, the sanitizer's options keep the user's and add halt_on_error and exitcode. */
+ * allocate). With --sanitize, the sanitizer's options keep the user's and add halt_on_error and exitcode.
+ * CUDA_MODULE_LOADING=EAGER: on a GPU every module loads when its runtime starts (before the calls, see
+ * mf_verify_worker_main), not at a kernel's first launch inside a measured call, where the device memory
+ * the loader takes would count as a hidden allocation. */
 static char **schedule_env(const iso_session *is, const schedule *sc, char *own[4])
 {
     size_t n = 0;
@@ -906,7 +909,8 @@ static char **schedule_env(const iso_session *is, const schedule *sc, char *own[
     const char *user = NULL;
     for (size_t i = 0; i < n; i++) {
         if (strncmp(environ[i], "CUDAHOST_THREAD_ORDER=", 22) == 0 ||
-            strncmp(environ[i], "CUDAHOST_WORKERS=", 17) == 0)
+            strncmp(environ[i], "CUDAHOST_WORKERS=", 17) == 0 ||
+            strncmp(environ[i], "CUDA_MODULE_LOADING=", 20) == 0)
             continue;
         if (var != NULL && strncmp(environ[i], var, 13) == 0) {
             user = environ[i] + 13;
@@ -915,12 +919,13 @@ static char **schedule_env(const iso_session *is, const schedule *sc, char *own[
         env[k++] = environ[i];
     }
     own[0] = own[1] = own[2] = NULL;
+    own[3] = strdup("CUDA_MODULE_LOADING=EAGER");
     if (asprintf(&own[0], "CUDAHOST_THREAD_ORDER=%s", sc->order) < 0) own[0] = NULL;
     if (asprintf(&own[1], "CUDAHOST_WORKERS=%d", sc->workers) < 0) own[1] = NULL;
     if (var != NULL && asprintf(&own[2], "%s%s%shalt_on_error=1:exitcode=%d", var, user ? user : "",
                                 user ? ":" : "", SANITIZER_EXIT) < 0)
         own[2] = NULL;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (own[i] != NULL) env[k++] = own[i];
     env[k] = NULL;
     return env;
@@ -935,7 +940,7 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         MF_FAIL(MF_ERR_BACKEND, "socketpair: %s", strerror(errno));
-    char *own[4];
+    char *own[4] = { NULL, NULL, NULL, NULL };
     char **env = schedule_env(is, &is->sched[i], own);
     char *argv[] = { is->worker_path, (char *)"--verify-worker", NULL };
     const pid_t verify_pid = getpid();
@@ -951,7 +956,7 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
         execve(is->worker_path, argv, env);
         _exit(127);
     }
-    for (int k = 0; k < 3; k++) free(own[k]);
+    for (int k = 0; k < 4; k++) free(own[k]);
     free(env);
     close(sv[1]);
     if (pid < 0) {
@@ -1536,6 +1541,19 @@ int mf_verify_worker_main(int argc, char **argv)
                  lib);
         ack(fd, ACK_LOAD, msg);
         return 2;
+    }
+    if (mf_context_backend(ctx) == MF_BACKEND_CUDA) {
+        /* The candidate's CUDA runtime (its libcudart.so, or a static one linked in) starts at its first call:
+         * cudaFree(NULL) starts it now, and with CUDA_MODULE_LOADING=EAGER (schedule_env) loads its modules,
+         * so that the device memory either takes is in use before the first measured call (hidden-allocation
+         * check). */
+        void *f = dlsym(handle, "cudaFree");
+        if (f != NULL) {
+            int (*cuda_free)(void *);
+            memcpy(&cuda_free, &f, sizeof cuda_free);
+            (void)cuda_free(NULL);
+        }
+        dlerror();
     }
     void (*candidate)(void);
     memcpy(&candidate, &sym, sizeof candidate);

@@ -307,11 +307,15 @@ END_TEST
  * (three strips, the last a ragged tile), two row blocks. With one lse the two
  * paths' dL/dz, and so G, are the same bf16 values (same logits sums, same
  * formula), and the products sum the same exact bf16 products in fp32 in the
- * same order: grad_hidden (deterministic on both) must agree bit for bit, grad_W
+ * same order: in host mode (cudahost emulates both instructions with the same
+ * fp32 sums) grad_hidden (deterministic on both) must agree bit for bit, grad_W
  * up to the order of its two row blocks' atomics, grad_bias up to its atomics'
- * order (16-row vs 32-row warp partial sums). Across full forward+backward runs
- * a last-bit lse difference can flip a bf16 rounding of G, so this is where the
- * products themselves are pinned. */
+ * order (16-row vs 32-row warp partial sums). On a GPU nothing promises that
+ * wgmma and mma.sync sum a k16 step's products alike (the tensor cores' internal
+ * alignment of the products is not specified), so there grad_hidden gets the
+ * tolerance test_wgmma_matches_sync_deep_d gives every output. Across full
+ * forward+backward runs a last-bit lse difference can flip a bf16 rounding of G,
+ * so this is where the products themselves are pinned. */
 START_TEST(test_wgmma_grad_matches_sync)
 {
     const size_t n = 133, d = 136, v = 1100;
@@ -321,13 +325,16 @@ START_TEST(test_wgmma_grad_matches_sync)
     MF_ASSERT_OK(fused_bf16_run_lse(MF_CE_MMA_SYNC, n, d, v, f[1], s));
     const size_t len[5] = { 0, 0, n * d, v * d, v };
     const char *name[5] = { "", "", "grad_hidden", "grad_weight", "grad_bias" };
+    const int hardware = mf_test_backend() == MF_BACKEND_CUDA;
     for (int k = 2; k < 5; ++k) {
         double amax = 0.0;
         for (size_t e = 0; e < len[k]; ++e) amax = fmax(amax, fabs((double)s[k][e]));
         ck_assert_msg(amax > 0.0, "%s (mma.sync) is all zero", name[k]);
         for (size_t e = 0; e < len[k]; ++e) {
             const double x = a[k][e], y = s[k][e];
-            const double tol = k == 2 ? 0.0 : 1e-6 * amax + 1e-6 * fabs(y);
+            const double tol = k != 2     ? 1e-6 * amax + 1e-6 * fabs(y)
+                               : hardware ? 1e-6 * amax + 1e-5 * fabs(y)
+                                          : 0.0;
             ck_assert_msg(isfinite(x) && fabs(x - y) <= tol, "%s[%zu]: wgmma %.9g vs mma.sync %.9g", name[k],
                           e, x, y);
         }
@@ -375,7 +382,9 @@ static Suite *cross_entropy_equiv_suite(void)
                             (int)(sizeof tsan_fused_cases / sizeof tsan_fused_cases[0]));
     suite_add_tcase(s, fu);
 
-    TCase *fw = tcase_create("fused_wgmma");
+    /* an A100, or an H100 without the sm_90a code, has no wgmma path: the case is skipped there */
+    TCase *fw = mf_test_tcase_needing("fused_wgmma", mf_cross_entropy_wgmma_available,
+                                      "the fused kernels' wgmma path (sm_90a)");
     tcase_add_checked_fixture(fw, wgmma_setup, wgmma_teardown);
     tcase_add_loop_test(fw, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
     tcase_add_loop_test(fw, test_wgmma_matches_sync_deep_d, 0, 2);

@@ -321,13 +321,16 @@ static Suite *nsa_equiv_suite(void)
     tcase_add_test(c, test_near_tied_importances);
     tcase_add_test(c, test_mma_path_bad_value);
     suite_add_tcase(s, c);
-    TCase *w = tcase_create("wgmma");
+    /* an A100, or an H100 without the sm_90a code, has no wgmma path: these cases are skipped there */
+    TCase *w =
+        mf_test_tcase_needing("wgmma", mf_nsa_wgmma_available, "the NSA forward's wgmma path (sm_90a)");
     tcase_add_checked_fixture(w, wgmma_setup, wgmma_teardown);
     tcase_set_timeout(w, 600);
     tcase_add_loop_test(w, test_wgmma_cases, 0, (int)(sizeof wgmma_cases / sizeof wgmma_cases[0]));
     suite_add_tcase(s, w);
     /* a TCase of its own, so that ctest runs it beside the one above (tests/nsa.cmake) */
-    TCase *wr = tcase_create("wgmma_recheck");
+    TCase *wr = mf_test_tcase_needing("wgmma_recheck", mf_nsa_wgmma_available,
+                                      "the NSA forward's wgmma path (sm_90a)");
     tcase_add_checked_fixture(wr, wgmma_setup, wgmma_teardown);
     tcase_set_timeout(wr, 600);
     tcase_add_loop_test(wr, test_wgmma_recheck_all, 0,

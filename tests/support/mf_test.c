@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifndef MF_FIXTURES_DIR
 #error "MF_FIXTURES_DIR must be defined (tests/CMakeLists.txt does it)"
@@ -48,6 +51,82 @@ void mf_test_teardown(void)
     mf_test_context = NULL;
 }
 
+/* ---- test cases that need an optional device path -------------------------------- */
+typedef struct case_need {
+    const char *tcase, *what;
+    mf_test_available_fn available;
+    char tag[80];
+} case_need;
+static case_need g_needs[8];
+static int g_n_needs;
+
+TCase *mf_test_tcase_needing(const char *name, mf_test_available_fn available, const char *what)
+{
+    TCase *tc = tcase_create(name);
+    if (g_n_needs < (int)(sizeof g_needs / sizeof g_needs[0]) && available != NULL) {
+        case_need *n = &g_needs[g_n_needs++];
+        *n = (case_need){ name, what != NULL ? what : name, available, { 0 } };
+        snprintf(n->tag, sizeof n->tag, "needs_%s", name);
+        tcase_set_tags(tc, n->tag);
+    } else {
+        fprintf(stderr, "mf_test_tcase_needing(%s): no availability check (NULL, or more than 8 cases)\n",
+                name);
+    }
+    return tc;
+}
+
+/* 1 available, 0 unavailable, -1 the check failed (said on stderr). In a child process: CUDA must not be
+ * initialised in the process that forks the tests. */
+static int need_probe(const case_need *n)
+{
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        mf_context *ctx = NULL;
+        int yes = 0;
+        mf_status st = mf_context_create(&ctx, mf_test_backend());
+        if (st == MF_OK) st = n->available(ctx, &yes);
+        if (st != MF_OK)
+            fprintf(stderr, "mf_test: checking %s: %s: %s\n", n->what, mf_status_name(st), mf_last_error());
+        mf_context_destroy(ctx);
+        fflush(NULL);
+        _exit(st != MF_OK ? 2 : yes ? 0 : 1);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+        fprintf(stderr, "mf_test: could not check %s\n", n->what);
+        return -1;
+    }
+    return WEXITSTATUS(status) == 0;
+}
+
+/* Leaves out the selected test cases whose path is unavailable: MF_TEST_SKIP when CK_RUN_CASE named one of
+ * them, 1 when a check failed, else 0. */
+static int exclude_unavailable(void)
+{
+    const char *run = getenv("CK_RUN_CASE");
+    const char *excl0 = getenv("CK_EXCLUDE_TAGS");
+    char excl[1024];
+    snprintf(excl, sizeof excl, "%s", excl0 != NULL ? excl0 : "");
+    int n_left_out = 0, run_left_out = 0;
+    for (int i = 0; i < g_n_needs; i++) {
+        const case_need *n = &g_needs[i];
+        if (run != NULL && *run != '\0' && strcmp(run, n->tcase) != 0) continue;
+        const int yes = need_probe(n);
+        if (yes < 0) return 1;
+        if (yes) continue;
+        printf("SKIP: test case %s: %s is not available on this %s device\n", n->tcase, n->what,
+               mf_backend_name(mf_test_backend()));
+        const size_t len = strlen(excl);
+        snprintf(excl + len, sizeof excl - len, "%s%s", len ? " " : "", n->tag);
+        n_left_out++;
+        if (run != NULL && strcmp(run, n->tcase) == 0) run_left_out = 1;
+    }
+    if (run_left_out) return MF_TEST_SKIP;
+    if (n_left_out) setenv("CK_EXCLUDE_TAGS", excl, 1);
+    return 0;
+}
+
 int mf_test_run(Suite *s)
 {
     if (s == NULL) {
@@ -67,6 +146,12 @@ int mf_test_run(Suite *s)
 #endif
         );
         return MF_TEST_SKIP;
+    }
+    const int need_rc = exclude_unavailable();
+    if (need_rc != 0) {
+        SRunner *sr = srunner_create(s);
+        srunner_free(sr);
+        return need_rc;
     }
     SRunner *sr = srunner_create(s);
     const char *fork_env = getenv("CK_FORK");

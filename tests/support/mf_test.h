@@ -43,6 +43,15 @@ void mf_test_teardown(void);
  * Returns MF_TEST_SKIP when the backend is cuda and no device is present
  * (probed in a forked child), 0 when every test passed, 1 otherwise. */
 int mf_test_run(Suite *s);
+/* A Check test case that needs an optional device path ('what' names it), which
+ * 'available' (e.g. mf_cross_entropy_wgmma_available) reports on a context of
+ * mf_test_backend(): tcase_create(name) tagged "needs_<name>". Before running the
+ * suite, mf_test_run asks it (in a forked child, only when the run selects the case)
+ * and, where the path is unavailable, prints "SKIP: test case ..." and leaves the case
+ * out (CK_EXCLUDE_TAGS; Check 0.15 has no CK_EXCLUDE_CASES); when CK_RUN_CASE selected
+ * that case it returns MF_TEST_SKIP. At most 8 per program. */
+typedef mf_status (*mf_test_available_fn)(mf_context *ctx, int *available);
+TCase *mf_test_tcase_needing(const char *name, mf_test_available_fn available, const char *what);
 
 /* The comparison behind MF_ASSERT_CLOSE: looks up 'tol_name', compares with
  * mf_compare_f32, and on failure writes a dump file named after the test case,
