@@ -112,20 +112,9 @@ void *smem_decode_(uint64_t h, const char *file, int line)
 
 // ---- element conversions -----------------------------------------------------------------------------------------
 namespace {
-inline float f16_to_f(uint16_t h)
-{
-    __half x;
-    std::memcpy((void *)&x, &h, 2);
-    return __half2float(x);
-}
+inline float f16_to_f(uint16_t h) { return __half2float(cudahost::bit_cast<__half>(h)); }
 inline float bf16_to_f(uint16_t h) { return cudahost::bit_cast<float>((uint32_t)h << 16); }
-inline uint16_t f_to_f16(float f)
-{
-    __half x = __float2half_rn(f);
-    uint16_t h;
-    std::memcpy(&h, (const void *)&x, 2);
-    return h;
-}
+inline uint16_t f_to_f16(float f) { return cudahost::bit_cast<uint16_t>(__float2half_rn(f)); }
 inline float u2f(uint32_t u) { return cudahost::bit_cast<float>(u); }
 inline uint32_t f2u(float f) { return cudahost::bit_cast<uint32_t>(f); }
 // a tf32 operand: the tensor core reads the upper 19 bits (sign, exponent, 10 mantissa bits)

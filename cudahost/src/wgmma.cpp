@@ -49,17 +49,9 @@ namespace {
 inline float h2f(uint16_t h, int type)
 {
     if (type == t_bf16) return cudahost::bit_cast<float>((uint32_t)h << 16);
-    __half x;
-    std::memcpy((void *)&x, &h, 2);
-    return __half2float(x);
+    return __half2float(cudahost::bit_cast<__half>(h));
 }
-inline uint16_t f2h(float f)
-{
-    __half x = __float2half_rn(f);
-    uint16_t h;
-    std::memcpy(&h, (const void *)&x, 2);
-    return h;
-}
+inline uint16_t f2h(float f) { return cudahost::bit_cast<uint16_t>(__float2half_rn(f)); }
 
 struct WgOp {
     const char *what, *file;
