@@ -3244,7 +3244,7 @@ __device__ __forceinline__ bool sw_range(int x, const int32_t *srow, size_t e, s
 // the selected and window ranges share one call site of bwd_range and of attend_range;
 // the item is split through bt = b S + t; and the minimum of 4 blocks states the
 // 128-register target. Without all of them, ptxas picked 72-128 registers and spilled
-// the bf16 instance (sm_80 at this file's state of 2026-11-27: a 24-byte frame, 28
+// the bf16 instance (sm_80: a 24-byte frame, 28
 // bytes stored) or used 145-162 with no minimum. sw_range with the loop's end test
 // inside it (e < n and the -1 in one condition) spilled again: kernel_resources.nsa.sm_80
 // and kernel_resources.nsa check both architectures.
