@@ -20,8 +20,8 @@ step() { printf '\n==== %s (at %dm%02ds) ====\n' "$*" $((SECONDS / 60)) $((SECON
 # generator (Unix Makefiles), as a new user's first build. The `default` preset names no generator and
 # sets only the values plain CMake defaults to (RelWithDebInfo, tests on), so configuring it over the
 # same tree changes nothing: the build after it must have nothing to do (checked), and its test preset
-# runs the tests. One build serves both (until 2026-11-28 the preset built with Ninja and a second,
-# Makefiles-only build followed: 5 minutes more). Ninja builds the asan, tsan and coverage presets
+# runs the tests. One build serves both (a second,
+# Makefiles-only build would cost 5 minutes more). Ninja builds the asan, tsan and coverage presets
 # below (without nvcc) and ci/gpu.sh's tree (with it).
 step "default build (plain cmake -S . -B build/default, default generator)"
 cmake -S . -B build/default
@@ -54,8 +54,8 @@ step "clang tsan tests (label host)"
 # worker processes; ~40 min of TSan in all).
 ctest --preset clang-tsan -j "$jobs" -L host -LE 'slow|memory|reverse' -E '^test_(verify|bench|registry)'
 
-# AddressSanitizer and line coverage share one build and one run (until 2026-11-28 they were two -O0
-# builds running the same tests: 7 minutes more). Every test but the slow and cuda labels, and but
+# AddressSanitizer and line coverage share one build and one run (two -O0
+# builds running the same tests would cost 7 minutes more). Every test but the slow and cuda labels, and but
 # the ops' reverse-order registrations (the same kernels and host code on the same inputs; an
 # out-of-bounds access does not depend on the order of a block's threads except through a race,
 # which the default leg's reverse-order tests and TSan look for). cudahost's own reverse-order tests

@@ -1,5 +1,5 @@
 // Optimized matmul: the shared-memory tiled matmul fix of seed document 002
-// ("Memory Optimization Fixes for Pythia-70M", issue 3 "Unoptimized CUDA
+// ("Memory Optimization Fixes for Pythia-70M", its issue "Unoptimized CUDA
 // Kernels": "Simple matmul kernel without shared memory tiling" -> "shared
 // memory tiled matmul with 16x16 tiles", "Coalesced memory access", "Loop
 // unrolling with #pragma unroll").

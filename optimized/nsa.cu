@@ -1042,7 +1042,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=232 smem<=0 spill=0  (sm_90 measured: regs 168/168/225/218 at D = 16/32/64/128 with WARPS = 4, 168/168/215/229 with 8, no change of CTAs per SM (before the unmasked interior step and one stage loader for both layouts: 168/168/218/215 and 168/168/216/225; before the running max on fmaxf and the scale in the exponent's FFMA: 149/161/196/214 and 149/166/192/224, budget 224; before the stage descriptors in shared memory: 153/168/200/219), stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
+// mf-budget: regs<=232 smem<=0 spill=0  (sm_90 measured: regs 168/168/225/218 at D = 16/32/64/128 with WARPS = 4, 168/168/215/229 with 8, stack 0; dynamic smem fwd_smem_bytes: 15.4/25.4/45.4/51.4 KB (4 warps), 18.4/30.4/54.4/68.4 KB (8 warps); 64-key stages (32 at D = 128: 188 registers with 16); min 2 CTAs of 4 warps or 1 of 8 per SM: without the hint ptxas capped some at 168 and spilled)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_mma_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -1263,7 +1263,7 @@ template <int D, int WARPS> constexpr size_t fwd_smem_bytes()
 }
 } // namespace nsa_wg
 
-// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 189/221/245/216 at D = 16/32/64/128 with WARPS = 4, 187/197/227/230 with 8 (before the unmasked interior step, the one-mask interior bits, descriptors from a base and one stage loader: 181/191/238/218 and 181/195/225/231; before a full stage's loads from one address per chunk: 182/188/239/213 and 182/202/229/231; before the running max on fmaxf and the scale in the exponent's FFMA: 168/181/211/208 and 168/182/204/219; before the stage descriptors in shared memory: 193/202/246/226 and 193/202/242/226), stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
+// mf-budget: regs<=255 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 189/221/245/216 at D = 16/32/64/128 with WARPS = 4, 187/197/227/230 with 8, stack 0, no C7520 serialization; dynamic smem nsa_wg::fwd_smem_bytes: 11.4/21.4/41.4/49.4 KB (4 warps), 13.4/25.4/49.4/65.4 KB (8 warps); 1 CTA of 8 warps or 2 of 4 per SM, by registers)
 template <int D, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS, WARPS == nsa_sw::kWarps ? 2 : 1)
     nsa_wg_fwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -2027,7 +2027,7 @@ template <int NTHREADS, int MAXQT, typename SM> __device__ __forceinline__ void 
 }
 } // namespace nsa_cmp
 
-// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 122/120/128 at D = 16/32/64 with W = 8 warps (128 rows) (115/128/128 before pass 1's interior tiles and pass 2 at the seed's ratios without per-score masks; 128/128/128 before online_max_step's fmaxf), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums; before it: 119/128/128; merge alone: 120/128/128; the serial merge: 118/128/128; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64; with P hi + lo: 117/128/128), stack 0; sm_80: 127/128/128 (before store_block_sums: 120/128/124; serial merge: 122/128/128), no spill (with P hi + lo D = 64 spilled 56 bytes); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns; the serial merge's flags, 3072, gone); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; before, split operands: 148/132/168 at 3 CTAs; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
+// mf-budget: regs<=128 smem<=0 spill=0  (sm_90 measured: regs 122/120/128 at D = 16/32/64 with W = 8 warps (128 rows), P V with P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers (store_block_sums), stack 0; sm_80: 127/128/128, no spill (with P hi + lo D = 64 spilled 56 bytes; a per-warp token loop instead of merge_tile's thread-strided one spilled 8 bytes at D = 64); dynamic smem sizeof(FwdSmem<D, 8>) = 36096/42240/54528 bytes (512 of them the carried importance columns); min 2 CTAs of 256 threads per SM (16 warps), the 128-register cap of the 64-row kernel's 4 CTAs; reading kmax after pass 1 (b, g live through it) spilled 8 bytes at D = 64; 64 rows, static smem: 128/128/128, 20864/24960/33152 bytes; pass 2 reads its lse from shared memory: kept in registers, D = 64 spilled 8 bytes at 168)
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     nsa_mma_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2456,7 +2456,7 @@ __device__ __forceinline__ void branch(float (&o)[D / 2], float m[2], float l[2]
 }
 } // namespace nsa_wgc
 
-// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 146/153/180 at D = 16/32/64 with pass 1's interior tiles unmasked (by Item::wmin since session 17: 146/158/179 with a vote per tile), pass 2's exponentials without a mask and descriptors from a base (before them: 166/168/213 with the running max on fmaxf, the scale in the exponent's FFMA and the 32-bit key mask; before those: 168/193/205 with ex2.approx.ftz; before it: 160/168/193), pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions and fewer instructions per score (store_block_sums, pass2_block_sums; the sums without that overlap: 155/161/184; before the sums: 160/154/168; merge alone: 152/159/168; with the serial merge: 154/167/181; lockstep with P bf16: 156/173/196; with P hi + lo: 172/196/220), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns; the serial merge's flags, 3072, gone); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
+// mf-budget: regs<=224 smem<=0 stack<=0 spill=0  (sm_90a measured: regs 146/153/180 at D = 16/32/64 with pass 1's interior tiles unmasked (by Item::wmin), pass 2's exponentials without a mask, descriptors from a base, pass 1 on the ping-pong schedule, P rounded to bf16 once, pass 2's top-n merge a warp per token, carried importances and, at the seed's ratios, importances summed per block in registers with S of the next tile under the additions (store_block_sums, pass2_block_sums), no spill, stack 0, no C7520 (no serialized wgmma; one injected warpgroup.arrive, C7519, information); dynamic smem sizeof(nsa_wgc::FwdSmem<D>) = 71936/92416/133376 bytes (four tile buffers; 512 bytes of carried importance columns); 1 CTA of 2 warpgroups per SM (at the 128-register cap of 2 CTAs, without the S overlap, D = 64 spilled 584 bytes: S's 32 accumulators beside o's and the item's bookkeeping); the other device passes: the trapping stub)
 template <int D>
 __global__ void __launch_bounds__(nsa_wgc::kThreadsW, 1)
     nsa_wg_cmp_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -2937,7 +2937,7 @@ grad_stage(float dqa[D / 8][4], const __nv_bfloat16 *Qs, const __nv_bfloat16 *dO
 }
 } // namespace nsa_sw
 
-// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 172/191/216/222 at D = 16/32/64/128 (172/189/216/222 before ex2.approx.ftz for exp2f; 170/188/212/228 before one stage loader for both layouts and the unmasked interior step; 172/188/212/226 before the running max on fmaxf; before the stage descriptors in shared memory: 180/197/220/242), stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
+// mf-budget: regs<=248 smem<=0 spill=0  (sm_90 measured: regs 172/191/216/222 at D = 16/32/64/128, stack 0; dynamic smem 22.4 / 30.4 / 46.4 / 57.4 KB (bwd_smem_bytes); 32-key stages, 16 at D = 128 (64-key ones: 72 KB at D = 64 and 32 more registers for S and dP); min 2 CTAs per SM)
 template <int D>
 __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
     nsa_mma_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ k,
@@ -3033,7 +3033,7 @@ __global__ void __launch_bounds__(nsa_sw::kThreadsS, 2)
 // dq[row] = scale dQ is written (this kernel runs first; nsa_mma_bwd_kernel adds
 // the selected and sliding parts); rows without a visible block get dq = 0 and
 // dg_cmp = 0. nsa_unpool_kernel then spreads dkc, dvc through the mean pooling.
-// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 112/120/128 (with Item::wmin computed in item_of; 113/118/128 before it; 115/118/128 before ex2.approx.ftz for exp2f in the gradient step; 100/121/128 before online_max_step's fmaxf; its pass 1 keeps nan_max per score and the scaled scores: with softmax_p D = 64 spilled 8 bytes), smem 15360/21504/33792 at D = 16/32/64, stack 0; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (with 3: 100/121/168; before, split operands, 3 CTAs: 108/148/168 and 18176/26880/44288 bytes; without a hint D = 32 spilled))
+// mf-budget: regs<=128 smem<=34816 spill=0  (sm_90 measured: regs 112/120/128, smem 15360/21504/33792 at D = 16/32/64, stack 0; pass 1 keeps nan_max per score and the scaled scores: with softmax_p D = 64 spilled 8 bytes; min 4 CTAs per SM (16 warps): with bf16 kc/vc tiles and no split it fits without spilling (without a hint D = 32 spilled))
 template <int D>
 __global__ void __launch_bounds__(nsa_cmp::Cta<nsa_cmp::kBwdWarps>::kThreads, 4)
     nsa_mma_cmp_bwd_kernel(const __nv_bfloat16 *__restrict__ q, const __nv_bfloat16 *__restrict__ g_cmp,
@@ -3244,7 +3244,7 @@ __device__ __forceinline__ bool sw_range(int x, const int32_t *srow, size_t e, s
 // the selected and window ranges share one call site of bwd_range and of attend_range;
 // the item is split through bt = b S + t; and the minimum of 4 blocks states the
 // 128-register target. Without all of them, ptxas picked 72-128 registers and spilled
-// the bf16 instance (sm_80 at this file's state of 2026-11-27: a 24-byte frame, 28
+// the bf16 instance (sm_80: a 24-byte frame, 28
 // bytes stored) or used 145-162 with no minimum. sw_range with the loop's end test
 // inside it (e < n and the -1 in one condition) spilled again: kernel_resources.nsa.sm_80
 // and kernel_resources.nsa check both architectures.

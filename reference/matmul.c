@@ -1,7 +1,7 @@
 /* Reference matmul: the executable specification of the matmul fix.
  *
  * Source: seed document 002 ("Memory Optimization Fixes for Pythia-70M"),
- * issue 3 "Unoptimized CUDA Kernels": the "before" was a simple matmul kernel
+ * its issue "Unoptimized CUDA Kernels": the "before" was a simple matmul kernel
  * without shared-memory tiling (one thread per output, every operand read from
  * global memory); the fix stages 16x16 tiles in shared memory
  * (optimized/matmul.cu). Both compute the same thing:

@@ -1,4 +1,4 @@
-# Attention fix (seed 003, issue 7): standard (materialized scores) vs tiled
+# Attention fix (seed 003): standard (materialized scores) vs tiled
 # online-softmax attention. Sources are relative to tests/.
 
 mf_add_op_tests(attention REVERSE tiled)

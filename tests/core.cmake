@@ -16,7 +16,7 @@ target_compile_definitions(test_tool PRIVATE MF_TOOL_PATH="$<TARGET_FILE:memfix-
 add_dependencies(test_tool memfix-cli)
 # Every registered op's built-in cases through the registry (what `memfix report` runs).
 if(MF_HAVE_HOST_KERNELS)
-  # Issue 13 item 3: a second op call does no cudaMalloc/cudaFree/synchronization (cudahost's call counters).
+  # No hidden synchronization: a second op call does no cudaMalloc/cudaFree/synchronization (cudahost's call counters).
   mf_add_check_test(test_no_sync SOURCES unit/test_no_sync.c LABELS unit memory BACKENDS host TIMEOUT 300)
   target_include_directories(test_no_sync PRIVATE ${MF_ROOT}/cudahost/include ${MF_ROOT}/src/core)
   mf_add_check_test(test_registry SOURCES unit/test_registry.c LABELS unit equivalence memory BACKENDS host cuda TIMEOUT 300)

@@ -1,4 +1,4 @@
-# Linear attention fix (seed 003, issue 7): bidirectional, and causal from the
+# Linear attention fix (seed 003): bidirectional, and causal from the
 # materialized cumsum to chunks. Sources are relative to tests/.
 
 # The equivalence suite's TCases are the op's variants (mf_test_add_op_cases):

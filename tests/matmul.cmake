@@ -1,4 +1,4 @@
-# Matmul fix (seed 002, issue 3 part 4): equivalence of every variant with the
+# Matmul fix (seed 002): equivalence of every variant with the
 # reference, memory ceilings, bad input, and the reference against PyTorch
 # fixtures. Sources are relative to tests/.
 

@@ -1,4 +1,4 @@
-# memfix plan and bench (issue 8): the training-memory model's exact values and
+# memfix plan and bench: the training-memory model's exact values and
 # the presets (test_plan), the bench CSV (test_bench), and ci/plot.sh on a CSV
 # that bench wrote (plot_sh: renders charts when gnuplot is installed, else
 # checks that plot.sh says gnuplot is missing and exits 3).

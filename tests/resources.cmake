@@ -1,4 +1,4 @@
-# Kernel resource budgets (issue 8, item 6): one CTest test per optimized/*.cu
+# Kernel resource budgets: one CTest test per optimized/*.cu
 # compiles the file for sm_90 with ptxas verbose output (nvcc -cubin, device code
 # only, the library's own CUDA include directories and definitions) and fails if
 # a kernel spills, exceeds the `// mf-budget:` stated beside it, or states none.
@@ -66,7 +66,7 @@ _mf_add_resource_test_arch(kernel_resources_selftest.arch_override.sm_90
 # The sm_90a budget tests (the wgmma kernels exist only there).
 _mf_add_resource_test_arch(kernel_resources.cross_entropy_fused.sm_90a
                            ${MF_ROOT}/optimized/cross_entropy_fused.cu 90a)
-# NSA's sm_90a code (its wgmma kernels, issue 15; the other kernels as on sm_90): every kernel in budget.
+# NSA's sm_90a code (its wgmma kernels; the other kernels as on sm_90): every kernel in budget.
 _mf_add_resource_test_arch(kernel_resources.nsa.sm_90a ${MF_ROOT}/optimized/nsa.cu 90a TIMEOUT 600)
 
 # PTX content checks (ci/check_ptx_contains.cmake): every entry named like one of <kernels> contains
@@ -91,7 +91,7 @@ set(_mf_ce ${MF_ROOT}/optimized/cross_entropy_fused.cu)
 set(_mf_nsa ${MF_ROOT}/optimized/nsa.cu)
 
 # The fused cross-entropy's bf16 kernels run on tensor cores: their sm_90 PTX
-# contains mma.sync, ldmatrix and cp.async (issue 14). The self-test shows the check can fail: the
+# contains mma.sync, ldmatrix and cp.async (the fused CE). The self-test shows the check can fail: the
 # label-count kernel has none.
 _mf_add_ptx_test(ptx_mma.cross_entropy_fused ${_mf_ce} ${MF_RESOURCE_ARCH}
                  "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned|cp.async.cg.shared.global"
@@ -134,18 +134,18 @@ _mf_add_ptx_test(ptx_wgmma.nsa_cmp ${_mf_nsa} 90a
                  nsa_wg_cmp_kernel)
 
 # The tensor-core attention kernels really are tensor-core kernels: their sm_90
-# PTX contains mma.sync (m16n8k16), ldmatrix and cp.async (issue 13). The self-test feeds the check
+# PTX contains mma.sync (m16n8k16), ldmatrix and cp.async (tensor-core attention). The self-test feeds the check
 # the SIMT kernels of attention.cu, which must fail for lack of mma.sync.
 set(_mf_mma_instrs "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32|ldmatrix.sync.aligned|cp.async.cg.shared.global")
 _mf_add_ptx_test(ptx_contains.attention_mma ${MF_ROOT}/optimized/attention_mma.cu
                  ${MF_RESOURCE_ARCH} "${_mf_mma_instrs}" "attn_mma_fwd_kernel|attn_mma_bwd_kernel")
-# The NSA bf16 branches (issue 15): the same instructions in its mma.sync kernels.
+# The NSA bf16 branches: the same instructions in its mma.sync kernels.
 _mf_add_ptx_test(ptx_contains.nsa_mma ${_mf_nsa} ${MF_RESOURCE_ARCH} "${_mf_mma_instrs}"
                  "nsa_mma_fwd_kernel|nsa_mma_cmp_kernel|nsa_mma_bwd_kernel|nsa_mma_cmp_bwd_kernel")
 _mf_add_ptx_test(ptx_contains_selftest.simt_attention ${MF_ROOT}/optimized/attention.cu
                  ${MF_RESOURCE_ARCH} "${_mf_mma_instrs}" attn_fwd_kernel
                  PASS_REGULAR_EXPRESSION "attn_fwd_kernel.*: no 'mma.sync")
-# The causal linear attention's bf16 kernels (issue 13 item 2): mma.sync and ldmatrix
+# The causal linear attention's bf16 kernels: mma.sync and ldmatrix
 # (they stage through registers, no cp.async).
 _mf_add_ptx_test(ptx_contains.linear_attention_tc
                  ${MF_ROOT}/optimized/linear_attention.cu ${MF_RESOURCE_ARCH}

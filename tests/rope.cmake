@@ -1,4 +1,4 @@
-# RoPE fix (seed 000, bug #2; issue 5): the reference against PyTorch fixtures,
+# RoPE fix (seed 000, bug #2): the reference against PyTorch fixtures,
 # equivalence of the fused and cache variants with the reference (the op's
 # built-in cases through the testbed: layouts, GQA, partial rotary, positions,
 # dtypes, forward/backward, in place, cache growth, long context), memory

@@ -1,4 +1,4 @@
-# memfix verify (issue 8 item 2): the example candidates of examples/candidates/
+# memfix verify: the example candidates of examples/candidates/
 # (built there as host-mode shared libraries) through mf_verify and the command
 # in-process (tests/unit/test_verify.c), and end to end through the built
 # memfix binary, which must export its symbols for the candidates to load.
@@ -17,10 +17,10 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set_target_properties(test_verify PROPERTIES ENABLE_EXPORTS ON)
   add_dependencies(test_verify mf_verify_candidates)
 
-  # every case runs in several thread orders (issue 16): sanitizer builds get the usual timeout factor
+  # every case runs in several thread orders: sanitizer builds get the usual timeout factor
   math(EXPR _mf_verify_timeout "120 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
   math(EXPR _mf_verify_timeout_long "300 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
-  # Fixed seeds everywhere (issue 16 item 3's default is a fresh seed per run): CI stays deterministic.
+  # Fixed seeds everywhere (verify's default is a fresh seed per run): CI stays deterministic.
   set(_mf_verify_cmd $<TARGET_FILE:memfix-cli> verify --op matmul --symbol matmul_candidate --backend host
                      --seed 1 --cases 1)
   add_test(NAME test_verify_cli_correct.host COMMAND ${_mf_verify_cmd} --lib ${_mf_cand_dir}/libmatmul_correct.so)
@@ -46,7 +46,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_cli_test(cross_entropy.backward ce_backward_correct ce_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(cross_entropy.backward ce_backward_no_grad_loss ce_backward_candidate
                      "REJECTED [^\n]* by equivalence")
-  # issue 16 item 4: the memory defenses (src/testbed/mem_defense.c), one cheating candidate each
+  # the memory defenses (src/testbed/mem_defense.c), one cheating candidate each
   mf_verify_cli_test(matmul matmul_scratch_overrun matmul_candidate "REJECTED [^\n]* by scratch-guard")
   mf_verify_cli_test(matmul matmul_static_scratch matmul_candidate "REJECTED [^\n]* by scratch-ceiling")
   mf_verify_cli_test(matmul matmul_pinned_scratch matmul_candidate "REJECTED [^\n]* by scratch-ceiling")
@@ -86,7 +86,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_cli_test(nsa.backward nsa_backward_no_pool_grad nsa_backward_candidate
                      "REJECTED [^\n]* by equivalence")
 
-  # Issue 16: the candidate runs in a worker process (bin/memfix-verify-worker)
+  # the candidate runs in a worker process (bin/memfix-verify-worker)
   # with a time limit and in several thread orders; exit statuses are checked.
   function(mf_verify_expect name rc must)
     cmake_parse_arguments(A "" "MUST_NOT" "ARGS" ${ARGN})
@@ -194,7 +194,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   endif()
 endif()
 
-# memfix verify's cases (issue 16 item 3, docs/verify.md "Cases"): case ids and
+# memfix verify's cases (docs/verify.md "Cases"): case ids and
 # the random case generators in process (test_verify_cases: ids, coverage,
 # reproducibility; test_verify_cases_own, slow: memfix's own entries on random
 # cases of every target through the testbed), and
@@ -238,7 +238,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
                        "candidate ACCEPTED" --cases 0)
   mf_verify_cases_test(nsa_fixed_shapes nsa.forward nsa_forward_fixed_shapes nsa_forward_candidate "${_rand}"
                        --cases 1)
-  # the red team (issue 16 "Done when"; examples/candidates/rt_*): cheats tuned to what the cases left out
+  # the red team (examples/candidates/rt_*): cheats tuned to what the cases left out
   mf_verify_cases_test(rt_beyond_65536 matmul rt_matmul_beyond_65536 matmul_candidate "${_rand}" --seed 12
                        --cases 1)
   mf_verify_cases_test(rt_rope_bf16_i64 rope rt_rope_bf16_i64 rope_candidate "${_rand}" --seed 5 --cases 16)

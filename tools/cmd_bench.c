@@ -73,13 +73,13 @@ void mf_cli_bench_help(FILE *out)
             "                    --sizes does not apply)\n"
             "\n",
             any_without ? "see memfix report" : "none today");
-    fprintf(out, "targets (--targets: the open issues' performance goals at their full shapes;\n"
+    fprintf(out, "targets (--targets: the performance goals at their full shapes;\n"
                  "on a GPU, ci/gpu.sh prints them; host execution mode runs reduced shapes and\n"
                  "reports met = n/a):\n");
     for (size_t i = 0; i < n_ops; i++)
         for (int k = 0; k < ops[i]->n_bench_targets; k++) {
             const mf_bench_target *t = &ops[i]->bench_targets[k];
-            fprintf(out, "  %-17s %s (%s, %s): %s\n", t->name, ops[i]->name, t->issue,
+            fprintf(out, "  %-17s %s (%s): %s\n", t->name, ops[i]->name,
                     t->kind == MF_BENCH_TARGET_FLOOR ? "ratio = opt_ms / floor_ms, met when <= goal"
                                                      : "ratio = baseline_ms / opt_ms, met when >= goal",
                     t->help);

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- cases: --seed, --cases, --list-cases, --case, --large, --dump (issue 16 item 3) ---------- */
+/* ---- cases: --seed, --cases, --list-cases, --case, --large, --dump ---------- */
 enum { MF_VERIFY_DEFAULT_CASES = 4, MF_VERIFY_MAX_CASES = 1000 };
 
 typedef struct case_opts {

@@ -4,7 +4,7 @@
  *   memfix report [--op NAME] [--backend auto|host|cuda] [--json]
  *
  * Subcommands live in one dispatch table (mf_cli_commands); plan, verify and
- * bench (issue 8) are added there. */
+ * bench are added there. */
 #define _POSIX_C_SOURCE 200809L
 #include "memfix_cli.h"
 

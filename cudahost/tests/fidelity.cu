@@ -1,4 +1,4 @@
-// Host-mode fidelity gaps found by running unseen CUDA teaching programs (issue 12), one check each:
+// Host-mode fidelity gaps found by running unseen CUDA teaching programs, one check each:
 // The argument selects one check (exited_warps, shared_align, null_args, profiler, lerp, fresh_memory; "zero" for
 // the fresh-memory check under CUDAHOST_MALLOC_FILL=zero); without one, all run.
 //   1. __syncthreads() after whole warps of the block have returned: exited threads do not hold the barrier back;

@@ -1,4 +1,4 @@
-// Launch forms of issue 12 item 4: cudaLaunchKernelEx with a cudaLaunchConfig_t (and launch attributes that mean
+// Launch forms host mode must translate: cudaLaunchKernelEx with a cudaLaunchConfig_t (and launch attributes that mean
 // nothing on a CPU), <<<...>>> inside macro definitions (including a kernel name pasted with ##, and a launch
 // continued over several lines), and kernels with launches in included headers (a quoted .h, an angle-bracket .cuh).
 #include <cuda_runtime.h>

@@ -1,4 +1,4 @@
-// Diagnostics for undefined warp operations (issue 18), each named with the kernel, the block, the lane and the .cu
+// Diagnostics for undefined warp operations, each named with the kernel, the block, the lane and the .cu
 // line of the call:
 //   1. a shuffle whose source lane is outside its mask (undefined value on a GPU): a sticky launch error, or with
 //      CUDAHOST_WARP_CHECK=warn (argument "warn") a warning and a successful launch;

@@ -1,7 +1,7 @@
 /* WRONG (equivalence): writes 42 everywhere, and its library's constructor
  * raises memfix's own tolerance rows for matmul (mf_tolerance_get, then
  * mprotect to make the page writable) so that any output compares equal. In
- * verify's own process that was ACCEPTED (issue 16); the constructor now runs
+ * verify's own process that was ACCEPTED; the constructor now runs
  * in the worker process, whose tolerance table verify never reads: the
  * comparison happens in memfix verify's process with its own rows. */
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* memfix matmul: the shared-memory tiled matmul fix (seed document 002,
- * "Memory Optimization Fixes for Pythia-70M", issue 3 "Unoptimized CUDA
+ * "Memory Optimization Fixes for Pythia-70M", its issue "Unoptimized CUDA
  * Kernels": "Simple matmul kernel without shared memory tiling" fixed by
  * "shared memory tiled matmul with 16x16 tiles").
  *

@@ -7,7 +7,7 @@
  * "standard SDPA with block gathering" and the document blames the O(S^2)
  * attention elements per head. Configuration as the seed's: l=32, d=16,
  * l'=64, n=16, w=512, phi = "avg" (mean pooling). The branch equations follow
- * the NSA paper (arXiv 2502.11089, equations 7-10) as issue 15 states them.
+ * the NSA paper (arXiv 2502.11089, equations 7-10) as the seed states them.
  *
  * Math (per batch b, query token t < S, query head h < Hq, KV group
  * g = h / (Hq/Hk); scale = cfg.scale, 0 meaning 1/sqrt(D))

@@ -51,7 +51,7 @@ typedef struct mf_case_result {
     mf_output_result outputs[MF_CASE_MAX_OUTPUTS];
 } mf_case_result;
 
-/* A case of a verify target (issue 16 item 3): a built-in one (the op's fixed
+/* A case of a verify target: a built-in one (the op's fixed
  * table), a seeded random one from the op's generator, or the op's large case.
  * Written "f<index>", "g<index>" and "large" (mf_case_id_format); a generated
  * case is a function of (seed, index) only, so it is reproduced with the same
@@ -83,7 +83,7 @@ typedef struct mf_verify_target {
     mf_status (*run_id)(mf_context *ctx, void (*candidate)(void), const mf_case_id *id, uint64_t seed_salt,
                         mf_case_result *out);
     mf_status (*describe)(const mf_case_id *id, char *buf, size_t cap, size_t *bytes);
-    /* memfix verify's worker process (issue 16): the candidate runs in a child
+    /* memfix verify's worker process: the candidate runs in a child
      * process, which finds the target by name and calls the candidate through
      * 'call' (the op's call adapter, the one its guard hands to mf_tb_guard)
      * on the arguments the guard passed: 'args_size' bytes, of which the

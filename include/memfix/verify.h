@@ -82,7 +82,7 @@ typedef struct mf_verify_row {
     char schedule[40]; /* the thread order the row's result comes from, e.g. "reverse, 1 worker" */
 } mf_verify_row;
 
-/* ---- isolation (issue 16): the candidate in a worker process ---------------------- */
+/* ---- isolation: the candidate in a worker process ---------------------- */
 /* mf_verify_lib runs each candidate call in a child process (fork + exec of
  * memfix-verify-worker, which dlopens the library): the candidate's crashes,
  * exits, hangs and constructors reach only that process. Every case runs in
@@ -140,7 +140,7 @@ MF_API int mf_verify_default_cases(const char *op);
 MF_API mf_status mf_verify(mf_context *ctx, const char *op, void (*candidate)(void), mf_verify_row *rows,
                            size_t cap, size_t *n_rows);
 
-/* ---- cases: fixed, seeded random, large (issue 16 item 3; docs/verify.md "Cases") ---------- */
+/* ---- cases: fixed, seeded random, large (docs/verify.md "Cases") ---------- */
 /* 1 if target 'op' has a seeded random case generator (every built-in target has). */
 MF_API int mf_verify_has_generator(const char *op);
 /* The cases of a verification: the target's fixed cases ("f0".."f<n-1>"), then

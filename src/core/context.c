@@ -6,7 +6,7 @@
  * table, so frees are validated, stats are exact and a destroyed context
  * releases whatever its user forgot.
  *
- * Device scratch is a caching arena (issue 13 item 3): a freed block goes back
+ * Device scratch is a caching arena: a freed block goes back
  * to the context's cache instead of cudaFree (which synchronizes the device),
  * and the next request takes the smallest cached block that holds it, so an op
  * call in steady state does no cudaMalloc, no cudaFree and no synchronization.

@@ -260,7 +260,7 @@ static int attention_case_applies(int variant, int case_index)
 _Static_assert(ATTENTION_MEM_ROW0 + ATTENTION_N_MEM_ROWS + ATTENTION_N_LARGE_CASES == ATTENTION_N_CASES,
                "the memory rows are followed by the large cases alone");
 
-/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* ---- seeded random cases (memfix verify --seed/--cases/--large) ---------- */
 /* Random case i of a seed, k = i + seed: causal on odd k, bf16 on k / 2 odd;
  * D from {8, 16, 24, 40, 64, 128} with Dv = D (every other case: the bf16
  * tensor-core path at 64 and 128) or another size; N odd, never a multiple of

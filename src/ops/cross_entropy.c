@@ -440,7 +440,7 @@ static const ce_case ce_cases[] = {
 /* memfix report's rows and memfix verify's fixed cases: the first 5 (the rest are the suites'). */
 #define CE_N_REPORT_CASES 5
 
-/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* ---- seeded random cases (memfix verify --seed/--cases/--large) ---------- */
 /* Random case i of a seed, k = i + seed: ignore_index cycles over -1, a label
  * in [0, V) that also appears among the used labels, -100, and V + 5 (never a
  * label); reductions over mean, sum, none (k mod 3); dtype k / 2 mod 2; shift
@@ -1102,7 +1102,7 @@ static const mf_bench_sweep ce_bench = { "N=n rows, D=32, V=512, mean,\nbudget o
                                          ce_bench_reference,
                                          ce_bench_optimized };
 
-/* ---- memfix bench --targets: issue 14's goal at seed 000's shape ------------------------- */
+/* ---- memfix bench --targets: the fused CE's goal at seed 000's shape ------------------------- */
 /* The fused variant's forward + backward (bf16 inputs, fp32 gradients, sum, no bias, filtering
  * off) at seed 000's N x V x D against the 3-GEMM floor: 3 x 2 N V D FLOPs at the device's dense
  * bf16 peak; goal: within 1.5x. The reduced shape (host execution mode, tests) runs the same

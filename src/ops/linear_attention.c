@@ -277,7 +277,7 @@ static int la_case_applies(int variant, int case_index)
     return only == LA_BOTH || only == (variant == 0 ? LA_CAUSAL : LA_BIDIR);
 }
 
-/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* ---- seeded random cases (memfix verify --seed/--cases/--large) ---------- */
 /* Random case i of a seed, k = i + seed: causal with a recurrent state on even
  * k, bidirectional on odd; bf16 on k / 2 odd; chunk from {16, 32, 64, 128}; N
  * odd and not a multiple of the chunk; D, Dv drawn (D != Dv half the time);

@@ -189,7 +189,7 @@ static const matmul_case matmul_cases[] = {
  * test suites'; verify's random cases cover the dtype x transpose combinations). */
 #define MATMUL_N_VERIFY_CASES 11
 
-/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* ---- seeded random cases (memfix verify --seed/--cases/--large) ---------- */
 /* Random case i of a seed: the dtype x (ta, tb) combination (i + seed) mod 8, so
  * any 8 consecutive cases hold all eight; odd M, N (not tile multiples) with
  * M*N in (4096, ~40000] so elements past index 4096 are compared, odd K up to

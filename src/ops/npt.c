@@ -350,7 +350,7 @@ static const npt_case npt_cases[] = {
 #define NPT_N_REPORT_CASES 6
 static const char *const npt_variants[] = { "factored" };
 
-/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* ---- seeded random cases (memfix verify --seed/--cases/--large) ---------- */
 /* Random case i of a seed for one pass, k = i + seed: bf16 on odd k, a bias on
  * forward cases with k / 2 odd; odd Bt, S, D, F; rank 1..64; chunk_tokens 0
  * (the default) or several chunks; outputs (out: Bt*S*F; backward: grad_h

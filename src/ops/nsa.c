@@ -210,7 +210,7 @@ static const nsa_case nsa_cases[] = {
 #define NSA_N_CASES ((int)(sizeof(nsa_cases) / sizeof(nsa_cases[0])))
 #define NSA_N_REPORT_CASES 6 /* `memfix report`: the first six */
 
-/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* ---- seeded random cases (memfix verify --seed/--cases/--large) ---------- */
 /* Random case i of a seed, k = i + seed: bf16 on odd k, an explicit scale on
  * k / 2 odd (else 1/sqrt(D)); stride d in {1, 2, 4, 8} dividing l and l';
  * n_sel 1..6, window 3..80; GQA groups 1..3; odd S not a multiple of any block;
@@ -698,7 +698,7 @@ static const mf_tolerance nsa_tolerances[] = {
       "(2^-8)^2/6 = 5.1e-6 (measured <= 1.8e-6), under 1e-5" },
 };
 
-/* ---- memfix bench --targets: issue 15's goal at S = 65536 ------------------------------- */
+/* ---- memfix bench --targets: the fused NSA's goal at S = 65536 ------------------------------- */
 /* The fused forward (bf16, out, lse and sel written) at the seed model's attention shape, B = 1,
  * Hq = 12, Hk = 2, D = 64, the seed configuration, S = 65536, against memfix's own dense
  * tensor-core attention forward (causal, bf16, B = 1, H = 12, the same S and D); goal: 6x

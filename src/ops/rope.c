@@ -437,7 +437,7 @@ static int rope_case_applies(int variant, int case_index)
     return rope_cases[case_index].only == 0 || rope_cases[case_index].only == variant + 1;
 }
 
-/* ---- seeded random cases (memfix verify --seed/--cases/--large; issue 16 item 3) ---------- */
+/* ---- seeded random cases (memfix verify --seed/--cases/--large) ---------- */
 /* Random case i of a seed, k = (i + seed) mod 16: positions cycle over int32
  * ids with a batch_stride > T, int64 ids with a batch_stride > T, an offset,
  * and int32 ids shared by the batches (stride 0) as k mod 4; (dtype,

@@ -1,5 +1,5 @@
-/* Case ids and the seeded random cases of `memfix verify` (testbed.h, issue 16
- * item 3). The ops' generators (src/ops/<op>.c) draw from mf_tb_rng, so a
+/* Case ids and the seeded random cases of `memfix verify` (testbed.h).
+ * The ops' generators (src/ops/<op>.c) draw from mf_tb_rng, so a
  * generated case is a function of (target, seed, index) only. */
 #include "testbed.h"
 

@@ -1,4 +1,4 @@
-/* memfix verify's memory defenses (issue 16 item 4), one call of a candidate:
+/* memfix verify's memory defenses, one call of a candidate:
  *   scratch-guard   device scratch from mf_scratch_alloc gets 256-byte canary
  *                   zones before and after (src/core/context.c), checked when
  *                   freed and after the call;

@@ -188,7 +188,7 @@ void *mf_tb_ptr(mf_tb_guarded *bufs, int i);
  * target's candidate type); NULL outside a verification. */
 void (*mf_tb_candidate(void))(void);
 
-/* ---- case ids and seeded random cases (src/testbed/cases.c; issue 16 item 3) ------------ */
+/* ---- case ids and seeded random cases (src/testbed/cases.c) ------------ */
 /* A splitmix64 stream: the one generator of every op's random cases. */
 typedef struct mf_tb_rng {
     uint64_t s;

@@ -522,7 +522,7 @@ int mf_verify_default_cases(const char *op)
     return t->default_cases > 4 ? t->default_cases : 4;
 }
 
-/* ---- cases by id (issue 16 item 3: fixed, random, large) ------------------------------------ */
+/* ---- cases by id (fixed, random, large) ------------------------------------ */
 /* One case of target tg by id: run_id where the op has it, else run_case (fixed ids only). */
 static mf_status run_case_id(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void),
                              const mf_case_id *id, uint64_t salt, mf_case_result *out)
@@ -572,7 +572,7 @@ static void dump_end(const mf_verify_row *row, verify_state *st)
     closedir(d);
 }
 
-/* ==== isolation (issue 16): the candidate in a worker process =========================================== *
+/* ==== isolation: the candidate in a worker process =========================================== *
  *
  * mf_verify_lib keeps everything that decides the verdict in this process: run_case, the reference, the
  * tolerance rows, the comparison, the exit status. At the guarded call (mf_tb_guard) it sends the call to a
@@ -726,7 +726,7 @@ static void worker_kill(worker_proc *w)
     w->alive = 0;
 }
 
-/* ---- the parent's own defenses against its workers (issue 16 "Done when": the red team's candidates) ------- *
+/* ---- the parent's own defenses against its workers (what the red team's candidates tried) ------- *
  * A candidate runs with the user's rights, so it can signal memfix verify (kill(getppid(), SIGTERM): no verdict
  * at all) and, through /proc/<pid>/fd/1 or /proc/<pid>/mem, write into verify's output or memory. While
  * workers run, verify (1) is not dumpable (prctl PR_SET_DUMPABLE 0: its /proc/<pid>/fd and mem are root's,
@@ -1848,7 +1848,7 @@ mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options
     return MF_OK;
 }
 
-/* ---- the case list of a verification (issue 16 item 3) ----------------------------------------- */
+/* ---- the case list of a verification ----------------------------------------- */
 int mf_verify_has_generator(const char *op)
 {
     const mf_verify_target *tg = find_target(op, NULL);

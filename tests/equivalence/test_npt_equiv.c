@@ -1,5 +1,5 @@
-/* Equivalence of the factored NPT kernel with the 4D reference (seed 004,
- * issue 6), forward and every gradient.
+/* Equivalence of the factored NPT kernel with the 4D reference (seed 004),
+ * forward and every gradient.
  *
  * The configurations are the op's built-in cases (src/ops/npt.c): ranks 1, 8,
  * 16, 64 in fp32 and bf16 on shapes that are not multiples of any tile (and a

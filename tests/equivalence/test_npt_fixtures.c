@@ -1,4 +1,4 @@
-/* The NPT reference against PyTorch (seed 004, issue 6).
+/* The NPT reference against PyTorch (seed 004).
  *
  * fixtures/npt/gen_npt.py runs the document's own code in float64: the old
  * 4D einsum ('bsr,dr,rf->bsdf', then h[b,s] . (W + delta_w[b,s])) and the fix

@@ -1,4 +1,4 @@
-/* RoPE (seed 000, bug #2; issue 5): the fused and cache variants against the
+/* RoPE (seed 000, bug #2): the fused and cache variants against the
  * reference (reference/rope.c) on the context's backend (host execution mode
  * or CUDA).
  *

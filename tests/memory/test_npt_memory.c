@@ -1,4 +1,4 @@
-/* Memory of the NPT fix (seed 004, issue 6): the formulas of
+/* Memory of the NPT fix (seed 004): the formulas of
  * include/memfix/npt.h and the scratch the reference and the factored kernel
  * actually take through the context's tracked allocators.
  *

@@ -1,4 +1,4 @@
-/* RoPE memory (seed 000, bug #2; issue 5): the header's formulas at the
+/* RoPE memory (seed 000, bug #2): the header's formulas at the
  * document's shape, and measured scratch through the context's tracked
  * allocators, the peaks of the op's memory cases run through the testbed
  * (src/ops/rope.c): the fused path uses none but the explicit-id check's

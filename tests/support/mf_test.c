@@ -657,7 +657,7 @@ void mf_test_op_case_large(const char *op_name, int first, int n, int i, int v, 
                   op_name, c, shape, r.shape);
 }
 
-/* ---- nsa (issue 11 item b): an op's built-in cases with a property of each result ---------------- */
+/* ---- nsa: an op's built-in cases with a property of each result ---------------- */
 void mf_test_add_op_cases_checked(Suite *s, const char *op_name, mf_test_case_check_fn check)
 {
     op_cases_check = check; /* test_op_cases gives it each passing case's result */

@@ -197,7 +197,7 @@ mf_case_result mf_test_op_case_unlisted(const char *op, int variant, int case_in
  * last n, kept out of every variant's sweep (checked), run as variant through the testbed; the case's
  * shape must start with shape (the descriptor and the test agree on which case is which). */
 void mf_test_op_case_large(const char *op, int first, int n, int i, int variant, const char *shape);
-/* ---- nsa (issue 11 item b): an op's built-in cases with a property of each result ----
+/* ---- nsa: an op's built-in cases with a property of each result ----
  * mf_test_add_op_cases, where each case that passed is also given to check: 1 when the op's own
  * property of the result holds (e.g. a bf16 path measurably rounds), else 0 with the reason in msg.
  * The property is checked on the run the case already made (no second run). One op per executable. */

@@ -1,4 +1,4 @@
-# Runs `memfix verify` and checks its exit status and output (issue 16: exit
+# Runs `memfix verify` and checks its exit status and output (exit
 # statuses are 0 only for acceptance, so a regular expression alone is not enough).
 #   cmake -DEXE=<memfix> -DARGS=<a|b|c> -DRC=<status> -DMUST=<regex|regex> [-DMUST_NOT=<regex>] -P verify_expect.cmake
 string(REPLACE "|" ";" _args "${ARGS}")

@@ -163,7 +163,7 @@ START_TEST(test_all_ops_tiny)
 }
 END_TEST
 
-/* rope is swept like the others (issue 8): reference and variants timed
+/* rope is swept like the others: reference and variants timed
  * separately (ref_ms present), exact scratch peaks, outputs re-validated. */
 START_TEST(test_rope_sweep)
 {

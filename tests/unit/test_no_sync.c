@@ -1,4 +1,4 @@
-/* Issue 13 item 3: no device synchronization inside an op call. In host
+/* No device synchronization inside an op call. In host
  * execution mode, cudahost counts the runtime calls that allocate, free or
  * synchronize (cudahost/counters.h); after a warm-up call, a second call of
  * every op must do none of them:

@@ -1,4 +1,4 @@
-/* Bad input to the NPT entry points (seed 004, issue 6): every error path
+/* Bad input to the NPT entry points (seed 004): every error path
  * returns a status with a readable mf_last_error(), never a crash. Rank 0 and
  * other non-positive sizes, mismatched tensor shapes, null pointers, bad
  * dtypes, overflowing or int-exceeding sizes, bad chunk options and too small

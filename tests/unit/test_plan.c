@@ -115,7 +115,7 @@ START_TEST(test_preset_000)
     ck_assert_int_eq(m.loss_chunk_rows, 1765);
     ck_assert_uint_eq(m.loss_chunked, mf_cross_entropy_chunked_scratch_ceiling(131072, 151936, 1765));
     ck_assert_uint_lt(m.loss_chunked, (size_t)1 << 30 | 1);
-    /* the fused variant: 8N + 16, no V, no budget, <= 2 MiB (issue 14) */
+    /* the fused variant: 8N + 16, no V, no budget, <= 2 MiB */
     ck_assert_uint_eq(m.loss_fused, 8ULL * 131072 + 16);
     ck_assert_uint_le(m.loss_fused, (size_t)2 << 20);
     ck_assert_uint_eq(m.total_optimized,
@@ -522,7 +522,7 @@ START_TEST(test_cli_seed_notes_and_exceeds)
     free(r.out), free(r.err);
 
     /* no preset: CE's fp32 tile was 196.5 MiB, twice the bf16 logits (98.25 MiB);
-     * since issue 14 it is capped at them: C = 511 rows, 98.06 MiB, said so */
+     * now it is capped at them: C = 511 rows, 98.06 MiB, said so */
     r = RUN("memfix", "plan");
     ck_assert_int_eq(r.rc, MF_CLI_OK);
     ck_assert_ptr_nonnull(strstr(r.out, "103022592 (98.25 MiB)"));
@@ -565,7 +565,7 @@ START_TEST(test_cli_sweep)
     ck_assert_ptr_nonnull(strstr(r.out, "12154880000 (11.32 GiB)  chunked: 3 x 17667"));
     ck_assert_ptr_nonnull(strstr(r.out, "39829110784 (37.09 GiB)  chunked: 8 x 17666"));
     ck_assert_ptr_null(
-        strstr(r.out, "* the chunked loss's scratch exceeds the logits")); /* capped since issue 14 */
+        strstr(r.out, "* the chunked loss's scratch exceeds the logits")); /* capped at the logits */
     ck_assert_ptr_nonnull(strstr(r.out, "1048592 (1.00 MiB)"));            /* the fused column at 131072 */
     free(r.out), free(r.err);
     /* one token: the logits cannot hold one fp32 row plus 4N + 16: still flagged */

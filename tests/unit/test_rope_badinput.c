@@ -1,7 +1,7 @@
-/* RoPE bad input (issue 5): every error path returns a status with a readable
+/* RoPE bad input: every error path returns a status with a readable
  * mf_last_error(), never a crash, and writes nothing; except explicit ids out
  * of range, found on the device and reported by the context's next
- * synchronizing call (issue 13 item 3: no op call waits for the device). */
+ * synchronizing call (no op call waits for the device). */
 #include "memfix/rope.h"
 #include "mf_test.h"
 

@@ -384,7 +384,7 @@ END_TEST
 START_TEST(test_binary_json_matmul)
 {
     /* `memfix report --json --op matmul` parses with exactly the keys and every
-     * matmul row passes on the host backend (issue 3's definition of done). */
+     * matmul row passes on the host backend (the matmul fix's definition of done). */
     if (mf_registry_find("matmul") == NULL) {
         fprintf(stderr, "matmul is not registered in this build: nothing to run\n");
         return;
@@ -411,7 +411,7 @@ START_TEST(test_binary_json_matmul)
 }
 END_TEST
 
-/* The real cross-entropy report (issue 17 item 4): the loss and the gradients
+/* The real cross-entropy report: the loss and the gradients
  * are compared under different tolerance rows, each row named with the share
  * of its budget (<= 1 on a pass), and the case names every option. */
 START_TEST(test_binary_json_cross_entropy)

@@ -635,7 +635,7 @@ START_TEST(test_own_entries_accepted)
 }
 END_TEST
 
-/* ---- mf_verify_lib: the candidate in worker processes (issue 16) ------------------------ */
+/* ---- mf_verify_lib: the candidate in worker processes ------------------------ */
 /* Verifies matmul example 'name' through workers; returns the rows rejected,
  * each of which must name 'defense' (NULL: none may be). */
 static size_t lib_expect(const char *name, const char *defense, double timeout_s, int orders)

@@ -1,4 +1,4 @@
-/* memfix verify's cases (issue 16 item 3; docs/verify.md "Cases"): case ids,
+/* memfix verify's cases (docs/verify.md "Cases"): case ids,
  * the seeded random case generator of every verify target (reproducible from
  * the seed, covering what the fixed cases leave out), and memfix's own
  * optimized entry points run as candidates on random cases through the
