@@ -167,7 +167,7 @@ typedef struct mf_bench_target_run {
 
 typedef struct mf_bench_target {
     const char *name;  /* "ce-000" */
-    const char *issue; /* where the goal comes from, e.g. "issue 14" */
+    const char *issue; /* where the goal comes from (the bench output's issue column) */
     const char *help;  /* what is timed against what, and what check compares */
     mf_bench_target_kind kind;
     double goal;

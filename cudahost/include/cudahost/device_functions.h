@@ -31,7 +31,6 @@
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-
 #include "cudahost/bits.h"
 
 #define CUDAHOST_DF_ inline __attribute__((always_inline))
