@@ -1197,19 +1197,11 @@ static mf_status launch_bwd(cudaStream_t stream, bool bf16_in, bool wg, const mf
         const bf16 *h = static_cast<const bf16 *>(a->hidden), *w = static_cast<const bf16 *>(a->weight),
                    *b = static_cast<const bf16 *>(a->bias);
         const int vec = tc_vec(a) ? 1 : 0;
-        if (strip == 4) {
-            MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel<4>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               (int)tc_bwd_smem(4)));
-            ce_fused_bwd_mma_kernel<4><<<blocks, kTcThreads, tc_bwd_smem(4), stream>>>(
-                h, w, b, a->labels, p, vec, a->grad_hidden, a->grad_weight, a->grad_bias);
-        } else {
-            MF_CUDA_CHECK(cudaFuncSetAttribute(ce_fused_bwd_mma_kernel<3>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               (int)tc_bwd_smem(3)));
-            ce_fused_bwd_mma_kernel<3><<<blocks, kTcThreads, tc_bwd_smem(3), stream>>>(
-                h, w, b, a->labels, p, vec, a->grad_hidden, a->grad_weight, a->grad_bias);
-        }
+        auto *kernel = strip == 4 ? ce_fused_bwd_mma_kernel<4> : ce_fused_bwd_mma_kernel<3>;
+        const size_t smem = tc_bwd_smem(strip);
+        MF_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        kernel<<<blocks, kTcThreads, smem, stream>>>(h, w, b, a->labels, p, vec, a->grad_hidden,
+                                                     a->grad_weight, a->grad_bias);
     } else {
         const unsigned blocks = (unsigned)((p.N + kBM - 1) / kBM);
         ce_fused_bwd_kernel<float><<<blocks, kThreads, 0, stream>>>(
