@@ -1,7 +1,9 @@
 // The modelled device (CUDAHOST_DEVICE): the limits every launch is checked against, the static shared memory of
-// each kernel as its blocks declare it, and cudaGetDeviceProperties / cudaDeviceGetAttribute, which report them.
+// each kernel as its blocks declare it, cudaGetDeviceProperties / cudaDeviceGetAttribute, which report them, and
+// the tensor cores' arithmetic (CUDAHOST_MMA_ARITH).
 #include "internal.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
@@ -24,7 +26,9 @@ constexpr device_profile kH100 = { .key = "h100",
                                    .smem_per_sm = 233472, // 228 KiB
                                    .sms = 132,
                                    .l2_bytes = 50 << 20,
-                                   .bus_width = 5120 };
+                                   .bus_width = 5120,
+                                   .tc_block16 = 16,
+                                   .tc_block_tf32 = 8 };
 constexpr device_profile kA100 = { .key = "a100",
                                    .name =
                                        "cudahost (CUDA host execution mode on the CPU, A100 profile: sm_80)",
@@ -34,7 +38,9 @@ constexpr device_profile kA100 = { .key = "a100",
                                    .smem_per_sm = 167936, // 164 KiB
                                    .sms = 108,
                                    .l2_bytes = 40 << 20,
-                                   .bus_width = 5120 };
+                                   .bus_width = 5120,
+                                   .tc_block16 = 8,
+                                   .tc_block_tf32 = 4 };
 
 const device_profile &pick()
 {
@@ -72,6 +78,92 @@ void note_static_smem(const void *kaddr, size_t bytes)
     std::lock_guard<std::mutex> lk(g_static_mu);
     size_t &v = g_static[kaddr];
     if (bytes > v) v = bytes;
+}
+
+// ---- tensor-core arithmetic --------------------------------------------------------------------------------------
+// The truncating model follows what public measurements of NVIDIA's tensor cores found (Fasi, Higham, Mikaitis and
+// Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS 7:e330, 2021, on V100/T4/A100; Khattak and
+// Mikaitis, "Accurate models of NVIDIA tensor cores", arXiv 2512.07004, on V100 to B200): products exact; the
+// accumulator and a block of products aligned to the largest exponent among them, with the bits shifted out past
+// the significand (and a few extra bits, by generation) dropped; an exact sum; the result normalized and truncated
+// to fp32. Blocks of 8 products (4 for tf32) on the A100 profile and 16 (8) on the H100 profile. `extra` defaults
+// to 0, the least precise member of that family: an error bound that holds for it holds for any number of extra
+// bits, which is what a kernel's own bound must survive.
+namespace {
+tc_arith pick_arith()
+{
+    tc_arith a{ false, 0 };
+    const char *s = std::getenv("CUDAHOST_MMA_ARITH");
+    if (!s || !*s || !std::strcmp(s, "fp32")) return a;
+    if (!std::strncmp(s, "truncate", 8) && (s[8] == 0 || s[8] == ':')) {
+        a.truncate = true;
+        if (s[8] == 0) return a;
+        char *end = nullptr;
+        const long e = std::strtol(s + 9, &end, 10);
+        if (end != s + 9 && *end == 0 && e >= 0 && e <= 24) {
+            a.extra = (int)e;
+            return a;
+        }
+    }
+    std::fprintf(
+        stderr,
+        "cudahost: CUDAHOST_MMA_ARITH=%s is not fp32, truncate or truncate:N (0 <= N <= 24); using fp32\n",
+        s);
+    return tc_arith{ false, 0 };
+}
+
+// one fused block: t[0] the accumulator, t[1..n-1] exact products (doubles hold them exactly: 16 and 22 significant
+// bits for 16-bit and tf32 inputs)
+float fused_block(const double *t, int n, int extra)
+{
+    bool nan = false, pinf = false, ninf = false;
+    double big = 0.0, zeros = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (std::isnan(t[i]))
+            nan = true;
+        else if (std::isinf(t[i]))
+            (t[i] > 0 ? pinf : ninf) = true;
+        else
+            big = std::fmax(big, std::fabs(t[i]));
+        zeros += t[i];
+    }
+    if (nan || (pinf && ninf)) return NAN;
+    if (pinf || ninf) return pinf ? INFINITY : -INFINITY;
+    if (big == 0.0) return (float)zeros; // the sign of a sum of zeros, as IEEE addition gives it
+    int e;
+    std::frexp(big, &e); // big in [2^(e-1), 2^e)
+    // the aligned quantum: fp32's 24 bits (and `extra`) below the largest term's leading bit
+    const double q = std::ldexp(1.0, e - 24 - extra);
+    // Every aligned term is a multiple of q below 2^e; at most 17 of them sum to below 2^(e+5): at most 29 + 24
+    // significant bits, so the double sum is exact.
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += std::trunc(t[i] / q) * q;
+    float f = (float)s; // then toward zero: one step back where rounding to nearest went up in magnitude
+    if (std::fabs((double)f) > std::fabs(s)) f = std::nextafter(f, 0.0f);
+    return f;
+}
+} // namespace
+
+const tc_arith &tensor_core_arith()
+{
+    static const tc_arith a = pick_arith();
+    return a;
+}
+
+float tc_dot_truncate(const float *a, size_t as, const float *b, size_t bs, int k, float c, bool tf32)
+{
+    const int block = tf32 ? device().tc_block_tf32 : device().tc_block16;
+    const int extra = tensor_core_arith().extra;
+    float acc = c;
+    for (int k0 = 0; k0 < k; k0 += block) {
+        double t[33];
+        const int n = k - k0 < block ? k - k0 : block;
+        t[0] = acc;
+        for (int i = 0; i < n; i++)
+            t[1 + i] = (double)a[(size_t)(k0 + i) * as] * (double)b[(size_t)(k0 + i) * bs];
+        acc = fused_block(t, n + 1, extra);
+    }
+    return acc;
 }
 
 } // namespace cudahost::internal

@@ -47,8 +47,22 @@ struct device_profile {
     int sms;
     int l2_bytes;
     int bus_width;
+    // tensor cores (CUDAHOST_MMA_ARITH=truncate): products per fused block of an mma / wgmma, 16-bit and tf32 inputs
+    int tc_block16, tc_block_tf32;
 };
 const device_profile &device();
+
+// The tensor cores' arithmetic (device.cpp, cudahost/README.md "Tensor-core arithmetic"). fp32 (the default):
+// products exact, summed in fp32 (round to nearest) in k order, then C added. truncate: the hardware's scheme, per
+// block of the profile's size: C and the block's exact products aligned to the largest exponent, every bit below
+// fp32's 24 (plus `extra`) dropped, summed exactly, the sum truncated (round toward zero) to fp32.
+struct tc_arith {
+    bool truncate;
+    int extra; // alignment bits kept beyond fp32's 24
+};
+const tc_arith &tensor_core_arith();
+// c + sum over i < k of a[i * as] b[i * bs] under the truncating model (tf32: the tf32 block size)
+float tc_dot_truncate(const float *a, size_t as, const float *b, size_t bs, int k, float c, bool tf32);
 // Static __shared__ bytes of a kernel, learned from the declarations its blocks reached (0 until a block of it ran,
 // or for a null address); note_static_smem keeps the largest value seen.
 size_t static_smem(const void *kaddr);

@@ -186,20 +186,26 @@ void mma_fn(void *const *io, void *argp)
         }
     }
     float D[16][8];
-    for (int r = 0; r < 16; r++) {
-        float acc[8] = { 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f };
-        if (K == 16) {
+    if (internal::tensor_core_arith().truncate) {
+        for (int r = 0; r < 16; r++)
+            for (int n = 0; n < 8; n++)
+                D[r][n] = internal::tc_dot_truncate(A[r], 1, &B[0][n], 8, K, C[r][n], arg.ab == t_tf32);
+    } else {
+        for (int r = 0; r < 16; r++) {
+            float acc[8] = { 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f };
+            if (K == 16) {
 #pragma GCC unroll 16
-            for (int kk = 0; kk < 16; kk++)
+                for (int kk = 0; kk < 16; kk++)
 #pragma GCC unroll 8
-                for (int n = 0; n < 8; n++) acc[n] += A[r][kk] * B[kk][n];
-        } else {
-            for (int kk = 0; kk < K; kk++)
+                    for (int n = 0; n < 8; n++) acc[n] += A[r][kk] * B[kk][n];
+            } else {
+                for (int kk = 0; kk < K; kk++)
 #pragma GCC unroll 8
-                for (int n = 0; n < 8; n++) acc[n] += A[r][kk] * B[kk][n];
+                    for (int n = 0; n < 8; n++) acc[n] += A[r][kk] * B[kk][n];
+            }
+#pragma GCC unroll 8
+            for (int n = 0; n < 8; n++) D[r][n] = acc[n] + C[r][n];
         }
-#pragma GCC unroll 8
-        for (int n = 0; n < 8; n++) D[r][n] = acc[n] + C[r][n];
     }
     for (int l = 0; l < 32; l++) {
         const MmaIo &x = *static_cast<const MmaIo *>(io[l]);
@@ -467,14 +473,21 @@ void wmma_fn(void *const *io, void *argp)
         for (int i = 0; i < s.nc; i++) C[position(M * N, l, i, s.nc)] = load_elem(x.c, i, s.ctype);
     }
     float D[32 * 32];
-    for (int r = 0; r < M; r++) {
-        float acc[32];
-        for (int n = 0; n < N; n++) acc[n] = 0.f;
-        for (int kk = 0; kk < K; kk++) {
-            const float av = A[r * K + kk];
-            for (int n = 0; n < N; n++) acc[n] += av * B[kk * N + n];
+    if (cudahost::internal::tensor_core_arith().truncate) {
+        for (int r = 0; r < M; r++)
+            for (int n = 0; n < N; n++)
+                D[r * N + n] = cudahost::internal::tc_dot_truncate(&A[r * K], 1, &B[n], (size_t)N, K,
+                                                                   C[r * N + n], s.ab == ptx::t_tf32);
+    } else {
+        for (int r = 0; r < M; r++) {
+            float acc[32];
+            for (int n = 0; n < N; n++) acc[n] = 0.f;
+            for (int kk = 0; kk < K; kk++) {
+                const float av = A[r * K + kk];
+                for (int n = 0; n < N; n++) acc[n] += av * B[kk * N + n];
+            }
+            for (int n = 0; n < N; n++) D[r * N + n] = acc[n] + C[r * N + n];
         }
-        for (int n = 0; n < N; n++) D[r * N + n] = acc[n] + C[r * N + n];
     }
     for (int l = 0; l < 32; l++) {
         const WmmaIo &x = *static_cast<const WmmaIo *>(io[l]);

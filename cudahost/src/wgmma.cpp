@@ -234,15 +234,21 @@ void execute(WgOp &op)
                 C[row][col] = op.scale_d ? f : 0.f;
             }
         }
-    // D = A B + C: products exact in fp32, summed in fp32 in k order, then C added
-    for (int m = 0; m < 64; m++) {
-        float acc[256];
-        for (int n = 0; n < N; n++) acc[n] = 0.f;
-        for (int k = 0; k < 16; k++) {
-            const float a = A[m][k];
-            for (int n = 0; n < N; n++) acc[n] += a * B[k][n];
+    // D = A B + C: products exact in fp32, summed in fp32 in k order, then C added (or the truncating model)
+    if (internal::tensor_core_arith().truncate) {
+        for (int m = 0; m < 64; m++)
+            for (int n = 0; n < N; n++)
+                C[m][n] = internal::tc_dot_truncate(A[m], 1, &B[0][n], 256, 16, C[m][n], false);
+    } else {
+        for (int m = 0; m < 64; m++) {
+            float acc[256];
+            for (int n = 0; n < N; n++) acc[n] = 0.f;
+            for (int k = 0; k < 16; k++) {
+                const float a = A[m][k];
+                for (int n = 0; n < N; n++) acc[n] += a * B[k][n];
+            }
+            for (int n = 0; n < N; n++) C[m][n] += acc[n];
         }
-        for (int n = 0; n < N; n++) C[m][n] += acc[n];
     }
     for (int t = 0; t < 128; t++)
         for (int i = 0; i < op.nd; i++) {
