@@ -16,6 +16,16 @@
 
 namespace MF_NS {
 
+// The error of one k16 step on the tensor cores (mma.m16n8k16, or a wgmma's k16): D = C + the sum of 16 exact bf16
+// products is off by at most kMmaK16StepErr (|c| + sum |a_k b_k|). NVIDIA states no bound. The measured hardware
+// (Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021; Khattak and Mikaitis, "Accurate models of NVIDIA
+// tensor cores", arXiv 2512.07004) aligns C and a block of products to the largest exponent, drops the bits shifted
+// out and truncates the sum. The least precise variant, blocks of 8 products with no extra alignment bits: two
+// blocks of 9 terms, each term off by less than 2^-23 of its block's largest, each block's sum truncated by less
+// than 2^-23 of itself, so 20 2^-23. It also covers fp32 sums rounded to nearest in any order (16 2^-24). cudahost's
+// tc_arith test holds its models (CUDAHOST_MMA_ARITH=fp32, truncate) to it.
+constexpr float kMmaK16StepErr = 20.0f * 0x1p-23f;
+
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 // Four 8x8 b16 matrices from shared memory: lane l gives the row address of
 // matrix l / 8, row l % 8. ldsm_x4_t transposes each matrix (a row-major B).

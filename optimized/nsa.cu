@@ -1516,11 +1516,11 @@ __device__ __forceinline__ void scores(float s[2][4], const __nv_bfloat16 *Qw, c
 // Bound on the relative error of a row's pass-2 p = 2^(x - lse2) (x = scaled
 // base-2 score), from a = scale log2(e) ||q||_1 max|kc| (|x| <= a), relative to
 // the exact p of the spec's bf16 kc (the reference's, in double):
-//   score: q and kc are bf16, so every product is exact in fp32; the mma's fp32
-//     accumulation (D/16 chained m16n8k16 steps, each adding its exact products
-//     with an error of at most 2^-22 of the magnitudes summed) and the scaling's
-//     rounding (a 2^-23): dx, for pass 2's scores and (the same instructions)
-//     pass 1's;
+//   score: q and kc are bf16, so every product is exact in fp32; the tensor
+//     cores' accumulation (D/16 chained k16 steps, each adding its exact products
+//     with an error of at most kMmaK16StepErr, 20 2^-23, of the magnitudes summed:
+//     truncating alignment, mf_mma.cuh) and the scaling's rounding (a 2^-23): dx,
+//     for pass 2's scores and (the same instructions) pass 1's;
 //   lse2 = m + log2 l: the exact lse of pass 1's scores is within dx of the
 //     true one (1-Lipschitz); l's float sums and ex2's (2^-21 relative each)
 //     over the T = nv/16 + 2 tiles and their rescales: relative T 14 2^-24,
@@ -1545,7 +1545,7 @@ template <int D, int KT = 16>
 __device__ __forceinline__ float p_error_bound(float a, float m, float l, size_t nv)
 {
     a *= 1.01f;
-    const float dx = a * ((float)(D / 16) * 0x1p-22f + 0x1p-23f);
+    const float dx = a * ((float)(D / 16) * kMmaK16StepErr + 0x1p-23f);
     const float lg = log2f(l);
     const float dl = 1.5f * ((float)(nv / 16 + 2) * 14.0f + (float)(KT / 4 - 4)) * 0x1p-24f;
     const float dr = 0x1p-21f * (fabsf(m) + fabsf(lg) + 2.0f) + (a + fabsf(m + lg)) * 0x1p-23f;

@@ -31,3 +31,20 @@ if(TEST test_nsa_equiv.host AND TEST test_nsa_equiv_reverse.host)
                          TIMEOUT ${_nsa_timeout} SKIP_RETURN_CODE 77 ENVIRONMENT "${_nsa_rev_env};CK_RUN_CASE=${_case}")
   endforeach()
 endif()
+
+# The selection certificate's near-tie cases (test case "certificate") again with host mode's tensor cores
+# accumulating as the hardware does (CUDAHOST_MMA_ARITH=truncate: aligned and truncated, cudahost/README.md), on
+# the A100 profile (blocks of 8 products) and the H100 profile (16): the certificate's error bound
+# (kMmaK16StepErr) must hold for that arithmetic, not only for host mode's default fp32 sums. Default build only
+# (the arithmetic is the same under the sanitizers; cudahost's tc_arith tests run there).
+if(TEST test_nsa_equiv.host AND NOT MF_SANITIZER)
+  get_test_property(test_nsa_equiv.host ENVIRONMENT _nsa_tc_env)
+  get_test_property(test_nsa_equiv.host TIMEOUT _nsa_tc_timeout)
+  list(FILTER _nsa_tc_env EXCLUDE REGEX "^CK_(RUN_CASE|EXCLUDE_TAGS)=")
+  foreach(_dev IN ITEMS a100 h100)
+    add_test(NAME test_nsa_equiv_certificate_tc_${_dev}.host COMMAND test_nsa_equiv)
+    set_tests_properties(test_nsa_equiv_certificate_tc_${_dev}.host PROPERTIES LABELS "equivalence;host"
+                         TIMEOUT ${_nsa_tc_timeout} SKIP_RETURN_CODE 77
+                         ENVIRONMENT "${_nsa_tc_env};CK_RUN_CASE=certificate;CUDAHOST_MMA_ARITH=truncate;CUDAHOST_DEVICE=${_dev}")
+  endforeach()
+endif()
