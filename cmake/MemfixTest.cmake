@@ -21,8 +21,10 @@
 # An op's standard suites, from tests/<kind>/test_<op>_<kind>.c:
 #   test_<op>_fixtures  the reference against PyTorch fixtures (equivalence; no kernels needed)
 #   test_<op>_equiv     the optimized variants against the reference (equivalence, host and cuda;
-#                       REVERSE <tcase>: plus the reverse-thread-order registration)
-#   test_<op>_memory    the memory ceilings (memory, host and cuda)
+#                       REVERSE <tcase>: plus the reverse-thread-order registration; default build:
+#                       plus test_<op>_equiv_a100_tc.host, the A100 profile and truncating tensor cores)
+#   test_<op>_memory    the memory ceilings (memory, host and cuda; default build: plus
+#                       test_<op>_memory_a100_tc.host)
 #   test_<op>_badinput  bad input (unit, host and cuda)
 set(MF_TEST_KNOWN_LABELS unit equivalence memory host cuda slow reverse)
 
@@ -134,5 +136,21 @@ function(mf_add_op_tests op)
                       BACKENDS host cuda TIMEOUT 120)
     mf_add_check_test(test_${op}_badinput SOURCES unit/test_${op}_badinput.c LABELS unit
                       BACKENDS host cuda TIMEOUT 60)
+    # The equivalence suite again as an A100 would run it (default build only: the sanitizer legs run the
+    # same code): CUDAHOST_DEVICE=a100 (compute capability 8.0: no wgmma path, 166,912 B of shared memory per
+    # block, static + dynamic) and CUDAHOST_MMA_ARITH=truncate (the tensor cores' aligned, truncated sums in
+    # blocks of 8 products instead of host mode's fp32 sums): every tolerance must hold for that arithmetic.
+    # The memory suite too (the scratch of the paths an A100 takes).
+    if(NOT MF_SANITIZER AND TEST test_${op}_equiv.host)
+      foreach(_kind equiv memory)
+        get_test_property(test_${op}_${_kind}.host ENVIRONMENT _env)
+        get_test_property(test_${op}_${_kind}.host TIMEOUT _timeout)
+        get_test_property(test_${op}_${_kind}.host LABELS _labels)
+        add_test(NAME test_${op}_${_kind}_a100_tc.host COMMAND test_${op}_${_kind})
+        set_tests_properties(test_${op}_${_kind}_a100_tc.host PROPERTIES LABELS "${_labels}"
+                             TIMEOUT ${_timeout} SKIP_RETURN_CODE 77
+                             ENVIRONMENT "${_env};CUDAHOST_DEVICE=a100;CUDAHOST_MMA_ARITH=truncate")
+      endforeach()
+    endif()
   endif()
 endfunction()

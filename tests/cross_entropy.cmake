@@ -22,6 +22,9 @@ if(TEST test_cross_entropy_equiv.host)
   get_test_property(test_cross_entropy_equiv.host ENVIRONMENT _ce_fwd_env)
   get_test_property(test_cross_entropy_equiv.host TIMEOUT _ce_fwd_timeout)
   set_property(TEST test_cross_entropy_equiv.host APPEND PROPERTY ENVIRONMENT "CK_RUN_CASE=chunked")
+  if(TEST test_cross_entropy_equiv_a100_tc.host) # the fused cases' A100 run is test_cross_entropy_equiv_fused_a100
+    set_property(TEST test_cross_entropy_equiv_a100_tc.host APPEND PROPERTY ENVIRONMENT "CK_RUN_CASE=chunked")
+  endif()
   foreach(_case fused fused_vocab fused_wgmma)
     add_test(NAME test_cross_entropy_equiv_${_case}.host COMMAND test_cross_entropy_equiv)
     set_tests_properties(test_cross_entropy_equiv_${_case}.host PROPERTIES
@@ -63,12 +66,13 @@ if(TEST test_cross_entropy_equiv_reverse.host)
 endif()
 
 # The A100 profile (CUDAHOST_DEVICE=a100: compute capability 8.0, 166,912 B of shared
-# memory per block): the bf16 fused backward's mma.sync kernel takes its 3-tile strip
-# there (4 tiles need 175,616 B), the forced-wgmma case skips. The fused test case (every
-# option, odd shapes, partial strips) and the memory cases run under it; the other suites
-# take no device-dependent path in host mode.
-if(TEST test_cross_entropy_equiv_fused.host AND TEST test_cross_entropy_memory.host)
-  foreach(_t equiv_fused memory)
+# memory per block) with truncating tensor cores (CUDAHOST_MMA_ARITH=truncate): the bf16
+# fused backward's mma.sync kernel takes its 3-tile strip there (4 tiles need 175,616 B),
+# the forced-wgmma case skips. The fused test case (every option, odd shapes, partial
+# strips) runs under it (the chunked one and the memory suite in
+# test_cross_entropy_{equiv,memory}_a100_tc.host, mf_add_op_tests).
+if(TEST test_cross_entropy_equiv_fused.host)
+  foreach(_t equiv_fused)
     string(REPLACE "_fused" "" _ce_a100_exe "test_cross_entropy_${_t}")
     get_test_property(test_cross_entropy_${_t}.host ENVIRONMENT _ce_a100_env)
     get_test_property(test_cross_entropy_${_t}.host TIMEOUT _ce_a100_timeout)
@@ -76,6 +80,6 @@ if(TEST test_cross_entropy_equiv_fused.host AND TEST test_cross_entropy_memory.h
     add_test(NAME test_cross_entropy_${_t}_a100.host COMMAND ${_ce_a100_exe})
     set_tests_properties(test_cross_entropy_${_t}_a100.host PROPERTIES
       LABELS "${_ce_a100_labels};a100" TIMEOUT ${_ce_a100_timeout} SKIP_RETURN_CODE 77
-      ENVIRONMENT "${_ce_a100_env};CUDAHOST_DEVICE=a100")
+      ENVIRONMENT "${_ce_a100_env};CUDAHOST_DEVICE=a100;CUDAHOST_MMA_ARITH=truncate")
   endforeach()
 endif()
