@@ -11,12 +11,12 @@ reached, a padding size) or a test gap; docs/ci.md ("Mutation testing") lists th
 Usage (from the repository root, after a host build and a coverage run):
   cmake -S . -B build/mut -DMF_CUDA=OFF -DCMAKE_BUILD_TYPE=Release && cmake --build build/mut -j2
   ci/mutants.py --coverage build/coverage/coverage.gated.info --build build/mut \\
-      --tests nsa --per-file 30 --seed 1 optimized/nsa.cu > mutants-nsa.jsonl
+      --tests nsa --per-file 30 --seed 1 optimized/nsa/*.cuh > mutants-nsa.jsonl
 
 One JSON object per mutant on stdout (file, line, column, the token and its replacement, the
 line, the result, the failing tests, seconds). Never leaves a mutant in place: the file is
 restored after each run, also on an exception or Ctrl-C. Not part of the test suite (a run takes
-about a minute per mutant of optimized/nsa.cu on 2 cores).
+about a minute per mutant of NSA's kernels, optimized/nsa/*.cuh, on 2 cores).
 """
 import argparse
 import json

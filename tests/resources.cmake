@@ -62,6 +62,9 @@ _mf_add_resource_test_arch(kernel_resources_selftest.arch_override.sm_80
 _mf_add_resource_test_arch(kernel_resources_selftest.arch_override.sm_90
                            ${MF_ROOT}/tests/resources/arch_override.cu 90
                            PASS_REGULAR_EXPRESSION "kernel resource budgets OK: arch_override.cu")
+# ... and read the budgets of the files a source includes from its folder.
+_mf_add_resource_test(kernel_resources_selftest.included ${MF_ROOT}/tests/resources/included.cu
+                      PASS_REGULAR_EXPRESSION "included_over_regs_kernel.*exceeds its register budget regs<=4")
 
 # The sm_90a budget tests (the wgmma kernels exist only there).
 _mf_add_resource_test_arch(kernel_resources.cross_entropy_fused.sm_90a
