@@ -101,7 +101,7 @@ void mf_cli_bench_help(FILE *out)
                  "  --small           targets at their reduced shapes on a GPU too (a smoke test)\n"
                  "  -h, --help        this help\n"
                  "\n"
-                 "target CSV columns (--targets): target, op, issue, backend, timer, shape, kind\n"
+                 "target CSV columns (--targets): target, op, source, backend, timer, shape, kind\n"
                  "  (floor or speedup), goal, opt_ms (the optimized call, mean of reps after a\n"
                  "  warm-up), baseline_ms (speedup: the baseline call, timed the same way),\n"
                  "  floor_ms (floor: the floor's FLOPs at peak_tflops), peak_tflops, ratio, met\n"
@@ -578,7 +578,7 @@ static int finish_output(int written, size_t failed, FILE *csv, FILE *out, FILE 
 
 /* ---- --targets ------------------------------------------------------------------------- */
 typedef struct target_row {
-    char target[32], op[32], issue[24], backend[8], timer[24], shape[192], met[8];
+    char target[32], op[32], source[24], backend[8], timer[24], shape[192], met[8];
     const char *kind;
     double goal, opt_ms, base_ms, floor_ms, peak_tflops, ratio; /* NAN: not measured */
     int ok;
@@ -586,7 +586,7 @@ typedef struct target_row {
 } target_row;
 
 #define TARGET_CSV_HEADER                                                                                    \
-    "target,op,issue,backend,timer,shape,kind,goal,opt_ms,baseline_ms,floor_ms,peak_tflops,ratio,met,"       \
+    "target,op,source,backend,timer,shape,kind,goal,opt_ms,baseline_ms,floor_ms,peak_tflops,ratio,met,"      \
     "status,"                                                                                                \
     "message"
 
@@ -611,7 +611,7 @@ static void run_target(mf_context *ctx, const mf_op_desc *op, const mf_bench_tar
     memset(r, 0, sizeof *r);
     snprintf(r->target, sizeof r->target, "%s", bt->name);
     snprintf(r->op, sizeof r->op, "%s", op->name);
-    snprintf(r->issue, sizeof r->issue, "%s", bt->issue);
+    snprintf(r->source, sizeof r->source, "%s", bt->source);
     snprintf(r->backend, sizeof r->backend, "%s", mf_backend_name(mf_context_backend(ctx)));
     r->kind = bt->kind == MF_BENCH_TARGET_FLOOR ? "floor" : "speedup";
     r->goal = bt->goal;
@@ -663,7 +663,7 @@ static void write_target_csv(FILE *f, const target_row *rows, size_t n)
     fprintf(f, "%s\n", TARGET_CSV_HEADER);
     for (size_t i = 0; i < n; i++) {
         const target_row *r = &rows[i];
-        fprintf(f, "%s,%s,%s,%s,%s,", r->target, r->op, r->issue, r->backend, r->timer);
+        fprintf(f, "%s,%s,%s,%s,%s,", r->target, r->op, r->source, r->backend, r->timer);
         csv_str(f, r->shape);
         fprintf(f, ",%s,", r->kind);
         const double cols[6] = { r->goal, r->opt_ms, r->base_ms, r->floor_ms, r->peak_tflops, r->ratio };
@@ -687,7 +687,7 @@ static int write_target_json(FILE *f, const target_row *rows, size_t n)
         cJSON_AddItemToArray(arr, o);
         cJSON_AddStringToObject(o, "target", r->target);
         cJSON_AddStringToObject(o, "op", r->op);
-        cJSON_AddStringToObject(o, "issue", r->issue);
+        cJSON_AddStringToObject(o, "source", r->source);
         cJSON_AddStringToObject(o, "backend", r->backend);
         cJSON_AddStringToObject(o, "timer", r->timer);
         cJSON_AddStringToObject(o, "shape", r->shape);

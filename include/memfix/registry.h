@@ -139,8 +139,8 @@ typedef struct mf_bench_sweep {
     mf_status (*optimized)(mf_context *ctx, mf_bench_case *c); /* one optimized call (device) */
 } mf_bench_sweep;
 
-/* An issue's performance target, measured by `memfix bench --targets` (ci/gpu.sh
- * on a GPU runner): the optimized call at the issue's full shape, timed as a
+/* A performance target, measured by `memfix bench --targets` (ci/gpu.sh on a
+ * GPU runner): the optimized call at the target's full shape, timed as a
  * sweep row is (a warm-up, then reps runs), against either
  *   MF_BENCH_TARGET_FLOOR:   a floor of floor_flops at the device's dense bf16
  *                            peak; ratio = opt_ms / floor_ms, met when <= goal;
@@ -166,9 +166,9 @@ typedef struct mf_bench_target_run {
 } mf_bench_target_run;
 
 typedef struct mf_bench_target {
-    const char *name;  /* "ce-000" */
-    const char *issue; /* where the goal comes from (the bench output's issue column) */
-    const char *help;  /* what is timed against what, and what check compares */
+    const char *name;   /* "ce-000" */
+    const char *source; /* the seed document whose shape the target takes (the output's source column) */
+    const char *help;   /* what is timed against what, and what check compares */
     mf_bench_target_kind kind;
     double goal;
     mf_status (*setup)(mf_context *ctx, mf_bench_target_run *t);
@@ -209,7 +209,7 @@ typedef struct mf_op_desc {
      * for one variant's tiling); NULL: every case runs for every variant.
      * report, test_registry and the equivalence suites skip the others. */
     int (*case_applies)(int variant, int case_index);
-    /* `memfix bench --targets`: the op's issue targets (NULL: none). */
+    /* `memfix bench --targets`: the op's performance targets (NULL: none). */
     int n_bench_targets;
     const mf_bench_target *bench_targets;
 } mf_op_desc;

@@ -798,7 +798,7 @@ static mf_status nsa_target_check(mf_context *ctx, mf_bench_target_run *t, char 
 }
 
 static const mf_bench_target nsa_bench_targets[] = {
-    { "nsa-64k", "issue 15",
+    { "nsa-64k", "seed 001",
       "fused forward, bf16, B=1 S=65536 Hq=12 Hk=2 D=64, seed configuration, at least 6x faster than "
       "memfix's dense tensor-core attention forward (causal, H=12) at the same S and D; checked: out "
       "finite, the first 256 tokens' out and sel against the reference on that prefix",

@@ -417,8 +417,8 @@ START_TEST(test_usage)
 }
 END_TEST
 
-/* ---- --targets: the issues' goals (reduced shapes in host execution mode) ------------- */
-static const char *const TARGET_HEADER = "target,op,issue,backend,timer,shape,kind,goal,opt_ms,baseline_ms,"
+/* ---- --targets: the performance targets (reduced shapes in host execution mode) ------ */
+static const char *const TARGET_HEADER = "target,op,source,backend,timer,shape,kind,goal,opt_ms,baseline_ms,"
                                          "floor_ms,peak_tflops,ratio,met,status,message";
 
 START_TEST(test_targets_host)
@@ -492,7 +492,7 @@ static mf_status tgt_check(mf_context *ctx, mf_bench_target_run *t, char *why, s
     return MF_OK;
 }
 static const mf_bench_target tgt_bad[] = {
-    { "bad-goal", "issue 0", "test-only", MF_BENCH_TARGET_FLOOR, 1.5, tgt_setup, tgt_run, NULL, tgt_check },
+    { "bad-goal", "seed 999", "test-only", MF_BENCH_TARGET_FLOOR, 1.5, tgt_setup, tgt_run, NULL, tgt_check },
 };
 static const mf_op_desc target_op = { "tgt", "test-only", 1,    fake_variants, 1, fake_run, 0, NULL,
                                       NULL,  0,           NULL, NULL,          0, NULL,     1, tgt_bad };
@@ -504,7 +504,7 @@ START_TEST(test_targets_failed_check)
     run_result r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1");
     mf_registry_override(NULL, 0);
     ck_assert_int_eq(r.rc, MF_CLI_FAILED);
-    ck_assert_ptr_nonnull(strstr(r.out, "bad-goal,tgt,issue 0,host,host-wall,\"tiny\",floor,1.5,"));
+    ck_assert_ptr_nonnull(strstr(r.out, "bad-goal,tgt,seed 999,host,host-wall,\"tiny\",floor,1.5,"));
     ck_assert_ptr_nonnull(strstr(r.out, ",n/a,failed,\"check after timing: deliberately wrong output\""));
     ck_assert_ptr_nonnull(strstr(r.err, "FAIL target bad-goal"));
     FREE(r);
