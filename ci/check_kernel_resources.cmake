@@ -1,6 +1,7 @@
 # Kernel resource budgets: compiles ONE .cu file for one architecture with
 # ptxas verbose output and checks every kernel against the budget stated beside
-# it in the source. Runs with plain CMake (no Python):
+# it in the source (the .cu, or a file it includes from its own folder or a
+# subfolder). Runs with plain CMake (no Python):
 #
 #   cmake -DNVCC=/usr/local/cuda/bin/nvcc -DSOURCE=optimized/attention.cu \
 #         [-DARCH=90] [-DFLAGS="-Iinclude|-DMF_HAVE_CUDA=1|-std=c++17"] \
@@ -76,7 +77,34 @@ macro(_fail msg)
 endmacro()
 
 # ---- 1. budgets from the source ----------------------------------------------------
-file(READ "${SOURCE}" _text)
+# The source and, recursively, the files it includes with #include "..." that live in its
+# own folder or a subfolder (an op split by role into <stem>/*.cuh): the budgets of every
+# kernel the translation unit compiles.
+get_filename_component(_src_dir "${SOURCE}" DIRECTORY)
+get_filename_component(_src_dir "${_src_dir}" ABSOLUTE)
+set(_scan "${SOURCE}")
+set(_scanned "")
+set(_text "")
+while(_scan)
+  list(POP_FRONT _scan _file)
+  get_filename_component(_file "${_file}" ABSOLUTE)
+  if(_file IN_LIST _scanned)
+    continue()
+  endif()
+  list(APPEND _scanned "${_file}")
+  file(READ "${_file}" _t)
+  string(APPEND _text "${_t}\n")
+  get_filename_component(_dir "${_file}" DIRECTORY)
+  file(STRINGS "${_file}" _incs REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"")
+  foreach(_inc IN LISTS _incs)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" _inc "${_inc}")
+    get_filename_component(_inc "${_inc}" ABSOLUTE BASE_DIR "${_dir}")
+    cmake_path(IS_PREFIX _src_dir "${_inc}" NORMALIZE _under)
+    if(_under AND EXISTS "${_inc}" AND NOT IS_DIRECTORY "${_inc}")
+      list(APPEND _scan "${_inc}")
+    endif()
+  endforeach()
+endwhile()
 string(REPLACE ";" " " _text "${_text}")     # keep CMake list handling out of the way
 string(REPLACE "\\" " " _text "${_text}")
 set(_budget_names "")
