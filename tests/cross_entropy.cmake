@@ -7,7 +7,7 @@ mf_add_op_tests(cross_entropy REVERSE chunked EQUIV_TIMEOUT 300)
 
 # The suite runs the op's descriptor cases (mf_test_add_op_cases: Check test
 # cases chunked and fused) and the fused V = 151,936 cases in a test case of
-# their own, fused_vocab (src/ops/cross_entropy.c's case_applies keeps them out
+# their own, fused_vocab (src/ops/cross_entropy_cases.c's case_applies keeps them out
 # of the fused sweep). test_cross_entropy_equiv.host runs the chunked test case
 # only; the fused variant's cases get registrations of their own so that ctest
 # -j runs them side by side: test_cross_entropy_equiv_fused.host

@@ -2,7 +2,7 @@
  * (optimized/cross_entropy.cu, optimized/cross_entropy_fused.cu) with the
  * full-logits reference (reference/cross_entropy.c); seed 000, bug 1.
  *
- * The cases are the op's built-in ones (src/ops/cross_entropy.c: the report's
+ * The cases are the op's built-in ones (src/ops/cross_entropy_cases.c: the report's
  * five, then the suites': dtype x reduction x shift, label smoothing, z-loss
  * and softcap alone and together, ragged last chunks, a one-row chunk, the
  * default budget capped at the logits, every row ignored, a NaN in hidden,
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The descriptor's V = 151,936 cases (src/ops/cross_entropy.c), f32 and bf16. */
+/* The descriptor's V = 151,936 cases (src/ops/cross_entropy_cases.c), f32 and bf16. */
 #define CE_CASE_VOCAB 47
 /* Under ThreadSanitizer (where mf_test_add_op_cases runs the report cases
  * only) the fused TCase also runs: odd N, D, V with every option (f32, bf16 x

@@ -112,7 +112,7 @@ START_TEST(test_seed_threshold)
 }
 END_TEST
 
-/* The memory cases of the op's table (src/ops/cross_entropy.c, its last 24):
+/* The memory cases of the op's table (src/ops/cross_entropy_cases.c, its last 24):
  * N in {48, 96} x V in {300, 900} x f32, bf16, each as fwd+bwd (lse NULL),
  * forward alone and backward alone (from the reference's lse); D = 16, C = 8
  * (the budget is the chunked ceiling at 8 rows), mean. Each runs through the
