@@ -68,12 +68,14 @@ static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
                                     NULL, (const int64_t *)c->dev[2], &o, c->out_dev, NULL);
 }
 
-const mf_bench_sweep ce_bench = { "N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)",
-                                  { 64, 128, 256 },
-                                  3,
-                                  ce_bench_setup,
-                                  ce_bench_reference,
-                                  ce_bench_optimized };
+const mf_bench_sweep mf_cross_entropy_internal_bench = {
+    "N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)",
+    { 64, 128, 256 },
+    3,
+    ce_bench_setup,
+    ce_bench_reference,
+    ce_bench_optimized
+};
 
 /* ---- memfix bench --targets: the fused CE's goal at seed 000's shape ------------------------- */
 /* The fused variant's forward + backward (bf16 inputs, fp32 gradients, sum, no bias, filtering
@@ -188,7 +190,7 @@ static mf_status ce_target_check(mf_context *ctx, mf_bench_target_run *t, char *
     return s;
 }
 
-const mf_bench_target ce_bench_targets[] = {
+const mf_bench_target mf_cross_entropy_internal_bench_targets[] = {
     { "ce-000", "seed 000",
       "fused fwd+bwd, bf16, seed 000's N=131072 D=2560 V=151936 (sum, fp32 gradients, no filtering) within "
       "1.5x of the 3-GEMM floor (6 N V D FLOPs at the dense bf16 peak); checked: lse and grad_hidden of 4 "

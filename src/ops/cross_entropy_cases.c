@@ -817,12 +817,12 @@ const mf_op_desc mf_op_cross_entropy = {
     ce_run_case,
     3,
     ce_targets,
-    &ce_bench,
+    &mf_cross_entropy_internal_bench,
     (int)(sizeof cross_entropy_tolerances / sizeof cross_entropy_tolerances[0]),
     cross_entropy_tolerances,
-    &ce_plan,
+    &mf_cross_entropy_internal_plan,
     CE_N_REPORT_CASES, /* report: the first 5 (the rest are the equivalence and memory suites') */
     ce_case_applies,   /* the fused tile-edge cases and V = 151,936 (fused_vocab): ce_case flags */
     1,
-    ce_bench_targets,
+    mf_cross_entropy_internal_bench_targets,
 };

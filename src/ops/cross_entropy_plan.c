@@ -57,4 +57,4 @@ static mf_status ce_plan_loss(const mf_plan_config *cfg, mf_plan_memory *m)
     return MF_OK;
 }
 
-const mf_op_plan ce_plan = { 1, ce_plan_params, ce_plan_rows, ce_plan_loss };
+const mf_op_plan mf_cross_entropy_internal_plan = { 1, ce_plan_params, ce_plan_rows, ce_plan_loss };

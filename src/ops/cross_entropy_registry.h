@@ -7,8 +7,8 @@
 #include "memfix/plan.h"
 #include "memfix/registry.h"
 
-extern const mf_bench_sweep ce_bench;
-extern const mf_bench_target ce_bench_targets[];
-extern const mf_op_plan ce_plan;
+extern const mf_bench_sweep mf_cross_entropy_internal_bench;
+extern const mf_bench_target mf_cross_entropy_internal_bench_targets[];
+extern const mf_op_plan mf_cross_entropy_internal_plan;
 
 #endif /* MEMFIX_OPS_CROSS_ENTROPY_REGISTRY_H */
