@@ -19,7 +19,7 @@
 # MF_COVERAGE_SANITIZER=address builds with AddressSanitizer as well: one build and one test run serve
 # as ci/test.sh's ASan leg and its coverage (instead of two -O0 builds running the same tests). memfix
 # verify does not measure a sanitized worker's memory from outside it (its RSS holds the sanitizer's
-# shadow), so those lines of src/testbed/verify.c read uncovered in that report; the default leg runs
+# shadow), so those lines of src/testbed/verify_isolation.c read uncovered in that report; the default leg runs
 # them, and this script without MF_COVERAGE_SANITIZER reports them.
 #
 # Environment:

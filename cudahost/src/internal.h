@@ -1,4 +1,4 @@
-// Internal interface between the cudahost execution engine (engine.cpp) and the runtime API (runtime.cpp).
+// Internal interface between the cudahost execution engine (engine*.cpp) and the runtime API (runtime*.cpp).
 #ifndef CUDAHOST_SRC_INTERNAL_H
 #define CUDAHOST_SRC_INTERNAL_H
 

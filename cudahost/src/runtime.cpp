@@ -1,10 +1,13 @@
 // cudahost runtime API: the CUDA runtime functions of host execution mode (renamed cudahost_<name>; the signatures
 // are NVIDIA's, checked by including the toolkit's headers through cudahost.h).
-#include "internal.h"
+//
+// This file: the runtime's state, its checks of memory and copies, the configuration (environment), the launch
+// checks, the errors and the call counters; the API's memory functions are in runtime_memory.cpp, streams and
+// events in runtime_stream.cpp, the device and kernel functions in runtime_device.cpp, what they share in
+// runtime.h.
+#include "runtime.h"
 
 #include "cudahost/counters.h"
-
-#include <cuda_profiler_api.h>
 
 #include <pthread.h>
 #include <unistd.h>
@@ -28,8 +31,6 @@ namespace cudahost {
 namespace internal {
 namespace {
 
-enum class Kind { Device, Managed, Pinned, Registered, Symbol };
-
 const char *kind_name(Kind k)
 {
     switch (k) {
@@ -41,55 +42,11 @@ const char *kind_name(Kind k)
     }
 }
 
-struct Alloc {
-    size_t size;
-    Kind kind;
-};
-
-// Never destroyed (pool threads and atexit handlers may still use them); reachable for leak checkers.
-std::mutex &g_mu = *new std::mutex; // guards everything below
-std::map<uintptr_t, Alloc> &g_allocs = *new std::map<uintptr_t, Alloc>;
-size_t g_device_bytes = 0;
-std::set<void *> &g_streams = *new std::set<void *>;
-std::set<void *> &g_events = *new std::set<void *>;
-std::unordered_map<const void *, int> &g_max_smem =
-    *new std::unordered_map<const void *, int>; // kernel -> opt-in
 std::atomic<int> g_sticky{ 0 };
-size_t g_pinned_bytes = 0;                   // cudaMallocHost/cudaHostAlloc bytes live (under g_mu)
-size_t g_device_peak = 0, g_pinned_peak = 0; // peaks since the last cudahostResetCallCounts (under g_mu)
-
-// Runtime call counters (cudahost/counters.h).
-enum Counter {
-    kMalloc,
-    kFree,
-    kMallocAsync,
-    kFreeAsync,
-    kMallocHost,
-    kFreeHost,
-    kDeviceSync,
-    kStreamSync,
-    kEventSync,
-    kMemcpySync,
-    kNumCounters
-};
-std::atomic<unsigned long long> g_counts[kNumCounters];
-inline void count(Counter c) { g_counts[c].fetch_add(1, std::memory_order_relaxed); }
-thread_local cudaError_t t_last = cudaSuccess;
-thread_local int t_device = 0;
 
 // After fork() in a multi-threaded parent, g_mu may be held by a thread that does not exist in the child.
 void atfork_child() { new (&g_mu) std::mutex; }
 [[maybe_unused]] const int g_atfork_registered = pthread_atfork(nullptr, nullptr, &atfork_child);
-
-struct Event {
-    unsigned flags = 0;
-    bool recorded = false;
-    std::chrono::steady_clock::time_point t;
-};
-struct Stream {
-    unsigned flags = 0;
-    int priority = 0;
-};
 
 size_t parse_size(const char *s, size_t dflt)
 {
@@ -108,20 +65,6 @@ size_t parse_size(const char *s, size_t dflt)
                          : 1;
     }
     return (size_t)(v * mul);
-}
-
-// The allocation containing p; with one_past_end, p == end counts too (a kernel argument may be an end pointer).
-// Call with g_mu held.
-const std::pair<const uintptr_t, Alloc> *find_alloc(const void *p, bool one_past_end = false)
-{
-    uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    auto it = g_allocs.upper_bound(a);
-    if (it == g_allocs.begin()) return nullptr;
-    --it;
-    if (a >= it->first &&
-        (a < it->first + it->second.size || (one_past_end && a == it->first + it->second.size)))
-        return &*it;
-    return nullptr;
 }
 
 // Allocations get kTail bytes of padding, so that a one-past-the-end pointer (a legitimate kernel argument) can
@@ -149,6 +92,77 @@ void *alloc_filled(size_t size)
     }();
     std::memset(p, fill, size);
     return p;
+}
+
+enum class Side { Host, Device, Any };
+
+// Checks that [p, p+n) is on the given side and inside its allocation when tracked.
+bool check_range(const void *p, size_t n, Side side, const char *api, const char *what)
+{
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto a = find_alloc(p);
+    bool dev = a && (a->second.kind == Kind::Device || a->second.kind == Kind::Managed ||
+                     a->second.kind == Kind::Symbol);
+    bool host_ok = !a || a->second.kind != Kind::Device;
+    if (side == Side::Device && !dev) {
+        std::fprintf(stderr, "cudahost: %s: %s pointer %p is not device memory (%s)\n", api, what, p,
+                     a ? kind_name(a->second.kind)
+                       : "not inside any live cudaMalloc/cudaMallocManaged allocation");
+        return false;
+    }
+    if (side == Side::Host && !host_ok) {
+        std::fprintf(stderr, "cudahost: %s: %s pointer %p is device memory, but the copy kind says host\n",
+                     api, what, p);
+        return false;
+    }
+    if (a && a->second.kind != Kind::Symbol) {
+        uintptr_t off = reinterpret_cast<uintptr_t>(p) - a->first;
+        if (n > a->second.size - off) {
+            std::fprintf(stderr,
+                         "cudahost: %s: %s range of %zu bytes at %p overruns its %zu-byte allocation at %p\n",
+                         api, what, n, p, a->second.size, reinterpret_cast<void *>(a->first));
+            return false;
+        }
+    }
+    return true;
+}
+
+bool stream_ok(cudaStream_t s)
+{
+    if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return true;
+    std::lock_guard<std::mutex> lk(g_mu);
+    return g_streams.count(s) != 0;
+}
+
+} // namespace
+
+namespace rt {
+
+// Never destroyed (pool threads and atexit handlers may still use them); reachable for leak checkers.
+std::mutex &g_mu = *new std::mutex; // guards everything below
+std::map<uintptr_t, Alloc> &g_allocs = *new std::map<uintptr_t, Alloc>;
+size_t g_device_bytes = 0;
+std::set<void *> &g_streams = *new std::set<void *>;
+std::set<void *> &g_events = *new std::set<void *>;
+std::unordered_map<const void *, int> &g_max_smem =
+    *new std::unordered_map<const void *, int>; // kernel -> opt-in
+size_t g_pinned_bytes = 0;                      // cudaMallocHost/cudaHostAlloc bytes live (under g_mu)
+size_t g_device_peak = 0, g_pinned_peak = 0;    // peaks since the last cudahostResetCallCounts (under g_mu)
+
+std::atomic<unsigned long long> g_counts[kNumCounters];
+thread_local cudaError_t t_last = cudaSuccess;
+thread_local int t_device = 0;
+
+const std::pair<const uintptr_t, Alloc> *find_alloc(const void *p, bool one_past_end)
+{
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    auto it = g_allocs.upper_bound(a);
+    if (it == g_allocs.begin()) return nullptr;
+    --it;
+    if (a >= it->first &&
+        (a < it->first + it->second.size || (one_past_end && a == it->first + it->second.size)))
+        return &*it;
+    return nullptr;
 }
 
 void free_alloc(void *p, size_t size)
@@ -216,39 +230,6 @@ cudaError_t do_free(void *p, bool host_api, const char *api)
     return cudaSuccess;
 }
 
-enum class Side { Host, Device, Any };
-
-// Checks that [p, p+n) is on the given side and inside its allocation when tracked.
-bool check_range(const void *p, size_t n, Side side, const char *api, const char *what)
-{
-    std::lock_guard<std::mutex> lk(g_mu);
-    auto a = find_alloc(p);
-    bool dev = a && (a->second.kind == Kind::Device || a->second.kind == Kind::Managed ||
-                     a->second.kind == Kind::Symbol);
-    bool host_ok = !a || a->second.kind != Kind::Device;
-    if (side == Side::Device && !dev) {
-        std::fprintf(stderr, "cudahost: %s: %s pointer %p is not device memory (%s)\n", api, what, p,
-                     a ? kind_name(a->second.kind)
-                       : "not inside any live cudaMalloc/cudaMallocManaged allocation");
-        return false;
-    }
-    if (side == Side::Host && !host_ok) {
-        std::fprintf(stderr, "cudahost: %s: %s pointer %p is device memory, but the copy kind says host\n",
-                     api, what, p);
-        return false;
-    }
-    if (a && a->second.kind != Kind::Symbol) {
-        uintptr_t off = reinterpret_cast<uintptr_t>(p) - a->first;
-        if (n > a->second.size - off) {
-            std::fprintf(stderr,
-                         "cudahost: %s: %s range of %zu bytes at %p overruns its %zu-byte allocation at %p\n",
-                         api, what, n, p, a->second.size, reinterpret_cast<void *>(a->first));
-            return false;
-        }
-    }
-    return true;
-}
-
 cudaError_t check_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, const char *api)
 {
     if (n == 0) return cudaSuccess;
@@ -296,20 +277,13 @@ cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cons
     return cudaSuccess;
 }
 
-bool stream_ok(cudaStream_t s)
-{
-    if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return true;
-    std::lock_guard<std::mutex> lk(g_mu);
-    return g_streams.count(s) != 0;
-}
-
 Event *event_of(cudaEvent_t e)
 {
     std::lock_guard<std::mutex> lk(g_mu);
     return g_events.count(e) ? reinterpret_cast<Event *>(e) : nullptr;
 }
 
-} // namespace
+} // namespace rt
 
 cudaError_t record(cudaError_t e)
 {
@@ -449,8 +423,6 @@ void synchronize() {}
 
 } // namespace internal
 
-namespace ci = internal;
-
 // ---- launch checks (called by the code the rewriter generates) ---------------------------------------------------
 namespace {
 thread_local cudaError_t t_launch_status = cudaSuccess;
@@ -561,423 +533,6 @@ cudaError_t register_symbol_(const void *symbol, size_t size)
 using namespace cudahost;
 using cudahost::internal::record;
 
-// ---- memory ------------------------------------------------------------------------------------------------------
-cudaError_t cudaMalloc(void **devPtr, size_t size)
-{
-    ci::count(ci::kMalloc);
-    return ci::do_malloc(devPtr, size, ci::Kind::Device, "cudaMalloc");
-}
-cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int)
-{
-    ci::count(ci::kMalloc);
-    return ci::do_malloc(devPtr, size, ci::Kind::Managed, "cudaMallocManaged");
-}
-cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-    ci::count(ci::kMallocHost);
-    return ci::do_malloc(ptr, size, ci::Kind::Pinned, "cudaMallocHost");
-}
-cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int)
-{
-    ci::count(ci::kMallocHost);
-    return ci::do_malloc(pHost, size, ci::Kind::Pinned, "cudaHostAlloc");
-}
-cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
-{
-    if (!pitch) return record(cudaErrorInvalidValue);
-    *pitch = (width + 511) / 512 * 512;
-    ci::count(ci::kMalloc);
-    return ci::do_malloc(devPtr, *pitch * height, ci::Kind::Device, "cudaMallocPitch");
-}
-cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
-{
-    ci::count(ci::kMallocAsync);
-    if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
-    return ci::do_malloc(devPtr, size, ci::Kind::Device, "cudaMallocAsync");
-}
-cudaError_t cudaFree(void *devPtr)
-{
-    ci::count(ci::kFree);
-    return ci::do_free(devPtr, false, "cudaFree");
-}
-cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
-{
-    ci::count(ci::kFreeAsync);
-    if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
-    return ci::do_free(devPtr, false, "cudaFreeAsync");
-}
-cudaError_t cudaFreeHost(void *ptr)
-{
-    ci::count(ci::kFreeHost);
-    return ci::do_free(ptr, true, "cudaFreeHost");
-}
-
-cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int)
-{
-    if (!ptr || !size) return record(cudaErrorInvalidValue);
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    uintptr_t a = reinterpret_cast<uintptr_t>(ptr);
-    if (ci::g_allocs.count(a)) return record(cudaErrorHostMemoryAlreadyRegistered);
-    ci::g_allocs[a] = ci::Alloc{ size, ci::Kind::Registered };
-    return cudaSuccess;
-}
-cudaError_t cudaHostUnregister(void *ptr)
-{
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    auto it = ci::g_allocs.find(reinterpret_cast<uintptr_t>(ptr));
-    if (it == ci::g_allocs.end() || it->second.kind != ci::Kind::Registered)
-        return record(cudaErrorHostMemoryNotRegistered);
-    ci::g_allocs.erase(it);
-    return cudaSuccess;
-}
-cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int)
-{
-    if (!pDevice || !pHost) return record(cudaErrorInvalidValue);
-    *pDevice = pHost;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, cudaMemcpyKind kind)
-{
-    ci::count(ci::kMemcpySync);
-    return ci::copy(dst, src, count, kind, "cudaMemcpy");
-}
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, cudaMemcpyKind kind,
-                            cudaStream_t stream)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    return ci::copy(dst, src, count, kind, "cudaMemcpyAsync");
-}
-
-static cudaError_t memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                            size_t height, cudaMemcpyKind kind, const char *api)
-{
-    if (cudaError_t s = ci::sticky()) return record(s);
-    if (width > dpitch || width > spitch) return record(cudaErrorInvalidPitchValue);
-    if (!width || !height) return cudaSuccess;
-    size_t dext = dpitch * (height - 1) + width, sext = spitch * (height - 1) + width;
-    // check both extents with the direction of the copy
-    if (cudaError_t e = ci::check_copy(dst, dst, dext,
-                                       kind == cudaMemcpyHostToDevice   ? cudaMemcpyDeviceToDevice
-                                       : kind == cudaMemcpyDeviceToHost ? cudaMemcpyHostToHost
-                                                                        : kind,
-                                       api))
-        return record(e);
-    if (cudaError_t e = ci::check_copy(const_cast<void *>(src), src, sext,
-                                       kind == cudaMemcpyHostToDevice   ? cudaMemcpyHostToHost
-                                       : kind == cudaMemcpyDeviceToHost ? cudaMemcpyDeviceToDevice
-                                                                        : kind,
-                                       api))
-        return record(e);
-    for (size_t r = 0; r < height; r++)
-        std::memmove(static_cast<char *>(dst) + r * dpitch, static_cast<const char *>(src) + r * spitch,
-                     width);
-    return cudaSuccess;
-}
-cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                         size_t height, cudaMemcpyKind kind)
-{
-    ci::count(ci::kMemcpySync);
-    return memcpy2d(dst, dpitch, src, spitch, width, height, kind, "cudaMemcpy2D");
-}
-cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                              size_t height, cudaMemcpyKind kind, cudaStream_t stream)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    return memcpy2d(dst, dpitch, src, spitch, width, height, kind, "cudaMemcpy2DAsync");
-}
-
-static cudaError_t memset_impl(void *p, int value, size_t count, const char *api)
-{
-    if (cudaError_t s = ci::sticky()) return record(s);
-    if (!count) return cudaSuccess;
-    if (!p) return record(cudaErrorInvalidValue);
-    {
-        std::lock_guard<std::mutex> lk(ci::g_mu);
-        auto a = ci::find_alloc(p);
-        if (!a) {
-            std::fprintf(stderr, "cudahost: %s: %p is not inside any live device allocation\n", api, p);
-            return record(cudaErrorInvalidValue);
-        }
-        if (a->second.kind != ci::Kind::Symbol &&
-            count > a->second.size - (reinterpret_cast<uintptr_t>(p) - a->first)) {
-            std::fprintf(stderr, "cudahost: %s: %zu bytes at %p overrun the %zu-byte allocation at %p\n", api,
-                         count, p, a->second.size, reinterpret_cast<void *>(a->first));
-            return record(cudaErrorInvalidValue);
-        }
-    }
-    std::memset(p, value, count);
-    return cudaSuccess;
-}
-cudaError_t cudaMemset(void *devPtr, int value, size_t count)
-{
-    ci::count(ci::kMemcpySync);
-    return memset_impl(devPtr, value, count, "cudaMemset");
-}
-cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    return memset_impl(devPtr, value, count, "cudaMemsetAsync");
-}
-cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height)
-{
-    ci::count(ci::kMemcpySync);
-    if (width > pitch) return record(cudaErrorInvalidPitchValue);
-    for (size_t r = 0; r < height; r++)
-        if (cudaError_t e =
-                memset_impl(static_cast<char *>(devPtr) + r * pitch, value, width, "cudaMemset2D"))
-            return e;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
-                               cudaMemcpyKind kind)
-{
-    ci::count(ci::kMemcpySync);
-    if (!symbol) return record(cudaErrorInvalidSymbol);
-    return cudahost::memcpy_symbol_(const_cast<void *>(symbol), offset + count, const_cast<void *>(src),
-                                    count, offset, kind, true, "cudaMemcpyToSymbol");
-}
-cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
-                                 cudaMemcpyKind kind)
-{
-    ci::count(ci::kMemcpySync);
-    if (!symbol) return record(cudaErrorInvalidSymbol);
-    return cudahost::memcpy_symbol_(const_cast<void *>(symbol), offset + count, dst, count, offset, kind,
-                                    false, "cudaMemcpyFromSymbol");
-}
-cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
-                                    cudaMemcpyKind kind, cudaStream_t stream)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
-}
-cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
-                                      cudaMemcpyKind kind, cudaStream_t stream)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
-}
-cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol)
-{
-    if (!devPtr || !symbol) return record(cudaErrorInvalidSymbol);
-    *devPtr = const_cast<void *>(symbol);
-    return cudahost::register_symbol_(symbol, 1);
-}
-cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol)
-{
-    if (!size || !symbol) return record(cudaErrorInvalidSymbol);
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    auto it = ci::g_allocs.find(reinterpret_cast<uintptr_t>(symbol));
-    if (it == ci::g_allocs.end()) return record(cudaErrorInvalidSymbol);
-    *size = it->second.size;
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, cudaMemLocation, unsigned int,
-                                 cudaStream_t stream)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    if (count && !devPtr) return record(cudaErrorInvalidValue);
-    return cudaSuccess; // one memory: nothing to move
-}
-cudaError_t cudaMemAdvise(const void *devPtr, size_t count, cudaMemoryAdvise, cudaMemLocation)
-{
-    if (count && !devPtr) return record(cudaErrorInvalidValue);
-    return cudaSuccess;
-}
-cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
-{
-    if (dstDevice != 0 || srcDevice != 0) return record(cudaErrorInvalidDevice);
-    ci::count(ci::kMemcpySync);
-    return ci::copy(dst, src, count, cudaMemcpyDeviceToDevice, "cudaMemcpyPeer");
-}
-
-cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
-{
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    size_t t = ci::device_memory();
-    if (total) *total = t;
-    if (free) *free = t - std::min(t, ci::g_device_bytes);
-    return cudaSuccess;
-}
-
-cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attributes, const void *ptr)
-{
-    if (!attributes) return record(cudaErrorInvalidValue);
-    std::memset(attributes, 0, sizeof *attributes);
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    auto a = ci::find_alloc(ptr);
-    attributes->device = 0;
-    if (!a) {
-        attributes->type = cudaMemoryTypeUnregistered;
-        attributes->device = -2;
-        return cudaSuccess;
-    }
-    switch (a->second.kind) {
-    case ci::Kind::Device:
-    case ci::Kind::Symbol: attributes->type = cudaMemoryTypeDevice; break;
-    case ci::Kind::Managed: attributes->type = cudaMemoryTypeManaged; break;
-    default: attributes->type = cudaMemoryTypeHost; break;
-    }
-    attributes->devicePointer = const_cast<void *>(ptr);
-    attributes->hostPointer = attributes->type == cudaMemoryTypeDevice ? nullptr : const_cast<void *>(ptr);
-    return cudaSuccess;
-}
-
-// cudahost extension (the runtime API has no equivalent; the driver's is cuMemGetAddressRange): the live allocation
-// (cudaMalloc, cudaMallocManaged, cudaMallocHost, a __device__ symbol) that contains ptr, as its start and size.
-// cudaErrorInvalidValue when ptr is inside none (freed, or host memory); not recorded as the last error. memfix
-// checks a kernel argument's extent with it before launching (src/backend/backend.cu).
-extern "C" cudaError_t cudahostGetAllocationRange(const void *ptr, void **base, size_t *size)
-{
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    auto a = ci::find_alloc(ptr);
-    if (!a) return cudaErrorInvalidValue;
-    if (base) *base = reinterpret_cast<void *>(a->first);
-    if (size) *size = a->second.size;
-    return cudaSuccess;
-}
-
-// ---- streams and events (execution is synchronous) ---------------------------------------------------------------
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority)
-{
-    if (!pStream) return record(cudaErrorInvalidValue);
-    auto *s = new ci::Stream{ flags, priority };
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    ci::g_streams.insert(s);
-    *pStream = reinterpret_cast<cudaStream_t>(s);
-    return cudaSuccess;
-}
-cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return cudaStreamCreateWithPriority(pStream, 0, 0); }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
-{
-    return cudaStreamCreateWithPriority(pStream, flags, 0);
-}
-cudaError_t cudaStreamDestroy(cudaStream_t stream)
-{
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    if (!ci::g_streams.erase(stream)) return record(cudaErrorInvalidResourceHandle);
-    delete reinterpret_cast<ci::Stream *>(stream);
-    return cudaSuccess;
-}
-static cudaError_t stream_query(cudaStream_t stream)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    if (cudaError_t s = ci::sticky()) return record(s);
-    return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
-{
-    ci::count(ci::kStreamSync);
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    if (cudaError_t s = ci::sticky()) return record(s);
-    return cudaSuccess;
-}
-cudaError_t cudaStreamQuery(cudaStream_t stream) { return stream_query(stream); }
-// cuBLAS/cuBLASLt of host mode drain the stream before computing on the host: a stream synchronization that a
-// real cuBLAS does not do, so it is not counted (cudahost/counters.h).
-extern "C" cudaError_t cudahost_stream_drain_(cudaStream_t stream) { return stream_query(stream); }
-cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int)
-{
-    if (!ci::valid_stream(stream) || !ci::event_of(event)) return record(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    if (!fn) return record(cudaErrorInvalidValue);
-    fn(userData);
-    return cudaSuccess;
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
-{
-    if (!event) return record(cudaErrorInvalidValue);
-    auto *e = new ci::Event;
-    e->flags = flags;
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    ci::g_events.insert(e);
-    *event = reinterpret_cast<cudaEvent_t>(e);
-    return cudaSuccess;
-}
-cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, 0); }
-cudaError_t cudaEventDestroy(cudaEvent_t event)
-{
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    if (!ci::g_events.erase(event)) return record(cudaErrorInvalidResourceHandle);
-    delete reinterpret_cast<ci::Event *>(event);
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
-{
-    ci::Event *e = ci::event_of(event);
-    if (!e || !ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    e->t = std::chrono::steady_clock::now();
-    e->recorded = true;
-    return cudaSuccess;
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t event)
-{
-    ci::count(ci::kEventSync);
-    if (!ci::event_of(event)) return record(cudaErrorInvalidResourceHandle);
-    if (cudaError_t s = ci::sticky()) return record(s);
-    return cudaSuccess;
-}
-cudaError_t cudaEventQuery(cudaEvent_t event)
-{
-    if (!ci::event_of(event)) return record(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
-}
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
-{
-    if (!ms) return record(cudaErrorInvalidValue);
-    ci::Event *a = ci::event_of(start);
-    ci::Event *b = ci::event_of(end);
-    if (!a || !b || (a->flags & cudaEventDisableTiming) || (b->flags & cudaEventDisableTiming))
-        return record(cudaErrorInvalidResourceHandle);
-    if (!a->recorded || !b->recorded) return record(cudaErrorInvalidResourceHandle);
-    *ms = std::chrono::duration<float, std::milli>(b->t - a->t).count();
-    return cudaSuccess;
-}
-
-cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
-{
-    if (!flags) return record(cudaErrorInvalidValue);
-    if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
-    *flags = (hStream && hStream != cudaStreamLegacy && hStream != cudaStreamPerThread)
-                 ? reinterpret_cast<ci::Stream *>(hStream)->flags
-                 : 0u;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
-{
-    if (!priority) return record(cudaErrorInvalidValue);
-    if (!ci::valid_stream(hStream)) return record(cudaErrorInvalidResourceHandle);
-    *priority = (hStream && hStream != cudaStreamLegacy && hStream != cudaStreamPerThread)
-                    ? reinterpret_cast<ci::Stream *>(hStream)->priority
-                    : 0;
-    return cudaSuccess;
-}
-cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
-{
-    if (leastPriority) *leastPriority = 0;
-    if (greatestPriority) *greatestPriority = -5;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
-                                  unsigned int)
-{
-    if (!ci::valid_stream(stream)) return record(cudaErrorInvalidResourceHandle);
-    if (!callback) return record(cudaErrorInvalidValue);
-    callback(stream, ci::sticky(), userData);
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int)
-{
-    return cudaEventRecord(event, stream);
-}
-
 // ---- errors ------------------------------------------------------------------------------------------------------
 cudaError_t cudaGetLastError()
 {
@@ -1047,272 +602,6 @@ const char *cudaGetErrorString(cudaError_t error)
     default: return "unrecognized error code";
     }
 }
-
-// ---- device ------------------------------------------------------------------------------------------------------
-cudaError_t cudaGetDeviceCount(int *count)
-{
-    if (!count) return record(cudaErrorInvalidValue);
-    *count = 1;
-    return cudaSuccess;
-}
-cudaError_t cudaGetDevice(int *device)
-{
-    if (!device) return record(cudaErrorInvalidValue);
-    *device = ci::t_device;
-    return cudaSuccess;
-}
-cudaError_t cudaSetDevice(int device)
-{
-    if (device != 0) return record(cudaErrorInvalidDevice);
-    ci::t_device = device;
-    return cudaSuccess;
-}
-cudaError_t cudaSetDeviceFlags(unsigned int) { return cudaSuccess; }
-cudaError_t cudaChooseDevice(int *device, const cudaDeviceProp *)
-{
-    if (!device) return record(cudaErrorInvalidValue);
-    *device = 0;
-    return cudaSuccess;
-}
-cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
-{
-    if (!pciBusId || len <= 0) return record(cudaErrorInvalidValue);
-    if (device != 0) return record(cudaErrorInvalidDevice);
-    std::snprintf(pciBusId, (size_t)len, "0000:00:00.0");
-    return cudaSuccess;
-}
-cudaError_t cudaGetDeviceFlags(unsigned int *flags)
-{
-    if (!flags) return record(cudaErrorInvalidValue);
-    *flags = cudaDeviceScheduleAuto;
-    return cudaSuccess;
-}
-cudaError_t cudaDriverGetVersion(int *v)
-{
-    if (!v) return record(cudaErrorInvalidValue);
-    *v = CUDART_VERSION;
-    return cudaSuccess;
-}
-cudaError_t cudaRuntimeGetVersion(int *v)
-{
-    if (!v) return record(cudaErrorInvalidValue);
-    *v = CUDART_VERSION;
-    return cudaSuccess;
-}
-
-cudaError_t cudaDeviceSynchronize()
-{
-    ci::count(ci::kDeviceSync);
-    if (cudaError_t s = ci::sticky()) return record(s);
-    return cudaSuccess;
-}
-
-cudaError_t cudaDeviceReset()
-{
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    for (auto it = ci::g_allocs.begin(); it != ci::g_allocs.end();) {
-        ci::Kind k = it->second.kind;
-        if (k == ci::Kind::Device || k == ci::Kind::Managed || k == ci::Kind::Pinned) {
-            ci::free_alloc(reinterpret_cast<void *>(it->first), it->second.size);
-            it = ci::g_allocs.erase(it);
-        } else {
-            ++it;
-        }
-    }
-    ci::g_device_bytes = 0;
-    ci::g_pinned_bytes = 0;
-    ci::g_max_smem.clear();
-    for (void *e : ci::g_events) delete static_cast<ci::Event *>(e);
-    ci::g_events.clear();
-    for (void *st : ci::g_streams) delete static_cast<ci::Stream *>(st);
-    ci::g_streams.clear();
-    ci::clear_sticky();
-    ci::t_last = cudaSuccess;
-    return cudaSuccess;
-}
-
-cudaError_t cudaDeviceGetLimit(size_t *pValue, cudaLimit limit)
-{
-    if (!pValue) return record(cudaErrorInvalidValue);
-    switch (limit) {
-    case cudaLimitStackSize: *pValue = ci::stack_size(); break;
-    case cudaLimitPrintfFifoSize: *pValue = 1 << 20; break;
-    case cudaLimitMallocHeapSize: *pValue = 8 << 20; break;
-    default: *pValue = 0; break;
-    }
-    return cudaSuccess;
-}
-cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
-cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
-
-// ---- functions ---------------------------------------------------------------------------------------------------
-cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value)
-{
-    if (!func) return record(cudaErrorInvalidDeviceFunction);
-    if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-        // At most the device's per-block maximum less the kernel's static shared memory (known once a block of it
-        // has run), as on a GPU.
-        const ci::device_profile &dev = ci::device();
-        const size_t st = ci::static_smem(func);
-        if (value < 0 || (size_t)value + st > dev.smem_optin) {
-            std::fprintf(
-                stderr,
-                "cudahost: cudaFuncSetAttribute(MaxDynamicSharedMemorySize, %d): more than the %zu B of "
-                "shared memory per block of the %s profile less the kernel's %zu B of static shared "
-                "memory (cudaErrorInvalidValue)\n",
-                value, dev.smem_optin, dev.key, st);
-            return record(cudaErrorInvalidValue);
-        }
-        std::lock_guard<std::mutex> lk(ci::g_mu);
-        ci::g_max_smem[func] = value;
-        return cudaSuccess;
-    }
-    if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) {
-        if (value < -1 || value > 100) return record(cudaErrorInvalidValue);
-        return cudaSuccess;
-    }
-    return cudaSuccess;
-}
-cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, const void *func)
-{
-    if (!attr) return record(cudaErrorInvalidValue);
-    if (!func) return record(cudaErrorInvalidDeviceFunction);
-    std::memset(attr, 0, sizeof *attr);
-    attr->maxThreadsPerBlock = 1024;
-    attr->numRegs = 32;
-    attr->ptxVersion = 10 * ci::device().major + ci::device().minor;
-    attr->binaryVersion = attr->ptxVersion;
-    attr->sharedSizeBytes = ci::static_smem(func);
-    std::lock_guard<std::mutex> lk(ci::g_mu);
-    auto it = ci::g_max_smem.find(func);
-    attr->maxDynamicSharedSizeBytes = it == ci::g_max_smem.end() ? (int)ci::kDefaultSmem : it->second;
-    return cudaSuccess;
-}
-cudaError_t cudaFuncSetCacheConfig(const void *func, cudaFuncCache)
-{
-    if (!func) return record(cudaErrorInvalidDeviceFunction);
-    return cudaSuccess;
-}
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
-                                                          size_t dynamicSMemSize)
-{
-    if (!numBlocks || blockSize <= 0) return record(cudaErrorInvalidValue);
-    if (!func) return record(cudaErrorInvalidDeviceFunction);
-    if (blockSize > ci::kMaxThreadsPerBlock) {
-        *numBlocks = 0;
-        return cudaSuccess;
-    }
-    int n = std::min(32, 2048 / blockSize);
-    const size_t st = ci::static_smem(func);
-    if (dynamicSMemSize + st > ci::device().smem_optin)
-        n = 0;
-    else if (dynamicSMemSize + st)
-        n = std::min<int>(n, (int)(ci::device().smem_per_sm / (dynamicSMemSize + st + 1024)));
-    *numBlocks = n;
-    return cudaSuccess;
-}
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func,
-                                                                   int blockSize, size_t dynamicSMemSize,
-                                                                   unsigned int)
-{
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize);
-}
-cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func,
-                                                      int numBlocks, int blockSize)
-{
-    if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0) return record(cudaErrorInvalidValue);
-    if (!func) return record(cudaErrorInvalidDeviceFunction);
-    size_t per = ci::device().smem_per_sm / (size_t)numBlocks, st = ci::static_smem(func) + 1024;
-    per = per > st ? per - st : 0;
-    *dynamicSmemSize = std::min<size_t>(per, (size_t)ci::max_dynamic_smem(func));
-    return cudaSuccess;
-}
-cudaError_t cudaLaunchKernel(const void *func, dim3, dim3, void **, size_t, cudaStream_t)
-{
-    std::fprintf(stderr,
-                 "cudahost: cudaLaunchKernel(%p, ...) is not supported in host execution mode: launch with "
-                 "kernel<<<grid, block, smem, stream>>>(args)\n",
-                 func);
-    return record(cudaErrorNotSupported);
-}
-
-// ---- cudaLaunchKernelEx: the attributes of a cudaLaunchConfig_t ---------------------------------------------------
-namespace cudahost {
-cudaError_t launch_attrs_check_(const cudaLaunchConfig_t *config, const char *file, int line)
-{
-    if (config->numAttrs > 0 && !config->attrs) {
-        std::fprintf(stderr, "cudahost: cudaLaunchKernelEx at %s:%d: numAttrs is %u but attrs is NULL\n",
-                     file, line, config->numAttrs);
-        return internal::record(cudaErrorInvalidValue);
-    }
-    for (unsigned i = 0; i < config->numAttrs; i++) {
-        const cudaLaunchAttribute &a = config->attrs[i];
-        switch (a.id) {
-        // Hints and orderings that mean nothing when blocks run on CPU threads and launches are synchronous:
-        case cudaLaunchAttributeIgnore:
-        case cudaLaunchAttributeAccessPolicyWindow:    // L2 persistence window
-        case cudaLaunchAttributeSynchronizationPolicy: // how a stream waits
-        case cudaLaunchAttributeClusterSchedulingPolicyPreference:
-        case cudaLaunchAttributeProgrammaticStreamSerialization: // PDL: launches are synchronous already
-        case cudaLaunchAttributeProgrammaticEvent:
-        case cudaLaunchAttributePriority:
-        case cudaLaunchAttributeMemSyncDomainMap:
-        case cudaLaunchAttributeMemSyncDomain:
-        case cudaLaunchAttributePreferredClusterDimension:
-        case cudaLaunchAttributeLaunchCompletionEvent: // the launch has completed when it returns
-        case cudaLaunchAttributePreferredSharedMemoryCarveout:
-        case cudaLaunchAttributeNvlinkUtilCentricScheduling: break;
-        case cudaLaunchAttributeCooperative:
-            // every block may run at once only with enough workers; grid groups (grid.sync()) are not provided, so a
-            // kernel that needs them does not compile in host mode
-            break;
-        case cudaLaunchAttributeClusterDimension: {
-            const auto &d = a.val.clusterDim;
-            if (d.x == 0 || d.y == 0 || d.z == 0 || config->gridDim.x % d.x || config->gridDim.y % d.y ||
-                config->gridDim.z % d.z) {
-                std::fprintf(
-                    stderr,
-                    "cudahost: cudaLaunchKernelEx at %s:%d: the grid (%u,%u,%u) is not a multiple of the "
-                    "cluster dimension (%u,%u,%u)\n",
-                    file, line, config->gridDim.x, config->gridDim.y, config->gridDim.z, d.x, d.y, d.z);
-                return internal::record(cudaErrorInvalidValue);
-            }
-            break; // blocks of a cluster run as ordinary blocks (the cluster API is not provided)
-        }
-        case cudaLaunchAttributeDeviceUpdatableKernelNode:
-            std::fprintf(
-                stderr,
-                "cudahost: cudaLaunchKernelEx at %s:%d: cudaLaunchAttributeDeviceUpdatableKernelNode is "
-                "for graph nodes (CUDA graphs are not emulated)\n",
-                file, line);
-            return internal::record(cudaErrorNotSupported);
-        default:
-            std::fprintf(stderr, "cudahost: cudaLaunchKernelEx at %s:%d: unknown launch attribute %d\n", file,
-                         line, (int)a.id);
-            return internal::record(cudaErrorInvalidValue);
-        }
-    }
-    return cudaSuccess;
-}
-} // namespace cudahost
-
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
-{
-    (void)config;
-    (void)args;
-    std::fprintf(
-        stderr,
-        "cudahost: cudaLaunchKernelExC(config, %p, args) is not supported in host execution mode (it "
-        "cannot know the kernel's parameter types): call the typed template cudaLaunchKernelEx(config, "
-        "kernel, "
-        "args...) or launch with kernel<<<grid, block, smem, stream>>>(args)\n",
-        func);
-    return record(cudaErrorNotSupported);
-}
-
-// The profiler's range markers: nothing to profile (run the program under perf or gprof instead).
-cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
-cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
 
 // ---- call counters (cudahost/counters.h) --------------------------------------------------------------------------
 extern "C" void cudahostGetCallCounts(cudahostCallCounts *out)

@@ -162,7 +162,7 @@ extern "C" const mf_backend_ops *MF_FN(backend_ops)(void)
     return &ops;
 }
 
-/* memfix verify (src/testbed/verify.c): the device's free and total bytes, to
+/* memfix verify (src/testbed/verify_guard.c): the device's free and total bytes, to
  * catch a candidate that allocates behind the context's back, and a full device
  * synchronization (a candidate may launch on any stream). Thread-safe. */
 extern "C" mf_status MF_FN(mem_get_info)(size_t *free_bytes, size_t *total_bytes)

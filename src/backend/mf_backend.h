@@ -46,7 +46,7 @@ const mf_backend_ops *mf_host_backend_ops(void);
 const mf_backend_ops *mf_cuda_backend_ops(void);
 #endif
 
-/* memfix verify (src/testbed/verify.c): cudaMemGetInfo and cudaDeviceSynchronize
+/* memfix verify (src/testbed/verify_guard.c): cudaMemGetInfo and cudaDeviceSynchronize
  * of each backend (defined in backend.cu; the host pair only with host kernels). */
 mf_status mf_host_mem_get_info(size_t *free_bytes, size_t *total_bytes);
 mf_status mf_host_device_synchronize(void);

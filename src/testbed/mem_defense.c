@@ -1,5 +1,5 @@
 /* memfix verify's memory defenses: src/testbed/mem_defense.h says what each
- * one catches and how. Hooked into verify.c's guarded call. */
+ * one catches and how. Hooked into verify_guard.c's guarded call. */
 #define _GNU_SOURCE
 #include "mem_defense.h"
 
@@ -91,7 +91,7 @@ static void protect_inputs(mf_tb_guarded *bufs, int n_in)
         const uintptr_t data = (uintptr_t)mf_tb_ptr(bufs, i);
         uintptr_t lo, hi;
         if (bufs[i].paged && (data & (page - 1)) == 0) {
-            /* a paged input (verify.c): its pages hold nothing else, so every byte of it is protected, the
+            /* a paged input (verify_guard.c): its pages hold nothing else, so every byte of it is protected, the
              * partial last page included (the rest of that page is padding and the start of the trailing
              * guard) */
             lo = data;

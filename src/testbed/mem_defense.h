@@ -3,7 +3,7 @@
  *                   zones before and after (src/core/context.c), checked when
  *                   freed and after the call;
  *   input-write     in host execution mode each guarded input sits on pages of
- *                   its own (verify.c pages it), read-only during the call
+ *                   its own (verify_guard.c pages it), read-only during the call
  *                   (mprotect), so every byte of it is protected; a write
  *                   faults, a SIGSEGV handler records it and lets the page be
  *                   written (the call goes on, and is rejected after it);
@@ -15,7 +15,7 @@
  *                   calling the reference) and host heap growth beyond 8 MiB
  *                   of slack (mallinfo2, sampled): added to the device scratch
  *                   peak, so the op's ceiling check sees them. (Untracked
- *                   cudaMalloc is the hidden-allocation defense of verify.c.)
+ *                   cudaMalloc is the hidden-allocation defense of verify_guard.c.)
  * mf_tb_memdef_begin before the call, mf_tb_memdef_end right after it (inputs
  * writable again), mf_tb_memdef_charge after verify's own checks. Internal. */
 #ifndef MEMFIX_MEM_DEFENSE_H

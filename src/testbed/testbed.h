@@ -1,6 +1,6 @@
 /* The testbed: what runs an op's built-in case for `memfix report`, `memfix
  * verify` and the registry tests. Internal (not installed); used by the ops'
- * descriptors (src/ops/<op>.c) and by memfix verify (src/testbed/verify.c).
+ * descriptors (src/ops/<op>.c) and by memfix verify (src/testbed/verify*.c).
  *
  * A case runs in the order of a CUTLASS testbed: seeded inputs
  * (mf_tb_make_input), the reference on the host with its scratch measured,

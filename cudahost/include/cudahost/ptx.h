@@ -128,7 +128,7 @@ inline uint32_t ex2_approx_f32_(uint32_t a_bits, bool ftz)
     if (ftz && std::fpclassify(d) == FP_SUBNORMAL) d = 0.0f;
     return cudahost::bit_cast<uint32_t>(d);
 }
-// Named barriers (src/engine.cpp): bar{.cta}.sync a{, b}, bar{.cta}.arrive a, b, barrier{.cta}.sync{.aligned} a{, b},
+// Named barriers (src/engine_sync.cpp): bar{.cta}.sync a{, b}, bar{.cta}.arrive a, b, barrier{.cta}.sync{.aligned} a{, b},
 // barrier{.cta}.arrive{.aligned} a, b. Barrier a (0..15) completes when b threads (a multiple of 32; has_b 0: the
 // whole block) have arrived, counted per warp; sync waits for the completion, arrive does not. Barrier 0 without b
 // is __syncthreads. Misuse (a, b out of range, a count that differs within a phase, a warp arriving twice in one

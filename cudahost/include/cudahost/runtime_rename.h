@@ -1,7 +1,7 @@
 // cudahost/runtime_rename.h: renames every CUDA runtime function that host execution mode defines to cudahost_<name>.
 // Included (by cudahost.h) BEFORE the toolkit headers, so NVIDIA's declarations declare the renamed functions and
 // check their signatures, and host-mode objects can be linked into one program together with the real libcudart.
-// Generated list; keep in sync with src/runtime.cpp.
+// Generated list; keep in sync with src/runtime*.cpp.
 #ifndef CUDAHOST_RUNTIME_RENAME_H
 #define CUDAHOST_RUNTIME_RENAME_H
 #define cudaMalloc cudahost_cudaMalloc
