@@ -114,7 +114,7 @@ mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const 
                                        const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
                                        int64_t ignore_index);
 
-/* memfix verify's scratch guard (src/testbed/scratch_guard.c): while on, every
+/* memfix verify's scratch guard (src/core/context.c): while on, every
  * device mf_scratch_alloc is a fresh allocation with 256-byte canary zones
  * right before and right after the bytes asked for, checked when it is freed;
  * turning it on or off clears the recorded violation.
