@@ -320,3 +320,15 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     ARGS ${_mm} ${_mf_cand_dir}/libmeas_mmap_scratch.so)
   endif()
 endif()
+
+# The candidate interface (include/memfix/verify.h): with every op's header, before or after verify.h,
+# each candidate type compiles under its own name; with verify.h alone, the compiler's error names the
+# header the type is declared in. The C compiler, syntax only (any build).
+foreach(_vh op_after op_before without_op)
+  add_test(NAME verify_header.${_vh}
+           COMMAND ${CMAKE_C_COMPILER} -std=c11 -Wall -Wextra -Werror -fsyntax-only -I${MF_ROOT}/include
+                   ${MF_ROOT}/tests/compile/verify_h_${_vh}.c)
+  set_tests_properties(verify_header.${_vh} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
+set_tests_properties(verify_header.without_op PROPERTIES
+  PASS_REGULAR_EXPRESSION "unknown type name [^\n]*mf_matmul_candidate_fn_is_declared_in_memfix_matmul_h")

@@ -101,6 +101,10 @@
 #ifndef MEMFIX_ATTENTION_H
 #define MEMFIX_ATTENTION_H
 
+/* memfix/verify.h names each candidate type's header until this one is included */
+#undef mf_attention_forward_candidate_fn
+#undef mf_attention_backward_candidate_fn
+
 #include "memfix/memfix.h"
 
 #ifdef __cplusplus

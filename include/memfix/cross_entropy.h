@@ -157,6 +157,10 @@
 #ifndef MEMFIX_CROSS_ENTROPY_H
 #define MEMFIX_CROSS_ENTROPY_H
 
+/* memfix/verify.h names each candidate type's header until this one is included */
+#undef mf_cross_entropy_forward_candidate_fn
+#undef mf_cross_entropy_backward_candidate_fn
+
 #include "memfix/memfix.h"
 
 #ifdef __cplusplus

@@ -111,6 +111,10 @@
 #ifndef MEMFIX_LINEAR_ATTENTION_H
 #define MEMFIX_LINEAR_ATTENTION_H
 
+/* memfix/verify.h names each candidate type's header until this one is included */
+#undef mf_linear_attention_forward_candidate_fn
+#undef mf_linear_attention_backward_candidate_fn
+
 #include "memfix/memfix.h"
 
 #ifdef __cplusplus

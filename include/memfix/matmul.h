@@ -49,6 +49,9 @@
 #ifndef MEMFIX_MATMUL_H
 #define MEMFIX_MATMUL_H
 
+/* memfix/verify.h names each candidate type's header until this one is included */
+#undef mf_matmul_candidate_fn
+
 #include "memfix/memfix.h"
 
 #ifdef __cplusplus

@@ -78,6 +78,10 @@
 #ifndef MEMFIX_NPT_H
 #define MEMFIX_NPT_H
 
+/* memfix/verify.h names each candidate type's header until this one is included */
+#undef mf_npt_forward_candidate_fn
+#undef mf_npt_backward_candidate_fn
+
 #include "memfix/memfix.h"
 
 #ifdef __cplusplus

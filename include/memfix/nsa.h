@@ -173,6 +173,10 @@
 #ifndef MEMFIX_NSA_H
 #define MEMFIX_NSA_H
 
+/* memfix/verify.h names each candidate type's header until this one is included */
+#undef mf_nsa_forward_candidate_fn
+#undef mf_nsa_backward_candidate_fn
+
 #include "memfix/memfix.h"
 
 #ifdef __cplusplus

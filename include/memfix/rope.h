@@ -118,6 +118,9 @@
 #ifndef MEMFIX_ROPE_H
 #define MEMFIX_ROPE_H
 
+/* memfix/verify.h names each candidate type's header until this one is included */
+#undef mf_rope_candidate_fn
+
 #include "memfix/memfix.h"
 
 #ifdef __cplusplus

@@ -63,8 +63,55 @@ extern "C" {
 /* ---- candidate signatures ------------------------------------------------------ */
 /* Each op's header (include/memfix/<op>.h) declares its candidate types next to
  * the entry points they mirror: the same function types the kernel entries in
- * optimized/<op>.cuh are declared with (e.g. mf_matmul_candidate_fn in
- * memfix/matmul.h). The targets are the registry's (mf_op_desc.verify_targets). */
+ * optimized/<op>.cuh are declared with. The targets are the registry's
+ * (mf_op_desc.verify_targets). Include the op's header beside this one:
+ *   mf_attention_forward_candidate_fn            memfix/attention.h
+ *   mf_attention_backward_candidate_fn           memfix/attention.h
+ *   mf_cross_entropy_forward_candidate_fn        memfix/cross_entropy.h
+ *   mf_cross_entropy_backward_candidate_fn       memfix/cross_entropy.h
+ *   mf_linear_attention_forward_candidate_fn     memfix/linear_attention.h
+ *   mf_linear_attention_backward_candidate_fn    memfix/linear_attention.h
+ *   mf_matmul_candidate_fn                       memfix/matmul.h
+ *   mf_npt_forward_candidate_fn                  memfix/npt.h
+ *   mf_npt_backward_candidate_fn                 memfix/npt.h
+ *   mf_nsa_forward_candidate_fn                  memfix/nsa.h
+ *   mf_nsa_backward_candidate_fn                 memfix/nsa.h
+ *   mf_rope_candidate_fn                         memfix/rope.h
+ * Without it, a candidate type names its header in the compiler's error
+ * ("unknown type name 'mf_matmul_candidate_fn_is_declared_in_memfix_matmul_h'"):
+ * each type is a macro of that name until its header is included (the header
+ * removes the macro, in either include order). */
+#ifndef MEMFIX_ATTENTION_H
+#define mf_attention_forward_candidate_fn mf_attention_forward_candidate_fn_is_declared_in_memfix_attention_h
+#define mf_attention_backward_candidate_fn                                                                   \
+    mf_attention_backward_candidate_fn_is_declared_in_memfix_attention_h
+#endif
+#ifndef MEMFIX_CROSS_ENTROPY_H
+#define mf_cross_entropy_forward_candidate_fn                                                                \
+    mf_cross_entropy_forward_candidate_fn_is_declared_in_memfix_cross_entropy_h
+#define mf_cross_entropy_backward_candidate_fn                                                               \
+    mf_cross_entropy_backward_candidate_fn_is_declared_in_memfix_cross_entropy_h
+#endif
+#ifndef MEMFIX_LINEAR_ATTENTION_H
+#define mf_linear_attention_forward_candidate_fn                                                             \
+    mf_linear_attention_forward_candidate_fn_is_declared_in_memfix_linear_attention_h
+#define mf_linear_attention_backward_candidate_fn                                                            \
+    mf_linear_attention_backward_candidate_fn_is_declared_in_memfix_linear_attention_h
+#endif
+#ifndef MEMFIX_MATMUL_H
+#define mf_matmul_candidate_fn mf_matmul_candidate_fn_is_declared_in_memfix_matmul_h
+#endif
+#ifndef MEMFIX_NPT_H
+#define mf_npt_forward_candidate_fn mf_npt_forward_candidate_fn_is_declared_in_memfix_npt_h
+#define mf_npt_backward_candidate_fn mf_npt_backward_candidate_fn_is_declared_in_memfix_npt_h
+#endif
+#ifndef MEMFIX_NSA_H
+#define mf_nsa_forward_candidate_fn mf_nsa_forward_candidate_fn_is_declared_in_memfix_nsa_h
+#define mf_nsa_backward_candidate_fn mf_nsa_backward_candidate_fn_is_declared_in_memfix_nsa_h
+#endif
+#ifndef MEMFIX_ROPE_H
+#define mf_rope_candidate_fn mf_rope_candidate_fn_is_declared_in_memfix_rope_h
+#endif
 
 /* ---- results --------------------------------------------------------------------- */
 #define MF_VERIFY_DEFENSE_MAX 24
