@@ -113,6 +113,11 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0)
   mf_verify_expect(kernel_loop 1 "K=19 ta=1 tb=0\\] by timeout"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_kernel_loop.so --timeout 5 --orders 0)
+  # a hang is judged once: the cases after it are not run, unless --keep-going
+  mf_verify_expect(host_loop_stops 1 "[1-9][0-9]* not run \\(a timeout ends the run.*by timeout"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0)
+  mf_verify_expect(host_loop_keep_going 1 "by timeout" MUST_NOT "not run"
+    ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0 --keep-going)
   # stopped by SIGTERM, SIGINT and SIGKILL while that candidate hangs, verify leaves no worker running
   add_test(NAME test_verify_orphans.host
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/verify_orphans.sh $<TARGET_FILE:memfix-cli>

@@ -215,7 +215,7 @@ void mf_cli_verify_help(FILE *out)
 {
     fprintf(out,
             "usage: memfix verify --op OP --lib PATH --symbol NAME [--backend auto|host|cuda]\n"
-            "                     [--timeout SEC] [--orders K] [--sanitize thread|address] [--json]\n"
+            "                     [--timeout SEC] [--keep-going] [--orders K] [--sanitize thread|address] [--json]\n"
             "                     [--seed S] [--cases N] [--list-cases] [--case ID] [--large] [--dump DIR]\n"
             "\n"
             "Loads NAME from the shared library PATH in a separate worker process (never in\n"
@@ -242,7 +242,8 @@ void mf_cli_verify_help(FILE *out)
             "                     order of the threads of a block (a race: a missing barrier)\n"
             "  exit               the candidate's process exited during the call\n"
             "  crash              it was killed by a signal (a segfault, an abort)\n"
-            "  timeout            no answer within --timeout seconds (an endless loop)\n"
+            "  timeout            no answer within --timeout seconds (an endless loop); the\n"
+            "                     cases after it are not run (not-run) unless --keep-going\n"
             "  protocol           its process wrote garbage into verify's socket\n"
             "  sanitizer          --sanitize: the sanitizer reported an error\n"
             "  input-write        it wrote to an input, even if it restored it (host mode:\n"
@@ -259,7 +260,8 @@ void mf_cli_verify_help(FILE *out)
             "  --backend B       auto (default: cuda when a device is present, else host),\n"
             "                    host (a library built with cudahost) or cuda (built with nvcc)\n"
             "  --timeout SEC     time limit of each case in each thread order (default 60);\n"
-            "                    the worker's process group is killed past it\n"
+            "                    the worker's process group is killed past it, and the run ends\n"
+            "  --keep-going      after a timeout, run the remaining cases anyway\n"
             "  --orders K        random thread orders per case besides forward (2 workers) and\n"
             "                    reverse (1 worker) (default 2; 0 to 16), alternating 1 and 2 workers\n"
             "  --sanitize S      run the candidate in a worker built with ThreadSanitizer\n"
@@ -366,12 +368,22 @@ static void verify_table(FILE *out, const char *symbol, const mf_verify_row *row
     fprintf(out, "seed %llu (reproduce with --seed %llu; one case with --case ID)\n",
             (unsigned long long)seed, (unsigned long long)seed);
     mf_cli_print_table(out, VCOL, vcol_names, right, n, verify_cells, rows);
-    size_t failed = 0;
-    for (size_t i = 0; i < n; i++) failed += !rows[i].result.pass;
-    fprintf(out, "\n%zu cases, %zu passed, %zu rejected: %s\n", n, n - failed, failed,
-            failed ? "candidate REJECTED" : "candidate ACCEPTED");
+    size_t failed = 0, skipped = 0;
     for (size_t i = 0; i < n; i++) {
-        if (rows[i].result.pass) continue;
+        const int nr = strcmp(rows[i].defense, "not-run") == 0;
+        skipped += nr;
+        failed += !rows[i].result.pass && !nr;
+    }
+    if (skipped)
+        fprintf(
+            out,
+            "\n%zu cases, %zu passed, %zu rejected, %zu not run (a timeout ends the run; --keep-going): %s\n",
+            n, n - failed - skipped, failed, skipped, "candidate REJECTED");
+    else
+        fprintf(out, "\n%zu cases, %zu passed, %zu rejected: %s\n", n, n - failed, failed,
+                failed ? "candidate REJECTED" : "candidate ACCEPTED");
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].result.pass || strcmp(rows[i].defense, "not-run") == 0) continue;
         char cid[32];
         mf_case_id_format(&ids[i], cid, sizeof cid);
         fprintf(out, "REJECTED [%s: %s %s] by %s: %s\n", cid, rows[i].result.dtype, rows[i].result.shape,
@@ -476,7 +488,7 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *op_name = NULL, *lib = NULL, *symbol = NULL, *backend_name = "auto";
     const char *timeout_text = NULL, *orders_text = NULL, *sanitize = NULL;
-    int json = 0;
+    int json = 0, keep_going = 0;
     case_opts copts = { 0, 0, -1, 0, NULL, 0, NULL }; /* n_random -1: the target's default */
     for (int i = 1; i < argc; i++)                    /* --json first: every later error prints JSON too */
         if (strcmp(argv[i], "--json") == 0) json = 1;
@@ -491,14 +503,15 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
         OPT_TIMEOUT,
         OPT_ORDERS,
         OPT_SANITIZE,
+        OPT_KEEP_GOING,
         N_OPTS
     };
-    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },        { "--help", 0 },    { "--json", 0 },
-                                             { "--op", 1 },      { "--lib", 1 },     { "--symbol", 1 },
-                                             { "--backend", 1 }, { "--timeout", 1 }, { "--orders", 1 },
-                                             { "--sanitize", 1 } };
-    const char **value_of[N_OPTS] = { NULL,    NULL,          NULL,          &op_name,     &lib,
-                                      &symbol, &backend_name, &timeout_text, &orders_text, &sanitize };
+    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },         { "--help", 0 },      { "--json", 0 },
+                                             { "--op", 1 },       { "--lib", 1 },       { "--symbol", 1 },
+                                             { "--backend", 1 },  { "--timeout", 1 },   { "--orders", 1 },
+                                             { "--sanitize", 1 }, { "--keep-going", 0 } };
+    const char **value_of[N_OPTS] = { NULL,          NULL,          NULL,         &op_name,  &lib, &symbol,
+                                      &backend_name, &timeout_text, &orders_text, &sanitize, NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int k, cr;
@@ -513,6 +526,8 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
             return MF_CLI_OK;
         } else if (k == OPT_JSON) {
             json = 1;
+        } else if (k == OPT_KEEP_GOING) {
+            keep_going = 1;
         } else if (k < 0) {
             return verify_fail(out, err, json, MF_CLI_USAGE,
                                "unknown argument '%s' (see memfix verify --help)", a);
@@ -534,6 +549,7 @@ int mf_cli_verify(int argc, char **argv, FILE *out, FILE *err)
     mf_verify_options_init(&vo);
     vo.lib = lib;
     vo.symbol = symbol;
+    vo.keep_going = keep_going;
     /* the random thread orders follow the seed too: another run, other orders (a race that a fixed set of
      * orders happens to hide is found by some run); --seed S repeats them */
     vo.order_seed = (copts.seed % 1000000000000ull) * 16u + 1u;

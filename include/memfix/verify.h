@@ -148,6 +148,9 @@ typedef struct mf_verify_options {
     /* the cases (fixed, random, large: mf_verify_case_ids); NULL: the target's fixed cases */
     const mf_case_id *ids;
     size_t n_ids;
+    /* 0 (default): a case rejected by 'timeout' ends the run (a hang is judged once; the cases not run
+     * get the defense "not-run"); 1: every case runs */
+    int keep_going;
 } mf_verify_options;
 
 MF_API void mf_verify_options_init(mf_verify_options *o);

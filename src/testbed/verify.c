@@ -214,12 +214,38 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
     }
 }
 
+/* A hang is judged once: after a case rejected by 'timeout' (with workers, unless keep_going) the cases not
+ * yet run get the defense "not-run", so a candidate that hangs costs one time limit, not one per case. */
+static int stops_run(const iso_session *is, const mf_verify_row *row)
+{
+    return is != NULL && !is->keep_going && !row->result.pass && strcmp(row->defense, "timeout") == 0;
+}
+
+static void not_run(const mf_case_id *c, const mf_case_id *hung, mf_verify_row *row)
+{
+    char cid[32], hid[32];
+    mf_case_id_format(c, cid, sizeof cid);
+    mf_case_id_format(hung, hid, sizeof hid);
+    memset(row, 0, sizeof *row);
+    row->cand_seconds = row->own_seconds = NAN;
+    snprintf(row->defense, sizeof row->defense, "not-run");
+    snprintf(row->result.message, sizeof row->result.message,
+             "case %s not run: case %s timed out, which ends the run (--keep-going runs every case)", cid,
+             hid);
+}
+
 /* Both sweeps over the cases ids[0..n). */
 void mf_vf_run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate)(void),
                    const mf_case_id *ids, int n, iso_session *is, mf_verify_row *rows)
 {
     /* Sweep 1: every case in order. */
-    for (int c = 0; c < n; c++) run_one(ctx, tg, candidate, &ids[c], 0, is, &rows[c]);
+    for (int c = 0; c < n; c++) {
+        run_one(ctx, tg, candidate, &ids[c], 0, is, &rows[c]);
+        if (stops_run(is, &rows[c])) {
+            for (int r = c + 1; r < n; r++) not_run(&ids[r], &ids[c], &rows[r]);
+            return;
+        }
+    }
     /* Sweep 2: the cases that passed, in reverse order, fresh buffers, other inputs. */
     for (int c = n - 1; c >= 0; c--) {
         if (!rows[c].result.pass) continue;
@@ -237,6 +263,8 @@ void mf_vf_run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate
             snprintf(rows[c].result.message, sizeof rows[c].result.message,
                      "second sweep (reverse case order, fresh buffers, different inputs): %.180s", msg);
         }
+        if (stops_run(is, &rows[c]))
+            return; /* the second sweep's cases before it stay as the first left them */
     }
 }
 

@@ -75,6 +75,7 @@ typedef struct iso_session {
     const char *lib, *symbol;
     mf_backend backend;
     double timeout_s;
+    int keep_going; /* run every case after a timeout (else the rest are "not-run") */
     const char *sanitize;
     char worker_path[4096];
     int n_sched;

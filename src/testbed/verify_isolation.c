@@ -741,6 +741,7 @@ mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options
     is->symbol = o->symbol;
     is->backend = mf_context_backend(ctx);
     is->timeout_s = o->timeout_s;
+    is->keep_going = o->keep_going;
     is->sanitize = o->sanitize;
     for (int i = 0; i < MAX_SCHED; i++) is->w[i].pid = is->w[i].fd = -1;
     make_schedules(is, o);
