@@ -215,7 +215,8 @@ void mf_cli_verify_help(FILE *out)
 {
     fprintf(out,
             "usage: memfix verify --op OP --lib PATH --symbol NAME [--backend auto|host|cuda]\n"
-            "                     [--timeout SEC] [--keep-going] [--orders K] [--sanitize thread|address] [--json]\n"
+            "                     [--timeout SEC] [--keep-going] [--orders K] [--sanitize thread|address] "
+            "[--json]\n"
             "                     [--seed S] [--cases N] [--list-cases] [--case ID] [--large] [--dump DIR]\n"
             "\n"
             "Loads NAME from the shared library PATH in a separate worker process (never in\n"
@@ -232,7 +233,9 @@ void mf_cli_verify_help(FILE *out)
             "  input-mutation     it changed an input\n"
             "  hidden-allocation  device memory grew beyond what went through mf_scratch_alloc\n"
             "  determinism        a second call on the same inputs gave different bits\n"
-            "  nan-prefill        part of the output (pre-filled with NaN) was never written\n"
+            "  nan-prefill        part of the output (pre-filled with NaN) was never written, or\n"
+            "                     the kernel wrote NaN where the reference is finite (the\n"
+            "                     reason counts both)\n"
             "  all-zero           the output is all zeros\n"
             "  equivalence        the output differs from the reference beyond the tolerance\n"
             "  scratch-ceiling    tracked device scratch exceeds the fix's ceiling formula\n"

@@ -76,6 +76,12 @@ MF_API mf_status mf_compare_f32(const float *got, const float *ref, size_t n, co
 MF_API void mf_fill_uniform_f32(float *x, size_t n, uint64_t seed, float lo, float hi);
 /* The same values rounded to bf16 (stored as uint16_t). */
 MF_API void mf_fill_uniform_bf16(uint16_t *x, size_t n, uint64_t seed, float lo, float hi);
+/* The NaN prefill of outputs: a quiet NaN with a payload of its own, so that a comparison tells an
+ * element never written (still this pattern; bf16 0x7fe5 widens to 0x7fe50000) from a NaN the
+ * kernel computed (0/0 gives the default NaN: 0x7fffffff on a GPU, 0xffc00000 on x86). */
+#define MF_NAN_FILL_F32_BITS 0x7fe5a5a5u
+#define MF_NAN_FILL_BF16_BITS 0x7fe5u
+/* n copies of the NaN prefill (MF_NAN_FILL_F32_BITS). */
 MF_API void mf_fill_nan_f32(float *x, size_t n);
 MF_API void mf_bf16_to_f32_array(const uint16_t *in, float *out, size_t n);
 MF_API void mf_f32_to_bf16_array(const float *in, uint16_t *out, size_t n);

@@ -24,9 +24,10 @@
  *                      slack (4 KiB in host mode, 2 MiB on a GPU);
  *   determinism        a second call on the same inputs, with the output
  *                      re-filled with NaN, did not give the same bits;
- *   nan-prefill        part of the output was never written (outputs are
- *                      pre-filled with NaN, so it differs from the reference's
- *                      NaN/Inf pattern);
+ *   nan-prefill        a NaN where the reference is finite: part of the output
+ *                      was never written (outputs are pre-filled with a NaN of
+ *                      their own payload, MF_NAN_FILL_*_BITS), or the kernel
+ *                      computed a NaN there; the reason counts both;
  *   all-zero           the output is all zeros while the reference is not;
  *   equivalence        the output differs from the reference beyond the op's
  *                      tolerance (src/core/tolerance.c);

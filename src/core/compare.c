@@ -15,10 +15,20 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 enum { CLS_FINITE = 0, CLS_NAN = 1, CLS_PINF = 2, CLS_NINF = 3 };
+
+/* Still the outputs' NaN prefill (MF_NAN_FILL_*_BITS; a bf16 one widened to f32): never written, or
+ * only accumulated into (a NaN operand's payload propagates on the CPU). */
+static int is_prefill(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u == MF_NAN_FILL_F32_BITS || u == (uint32_t)MF_NAN_FILL_BF16_BITS << 16;
+}
 
 static int fclass(float x)
 {
@@ -108,13 +118,18 @@ mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_
                 tol->name ? tol->name : "(unnamed)", tol->atol, tol->rtol, tol->nmse);
 
     out->n = n;
-    size_t first_class_mismatch = n, unwritten = 0, got_nonzero = 0, ref_nonzero = 0;
+    size_t first_class_mismatch = n, unwritten = 0, computed_nan = 0, got_nonzero = 0, ref_nonzero = 0;
     double worst_ratio = -1, sum_err2 = 0, sum_ref2 = 0;
     for (size_t i = 0; i < n; i++) {
         int cg = fclass(got[i]), cr = fclass(ref[i]);
         if (cg != cr) {
             out->nonfinite_mismatch++;
-            if (cg == CLS_NAN && cr == CLS_FINITE) unwritten++;
+            if (cg == CLS_NAN && cr == CLS_FINITE) {
+                if (is_prefill(got[i]))
+                    unwritten++;
+                else
+                    computed_nan++;
+            }
             if (first_class_mismatch == n) first_class_mismatch = i;
             continue;
         }
@@ -150,10 +165,16 @@ mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_
     const size_t w = out->worst_index;
     if (out->nonfinite_mismatch > 0) {
         out->failure = MF_FAILURE_NONFINITE;
+        char nan_kinds[128] = "";
+        if (unwritten > 0 || computed_nan > 0)
+            snprintf(nan_kinds, sizeof nan_kinds,
+                     "; NaN where ref is finite: %zu never written, %zu written as NaN", unwritten,
+                     computed_nan);
         snprintf(out->reason, sizeof out->reason,
-                 "NaN/Inf pattern differs at %zu of %zu entries (first [%zu]: got %s, ref %s)%s",
-                 out->nonfinite_mismatch, n, w, class_name(fclass(got[w])), class_name(fclass(ref[w])),
-                 unwritten > 0 ? "; NaN where ref is finite: output not written?" : "");
+                 "NaN/Inf pattern differs at %zu of %zu entries (first [%zu]: got %s%s, ref %s)%s",
+                 out->nonfinite_mismatch, n, w, class_name(fclass(got[w])),
+                 fclass(got[w]) == CLS_NAN ? (is_prefill(got[w]) ? " (the prefill)" : " (written)") : "",
+                 class_name(fclass(ref[w])), nan_kinds);
     } else if (got_nonzero == 0 && ref_nonzero > 0) {
         out->failure = MF_FAILURE_ALL_ZERO;
         snprintf(out->reason, sizeof out->reason, "output is all zeros while ref has %zu nonzero entries",

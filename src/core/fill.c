@@ -7,6 +7,8 @@
 #include "memfix/check.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 typedef struct mf_rng {
     uint64_t s[4];
@@ -89,6 +91,8 @@ void mf_fill_uniform_bf16(uint16_t *x, size_t n, uint64_t seed, float lo, float 
 void mf_fill_nan_f32(float *x, size_t n)
 {
     if (x == NULL) return;
-    const float qnan = nanf("");
+    const uint32_t bits = MF_NAN_FILL_F32_BITS;
+    float qnan;
+    memcpy(&qnan, &bits, sizeof qnan);
     for (size_t i = 0; i < n; i++) x[i] = qnan;
 }

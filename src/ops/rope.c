@@ -670,7 +670,7 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     if ((st = mf_ref_rope(ctx, &cfg, c->dir, &th, &pos)) != MF_OK) goto done;
     out->ref_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_HOST);
 
-    /* The variant, outputs pre-filled with NaN (bf16 NaN is 0x7fc0); in place:
+    /* The variant, outputs pre-filled with the NaN prefill; in place:
      * the output's buffer holds x (its guard stays NaN). */
     if ((st = mf_tb_tensors_upload(ctx, t, NT, c->dtype)) != MF_OK) goto done;
     if (c->in_place && (st = mf_buffer_upload(ctx, t[Y].dev, t[X].host, n * esize)) != MF_OK) goto done;

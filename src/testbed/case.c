@@ -36,7 +36,7 @@ void *mf_tb_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float 
 void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n)
 {
     if (dtype == MF_DTYPE_BF16) {
-        for (size_t i = 0; i < n; ++i) ((uint16_t *)p)[i] = 0x7fc0u;
+        for (size_t i = 0; i < n; ++i) ((uint16_t *)p)[i] = MF_NAN_FILL_BF16_BITS;
     } else {
         mf_fill_nan_f32((float *)p, n);
     }

@@ -33,7 +33,7 @@ void mf_tb_mark_cut(char *dst, size_t cap, int written);
 void mf_tb_fill_uniform(mf_dtype dtype, void *p, size_t n, uint64_t seed, float lo, float hi);
 /* malloc(n * dtype size) filled by mf_tb_fill_uniform; NULL when out of memory. */
 void *mf_tb_make_input(mf_dtype dtype, size_t n, uint64_t seed, float lo, float hi);
-/* n NaNs of dtype into p (bf16 NaN is 0x7fc0), so an unwritten output fails. */
+/* n copies of dtype's NaN prefill (MF_NAN_FILL_*_BITS) into p, so an unwritten output fails. */
 void mf_tb_fill_nan(mf_dtype dtype, void *p, size_t n);
 /* n values of dtype at src widened to fp32 into dst. */
 void mf_tb_to_f32(mf_dtype dtype, const void *src, float *dst, size_t n);

@@ -78,7 +78,7 @@ size_t mf_vf_page_bytes(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
-/* data == NULL: an output, pre-filled with NaNs of out_dtype (bf16 NaN 0x7fc0).
+/* data == NULL: an output, pre-filled with the NaN prefill of out_dtype (MF_NAN_FILL_*_BITS).
  * An input in host execution mode is paged (testbed.h): its first byte on a page
  * boundary and the allocation padded to the end of its last page, so that the
  * input-write defense can make every byte of it read-only (mem_defense.c). */
@@ -105,8 +105,8 @@ mf_status mf_vf_guarded_make_dt(mf_context *ctx, guarded *g, const char *name, c
         memcpy(g->image + GUARD_BYTES, data, bytes);
     else if (out_dtype == MF_DTYPE_BF16)
         for (size_t i = 0; i + 2 <= bytes; i += 2) {
-            g->image[GUARD_BYTES + i] = 0xc0; /* little-endian 0x7fc0 */
-            g->image[GUARD_BYTES + i + 1] = 0x7f;
+            g->image[GUARD_BYTES + i] = (unsigned char)(MF_NAN_FILL_BF16_BITS & 0xffu); /* little-endian */
+            g->image[GUARD_BYTES + i + 1] = (unsigned char)(MF_NAN_FILL_BF16_BITS >> 8);
         }
     else
         mf_fill_nan_f32((float *)(void *)(g->image + GUARD_BYTES), bytes / sizeof(float));

@@ -70,7 +70,7 @@ START_TEST(test_rejects_unwritten_output)
     mf_compare_result r = compare(got, ref, &tol);
     ck_assert(!r.pass);
     ck_assert_uint_eq(r.nonfinite_mismatch, N);
-    ck_assert_ptr_nonnull(strstr(r.reason, "not written"));
+    ck_assert_ptr_nonnull(strstr(r.reason, "never written"));
     /* a partly written output (last row missing) fails as well */
     memcpy(got, ref, sizeof got);
     mf_fill_nan_f32(got + N - 16, 16);
@@ -107,6 +107,34 @@ START_TEST(test_nan_inf_pattern)
     r = compare(got, ref, &tol);
     ck_assert(!r.pass);
     ck_assert_uint_eq(r.worst_index, 3);
+}
+END_TEST
+
+/* A NaN where ref is finite: still the NaN prefill (never written) or one the kernel computed, told apart
+ * by the prefill's payload (a bf16 prefill widened to f32 too). */
+START_TEST(test_nan_written_or_never_written)
+{
+    float fill;
+    mf_fill_nan_f32(&fill, 1);
+    uint32_t bits;
+    memcpy(&bits, &fill, sizeof bits);
+    ck_assert_uint_eq(bits, MF_NAN_FILL_F32_BITS);
+    got[5] = fill;
+    mf_compare_result r = compare(got, ref, &tol);
+    ck_assert(!r.pass);
+    ck_assert_msg(strstr(r.reason, "got NaN (the prefill)") &&
+                      strstr(r.reason, "1 never written, 0 written as NaN"),
+                  "%s", r.reason);
+    got[5] = mf_bf16_to_f32(MF_NAN_FILL_BF16_BITS);
+    r = compare(got, ref, &tol);
+    ck_assert_msg(strstr(r.reason, "1 never written, 0 written as NaN"), "%s", r.reason);
+    volatile float zero = 0.0f;
+    got[5] = zero / zero; /* the NaN a kernel's 0/0 computes */
+    got[9] = fill;
+    r = compare(got, ref, &tol);
+    ck_assert_msg(strstr(r.reason, "got NaN (written)") &&
+                      strstr(r.reason, "1 never written, 1 written as NaN"),
+                  "%s", r.reason);
 }
 END_TEST
 
@@ -463,6 +491,7 @@ Suite *harness_suite(void)
     tcase_add_test(tc, test_rejects_all_zero_output);
     tcase_add_test(tc, test_rejects_unwritten_output);
     tcase_add_test(tc, test_nan_inf_pattern);
+    tcase_add_test(tc, test_nan_written_or_never_written);
     tcase_add_test(tc, test_rejects_single_element);
     tcase_add_test(tc, test_rejects_nmse_violation);
     tcase_add_test(tc, test_ref_all_zero);
