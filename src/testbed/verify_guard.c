@@ -103,13 +103,9 @@ mf_status mf_vf_guarded_make_dt(mf_context *ctx, guarded *g, const char *name, c
     }
     if (data != NULL)
         memcpy(g->image + GUARD_BYTES, data, bytes);
-    else if (out_dtype == MF_DTYPE_BF16)
-        for (size_t i = 0; i + 2 <= bytes; i += 2) {
-            g->image[GUARD_BYTES + i] = (unsigned char)(MF_NAN_FILL_BF16_BITS & 0xffu); /* little-endian */
-            g->image[GUARD_BYTES + i + 1] = (unsigned char)(MF_NAN_FILL_BF16_BITS >> 8);
-        }
     else
-        mf_fill_nan_f32((float *)(void *)(g->image + GUARD_BYTES), bytes / sizeof(float));
+        mf_tb_fill_nan(out_dtype, g->image + GUARD_BYTES,
+                       bytes / (out_dtype == MF_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float)));
     void *p = NULL;
     MF_TRY(mf_buffer_alloc(ctx, alloc_bytes, &p));
     g->alloc = (unsigned char *)p;
