@@ -12,6 +12,10 @@
 # KEEP_DIR: nvcc -keep's directory; the PTX the compile made stays there as <stem>.ptx, which
 # ci/check_ptx_contains.cmake can check (-DPTX=...) without compiling the file again.
 #
+# Or check a compile that already ran: -DPTXAS_LOG=<file> (no NVCC needed), ptxas' -v report of a
+# compile for one or several architectures, as the library build records it
+# (cmake/nvcc_resource_log.sh). Only the entries compiled for sm_${ARCH} are checked.
+#
 # FLAGS is a '|'-separated list of extra nvcc arguments (include directories,
 # definitions, language standard), normally the library's own CUDA flags
 # (tests/resources.cmake passes them from the memfix_cuda target).
@@ -44,7 +48,12 @@
 # a budget that names no compiled kernel, a malformed budget comment.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(var NVCC SOURCE)
+set(_need SOURCE)
+if(NOT DEFINED PTXAS_LOG OR PTXAS_LOG STREQUAL "")
+  set(PTXAS_LOG "")
+  list(APPEND _need NVCC)
+endif()
+foreach(var IN LISTS _need)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "check_kernel_resources: -D${var}=... is required")
   endif()
@@ -183,7 +192,14 @@ while(_scan)
   endwhile()
 endwhile()
 
-# ---- 2. compile with ptxas -v ----------------------------------------------------------
+# ---- 2. compile with ptxas -v, or read the build's report -----------------------------
+if(PTXAS_LOG)
+  if(NOT EXISTS "${PTXAS_LOG}")
+    message(FATAL_ERROR "check_kernel_resources: no ptxas report ${PTXAS_LOG}: the library build writes it "
+                        "(build before testing)")
+  endif()
+  file(READ "${PTXAS_LOG}" _out)
+else()
 get_filename_component(_out_dir "${OUT}" DIRECTORY)
 file(MAKE_DIRECTORY "${_out_dir}")
 set(_keep "")
@@ -199,22 +215,37 @@ if(NOT _rc EQUAL 0)
   message("${_out}")
   message(FATAL_ERROR "check_kernel_resources: nvcc failed on ${SOURCE} (exit ${_rc})")
 endif()
+endif()
 
 # ---- 3. parse ptxas output -------------------------------------------------------------
+# ptxas reports each architecture in turn ("0 bytes gmem", then its functions); an entry's lines
+# follow "Compiling entry function '<name>' for 'sm_XX'". Entries of other architectures are skipped;
+# a spill is reported for sm_${ARCH} and for a function whose architecture the report leaves open.
 string(REPLACE ";" " " _out "${_out}")
 string(REPLACE "\n" ";" _lines "${_out}")
 set(_entries "")
 set(_entry "")
 set(_props "")
+set(_cur_arch "")
 foreach(line IN LISTS _lines)
-  if(line MATCHES "Compiling entry function '([^']+)'")
-    set(_entry "${CMAKE_MATCH_1}")
-    list(APPEND _entries "${_entry}")
-    set(_regs_${_entry} 0)
-    set(_smem_${_entry} 0)
+  if(line MATCHES "bytes gmem")
+    set(_cur_arch "")
+  elseif(line MATCHES "Compiling entry function '([^']+)' for 'sm_([0-9]+a?)'")
+    set(_cur_arch "${CMAKE_MATCH_2}")
+    if(_cur_arch STREQUAL ARCH)
+      set(_entry "${CMAKE_MATCH_1}")
+      list(APPEND _entries "${_entry}")
+      set(_regs_${_entry} 0)
+      set(_smem_${_entry} 0)
+    else()
+      set(_entry "")
+    endif()
   elseif(line MATCHES "Function properties for ([^ ]+)")
     set(_props "${CMAKE_MATCH_1}")
   elseif(line MATCHES "([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads")
+    if(NOT _cur_arch STREQUAL "" AND NOT _cur_arch STREQUAL ARCH)
+      continue()
+    endif()
     set(_stack_${_props} "${CMAKE_MATCH_1}")
     if(NOT CMAKE_MATCH_2 EQUAL 0 OR NOT CMAKE_MATCH_3 EQUAL 0)
       set(_st "${CMAKE_MATCH_2}")
@@ -230,7 +261,11 @@ foreach(line IN LISTS _lines)
   endif()
 endforeach()
 if(NOT _entries)
-  _fail("${_src_name}: ptxas reported no kernels (is this a .cu file with __global__ functions?)")
+  if(PTXAS_LOG)
+    _fail("${_src_name}: ${PTXAS_LOG} reports no kernels compiled for sm_${ARCH}")
+  else()
+    _fail("${_src_name}: ptxas reported no kernels (is this a .cu file with __global__ functions?)")
+  endif()
 endif()
 
 # ---- 4. check each kernel against its budget ------------------------------------------

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Line coverage of the C code and of the host-mode kernels (gcov + lcov).
 #
-# Builds the `coverage` preset (Debug, --coverage -fprofile-update=atomic -O0),
+# Builds the `coverage` preset (Debug, --coverage -fprofile-update=atomic -O0; -Og with a sanitizer),
 # runs the suite except the `slow` and `cuda` labels, captures with lcov, writes
 # an HTML report with genhtml to <build>/html and prints a one-line summary.
 # Fails when line coverage of the gated sources (reference/, optimized/,
@@ -17,7 +17,7 @@
 # MF_COVERAGE_CUDA=ON keeps them (e.g. on a GPU runner, with MF_COVERAGE_LABELS).
 #
 # MF_COVERAGE_SANITIZER=address builds with AddressSanitizer as well: one build and one test run serve
-# as ci/test.sh's ASan leg and its coverage (instead of two -O0 builds running the same tests). memfix
+# as ci/test.sh's ASan leg and its coverage (instead of two builds running the same tests). memfix
 # verify does not measure a sanitized worker's memory from outside it (its RSS holds the sanitizer's
 # shadow), so those lines of src/testbed/verify_isolation.c read uncovered in that report; the default leg runs
 # them, and this script without MF_COVERAGE_SANITIZER reports them.

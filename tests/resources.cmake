@@ -1,6 +1,7 @@
 # Kernel resource budgets: one CTest test per optimized/*.cu
-# compiles the file for sm_90 with ptxas verbose output (nvcc -cubin, device code
-# only, the library's own CUDA include directories and definitions) and fails if
+# reads ptxas' verbose report of the file's sm_90 code (the library build's own compile,
+# recorded by cmake/nvcc_resource_log.sh, or else nvcc -cubin with the library's own CUDA
+# include directories and definitions) and fails if
 # a kernel spills, exceeds the `// mf-budget:` stated beside it, or states none.
 # A second test per file does the same for sm_80 (A100, the GPU of seed 001 and
 # CI's other architecture), where a budget line may state sm_80:regs<=N and the
@@ -22,14 +23,33 @@ set(_mf_res_dir ${CMAKE_BINARY_DIR}/kernel-resources)
 set(_mf_res_flags
   "-I$<JOIN:$<TARGET_PROPERTY:memfix_cuda,INCLUDE_DIRECTORIES>,|-I>|-D$<JOIN:$<TARGET_PROPERTY:memfix_cuda,COMPILE_DEFINITIONS>,|-D>|-std=c++17")
 
-# Each budget test keeps the PTX its compile made (${name}.keep/<stem>.ptx) and is the test fixture
-# ${name} of the PTX checks below, which read that PTX instead of compiling the file again.
+# A file and architecture the library build compiles (MF_KERNEL_RESOURCE_LOG_ARCHS, src/CMakeLists.txt)
+# is checked on ptxas' report of that compile (-DPTXAS_LOG), and its PTX checks read the PTX that compile
+# kept (<stem>.keep/<stem>.compute_<arch>.ptx): nothing is compiled again. Any other (the self-tests'
+# files, an architecture the build leaves out) is compiled by the test itself, which keeps its PTX
+# (${name}.keep/<stem>.ptx). Either way the budget test is the fixture ${name} of the file's PTX checks.
+function(_mf_ptx_of name source arch out)
+  get_filename_component(_stem ${source} NAME_WE)
+  get_filename_component(_dir ${source} DIRECTORY)
+  if(MF_KERNEL_RESOURCE_LOG_DIR AND _dir STREQUAL "${MF_ROOT}/optimized" AND "${_stem}:${arch}" IN_LIST
+     MF_KERNEL_RESOURCE_LOG_ARCHS)
+    set(${out} ${MF_KERNEL_RESOURCE_LOG_DIR}/${_stem}.keep/${_stem}.compute_${arch}.ptx PARENT_SCOPE)
+  else()
+    set(${out} ${_mf_res_dir}/${name}.keep/${_stem}.ptx PARENT_SCOPE)
+  endif()
+endfunction()
 function(_mf_add_resource_test_arch name source arch)
+  get_filename_component(_stem ${source} NAME_WE)
+  get_filename_component(_dir ${source} DIRECTORY)
+  if(MF_KERNEL_RESOURCE_LOG_DIR AND _dir STREQUAL "${MF_ROOT}/optimized" AND "${_stem}:${arch}" IN_LIST
+     MF_KERNEL_RESOURCE_LOG_ARCHS)
+    set(_how -DPTXAS_LOG=${MF_KERNEL_RESOURCE_LOG_DIR}/${_stem}.ptxas.log)
+  else()
+    set(_how -DNVCC=${CMAKE_CUDA_COMPILER} "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/${name}.cubin
+             -DKEEP_DIR=${_mf_res_dir}/${name}.keep)
+  endif()
   add_test(NAME ${name}
-           COMMAND ${CMAKE_COMMAND} -DNVCC=${CMAKE_CUDA_COMPILER} -DSOURCE=${source}
-                   -DARCH=${arch} "-DFLAGS=${_mf_res_flags}"
-                   -DOUT=${_mf_res_dir}/${name}.cubin -DCXXFILT=${MF_CXXFILT}
-                   -DKEEP_DIR=${_mf_res_dir}/${name}.keep
+           COMMAND ${CMAKE_COMMAND} -DSOURCE=${source} -DARCH=${arch} ${_how} -DCXXFILT=${MF_CXXFILT}
                    -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
   set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 300 FIXTURES_SETUP ${name} ${ARGN})
 endfunction()
@@ -62,6 +82,21 @@ _mf_add_resource_test_arch(kernel_resources_selftest.arch_override.sm_80
 _mf_add_resource_test_arch(kernel_resources_selftest.arch_override.sm_90
                            ${MF_ROOT}/tests/resources/arch_override.cu 90
                            PASS_REGULAR_EXPRESSION "kernel resource budgets OK: arch_override.cu")
+# ... and, reading a recorded multi-architecture report (tests/resources/arch_override.ptxas.log, as the
+# library build records one), check only the entries of the architecture asked for: sm_80's register
+# use is over its override and its device function spills; sm_90's entry is within budget.
+foreach(_case IN ITEMS "80|spill_helper: spills registers.*exceeds its register budget sm_80:regs<=4"
+                       "90|kernel resource budgets OK: arch_override.cu")
+  string(REPLACE "|" ";" _case "${_case}")
+  list(GET _case 0 _arch)
+  list(GET _case 1 _expect)
+  add_test(NAME kernel_resources_selftest.log.sm_${_arch}
+           COMMAND ${CMAKE_COMMAND} -DSOURCE=${MF_ROOT}/tests/resources/arch_override.cu -DARCH=${_arch}
+                   -DPTXAS_LOG=${MF_ROOT}/tests/resources/arch_override.ptxas.log -DCXXFILT=${MF_CXXFILT}
+                   -P ${MF_ROOT}/ci/check_kernel_resources.cmake)
+  set_tests_properties(kernel_resources_selftest.log.sm_${_arch} PROPERTIES LABELS unit TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "${_expect}")
+endforeach()
 # ... and read the budgets of the files a source includes from its folder.
 _mf_add_resource_test(kernel_resources_selftest.included ${MF_ROOT}/tests/resources/included.cu
                       PASS_REGULAR_EXPRESSION "included_over_regs_kernel.*exceeds its register budget regs<=4")
@@ -83,9 +118,10 @@ function(_mf_add_ptx_test name source arch instructions kernels)
   if(NOT arch STREQUAL MF_RESOURCE_ARCH)
     string(APPEND fixture .sm_${arch})
   endif()
+  _mf_ptx_of(${fixture} ${source} ${arch} _ptx)
   add_test(NAME ${name}
            COMMAND ${CMAKE_COMMAND} -DSOURCE=${source} -DARCH=${arch}
-                   -DPTX=${_mf_res_dir}/${fixture}.keep/${_stem}.ptx
+                   -DPTX=${_ptx}
                    "-DINSTRUCTIONS=${instructions}" "-DKERNELS=${kernels}"
                    -P ${MF_ROOT}/ci/check_ptx_contains.cmake)
   set_tests_properties(${name} PROPERTIES LABELS unit TIMEOUT 300 FIXTURES_REQUIRED ${fixture} ${ARGN})
