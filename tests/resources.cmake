@@ -28,11 +28,21 @@ set(_mf_res_flags
 # kept (<stem>.keep/<stem>.compute_<arch>.ptx): nothing is compiled again. Any other (the self-tests'
 # files, an architecture the build leaves out) is compiled by the test itself, which keeps its PTX
 # (${name}.keep/<stem>.ptx). Either way the budget test is the fixture ${name} of the file's PTX checks.
-function(_mf_ptx_of name source arch out)
+# _mf_in_build_log(<source> <arch> <out>): <out> is TRUE when the library build records <source> for <arch>.
+function(_mf_in_build_log source arch out)
   get_filename_component(_stem ${source} NAME_WE)
   get_filename_component(_dir ${source} DIRECTORY)
+  set(_in FALSE)
   if(MF_KERNEL_RESOURCE_LOG_DIR AND _dir STREQUAL "${MF_ROOT}/optimized" AND "${_stem}:${arch}" IN_LIST
      MF_KERNEL_RESOURCE_LOG_ARCHS)
+    set(_in TRUE)
+  endif()
+  set(${out} ${_in} PARENT_SCOPE)
+endfunction()
+function(_mf_ptx_of name source arch out)
+  get_filename_component(_stem ${source} NAME_WE)
+  _mf_in_build_log(${source} ${arch} _in)
+  if(_in)
     set(${out} ${MF_KERNEL_RESOURCE_LOG_DIR}/${_stem}.keep/${_stem}.compute_${arch}.ptx PARENT_SCOPE)
   else()
     set(${out} ${_mf_res_dir}/${name}.keep/${_stem}.ptx PARENT_SCOPE)
@@ -40,9 +50,8 @@ function(_mf_ptx_of name source arch out)
 endfunction()
 function(_mf_add_resource_test_arch name source arch)
   get_filename_component(_stem ${source} NAME_WE)
-  get_filename_component(_dir ${source} DIRECTORY)
-  if(MF_KERNEL_RESOURCE_LOG_DIR AND _dir STREQUAL "${MF_ROOT}/optimized" AND "${_stem}:${arch}" IN_LIST
-     MF_KERNEL_RESOURCE_LOG_ARCHS)
+  _mf_in_build_log(${source} ${arch} _in)
+  if(_in)
     set(_how -DPTXAS_LOG=${MF_KERNEL_RESOURCE_LOG_DIR}/${_stem}.ptxas.log)
   else()
     set(_how -DNVCC=${CMAKE_CUDA_COMPILER} "-DFLAGS=${_mf_res_flags}" -DOUT=${_mf_res_dir}/${name}.cubin
