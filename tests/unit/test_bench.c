@@ -260,9 +260,10 @@ START_TEST(test_json)
 }
 END_TEST
 
-/* The cross-entropy sweep chunks at every size: its scratch stays flat (the
- * budget's 32 rows of logits) while the reference's N*V*8 grows with N. */
-START_TEST(test_cross_entropy_sweep_chunks)
+/* The variant timed is the variant named. The chunked rows chunk at every size: their scratch stays
+ * flat (the budget's 32 rows of logits) while the reference's N*V*8 grows with N. The fused rows
+ * time and measure the fused kernel: no logits tile, 8N + 16 bytes, the fused ceiling. */
+START_TEST(test_cross_entropy_sweep_variants)
 {
     if (mf_registry_find("cross_entropy") == NULL) return;
     run_result r = RUN("memfix", "bench", "--op", "cross_entropy", "--backend", "host", "--sizes", "64,256",
@@ -270,17 +271,41 @@ START_TEST(test_cross_entropy_sweep_chunks)
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     cJSON *arr = cJSON_Parse(r.out);
     ck_assert(cJSON_IsArray(arr));
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 4); /* chunked, fused x 2 sizes */
     const size_t V = 512;
+    int n_fused = 0, n_chunked = 0;
+    size_t chunked_at_64 = 0, fused_at_64 = 0;
     for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
         cJSON *o = cJSON_GetArrayItem(arr, i);
+        const char *variant = cJSON_GetObjectItemCaseSensitive(o, "variant")->valuestring;
+        const char *shape = cJSON_GetObjectItemCaseSensitive(o, "shape")->valuestring;
         const size_t n = (size_t)cJSON_GetObjectItemCaseSensitive(o, "size")->valuedouble;
         const size_t ref = (size_t)cJSON_GetObjectItemCaseSensitive(o, "ref_peak_bytes")->valuedouble;
         const size_t opt = (size_t)cJSON_GetObjectItemCaseSensitive(o, "opt_peak_bytes")->valuedouble;
+        const size_t ceiling = (size_t)cJSON_GetObjectItemCaseSensitive(o, "ceiling_bytes")->valuedouble;
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "status")->valuestring, "ok");
         ck_assert_uint_eq(ref, n * V * 8);
-        /* at most 32 rows of fp32 logits plus the per-row 4*N + 16: below every reference size */
-        ck_assert_msg(opt <= 32 * V * 4 + 4 * n + 16, "n=%zu: optimized scratch %zu", n, opt);
-        ck_assert_uint_lt(opt, 64 * V * 4);
+        if (strcmp(variant, "fused") == 0) {
+            n_fused++;
+            ck_assert_msg(opt <= 8 * n + 16, "fused n=%zu: scratch %zu > 8N + 16", n, opt);
+            ck_assert_uint_gt(opt, 0); /* the fused kernel's per-row statistics, measured */
+            ck_assert_uint_eq(ceiling, 8 * n + 16);
+            ck_assert_ptr_nonnull(strstr(shape, "fused"));
+            if (n == 64) fused_at_64 = opt;
+        } else {
+            ck_assert_str_eq(variant, "chunked");
+            n_chunked++;
+            /* at most 32 rows of fp32 logits plus the per-row 4*N + 16: below every reference size */
+            ck_assert_msg(opt <= 32 * V * 4 + 4 * n + 16, "chunked n=%zu: scratch %zu", n, opt);
+            ck_assert_uint_gt(opt, 32 * V * 4 - 1); /* a tile of 32 logits rows */
+            ck_assert_uint_eq(ceiling, 32 * V * 4 + 4 * n + 16);
+            ck_assert_ptr_nonnull(strstr(shape, "C=32 rows"));
+            if (n == 64) chunked_at_64 = opt;
+        }
     }
+    ck_assert_int_eq(n_fused, 2);
+    ck_assert_int_eq(n_chunked, 2);
+    ck_assert_uint_lt(fused_at_64, chunked_at_64 / 100); /* 528 B vs 65,808 B: not the same kernel */
     cJSON_Delete(arr);
     FREE(r);
 }
@@ -521,7 +546,7 @@ Suite *bench_suite(void)
     tcase_add_test(tc, test_failed_rows);
     tcase_add_test(tc, test_usage);
     tcase_add_test(tc, test_json);
-    tcase_add_test(tc, test_cross_entropy_sweep_chunks);
+    tcase_add_test(tc, test_cross_entropy_sweep_variants);
     tcase_add_test(tc, test_plot);
     tcase_add_test(tc, test_targets_host);
     tcase_add_test(tc, test_targets_failed_check);
