@@ -5,9 +5,9 @@
 set -euo pipefail
 memfix=$1 plot=$2 out=$3
 rm -rf "$out" && mkdir -p "$out"
-"$memfix" bench --backend host --op matmul --sizes 8,16 --reps 1 --out "$out/bench.csv" >/dev/null
+"$memfix" bench --backend host --op matmul --sizes 8,16 --reps 1 --csv --out "$out/bench.csv" >/dev/null
 # linear_attention: two variants with different references (causal cumsum, bidirectional)
-"$memfix" bench --backend host --op linear_attention --sizes 16,32 --reps 1 --out "$out/la.csv" >/dev/null
+"$memfix" bench --backend host --op linear_attention --sizes 16,32 --reps 1 --csv --out "$out/la.csv" >/dev/null
 tail -n +2 "$out/la.csv" >> "$out/bench.csv"
 if command -v gnuplot >/dev/null 2>&1; then
   bash "$plot" "$out/bench.csv" "$out"

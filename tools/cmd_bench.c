@@ -29,9 +29,9 @@
 void mf_cli_bench_help(FILE *out)
 {
     fprintf(out, "usage: memfix bench [--op NAME] [--backend auto|host|cuda] [--sizes N,N,...]\n"
-                 "                    [--reps N] [--out FILE] [--json] [--plot DIR]\n"
+                 "                    [--reps N] [--csv | --json] [--out FILE] [--plot DIR]\n"
                  "       memfix bench --targets [--op NAME] [--backend B] [--reps N] [--small]\n"
-                 "                    [--out FILE] [--json]\n"
+                 "                    [--csv | --json] [--out FILE]\n"
                  "\n"
                  "For each registered fix (or only NAME), over a small size sweep: times the\n"
                  "reference (host, double) and each optimized variant (the context's backend),\n"
@@ -39,7 +39,8 @@ void mf_cli_bench_help(FILE *out)
                  "and re-validates the optimized output of the LAST timed run against the\n"
                  "reference (the output buffer is refilled with NaN before the timing loop). A\n"
                  "row whose output does not match, or whose scratch exceeds the op header's\n"
-                 "ceiling, is marked failed.\n"
+                 "ceiling, is marked failed. Prints a table; --csv and --json give the rows\n"
+                 "for programs (the columns below).\n"
                  "\n"
                  "sweeps (size n; forward passes, f32):\n");
     size_t n_ops = 0;
@@ -91,9 +92,10 @@ void mf_cli_bench_help(FILE *out)
                  "  --backend B       auto (default), host or cuda\n"
                  "  --sizes LIST      comma-separated n values replacing the default sweep\n"
                  "  --reps N          timed repetitions per row (default 3; mean reported)\n"
-                 "  --out FILE        write the CSV (or JSON) there (default: standard output)\n"
+                 "  --csv             CSV instead of the table: one header line, one line per row\n"
                  "  --json            a JSON array, one object per row with the CSV's columns\n"
                  "                    as keys (numbers; null where the CSV cell is empty)\n"
+                 "  --out FILE        write the table, CSV or JSON there (default: standard output)\n"
                  "  --plot DIR        also write DIR/bench.csv and draw the charts of ci/plot.sh\n"
                  "                    into DIR (the same script: $MF_PLOT_SCRIPT, else this\n"
                  "                    source tree's ci/plot.sh; needs gnuplot: exit 3 and a\n"
@@ -459,7 +461,8 @@ static void run_target(mf_context *ctx, const mf_op_desc *op, const mf_bench_tar
 /* --targets: every target of the selected ops; exit 1 when one failed to run or its check failed
  * (an unmet goal is reported in 'met', not an error). */
 static int run_targets(mf_context *ctx, const mf_op_desc *const *all, size_t n_ops, const mf_op_desc *only,
-                       int small, int reps, int json, FILE *csv, FILE *out, FILE *err, const char *out_path)
+                       int small, int reps, bench_format format, FILE *csv, FILE *out, FILE *err,
+                       const char *out_path)
 {
     double peak_tflops, peak_gbps;
     char device[256];
@@ -478,13 +481,21 @@ static int run_targets(mf_context *ctx, const mf_op_desc *const *all, size_t n_o
         for (int k = 0; k < all[i]->n_bench_targets; k++)
             run_target(ctx, all[i], &all[i]->bench_targets[k], small, reps, peak_tflops, &rows[n++]);
     }
-    const int written = json ? mf_cli_bench_write_target_json(csv, rows, n)
-                             : (mf_cli_bench_write_target_csv(csv, rows, n), 1);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
     char summary[400];
     snprintf(summary, sizeof summary, "%zu targets (%zu failed, device %s%s)", n, failed, device,
              small ? ", reduced shapes" : "");
+    int written = 1;
+    if (format == BENCH_JSON)
+        written = mf_cli_bench_write_target_json(csv, rows, n);
+    else if (format == BENCH_CSV)
+        mf_cli_bench_write_target_csv(csv, rows, n);
+    else {
+        char title[440];
+        snprintf(title, sizeof title, "memfix bench --targets: %s", summary);
+        mf_cli_bench_write_target_table(csv, rows, n, title);
+    }
     const int rc = finish_output(written, failed, csv, out, err, out_path, summary);
     if (n == 0) fprintf(err, "memfix bench: no targets registered%s\n", only != NULL ? " for this op" : "");
     for (size_t i = 0; i < n; i++)
@@ -514,15 +525,27 @@ static int parse_sizes(const char *s, int64_t *out, int cap)
 
 #define MAX_SIZES 16
 
+/* The header of the sweep table: what ran where and what the times are. */
+static void sweep_title(char *buf, size_t cap, size_t n, size_t failed, const char *timer, const char *device,
+                        int reps)
+{
+    snprintf(buf, cap, "memfix bench: %zu rows (%zu failed), device %s, timer %s (%s), mean of %d rep%s", n,
+             failed, device, timer,
+             strcmp(timer, "host-wall") == 0 ? "CPU time of host execution mode, not GPU time"
+                                             : "GPU time of the optimized call",
+             reps, reps == 1 ? "" : "s");
+}
+
 int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *op_name = NULL, *backend_name = "auto", *out_path = NULL, *plot_dir = NULL;
-    int reps = 3, n_sizes = 0, json = 0, targets = 0, small = 0;
+    int reps = 3, n_sizes = 0, json = 0, csv_out = 0, targets = 0, small = 0;
     int64_t sizes[MAX_SIZES];
     enum {
         OPT_H,
         OPT_HELP,
         OPT_JSON,
+        OPT_CSV,
         OPT_TARGETS,
         OPT_SMALL,
         OPT_OP,
@@ -533,10 +556,10 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         OPT_PLOT,
         N_OPTS
     };
-    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },        { "--help", 0 },  { "--json", 0 },
-                                             { "--targets", 0 }, { "--small", 0 }, { "--op", 1 },
-                                             { "--backend", 1 }, { "--sizes", 1 }, { "--reps", 1 },
-                                             { "--out", 1 },     { "--plot", 1 } };
+    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },     { "--help", 0 },    { "--json", 0 },
+                                             { "--csv", 0 },  { "--targets", 0 }, { "--small", 0 },
+                                             { "--op", 1 },   { "--backend", 1 }, { "--sizes", 1 },
+                                             { "--reps", 1 }, { "--out", 1 },     { "--plot", 1 } };
     for (int i = 1; i < argc; i++) {
         const char *val;
         const int k = mf_cli_option(argc, argv, &i, opts, N_OPTS, &val);
@@ -544,8 +567,8 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
             mf_cli_bench_help(out);
             return MF_CLI_OK;
         }
-        if (k == OPT_JSON || k == OPT_TARGETS || k == OPT_SMALL) {
-            *(k == OPT_JSON ? &json : k == OPT_TARGETS ? &targets : &small) = 1;
+        if (k == OPT_JSON || k == OPT_CSV || k == OPT_TARGETS || k == OPT_SMALL) {
+            *(k == OPT_JSON ? &json : k == OPT_CSV ? &csv_out : k == OPT_TARGETS ? &targets : &small) = 1;
             continue;
         }
         if (k < 0) {
@@ -588,6 +611,11 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "memfix bench: --targets runs fixed shapes: --sizes and --plot do not apply\n");
         return MF_CLI_USAGE;
     }
+    if (json && csv_out) {
+        fprintf(err, "memfix bench: --json and --csv: choose one output format\n");
+        return MF_CLI_USAGE;
+    }
+    const bench_format format = json ? BENCH_JSON : csv_out ? BENCH_CSV : BENCH_TABLE;
     if (small && !targets) {
         fprintf(err, "memfix bench: --small applies to --targets only\n");
         return MF_CLI_USAGE;
@@ -622,7 +650,7 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         return MF_CLI_UNAVAILABLE;
     }
     if (targets) {
-        const int trc = run_targets(ctx, all, n_ops, only, small, reps, json, csv, out, err, out_path);
+        const int trc = run_targets(ctx, all, n_ops, only, small, reps, format, csv, out, err, out_path);
         mf_context_destroy(ctx);
         return trc;
     }
@@ -710,12 +738,20 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         }
     }
     mf_context_destroy(ctx);
-    const int written =
-        json ? mf_cli_bench_write_json(csv, rows, n) : (mf_cli_bench_write_csv(csv, rows, n), 1);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
     char summary[400];
     snprintf(summary, sizeof summary, "%zu rows (%zu failed, timer %s, device %s)", n, failed, timer, device);
+    int written = 1;
+    if (format == BENCH_JSON) {
+        written = mf_cli_bench_write_json(csv, rows, n);
+    } else if (format == BENCH_CSV) {
+        mf_cli_bench_write_csv(csv, rows, n);
+    } else {
+        char title[512];
+        sweep_title(title, sizeof title, n, failed, timer, device, reps);
+        mf_cli_bench_write_table(csv, rows, n, title);
+    }
     int rc = finish_output(written, failed, csv, out, err, out_path, summary);
     if (plot_dir != NULL) {
         const int prc = mf_cli_bench_plot(plot_dir, rows, n, csv == out ? err : out, err);

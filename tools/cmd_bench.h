@@ -1,5 +1,5 @@
 /* memfix bench's rows and their writers, shared by tools/cmd_bench.c (the runs) and
- * tools/cmd_bench_output.c (CSV, JSON and charts). Internal to the command. */
+ * tools/cmd_bench_output.c (the table, CSV, JSON and charts). Internal to the command. */
 #ifndef MEMFIX_CMD_BENCH_H
 #define MEMFIX_CMD_BENCH_H
 
@@ -34,12 +34,18 @@ typedef struct target_row {
     "status,"                                                                                                \
     "message"
 
+/* The output format: the readable table (default), --csv, --json. */
+typedef enum { BENCH_TABLE = 0, BENCH_CSV, BENCH_JSON } bench_format;
+
 /* One header line and one line per row (the columns of memfix bench --help). */
 void mf_cli_bench_write_csv(FILE *f, const bench_row *rows, size_t n);
 void mf_cli_bench_write_target_csv(FILE *f, const target_row *rows, size_t n);
 /* A JSON array, one object per row with the CSV's columns as keys; 0 when out of memory. */
 int mf_cli_bench_write_json(FILE *f, const bench_row *rows, size_t n);
 int mf_cli_bench_write_target_json(FILE *f, const target_row *rows, size_t n);
+/* The readable table, the default output; 'what' is its first line (backend, timer, device). */
+void mf_cli_bench_write_table(FILE *f, const bench_row *rows, size_t n, const char *what);
+void mf_cli_bench_write_target_table(FILE *f, const target_row *rows, size_t n, const char *what);
 /* --plot DIR: DIR/bench.csv and ci/plot.sh's charts into DIR; an exit code (MF_CLI_OK or
  * MF_CLI_UNAVAILABLE with a message on err). */
 int mf_cli_bench_plot(const char *dir, const bench_row *rows, size_t n, FILE *out, FILE *err);

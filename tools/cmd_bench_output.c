@@ -1,5 +1,5 @@
-/* `memfix bench`'s output: CSV (and the file --plot hands to ci/plot.sh) and JSON, for the
- * sweep rows and the targets' rows. */
+/* `memfix bench`'s output: the readable table (the default), CSV (--csv, and the file
+ * --plot hands to ci/plot.sh), JSON (--json), for the sweep rows and the targets' rows. */
 #define _POSIX_C_SOURCE 200809L
 #include "cmd_bench.h"
 #include "memfix_cli.h"
@@ -235,4 +235,118 @@ int mf_cli_bench_write_target_json(FILE *f, const target_row *rows, size_t n)
         cJSON_AddStringToObject(o, "message", r->message);
     }
     return mf_cli_print_json(f, arr);
+}
+
+/* ---- the readable tables ------------------------------------------------------------------ */
+static void ms_cell(char *buf, double ms)
+{
+    if (isfinite(ms))
+        snprintf(buf, MF_CLI_CELL, "%.3g", ms);
+    else
+        snprintf(buf, MF_CLI_CELL, "-");
+}
+
+typedef struct {
+    const bench_row *rows;
+    int rates; /* GPU rows: the rate columns */
+} sweep_table;
+
+enum { SWEEP_COLS = 11, RATE_COLS = 4 };
+
+static void sweep_cells(const void *p, size_t i, char (*c)[MF_CLI_CELL])
+{
+    const sweep_table *t = p;
+    const bench_row *r = &t->rows[i];
+    char b[64];
+    snprintf(c[0], MF_CLI_CELL, "%s", r->op);
+    snprintf(c[1], MF_CLI_CELL, "%s", r->variant);
+    snprintf(c[2], MF_CLI_CELL, "%lld", r->size);
+    ms_cell(c[3], r->ref_ms);
+    ms_cell(c[4], r->opt_ms);
+    if (isfinite(r->ref_ms) && r->opt_ms > 0)
+        snprintf(c[5], MF_CLI_CELL, "%.2fx", r->ref_ms / r->opt_ms);
+    else
+        snprintf(c[5], MF_CLI_CELL, "-");
+    snprintf(c[6], MF_CLI_CELL, "%s",
+             r->ref_peak == SIZE_MAX ? "-" : mf_cli_bytes_short(b, sizeof b, r->ref_peak));
+    snprintf(c[7], MF_CLI_CELL, "%s",
+             r->opt_peak == SIZE_MAX ? "-" : mf_cli_bytes_short(b, sizeof b, r->opt_peak));
+    snprintf(c[8], MF_CLI_CELL, "%s",
+             r->ceiling == SIZE_MAX ? "-" : mf_cli_bytes_short(b, sizeof b, r->ceiling));
+    if (isfinite(r->max_abs_err))
+        snprintf(c[9], MF_CLI_CELL, "%.2g", r->max_abs_err);
+    else
+        snprintf(c[9], MF_CLI_CELL, "-");
+    snprintf(c[10], MF_CLI_CELL, "%s", r->ok ? "ok" : "FAILED");
+    int k = SWEEP_COLS;
+    if (t->rates) {
+        const double v[RATE_COLS] = { r->tflops, r->gbps, 100.0 * r->tflops / r->peak_tflops,
+                                      100.0 * r->gbps / r->peak_gbps };
+        for (int j = 0; j < RATE_COLS; j++, k++)
+            if (isfinite(v[j]))
+                snprintf(c[k], MF_CLI_CELL, j < 2 ? "%.3g" : "%.1f%%", v[j]);
+            else
+                snprintf(c[k], MF_CLI_CELL, "-");
+    }
+    snprintf(c[k], MF_CLI_CELL, "%.159s", r->shape);
+}
+
+void mf_cli_bench_write_table(FILE *f, const bench_row *rows, size_t n, const char *what)
+{
+    static const char *const names[] = { "op",      "variant",       "n",           "ref ms",
+                                         "opt ms",  "ref/opt",       "ref scratch", "opt scratch",
+                                         "ceiling", "max err",       "status",      "TFLOP/s",
+                                         "GB/s",    "% peak FLOP/s", "% peak BW",   "shape" };
+    static const int right[] = { 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0 };
+    sweep_table t = { rows, 0 };
+    for (size_t i = 0; i < n; i++) t.rates |= isfinite(rows[i].tflops) || isfinite(rows[i].gbps);
+    const char *nm[SWEEP_COLS + RATE_COLS + 1];
+    int rt[SWEEP_COLS + RATE_COLS + 1], ncol = 0;
+    for (int c = 0; c < SWEEP_COLS + RATE_COLS + 1; c++) {
+        if (!t.rates && c >= SWEEP_COLS && c < SWEEP_COLS + RATE_COLS) continue;
+        nm[ncol] = names[c];
+        rt[ncol++] = right[c];
+    }
+    fprintf(f, "%s\n", what);
+    fprintf(f, "ref: the reference on the host; opt: the variant; ms: mean per call; scratch: peak bytes;\n"
+               "ceiling: the op header's formula; max err: the last timed output against the reference\n\n");
+    mf_cli_print_table(f, ncol, nm, rt, n, sweep_cells, &t);
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].ok)
+            fprintf(f, "FAILED %s/%s n=%lld: %s\n", rows[i].op, rows[i].variant, rows[i].size,
+                    rows[i].message);
+}
+
+static void target_cells(const void *p, size_t i, char (*c)[MF_CLI_CELL])
+{
+    const target_row *r = &((const target_row *)p)[i];
+    const int floor = strcmp(r->kind, "floor") == 0;
+    snprintf(c[0], MF_CLI_CELL, "%s", r->target);
+    snprintf(c[1], MF_CLI_CELL, "%s", r->op);
+    snprintf(c[2], MF_CLI_CELL, floor ? "<= %gx the floor" : ">= %gx the baseline", r->goal);
+    ms_cell(c[3], r->opt_ms);
+    ms_cell(c[4], floor ? r->floor_ms : r->base_ms);
+    if (isfinite(r->ratio))
+        snprintf(c[5], MF_CLI_CELL, "%.3gx", r->ratio);
+    else
+        snprintf(c[5], MF_CLI_CELL, "-");
+    snprintf(c[6], MF_CLI_CELL, "%s", r->met);
+    snprintf(c[7], MF_CLI_CELL, "%s", r->ok ? "ok" : "FAILED");
+    snprintf(c[8], MF_CLI_CELL, "%.159s", r->shape);
+}
+
+void mf_cli_bench_write_target_table(FILE *f, const target_row *rows, size_t n, const char *what)
+{
+    static const char *const names[] = { "target", "op",  "goal",   "opt ms", "floor/baseline ms",
+                                         "ratio",  "met", "status", "shape" };
+    static const int right[] = { 0, 0, 0, 1, 1, 1, 0, 0, 0 };
+    fprintf(f, "%s\n", what);
+    fprintf(
+        f,
+        "floor: the work's FLOPs at the device's dense bf16 peak (ratio = opt / floor); baseline: another\n"
+        "memfix op at the same shape (ratio = baseline / opt); met: n/a in host execution mode or at\n"
+        "reduced shapes\n\n");
+    mf_cli_print_table(f, 9, names, right, n, target_cells, rows);
+    for (size_t i = 0; i < n; i++)
+        if (!rows[i].ok) fprintf(f, "FAILED %s: %s\n", rows[i].target, rows[i].message);
 }
