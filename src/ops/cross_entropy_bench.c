@@ -37,7 +37,7 @@ static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
     mf_cross_entropy_options o;
     ce_bench_options(c->variant, n, &o);
     if (o.variant == MF_CE_VARIANT_FUSED)
-        snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean, fused (no logits tile)", (long long)n,
+        snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean fused (no logits tile)", (long long)n,
                  (long long)D, (long long)V);
     else
         snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean budget=%zu (C=%d rows)", (long long)n,
