@@ -1,7 +1,7 @@
-# memfix plan and bench: the training-memory model's exact values and
-# the presets (test_plan), the bench CSV (test_bench), and ci/plot.sh on a CSV
-# that bench wrote (plot_sh: renders charts when gnuplot is installed, else
-# checks that plot.sh says gnuplot is missing and exits 3).
+# memfix plan and bench: the training-memory model's exact values and the presets
+# (test_plan), the fit on a GPU (test_plan_fit, plan.gpu_mem.*), bench's table, CSV and JSON
+# (test_bench), and ci/plot.sh on a CSV that bench wrote (plot_sh: renders charts when gnuplot is
+# installed, else checks that plot.sh says gnuplot is missing and exits 3).
 mf_add_check_test(test_plan SOURCES unit/test_plan.c LABELS unit memory)
 target_link_libraries(test_plan PRIVATE mf_cli)
 # --gpu-mem: sizes, the configured total, the verdict and the changes that make a step fit
