@@ -34,7 +34,10 @@ static void help_param(const mf_plan_param_spec *spec, void *arg)
 {
     char opt[64];
     snprintf(opt, sizeof opt, "%s %s", spec->option, spec->arg);
-    fprintf((FILE *)arg, "  %-18s %s\n", opt, spec->help);
+    if (strlen(opt) > 18) /* the option on a line of its own, its help under it */
+        fprintf((FILE *)arg, "  %s\n  %-18s %s\n", opt, "", spec->help);
+    else
+        fprintf((FILE *)arg, "  %-18s %s\n", opt, spec->help);
 }
 
 void mf_cli_plan_help(FILE *out)
@@ -97,8 +100,9 @@ void mf_cli_plan_help(FILE *out)
                  "                     a shorter sequence), each with the total it gives. SIZE:\n"
                  "                     bytes, or a number with a unit: 80GB (80 x 10^9), 80GiB or\n"
                  "                     80G (80 x 2^30); B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, K,\n"
-                 "                     M, G, T, any case; e.g. --gpu-mem 80GiB for an 80 GB A100\n"
-                 "                     (81,920 MiB), --gpu-mem 141GB\n");
+                 "                     M, G, T, any case. An \"80 GB\" A100 or H100 has 80 GiB\n"
+                 "                     (81,920 MiB): --gpu-mem 80GiB; nvidia-smi's memory.total\n"
+                 "                     is in MiB: --gpu-mem 143771MiB for an H200\n");
     for_each_param(help_param, out);
     fprintf(out, "  --json             print one JSON object instead of tables\n"
                  "  -h, --help         this help\n"
