@@ -123,6 +123,49 @@ void mf_cli_num_cell(char *buf, size_t cap, double x)
         snprintf(buf, cap, "%.3g", x);
 }
 
+const char *mf_cli_error_reason(char *buf, size_t cap)
+{
+    const char *e = mf_last_error();
+    const char *colon = strstr(e, ": "), *loc = strrchr(e, '[');
+    if (colon != NULL && strchr(e, ' ') > colon) e = colon + 2; /* "<func>: " */
+    size_t len = strlen(e);
+    if (loc != NULL && loc > e && loc[-1] == ' ' && e[len - 1] == ']') len = (size_t)(loc - 1 - e);
+    snprintf(buf, cap, "%.*s", (int)len, e);
+    return buf;
+}
+
+const char *mf_cli_bytes(char *buf, size_t cap, size_t b)
+{
+    const double x = (double)b;
+    if (b == SIZE_MAX)
+        snprintf(buf, cap, "n/a");
+    else if (x >= 1024.0 * 1024 * 1024)
+        snprintf(buf, cap, "%zu (%.2f GiB)", b, x / (1024.0 * 1024 * 1024));
+    else if (x >= 1024.0 * 1024)
+        snprintf(buf, cap, "%zu (%.2f MiB)", b, x / (1024.0 * 1024));
+    else if (x >= 1024.0)
+        snprintf(buf, cap, "%zu (%.2f KiB)", b, x / 1024.0);
+    else
+        snprintf(buf, cap, "%zu B", b);
+    return buf;
+}
+
+const char *mf_cli_bytes_short(char *buf, size_t cap, size_t b)
+{
+    const double x = (double)b;
+    if (b == SIZE_MAX)
+        snprintf(buf, cap, "n/a");
+    else if (x >= 1024.0 * 1024 * 1024)
+        snprintf(buf, cap, "%.2f GiB", x / (1024.0 * 1024 * 1024));
+    else if (x >= 1024.0 * 1024)
+        snprintf(buf, cap, "%.2f MiB", x / (1024.0 * 1024));
+    else if (x >= 1024.0)
+        snprintf(buf, cap, "%.2f KiB", x / 1024.0);
+    else
+        snprintf(buf, cap, "%zu B", b);
+    return buf;
+}
+
 /* The table has one line per compared quantity (an output of the case under
  * its tolerance row); the case's own columns (op, variant, ..., verdict,
  * peaks, the full case) are printed on its first quantity's line only. */

@@ -819,8 +819,17 @@ static const mf_bench_sweep la_bench = { "causal, chunk 16, B=1 H=2 N=n D=16",
                                          la_bench_optimized };
 
 /* ---- memfix plan: the causal cumulative state vs the chunked form (seed 003) ---- */
+static const mf_plan_param_spec la_plan_params[] = {
+    { "linear_attention", "--linear-attention", "0|1",
+      "the model has causal linear-attention layers: plan their\n                     cumulative state (seed "
+      "003)",
+      MF_PLAN_PARAM_FLAG, 0 },
+};
+
+/* Only for a model with linear attention (--linear-attention 1). */
 static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
+    if (!mf_plan_param_get(cfg, "linear_attention")) return MF_OK; /* not in the model */
     const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
     const size_t cumsum[] = { (size_t)B,  (size_t)H,  (size_t)S,
                               (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype) };
@@ -831,7 +840,7 @@ static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
                            (long long)Dh, mf_dtype_name(cfg->dtype));
 }
 
-static const mf_op_plan la_plan = { 0, NULL, la_plan_rows, NULL };
+static const mf_op_plan la_plan = { 1, la_plan_params, la_plan_rows, NULL };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "linear_attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */

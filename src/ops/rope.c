@@ -848,8 +848,10 @@ static const mf_bench_sweep rope_bench = { "B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,\n"
                                            rope_bench_optimized };
 
 /* ---- memfix plan: host position and cos/sin tables vs the device cache (seed 000, bug 2) ---- */
+/* Only for a model with rotary positions (max_positions 0: no learned position embeddings). */
 static mf_status rope_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
+    if (cfg->max_positions > 0) return MF_OK; /* learned positions: no RoPE */
     const int64_t S = cfg->seq, Dh = mf_plan_head_dim(cfg);
     return mf_plan_row_add(out, "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
                            "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh),

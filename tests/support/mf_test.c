@@ -133,6 +133,17 @@ int mf_test_run(Suite *s)
         fprintf(stderr, "mf_test_run: suite is NULL\n");
         return 1;
     }
+    /* under ctest --resource-spec-file: the GPU ctest gave this test, before any CUDA call */
+    const int ctest_gpu = mf_use_ctest_gpu();
+    if (ctest_gpu < 0) {
+        fprintf(stderr, "mf_test_run: %s\n", mf_last_error());
+        SRunner *sr = srunner_create(s);
+        srunner_free(sr);
+        return 1;
+    }
+    if (ctest_gpu > 0)
+        printf("mf_test_run: CUDA_VISIBLE_DEVICES=%s (CTest's resource allocation)\n",
+               getenv("CUDA_VISIBLE_DEVICES"));
     mf_backend b = mf_test_backend();
     if (b == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
         /* srunner_free frees the suite too; make one just to release s. */
