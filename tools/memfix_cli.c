@@ -275,6 +275,7 @@ void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
         cJSON_AddItemToArray(arr, e);
         cJSON_AddStringToObject(e, "name", q->what);
         cJSON_AddStringToObject(e, "tolerance", q->tol);
+        cJSON_AddStringToObject(e, "worst_at", q->worst_at);
         cJSON_AddNumberToObject(e, "atol", q->atol);
         cJSON_AddNumberToObject(e, "rtol", q->rtol);
         if (isfinite(q->max_abs_err))

@@ -260,8 +260,10 @@ void mf_vf_run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate
         rows[c].own_seconds = own;
         if (output_check(again.defense)) {
             snprintf(rows[c].defense, sizeof rows[c].defense, "rerun");
-            snprintf(rows[c].result.message, sizeof rows[c].result.message,
-                     "second sweep (reverse case order, fresh buffers, different inputs): %.180s", msg);
+            char text[sizeof msg + 80];
+            snprintf(text, sizeof text,
+                     "second sweep (reverse case order, fresh buffers, different inputs): %s", msg);
+            mf_tb_copy_msg(rows[c].result.message, sizeof rows[c].result.message, text);
         }
         if (stops_run(is, &rows[c]))
             return; /* the second sweep's cases before it stay as the first left them */

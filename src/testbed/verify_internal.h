@@ -26,7 +26,7 @@ struct iso_session;
 typedef struct verify_state {
     void (*candidate)(void);
     char defense[MF_VERIFY_DEFENSE_MAX];
-    char reason[256];
+    char reason[MF_TB_REASON_MAX];
     int all_zero;        /* the candidate's output was all zeros */
     char dump_stem[200]; /* --dump: "<dir>/<target>-<case id>" of this case's inputs; "" when not dumping */
     /* measured by guarded_call: the tracked scratch peak of the calls and the fastest call's time (the first
@@ -49,7 +49,7 @@ extern _Thread_local verify_state *mf_vf_g_state;
 typedef mf_tb_guarded guarded;
 
 enum { WIRE_HELLO = 0x4d465648u, WIRE_ACK = 0x4d465641u, WIRE_REQ = 0x4d465651u, WIRE_ANS = 0x4d465652u };
-enum { WIRE_NAME = 32, MAX_SCHED = 18, SANITIZER_EXIT = 66 };
+enum { WIRE_NAME = 32, WIRE_AXES = 64, MAX_SCHED = 18, SANITIZER_EXIT = 66 };
 enum { ACK_OK = 0, ACK_LOAD = 1, ACK_BACKEND = 2 };
 
 typedef struct wbuf {
@@ -99,6 +99,8 @@ mf_status mf_vf_guarded_make_dt(mf_context *ctx, guarded *g, const char *name, c
                                 mf_dtype out_dtype);
 mf_status mf_vf_guarded_make(mf_context *ctx, guarded *g, const char *name, const void *data, size_t bytes);
 void mf_vf_guarded_free(mf_context *ctx, guarded *g);
+mf_status mf_vf_image_check(const unsigned char *img, const char *name, const mf_axes *axes, size_t bytes,
+                            const unsigned char *data);
 mf_status mf_vf_guarded_runs(mf_context *ctx, mf_tb_call_fn call, const void *args, guarded *bufs, int n_in,
                              int n, void *out_host, size_t out_bytes, int runs, unsigned char **images,
                              void *second_host);

@@ -338,26 +338,6 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
     return MF_OK;
 }
 
-/* The parent's checks of one buffer's image: the canaries (all) and the data (inputs, against 'data'). */
-static mf_status image_check(const unsigned char *img, const char *name, size_t bytes, const void *data)
-{
-    for (size_t i = 0; i < GUARD_BYTES; i++)
-        if (img[i] != mf_vf_canary(i))
-            return mf_vf_reject("guard-band", "wrote before %s: byte %lld relative to its start changed",
-                                name, (long long)i - GUARD_BYTES);
-    for (size_t i = 0; i < GUARD_BYTES; i++)
-        if (img[GUARD_BYTES + bytes + i] != mf_vf_canary(i + GUARD_BYTES))
-            return mf_vf_reject("guard-band", "wrote past the end of %s (%zu bytes): byte %zu changed", name,
-                                bytes, bytes + i);
-    if (data != NULL && memcmp(img + GUARD_BYTES, data, bytes) != 0) {
-        size_t at = 0;
-        while (((const unsigned char *)data)[at] == img[GUARD_BYTES + at]) at++;
-        return mf_vf_reject("input-mutation", "changed input %s (byte %zu of %zu; inputs are read-only)",
-                            name, at, bytes);
-    }
-    return MF_OK;
-}
-
 /* ---- measured by memfix, outside the worker: its memory (/proc) and the round trips' wall time --------------- */
 /* A request's buffers are held by the worker in at most this many copies: the received input, the host
  * image and the guarded device buffer of each, the images sent back and the answer holding them, the two
@@ -421,7 +401,7 @@ void mf_vf_iso_memory_verdict(verify_state *st, const mf_case_result *r)
 
 typedef struct answer {
     int32_t status;
-    char defense[MF_VERIFY_DEFENSE_MAX], reason[256];
+    char defense[MF_VERIFY_DEFENSE_MAX], reason[MF_TB_REASON_MAX];
     uint64_t peak;
     double cand, own;
 } answer;
@@ -501,6 +481,10 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
         mf_vf_wb_u32(&b, (uint32_t)present);
         mf_vf_wb_u64(&b, sp[i].bytes);
         mf_vf_wb_u32(&b, (uint32_t)sp[i].dtype);
+        char axes[WIRE_AXES] = { 0 }; /* the buffer's axes, which the worker's rejections name elements by */
+        snprintf(axes, sizeof axes, "%s", sp[i].axes.names != NULL ? sp[i].axes.names : "");
+        mf_vf_wb_put(&b, axes, sizeof axes);
+        for (int k = 0; k < MF_AXES_MAX; k++) mf_vf_wb_u64(&b, (uint64_t)sp[i].axes.dim[k]);
         if (present && i >= n_in) out_bytes += sp[i].bytes;
         if (present) io_bytes += sp[i].bytes + 2 * (size_t)GUARD_BYTES + page;
     }
@@ -597,7 +581,9 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
     }
     /* the parent's own checks */
     for (int i = 0; i < n && s == MF_OK; i++)
-        if (img[i] != NULL) s = image_check(img[i], sp[i].name, sp[i].bytes, i < n_in ? in_host[i] : NULL);
+        if (img[i] != NULL)
+            s = mf_vf_image_check(img[i], sp[i].name, &sp[i].axes, sp[i].bytes,
+                                  i < n_in ? (const unsigned char *)in_host[i] : NULL);
     /* determinism, compared here: the second run's outputs against the first's */
     if (s == MF_OK && second != NULL) {
         const unsigned char *q = second;
@@ -606,11 +592,13 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
             if (memcmp(img[i] + GUARD_BYTES, q, sp[i].bytes) != 0) {
                 size_t at = 0;
                 while (img[i][GUARD_BYTES + at] == q[at]) at++;
+                char el[112];
+                mf_tb_element_at(&sp[i].axes, sp[i].bytes, at, el, sizeof el);
                 s = mf_vf_reject(
                     "determinism",
                     "a second call on the same inputs (outputs re-filled with NaN) gave different bits "
-                    "(first at byte %zu of %s; compared by memfix on the outputs the worker returned)",
-                    at, sp[i].name);
+                    "(first in %s at %s, byte %zu; compared by memfix on the outputs the worker returned)",
+                    sp[i].name, el, at);
             }
             q += sp[i].bytes;
         }

@@ -508,8 +508,10 @@ END_TEST
 START_TEST(test_testbed_guard_bands)
 {
     mf_context *ctx = mf_test_ctx();
-    mf_tb_tensor t[2] = { { "x", MF_TB_IN, TB_N, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
-                          { "y", MF_TB_OUT, TB_N, 0.0f, 0.0f, "selftest", NULL, NULL, NULL } };
+    mf_tb_tensor t[2] = {
+        { "x", MF_TB_IN, TB_N, -1.0f, 1.0f, NULL, NULL, NULL, NULL, { 0 } },
+        { "y", MF_TB_OUT, TB_N, 0.0f, 0.0f, "selftest", NULL, NULL, NULL, { "row col", { 4, 4 } } }
+    };
     MF_ASSERT_OK(mf_tb_tensors_make(t, 2, MF_DTYPE_F32, 5));
     memcpy(t[1].host, t[0].host, TB_N * sizeof(float)); /* the "reference": y = x */
     MF_ASSERT_OK(mf_tb_tensors_upload(ctx, t, 2, MF_DTYPE_F32));
@@ -526,7 +528,9 @@ START_TEST(test_testbed_guard_bands)
     MF_ASSERT_OK(mf_tb_tensors_compare(ctx, t, 2, MF_DTYPE_F32, &r, &pass));
     ck_assert_int_eq(pass, 0);
     ck_assert_int_eq(r.failure, MF_FAILURE_NONFINITE);
-    ck_assert_msg(strstr(r.message, "y: write past the end at element 16") != NULL, "%s", r.message);
+    ck_assert_msg(strstr(r.message, "y: write past the end: element 1 after its last one (row=3, col=3)") !=
+                      NULL,
+                  "%s", r.message);
     y[TB_N] = NAN; /* the guard restored: the same output passes */
     MF_ASSERT_OK(mf_buffer_upload(ctx, t[1].dev, y, sizeof y));
     memset(&r, 0, sizeof r);

@@ -46,8 +46,33 @@ static void (*load_candidate(const char *name))(void)
     return load_symbol(lib, "matmul_candidate");
 }
 
+/* A rejection by a defense that judges elements names the element in the op's own axes: "(row=3, col=7)",
+ * "(b=0, h=1, row=17, col=3)" (compare.c, verify_guard.c, mem_defense.c); the others (error, scratch and
+ * memory, the worker's exit, crash, timeout, protocol, a replaced SIGSEGV handler) concern no element. */
+static void assert_names_element(const char *name, const mf_verify_row *r)
+{
+    static const char *const by_element[] = { "equivalence", "nan-prefill", "all-zero",       "determinism",
+                                              "guard-band",  "rerun",       "input-mutation", "schedule" };
+    int judged =
+        strcmp(r->defense, "input-write") == 0 && strstr(r->result.message, "wrote to input") != NULL;
+    for (size_t k = 0; k < sizeof by_element / sizeof by_element[0]; k++)
+        judged |= strcmp(r->defense, by_element[k]) == 0;
+    if (!judged) return;
+    const char *p = strstr(r->result.message, " (");
+    int found = 0;
+    for (; p != NULL && !found; p = strstr(p + 1, " (")) {
+        const char *q = p + 2;
+        while ((*q >= 'a' && *q <= 'z') || *q == '_') q++;
+        found = q > p + 2 && *q == '=' && q[1] >= '0' && q[1] <= '9';
+    }
+    ck_assert_msg(found || strstr(r->result.message, "(scalar)") != NULL,
+                  "%s [%s %s]: rejected by %s without naming the element in the op's axes: %s", name,
+                  r->result.dtype, r->result.shape, r->defense, r->result.message);
+}
+
 /* Verifies 'fn' on 'op'; returns the number of rejected rows and checks that
- * every rejected row names 'defense' (NULL: none may be rejected). */
+ * every rejected row names 'defense' (NULL: none may be rejected) and, where
+ * the defense judges elements, the element (assert_names_element). */
 static size_t verify_fn_expect(const char *op_name, const char *name, void (*fn)(void), const char *defense)
 {
     const int n_cases = mf_verify_n_cases(op_name);
@@ -83,6 +108,7 @@ static size_t verify_fn_expect(const char *op_name, const char *name, void (*fn)
                       r->result.shape, r->defense, defense, r->result.message);
         ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name,
                       r->result.shape);
+        assert_names_element(name, r);
     }
     free(rows);
     return rejected;
@@ -182,6 +208,7 @@ static void expect_all(mf_matmul_candidate_fn fn, const char *defense, const cha
         ck_assert_str_eq(rows[i].defense, defense);
         ck_assert_msg(strstr(rows[i].result.message, reason_part) != NULL, "[%s] reason '%s' lacks '%s'",
                       rows[i].result.shape, rows[i].result.message, reason_part);
+        assert_names_element(defense, &rows[i]);
     }
 }
 
@@ -201,7 +228,7 @@ END_TEST
 START_TEST(test_in_process_input_write_every_byte)
 {
     ck_assert_int_eq(mf_context_backend(mf_test_ctx()), MF_BACKEND_HOST);
-    expect_all(flips_last_input_byte, "input-write", "wrote to input A during the call");
+    expect_all(flips_last_input_byte, "input-write", "wrote to input A at (");
     expect_all(writes_after_input, "guard-band", "wrote past the end of A");
 }
 END_TEST
@@ -676,6 +703,7 @@ static size_t lib_expect(const char *name, const char *defense, double timeout_s
                       name, r->result.shape, r->defense, r->result.message);
         ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name,
                       r->result.shape);
+        assert_names_element(name, r);
     }
     free(rows);
     return rejected;
