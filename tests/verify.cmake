@@ -132,6 +132,14 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0)
   mf_verify_expect(host_loop_keep_going 1 "by timeout" MUST_NOT "not run"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0 --keep-going)
+  # a hang on every third call, with the default options (no --timeout: the limit derived from memfix's own
+  # time on the case, at least MF_VERIFY_TIMEOUT_FLOOR_S): rejected by timeout in seconds, the run ended
+  add_test(NAME test_verify_cli_hang_third.host
+    COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:memfix-cli>
+            "-DARGS=verify|--backend|host|--seed|1|--op|matmul|--symbol|matmul_candidate|--lib|${_mf_cand_dir}/libmatmul_hang_third.so"
+            -DRC=1 "-DMUST=by timeout: no answer within [0-9.]+ s \\(the default limit: [0-9.]+ x memfix's own [0-9.e-]+ s on this case, at least [0-9.]+ s|not run \\(a timeout ends the run"
+            -DMAX_SECONDS=120 -P ${MF_ROOT}/tests/support/verify_expect.cmake)
+  set_tests_properties(test_verify_cli_hang_third.host PROPERTIES LABELS "unit;host" TIMEOUT ${_mf_verify_timeout_long})
   # stopped by SIGTERM, SIGINT and SIGKILL while that candidate hangs, verify leaves no worker running
   add_test(NAME test_verify_orphans.host
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/verify_orphans.sh $<TARGET_FILE:memfix-cli>

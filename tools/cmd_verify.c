@@ -245,8 +245,9 @@ void mf_cli_verify_help(FILE *out)
             "                     order of the threads of a block (a race: a missing barrier)\n"
             "  exit               the candidate's process exited during the call\n"
             "  crash              it was killed by a signal (a segfault, an abort)\n"
-            "  timeout            no answer within --timeout seconds (an endless loop); the\n"
-            "                     cases after it are not run (not-run) unless --keep-going\n"
+            "  timeout            no answer within the time limit (an endless loop; --timeout\n"
+            "                     below); the cases after it are not run (not-run) unless\n"
+            "                     --keep-going\n"
             "  protocol           its process wrote garbage into verify's socket\n"
             "  sanitizer          --sanitize: the sanitizer reported an error\n"
             "  input-write        it wrote to an input, even if it restored it (host mode:\n"
@@ -262,8 +263,13 @@ void mf_cli_verify_help(FILE *out)
             "  --symbol NAME     the candidate's symbol (declare it extern \"C\" in C++/CUDA)\n"
             "  --backend B       auto (default: cuda when a device is present, else host),\n"
             "                    host (a library built with cudahost) or cuda (built with nvcc)\n"
-            "  --timeout SEC     time limit of each case in each thread order (default 60);\n"
-            "                    the worker's process group is killed past it, and the run ends\n"
+            "  --timeout SEC     time limit of each case in each thread order; the worker's\n"
+            "                    process group is killed past it, and the run ends. Default:\n"
+            "                    %g x memfix's own time on the case (the round trip of the\n"
+            "                    same request for memfix's optimized entry, measured first on\n"
+            "                    the same worker), at least %g s (%g s where memfix's time is\n"
+            "                    not measured): a slow but correct kernel has room (the\n"
+            "                    slowest examples take ~30x), a hang costs about %g s\n"
             "  --keep-going      after a timeout, run the remaining cases anyway\n"
             "  --orders K        random thread orders per case besides forward (2 workers) and\n"
             "                    reverse (1 worker) (default 2; 0 to 16), alternating 1 and 2 workers\n"
@@ -298,7 +304,8 @@ void mf_cli_verify_help(FILE *out)
             "(unknown op, op without candidates, library or symbol not found), 3 the\n"
             "backend is unavailable. See docs/verify.md for building a candidate.\n",
             mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build",
-            MF_VERIFY_DEFAULT_CASES);
+            MF_VERIFY_TIMEOUT_MULTIPLE, MF_VERIFY_TIMEOUT_FLOOR_S, MF_VERIFY_TIMEOUT_FALLBACK_S,
+            MF_VERIFY_TIMEOUT_FLOOR_S, MF_VERIFY_DEFAULT_CASES);
 }
 
 enum { VCOL = 14 };

@@ -152,6 +152,7 @@ static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candida
     mf_vf_g_state = &st;
     memset(row, 0, sizeof *row);
     row->cand_seconds = row->own_seconds = NAN;
+    if (is != NULL && sched == 0) is->case_own_s = NAN; /* measured again by the case's first request */
     mf_clear_error();
     dump_begin(tg, c, salt, &st);
     mf_status s = run_case_id(ctx, tg, candidate, c, salt, &row->result);

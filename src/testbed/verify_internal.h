@@ -38,6 +38,7 @@ typedef struct verify_state {
     struct iso_session *iso;
     int sched;
     double cand_seconds, own_seconds;
+    int own_tried; /* memfix's own request of this case was sent (the first thread order) */
     /* mf_verify_lib, host backend: the worker's peak RSS growth during a request beyond its own copies of the
      * call's buffers, measured by memfix from /proc (the worst request of the case); checked against the
      * case's ceiling by run_once (mf_vf_iso_memory_verdict) */
@@ -74,8 +75,11 @@ typedef struct iso_session {
     const mf_verify_target *tg;
     const char *lib, *symbol;
     mf_backend backend;
-    double timeout_s;
-    int keep_going; /* run every case after a timeout (else the rest are "not-run") */
+    double timeout_s;  /* --timeout; 0: each limit derived from memfix's time (MF_VERIFY_TIMEOUT_*) */
+    int keep_going;    /* run every case after a timeout (else the rest are "not-run") */
+    double case_own_s; /* memfix's own round trip on the case being run (its first thread order); NaN: none */
+    double limit_s;    /* the limit of the request being waited for, and how it was set */
+    char limit_why[160];
     const char *sanitize;
     char worker_path[4096];
     int n_sched;
