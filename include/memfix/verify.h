@@ -128,6 +128,9 @@ typedef struct mf_verify_row {
      * warning column, never a rejection; own_seconds NaN for a target without one). */
     double cand_seconds, own_seconds;
     char schedule[40]; /* the thread order the row's result comes from, e.g. "reverse, 1 worker" */
+    /* why the time column has no ratio ("" when it has one): e.g. "not run", "the candidate's call did not
+     * complete", "memfix has no entry of this target's type to time" */
+    char time_note[64];
 } mf_verify_row;
 
 /* ---- isolation: the candidate in a worker process ---------------------- */

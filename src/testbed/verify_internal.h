@@ -38,7 +38,8 @@ typedef struct verify_state {
     struct iso_session *iso;
     int sched;
     double cand_seconds, own_seconds;
-    int own_tried; /* memfix's own request of this case was sent (the first thread order) */
+    int own_tried;         /* memfix's own request of this case was sent (the first thread order) */
+    const char *time_note; /* why cand_seconds / own_seconds are missing (mf_verify_row.time_note) */
     /* mf_verify_lib, host backend: the worker's peak RSS growth during a request beyond its own copies of the
      * call's buffers, measured by memfix from /proc (the worst request of the case); checked against the
      * case's ceiling by run_once (mf_vf_iso_memory_verdict) */

@@ -479,7 +479,10 @@ static void own_request(iso_session *is, verify_state *st, worker_proc *w, wbuf 
                         int n_in, int n, int runs, size_t out_bytes, unsigned char **own_img)
 {
     st->own_tried = 1;
-    if (is->tg->own == NULL) return;
+    if (is->tg->own == NULL) {
+        st->time_note = "memfix has no entry of this target's type to time";
+        return;
+    }
     uint32_t flag = 1;
     memcpy(b->p + 16, &flag, sizeof flag); /* after magic, n_in, n, runs */
     answer oa;
@@ -493,7 +496,10 @@ static void own_request(iso_session *is, verify_state *st, worker_proc *w, wbuf 
     free(own_second);
     flag = 0;
     memcpy(b->p + 16, &flag, sizeof flag);
-    if (orc != 0) worker_kill(w);
+    if (orc != 0) {
+        worker_kill(w);
+        st->time_note = "memfix's own call got no answer in the worker";
+    }
 }
 
 mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, const void *args)
@@ -597,6 +603,7 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
     /* the time column: the round trips of this request and of the same request for memfix's own entry, both
      * timed here (transfers and checks included in both) */
     if (st->sched == 0 && isnan(st->cand_seconds) && rc == 0) st->cand_seconds = mf_vf_now_s() - t0;
+    if (rc != 0 && st->time_note == NULL) st->time_note = "the candidate's call did not complete";
     if (rc == 4) {
         worker_kill(w); /* the rest of its answer is still in the socket */
         s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images");

@@ -776,7 +776,8 @@ END_TEST
 /* ---- the command, in process ---------------------------------------------------------- */
 static int cli(const char *const *args, int n, char **out_text, char **err_text)
 {
-    char *argv[16];
+    char *argv[32];
+    ck_assert_int_lt(n, 32);
     argv[0] = (char *)"memfix";
     for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
     size_t olen = 0, elen = 0;
@@ -848,6 +849,109 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* The line of text t holding 'key' (a copy, at most cap - 1 characters); "" when none. */
+static const char *line_with(const char *t, const char *key, char *buf, size_t cap)
+{
+    const char *p = t != NULL ? strstr(t, key) : NULL;
+    buf[0] = '\0';
+    if (p == NULL) return buf;
+    const char *b = p, *e = p;
+    while (b > t && b[-1] != '\n') b--;
+    while (*e != '\0' && *e != '\n') e++;
+    snprintf(buf, cap, "%.*s", (int)(e - b), b);
+    return buf;
+}
+
+/* The text table: a line per compared output with that output's tolerance, error and budget (attention's
+ * backward on f1: lse's atol 2e-06 beside lse's error, dk's 5e-06 beside dk's failing error); "n/a" in the
+ * time column always with its reason, in the table and in --json (a case that timed out, the cases not run
+ * after it). */
+START_TEST(test_cli_table)
+{
+    char lib[1024], line[1024];
+    char *o = NULL, *e = NULL;
+    snprintf(lib, sizeof lib, "%s/libattention_backward_dk_sign.so", MF_CANDIDATE_DIR);
+    const char *a1[] = { "verify",
+                         "--op",
+                         "attention.backward",
+                         "--lib",
+                         lib,
+                         "--symbol",
+                         "attention_backward_candidate",
+                         "--backend",
+                         "host",
+                         "--orders",
+                         "0",
+                         "--case",
+                         "f1" };
+    int rc = cli(a1, (int)(sizeof a1 / sizeof a1[0]), &o, &e);
+    ck_assert_msg(rc == MF_CLI_FAILED, "rc %d: %s%s", rc, o, e);
+    ck_assert_msg(strstr(o, "output") != NULL && strstr(o, "budget used") != NULL, "%s", o);
+    static const char *const keys[5] = { " out ", " lse ", " dq ", " dk FAIL ", " dv " };
+    static const char *const atol[5] = { " 2e-06 ", " 2e-06 ", " 5e-06 ", " 5e-06 ", " 5e-06 " };
+    for (int k = 0; k < 5; k++) {
+        line_with(o, keys[k], line, sizeof line);
+        ck_assert_msg(strstr(line, atol[k]) != NULL, "no line for%swith its atol%s:\n%s", keys[k], atol[k],
+                      o);
+        ck_assert_msg(strstr(line, "%") != NULL, "line of%swithout its budget: %s", keys[k], line);
+    }
+    ck_assert_msg(strstr(line_with(o, " dk FAIL ", line, sizeof line), "e+0") != NULL, "dk's error: %s",
+                  line);
+    ck_assert_msg(strstr(o, "dk: 2368 of 2368 entries outside") != NULL, "%s", o);
+    free(o);
+    free(e);
+    o = e = NULL;
+    snprintf(lib, sizeof lib, "%s/libmatmul_host_loop.so", MF_CANDIDATE_DIR);
+    for (int json = 0; json < 2; json++) {
+        const char *a2[] = { "verify",
+                             "--op",
+                             "matmul",
+                             "--lib",
+                             lib,
+                             "--symbol",
+                             "matmul_candidate",
+                             "--backend",
+                             "host",
+                             "--orders",
+                             "0",
+                             "--cases",
+                             "0",
+                             "--timeout",
+                             "1",
+                             "--seed",
+                             "1",
+                             json ? "--json" : "--keep-going" };
+        rc = cli(a2, (int)(sizeof a2 / sizeof a2[0]), &o, &e);
+        ck_assert_msg(rc == MF_CLI_FAILED, "rc %d: %s%s", rc, o, e);
+        if (!json) { /* --keep-going: every case runs, f2 times out, the others have a ratio */
+            line_with(o, "M=17 N=33 K=19 ta=0 tb=0", line, sizeof line);
+            ck_assert_msg(strstr(line, "n/a (the candidate's call did not complete)") != NULL, "%s", o);
+            ck_assert_msg(strstr(line_with(o, "M=1 N=1 K=1 ta=0 tb=0", line, sizeof line), "x") != NULL, "%s",
+                          o);
+        } else { /* the cases after f2 are not run */
+            ck_assert_msg(strstr(o, "\"time_note\":\t\"not run\"") != NULL, "%s", o);
+            ck_assert_msg(strstr(o, "\"time_note\":\t\"the candidate's call did not complete\"") != NULL,
+                          "%s", o);
+            ck_assert_msg(strstr(o, "\"time_note\":\tnull") != NULL, "%s", o);
+        }
+        free(o);
+        free(e);
+        o = e = NULL;
+    }
+    const char *a3[] = {
+        "verify",    "--op",   "matmul",   "--lib", lib,       "--symbol", "matmul_candidate",
+        "--backend", "host",   "--orders", "0",     "--cases", "0",        "--timeout",
+        "1",         "--seed", "1"
+    };
+    rc = cli(a3, (int)(sizeof a3 / sizeof a3[0]), &o, &e);
+    ck_assert_msg(rc == MF_CLI_FAILED, "rc %d: %s%s", rc, o, e);
+    line_with(o, "M=17 N=33 K=19 ta=1 tb=0", line, sizeof line); /* f3, after the timeout */
+    ck_assert_msg(strstr(line, "not-run") != NULL && strstr(line, "n/a (not run)") != NULL, "%s", o);
+    free(o);
+    free(e);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -900,6 +1004,7 @@ static Suite *verify_suite(void)
     suite_add_tcase(s, tlib);
     TCase *tcli = tcase_create("cli");
     tcase_add_test(tcli, test_cli);
+    tcase_add_test(tcli, test_cli_table);
     suite_add_tcase(s, tcli);
     return s;
 }
