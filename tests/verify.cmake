@@ -318,6 +318,13 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set_tests_properties(test_verify_cases_large_skipped.host PROPERTIES ENVIRONMENT "MF_VERIFY_MEMORY_LIMIT=1000")
   mf_verify_cases_test(seed_json matmul matmul_correct matmul_candidate "\"case\":[ \t]*\"g0\",[ \t\n]*\"seed\":[ \t]*\"77\""
                        --seed 77 --cases 1 --json)
+  # docs/verify.md's numbers come from the code: each target's fixed cases, the default random cases and the
+  # default time limit, compared with `memfix verify --list-cases` and `--help` (the message names each one
+  # that differs)
+  add_test(NAME test_verify_doc_counts.host
+    COMMAND ${CMAKE_COMMAND} -DMEMFIX=$<TARGET_FILE:memfix-cli> -DDOC=${MF_ROOT}/docs/verify.md
+            -P ${MF_ROOT}/tests/support/verify_doc_counts.cmake)
+  set_tests_properties(test_verify_doc_counts.host PROPERTIES LABELS "unit;host" TIMEOUT 120)
   add_test(NAME test_verify_cases_dump.host
     COMMAND ${CMAKE_COMMAND} -DMEMFIX=$<TARGET_FILE:memfix-cli> -DLIB=${_mf_cand_dir}/libmatmul_beyond_4096.so
             -DDIR=${CMAKE_BINARY_DIR}/test-dumps/verify-cases-dump -P ${CMAKE_CURRENT_LIST_DIR}/support/verify_dump_test.cmake)
