@@ -51,6 +51,11 @@ const char *mf_cli_error_reason(char *buf, size_t cap);
  * Returns buf. */
 const char *mf_cli_bytes(char *buf, size_t cap, size_t b);
 const char *mf_cli_bytes_short(char *buf, size_t cap, size_t b);
+/* A share of a tolerance budget (1.0 = 100%) as a cell: "7.5%", "inf (NaN/Inf or exact)" for a NaN/Inf
+ * pattern mismatch or an exactly compared output that differs. */
+void mf_cli_budget_cell(char *buf, size_t cap, double used);
+/* A scratch ceiling as a cell: its bytes, or "n/a (...)" with the reason for SIZE_MAX. */
+void mf_cli_ceiling_cell(char *buf, size_t cap, size_t ceiling);
 
 /* A text table of n rows: ncol columns named names[], numbers right-aligned
  * where right[c], each row's cells filled by cells(rows, i, ...). */
