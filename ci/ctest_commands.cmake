@@ -1,7 +1,9 @@
 # Turns `ctest --show-only=json-v1` output into one line per test, for ci/gpu.sh
 # to re-run each test's command under a wrapper (compute-sanitizer):
 #   name <TAB> working directory <TAB> ENV=v <US> ENV=v ... <TAB> argv0 <US> argv1 ...
-#        <TAB> SKIP_RETURN_CODE <TAB> label <US> label ...
+#        <TAB> SKIP_RETURN_CODE <TAB> label <US> label ... <TAB> resource groups
+# (the RESOURCE_GROUPS property as it was set: groups joined by ';', each type:slots joined by ',',
+# e.g. "gpus:1")
 # (<US> is the ASCII unit separator, 0x1f). Tests whose executable ctest could
 # not find (not built) have no command and are listed with an empty argv. Empty
 # fields are consecutive tabs: split lines on every tab (bash's `IFS=$'\t' read`
@@ -46,6 +48,7 @@ foreach(i RANGE ${last})
   set(envs "")
   set(skip "")
   set(labels "")
+  set(groups "")
   string(JSON n_props ERROR_VARIABLE err LENGTH "${json}" tests ${i} properties)
   if(NOT err AND n_props GREATER 0)
     math(EXPR prop_last "${n_props} - 1")
@@ -59,8 +62,29 @@ foreach(i RANGE ${last})
         json_join(labels tests ${i} properties ${j} value)
       elseif(pname STREQUAL "ENVIRONMENT")
         json_join(envs tests ${i} properties ${j} value)
+      elseif(pname STREQUAL "RESOURCE_GROUPS")
+        # [{"requirements": [{".type": "gpus", "slots": 1}, ...]}, ...]
+        string(JSON n_groups LENGTH "${json}" tests ${i} properties ${j} value)
+        math(EXPR g_last "${n_groups} - 1")
+        foreach(g RANGE ${g_last})
+          string(JSON n_req LENGTH "${json}" tests ${i} properties ${j} value ${g} requirements)
+          math(EXPR r_last "${n_req} - 1")
+          set(group "")
+          foreach(r RANGE ${r_last})
+            string(JSON type GET "${json}" tests ${i} properties ${j} value ${g} requirements ${r} .type)
+            string(JSON slots GET "${json}" tests ${i} properties ${j} value ${g} requirements ${r} slots)
+            if(r GREATER 0)
+              string(APPEND group ",")
+            endif()
+            string(APPEND group "${type}:${slots}")
+          endforeach()
+          if(g GREATER 0)
+            string(APPEND groups ";")
+          endif()
+          string(APPEND groups "${group}")
+        endforeach()
       endif()
     endforeach()
   endif()
-  file(APPEND "${OUT}" "${name}\t${cwd}\t${envs}\t${argv}\t${skip}\t${labels}\n")
+  file(APPEND "${OUT}" "${name}\t${cwd}\t${envs}\t${argv}\t${skip}\t${labels}\t${groups}\n")
 endforeach()

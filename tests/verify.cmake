@@ -17,6 +17,13 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set_target_properties(test_verify PROPERTIES ENABLE_EXPORTS ON)
   add_dependencies(test_verify mf_verify_candidates)
 
+  # A rejection names the output, its element in the op's own axes and the defense: the element patterns
+  set(_el_mm "\\(row=[0-9]+, col=[0-9]+\\)")                          # matmul C
+  set(_el_in_mm "\\([a-z]+=[0-9]+, [a-z]+=[0-9]+\\)")                    # matmul A, B (no '|': verify_expect splits there)
+  set(_el_bhrc "\\(b=[0-9]+, h=[0-9]+, row=[0-9]+(, col=[0-9]+)?\\)")  # attention, linear attention
+  set(_el_bthd "\\(b=[0-9]+, t=[0-9]+, hk?=[0-9]+, (d|slot|branch)=[0-9]+\\)")   # rope, nsa
+  set(_el_ce "\\((token=[0-9]+(, d=[0-9]+)?|class=[0-9]+(, d=[0-9]+)?|scalar)\\)") # cross_entropy
+  set(_el_npt "\\((b=[0-9]+, s=[0-9]+, [dfr]=[0-9]+|[dr]=[0-9]+, [fr]=[0-9]+|f=[0-9]+)\\)")     # npt
   # every case runs in several thread orders: sanitizer builds get the usual timeout factor
   math(EXPR _mf_verify_timeout "120 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
   math(EXPR _mf_verify_timeout_long "300 * ${MF_TEST_TIMEOUT_MULTIPLIER}")
@@ -29,7 +36,8 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   add_test(NAME test_verify_cli_mutates_input.host
     COMMAND ${_mf_verify_cmd} --json --lib ${_mf_cand_dir}/libmatmul_mutates_input.so)
   set_tests_properties(test_verify_cli_mutates_input.host PROPERTIES
-    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout} PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-(mutation|write)\"")
+    LABELS "unit;host" TIMEOUT ${_mf_verify_timeout}
+    PASS_REGULAR_EXPRESSION "\"defense\":[ \t]*\"input-(mutation|write)\",[ \t\n]*\"reason\":[ \t]*\"(wrote to|changed) input A at ${_el_in_mm}")
   add_test(NAME test_verify_cli_hidden_alloc.host
     COMMAND ${_mf_verify_cmd} --lib ${_mf_cand_dir}/libmatmul_hidden_alloc.so)
   set_tests_properties(test_verify_cli_hidden_alloc.host PROPERTIES
@@ -45,46 +53,52 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   endfunction()
   mf_verify_cli_test(cross_entropy.backward ce_backward_correct ce_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(cross_entropy.backward ce_backward_no_grad_loss ce_backward_candidate
-                     "REJECTED [^\n]* by equivalence")
+                     "REJECTED [^\n]* by equivalence: grad_(hidden|weight|bias): [^\n]* at ${_el_ce}")
   # the memory defenses (src/testbed/mem_defense.c), one cheating candidate each
   mf_verify_cli_test(matmul matmul_scratch_overrun matmul_candidate "REJECTED [^\n]* by scratch-guard")
   mf_verify_cli_test(matmul matmul_static_scratch matmul_candidate "REJECTED [^\n]* by scratch-ceiling")
   mf_verify_cli_test(matmul matmul_pinned_scratch matmul_candidate "REJECTED [^\n]* by scratch-ceiling")
-  mf_verify_cli_test(matmul matmul_negate_restore matmul_candidate "REJECTED [^\n]* by input-write")
+  mf_verify_cli_test(matmul matmul_negate_restore matmul_candidate
+                     "REJECTED [^\n]* by input-write: wrote to input A at ${_el_in_mm} during the call")
   mf_verify_cli_test(cross_entropy ce_forward_calls_reference ce_forward_candidate
                      "REJECTED [^\n]* by scratch-ceiling")
   mf_verify_cli_test(cross_entropy ce_forward_correct ce_forward_candidate "candidate ACCEPTED")
   # the input guards: a read past the end of hidden brings a NaN into the loss
   mf_verify_cli_test(cross_entropy ce_forward_reads_past_hidden ce_forward_candidate
-                     "REJECTED [^\n]* by nan-prefill: lse: NaN/Inf pattern differs at 1 of")
+                     "REJECTED [^\n]* by nan-prefill: lse: NaN/Inf pattern differs at 1 of [0-9]+ entries \\(first at \\(token=[0-9]+\\)")
   mf_verify_cli_test(rope rope_correct rope_candidate "candidate ACCEPTED")
-  mf_verify_cli_test(rope rope_ignores_direction rope_candidate "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(rope rope_ignores_direction rope_candidate
+                     "REJECTED [^\n]* by equivalence: (q_out|k_out): [^\n]* at ${_el_bthd}")
   mf_verify_cli_test(attention.forward attention_forward_correct attention_forward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(attention.forward attention_forward_no_scale attention_forward_candidate
-                     "REJECTED [^\n]* by equivalence")
+                     "REJECTED [^\n]* by equivalence: (out|lse): [^\n]* at ${_el_bhrc}")
   mf_verify_cli_test(attention.backward attention_backward_correct attention_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(attention.backward attention_backward_dk_sign attention_backward_candidate
-                     "REJECTED [^\n]* by equivalence")
+                     "REJECTED [^\n]* by equivalence: dk: [^\n]* at ${_el_bhrc}")
   mf_verify_cli_test(npt.forward npt_forward_correct npt_forward_candidate "candidate ACCEPTED")
-  mf_verify_cli_test(npt.forward npt_forward_no_modulation npt_forward_candidate "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(npt.forward npt_forward_no_modulation npt_forward_candidate
+                     "REJECTED [^\n]* by equivalence: out: [^\n]* at ${_el_npt}")
   mf_verify_cli_test(npt.backward npt_backward_correct npt_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(npt.backward npt_backward_no_modulation npt_backward_candidate
-                     "REJECTED [^\n]* by equivalence")
+                     "REJECTED [^\n]* by equivalence: grad_[hWABm]: [^\n]* at ${_el_npt}")
   mf_verify_cli_test(linear_attention.forward linear_attention_forward_correct linear_attention_forward_candidate
                      "candidate ACCEPTED")
   mf_verify_cli_test(linear_attention.forward linear_attention_forward_no_state linear_attention_forward_candidate
-                     "REJECTED [^\n]* by equivalence")
+                     "REJECTED [^\n]* by equivalence: (out|final_kv|final_z): [^\n]* at \\(b=[0-9]+, h=[0-9]+, (row|d)=[0-9]+")
   mf_verify_cli_test(linear_attention.backward linear_attention_backward_correct linear_attention_backward_candidate
                      "candidate ACCEPTED")
   mf_verify_cli_test(linear_attention.backward linear_attention_backward_no_final_grad
-                     linear_attention_backward_candidate "REJECTED [^\n]* by equivalence")
+                     linear_attention_backward_candidate
+                     "REJECTED [^\n]* by equivalence: (dq|dk|dv|d_initial_kv|d_initial_z): [^\n]* at \\(b=[0-9]+, h=[0-9]+, (row|d)=[0-9]+")
   mf_verify_cli_test(nsa.forward nsa_forward_correct nsa_forward_candidate "candidate ACCEPTED")
-  mf_verify_cli_test(nsa.forward nsa_forward_ungated_cmp nsa_forward_candidate "REJECTED [^\n]* by equivalence")
+  mf_verify_cli_test(nsa.forward nsa_forward_ungated_cmp nsa_forward_candidate
+                     "REJECTED [^\n]* by equivalence: (out|lse): [^\n]* at ${_el_bthd}")
   # the right blocks in the wrong order: every tolerance passes, only sel compared exactly rejects it
-  mf_verify_cli_test(nsa.forward nsa_forward_sel_by_rank nsa_forward_candidate "REJECTED [^\n]* by equivalence: sel: selected block")
+  mf_verify_cli_test(nsa.forward nsa_forward_sel_by_rank nsa_forward_candidate
+                     "REJECTED [^\n]* by equivalence: sel: selected block at \\(b=[0-9]+, t=[0-9]+, hk=[0-9]+, slot=[0-9]+\\) is")
   mf_verify_cli_test(nsa.backward nsa_backward_correct nsa_backward_candidate "candidate ACCEPTED")
   mf_verify_cli_test(nsa.backward nsa_backward_no_pool_grad nsa_backward_candidate
-                     "REJECTED [^\n]* by equivalence")
+                     "REJECTED [^\n]* by equivalence: (dq|dk|dv): [^\n]* at ${_el_bthd}")
 
   # the candidate runs in a worker process (bin/memfix-verify-worker)
   # with a time limit and in several thread orders; exit statuses are checked.
@@ -103,10 +117,10 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   mf_verify_expect(exit_third 1 "\"defense\":[ \t]*\"exit\"|exited with status 0"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_exit_third.so --json)
   # a destructor calling _exit(0) cannot change the exit status of a rejection
-  mf_verify_expect(destructor_exit 1 "by equivalence|candidate REJECTED"
+  mf_verify_expect(destructor_exit 1 "by equivalence: C: [^\n]* at ${_el_mm}|candidate REJECTED"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_destructor_exit.so)
   # a constructor raising the tolerance rows reaches only the worker's table
-  mf_verify_expect(tolerance_ctor 1 "by equivalence: C: " MUST_NOT "by (exit|crash|protocol)"
+  mf_verify_expect(tolerance_ctor 1 "by equivalence: C: [^\n]* at ${_el_mm}" MUST_NOT "by (exit|crash|protocol)"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_tolerance_ctor.so)
   # endless loops in host code and in a kernel: killed after --timeout
   mf_verify_expect(host_loop 1 "\\[f[0-9]+: f32 M=17 N=33 K=19 ta=0 tb=0\\] by timeout"
@@ -118,25 +132,33 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0)
   mf_verify_expect(host_loop_keep_going 1 "by timeout" MUST_NOT "not run"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_host_loop.so --timeout 5 --orders 0 --keep-going)
+  # a hang on every third call, with the default options (no --timeout: the limit derived from memfix's own
+  # time on the case, at least MF_VERIFY_TIMEOUT_FLOOR_S): rejected by timeout in seconds, the run ended
+  add_test(NAME test_verify_cli_hang_third.host
+    COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:memfix-cli>
+            "-DARGS=verify|--backend|host|--seed|1|--op|matmul|--symbol|matmul_candidate|--lib|${_mf_cand_dir}/libmatmul_hang_third.so"
+            -DRC=1 "-DMUST=by timeout: no answer within [0-9.]+ s \\(the default limit: [0-9.]+ x memfix's own [0-9.e-]+ s on this case, at least [0-9.]+ s|not run \\(a timeout ends the run"
+            -DMAX_SECONDS=120 -P ${MF_ROOT}/tests/support/verify_expect.cmake)
+  set_tests_properties(test_verify_cli_hang_third.host PROPERTIES LABELS "unit;host" TIMEOUT ${_mf_verify_timeout_long})
   # stopped by SIGTERM, SIGINT and SIGKILL while that candidate hangs, verify leaves no worker running
   add_test(NAME test_verify_orphans.host
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/verify_orphans.sh $<TARGET_FILE:memfix-cli>
             ${_mf_cand_dir}/libmatmul_host_loop.so)
   set_tests_properties(test_verify_orphans.host PROPERTIES LABELS "unit;host" TIMEOUT ${_mf_verify_timeout_long})
   # a shared-memory race right only in forward order
-  mf_verify_expect(smem_race 1 "by schedule: passed in forward order, failed in"
+  mf_verify_expect(smem_race 1 "by schedule: passed in forward order, failed in [^\n]*: C: [^\n]* at ${_el_mm}"
     MUST_NOT "by (equivalence|nan-prefill|exit|crash)"
     ARGS ${_mm} ${_mf_cand_dir}/libmatmul_smem_race.so --orders 1)
   # the red team's attacks on the isolation (examples/candidates/rt_*; docs/verify.md "Isolation")
   set(_rt --op matmul --symbol matmul_candidate --orders 0 --lib)
-  mf_verify_expect(rt_call_parity 1 "by determinism" ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_call_parity.so)
+  mf_verify_expect(rt_call_parity 1 "by determinism: [^\n]*first in C at ${_el_mm}" ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_call_parity.so)
   mf_verify_expect(rt_loop_second_call 1 "\\[f2: [^\n]*\\] by timeout"
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_loop_second_call.so --case f2 --timeout 3)
   # kill(getppid(), SIGTERM): ignored by verify, the case rejected by protocol, exit status 1
   mf_verify_expect(rt_kill_parent 1 "by protocol: the candidate's process \\(pid [0-9]+\\) sent signal 15"
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_kill_parent.so)
   # a forged verdict on fd 1, fd 2 and /proc/<verify>/fd/1 never reaches verify's stdout
-  mf_verify_expect(rt_fake_accept 1 "candidate REJECTED" MUST_NOT "FORGED"
+  mf_verify_expect(rt_fake_accept 1 "candidate REJECTED|by equivalence: C: [^\n]* at ${_el_mm}" MUST_NOT "FORGED"
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_fake_accept.so)
   mf_verify_expect(rt_close_fd3 1 "REJECTED [^\n]* by exit"
     ARGS ${_rt} ${_mf_cand_dir}/librt_matmul_close_fd3.so --timeout 10)
@@ -149,7 +171,7 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
     MUST_NOT "candidate ACCEPTED|by (equivalence|crash|exit)"
     ARGS ${_rt} ${_mf_cand_dir}/librt_sigsegv_handler.so)
   # a race that forward and reverse order both hide: the random orders (seeded by --seed) find it
-  mf_verify_expect(rt_order_race 1 "by schedule: passed in forward order, failed in random"
+  mf_verify_expect(rt_order_race 1 "by schedule: passed in forward order, failed in random[^\n]*: C: [^\n]* at ${_el_mm}"
     ARGS --op matmul --symbol matmul_candidate --lib ${_mf_cand_dir}/librt_matmul_order_race.so --orders 2)
   # --json is printed on errors after parsing too
   mf_verify_expect(json_usage 2 "\"exit_status\":[ \t]*2|no symbol 'nosuch'"
@@ -226,33 +248,39 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
       LABELS "unit;host" TIMEOUT 300 PASS_REGULAR_EXPRESSION "${regex}")
   endfunction()
   set(_rand "REJECTED \\[g[0-9]+: [^\n]* by equivalence")
+  # ... naming the output and its element in the op's axes
+  set(_rand_mm "${_rand}: C: [^\n]* at ${_el_mm}")
+  set(_rand_rope "${_rand}: (q_out|k_out): [^\n]* at ${_el_bthd}")
+  set(_rand_ce "${_rand}: (loss|lse): [^\n]* at ${_el_ce}")
+  set(_rand_nsa "${_rand}: (out|lse|sel|dq|dk|dv|dg_[a-z]+): [^\n]* at \\(b=[0-9]+, t=[0-9]+, hk?=[0-9]+")
   # the cheats: accepted by the fixed cases alone, rejected on random ones (any seed)
   mf_verify_cases_test(fixed_shapes_fixed_only matmul matmul_fixed_shapes matmul_candidate
                        "candidate ACCEPTED" --cases 0)
   mf_verify_cases_test(fixed_shapes matmul matmul_fixed_shapes matmul_candidate
-                       "REJECTED \\[g[0-9]+: [^\n]* by nan-prefill" --seed 11 --cases 2)
-  mf_verify_cases_test(f32_ignores_tb matmul matmul_f32_ignores_tb matmul_candidate "${_rand}" --seed 5 --cases 8)
-  mf_verify_cases_test(bf16_ta_only matmul matmul_bf16_ta_only matmul_candidate "${_rand}" --seed 6 --cases 8)
-  mf_verify_cases_test(beyond_4096 matmul matmul_beyond_4096 matmul_candidate "${_rand}" --seed 7 --cases 1)
-  mf_verify_cases_test(rope_i32_as_i64 rope rope_i32_as_i64 rope_candidate "${_rand}" --seed 8)
-  mf_verify_cases_test(rope_ignores_batch_stride rope rope_ignores_batch_stride rope_candidate "${_rand}" --seed 9)
-  mf_verify_cases_test(ce_ignore_minus100 cross_entropy ce_forward_ignore_minus100 ce_forward_candidate "${_rand}"
+                       "REJECTED \\[g[0-9]+: [^\n]* by nan-prefill: C: NaN/Inf pattern differs [^\n]*first at ${_el_mm}"
+                       --seed 11 --cases 2)
+  mf_verify_cases_test(f32_ignores_tb matmul matmul_f32_ignores_tb matmul_candidate "${_rand_mm}" --seed 5 --cases 8)
+  mf_verify_cases_test(bf16_ta_only matmul matmul_bf16_ta_only matmul_candidate "${_rand_mm}" --seed 6 --cases 8)
+  mf_verify_cases_test(beyond_4096 matmul matmul_beyond_4096 matmul_candidate "${_rand_mm}" --seed 7 --cases 1)
+  mf_verify_cases_test(rope_i32_as_i64 rope rope_i32_as_i64 rope_candidate "${_rand_rope}" --seed 8)
+  mf_verify_cases_test(rope_ignores_batch_stride rope rope_ignores_batch_stride rope_candidate "${_rand_rope}" --seed 9)
+  mf_verify_cases_test(ce_ignore_minus100 cross_entropy ce_forward_ignore_minus100 ce_forward_candidate "${_rand_ce}"
                        --seed 10)
-  mf_verify_cases_test(rope_bf16_forward_wrong rope rope_bf16_forward_wrong rope_candidate "${_rand}" --seed 3)
+  mf_verify_cases_test(rope_bf16_forward_wrong rope rope_bf16_forward_wrong rope_candidate "${_rand_rope}" --seed 3)
   mf_verify_cases_test(nsa_fixed_shapes_fixed_only nsa.forward nsa_forward_fixed_shapes nsa_forward_candidate
                        "candidate ACCEPTED" --cases 0)
-  mf_verify_cases_test(nsa_fixed_shapes nsa.forward nsa_forward_fixed_shapes nsa_forward_candidate "${_rand}"
+  mf_verify_cases_test(nsa_fixed_shapes nsa.forward nsa_forward_fixed_shapes nsa_forward_candidate "${_rand_nsa}"
                        --cases 1)
   # the red team (examples/candidates/rt_*): cheats tuned to what the cases left out
-  mf_verify_cases_test(rt_beyond_65536 matmul rt_matmul_beyond_65536 matmul_candidate "${_rand}" --seed 12
+  mf_verify_cases_test(rt_beyond_65536 matmul rt_matmul_beyond_65536 matmul_candidate "${_rand_mm}" --seed 12
                        --cases 1)
-  mf_verify_cases_test(rt_rope_bf16_i64 rope rt_rope_bf16_i64 rope_candidate "${_rand}" --seed 5 --cases 16)
-  mf_verify_cases_test(rt_rope_i64_backward rope rt_rope_i64_backward rope_candidate "${_rand}" --seed 5
+  mf_verify_cases_test(rt_rope_bf16_i64 rope rt_rope_bf16_i64 rope_candidate "${_rand_rope}" --seed 5 --cases 16)
+  mf_verify_cases_test(rt_rope_i64_backward rope rt_rope_i64_backward rope_candidate "${_rand_rope}" --seed 5
                        --cases 16)
   mf_verify_cases_test(rt_ce_ignores_softcap cross_entropy rt_ce_ignores_softcap ce_forward_candidate
-                       "REJECTED \\[f[0-9]+: [^\n]*cap=[1-9][^\n]* by equivalence" --cases 0)
+                       "REJECTED \\[f[0-9]+: [^\n]*cap=[1-9][^\n]* by equivalence: (loss|lse): [^\n]* at ${_el_ce}" --cases 0)
   mf_verify_cases_test(rt_ce_zloss_sum cross_entropy rt_ce_zloss_sum ce_forward_candidate
-                       "REJECTED \\[[fg][0-9]+: [^\n]* sum [^\n]* by equivalence" --cases 0)
+                       "REJECTED \\[[fg][0-9]+: [^\n]* sum [^\n]* by equivalence: (loss|lse): [^\n]* at ${_el_ce}" --cases 0)
   # the correct examples: accepted with several seeds (the default random cases each: 4, rope 16)
   foreach(_seed 1 2)
     mf_verify_cases_test(matmul_correct_${_seed} matmul matmul_correct matmul_candidate "candidate ACCEPTED"
@@ -290,6 +318,13 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set_tests_properties(test_verify_cases_large_skipped.host PROPERTIES ENVIRONMENT "MF_VERIFY_MEMORY_LIMIT=1000")
   mf_verify_cases_test(seed_json matmul matmul_correct matmul_candidate "\"case\":[ \t]*\"g0\",[ \t\n]*\"seed\":[ \t]*\"77\""
                        --seed 77 --cases 1 --json)
+  # docs/verify.md's numbers come from the code: each target's fixed cases, the default random cases and the
+  # default time limit, compared with `memfix verify --list-cases` and `--help` (the message names each one
+  # that differs)
+  add_test(NAME test_verify_doc_counts.host
+    COMMAND ${CMAKE_COMMAND} -DMEMFIX=$<TARGET_FILE:memfix-cli> -DDOC=${MF_ROOT}/docs/verify.md
+            -P ${MF_ROOT}/tests/support/verify_doc_counts.cmake)
+  set_tests_properties(test_verify_doc_counts.host PROPERTIES LABELS "unit;host" TIMEOUT 120)
   add_test(NAME test_verify_cases_dump.host
     COMMAND ${CMAKE_COMMAND} -DMEMFIX=$<TARGET_FILE:memfix-cli> -DLIB=${_mf_cand_dir}/libmatmul_beyond_4096.so
             -DDIR=${CMAKE_BINARY_DIR}/test-dumps/verify-cases-dump -P ${CMAKE_CURRENT_LIST_DIR}/support/verify_dump_test.cmake)
@@ -303,15 +338,15 @@ if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set(_mf_cand_dir ${CMAKE_BINARY_DIR}/candidates/host)
   set(_mm --op matmul --symbol matmul_candidate --orders 0 --lib)
   # A of f0 (M=1, K=1) is 4 bytes: rejected there, by the write-protection
-  mf_verify_expect(mem_small_negate_restore 1 "\\[f0: f32 M=1 N=1 K=1[^\n]*\\] by input-write: wrote to input A"
+  mf_verify_expect(mem_small_negate_restore 1 "\\[f0: f32 M=1 N=1 K=1[^\n]*\\] by input-write: wrote to input A at \\(row=0, k=0\\)"
     MUST_NOT "by (input-mutation|equivalence|crash|exit)"
     ARGS ${_mm} ${_mf_cand_dir}/libmem_small_negate_restore.so)
   # B of f7 (bf16 K=7 x N=1000) is 14000 bytes, 3.4 pages: its last element is bytes 13998..13999
   mf_verify_expect(mem_last_element 1
-    "\\[f7: bf16 M=3 N=1000 K=7 ta=0 tb=1\\] by input-write: wrote to input B during the call \\(byte 13998 of 14000"
+    "\\[f7: bf16 M=3 N=1000 K=7 ta=0 tb=1\\] by input-write: wrote to input B at \\(col=999, k=6\\) during the call \\(byte 13998 of 14000"
     MUST_NOT "by (input-mutation|equivalence|crash|exit)"
     ARGS ${_mm} ${_mf_cand_dir}/libmem_last_element.so)
-  mf_verify_expect(mem_memcpy_restore 1 "\\] by input-write: wrote to input A"
+  mf_verify_expect(mem_memcpy_restore 1 "\\] by input-write: wrote to input A at ${_el_in_mm}"
     MUST_NOT "by (input-mutation|equivalence|crash|exit)|candidate ACCEPTED"
     ARGS ${_mm} ${_mf_cand_dir}/libmem_memcpy_restore.so)
   # The worker's own measurements (a library in its process could forge them) are backed by memfix's from

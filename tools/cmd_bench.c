@@ -8,6 +8,7 @@
  * its built-in cases, which runs reference and variant together: those rows
  * say so (timed = run_case) and leave ref_ms empty. */
 #define _POSIX_C_SOURCE 200809L
+#include "cmd_bench.h"
 #include "memfix_cli.h"
 
 #include "memfix/check.h"
@@ -28,9 +29,9 @@
 void mf_cli_bench_help(FILE *out)
 {
     fprintf(out, "usage: memfix bench [--op NAME] [--backend auto|host|cuda] [--sizes N,N,...]\n"
-                 "                    [--reps N] [--out FILE] [--json] [--plot DIR]\n"
+                 "                    [--reps N] [--csv | --json] [--out FILE] [--plot DIR]\n"
                  "       memfix bench --targets [--op NAME] [--backend B] [--reps N] [--small]\n"
-                 "                    [--out FILE] [--json]\n"
+                 "                    [--csv | --json] [--out FILE]\n"
                  "\n"
                  "For each registered fix (or only NAME), over a small size sweep: times the\n"
                  "reference (host, double) and each optimized variant (the context's backend),\n"
@@ -38,7 +39,8 @@ void mf_cli_bench_help(FILE *out)
                  "and re-validates the optimized output of the LAST timed run against the\n"
                  "reference (the output buffer is refilled with NaN before the timing loop). A\n"
                  "row whose output does not match, or whose scratch exceeds the op header's\n"
-                 "ceiling, is marked failed.\n"
+                 "ceiling, is marked failed. Prints a table; --csv and --json give the rows\n"
+                 "for programs (the columns below).\n"
                  "\n"
                  "sweeps (size n; forward passes, f32):\n");
     size_t n_ops = 0;
@@ -90,9 +92,10 @@ void mf_cli_bench_help(FILE *out)
                  "  --backend B       auto (default), host or cuda\n"
                  "  --sizes LIST      comma-separated n values replacing the default sweep\n"
                  "  --reps N          timed repetitions per row (default 3; mean reported)\n"
-                 "  --out FILE        write the CSV (or JSON) there (default: standard output)\n"
+                 "  --csv             CSV instead of the table: one header line, one line per row\n"
                  "  --json            a JSON array, one object per row with the CSV's columns\n"
                  "                    as keys (numbers; null where the CSV cell is empty)\n"
+                 "  --out FILE        write the table, CSV or JSON there (default: standard output)\n"
                  "  --plot DIR        also write DIR/bench.csv and draw the charts of ci/plot.sh\n"
                  "                    into DIR (the same script: $MF_PLOT_SCRIPT, else this\n"
                  "                    source tree's ci/plot.sh; needs gnuplot: exit 3 and a\n"
@@ -145,20 +148,6 @@ void mf_cli_bench_help(FILE *out)
                  "is unavailable or the output file cannot be written.\n"
                  "Render charts with ci/plot.sh FILE.csv [OUTDIR] (needs gnuplot).\n");
 }
-
-typedef struct bench_row {
-    char op[32], variant[32], backend[8], timer[24], timed[12], dtype[8], shape[192];
-    long long size;
-    int reps;
-    double ref_ms, opt_ms; /* NAN: not measured */
-    size_t ref_peak, opt_peak, ceiling;
-    double max_abs_err;
-    int ok;
-    char message[200];
-    double flops, min_bytes;       /* per call; 0: not stated (run_case rows) */
-    double tflops, gbps;           /* achieved (GPU rows only), else NAN */
-    double peak_tflops, peak_gbps; /* the device's (GPU only), else NAN */
-} bench_row;
 
 /* ---- the device's peak ------------------------------------------------------------------ */
 /* Dense (no sparsity) bf16 tensor-core TFLOP/s and HBM GB/s from NVIDIA's
@@ -378,182 +367,6 @@ static mf_status run_sweep(mf_context *ctx, const mf_bench_sweep *sw, int varian
     return s;
 }
 
-/* ---- CSV ---------------------------------------------------------------------------------- */
-static void csv_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s == '\n' ? ' ' : *s, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_num(FILE *f, double x)
-{
-    if (isfinite(x)) fprintf(f, "%.6g", x);
-}
-
-static void csv_bytes(FILE *f, size_t b)
-{
-    if (b != SIZE_MAX) fprintf(f, "%zu", b);
-}
-
-#define BENCH_CSV_HEADER                                                                                     \
-    "op,variant,backend,timer,timed,dtype,shape,size,reps,ref_ms,opt_ms,ref_peak_bytes,opt_peak_bytes,"      \
-    "ceiling_bytes,max_abs_err,status,message,flops,min_bytes,tflops,gbps,peak_tflops,peak_gbps,"            \
-    "frac_peak_flops,frac_peak_bw"
-
-static void write_csv(FILE *f, const bench_row *rows, size_t n)
-{
-    fprintf(f, "%s\n", BENCH_CSV_HEADER);
-    for (size_t i = 0; i < n; i++) {
-        const bench_row *r = &rows[i];
-        fprintf(f, "%s,%s,%s,%s,%s,%s,", r->op, r->variant, r->backend, r->timer, r->timed, r->dtype);
-        csv_str(f, r->shape);
-        fprintf(f, ",%lld,%d,", r->size, r->reps);
-        csv_num(f, r->ref_ms);
-        fputc(',', f);
-        csv_num(f, r->opt_ms);
-        fputc(',', f);
-        csv_bytes(f, r->ref_peak);
-        fputc(',', f);
-        csv_bytes(f, r->opt_peak);
-        fputc(',', f);
-        csv_bytes(f, r->ceiling);
-        fputc(',', f);
-        csv_num(f, r->max_abs_err);
-        fprintf(f, ",%s,", r->ok ? "ok" : "failed");
-        csv_str(f, r->message);
-        const double cols[8] = { r->flops > 0 ? r->flops : NAN,
-                                 r->min_bytes > 0 ? r->min_bytes : NAN,
-                                 r->tflops,
-                                 r->gbps,
-                                 r->peak_tflops,
-                                 r->peak_gbps,
-                                 r->tflops / r->peak_tflops,
-                                 r->gbps / r->peak_gbps };
-        for (int k = 0; k < 8; k++) {
-            fputc(',', f);
-            csv_num(f, cols[k]);
-        }
-        fputc('\n', f);
-    }
-}
-
-static void json_num(cJSON *o, const char *key, double x)
-{
-    if (isfinite(x))
-        cJSON_AddNumberToObject(o, key, x);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
-static double bytes_num(size_t b) { return b == SIZE_MAX ? NAN : (double)b; }
-
-/* The CSV's columns as keys, one object per row; 0 when out of memory. */
-static int write_json(FILE *f, const bench_row *rows, size_t n)
-{
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr != NULL && i < n; i++) {
-        const bench_row *r = &rows[i];
-        cJSON *o = cJSON_CreateObject();
-        if (o == NULL) break;
-        cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "op", r->op);
-        cJSON_AddStringToObject(o, "variant", r->variant);
-        cJSON_AddStringToObject(o, "backend", r->backend);
-        cJSON_AddStringToObject(o, "timer", r->timer);
-        cJSON_AddStringToObject(o, "timed", r->timed);
-        cJSON_AddStringToObject(o, "dtype", r->dtype);
-        cJSON_AddStringToObject(o, "shape", r->shape);
-        cJSON_AddNumberToObject(o, "size", (double)r->size);
-        cJSON_AddNumberToObject(o, "reps", r->reps);
-        json_num(o, "ref_ms", r->ref_ms);
-        json_num(o, "opt_ms", r->opt_ms);
-        json_num(o, "ref_peak_bytes", bytes_num(r->ref_peak));
-        json_num(o, "opt_peak_bytes", bytes_num(r->opt_peak));
-        json_num(o, "ceiling_bytes", bytes_num(r->ceiling));
-        json_num(o, "max_abs_err", r->max_abs_err);
-        cJSON_AddStringToObject(o, "status", r->ok ? "ok" : "failed");
-        cJSON_AddStringToObject(o, "message", r->message);
-        json_num(o, "flops", r->flops > 0 ? r->flops : NAN);
-        json_num(o, "min_bytes", r->min_bytes > 0 ? r->min_bytes : NAN);
-        json_num(o, "tflops", r->tflops);
-        json_num(o, "gbps", r->gbps);
-        json_num(o, "peak_tflops", r->peak_tflops);
-        json_num(o, "peak_gbps", r->peak_gbps);
-        json_num(o, "frac_peak_flops", r->tflops / r->peak_tflops);
-        json_num(o, "frac_peak_bw", r->gbps / r->peak_gbps);
-    }
-    return mf_cli_print_json(f, arr);
-}
-
-#ifndef MF_PLOT_SCRIPT_DEFAULT
-#define MF_PLOT_SCRIPT_DEFAULT "ci/plot.sh"
-#endif
-
-/* --plot DIR: DIR/bench.csv, then the plot script on it (its messages go to
- * err). Returns an exit code: OK, or UNAVAILABLE (no script, no gnuplot, a
- * directory or file that cannot be written, the script failed). */
-static int plot_charts(const char *dir, const bench_row *rows, size_t n, FILE *out, FILE *err)
-{
-    const char *script = getenv("MF_PLOT_SCRIPT");
-    if (script == NULL || *script == '\0') script = MF_PLOT_SCRIPT_DEFAULT;
-    if (strchr(dir, '\'') != NULL || strchr(script, '\'') != NULL) {
-        fprintf(err, "memfix bench: --plot: a path with a single quote is not supported\n");
-        return MF_CLI_UNAVAILABLE;
-    }
-    struct stat st;
-    if (stat(script, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fprintf(err,
-                "memfix bench: --plot: the plot script '%s' is missing (set MF_PLOT_SCRIPT to ci/plot.sh)\n",
-                script);
-        return MF_CLI_UNAVAILABLE;
-    }
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(err, "memfix bench: --plot: cannot create '%s': %s\n", dir, strerror(errno));
-        return MF_CLI_UNAVAILABLE;
-    }
-    char csv_path[4096], cmd[8400];
-    snprintf(csv_path, sizeof csv_path, "%s/bench.csv", dir);
-    FILE *f = fopen(csv_path, "w");
-    if (f == NULL) {
-        fprintf(err, "memfix bench: --plot: cannot write '%s': %s\n", csv_path, strerror(errno));
-        return MF_CLI_UNAVAILABLE;
-    }
-    write_csv(f, rows, n);
-    if (fclose(f) != 0) {
-        fprintf(err, "memfix bench: --plot: writing '%s' failed\n", csv_path);
-        return MF_CLI_UNAVAILABLE;
-    }
-    snprintf(cmd, sizeof cmd, "bash '%s' '%s' '%s' 2>&1", script, csv_path, dir);
-    fflush(out);
-    fflush(err);
-    FILE *p = popen(cmd, "r");
-    if (p == NULL) {
-        fprintf(err, "memfix bench: --plot: cannot run '%s': %s\n", script, strerror(errno));
-        return MF_CLI_UNAVAILABLE;
-    }
-    char line[512];
-    while (fgets(line, sizeof line, p) != NULL) fputs(line, err);
-    const int status = pclose(p);
-    const int code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == 0) {
-        fprintf(out, "memfix bench: charts and bench.csv written to %s\n", dir);
-        return MF_CLI_OK;
-    }
-    if (code == 3)
-        fprintf(err,
-                "memfix bench: --plot: gnuplot is missing: no charts drawn (Debian/Ubuntu: apt-get install "
-                "gnuplot-nox); the rows are in %s\n",
-                csv_path);
-    else
-        fprintf(err, "memfix bench: --plot: '%s' failed (exit %d); the rows are in %s\n", script, code,
-                csv_path);
-    return MF_CLI_UNAVAILABLE;
-}
-
 /* The end of a run's output: MF_CLI_UNAVAILABLE when the JSON could not be printed ('written'
  * 0) or the file not closed, else MF_CLI_FAILED when a row failed, else MF_CLI_OK; with --out, the
  * summary line on out. */
@@ -577,19 +390,6 @@ static int finish_output(int written, size_t failed, FILE *csv, FILE *out, FILE 
 }
 
 /* ---- --targets ------------------------------------------------------------------------- */
-typedef struct target_row {
-    char target[32], op[32], source[24], backend[8], timer[24], shape[192], met[8];
-    const char *kind;
-    double goal, opt_ms, base_ms, floor_ms, peak_tflops, ratio; /* NAN: not measured */
-    int ok;
-    char message[240];
-} target_row;
-
-#define TARGET_CSV_HEADER                                                                                    \
-    "target,op,source,backend,timer,shape,kind,goal,opt_ms,baseline_ms,floor_ms,peak_tflops,ratio,met,"      \
-    "status,"                                                                                                \
-    "message"
-
 /* One call warmed up, then reps calls timed (CUDA events on a GPU); mean ms. */
 static mf_status time_target(mf_context *ctx, mf_status (*fn)(mf_context *, mf_bench_target_run *),
                              mf_bench_target_run *t, int reps, double *ms, char *timer, size_t cap)
@@ -658,57 +458,11 @@ static void run_target(mf_context *ctx, const mf_op_desc *op, const mf_bench_tar
     for (int i = 0; i < t.n_host; i++) free(t.host[i]);
 }
 
-static void write_target_csv(FILE *f, const target_row *rows, size_t n)
-{
-    fprintf(f, "%s\n", TARGET_CSV_HEADER);
-    for (size_t i = 0; i < n; i++) {
-        const target_row *r = &rows[i];
-        fprintf(f, "%s,%s,%s,%s,%s,", r->target, r->op, r->source, r->backend, r->timer);
-        csv_str(f, r->shape);
-        fprintf(f, ",%s,", r->kind);
-        const double cols[6] = { r->goal, r->opt_ms, r->base_ms, r->floor_ms, r->peak_tflops, r->ratio };
-        for (int k = 0; k < 6; k++) {
-            csv_num(f, cols[k]);
-            fputc(',', f);
-        }
-        fprintf(f, "%s,%s,", r->met, r->ok ? "ok" : "failed");
-        csv_str(f, r->message);
-        fputc('\n', f);
-    }
-}
-
-static int write_target_json(FILE *f, const target_row *rows, size_t n)
-{
-    cJSON *arr = cJSON_CreateArray();
-    for (size_t i = 0; arr != NULL && i < n; i++) {
-        const target_row *r = &rows[i];
-        cJSON *o = cJSON_CreateObject();
-        if (o == NULL) break;
-        cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "target", r->target);
-        cJSON_AddStringToObject(o, "op", r->op);
-        cJSON_AddStringToObject(o, "source", r->source);
-        cJSON_AddStringToObject(o, "backend", r->backend);
-        cJSON_AddStringToObject(o, "timer", r->timer);
-        cJSON_AddStringToObject(o, "shape", r->shape);
-        cJSON_AddStringToObject(o, "kind", r->kind);
-        json_num(o, "goal", r->goal);
-        json_num(o, "opt_ms", r->opt_ms);
-        json_num(o, "baseline_ms", r->base_ms);
-        json_num(o, "floor_ms", r->floor_ms);
-        json_num(o, "peak_tflops", r->peak_tflops);
-        json_num(o, "ratio", r->ratio);
-        cJSON_AddStringToObject(o, "met", r->met);
-        cJSON_AddStringToObject(o, "status", r->ok ? "ok" : "failed");
-        cJSON_AddStringToObject(o, "message", r->message);
-    }
-    return mf_cli_print_json(f, arr);
-}
-
 /* --targets: every target of the selected ops; exit 1 when one failed to run or its check failed
  * (an unmet goal is reported in 'met', not an error). */
 static int run_targets(mf_context *ctx, const mf_op_desc *const *all, size_t n_ops, const mf_op_desc *only,
-                       int small, int reps, int json, FILE *csv, FILE *out, FILE *err, const char *out_path)
+                       int small, int reps, bench_format format, FILE *csv, FILE *out, FILE *err,
+                       const char *out_path)
 {
     double peak_tflops, peak_gbps;
     char device[256];
@@ -727,12 +481,21 @@ static int run_targets(mf_context *ctx, const mf_op_desc *const *all, size_t n_o
         for (int k = 0; k < all[i]->n_bench_targets; k++)
             run_target(ctx, all[i], &all[i]->bench_targets[k], small, reps, peak_tflops, &rows[n++]);
     }
-    const int written = json ? write_target_json(csv, rows, n) : (write_target_csv(csv, rows, n), 1);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
     char summary[400];
     snprintf(summary, sizeof summary, "%zu targets (%zu failed, device %s%s)", n, failed, device,
              small ? ", reduced shapes" : "");
+    int written = 1;
+    if (format == BENCH_JSON)
+        written = mf_cli_bench_write_target_json(csv, rows, n);
+    else if (format == BENCH_CSV)
+        mf_cli_bench_write_target_csv(csv, rows, n);
+    else {
+        char title[440];
+        snprintf(title, sizeof title, "memfix bench --targets: %s", summary);
+        mf_cli_bench_write_target_table(csv, rows, n, title);
+    }
     const int rc = finish_output(written, failed, csv, out, err, out_path, summary);
     if (n == 0) fprintf(err, "memfix bench: no targets registered%s\n", only != NULL ? " for this op" : "");
     for (size_t i = 0; i < n; i++)
@@ -762,15 +525,27 @@ static int parse_sizes(const char *s, int64_t *out, int cap)
 
 #define MAX_SIZES 16
 
+/* The header of the sweep table: what ran where and what the times are. */
+static void sweep_title(char *buf, size_t cap, size_t n, size_t failed, const char *timer, const char *device,
+                        int reps)
+{
+    snprintf(buf, cap, "memfix bench: %zu rows (%zu failed), device %s, timer %s (%s), mean of %d rep%s", n,
+             failed, device, timer,
+             strcmp(timer, "host-wall") == 0 ? "CPU time of host execution mode, not GPU time"
+                                             : "GPU time of the optimized call",
+             reps, reps == 1 ? "" : "s");
+}
+
 int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
 {
     const char *op_name = NULL, *backend_name = "auto", *out_path = NULL, *plot_dir = NULL;
-    int reps = 3, n_sizes = 0, json = 0, targets = 0, small = 0;
+    int reps = 3, n_sizes = 0, json = 0, csv_out = 0, targets = 0, small = 0;
     int64_t sizes[MAX_SIZES];
     enum {
         OPT_H,
         OPT_HELP,
         OPT_JSON,
+        OPT_CSV,
         OPT_TARGETS,
         OPT_SMALL,
         OPT_OP,
@@ -781,10 +556,10 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         OPT_PLOT,
         N_OPTS
     };
-    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },        { "--help", 0 },  { "--json", 0 },
-                                             { "--targets", 0 }, { "--small", 0 }, { "--op", 1 },
-                                             { "--backend", 1 }, { "--sizes", 1 }, { "--reps", 1 },
-                                             { "--out", 1 },     { "--plot", 1 } };
+    static const mf_cli_opt opts[N_OPTS] = { { "-h", 0 },     { "--help", 0 },    { "--json", 0 },
+                                             { "--csv", 0 },  { "--targets", 0 }, { "--small", 0 },
+                                             { "--op", 1 },   { "--backend", 1 }, { "--sizes", 1 },
+                                             { "--reps", 1 }, { "--out", 1 },     { "--plot", 1 } };
     for (int i = 1; i < argc; i++) {
         const char *val;
         const int k = mf_cli_option(argc, argv, &i, opts, N_OPTS, &val);
@@ -792,8 +567,8 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
             mf_cli_bench_help(out);
             return MF_CLI_OK;
         }
-        if (k == OPT_JSON || k == OPT_TARGETS || k == OPT_SMALL) {
-            *(k == OPT_JSON ? &json : k == OPT_TARGETS ? &targets : &small) = 1;
+        if (k == OPT_JSON || k == OPT_CSV || k == OPT_TARGETS || k == OPT_SMALL) {
+            *(k == OPT_JSON ? &json : k == OPT_CSV ? &csv_out : k == OPT_TARGETS ? &targets : &small) = 1;
             continue;
         }
         if (k < 0) {
@@ -836,6 +611,11 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         fprintf(err, "memfix bench: --targets runs fixed shapes: --sizes and --plot do not apply\n");
         return MF_CLI_USAGE;
     }
+    if (json && csv_out) {
+        fprintf(err, "memfix bench: --json and --csv: choose one output format\n");
+        return MF_CLI_USAGE;
+    }
+    const bench_format format = json ? BENCH_JSON : csv_out ? BENCH_CSV : BENCH_TABLE;
     if (small && !targets) {
         fprintf(err, "memfix bench: --small applies to --targets only\n");
         return MF_CLI_USAGE;
@@ -870,7 +650,7 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         return MF_CLI_UNAVAILABLE;
     }
     if (targets) {
-        const int trc = run_targets(ctx, all, n_ops, only, small, reps, json, csv, out, err, out_path);
+        const int trc = run_targets(ctx, all, n_ops, only, small, reps, format, csv, out, err, out_path);
         mf_context_destroy(ctx);
         return trc;
     }
@@ -958,14 +738,23 @@ int mf_cli_bench(int argc, char **argv, FILE *out, FILE *err)
         }
     }
     mf_context_destroy(ctx);
-    const int written = json ? write_json(csv, rows, n) : (write_csv(csv, rows, n), 1);
     size_t failed = 0;
     for (size_t i = 0; i < n; i++) failed += !rows[i].ok;
     char summary[400];
     snprintf(summary, sizeof summary, "%zu rows (%zu failed, timer %s, device %s)", n, failed, timer, device);
+    int written = 1;
+    if (format == BENCH_JSON) {
+        written = mf_cli_bench_write_json(csv, rows, n);
+    } else if (format == BENCH_CSV) {
+        mf_cli_bench_write_csv(csv, rows, n);
+    } else {
+        char title[512];
+        sweep_title(title, sizeof title, n, failed, timer, device, reps);
+        mf_cli_bench_write_table(csv, rows, n, title);
+    }
     int rc = finish_output(written, failed, csv, out, err, out_path, summary);
     if (plot_dir != NULL) {
-        const int prc = plot_charts(plot_dir, rows, n, csv == out ? err : out, err);
+        const int prc = mf_cli_bench_plot(plot_dir, rows, n, csv == out ? err : out, err);
         if (prc != MF_CLI_OK) rc = prc;
     }
     for (size_t i = 0; i < n; i++)

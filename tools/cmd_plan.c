@@ -34,7 +34,10 @@ static void help_param(const mf_plan_param_spec *spec, void *arg)
 {
     char opt[64];
     snprintf(opt, sizeof opt, "%s %s", spec->option, spec->arg);
-    fprintf((FILE *)arg, "  %-18s %s\n", opt, spec->help);
+    if (strlen(opt) > 18) /* the option on a line of its own, its help under it */
+        fprintf((FILE *)arg, "  %s\n  %-18s %s\n", opt, "", spec->help);
+    else
+        fprintf((FILE *)arg, "  %-18s %s\n", opt, spec->help);
 }
 
 void mf_cli_plan_help(FILE *out)
@@ -52,7 +55,9 @@ void mf_cli_plan_help(FILE *out)
                  "    ZeRO stage 1/2/3 over --dp GPUs;\n"
                  "  - activations per layer (Korthikanti et al. 2022's count, generalized) with\n"
                  "    standard or tiled attention, with and without full checkpointing;\n"
-                 "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked vs fused.\n"
+                 "  - logits and loss: naive (logits + F.cross_entropy's fp32 copy) vs chunked vs fused;\n"
+                 "  - three totals: naive (standard attention, no checkpointing, naive loss),\n"
+                 "    optimized (tiled, checkpointing, the smallest loss) and as configured.\n"
                  "A preset fills every option; options given after it override its values.\n"
                  "One integer option may take a comma-separated list (a sweep): the plan once per\n"
                  "value, as one table (--json: one object with a \"plans\" array), e.g.\n"
@@ -80,7 +85,24 @@ void mf_cli_plan_help(FILE *out)
                  "  --dtype f32|bf16   weights, gradients and activations\n"
                  "  --dp N             data-parallel degree (GPUs)\n"
                  "  --zero 0..3        ZeRO stage: 1 shards optimizer states, 2 + gradients,\n"
-                 "                     3 + weights\n");
+                 "                     3 + weights\n"
+                 "  --attention tiled|standard\n"
+                 "                     how the step keeps attention (default tiled: the\n"
+                 "                     logsumexp; standard: the N x N softmax output per layer)\n"
+                 "  --ckpt 0|1         full activation checkpointing (default 0)\n"
+                 "  --loss naive|chunked|fused\n"
+                 "                     the step's loss (default naive: the logits and\n"
+                 "                     F.cross_entropy's fp32 copy)\n"
+                 "  --gpu-mem SIZE     does the step, as configured by the three options above,\n"
+                 "                     fit one GPU of SIZE, and if not, which changes make it fit\n"
+                 "                     (in order of cost: tiled attention, the fused loss,\n"
+                 "                     checkpointing, ZeRO and more GPUs, a smaller micro-batch,\n"
+                 "                     a shorter sequence), each with the total it gives. SIZE:\n"
+                 "                     bytes, or a number with a unit: 80GB (80 x 10^9), 80GiB or\n"
+                 "                     80G (80 x 2^30); B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, K,\n"
+                 "                     M, G, T, any case. An \"80 GB\" A100 or H100 has 80 GiB\n"
+                 "                     (81,920 MiB): --gpu-mem 80GiB; nvidia-smi's memory.total\n"
+                 "                     is in MiB: --gpu-mem 143771MiB for an H200\n");
     for_each_param(help_param, out);
     fprintf(out, "  --json             print one JSON object instead of tables\n"
                  "  -h, --help         this help\n"
@@ -93,25 +115,6 @@ static void list_presets(FILE *out)
     size_t n = 0;
     const mf_plan_preset *p = mf_plan_presets(&n);
     for (size_t i = 0; i < n; i++) fprintf(out, "  %-9s %s\n", p[i].name, p[i].summary);
-}
-
-/* "1234 (1.15 GiB)"; "n/a" for SIZE_MAX */
-static const char *fmt_bytes(char *buf, size_t cap, size_t b)
-{
-    if (b == SIZE_MAX) {
-        snprintf(buf, cap, "n/a");
-        return buf;
-    }
-    double x = (double)b;
-    if (x >= 1024.0 * 1024 * 1024)
-        snprintf(buf, cap, "%zu (%.2f GiB)", b, x / (1024.0 * 1024 * 1024));
-    else if (x >= 1024.0 * 1024)
-        snprintf(buf, cap, "%zu (%.2f MiB)", b, x / (1024.0 * 1024));
-    else if (x >= 1024.0)
-        snprintf(buf, cap, "%zu (%.2f KiB)", b, x / 1024.0);
-    else
-        snprintf(buf, cap, "%zu B", b);
-    return buf;
 }
 
 static int parse_i64(const char *s, int64_t *out)
@@ -270,9 +273,13 @@ static int exceeds_naive(const mf_plan_fix_row *r)
 }
 
 /* ---- model output ---------------------------------------------------------------------- */
+/* The names of --attention's and --loss's values, indexed by the enums. */
+static const char *const attention_names[] = { "tiled", "standard" };
+static const char *const loss_names[] = { "naive", "chunked", "fused" };
+
 /* A struct's fields as --json members, in table order: 'i' an int64_t, 'b'
  * bytes (a size_t; null for SIZE_MAX), 'n' an int, 'f' an int flag (a bool),
- * 'd' an mf_dtype (its name). */
+ * 'd' an mf_dtype, 'a' an mf_plan_attention, 'l' an mf_plan_loss (their names). */
 typedef struct {
     const char *key;
     char kind;
@@ -287,6 +294,8 @@ static void add_fields(cJSON *o, const void *base, const json_field *fields, siz
         size_t bytes;
         int iv;
         mf_dtype dt;
+        mf_plan_attention at;
+        mf_plan_loss lo;
         switch (fields[i].kind) {
         case 'i':
             memcpy(&i64, f, sizeof i64);
@@ -304,6 +313,14 @@ static void add_fields(cJSON *o, const void *base, const json_field *fields, siz
             memcpy(&iv, f, sizeof iv);
             cJSON_AddBoolToObject(o, fields[i].key, iv);
             break;
+        case 'a':
+            memcpy(&at, f, sizeof at);
+            cJSON_AddStringToObject(o, fields[i].key, attention_names[at]);
+            break;
+        case 'l':
+            memcpy(&lo, f, sizeof lo);
+            cJSON_AddStringToObject(o, fields[i].key, loss_names[lo]);
+            break;
         default:
             memcpy(&dt, f, sizeof dt);
             cJSON_AddStringToObject(o, fields[i].key, mf_dtype_name(dt));
@@ -313,8 +330,9 @@ static void add_fields(cJSON *o, const void *base, const json_field *fields, siz
 }
 
 /* The model's and the step's options: each one's CLI name and kind (0:
- * int64 field, 1: int flag, no list; 2: bytes > 0; 3: --dtype, parsed by
- * name), and its --json "config" member, in the JSON's order. */
+ * int64 field, 1: int flag, no list; 2: bytes > 0; 3: parsed by name among
+ * the command's own options: --dtype, --attention, --loss), and its --json
+ * "config" member, in the JSON's order. */
 typedef struct {
     const char *name;
     int kind;
@@ -350,6 +368,9 @@ static const plan_opt model_opts[] = {
     OPT("--dtype", 3, 'd', dtype),
     OPT("--dp", 0, 'i', dp),
     OPT("--zero", 1, 'n', zero),
+    OPT("--attention", 3, 'a', attention),
+    OPT("--ckpt", 1, 'f', checkpointing),
+    OPT("--loss", 3, 'l', loss),
 };
 #undef OPT
 #define MEM(kind, field)                                                                                     \
@@ -380,7 +401,10 @@ static const json_field memory_fields[] = {
     MEM('f', loss_capped_by_logits),
     MEM('b', loss_fused),
     MEM('b', total_naive),
+    MEM('b', total_optimized_loss),
     MEM('b', total_optimized),
+    MEM('b', loss_configured),
+    MEM('b', total),
 };
 #undef MEM
 
@@ -400,8 +424,9 @@ static void json_param(const mf_plan_param_spec *spec, void *arg)
         cJSON_AddNumberToObject(a->obj, spec->name, (double)v);
 }
 
+/* fit: memfix plan --gpu-mem's verdict (NULL without the option) */
 static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
-                         const mf_plan_fix_row *rows, size_t n_rows)
+                         const mf_plan_fix_row *rows, size_t n_rows, const mf_plan_fit *fit)
 {
     cJSON *root = cJSON_CreateObject();
     if (preset)
@@ -418,6 +443,7 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     for_each_param(json_param, &jp);
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     add_fields(mem, m, memory_fields, sizeof memory_fields / sizeof memory_fields[0]);
+    mf_cli_plan_fit_json(root, fit);
     cJSON *fixes = cJSON_AddArrayToObject(root, "fixes");
     for (size_t i = 0; i < n_rows; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -442,33 +468,27 @@ static cJSON *model_json(const char *preset, const mf_plan_config *c, const mf_p
     return root;
 }
 
-static int print_model_json(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
-                            const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
-{
-    return print_json(model_json(preset, c, m, rows, n_rows), out);
-}
-
 static void print_model_table(const char *preset, const mf_plan_config *c, const mf_plan_memory *m,
-                              const mf_plan_fix_row *rows, size_t n_rows, FILE *out)
+                              const mf_plan_fix_row *rows, size_t n_rows, const mf_plan_fit *fit, FILE *out)
 {
-    char b1[64], b2[64];
+    char b1[64], b2[64], label[96], step[96];
     const int64_t kv = mf_plan_kv_heads(c), dh = mf_plan_head_dim(c);
     fprintf(out,
             "plan%s%s: %lld layers, d_model %lld, d_ffn %lld (%s), heads %lld/%lld x %lld, vocab %lld%s\n",
             preset ? " " : "", preset ? preset : "", (long long)c->layers, (long long)c->d_model,
             (long long)c->d_ffn, c->gated_mlp ? "gated" : "2-matrix", (long long)c->heads, (long long)kv,
             (long long)dh, (long long)c->vocab, c->tied_embeddings ? " (tied)" : "");
-    fprintf(out, "step per GPU: batch %lld x seq %lld = %lld tokens, %s, dp %lld, ZeRO %d\n\n",
+    fprintf(out, "step per GPU: batch %lld x seq %lld = %lld tokens, %s, dp %lld, ZeRO %d, %s\n\n",
             (long long)c->batch, (long long)c->seq, (long long)(c->batch * c->seq), mf_dtype_name(c->dtype),
-            (long long)c->dp, c->zero);
+            (long long)c->dp, c->zero, mf_cli_plan_step_name(step, sizeof step, c));
 
     fprintf(out, "per fix: the big intermediate, naive vs optimized (bytes)\n");
     fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", "fix", "shape", "naive materializes", "naive",
             "optimized", "optimized");
     for (size_t i = 0; i < n_rows; i++) {
         fprintf(out, "  %-16s  %-44s  %-34s  %26s  %-36s  %24s\n", rows[i].fix, rows[i].shape,
-                rows[i].naive_what, fmt_bytes(b1, sizeof b1, rows[i].naive_bytes), rows[i].optimized_what,
-                fmt_bytes(b2, sizeof b2, rows[i].optimized_bytes));
+                rows[i].naive_what, mf_cli_bytes(b1, sizeof b1, rows[i].naive_bytes), rows[i].optimized_what,
+                mf_cli_bytes(b2, sizeof b2, rows[i].optimized_bytes));
         const char *note = strcmp(rows[i].fix, "npt") == 0 ? seed_note(preset, "npt") : NULL;
         if (note) fprintf(out, "  %-16s  ^ naive: %s\n", "", note);
         if (exceeds_naive(&rows[i]))
@@ -481,10 +501,10 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
     fprintf(out, "  %-44s  %lld (embeddings %lld, per layer %lld)\n", "parameters", (long long)m->params,
             (long long)m->embedding_params, (long long)m->layer_params);
     if (seed_note(preset, "parameters")) fprintf(out, "  %-44s  ^ %s\n", "", seed_note(preset, "parameters"));
-#define ROW(label, v) fprintf(out, "  %-44s  %s\n", label, fmt_bytes(b1, sizeof b1, v))
+#define ROW(label, v) fprintf(out, "  %-44s  %s\n", label, mf_cli_bytes(b1, sizeof b1, v))
 #define ROW2(label, whole, gpu)                                                                              \
-    fprintf(out, "  %-44s  %s  (unsharded %s)\n", label, fmt_bytes(b1, sizeof b1, gpu),                      \
-            fmt_bytes(b2, sizeof b2, whole))
+    fprintf(out, "  %-44s  %s  (unsharded %s)\n", label, mf_cli_bytes(b1, sizeof b1, gpu),                   \
+            mf_cli_bytes(b2, sizeof b2, whole))
     ROW2("weights", m->weights_bytes, m->weights_gpu);
     if (seed_note(preset, "weights")) fprintf(out, "  %-44s  ^ %s\n", "", seed_note(preset, "weights"));
     ROW2("gradients", m->grads_bytes, m->grads_gpu);
@@ -506,9 +526,16 @@ static void print_model_table(const char *preset, const mf_plan_config *c, const
             "");
     ROW("loss, fused (8N + 16: no logits tile)", m->loss_fused);
     ROW("total, naive (standard, no ckpt, naive loss)", m->total_naive);
-    ROW("total, optimized (tiled, ckpt, chunked loss)", m->total_optimized);
+    snprintf(label, sizeof label, "total, optimized (tiled, ckpt, %s loss)",
+             m->total_optimized_loss == m->loss_fused     ? "fused"
+             : m->total_optimized_loss == m->loss_chunked ? "chunked"
+                                                          : "naive");
+    ROW(label, m->total_optimized);
+    fprintf(out, "  %-44s  %s\n", "total, as configured", mf_cli_bytes(b1, sizeof b1, m->total));
+    fprintf(out, "  %-44s  ^ %s\n", "", step);
 #undef ROW
 #undef ROW2
+    if (fit != NULL) mf_cli_plan_fit_print(out, c, m, fit);
 }
 
 /* ---- sweeps: one option with a list of values ------------------------------------------ */
@@ -532,9 +559,9 @@ static mf_status set_opt(mf_plan_config *cfg, const plan_opt *o, int64_t v)
  * "Sequence Length | Logits Size | Method Used" with our numbers) or one JSON
  * object {"preset", "sweep", "values", "plans": [plan objects]}. */
 static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o, const int64_t *vals,
-                      size_t n, int json, FILE *out, FILE *err)
+                      size_t n, size_t gpu_mem, int json, FILE *out, FILE *err)
 {
-    char b[5][64];
+    char b[6][64], step[96];
     cJSON *root = NULL, *plans = NULL;
     if (json) {
         root = cJSON_CreateObject();
@@ -550,19 +577,24 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
         fprintf(out,
                 "plan%s%s: sweep over %s, one row per value (bytes; loss chunked under --ce-budget %s)\n",
                 preset ? " " : "", preset ? preset : "", o->name,
-                fmt_bytes(b[0], sizeof b[0], (size_t)mf_plan_param_get(&cfg, "ce_budget")));
-        fprintf(out, "  %12s  %10s  %26s  %-22s  %26s   %26s  %26s  %26s\n", o->name, "tokens",
+                mf_cli_bytes(b[0], sizeof b[0], (size_t)mf_plan_param_get(&cfg, "ce_budget")));
+        fprintf(out, "  totals per GPU; as configured: %s%s%s\n",
+                mf_cli_plan_step_name(step, sizeof step, &cfg), gpu_mem ? "; fit on one GPU of " : "",
+                gpu_mem ? mf_cli_bytes(b[0], sizeof b[0], gpu_mem) : "");
+        fprintf(out, "  %12s  %10s  %26s  %-22s  %26s   %26s  %26s  %26s  %26s%s\n", o->name, "tokens",
                 "logits (naive)", "loss method", "loss, chunked", "loss, fused", "total, naive",
-                "total, optimized");
+                "total, optimized", "total, as configured", gpu_mem ? "  fit" : "");
     }
     int exceeded = 0;
     for (size_t i = 0; i < n; i++) {
         mf_plan_memory m;
         mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];
         size_t n_rows = 0;
+        mf_plan_fit fit;
         mf_status s = set_opt(&cfg, o, vals[i]);
         if (s == MF_OK) s = mf_plan_training_memory(&cfg, &m);
         if (s == MF_OK) s = mf_plan_fixes(&cfg, rows, &n_rows);
+        if (s == MF_OK && gpu_mem) s = mf_plan_fit_gpu(&cfg, gpu_mem, &fit);
         if (s != MF_OK) {
             fprintf(err, "memfix plan: invalid configuration at %s %lld: %s: %s\n", o->name,
                     (long long)vals[i], mf_status_name(s), mf_last_error());
@@ -570,7 +602,7 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
             return MF_CLI_USAGE;
         }
         if (json) {
-            cJSON_AddItemToArray(plans, model_json(preset, &cfg, &m, rows, n_rows));
+            cJSON_AddItemToArray(plans, model_json(preset, &cfg, &m, rows, n_rows, gpu_mem ? &fit : NULL));
             continue;
         }
         const int64_t tokens = cfg.batch * cfg.seq, C = m.loss_chunk_rows;
@@ -583,11 +615,16 @@ static int plan_sweep(const char *preset, mf_plan_config cfg, const plan_opt *o,
                      (long long)chunks, (long long)C);
         const int over = m.loss_chunked != SIZE_MAX && m.loss_chunked > m.logits_bytes;
         exceeded |= over;
-        fprintf(out, "  %12lld  %10lld  %26s  %-22s  %26s%s  %26s  %26s  %26s\n", (long long)vals[i],
-                (long long)tokens, fmt_bytes(b[0], sizeof b[0], m.logits_bytes), method,
-                fmt_bytes(b[1], sizeof b[1], m.loss_chunked), over ? "*" : " ",
-                fmt_bytes(b[4], sizeof b[4], m.loss_fused), fmt_bytes(b[2], sizeof b[2], m.total_naive),
-                fmt_bytes(b[3], sizeof b[3], m.total_optimized));
+        char verdict[96] = "";
+        if (gpu_mem)
+            snprintf(verdict, sizeof verdict, "  %s %s", fit.fits ? "fits, headroom" : "over by",
+                     mf_cli_bytes_short(b[5], sizeof b[5], fit.fits ? fit.headroom : fit.over));
+        fprintf(out, "  %12lld  %10lld  %26s  %-22s  %26s%s  %26s  %26s  %26s  %26s%s\n", (long long)vals[i],
+                (long long)tokens, mf_cli_bytes(b[0], sizeof b[0], m.logits_bytes), method,
+                mf_cli_bytes(b[1], sizeof b[1], m.loss_chunked), over ? "*" : " ",
+                mf_cli_bytes(b[4], sizeof b[4], m.loss_fused), mf_cli_bytes(b[2], sizeof b[2], m.total_naive),
+                mf_cli_bytes(b[3], sizeof b[3], m.total_optimized), mf_cli_bytes(b[5], sizeof b[5], m.total),
+                verdict);
     }
     if (json) {
         static const char *const what[] = { "parameters", "weights" };
@@ -648,9 +685,22 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
     memcpy(plan_opts, model_opts, sizeof model_opts);
     for_each_param(add_param_opt, &oa);
     /* the command's own options, then the model's and the ops' (kind 3, --dtype: among the own) */
-    enum { OPT_H, OPT_HELP, OPT_LIST, OPT_PRESET, OPT_JSON, OPT_DTYPE, N_OWN };
-    mf_cli_opt opts[N_OWN + PLAN_MAX_OPTS] = { { "-h", 0 },       { "--help", 0 }, { "--list-presets", 0 },
-                                               { "--preset", 1 }, { "--json", 0 }, { "--dtype", 1 } };
+    enum {
+        OPT_H,
+        OPT_HELP,
+        OPT_LIST,
+        OPT_PRESET,
+        OPT_JSON,
+        OPT_DTYPE,
+        OPT_ATTENTION,
+        OPT_LOSS,
+        OPT_GPU_MEM,
+        N_OWN
+    };
+    mf_cli_opt opts[N_OWN + PLAN_MAX_OPTS] = { { "-h", 0 },          { "--help", 0 }, { "--list-presets", 0 },
+                                               { "--preset", 1 },    { "--json", 0 }, { "--dtype", 1 },
+                                               { "--attention", 1 }, { "--loss", 1 }, { "--gpu-mem", 1 } };
+    size_t gpu_mem = 0; /* --gpu-mem; 0: not given */
     for (size_t k = 0; k < oa.n; k++)
         opts[N_OWN + k] = (mf_cli_opt){ plan_opts[k].kind == 3 ? NULL : plan_opts[k].name, 1 };
     const size_t n_opts = N_OWN + oa.n;
@@ -703,6 +753,36 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
                 cfg.dtype = MF_DTYPE_BF16;
             else {
                 fprintf(err, "memfix plan: unknown dtype '%s' (f32 or bf16)\n", val);
+                return MF_CLI_USAGE;
+            }
+            continue;
+        }
+        if (k == OPT_ATTENTION || k == OPT_LOSS) {
+            const char *const *names = k == OPT_ATTENTION ? attention_names : loss_names;
+            const int n_names = k == OPT_ATTENTION ? 2 : 3;
+            int found = -1;
+            for (int j = 0; val != NULL && j < n_names; j++)
+                if (strcmp(val, names[j]) == 0) found = j;
+            if (found < 0) {
+                fprintf(err, "memfix plan: %s needs one of %s (got '%s')\n", opts[k].name,
+                        k == OPT_ATTENTION ? "tiled, standard" : "naive, chunked, fused",
+                        val ? val : "nothing");
+                return MF_CLI_USAGE;
+            }
+            if (k == OPT_ATTENTION)
+                cfg.attention = (mf_plan_attention)found;
+            else
+                cfg.loss = (mf_plan_loss)found;
+            continue;
+        }
+        if (k == OPT_GPU_MEM) {
+            if (val == NULL || *val == '\0') {
+                fprintf(err, "memfix plan: --gpu-mem needs a size (e.g. 80GB, 80GiB, 141GB or bytes)\n");
+                return MF_CLI_USAGE;
+            }
+            if (mf_plan_parse_size(val, &gpu_mem) != MF_OK) {
+                char why[512];
+                fprintf(err, "memfix plan: --gpu-mem: %s\n", mf_cli_error_reason(why, sizeof why));
                 return MF_CLI_USAGE;
             }
             continue;
@@ -765,21 +845,31 @@ int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err)
             fprintf(err, "memfix plan: preset %s already sweeps N; it takes no list\n", preset->name);
             return MF_CLI_USAGE;
         }
+        if (gpu_mem) {
+            fprintf(err,
+                    "memfix plan: preset %s is an attention table, not a model: --gpu-mem does not apply\n",
+                    preset->name);
+            return MF_CLI_USAGE;
+        }
         return attention_sweep(preset, &cfg, json, out, err);
     }
     if (sweep != NULL)
-        return plan_sweep(preset ? preset->name : NULL, cfg, sweep, sweep_vals, n_sweep, json, out, err);
+        return plan_sweep(preset ? preset->name : NULL, cfg, sweep, sweep_vals, n_sweep, gpu_mem, json, out,
+                          err);
 
     mf_plan_memory m;
     mf_plan_fix_row rows[MF_PLAN_MAX_FIX_ROWS];
+    mf_plan_fit fit;
     size_t n_rows = 0;
     mf_status s = mf_plan_training_memory(&cfg, &m);
     if (s == MF_OK) s = mf_plan_fixes(&cfg, rows, &n_rows);
+    if (s == MF_OK && gpu_mem) s = mf_plan_fit_gpu(&cfg, gpu_mem, &fit);
     if (s != MF_OK) {
         fprintf(err, "memfix plan: invalid configuration: %s: %s\n", mf_status_name(s), mf_last_error());
         return MF_CLI_USAGE;
     }
-    if (json) return print_model_json(preset ? preset->name : NULL, &cfg, &m, rows, n_rows, out);
-    print_model_table(preset ? preset->name : NULL, &cfg, &m, rows, n_rows, out);
+    const char *name = preset ? preset->name : NULL;
+    if (json) return print_json(model_json(name, &cfg, &m, rows, n_rows, gpu_mem ? &fit : NULL), out);
+    print_model_table(name, &cfg, &m, rows, n_rows, gpu_mem ? &fit : NULL, out);
     return MF_CLI_OK;
 }

@@ -245,8 +245,9 @@ void mf_cli_verify_help(FILE *out)
             "                     order of the threads of a block (a race: a missing barrier)\n"
             "  exit               the candidate's process exited during the call\n"
             "  crash              it was killed by a signal (a segfault, an abort)\n"
-            "  timeout            no answer within --timeout seconds (an endless loop); the\n"
-            "                     cases after it are not run (not-run) unless --keep-going\n"
+            "  timeout            no answer within the time limit (an endless loop; --timeout\n"
+            "                     below); the cases after it are not run (not-run) unless\n"
+            "                     --keep-going\n"
             "  protocol           its process wrote garbage into verify's socket\n"
             "  sanitizer          --sanitize: the sanitizer reported an error\n"
             "  input-write        it wrote to an input, even if it restored it (host mode:\n"
@@ -262,8 +263,13 @@ void mf_cli_verify_help(FILE *out)
             "  --symbol NAME     the candidate's symbol (declare it extern \"C\" in C++/CUDA)\n"
             "  --backend B       auto (default: cuda when a device is present, else host),\n"
             "                    host (a library built with cudahost) or cuda (built with nvcc)\n"
-            "  --timeout SEC     time limit of each case in each thread order (default 60);\n"
-            "                    the worker's process group is killed past it, and the run ends\n"
+            "  --timeout SEC     time limit of each case in each thread order; the worker's\n"
+            "                    process group is killed past it, and the run ends. Default:\n"
+            "                    %g x memfix's own time on the case (the round trip of the\n"
+            "                    same request for memfix's optimized entry, measured first on\n"
+            "                    the same worker), at least %g s (%g s where memfix's time is\n"
+            "                    not measured): a slow but correct kernel has room (the\n"
+            "                    slowest examples take ~30x), a hang costs about %g s\n"
             "  --keep-going      after a timeout, run the remaining cases anyway\n"
             "  --orders K        random thread orders per case besides forward (2 workers) and\n"
             "                    reverse (1 worker) (default 2; 0 to 16), alternating 1 and 2 workers\n"
@@ -291,21 +297,33 @@ void mf_cli_verify_help(FILE *out)
             "                    arrays into DIR\n"
             "  -h, --help        this help\n"
             "\n"
-            "The table's last column is the candidate's time over memfix's own kernel on\n"
-            "the same case (a warning above 10x, never a rejection).\n"
+            "The table has a line per compared output of each case: its tolerance (atol,\n"
+            "rtol), its max abs error and the share of its budget its worst element used\n"
+            "(the case's columns on its first line). The last column is the candidate's\n"
+            "time over memfix's own kernel on the same case (a warning above 10x, never a\n"
+            "rejection), or n/a with the reason.\n"
             "\n"
             "exit status: 0 every case passed, 1 the candidate was rejected, 2 usage error\n"
             "(unknown op, op without candidates, library or symbol not found), 3 the\n"
             "backend is unavailable. See docs/verify.md for building a candidate.\n",
             mf_verify_supported_ops()[0] ? mf_verify_supported_ops() : "none in this build",
-            MF_VERIFY_DEFAULT_CASES);
+            MF_VERIFY_TIMEOUT_MULTIPLE, MF_VERIFY_TIMEOUT_FLOOR_S, MF_VERIFY_TIMEOUT_FALLBACK_S,
+            MF_VERIFY_TIMEOUT_FLOOR_S, MF_VERIFY_DEFAULT_CASES);
 }
 
-enum { VCOL = 14 };
-static const char *const vcol_names[VCOL] = { "op",          "backend",       "dtype",    "shape",
-                                              "max abs err", "max rel err",   "atol",     "rtol",
-                                              "verdict",     "defense",       "ref peak", "opt peak",
-                                              "ceiling",     "time vs memfix" };
+/* One line per compared output (its tolerance, its error and the share of its budget used); the case's own
+ * columns (op, ..., verdict, defense, peaks, ceiling, time) on its first output's line only. A case rejected
+ * before its outputs were compared has one line, "(none compared)". */
+enum { VCOL = 15 };
+static const char *const vcol_names[VCOL] = { "op",          "backend", "dtype",         "shape",
+                                              "output",      "atol",    "rtol",          "max abs err",
+                                              "budget used", "verdict", "defense",       "ref peak",
+                                              "opt peak",    "ceiling", "time vs memfix" };
+
+typedef struct vline {
+    const mf_verify_row *v;
+    int k; /* the output, or -1 for a case that compared none */
+} vline;
 
 /* The candidate's time over memfix's own entry's on the same case (NaN when not measured). */
 static double time_ratio(const mf_verify_row *v)
@@ -313,30 +331,42 @@ static double time_ratio(const mf_verify_row *v)
     return v->cand_seconds > 0 && v->own_seconds > 0 ? v->cand_seconds / v->own_seconds : NAN;
 }
 
-static void vrow_cells(const mf_verify_row *v, char (*cells)[MF_CLI_CELL])
+static void vline_cells(const vline *l, char (*cells)[MF_CLI_CELL])
 {
+    const mf_verify_row *v = l->v;
     const mf_case_result *r = &v->result;
-    snprintf(cells[0], 160, "%s", r->op);
-    snprintf(cells[1], 160, "%s", r->backend);
-    snprintf(cells[2], 160, "%s", r->dtype);
-    snprintf(cells[3], 160, "%.159s", r->shape);
-    mf_cli_num_cell(cells[4], 160, r->max_abs_err);
-    mf_cli_num_cell(cells[5], 160, r->max_rel_err);
-    mf_cli_num_cell(cells[6], 160, r->atol);
-    mf_cli_num_cell(cells[7], 160, r->rtol);
-    snprintf(cells[8], 160, "%s", r->pass ? "PASS" : "FAIL");
-    snprintf(cells[9], 160, "%s", v->defense[0] ? v->defense : "-");
-    snprintf(cells[10], 160, "%zu", r->ref_peak_bytes);
-    snprintf(cells[11], 160, "%zu", r->opt_peak_bytes);
-    if (r->ceiling_bytes == SIZE_MAX)
-        snprintf(cells[12], 160, "n/a");
-    else
-        snprintf(cells[12], 160, "%zu", r->ceiling_bytes);
-    const double q = time_ratio(v);
-    if (isnan(q))
-        snprintf(cells[13], 160, "n/a");
-    else
-        snprintf(cells[13], 160, "%.2fx%s", q, q > 10.0 ? " (!)" : "");
+    for (int c = 0; c < VCOL; c++) cells[c][0] = '\0';
+    if (l->k <= 0) {
+        snprintf(cells[0], MF_CLI_CELL, "%s", r->op);
+        snprintf(cells[1], MF_CLI_CELL, "%s", r->backend);
+        snprintf(cells[2], MF_CLI_CELL, "%s", r->dtype);
+        snprintf(cells[3], MF_CLI_CELL, "%.159s", r->shape);
+        snprintf(cells[9], MF_CLI_CELL, "%s", r->pass ? "PASS" : "FAIL");
+        snprintf(cells[10], MF_CLI_CELL, "%s", v->defense[0] ? v->defense : "-");
+        const int ran = strcmp(v->defense, "not-run") != 0;
+        snprintf(cells[11], MF_CLI_CELL, ran ? "%zu" : "-", r->ref_peak_bytes);
+        snprintf(cells[12], MF_CLI_CELL, ran ? "%zu" : "-", r->opt_peak_bytes);
+        if (!ran)
+            snprintf(cells[13], MF_CLI_CELL, "-");
+        else
+            mf_cli_ceiling_cell(cells[13], MF_CLI_CELL, r->ceiling_bytes);
+        const double q = time_ratio(v);
+        if (isnan(q))
+            snprintf(cells[14], MF_CLI_CELL, "n/a (%.120s)", v->time_note[0] ? v->time_note : "not measured");
+        else
+            snprintf(cells[14], MF_CLI_CELL, "%.2fx%s", q, q > 10.0 ? " (!)" : "");
+    }
+    if (l->k < 0) {
+        snprintf(cells[4], MF_CLI_CELL, "(none compared)");
+        for (int c = 5; c <= 8; c++) snprintf(cells[c], MF_CLI_CELL, "-");
+        return;
+    }
+    const mf_output_result *o = &r->outputs[l->k];
+    snprintf(cells[4], MF_CLI_CELL, "%s%s", o->what, o->pass ? "" : " FAIL");
+    mf_cli_num_cell(cells[5], MF_CLI_CELL, o->atol);
+    mf_cli_num_cell(cells[6], MF_CLI_CELL, o->rtol);
+    mf_cli_num_cell(cells[7], MF_CLI_CELL, o->max_abs_err);
+    mf_cli_budget_cell(cells[8], MF_CLI_CELL, o->budget_used);
 }
 
 /* "C FAIL (312% of its budget), lse pass (4%)" */
@@ -346,31 +376,50 @@ static void outputs_line(char *buf, size_t cap, const mf_case_result *r)
     buf[0] = '\0';
     for (int k = 0; k < r->n_outputs && len < cap; k++) {
         const mf_output_result *q = &r->outputs[k];
-        char share[32];
+        char share[48];
         if (isfinite(q->budget_used))
             snprintf(share, sizeof share, "%.0f%% of its budget", 100.0 * q->budget_used);
         else
-            snprintf(share, sizeof share, "NaN/Inf pattern differs");
-        const int w = snprintf(buf + len, cap - len, "%s%s %s (%s, %s)", k ? ", " : "", q->what,
-                               q->pass ? "pass" : "FAIL", share, q->tol);
+            snprintf(share, sizeof share, "%s",
+                     strcmp(q->tol, "exact") == 0 ? "differs" : "NaN/Inf pattern differs");
+        const int w = snprintf(buf + len, cap - len, "%s%s %s (%s, %s%s%s)", k ? ", " : "", q->what,
+                               q->pass ? "pass" : "FAIL", share, q->tol, q->pass ? "" : ", worst at ",
+                               q->pass ? "" : q->worst_at);
         if (w < 0) break;
         len += (size_t)w;
     }
 }
 
-static void verify_cells(const void *rows, size_t i, char (*cells)[MF_CLI_CELL])
+static void verify_cells(const void *lines, size_t i, char (*cells)[MF_CLI_CELL])
 {
-    vrow_cells(&((const mf_verify_row *)rows)[i], cells);
+    vline_cells(&((const vline *)lines)[i], cells);
 }
 
 static void verify_table(FILE *out, const char *symbol, const mf_verify_row *rows, size_t n,
                          const mf_case_id *ids, uint64_t seed)
 {
-    static const int right[VCOL] = { 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1 };
+    static const int right[VCOL] = { 0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1 };
     fprintf(out, "candidate %s\n", symbol);
     fprintf(out, "seed %llu (reproduce with --seed %llu; one case with --case ID)\n",
             (unsigned long long)seed, (unsigned long long)seed);
-    mf_cli_print_table(out, VCOL, vcol_names, right, n, verify_cells, rows);
+    size_t n_lines = 0;
+    for (size_t i = 0; i < n; i++)
+        n_lines += rows[i].result.n_outputs > 0 ? (size_t)rows[i].result.n_outputs : 1;
+    vline *lines = malloc((n_lines ? n_lines : 1) * sizeof *lines);
+    if (lines == NULL) {
+        fprintf(out, "memfix verify: out of memory printing the table\n");
+        return;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].result.n_outputs == 0) lines[at++] = (vline){ &rows[i], -1 };
+        for (int k = 0; k < rows[i].result.n_outputs; k++) lines[at++] = (vline){ &rows[i], k };
+    }
+    mf_cli_print_table(out, VCOL, vcol_names, right, n_lines, verify_cells, lines);
+    free(lines);
+    fprintf(out,
+            "budget used: max over the output's elements of |got-ref| / (atol + rtol*|ref|); above 100%% "
+            "fails\n");
     size_t failed = 0, skipped = 0;
     for (size_t i = 0; i < n; i++) {
         const int nr = strcmp(rows[i].defense, "not-run") == 0;
@@ -443,6 +492,12 @@ static int verify_json(FILE *out, FILE *err, const char *symbol, const mf_verify
             else
                 cJSON_AddNullToObject(o, keys[k]);
         }
+        /* why time_vs_memfix is null (the table's "n/a (...)"); null when it is a number */
+        if (isfinite(secs[2]))
+            cJSON_AddNullToObject(o, "time_note");
+        else
+            cJSON_AddStringToObject(o, "time_note",
+                                    rows[i].time_note[0] ? rows[i].time_note : "not measured");
     }
     char *text = cJSON_Print(arr);
     cJSON_Delete(arr);

@@ -123,6 +123,49 @@ void mf_cli_num_cell(char *buf, size_t cap, double x)
         snprintf(buf, cap, "%.3g", x);
 }
 
+const char *mf_cli_error_reason(char *buf, size_t cap)
+{
+    const char *e = mf_last_error();
+    const char *colon = strstr(e, ": "), *loc = strrchr(e, '[');
+    if (colon != NULL && strchr(e, ' ') > colon) e = colon + 2; /* "<func>: " */
+    size_t len = strlen(e);
+    if (loc != NULL && loc > e && loc[-1] == ' ' && e[len - 1] == ']') len = (size_t)(loc - 1 - e);
+    snprintf(buf, cap, "%.*s", (int)len, e);
+    return buf;
+}
+
+const char *mf_cli_bytes(char *buf, size_t cap, size_t b)
+{
+    const double x = (double)b;
+    if (b == SIZE_MAX)
+        snprintf(buf, cap, "n/a");
+    else if (x >= 1024.0 * 1024 * 1024)
+        snprintf(buf, cap, "%zu (%.2f GiB)", b, x / (1024.0 * 1024 * 1024));
+    else if (x >= 1024.0 * 1024)
+        snprintf(buf, cap, "%zu (%.2f MiB)", b, x / (1024.0 * 1024));
+    else if (x >= 1024.0)
+        snprintf(buf, cap, "%zu (%.2f KiB)", b, x / 1024.0);
+    else
+        snprintf(buf, cap, "%zu B", b);
+    return buf;
+}
+
+const char *mf_cli_bytes_short(char *buf, size_t cap, size_t b)
+{
+    const double x = (double)b;
+    if (b == SIZE_MAX)
+        snprintf(buf, cap, "n/a");
+    else if (x >= 1024.0 * 1024 * 1024)
+        snprintf(buf, cap, "%.2f GiB", x / (1024.0 * 1024 * 1024));
+    else if (x >= 1024.0 * 1024)
+        snprintf(buf, cap, "%.2f MiB", x / (1024.0 * 1024));
+    else if (x >= 1024.0)
+        snprintf(buf, cap, "%.2f KiB", x / 1024.0);
+    else
+        snprintf(buf, cap, "%zu B", b);
+    return buf;
+}
+
 /* The table has one line per compared quantity (an output of the case under
  * its tolerance row); the case's own columns (op, variant, ..., verdict,
  * peaks, the full case) are printed on its first quantity's line only. */
@@ -137,12 +180,20 @@ typedef struct report_line {
     int k; /* the quantity, or -1 for a case that compared none */
 } report_line;
 
-static void fmt_budget(char *buf, size_t cap, double used)
+void mf_cli_budget_cell(char *buf, size_t cap, double used)
 {
     if (isnan(used) || isinf(used))
-        snprintf(buf, cap, "%s", isinf(used) ? "inf (NaN/Inf)" : "nan");
+        snprintf(buf, cap, "%s", isinf(used) ? "inf (NaN/Inf or exact)" : "nan");
     else
         snprintf(buf, cap, "%.3g%%", 100.0 * used);
+}
+
+void mf_cli_ceiling_cell(char *buf, size_t cap, size_t ceiling)
+{
+    if (ceiling == SIZE_MAX)
+        snprintf(buf, cap, "n/a (the formula rejects this shape or overflows)");
+    else
+        snprintf(buf, cap, "%zu", ceiling);
 }
 
 static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
@@ -158,10 +209,7 @@ static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
         snprintf(cells[8], MF_CLI_CELL, "%s", r->pass ? "PASS" : "FAIL");
         snprintf(cells[9], MF_CLI_CELL, "%zu", r->ref_peak_bytes);
         snprintf(cells[10], MF_CLI_CELL, "%zu", r->opt_peak_bytes);
-        if (r->ceiling_bytes == SIZE_MAX)
-            snprintf(cells[11], MF_CLI_CELL, "n/a");
-        else
-            snprintf(cells[11], MF_CLI_CELL, "%zu", r->ceiling_bytes);
+        mf_cli_ceiling_cell(cells[11], MF_CLI_CELL, r->ceiling_bytes);
         snprintf(cells[12], MF_CLI_CELL, "%.159s", r->shape);
     }
     if (l->k < 0) {
@@ -173,7 +221,7 @@ static void row_cells(const report_line *l, char (*cells)[MF_CLI_CELL])
     snprintf(cells[4], MF_CLI_CELL, "%s%s", o->what, o->pass ? "" : " FAIL");
     snprintf(cells[5], MF_CLI_CELL, "%s", o->tol);
     mf_cli_num_cell(cells[6], MF_CLI_CELL, o->max_abs_err);
-    fmt_budget(cells[7], MF_CLI_CELL, o->budget_used);
+    mf_cli_budget_cell(cells[7], MF_CLI_CELL, o->budget_used);
 }
 
 void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
@@ -275,6 +323,7 @@ void mf_cli_case_json(cJSON *o, const mf_case_result *r, const char *candidate)
         cJSON_AddItemToArray(arr, e);
         cJSON_AddStringToObject(e, "name", q->what);
         cJSON_AddStringToObject(e, "tolerance", q->tol);
+        cJSON_AddStringToObject(e, "worst_at", q->worst_at);
         cJSON_AddNumberToObject(e, "atol", q->atol);
         cJSON_AddNumberToObject(e, "rtol", q->rtol);
         if (isfinite(q->max_abs_err))

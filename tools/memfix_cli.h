@@ -43,6 +43,19 @@ const mf_op_desc *mf_cli_find_op(FILE *err, const char *cmd, const char *name);
 
 /* A number as a table cell: %.3g, or nan, inf, -inf. */
 void mf_cli_num_cell(char *buf, size_t cap, double x);
+/* mf_last_error()'s reason alone, without the "<function>: " before it and the
+ * " [file:line]" after it (for a user's mistake, not the library's). Returns buf. */
+const char *mf_cli_error_reason(char *buf, size_t cap);
+/* Bytes for people: "1234 (1.15 GiB)" (exact, then KiB/MiB/GiB with 2
+ * decimals; "512 B" below 1 KiB), or "1.15 GiB" (_short); "n/a" for SIZE_MAX.
+ * Returns buf. */
+const char *mf_cli_bytes(char *buf, size_t cap, size_t b);
+const char *mf_cli_bytes_short(char *buf, size_t cap, size_t b);
+/* A share of a tolerance budget (1.0 = 100%) as a cell: "7.5%", "inf (NaN/Inf or exact)" for a NaN/Inf
+ * pattern mismatch or an exactly compared output that differs. */
+void mf_cli_budget_cell(char *buf, size_t cap, double used);
+/* A scratch ceiling as a cell: its bytes, or "n/a (...)" with the reason for SIZE_MAX. */
+void mf_cli_ceiling_cell(char *buf, size_t cap, size_t ceiling);
 
 /* A text table of n rows: ncol columns named names[], numbers right-aligned
  * where right[c], each row's cells filled by cells(rows, i, ...). */
@@ -57,6 +70,19 @@ int mf_cli_print_json(FILE *out, struct cJSON *root);
 void mf_cli_print_table(FILE *out, int ncol, const char *const *names, const int *right, size_t n,
                         void (*cells)(const void *rows, size_t i, char (*cells)[MF_CLI_CELL]),
                         const void *rows);
+
+/* memfix plan --gpu-mem's output (tools/cmd_plan_fit.c): the verdict and the
+ * changes as text, and as the members gpu_mem, fits, headroom, over,
+ * reachable and suggestions of the plan's JSON object (fit NULL: each null,
+ * suggestions empty). */
+struct mf_plan_config;
+struct mf_plan_memory;
+struct mf_plan_fit;
+void mf_cli_plan_fit_print(FILE *out, const struct mf_plan_config *cfg, const struct mf_plan_memory *m,
+                           const struct mf_plan_fit *fit);
+void mf_cli_plan_fit_json(struct cJSON *root, const struct mf_plan_fit *fit);
+/* "tiled attention, no checkpointing, naive loss": what the configured total counts */
+const char *mf_cli_plan_step_name(char *buf, size_t cap, const struct mf_plan_config *cfg);
 
 /* Subcommands in tools/cmd_<name>.c (argv[0] is the command name). */
 int mf_cli_plan(int argc, char **argv, FILE *out, FILE *err);

@@ -36,6 +36,27 @@ typedef enum mf_failure {
 } mf_failure;
 MF_API const char *mf_failure_name(mf_failure f);
 
+/* The axes of a compared array, row-major (the last axis varies fastest), so that
+ * a comparison names an element in the op's own terms, "(b=0, h=1, row=17,
+ * col=3)", rather than by its flat index "[892]". names: the axes' names,
+ * outermost first, separated by single spaces ("b h row col"; "" for a scalar,
+ * one element); dim[k]: the extent of the k-th axis (> 0). */
+#define MF_AXES_MAX 6
+typedef struct mf_axes {
+    const char *names;
+    int64_t dim[MF_AXES_MAX];
+} mf_axes;
+
+/* The number of elements of axes a (the product of its extents; 1 for a
+ * scalar); 0 when a is NULL or malformed (more than MF_AXES_MAX names, an
+ * empty name or one over 15 characters, an extent <= 0, a product over SIZE_MAX). */
+MF_API size_t mf_axes_count(const mf_axes *a);
+/* Writes element i of an array with axes a into buf (capacity cap, always
+ * terminated): "(b=0, h=1, row=17, col=3)", "(scalar)" for a scalar, "[i]"
+ * when a is NULL. MF_ERR_INVALID_ARGUMENT (and "[i]") when a is malformed or
+ * i >= mf_axes_count(a); MF_ERR_NULL_POINTER for a NULL buf. */
+MF_API mf_status mf_axes_format(const mf_axes *a, size_t i, char *buf, size_t cap);
+
 /* Comparison: passes iff the NaN/Inf pattern of got equals that of ref, every
  * |got-ref| <= atol + rtol*|ref| over finite entries, and the normalized MSE is
  * <= nmse. An output that is all zeros while ref is not, or that still holds the
@@ -52,7 +73,8 @@ typedef struct mf_compare_result {
     double budget_used_pct;    /* 100 * max over i of |got-ref| / (atol + rtol*|ref|) */
     size_t nonfinite_mismatch; /* entries whose NaN/Inf class differs */
     mf_failure failure;        /* MF_FAILURE_NONE when it passes; else the first failing criterion */
-    char reason[256];          /* human-readable verdict */
+    char worst_at[112];        /* worst_index as mf_axes_format writes it: "(row=3, col=7)", or "[i]" */
+    char reason[384];          /* human-readable verdict, naming the element as worst_at does */
 } mf_compare_result;
 
 /* Compares n floats. If dump_path is non-NULL and the comparison fails, writes a
@@ -68,6 +90,11 @@ typedef struct mf_compare_result {
  * that cannot be written leaves the verdict unchanged and says so in reason. */
 MF_API mf_status mf_compare_f32(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
                                 const char *dump_path, mf_compare_result *out);
+/* mf_compare_f32 on an array with axes 'axes' (NULL: flat indices): the reason,
+ * worst_at and the dump name elements by their indices on those axes.
+ * MF_ERR_INVALID_ARGUMENT when mf_axes_count(axes) != n. */
+MF_API mf_status mf_compare_f32_axes(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
+                                     const mf_axes *axes, const char *dump_path, mf_compare_result *out);
 
 /* Seeded inputs: uniform in [lo, hi) with no zero entries (|x| >= 1e-3*(hi-lo)).
  * Deterministic for a given seed on every platform (splitmix64/xoshiro).

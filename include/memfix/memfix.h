@@ -102,6 +102,19 @@ MF_API const char *mf_backend_name(mf_backend b); /* "auto", "host", "cuda" */
  * device present, probed in a forked child so CUDA is not initialised here). */
 MF_API int mf_backend_available(mf_backend b);
 
+/* The GPU CTest's resource allocation gave this process. Under `ctest
+ * --resource-spec-file FILE` a test whose RESOURCE_GROUPS asks for "gpus:1"
+ * (every cuda-labelled test; ci/gpu.sh on a runner with several GPUs) finds it
+ * in its environment: CTEST_RESOURCE_GROUP_COUNT groups, group i's type in
+ * CTEST_RESOURCE_GROUP_<i> ("gpus") and its allocation in
+ * CTEST_RESOURCE_GROUP_<i>_GPUS ("id:3,slots:1"). mf_use_ctest_gpu sets
+ * CUDA_VISIBLE_DEVICES to that id, so the process and those it starts see that
+ * GPU alone; call it before the first CUDA call (the test harness and the
+ * memfix command do, first thing). Returns 1 when it set it, 0 when CTest gave
+ * no GPU (no "gpus" group), -1 when the allocation cannot be read or set
+ * (mf_last_error says why; CUDA_VISIBLE_DEVICES is left as it was). */
+MF_API int mf_use_ctest_gpu(void);
+
 typedef struct mf_context mf_context;
 
 typedef struct mf_context_options {

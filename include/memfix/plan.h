@@ -52,7 +52,17 @@
  *      dtype (N*V*e) plus F.cross_entropy's fp32 copy (N*V*4) -- seed 000's
  *      "37.09 GB + ~74 GB = 111 GB"; the optimized figures (chunked, fused)
  *      come from the op whose plan has a loss hook (cross_entropy: its
- *      chunked ceiling at the chunk its planner picks for the budget).
+ *      chunked ceiling at the chunk its planner picks for the budget, and the
+ *      fused variant's 8N + 16).
+ *    - Totals per GPU: weights + gradients + optimizer states after ZeRO, the
+ *      activations and the loss. Three of them: naive (standard attention, no
+ *      checkpointing, the naive loss), optimized (tiled attention,
+ *      checkpointing, the smallest loss variant) and the step as configured
+ *      (cfg->attention, cfg->checkpointing, cfg->loss), which mf_plan_fit_gpu
+ *      holds against a GPU's memory.
+ *    Not modelled: tensor, sequence and pipeline parallelism, activation
+ *    offloading, the CUDA context, library workspaces, the caching
+ *    allocator's reserve and fragmentation, temporary buffers of kernels.
  */
 #ifndef MEMFIX_PLAN_H
 #define MEMFIX_PLAN_H
@@ -72,6 +82,18 @@ typedef struct mf_plan_param {
 } mf_plan_param;
 
 #define MF_PLAN_MAX_PARAMS 8
+
+/* How the step computes its attention and its loss (mf_plan_config). */
+typedef enum mf_plan_attention {
+    MF_PLAN_ATTENTION_TILED = 0,   /* FlashAttention-style: the logsumexp, never the N x N scores */
+    MF_PLAN_ATTENTION_STANDARD = 1 /* the softmax output B*H*N*N*e kept per layer */
+} mf_plan_attention;
+
+typedef enum mf_plan_loss {
+    MF_PLAN_LOSS_NAIVE = 0,   /* the logits and F.cross_entropy's fp32 copy */
+    MF_PLAN_LOSS_CHUNKED = 1, /* the chunked linear cross-entropy's ceiling */
+    MF_PLAN_LOSS_FUSED = 2    /* the fused linear cross-entropy's ceiling (8N + 16) */
+} mf_plan_loss;
 
 typedef struct mf_plan_config {
     /* model */
@@ -95,6 +117,11 @@ typedef struct mf_plan_config {
     mf_dtype dtype; /* weights, gradients and activations */
     int64_t dp;     /* data-parallel degree Nd (>= 1) */
     int zero;       /* ZeRO stage 0..3 */
+    /* how the step is run: what mf_plan_memory.total counts (zero: tiled
+     * attention, no checkpointing, the naive loss) */
+    mf_plan_attention attention;
+    int checkpointing; /* 1: full activation checkpointing */
+    mf_plan_loss loss;
     /* the ops' parameters that were set (mf_plan_param_set); the others take
      * their spec's default */
     size_t n_params;
@@ -102,7 +129,8 @@ typedef struct mf_plan_config {
 } mf_plan_config;
 
 /* A small dense model: 12 layers, d 768, f 3072, 12 heads, V 50304, b 1,
- * s 1024, bf16, dp 1, ZeRO 0, everything else 0/off, no op parameter set. */
+ * s 1024, bf16, dp 1, ZeRO 0, tiled attention, no checkpointing, the naive
+ * loss, everything else 0/off, no op parameter set. */
 MF_API void mf_plan_config_init(mf_plan_config *cfg);
 /* MF_OK, or MF_ERR_INVALID_SIZE / MF_ERR_INVALID_ARGUMENT naming the field
  * (an op parameter: its spec's rule, or no registered op declaring it). */
@@ -164,13 +192,81 @@ typedef struct mf_plan_memory {
     int loss_capped_by_logits;    /* the budget exceeded the logits: the chunked tile is capped at them */
     size_t loss_fused;            /* the fused (Cut Cross-Entropy class) ceiling: no tile, no budget */
     const char *loss_exceeds_why; /* why loss_chunked can exceed the logits it replaces */
-    /* totals per GPU */
-    size_t total_naive;     /* weights + grads + optimizer + act_standard + loss_naive */
-    size_t total_optimized; /* weights + grads + optimizer + act_ckpt_tiled + loss_chunked */
+    /* totals per GPU (states: weights_gpu + grads_gpu + optimizer_gpu) */
+    size_t total_naive; /* states + act_standard + loss_naive */
+    size_t
+        total_optimized_loss; /* the smallest loss variant: loss_fused, else loss_chunked, else loss_naive */
+    size_t total_optimized;   /* states + act_ckpt_tiled + total_optimized_loss */
+    size_t loss_configured;   /* cfg->loss's term (SIZE_MAX: no loss op plans that variant) */
+    size_t total;             /* as configured: states + the activations of cfg->attention and
+                                    cfg->checkpointing + loss_configured (SIZE_MAX when that is) */
 } mf_plan_memory;
 
 MF_API mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out);
 MF_API int64_t mf_plan_param_count(const mf_plan_config *cfg); /* -1 on bad config/overflow */
+
+/* ---- does the step fit a GPU, and what would make it fit ------------------------------
+ * mf_plan_fit_gpu holds the configured total (mf_plan_memory.total) against
+ * gpu_bytes. When it does not fit, it lists changes in order of their cost,
+ * each applied on top of the ones before it, until one fits:
+ *   1. tiled attention (when standard): the same result, no N x N scores;
+ *   2. the fused loss (when another): the same loss, the logits recomputed in
+ *      tiles in the backward pass instead of stored;
+ *   3. full activation checkpointing: about one more forward pass of compute;
+ *   4. ZeRO and data parallelism: the cheapest ZeRO stage at the configured
+ *      degree, else at 2, 4, 8, ... GPUs (up to MF_PLAN_FIT_MAX_DP or the
+ *      configured degree), that fits; when none does, the cheapest that brings
+ *      the weights, gradients and optimizer states under half of the GPU;
+ *   5. a smaller micro-batch: the largest that fits (gradient accumulation
+ *      keeps the global batch), else 1;
+ *   6. a shorter sequence: the largest that fits, rounded down to a multiple
+ *      of 1024 when it is at least 1024.
+ * A change the configuration already has is skipped; `reachable` says
+ * whether the last one fits. */
+#define MF_PLAN_FIT_MAX_DP 1024
+#define MF_PLAN_MAX_SUGGESTIONS 6
+
+typedef enum mf_plan_change {
+    MF_PLAN_CHANGE_ATTENTION = 0,
+    MF_PLAN_CHANGE_LOSS,
+    MF_PLAN_CHANGE_CHECKPOINTING,
+    MF_PLAN_CHANGE_ZERO_DP,
+    MF_PLAN_CHANGE_BATCH,
+    MF_PLAN_CHANGE_SEQ
+} mf_plan_change;
+
+typedef struct mf_plan_suggestion {
+    mf_plan_change change;
+    char setting[64];   /* the memfix plan options that make the change: "--loss fused", "--dp 2 --zero 3" */
+    char what[192];     /* the change and its cost, one line */
+    mf_plan_config cfg; /* the configuration with this change and the ones before it */
+    size_t total;       /* its per-GPU total (mf_plan_memory.total) */
+    int fits;           /* total <= gpu_bytes */
+} mf_plan_suggestion;
+
+typedef struct mf_plan_fit {
+    size_t gpu_bytes;
+    size_t total;    /* the configuration's per-GPU total */
+    int fits;        /* total <= gpu_bytes */
+    size_t headroom; /* gpu_bytes - total when it fits, else 0 */
+    size_t over;     /* total - gpu_bytes when it does not, else 0 */
+    size_t n_suggestions;
+    mf_plan_suggestion suggestions[MF_PLAN_MAX_SUGGESTIONS];
+    int reachable; /* it fits, or the last suggestion does */
+} mf_plan_fit;
+
+/* MF_ERR_INVALID_SIZE when gpu_bytes is 0; MF_ERR_INVALID_ARGUMENT when the
+ * configured loss variant has no figure in this build (no loss op). */
+MF_API mf_status mf_plan_fit_gpu(const mf_plan_config *cfg, size_t gpu_bytes, mf_plan_fit *out);
+
+/* A memory size: whole bytes ("85899345920"), or a number with up to 6
+ * decimals and a unit, case-insensitive, optionally after one space: B;
+ * KB, MB, GB, TB (powers of 1000); KiB, MiB, GiB, TiB and K, M, G, T
+ * (powers of 1024). "80GB" = 80,000,000,000; "80GiB" = "80G" = 85,899,345,920.
+ * A fraction of a byte is dropped. MF_ERR_INVALID_ARGUMENT (the message says
+ * what is wrong) for anything else, MF_ERR_INVALID_SIZE for 0,
+ * MF_ERR_OVERFLOW past SIZE_MAX. */
+MF_API mf_status mf_plan_parse_size(const char *text, size_t *bytes);
 
 /* One row of the per-fix table. */
 typedef struct mf_plan_fix_row {

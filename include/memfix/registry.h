@@ -25,6 +25,7 @@ typedef struct mf_output_result {
     double budget_used; /* max over elements of |got-ref| / (atol + rtol*|ref|): 1.0 spends the
                            * whole budget, > 1 fails; +inf on a NaN/Inf pattern mismatch */
     int pass;           /* this quantity's comparison (every criterion of the row) */
+    char worst_at[112]; /* its worst element in the output's axes, e.g. "(b=0, h=1, row=17, col=3)" */
 } mf_output_result;
 
 /* One row of `memfix report`. */
@@ -43,7 +44,7 @@ typedef struct mf_case_result {
     size_t opt_peak_bytes; /* device scratch peak of the optimized variant */
     size_t ceiling_bytes;  /* the header's formula at this shape */
     mf_failure failure;    /* MF_FAILURE_NONE, or why it failed (no parsing of message) */
-    char message[256];     /* why it failed, or "" */
+    char message[512];     /* why it failed, naming the output and its element, or "" */
     /* Per compared quantity, in comparison order (the testbed's mf_tb_compare
      * fills them; at most MF_CASE_MAX_OUTPUTS kept). max_abs_err, atol and rtol
      * above are the worst over these and stay for compatibility. */

@@ -128,9 +128,44 @@ typedef struct mf_verify_row {
      * warning column, never a rejection; own_seconds NaN for a target without one). */
     double cand_seconds, own_seconds;
     char schedule[40]; /* the thread order the row's result comes from, e.g. "reverse, 1 worker" */
+    /* why the time column has no ratio ("" when it has one): e.g. "not run", "the candidate's call did not
+     * complete", "memfix has no entry of this target's type to time" */
+    char time_note[64];
 } mf_verify_row;
 
 /* ---- isolation: the candidate in a worker process ---------------------- */
+/* The time limit of a request to a worker (one case in one thread order: its
+ * inputs sent, the candidate's calls, the checks, the answer) when
+ * mf_verify_options.timeout_s is 0 (memfix verify without --timeout, which
+ * replaces every limit below). memfix first sends the same request for its own
+ * optimized entry point (the target's 'own') to the first thread order's
+ * worker and times the round trip; the candidate's requests of that case, in
+ * every thread order, get MF_VERIFY_TIMEOUT_MULTIPLE times it, and at least
+ * MF_VERIFY_TIMEOUT_FLOOR_S. Why these numbers:
+ *   - 100x: the slowest correct example candidates (one thread per output, in
+ *     double) take up to ~30x memfix's round trip on a case, and the reverse
+ *     order and half the random ones run on one cudahost worker instead of two;
+ *     100x leaves a correct but slow kernel room on every case, the large one
+ *     included (minutes of memfix's time give minutes of limit);
+ *   - 10 s: most cases take memfix milliseconds; the floor covers a fresh
+ *     worker's start-up and a loaded machine there, and is what a hang on such
+ *     a case costs. A hang being judged once (unless keep_going), a candidate
+ *     that hangs is rejected by 'timeout' in about the floor plus the cases
+ *     run before it;
+ *   - 60 s (MF_VERIFY_TIMEOUT_FALLBACK_S): loading the library (its
+ *     constructors), and every request of a case where memfix's time is not
+ *     measured (a target without an own entry; memfix's request got no
+ *     answer): ample for the built-in cases' correct kernels, a minute for a
+ *     hang;
+ *   - 600 s (MF_VERIFY_TIMEOUT_OWN_S): memfix's own request. The large case
+ *     (--large) moves gigabytes through the socket and runs for minutes in
+ *     host mode; only a library that sabotages memfix's entry in the worker
+ *     can make this request hang, at this cost. */
+#define MF_VERIFY_TIMEOUT_MULTIPLE 100.0
+#define MF_VERIFY_TIMEOUT_FLOOR_S 10.0
+#define MF_VERIFY_TIMEOUT_FALLBACK_S 60.0
+#define MF_VERIFY_TIMEOUT_OWN_S 600.0
+
 /* mf_verify_lib runs each candidate call in a child process (fork + exec of
  * memfix-verify-worker, which dlopens the library): the candidate's crashes,
  * exits, hangs and constructors reach only that process. Every case runs in
@@ -139,7 +174,8 @@ typedef struct mf_verify_row {
 typedef struct mf_verify_options {
     const char *lib;      /* the shared library (a path) */
     const char *symbol;   /* the candidate's symbol */
-    double timeout_s;     /* per case and thread order (default 60); the worker is killed past it */
+    double timeout_s;     /* per case and thread order, in seconds; the worker is killed past it. 0 (the
+                           * default): derived from memfix's own time on the case (MF_VERIFY_TIMEOUT_*) */
     int orders;           /* random thread orders per case (default 2; 0: forward and reverse only) */
     uint64_t order_seed;  /* the first random order's seed (default 1) */
     const char *sanitize; /* NULL, "thread" or "address": a worker built with that sanitizer */

@@ -1,5 +1,5 @@
-/* memfix bench for the linear cross-entropy fix: the size sweep of the chunked variant and
- * the fused variant's target at seed 000's shape (parts of mf_op_cross_entropy). */
+/* memfix bench for the linear cross-entropy fix: the size sweep of each variant (chunked,
+ * fused) and the fused variant's target at seed 000's shape (parts of mf_op_cross_entropy). */
 #include "memfix/cross_entropy.h"
 
 #include "cross_entropy_registry.h"
@@ -16,29 +16,44 @@
 /* ---- memfix bench: the size sweep (registry.h) ------------------------------------------- */
 enum { CE_BENCH_D = 32, CE_BENCH_V = 512, CE_BENCH_CHUNK = 32 };
 
-/* The sweep's budget holds CE_BENCH_CHUNK rows of logits, fewer than the
- * smallest default size: every size chunks, so the optimized scratch stays
- * flat (C*V*4 + 4*N + 16) while the reference's N*V*8 grows with N. */
-static void ce_bench_options(int64_t n, mf_cross_entropy_options *o)
+/* The variant timed is the variant named: the descriptor's variant index is the
+ * mf_ce_variant (chunked 0, fused 1). The chunked variant's budget holds
+ * CE_BENCH_CHUNK rows of logits, fewer than the smallest default size: every
+ * size chunks, so its scratch stays flat (C*V*4 + 4*N + 16) while the
+ * reference's N*V*8 grows with N. The fused variant takes no budget: 8N + 16. */
+static void ce_bench_options(int variant, int64_t n, mf_cross_entropy_options *o)
 {
     mf_cross_entropy_options_init(o);
-    o->scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(n, CE_BENCH_V, CE_BENCH_CHUNK);
+    o->variant = (mf_ce_variant)variant;
+    if (o->variant == MF_CE_VARIANT_CHUNKED)
+        o->scratch_budget = mf_cross_entropy_chunked_scratch_ceiling(n, CE_BENCH_V, CE_BENCH_CHUNK);
 }
 
 static mf_status ce_bench_setup(mf_context *ctx, mf_bench_case *c)
 {
     const int64_t D = CE_BENCH_D, V = CE_BENCH_V, n = c->n;
+    if (c->variant != MF_CE_VARIANT_CHUNKED && c->variant != MF_CE_VARIANT_FUSED)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "cross_entropy has no variant %d", c->variant);
     mf_cross_entropy_options o;
-    ce_bench_options(n, &o);
-    snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean budget=%zu (C=%d rows)", (long long)n,
-             (long long)D, (long long)V, o.scratch_budget, CE_BENCH_CHUNK);
+    ce_bench_options(c->variant, n, &o);
+    if (o.variant == MF_CE_VARIANT_FUSED)
+        snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean fused (no logits tile)", (long long)n,
+                 (long long)D, (long long)V);
+    else
+        snprintf(c->shape, sizeof c->shape, "N=%lld D=%lld V=%lld mean budget=%zu (C=%d rows)", (long long)n,
+                 (long long)D, (long long)V, o.scratch_budget, CE_BENCH_CHUNK);
     /* per call: the logits GEMM 2*N*D*V (the softmax's O(N*V) is left out);
      * hidden and weight read once, the labels, one loss written */
     c->flops = 2.0 * (double)n * (double)D * (double)V;
     c->min_bytes = 4.0 * (double)(n * D + V * D) + 8.0 * (double)n + 4.0;
-    mf_cross_entropy_plan_info info;
-    mf_status s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, &o, &info);
-    c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
+    mf_status s = MF_OK;
+    if (o.variant == MF_CE_VARIANT_FUSED) {
+        c->ceiling = mf_cross_entropy_fused_scratch_ceiling(n);
+    } else {
+        mf_cross_entropy_plan_info info;
+        s = mf_cross_entropy_plan(n, V, MF_DTYPE_F32, &o, &info);
+        c->ceiling = s == MF_OK ? info.scratch_bytes : SIZE_MAX;
+    }
     c->tol = "cross_entropy.loss.f32";
     const float *h = mf_tb_bench_host(c, (size_t)(n * D), 41, &s),
                 *w = mf_tb_bench_host(c, (size_t)(V * D), 42, &s);
@@ -63,13 +78,13 @@ static mf_status ce_bench_reference(mf_context *ctx, mf_bench_case *c)
 static mf_status ce_bench_optimized(mf_context *ctx, mf_bench_case *c)
 {
     mf_cross_entropy_options o;
-    ce_bench_options(c->n, &o);
+    ce_bench_options(c->variant, c->n, &o);
     return mf_cross_entropy_forward(ctx, c->n, CE_BENCH_D, CE_BENCH_V, MF_DTYPE_F32, c->dev[0], c->dev[1],
                                     NULL, (const int64_t *)c->dev[2], &o, c->out_dev, NULL);
 }
 
 const mf_bench_sweep mf_cross_entropy_internal_bench = {
-    "N=n rows, D=32, V=512, mean,\nbudget of 32 rows (chunks)",
+    "N=n rows, D=32, V=512, mean;\nchunked: a budget of 32 rows (chunks);\nfused: no budget, 8N + 16 bytes",
     { 64, 128, 256 },
     3,
     ce_bench_setup,

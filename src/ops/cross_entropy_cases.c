@@ -315,9 +315,24 @@ MF_TB_DESCRIBE_PASS(ce_describe_fwd, ce_describe_dir, " fwd")
 
 MF_TB_DESCRIBE_PASS(ce_describe_bwd, ce_describe_dir, " bwd")
 
-/* Compare one output; keeps the worst errors in *out. */
+/* The axes of a buffer by its name (include/memfix/cross_entropy.h's layouts; "fwd;bwd lse" is lse), which a
+ * rejection names an element by: hidden, grad_hidden (token, d); weight, grad_weight (class, d); bias,
+ * grad_bias (class); labels, lse (token); loss and grad_loss (token) with reduction none, else a scalar. */
+static mf_axes ce_axes(const char *name, size_t n_loss, int64_t N, int64_t D, int64_t V)
+{
+    const char *b = strrchr(name, ' ') != NULL ? strrchr(name, ' ') + 1 : name;
+    if (strncmp(b, "grad_", 5) == 0 && strcmp(b, "grad_loss") != 0) b += 5;
+    if (strcmp(b, "hidden") == 0) return (mf_axes){ "token d", { N, D } };
+    if (strcmp(b, "weight") == 0) return (mf_axes){ "class d", { V, D } };
+    if (strcmp(b, "bias") == 0) return (mf_axes){ "class", { V } };
+    if (strcmp(b, "loss") == 0 || strcmp(b, "grad_loss") == 0)
+        return n_loss == (size_t)N && n_loss > 1 ? (mf_axes){ "token", { N } } : (mf_axes){ "", { 0 } };
+    return (mf_axes){ "token", { N } }; /* labels, lse */
+}
+
+/* Compare one output (with axes 'ax'); keeps the worst errors in *out. */
 static int ce_compare(const float *got, const float *ref, size_t n, const char *tol_name, const char *what,
-                      mf_case_result *out)
+                      const mf_axes ax, mf_case_result *out)
 {
     const mf_tolerance *tol = mf_tolerance_get(tol_name);
     if (tol == NULL) {
@@ -329,7 +344,7 @@ static int ce_compare(const float *got, const float *ref, size_t n, const char *
     if (tol->rtol > out->rtol) out->rtol = tol->rtol;
     int pass = out->message[0] == '\0'; /* an earlier output failed: keep its message */
     const int first = pass;
-    if (mf_tb_compare(got, ref, n, tol, what, out, &pass) != MF_OK) {
+    if (mf_tb_compare(got, ref, n, tol, &ax, what, out, &pass) != MF_OK) {
         snprintf(out->message, sizeof(out->message), "%.40s: %.200s", what, mf_last_error());
         out->failure = MF_FAILURE_ERROR;
         return 0;
@@ -600,17 +615,22 @@ static mf_status ce_run_case_impl(mf_context *ctx, int variant, mf_cross_entropy
         if (!(ok = ce_guards_intact(gs, n_loss, n, d, v, set ? "fwd;bwd " : "", out))) break;
         const ce_outs so = ce_outs_at(gs, n_loss, n, d, v);
         const float *s_loss = so.loss, *s_gh = so.gh, *s_gw = so.gw, *s_gb = so.gb, *s_lse = so.lse;
+        const int64_t N = c->n_rows, D = c->hidden_dim, V = c->vocab;
         if (bwd == NULL) /* bwd writes no loss */
-            ok &= ce_compare(s_loss, r_loss, n_loss, tol_loss, set ? "fwd;bwd loss" : "loss", out);
+            ok &= ce_compare(s_loss, r_loss, n_loss, tol_loss, set ? "fwd;bwd loss" : "loss",
+                             ce_axes("loss", n_loss, N, D, V), out);
         if (fwd != NULL || split)
-            ok &= ce_compare(s_lse, r_lse, n, tol_loss, set ? "fwd;bwd lse" : "lse", out);
+            ok &= ce_compare(s_lse, r_lse, n, tol_loss, set ? "fwd;bwd lse" : "lse",
+                             ce_axes("lse", n_loss, N, D, V), out);
         if (fwd == NULL) {
             if (!only_gw)
-                ok &=
-                    ce_compare(s_gh, r_gh, n * d, tol_grad, set ? "fwd;bwd grad_hidden" : "grad_hidden", out);
-            ok &= ce_compare(s_gw, r_gw, v * d, tol_grad, set ? "fwd;bwd grad_weight" : "grad_weight", out);
+                ok &= ce_compare(s_gh, r_gh, n * d, tol_grad, set ? "fwd;bwd grad_hidden" : "grad_hidden",
+                                 ce_axes("hidden", n_loss, N, D, V), out);
+            ok &= ce_compare(s_gw, r_gw, v * d, tol_grad, set ? "fwd;bwd grad_weight" : "grad_weight",
+                             ce_axes("weight", n_loss, N, D, V), out);
             if (want_gb)
-                ok &= ce_compare(s_gb, r_gb, v, tol_grad, set ? "fwd;bwd grad_bias" : "grad_bias", out);
+                ok &= ce_compare(s_gb, r_gb, v, tol_grad, set ? "fwd;bwd grad_bias" : "grad_bias",
+                                 ce_axes("bias", n_loss, N, D, V), out);
         }
         if (!ok) break;
         const char *why = NULL;
@@ -719,12 +739,13 @@ static mf_status ce_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_dim, i
 {
     const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
     const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
-    const mf_tb_buffer sp[6] = { { "hidden", hidden, n * d * es, dtype },
-                                 { "weight", weight, v * d * es, dtype },
-                                 { "labels", labels, n * sizeof(int64_t), MF_DTYPE_F32 },
-                                 { "bias", bias, v * es, dtype },
-                                 { "loss", loss, n_loss * sizeof(float), MF_DTYPE_F32 },
-                                 { "lse", lse, n * sizeof(float), MF_DTYPE_F32 } };
+    mf_tb_buffer sp[6] = { { "hidden", hidden, n * d * es, dtype, { 0 } },
+                           { "weight", weight, v * d * es, dtype, { 0 } },
+                           { "labels", labels, n * sizeof(int64_t), MF_DTYPE_F32, { 0 } },
+                           { "bias", bias, v * es, dtype, { 0 } },
+                           { "loss", loss, n_loss * sizeof(float), MF_DTYPE_F32, { 0 } },
+                           { "lse", lse, n * sizeof(float), MF_DTYPE_F32, { 0 } } };
+    for (int i = 0; i < 6; i++) sp[i].axes = ce_axes(sp[i].name, n_loss, n_rows, hidden_dim, vocab);
     const ce_guard_args args = { n_rows, hidden_dim, vocab, dtype, bias != NULL, opts };
     mf_tb_guarded bufs[6];
     return mf_tb_guard(ctx, sp, 4, 6, ce_call, &args, bufs);
@@ -749,15 +770,16 @@ static mf_status ce_bwd_guard(mf_context *ctx, int64_t n_rows, int64_t hidden_di
 {
     const size_t es = mf_dtype_size(dtype), n = (size_t)n_rows, d = (size_t)hidden_dim, v = (size_t)vocab;
     const size_t n_loss = opts != NULL && opts->reduction == MF_CE_REDUCTION_NONE ? n : 1;
-    const mf_tb_buffer sp[9] = { { "hidden", hidden, n * d * es, dtype },
-                                 { "weight", weight, v * d * es, dtype },
-                                 { "bias", bias, v * es, dtype },
-                                 { "labels", labels, n * sizeof(int64_t), MF_DTYPE_F32 },
-                                 { "lse", lse, n * 4, MF_DTYPE_F32 },
-                                 { "grad_loss", grad_loss, n_loss * 4, MF_DTYPE_F32 },
-                                 { "grad_hidden", grad_hidden, n * d * 4, MF_DTYPE_F32 },
-                                 { "grad_weight", grad_weight, v * d * 4, MF_DTYPE_F32 },
-                                 { "grad_bias", grad_bias, v * 4, MF_DTYPE_F32 } };
+    mf_tb_buffer sp[9] = { { "hidden", hidden, n * d * es, dtype, { 0 } },
+                           { "weight", weight, v * d * es, dtype, { 0 } },
+                           { "bias", bias, v * es, dtype, { 0 } },
+                           { "labels", labels, n * sizeof(int64_t), MF_DTYPE_F32, { 0 } },
+                           { "lse", lse, n * 4, MF_DTYPE_F32, { 0 } },
+                           { "grad_loss", grad_loss, n_loss * 4, MF_DTYPE_F32, { 0 } },
+                           { "grad_hidden", grad_hidden, n * d * 4, MF_DTYPE_F32, { 0 } },
+                           { "grad_weight", grad_weight, v * d * 4, MF_DTYPE_F32, { 0 } },
+                           { "grad_bias", grad_bias, v * 4, MF_DTYPE_F32, { 0 } } };
+    for (int i = 0; i < 9; i++) sp[i].axes = ce_axes(sp[i].name, n_loss, n_rows, hidden_dim, vocab);
     const ce_guard_args args = { n_rows, hidden_dim, vocab, dtype, bias != NULL, opts };
     mf_tb_guarded bufs[9];
     return mf_tb_guard(ctx, sp, 6, 9, ce_bwd_call, &args, bufs);

@@ -364,19 +364,34 @@ MF_TB_DESCRIBE_PASS(la_describe_fwd, la_describe_pass, "fwd=candidate")
 
 MF_TB_DESCRIBE_PASS(la_describe_bwd, la_describe_pass, "bwd=candidate")
 
+/* The axes of a buffer by its name (include/memfix/linear_attention.h's layouts), which a rejection names an
+ * element by: q, k, dq, dk (b, h, row, col < D); v, out, dout, dv (col < Dv); the states S (b, h, d, dv) and
+ * z (b, h, d) and their gradients. */
+static mf_axes la_axes(const char *name, int64_t B, int64_t H, int64_t N, int64_t D, int64_t Dv)
+{
+    const char *base = strrchr(name, '>') != NULL ? strrchr(name, '>') + 1 : name; /* "state->final_kv" */
+    const size_t len = strlen(base);
+    if (len > 3 && strcmp(base + len - 3, "_kv") == 0) return (mf_axes){ "b h d dv", { B, H, D, Dv } };
+    if (len > 2 && strcmp(base + len - 2, "_z") == 0) return (mf_axes){ "b h d", { B, H, D } };
+    const int qk = strcmp(base, "q") == 0 || strcmp(base, "k") == 0 || strcmp(base, "dq") == 0 ||
+                   strcmp(base, "dk") == 0;
+    return (mf_axes){ "b h row col", { B, H, N, qk ? D : Dv } };
+}
+
 /* mf_tb_compare with the tolerance row of the kernels: bf16 causal runs on tensor
  * cores with bf16 operands ("<base>.bf16_mma", mma != 0), and so may a memfix
  * verify candidate (fla's chunk kernels do). */
 static mf_status la_compare_row(const float *got, const float *ref, size_t n, const char *what,
-                                const char *tol_base, mf_dtype dtype, int mma, mf_case_result *out,
+                                const char *tol_base, const la_case *c, int mma, mf_case_result *out,
                                 int *all_pass)
 {
     char tol_name[64];
-    snprintf(tol_name, sizeof tol_name, "%s.%s%s", tol_base, mf_dtype_name(dtype),
-             dtype == MF_DTYPE_BF16 && mma ? "_mma" : "");
+    snprintf(tol_name, sizeof tol_name, "%s.%s%s", tol_base, mf_dtype_name(c->dtype),
+             c->dtype == MF_DTYPE_BF16 && mma ? "_mma" : "");
     const mf_tolerance *tol = mf_tolerance_get(tol_name);
     if (tol == NULL) MF_FAIL(MF_ERR_INTERNAL, "no tolerance row '%s' in src/core/tolerance.c", tol_name);
-    return mf_tb_compare(got, ref, n, tol, what, out, all_pass);
+    const mf_axes ax = la_axes(what, c->B, c->H, c->N, c->D, c->Dv);
+    return mf_tb_compare(got, ref, n, tol, &ax, what, out, all_pass);
 }
 
 /* One case of one variant: through mf_linear_attention_forward/backward
@@ -578,30 +593,34 @@ static mf_status la_run_case_impl(mf_context *ctx, int variant, mf_linear_attent
             if (!isnan(got_guard[g])) { /* written past the end */
                 pass = 0;
                 out->failure = MF_FAILURE_NONFINITE;
-                snprintf(out->message, sizeof(out->message), "%s: write past the end at element %zu (%g)",
-                         guard_names[i], (i < 4 ? o_n[i] : st_n[i]) + g, (double)got_guard[g]);
+                const mf_axes ax = la_axes(guard_names[i], c->B, c->H, c->N, c->D, c->Dv);
+                char last[112];
+                (void)mf_axes_format(&ax, mf_axes_count(&ax) - 1, last, sizeof last);
+                snprintf(out->message, sizeof(out->message),
+                         "%s: write past the end: element %zu after its last one %s (%g)", guard_names[i],
+                         g + 1, last, (double)got_guard[g]);
             }
     }
-    if (cmp_fwd && (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c->dtype, mma, out,
-                                        &pass)) != MF_OK)
+    if (cmp_fwd &&
+        (st = la_compare_row(g_out, r_out, nv, "out", "linear_attention.out", c, mma, out, &pass)) != MF_OK)
         goto done;
     if (cmp_bwd &&
         ((st = la_compare_row(g_dq, r_dq, nqk, "dq",
                               /* (a built-in row's state makes dq at N = 1 an O(1) gradient) */
                               ((c->N == 1 && !c->state) || c->D == 1) ? "linear_attention.grad_degenerate"
                                                                       : "linear_attention.grad",
-                              c->dtype, mma, out, &pass)) != MF_OK ||
+                              c, mma, out, &pass)) != MF_OK ||
          (st = la_compare_row(g_dk, r_dk, nqk, "dk",
-                              (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv,
-                              c->dtype, mma, out, &pass)) != MF_OK ||
-         (st = la_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c->dtype, mma, out, &pass)) != MF_OK))
+                              (c->N == 1 && !with_state) ? "linear_attention.grad_degenerate" : grad_kv, c,
+                              mma, out, &pass)) != MF_OK ||
+         (st = la_compare_row(g_dv, r_dv, nv, "dv", grad_kv, c, mma, out, &pass)) != MF_OK))
         goto done;
     if (with_state) {
         static const char *const names[4] = { "final_kv", "final_z", "d_initial_kv", "d_initial_z" };
         for (int i = cmp_fwd ? 0 : 2; i < (cmp_bwd ? 4 : 2); i++)
             if ((st = la_compare_row(st_got[i], st_ref[i], st_n[4 + i], names[i],
-                                     i < 2 ? "linear_attention.state" : "linear_attention.grad", c->dtype,
-                                     mma, out, &pass)) != MF_OK)
+                                     i < 2 ? "linear_attention.state" : "linear_attention.grad", c, mma, out,
+                                     &pass)) != MF_OK)
                 goto done;
     }
     /* A built-in row's atol and rtol: the largest of its outputs' rows (mf_case_result; a
@@ -688,14 +707,15 @@ static mf_status la_fwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64
     const size_t ns = bh * (size_t)D * (size_t)Dv * 4, nz = bh * (size_t)D * 4;
     const mf_linear_attention_state none = { NULL, NULL, NULL, NULL };
     const mf_linear_attention_state *s = state != NULL ? state : &none;
-    const mf_tb_buffer sp[8] = { { "q", q, rows * (size_t)D * es, dtype },
-                                 { "k", k, rows * (size_t)D * es, dtype },
-                                 { "v", v, rows * (size_t)Dv * es, dtype },
-                                 { "state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32 },
-                                 { "state->initial_z", s->initial_z, nz, MF_DTYPE_F32 },
-                                 { "out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32 },
-                                 { "state->final_kv", s->final_kv, ns, MF_DTYPE_F32 },
-                                 { "state->final_z", s->final_z, nz, MF_DTYPE_F32 } };
+    mf_tb_buffer sp[8] = { { "q", q, rows * (size_t)D * es, dtype, { 0 } },
+                           { "k", k, rows * (size_t)D * es, dtype, { 0 } },
+                           { "v", v, rows * (size_t)Dv * es, dtype, { 0 } },
+                           { "state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32, { 0 } },
+                           { "state->initial_z", s->initial_z, nz, MF_DTYPE_F32, { 0 } },
+                           { "out", out, rows * (size_t)Dv * 4, MF_DTYPE_F32, { 0 } },
+                           { "state->final_kv", s->final_kv, ns, MF_DTYPE_F32, { 0 } },
+                           { "state->final_z", s->final_z, nz, MF_DTYPE_F32, { 0 } } };
+    for (int i = 0; i < 8; i++) sp[i].axes = la_axes(sp[i].name, B, H, N, D, Dv);
     const la_args args = { dtype, causal, chunk, B, H, N, D, Dv, state != NULL, 0 };
     mf_tb_guarded bufs[8];
     return mf_tb_guard(ctx, sp, 5, 8, la_fwd_call, &args, bufs);
@@ -730,20 +750,21 @@ static mf_status la_bwd_guard(mf_context *ctx, mf_dtype dtype, int causal, int64
     const mf_linear_attention_state_grad gnone = { NULL, NULL, NULL, NULL };
     const mf_linear_attention_state *s = state != NULL ? state : &none;
     const mf_linear_attention_state_grad *g = grad != NULL ? grad : &gnone;
-    const mf_tb_buffer sp[14] = { { "q", q, nqk * es, dtype },
-                                  { "k", k, nqk * es, dtype },
-                                  { "v", v, nv * es, dtype },
-                                  { "out", out, nv * 4, MF_DTYPE_F32 },
-                                  { "dout", dout, nv * es, dtype },
-                                  { "state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32 },
-                                  { "state->initial_z", s->initial_z, nz, MF_DTYPE_F32 },
-                                  { "grad->d_final_kv", g->d_final_kv, ns, MF_DTYPE_F32 },
-                                  { "grad->d_final_z", g->d_final_z, nz, MF_DTYPE_F32 },
-                                  { "dq", dq, nqk * 4, MF_DTYPE_F32 },
-                                  { "dk", dk, nqk * 4, MF_DTYPE_F32 },
-                                  { "dv", dv, nv * 4, MF_DTYPE_F32 },
-                                  { "grad->d_initial_kv", g->d_initial_kv, ns, MF_DTYPE_F32 },
-                                  { "grad->d_initial_z", g->d_initial_z, nz, MF_DTYPE_F32 } };
+    mf_tb_buffer sp[14] = { { "q", q, nqk * es, dtype, { 0 } },
+                            { "k", k, nqk * es, dtype, { 0 } },
+                            { "v", v, nv * es, dtype, { 0 } },
+                            { "out", out, nv * 4, MF_DTYPE_F32, { 0 } },
+                            { "dout", dout, nv * es, dtype, { 0 } },
+                            { "state->initial_kv", s->initial_kv, ns, MF_DTYPE_F32, { 0 } },
+                            { "state->initial_z", s->initial_z, nz, MF_DTYPE_F32, { 0 } },
+                            { "grad->d_final_kv", g->d_final_kv, ns, MF_DTYPE_F32, { 0 } },
+                            { "grad->d_final_z", g->d_final_z, nz, MF_DTYPE_F32, { 0 } },
+                            { "dq", dq, nqk * 4, MF_DTYPE_F32, { 0 } },
+                            { "dk", dk, nqk * 4, MF_DTYPE_F32, { 0 } },
+                            { "dv", dv, nv * 4, MF_DTYPE_F32, { 0 } },
+                            { "grad->d_initial_kv", g->d_initial_kv, ns, MF_DTYPE_F32, { 0 } },
+                            { "grad->d_initial_z", g->d_initial_z, nz, MF_DTYPE_F32, { 0 } } };
+    for (int i = 0; i < 14; i++) sp[i].axes = la_axes(sp[i].name, B, H, N, D, Dv);
     const la_args args = { dtype, causal, chunk, B, H, N, D, Dv, state != NULL, grad != NULL };
     mf_tb_guarded bufs[14];
     return mf_tb_guard(ctx, sp, 9, 14, la_bwd_call, &args, bufs);
@@ -819,8 +840,17 @@ static const mf_bench_sweep la_bench = { "causal, chunk 16, B=1 H=2 N=n D=16",
                                          la_bench_optimized };
 
 /* ---- memfix plan: the causal cumulative state vs the chunked form (seed 003) ---- */
+static const mf_plan_param_spec la_plan_params[] = {
+    { "linear_attention", "--linear-attention", "0|1",
+      "the model has causal linear-attention layers: plan their\n                     cumulative state (seed "
+      "003)",
+      MF_PLAN_PARAM_FLAG, 0 },
+};
+
+/* Only for a model with linear attention (--linear-attention 1). */
 static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
+    if (!mf_plan_param_get(cfg, "linear_attention")) return MF_OK; /* not in the model */
     const int64_t B = cfg->batch, H = cfg->heads, S = cfg->seq, Dh = mf_plan_head_dim(cfg);
     const size_t cumsum[] = { (size_t)B,  (size_t)H,  (size_t)S,
                               (size_t)Dh, (size_t)Dh, mf_dtype_size(cfg->dtype) };
@@ -831,7 +861,7 @@ static mf_status la_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
                            (long long)Dh, mf_dtype_name(cfg->dtype));
 }
 
-static const mf_op_plan la_plan = { 0, NULL, la_plan_rows, NULL };
+static const mf_op_plan la_plan = { 1, la_plan_params, la_plan_rows, NULL };
 
 /* The op's rows of the tolerance table (src/core/tolerance.c assembles the one
  * table): "linear_attention.<output>.<dtype>", atol, rtol, nmse, one-line justification. */

@@ -289,9 +289,11 @@ static mf_status matmul_run_case_impl(mf_context *ctx, int variant, mf_matmul_ke
 
     const size_t m = (size_t)c->M, n = (size_t)c->N, k = (size_t)c->K;
     const uint64_t seed = mf_tb_case_seed(id, 0x6d61746d756c0000ull, 2u, seed_salt);
-    mf_tb_tensor t[3] = { { "A", MF_TB_IN, m * k, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
-                          { "B", MF_TB_IN, k * n, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
-                          { "C", MF_TB_OUT, m * n, 0.0f, 0.0f, "matmul.out", NULL, NULL, NULL } };
+    mf_tb_tensor t[3] = {
+        { "A", MF_TB_IN, m * k, -1.0f, 1.0f, NULL, NULL, NULL, NULL, { NULL, { 0 } } },
+        { "B", MF_TB_IN, k * n, -1.0f, 1.0f, NULL, NULL, NULL, NULL, { NULL, { 0 } } },
+        { "C", MF_TB_OUT, m * n, 0.0f, 0.0f, "matmul.out", NULL, NULL, NULL, { "row col", { c->M, c->N } } }
+    };
     mf_status st = mf_tb_tensors_make(t, 3, c->dtype, seed);
     if (st != MF_OK) goto done;
 
@@ -348,9 +350,14 @@ static mf_status matmul_guard(mf_context *ctx, mf_dtype dtype, int trans_a, int 
                               int64_t K, const void *A, const void *B, float *C)
 {
     const size_t es = mf_dtype_size(dtype);
-    const mf_tb_buffer sp[3] = { { "A", A, (size_t)M * (size_t)K * es, dtype },
-                                 { "B", B, (size_t)K * (size_t)N * es, dtype },
-                                 { "C", C, (size_t)M * (size_t)N * sizeof(float), MF_DTYPE_F32 } };
+    /* A is M x K (K x M with trans_a), B K x N (N x K with trans_b), row-major */
+    const mf_tb_buffer sp[3] = {
+        { "A", A, (size_t)M * (size_t)K * es, dtype,
+          trans_a ? (mf_axes){ "k row", { K, M } } : (mf_axes){ "row k", { M, K } } },
+        { "B", B, (size_t)K * (size_t)N * es, dtype,
+          trans_b ? (mf_axes){ "col k", { N, K } } : (mf_axes){ "k col", { K, N } } },
+        { "C", C, (size_t)M * (size_t)N * sizeof(float), MF_DTYPE_F32, { "row col", { M, N } } }
+    };
     const matmul_args args = { dtype, trans_a, trans_b, M, N, K };
     mf_tb_guarded bufs[3];
     return mf_tb_guard(ctx, sp, 2, 3, matmul_call, &args, bufs);

@@ -412,6 +412,21 @@ static void npt_shape(const npt_case *c, int64_t chunk, char *buf, size_t cap)
     }
 }
 
+/* The axes of a buffer by its name (include/memfix/npt.h: tokens t = (b, s)), which a rejection names an
+ * element by: h, grad_h (b, s, d); out, grad_out (b, s, f); m, grad_m (b, s, r); W (d, f), A (d, r), B (r, f)
+ * and bias (f), and their gradients. */
+static mf_axes npt_axes(const char *name, const mf_npt_shape *s)
+{
+    const char *b = strncmp(name, "grad_", 5) == 0 && strcmp(name, "grad_out") != 0 ? name + 5 : name;
+    const int64_t Bt = s->batch, S = s->seq, D = s->d_model, F = s->d_ffn, R = s->rank;
+    if (strcmp(b, "h") == 0) return (mf_axes){ "b s d", { Bt, S, D } };
+    if (strcmp(b, "m") == 0) return (mf_axes){ "b s r", { Bt, S, R } };
+    if (strcmp(b, "W") == 0) return (mf_axes){ "d f", { D, F } };
+    if (strcmp(b, "A") == 0) return (mf_axes){ "d r", { D, R } };
+    if (strcmp(b, "B") == 0) return (mf_axes){ "r f", { R, F } };
+    if (strcmp(b, "bias") == 0) return (mf_axes){ "f", { F } };
+    return (mf_axes){ "b s f", { Bt, S, F } }; /* out, grad_out */
+}
 /* One case: the factored variant through mf_npt_forward / mf_npt_backward
  * (report), or, when fwd_entry or bwd_entry != NULL, that candidate in place of
  * the public entry of the case's pass (memfix verify). seed_salt != 0 draws
@@ -477,6 +492,7 @@ static mf_status npt_run_case_impl(mf_context *ctx, int variant, mf_npt_forward_
         t[n_in + i].role = MF_TB_OUT_DT_REF;
         t[n_in + i].n = out_n[out_k[i]];
         t[n_in + i].tol = tol_base;
+        t[n_in + i].axes = npt_axes(t[n_in + i].name, &s);
     }
     const uint64_t seed = mf_tb_case_seed(id, 0x6e7074ull * 1000u, 16u, seed_salt);
     /* the entries' pointers: the 6th input and the outputs a pass lacks are NULL */
@@ -591,15 +607,16 @@ static mf_status npt_fwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape sha
     const size_t es = mf_dtype_size(dtype);
     size_t n[6];
     npt_sizes(shape, 1, n);
-    const mf_tb_buffer sp[7] = {
-        { "h", h, n[0] * es, dtype },
-        { "W", W, n[1] * es, dtype },
-        { "A", A, n[2] * es, dtype },
-        { "B", B, n[3] * es, dtype },
-        { "m", m, n[4] * es, dtype },
-        { "bias", bias, n[5] * es, dtype },
-        { "out", out, (size_t)shape.batch * (size_t)shape.seq * (size_t)shape.d_ffn * es, dtype }
+    mf_tb_buffer sp[7] = {
+        { "h", h, n[0] * es, dtype, { 0 } },
+        { "W", W, n[1] * es, dtype, { 0 } },
+        { "A", A, n[2] * es, dtype, { 0 } },
+        { "B", B, n[3] * es, dtype, { 0 } },
+        { "m", m, n[4] * es, dtype, { 0 } },
+        { "bias", bias, n[5] * es, dtype, { 0 } },
+        { "out", out, (size_t)shape.batch * (size_t)shape.seq * (size_t)shape.d_ffn * es, dtype, { 0 } }
     };
+    for (int i = 0; i < 7; i++) sp[i].axes = npt_axes(sp[i].name, &shape);
     const npt_args args = { dtype, shape, opts };
     mf_tb_guarded bufs[7];
     return mf_tb_guard(ctx, sp, 6, 7, npt_fwd_call, &args, bufs);
@@ -623,14 +640,19 @@ static mf_status npt_bwd_guard(mf_context *ctx, mf_dtype dtype, mf_npt_shape sha
     const size_t es = mf_dtype_size(dtype);
     size_t n[6];
     npt_sizes(shape, 0, n);
-    const mf_tb_buffer sp[12] = {
-        { "h", h, n[0] * es, dtype },           { "W", W, n[1] * es, dtype },
-        { "A", A, n[2] * es, dtype },           { "B", B, n[3] * es, dtype },
-        { "m", m, n[4] * es, dtype },           { "grad_out", grad_out, n[5] * es, dtype },
-        { "grad_h", grad_h, n[0] * es, dtype }, { "grad_W", grad_W, n[1] * es, dtype },
-        { "grad_A", grad_A, n[2] * es, dtype }, { "grad_B", grad_B, n[3] * es, dtype },
-        { "grad_m", grad_m, n[4] * es, dtype }, { "grad_bias", grad_bias, (size_t)shape.d_ffn * es, dtype }
-    };
+    mf_tb_buffer sp[12] = { { "h", h, n[0] * es, dtype, { 0 } },
+                            { "W", W, n[1] * es, dtype, { 0 } },
+                            { "A", A, n[2] * es, dtype, { 0 } },
+                            { "B", B, n[3] * es, dtype, { 0 } },
+                            { "m", m, n[4] * es, dtype, { 0 } },
+                            { "grad_out", grad_out, n[5] * es, dtype, { 0 } },
+                            { "grad_h", grad_h, n[0] * es, dtype, { 0 } },
+                            { "grad_W", grad_W, n[1] * es, dtype, { 0 } },
+                            { "grad_A", grad_A, n[2] * es, dtype, { 0 } },
+                            { "grad_B", grad_B, n[3] * es, dtype, { 0 } },
+                            { "grad_m", grad_m, n[4] * es, dtype, { 0 } },
+                            { "grad_bias", grad_bias, (size_t)shape.d_ffn * es, dtype, { 0 } } };
+    for (int i = 0; i < 12; i++) sp[i].axes = npt_axes(sp[i].name, &shape);
     const npt_args args = { dtype, shape, opts };
     mf_tb_guarded bufs[12];
     return mf_tb_guard(ctx, sp, 6, 12, npt_bwd_call, &args, bufs);

@@ -284,23 +284,54 @@ MF_TB_DESCRIBE_PASS(nsa_describe_bwd, nsa_describe_pass, "bwd=candidate")
 /* sel (B, S, Hk, n) as written (got) against the reference's (ref), element by element: the first
  * difference fails the case (when it is the first failing output, its message and kind,
  * MF_FAILURE_TOLERANCE: an exact comparison is a zero tolerance). */
+/* The axes of a buffer of the op by its name (include/memfix/nsa.h's layouts): a rejection names an element
+ * by them. q, out, dq, dout (b, t, h, d); k, v, dk, dv (b, t, hk, d) over the KV heads; the gates and their
+ * gradients (b, t, h); lse (b, t, h, branch: cmp, slc, win); sel (b, t, hk, slot < n). */
+static mf_axes nsa_axes(const char *name, int64_t B, int64_t S, int64_t Hq, int64_t Hk, int64_t D, int64_t n)
+{
+    static const char *const kv[] = { "k", "v", "dk", "dv" }, *const q[] = { "q", "out", "dq", "dout" };
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, kv[i]) == 0) return (mf_axes){ "b t hk d", { B, S, Hk, D } };
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, q[i]) == 0) return (mf_axes){ "b t h d", { B, S, Hq, D } };
+    if (strcmp(name, "lse") == 0) return (mf_axes){ "b t h branch", { B, S, Hq, 3 } };
+    if (strcmp(name, "sel") == 0) return (mf_axes){ "b t hk slot", { B, S, Hk, n } };
+    return (mf_axes){ "b t h", { B, S, Hq } }; /* g_cmp, g_slc, g_win and their gradients */
+}
+
+/* sel compared exactly, recorded as an output of the case (tolerance "exact": any difference fails). */
 static void nsa_compare_sel(const nsa_case *c, const int32_t *got, const int32_t *ref, mf_case_result *out,
                             int *all_pass)
 {
     const size_t n = (size_t)c->cfg.n_sel, ns = (size_t)(c->B * c->S * c->Hk) * n;
+    const mf_axes ax = nsa_axes("sel", c->B, c->S, c->Hq, c->Hk, c->D, c->cfg.n_sel);
+    size_t first = ns;
+    double worst = 0;
     for (size_t i = 0; i < ns; i++) {
         if (got[i] == ref[i]) continue;
-        if (*all_pass) {
-            const size_t row = i / n, hk = row % (size_t)c->Hk, t = row / (size_t)c->Hk % (size_t)c->S;
-            out->failure = MF_FAILURE_TOLERANCE;
-            snprintf(out->message, sizeof(out->message),
-                     "sel: selected block %zu of b=%zu t=%zu kv head %zu is %d, the reference's %d (top-n "
-                     "compared exactly)",
-                     i % n, row / (size_t)c->Hk / (size_t)c->S, t, hk, (int)got[i], (int)ref[i]);
-        }
-        *all_pass = 0;
-        return;
+        if (first == ns) first = i;
+        const double d = fabs((double)got[i] - (double)ref[i]);
+        if (d > worst) worst = d;
     }
+    if (out->n_outputs < MF_CASE_MAX_OUTPUTS) {
+        mf_output_result *o = &out->outputs[out->n_outputs++];
+        snprintf(o->what, sizeof o->what, "sel");
+        snprintf(o->tol, sizeof o->tol, "exact");
+        o->max_abs_err = worst;
+        o->budget_used = first == ns ? 0.0 : INFINITY;
+        o->pass = first == ns;
+        (void)mf_axes_format(&ax, first == ns ? 0 : first, o->worst_at, sizeof o->worst_at);
+    }
+    if (first == ns) return;
+    if (*all_pass) {
+        char at[112];
+        (void)mf_axes_format(&ax, first, at, sizeof at);
+        out->failure = MF_FAILURE_TOLERANCE;
+        snprintf(out->message, sizeof(out->message),
+                 "sel: selected block at %s is %d, the reference's %d (top-n compared exactly)", at,
+                 (int)got[first], (int)ref[first]);
+    }
+    *all_pass = 0;
 }
 
 /* One case: the fused forward and backward (report), or 'cand' in place of the
@@ -339,24 +370,26 @@ static mf_status nsa_run_case_impl(mf_context *ctx, int variant, mf_nsa_forward_
     const char *const lse_tol = c->fwd_only ? NULL : "nsa.lse", *const grad_tol =
                                                                     c->fwd_only ? NULL : "nsa.grad";
     mf_tb_tensor t[NT] = {
-        { "q", MF_TB_IN, nq, -1.5f, 1.5f, NULL, NULL, NULL, NULL },
-        { "k", MF_TB_IN, nkv, -1.5f, 1.5f, NULL, NULL, NULL, NULL },
-        { "v", MF_TB_IN, nkv, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
-        { "g_cmp", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL },
-        { "g_slc", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL },
-        { "g_win", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL },
-        { "dout", MF_TB_IN, nq, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
-        { "out", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.out", NULL, NULL, NULL },
-        { "lse", MF_TB_OUT, 3 * rq, 0.0f, 0.0f, lse_tol, NULL, NULL, NULL },
-        { "dq", MF_TB_OUT, nq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL },
-        { "dk", MF_TB_OUT, nkv, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL },
-        { "dv", MF_TB_OUT, nkv, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL },
-        { "dg_cmp", MF_TB_OUT, rq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL },
-        { "dg_slc", MF_TB_OUT, rq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL },
-        { "dg_win", MF_TB_OUT, rq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL },
+        { "q", MF_TB_IN, nq, -1.5f, 1.5f, NULL, NULL, NULL, NULL, { 0 } },
+        { "k", MF_TB_IN, nkv, -1.5f, 1.5f, NULL, NULL, NULL, NULL, { 0 } },
+        { "v", MF_TB_IN, nkv, -1.0f, 1.0f, NULL, NULL, NULL, NULL, { 0 } },
+        { "g_cmp", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL, { 0 } },
+        { "g_slc", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL, { 0 } },
+        { "g_win", MF_TB_IN, rq, 0.05f, 0.95f, NULL, NULL, NULL, NULL, { 0 } },
+        { "dout", MF_TB_IN, nq, -1.0f, 1.0f, NULL, NULL, NULL, NULL, { 0 } },
+        { "out", MF_TB_OUT, nq, 0.0f, 0.0f, "nsa.out", NULL, NULL, NULL, { 0 } },
+        { "lse", MF_TB_OUT, 3 * rq, 0.0f, 0.0f, lse_tol, NULL, NULL, NULL, { 0 } },
+        { "dq", MF_TB_OUT, nq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL, { 0 } },
+        { "dk", MF_TB_OUT, nkv, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL, { 0 } },
+        { "dv", MF_TB_OUT, nkv, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL, { 0 } },
+        { "dg_cmp", MF_TB_OUT, rq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL, { 0 } },
+        { "dg_slc", MF_TB_OUT, rq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL, { 0 } },
+        { "dg_win", MF_TB_OUT, rq, 0.0f, 0.0f, grad_tol, NULL, NULL, NULL, { 0 } },
         /* int32 indices in an fp32 slot each (NaN-filled, guarded), compared exactly below */
-        { "sel", MF_TB_OUT, ns, 0.0f, 0.0f, NULL, NULL, NULL, NULL },
+        { "sel", MF_TB_OUT, ns, 0.0f, 0.0f, NULL, NULL, NULL, NULL, { 0 } },
     };
+    for (int i = 0; i < NT; i++)
+        t[i].axes = nsa_axes(t[i].name, c->B, c->S, c->Hq, c->Hk, c->D, c->cfg.n_sel);
     mf_status st = mf_tb_tensors_make(t, NT, c->dtype, seed);
     if (st != MF_OK) goto done;
     float *const r_lse = c->fwd_only ? NULL : (float *)t[LSE].host;
@@ -450,15 +483,16 @@ static mf_status nsa_fwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
 {
     const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
     const size_t rk = (size_t)B * (size_t)S * (size_t)Hk;
-    const mf_tb_buffer sp[9] = { { "q", q, rq * (size_t)D * es, dtype },
-                                 { "k", k, rk * (size_t)D * es, dtype },
-                                 { "v", v, rk * (size_t)D * es, dtype },
-                                 { "g_cmp", g_cmp, rq * es, dtype },
-                                 { "g_slc", g_slc, rq * es, dtype },
-                                 { "g_win", g_win, rq * es, dtype },
-                                 { "out", out, rq * (size_t)D * 4, MF_DTYPE_F32 },
-                                 { "lse", lse, rq * 3 * 4, MF_DTYPE_F32 },
-                                 { "sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32 } };
+    mf_tb_buffer sp[9] = { { "q", q, rq * (size_t)D * es, dtype, { 0 } },
+                           { "k", k, rk * (size_t)D * es, dtype, { 0 } },
+                           { "v", v, rk * (size_t)D * es, dtype, { 0 } },
+                           { "g_cmp", g_cmp, rq * es, dtype, { 0 } },
+                           { "g_slc", g_slc, rq * es, dtype, { 0 } },
+                           { "g_win", g_win, rq * es, dtype, { 0 } },
+                           { "out", out, rq * (size_t)D * 4, MF_DTYPE_F32, { 0 } },
+                           { "lse", lse, rq * 3 * 4, MF_DTYPE_F32, { 0 } },
+                           { "sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32, { 0 } } };
+    for (int i = 0; i < 9; i++) sp[i].axes = nsa_axes(sp[i].name, B, S, Hq, Hk, D, cfg->n_sel);
     const nsa_args args = { dtype, cfg, B, S, Hq, Hk, D };
     mf_tb_guarded bufs[9];
     return mf_tb_guard(ctx, sp, 6, 9, nsa_fwd_call, &args, bufs);
@@ -487,21 +521,22 @@ static mf_status nsa_bwd_guard(mf_context *ctx, mf_dtype dtype, const mf_nsa_con
 {
     const size_t es = mf_dtype_size(dtype), rq = (size_t)B * (size_t)S * (size_t)Hq;
     const size_t rk = (size_t)B * (size_t)S * (size_t)Hk, d = (size_t)D;
-    const mf_tb_buffer sp[15] = { { "q", q, rq * d * es, dtype },
-                                  { "k", k, rk * d * es, dtype },
-                                  { "v", v, rk * d * es, dtype },
-                                  { "g_cmp", g_cmp, rq * es, dtype },
-                                  { "g_slc", g_slc, rq * es, dtype },
-                                  { "g_win", g_win, rq * es, dtype },
-                                  { "dout", dout, rq * d * es, dtype },
-                                  { "lse", lse, rq * 3 * 4, MF_DTYPE_F32 },
-                                  { "sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32 },
-                                  { "dq", dq, rq * d * 4, MF_DTYPE_F32 },
-                                  { "dk", dk, rk * d * 4, MF_DTYPE_F32 },
-                                  { "dv", dv, rk * d * 4, MF_DTYPE_F32 },
-                                  { "dg_cmp", dg_cmp, rq * 4, MF_DTYPE_F32 },
-                                  { "dg_slc", dg_slc, rq * 4, MF_DTYPE_F32 },
-                                  { "dg_win", dg_win, rq * 4, MF_DTYPE_F32 } };
+    mf_tb_buffer sp[15] = { { "q", q, rq * d * es, dtype, { 0 } },
+                            { "k", k, rk * d * es, dtype, { 0 } },
+                            { "v", v, rk * d * es, dtype, { 0 } },
+                            { "g_cmp", g_cmp, rq * es, dtype, { 0 } },
+                            { "g_slc", g_slc, rq * es, dtype, { 0 } },
+                            { "g_win", g_win, rq * es, dtype, { 0 } },
+                            { "dout", dout, rq * d * es, dtype, { 0 } },
+                            { "lse", lse, rq * 3 * 4, MF_DTYPE_F32, { 0 } },
+                            { "sel", sel, rk * (size_t)cfg->n_sel * 4, MF_DTYPE_F32, { 0 } },
+                            { "dq", dq, rq * d * 4, MF_DTYPE_F32, { 0 } },
+                            { "dk", dk, rk * d * 4, MF_DTYPE_F32, { 0 } },
+                            { "dv", dv, rk * d * 4, MF_DTYPE_F32, { 0 } },
+                            { "dg_cmp", dg_cmp, rq * 4, MF_DTYPE_F32, { 0 } },
+                            { "dg_slc", dg_slc, rq * 4, MF_DTYPE_F32, { 0 } },
+                            { "dg_win", dg_win, rq * 4, MF_DTYPE_F32, { 0 } } };
+    for (int i = 0; i < 15; i++) sp[i].axes = nsa_axes(sp[i].name, B, S, Hq, Hk, D, cfg->n_sel);
     const nsa_args args = { dtype, cfg, B, S, Hq, Hk, D };
     mf_tb_guarded bufs[15];
     return mf_tb_guard(ctx, sp, 9, 15, nsa_bwd_call, &args, bufs);

@@ -643,11 +643,13 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     const size_t nq = (size_t)(c->B * c->T * c->Hq * c->Dh), nk = (size_t)(c->B * c->T * c->Hk * c->Dh);
     const size_t n = nq + nk, esize = mf_dtype_size(c->dtype);
     const uint64_t seed = mf_tb_case_seed(id, 0x726f706500000000ull, 2u, seed_salt);
-    enum { X, Y, NT }; /* x: q then k; y: q_out then k_out, stored in the case's dtype */
+    enum { X, Y, NT }; /* x: q then k; y: q_out then k_out, stored in the case's dtype, compared apart */
     mf_tb_tensor t[NT] = {
-        { "x", MF_TB_IN, n, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
-        { "q_out|k_out", MF_TB_OUT_DT, n, 0.0f, 0.0f, "rope.out", NULL, NULL, NULL },
+        { "x", MF_TB_IN, n, -1.0f, 1.0f, NULL, NULL, NULL, NULL, { 0 } },
+        { "q_out|k_out", MF_TB_OUT_DT, n, 0.0f, 0.0f, NULL, NULL, NULL, NULL, { 0 } },
     };
+    const mf_axes ax_q = { "b t h d", { c->B, c->T, c->Hq, c->Dh } },
+                  ax_k = { "b t h d", { c->B, c->T, c->Hk, c->Dh } };
     float *x32 = NULL; /* the reference's input: x widened */
     void *d_ids = NULL;
     mf_rope_cache *cache = NULL;
@@ -695,7 +697,14 @@ static mf_status rope_run_case_impl(mf_context *ctx, int variant, mf_rope_candid
     if (st != MF_OK || (st = mf_context_synchronize(ctx)) != MF_OK) goto done;
     out->opt_peak_bytes = mf_mem_peak_delta(ctx, MF_MEM_DEVICE);
 
-    st = mf_tb_tensors_verdict(ctx, t, NT, c->dtype, out);
+    int pass = 1; /* the guard of y (after k_out), then q_out and k_out, each on its own axes */
+    if ((st = mf_tb_tensors_compare(ctx, t, NT, c->dtype, out, &pass)) != MF_OK ||
+        (st = mf_tb_compare_row(t[Y].got, ref, nq, &ax_q, "q_out", "rope.out", c->dtype, out, &pass)) !=
+            MF_OK ||
+        (st = mf_tb_compare_row(t[Y].got + nq, ref + nq, nk, &ax_k, "k_out", "rope.out", c->dtype, out,
+                                &pass)) != MF_OK)
+        goto done;
+    mf_tb_verdict(out, pass);
 
 done:
     mf_tb_case_error(out, st);
@@ -746,12 +755,16 @@ static mf_status rope_guard(mf_context *ctx, const mf_rope_config *cfg, mf_rope_
         const size_t rows = pos->batch_stride > 0 ? (size_t)(t->batch - 1) * (size_t)pos->batch_stride : 0;
         id_bytes = (rows + (size_t)t->seq_len) * (pos->kind == MF_ROPE_POS_I32 ? 4u : 8u);
     }
-    const mf_tb_buffer sp[5] = { { "q", t->q, q_bytes, t->dtype },
-                                 { "k", t->k, k_bytes, t->dtype },
+    /* q, q_out (b, t, h, d); k, k_out over the KV heads; ids (batch rows of batch_stride, then T) */
+    const mf_axes aq = { "b t h d", { t->batch, t->seq_len, t->heads_q, cfg->head_dim } },
+                  ak = { "b t h d", { t->batch, t->seq_len, t->heads_k, cfg->head_dim } };
+    const mf_axes aid = { "id", { (int64_t)(id_bytes / (pos->kind == MF_ROPE_POS_I32 ? 4u : 8u)) } };
+    const mf_tb_buffer sp[5] = { { "q", t->q, q_bytes, t->dtype, aq },
+                                 { "k", t->k, k_bytes, t->dtype, ak },
                                  { "ids", pos->kind != MF_ROPE_POS_OFFSET ? pos->ids : NULL, id_bytes,
-                                   MF_DTYPE_F32 },
-                                 { "q_out", t->q_out, q_bytes, t->dtype },
-                                 { "k_out", t->k_out, k_bytes, t->dtype } };
+                                   MF_DTYPE_F32, aid },
+                                 { "q_out", t->q_out, q_bytes, t->dtype, aq },
+                                 { "k_out", t->k_out, k_bytes, t->dtype, ak } };
     const rope_args args = { cfg, dir, *t, *pos };
     mf_tb_guarded bufs[5];
     return mf_tb_guard(ctx, sp, 3, 5, rope_call, &args, bufs);
@@ -848,8 +861,10 @@ static const mf_bench_sweep rope_bench = { "B=1 T=n Hq=4 Hk=2 Dh=rd=32, half,\n"
                                            rope_bench_optimized };
 
 /* ---- memfix plan: host position and cos/sin tables vs the device cache (seed 000, bug 2) ---- */
+/* Only for a model with rotary positions (max_positions 0: no learned position embeddings). */
 static mf_status rope_plan_rows(const mf_plan_config *cfg, mf_plan_rows *out)
 {
+    if (cfg->max_positions > 0) return MF_OK; /* learned positions: no RoPE */
     const int64_t S = cfg->seq, Dh = mf_plan_head_dim(cfg);
     return mf_plan_row_add(out, "rope", "host arange + cos/sin (double)", mf_ref_rope_scratch_bytes(S, Dh),
                            "device cos/sin cache (fp32)", mf_rope_cache_bytes(S, Dh),

@@ -143,13 +143,20 @@ mf_status mf_plan_config_validate(const mf_plan_config *cfg)
         MF_FAIL(MF_ERR_DTYPE, "dtype %d is not MF_DTYPE_F32 or MF_DTYPE_BF16", (int)cfg->dtype);
     if (cfg->zero < 0 || cfg->zero > 3)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "zero must be 0..3 (got %d)", cfg->zero);
-    const int flags[] = { cfg->tied_embeddings, cfg->gated_mlp, cfg->linear_bias,
-                          cfg->layernorm,       cfg->qk_norm,   cfg->dropout };
+    const int flags[] = { cfg->tied_embeddings, cfg->gated_mlp, cfg->linear_bias,  cfg->layernorm,
+                          cfg->qk_norm,         cfg->dropout,   cfg->checkpointing };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i] != 0 && flags[i] != 1)
             MF_FAIL(MF_ERR_INVALID_ARGUMENT,
                     "flags (tied_embeddings, gated_mlp, linear_bias, layernorm, qk_norm, "
-                    "dropout) must be 0 or 1");
+                    "dropout, checkpointing) must be 0 or 1");
+    if (cfg->attention != MF_PLAN_ATTENTION_TILED && cfg->attention != MF_PLAN_ATTENTION_STANDARD)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "attention %d is not MF_PLAN_ATTENTION_TILED or _STANDARD",
+                (int)cfg->attention);
+    if (cfg->loss != MF_PLAN_LOSS_NAIVE && cfg->loss != MF_PLAN_LOSS_CHUNKED &&
+        cfg->loss != MF_PLAN_LOSS_FUSED)
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "loss %d is not MF_PLAN_LOSS_NAIVE, _CHUNKED or _FUSED",
+                (int)cfg->loss);
     return validate_params(cfg);
 }
 
@@ -276,9 +283,21 @@ mf_status mf_plan_training_memory(const mf_plan_config *cfg, mf_plan_memory *out
 
     const size_t states = add(&ovf, add(&ovf, out->weights_gpu, out->grads_gpu), out->optimizer_gpu);
     out->total_naive = add(&ovf, add(&ovf, states, out->act_standard), out->loss_naive);
-    out->total_optimized = out->loss_chunked == SIZE_MAX
-                               ? SIZE_MAX
-                               : add(&ovf, add(&ovf, states, out->act_ckpt_tiled), out->loss_chunked);
+    /* the smallest loss the ops plan (SIZE_MAX, as unknown, is never the smallest) */
+    size_t best = out->loss_naive;
+    if (out->loss_chunked < best) best = out->loss_chunked;
+    if (out->loss_fused < best) best = out->loss_fused;
+    out->total_optimized_loss = best;
+    out->total_optimized = add(&ovf, add(&ovf, states, out->act_ckpt_tiled), best);
+    /* as configured: an unplanned loss variant (no loss op) leaves the total unknown */
+    const int standard = cfg->attention == MF_PLAN_ATTENTION_STANDARD;
+    const size_t act = cfg->checkpointing ? (standard ? out->act_ckpt_standard : out->act_ckpt_tiled)
+                                          : (standard ? out->act_standard : out->act_tiled);
+    out->loss_configured = cfg->loss == MF_PLAN_LOSS_FUSED     ? out->loss_fused
+                           : cfg->loss == MF_PLAN_LOSS_CHUNKED ? out->loss_chunked
+                                                               : out->loss_naive;
+    out->total =
+        out->loss_configured == SIZE_MAX ? SIZE_MAX : add(&ovf, add(&ovf, states, act), out->loss_configured);
     if (ovf) MF_FAIL(MF_ERR_OVERFLOW, "the memory totals overflow size_t");
     return MF_OK;
 }

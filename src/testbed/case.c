@@ -119,12 +119,31 @@ int mf_tb_dump_raw(const char *stem, const char *suffix, const void *data, size_
     return fclose(f) == 0 && ok;
 }
 
+mf_axes mf_tb_axes(const char *names, int rank, const int64_t *dim)
+{
+    mf_axes a;
+    memset(&a, 0, sizeof a);
+    a.names = names;
+    for (int k = 0; k < rank && k < MF_AXES_MAX; k++) a.dim[k] = dim[k];
+    return a;
+}
+
+void mf_tb_element_at(const mf_axes *a, size_t bytes, size_t at, char *buf, size_t cap)
+{
+    const size_t n = a != NULL && a->names != NULL ? mf_axes_count(a) : 0;
+    if (n == 0 || bytes % n != 0 || at >= bytes || mf_axes_format(a, at / (bytes / n), buf, cap) != MF_OK)
+        snprintf(buf, cap, "byte %zu", at);
+}
+
 mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
-                        const char *what, mf_case_result *out, int *all_pass)
+                        const mf_axes *axes, const char *what, mf_case_result *out, int *all_pass)
 {
     mf_compare_result cmp;
     char path[512];
-    MF_TRY(mf_compare_f32(got, ref, n, tol, dump_path(out, what, path, sizeof path), &cmp));
+    if (axes == NULL || axes->names == NULL || mf_axes_count(axes) != n)
+        MF_FAIL(MF_ERR_INTERNAL, "output '%s' (%zu elements) is compared without axes that hold it (%s)",
+                what, n, axes != NULL && axes->names != NULL ? axes->names : "none given");
+    MF_TRY(mf_compare_f32_axes(got, ref, n, tol, axes, dump_path(out, what, path, sizeof path), &cmp));
     if (cmp.max_abs_err > out->max_abs_err) out->max_abs_err = cmp.max_abs_err;
     if (cmp.max_rel_err > out->max_rel_err) out->max_rel_err = cmp.max_rel_err;
     if (out->n_outputs < MF_CASE_MAX_OUTPUTS) {
@@ -136,6 +155,7 @@ mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_t
         o->max_abs_err = cmp.max_abs_err;
         o->budget_used = cmp.budget_used_pct / 100.0;
         o->pass = cmp.pass;
+        mf_tb_copy_msg(o->worst_at, sizeof o->worst_at, cmp.worst_at);
     }
     if (!cmp.pass && g_dump_prefix[0] != '\0' && dump_path(out, what, path, sizeof path) != NULL) {
         /* memfix verify --dump: the whole expected and got arrays (raw little-endian fp32) beside the
@@ -146,19 +166,20 @@ mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_t
         (void)mf_tb_dump_raw(stem, ".got.f32", got, n * sizeof(float));
     }
     if (!cmp.pass && *all_pass) {
-        snprintf(out->message, sizeof(out->message), "%s: %.200s", what, cmp.reason);
+        snprintf(out->message, sizeof(out->message), "%.40s: %s", what, cmp.reason);
         out->failure = cmp.failure;
         *all_pass = 0;
     }
     return MF_OK;
 }
 
-mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const char *what,
-                            const char *tol_base, mf_dtype dtype, mf_case_result *out, int *all_pass)
+mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const mf_axes *axes,
+                            const char *what, const char *tol_base, mf_dtype dtype, mf_case_result *out,
+                            int *all_pass)
 {
     const mf_tolerance *tol = mf_tb_tolerance(tol_base, dtype);
     if (tol == NULL) return MF_ERR_INTERNAL;
-    return mf_tb_compare(got, ref, n, tol, what, out, all_pass);
+    return mf_tb_compare(got, ref, n, tol, axes, what, out, all_pass);
 }
 
 void mf_tb_verdict(mf_case_result *out, int pass)
@@ -304,8 +325,12 @@ mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtyp
             if (!isnan(t[i].got[g]) && *all_pass) { /* written past the end */
                 *all_pass = 0;
                 out->failure = MF_FAILURE_NONFINITE;
-                snprintf(out->message, sizeof(out->message), "%s: write past the end at element %zu (%g)",
-                         t[i].name, g, (double)t[i].got[g]);
+                char last[112] = "";
+                if (t[i].axes.names != NULL && mf_axes_count(&t[i].axes) == t[i].n)
+                    (void)mf_axes_format(&t[i].axes, t[i].n - 1, last, sizeof last);
+                snprintf(out->message, sizeof(out->message),
+                         "%s: write past the end: element %zu after its last one %s (%g)", t[i].name,
+                         g - t[i].n + 1, last[0] ? last : "", (double)t[i].got[g]);
             }
         }
         if (t[i].tol == NULL) continue;
@@ -315,7 +340,7 @@ mf_status mf_tb_tensors_compare(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtyp
             MF_FAIL(MF_ERR_OUT_OF_MEMORY, "compare buffer of %zu elements for %s", t[i].n, t[i].name);
         if (hd != MF_DTYPE_F32) mf_tb_to_f32(hd, t[i].host, ref, t[i].n);
         const mf_status s =
-            mf_tb_compare_row(t[i].got, ref, t[i].n, t[i].name, t[i].tol, dtype, out, all_pass);
+            mf_tb_compare_row(t[i].got, ref, t[i].n, &t[i].axes, t[i].name, t[i].tol, dtype, out, all_pass);
         if (ref != t[i].host) free(ref);
         MF_TRY(s);
     }

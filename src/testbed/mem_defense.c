@@ -48,6 +48,7 @@ typedef struct prot_range {
     uintptr_t data;   /* the input's first byte */
     size_t bytes;     /* the input's size: a fault at or past data + bytes is a write past its end */
     const char *name;
+    const mf_axes *axes; /* the input's (a write names its element by them) */
 } prot_range;
 static prot_range g_prot[MF_TB_MEMDEF_MAX_PROT];
 static volatile sig_atomic_t g_n_prot;
@@ -103,7 +104,7 @@ static void protect_inputs(mf_tb_guarded *bufs, int n_in)
         }
         if (hi <= lo) continue;
         if (mprotect((void *)lo, hi - lo, PROT_READ) != 0) continue;
-        g_prot[n] = (prot_range){ lo, hi, data, bufs[i].bytes, bufs[i].name };
+        g_prot[n] = (prot_range){ lo, hi, data, bufs[i].bytes, bufs[i].name, &bufs[i].axes };
         n++;
     }
     g_fault_index = -1;
@@ -179,16 +180,22 @@ static void unprotect_inputs(mf_tb_memdef *m)
         const size_t at = (size_t)(g_fault_addr - g_prot[f].data);
         if (at < g_prot[f].bytes) {
             m->defense = "input-write";
+            char el[112];
+            mf_tb_element_at(g_prot[f].axes, g_prot[f].bytes, at, el, sizeof el);
             snprintf(
                 m->reason, sizeof m->reason,
-                "wrote to input %s during the call (byte %zu of %zu; inputs are read-only, even if restored "
-                "before returning: the page was write-protected and the write faulted)",
-                g_prot[f].name, at, g_prot[f].bytes);
+                "wrote to input %s at %s during the call (byte %zu of %zu; inputs are read-only, even if "
+                "restored before returning: the page was write-protected and the write faulted)",
+                g_prot[f].name, el, at, g_prot[f].bytes);
         } else {
             m->defense = "guard-band";
-            snprintf(m->reason, sizeof m->reason,
-                     "wrote past the end of %s (%zu bytes): byte %zu, on the write-protected page after it",
-                     g_prot[f].name, g_prot[f].bytes, at);
+            char last[112];
+            mf_tb_element_at(g_prot[f].axes, g_prot[f].bytes, g_prot[f].bytes - 1, last, sizeof last);
+            snprintf(
+                m->reason, sizeof m->reason,
+                "wrote past the end of %s (%zu bytes, its last element %s): byte %zu, on the write-protected "
+                "page after it",
+                g_prot[f].name, g_prot[f].bytes, last, at);
         }
     }
     g_fault_index = -1;

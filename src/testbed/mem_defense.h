@@ -44,7 +44,7 @@ typedef struct mf_tb_memdef {
     int n_prot;
     const char *defense; /* set by end: "scratch-guard", "input-write" or "guard-band" (a write on the
                           * protected page after an input's end) */
-    char reason[256];
+    char reason[MF_TB_REASON_MAX];
     size_t cur0, peak0; /* the device scratch tracker before the call */
     size_t charge;      /* untracked bytes added to the scratch peak */
     char charge_what[200];

@@ -49,17 +49,27 @@ void mf_tb_case_labels(mf_case_result *out, mf_context *ctx, const char *variant
 /* The tolerance row "<base>.<dtype name>" (e.g. "attention.grad.bf16"); NULL
  * and an MF_ERR_INTERNAL error when src/core/tolerance.c has none. */
 const mf_tolerance *mf_tb_tolerance(const char *base, mf_dtype dtype);
-/* THE comparison of one output: mf_compare_f32 under tol, the worst absolute
- * and relative errors kept in out; the first failing output (while *all_pass)
- * writes "<what>: <reason>" to out->message, its kind to out->failure, and
- * clears *all_pass. A failing output is dumped (every flagged index) to
+/* THE comparison of one output: mf_compare_f32_axes under tol on the output's
+ * axes (every compared output has them, so that a reason names its element in
+ * the op's own axes, "(b=0, h=1, row=17, col=3)": a NULL axes, or axes that do
+ * not hold n elements, is MF_ERR_INTERNAL), the worst absolute and relative
+ * errors kept in out; the first failing output (while *all_pass) writes
+ * "<what>: <reason>" to out->message, its kind to out->failure, and clears
+ * *all_pass. A failing output is dumped (every flagged index) to
  * $MF_TEST_DUMP_DIR/<op>-<variant>-<what>-<shape hash>.txt when that variable is
  * set. Returns the comparison's status (bad arguments). */
 mf_status mf_tb_compare(const float *got, const float *ref, size_t n, const mf_tolerance *tol,
-                        const char *what, mf_case_result *out, int *all_pass);
+                        const mf_axes *axes, const char *what, mf_case_result *out, int *all_pass);
 /* The same under the row mf_tb_tolerance(tol_base, dtype). */
-mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const char *what,
-                            const char *tol_base, mf_dtype dtype, mf_case_result *out, int *all_pass);
+mf_status mf_tb_compare_row(const float *got, const float *ref, size_t n, const mf_axes *axes,
+                            const char *what, const char *tol_base, mf_dtype dtype, mf_case_result *out,
+                            int *all_pass);
+/* axes of up to MF_AXES_MAX extents: mf_tb_axes("b h row col", 4, (int64_t[]){ B, H, N, D }) */
+mf_axes mf_tb_axes(const char *names, int rank, const int64_t *dim);
+/* The element holding byte 'at' of a buffer of 'bytes' bytes with axes a (elements of bytes / count(a)
+ * bytes each) as mf_axes_format writes it, "(row=3, col=7)"; "byte <at>" when a is NULL or does not
+ * divide bytes. */
+void mf_tb_element_at(const mf_axes *a, size_t bytes, size_t at, char *buf, size_t cap);
 /* The verdict: out->pass = pass && opt_peak <= ceiling; when only the memory
  * check fails, out->message says so and out->failure is MF_FAILURE_SCRATCH_CEILING. */
 void mf_tb_verdict(mf_case_result *out, int pass);
@@ -86,6 +96,8 @@ typedef struct mf_tb_tensor {
     void *host;      /* inputs: the data; outputs: the reference's result */
     float *got;      /* outputs: the device's result, downloaded (and widened) by mf_tb_tensors_compare */
     void *dev;       /* the device buffer */
+    mf_axes axes;    /* compared outputs: the op's axes of its n elements ("b h row col"), which the
+                      * comparison's reason names an element by */
 } mf_tb_tensor;
 
 /* Every tensor's device buffer (and an input's host buffer) carries MF_TB_GUARD
@@ -112,6 +124,9 @@ mf_status mf_tb_tensors_verdict(mf_context *ctx, mf_tb_tensor *t, int n, mf_dtyp
 void mf_tb_tensors_free(mf_context *ctx, mf_tb_tensor *t, int n);
 
 /* ---- guarded candidate calls (memfix verify) ------------------------------------------ */
+/* The longest reason a defense of a guarded call gives (its text names the buffer and the element). */
+#define MF_TB_REASON_MAX 384
+
 /* One buffer of a candidate's call: an input (its device bytes are copied into
  * a guarded buffer) or an output (a NaN-filled guarded buffer of dtype, copied
  * back to dev after the checks). dev == NULL: an optional buffer not given. */
@@ -120,6 +135,8 @@ typedef struct mf_tb_buffer {
     const void *dev;
     size_t bytes;
     mf_dtype dtype; /* outputs: the NaN pattern */
+    mf_axes axes;   /* the op's axes of its elements: a rejection names an element by them ("changed input A
+                     * at (row=3, k=1)"); names NULL: by its byte */
 } mf_tb_buffer;
 
 /* A guarded buffer: [1 KiB guard][bytes][1 KiB guard] on the device. An input in
@@ -133,6 +150,7 @@ typedef struct mf_tb_guarded {
     size_t bytes;
     unsigned char *alloc; /* the allocation holding base (mf_buffer_free's pointer) */
     int paged;            /* base + 1 KiB is page-aligned, and its pages up to bytes are the buffer's */
+    mf_axes axes;         /* the buffer's (mf_tb_buffer.axes) */
 } mf_tb_guarded;
 
 /* Calls the candidate on the guarded buffers (mf_tb_ptr(bufs, i) in the order

@@ -152,6 +152,7 @@ static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candida
     mf_vf_g_state = &st;
     memset(row, 0, sizeof *row);
     row->cand_seconds = row->own_seconds = NAN;
+    if (is != NULL && sched == 0) is->case_own_s = NAN; /* measured again by the case's first request */
     mf_clear_error();
     dump_begin(tg, c, salt, &st);
     mf_status s = run_case_id(ctx, tg, candidate, c, salt, &row->result);
@@ -175,6 +176,12 @@ static void run_once(mf_context *ctx, const mf_verify_target *tg, void (*candida
     }
     row->cand_seconds = st.cand_seconds;
     row->own_seconds = st.own_seconds;
+    const char *note = st.time_note;
+    if (is == NULL)
+        note = "in process (mf_verify): not timed";
+    else if (note == NULL && !(st.cand_seconds > 0 && st.own_seconds > 0))
+        note = "the case ended before the candidate's call"; /* e.g. the reference failed */
+    snprintf(row->time_note, sizeof row->time_note, "%s", note != NULL ? note : "");
     if (is != NULL) snprintf(row->schedule, sizeof row->schedule, "%s", is->sched[sched].label);
     dump_end(row, &st);
     mf_vf_g_state = NULL;
@@ -195,12 +202,14 @@ static void run_one(mf_context *ctx, const mf_verify_target *tg, void (*candidat
         mf_verify_row other;
         run_once(ctx, tg, candidate, c, salt, is, k, &other);
         if (other.result.pass) continue;
-        char msg[sizeof other.result.message];
+        char msg[sizeof other.result.message], note[sizeof row->time_note];
         snprintf(msg, sizeof msg, "%s", other.result.message);
+        snprintf(note, sizeof note, "%s", row->time_note);
         const double cand = row->cand_seconds, own = row->own_seconds;
         *row = other;
         row->cand_seconds = cand;
         row->own_seconds = own;
+        snprintf(row->time_note, sizeof row->time_note, "%s", note);
         if (output_check(other.defense)) { /* else the reason names the order already */
             snprintf(row->defense, sizeof row->defense, "schedule");
             char text[2 * sizeof row->result.message];
@@ -221,13 +230,27 @@ static int stops_run(const iso_session *is, const mf_verify_row *row)
     return is != NULL && !is->keep_going && !row->result.pass && strcmp(row->defense, "timeout") == 0;
 }
 
-static void not_run(const mf_case_id *c, const mf_case_id *hung, mf_verify_row *row)
+static void not_run(const mf_verify_target *tg, const mf_case_id *c, const mf_case_id *hung,
+                    mf_verify_row *row)
 {
-    char cid[32], hid[32];
+    char cid[32], hid[32], desc[sizeof row->result.shape + sizeof row->result.dtype];
     mf_case_id_format(c, cid, sizeof cid);
     mf_case_id_format(hung, hid, sizeof hid);
     memset(row, 0, sizeof *row);
     row->cand_seconds = row->own_seconds = NAN;
+    snprintf(row->time_note, sizeof row->time_note, "not run");
+    /* the row names its case as a run row does: the op, the dtype and the shape (the target's describe) */
+    size_t bytes = 0;
+    const char *dot = strchr(tg->name, '.');
+    snprintf(row->result.op, sizeof row->result.op, "%.*s",
+             dot != NULL ? (int)(dot - tg->name) : (int)strlen(tg->name), tg->name);
+    if (tg->describe != NULL && tg->describe(c, desc, sizeof desc, &bytes) == MF_OK) {
+        const char *sp = strchr(desc, ' ');
+        snprintf(row->result.dtype, sizeof row->result.dtype, "%.*s", sp != NULL ? (int)(sp - desc) : 0,
+                 desc);
+        mf_tb_copy_msg(row->result.shape, sizeof row->result.shape, sp != NULL ? sp + 1 : desc);
+    }
+    snprintf(row->result.variant, sizeof row->result.variant, "candidate");
     snprintf(row->defense, sizeof row->defense, "not-run");
     snprintf(row->result.message, sizeof row->result.message,
              "case %s not run: case %s timed out, which ends the run (--keep-going runs every case)", cid,
@@ -242,7 +265,10 @@ void mf_vf_run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate
     for (int c = 0; c < n; c++) {
         run_one(ctx, tg, candidate, &ids[c], 0, is, &rows[c]);
         if (stops_run(is, &rows[c])) {
-            for (int r = c + 1; r < n; r++) not_run(&ids[r], &ids[c], &rows[r]);
+            for (int r = c + 1; r < n; r++) {
+                not_run(tg, &ids[r], &ids[c], &rows[r]);
+                snprintf(rows[r].result.backend, sizeof rows[r].result.backend, "%s", rows[c].result.backend);
+            }
             return;
         }
     }
@@ -252,16 +278,20 @@ void mf_vf_run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate
         mf_verify_row again;
         run_one(ctx, tg, candidate, &ids[c], 1, is, &again);
         if (again.result.pass) continue;
-        char msg[sizeof again.result.message];
+        char msg[sizeof again.result.message], note[sizeof rows[c].time_note];
         snprintf(msg, sizeof msg, "%s", again.result.message);
+        snprintf(note, sizeof note, "%s", rows[c].time_note);
         const double cand = rows[c].cand_seconds, own = rows[c].own_seconds;
         rows[c] = again;
         rows[c].cand_seconds = cand;
         rows[c].own_seconds = own;
+        snprintf(rows[c].time_note, sizeof rows[c].time_note, "%s", note);
         if (output_check(again.defense)) {
             snprintf(rows[c].defense, sizeof rows[c].defense, "rerun");
-            snprintf(rows[c].result.message, sizeof rows[c].result.message,
-                     "second sweep (reverse case order, fresh buffers, different inputs): %.180s", msg);
+            char text[sizeof msg + 80];
+            snprintf(text, sizeof text,
+                     "second sweep (reverse case order, fresh buffers, different inputs): %s", msg);
+            mf_tb_copy_msg(rows[c].result.message, sizeof rows[c].result.message, text);
         }
         if (stops_run(is, &rows[c]))
             return; /* the second sweep's cases before it stay as the first left them */

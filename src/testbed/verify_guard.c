@@ -131,27 +131,45 @@ void mf_vf_guarded_free(mf_context *ctx, guarded *g)
     memset(g, 0, sizeof *g);
 }
 
+/* The checks of one buffer's whole image img (bytes + 2 guards) against what it must hold: the guards, and for
+ * an input (data != NULL) its bytes. Each rejection names the buffer and, by its axes, the element: the one
+ * changed, or for a write outside it, its first or last one. Shared by the worker and memfix's process. */
+mf_status mf_vf_image_check(const unsigned char *img, const char *name, const mf_axes *axes, size_t bytes,
+                            const unsigned char *data)
+{
+    char el[112];
+    for (size_t i = 0; i < GUARD_BYTES; i++)
+        if (img[i] != mf_vf_canary(i)) {
+            mf_tb_element_at(axes, bytes, 0, el, sizeof el);
+            return mf_vf_reject(
+                "guard-band",
+                "wrote before %s: byte %lld relative to its start (its first element %s) changed", name,
+                (long long)i - GUARD_BYTES, el);
+        }
+    for (size_t i = 0; i < GUARD_BYTES; i++)
+        if (img[GUARD_BYTES + bytes + i] != mf_vf_canary(i + GUARD_BYTES)) {
+            mf_tb_element_at(axes, bytes, bytes > 0 ? bytes - 1 : 0, el, sizeof el);
+            return mf_vf_reject("guard-band",
+                                "wrote past the end of %s (%zu bytes, its last element %s): byte %zu changed",
+                                name, bytes, el, bytes + i);
+        }
+    if (data != NULL && memcmp(img + GUARD_BYTES, data, bytes) != 0) {
+        size_t at = 0;
+        while (data[at] == img[GUARD_BYTES + at]) at++;
+        mf_tb_element_at(axes, bytes, at, el, sizeof el);
+        return mf_vf_reject("input-mutation",
+                            "changed input %s at %s (byte %zu of %zu; inputs are read-only)", name, el, at,
+                            bytes);
+    }
+    return MF_OK;
+}
+
 /* Downloads the whole buffer into 'tmp' (bytes + 2 guards) and checks the guards
  * (is_output: the interior is not compared) or everything (inputs). */
 static mf_status guarded_check(mf_context *ctx, const guarded *g, unsigned char *tmp, int is_input)
 {
-    const size_t total = g->bytes + 2 * (size_t)GUARD_BYTES;
-    MF_TRY(mf_buffer_download(ctx, tmp, g->base, total));
-    for (size_t i = 0; i < GUARD_BYTES; i++)
-        if (tmp[i] != g->image[i])
-            return mf_vf_reject("guard-band", "wrote before %s: byte %lld relative to its start changed",
-                                g->name, (long long)i - GUARD_BYTES);
-    for (size_t i = GUARD_BYTES + g->bytes; i < total; i++)
-        if (tmp[i] != g->image[i])
-            return mf_vf_reject("guard-band", "wrote past the end of %s (%zu bytes): byte %zu changed",
-                                g->name, g->bytes, i - GUARD_BYTES);
-    if (is_input)
-        for (size_t i = GUARD_BYTES; i < GUARD_BYTES + g->bytes; i++)
-            if (tmp[i] != g->image[i])
-                return mf_vf_reject("input-mutation",
-                                    "changed input %s (byte %zu of %zu; inputs are read-only)", g->name,
-                                    i - GUARD_BYTES, g->bytes);
-    return MF_OK;
+    MF_TRY(mf_buffer_download(ctx, tmp, g->base, g->bytes + 2 * (size_t)GUARD_BYTES));
+    return mf_vf_image_check(tmp, g->name, &g->axes, g->bytes, is_input ? g->image + GUARD_BYTES : NULL);
 }
 
 /* ---- the hidden-allocation sampler -------------------------------------------------- */
@@ -323,10 +341,12 @@ mf_status mf_vf_guarded_runs(mf_context *ctx, call_fn call, const void *args, gu
             if (at < bufs[o].bytes) break;
             at -= bufs[o].bytes;
         }
+        char el[112];
+        mf_tb_element_at(&bufs[o].axes, bufs[o].bytes, at, el, sizeof el);
         s = mf_vf_reject("determinism",
                          "a second call on the same inputs (outputs re-filled with NaN) gave different bits "
-                         "(first at byte %zu of %s)",
-                         at, bufs[o].name);
+                         "(first in %s at %s, byte %zu)",
+                         bufs[o].name, el, at);
     }
     if (s == MF_OK) {
         const float *f = (const float *)out_host;
@@ -385,6 +405,7 @@ mf_status mf_tb_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, 
         } else if (sp[i].dev != NULL) { /* NULL: an optional output not asked for */
             s = mf_vf_guarded_make_dt(ctx, &bufs[i], sp[i].name, NULL, sp[i].bytes, sp[i].dtype);
         }
+        bufs[i].axes = sp[i].axes;
     }
     if (s == MF_OK) s = mf_vf_guarded_runs(ctx, call, args, bufs, n_in, n, out, out_bytes, 2, NULL, NULL);
     unsigned char *p = out;

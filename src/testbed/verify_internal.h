@@ -26,7 +26,7 @@ struct iso_session;
 typedef struct verify_state {
     void (*candidate)(void);
     char defense[MF_VERIFY_DEFENSE_MAX];
-    char reason[256];
+    char reason[MF_TB_REASON_MAX];
     int all_zero;        /* the candidate's output was all zeros */
     char dump_stem[200]; /* --dump: "<dir>/<target>-<case id>" of this case's inputs; "" when not dumping */
     /* measured by guarded_call: the tracked scratch peak of the calls and the fastest call's time (the first
@@ -38,6 +38,8 @@ typedef struct verify_state {
     struct iso_session *iso;
     int sched;
     double cand_seconds, own_seconds;
+    int own_tried;         /* memfix's own request of this case was sent (the first thread order) */
+    const char *time_note; /* why cand_seconds / own_seconds are missing (mf_verify_row.time_note) */
     /* mf_verify_lib, host backend: the worker's peak RSS growth during a request beyond its own copies of the
      * call's buffers, measured by memfix from /proc (the worst request of the case); checked against the
      * case's ceiling by run_once (mf_vf_iso_memory_verdict) */
@@ -49,7 +51,7 @@ extern _Thread_local verify_state *mf_vf_g_state;
 typedef mf_tb_guarded guarded;
 
 enum { WIRE_HELLO = 0x4d465648u, WIRE_ACK = 0x4d465641u, WIRE_REQ = 0x4d465651u, WIRE_ANS = 0x4d465652u };
-enum { WIRE_NAME = 32, MAX_SCHED = 18, SANITIZER_EXIT = 66 };
+enum { WIRE_NAME = 32, WIRE_AXES = 64, MAX_SCHED = 18, SANITIZER_EXIT = 66 };
 enum { ACK_OK = 0, ACK_LOAD = 1, ACK_BACKEND = 2 };
 
 typedef struct wbuf {
@@ -74,8 +76,11 @@ typedef struct iso_session {
     const mf_verify_target *tg;
     const char *lib, *symbol;
     mf_backend backend;
-    double timeout_s;
-    int keep_going; /* run every case after a timeout (else the rest are "not-run") */
+    double timeout_s;  /* --timeout; 0: each limit derived from memfix's time (MF_VERIFY_TIMEOUT_*) */
+    int keep_going;    /* run every case after a timeout (else the rest are "not-run") */
+    double case_own_s; /* memfix's own round trip on the case being run (its first thread order); NaN: none */
+    double limit_s;    /* the limit of the request being waited for, and how it was set */
+    char limit_why[160];
     const char *sanitize;
     char worker_path[4096];
     int n_sched;
@@ -99,6 +104,8 @@ mf_status mf_vf_guarded_make_dt(mf_context *ctx, guarded *g, const char *name, c
                                 mf_dtype out_dtype);
 mf_status mf_vf_guarded_make(mf_context *ctx, guarded *g, const char *name, const void *data, size_t bytes);
 void mf_vf_guarded_free(mf_context *ctx, guarded *g);
+mf_status mf_vf_image_check(const unsigned char *img, const char *name, const mf_axes *axes, size_t bytes,
+                            const unsigned char *data);
 mf_status mf_vf_guarded_runs(mf_context *ctx, mf_tb_call_fn call, const void *args, guarded *bufs, int n_in,
                              int n, void *out_host, size_t out_bytes, int runs, unsigned char **images,
                              void *second_host);

@@ -180,9 +180,9 @@ static mf_status worker_lost(iso_session *is, worker_proc *w, int rc, const char
         worker_kill(w);
         return mf_vf_reject(
             "timeout",
-            "no answer within %g s while %s (%s): an endless loop in host code or in a kernel? "
-            "The worker's process group was killed (--timeout)",
-            is->timeout_s, what, sc->label);
+            "no answer within %.3g s (%s) while %s (%s): an endless loop in host code or in a "
+            "kernel? The worker's process group was killed",
+            is->limit_s, is->limit_why, what, sc->label);
     }
     int st = 0, reaped = 0;
     if (rc == 1) /* end of file: the process is exiting; give it a moment */
@@ -338,26 +338,6 @@ static mf_status worker_start(iso_session *is, int i, double deadline)
     return MF_OK;
 }
 
-/* The parent's checks of one buffer's image: the canaries (all) and the data (inputs, against 'data'). */
-static mf_status image_check(const unsigned char *img, const char *name, size_t bytes, const void *data)
-{
-    for (size_t i = 0; i < GUARD_BYTES; i++)
-        if (img[i] != mf_vf_canary(i))
-            return mf_vf_reject("guard-band", "wrote before %s: byte %lld relative to its start changed",
-                                name, (long long)i - GUARD_BYTES);
-    for (size_t i = 0; i < GUARD_BYTES; i++)
-        if (img[GUARD_BYTES + bytes + i] != mf_vf_canary(i + GUARD_BYTES))
-            return mf_vf_reject("guard-band", "wrote past the end of %s (%zu bytes): byte %zu changed", name,
-                                bytes, bytes + i);
-    if (data != NULL && memcmp(img + GUARD_BYTES, data, bytes) != 0) {
-        size_t at = 0;
-        while (((const unsigned char *)data)[at] == img[GUARD_BYTES + at]) at++;
-        return mf_vf_reject("input-mutation", "changed input %s (byte %zu of %zu; inputs are read-only)",
-                            name, at, bytes);
-    }
-    return MF_OK;
-}
-
 /* ---- measured by memfix, outside the worker: its memory (/proc) and the round trips' wall time --------------- */
 /* A request's buffers are held by the worker in at most this many copies: the received input, the host
  * image and the guarded device buffer of each, the images sent back and the answer holding them, the two
@@ -421,7 +401,7 @@ void mf_vf_iso_memory_verdict(verify_state *st, const mf_case_result *r)
 
 typedef struct answer {
     int32_t status;
-    char defense[MF_VERIFY_DEFENSE_MAX], reason[256];
+    char defense[MF_VERIFY_DEFENSE_MAX], reason[MF_TB_REASON_MAX];
     uint64_t peak;
     double cand, own;
 } answer;
@@ -458,12 +438,75 @@ static int recv_answer(int fd, const mf_tb_buffer *sp, int n_in, int n, int runs
     return rc;
 }
 
+/* ---- the time limit of a request (MF_VERIFY_TIMEOUT_*, include/memfix/verify.h) ---------------------------- */
+/* Loading the library (default: MF_VERIFY_TIMEOUT_FALLBACK_S) and memfix's own request (MF_VERIFY_TIMEOUT_OWN_S):
+ * --timeout, else 'dflt'. */
+static double set_fixed_limit(iso_session *is, double dflt, const char *what)
+{
+    is->limit_s = is->timeout_s > 0 ? is->timeout_s : dflt;
+    snprintf(is->limit_why, sizeof is->limit_why, "%s%s", is->timeout_s > 0 ? "--timeout" : "the limit of ",
+             is->timeout_s > 0 ? "" : what);
+    return mf_vf_now_s() + is->limit_s;
+}
+
+/* The candidate's request: --timeout, else MF_VERIFY_TIMEOUT_MULTIPLE x memfix's own round trip on the case, at
+ * least MF_VERIFY_TIMEOUT_FLOOR_S (MF_VERIFY_TIMEOUT_FALLBACK_S without it). */
+static double set_case_limit(iso_session *is)
+{
+    const double own = is->case_own_s;
+    if (is->timeout_s > 0) {
+        is->limit_s = is->timeout_s;
+        snprintf(is->limit_why, sizeof is->limit_why, "--timeout");
+    } else if (own > 0) {
+        const double d = MF_VERIFY_TIMEOUT_MULTIPLE * own;
+        is->limit_s = d > MF_VERIFY_TIMEOUT_FLOOR_S ? d : MF_VERIFY_TIMEOUT_FLOOR_S;
+        snprintf(
+            is->limit_why, sizeof is->limit_why,
+            "the default limit: %g x memfix's own %.3g s on this case, at least %g s; --timeout sets one",
+            MF_VERIFY_TIMEOUT_MULTIPLE, own, MF_VERIFY_TIMEOUT_FLOOR_S);
+    } else {
+        is->limit_s = MF_VERIFY_TIMEOUT_FALLBACK_S;
+        snprintf(is->limit_why, sizeof is->limit_why,
+                 "the default limit without memfix's time on this case; --timeout sets one");
+    }
+    return mf_vf_now_s() + is->limit_s;
+}
+
+/* memfix's own entry on request b, the first thread order's first request of a case, before the candidate's:
+ * its round trip is the time column's and the base of the case's time limit. A request that gets no answer
+ * costs the worker (killed: the rest of its answer may be in the socket) and the timing, nothing else. */
+static void own_request(iso_session *is, verify_state *st, worker_proc *w, wbuf *b, const mf_tb_buffer *sp,
+                        int n_in, int n, int runs, size_t out_bytes, unsigned char **own_img)
+{
+    st->own_tried = 1;
+    if (is->tg->own == NULL) {
+        st->time_note = "memfix has no entry of this target's type to time";
+        return;
+    }
+    uint32_t flag = 1;
+    memcpy(b->p + 16, &flag, sizeof flag); /* after magic, n_in, n, runs */
+    answer oa;
+    memset(&oa, 0, sizeof oa);
+    unsigned char *own_second = NULL;
+    const double deadline = set_fixed_limit(is, MF_VERIFY_TIMEOUT_OWN_S, "memfix's own request"),
+                 t1 = mf_vf_now_s();
+    int orc = mf_vf_io_send(w->fd, b->p, b->n) != 0 ? 1 : 0;
+    if (orc == 0) orc = recv_answer(w->fd, sp, n_in, n, runs, out_bytes, deadline, &oa, own_img, &own_second);
+    if (orc == 0) st->own_seconds = is->case_own_s = mf_vf_now_s() - t1;
+    free(own_second);
+    flag = 0;
+    memcpy(b->p + 16, &flag, sizeof flag);
+    if (orc != 0) {
+        worker_kill(w);
+        st->time_note = "memfix's own call got no answer in the worker";
+    }
+}
+
 mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int n, const void *args)
 {
     verify_state *st = mf_vf_g_state;
     iso_session *is = st->iso;
     const mf_verify_target *tg = is->tg;
-    const double deadline = mf_vf_now_s() + is->timeout_s;
     worker_proc *w = &is->w[st->sched];
     mf_status s = MF_OK;
     wbuf b = { 0 };
@@ -501,6 +544,10 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
         mf_vf_wb_u32(&b, (uint32_t)present);
         mf_vf_wb_u64(&b, sp[i].bytes);
         mf_vf_wb_u32(&b, (uint32_t)sp[i].dtype);
+        char axes[WIRE_AXES] = { 0 }; /* the buffer's axes, which the worker's rejections name elements by */
+        snprintf(axes, sizeof axes, "%s", sp[i].axes.names != NULL ? sp[i].axes.names : "");
+        mf_vf_wb_put(&b, axes, sizeof axes);
+        for (int k = 0; k < MF_AXES_MAX; k++) mf_vf_wb_u64(&b, (uint64_t)sp[i].axes.dim[k]);
         if (present && i >= n_in) out_bytes += sp[i].bytes;
         if (present) io_bytes += sp[i].bytes + 2 * (size_t)GUARD_BYTES + page;
     }
@@ -519,7 +566,18 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
         s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "request");
         goto done;
     }
-    if (!w->alive && (s = worker_start(is, st->sched, deadline)) != MF_OK) goto done;
+    if (!w->alive &&
+        (s = worker_start(is, st->sched,
+                          set_fixed_limit(is, MF_VERIFY_TIMEOUT_FALLBACK_S, "loading the library"))) != MF_OK)
+        goto done;
+    if (st->sched == 0 && !st->own_tried) {
+        own_request(is, st, w, &b, sp, n_in, n, runs, out_bytes, own_img);
+        if (!w->alive && (s = worker_start(is, st->sched,
+                                           set_fixed_limit(is, MF_VERIFY_TIMEOUT_FALLBACK_S,
+                                                           "loading the library"))) != MF_OK)
+            goto done;
+    }
+    const double deadline = set_case_limit(is);
     /* the worker's memory, measured here (host backend): its peak RSS from now on (Linux) */
     size_t rss0 = 0;
     int mem = 0;
@@ -542,7 +600,10 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
     answer a;
     memset(&a, 0, sizeof a);
     int rc = recv_answer(w->fd, sp, n_in, n, runs, out_bytes, deadline, &a, img, &second);
-    const double round_trip = mf_vf_now_s() - t0;
+    /* the time column: the round trips of this request and of the same request for memfix's own entry, both
+     * timed here (transfers and checks included in both) */
+    if (st->sched == 0 && isnan(st->cand_seconds) && rc == 0) st->cand_seconds = mf_vf_now_s() - t0;
+    if (rc != 0 && st->time_note == NULL) st->time_note = "the candidate's call did not complete";
     if (rc == 4) {
         worker_kill(w); /* the rest of its answer is still in the socket */
         s = mf_set_error(MF_ERR_OUT_OF_MEMORY, __func__, __FILE__, __LINE__, "images");
@@ -575,29 +636,11 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
             s = mf_set_error((mf_status)a.status, "memfix verify worker", __FILE__, __LINE__, "%s", a.reason);
         goto done;
     }
-    /* the time column: the round trips of this request and of the same request for memfix's own entry, both
-     * timed here (transfers and checks included in both) */
-    if (st->sched == 0 && isnan(st->cand_seconds)) {
-        st->cand_seconds = round_trip;
-        if (tg->own != NULL) {
-            const uint32_t own_flag = 1;
-            memcpy(b.p + 16, &own_flag, sizeof own_flag); /* after magic, n_in, n, runs */
-            answer oa;
-            memset(&oa, 0, sizeof oa);
-            unsigned char *own_second = NULL;
-            const double t1 = mf_vf_now_s();
-            int orc = mf_vf_io_send(w->fd, b.p, b.n) != 0 ? 1 : 0;
-            if (orc == 0)
-                orc = recv_answer(w->fd, sp, n_in, n, runs, out_bytes, mf_vf_now_s() + is->timeout_s, &oa,
-                                  own_img, &own_second);
-            if (orc == 0) st->own_seconds = mf_vf_now_s() - t1;
-            free(own_second);
-            if (orc != 0) worker_kill(w); /* the next request starts a fresh one; only the timing is lost */
-        }
-    }
     /* the parent's own checks */
     for (int i = 0; i < n && s == MF_OK; i++)
-        if (img[i] != NULL) s = image_check(img[i], sp[i].name, sp[i].bytes, i < n_in ? in_host[i] : NULL);
+        if (img[i] != NULL)
+            s = mf_vf_image_check(img[i], sp[i].name, &sp[i].axes, sp[i].bytes,
+                                  i < n_in ? (const unsigned char *)in_host[i] : NULL);
     /* determinism, compared here: the second run's outputs against the first's */
     if (s == MF_OK && second != NULL) {
         const unsigned char *q = second;
@@ -606,11 +649,13 @@ mf_status mf_vf_iso_guard(mf_context *ctx, const mf_tb_buffer *sp, int n_in, int
             if (memcmp(img[i] + GUARD_BYTES, q, sp[i].bytes) != 0) {
                 size_t at = 0;
                 while (img[i][GUARD_BYTES + at] == q[at]) at++;
+                char el[112];
+                mf_tb_element_at(&sp[i].axes, sp[i].bytes, at, el, sizeof el);
                 s = mf_vf_reject(
                     "determinism",
                     "a second call on the same inputs (outputs re-filled with NaN) gave different bits "
-                    "(first at byte %zu of %s; compared by memfix on the outputs the worker returned)",
-                    at, sp[i].name);
+                    "(first in %s at %s, byte %zu; compared by memfix on the outputs the worker returned)",
+                    sp[i].name, el, at);
             }
             q += sp[i].bytes;
         }
@@ -656,7 +701,7 @@ void mf_verify_options_init(mf_verify_options *o)
 {
     if (o == NULL) return;
     memset(o, 0, sizeof *o);
-    o->timeout_s = 60.0;
+    o->timeout_s = 0; /* derived from memfix's own time on each case (MF_VERIFY_TIMEOUT_*) */
     o->orders = 2;
     o->order_seed = 1;
 }
@@ -723,7 +768,9 @@ mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options
     if (tg->call == NULL) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "target '%s' cannot run in a worker process", op);
     if (o->sanitize != NULL && strcmp(o->sanitize, "thread") != 0 && strcmp(o->sanitize, "address") != 0)
         MF_FAIL(MF_ERR_INVALID_ARGUMENT, "sanitize '%s': expected thread or address", o->sanitize);
-    if (!(o->timeout_s > 0)) MF_FAIL(MF_ERR_INVALID_ARGUMENT, "timeout %g s: must be > 0", o->timeout_s);
+    if (!(o->timeout_s >= 0) || isinf(o->timeout_s))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "timeout %g s: must be > 0 (or 0: derived from memfix's time)",
+                o->timeout_s);
     /* the cases: o->ids (fixed, random, large), else the target's fixed cases */
     const int n_fixed = mf_verify_n_cases(op);
     const size_t n = o->ids != NULL ? o->n_ids : (size_t)n_fixed;
@@ -768,7 +815,9 @@ mf_status mf_verify_lib(mf_context *ctx, const char *op, const mf_verify_options
     mf_vf_g_state = &probe;
     parent_guard pg;
     parent_guard_arm(&pg, is);
-    mf_status s = worker_start(is, 0, mf_vf_now_s() + is->timeout_s);
+    is->case_own_s = NAN;
+    mf_status s =
+        worker_start(is, 0, set_fixed_limit(is, MF_VERIFY_TIMEOUT_FALLBACK_S, "loading the library"));
     mf_vf_g_state = NULL;
     if (s != MF_OK && is->load_error[0] != '\0') {
         worker_kill(&is->w[0]);

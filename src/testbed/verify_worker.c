@@ -162,7 +162,8 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
     guarded *bufs = (guarded *)calloc(n + 1, sizeof *bufs);
     unsigned char **img = (unsigned char **)calloc(n + 1, sizeof *img);
     char(*names)[WIRE_NAME] = (char(*)[WIRE_NAME])calloc(n + 1, WIRE_NAME);
-    int stop = args == NULL || sp == NULL || bufs == NULL || img == NULL || names == NULL;
+    char(*axes)[WIRE_AXES] = (char(*)[WIRE_AXES])calloc(n + 1, WIRE_AXES);
+    int stop = args == NULL || sp == NULL || bufs == NULL || img == NULL || names == NULL || axes == NULL;
     if (!stop) stop = mf_vf_io_recv(fd, args, args_size, 0) != 0 || mf_vf_io_recv(fd, &has_ptr, 4, 0) != 0;
     if (!stop && has_ptr) {
         stop = mf_vf_io_recv(fd, &ptr_bytes, 8, 0) != 0 || ptr_bytes != tg->args_ptr_bytes ||
@@ -175,8 +176,15 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
         uint32_t present = 0, dtype = 0;
         uint64_t bytes = 0;
         stop = mf_vf_io_recv(fd, names[i], WIRE_NAME, 0) || mf_vf_io_recv(fd, &present, 4, 0) ||
-               mf_vf_io_recv(fd, &bytes, 8, 0) || mf_vf_io_recv(fd, &dtype, 4, 0);
-        names[i][WIRE_NAME - 1] = '\0';
+               mf_vf_io_recv(fd, &bytes, 8, 0) || mf_vf_io_recv(fd, &dtype, 4, 0) ||
+               mf_vf_io_recv(fd, axes[i], WIRE_AXES, 0);
+        for (int k = 0; k < MF_AXES_MAX && !stop; k++) {
+            uint64_t d = 0;
+            stop = mf_vf_io_recv(fd, &d, 8, 0) != 0;
+            sp[i].axes.dim[k] = (int64_t)d;
+        }
+        names[i][WIRE_NAME - 1] = axes[i][WIRE_AXES - 1] = '\0';
+        sp[i].axes.names = axes[i];
         sp[i].name = names[i];
         sp[i].bytes = (size_t)bytes;
         sp[i].dtype = (mf_dtype)dtype;
@@ -201,6 +209,7 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
         } else {
             s = mf_vf_guarded_make_dt(ctx, &bufs[i], sp[i].name, NULL, sp[i].bytes, sp[i].dtype);
         }
+        bufs[i].axes = sp[i].axes;
     }
     unsigned char *out = (unsigned char *)malloc(out_bytes ? out_bytes : 1);
     unsigned char *second = runs == 2 ? (unsigned char *)malloc(out_bytes ? out_bytes : 1) : NULL;
@@ -213,7 +222,7 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
                                second);
     if (!stop) {
         wbuf b = { 0 };
-        char defense[MF_VERIFY_DEFENSE_MAX] = { 0 }, reason[256] = { 0 };
+        char defense[MF_VERIFY_DEFENSE_MAX] = { 0 }, reason[MF_TB_REASON_MAX] = { 0 };
         snprintf(defense, sizeof defense, "%s", vs.defense);
         snprintf(reason, sizeof reason, "%s", vs.defense[0] ? vs.reason : mf_last_error());
         mf_vf_wb_u32(&b, WIRE_ANS);
@@ -242,6 +251,7 @@ static int serve(int fd, mf_context *ctx, const mf_verify_target *tg, void (*can
     free(second);
     free(out);
     free(names);
+    free(axes);
     free(img);
     free(bufs);
     free(sp);

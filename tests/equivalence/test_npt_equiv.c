@@ -141,6 +141,15 @@ START_TEST(test_kernel_matches_torch_factored)
                  R = (size_t)s.rank;
     const size_t want_n[14] = { T * D, D * F, D * R, R * F, T * R, F,     T * F,
                                 T * F, T * D, D * F, D * R, R * F, T * R, F };
+    /* the outputs' axes (include/memfix/npt.h), which a failing comparison names an element by */
+    const mf_axes ax[7] = { { "b s f", { s.batch, s.seq, F } },
+                            { "b s d", { s.batch, s.seq, D } },
+                            { "d f", { D, F } },
+                            { "d r", { D, R } },
+                            { "r f", { R, F } },
+                            { "b s r", { s.batch, s.seq, R } },
+                            { "f", { F } } };
+    for (int i = 7; i < 14; ++i) t[i].axes = ax[i - 7];
     /* the tensors (NaN guards, NaN-filled outputs), then the fixture's data in place of the seeded inputs and
      * as the outputs' reference */
     MF_ASSERT_OK(mf_tb_tensors_make(t, 14, MF_DTYPE_F32, 0));

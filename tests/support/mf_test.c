@@ -133,6 +133,17 @@ int mf_test_run(Suite *s)
         fprintf(stderr, "mf_test_run: suite is NULL\n");
         return 1;
     }
+    /* under ctest --resource-spec-file: the GPU ctest gave this test, before any CUDA call */
+    const int ctest_gpu = mf_use_ctest_gpu();
+    if (ctest_gpu < 0) {
+        fprintf(stderr, "mf_test_run: %s\n", mf_last_error());
+        SRunner *sr = srunner_create(s);
+        srunner_free(sr);
+        return 1;
+    }
+    if (ctest_gpu > 0)
+        printf("mf_test_run: CUDA_VISIBLE_DEVICES=%s (CTest's resource allocation)\n",
+               getenv("CUDA_VISIBLE_DEVICES"));
     mf_backend b = mf_test_backend();
     if (b == MF_BACKEND_CUDA && !mf_backend_available(MF_BACKEND_CUDA)) {
         /* srunner_free frees the suite too; make one just to release s. */
@@ -525,7 +536,7 @@ mf_case_result mf_test_op_case(const char *op_name, int v, int c)
     ck_assert_msg(mf_op_case_applies(op, v, c), "%s: case %d does not apply to variant %s", op_name, c,
                   op->variants[v]);
     mf_case_result r;
-    char msg[512];
+    char msg[1024];
     const int ok = op_case_check(op, v, c, &r, msg, sizeof msg);
     ck_assert_msg(ok, "%s", msg);
     return r;
@@ -545,7 +556,7 @@ START_TEST(test_op_cases)
     const int per = op_cases_per_test, chunks = (op_cases_n + per - 1) / per;
     const int v = _i / chunks, c0 = (_i % chunks) * per;
     const int c1 = c0 + per < op_cases_n ? c0 + per : op_cases_n;
-    char report[4096] = "", msg[512];
+    char report[4096] = "", msg[1024];
     int n_fail = 0;
     for (int c = c0; c < c1; c++) {
         if (!mf_op_case_applies(op, v, c)) continue;
@@ -607,7 +618,7 @@ START_TEST(test_op_cases_tsan)
     const mf_op_desc *op = mf_registry_find(tsan_op_name);
     ck_assert_ptr_nonnull(op);
     mf_case_result r;
-    char msg[512];
+    char msg[1024];
     ck_assert_msg(op_case_check(op, tsan_variant, tsan_cases[_i], &r, msg, sizeof msg), "%s", msg);
 }
 END_TEST
@@ -637,7 +648,7 @@ mf_case_result mf_test_op_case_unlisted(const char *op_name, int v, int c)
     ck_assert_msg(v >= 0 && v < op->n_variants && c >= 0 && c < op->n_cases, "%s: no variant %d case %d",
                   op_name, v, c);
     mf_case_result r;
-    char msg[512];
+    char msg[1024];
     const int ok = op_case_check(op, v, c, &r, msg, sizeof msg);
     ck_assert_msg(ok, "%s", msg);
     return r;

@@ -1,10 +1,19 @@
 # Runs `memfix verify` and checks its exit status and output (exit
 # statuses are 0 only for acceptance, so a regular expression alone is not enough).
-#   cmake -DEXE=<memfix> -DARGS=<a|b|c> -DRC=<status> -DMUST=<regex|regex> [-DMUST_NOT=<regex>] -P verify_expect.cmake
+#   cmake -DEXE=<memfix> -DARGS=<a|b|c> -DRC=<status> -DMUST=<regex|regex> [-DMUST_NOT=<regex>]
+#         [-DMAX_SECONDS=<s>] -P verify_expect.cmake
+# MAX_SECONDS: the run's wall time must stay under it (a verdict that must come quickly).
 string(REPLACE "|" ";" _args "${ARGS}")
 string(REPLACE "|" ";" _must "${MUST}")
+string(TIMESTAMP t0 "%s" UTC)
 execute_process(COMMAND ${EXE} ${_args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 3600)
+string(TIMESTAMP t1 "%s" UTC)
+math(EXPR wall "${t1} - ${t0}")
 set(ok TRUE)
+if(MAX_SECONDS AND NOT wall LESS MAX_SECONDS)
+  message("verify_expect: took ${wall} s, expected under ${MAX_SECONDS} s")
+  set(ok FALSE)
+endif()
 if(NOT rc STREQUAL "${RC}")
   message("verify_expect: exit status ${rc}, expected ${RC}")
   set(ok FALSE)
@@ -20,6 +29,6 @@ if(MUST_NOT AND "${out}" MATCHES "${MUST_NOT}")
   set(ok FALSE)
 endif()
 if(NOT ok)
-  message("---- stdout ----\n${out}\n---- stderr ----\n${err}")
+  message("---- stdout (${wall} s) ----\n${out}\n---- stderr ----\n${err}")
   message(FATAL_ERROR "verify_expect: FAILED")
 endif()

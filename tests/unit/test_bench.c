@@ -119,7 +119,7 @@ START_TEST(test_matmul_sweep_to_file)
     ck_assert_int_ge(fd, 0);
     close(fd);
     run_result r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,20", "--reps",
-                       "2", "--out", path);
+                       "2", "--csv", "--out", path);
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "6 rows (0 failed, timer host-wall, device host)"));
     FREE(r);
@@ -142,7 +142,7 @@ END_TEST
 /* Every registered op at one tiny size (sweeps and run_case rows): all ok. */
 START_TEST(test_all_ops_tiny)
 {
-    run_result r = RUN("memfix", "bench", "--backend", "host", "--sizes", "16", "--reps", "1");
+    run_result r = RUN("memfix", "bench", "--backend", "host", "--sizes", "16", "--reps", "1", "--csv");
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     int ok, failed;
     int rows = check_csv(r.out, &ok, &failed, NULL);
@@ -167,8 +167,8 @@ END_TEST
  * separately (ref_ms present), exact scratch peaks, outputs re-validated. */
 START_TEST(test_rope_sweep)
 {
-    run_result r =
-        RUN("memfix", "bench", "--op", "rope", "--backend", "host", "--sizes", "16,40", "--reps", "2");
+    run_result r = RUN("memfix", "bench", "--op", "rope", "--backend", "host", "--sizes", "16,40", "--reps",
+                       "2", "--csv");
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     int ok, failed;
     ck_assert_int_eq(check_csv(r.out, &ok, &failed, "rope"), 4); /* fused, cache x 2 sizes */
@@ -260,9 +260,10 @@ START_TEST(test_json)
 }
 END_TEST
 
-/* The cross-entropy sweep chunks at every size: its scratch stays flat (the
- * budget's 32 rows of logits) while the reference's N*V*8 grows with N. */
-START_TEST(test_cross_entropy_sweep_chunks)
+/* The variant timed is the variant named. The chunked rows chunk at every size: their scratch stays
+ * flat (the budget's 32 rows of logits) while the reference's N*V*8 grows with N. The fused rows
+ * time and measure the fused kernel: no logits tile, 8N + 16 bytes, the fused ceiling. */
+START_TEST(test_cross_entropy_sweep_variants)
 {
     if (mf_registry_find("cross_entropy") == NULL) return;
     run_result r = RUN("memfix", "bench", "--op", "cross_entropy", "--backend", "host", "--sizes", "64,256",
@@ -270,17 +271,41 @@ START_TEST(test_cross_entropy_sweep_chunks)
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     cJSON *arr = cJSON_Parse(r.out);
     ck_assert(cJSON_IsArray(arr));
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 4); /* chunked, fused x 2 sizes */
     const size_t V = 512;
+    int n_fused = 0, n_chunked = 0;
+    size_t chunked_at_64 = 0, fused_at_64 = 0;
     for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
         cJSON *o = cJSON_GetArrayItem(arr, i);
+        const char *variant = cJSON_GetObjectItemCaseSensitive(o, "variant")->valuestring;
+        const char *shape = cJSON_GetObjectItemCaseSensitive(o, "shape")->valuestring;
         const size_t n = (size_t)cJSON_GetObjectItemCaseSensitive(o, "size")->valuedouble;
         const size_t ref = (size_t)cJSON_GetObjectItemCaseSensitive(o, "ref_peak_bytes")->valuedouble;
         const size_t opt = (size_t)cJSON_GetObjectItemCaseSensitive(o, "opt_peak_bytes")->valuedouble;
+        const size_t ceiling = (size_t)cJSON_GetObjectItemCaseSensitive(o, "ceiling_bytes")->valuedouble;
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "status")->valuestring, "ok");
         ck_assert_uint_eq(ref, n * V * 8);
-        /* at most 32 rows of fp32 logits plus the per-row 4*N + 16: below every reference size */
-        ck_assert_msg(opt <= 32 * V * 4 + 4 * n + 16, "n=%zu: optimized scratch %zu", n, opt);
-        ck_assert_uint_lt(opt, 64 * V * 4);
+        if (strcmp(variant, "fused") == 0) {
+            n_fused++;
+            ck_assert_msg(opt <= 8 * n + 16, "fused n=%zu: scratch %zu > 8N + 16", n, opt);
+            ck_assert_uint_gt(opt, 0); /* the fused kernel's per-row statistics, measured */
+            ck_assert_uint_eq(ceiling, 8 * n + 16);
+            ck_assert_ptr_nonnull(strstr(shape, "fused"));
+            if (n == 64) fused_at_64 = opt;
+        } else {
+            ck_assert_str_eq(variant, "chunked");
+            n_chunked++;
+            /* at most 32 rows of fp32 logits plus the per-row 4*N + 16: below every reference size */
+            ck_assert_msg(opt <= 32 * V * 4 + 4 * n + 16, "chunked n=%zu: scratch %zu", n, opt);
+            ck_assert_uint_gt(opt, 32 * V * 4 - 1); /* a tile of 32 logits rows */
+            ck_assert_uint_eq(ceiling, 32 * V * 4 + 4 * n + 16);
+            ck_assert_ptr_nonnull(strstr(shape, "C=32 rows"));
+            if (n == 64) chunked_at_64 = opt;
+        }
     }
+    ck_assert_int_eq(n_fused, 2);
+    ck_assert_int_eq(n_chunked, 2);
+    ck_assert_uint_lt(fused_at_64, chunked_at_64 / 100); /* 528 B vs 65,808 B: not the same kernel */
     cJSON_Delete(arr);
     FREE(r);
 }
@@ -367,7 +392,7 @@ static const mf_op_desc *const test_ops[] = { &fake_op, &broken_op };
 START_TEST(test_failed_rows)
 {
     mf_registry_override(test_ops, 2);
-    run_result r = RUN("memfix", "bench", "--backend", "host", "--reps", "1");
+    run_result r = RUN("memfix", "bench", "--backend", "host", "--reps", "1", "--csv");
     mf_registry_override(NULL, 0);
     ck_assert_int_eq(r.rc, MF_CLI_FAILED);
     int ok, failed;
@@ -383,6 +408,9 @@ START_TEST(test_failed_rows)
     r = RUN("memfix", "bench", "--op", "fake", "--backend", "host", "--reps", "1");
     mf_registry_override(NULL, 0);
     ck_assert_int_eq(r.rc, MF_CLI_FAILED); /* its "bad" variant fails case 1 */
+    /* the table marks the row and says why under it */
+    ck_assert_ptr_nonnull(strstr(r.out, "memfix bench: 4 rows (1 failed), device host, timer host-wall"));
+    ck_assert_ptr_nonnull(strstr(r.out, "FAILED fake/bad n=1: 1 of 11 entries outside atol+rtol*|ref|"));
     FREE(r);
 }
 END_TEST
@@ -397,7 +425,8 @@ START_TEST(test_usage)
     const char *bad[][3] = { { "--reps", "0", NULL },     { "--reps", "x", NULL },
                              { "--sizes", "1,,2", NULL }, { "--sizes", "-4", NULL },
                              { "--op", "nosuch", NULL },  { "--backend", "tpu", NULL },
-                             { "--frob", NULL, NULL },    { "--out", NULL, NULL } };
+                             { "--frob", NULL, NULL },    { "--out", NULL, NULL },
+                             { "--csv", "--json", NULL } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *argv[4] = { "memfix", "bench", bad[i][0], bad[i][1] };
         r = run(bad[i][1] ? 4 : 3, argv);
@@ -423,7 +452,7 @@ static const char *const TARGET_HEADER = "target,op,source,backend,timer,shape,k
 
 START_TEST(test_targets_host)
 {
-    run_result r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1");
+    run_result r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1", "--csv");
     ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
     char *save = NULL, *line = strtok_r(r.out, "\n", &save);
     ck_assert_str_eq(line, TARGET_HEADER);
@@ -501,13 +530,61 @@ static const mf_op_desc *const target_ops[] = { &target_op };
 START_TEST(test_targets_failed_check)
 {
     mf_registry_override(target_ops, 1);
-    run_result r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1");
+    run_result r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1", "--csv");
     mf_registry_override(NULL, 0);
     ck_assert_int_eq(r.rc, MF_CLI_FAILED);
     ck_assert_ptr_nonnull(strstr(r.out, "bad-goal,tgt,seed 999,host,host-wall,\"tiny\",floor,1.5,"));
     ck_assert_ptr_nonnull(strstr(r.out, ",n/a,failed,\"check after timing: deliberately wrong output\""));
     ck_assert_ptr_nonnull(strstr(r.err, "FAIL target bad-goal"));
     FREE(r);
+    /* the table says the goal in words and why the row failed */
+    mf_registry_override(target_ops, 1);
+    r = RUN("memfix", "bench", "--targets", "--backend", "host", "--reps", "1");
+    mf_registry_override(NULL, 0);
+    ck_assert_int_eq(r.rc, MF_CLI_FAILED);
+    ck_assert_ptr_nonnull(strstr(r.out, "<= 1.5x the floor"));
+    ck_assert_ptr_nonnull(strstr(r.out, "FAILED bad-goal: check after timing: deliberately wrong output"));
+    FREE(r);
+}
+END_TEST
+
+/* The default output is a table for people: a title naming the device and the timer, one
+ * header, one line per row with its scratch in KiB/MiB, every variant of the op. */
+START_TEST(test_table)
+{
+    run_result r =
+        RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8,20", "--reps", "1");
+    ck_assert_msg(r.rc == MF_CLI_OK, "rc %d: %s", r.rc, r.err);
+    ck_assert_ptr_nonnull(
+        strstr(r.out, "memfix bench: 6 rows (0 failed), device host, timer host-wall (CPU time"));
+    ck_assert_ptr_null(strstr(r.out, "op,variant,")); /* not the CSV */
+    const char *head = strstr(r.out, "\nop ");
+    ck_assert_ptr_nonnull(head);
+    static const char *const cols[] = { "variant", "ref ms",  "opt ms", "ref scratch", "opt scratch",
+                                        "ceiling", "max err", "status", "shape" };
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) ck_assert_ptr_nonnull(strstr(head, cols[i]));
+    int lines = 0;
+    for (const char *p = strstr(head + 1, "\nmatmul "); p != NULL; p = strstr(p + 1, "\nmatmul ")) lines++;
+    ck_assert_int_eq(lines, 6);
+    ck_assert_ptr_nonnull(strstr(r.out, "9.38 KiB")); /* the reference's 9,600 bytes at n = 20 */
+    ck_assert_ptr_null(strstr(r.out, "TFLOP/s"));     /* host mode: no rate columns */
+    FREE(r);
+    /* --out FILE takes the table too */
+    char path[] = "/tmp/mf_bench_table_XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    r = RUN("memfix", "bench", "--op", "matmul", "--backend", "host", "--sizes", "8", "--reps", "1", "--out",
+            path);
+    ck_assert_int_eq(r.rc, MF_CLI_OK);
+    FREE(r);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 14];
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    ck_assert_ptr_nonnull(strstr(text, "memfix bench: 3 rows (0 failed)"));
 }
 END_TEST
 
@@ -521,10 +598,11 @@ Suite *bench_suite(void)
     tcase_add_test(tc, test_failed_rows);
     tcase_add_test(tc, test_usage);
     tcase_add_test(tc, test_json);
-    tcase_add_test(tc, test_cross_entropy_sweep_chunks);
+    tcase_add_test(tc, test_cross_entropy_sweep_variants);
     tcase_add_test(tc, test_plot);
     tcase_add_test(tc, test_targets_host);
     tcase_add_test(tc, test_targets_failed_check);
+    tcase_add_test(tc, test_table);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -226,6 +226,65 @@ START_TEST(test_disable_cuda_env)
 }
 END_TEST
 
+/* CTest's resource allocation, as ctest --resource-spec-file gives it to a test with
+ * RESOURCE_GROUPS "gpus:1", becomes the process's CUDA_VISIBLE_DEVICES. */
+START_TEST(test_ctest_gpu)
+{
+    static const char *const vars[] = { "CTEST_RESOURCE_GROUP_COUNT",  "CTEST_RESOURCE_GROUP_0",
+                                        "CTEST_RESOURCE_GROUP_0_GPUS", "CTEST_RESOURCE_GROUP_1",
+                                        "CTEST_RESOURCE_GROUP_1_GPUS", "CUDA_VISIBLE_DEVICES" };
+    char *saved[6];
+    for (int i = 0; i < 6; i++) saved[i] = getenv(vars[i]) ? strdup(getenv(vars[i])) : NULL;
+    for (int i = 0; i < 6; i++) unsetenv(vars[i]);
+    /* not under CTest's allocation: nothing changes */
+    ck_assert_int_eq(mf_use_ctest_gpu(), 0);
+    ck_assert_ptr_null(getenv("CUDA_VISIBLE_DEVICES"));
+    /* one group, a GPU */
+    setenv("CTEST_RESOURCE_GROUP_COUNT", "1", 1);
+    setenv("CTEST_RESOURCE_GROUP_0", "gpus", 1);
+    setenv("CTEST_RESOURCE_GROUP_0_GPUS", "id:3,slots:1", 1);
+    ck_assert_int_eq(mf_use_ctest_gpu(), 1);
+    ck_assert_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "3");
+    /* the id as the spec names it: a UUID too */
+    setenv("CTEST_RESOURCE_GROUP_0_GPUS", "id:GPU-8f2c1e0a-77b1,slots:1", 1);
+    ck_assert_int_eq(mf_use_ctest_gpu(), 1);
+    ck_assert_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "GPU-8f2c1e0a-77b1");
+    /* the "gpus" group among others */
+    setenv("CTEST_RESOURCE_GROUP_COUNT", "2", 1);
+    setenv("CTEST_RESOURCE_GROUP_0", "licenses", 1);
+    setenv("CTEST_RESOURCE_GROUP_1", "gpus", 1);
+    setenv("CTEST_RESOURCE_GROUP_1_GPUS", "id:1,slots:1", 1);
+    ck_assert_int_eq(mf_use_ctest_gpu(), 1);
+    ck_assert_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "1");
+    /* groups but no GPU among them */
+    setenv("CTEST_RESOURCE_GROUP_COUNT", "1", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "7", 1);
+    ck_assert_int_eq(mf_use_ctest_gpu(), 0);
+    ck_assert_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "7");
+    /* malformed: an error that names the variable, CUDA_VISIBLE_DEVICES untouched */
+    setenv("CTEST_RESOURCE_GROUP_0", "gpus", 1);
+    static const char *const bad[] = { "3", "id:,slots:1", "id:3 4,slots:1", "id:$(x),slots:1" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("CTEST_RESOURCE_GROUP_0_GPUS", bad[i], 1);
+        ck_assert_int_eq(mf_use_ctest_gpu(), -1);
+        ck_assert_ptr_nonnull(strstr(mf_last_error(), "CTEST_RESOURCE_GROUP_0_GPUS"));
+        ck_assert_str_eq(getenv("CUDA_VISIBLE_DEVICES"), "7");
+    }
+    unsetenv("CTEST_RESOURCE_GROUP_0_GPUS");
+    ck_assert_int_eq(mf_use_ctest_gpu(), -1);
+    setenv("CTEST_RESOURCE_GROUP_COUNT", "two", 1);
+    ck_assert_int_eq(mf_use_ctest_gpu(), -1);
+    ck_assert_ptr_nonnull(strstr(mf_last_error(), "CTEST_RESOURCE_GROUP_COUNT"));
+    for (int i = 0; i < 6; i++) {
+        if (saved[i])
+            setenv(vars[i], saved[i], 1);
+        else
+            unsetenv(vars[i]);
+        free(saved[i]);
+    }
+}
+END_TEST
+
 START_TEST(test_context_options)
 {
     mf_context_options o;
@@ -432,6 +491,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, test_context_auto);
     tcase_add_test(tc, test_context_cuda_without_device);
     tcase_add_test(tc, test_disable_cuda_env);
+    tcase_add_test(tc, test_ctest_gpu);
     tcase_add_test(tc, test_context_options);
     tcase_add_test(tc, test_context_bad_input);
     suite_add_tcase(s, tc);

@@ -156,6 +156,61 @@ START_TEST(test_rejects_single_element)
 }
 END_TEST
 
+/* Axes name an element in the op's own terms: N = 256 = 2 x 4 x 4 x 8, element 117 is (b=0, h=3, row=2,
+ * col=5); each failing criterion's reason names its element that way, and axes that are malformed or do
+ * not hold n elements are refused. */
+START_TEST(test_compare_axes)
+{
+    const mf_axes ax = { "b h row col", { 2, 4, 4, 8 } };
+    char at[112];
+    ck_assert_uint_eq(mf_axes_count(&ax), N);
+    MF_ASSERT_OK(mf_axes_format(&ax, 117, at, sizeof at));
+    ck_assert_str_eq(at, "(b=0, h=3, row=2, col=5)");
+    MF_ASSERT_OK(mf_axes_format(&ax, N - 1, at, sizeof at));
+    ck_assert_str_eq(at, "(b=1, h=3, row=3, col=7)");
+    MF_ASSERT_OK(mf_axes_format(NULL, 117, at, sizeof at));
+    ck_assert_str_eq(at, "[117]");
+    const mf_axes scalar = { "", { 0 } };
+    ck_assert_uint_eq(mf_axes_count(&scalar), 1);
+    MF_ASSERT_OK(mf_axes_format(&scalar, 0, at, sizeof at));
+    ck_assert_str_eq(at, "(scalar)");
+    MF_ASSERT_STATUS(mf_axes_format(&ax, N, at, sizeof at), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(at, "[256]");
+    const mf_axes bad[4] = { { "b  h", { 2, 128 } },
+                             { "b h", { 2, 0 } },
+                             { "a b c d e f g", { 1, 1, 1, 1, 1, 1 } },
+                             { "averyveryverylongname", { 256 } } };
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(mf_axes_count(&bad[i]), 0);
+        MF_ASSERT_STATUS(mf_axes_format(&bad[i], 0, at, sizeof at), MF_ERR_INVALID_ARGUMENT);
+    }
+    mf_compare_result r;
+    const mf_axes wrong = { "row col", { 16, 15 } };
+    MF_ASSERT_STATUS(mf_compare_f32_axes(got, ref, N, &tol, &wrong, NULL, &r), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(mf_last_error(), "hold 240 elements, n is 256") != NULL, "%s", mf_last_error());
+
+    got[117] = ref[117] + 1.0f; /* tolerance */
+    MF_ASSERT_OK(mf_compare_f32_axes(got, ref, N, &tol, &ax, NULL, &r));
+    ck_assert_int_eq(r.failure, MF_FAILURE_TOLERANCE);
+    ck_assert_str_eq(r.worst_at, "(b=0, h=3, row=2, col=5)");
+    ck_assert_msg(strstr(r.reason, "worst at (b=0, h=3, row=2, col=5): got") != NULL, "%s", r.reason);
+    got[117] = NAN; /* NaN/Inf pattern, a NaN the kernel wrote */
+    MF_ASSERT_OK(mf_compare_f32_axes(got, ref, N, &tol, &ax, NULL, &r));
+    ck_assert_int_eq(r.failure, MF_FAILURE_NONFINITE);
+    ck_assert_msg(strstr(r.reason, "first at (b=0, h=3, row=2, col=5): got NaN (written)") != NULL, "%s",
+                  r.reason);
+    memset(got, 0, sizeof got); /* all zero: the reference's first nonzero element */
+    MF_ASSERT_OK(mf_compare_f32_axes(got, ref, N, &tol, &ax, NULL, &r));
+    ck_assert_int_eq(r.failure, MF_FAILURE_ALL_ZERO);
+    ck_assert_msg(strstr(r.reason, "the first at (b=0, h=0, row=0, col=0)") != NULL, "%s", r.reason);
+    for (size_t i = 0; i < N; i++) got[i] = ref[i] * (1.0f + 2e-5f); /* within every bound, over the NMSE */
+    const mf_tolerance tight = { "harness.nmse", 1.0, 1.0, 1e-12, "test row: the NMSE alone" };
+    MF_ASSERT_OK(mf_compare_f32_axes(got, ref, N, &tight, &ax, NULL, &r));
+    ck_assert_int_eq(r.failure, MF_FAILURE_NMSE);
+    ck_assert_msg(strstr(r.reason, "worst at (b=") != NULL, "%s", r.reason);
+}
+END_TEST
+
 START_TEST(test_rejects_nmse_violation)
 {
     /* every element inside its elementwise bound, but the errors are all in
@@ -453,8 +508,10 @@ END_TEST
 START_TEST(test_testbed_guard_bands)
 {
     mf_context *ctx = mf_test_ctx();
-    mf_tb_tensor t[2] = { { "x", MF_TB_IN, TB_N, -1.0f, 1.0f, NULL, NULL, NULL, NULL },
-                          { "y", MF_TB_OUT, TB_N, 0.0f, 0.0f, "selftest", NULL, NULL, NULL } };
+    mf_tb_tensor t[2] = {
+        { "x", MF_TB_IN, TB_N, -1.0f, 1.0f, NULL, NULL, NULL, NULL, { 0 } },
+        { "y", MF_TB_OUT, TB_N, 0.0f, 0.0f, "selftest", NULL, NULL, NULL, { "row col", { 4, 4 } } }
+    };
     MF_ASSERT_OK(mf_tb_tensors_make(t, 2, MF_DTYPE_F32, 5));
     memcpy(t[1].host, t[0].host, TB_N * sizeof(float)); /* the "reference": y = x */
     MF_ASSERT_OK(mf_tb_tensors_upload(ctx, t, 2, MF_DTYPE_F32));
@@ -471,7 +528,9 @@ START_TEST(test_testbed_guard_bands)
     MF_ASSERT_OK(mf_tb_tensors_compare(ctx, t, 2, MF_DTYPE_F32, &r, &pass));
     ck_assert_int_eq(pass, 0);
     ck_assert_int_eq(r.failure, MF_FAILURE_NONFINITE);
-    ck_assert_msg(strstr(r.message, "y: write past the end at element 16") != NULL, "%s", r.message);
+    ck_assert_msg(strstr(r.message, "y: write past the end: element 1 after its last one (row=3, col=3)") !=
+                      NULL,
+                  "%s", r.message);
     y[TB_N] = NAN; /* the guard restored: the same output passes */
     MF_ASSERT_OK(mf_buffer_upload(ctx, t[1].dev, y, sizeof y));
     memset(&r, 0, sizeof r);
@@ -493,6 +552,7 @@ Suite *harness_suite(void)
     tcase_add_test(tc, test_nan_inf_pattern);
     tcase_add_test(tc, test_nan_written_or_never_written);
     tcase_add_test(tc, test_rejects_single_element);
+    tcase_add_test(tc, test_compare_axes);
     tcase_add_test(tc, test_rejects_nmse_violation);
     tcase_add_test(tc, test_ref_all_zero);
     tcase_add_test(tc, test_zero_tolerance_bound);

@@ -16,6 +16,7 @@
 #include "memfix_cli.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +47,33 @@ static void (*load_candidate(const char *name))(void)
     return load_symbol(lib, "matmul_candidate");
 }
 
+/* A rejection by a defense that judges elements names the element in the op's own axes: "(row=3, col=7)",
+ * "(b=0, h=1, row=17, col=3)" (compare.c, verify_guard.c, mem_defense.c); the others (error, scratch and
+ * memory, the worker's exit, crash, timeout, protocol, a replaced SIGSEGV handler) concern no element. */
+static void assert_names_element(const char *name, const mf_verify_row *r)
+{
+    static const char *const by_element[] = { "equivalence", "nan-prefill", "all-zero",       "determinism",
+                                              "guard-band",  "rerun",       "input-mutation", "schedule" };
+    int judged =
+        strcmp(r->defense, "input-write") == 0 && strstr(r->result.message, "wrote to input") != NULL;
+    for (size_t k = 0; k < sizeof by_element / sizeof by_element[0]; k++)
+        judged |= strcmp(r->defense, by_element[k]) == 0;
+    if (!judged) return;
+    const char *p = strstr(r->result.message, " (");
+    int found = 0;
+    for (; p != NULL && !found; p = strstr(p + 1, " (")) {
+        const char *q = p + 2;
+        while ((*q >= 'a' && *q <= 'z') || *q == '_') q++;
+        found = q > p + 2 && *q == '=' && q[1] >= '0' && q[1] <= '9';
+    }
+    ck_assert_msg(found || strstr(r->result.message, "(scalar)") != NULL,
+                  "%s [%s %s]: rejected by %s without naming the element in the op's axes: %s", name,
+                  r->result.dtype, r->result.shape, r->defense, r->result.message);
+}
+
 /* Verifies 'fn' on 'op'; returns the number of rejected rows and checks that
- * every rejected row names 'defense' (NULL: none may be rejected). */
+ * every rejected row names 'defense' (NULL: none may be rejected) and, where
+ * the defense judges elements, the element (assert_names_element). */
 static size_t verify_fn_expect(const char *op_name, const char *name, void (*fn)(void), const char *defense)
 {
     const int n_cases = mf_verify_n_cases(op_name);
@@ -83,6 +109,7 @@ static size_t verify_fn_expect(const char *op_name, const char *name, void (*fn)
                       r->result.shape, r->defense, defense, r->result.message);
         ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name,
                       r->result.shape);
+        assert_names_element(name, r);
     }
     free(rows);
     return rejected;
@@ -182,6 +209,7 @@ static void expect_all(mf_matmul_candidate_fn fn, const char *defense, const cha
         ck_assert_str_eq(rows[i].defense, defense);
         ck_assert_msg(strstr(rows[i].result.message, reason_part) != NULL, "[%s] reason '%s' lacks '%s'",
                       rows[i].result.shape, rows[i].result.message, reason_part);
+        assert_names_element(defense, &rows[i]);
     }
 }
 
@@ -201,7 +229,7 @@ END_TEST
 START_TEST(test_in_process_input_write_every_byte)
 {
     ck_assert_int_eq(mf_context_backend(mf_test_ctx()), MF_BACKEND_HOST);
-    expect_all(flips_last_input_byte, "input-write", "wrote to input A during the call");
+    expect_all(flips_last_input_byte, "input-write", "wrote to input A at (");
     expect_all(writes_after_input, "guard-band", "wrote past the end of A");
 }
 END_TEST
@@ -648,7 +676,7 @@ static size_t lib_expect(const char *name, const char *defense, double timeout_s
     snprintf(path, sizeof path, "%s/libmatmul_%s.so", MF_CANDIDATE_DIR, name);
     mf_verify_options o;
     mf_verify_options_init(&o);
-    ck_assert(o.timeout_s == 60.0 && o.orders == 2);
+    ck_assert(o.timeout_s == 0 && o.orders == 2); /* 0: the limit derived from memfix's own time */
     o.worker = MF_VERIFY_WORKER_PATH;
     o.lib = path;
     o.symbol = "matmul_candidate";
@@ -676,6 +704,7 @@ static size_t lib_expect(const char *name, const char *defense, double timeout_s
                       name, r->result.shape, r->defense, r->result.message);
         ck_assert_msg(r->result.message[0] != '\0', "%s [%s]: rejected without a reason", name,
                       r->result.shape);
+        assert_names_element(name, r);
     }
     free(rows);
     return rejected;
@@ -731,7 +760,9 @@ START_TEST(test_lib_bad_arguments)
     ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_last_error(), "no symbol 'nosuch'"));
     o.symbol = "matmul_candidate";
-    o.timeout_s = 0;
+    o.timeout_s = -1; /* 0 derives the limit; a negative or infinite one is refused */
+    ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
+    o.timeout_s = INFINITY;
     ck_assert_int_eq(mf_verify_lib(mf_test_ctx(), "matmul", &o, rows, 16, &n), MF_ERR_INVALID_ARGUMENT);
     o.timeout_s = 60;
     o.sanitize = "memory";
@@ -745,7 +776,8 @@ END_TEST
 /* ---- the command, in process ---------------------------------------------------------- */
 static int cli(const char *const *args, int n, char **out_text, char **err_text)
 {
-    char *argv[16];
+    char *argv[32];
+    ck_assert_int_lt(n, 32);
     argv[0] = (char *)"memfix";
     for (int i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
     size_t olen = 0, elen = 0;
@@ -817,6 +849,109 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* The line of text t holding 'key' (a copy, at most cap - 1 characters); "" when none. */
+static const char *line_with(const char *t, const char *key, char *buf, size_t cap)
+{
+    const char *p = t != NULL ? strstr(t, key) : NULL;
+    buf[0] = '\0';
+    if (p == NULL) return buf;
+    const char *b = p, *e = p;
+    while (b > t && b[-1] != '\n') b--;
+    while (*e != '\0' && *e != '\n') e++;
+    snprintf(buf, cap, "%.*s", (int)(e - b), b);
+    return buf;
+}
+
+/* The text table: a line per compared output with that output's tolerance, error and budget (attention's
+ * backward on f1: lse's atol 2e-06 beside lse's error, dk's 5e-06 beside dk's failing error); "n/a" in the
+ * time column always with its reason, in the table and in --json (a case that timed out, the cases not run
+ * after it). */
+START_TEST(test_cli_table)
+{
+    char lib[1024], line[1024];
+    char *o = NULL, *e = NULL;
+    snprintf(lib, sizeof lib, "%s/libattention_backward_dk_sign.so", MF_CANDIDATE_DIR);
+    const char *a1[] = { "verify",
+                         "--op",
+                         "attention.backward",
+                         "--lib",
+                         lib,
+                         "--symbol",
+                         "attention_backward_candidate",
+                         "--backend",
+                         "host",
+                         "--orders",
+                         "0",
+                         "--case",
+                         "f1" };
+    int rc = cli(a1, (int)(sizeof a1 / sizeof a1[0]), &o, &e);
+    ck_assert_msg(rc == MF_CLI_FAILED, "rc %d: %s%s", rc, o, e);
+    ck_assert_msg(strstr(o, "output") != NULL && strstr(o, "budget used") != NULL, "%s", o);
+    static const char *const keys[5] = { " out ", " lse ", " dq ", " dk FAIL ", " dv " };
+    static const char *const atol[5] = { " 2e-06 ", " 2e-06 ", " 5e-06 ", " 5e-06 ", " 5e-06 " };
+    for (int k = 0; k < 5; k++) {
+        line_with(o, keys[k], line, sizeof line);
+        ck_assert_msg(strstr(line, atol[k]) != NULL, "no line for%swith its atol%s:\n%s", keys[k], atol[k],
+                      o);
+        ck_assert_msg(strstr(line, "%") != NULL, "line of%swithout its budget: %s", keys[k], line);
+    }
+    ck_assert_msg(strstr(line_with(o, " dk FAIL ", line, sizeof line), "e+0") != NULL, "dk's error: %s",
+                  line);
+    ck_assert_msg(strstr(o, "dk: 2368 of 2368 entries outside") != NULL, "%s", o);
+    free(o);
+    free(e);
+    o = e = NULL;
+    snprintf(lib, sizeof lib, "%s/libmatmul_host_loop.so", MF_CANDIDATE_DIR);
+    for (int json = 0; json < 2; json++) {
+        const char *a2[] = { "verify",
+                             "--op",
+                             "matmul",
+                             "--lib",
+                             lib,
+                             "--symbol",
+                             "matmul_candidate",
+                             "--backend",
+                             "host",
+                             "--orders",
+                             "0",
+                             "--cases",
+                             "0",
+                             "--timeout",
+                             "1",
+                             "--seed",
+                             "1",
+                             json ? "--json" : "--keep-going" };
+        rc = cli(a2, (int)(sizeof a2 / sizeof a2[0]), &o, &e);
+        ck_assert_msg(rc == MF_CLI_FAILED, "rc %d: %s%s", rc, o, e);
+        if (!json) { /* --keep-going: every case runs, f2 times out, the others have a ratio */
+            line_with(o, "M=17 N=33 K=19 ta=0 tb=0", line, sizeof line);
+            ck_assert_msg(strstr(line, "n/a (the candidate's call did not complete)") != NULL, "%s", o);
+            ck_assert_msg(strstr(line_with(o, "M=1 N=1 K=1 ta=0 tb=0", line, sizeof line), "x") != NULL, "%s",
+                          o);
+        } else { /* the cases after f2 are not run */
+            ck_assert_msg(strstr(o, "\"time_note\":\t\"not run\"") != NULL, "%s", o);
+            ck_assert_msg(strstr(o, "\"time_note\":\t\"the candidate's call did not complete\"") != NULL,
+                          "%s", o);
+            ck_assert_msg(strstr(o, "\"time_note\":\tnull") != NULL, "%s", o);
+        }
+        free(o);
+        free(e);
+        o = e = NULL;
+    }
+    const char *a3[] = {
+        "verify",    "--op",   "matmul",   "--lib", lib,       "--symbol", "matmul_candidate",
+        "--backend", "host",   "--orders", "0",     "--cases", "0",        "--timeout",
+        "1",         "--seed", "1"
+    };
+    rc = cli(a3, (int)(sizeof a3 / sizeof a3[0]), &o, &e);
+    ck_assert_msg(rc == MF_CLI_FAILED, "rc %d: %s%s", rc, o, e);
+    line_with(o, "M=17 N=33 K=19 ta=1 tb=0", line, sizeof line); /* f3, after the timeout */
+    ck_assert_msg(strstr(line, "not-run") != NULL && strstr(line, "n/a (not run)") != NULL, "%s", o);
+    free(o);
+    free(e);
+}
+END_TEST
+
 static Suite *verify_suite(void)
 {
     Suite *s = suite_create("verify");
@@ -869,6 +1004,7 @@ static Suite *verify_suite(void)
     suite_add_tcase(s, tlib);
     TCase *tcli = tcase_create("cli");
     tcase_add_test(tcli, test_cli);
+    tcase_add_test(tcli, test_cli_table);
     suite_add_tcase(s, tcli);
     return s;
 }
