@@ -265,9 +265,11 @@ void mf_vf_run_all(mf_context *ctx, const mf_verify_target *tg, void (*candidate
     for (int c = 0; c < n; c++) {
         run_one(ctx, tg, candidate, &ids[c], 0, is, &rows[c]);
         if (stops_run(is, &rows[c])) {
+            char backend[sizeof rows[c].result.backend];
+            snprintf(backend, sizeof backend, "%s", rows[c].result.backend);
             for (int r = c + 1; r < n; r++) {
                 not_run(tg, &ids[r], &ids[c], &rows[r]);
-                snprintf(rows[r].result.backend, sizeof rows[r].result.backend, "%s", rows[c].result.backend);
+                snprintf(rows[r].result.backend, sizeof rows[r].result.backend, "%s", backend);
             }
             return;
         }
