@@ -42,7 +42,7 @@ ctest --preset default -j "$jobs"
 # so the cudahost tests and every op's equivalence suite run with both, and a difference between
 # GCC and clang fails here rather than for a user (cudahost/README.md, "Host-compiler probes").
 step "clang tsan build (host execution mode, clang)"
-cmake --preset clang-tsan
+cmake --preset clang-tsan -DMF_VERIFY_EXAMPLES=OFF
 cmake --build --preset clang-tsan -j "$jobs"
 step "clang tsan tests (label host)"
 # TSan looks for races between the worker threads that run a kernel's blocks: the
@@ -51,7 +51,8 @@ step "clang tsan tests (label host)"
 # interleavings to see; the reverse-order ones to the default leg): the reverse-order and
 # memory suites (the same kernels again),
 # memfix verify, bench and the registry walk (they run the same kernels once more, in
-# worker processes; ~40 min of TSan in all).
+# worker processes; ~40 min of TSan in all). So the leg builds no example candidates either
+# (MF_VERIFY_EXAMPLES=OFF: 71 host-mode compiles that only verify's tests use).
 ctest --preset clang-tsan -j "$jobs" -L host -LE 'slow|memory|reverse' -E '^test_(verify|bench|registry)'
 
 # AddressSanitizer and line coverage share one build and one run (two -O0

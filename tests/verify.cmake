@@ -2,7 +2,7 @@
 # (built there as host-mode shared libraries) through mf_verify and the command
 # in-process (tests/unit/test_verify.c), and end to end through the built
 # memfix binary, which must export its symbols for the candidates to load.
-if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
+if(MF_BUILD_TESTS AND MF_VERIFY_EXAMPLES AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set(_mf_cand_dir ${CMAKE_BINARY_DIR}/candidates/host)
   mf_add_check_test(test_verify
     SOURCES unit/test_verify.c
@@ -228,7 +228,7 @@ endif()
 # through the binary: cheating candidates that pass every fixed case are rejected
 # on a random case ("REJECTED [g<i>: ..."), the correct examples stay accepted
 # with several seeds, and --list-cases, --case, --large and --dump.
-if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
+if(MF_BUILD_TESTS AND MF_VERIFY_EXAMPLES AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set(_mf_cand_dir ${CMAKE_BINARY_DIR}/candidates/host)
   mf_add_check_test(test_verify_cases
     SOURCES unit/test_verify_cases.c
@@ -334,7 +334,7 @@ endif()
 # memfix verify's memory and measurement defenses (docs/verify.md "Memory defenses" and "Measured by
 # memfix"): every byte of every input is write-protected in host mode (a small input, an input's partial
 # last page, a write by cudaMemcpy), each undone before the candidate returns.
-if(MF_BUILD_TESTS AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
+if(MF_BUILD_TESTS AND MF_VERIFY_EXAMPLES AND MF_HAVE_HOST_KERNELS AND COMMAND cudahost_add_library)
   set(_mf_cand_dir ${CMAKE_BINARY_DIR}/candidates/host)
   set(_mm --op matmul --symbol matmul_candidate --orders 0 --lib)
   # A of f0 (M=1, K=1) is 4 bytes: rejected there, by the write-protection
