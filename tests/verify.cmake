@@ -298,8 +298,8 @@ if(MF_BUILD_TESTS AND MF_VERIFY_EXAMPLES AND MF_HAVE_HOST_KERNELS AND COMMAND cu
     list(GET _f 1 _lib)
     mf_verify_cases_test(${_lib}_correct_3 ${_op} ${_lib}_correct ${_lib}_candidate "candidate ACCEPTED" --seed 3)
   endforeach()
-  # seed 1 of matmul, rope and cross_entropy in every leg; the other seeds and targets in the default one
-  # (minutes under the sanitizers)
+  # seed 1 of matmul, rope and cross_entropy in every build (matmul's and cross_entropy's not under a sanitizer: see
+  # the end of this file); the other seeds and targets in the default one (minutes under the sanitizers)
   foreach(_t matmul_correct_2 rope_correct_2 ce_forward_correct_2 ce_backward_correct_3 attention_forward_correct_3
              attention_backward_correct_3 npt_forward_correct_3 npt_backward_correct_3
              linear_attention_forward_correct_3 linear_attention_backward_correct_3)
@@ -386,3 +386,16 @@ foreach(_t test_verify_cli_nsa_forward_ungated_cmp test_verify_cli_nsa_forward_s
     set_property(TEST ${_t}.host APPEND PROPERTY LABELS slow)
   endif()
 endforeach()
+
+# Under a sanitizer, the longest correct-candidate runs are left to the default build as well (labelled slow
+# there): NSA's forward and backward examples (140 s of the ASan leg's CPU; the NSA entries also go through
+# mf_verify under ASan in test_nsa_equiv's verify case) and seed 1's random cases of cross_entropy and matmul
+# (95 s; test_verify_cases_one_case and _seed_json still run random matmul cases through the binary there).
+if(MF_SANITIZER)
+  foreach(_t test_verify_cli_nsa_forward_correct test_verify_cli_nsa_backward_correct
+             test_verify_cases_ce_forward_correct_1 test_verify_cases_matmul_correct_1)
+    if(TEST ${_t}.host)
+      set_property(TEST ${_t}.host APPEND PROPERTY LABELS slow)
+    endif()
+  endforeach()
+endif()
