@@ -101,19 +101,6 @@ size_t mf_context_cublas_workspace_bytes(const mf_context *ctx);
  * MF_CUBLAS_WORKSPACE_AUTO): 32 MiB for CUDA on sm_90, else 4 MiB. */
 size_t mf_cublas_workspace_default(mf_backend backend, int cc_major);
 
-/* A deferred label check, without waiting (src/core/context.c): enqueues on
- * the context's stream a copy of *d_first_bad (device: the first row whose
- * label is outside [0, vocab) and not ignore_index, or n_rows when none) into
- * page-locked memory; the next synchronizing call of the context
- * (mf_context_synchronize, mf_buffer_download, mf_context_trim) reports
- * MF_ERR_OUT_OF_RANGE naming func, the row and the label (labels[row + 1]
- * when 'shifted'). d_first_bad may be freed scratch after this returns (the
- * copy is ordered before any reuse). With 16 checks pending, it synchronizes
- * first (and returns an error found then). */
-mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
-                                       const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
-                                       int64_t ignore_index);
-
 /* memfix verify's scratch guard (src/core/context.c): while on, every
  * device mf_scratch_alloc is a fresh allocation with 256-byte canary zones
  * right before and right after the bytes asked for, checked when it is freed;

@@ -89,6 +89,37 @@ static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_
                                   "pos->ids");
 }
 
+/* A deferred check of position ids (mf_deferred.h): row = token
+ * b*seq_len + t, the id at ids[b*batch_stride + t], int32 when id_bytes == 4
+ * or int64 when 8. */
+typedef struct rope_ids_info {
+    const void *ids; /* device */
+    int id_bytes;
+    int64_t seq_len, batch_stride, max_position;
+} rope_ids_info;
+
+/* The report of a bad id: MF_ERR_OUT_OF_RANGE naming the id, its index in ids
+ * and its token. */
+static mf_status rope_bad_id_report(mf_context *ctx, const char *func, int64_t bad_row, const void *info)
+{
+    const rope_ids_info *bad = (const rope_ids_info *)info;
+    const size_t b = (size_t)(bad_row / bad->seq_len), t = (size_t)(bad_row % bad->seq_len);
+    const size_t e = b * (size_t)bad->batch_stride + t;
+    int64_t id = 0;
+    if (bad->id_bytes == 4) {
+        int32_t id32 = 0;
+        MF_TRY(mf_context_read_device(ctx, &id32, (const int32_t *)bad->ids + e, sizeof id32));
+        id = id32;
+    } else {
+        MF_TRY(mf_context_read_device(ctx, &id, (const int64_t *)bad->ids + e, sizeof id));
+    }
+    return mf_set_error(
+        MF_ERR_OUT_OF_RANGE, func, __FILE__, __LINE__,
+        "position id %lld (ids[%zu], token b=%zu t=%zu) is outside [0, %lld]; the outputs are "
+        "unspecified (found on the device, reported at the next synchronization of the context)",
+        (long long)id, e, b, t, (long long)bad->max_position);
+}
+
 /* The range check of explicit ids without waiting: a device word of scratch
  * (MF_ROPE_ID_CHECK_BYTES, from the context's cache in steady state), a
  * kernel that stores the first bad token in it, and a deferred check of the
@@ -109,10 +140,12 @@ static mf_status check_ids(const char *func, mf_context *ctx, const mf_rope_tens
     else
 #endif
         st = mf_host_rope_check_ids(ctx, pos, t->batch, t->seq_len, (int64_t *)p);
-    if (st == MF_OK)
-        st = mf_context_defer_position_check(ctx, func, (const int64_t *)p, pos->ids,
-                                             pos->kind == MF_ROPE_POS_I32 ? 4 : 8, t->batch * t->seq_len,
-                                             t->seq_len, pos->batch_stride, MF_ROPE_MAX_POSITION);
+    if (st == MF_OK) {
+        const rope_ids_info info = { pos->ids, pos->kind == MF_ROPE_POS_I32 ? 4 : 8, t->seq_len,
+                                     pos->batch_stride, MF_ROPE_MAX_POSITION };
+        st = mf_context_defer_check(ctx, func, (const int64_t *)p, t->batch * t->seq_len, rope_bad_id_report,
+                                    &info, sizeof info);
+    }
     if (st != MF_OK) {
         mf_scratch_free(ctx, MF_MEM_DEVICE, p);
         return st;
