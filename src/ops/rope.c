@@ -5,7 +5,6 @@
 #include "memfix/rope.h"
 
 #include "rope.cuh"
-#include "rope_args.h"
 #include "memfix/check.h"
 #include "memfix/plan.h"
 #include "memfix/registry.h"
@@ -71,7 +70,7 @@ static mf_status check_backend(const char *func, mf_context *ctx)
 }
 
 /* Extents of q, k, q_out, k_out and the ids before any launch or position check
- * (after mf_rope_internal_validate: the products fit). */
+ * (after mf_rope_validate: the products fit). */
 static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_config *cfg,
                                const mf_rope_tensors *t, const mf_rope_positions *pos)
 {
@@ -160,7 +159,7 @@ mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_dire
 {
     const char *func = __func__;
     if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
-    MF_TRY(mf_rope_internal_validate(func, cfg, dir, t, pos));
+    MF_TRY(mf_rope_validate(func, cfg, dir, t, pos));
     MF_TRY(check_backend(func, ctx));
     MF_TRY(check_extents(func, ctx, cfg, t, pos));
     int64_t *word = NULL;
@@ -246,7 +245,7 @@ mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg, int64
     if (out == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "out is NULL");
     *out = NULL;
     if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
-    MF_TRY(mf_rope_internal_validate_config(func, cfg));
+    MF_TRY(mf_rope_validate_config(func, cfg));
     if (capacity <= 0) ROPE_ERR(MF_ERR_INVALID_SIZE, "capacity must be > 0 (got %lld)", (long long)capacity);
     if (capacity - 1 > MF_ROPE_MAX_POSITION)
         ROPE_ERR(MF_ERR_OUT_OF_RANGE, "capacity %lld exceeds MF_ROPE_MAX_POSITION + 1", (long long)capacity);
@@ -303,7 +302,7 @@ mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const
 {
     const char *func = __func__;
     if (cache == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cache is NULL");
-    MF_TRY(mf_rope_internal_validate(func, &cache->cfg, dir, t, pos));
+    MF_TRY(mf_rope_validate(func, &cache->cfg, dir, t, pos));
     if (cache->table == NULL) ROPE_ERR(MF_ERR_OUT_OF_MEMORY, "the cache lost its table in a failed growth");
     MF_TRY(check_extents(func, cache->ctx, &cache->cfg, t, pos));
     /* offset positions: the largest, offset + T - 1, is known on the host; the
