@@ -158,9 +158,18 @@ static MF_HD_INLINE double mf_bf16_bits_to_f64(uint16_t h)
  * restores the built-in list. Not thread-safe; tests and tools only. */
 struct mf_op_desc;
 void mf_registry_override(const struct mf_op_desc *const *ops, size_t n);
-/* The ops built into the library (MF_REGISTERED_OPS), whatever the override:
+/* The ops built into the library (mf_builtin_ops), whatever the override:
  * the tolerance table (src/core/tolerance.c) collects their rows. */
 const struct mf_op_desc *const *mf_registry_builtin(size_t *count);
+
+/* What the layer above the core lists (src/ops/op_list.c: the one list of
+ * ops), so that the core names no op: mf_builtin_ops, the registered ops'
+ * descriptors in `memfix report`'s order, mf_builtin_ops_count of them (none
+ * in a build without the kernels), then a NULL. */
+extern const struct mf_op_desc *const mf_builtin_ops[];
+extern const size_t mf_builtin_ops_count;
+/* The number of elements of an array. */
+#define MF_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,21 @@
+/* The registered ops: the one list of ops, one line per op, in `memfix
+ * report`'s order. MF_OP(<op>) stands for `const mf_op_desc mf_op_<op>`,
+ * the op's descriptor (src/ops/<op>.c), registered where the kernels are built
+ * (MF_HAVE_HOST_KERNELS; a reference-only build registers none).
+ * src/ops/op_list.c hands the list to the core (mf_builtin_ops, mf_internal.h),
+ * which names no op. Internal: not installed. */
+#ifndef MEMFIX_OPS_OP_LIST_H
+#define MEMFIX_OPS_OP_LIST_H
+
+#include "mf_internal.h"
+
+#define MF_OP_LIST(MF_OP)                                                                                    \
+    MF_OP(matmul)                                                                                            \
+    MF_OP(rope)                                                                                              \
+    MF_OP(cross_entropy)                                                                                     \
+    MF_OP(npt)                                                                                               \
+    MF_OP(attention)                                                                                         \
+    MF_OP(linear_attention)                                                                                  \
+    MF_OP(nsa)
+
+#endif /* MEMFIX_OPS_OP_LIST_H */
