@@ -163,11 +163,22 @@ void mf_registry_override(const struct mf_op_desc *const *ops, size_t n);
 const struct mf_op_desc *const *mf_registry_builtin(size_t *count);
 
 /* What the layer above the core lists (src/ops/op_list.c: the one list of
- * ops), so that the core names no op: mf_builtin_ops, the registered ops'
- * descriptors in `memfix report`'s order, mf_builtin_ops_count of them (none
- * in a build without the kernels), then a NULL. */
+ * ops), so that the core names no op:
+ *   - mf_builtin_ops: the registered ops' descriptors in `memfix report`'s
+ *     order, mf_builtin_ops_count of them (none in a build without the
+ *     kernels), then a NULL;
+ *   - mf_builtin_tolerances: the tolerance rows the ops hold in every build
+ *     (their references against PyTorch), mf_builtin_tolerances_count sets,
+ *     in the same order. */
 extern const struct mf_op_desc *const mf_builtin_ops[];
 extern const size_t mf_builtin_ops_count;
+struct mf_tolerance;
+typedef struct mf_tolerance_rows {
+    const struct mf_tolerance *rows;
+    size_t count; /* { rows, MF_COUNT_OF(rows) } for an array */
+} mf_tolerance_rows;
+extern const mf_tolerance_rows *const mf_builtin_tolerances[];
+extern const size_t mf_builtin_tolerances_count;
 /* The number of elements of an array. */
 #define MF_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,6 +1,7 @@
-/* The registry's list (mf_internal.h), filled from the one list of ops
- * (op_list.h): the descriptors of the registered ops. Built even without the
- * kernels (then with none). */
+/* The registry's lists (mf_internal.h), filled from the one list of ops
+ * (op_list.h): the descriptors of the registered ops and the tolerance rows the
+ * ops hold in every build. Built even without the kernels (then with no
+ * descriptors). */
 #include "op_list.h"
 
 #include "memfix/registry.h"
@@ -19,3 +20,7 @@ const mf_op_desc *const mf_builtin_ops[] = {
     MF_OP_LIST(MF_OP_DESC) NULL /* sentinel: keeps the array non-empty; not counted */
 };
 const size_t mf_builtin_ops_count = MF_COUNT_OF(mf_builtin_ops) - 1;
+
+#define MF_OP_TORCH_TOLERANCES(op) &mf_##op##_torch_tolerances,
+const mf_tolerance_rows *const mf_builtin_tolerances[] = { MF_OP_LIST(MF_OP_TORCH_TOLERANCES) };
+const size_t mf_builtin_tolerances_count = MF_COUNT_OF(mf_builtin_tolerances);

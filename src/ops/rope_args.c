@@ -1,9 +1,12 @@
-/* RoPE's small public helpers (config and positions constructors, layout names)
- * and the argument validation shared by the reference (reference/rope.c) and
- * the public entry points (src/ops/rope.c): built into the core library even
- * without the kernels. Declarations: include/memfix/rope.h. */
+/* RoPE's small public helpers (config and positions constructors, layout names),
+ * the argument validation shared by the reference (reference/rope.c) and the
+ * public entry points (src/ops/rope.c), and the reference's tolerance row
+ * against PyTorch: built into the core library even without the kernels.
+ * Declarations: include/memfix/rope.h and op_list.h. */
+#include "memfix/check.h"
 #include "memfix/rope.h"
 #include "mf_internal.h"
+#include "op_list.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -143,3 +146,11 @@ mf_status mf_rope_validate(const char *func, const mf_rope_config *cfg, mf_rope_
     }
     return MF_OK;
 }
+
+/* ---- the reference against PyTorch float64 (tests/equivalence/test_rope_fixtures.c) ---- */
+static const mf_tolerance torch_rows[] = {
+    { "rope.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double tables) vs the HF rotary code run by torch in float64, both rounded to fp32: 1-2 "
+      "ulp (2^-23) where the doubles straddle a rounding boundary" },
+};
+const mf_tolerance_rows mf_rope_torch_tolerances = { torch_rows, MF_COUNT_OF(torch_rows) };
