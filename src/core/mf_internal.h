@@ -62,8 +62,8 @@ mf_status mf_check_bool(const char *func, const char *name, int flag);
  * "<prefix><names[i]> must be > 0 (got %lld)" (prefix may be NULL: ""). */
 mf_status mf_check_dims_positive(const char *func, const char *prefix, int n, const int64_t *dims,
                                  const char *const *names);
-/* Attention-shaped operands (q, k: B x H x N x D; v: B x H x N x Dv), as
- * attention and linear attention take them: mf_check_dtype_f32_bf16,
+/* Operands shaped as queries, keys and values (q, k: B x H x N x D; v:
+ * B x H x N x Dv), with a causal flag: mf_check_dtype_f32_bf16,
  * mf_check_bool("causal") and every dim of B, H, N, D, Dv > 0, in that order. */
 mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
                              int64_t D, int64_t Dv);
@@ -125,8 +125,8 @@ void mf_context_raise_scratch_peak(mf_context *ctx, mf_mem_space space, size_t p
 /* bf16 bits of a double: rounded to float (nearest even), then to bf16 (nearest
  * even, NaN kept quiet), as PyTorch's .to(torch.bfloat16) of a float64 tensor
  * (through float) and mf_f32_to_bf16 do. The double rounding is part of the
- * spec wherever it is used (NSA's bf16 compressed keys and values: the reference
- * and the fused pooling kernel both call this, bit-identical). */
+ * spec wherever it is used (a reference and a kernel that both call this store
+ * bit-identical bf16 values). */
 static MF_HD_INLINE uint16_t mf_bf16_from_f64(double x)
 {
     const float f = (float)x;
