@@ -162,8 +162,8 @@ void mf_registry_override(const struct mf_op_desc *const *ops, size_t n);
  * the tolerance table (src/core/tolerance.c) collects their rows. */
 const struct mf_op_desc *const *mf_registry_builtin(size_t *count);
 
-/* What the layer above the core lists (src/ops/op_list.c: the one list of
- * ops), so that the core names no op:
+/* What the layer above the core lists (src/ops/op_list.c, from the one list
+ * of ops, MF_OP_LIST in src/ops/op_list.h), so that the core names no op:
  *   - mf_builtin_ops: the registered ops' descriptors in `memfix report`'s
  *     order, mf_builtin_ops_count of them (none in a build without the
  *     kernels), then a NULL;

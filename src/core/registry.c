@@ -1,7 +1,8 @@
 /* The registry of fixes shared by `memfix report`, `memfix verify`, `memfix
  * bench`, the suites and later tools. The core names no op: the one list of
- * ops is src/ops/op_list.c (mf_builtin_ops, mf_internal.h), where adding a fix
- * is one line, for its mf_op_desc in src/ops/<op>.c. */
+ * ops is MF_OP_LIST in src/ops/op_list.h, handed to the core as mf_builtin_ops
+ * (src/ops/op_list.c, mf_internal.h); adding a fix is one line there, for its
+ * mf_op_desc in src/ops/<op>.c. */
 #include "mf_internal.h"
 #include "memfix/registry.h"
 
