@@ -314,8 +314,8 @@ extern "C" mf_status MF_FN(cross_entropy_chunked)(mf_context *ctx, const mf_ce_a
     }
     // The first out-of-range label (counters[1]) is a deferred check of the
     // context: copied to page-locked memory without waiting and reported by
-    // the next synchronization (src/core/context.c). No read-back, no sync.
-    MF_TRY(mf_context_defer_label_check(ctx, __func__, d_counters + 1, a->labels, (int64_t)N, shift_len != 0,
-                                        (int64_t)V, o.ignore_index));
+    // the next synchronization (src/ops/cross_entropy.c). No read-back, no sync.
+    MF_TRY(mf_cross_entropy_defer_label_check(ctx, __func__, d_counters + 1, a->labels, (int64_t)N,
+                                              shift_len != 0, (int64_t)V, o.ignore_index));
     return MF_OK;
 }

@@ -39,7 +39,6 @@
 #include "memfix/linear_attention.h"
 
 #include "mf_internal.h"
-#include "ops/linear_attention_args.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -143,7 +142,7 @@ mf_status mf_ref_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int c
                                           const void *v, const mf_linear_attention_state *state, float *out)
 {
     MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, out);
-    MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 0, mf_la_state_any(state)));
+    MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 0, mf_linear_attention_state_any(state)));
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, nv = (size_t)Dv;
     const size_t L = causal ? n : 1, sz = d * nv;
@@ -186,7 +185,7 @@ mf_status mf_ref_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int 
 {
     MF_CHECK_ALL_NOT_NULL(ctx, q, k, v, dout, dq, dk, dv);
     MF_TRY(check_args(__func__, dtype, causal, B, H, N, D, Dv, 1,
-                      mf_la_state_any(state) || mf_la_grad_any(grad)));
+                      mf_linear_attention_state_any(state) || mf_linear_attention_state_grad_any(grad)));
 
     const size_t bh = (size_t)B * (size_t)H, n = (size_t)N, d = (size_t)D, nv = (size_t)Dv;
     const size_t L = causal ? n : 1, sz = d * nv;

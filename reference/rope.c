@@ -32,7 +32,6 @@
 #include "memfix/rope.h"
 
 #include "mf_internal.h"
-#include "ops/rope_args.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -56,6 +55,34 @@ static int64_t ref_position(const mf_rope_positions *pos, size_t b, size_t t)
     const size_t e = b * (size_t)pos->batch_stride + t;
     if (pos->kind == MF_ROPE_POS_I32) return (int64_t)((const int32_t *)pos->ids)[e];
     return ((const int64_t *)pos->ids)[e];
+}
+
+/* Largest position, and the range check of explicit HOST ids (the public
+ * entry points check device ids on the device). */
+static mf_status ref_max_position(const char *func, const mf_rope_positions *pos, int64_t batch,
+                                  int64_t seq_len, int64_t *max_pos)
+{
+    if (pos->kind == MF_ROPE_POS_OFFSET) {
+        *max_pos = pos->offset + seq_len - 1;
+        return MF_OK;
+    }
+    const int is32 = pos->kind == MF_ROPE_POS_I32;
+    const size_t esize = is32 ? 4 : 8;
+    const size_t rows = pos->batch_stride == 0 ? 1 : (size_t)batch;
+    int64_t mx = -1;
+    for (size_t r = 0; r < rows; ++r) {
+        const char *row = (const char *)pos->ids + r * (size_t)pos->batch_stride * esize;
+        for (size_t i = 0; i < (size_t)seq_len; ++i) {
+            const int64_t p = is32 ? (int64_t)((const int32_t *)row)[i] : ((const int64_t *)row)[i];
+            if (p < 0 || p > MF_ROPE_MAX_POSITION)
+                return mf_set_error(MF_ERR_OUT_OF_RANGE, func, __FILE__, __LINE__,
+                                    "position id %lld at (b=%zu, t=%zu) is outside [0, MF_ROPE_MAX_POSITION]",
+                                    (long long)p, r, i);
+            if (p > mx) mx = p;
+        }
+    }
+    *max_pos = mx;
+    return MF_OK;
 }
 
 /* Rotates one head row x (Dh floats) into y with the table rows c, s (rd
@@ -90,12 +117,12 @@ mf_status mf_ref_rope(mf_context *ctx, const mf_rope_config *cfg, mf_rope_direct
                       const mf_rope_tensors *t, const mf_rope_positions *pos)
 {
     MF_CHECK_NOT_NULL(ctx);
-    MF_TRY(mf_rope_internal_validate(__func__, cfg, dir, t, pos));
+    MF_TRY(mf_rope_validate(__func__, cfg, dir, t, pos));
     if (t->dtype != MF_DTYPE_F32)
         MF_FAIL(MF_ERR_DTYPE, "the reference takes MF_DTYPE_F32 host arrays (got %s); widen bf16 first",
                 mf_dtype_name(t->dtype) ? mf_dtype_name(t->dtype) : "invalid");
     int64_t max_pos = 0;
-    MF_TRY(mf_rope_internal_max_position(__func__, pos, t->batch, t->seq_len, &max_pos));
+    MF_TRY(ref_max_position(__func__, pos, t->batch, t->seq_len, &max_pos));
 
     const int64_t L = max_pos + 1;
     if (mf_ref_rope_scratch_bytes(L, cfg->rotary_dim) == SIZE_MAX)

@@ -219,6 +219,12 @@ MF_API size_t mf_linear_attention_scratch_ceiling(int causal, int backward, int6
 /* 1 when chunk is a valid C (a power of two in [16, 128]), else 0. */
 MF_API int mf_linear_attention_chunk_valid(int64_t chunk);
 
+/* 1 when the recurrent state (or its gradient) names any buffer: the call
+ * carries a state, which only the causal form takes. NULL: 0. Shared by the
+ * reference and the entry points' argument checks. */
+MF_API int mf_linear_attention_state_any(const mf_linear_attention_state *s);
+MF_API int mf_linear_attention_state_grad_any(const mf_linear_attention_state_grad *g);
+
 #ifdef __cplusplus
 }
 #endif

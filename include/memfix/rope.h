@@ -190,6 +190,16 @@ MF_API mf_rope_positions mf_rope_positions_ids(mf_rope_pos_kind kind, const void
 
 MF_API const char *mf_rope_layout_name(mf_rope_layout l); /* "half", "interleaved" */
 
+/* Argument validation, shared by the reference and the entry points: the
+ * error message names 'func'. mf_rope_validate_config checks the
+ * configuration; mf_rope_validate the configuration, the direction, the
+ * tensors (sizes, dtype, overlaps) and the positions, all but the id values
+ * (the reference scans its host ids, the entry points check device ids on the
+ * device). */
+MF_API mf_status mf_rope_validate_config(const char *func, const mf_rope_config *cfg);
+MF_API mf_status mf_rope_validate(const char *func, const mf_rope_config *cfg, mf_rope_direction dir,
+                                  const mf_rope_tensors *t, const mf_rope_positions *pos);
+
 /* ---- fused: angles on the fly, no scratch ---------------------------------- */
 /* Rotates q and k (device buffers of ctx) into q_out and k_out in one launch.
  * Asynchronous on the context's stream: never waits, allocates nothing in

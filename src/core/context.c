@@ -16,12 +16,12 @@
  * not see the cache); the cache is released by mf_context_trim and
  * mf_context_destroy.
  *
- * Data-dependent errors found on the device (a label outside [0, V), a RoPE
- * position id outside [0, MF_ROPE_MAX_POSITION]) are
- * deferred checks: the op enqueues a copy of the device's verdict into a slot
- * of page-locked host memory without waiting, and the next synchronizing call
- * of the context (mf_context_synchronize, mf_buffer_download, mf_context_trim)
- * reports it, as the CUDA runtime reports an asynchronous launch error. */
+ * Data-dependent errors found on the device (an index out of range) are
+ * deferred checks (mf_deferred.h): the op enqueues a copy of the device's
+ * verdict into a slot of page-locked host memory without waiting, and the next
+ * synchronizing call of the context (mf_context_synchronize,
+ * mf_buffer_download, mf_context_trim) has the op's report say what it found,
+ * as the CUDA runtime reports an asynchronous launch error. */
 #define _POSIX_C_SOURCE 200809L
 #include "mf_internal.h"
 #include "mf_backend.h"
@@ -54,18 +54,17 @@ typedef struct mf_tracker {
     size_t current, peak, baseline, allocations;
 } mf_tracker;
 
-/* A deferred check of a label array (mf_context_defer_label_check) or of
- * RoPE position ids (mf_context_defer_position_check). */
+/* A pending deferred check (mf_context_defer_check): its op's report and the
+ * bytes the report reads. */
 enum { MF_DEFERRED_SLOTS = 16, MF_SCRATCH_GUARD = 256 };
 typedef struct mf_deferred {
     const char *func;
-    const int64_t *labels; /* device */
-    int64_t n_rows, vocab, ignore_index;
-    int shifted;
-    /* position ids (ids != NULL): row = token b*seq_len + t, the id at ids[b*batch_stride + t] */
-    const void *ids;
-    int id_bytes;
-    int64_t seq_len, batch_stride, max_position;
+    int64_t n_rows;
+    mf_deferred_report_fn *report;
+    union {
+        max_align_t align;
+        unsigned char bytes[MF_DEFERRED_INFO_BYTES];
+    } info;
 } mf_deferred;
 
 struct mf_context {
@@ -330,7 +329,8 @@ mf_backend mf_context_backend(const mf_context *ctx)
 
 /* ---- deferred checks -------------------------------------------------------------- */
 /* After a stream synchronization: the first pending check that found a bad
- * label becomes this call's error; every pending check is consumed. */
+ * row becomes this call's error, in its op's words; every pending check is
+ * consumed. */
 static mf_status deferred_flush(mf_context *ctx)
 {
     pthread_mutex_lock(&ctx->lock);
@@ -344,32 +344,7 @@ static mf_status deferred_flush(mf_context *ctx)
     ctx->n_deferred = 0;
     pthread_mutex_unlock(&ctx->lock);
     if (bad_row < 0) return MF_OK;
-    if (bad.ids != NULL) {
-        const size_t b = (size_t)(bad_row / bad.seq_len), t = (size_t)(bad_row % bad.seq_len);
-        const size_t e = b * (size_t)bad.batch_stride + t;
-        int64_t id = 0;
-        if (bad.id_bytes == 4) {
-            int32_t id32 = 0;
-            MF_TRY(ctx->ops->download(ctx->stream, &id32, (const int32_t *)bad.ids + e, sizeof id32));
-            id = id32;
-        } else {
-            MF_TRY(ctx->ops->download(ctx->stream, &id, (const int64_t *)bad.ids + e, sizeof id));
-        }
-        return mf_set_error(
-            MF_ERR_OUT_OF_RANGE, bad.func, __FILE__, __LINE__,
-            "position id %lld (ids[%zu], token b=%zu t=%zu) is outside [0, %lld]; the outputs are "
-            "unspecified (found on the device, reported at the next synchronization of the context)",
-            (long long)id, e, b, t, (long long)bad.max_position);
-    }
-    const size_t src = bad.shifted ? (size_t)bad_row + 1 : (size_t)bad_row;
-    int64_t value = 0;
-    MF_TRY(ctx->ops->download(ctx->stream, &value, bad.labels + src, sizeof value));
-    return mf_set_error(MF_ERR_OUT_OF_RANGE, bad.func, __FILE__, __LINE__,
-                        "label %lld (labels[%zu], the target of row %zu) is outside [0, %lld) and is not "
-                        "ignore_index (%lld); the outputs are unspecified (found on the device, reported at "
-                        "the next synchronization of the context)",
-                        (long long)value, src, (size_t)bad_row, (long long)bad.vocab,
-                        (long long)bad.ignore_index);
+    return bad.report(ctx, bad.func, bad_row, bad.info.bytes);
 }
 
 static mf_status sync_and_flush(mf_context *ctx)
@@ -378,8 +353,20 @@ static mf_status sync_and_flush(mf_context *ctx)
     return deferred_flush(ctx);
 }
 
-static mf_status defer_check(mf_context *ctx, const mf_deferred *d, const int64_t *d_first_bad)
+mf_status mf_context_defer_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
+                                 int64_t n_rows, mf_deferred_report_fn *report, const void *info,
+                                 size_t info_bytes)
 {
+    MF_CHECK_ALL_NOT_NULL(ctx, d_first_bad, report);
+    if (info_bytes > MF_DEFERRED_INFO_BYTES || (info_bytes > 0 && info == NULL))
+        MF_FAIL(MF_ERR_INVALID_ARGUMENT, "bad deferred check info (%zu bytes at %p, at most %d)", info_bytes,
+                info, (int)MF_DEFERRED_INFO_BYTES);
+    mf_deferred d;
+    memset(&d, 0, sizeof d);
+    d.func = func;
+    d.n_rows = n_rows;
+    d.report = report;
+    if (info_bytes > 0) memcpy(d.info.bytes, info, info_bytes);
     pthread_mutex_lock(&ctx->lock);
     int full = ctx->n_deferred == MF_DEFERRED_SLOTS;
     pthread_mutex_unlock(&ctx->lock);
@@ -387,43 +374,16 @@ static mf_status defer_check(mf_context *ctx, const mf_deferred *d, const int64_
     if (full) MF_TRY(sync_and_flush(ctx));
     pthread_mutex_lock(&ctx->lock);
     const int k = ctx->n_deferred++;
-    ctx->deferred[k] = *d;
+    ctx->deferred[k] = d;
     ctx->deferred_slots[k] = -1;
     pthread_mutex_unlock(&ctx->lock);
     return ctx->ops->download_async(ctx->stream, &ctx->deferred_slots[k], d_first_bad, sizeof(int64_t));
 }
 
-mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
-                                       const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
-                                       int64_t ignore_index)
+mf_status mf_context_read_device(mf_context *ctx, void *dst_host, const void *src_dev, size_t bytes)
 {
-    MF_CHECK_ALL_NOT_NULL(ctx, d_first_bad);
-    const mf_deferred d = { .func = func,
-                            .labels = labels,
-                            .n_rows = n_rows,
-                            .vocab = vocab,
-                            .ignore_index = ignore_index,
-                            .shifted = shifted };
-    return defer_check(ctx, &d, d_first_bad);
-}
-
-mf_status mf_context_defer_position_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
-                                          const void *ids, int id_bytes, int64_t n_tokens, int64_t seq_len,
-                                          int64_t batch_stride, int64_t max_position)
-{
-    MF_CHECK_ALL_NOT_NULL(ctx, d_first_bad, ids);
-    if ((id_bytes != 4 && id_bytes != 8) || seq_len <= 0 || n_tokens <= 0 || batch_stride < 0)
-        MF_FAIL(MF_ERR_INVALID_ARGUMENT,
-                "bad position check (id_bytes %d, n_tokens %lld, seq_len %lld, stride %lld)", id_bytes,
-                (long long)n_tokens, (long long)seq_len, (long long)batch_stride);
-    const mf_deferred d = { .func = func,
-                            .n_rows = n_tokens,
-                            .ids = ids,
-                            .id_bytes = id_bytes,
-                            .seq_len = seq_len,
-                            .batch_stride = batch_stride,
-                            .max_position = max_position };
-    return defer_check(ctx, &d, d_first_bad);
+    MF_CHECK_ALL_NOT_NULL(ctx, dst_host, src_dev);
+    return ctx->ops->download(ctx->stream, dst_host, src_dev, bytes);
 }
 
 mf_status mf_context_synchronize(mf_context *ctx)

@@ -62,8 +62,8 @@ mf_status mf_check_bool(const char *func, const char *name, int flag);
  * "<prefix><names[i]> must be > 0 (got %lld)" (prefix may be NULL: ""). */
 mf_status mf_check_dims_positive(const char *func, const char *prefix, int n, const int64_t *dims,
                                  const char *const *names);
-/* Attention-shaped operands (q, k: B x H x N x D; v: B x H x N x Dv), as
- * attention and linear attention take them: mf_check_dtype_f32_bf16,
+/* Operands shaped as queries, keys and values (q, k: B x H x N x D; v:
+ * B x H x N x Dv), with a causal flag: mf_check_dtype_f32_bf16,
  * mf_check_bool("causal") and every dim of B, H, N, D, Dv > 0, in that order. */
 mf_status mf_check_bhnd_args(const char *func, mf_dtype dtype, int causal, int64_t B, int64_t H, int64_t N,
                              int64_t D, int64_t Dv);
@@ -101,19 +101,6 @@ size_t mf_context_cublas_workspace_bytes(const mf_context *ctx);
  * MF_CUBLAS_WORKSPACE_AUTO): 32 MiB for CUDA on sm_90, else 4 MiB. */
 size_t mf_cublas_workspace_default(mf_backend backend, int cc_major);
 
-/* A deferred label check, without waiting (src/core/context.c): enqueues on
- * the context's stream a copy of *d_first_bad (device: the first row whose
- * label is outside [0, vocab) and not ignore_index, or n_rows when none) into
- * page-locked memory; the next synchronizing call of the context
- * (mf_context_synchronize, mf_buffer_download, mf_context_trim) reports
- * MF_ERR_OUT_OF_RANGE naming func, the row and the label (labels[row + 1]
- * when 'shifted'). d_first_bad may be freed scratch after this returns (the
- * copy is ordered before any reuse). With 16 checks pending, it synchronizes
- * first (and returns an error found then). */
-mf_status mf_context_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
-                                       const int64_t *labels, int64_t n_rows, int shifted, int64_t vocab,
-                                       int64_t ignore_index);
-
 /* memfix verify's scratch guard (src/core/context.c): while on, every
  * device mf_scratch_alloc is a fresh allocation with 256-byte canary zones
  * right before and right after the bytes asked for, checked when it is freed;
@@ -138,8 +125,8 @@ void mf_context_raise_scratch_peak(mf_context *ctx, mf_mem_space space, size_t p
 /* bf16 bits of a double: rounded to float (nearest even), then to bf16 (nearest
  * even, NaN kept quiet), as PyTorch's .to(torch.bfloat16) of a float64 tensor
  * (through float) and mf_f32_to_bf16 do. The double rounding is part of the
- * spec wherever it is used (NSA's bf16 compressed keys and values: the reference
- * and the fused pooling kernel both call this, bit-identical). */
+ * spec wherever it is used (a reference and a kernel that both call this store
+ * bit-identical bf16 values). */
 static MF_HD_INLINE uint16_t mf_bf16_from_f64(double x)
 {
     const float f = (float)x;
@@ -171,9 +158,29 @@ static MF_HD_INLINE double mf_bf16_bits_to_f64(uint16_t h)
  * restores the built-in list. Not thread-safe; tests and tools only. */
 struct mf_op_desc;
 void mf_registry_override(const struct mf_op_desc *const *ops, size_t n);
-/* The ops built into the library (MF_REGISTERED_OPS), whatever the override:
+/* The ops built into the library (mf_builtin_ops), whatever the override:
  * the tolerance table (src/core/tolerance.c) collects their rows. */
 const struct mf_op_desc *const *mf_registry_builtin(size_t *count);
+
+/* What the layer above the core lists (src/ops/op_list.c, from the one list
+ * of ops, MF_OP_LIST in src/ops/op_list.h), so that the core names no op:
+ *   - mf_builtin_ops: the registered ops' descriptors in `memfix report`'s
+ *     order, mf_builtin_ops_count of them (none in a build without the
+ *     kernels), then a NULL;
+ *   - mf_builtin_tolerances: the tolerance rows the ops hold in every build
+ *     (their references against PyTorch), mf_builtin_tolerances_count sets,
+ *     in the same order. */
+extern const struct mf_op_desc *const mf_builtin_ops[];
+extern const size_t mf_builtin_ops_count;
+struct mf_tolerance;
+typedef struct mf_tolerance_rows {
+    const struct mf_tolerance *rows;
+    size_t count; /* { rows, MF_COUNT_OF(rows) } for an array */
+} mf_tolerance_rows;
+extern const mf_tolerance_rows *const mf_builtin_tolerances[];
+extern const size_t mf_builtin_tolerances_count;
+/* The number of elements of an array. */
+#define MF_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 #ifdef __cplusplus
 }

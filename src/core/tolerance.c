@@ -1,13 +1,15 @@
 /* The tolerance table: ONE table of every numerical tolerance, each row with a
- * one-line justification, assembled from two places:
- *   - the rows below: the harness self-tests and each reference against
- *     PyTorch ("<op>.torch.<dtype>"; the references exist in every build, also
- *     without the kernels);
+ * one-line justification, assembled from three places:
+ *   - the rows below: the harness self-tests;
+ *   - the rows each op holds in every build, also without the kernels: its
+ *     reference against PyTorch ("<op>.torch.<dtype>", in src/ops/<op>_args.c),
+ *     listed by src/ops/op_list.c (mf_builtin_tolerances);
  *   - each registered op's rows, "<op>.<output>.<dtype>" (its optimized path
  *     against its reference), held next to its descriptor in src/ops/<op>.c
  *     (mf_op_desc.tolerances).
- * mf_tolerance_table() lists them all (these rows first, then the ops' in
- * registry order) and mf_tolerance_get() looks one up by name.
+ * mf_tolerance_table() lists them all (these rows first, then the ops' rows of
+ * every build, then their descriptors' rows, both in registry order) and
+ * mf_tolerance_get() looks one up by name.
  *
  * Each row: name, atol, rtol, nmse bound, and a one-line justification. A
  * comparison passes iff the NaN/Inf pattern matches, every
@@ -28,36 +30,11 @@ static const mf_tolerance mf_core_tolerances[] = {
     { "selftest.f32", 1e-5, 1e-4, 1e-8,
       "harness self-test only: fp32 storage of values computed exactly in double, a few ulps of slack" },
     { "selftest.exact", 0.0, 0.0, 0.0, "harness self-test only: bit-exact expectations (copies, fills)" },
-
-    /* ---- references vs PyTorch float64 (tests/equivalence/test_<op>_fixtures.c) ---- */
-    { "matmul.torch.f32", 1e-12, 2.4e-7, 1e-13,
-      "reference (double sum) vs torch.matmul float64, both rounded to fp32: at most 1-2 ulp (2^-23) where "
-      "the double sums straddle a rounding boundary" },
-    { "rope.torch.f32", 1e-12, 2.4e-7, 1e-13,
-      "reference (double tables) vs the HF rotary code run by torch in float64, both rounded to fp32: 1-2 "
-      "ulp (2^-23) where the doubles straddle a rounding boundary" },
-    { "cross_entropy.torch.f32", 1e-9, 2.4e-7, 1e-13,
-      "reference (double) vs the seed's F.cross_entropy + autograd in torch float64, both rounded to fp32: "
-      "1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
-    { "npt.torch.f32", 1e-6, 2.4e-7, 1e-12,
-      "reference vs torch float64 (seed 004 einsum and factored graphs) rounded to fp32: <= 2 ulp (2^-22) "
-      "plus the reference's fp32 storage of delta_w/G (2^-24 each) summed over <= D*F = 234 terms" },
-    { "npt.torch.bf16", 1e-6, 3.91e-3, 1.6e-5,
-      "reference rounds each output once to bf16 (u = 2^-8 = 3.906e-3 relative) vs torch float64 kept in "
-      "fp32; nmse <= u^2 = 1.5e-5" },
-    { "attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
-      "reference (double) vs the seed's standard_attention + autograd in torch float64, both rounded to "
-      "fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
-    { "nsa.torch.f32", 1e-12, 2.4e-7, 1e-13,
-      "reference (double, dense masked branches) vs NSA's equations + autograd in torch float64, both "
-      "rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
-    { "linear_attention.torch.f32", 1e-12, 2.4e-7, 1e-13,
-      "reference (double cumsum) vs the seed's linear_attention_* + autograd in torch float64, both rounded "
-      "to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
 };
 #define MF_N_CORE_TOLERANCES (sizeof mf_core_tolerances / sizeof mf_core_tolerances[0])
 
-/* The whole table, built once: the rows above, then each built-in op's rows. */
+/* The whole table, built once: the rows above, the ops' rows of every build,
+ * then each built-in op's descriptor rows. */
 static const mf_tolerance *mf_table = mf_core_tolerances;
 static size_t mf_table_n = MF_N_CORE_TOLERANCES;
 static pthread_once_t mf_table_once = PTHREAD_ONCE_INIT;
@@ -66,6 +43,7 @@ static void build_table(void)
 {
     size_t n_ops = 0, n = MF_N_CORE_TOLERANCES;
     const mf_op_desc *const *ops = mf_registry_builtin(&n_ops);
+    for (size_t i = 0; i < mf_builtin_tolerances_count; i++) n += mf_builtin_tolerances[i]->count;
     for (size_t i = 0; i < n_ops; i++) n += (size_t)ops[i]->n_tolerances;
     if (n == MF_N_CORE_TOLERANCES) return;
     /* Lives as long as the program (reachable through mf_table). */
@@ -73,6 +51,9 @@ static void build_table(void)
     if (all == NULL) return; /* out of memory: the ops' rows are not found (an error per lookup) */
     memcpy(all, mf_core_tolerances, sizeof mf_core_tolerances);
     size_t k = MF_N_CORE_TOLERANCES;
+    for (size_t i = 0; i < mf_builtin_tolerances_count; i++)
+        for (size_t j = 0; j < mf_builtin_tolerances[i]->count; j++)
+            all[k++] = mf_builtin_tolerances[i]->rows[j];
     for (size_t i = 0; i < n_ops; i++)
         for (int j = 0; j < ops[i]->n_tolerances; j++) all[k++] = ops[i]->tolerances[j];
     mf_table = all;

@@ -9,6 +9,7 @@
 #include "memfix/check.h"
 #include "memfix/plan.h"
 #include "memfix/registry.h"
+#include "mf_deferred.h"
 #include "mf_internal.h"
 #include "op_common.h"
 
@@ -99,6 +100,37 @@ mf_status mf_cross_entropy_plan(int64_t n_rows, int64_t vocab, mf_dtype dtype,
     out->fixed_bytes = fixed;
     out->scratch_bytes = out->tile_bytes + fixed;
     return MF_OK;
+}
+
+/* ---- the deferred label check the kernel entries enqueue ---------------------------- */
+typedef struct ce_labels_info {
+    const int64_t *labels; /* device */
+    int64_t vocab, ignore_index;
+    int shifted;
+} ce_labels_info;
+
+/* The report of a bad label: MF_ERR_OUT_OF_RANGE naming the row and the label
+ * (labels[row + 1] when shifted). */
+static mf_status ce_bad_label_report(mf_context *ctx, const char *func, int64_t bad_row, const void *info)
+{
+    const ce_labels_info *bad = (const ce_labels_info *)info;
+    const size_t src = bad->shifted ? (size_t)bad_row + 1 : (size_t)bad_row;
+    int64_t value = 0;
+    MF_TRY(mf_context_read_device(ctx, &value, bad->labels + src, sizeof value));
+    return mf_set_error(MF_ERR_OUT_OF_RANGE, func, __FILE__, __LINE__,
+                        "label %lld (labels[%zu], the target of row %zu) is outside [0, %lld) and is not "
+                        "ignore_index (%lld); the outputs are unspecified (found on the device, reported at "
+                        "the next synchronization of the context)",
+                        (long long)value, src, (size_t)bad_row, (long long)bad->vocab,
+                        (long long)bad->ignore_index);
+}
+
+mf_status mf_cross_entropy_defer_label_check(mf_context *ctx, const char *func, const int64_t *d_first_bad,
+                                             const int64_t *labels, int64_t n_rows, int shifted,
+                                             int64_t vocab, int64_t ignore_index)
+{
+    const ce_labels_info info = { labels, vocab, ignore_index, shifted };
+    return mf_context_defer_check(ctx, func, d_first_bad, n_rows, ce_bad_label_report, &info, sizeof info);
 }
 
 /* ---- validation and dispatch ------------------------------------------------------ */

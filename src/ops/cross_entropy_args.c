@@ -1,9 +1,12 @@
 /* cross_entropy's options and the size of the logits the old code
  * materialized: used by the reference (reference/cross_entropy.c), the
  * optimized entries (src/ops/cross_entropy.c) and memfix plan, so built into the
- * core library even without the kernels (include/memfix/cross_entropy.h). */
+ * core library even without the kernels (include/memfix/cross_entropy.h); and
+ * the reference's tolerance row against PyTorch (op_list.h). */
+#include "memfix/check.h"
 #include "memfix/cross_entropy.h"
 #include "mf_internal.h"
+#include "op_list.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -71,3 +74,11 @@ size_t mf_cross_entropy_logits_bytes(int64_t n_rows, int64_t vocab, mf_dtype dty
     if (!mf_size_mul((size_t)n_rows, (size_t)vocab, &r) || !mf_size_mul(r, es, &r)) return SIZE_MAX;
     return r;
 }
+
+/* ---- the reference against PyTorch float64 (tests/equivalence/test_cross_entropy_fixtures.c) ---- */
+static const mf_tolerance torch_rows[] = {
+    { "cross_entropy.torch.f32", 1e-9, 2.4e-7, 1e-13,
+      "reference (double) vs the seed's F.cross_entropy + autograd in torch float64, both rounded to fp32: "
+      "1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
+};
+const mf_tolerance_rows mf_cross_entropy_torch_tolerances = { torch_rows, MF_COUNT_OF(torch_rows) };

@@ -9,7 +9,6 @@
 #include "memfix/plan.h"
 #include "memfix/registry.h"
 #include "mf_internal.h"
-#include "linear_attention_args.h"
 #include "op_common.h"
 
 #include <math.h>
@@ -76,7 +75,8 @@ mf_status mf_linear_attention_forward(mf_context *ctx, mf_dtype dtype, int causa
                                       const void *k, const void *v, const mf_linear_attention_state *state,
                                       float *out)
 {
-    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv, mf_la_state_any(state)));
+    MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv,
+                        mf_linear_attention_state_any(state)));
     /* The operands (the state's optional), then their extents before any launch
      * (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);
@@ -111,7 +111,7 @@ mf_status mf_linear_attention_backward(mf_context *ctx, mf_dtype dtype, int caus
                                        float *dv)
 {
     MF_TRY(check_common(__func__, ctx, dtype, causal, chunk, B, H, N, D, Dv,
-                        mf_la_state_any(state) || mf_la_grad_any(grad)));
+                        mf_linear_attention_state_any(state) || mf_linear_attention_state_grad_any(grad)));
     /* The operands (the state's and its gradient's optional), then their extents
      * before any launch (the products fit: check_common). */
     const size_t rows = (size_t)B * (size_t)H * (size_t)N, es = mf_dtype_size(dtype);

@@ -1,8 +1,11 @@
 /* nsa's configuration, validation and memory formulas: used by the reference
  * (reference/nsa.c), the fused entry (src/ops/nsa.c) and memfix plan, so built
- * into the core library even without the kernels (include/memfix/nsa.h). */
+ * into the core library even without the kernels (include/memfix/nsa.h); and
+ * the reference's tolerance row against PyTorch (op_list.h). */
+#include "memfix/check.h"
 #include "memfix/nsa.h"
 #include "mf_internal.h"
+#include "op_list.h"
 
 #include <stdint.h>
 
@@ -141,3 +144,11 @@ size_t mf_nsa_backward_scratch_ceiling(const mf_nsa_config *cfg, int64_t B, int6
                  fwd = nsa_fwd_core_bytes(cfg, B, S, Hk, D);
     return bwd > fwd ? bwd : fwd;
 }
+
+/* ---- the reference against PyTorch float64 (tests/equivalence/test_nsa_fixtures.c) ---- */
+static const mf_tolerance torch_rows[] = {
+    { "nsa.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double, dense masked branches) vs NSA's equations + autograd in torch float64, both "
+      "rounded to fp32: 1-2 ulp (2^-23) where the doubles straddle a rounding boundary" },
+};
+const mf_tolerance_rows mf_nsa_torch_tolerances = { torch_rows, MF_COUNT_OF(torch_rows) };

@@ -5,7 +5,6 @@
 #include "memfix/rope.h"
 
 #include "rope.cuh"
-#include "rope_args.h"
 #include "memfix/check.h"
 #include "memfix/plan.h"
 #include "memfix/registry.h"
@@ -71,7 +70,7 @@ static mf_status check_backend(const char *func, mf_context *ctx)
 }
 
 /* Extents of q, k, q_out, k_out and the ids before any launch or position check
- * (after mf_rope_internal_validate: the products fit). */
+ * (after mf_rope_validate: the products fit). */
 static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_config *cfg,
                                const mf_rope_tensors *t, const mf_rope_positions *pos)
 {
@@ -87,6 +86,37 @@ static mf_status check_extents(const char *func, mf_context *ctx, const mf_rope_
                            : (size_t)(t->batch - 1) * (size_t)pos->batch_stride + (size_t)t->seq_len;
     return mf_check_device_extent(func, ctx, pos->ids, ids * (pos->kind == MF_ROPE_POS_I32 ? 4 : 8),
                                   "pos->ids");
+}
+
+/* A deferred check of position ids (mf_deferred.h): row = token
+ * b*seq_len + t, the id at ids[b*batch_stride + t], int32 when id_bytes == 4
+ * or int64 when 8. */
+typedef struct rope_ids_info {
+    const void *ids; /* device */
+    int id_bytes;
+    int64_t seq_len, batch_stride, max_position;
+} rope_ids_info;
+
+/* The report of a bad id: MF_ERR_OUT_OF_RANGE naming the id, its index in ids
+ * and its token. */
+static mf_status rope_bad_id_report(mf_context *ctx, const char *func, int64_t bad_row, const void *info)
+{
+    const rope_ids_info *bad = (const rope_ids_info *)info;
+    const size_t b = (size_t)(bad_row / bad->seq_len), t = (size_t)(bad_row % bad->seq_len);
+    const size_t e = b * (size_t)bad->batch_stride + t;
+    int64_t id = 0;
+    if (bad->id_bytes == 4) {
+        int32_t id32 = 0;
+        MF_TRY(mf_context_read_device(ctx, &id32, (const int32_t *)bad->ids + e, sizeof id32));
+        id = id32;
+    } else {
+        MF_TRY(mf_context_read_device(ctx, &id, (const int64_t *)bad->ids + e, sizeof id));
+    }
+    return mf_set_error(
+        MF_ERR_OUT_OF_RANGE, func, __FILE__, __LINE__,
+        "position id %lld (ids[%zu], token b=%zu t=%zu) is outside [0, %lld]; the outputs are "
+        "unspecified (found on the device, reported at the next synchronization of the context)",
+        (long long)id, e, b, t, (long long)bad->max_position);
 }
 
 /* The range check of explicit ids without waiting: a device word of scratch
@@ -109,10 +139,12 @@ static mf_status check_ids(const char *func, mf_context *ctx, const mf_rope_tens
     else
 #endif
         st = mf_host_rope_check_ids(ctx, pos, t->batch, t->seq_len, (int64_t *)p);
-    if (st == MF_OK)
-        st = mf_context_defer_position_check(ctx, func, (const int64_t *)p, pos->ids,
-                                             pos->kind == MF_ROPE_POS_I32 ? 4 : 8, t->batch * t->seq_len,
-                                             t->seq_len, pos->batch_stride, MF_ROPE_MAX_POSITION);
+    if (st == MF_OK) {
+        const rope_ids_info info = { pos->ids, pos->kind == MF_ROPE_POS_I32 ? 4 : 8, t->seq_len,
+                                     pos->batch_stride, MF_ROPE_MAX_POSITION };
+        st = mf_context_defer_check(ctx, func, (const int64_t *)p, t->batch * t->seq_len, rope_bad_id_report,
+                                    &info, sizeof info);
+    }
     if (st != MF_OK) {
         mf_scratch_free(ctx, MF_MEM_DEVICE, p);
         return st;
@@ -127,7 +159,7 @@ mf_status mf_rope_fused(mf_context *ctx, const mf_rope_config *cfg, mf_rope_dire
 {
     const char *func = __func__;
     if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
-    MF_TRY(mf_rope_internal_validate(func, cfg, dir, t, pos));
+    MF_TRY(mf_rope_validate(func, cfg, dir, t, pos));
     MF_TRY(check_backend(func, ctx));
     MF_TRY(check_extents(func, ctx, cfg, t, pos));
     int64_t *word = NULL;
@@ -213,7 +245,7 @@ mf_status mf_rope_cache_create(mf_context *ctx, const mf_rope_config *cfg, int64
     if (out == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "out is NULL");
     *out = NULL;
     if (ctx == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "ctx is NULL");
-    MF_TRY(mf_rope_internal_validate_config(func, cfg));
+    MF_TRY(mf_rope_validate_config(func, cfg));
     if (capacity <= 0) ROPE_ERR(MF_ERR_INVALID_SIZE, "capacity must be > 0 (got %lld)", (long long)capacity);
     if (capacity - 1 > MF_ROPE_MAX_POSITION)
         ROPE_ERR(MF_ERR_OUT_OF_RANGE, "capacity %lld exceeds MF_ROPE_MAX_POSITION + 1", (long long)capacity);
@@ -270,7 +302,7 @@ mf_status mf_rope_cache_apply(mf_rope_cache *cache, mf_rope_direction dir, const
 {
     const char *func = __func__;
     if (cache == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cache is NULL");
-    MF_TRY(mf_rope_internal_validate(func, &cache->cfg, dir, t, pos));
+    MF_TRY(mf_rope_validate(func, &cache->cfg, dir, t, pos));
     if (cache->table == NULL) ROPE_ERR(MF_ERR_OUT_OF_MEMORY, "the cache lost its table in a failed growth");
     MF_TRY(check_extents(func, cache->ctx, &cache->cfg, t, pos));
     /* offset positions: the largest, offset + T - 1, is known on the host; the

@@ -1,10 +1,12 @@
-/* RoPE's small public helpers (config and positions constructors, layout names)
- * and the argument validation shared by the reference (reference/rope.c) and
- * the public entry points (src/ops/rope.c): built into the core library even
- * without the kernels. Declarations: include/memfix/rope.h and rope_args.h. */
+/* RoPE's small public helpers (config and positions constructors, layout names),
+ * the argument validation shared by the reference (reference/rope.c) and the
+ * public entry points (src/ops/rope.c), and the reference's tolerance row
+ * against PyTorch: built into the core library even without the kernels.
+ * Declarations: include/memfix/rope.h and op_list.h. */
+#include "memfix/check.h"
 #include "memfix/rope.h"
 #include "mf_internal.h"
-#include "rope_args.h"
+#include "op_list.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -60,7 +62,7 @@ static int ranges_overlap(const void *a, size_t na, const void *b, size_t nb)
     return a0 < b0 + nb && b0 < a0 + na;
 }
 
-mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_config *cfg)
+mf_status mf_rope_validate_config(const char *func, const mf_rope_config *cfg)
 {
     if (cfg == NULL) ROPE_ERR(MF_ERR_NULL_POINTER, "cfg is NULL");
     if (cfg->head_dim <= 0)
@@ -81,10 +83,10 @@ mf_status mf_rope_internal_validate_config(const char *func, const mf_rope_confi
     return MF_OK;
 }
 
-mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg, mf_rope_direction dir,
-                                    const mf_rope_tensors *t, const mf_rope_positions *pos)
+mf_status mf_rope_validate(const char *func, const mf_rope_config *cfg, mf_rope_direction dir,
+                           const mf_rope_tensors *t, const mf_rope_positions *pos)
 {
-    MF_TRY(mf_rope_internal_validate_config(func, cfg));
+    MF_TRY(mf_rope_validate_config(func, cfg));
     if (dir != MF_ROPE_FORWARD && dir != MF_ROPE_BACKWARD)
         ROPE_ERR(MF_ERR_INVALID_ARGUMENT, "direction %d is not MF_ROPE_FORWARD or MF_ROPE_BACKWARD",
                  (int)dir);
@@ -145,30 +147,10 @@ mf_status mf_rope_internal_validate(const char *func, const mf_rope_config *cfg,
     return MF_OK;
 }
 
-/* Largest position, and the range check of explicit HOST ids (the reference;
- * the public entry points check device ids on the device, src/ops/rope.c). */
-mf_status mf_rope_internal_max_position(const char *func, const mf_rope_positions *pos, int64_t batch,
-                                        int64_t seq_len, int64_t *max_pos)
-{
-    if (pos->kind == MF_ROPE_POS_OFFSET) {
-        *max_pos = pos->offset + seq_len - 1;
-        return MF_OK;
-    }
-    const int is32 = pos->kind == MF_ROPE_POS_I32;
-    const size_t esize = is32 ? 4 : 8;
-    const size_t rows = pos->batch_stride == 0 ? 1 : (size_t)batch;
-    int64_t mx = -1;
-    for (size_t r = 0; r < rows; ++r) {
-        const char *row = (const char *)pos->ids + r * (size_t)pos->batch_stride * esize;
-        for (size_t i = 0; i < (size_t)seq_len; ++i) {
-            const int64_t p = is32 ? (int64_t)((const int32_t *)row)[i] : ((const int64_t *)row)[i];
-            if (p < 0 || p > MF_ROPE_MAX_POSITION)
-                ROPE_ERR(MF_ERR_OUT_OF_RANGE,
-                         "position id %lld at (b=%zu, t=%zu) is outside [0, MF_ROPE_MAX_POSITION]",
-                         (long long)p, r, i);
-            if (p > mx) mx = p;
-        }
-    }
-    *max_pos = mx;
-    return MF_OK;
-}
+/* ---- the reference against PyTorch float64 (tests/equivalence/test_rope_fixtures.c) ---- */
+static const mf_tolerance torch_rows[] = {
+    { "rope.torch.f32", 1e-12, 2.4e-7, 1e-13,
+      "reference (double tables) vs the HF rotary code run by torch in float64, both rounded to fp32: 1-2 "
+      "ulp (2^-23) where the doubles straddle a rounding boundary" },
+};
+const mf_tolerance_rows mf_rope_torch_tolerances = { torch_rows, MF_COUNT_OF(torch_rows) };

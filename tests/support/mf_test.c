@@ -212,7 +212,9 @@ int mf_test_check_close(const float *got, const float *ref, size_t n, const char
     msg[0] = '\0';
     const mf_tolerance *tol = tol_name ? mf_tolerance_get(tol_name) : NULL;
     if (tol == NULL) {
-        snprintf(msg, msg_cap, "unknown tolerance '%s' (add a row to src/core/tolerance.c)",
+        snprintf(msg, msg_cap,
+                 "unknown tolerance '%s' (add a row to the op's descriptor in src/ops/<op>.c, or a "
+                 "reference-vs-PyTorch row to src/ops/<op>_args.c)",
                  tol_name ? tol_name : "(null)");
         return 0;
     }
