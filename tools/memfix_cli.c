@@ -134,22 +134,6 @@ const char *mf_cli_error_reason(char *buf, size_t cap)
     return buf;
 }
 
-const char *mf_cli_bytes(char *buf, size_t cap, size_t b)
-{
-    const double x = (double)b;
-    if (b == SIZE_MAX)
-        snprintf(buf, cap, "n/a");
-    else if (x >= 1024.0 * 1024 * 1024)
-        snprintf(buf, cap, "%zu (%.2f GiB)", b, x / (1024.0 * 1024 * 1024));
-    else if (x >= 1024.0 * 1024)
-        snprintf(buf, cap, "%zu (%.2f MiB)", b, x / (1024.0 * 1024));
-    else if (x >= 1024.0)
-        snprintf(buf, cap, "%zu (%.2f KiB)", b, x / 1024.0);
-    else
-        snprintf(buf, cap, "%zu B", b);
-    return buf;
-}
-
 const char *mf_cli_bytes_short(char *buf, size_t cap, size_t b)
 {
     const double x = (double)b;
@@ -163,6 +147,15 @@ const char *mf_cli_bytes_short(char *buf, size_t cap, size_t b)
         snprintf(buf, cap, "%.2f KiB", x / 1024.0);
     else
         snprintf(buf, cap, "%zu B", b);
+    return buf;
+}
+
+/* The exact count with the short form beside it ("123456 (120.56 KiB)"); below 1 KiB and n/a as the short form. */
+const char *mf_cli_bytes(char *buf, size_t cap, size_t b)
+{
+    if (b == SIZE_MAX || b < 1024) return mf_cli_bytes_short(buf, cap, b);
+    char unit[32];
+    snprintf(buf, cap, "%zu (%s)", b, mf_cli_bytes_short(unit, sizeof unit, b));
     return buf;
 }
 
